@@ -1,0 +1,301 @@
+"""NESTFUL (IBM): nested sequences of API calls whose outputs feed later calls.
+
+Reads both upstream forms, field by field: the GitHub JSONL (``output``/``tools`` as JSON, ``gold_answer``
+native) and the HF parquet (``output``/``tools``/``gold_answer`` as strings), and both tool-spec variants
+(current ``output_parameters``; Jan-2025 ``output_parameter`` and JSON-Schema-wrapped code tools).
+
+Unified: a user turn (``input``) and one assistant turn whose ``tool_calls`` are ``output`` in order, the
+call ``label`` as the call id, arguments verbatim (references such as ``$var_1.result$`` included), and
+the call dependency graph in ``call_graph``. Tools become OpenAI function tools with JSON Schema
+parameters and keep ``output_parameters`` (models need them to pick the field a reference reads).
+"""
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any, Iterator
+
+from datasets import Features, Json, List, Value
+
+from tooluse_datasets.codec import dumps, loads, try_loads
+from tooluse_datasets.errors import (InvalidJsonError, InvalidValueError, MissingFieldError,
+                                     UndefinedReferenceError, UnknownToolError)
+from tooluse_datasets.schema import message, tool_call, unified_row
+from tooluse_datasets.source import (RowContext, Source, file_suffix, read_json_any, read_parquet_rows)
+
+from .upstream import CITATION, DESCRIPTION, UPSTREAM
+
+FIELDS = ("sample_id", "input", "output", "tools", "gold_answer")
+CALL_KEYS = ("name", "label", "arguments")
+
+# A whole argument value that is a reference: "$var_2.result$", "$var1.output_0$", v1 "$var3$".
+REFERENCE = re.compile(r"^\$(var_?\d+)(?:\.([^$]+))?\$$")
+
+# NESTFUL's free-text types -> JSON Schema. JSON Schema types (and lists of them) pass through.
+_FREE_TEXT_TYPES: dict[str, dict] = {
+    "int or float": {"type": "number"},
+    "float": {"type": "number"},
+    "int": {"type": "integer"},
+    "integer": {"type": "integer"},
+    "number": {"type": "number"},
+    "str": {"type": "string"},
+    "string": {"type": "string"},
+    "bool": {"type": "boolean"},
+    "boolean": {"type": "boolean"},
+    "list": {"type": "array"},
+    "array": {"type": "array"},
+    "dict": {"type": "object"},
+    "object": {"type": "object"},
+    "list of float": {"type": "array", "items": {"type": "number"}},
+    "list of int": {"type": "array", "items": {"type": "integer"}},
+    "list of str": {"type": "array", "items": {"type": "string"}},
+    "null": {"type": "null"},
+}
+_JSON_SCHEMA_TYPES = {"string", "number", "integer", "boolean", "array", "object", "null"}
+
+RAW_FEATURES = Features(
+    {
+        "sample_id": Value("string"),
+        "input": Value("string"),
+        "output": List(Json()),
+        "tools": List(Json()),
+        "gold_answer": Json(),
+        # The upstream text of gold_answer when the source stored it as a string (HF parquet); null for
+        # the GitHub JSONL, where gold_answer is native JSON. Keeps HF rows reproducible to the byte.
+        "gold_answer_text": Value("string"),
+    }
+)
+
+
+class NestfulSource(Source):
+    name = "nestful"
+    pretty_name = "NESTFUL"
+    upstream = UPSTREAM
+    raw_features = RAW_FEATURES
+    citation = CITATION
+    description = DESCRIPTION
+
+    # -- reading --------------------------------------------------------------------------------------
+
+    def read(self, path: str, config: Any, **_: Any) -> Iterator[list]:
+        if file_suffix(path) == ".parquet":
+            yield from read_parquet_rows(path, config.batch_size)
+        else:
+            yield from read_json_any(path, config.batch_size)
+
+    def to_raw(self, native: dict, ctx: RowContext) -> dict:
+        for key in ("sample_id", "input", "output", "tools"):
+            if native.get(key) is None:
+                raise MissingFieldError(f"NESTFUL rows need {key!r}", field=key)
+        if not isinstance(native["input"], str):
+            raise InvalidValueError("input must be a string", field="input")
+        output = _json_field(native, "output", list)
+        tools = _json_field(native, "tools", list)
+        for i, call in enumerate(output):
+            if not isinstance(call, dict):
+                raise InvalidValueError("a call must be a JSON object", field=f"output[{i}]")
+        for i, tool in enumerate(tools):
+            if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+                raise InvalidValueError("a tool spec must be an object with a name", field=f"tools[{i}]")
+        gold = native.get("gold_answer")
+        gold_text = gold if isinstance(gold, str) and _stored_as_text(native) else None
+        return {
+            "sample_id": str(native["sample_id"]),
+            "input": native["input"],
+            "output": output,
+            "tools": tools,
+            "gold_answer": decode_gold_answer(gold) if gold_text is not None else gold,
+            "gold_answer_text": gold_text,
+        }
+
+    # -- raw <-> unified ------------------------------------------------------------------------------
+
+    def to_unified(self, raw: dict, ctx: RowContext) -> dict:
+        catalog = {t["name"] for t in raw["tools"]}
+        calls, graph, labels = [], [], {}
+        for i, call in enumerate(raw["output"]):
+            for key in CALL_KEYS:
+                if key not in call:
+                    raise MissingFieldError(f"call lacks {key!r}", field=f"output[{i}].{key}")
+            label, name, arguments = call["label"], call["name"], call["arguments"]
+            if not isinstance(label, str) or not label:
+                raise InvalidValueError("label must be a non-empty string", field=f"output[{i}].label")
+            if label in labels:
+                raise InvalidValueError(f"label {label!r} is used twice", field=f"output[{i}].label")
+            if name not in catalog:
+                raise UnknownToolError(f"call to {name!r}, which is not in the row's tools", field=f"output[{i}].name")
+            if not isinstance(arguments, dict):
+                raise InvalidValueError("arguments must be a JSON object", field=f"output[{i}].arguments")
+            for argument, producer_label, output_field in _references(arguments):
+                producer = labels.get(producer_label) or labels.get("$" + producer_label)
+                if producer is None:
+                    raise UndefinedReferenceError(
+                        f"reference to {producer_label!r}, which no earlier call defines",
+                        field=f"output[{i}].arguments.{argument}")
+                graph.append({"consumer": label, "argument": argument, "producer": producer,
+                              "output_field": output_field})
+            labels[label.lstrip("$")] = label
+            labels[label] = label
+            calls.append(tool_call(label, name, arguments))
+
+        meta = {
+            "sample_id": raw["sample_id"],
+            "gold_answer": raw["gold_answer"],
+            "gold_answer_text": raw["gold_answer_text"],
+            # The upstream specs verbatim: free-text types such as "int or float" cannot be recovered
+            # from JSON Schema, and raw -> unified -> raw must be exact.
+            "source_tools": raw["tools"],
+        }
+        # Math calls are {name, label, arguments}, code calls {name, arguments, label}: keep the order.
+        key_orders = {tuple(c) for c in raw["output"]}
+        if len(key_orders) == 1 and set(next(iter(key_orders))) == set(CALL_KEYS):
+            if key_orders != {CALL_KEYS}:
+                meta["call_keys"] = list(next(iter(key_orders)))
+        elif key_orders:
+            meta["source_output"] = raw["output"]
+        domain = infer_domain(raw["output"])
+        return unified_row(
+            id=f"nestful/{domain}/{raw['sample_id']}",
+            source="nestful",
+            subset=domain,
+            tools=[to_openai_tool(t) for t in raw["tools"]],
+            messages=[message("user", raw["input"]), message("assistant", "", tool_calls=calls)],
+            call_graph=graph,
+            meta=meta,
+        )
+
+    def from_unified(self, row: dict) -> dict:
+        meta = row["meta"]
+        user = next(m for m in row["messages"] if m["role"] == "user")
+        calls = [c for m in row["messages"] if m["role"] == "assistant" for c in m["tool_calls"]]
+        if "source_output" in meta:
+            output = meta["source_output"]
+        else:
+            order = meta.get("call_keys") or CALL_KEYS
+            output = []
+            for c in calls:
+                values = {"name": c["function"]["name"], "label": c["id"], "arguments": c["function"]["arguments"]}
+                output.append({k: values[k] for k in order})
+        return {
+            "sample_id": meta["sample_id"],
+            "input": user["content"],
+            "output": output,
+            "tools": meta.get("source_tools") or [from_openai_tool(t) for t in row["tools"]],
+            "gold_answer": meta["gold_answer"],
+            "gold_answer_text": meta["gold_answer_text"],
+        }
+
+
+# --------------------------------------------------------------------------------------------------
+# Field helpers
+# --------------------------------------------------------------------------------------------------
+
+
+def _json_field(native: dict, key: str, expected: type) -> Any:
+    value = native[key]
+    if isinstance(value, str):
+        ok, decoded = try_loads(value)
+        if not ok:
+            raise InvalidJsonError(f"{key} is a string but not valid JSON (truncated?)", field=key)
+        value = decoded
+    if not isinstance(value, expected):
+        raise InvalidValueError(f"{key} must be a JSON {expected.__name__}, got {type(value).__name__}", field=key)
+    return value
+
+
+def _stored_as_text(native: dict) -> bool:
+    """HF parquet rows store every structured column as text; GitHub rows store them natively."""
+    return isinstance(native.get("output"), str) or isinstance(native.get("tools"), str)
+
+
+def decode_gold_answer(text: str) -> Any:
+    """json -> ``ast.literal_eval`` -> the text itself. Never ``eval``.
+
+    A value JSON cannot hold (``ast`` gives tuples, sets, complex, NaN...) stays the text: tuples become
+    lists, which is what the official pipeline's ``json.dumps`` makes of them.
+    """
+    ok, value = try_loads(text)
+    if ok:
+        return value
+    try:
+        value = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return text
+    try:
+        return loads(dumps(value))
+    except (ValueError, TypeError):
+        return text
+
+
+def _references(arguments: dict) -> Iterator[tuple[str, str, Any]]:
+    """``(argument path, producer label, output field)`` for each whole-value reference, also inside lists."""
+    def walk(path: str, value: Any):
+        if isinstance(value, str):
+            m = REFERENCE.match(value)
+            if m:
+                yield path, m.group(1), m.group(2)
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                yield from walk(f"{path}[{i}]", v)
+    for name, value in arguments.items():
+        yield from walk(name, value)
+
+
+def infer_domain(output: list[dict]) -> str:
+    """``math`` (labels ``$var_N``, arguments ``arg_N``) or ``code`` (labels ``$varN``); NESTFUL has no
+    domain field, so this is derived (see the spec: small disagreement with the paper's 1415/446)."""
+    labels = [str(c.get("label", "")) for c in output]
+    if labels and all(re.fullmatch(r"\$var_\d+", lb) for lb in labels) and all(
+            re.fullmatch(r"arg_\d+", k) for c in output for k in c.get("arguments", {})):
+        return "math"
+    if labels and all(re.fullmatch(r"\$var\d+", lb) for lb in labels):
+        return "code"
+    return "other"
+
+
+def _unwrap_properties(spec: Any) -> tuple[dict, list | None]:
+    """``{"properties": {...}, "required": [...], "type": "object"}`` or a plain name -> property map."""
+    if isinstance(spec, dict) and isinstance(spec.get("properties"), dict) and set(spec) <= {
+            "properties", "required", "type", "additionalProperties"}:
+        return spec["properties"], spec.get("required")
+    return (spec if isinstance(spec, dict) else {}), None
+
+
+def _json_schema_property(prop: Any) -> Any:
+    if not isinstance(prop, dict):
+        return prop
+    out = dict(prop)
+    t = prop.get("type")
+    if isinstance(t, str) and t not in _JSON_SCHEMA_TYPES:
+        mapped = _FREE_TEXT_TYPES.get(t.strip().lower())
+        if mapped is not None:
+            out = {**mapped, **{k: v for k, v in out.items() if k not in mapped}}
+        else:
+            # Unknown free text: not a JSON Schema type; say it in the description instead.
+            out.pop("type")
+            desc = out.get("description") or ""
+            out["description"] = f"{desc} (type: {t})".strip()
+    return out
+
+
+def to_openai_tool(spec: dict) -> dict:
+    props, required = _unwrap_properties(spec.get("parameters", {}))
+    parameters: dict = {"type": "object", "properties": {k: _json_schema_property(v) for k, v in props.items()}}
+    if required is not None:
+        parameters["required"] = required
+    function: dict = {"name": spec["name"], "description": spec.get("description", ""), "parameters": parameters}
+    out_spec = spec.get("output_parameters", spec.get("output_parameter"))
+    if out_spec is not None:
+        out_props, _ = _unwrap_properties(out_spec)
+        function["output_parameters"] = {k: _json_schema_property(v) for k, v in out_props.items()}
+    return {"type": "function", "function": function}
+
+
+def from_openai_tool(tool: dict) -> dict:
+    """Current-format NESTFUL spec from an OpenAI tool (used when a row carries no source specs)."""
+    fn = tool["function"]
+    spec = {"name": fn["name"], "description": fn.get("description", ""),
+            "parameters": fn.get("parameters", {}).get("properties", {})}
+    if "output_parameters" in fn:
+        spec["output_parameters"] = fn["output_parameters"]
+    return spec

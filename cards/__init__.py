@@ -1,0 +1,1 @@
+"""Dataset-card templates (Jinja2) and per-source prose."""

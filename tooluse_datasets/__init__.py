@@ -1,0 +1,16 @@
+"""Tool-use (function-calling) training data as first-class Hugging Face datasets."""
+from .codec import ExactFeatures, ExactJson, decode_row, dumps, loads
+from .errors import (ConversionError, DataNotFoundError, InvalidJsonError, InvalidValueError, JsonValueError,
+                     MissingFieldError, SkipReport, ToolUseDataError, UndefinedReferenceError, UnknownToolError)
+from .loading import exact, features, load, sample_files
+from .registry import SOURCES
+from .schema import FIELD_DOCS, UNIFIED_FEATURES, strip_empty, validate_unified
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "load", "exact", "features", "sample_files", "SOURCES", "UNIFIED_FEATURES", "FIELD_DOCS", "validate_unified",
+    "strip_empty", "ExactFeatures", "ExactJson", "decode_row", "dumps", "loads", "SkipReport", "ToolUseDataError",
+    "InvalidJsonError", "InvalidValueError", "MissingFieldError", "UndefinedReferenceError", "UnknownToolError",
+    "JsonValueError", "ConversionError", "DataNotFoundError", "__version__",
+]

@@ -1,0 +1,97 @@
+"""``tooluse_datasets.load``: a source's builder, prepared or streamed, with exact JSON decoding."""
+from __future__ import annotations
+
+import copy
+import logging
+from importlib import resources
+from typing import Any, Optional, Union
+
+from datasets import Dataset, DatasetDict, Features, IterableDataset, IterableDatasetDict
+
+from . import registry
+from .codec import ExactFeatures
+from .errors import SkipReport
+
+logger = logging.getLogger("tooluse_datasets")
+
+AnyDataset = Union[Dataset, DatasetDict, IterableDataset, IterableDatasetDict]
+
+
+def load(
+    source: str,
+    config: str = "unified",
+    split: Optional[str] = None,
+    streaming: bool = False,
+    data_files: Any = None,
+    data_dir: Optional[str] = None,
+    *,
+    revision: Optional[str] = None,
+    on_error: str = "raise",
+    cache_dir: Optional[str] = None,
+    num_proc: Optional[int] = None,
+    report: Optional[SkipReport] = None,
+    **config_kwargs: Any,
+) -> AnyDataset:
+    """Load a source in one format.
+
+    Args:
+        source: ``"nestful"``, ``"ms_swift"``, ``"toolmind"`` (see ``tooluse_datasets.SOURCES``).
+        config: output format: ``"unified"`` (default), ``"raw"``, or a writer format.
+        split: one split name; None returns every split (``DatasetDict`` / ``IterableDatasetDict``).
+        streaming: stream from the files without preparing an Arrow cache (constant memory).
+        data_files: local paths, globs, ``hf://`` or ``https://`` URLs; a dict maps split -> files.
+            Default: the source's upstream files at the pinned revision.
+        data_dir: a folder to take the source's files from.
+        revision: read this upstream revision instead of the pinned one.
+        on_error: ``"raise"`` or ``"skip"``; skipped rows are logged and counted in ``report``.
+        report: a :class:`SkipReport` to fill (map-style: complete on return, also from the cache;
+            streaming: filled while you iterate in this process).
+        config_kwargs: source-specific options (e.g. ToolMind's ``messages_column``).
+
+    JSON columns (``tools``, ``arguments``, ``meta``...) come back as Python values decoded exactly,
+    in both modes; rows are identical map-style and streaming.
+    """
+    builder_cls = registry.builder_class(source)
+    builder = builder_cls(config_name=config, data_files=data_files, data_dir=data_dir, cache_dir=cache_dir,
+                          on_error=on_error, revision=revision, **config_kwargs)
+    if streaming:
+        if report is not None:
+            builder.skip_report = report
+        return exact(builder.as_streaming_dataset(split=split))
+    builder.download_and_prepare(num_proc=num_proc)
+    prepared = builder.prepared_skip_report()
+    if prepared.skipped:
+        logger.warning("%s/%s: %s", source, config, prepared.summary())
+    if report is not None:
+        report.merge(prepared)
+    return exact(builder.as_dataset(split=split))
+
+
+def exact(ds: AnyDataset) -> AnyDataset:
+    """The same dataset with exact JSON decoding (metadata only: no data is rewritten)."""
+    if isinstance(ds, (DatasetDict, IterableDatasetDict)):
+        return type(ds)({name: exact(d) for name, d in ds.items()})
+    features = ExactFeatures(ds.features)
+    info = copy.deepcopy(ds.info)
+    info.features = features
+    if isinstance(ds, Dataset):
+        # A Dataset over the same memory-mapped table; the fingerprint changes because decoding does.
+        return Dataset(ds.data, info=info, split=ds.split, indices_table=ds._indices,
+                       fingerprint=f"{ds._fingerprint}-exact")
+    out = ds.cast(features)
+    if not isinstance(out.features, ExactFeatures):  # cast() may rebuild plain Features
+        out._info.features = features
+    return out
+
+
+def features(source: str, config: str = "unified") -> Features:
+    """The declared features of ``source`` in ``config`` (without touching any data)."""
+    builder_cls = registry.builder_class(source)
+    return builder_cls(config_name=config, data_files={"train": []}).info.features
+
+
+def sample_files(source: str) -> dict[str, list[str]]:
+    """The small self-written sample bundled with a source (used by the offline demo and tests)."""
+    folder = resources.files(f"tooluse_datasets.builders.{source}") / "dummy_data"
+    files = sorted(str(p) for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
+    return {"train": files}

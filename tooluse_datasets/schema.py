@@ -1,0 +1,162 @@
+"""The unified schema: one ``datasets.Features`` for every source.
+
+A decoded row feeds training code as it is: ``tokenizer.apply_chat_template(row["messages"],
+tools=row["tools"])`` (transformers), TRL's ``messages`` + ``tools`` columns, and our ``swift`` writer.
+Conventions follow transformers/TRL: OpenAI function tools, ``arguments`` as a JSON object (not a
+string), tool results as strings, reasoning in ``reasoning_content``.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Optional
+
+from datasets import Features, Json, List, Value
+
+from .errors import InvalidValueError, MissingFieldError, UnknownToolError
+
+ROLES = ("system", "user", "assistant", "tool")
+
+TOOL_CALL = {
+    "id": Value("string"),
+    "type": Value("string"),
+    "function": {"name": Value("string"), "arguments": Json()},
+}
+
+MESSAGE = {
+    "role": Value("string"),
+    "content": Value("string"),
+    "reasoning_content": Value("string"),
+    "tool_calls": List(TOOL_CALL),
+    "tool_call_id": Value("string"),
+    "name": Value("string"),
+}
+
+CALL_EDGE = {
+    "consumer": Value("string"),
+    "argument": Value("string"),
+    "producer": Value("string"),
+    "output_field": Value("string"),
+}
+
+UNIFIED_FEATURES = Features(
+    {
+        "id": Value("string"),
+        "source": Value("string"),
+        "subset": Value("string"),
+        "tools": List(Json()),
+        "messages": List(MESSAGE),
+        "call_graph": List(CALL_EDGE),
+        "images": List(Value("string")),
+        "audios": List(Value("string")),
+        "videos": List(Value("string")),
+        "meta": Json(),
+    }
+)
+
+# (field, type as shown to users, meaning). Rendered into README.md and every dataset card.
+FIELD_DOCS: list[tuple[str, str, str]] = [
+    ("id", "string", 'Stable, unique: "<source>/<subset>/<upstream id or row number>".'),
+    ("source", "string", "`nestful`, `ms_swift` or `toolmind`."),
+    ("subset", "string", "The source's own partition: NESTFUL domain (`math`/`code`), ToolMind `split` value, ms-swift file stem."),
+    ("tools", "list<json>", 'OpenAI function tools `{"type": "function", "function": {name, description, parameters}}`; '
+     "`parameters` is a JSON Schema object. Source extras stay inside `function` (NESTFUL `output_parameters`)."),
+    ("messages", "list<struct>", "The conversation, in order."),
+    ("messages[].role", "string", "`system`, `user`, `assistant` or `tool`."),
+    ("messages[].content", "string", 'Text; `""` when an assistant turn only calls tools. Never null.'),
+    ("messages[].reasoning_content", "string", "Reasoning of an assistant turn (`<think>` text without the tags); null when absent."),
+    ("messages[].tool_calls", "list<struct>", "Calls made by an assistant turn, in order; `[]` otherwise."),
+    ("messages[].tool_calls[].id", "string", "Call id, unique in the row (NESTFUL: the call's label, e.g. `$var_1`)."),
+    ("messages[].tool_calls[].type", "string", 'Always `"function"`.'),
+    ("messages[].tool_calls[].function.name", "string", "Name of a tool in `tools`."),
+    ("messages[].tool_calls[].function.arguments", "json", "Arguments as a JSON object (dict), key order kept; NESTFUL references such as `$var_1.result$` kept verbatim."),
+    ("messages[].tool_call_id", "string", "Tool messages: id of the call this result answers; null otherwise."),
+    ("messages[].name", "string", "Tool messages: name of the tool that produced the result; null otherwise."),
+    ("call_graph", "list<struct>", "Data dependencies between calls: `{consumer, argument, producer, output_field}` = call "
+     "`producer`'s output `output_field` feeds argument `argument` of call `consumer`. `[]` where a source has none."),
+    ("images", "list<string>", "Image paths/URLs referenced by `<image>` tags in order (ms-swift multimodal rows); `[]` otherwise."),
+    ("audios", "list<string>", "Audio paths/URLs for `<audio>` tags; `[]` otherwise."),
+    ("videos", "list<string>", "Video paths/URLs for `<video>` tags; `[]` otherwise."),
+    ("meta", "json", "Every source field not mapped above (e.g. NESTFUL `gold_answer`), so that raw -> unified -> raw is lossless."),
+]
+
+
+def message(role: str, content: str = "", *, reasoning_content: Optional[str] = None,
+            tool_calls: Optional[list[dict]] = None, tool_call_id: Optional[str] = None,
+            name: Optional[str] = None) -> dict:
+    """A unified message with every field present (Arrow structs always carry all keys)."""
+    return {
+        "role": role,
+        "content": content,
+        "reasoning_content": reasoning_content,
+        "tool_calls": tool_calls or [],
+        "tool_call_id": tool_call_id,
+        "name": name,
+    }
+
+
+def tool_call(call_id: str, name: str, arguments: Any) -> dict:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def unified_row(*, id: str, source: str, subset: str, tools: list, messages: list, meta: Any = None,
+                call_graph: Optional[list] = None, images: Optional[list] = None,
+                audios: Optional[list] = None, videos: Optional[list] = None) -> dict:
+    return {
+        "id": id,
+        "source": source,
+        "subset": subset,
+        "tools": tools,
+        "messages": messages,
+        "call_graph": call_graph or [],
+        "images": images or [],
+        "audios": audios or [],
+        "videos": videos or [],
+        "meta": meta if meta is not None else {},
+    }
+
+
+def tool_names(tools: Iterable[dict]) -> set[str]:
+    return {t.get("function", t).get("name") for t in tools if isinstance(t, dict)}
+
+
+def validate_unified(row: dict, *, require_known_tools: bool = True) -> None:
+    """Check the invariants every unified row keeps; raise a typed error naming the field."""
+    for key in UNIFIED_FEATURES:
+        if key not in row:
+            raise MissingFieldError(f"unified row lacks {key!r}", field=key)
+    names = tool_names(row["tools"])
+    for i, tool in enumerate(row["tools"]):
+        if not (isinstance(tool, dict) and tool.get("type") == "function" and isinstance(tool.get("function"), dict)
+                and isinstance(tool["function"].get("name"), str)):
+            raise InvalidValueError("tool is not an OpenAI function tool with a name", field=f"tools[{i}]")
+    seen_ids: set[str] = set()
+    for i, msg in enumerate(row["messages"]):
+        where = f"messages[{i}]"
+        if msg["role"] not in ROLES:
+            raise InvalidValueError(f"role {msg['role']!r} is not one of {ROLES}", field=f"{where}.role")
+        if msg["content"] is None:
+            raise InvalidValueError("content is null (use an empty string)", field=f"{where}.content")
+        if msg["tool_calls"] and msg["role"] != "assistant":
+            raise InvalidValueError("only assistant messages carry tool_calls", field=f"{where}.tool_calls")
+        for j, call in enumerate(msg["tool_calls"] or []):
+            cwhere = f"{where}.tool_calls[{j}]"
+            if not call.get("id"):
+                raise MissingFieldError("call has no id", field=f"{cwhere}.id")
+            if call["id"] in seen_ids:
+                raise InvalidValueError(f"call id {call['id']!r} is not unique in the row", field=f"{cwhere}.id")
+            seen_ids.add(call["id"])
+            name = call["function"]["name"]
+            if not name:
+                raise MissingFieldError("call has no function name", field=f"{cwhere}.function.name")
+            if require_known_tools and names and name not in names:
+                raise UnknownToolError(f"call to {name!r}, which is not in tools", field=f"{cwhere}.function.name")
+        if msg["role"] == "tool":
+            if msg["tool_call_id"] is not None and msg["tool_call_id"] not in seen_ids:
+                raise InvalidValueError(f"tool result answers unknown call {msg['tool_call_id']!r}",
+                                        field=f"{where}.tool_call_id")
+
+
+def strip_empty(messages: list[dict]) -> list[dict]:
+    """Messages without null/empty optional keys, for chat templates that test ``'key' in message``
+    (e.g. Llama 3.1 treats any present ``tool_calls`` key as a call turn)."""
+    keep = ("role", "content")
+    return [{k: v for k, v in m.items() if k in keep or v not in (None, [], "")} for m in messages]
