@@ -163,9 +163,10 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                         report.add(exc)
                 report.count_read(len(batch))
                 yield Key(shard_idx, batch_idx), encoder.table(rows)
-        if self._skip_dir and report.skipped:
+        if self._skip_dir:
             tag = hashlib.sha1(json.dumps([split, files]).encode()).hexdigest()[:16]
             report.save(os.path.join(self._skip_dir, f"skips-{split}-{tag}.json"))
+        if report.skipped:
             logger.warning("%s %s: %s", source.name, split, report.summary())
 
     def _row_converter(self):

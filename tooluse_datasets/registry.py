@@ -11,14 +11,21 @@ if TYPE_CHECKING:
 # source name -> module (under builders/) exposing ``SOURCE`` and ``Builder``
 SOURCES: dict[str, str] = {
     "nestful": "tooluse_datasets.builders.nestful",
+    "ms_swift": "tooluse_datasets.builders.ms_swift",
+    "toolmind": "tooluse_datasets.builders.toolmind",
 }
 
 # format name -> what it is; the writers of non-native formats live with the source that owns the format
 FORMATS: dict[str, str] = {
     "unified": "one schema for every source: OpenAI tools + chat messages with tool_calls (default)",
     "raw": "the source's own fields, JSON strings decoded",
+    "swift": "ms-swift agent format, rows that `swift sft` accepts unchanged",
+    "toolmind": "strict ToolMind rows (reasoning/tool_call/tool_output/answer roles) that pass its transition FSM",
 }
-WRITERS: dict[str, str] = {}
+WRITERS: dict[str, str] = {
+    "swift": "tooluse_datasets.builders.ms_swift.writer:SWIFT_FORMAT",
+    "toolmind": "tooluse_datasets.builders.toolmind.writer:TOOLMIND_FORMAT",
+}
 
 
 def builder_class(source: str) -> type["ToolUseBuilder"]:

@@ -1,0 +1,23 @@
+"""Shared fixtures. Real upstream samples are read from ../shared/data (beside the project root); tests that
+need them skip with a clear reason where that folder is absent."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"
+
+
+def shared_data(*parts: str) -> Path:
+    """Path under ../shared/data; skips the calling test if it is not there."""
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"real upstream sample {path} is absent (../shared/data is provided beside the project in CI)")
+    return path
+
+
+@pytest.fixture
+def cache_dir(tmp_path):
+    return str(tmp_path / "cache")
