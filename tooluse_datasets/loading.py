@@ -7,10 +7,11 @@ from importlib import resources
 from typing import Any, Optional, Union
 
 from datasets import Dataset, DatasetDict, Features, IterableDataset, IterableDatasetDict
+from datasets.exceptions import DatasetGenerationError
 
 from . import registry
 from .codec import ExactFeatures
-from .errors import SkipReport
+from .errors import SkipReport, ToolUseDataError
 
 logger = logging.getLogger("tooluse_datasets")
 
@@ -58,7 +59,15 @@ def load(
         if report is not None:
             builder.skip_report = report
         return exact(builder.as_streaming_dataset(split=split))
-    builder.download_and_prepare(num_proc=num_proc)
+    try:
+        builder.download_and_prepare(num_proc=num_proc)
+    except DatasetGenerationError as exc:
+        # datasets wraps whatever the generator raised; users should see the typed error that names
+        # file, row and field, not "An error occurred while generating the dataset".
+        cause = exc.__cause__
+        if isinstance(cause, ToolUseDataError):
+            raise cause from exc
+        raise
     prepared = builder.prepared_skip_report()
     if prepared.skipped:
         logger.warning("%s/%s: %s", source, config, prepared.summary())

@@ -1,0 +1,242 @@
+"""NESTFUL end to end on the real upstream rows in ../shared/data/nestful and on bundled samples."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import tooluse_datasets as td
+from tooluse_datasets.builder import ToolUseBuilder
+from tooluse_datasets.codec import dumps
+from tooluse_datasets.source import RowContext
+
+from conftest import shared_data
+from hermes_template import render
+
+SOURCE = td.registry.builder_class("nestful").SOURCE
+
+TOY = ("nestful", "third_party", "AtakanTekparmak_NESTFUL_27c2028", "data_v2", "toy_data.jsonl")
+GITHUB_CURRENT = ("nestful", "third_party", "reconstructed_current_v2", "rows_github_native_format.jsonl")
+HF_CURRENT = ("nestful", "third_party", "reconstructed_current_v2", "rows_hf_string_format.jsonl")
+ICL = ("nestful", "src", "icl_examples.json")
+ALL_REAL = {"toy": TOY, "github_current": GITHUB_CURRENT, "hf_current": HF_CURRENT, "icl": ICL}
+
+
+def upstream_rows(parts) -> list[dict]:
+    path = shared_data(*parts)
+    if path.suffix == ".json":
+        return json.loads(path.read_text())
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def ctx(row=0):
+    return RowContext("nestful", "test", row, "train")
+
+
+@pytest.mark.parametrize("name", list(ALL_REAL))
+@pytest.mark.parametrize("config", ["unified", "raw"])
+def test_every_real_row_loads_identically_map_style_and_streaming(name, config, cache_dir):
+    path = str(shared_data(*ALL_REAL[name]))
+    expected_ids = [r["sample_id"] for r in upstream_rows(ALL_REAL[name])]
+    mapped = td.load("nestful", config, data_files=path, split="train", cache_dir=cache_dir)
+    streamed = list(td.load("nestful", config, data_files=path, split="train", streaming=True))
+    assert len(mapped) == len(expected_ids) == len(streamed)
+    assert list(mapped) == streamed
+    ids = [r["sample_id"] if config == "raw" else r["meta"]["sample_id"] for r in streamed]
+    assert ids == expected_ids
+    if config == "unified":
+        for row in streamed:
+            td.validate_unified(row)
+
+
+@pytest.mark.parametrize("name", list(ALL_REAL))
+def test_raw_to_unified_to_raw_reproduces_every_upstream_row_exactly(name):
+    for i, native in enumerate(upstream_rows(ALL_REAL[name])):
+        raw = SOURCE.to_raw(native, ctx(i))
+        back = SOURCE.from_unified(SOURCE.to_unified(raw, ctx(i)))
+        assert dumps(back) == dumps(raw)  # order-sensitive: key order of calls and specs kept
+        # ...and the raw row is the upstream row: same fields, same values, same key order.
+        native_view = {k: native[k] for k in ("sample_id", "input", "output", "tools", "gold_answer")}
+        if raw["gold_answer_text"] is None:
+            assert dumps({k: raw[k] for k in native_view}) == dumps(native_view)
+        else:  # HF string form: the structured columns were JSON text, gold_answer a Python-ish string
+            assert raw["gold_answer_text"] == native["gold_answer"]
+            assert raw["output"] == json.loads(native["output"]) and raw["tools"] == json.loads(native["tools"])
+
+
+def test_the_two_upstream_forms_of_the_current_rows_give_the_same_unified_rows():
+    github = [SOURCE.to_unified(SOURCE.to_raw(r, ctx()), ctx()) for r in upstream_rows(GITHUB_CURRENT)]
+    hf = [SOURCE.to_unified(SOURCE.to_raw(r, ctx()), ctx()) for r in upstream_rows(HF_CURRENT)]
+    for g, h in zip(github, hf):
+        assert h["meta"].pop("gold_answer_text") in ("40.0", "3")
+        g["meta"].pop("gold_answer_text")
+        assert dumps(g) == dumps(h)
+
+
+def test_unified_row_keeps_order_labels_references_and_exposes_the_graph():
+    first = upstream_rows(GITHUB_CURRENT)[0]  # 3a4b7b77: divide -> multiply -> add
+    row = SOURCE.to_unified(SOURCE.to_raw(first, ctx()), ctx())
+    assert row["id"] == "nestful/math/3a4b7b77-f0a1-4537-8623-432023f545bb"
+    assert [m["role"] for m in row["messages"]] == ["user", "assistant"]
+    assert row["messages"][0]["content"] == first["input"]
+    calls = row["messages"][1]["tool_calls"]
+    assert [(c["id"], c["function"]["name"]) for c in calls] == [
+        ("$var_1", "divide"), ("$var_2", "multiply"), ("$var_3", "add")]
+    assert calls[1]["function"]["arguments"] == {"arg_0": "$var_1.result$", "arg_1": 80}
+    assert row["call_graph"] == [
+        {"consumer": "$var_2", "argument": "arg_0", "producer": "$var_1", "output_field": "result"},
+        {"consumer": "$var_3", "argument": "arg_1", "producer": "$var_2", "output_field": "result"},
+    ]
+    assert row["meta"]["gold_answer"] == 40.0
+
+
+def test_tools_become_openai_json_schema_and_keep_output_parameters():
+    toy = upstream_rows(TOY)
+    math_row = next(r for r in toy if r["output"][0]["label"].startswith("$var_"))
+    code_row = next(r for r in toy if r["output"][0]["label"] == "$var1")
+    math_tools = SOURCE.to_unified(SOURCE.to_raw(math_row, ctx()), ctx())["tools"]
+    code_tools = SOURCE.to_unified(SOURCE.to_raw(code_row, ctx()), ctx())["tools"]
+    for tool in math_tools + code_tools:
+        fn = tool["function"]
+        assert tool["type"] == "function" and fn["parameters"]["type"] == "object"
+        assert "properties" not in fn["parameters"]["properties"]  # JSON-Schema wrappers were unwrapped
+        assert fn["output_parameters"], fn["name"]
+        for prop in list(fn["parameters"]["properties"].values()) + list(fn["output_parameters"].values()):
+            types = prop.get("type")
+            for t in types if isinstance(types, list) else [types] if types else []:
+                assert t in {"string", "number", "integer", "boolean", "array", "object", "null"}, prop
+    # "int or float" (Jan-2025 math spec, singular output_parameter) -> number, output kept as plural key
+    original = next(t for t in math_row["tools"] if "output_parameter" in t)
+    converted = next(t["function"] for t in math_tools if t["function"]["name"] == original["name"])
+    assert "output_parameter" not in converted and "result" in converted["output_parameters"]
+    # the code spec's JSON-Schema "required" list survives the unwrapping
+    wrapped = next(t for t in code_row["tools"] if "required" in t["parameters"])
+    fn = next(t["function"] for t in code_tools if t["function"]["name"] == wrapped["name"])
+    assert fn["parameters"]["required"] == wrapped["parameters"]["required"]
+
+
+def test_domains_are_derived_for_the_toy_rows():
+    subsets = [SOURCE.to_unified(SOURCE.to_raw(r, ctx()), ctx())["subset"] for r in upstream_rows(TOY)]
+    assert subsets.count("math") == 40 and subsets.count("code") == 24
+
+
+@pytest.mark.parametrize("text, value", [
+    ("40.0", 40.0), ("3", 3), ("[5, 4]", [5, 4]), ("true", True), ("True", True), ("None", None),
+    ("{'color': 'red'}", {"color": "red"}), ("(1, 2)", [1, 2]), ("    [2]", [2]),
+    ("a is greater than b", "a is greater than b"), ("11.00", 11.0), ("nan", "nan"),
+    ("__import__('os').system('echo pwned')", "__import__('os').system('echo pwned')"),
+])
+def test_gold_answer_strings_decode_json_then_literal_then_text_never_eval(text, value):
+    from tooluse_datasets.builders.nestful.source import decode_gold_answer
+    decoded = decode_gold_answer(text)
+    assert decoded == value and type(decoded) is type(value)
+
+
+def test_rows_render_through_a_hermes_chat_template_without_reshaping(cache_dir):
+    ds = td.load("nestful", data_files=str(shared_data(*GITHUB_CURRENT)), split="train", cache_dir=cache_dir)
+    row = ds[1]  # the code row
+    text = render(row["messages"], tools=row["tools"])
+    assert row["messages"][0]["content"] in text
+    blocks = text.split("<tool_call>\n")[2:]  # [0] is the prompt, [1] the format example
+    calls = row["messages"][1]["tool_calls"]
+    assert len(blocks) == len(calls)
+    for block, call in zip(blocks, calls):
+        payload = json.loads(block.split("\n</tool_call>")[0])
+        assert payload == {"name": call["function"]["name"], "arguments": call["function"]["arguments"]}
+    for tool in row["tools"]:
+        assert json.dumps(tool, ensure_ascii=False) in text
+
+
+# --------------------------------------------------------------------------------------------------
+# Bad input: typed errors naming file, row and field; or counted skips
+# --------------------------------------------------------------------------------------------------
+
+GOOD = {"sample_id": "g", "input": "q", "output": [{"name": "add", "label": "$var_1", "arguments": {"arg_0": 1}}],
+        "tools": [{"name": "add", "description": "adds", "parameters": {"arg_0": {"type": "int"}}}], "gold_answer": 1}
+
+
+def _bad_rows():
+    undefined = json.loads(json.dumps(GOOD))
+    undefined["output"].append({"name": "add", "label": "$var_2", "arguments": {"arg_0": "$var_7.result$"}})
+    unknown = json.loads(json.dumps(GOOD))
+    unknown["output"][0]["name"] = "subtract"
+    missing = {k: v for k, v in GOOD.items() if k != "input"}
+    truncated_hf = dict(GOOD, output='[{"name": "add", "label": "$var_1", "argum', tools=json.dumps(GOOD["tools"]))
+    return {
+        "truncated line": (json.dumps(GOOD)[:-20], td.InvalidJsonError, "<line>"),
+        "truncated output string": (json.dumps(truncated_hf), td.InvalidJsonError, "output"),
+        "missing field": (json.dumps(missing), td.MissingFieldError, "input"),
+        "undefined reference": (json.dumps(undefined), td.UndefinedReferenceError, "output[1].arguments.arg_0"),
+        "unknown tool": (json.dumps(unknown), td.UnknownToolError, "output[0].name"),
+    }
+
+
+@pytest.mark.parametrize("case", list(_bad_rows()))
+@pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
+def test_bad_rows_raise_typed_errors_naming_file_row_and_field(tmp_path, cache_dir, case, streaming):
+    line, error, field = _bad_rows()[case]
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(GOOD) + "\n" + line + "\n")
+    with pytest.raises(error) as info:
+        list(td.load("nestful", data_files=str(path), split="train", streaming=streaming, cache_dir=cache_dir))
+    err = info.value
+    assert (err.file, err.row, err.field) == (str(path), 1, field)
+    assert str(path) in str(err) and "row 1" in str(err) and field in str(err)
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
+def test_skipped_rows_are_counted_and_reported_never_lost_silently(tmp_path, cache_dir, streaming, caplog):
+    bad = _bad_rows()
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join([json.dumps(GOOD)] + [line for line, _, _ in bad.values()] + [json.dumps(GOOD)]) + "\n")
+    report = td.SkipReport()
+    with caplog.at_level("WARNING", logger="tooluse_datasets"):
+        rows = list(td.load("nestful", data_files=str(path), split="train", streaming=streaming, on_error="skip",
+                            report=report, cache_dir=cache_dir))
+    assert len(rows) == 2
+    assert report.rows_read == 2 + len(bad) and report.skipped == len(bad)
+    assert sorted(e.row for e in report.examples) == list(range(1, len(bad) + 1))
+    assert report.by_reason["UnknownToolError:output[0].name"] == 1
+    assert "skipped row" in caplog.text and "output[1].arguments.arg_0" in caplog.text
+    if not streaming:  # the report is kept with the cached dataset: a second load reports the same
+        again = td.SkipReport()
+        td.load("nestful", data_files=str(path), split="train", on_error="skip", report=again, cache_dir=cache_dir)
+        assert again.to_dict() == report.to_dict()
+
+
+# --------------------------------------------------------------------------------------------------
+# Data location, sharding, builder use
+# --------------------------------------------------------------------------------------------------
+
+
+def test_default_location_is_the_pinned_upstream_file():
+    urls = SOURCE.upstream.urls()
+    assert urls == {"train": ["https://raw.githubusercontent.com/IBM/NESTFUL/"
+                              "fc2c4123e73500a56185a5fb354f05d1c8b4890c/data_v2/nestful_data.jsonl"]}
+
+
+def test_offline_without_local_files_is_one_clear_error(monkeypatch, cache_dir):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(td.DataNotFoundError) as info:
+        td.load("nestful", cache_dir=cache_dir)
+    message = str(info.value)
+    assert "IBM/NESTFUL" in message and "data_files=" in message and "offline" in message
+
+
+def test_a_list_of_files_becomes_shards_for_num_proc_and_streaming_workers(cache_dir):
+    files = [str(shared_data(*TOY)), str(shared_data(*GITHUB_CURRENT)), str(shared_data(*ICL))]
+    streamed = td.load("nestful", data_files=files, split="train", streaming=True)
+    assert streamed.num_shards == 3
+    ds = td.load("nestful", data_files=files, split="train", num_proc=2, cache_dir=cache_dir)
+    assert len(ds) == 64 + 2 + 3
+    assert [r["id"] for r in ds] == [r["id"] for r in streamed]
+
+
+def test_builder_class_is_usable_directly(cache_dir):
+    from tooluse_datasets.builders.nestful import NestfulBuilder
+    assert issubclass(NestfulBuilder, ToolUseBuilder)
+    builder = NestfulBuilder(config_name="raw", data_files=td.sample_files("nestful"), cache_dir=cache_dir)
+    assert builder.name == "nestful" and builder.config.name == "raw"
+    builder.download_and_prepare()
+    ds = td.exact(builder.as_dataset(split="train"))
+    assert len(ds) == 5 and ds[0]["output"][0]["arguments"] == {"arg_0": 12.5, "arg_1": 0.3}
