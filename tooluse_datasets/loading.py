@@ -100,7 +100,12 @@ def features(source: str, config: str = "unified") -> Features:
 
 
 def sample_files(source: str) -> dict[str, list[str]]:
-    """The small self-written sample bundled with a source (used by the offline demo and tests)."""
+    """The small self-written sample bundled with a source (used by the offline demo and tests).
+    For ``"all"``: source name -> files, the ``data_files`` shape that source takes."""
+    if source == "all":
+        from .mix import all_sample_files
+
+        return all_sample_files()
     folder = resources.files(f"tooluse_datasets.builders.{source}") / "dummy_data"
     files = sorted(str(p) for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
     return {"train": files}

@@ -29,6 +29,10 @@ WRITERS: dict[str, str] = {
 
 
 def builder_class(source: str) -> type["ToolUseBuilder"]:
+    if source == "all":
+        from .mix import AllSourcesBuilder
+
+        return AllSourcesBuilder
     if source not in SOURCES:
         raise ValueError(f"unknown source {source!r}; choose one of {sorted(SOURCES)} or 'all'")
     return importlib.import_module(SOURCES[source]).Builder
