@@ -160,3 +160,14 @@ def strip_empty(messages: list[dict]) -> list[dict]:
     (e.g. Llama 3.1 treats any present ``tool_calls`` key as a call turn)."""
     keep = ("role", "content")
     return [{k: v for k, v in m.items() if k in keep or v not in (None, [], "")} for m in messages]
+
+
+def schema_table() -> str:
+    """The unified schema as a Markdown table (README.md and the dataset cards embed it)."""
+    lines = ["| field | type | meaning |", "|---|---|---|"]
+    lines += [f"| `{name}` | {kind} | {meaning} |" for name, kind, meaning in FIELD_DOCS]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(schema_table())

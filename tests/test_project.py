@@ -1,0 +1,27 @@
+"""The README tells the truth: its schema table is the code's, and .ci/run runs its test command."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tooluse_datasets.schema import UNIFIED_FEATURES, FIELD_DOCS, schema_table
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+
+
+def test_readme_schema_table_is_generated_from_the_code():
+    assert schema_table() in README
+
+
+def test_every_unified_column_is_documented():
+    documented = {name for name, _, _ in FIELD_DOCS if "." not in name and "[" not in name}
+    assert documented == set(UNIFIED_FEATURES)
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    commands = re.findall(r"```bash\n(.+?)\n```", README)
+    assert len(commands) >= 2
+    setup_and_demo, tests = commands[0], commands[1]
+    assert "tooluse-datasets demo" in setup_and_demo and "pytest" in tests
+    assert tests in (ROOT / ".ci" / "run").read_text()
