@@ -141,3 +141,15 @@ def test_nan_in_source_data_is_a_typed_error_or_a_counted_skip(tmp_path, cache_d
                  cache_dir=cache_dir + "-skip")
     assert [r["meta"]["sample_id"] for r in ds] == ["ok"]
     assert report.skipped == 1 and report.rows_read == 2
+
+
+@pytest.mark.parametrize("value", EXACT_VALUES, ids=lambda v: repr(v)[:30])
+def test_stored_text_decoder_is_exact_and_big_ints_are_marked(value):
+    from tooluse_datasets.codec import BIG_INT_MARK, loads_stored
+    text = dumps(value)
+    assert bits(loads_stored(text)) == bits(value)
+    holds_big_int = "2**" not in repr(value) and any(
+        isinstance(v, int) and not isinstance(v, bool) and not (-(2**63) <= v <= 2**64 - 1)
+        for v in (value if isinstance(value, list) else [value]))
+    assert text.startswith(BIG_INT_MARK) == holds_big_int
+    assert json.loads(text) == value or value != value  # still plain JSON for every other reader

@@ -240,3 +240,18 @@ def test_builder_class_is_usable_directly(cache_dir):
     builder.download_and_prepare()
     ds = td.exact(builder.as_dataset(split="train"))
     assert len(ds) == 5 and ds[0]["output"][0]["arguments"] == {"arg_0": 12.5, "arg_1": 0.3}
+
+
+def test_hf_parquet_form_reads_like_the_jsonl(tmp_path, cache_dir):
+    """The HF copy is a parquet of string columns; build one from the transcribed HF rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = upstream_rows(HF_CURRENT)
+    path = tmp_path / "train-00000-of-00001.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    assert all(pa.types.is_string(t) for t in pq.read_schema(path).types)
+    from_parquet = list(td.load("nestful", data_files=str(path), split="train", cache_dir=cache_dir))
+    from_jsonl = list(td.load("nestful", data_files=str(shared_data(*HF_CURRENT)), split="train",
+                              cache_dir=cache_dir + "2"))
+    assert from_parquet == from_jsonl and len(from_parquet) == 2

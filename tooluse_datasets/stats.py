@@ -7,31 +7,56 @@ from typing import Iterable
 from .codec import dumps
 
 
-def split_statistics(rows: Iterable[dict]) -> dict:
-    n = turns = calls = arg_bytes = 0
-    max_calls = 0
-    roles: Counter[str] = Counter()
-    tools: set[str] = set()
-    for row in rows:
-        n += 1
-        turns += len(row["messages"])
+class SplitStatistics:
+    """Accumulates statistics row by row, so that a writer can feed rows as it streams them
+    (``mirror`` computes card statistics while it writes Parquet, in the same pass)."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.messages = 0
+        self.tool_calls = 0
+        self.max_calls = 0
+        self.argument_bytes = 0
+        self.max_argument_bytes = 0
+        self.tools_offered = 0
+        self.roles: Counter[str] = Counter()
+        self.tools_called: set[str] = set()
+
+    def add(self, row: dict) -> None:
+        self.rows += 1
+        self.messages += len(row["messages"])
+        self.tools_offered += len(row["tools"])
         row_calls = 0
         for m in row["messages"]:
-            roles[m["role"]] += 1
+            self.roles[m["role"]] += 1
             for c in m["tool_calls"]:
                 row_calls += 1
-                tools.add(c["function"]["name"])
-                arg_bytes += len(dumps(c["function"]["arguments"]).encode())
-        calls += row_calls
-        max_calls = max(max_calls, row_calls)
-    return {
-        "rows": n,
-        "messages": turns,
-        "messages_per_row": round(turns / n, 2) if n else 0.0,
-        "tool_calls": calls,
-        "tool_calls_per_row": round(calls / n, 2) if n else 0.0,
-        "max_tool_calls_in_a_row": max_calls,
-        "distinct_tools_called": len(tools),
-        "mean_argument_bytes": round(arg_bytes / calls, 1) if calls else 0.0,
-        "roles": dict(sorted(roles.items())),
-    }
+                self.tools_called.add(c["function"]["name"])
+                size = len(dumps(c["function"]["arguments"]).encode())
+                self.argument_bytes += size
+                self.max_argument_bytes = max(self.max_argument_bytes, size)
+        self.tool_calls += row_calls
+        self.max_calls = max(self.max_calls, row_calls)
+
+    def result(self) -> dict:
+        n, calls = self.rows, self.tool_calls
+        return {
+            "rows": n,
+            "messages": self.messages,
+            "messages_per_row": round(self.messages / n, 2) if n else 0.0,
+            "tool_calls": calls,
+            "tool_calls_per_row": round(calls / n, 2) if n else 0.0,
+            "max_tool_calls_in_a_row": self.max_calls,
+            "distinct_tools_called": len(self.tools_called),
+            "tools_offered_per_row": round(self.tools_offered / n, 2) if n else 0.0,
+            "mean_argument_bytes": round(self.argument_bytes / calls, 1) if calls else 0.0,
+            "max_argument_bytes": self.max_argument_bytes,
+            "roles": dict(sorted(self.roles.items())),
+        }
+
+
+def split_statistics(rows: Iterable[dict]) -> dict:
+    stats = SplitStatistics()
+    for row in rows:
+        stats.add(row)
+    return stats.result()
