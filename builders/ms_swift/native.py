@@ -1,0 +1,453 @@
+"""ms-swift's dataset stage: a row as found in a file -> the row as ms-swift's preprocessor leaves it.
+
+This is the ``raw`` config. It mirrors ``MessagesPreprocessor`` and the row checks of ms-swift 4.6
+(spec §1-§3, §6-§9): column aliases, ``messages`` given as text, ``role``/``from`` and
+``content``/``value`` keys, role aliases, role-less ShareGPT pairs, OpenAI ``tool_calls`` and Anthropic
+``tool_use``/``tool_result`` blocks, the ``system`` column, ``tools`` in any container, media aliases.
+Rows ms-swift would silently delete here (unknown role, null content, empty messages, bad
+``rejected_response``) raise a typed error instead. What ms-swift silently removes (unknown message keys,
+unknown columns) is kept in ``extra`` so nothing is lost.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional
+
+from tooluse_datasets.codec import try_loads
+from tooluse_datasets.errors import InvalidValueError, MissingFieldError
+
+from .parsing import parse_json_or_literal
+
+MESSAGES_COLUMNS = ("messages", "conversations", "conversation")
+SYSTEM_COLUMNS = ("system", "system_prompt")
+MEDIA_COLUMNS = {"images": ("images", "image"), "audios": ("audios", "audio"), "videos": ("videos", "video")}
+
+# ms-swift's role aliases (MessagesPreprocessor); hyphens are turned into underscores before the lookup.
+ROLE_ALIASES = {
+    "system": "system",
+    "user": "user",
+    "human": "user",
+    "assistant": "assistant",
+    "gpt": "assistant",
+    "bot": "assistant",
+    "tool_call": "tool_call",
+    "function_call": "tool_call",
+    "tool_response": "tool_response",
+    "function_response": "tool_response",
+    "observation": "tool_response",
+    "observations": "tool_response",
+    "tool": "tool",
+}
+RESULT_ROLES = ("tool_response", "tool")
+
+# Message key aliases. When a message has both spellings the later one wins, as in ms-swift's _to_std_key.
+ROLE_KEYS = ("role", "from")
+CONTENT_KEYS = ("content", "value")
+SHAREGPT_USER_KEYS = ("user", "human")
+SHAREGPT_ASSISTANT_KEYS = ("assistant", "gpt", "bot")
+
+# Content blocks understood inside a list-valued content, besides Anthropic tool_use/tool_result:
+# {"type": "text", "text"}, {"type": K, K: url} and {"type": K_url, K_url: url | {"url"}} for K in image,
+# audio, video (ms-swift's remove_messages_media), and Anthropic {"type": "image", "source": {...}}.
+BLOCK_MEDIA_KINDS = {"image": "images", "audio": "audios", "video": "videos"}
+CONTENT_BLOCK_TYPES = ("text",) + tuple(BLOCK_MEDIA_KINDS) + tuple(f"{k}_url" for k in BLOCK_MEDIA_KINDS)
+
+# Key of the unified ``meta`` where the reader keeps the ms-swift text the unified fields cannot reproduce
+# (see source.py); a source column of that name would be ambiguous.
+ORIGINAL_KEY = "ms_swift_original"
+
+_MISSING = object()
+
+
+@dataclasses.dataclass
+class Message:
+    """A message on its way to the raw form; ``index`` is its position in the file's messages (for errors)."""
+
+    index: int
+    role: str
+    content: Any
+    loss: Any = None
+    loss_scale: Any = None
+    name: Any = None
+    extra: dict = dataclasses.field(default_factory=dict)
+    tool_calls: Optional[list] = None  # OpenAI assistant calls, consumed by normalize_provider_formats
+    media: dict = dataclasses.field(default_factory=dict)  # kind -> URLs from content blocks, in tag order
+
+    @property
+    def where(self) -> str:
+        return f"messages[{self.index}]"
+
+    def as_raw(self) -> dict:
+        return {"role": self.role, "content": self.content, "loss": self.loss, "loss_scale": self.loss_scale,
+                "name": self.name, "extra": self.extra}
+
+
+def native_to_raw(native: dict) -> dict:
+    """One row of a file -> the raw row ``{messages, tools, images, audios, videos, extra}``."""
+    row = dict(native)
+    messages_column, messages_value = take_column(row, MESSAGES_COLUMNS)
+    if messages_column is None:
+        raise MissingFieldError("an ms-swift agent row needs a messages column (messages, conversations or "
+                                "conversation)", field="messages")
+    system_column, system = take_column(row, SYSTEM_COLUMNS)
+    tools = normalize_tools(row.pop("tools", None))
+    media = {kind: media_list(take_column(row, names)[1], kind) for kind, names in MEDIA_COLUMNS.items()}
+    if ORIGINAL_KEY in row:
+        raise InvalidValueError(f"column name {ORIGINAL_KEY!r} is reserved by this reader", field=ORIGINAL_KEY)
+
+    messages = normalize_provider_formats(standard_messages(parse_messages_value(messages_value, messages_column)))
+    for kind in MEDIA_COLUMNS:
+        from_blocks = [url for m in messages for url in m.media.get(kind, [])]
+        if from_blocks:
+            if media[kind]:
+                raise InvalidValueError(f"{kind} are given both as content blocks and in the {kind} column; "
+                                        f"ms-swift refuses the mix", field=kind)
+            media[kind] = from_blocks
+    if system is not None:
+        if not isinstance(system, str):
+            raise InvalidValueError("the system column must be a string", field=system_column)
+        if messages[0].role == "system":
+            row[system_column] = system  # ms-swift ignores it when messages[0] is a system message; keep it
+        else:
+            messages.insert(0, Message(-1, "system", system))
+    raw_messages = [m.as_raw() for m in messages]
+    check_rejected_response(row, raw_messages)
+    return {"messages": raw_messages, "tools": tools, **media, "extra": row}
+
+
+# --------------------------------------------------------------------------------------------------
+# Columns
+# --------------------------------------------------------------------------------------------------
+
+
+def take_column(row: dict, names: tuple[str, ...]) -> tuple[Optional[str], Any]:
+    """Pop the first of ``names`` present in ``row`` (case-insensitive, as ms-swift's column renaming);
+    the other aliases stay in the row, i.e. in ``extra``."""
+    by_lower = {key.lower(): key for key in row if isinstance(key, str)}
+    for name in names:
+        key = by_lower.get(name)
+        if key is not None:
+            return key, row.pop(key)
+    return None, None
+
+
+def normalize_tools(value: Any) -> list:
+    """``tools`` as ms-swift's ``_normalize_tools`` leaves it: a list of JSON values (each a tool object or
+    the text of one). A string holding no JSON stays as one entry, which fails when the tool is parsed."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        if not value.strip():
+            return []
+        ok, parsed = try_loads(value)
+        value = parsed if ok else value
+    if not isinstance(value, list):
+        value = [value]
+    return [tool for tool in value if tool is not None]
+
+
+def media_list(value: Any, kind: str) -> list:
+    """Media paths/URLs; a single entry is wrapped in a list. Videos may also be lists of frame paths."""
+    if value is None:
+        return []
+    if isinstance(value, (str, dict)):
+        value = [value]
+    if not isinstance(value, list):
+        raise InvalidValueError(f"{kind} must be a list of paths or URLs", field=kind)
+    out = []
+    for j, item in enumerate(value):
+        if isinstance(item, dict) and item.get("bytes") is None and isinstance(item.get("path"), str):
+            item = item["path"]  # datasets' Image storage {"bytes": None, "path": ...}
+        if isinstance(item, str) or (kind == "videos" and isinstance(item, list)
+                                     and all(isinstance(frame, str) for frame in item)):
+            out.append(item)
+        else:
+            raise InvalidValueError(f"{kind} entries must be paths or URLs (strings); embedded bytes are not "
+                                    f"supported", field=f"{kind}[{j}]")
+    return out
+
+
+def check_rejected_response(extra: dict, messages: list[dict]) -> None:
+    """The conditions under which ms-swift deletes an RLHF row (``_check_rejected_response`` and
+    ``_compat_rejected_response``): null, not a string or message list, a user message in it, or equal to
+    the chosen response."""
+    if "rejected_response" not in extra:
+        return
+    rejected = extra["rejected_response"]
+    if rejected is None:
+        raise InvalidValueError("rejected_response is null; ms-swift drops such rows", field="rejected_response")
+    if isinstance(rejected, str):
+        rejected = [{"role": "assistant", "content": rejected}]
+    if not isinstance(rejected, list) or not all(isinstance(m, dict) for m in rejected):
+        raise InvalidValueError("rejected_response must be a string or a list of messages",
+                                field="rejected_response")
+    for k, m in enumerate(rejected):
+        if m.get("role") == "user":
+            raise InvalidValueError("rejected_response may not contain user messages", field=f"rejected_response[{k}]")
+    if len(rejected) == 1 and rejected[0].get("content") == messages[-1]["content"]:
+        raise InvalidValueError("rejected_response equals the chosen response; ms-swift drops such rows",
+                                field="rejected_response")
+
+
+# --------------------------------------------------------------------------------------------------
+# Messages: text, keys, roles
+# --------------------------------------------------------------------------------------------------
+
+
+def parse_messages_value(value: Any, column: str) -> list[dict]:
+    if isinstance(value, str):
+        value = parse_json_or_literal(value, column, "messages text")
+    if value is None:
+        raise MissingFieldError("messages is null", field=column)
+    if not isinstance(value, list):
+        raise InvalidValueError(f"messages must be a list, got {type(value).__name__}", field=column)
+    if not value:
+        raise MissingFieldError("messages is empty; ms-swift drops such rows", field=column)
+    for i, message in enumerate(value):
+        if not isinstance(message, dict):
+            raise InvalidValueError(f"a message must be an object, got {type(message).__name__}",
+                                    field=f"messages[{i}]")
+    return value
+
+
+def standard_messages(messages: list[dict]) -> list[Message]:
+    """Key and role aliases -> :class:`Message`; role-less ShareGPT pairs are expanded."""
+    if not any(key in messages[0] for key in ROLE_KEYS + CONTENT_KEYS):
+        return sharegpt_pairs(messages)
+    return [standard_message(m, i) for i, m in enumerate(messages)]
+
+
+def standard_message(message: dict, index: int) -> Message:
+    fields = dict(message)
+    where = f"messages[{index}]"
+    role = pop_alias(fields, ROLE_KEYS)
+    content = pop_alias(fields, CONTENT_KEYS)
+    if role is _MISSING or role is None:
+        raise MissingFieldError("message has no role (role or from)", field=f"{where}.role")
+    if not isinstance(role, str):
+        raise InvalidValueError(f"role must be a string, got {type(role).__name__}", field=f"{where}.role")
+    canonical = ROLE_ALIASES.get(role.replace("-", "_"))
+    if canonical is None:
+        raise InvalidValueError(f"role {role!r} is not one ms-swift accepts (system, user, assistant, tool_call, "
+                                f"tool_response, tool or an alias); ms-swift drops the row", field=f"{where}.role")
+    out = Message(index, canonical, None if content is _MISSING else content,
+                  loss=fields.pop("loss", None), loss_scale=fields.pop("loss_scale", None))
+    if canonical in RESULT_ROLES:
+        out.name = fields.pop("name", None)  # ms-swift 4.6 keeps name on tool messages only
+    if canonical == "assistant":
+        calls = fields.pop("tool_calls", None)
+        if calls is not None and not isinstance(calls, list):
+            raise InvalidValueError("tool_calls must be a list", field=f"{where}.tool_calls")
+        out.tool_calls = calls or None
+    out.extra = fields
+    if out.content is None and not out.tool_calls:
+        raise MissingFieldError("message content is null or missing; ms-swift drops the row",
+                                field=f"{where}.content")
+    return out
+
+
+def sharegpt_pairs(messages: list[dict]) -> list[Message]:
+    """``[{"human": q, "assistant": a}, ...]`` -> user/assistant messages (ms-swift's sharegpt_to_messages)."""
+    out = []
+    for i, pair in enumerate(messages):
+        fields = dict(pair)
+        user = pop_alias(fields, SHAREGPT_USER_KEYS)
+        assistant = pop_alias(fields, SHAREGPT_ASSISTANT_KEYS)
+        if user is _MISSING or user is None:
+            raise MissingFieldError("a role-less (ShareGPT) pair needs a user/human text", field=f"messages[{i}].human")
+        if assistant is _MISSING or assistant is None:
+            raise MissingFieldError("a role-less (ShareGPT) pair needs an assistant/gpt/bot text",
+                                    field=f"messages[{i}].assistant")
+        out += [Message(i, "user", user, extra=fields), Message(i, "assistant", assistant)]
+    return out
+
+
+def pop_alias(fields: dict, keys: tuple[str, ...]) -> Any:
+    value = _MISSING
+    for key in keys:
+        if key in fields:
+            value = fields.pop(key)
+    return value
+
+
+# --------------------------------------------------------------------------------------------------
+# Provider formats (spec §8): OpenAI tool_calls, Anthropic tool_use/tool_result, content blocks
+# --------------------------------------------------------------------------------------------------
+
+
+def normalize_provider_formats(messages: list[Message]) -> list[Message]:
+    out: list[Message] = []
+    last_call_ids: list = []
+    i = 0
+    while i < len(messages):
+        m = messages[i]
+        if m.tool_calls:
+            produced, last_call_ids = openai_call_turn(m)
+            out += produced
+            end = i + 1
+            while end < len(messages) and messages[end].role in RESULT_ROLES:
+                end += 1
+            results = [with_block_text(r) for r in messages[i + 1:end]]
+            out += in_call_order(results, last_call_ids, "tool_call_id")
+            i = end
+            continue
+        if is_block_list(m.content) and m.role == "assistant" and has_block(m.content, "tool_use"):
+            produced, last_call_ids = anthropic_call_turn(m)
+            out += produced
+        elif is_block_list(m.content) and m.role == "user" and has_block(m.content, "tool_result"):
+            out += anthropic_results(m, last_call_ids)
+        else:
+            out.append(with_block_text(m))
+        i += 1
+    return out
+
+
+def openai_call_turn(m: Message) -> tuple[list[Message], list]:
+    """An assistant message with ``tool_calls`` -> [assistant text if any] + one tool_call per call
+    (ms-swift's ``normalize_openai_tool_calls``: a call without ``function`` is read flat, missing
+    ``arguments`` are ``{}``, text arguments are parsed as JSON when they are JSON)."""
+    text, media = ("", {}) if m.content is None else content_text(m.content, f"{m.where}.content")
+    calls, ids = [], []
+    for k, call in enumerate(m.tool_calls or []):
+        if not isinstance(call, dict):
+            raise InvalidValueError("an OpenAI tool call must be an object", field=f"{m.where}.tool_calls[{k}]")
+        function = call.get("function", call)
+        if not isinstance(function, dict):
+            raise InvalidValueError("an OpenAI tool call's function must be an object",
+                                    field=f"{m.where}.tool_calls[{k}].function")
+        arguments = function.get("arguments", {})
+        if isinstance(arguments, str):
+            ok, parsed = try_loads(arguments)
+            arguments = parsed if ok else arguments
+        extra = {key: value for key, value in call.items() if key not in ("type", "function", "name", "arguments")}
+        calls.append(Message(m.index, "tool_call", {"name": function.get("name"), "arguments": arguments}, extra=extra))
+        ids.append(call.get("id"))
+    return _call_turn(m, text, media, calls), ids
+
+
+def anthropic_call_turn(m: Message) -> tuple[list[Message], list]:
+    """An assistant message with ``tool_use`` blocks -> [assistant text if any] + one tool_call per block."""
+    texts, media, calls, ids = [], {}, [], []
+    for k, block in enumerate(m.content):
+        if block.get("type") == "tool_use":
+            extra = {key: value for key, value in block.items() if key not in ("type", "name", "input")}
+            calls.append(Message(m.index, "tool_call", {"name": block.get("name"), "arguments": block.get("input")},
+                                 extra=extra))
+            ids.append(block.get("id"))
+        else:
+            texts.append(block_text(block, f"{m.where}.content[{k}]", media))
+    return _call_turn(m, "".join(texts), media, calls), ids
+
+
+def _call_turn(m: Message, text: str, media: dict, calls: list[Message]) -> list[Message]:
+    # As ms-swift: the assistant text is kept only if non-empty, and the message's loss/loss_scale go to
+    # every message produced. Its unknown keys (kept, unlike ms-swift) go with the first one.
+    produced = ([Message(m.index, "assistant", text, media=media)] if text else []) + calls
+    for p in produced:
+        p.loss, p.loss_scale = m.loss, m.loss_scale
+    produced[0].extra = {**produced[0].extra, **m.extra}
+    return produced
+
+
+def anthropic_results(m: Message, call_ids: list) -> list[Message]:
+    """A user message with ``tool_result`` blocks -> tool_response messages in call order, then a user
+    message for any other blocks."""
+    results, texts, media = [], [], {}
+    for k, block in enumerate(m.content):
+        where = f"{m.where}.content[{k}]"
+        if block.get("type") == "tool_result":
+            content, result_media = block.get("content"), {}
+            if content is None:
+                content = ""
+            elif is_block_list(content):
+                content, result_media = content_text(content, f"{where}.content")
+            extra = {key: value for key, value in block.items() if key not in ("type", "content")}
+            results.append(Message(m.index, "tool_response", content, extra=extra, media=result_media))
+        else:
+            texts.append(block_text(block, where, media))
+    out = in_call_order(results, call_ids, "tool_use_id")
+    text = "".join(texts)
+    if text:
+        out.append(Message(m.index, m.role, text, loss=m.loss, loss_scale=m.loss_scale, extra=m.extra, media=media))
+    else:
+        out[0].loss, out[0].loss_scale = m.loss, m.loss_scale
+        out[0].extra = {**out[0].extra, **m.extra}
+    return out
+
+
+def in_call_order(results: list[Message], call_ids: list, id_key: str) -> list[Message]:
+    """Results re-sorted into call order when every call has an id and the results answer exactly those
+    ids (ms-swift 4.6); otherwise kept as given (they then pair with calls by position)."""
+    result_ids = [r.extra.get(id_key) for r in results]
+    ids_usable = all(isinstance(x, str) for x in call_ids + result_ids) and len(set(call_ids)) == len(call_ids)
+    if not ids_usable or sorted(call_ids) != sorted(result_ids):
+        return results
+    position = {call_id: k for k, call_id in enumerate(call_ids)}
+    return sorted(results, key=lambda r: position[r.extra[id_key]])
+
+
+def with_block_text(m: Message) -> Message:
+    """A message whose content is a list of content blocks gets that content as text with media tags.
+    For tool results only when every element is a content block: other JSON lists are plain results."""
+    if not is_block_list(m.content) or m.role == "tool_call":
+        return m
+    if m.role in RESULT_ROLES and not all(b.get("type") in CONTENT_BLOCK_TYPES for b in m.content):
+        return m
+    m.content, m.media = content_text(m.content, f"{m.where}.content")
+    return m
+
+
+def content_text(content: Any, field: str) -> tuple[str, dict]:
+    """A content string, or a list of content blocks -> (text with media tags, {kind: URLs})."""
+    if isinstance(content, str):
+        return content, {}
+    if not is_block_list(content):
+        raise InvalidValueError("content must be a string or a list of content blocks", field=field)
+    media: dict = {}
+    return "".join(block_text(block, f"{field}[{k}]", media) for k, block in enumerate(content)), media
+
+
+def block_text(block: dict, field: str, media: dict) -> str:
+    """One content block -> its text (a media block -> its tag, its URL appended to ``media[kind]``)."""
+    block_type = block.get("type")
+    if block_type == "text":
+        text = block.get("text")
+        if not isinstance(text, str):
+            raise InvalidValueError("a text block needs a string text", field=f"{field}.text")
+        return text
+    kind = block_type[:-len("_url")] if isinstance(block_type, str) and block_type.endswith("_url") else block_type
+    if kind not in BLOCK_MEDIA_KINDS:
+        raise InvalidValueError(f"content block type {block_type!r} is not supported (text, image, image_url, audio, "
+                                f"audio_url, video, video_url, tool_use, tool_result)", field=f"{field}.type")
+    value = block.get(block_type)
+    if isinstance(value, dict):
+        value = value.get("url")
+    source = block.get("source")
+    if value is None and kind == "image" and isinstance(source, dict):  # Anthropic image block
+        if source.get("type") == "base64":
+            value = f"data:{source.get('media_type')};base64,{source.get('data')}"
+        else:
+            value = source.get("url")
+    if not isinstance(value, str) or not value:
+        raise InvalidValueError(f"a {block_type} block needs a URL, path or base64 data", field=field)
+    media.setdefault(BLOCK_MEDIA_KINDS[kind], []).append(value)
+    return f"<{kind}>"
+
+
+def is_block_list(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(b, dict) and "type" in b for b in value)
+
+
+def has_block(blocks: list[dict], kind: str) -> bool:
+    return any(b.get("type") == kind for b in blocks)
+
+
+def drop_arrow_nulls(value: Any) -> Any:
+    """Parquet stores objects as structs, padding fields a row lacks with nulls; treat them as absent
+    (ms-swift 4.6 strips them from tools the same way). A JSON null inside such a struct cannot be told
+    apart from padding."""
+    if isinstance(value, dict):
+        return {k: drop_arrow_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [drop_arrow_nulls(v) for v in value]
+    return value

@@ -1,0 +1,177 @@
+"""How ms-swift reads the text inside its rows: JSON-or-literal values, tools, tool calls and ``<think>``.
+
+The reader (ms-swift -> unified) and the ``swift`` writer (unified -> ms-swift) share these functions so
+that what one writes the other reads back to the same values.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import re
+from typing import Any, Optional
+
+from tooluse_datasets.codec import dumps, loads, try_loads
+from tooluse_datasets.errors import (ConversionError, InvalidJsonError, InvalidValueError, JsonValueError,
+                                     MissingFieldError)
+
+# ms-swift's own spelling of "no parameters" (``tool.get('parameters') or {}`` renders as an empty object);
+# the unified schema always carries a JSON Schema object, so a tool without parameters gets this one.
+EMPTY_PARAMETERS: dict = {"type": "object", "properties": {}}
+
+# A leading reasoning block. The writer emits "<think>\n{reasoning}\n</think>\n" (ms-swift docs, example 2);
+# the reader also accepts it without the inner newlines and with any number of newlines after it
+# (Qwen3 writes "</think>\n\n").
+_LEADING_THINK = re.compile(r"\A<think>\n?(.*?)\n?</think>\n*", re.DOTALL)
+
+# Keys of a tool's function object that the reader folds into name/description/parameters.
+_TOOL_ALIAS_KEYS = ("name", "name_for_model", "description", "description_for_model", "parameters")
+
+
+def parse_json_or_literal(text: str, field: str, what: str) -> Any:
+    """Parse ``text`` the way ms-swift's ``_parse_json`` does: JSON first, then a Python literal
+    (``ast.literal_eval``: single quotes, ``True``/``None``). Never ``eval``.
+
+    A literal is turned into plain JSON values (tuples become lists); a value JSON cannot hold (sets,
+    bytes, non-string keys, NaN) is an :class:`InvalidValueError`.
+    """
+    ok, value = try_loads(text)
+    if ok:
+        return value
+    try:
+        value = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        raise InvalidJsonError(f"{what} is neither JSON nor a Python literal: {_preview(text)}", field=field) from None
+    try:
+        return loads(dumps(value))
+    except JsonValueError as exc:
+        raise InvalidValueError(f"{what} is a Python literal JSON cannot hold ({exc.message})", field=field) from None
+
+
+def spaced_dumps(value: Any) -> str:
+    """JSON text as ms-swift's docs and templates write it: ``json.dumps`` spacing, non-ASCII kept.
+
+    ``codec.dumps`` runs first only to refuse what JSON cannot hold exactly (NaN, infinities, non-string
+    keys), which ``json.dumps`` would write silently. The text itself is exact: Python writes floats as
+    their shortest round-trip repr and integers of any size digit for digit. This spelling (rather than
+    the compact codec form) makes rows copied from the ms-swift docs read and write back byte for byte.
+    """
+    dumps(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def json_text(value: Any) -> str:
+    """A tool result as ms-swift trains on it: strings as they are, anything else as JSON text."""
+    return value if isinstance(value, str) else spaced_dumps(value)
+
+
+# --------------------------------------------------------------------------------------------------
+# Tools
+# --------------------------------------------------------------------------------------------------
+
+
+def parse_tool(tool: Any, field: str) -> dict:
+    """One entry of ``tools`` in any shape ms-swift accepts -> an OpenAI function tool.
+
+    Accepted: a JSON (or Python-literal) string of a tool; OpenAI-wrapped ``{"type": "function",
+    "function": {...}}``; bare ``{"name", "description", "parameters"}``; Qwen-Agent style
+    ``name_for_model`` / ``description_for_model``; ``parameters`` as a JSON string. Other keys of the
+    function (``name_for_human``, NESTFUL's ``output_parameters``...) and of the wrapper are kept.
+    """
+    if isinstance(tool, str):
+        tool = parse_json_or_literal(tool, field, "tool")
+    if not isinstance(tool, dict):
+        raise InvalidValueError(f"a tool must be a JSON object, got {type(tool).__name__}", field=field)
+    wrapped = isinstance(tool.get("function"), dict) and "type" in tool
+    if wrapped and tool["type"] != "function":
+        raise InvalidValueError(f"only function tools are supported, got type {tool['type']!r}", field=f"{field}.type")
+    function = tool["function"] if wrapped else tool
+    where = f"{field}.function" if wrapped else field
+
+    name = function.get("name_for_model") or function.get("name")
+    if not isinstance(name, str) or not name:
+        raise MissingFieldError("tool has no name (name or name_for_model)", field=f"{where}.name")
+    description = function.get("description")
+    if description is None:
+        description = function.get("description_for_model")
+    if description is None:
+        description = ""
+    if not isinstance(description, str):
+        raise InvalidValueError("tool description must be a string", field=f"{where}.description")
+    parameters = function.get("parameters")
+    if parameters is None:
+        parameters = dict(EMPTY_PARAMETERS)
+    elif isinstance(parameters, str):
+        parameters = parse_json_or_literal(parameters, f"{where}.parameters", "tool parameters")
+    if not isinstance(parameters, dict):
+        raise InvalidValueError("tool parameters must be a JSON Schema object", field=f"{where}.parameters")
+
+    out_function = {"name": name, "description": description, "parameters": parameters}
+    out_function.update((k, v) for k, v in function.items() if k not in _TOOL_ALIAS_KEYS)
+    out = {"type": "function", "function": out_function}
+    if wrapped:
+        out.update((k, v) for k, v in tool.items() if k not in ("type", "function"))
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Tool calls
+# --------------------------------------------------------------------------------------------------
+
+
+def parse_call(content: Any, field: str) -> tuple[str, dict]:
+    """A ``tool_call`` message's content -> ``(name, arguments)``, as ms-swift's ``_parse_tool_call``.
+
+    ``content`` is JSON text, a Python-literal string or an object; ``arguments`` (alias ``parameters``)
+    is an object, JSON text of one, or a Python-literal string of one. Everything ms-swift would drop the
+    row for (no name, no arguments, unparseable text) is a typed error here.
+    """
+    call = parse_json_or_literal(content, field, "tool_call content") if isinstance(content, str) else content
+    if not isinstance(call, dict):
+        raise InvalidValueError(f"tool_call content must be an object with name and arguments, got "
+                                f"{type(call).__name__}", field=field)
+    name = call.get("name")
+    if not isinstance(name, str) or not name:
+        raise MissingFieldError("tool call has no name (ms-swift drops the row)", field=f"{field}.name")
+    key = "arguments" if call.get("arguments") is not None else "parameters"
+    arguments = call.get(key)
+    if arguments is None:
+        raise MissingFieldError("tool call has neither arguments nor parameters (ms-swift drops the row)",
+                                field=f"{field}.arguments")
+    if isinstance(arguments, str):
+        arguments = parse_json_or_literal(arguments, f"{field}.{key}", "tool call arguments")
+    if not isinstance(arguments, dict):
+        raise InvalidValueError(f"tool call arguments must be a JSON object, got {type(arguments).__name__}",
+                                field=f"{field}.{key}")
+    return name, arguments
+
+
+def call_text(name: str, arguments: Any, field: str) -> str:
+    """The content of a ``tool_call`` message: JSON text of ``{"name", "arguments"}``, arguments always
+    present (spec §10 rule 3)."""
+    if not isinstance(arguments, dict):
+        raise ConversionError(f"call arguments must be a JSON object for ms-swift, got {type(arguments).__name__}",
+                              field=field)
+    return spaced_dumps({"name": name, "arguments": arguments})
+
+
+# --------------------------------------------------------------------------------------------------
+# Reasoning
+# --------------------------------------------------------------------------------------------------
+
+
+def split_think(text: str) -> tuple[Optional[str], str]:
+    """``"<think>\\nR\\n</think>\\nrest"`` -> ``("R", "rest")``; without a leading think block ->
+    ``(None, text)``."""
+    match = _LEADING_THINK.match(text)
+    if match is None:
+        return None, text
+    return match.group(1), text[match.end():]
+
+
+def join_think(reasoning: Optional[str], content: str) -> str:
+    """Inverse of :func:`split_think`, in the spelling of ms-swift's docs."""
+    return content if reasoning is None else f"<think>\n{reasoning}\n</think>\n{content}"
+
+
+def _preview(text: str, limit: int = 80) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "...")

@@ -1,0 +1,222 @@
+"""ms-swift agent format (``--dataset path.jsonl`` rows of ``swift sft``): reader and raw <-> unified.
+
+Three stages, each the counterpart of a stage in ms-swift 4.6:
+
+* ``read``: JSONL / JSON / Parquet rows (``data_files=``). Parquet's struct null-padding is removed.
+* ``to_raw`` (:mod:`.native`): ms-swift's dataset preprocessing: aliases, provider formats, system column.
+* ``to_unified``: ms-swift's template stage: consecutive ``tool_call`` messages become one assistant turn
+  with the assistant text right before them (and its leading ``<think>``) as content/reasoning; the
+  results that follow pair with the calls by position and get explicit ids ``call_0``, ``call_1``...
+
+Unified ``meta`` holds every column without a unified field (``rejected_response``, ``label``, ``channel``,
+...) under its own name, and under ``ms_swift_original`` the source text the unified fields do not
+reproduce exactly: ``{"messages": {"<unified message index>": [raw messages]}, "tools": [raw tools]}``.
+Message ``loss``/``loss_scale``, provider call ids, tool-message ``name`` and call text spelled differently
+from the canonical form live there. ``from_unified`` rebuilds each unified message's raw messages with the
+``swift`` writer's rules and takes the original where one was kept, so raw -> unified -> raw is exact.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Iterator, Optional
+
+from datasets import Features, Json, List, Value
+
+from tooluse_datasets.codec import dumps
+from tooluse_datasets.errors import ConversionError, InvalidValueError
+from tooluse_datasets.schema import message, tool_call, unified_row
+from tooluse_datasets.source import RowContext, Source, file_suffix, read_json_any, read_parquet_rows
+
+from .native import ORIGINAL_KEY, RESULT_ROLES, drop_arrow_nulls, native_to_raw
+from .parsing import json_text, parse_call, parse_tool, split_think
+from .upstream import CITATION, DESCRIPTION, UPSTREAM
+from .writer import turn_messages
+
+RAW_MESSAGE = {
+    "role": Value("string"),  # one of system, user, assistant, tool_call, tool_response, tool
+    "content": Json(),  # text; tool_call/tool contents may also be objects
+    "loss": Json(),  # bool (or 0/1), per message
+    "loss_scale": Json(),  # number, per message
+    "name": Json(),  # tool messages only (ms-swift 4.6 keeps it there)
+    "extra": Json(),  # message keys ms-swift ignores (provider call ids, reasoning_content...); {} if none
+}
+
+RAW_FEATURES = Features(
+    {
+        "messages": List(RAW_MESSAGE),
+        "tools": List(Json()),  # each a tool object or the text of one, as the row gave it
+        "images": List(Value("string")),
+        "audios": List(Value("string")),
+        "videos": List(Json()),  # a path/URL, or a list of frame paths
+        "extra": Json(),  # every other column (rejected_response, label, channel, objects, ...); {} if none
+    }
+)
+
+
+class MsSwiftSource(Source):
+    name = "ms_swift"
+    pretty_name = "ms-swift agent format"
+    upstream = UPSTREAM
+    raw_features = RAW_FEATURES
+    citation = CITATION
+    description = DESCRIPTION
+
+    # -- reading --------------------------------------------------------------------------------------
+
+    def read(self, path: str, config: Any, **_: Any) -> Iterator[list]:
+        if file_suffix(path) == ".parquet":
+            for batch in read_parquet_rows(path, config.batch_size):
+                yield [(n, drop_arrow_nulls(row)) for n, row in batch]
+        else:
+            yield from read_json_any(path, config.batch_size)
+
+    def to_raw(self, native: dict, ctx: RowContext) -> dict:
+        return native_to_raw(native)
+
+    # -- raw <-> unified ------------------------------------------------------------------------------
+
+    def to_unified(self, raw: dict, ctx: RowContext) -> dict:
+        tools = [parse_tool(tool, f"tools[{i}]") for i, tool in enumerate(raw["tools"])]
+        turns = group_turns(raw["messages"])
+        for j, video in enumerate(raw["videos"]):
+            if not isinstance(video, str):
+                raise ConversionError("a video given as a list of frames has no unified form (videos are paths "
+                                      "or URLs)", field=f"videos[{j}]")
+        original: dict = {}
+        changed = {str(t): raw_slice for t, (m, raw_slice) in enumerate(turns)
+                   if not same_json(canonical_raw_messages(m, f"messages[{t}]"), raw_slice)}
+        if changed:
+            original["messages"] = changed
+        if not same_json(tools, raw["tools"]):
+            original["tools"] = raw["tools"]
+        meta = dict(raw["extra"])
+        if original:
+            meta[ORIGINAL_KEY] = original
+        subset = file_stem(ctx.file)
+        return unified_row(
+            id=f"ms_swift/{subset}/{ctx.row}",
+            source="ms_swift",
+            subset=subset,
+            tools=tools,
+            messages=[m for m, _ in turns],
+            images=raw["images"],
+            audios=raw["audios"],
+            videos=raw["videos"],
+            meta=meta,
+        )
+
+    def from_unified(self, row: dict) -> dict:
+        meta = dict(row.get("meta") or {})
+        original = meta.pop(ORIGINAL_KEY, None) or {}
+        kept_messages = original.get("messages", {})
+        messages: list[dict] = []
+        for t, m in enumerate(row["messages"]):
+            kept = kept_messages.get(str(t))
+            messages += kept if kept is not None else canonical_raw_messages(m, f"messages[{t}]")
+        return {
+            "messages": messages,
+            "tools": original["tools"] if "tools" in original else list(row["tools"]),
+            "images": list(row["images"]),
+            "audios": list(row["audios"]),
+            "videos": list(row["videos"]),
+            "extra": meta,
+        }
+
+
+# --------------------------------------------------------------------------------------------------
+# Template stage: raw messages -> unified turns
+# --------------------------------------------------------------------------------------------------
+
+
+def group_turns(messages: list[dict]) -> list[tuple[dict, list[dict]]]:
+    """Raw messages -> ``[(unified message, the raw messages it came from)]``.
+
+    Rows ms-swift would fail to encode or would train on in a way unified rows cannot state (a system
+    message after the first, results without calls, results whose count differs from the calls') raise
+    a typed error naming the message.
+    """
+    turns: list[tuple[dict, list[dict]]] = []
+    calls_seen = 0
+    i, n = 0, len(messages)
+    while i < n:
+        m, where = messages[i], f"messages[{i}]"
+        role = m["role"]
+        if role in ("system", "user"):
+            if role == "system" and i != 0:
+                raise InvalidValueError("a system message is only allowed first; ms-swift cannot encode the row",
+                                        field=f"{where}.role")
+            turns.append((message(role, text_of(m, where)), [m]))
+            i += 1
+        elif role == "assistant" and (i + 1 >= n or messages[i + 1]["role"] != "tool_call"):
+            reasoning, content = split_think(text_of(m, where))
+            turns.append((message("assistant", content, reasoning_content=reasoning), [m]))
+            i += 1
+        elif role in ("assistant", "tool_call"):
+            start = i
+            reasoning, content = None, ""
+            if role == "assistant":  # text right before the calls: same turn (ms-swift concatenates them)
+                reasoning, content = split_pre_call_text(text_of(m, where))
+                i += 1
+            calls = []
+            while i < n and messages[i]["role"] == "tool_call":
+                name, arguments = parse_call(messages[i]["content"], f"messages[{i}].content")
+                calls.append(tool_call(f"call_{calls_seen}", name, arguments))
+                calls_seen += 1
+                i += 1
+            turns.append((message("assistant", content, reasoning_content=reasoning, tool_calls=calls),
+                          messages[start:i]))
+            results_start = i
+            while i < n and messages[i]["role"] in RESULT_ROLES:
+                i += 1
+            results = messages[results_start:i]
+            if results and len(results) != len(calls):
+                raise InvalidValueError(f"{len(calls)} tool calls are followed by {len(results)} results; results "
+                                        f"pair with calls by position, so the counts must match",
+                                        field=f"messages[{results_start}]")
+            for call, result in zip(calls, results):
+                turns.append((message("tool", json_text(result["content"]), tool_call_id=call["id"],
+                                      name=call["function"]["name"]), [result]))
+        else:
+            raise InvalidValueError(f"{role} message without a tool_call before it; a result must follow the "
+                                    f"calls it answers", field=f"{where}.role")
+    return turns
+
+
+def split_pre_call_text(text: str) -> tuple[Optional[str], str]:
+    """The assistant text before calls -> (reasoning, content). One trailing newline is dropped: in ms-swift
+    data it separates the text from the calls (hermes concatenates them), while unified chat templates
+    put the separator themselves. The writer adds it back."""
+    reasoning, content = split_think(text)
+    return reasoning, content[:-1] if content.endswith("\n") else content
+
+
+def text_of(m: dict, where: str) -> str:
+    if not isinstance(m["content"], str):
+        raise InvalidValueError(f"{m['role']} content must be a string, got {type(m['content']).__name__}",
+                                field=f"{where}.content")
+    return m["content"]
+
+
+# --------------------------------------------------------------------------------------------------
+# Unified -> raw
+# --------------------------------------------------------------------------------------------------
+
+
+def canonical_raw_messages(m: dict, where: str) -> list[dict]:
+    """The raw messages the ``swift`` writer makes of one unified message, with the raw-only keys empty."""
+    return [{**written, "loss": None, "loss_scale": None, "name": None, "extra": {}}
+            for written in turn_messages(m, where)]
+
+
+def same_json(a: Any, b: Any) -> bool:
+    # Exact comparison: Python's == takes 1 == 1.0 == True and ignores key order, JSON text does not.
+    return dumps(a) == dumps(b)
+
+
+def file_stem(path: str) -> str:
+    """``data/agent_rows.jsonl.gz`` -> ``agent_rows`` (the subset name)."""
+    base = os.path.basename(path.split("::")[-1].split("?")[0])
+    for ext in (".gz", ".zst", ".bz2", ".xz"):
+        if base.endswith(ext):
+            base = base[: -len(ext)]
+    return os.path.splitext(base)[0] or "default"

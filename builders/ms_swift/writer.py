@@ -1,0 +1,177 @@
+"""The ``swift`` format: unified rows -> rows that ``swift sft`` trains on as written (spec §10).
+
+Every row has the same five columns and no nulls::
+
+    {"messages": [{"role", "content"}, ...], "tools": "<JSON text>", "images": [...], "audios": [...], "videos": [...]}
+
+* ``tools`` is JSON text of OpenAI function tools, in every row (``"[]"`` when none). Each tool needs a
+  non-empty description: ms-swift's react/qwen agent templates fail without one. A tool without one is a
+  :class:`ConversionError` (this writer does not invent descriptions); a tool without ``parameters`` gets
+  ``{"type": "object", "properties": {}}``, which is what ms-swift makes of a missing schema.
+* An assistant turn becomes, in order: one ``assistant`` message with ``"<think>\\n{reasoning}\\n</think>\\n"``
+  and the visible text (followed by ``"\\n"`` when calls come next: hermes puts them right after it), then one
+  ``tool_call`` message per call, content ``{"name", "arguments"}`` as JSON text, then its results as
+  ``tool_response`` messages in call order (matched by ``tool_call_id``). A turn whose calls have no
+  results is written as it is (call-only SFT, as NESTFUL rows are).
+* Not representable, hence not written: call ids, ``tool_call_id`` and ``name`` on tool messages
+  (ms-swift pairs results with calls by position), ``meta`` (``loss``, ``rejected_response``, ``label``...
+  need every row of a file to agree, so a per-row writer cannot emit them), ``call_graph``.
+
+A unified row that cannot be written this way without losing or inventing data raises
+:class:`ConversionError` naming the field; with ``on_error="skip"`` it is counted and skipped.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from datasets import Features, List, Value
+
+from tooluse_datasets.errors import ConversionError, InvalidValueError
+from tooluse_datasets.formats import Format
+from tooluse_datasets.schema import validate_unified
+
+from .parsing import EMPTY_PARAMETERS, call_text, join_think, spaced_dumps
+
+SWIFT_FEATURES = Features(
+    {
+        "messages": List({"role": Value("string"), "content": Value("string")}),
+        "tools": Value("string"),
+        "images": List(Value("string")),
+        "audios": List(Value("string")),
+        "videos": List(Value("string")),
+    }
+)
+
+# Placeholder tag of each media column; ms-swift consumes them in order.
+MEDIA_TAGS = {"images": "<image>", "audios": "<audio>", "videos": "<video>"}
+
+
+def unified_to_swift(row: dict) -> dict:
+    """One unified row -> one ``swift`` row (see the module docstring for the rules)."""
+    validate_unified(row, require_known_tools=False)
+    messages = swift_messages(row["messages"])
+    tools = [swift_tool(tool, f"tools[{i}]") for i, tool in enumerate(row["tools"])]
+    out = {"messages": messages, "tools": spaced_dumps(tools)}
+    for column, tag in MEDIA_TAGS.items():
+        out[column] = list(row.get(column) or [])
+        check_media_tags(messages, out[column], column, tag)
+    return out
+
+
+def swift_messages(messages: list[dict]) -> list[dict]:
+    """Unified messages -> ms-swift messages; each call group is followed by its results in call order."""
+    if not messages:
+        raise ConversionError("the row has no messages; ms-swift drops such rows", field="messages")
+    out: list[dict] = []
+    i = 0
+    while i < len(messages):
+        m = messages[i]
+        where = f"messages[{i}]"
+        if m["role"] == "system" and i != 0:
+            raise ConversionError("ms-swift only accepts a system message as the first message", field=f"{where}.role")
+        if m["role"] == "tool":
+            raise ConversionError("tool result does not directly follow the assistant turn whose call it answers",
+                                  field=f"{where}.role")
+        out += turn_messages(m, where)
+        i += 1
+        if m["role"] == "assistant" and m["tool_calls"]:
+            end = i
+            while end < len(messages) and messages[end]["role"] == "tool":
+                end += 1
+            out += [{"role": "tool_response", "content": r["content"]}
+                    for r in results_in_call_order(messages, i - 1, i, end)]
+            i = end
+    return out
+
+
+def turn_messages(m: dict, where: str) -> list[dict]:
+    """The ms-swift messages of one unified message, results excluded (they follow their calls).
+
+    Also used by the reader's ``from_unified`` as the canonical form it compares source text against.
+    """
+    content = m["content"]
+    if not isinstance(content, str):
+        raise InvalidValueError("content must be a string", field=f"{where}.content")
+    if m["role"] in ("system", "user"):
+        return [{"role": m["role"], "content": content}]
+    if m["role"] == "tool":
+        return [{"role": "tool_response", "content": content}]
+    reasoning = m.get("reasoning_content")
+    if reasoning is not None and not isinstance(reasoning, str):
+        raise InvalidValueError("reasoning_content must be a string", field=f"{where}.reasoning_content")
+    calls = m.get("tool_calls") or []
+    visible = content + "\n" if calls and content else content
+    text = join_think(reasoning, visible)
+    out = [{"role": "assistant", "content": text}] if text or not calls else []
+    for j, call in enumerate(calls):
+        function = call["function"]
+        out.append({"role": "tool_call", "content": call_text(function["name"], function["arguments"],
+                                                              f"{where}.tool_calls[{j}].function.arguments")})
+    return out
+
+
+def results_in_call_order(messages: list[dict], turn: int, start: int, end: int) -> list[dict]:
+    """The tool results ``messages[start:end]`` answering the calls of ``messages[turn]``, in call order.
+
+    None at all is a call-only turn. Otherwise there must be exactly one result per call, each naming
+    its call by ``tool_call_id``: ms-swift pairs by position only, so a result it cannot place is an error.
+    """
+    calls = messages[turn]["tool_calls"]
+    results = messages[start:end]
+    if not results:
+        return []
+    if len(results) != len(calls):
+        raise ConversionError(f"the assistant turn makes {len(calls)} tool calls but {len(results)} tool results "
+                              f"follow; ms-swift pairs results with calls by position",
+                              field=f"messages[{turn}].tool_calls")
+    call_ids = [c["id"] for c in calls]
+    by_id: dict[str, dict] = {}
+    for k, result in enumerate(results):
+        where = f"messages[{start + k}].tool_call_id"
+        call_id = result.get("tool_call_id")
+        if call_id is None:
+            raise ConversionError("tool result has no tool_call_id, so its call (and its position) is unknown",
+                                  field=where)
+        if call_id not in call_ids:
+            raise ConversionError(f"tool result answers {call_id!r}, which is not a call of the preceding "
+                                  f"assistant turn", field=where)
+        if call_id in by_id:
+            raise ConversionError(f"two tool results answer call {call_id!r}", field=where)
+        by_id[call_id] = result
+    return [by_id[call_id] for call_id in call_ids]
+
+
+def swift_tool(tool: dict, field: str) -> dict:
+    """A unified tool as ms-swift needs it: a non-empty description and a parameters schema."""
+    function = tool["function"]
+    description = function.get("description")
+    if not isinstance(description, str) or not description.strip():
+        raise ConversionError(f"tool {function['name']!r} has no description; ms-swift's react/qwen agent "
+                              "templates fail on it (add descriptions, or load with on_error='skip')",
+                              field=f"{field}.function.description")
+    parameters = function.get("parameters")
+    if parameters is None:
+        function = {**function, "parameters": dict(EMPTY_PARAMETERS)}
+    elif not isinstance(parameters, dict):
+        raise ConversionError("tool parameters must be a JSON Schema object", field=f"{field}.function.parameters")
+    return {**tool, "function": function}
+
+
+def check_media_tags(messages: list[dict], media: list[Any], column: str, tag: str) -> None:
+    """Rule 9: as many tags as media. With fewer, ms-swift would prepend the missing tags to the first
+    message (changing the row). Rows without media of a kind may contain the tag as plain text."""
+    if not media:
+        return
+    tags = sum(m["content"].count(tag) for m in messages)
+    if tags != len(media):
+        raise ConversionError(f"{len(media)} {column} but {tags} {tag} tags in the messages; ms-swift needs one "
+                              f"tag per entry", field=column)
+
+
+SWIFT_FORMAT = Format(
+    name="swift",
+    description="ms-swift agent format: rows `swift sft` trains on as written (tools as JSON text, tool_call/"
+                "tool_response messages, reasoning inline as <think>)",
+    features=SWIFT_FEATURES,
+    from_unified=unified_to_swift,
+)

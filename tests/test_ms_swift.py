@@ -1,0 +1,765 @@
+"""ms-swift agent format: the ``ms_swift`` reader, the ``swift`` writer and the round trips between them.
+
+Real rows come from ../shared/data/ms_swift (the ms-swift docs' own examples) and NESTFUL; the variant
+tables below are hand-written rows in every shape ms-swift 4.6 accepts or drops (spec §1-§10).
+"""
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import tooluse_datasets as td
+from tooluse_datasets import cli
+from tooluse_datasets.builders.ms_swift import SOURCE
+from tooluse_datasets.builders.ms_swift.source import RAW_FEATURES
+from tooluse_datasets.builders.ms_swift.writer import SWIFT_FEATURES, unified_to_swift
+from tooluse_datasets.errors import (ConversionError, DataNotFoundError, InvalidJsonError, InvalidValueError,
+                                     MissingFieldError)
+from tooluse_datasets.schema import message, tool_call, unified_row
+from tooluse_datasets.source import RowContext
+
+from conftest import shared_data
+from hermes_template import render
+
+SHARED_FILES = [
+    "agent_support_doc_examples_en.jsonl",
+    "agent_support_doc_examples_zh.jsonl",
+    "custom_dataset_doc_agent_rows_en.jsonl",  # OpenAI/Anthropic rows and one DPO row among plain ones
+]
+NESTFUL_TOY = ("nestful", "third_party", "AtakanTekparmak_NESTFUL_27c2028", "data_v2", "toy_data.jsonl")
+CTX = RowContext("ms_swift", "variants.jsonl", 0, "train")
+
+
+# --------------------------------------------------------------------------------------------------
+# Helpers (independent of the reader: they read the native rows with json and nothing else)
+# --------------------------------------------------------------------------------------------------
+
+
+def native_rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def native_calls(row: dict) -> list[dict]:
+    """Every call of a native row, in order, as ``{"name", "arguments"}``, straight from the file."""
+    calls = []
+    for m in row["messages"]:
+        if m["role"] == "tool_call":
+            call = json.loads(m["content"])
+            calls.append({"name": call["name"], "arguments": call["arguments"]})
+        for c in m.get("tool_calls") or []:  # OpenAI
+            calls.append({"name": c["function"]["name"], "arguments": json.loads(c["function"]["arguments"])})
+        if isinstance(m["content"], list):  # Anthropic
+            calls += [{"name": b["name"], "arguments": b["input"]} for b in m["content"] if b["type"] == "tool_use"]
+    return calls
+
+
+def unified_calls(row: dict) -> list[dict]:
+    return [{"name": c["function"]["name"], "arguments": c["function"]["arguments"]}
+            for m in row["messages"] for c in m["tool_calls"]]
+
+
+def convert(native: dict) -> tuple[dict, dict]:
+    raw = SOURCE.to_raw(copy.deepcopy(native), CTX)
+    return raw, SOURCE.to_unified(raw, CTX)
+
+
+def summarize(row: dict) -> list[tuple]:
+    """A unified row's conversation as readable tuples: (role, content[, reasoning]), ("call", id, name,
+    arguments), ("tool", call id, name, content)."""
+    out: list[tuple] = []
+    for m in row["messages"]:
+        if m["role"] == "tool":
+            out.append(("tool", m["tool_call_id"], m["name"], m["content"]))
+        elif m["role"] == "assistant":
+            out.append(("assistant", m["content"], m["reasoning_content"]))
+            out += [("call", c["id"], c["function"]["name"], c["function"]["arguments"]) for c in m["tool_calls"]]
+        else:
+            out.append((m["role"], m["content"]))
+    return out
+
+
+def same_json(a, b) -> bool:
+    return td.dumps(a) == td.dumps(b)
+
+
+def conversation(row: dict) -> dict:
+    """The parts of a unified row the swift format carries."""
+    return {key: row[key] for key in ("messages", "tools", "images", "audios", "videos")}
+
+
+def write_jsonl(path: Path, rows) -> str:
+    with open(path, "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return str(path)
+
+
+# --------------------------------------------------------------------------------------------------
+# Real rows: ms-swift documentation examples
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", SHARED_FILES)
+def test_doc_rows_load_map_style_and_streaming_identically(name, cache_dir):
+    path = shared_data("ms_swift", name)
+    native = native_rows(path)
+    rows = list(td.load("ms_swift", data_files=str(path), split="train", cache_dir=cache_dir))
+    streamed = list(td.load("ms_swift", data_files=str(path), split="train", streaming=True, cache_dir=cache_dir))
+    assert rows == streamed
+    assert len(rows) == len(native)  # nothing dropped, the DPO row's neighbours included
+    for i, (row, source_row) in enumerate(zip(rows, native)):
+        td.validate_unified(row)
+        assert row["id"] == f"ms_swift/{path.stem}/{i}" and row["subset"] == path.stem
+        assert unified_calls(row) == native_calls(source_row)
+        call_ids = [c["id"] for m in row["messages"] for c in m["tool_calls"]]
+        assert call_ids == [f"call_{k}" for k in range(len(call_ids))]
+        for m in row["messages"]:
+            if m["role"] == "tool":
+                assert m["tool_call_id"] in call_ids and m["name"]
+
+
+def test_doc_rows_fields(cache_dir):
+    path = shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl")
+    rows = td.load("ms_swift", data_files=str(path), split="train", cache_dir=cache_dir)
+    openai_multimodal, anthropic_multimodal, dpo, think = rows[1], rows[3], rows[4], rows[6]
+    assert openai_multimodal["messages"][0]["content"] == "Compare these images.<image><image>"
+    assert openai_multimodal["images"] == ["data:image/png;base64,{base64_encoded}", "https://example.com/input.png"]
+    assert openai_multimodal["messages"][1]["content"] == "I will inspect them."
+    assert anthropic_multimodal["messages"][-1]["content"] == "<image>A sunny beach."
+    assert anthropic_multimodal["images"] == ["data:image/png;base64,{base64_encoded}", "https://example.com/result.png"]
+    assert anthropic_multimodal["meta"]["ms_swift_original"]["messages"]["1"][0]["extra"] == {"id": "toolu_01"}
+    assert dpo["meta"]["rejected_response"] == [{"role": "assistant", "content": "I don't know."}]
+    assert think["messages"][1]["reasoning_content"] == "I can check the current time by opening the calendar app."
+    assert think["messages"][1]["content"] == "" and think["images"] == ["desktop.png", "calendar.png"]
+    assert think["messages"][2]["content"] == '{"images": "<image>", "status": "success"}'  # tag untouched
+
+
+@pytest.mark.parametrize("name", SHARED_FILES)
+def test_doc_rows_round_trip_through_swift(name, cache_dir, tmp_path):
+    path = shared_data("ms_swift", name)
+    native = native_rows(path)
+    unified = list(td.load("ms_swift", data_files=str(path), split="train", cache_dir=cache_dir))
+    raw = list(td.load("ms_swift", "raw", data_files=str(path), split="train", cache_dir=cache_dir))
+    swift = td.load("ms_swift", "swift", data_files=str(path), split="train", cache_dir=cache_dir)
+    assert swift.features == SWIFT_FEATURES
+    written = write_jsonl(tmp_path / f"{path.stem}.jsonl", swift)
+    reread = list(td.load("ms_swift", data_files=written, split="train", cache_dir=cache_dir))
+    assert [conversation(r) for r in reread] == [conversation(r) for r in unified]
+
+    for source_row, raw_row, swift_row in zip(native, raw, swift):
+        assert isinstance(swift_row["tools"], str)
+        assert td.loads(swift_row["tools"]) == [json.loads(t) if isinstance(t, str) else t for t in raw_row["tools"]]
+        assert swift_messages_equivalent(swift_row["messages"]) == swift_messages_equivalent(raw_row["messages"])
+        assert swift_row["images"] == source_row.get("images", raw_row["images"])
+        if any(m["role"] == "tool_call" for m in source_row["messages"]):
+            # Rows already in ms-swift's own format come back as the same JSON values...
+            assert td.loads(swift_row["tools"]) == td.loads(source_row["tools"])
+            assert swift_messages_equivalent(swift_row["messages"]) == swift_messages_equivalent(source_row["messages"])
+            # ...and, being spelled as the docs spell them, as the same text (nothing kept aside in meta).
+            assert swift_row["messages"] == source_row["messages"] and swift_row["tools"] == source_row["tools"]
+    for row, source_row in zip(unified, native):
+        if any(m["role"] == "tool_call" for m in source_row["messages"]):
+            assert "ms_swift_original" not in row["meta"]
+
+
+def swift_messages_equivalent(messages: list[dict]) -> list[tuple]:
+    """ms-swift messages compared as ms-swift reads them: ``tool`` = ``tool_response``, call contents as
+    JSON values, and the one newline that separates pre-call text from the calls ignored (the writer adds it)."""
+    out = []
+    for i, m in enumerate(messages):
+        role = "tool_response" if m["role"] == "tool" else m["role"]
+        content = m["content"]
+        if role == "tool_call":
+            content = td.loads(content) if isinstance(content, str) else content
+        if role == "assistant" and i + 1 < len(messages) and messages[i + 1]["role"] == "tool_call":
+            content = content[:-1] if content.endswith("\n") else content
+        out.append((role, content))
+    return out
+
+
+def test_anthropic_pre_call_text_gains_the_separating_newline(cache_dir):
+    path = shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl")
+    swift = td.load("ms_swift", "swift", data_files=str(path), split="train", cache_dir=cache_dir)
+    assert swift[2]["messages"][:2] == [
+        {"role": "assistant", "content": "I will check.\n"},
+        {"role": "tool_call", "content": '{"name": "get_weather", "arguments": {"city": "Beijing"}}'}]
+
+
+@pytest.mark.parametrize("name", SHARED_FILES)
+def test_doc_rows_render_hermes_tool_calls_in_order(name, cache_dir):
+    path = shared_data("ms_swift", name)
+    rows = td.load("ms_swift", data_files=str(path), split="train", cache_dir=cache_dir)
+    for row, source_row in zip(rows, native_rows(path)):
+        text = render(row["messages"], row["tools"])
+        blocks = re.findall(r"<tool_call>\n(.*?)\n</tool_call>", text, re.DOTALL)
+        # The system prompt's format example ({"name": <function-name>, ...}) is not JSON: skip it.
+        rendered_calls = [json.loads(b) for b in blocks if not b.startswith('{"name": <')]
+        assert rendered_calls == native_calls(source_row)
+        results = re.findall(r"<tool_response>\n(.*?)\n</tool_response>", text, re.DOTALL)
+        assert results == [m["content"] for m in row["messages"] if m["role"] == "tool"]
+
+
+def test_hermes_rendering_of_the_parallel_call_example(cache_dir):
+    path = shared_data("ms_swift", "agent_support_doc_examples_en.jsonl")
+    rows = td.load("ms_swift", data_files=str(path), split="train", cache_dir=cache_dir)
+    text = render(rows[0]["messages"], rows[0]["tools"])
+    assert ('<tool_call>\n{"name": "realtime_aqi", "arguments": {"city": "Beijing"}}\n</tool_call>'
+            '<tool_call>\n{"name": "realtime_aqi", "arguments": {"city": "Shanghai"}}\n</tool_call>') in text
+    assert '<tool_response>\n{"city": "Beijing", "aqi": "10", "unit": "celsius"}\n</tool_response>' in text
+    think = render(rows[1]["messages"], rows[1]["tools"])
+    assert "<think>\nI can check the current time by opening the calendar app.\n</think><tool_call>" in think
+
+
+def test_raw_to_unified_to_raw_is_exact_on_doc_and_sample_rows(cache_dir):
+    files = [str(shared_data("ms_swift", name)) for name in SHARED_FILES] + td.sample_files("ms_swift")["train"]
+    raw = td.load("ms_swift", "raw", data_files=files, split="train", cache_dir=cache_dir)
+    unified = td.load("ms_swift", data_files=files, split="train", cache_dir=cache_dir)
+    assert raw.features == td.ExactFeatures(RAW_FEATURES)
+    assert len(raw) == len(unified) == 17
+    for raw_row, unified_row_ in zip(raw, unified):
+        assert same_json(SOURCE.from_unified(unified_row_), raw_row)
+
+
+# --------------------------------------------------------------------------------------------------
+# Accepted input variants
+# --------------------------------------------------------------------------------------------------
+
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "Current weather for a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+BARE_NEWS = {"name": "get_news_headlines", "description": "Get the latest news headlines",
+             "parameters": {"type": "object", "properties": {"country": {"type": "string"}}, "required": ["country"]}}
+
+
+def call_json(name: str, arguments) -> str:
+    return json.dumps({"name": name, "arguments": arguments})
+
+
+ACCEPTED = [
+    pytest.param(
+        {"system": "You are a helpful assistant with access to functions.", "tools": json.dumps([BARE_NEWS]),
+         "conversations": [
+             {"from": "human", "value": "Latest news for the United States, please."},
+             {"from": "function-call", "value": "{\"name\": \"get_news_headlines\", \"arguments\": '{\"country\": \"United States\"}'}"},
+             {"from": "function-response", "value": "{\"headlines\": [\"Storm hits Texas\", \"Markets rally\"]}"},
+             {"from": "gpt", "value": "Storm hits Texas; markets rally."}]},
+        [("system", "You are a helpful assistant with access to functions."),
+         ("user", "Latest news for the United States, please."), ("assistant", "", None),
+         ("call", "call_0", "get_news_headlines", {"country": "United States"}),
+         ("tool", "call_0", "get_news_headlines", '{"headlines": ["Storm hits Texas", "Markets rally"]}'),
+         ("assistant", "Storm hits Texas; markets rally.", None)],
+        {"tools": [{"type": "function", "function": BARE_NEWS}]},
+        id="function-calling-chatml: system column, from/value, hyphenated roles, quoted JSON arguments"),
+    pytest.param(
+        {"conversation": [
+            {"role": "user", "content": "Where is order A-1009?"},
+            {"role": "function_call", "content": {"name": "lookup_order", "arguments": {"order_id": "A-1009"}}},
+            {"role": "observation", "content": {"status": "shipped", "eta": "2024-06-02"}},
+            {"role": "bot", "content": "It has shipped and should arrive on 2 June."}],
+         "tools": [{"type": "function", "function": {"name": "lookup_order", "description": "Order status.",
+                                                     "parameters": {"type": "object", "properties": {}}}}]},
+        [("user", "Where is order A-1009?"), ("assistant", "", None),
+         ("call", "call_0", "lookup_order", {"order_id": "A-1009"}),
+         ("tool", "call_0", "lookup_order", '{"status": "shipped", "eta": "2024-06-02"}'),
+         ("assistant", "It has shipped and should arrive on 2 June.", None)],
+        {}, id="conversation column, function_call/observation/bot, object contents"),
+    pytest.param(
+        {"messages": json.dumps([{"role": "user", "content": "Weather in Oslo?"},
+                                 {"role": "tool_call", "content": call_json("get_weather", {"city": "Oslo"})},
+                                 {"role": "tool", "content": "-3 C, snow"},
+                                 {"role": "assistant", "content": "It is -3 C and snowing in Oslo."}]),
+         "tools": json.dumps([WEATHER])},
+        [("user", "Weather in Oslo?"), ("assistant", "", None), ("call", "call_0", "get_weather", {"city": "Oslo"}),
+         ("tool", "call_0", "get_weather", "-3 C, snow"), ("assistant", "It is -3 C and snowing in Oslo.", None)],
+        {"tools": [WEATHER]}, id="messages as JSON text, tool role"),
+    pytest.param(
+        {"messages": "[{'role': 'user', 'content': 'Hi'}, {'role': 'assistant', 'content': 'Hello! How can I help?'}]"},
+        [("user", "Hi"), ("assistant", "Hello! How can I help?", None)], {"tools": []},
+        id="messages as Python-literal text, no tools"),
+    pytest.param(
+        {"tools": [json.dumps(WEATHER)], "messages": [
+            {"role": "user", "content": "Weather in Lima?"},
+            {"role": "tool_call", "content": "{'name': 'get_weather', 'arguments': {'city': 'Lima', 'metric': True, 'days': None}}"}]},
+        [("user", "Weather in Lima?"), ("assistant", "", None),
+         ("call", "call_0", "get_weather", {"city": "Lima", "metric": True, "days": None})],
+        {"tools": [WEATHER]}, id="tools as a list of JSON strings, call as a Python literal"),
+    pytest.param(
+        {"tools": BARE_NEWS, "messages": [
+            {"role": "user", "content": "News from Chile?"},
+            {"role": "tool_call", "content": json.dumps({"name": "get_news_headlines", "parameters": {"country": "Chile"}})}]},
+        [("user", "News from Chile?"), ("assistant", "", None),
+         ("call", "call_0", "get_news_headlines", {"country": "Chile"})],
+        {"tools": [{"type": "function", "function": BARE_NEWS}]},
+        id="tools as one bare dict, parameters instead of arguments"),
+    pytest.param(
+        {"tools": [{"name_for_model": "image_gen", "name_for_human": "Image generator",
+                    "description_for_model": "Draws an image from a text prompt.",
+                    "parameters": json.dumps({"type": "object", "properties": {"prompt": {"type": "string"}}})}],
+         "messages": [{"role": "user", "content": "Draw a lighthouse."},
+                      {"role": "tool_call", "content": json.dumps(
+                          {"name": "image_gen", "arguments": json.dumps({"prompt": "a lighthouse at dusk"})})},
+                      {"role": "tool_response", "content": "![image](lighthouse.png)"},
+                      {"role": "assistant", "content": "Here is your lighthouse."}]},
+        [("user", "Draw a lighthouse."), ("assistant", "", None),
+         ("call", "call_0", "image_gen", {"prompt": "a lighthouse at dusk"}),
+         ("tool", "call_0", "image_gen", "![image](lighthouse.png)"), ("assistant", "Here is your lighthouse.", None)],
+        {"tools": [{"type": "function", "function": {
+            "name": "image_gen", "description": "Draws an image from a text prompt.",
+            "parameters": {"type": "object", "properties": {"prompt": {"type": "string"}}},
+            "name_for_human": "Image generator"}}]},
+        id="Qwen-Agent tool (name_for_model, description_for_model, parameters text), arguments as JSON text"),
+    pytest.param(
+        {"tools": json.dumps([{"name": "get_time", "description": "Current UTC time.", "parameters": {}}]),
+         "messages": [{"role": "user", "content": "What time is it?"},
+                      {"role": "tool_call", "content": call_json("get_time", {})},
+                      {"role": "tool_response", "content": "12:00Z"},
+                      {"role": "assistant", "content": "It is noon UTC."}]},
+        [("user", "What time is it?"), ("assistant", "", None), ("call", "call_0", "get_time", {}),
+         ("tool", "call_0", "get_time", "12:00Z"), ("assistant", "It is noon UTC.", None)],
+        {}, id="empty arguments"),
+    pytest.param(
+        {"tools": json.dumps([WEATHER]), "messages": [
+            {"role": "user", "content": "Is Rome or Madrid warmer?"},
+            {"role": "assistant", "content": "<think>\nI need both cities.\n</think>\nChecking both cities.\n"},
+            {"role": "tool_call", "content": call_json("get_weather", {"city": "Rome"})},
+            {"role": "tool_call", "content": call_json("get_weather", {"city": "Madrid"})},
+            {"role": "tool_response", "content": "21 C"},
+            {"role": "tool_response", "content": "25 C"},
+            {"role": "assistant", "content": "<think>\n25 > 21.\n</think>\n\nMadrid is warmer."}]},
+        [("user", "Is Rome or Madrid warmer?"), ("assistant", "Checking both cities.", "I need both cities."),
+         ("call", "call_0", "get_weather", {"city": "Rome"}), ("call", "call_1", "get_weather", {"city": "Madrid"}),
+         ("tool", "call_0", "get_weather", "21 C"), ("tool", "call_1", "get_weather", "25 C"),
+         ("assistant", "Madrid is warmer.", "25 > 21.")],
+        {}, id="think and text before parallel calls, think before the answer"),
+    pytest.param(
+        {"tools": json.dumps([WEATHER]), "messages": [
+            {"role": "user", "content": "Weather in Quito?"},
+            {"role": "tool_call", "content": call_json("get_weather", {"city": "Quito"})},
+            {"role": "tool", "name": "get_weather", "content": "14 C"},
+            {"role": "assistant", "content": "14 C in Quito."}]},
+        [("user", "Weather in Quito?"), ("assistant", "", None), ("call", "call_0", "get_weather", {"city": "Quito"}),
+         ("tool", "call_0", "get_weather", "14 C"), ("assistant", "14 C in Quito.", None)],
+        {}, id="tool message with name"),
+    pytest.param(
+        {"tools": [WEATHER], "messages": [
+            {"role": "user", "content": "Oslo and Rome?"},
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}},
+                {"id": "b", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Rome\"}"}}]},
+            {"role": "tool", "tool_call_id": "b", "content": "Rome: 20 C"},
+            {"role": "tool", "tool_call_id": "a", "content": "Oslo: 2 C"}]},
+        [("user", "Oslo and Rome?"), ("assistant", "", None),
+         ("call", "call_0", "get_weather", {"city": "Oslo"}), ("call", "call_1", "get_weather", {"city": "Rome"}),
+         ("tool", "call_0", "get_weather", "Oslo: 2 C"), ("tool", "call_1", "get_weather", "Rome: 20 C")],
+        {}, id="OpenAI tool_calls with ids: results re-sorted into call order"),
+    pytest.param(
+        {"messages": [
+            {"role": "user", "content": "Oslo and Rome?"},
+            {"role": "assistant", "content": "Checking.", "tool_calls": [
+                {"type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}},
+                {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Rome"}}}]},
+            {"role": "tool", "content": "Oslo: 2 C"},
+            {"role": "tool", "content": "Rome: 20 C"}]},
+        [("user", "Oslo and Rome?"), ("assistant", "Checking.", None),
+         ("call", "call_0", "get_weather", {"city": "Oslo"}), ("call", "call_1", "get_weather", {"city": "Rome"}),
+         ("tool", "call_0", "get_weather", "Oslo: 2 C"), ("tool", "call_1", "get_weather", "Rome: 20 C")],
+        {}, id="OpenAI tool_calls without ids: paired by position"),
+    pytest.param(
+        {"messages": [{"role": "user", "content": "Any alarms set?"},
+                      {"role": "assistant", "content": None, "tool_calls": [{"name": "list_alarms"}]},
+                      {"role": "tool", "content": "[]"}, {"role": "assistant", "content": "No alarms are set."}]},
+        [("user", "Any alarms set?"), ("assistant", "", None), ("call", "call_0", "list_alarms", {}),
+         ("tool", "call_0", "list_alarms", "[]"), ("assistant", "No alarms are set.", None)],
+        {}, id="OpenAI call without function wrapper or arguments"),
+    pytest.param(
+        {"messages": [
+            {"role": "user", "content": "Weather in Oslo and Rome?"},
+            {"role": "assistant", "content": [
+                {"type": "text", "text": "Checking both."},
+                {"type": "tool_use", "id": "t1", "name": "get_weather", "input": {"city": "Oslo"}},
+                {"type": "tool_use", "id": "t2", "name": "get_weather", "input": {"city": "Rome"}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "t2", "content": "Rome: 20 C"},
+                {"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "Oslo: 2 C"}]},
+                {"type": "text", "text": "Also, which is warmer?"}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "Rome is warmer."}]}]},
+        [("user", "Weather in Oslo and Rome?"), ("assistant", "Checking both.", None),
+         ("call", "call_0", "get_weather", {"city": "Oslo"}), ("call", "call_1", "get_weather", {"city": "Rome"}),
+         ("tool", "call_0", "get_weather", "Oslo: 2 C"), ("tool", "call_1", "get_weather", "Rome: 20 C"),
+         ("user", "Also, which is warmer?"), ("assistant", "Rome is warmer.", None)],
+        {}, id="Anthropic tool_use/tool_result blocks, results re-sorted, text after results"),
+    pytest.param(
+        {"image": "photos/cat.png", "audio": ["clips/purr.wav"], "video": "clips/jump.mp4",
+         "messages": [{"role": "user", "content": "<image><audio>Is this cat happy?"},
+                      {"role": "assistant", "content": "Yes: it is purring."},
+                      {"role": "user", "content": "<video>And now?"},
+                      {"role": "assistant", "content": "Still happy, and agile."}]},
+        [("user", "<image><audio>Is this cat happy?"), ("assistant", "Yes: it is purring.", None),
+         ("user", "<video>And now?"), ("assistant", "Still happy, and agile.", None)],
+        {"images": ["photos/cat.png"], "audios": ["clips/purr.wav"], "videos": ["clips/jump.mp4"]},
+        id="singular media aliases, a single path wrapped, tags untouched"),
+    pytest.param(
+        {"tools": json.dumps([WEATHER]), "label": True, "channel": "weather", "source_url": "https://example.org/x",
+         "rejected_response": "I cannot check the weather.",
+         "messages": [{"role": "user", "content": "Weather in Kyiv?"},
+                      {"role": "tool_call", "content": call_json("get_weather", {"city": "Kyiv"}), "loss": False},
+                      {"role": "tool_response", "content": "5 C"},
+                      {"role": "assistant", "content": "5 C in Kyiv.", "loss_scale": 2.0}]},
+        [("user", "Weather in Kyiv?"), ("assistant", "", None), ("call", "call_0", "get_weather", {"city": "Kyiv"}),
+         ("tool", "call_0", "get_weather", "5 C"), ("assistant", "5 C in Kyiv.", None)],
+        {"meta": {"label": True, "channel": "weather", "source_url": "https://example.org/x",
+                  "rejected_response": "I cannot check the weather."},
+         "original_messages": {"1": [{"role": "tool_call", "content": call_json("get_weather", {"city": "Kyiv"}),
+                                      "loss": False, "loss_scale": None, "name": None, "extra": {}}],
+                               "3": [{"role": "assistant", "content": "5 C in Kyiv.", "loss": None, "loss_scale": 2.0,
+                                      "name": None, "extra": {}}]}},
+        id="loss, loss_scale, rejected_response, label, channel and unknown columns kept in meta"),
+    pytest.param(
+        {"system_prompt": "Answer in French.", "messages": [{"role": "user", "content": "Hello"},
+                                                            {"role": "assistant", "content": "Bonjour"}]},
+        [("system", "Answer in French."), ("user", "Hello"), ("assistant", "Bonjour", None)], {},
+        id="system_prompt column"),
+    pytest.param(
+        {"system": "Be brief.", "messages": [{"human": "2+2?", "assistant": "4"}, {"human": "3+3?", "gpt": "6"}]},
+        [("system", "Be brief."), ("user", "2+2?"), ("assistant", "4", None), ("user", "3+3?"), ("assistant", "6", None)],
+        {}, id="role-less ShareGPT pairs"),
+    pytest.param(
+        {"tools": json.dumps([WEATHER]), "messages": [
+            {"role": "user", "content": "Weather in Accra and Lagos?"},
+            {"role": "tool_call", "content": call_json("get_weather", {"city": "Accra"})},
+            {"role": "tool_call", "content": call_json("get_weather", {"city": "Lagos"})}]},
+        [("user", "Weather in Accra and Lagos?"), ("assistant", "", None),
+         ("call", "call_0", "get_weather", {"city": "Accra"}), ("call", "call_1", "get_weather", {"city": "Lagos"})],
+        {}, id="call-only row (xlam style), ends on calls"),
+    pytest.param(
+        {"tools": json.dumps([WEATHER]), "messages": [
+            {"role": "user", "content": "Weather in Cairo?"},
+            {"role": "tool_call", "content": call_json("get_weather", {"city": "Cairo"})},
+            {"role": "assistant", "content": "I asked the weather service for Cairo."}]},
+        [("user", "Weather in Cairo?"), ("assistant", "", None), ("call", "call_0", "get_weather", {"city": "Cairo"}),
+         ("assistant", "I asked the weather service for Cairo.", None)],
+        {}, id="calls followed by an assistant message without results"),
+    pytest.param(
+        {"messages": [{"role": "user", "content": [{"type": "text", "text": "What is this? "},
+                                                   {"type": "image_url", "image_url": {"url": "https://x.org/a.png"}},
+                                                   {"type": "image", "image": "b.png"}]},
+                      {"role": "assistant", "content": "Two diagrams."}]},
+        [("user", "What is this? <image><image>"), ("assistant", "Two diagrams.", None)],
+        {"images": ["https://x.org/a.png", "b.png"]}, id="content blocks: text, image_url and image become tags"),
+    pytest.param(
+        {"tools": json.dumps([WEATHER]), "messages": [
+            {"role": "user", "content": "Weather in Hanoi?"},
+            {"role": "function-call", "content": call_json("get_weather", {"city": "Hanoi"})},
+            {"role": "observations", "content": "31 C"},
+            {"role": "assistant", "content": "31 C in Hanoi."}]},
+        [("user", "Weather in Hanoi?"), ("assistant", "", None), ("call", "call_0", "get_weather", {"city": "Hanoi"}),
+         ("tool", "call_0", "get_weather", "31 C"), ("assistant", "31 C in Hanoi.", None)],
+        {}, id="observations role"),
+]
+
+
+@pytest.mark.parametrize("native, expected, checks", ACCEPTED)
+def test_accepted_variant(native, expected, checks):
+    raw, unified = convert(native)
+    td.validate_unified(unified)
+    assert summarize(unified) == expected
+    if "tools" in checks:
+        assert unified["tools"] == checks["tools"]
+    for column in ("images", "audios", "videos"):
+        assert unified[column] == checks.get(column, [])
+    for key, value in checks.get("meta", {}).items():
+        assert unified["meta"][key] == value
+    if "original_messages" in checks:
+        assert unified["meta"]["ms_swift_original"]["messages"] == checks["original_messages"]
+    # raw -> unified -> raw is exact
+    assert same_json(SOURCE.from_unified(unified), raw)
+    # unified -> swift -> unified keeps the conversation (call ids are positional on both sides)
+    swift = unified_to_swift(unified)
+    assert conversation(convert(swift)[1]) == conversation(unified)
+
+
+def test_accepted_variants_load_through_every_config(tmp_path, cache_dir):
+    natives = [p.values[0] for p in ACCEPTED]
+    path = write_jsonl(tmp_path / "variants.jsonl", natives)
+    unified = list(td.load("ms_swift", data_files=path, split="train", cache_dir=cache_dir))
+    assert unified == list(td.load("ms_swift", data_files=path, split="train", streaming=True, cache_dir=cache_dir))
+    assert [summarize(r) for r in unified] == [p.values[1] for p in ACCEPTED]
+    raw = td.load("ms_swift", "raw", data_files=path, split="train", cache_dir=cache_dir)
+    assert all(same_json(SOURCE.from_unified(u), r) for u, r in zip(unified, raw))
+    swift = td.load("ms_swift", "swift", data_files=path, split="train", cache_dir=cache_dir)
+    assert len(swift) == len(natives)
+    for row in swift:  # no nulls anywhere, same JSON types in every row
+        assert isinstance(row["tools"], str) and all(isinstance(m["content"], str) for m in row["messages"])
+
+
+def test_parquet_rows_with_null_padded_structs(tmp_path, cache_dir):
+    rows = [
+        {"tools": json.dumps([WEATHER]),
+         "messages": [{"role": "user", "content": "Weather in Perth?"},
+                      {"role": "tool_call", "content": call_json("get_weather", {"city": "Perth"})},
+                      {"role": "tool_response", "content": "30 C"},
+                      {"role": "assistant", "content": "30 C in Perth."}],
+         "images": []},
+        {"tools": "[]", "messages": [{"from": "human", "value": "<image>Hi"}, {"from": "gpt", "value": "Hello"}],
+         "images": ["a.png"]},
+    ]
+    path = tmp_path / "agent.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path)  # messages become structs {role, content, from, value}
+    unified = td.load("ms_swift", data_files=str(path), split="train", cache_dir=cache_dir)
+    assert summarize(unified[0])[2] == ("call", "call_0", "get_weather", {"city": "Perth"})
+    assert summarize(unified[1]) == [("user", "<image>Hi"), ("assistant", "Hello", None)]
+    assert unified[1]["images"] == ["a.png"] and unified[0]["subset"] == "agent"
+
+    # Tools as structs: Arrow gives every tool every property of every other tool, as nulls.
+    news = {"type": "function", "function": {**BARE_NEWS, "parameters": {
+        "type": "object", "properties": {"country": {"type": "string", "enum": ["CL", "PE"]}}}}}
+    struct_tools = tmp_path / "struct_tools.parquet"
+    pq.write_table(pa.Table.from_pylist([{"tools": [WEATHER, news], "messages": [USER, ANSWER]}]), struct_tools)
+    streamed = list(td.load("ms_swift", data_files=str(struct_tools), split="train", streaming=True))
+    assert streamed[0]["tools"] == [WEATHER, news]
+
+
+def test_json_array_files_and_one_split_per_data_files_key(tmp_path, cache_dir):
+    chat = {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]}
+    array = tmp_path / "chats.json"
+    array.write_text(json.dumps([chat, chat]))
+    lines = write_jsonl(tmp_path / "held_out.jsonl", [chat])
+    splits = td.load("ms_swift", data_files={"train": str(array), "test": lines}, cache_dir=cache_dir)
+    assert {name: len(ds) for name, ds in splits.items()} == {"train": 2, "test": 1}
+    assert [r["id"] for r in splits["train"]] == ["ms_swift/chats/0", "ms_swift/chats/1"]
+    assert splits["test"][0]["subset"] == "held_out"
+
+
+# --------------------------------------------------------------------------------------------------
+# Rejected input: every row ms-swift would drop is a typed error naming the field
+# --------------------------------------------------------------------------------------------------
+
+USER = {"role": "user", "content": "Weather in Oslo?"}
+CALL = {"role": "tool_call", "content": call_json("get_weather", {"city": "Oslo"})}
+RESULT = {"role": "tool_response", "content": "2 C"}
+ANSWER = {"role": "assistant", "content": "2 C in Oslo."}
+
+REJECTED = [
+    pytest.param({"messages": [USER, {"role": "function", "content": "2 C"}]},
+                 InvalidValueError, "messages[1].role", "not one ms-swift accepts", id="OpenAI legacy function role"),
+    pytest.param({"messages": [USER, {"role": "ipython", "content": "2 C"}]},
+                 InvalidValueError, "messages[1].role", "'ipython'", id="ipython role"),
+    pytest.param({"messages": [{"content": "no role"}]}, MissingFieldError, "messages[0].role", "no role",
+                 id="message without role"),
+    pytest.param({"messages": [{"role": "user", "content": None}, ANSWER]},
+                 MissingFieldError, "messages[0].content", "null", id="null content"),
+    pytest.param({"messages": [USER, {"role": "tool_call", "content": json.dumps({"arguments": {"city": "Oslo"}})}]},
+                 MissingFieldError, "messages[1].content.name", "no name", id="call without name"),
+    pytest.param({"messages": [USER, {"role": "tool_call", "content": json.dumps({"name": "get_weather"})}]},
+                 MissingFieldError, "messages[1].content.arguments", "neither arguments nor parameters",
+                 id="call without arguments"),
+    pytest.param({"messages": [USER, {"role": "tool_call", "content": json.dumps({"name": "get_weather", "arguments": "city=Oslo"})}]},
+                 InvalidJsonError, "messages[1].content.arguments", "neither JSON nor a Python literal",
+                 id="unparseable arguments"),
+    pytest.param({"messages": [USER, {"role": "tool_call", "content": "get_weather(city='Oslo')"}]},
+                 InvalidJsonError, "messages[1].content", "neither JSON nor a Python literal", id="call as Python code"),
+    pytest.param({"messages": [USER, {"role": "tool_call", "content": json.dumps({"name": "get_weather", "arguments": ["Oslo"]})}]},
+                 InvalidValueError, "messages[1].content.arguments", "must be a JSON object", id="arguments not an object"),
+    pytest.param({"messages": [USER, {"role": "tool_call", "content": "{'name': 'f', 'arguments': {'ids': {1, 2}}}"}]},
+                 InvalidValueError, "messages[1].content", "JSON cannot hold", id="Python literal with a set"),
+    pytest.param({"messages": [USER, CALL, CALL, RESULT, ANSWER]},
+                 InvalidValueError, "messages[3]", "2 tool calls are followed by 1 results", id="fewer results than calls"),
+    pytest.param({"messages": [USER, CALL, RESULT, RESULT, ANSWER]},
+                 InvalidValueError, "messages[2]", "1 tool calls are followed by 2 results", id="more results than calls"),
+    pytest.param({"messages": [RESULT, ANSWER]}, InvalidValueError, "messages[0].role", "without a tool_call",
+                 id="tool result first"),
+    pytest.param({"messages": [USER, ANSWER, {"role": "tool", "content": "late"}]}, InvalidValueError,
+                 "messages[2].role", "without a tool_call", id="tool result after an answer"),
+    pytest.param({"messages": [USER, {"role": "system", "content": "late system"}, ANSWER]},
+                 InvalidValueError, "messages[1].role", "only allowed first", id="system not first"),
+    pytest.param({"messages": []}, MissingFieldError, "messages", "empty", id="empty messages"),
+    pytest.param({"messages": "[{'role': 'user', 'content': "}, InvalidJsonError, "messages", "messages text",
+                 id="truncated messages text"),
+    pytest.param({"query": "hi", "response": "hello"}, MissingFieldError, "messages", "messages column",
+                 id="no messages column"),
+    pytest.param({"messages": [USER, ANSWER], "tools": "get_weather: weather for a city"},
+                 InvalidJsonError, "tools[0]", "tool is neither JSON", id="plain-text tools"),
+    pytest.param({"messages": [USER, ANSWER], "tools": [42]}, InvalidValueError, "tools[0]", "must be a JSON object",
+                 id="tool that is not an object"),
+    pytest.param({"messages": [USER, ANSWER], "tools": [{"type": "function", "function": {"description": "x"}}]},
+                 MissingFieldError, "tools[0].function.name", "no name", id="tool without name"),
+    pytest.param({"messages": [USER, ANSWER], "tools": [{"name": "f", "parameters": "[1, 2]"}]},
+                 InvalidValueError, "tools[0].parameters", "JSON Schema object", id="tool parameters not an object"),
+    pytest.param({"messages": [USER, ANSWER], "rejected_response": None},
+                 InvalidValueError, "rejected_response", "null", id="null rejected_response"),
+    pytest.param({"messages": [USER, ANSWER], "rejected_response": "2 C in Oslo."},
+                 InvalidValueError, "rejected_response", "equals the chosen", id="rejected_response equal to chosen"),
+    pytest.param({"messages": [USER, ANSWER], "rejected_response": [{"role": "user", "content": "x"}]},
+                 InvalidValueError, "rejected_response[0]", "user messages", id="rejected_response with a user turn"),
+    pytest.param({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "a.png"}}]}, ANSWER],
+                  "images": ["b.png"]},
+                 InvalidValueError, "images", "both as content blocks", id="block images mixed with the images column"),
+    pytest.param({"messages": [{"role": "user", "content": [{"type": "input_file", "file_id": "f1"}]}, ANSWER]},
+                 InvalidValueError, "messages[0].content[0].type", "'input_file'", id="unsupported content block"),
+    pytest.param({"messages": [USER, ANSWER], "images": [{"bytes": b"\x89PNG", "path": None}]},
+                 InvalidValueError, "images[0]", "embedded bytes", id="embedded image bytes"),
+    pytest.param({"messages": [USER, ANSWER], "videos": [["f1.jpg", "f2.jpg"]]},
+                 ConversionError, "videos[0]", "list of frames", id="video as frame list has no unified form"),
+    pytest.param({"messages": [USER, ANSWER], "ms_swift_original": {}},
+                 InvalidValueError, "ms_swift_original", "reserved", id="reserved column name"),
+]
+
+
+@pytest.mark.parametrize("native, error, field, match", REJECTED)
+def test_rejected_variant(native, error, field, match):
+    with pytest.raises(error, match=re.escape(match)) as info:
+        convert(native)
+    assert type(info.value) is error
+    assert info.value.field == field
+
+
+def test_bad_rows_raise_with_location_or_are_counted_when_skipped(tmp_path, cache_dir):
+    good = {"messages": [USER, CALL, RESULT, ANSWER], "tools": json.dumps([WEATHER])}
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join([json.dumps(good), "{not json", json.dumps({"messages": [USER, CALL, CALL, RESULT]}),
+                               json.dumps({"messages": [USER, {"role": "function", "content": "x"}]}),
+                               json.dumps(good)]) + "\n")
+    with pytest.raises(InvalidJsonError) as info:
+        td.load("ms_swift", data_files=str(path), split="train", cache_dir=cache_dir)
+    assert info.value.row == 1 and info.value.file.endswith("mixed.jsonl") and info.value.field == "<line>"
+
+    report = td.SkipReport()
+    ds = td.load("ms_swift", data_files=str(path), split="train", on_error="skip", report=report,
+                 cache_dir=cache_dir + "-skip")
+    assert [r["id"] for r in ds] == ["ms_swift/mixed/0", "ms_swift/mixed/4"]
+    assert report.skipped == 3 and report.rows_read == 5
+    assert report.by_reason == {"InvalidJsonError:<line>": 1, "InvalidValueError:messages[3]": 1,
+                                "InvalidValueError:messages[1].role": 1}
+
+
+def test_no_data_files_is_a_clear_error(cache_dir):
+    with pytest.raises(DataNotFoundError, match="data_files"):
+        td.load("ms_swift", cache_dir=cache_dir)
+
+
+# --------------------------------------------------------------------------------------------------
+# The swift writer on unified rows
+# --------------------------------------------------------------------------------------------------
+
+UNIFIED_TOOL = {"type": "function", "function": {"name": "get_weather", "description": "Current weather.",
+                                                 "parameters": {"type": "object", "properties": {}}}}
+
+
+def weather_row(messages: list[dict], **kwargs) -> dict:
+    return unified_row(id="t/0", source="test", subset="t", tools=kwargs.pop("tools", [UNIFIED_TOOL]),
+                       messages=messages, **kwargs)
+
+
+def two_calls(content: str = "", reasoning=None) -> dict:
+    return message("assistant", content, reasoning_content=reasoning, tool_calls=[
+        tool_call("a", "get_weather", {"city": "Oslo"}), tool_call("b", "get_weather", {"city": "Rome"})])
+
+
+def test_writer_orders_results_by_call_id_and_inlines_reasoning():
+    row = weather_row([message("system", "Be brief."), message("user", "Oslo and Rome?"),
+                       two_calls("Checking.", "Two cities, two calls."),
+                       message("tool", "Rome: 20 C", tool_call_id="b", name="get_weather"),
+                       message("tool", "Oslo: 2 C", tool_call_id="a", name="get_weather"),
+                       message("assistant", "Rome is warmer.")])
+    swift = unified_to_swift(row)
+    assert swift["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Oslo and Rome?"},
+        {"role": "assistant", "content": "<think>\nTwo cities, two calls.\n</think>\nChecking.\n"},
+        {"role": "tool_call", "content": '{"name": "get_weather", "arguments": {"city": "Oslo"}}'},
+        {"role": "tool_call", "content": '{"name": "get_weather", "arguments": {"city": "Rome"}}'},
+        {"role": "tool_response", "content": "Oslo: 2 C"},
+        {"role": "tool_response", "content": "Rome: 20 C"},
+        {"role": "assistant", "content": "Rome is warmer."}]
+    assert td.loads(swift["tools"]) == [UNIFIED_TOOL]
+    assert (swift["images"], swift["audios"], swift["videos"]) == ([], [], [])
+
+
+def test_writer_fills_missing_parameters_and_keeps_values_exact():
+    tool = {"type": "function", "function": {"name": "f", "description": "Does f.", "output_parameters": {"r": {}}}}
+    arguments = {"x": 0.1 + 0.2, "big": 2**70, "tiny": 5e-324, "neg": -0.0, "text": "é \u2028 \"q\""}
+    row = weather_row([message("user", "go"), message("assistant", "", tool_calls=[tool_call("c", "f", arguments)])],
+                      tools=[tool])
+    swift = unified_to_swift(row)
+    assert td.loads(swift["tools"])[0]["function"] == {"name": "f", "description": "Does f.",
+                                                      "output_parameters": {"r": {}},
+                                                      "parameters": {"type": "object", "properties": {}}}
+    _, back = convert(swift)
+    assert same_json(back["messages"][1]["tool_calls"][0]["function"]["arguments"], arguments)
+
+
+CALL_TURN = message("assistant", "", tool_calls=[tool_call("a", "get_weather", {"city": "Oslo"})])
+
+WRITER_REJECTS = [
+    pytest.param(weather_row([message("user", "q"), two_calls(), message("tool", "x", tool_call_id="a")]),
+                 "messages[1].tool_calls", "makes 2 tool calls but 1 tool results", id="result count mismatch"),
+    pytest.param(weather_row([message("user", "q"), CALL_TURN, message("tool", "x")]),
+                 "messages[2].tool_call_id", "no tool_call_id", id="result without call id"),
+    pytest.param(weather_row([message("user", "q"), two_calls(), message("tool", "x", tool_call_id="a"),
+                              message("tool", "y", tool_call_id="a")]),
+                 "messages[3].tool_call_id", "two tool results answer", id="two results for one call"),
+    pytest.param(weather_row([message("user", "q"), CALL_TURN, message("assistant", "hm"),
+                              message("tool", "x", tool_call_id="a")]),
+                 "messages[3].role", "does not directly follow", id="result separated from its call"),
+    pytest.param(weather_row([message("user", "q"), message("system", "late"), message("assistant", "a")]),
+                 "messages[1].role", "system message as the first", id="system not first"),
+    pytest.param(weather_row([message("user", "q"), message("assistant", "a")],
+                             tools=[{"type": "function", "function": {"name": "f", "description": "",
+                                                                      "parameters": {}}}]),
+                 "tools[0].function.description", "has no description", id="tool without description"),
+    pytest.param(weather_row([message("user", "q"), message("assistant", "", tool_calls=[
+        tool_call("a", "get_weather", "city=Oslo")])]),
+                 "messages[1].tool_calls[0].function.arguments", "must be a JSON object", id="arguments not an object"),
+    pytest.param(weather_row([message("user", "two pictures: <image>"), message("assistant", "ok")],
+                             images=["a.png", "b.png"]),
+                 "images", "2 images but 1 <image> tags", id="fewer image tags than images"),
+    pytest.param(weather_row([]), "messages", "no messages", id="no messages"),
+]
+
+
+@pytest.mark.parametrize("row, field, match", WRITER_REJECTS)
+def test_writer_rejects_rows_it_cannot_write_faithfully(row, field, match):
+    with pytest.raises(ConversionError, match=re.escape(match)) as info:
+        unified_to_swift(row)
+    assert info.value.field == field
+
+
+# --------------------------------------------------------------------------------------------------
+# Other sources through the writer: NESTFUL -> swift -> ms_swift reader
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("which", ["sample", "toy"])
+def test_nestful_rows_survive_swift_export_and_ms_swift_reading(which, tmp_path, cache_dir):
+    data_files = td.sample_files("nestful") if which == "sample" else str(shared_data(*NESTFUL_TOY))
+    nestful = list(td.load("nestful", data_files=data_files, split="train", cache_dir=cache_dir))
+    swift = td.load("nestful", "swift", data_files=data_files, split="train", cache_dir=cache_dir)
+    path = write_jsonl(tmp_path / "nestful-swift.jsonl", swift)
+    back = list(td.load("ms_swift", data_files=path, split="train", cache_dir=cache_dir))
+    assert len(back) == len(nestful) > 0
+    for original, reread in zip(nestful, back):
+        assert reread["tools"] == original["tools"]  # output_parameters included
+        assert [m["role"] for m in reread["messages"]] == [m["role"] for m in original["messages"]] == ["user", "assistant"]
+        assert reread["messages"][0]["content"] == original["messages"][0]["content"]
+        assert reread["messages"][1]["content"] == original["messages"][1]["content"] == ""
+        assert reread["messages"][1]["reasoning_content"] is None
+        assert unified_calls(reread) == unified_calls(original)  # names, arguments ($var refs verbatim), order
+        # Not representable in ms-swift: call labels become positional ids, the call graph and meta are dropped.
+        assert [c["id"] for c in reread["messages"][1]["tool_calls"]] == [
+            f"call_{k}" for k in range(len(unified_calls(original)))]
+
+
+def test_cli_export_swift_is_readable_by_the_reader(tmp_path, cache_dir, capsys):
+    assert cli.main(["export", "nestful", "--sample", "--format", "swift", "--out", str(tmp_path)]) == 0
+    written = tmp_path / "nestful-swift-train.jsonl"
+    lines = [json.loads(line) for line in written.read_text().splitlines()]
+    assert lines and all(set(row) == set(SWIFT_FEATURES) for row in lines)
+    back = td.load("ms_swift", data_files=str(written), split="train", cache_dir=cache_dir)
+    nestful = td.load("nestful", data_files=td.sample_files("nestful"), split="train", cache_dir=cache_dir)
+    assert [unified_calls(r) for r in back] == [unified_calls(r) for r in nestful]
