@@ -12,7 +12,7 @@ import sys
 
 from .errors import DataNotFoundError, ToolUseDataError
 
-COMMANDS = ["demo", "export", "validate", "stats"]
+COMMANDS = ["demo", "export", "validate", "stats", "mirror", "publish"]
 
 
 def build_parser() -> argparse.ArgumentParser:

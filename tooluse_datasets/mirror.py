@@ -131,6 +131,7 @@ class Manifest:
     provenance: Provenance
     parquet: dict
     files: list[DataFile]
+    license: Optional[str] = None  # given with the mirror request; else the card uses the upstream license
     format_version: int = MANIFEST_FORMAT_VERSION
 
     def to_json(self) -> str:
@@ -155,7 +156,8 @@ class Manifest:
 def read_manifest(folder: str | Path) -> Manifest:
     path = Path(folder) / MANIFEST_NAME
     if not path.is_file():
-        raise MirrorError(f"{folder} is not a mirror: {MANIFEST_NAME} is missing (build one with `tooluse-datasets mirror`)")
+        raise MirrorError(f"{folder} is not a mirror: {MANIFEST_NAME} is missing "
+                          f"(build one with `tooluse-datasets mirror`)")
     return Manifest.from_json(path.read_text(encoding="utf-8"))
 
 
@@ -169,7 +171,7 @@ class ParquetLayout:
     """Row-group and shard bounds (uncompressed Arrow bytes, like datasets' own size rules)."""
 
     row_group_rows: int = 1000
-    row_group_bytes: int = 64 * 2**20
+    row_group_bytes: int = 64 * 10**6
     shard_bytes: int = 500 * 10**6
     compression: str = "zstd"
 
@@ -295,6 +297,7 @@ class MirrorRequest:
     on_error: str = "skip"
     revision: Optional[str] = None
     repo_id: Optional[str] = None  # only used in the card's loading snippets
+    license: Optional[str] = None  # the card's license when the data is not the source's upstream (ms-swift files)
     layout: ParquetLayout = dataclasses.field(default_factory=ParquetLayout)
 
     def __post_init__(self):
@@ -331,12 +334,15 @@ def build_mirror(request: MirrorRequest, out_dir: str | Path) -> Path:
     """Build ``out_dir/<source>`` (replacing a previous mirror there only once the new one is complete)."""
     target = Path(out_dir) / request.source
     _check_target(target)
-    _source_module(request.source)  # fail before any work if the source cannot be imported
+    # Fail before any work if the source or a format's writer cannot be imported.
+    _source_module(request.source)
+    request = pin_upstream_revision(request)
+    features = {config: _features(request.source, config) for config in request.configs}
     splits = _split_names(request)
     with _staged_folder(target) as staging:
-        manifest = _write_mirror(request, splits, staging)
+        manifest = _write_mirror(request, features, splits, staging)
         (staging / MANIFEST_NAME).write_text(manifest.to_json(), encoding="utf-8")
-        from .cards import render_card  # cards imports this module
+        from .dataset_card import render_card  # dataset_card imports this module
 
         (staging / README_NAME).write_text(render_card(manifest, request.repo_id), encoding="utf-8")
     return target
@@ -346,16 +352,17 @@ def build_mirrors(requests: Sequence[MirrorRequest], out_dir: str | Path) -> lis
     return [build_mirror(request, out_dir) for request in requests]
 
 
-def _write_mirror(request: MirrorRequest, splits: list[str], staging: Path) -> Manifest:
+def _write_mirror(request: MirrorRequest, features: dict[str, Features], splits: list[str],
+                  staging: Path) -> Manifest:
     configs: dict[str, ConfigEntry] = {}
     omitted: dict[str, str] = {}
     inspections: dict[str, UnifiedInspection] = {}
     for config in request.configs:
-        features = _features(request.source, config)
-        results = {split: _mirror_split(request, config, split, features, staging, inspect=config == "unified")
+        results = {split: _mirror_split(request, config, split, features[config], staging,
+                                        inspect=config == "unified")
                    for split in splits}
         inspections.update({s: r.inspection for s, r in results.items() if r.inspection is not None})
-        entry = _config_entry(config, features, results, staging)
+        entry = _config_entry(config, features[config], results, staging)
         if entry.splits:
             configs[config] = entry
         else:
@@ -367,7 +374,8 @@ def _write_mirror(request: MirrorRequest, splits: list[str], staging: Path) -> M
     if "unified" not in request.configs:
         # Card statistics describe the unified rows (every format renders them); compute them anyway.
         for split in splits:
-            inspections[split] = _mirror_split(request, "unified", split, UNIFIED_FEATURES, None, inspect=True).inspection
+            result = _mirror_split(request, "unified", split, UNIFIED_FEATURES, None, inspect=True)
+            inspections[split] = result.inspection
     source = _source_module(request.source).SOURCE
     return Manifest(
         source=request.source,
@@ -379,6 +387,7 @@ def _write_mirror(request: MirrorRequest, splits: list[str], staging: Path) -> M
         validation={s: i.validation for s, i in inspections.items()},
         provenance=_provenance(request, source),
         parquet=dataclasses.asdict(request.layout),
+        license=request.license,
         files=[_data_file(staging, path) for entry in configs.values() for split in entry.splits.values()
                for path in split.files],
     )
@@ -486,14 +495,19 @@ def _split_names(request: MirrorRequest) -> list[str]:
                           on_error=request.on_error, revision=request.revision).keys())
     bad = [n for n in names if not SPLIT_NAME.match(n)]
     if bad:
-        raise MirrorError(f"{request.source}: split names {bad} are not valid Hub split names (letters, digits, _ and .)")
+        raise MirrorError(f"{request.source}: split names {bad} are not valid Hub split names "
+                          f"(letters, digits, _ and .)")
     return names
 
 
 def _features(source: str, config: str) -> Features:
     from .loading import features
 
-    return Features(features(source, config))
+    try:
+        return Features(features(source, config))
+    except ImportError as exc:
+        raise MirrorError(f"{source}: the {config!r} format cannot be imported ({exc}); "
+                          f"leave it out with --configs") from exc
 
 
 def _source_module(source: str):
@@ -529,6 +543,32 @@ def _provenance(request: MirrorRequest, source) -> Provenance:
         origin = "files"
     versions = {"tooluse_datasets": __version__, "datasets": datasets.__version__, "pyarrow": pa.__version__}
     return Provenance(origin=origin, upstream=upstream, inputs=inputs, versions=versions)
+
+
+def pin_upstream_revision(request: MirrorRequest, resolve=None) -> MirrorRequest:
+    """The request with an explicit upstream revision when it reads an unpinned Hub upstream: the commit
+    ``main`` points at now. Every config and split then reads the same commit, and the card names it."""
+    up = _source_module(request.source).SOURCE.upstream
+    if request.data_files is not None or request.revision is not None or up is None or up.revision is not None:
+        return request
+    if up.host != "hf":
+        logger.warning("%s: upstream %s is not pinned and cannot be resolved to a commit", request.source,
+                       up.describe())
+        return request
+    resolve = resolve or _hub_head_commit
+    try:
+        commit = resolve(up.repo)
+    except Exception as exc:  # huggingface_hub raises its own types when offline or not found
+        raise MirrorError(f"{request.source}: cannot resolve the current commit of {up.describe()} "
+                          f"({type(exc).__name__}: {exc}); pass --revision or local --data-files") from exc
+    logger.info("%s: upstream is not pinned; reading %s at %s", request.source, up.repo, commit)
+    return dataclasses.replace(request, revision=commit)
+
+
+def _hub_head_commit(repo: str) -> str:
+    from huggingface_hub import HfApi
+
+    return HfApi().dataset_info(repo, revision="main").sha
 
 
 def _upstream_url(up) -> str:
@@ -636,6 +676,7 @@ def _staged_folder(target: Path) -> Iterator[Path]:
     target.parent.mkdir(parents=True, exist_ok=True)
     _remove_abandoned_staging(target)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-{os.getpid()}-", dir=target.parent))
+    os.chmod(staging, 0o755)  # mkdtemp makes it private; the mirror is an ordinary folder
     try:
         yield staging
     except BaseException:

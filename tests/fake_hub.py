@@ -1,0 +1,182 @@
+"""An in-memory stand-in for the parts of ``huggingface_hub.HfApi`` that publishing uses.
+
+It keeps repos as branches of commits (each commit = a full snapshot ``{path: bytes}``), answers with the real
+``huggingface_hub`` types (``RepoFile`` with LFS info for Parquet files and a git blob id for the others, as the
+Hub does) and the real error classes, checks ``parent_commit`` like the Hub (412 when the branch moved), and
+records every call so tests can assert what was (not) done.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import httpx
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+from huggingface_hub.errors import (EntryNotFoundError, HfHubHTTPError, RepositoryNotFoundError,
+                                    RevisionNotFoundError)
+from huggingface_hub.hf_api import RepoFile, RepoFolder
+from huggingface_hub.utils import sha as hub_sha
+
+LFS_SUFFIXES = (".parquet",)
+
+
+def _response(status: int, url: str) -> httpx.Response:
+    return httpx.Response(status, request=httpx.Request("GET", url))
+
+
+@dataclass
+class Commit:
+    sha: str
+    files: dict[str, bytes]
+    message: str
+
+
+@dataclass
+class FakeRepo:
+    private: bool
+    branches: dict[str, list[Commit]] = field(default_factory=dict)
+    pull_requests: list[Commit] = field(default_factory=list)
+
+
+@dataclass
+class CommitResult:
+    commit_url: str
+    pr_url: Optional[str] = None
+
+
+class FakeHubApi:
+    def __init__(self) -> None:
+        self.repos: dict[str, FakeRepo] = {}
+        self.calls: list[tuple[str, dict]] = []
+
+    # -- inspection helpers for tests ---------------------------------------------------------------
+
+    def call_names(self) -> list[str]:
+        return [name for name, _ in self.calls]
+
+    def files(self, repo_id: str, revision: str = "main") -> dict[str, bytes]:
+        return dict(self._branch(repo_id, revision)[-1].files)
+
+    def commits(self, repo_id: str, revision: str = "main") -> list[Commit]:
+        return list(self._branch(repo_id, revision))
+
+    def edit(self, repo_id: str, files: dict[str, bytes], deletions: tuple[str, ...] = (), revision: str = "main"):
+        """A commit made by someone else (a user editing the card on the website, say)."""
+        head = self._branch(repo_id, revision)[-1]
+        snapshot = {**head.files, **files}
+        for path in deletions:
+            snapshot.pop(path, None)
+        self._append(repo_id, revision, snapshot, "edit on the Hub")
+
+    # -- HfApi surface ----------------------------------------------------------------------------------
+
+    def repo_info(self, repo_id, *, revision=None, repo_type=None, **kwargs):
+        self.calls.append(("repo_info", {"repo_id": repo_id, "revision": revision, "repo_type": repo_type}))
+        assert repo_type == "dataset"
+        branch = self._branch(repo_id, revision or "main")
+        return type("Info", (), {"sha": branch[-1].sha, "id": repo_id})()
+
+    def list_repo_tree(self, repo_id, path_in_repo=None, *, recursive=False, expand=False, revision=None,
+                       repo_type=None, **kwargs):
+        self.calls.append(("list_repo_tree", {"repo_id": repo_id, "revision": revision, "recursive": recursive}))
+        files = self._commit(repo_id, revision).files
+        folders = sorted({str(Path(p).parent) for p in files if "/" in p})
+        entries = [RepoFolder(path=f, oid="0" * 40) for f in folders]
+        for path, data in sorted(files.items()):
+            lfs = None
+            if path.endswith(LFS_SUFFIXES):
+                lfs = {"oid": hashlib.sha256(data).hexdigest(), "size": len(data), "pointerSize": 134}
+            entries.append(RepoFile(path=path, size=len(data), oid=hub_sha.git_hash(data), lfs=lfs))
+        return entries if recursive else [e for e in entries if "/" not in e.path]
+
+    def hf_hub_download(self, repo_id, filename, *, repo_type=None, revision=None, local_dir=None, **kwargs):
+        self.calls.append(("hf_hub_download", {"repo_id": repo_id, "filename": filename, "revision": revision}))
+        files = self._commit(repo_id, revision).files
+        if filename not in files:
+            raise EntryNotFoundError(f"{filename} not in {repo_id}")
+        path = Path(local_dir or os.getcwd()) / filename
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(files[filename])
+        return str(path)
+
+    def create_repo(self, repo_id, *, private=None, repo_type=None, exist_ok=False, **kwargs):
+        self.calls.append(("create_repo", {"repo_id": repo_id, "private": private, "repo_type": repo_type}))
+        if repo_id not in self.repos:
+            self.repos[repo_id] = FakeRepo(private=bool(private))
+            self._append(repo_id, "main", {".gitattributes": b"*.parquet filter=lfs diff=lfs merge=lfs -text\n"},
+                         "initial commit")
+        return f"https://huggingface.co/datasets/{repo_id}"
+
+    def create_branch(self, repo_id, *, branch, revision=None, repo_type=None, exist_ok=False, **kwargs):
+        self.calls.append(("create_branch", {"repo_id": repo_id, "branch": branch}))
+        repo = self._repo(repo_id)
+        if branch not in repo.branches:
+            repo.branches[branch] = [self._branch(repo_id, revision or "main")[-1]]
+
+    def create_commit(self, repo_id, operations, *, commit_message, repo_type=None, revision=None,
+                      create_pr=None, parent_commit=None, **kwargs):
+        operations = list(operations)
+        self.calls.append(("create_commit", {"repo_id": repo_id, "operations": operations, "revision": revision,
+                                             "create_pr": create_pr, "parent_commit": parent_commit,
+                                             "commit_message": commit_message}))
+        branch_name = revision or "main"
+        head = self._branch(repo_id, branch_name)[-1]
+        if parent_commit is not None and parent_commit != head.sha:
+            raise HfHubHTTPError("412 Precondition Failed: parent commit is not the head",
+                                 response=_response(412, repo_id))
+        snapshot = dict(head.files)
+        for op in operations:
+            if isinstance(op, CommitOperationAdd):
+                with op.as_file() as f:
+                    snapshot[op.path_in_repo] = f.read()
+            elif isinstance(op, CommitOperationDelete):
+                if op.path_in_repo not in snapshot:
+                    raise EntryNotFoundError(f"cannot delete missing {op.path_in_repo}")
+                del snapshot[op.path_in_repo]
+            else:
+                raise TypeError(op)
+        if create_pr:
+            commit = Commit(self._sha(snapshot, commit_message), snapshot, commit_message)
+            self._repo(repo_id).pull_requests.append(commit)
+            n = len(self._repo(repo_id).pull_requests)
+            return CommitResult(f"https://huggingface.co/datasets/{repo_id}/commit/{commit.sha}",
+                                f"https://huggingface.co/datasets/{repo_id}/discussions/{n}")
+        commit = self._append(repo_id, branch_name, snapshot, commit_message)
+        return CommitResult(f"https://huggingface.co/datasets/{repo_id}/commit/{commit.sha}")
+
+    # -- internals ----------------------------------------------------------------------------------------
+
+    def _repo(self, repo_id: str) -> FakeRepo:
+        if repo_id not in self.repos:
+            raise RepositoryNotFoundError(f"{repo_id} not found", response=_response(404, repo_id))
+        return self.repos[repo_id]
+
+    def _branch(self, repo_id: str, revision: str) -> list[Commit]:
+        repo = self._repo(repo_id)
+        if revision not in repo.branches:
+            raise RevisionNotFoundError(f"{revision} not found", response=_response(404, repo_id))
+        return repo.branches[revision]
+
+    def _commit(self, repo_id: str, revision: Optional[str]) -> Commit:
+        repo = self._repo(repo_id)
+        for commits in repo.branches.values():
+            for commit in commits:
+                if commit.sha == revision:
+                    return commit
+        return self._branch(repo_id, revision or "main")[-1]
+
+    def _append(self, repo_id: str, branch: str, files: dict[str, bytes], message: str) -> Commit:
+        commits = self._repo(repo_id).branches.setdefault(branch, [])
+        commit = Commit(self._sha(files, message + str(len(commits))), files, message)
+        commits.append(commit)
+        return commit
+
+    @staticmethod
+    def _sha(files: dict[str, bytes], salt: str) -> str:
+        digest = hashlib.sha1(salt.encode())
+        for path, data in sorted(files.items()):
+            digest.update(path.encode() + b"\0" + hashlib.sha1(data).digest())
+        return digest.hexdigest()

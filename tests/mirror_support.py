@@ -1,0 +1,32 @@
+"""Helpers shared by the mirror, card, publish and olah tests: build a mirror from a bundled sample and read
+rows back exactly, through ``datasets.load_dataset`` and through ``tooluse_datasets.load``."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional, Sequence
+
+from datasets import load_dataset
+
+import tooluse_datasets as td
+from tooluse_datasets.mirror import MirrorRequest, ParquetLayout, build_mirror
+from tooluse_datasets.registry import FORMATS
+
+
+def build_sample_mirror(source: str, out: Path, configs: Sequence[str] = tuple(FORMATS),
+                        layout: Optional[ParquetLayout] = None, **kwargs) -> Path:
+    request = MirrorRequest(source, configs=configs, data_files=td.sample_files(source),
+                            layout=layout or ParquetLayout(), **kwargs)
+    return build_mirror(request, out)
+
+
+def reference_rows(source: str, config: str, split: str, cache_dir: str, on_error: str = "skip") -> list[dict]:
+    """Rows as ``tooluse_datasets.load`` gives them from the same sample (map-style, exact decoding)."""
+    return list(td.load(source, config, split=split, data_files=td.sample_files(source), on_error=on_error,
+                        cache_dir=cache_dir))
+
+
+def mirror_rows(folder: Path, config: str, split: str, *, streaming: bool, cache_dir: str) -> list[dict]:
+    """Rows as ``datasets.load_dataset`` reads them from the mirror (all checks on), decoded exactly."""
+    kwargs = {} if streaming else {"verification_mode": "all_checks"}
+    ds = load_dataset(str(folder), config, split=split, streaming=streaming, cache_dir=cache_dir, **kwargs)
+    return list(td.exact(ds))

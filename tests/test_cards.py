@@ -1,0 +1,277 @@
+"""Generated dataset cards: valid YAML + Markdown that huggingface_hub and datasets parse back; statistics,
+examples and provenance that match the data (recomputed here independently); merging keeps user content."""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import pytest
+from datasets.info import DatasetInfosDict
+from datasets.utils.metadata import MetadataConfigs
+from huggingface_hub import DatasetCard, DatasetCardData
+
+import tooluse_datasets as td
+from tooluse_datasets.dataset_card import (BEGIN_MARKER, END_MARKER, merge_cards, render_card, size_category,
+                                           split_front_matter)
+from tooluse_datasets.mirror import ValidationCounter, read_manifest, shorten
+from tooluse_datasets.registry import builder_class
+
+from mirror_support import build_sample_mirror, reference_rows
+
+REPO = "acme/nestful-tooluse"
+
+
+@pytest.fixture(scope="module")
+def mirror(tmp_path_factory) -> Path:
+    return build_sample_mirror("nestful", tmp_path_factory.mktemp("cards"), configs=["unified", "raw"], repo_id=REPO)
+
+
+@pytest.fixture(scope="module")
+def card(mirror) -> DatasetCard:
+    return DatasetCard.load(mirror / "README.md")
+
+
+@pytest.fixture(scope="module")
+def unified_rows(tmp_path_factory) -> list[dict]:
+    return reference_rows("nestful", "unified", "train", str(tmp_path_factory.mktemp("cache")))
+
+
+def _section(text: str, heading: str) -> str:
+    """The text under ``heading`` up to the next heading of the same or a higher level."""
+    level = len(heading) - len(heading.lstrip("#"))
+    body_start = text.index(f"\n{heading}\n") + len(heading) + 2
+    nxt = re.search(rf"\n#{{1,{level}}} ", text[body_start:])
+    return text[body_start: body_start + nxt.start()] if nxt else text[body_start:]
+
+
+# -- metadata --------------------------------------------------------------------------------------------
+
+
+def test_card_yaml_round_trips_through_datasets_helpers(card, mirror):
+    configs = MetadataConfigs.from_dataset_card_data(card.data)
+    assert list(configs) == ["raw", "unified"]
+    assert configs.get_default_config_name() == "unified"
+    assert sum(1 for c in configs.values() if c.get("default")) == 1
+    for name, config in configs.items():
+        assert config["data_files"] == [{"split": "train", "path": f"{name}/train-*"}]
+    infos = DatasetInfosDict.from_dataset_card_data(card.data)
+    manifest = read_manifest(mirror)
+    for name in ("raw", "unified"):
+        assert infos[name].features.to_dict() == td.features("nestful", name).to_dict()
+        assert infos[name].splits["train"].num_examples == 5
+        assert infos[name].download_size == sum(f.num_bytes for f in manifest.files if f.path.startswith(name + "/"))
+    # and written back by the same helpers, the YAML is unchanged
+    rewritten = DatasetCardData()
+    infos.to_dataset_card_data(rewritten)
+    configs.to_dataset_card_data(rewritten)
+    assert rewritten["dataset_info"] == card.data["dataset_info"]
+    assert rewritten["configs"] == card.data["configs"]
+
+
+def test_card_yaml_declares_json_dtypes(card):
+    unified = next(i for i in card.data["dataset_info"] if i["config_name"] == "unified")
+    features = {f["name"]: f for f in unified["features"]}
+    assert features["tools"] == {"name": "tools", "list": "json"}
+    assert features["meta"] == {"name": "meta", "dtype": "json"}
+
+
+def test_card_discovery_metadata(card):
+    source = builder_class("nestful").SOURCE
+    assert card.data.license == source.upstream.license == "apache-2.0"
+    assert card.data.pretty_name == "NESTFUL (tool-use mirror)"
+    assert card.data.size_categories == ["n<1K"]
+    assert card.data.task_categories == ["text-generation"]
+    assert card.data.source_datasets == ["ibm-research/nestful"]
+    assert card.data.language == ["en"]
+    assert {"tool-use", "function-calling", "nestful", "benchmark"} <= set(card.data.tags)
+
+
+@pytest.mark.parametrize("rows, label", [(0, "n<1K"), (999, "n<1K"), (1000, "1K<n<10K"), (279_737, "100K<n<1M"),
+                                         (10**6, "1M<n<10M")])
+def test_size_categories(rows, label):
+    assert size_category(rows) == label
+
+
+# -- body --------------------------------------------------------------------------------------------------
+
+
+def test_statistics_in_the_card_match_the_data(card, mirror, unified_rows):
+    rows = unified_rows
+    messages = [m for r in rows for m in r["messages"]]
+    calls = [c for m in messages for c in m["tool_calls"]]
+    arg_sizes = [len(json.dumps(c["function"]["arguments"], separators=(",", ":"), ensure_ascii=False).encode())
+                 for c in calls]
+    roles: dict[str, int] = {}
+    for m in messages:
+        roles[m["role"]] = roles.get(m["role"], 0) + 1
+    expected = {
+        "rows": len(rows),
+        "messages": len(messages),
+        "messages_per_row": round(len(messages) / len(rows), 2),
+        "tool_calls": len(calls),
+        "tool_calls_per_row": round(len(calls) / len(rows), 2),
+        "max_tool_calls_in_a_row": max(sum(len(m["tool_calls"]) for m in r["messages"]) for r in rows),
+        "distinct_tools_called": len({c["function"]["name"] for c in calls}),
+        "tools_offered_per_row": round(sum(len(r["tools"]) for r in rows) / len(rows), 2),
+        "mean_argument_bytes": round(sum(arg_sizes) / len(arg_sizes), 1),
+        "max_argument_bytes": max(arg_sizes),
+        "roles": dict(sorted(roles.items())),
+    }
+    assert expected["tool_calls"] > expected["rows"] > 0  # a sample where the numbers say something
+    assert read_manifest(mirror).statistics == {"train": expected}
+    e = expected
+    role_text = ", ".join(f"{k} {v}" for k, v in e["roles"].items())
+    line = (f"| train | {e['rows']} | {e['messages_per_row']} | {e['tool_calls']} | {e['tool_calls_per_row']} | "
+            f"{e['max_tool_calls_in_a_row']} | {e['distinct_tools_called']} | {e['tools_offered_per_row']} | "
+            f"{e['mean_argument_bytes']} / {e['max_argument_bytes']} | {role_text} |")
+    assert line in _section(card.text, "## Statistics")
+
+
+def test_validation_counts_in_the_card(card, unified_rows):
+    for row in unified_rows:
+        td.validate_unified(row)  # every sample row is valid, so the card must say 5 of 5
+    section = _section(card.text, "### Validation")
+    assert "| `unified` | train | 5 | 0 | – |" in section
+    assert "| `raw` | train | 5 | 0 | – |" in section
+    assert "- train: 5 of 5 unified rows pass validation." in section
+
+
+def test_validation_counter_counts_failures_by_reason():
+    counter = ValidationCounter()
+    good = {"id": "x", "source": "s", "subset": "", "tools": [], "call_graph": [], "images": [], "audios": [],
+            "videos": [], "meta": {}, "messages": [td.schema.message("user", "hi")]}
+    bad_role = copy.deepcopy(good)
+    bad_role["messages"].append(td.schema.message("narrator", "..."))
+    bad_role2 = copy.deepcopy(good)
+    bad_role2["messages"] = [td.schema.message("user", "a"), td.schema.message("user", "b"),
+                             td.schema.message("robot", "c")]
+    for row in (good, bad_role, bad_role2):
+        counter.check(row)
+    assert counter.result() == {"checked": 3, "failed": 2, "by_reason": {"InvalidValueError:messages[].role": 2}}
+
+
+def test_examples_in_the_card_are_the_first_rows(card, unified_rows, tmp_path):
+    first = unified_rows[0]
+    assert shorten(first) == first  # short sample rows: the card must show them unchanged
+    blocks = re.findall(r"<summary><code>(\w+)</code></summary>\n\n```json\n(.*?)\n```", card.text, re.DOTALL)
+    examples = {name: json.loads(block) for name, block in blocks}
+    assert set(examples) == {"unified", "raw"}
+    assert examples["unified"] == first
+    assert examples["raw"] == reference_rows("nestful", "raw", "train", str(tmp_path))[0]
+
+
+def test_shorten_cuts_long_strings_and_lists_and_says_so():
+    value = {"s": "x" * 305, "l": list(range(8)), "n": {"deep": ["y" * 301]}, "k": 1.5}
+    assert shorten(value) == {"s": "x" * 300 + "… [+5 chars]", "l": [0, 1, 2, 3, 4, 5, "… [+2 items]"],
+                              "n": {"deep": ["y" * 300 + "… [+1 chars]"]}, "k": 1.5}
+
+
+def test_loading_snippets_name_the_repo_and_configs(card):
+    loading = _section(card.text, "## Loading")
+    assert f'load_dataset("{REPO}", "unified", split="train")' in loading
+    assert "streaming=True" in loading and "tooluse_datasets.exact(ds)" in loading
+    assert "SFTTrainer" in loading  # TRL
+
+
+def test_provenance_lists_every_input_with_its_sha256(card, mirror):
+    prov = read_manifest(mirror).provenance
+    section = _section(card.text, "## Provenance")
+    files = td.sample_files("nestful")["train"]
+    assert prov.origin == "sample" and len(prov.inputs) == len(files) == 2
+    for path in files:
+        digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        name = f"tooluse_datasets.builders/nestful/dummy_data/{Path(path).name}"
+        assert f"| `{name}` | `{digest}` | {Path(path).stat().st_size:,} |" in section
+    assert "IBM/NESTFUL" in section and "fc2c4123e73500a56185a5fb354f05d1c8b4890c" in section
+    assert f"tooluse-datasets {td.__version__}" in section
+
+
+def test_schema_license_and_citation(card):
+    source = builder_class("nestful").SOURCE
+    assert td.schema.schema_table() in card.text
+    assert "`apache-2.0`" in _section(card.text, "## License")
+    assert source.citation.strip() in _section(card.text, "## Citation")
+
+
+def test_per_source_prose_front_matter_is_metadata_not_text():
+    from importlib import resources
+
+    text = (resources.files("tooluse_datasets.cards") / "nestful.md").read_text()
+    meta, body = split_front_matter(text)
+    assert meta["language"] == ["en"] and "---" not in body.splitlines()[0]
+
+
+def test_every_registered_source_has_prose():
+    from importlib import resources
+
+    from tooluse_datasets.registry import SOURCES
+
+    missing = [s for s in SOURCES if not (resources.files("tooluse_datasets.cards") / f"{s}.md").is_file()]
+    assert missing == []
+
+
+# -- merging -----------------------------------------------------------------------------------------------
+
+
+USER_CARD = f"""---
+license: apache-2.0
+tags:
+- my-own-tag
+my_team_key: keep me
+---
+
+## Our intro
+
+Written by hand before the generated part.
+
+{BEGIN_MARKER}
+stale generated text that must go
+{END_MARKER}
+
+## Acknowledgements
+
+Thanks, written by hand after the generated part.
+"""
+
+
+def test_merge_keeps_user_sections_and_metadata_and_replaces_the_generated_block(mirror):
+    generated = render_card(read_manifest(mirror), REPO)
+    merged = merge_cards(generated, USER_CARD)
+    card = DatasetCard(merged)
+    assert card.data["my_team_key"] == "keep me"
+    assert "my-own-tag" in card.data.tags and "tool-use" in card.data.tags
+    assert card.data["configs"] == DatasetCard(generated).data["configs"]
+    assert "stale generated text" not in merged
+    assert merged.index("## Our intro") < merged.index(BEGIN_MARKER) < merged.index(END_MARKER) \
+        < merged.index("## Acknowledgements")
+    block = generated[generated.index(BEGIN_MARKER):generated.index(END_MARKER)]
+    assert block in merged
+    assert merged.count(BEGIN_MARKER) == 1
+    assert MetadataConfigs.from_dataset_card_data(card.data).get_default_config_name() == "unified"
+
+
+def test_merge_is_idempotent(mirror):
+    generated = render_card(read_manifest(mirror), REPO)
+    once = merge_cards(generated, USER_CARD)
+    assert merge_cards(generated, once) == once
+    assert merge_cards(generated, generated) == generated
+    assert merge_cards(generated, None) == generated
+
+
+def test_a_card_without_markers_keeps_its_text_below_the_generated_block(mirror):
+    generated = render_card(read_manifest(mirror), REPO)
+    merged = merge_cards(generated, "---\nfoo: bar\n---\n# Hand-written card\n\nSome words.\n")
+    assert DatasetCard(merged).data["foo"] == "bar"
+    assert merged.index(END_MARKER) < merged.index("# Hand-written card")
+    assert merge_cards(generated, merged) == merged
+
+
+def test_a_license_given_with_the_mirror_replaces_the_upstream_one(tmp_path):
+    folder = build_sample_mirror("nestful", tmp_path, configs=["raw"], license="cc-by-4.0")
+    card = DatasetCard.load(folder / "README.md")
+    assert card.data.license == "cc-by-4.0"
+    license_section = _section(card.text, "## License")
+    assert "`cc-by-4.0`" in license_section and "license of the upstream data" not in license_section

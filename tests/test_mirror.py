@@ -1,0 +1,257 @@
+"""Parquet mirrors: every config loads with ``datasets.load_dataset(folder, config)`` in both modes with rows
+equal to ``tooluse_datasets.load``; layout, sharding, determinism, atomicity and typed errors."""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from datasets import get_dataset_config_names
+
+import tooluse_datasets as td
+from tooluse_datasets import mirror as mirror_module
+from tooluse_datasets.cli import main
+from tooluse_datasets.errors import InvalidJsonError
+from tooluse_datasets.mirror import (MANIFEST_NAME, MirrorError, MirrorRequest, ParquetLayout, build_mirror,
+                                     mirror_files, read_manifest)
+from tooluse_datasets.registry import FORMATS, SOURCES
+from tooluse_datasets.source import Upstream, UpstreamFile
+
+from mirror_support import build_sample_mirror, mirror_rows, reference_rows
+
+SHARD_NAME = re.compile(r"^(?P<config>\w+)/(?P<split>\w+(\.\w+)*)-(?P<i>\d{5})-of-(?P<n>\d{5})\.parquet$")
+
+
+@pytest.fixture(scope="module")
+def nestful_mirror(tmp_path_factory) -> Path:
+    return build_sample_mirror("nestful", tmp_path_factory.mktemp("mirror"), configs=["unified", "raw"])
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _assert_config_matches_load(folder: Path, source: str, config: str, splits, cache_dir: str) -> None:
+    declared = td.features(source, config).to_dict()
+    for split in splits:
+        expected = reference_rows(source, config, split, cache_dir)
+        assert expected, f"{source}/{config}/{split}: the reference has no rows, the comparison would be empty"
+        for streaming in (False, True):
+            got = mirror_rows(folder, config, split, streaming=streaming, cache_dir=cache_dir)
+            assert got == expected, f"{source}/{config}/{split} streaming={streaming}"
+    from datasets import load_dataset
+
+    ds = load_dataset(str(folder), config, split=splits[0], cache_dir=cache_dir)
+    assert ds.features.to_dict() == declared  # Json() leaves restored, not strings
+
+
+def test_nestful_mirror_loads_every_config_in_both_modes_equal_to_load(nestful_mirror, cache_dir):
+    manifest = read_manifest(nestful_mirror)
+    assert list(manifest.configs) == ["unified", "raw"]
+    assert sorted(get_dataset_config_names(str(nestful_mirror))) == ["raw", "unified"]
+    for config, entry in manifest.configs.items():
+        _assert_config_matches_load(nestful_mirror, "nestful", config, list(entry.splits), cache_dir)
+
+
+@pytest.mark.parametrize("source", sorted(SOURCES))
+def test_every_source_mirrors_every_format_from_its_sample(source, tmp_path, cache_dir):
+    """All registered sources, all formats. A source or writer that cannot be imported fails here (MirrorError),
+    it is not skipped. A format no row converts to is left out, and that must be true of the data."""
+    folder = build_sample_mirror(source, tmp_path / "out", configs=list(FORMATS))
+    manifest = read_manifest(folder)
+    assert set(manifest.configs) | set(manifest.omitted_configs) == set(FORMATS)
+    assert "unified" in manifest.configs and "raw" in manifest.configs
+    for config, entry in manifest.configs.items():
+        _assert_config_matches_load(folder, source, config, list(entry.splits), cache_dir)
+    for config in manifest.omitted_configs:
+        streamed = td.load(source, config, streaming=True, data_files=td.sample_files(source), on_error="skip")
+        assert sum(1 for ds in streamed.values() for _ in ds) == 0, f"{config} was omitted but has rows"
+
+
+def test_layout_files_names_and_parquet_metadata(nestful_mirror):
+    manifest = read_manifest(nestful_mirror)
+    data_files = [p for p in mirror_files(nestful_mirror) if p.endswith(".parquet")]
+    assert sorted(data_files) == sorted(f.path for f in manifest.files)
+    assert set(mirror_files(nestful_mirror)) == set(data_files) | {"README.md", MANIFEST_NAME}
+    for f in manifest.files:
+        m = SHARD_NAME.match(f.path)
+        assert m and int(m["i"]) < int(m["n"]), f.path
+        path = nestful_mirror / f.path
+        assert _sha(path) == f.sha256 and path.stat().st_size == f.num_bytes
+        pf = pq.ParquetFile(path)
+        hf_meta = json.loads(pf.schema_arrow.metadata[b"huggingface"])
+        assert hf_meta["info"]["features"] == manifest.configs[m["config"]].features
+        assert all(pf.metadata.row_group(i).column(0).compression == "ZSTD" for i in range(pf.num_row_groups))
+    unified = pq.ParquetFile(nestful_mirror / manifest.configs["unified"].splits["train"].files[0])
+    json_columns = {c.path for c in unified.schema if str(c.logical_type) == "JSON"}
+    assert {"tools.list.element", "meta", "messages.list.element.tool_calls.list.element.function.arguments"} \
+        <= json_columns
+
+
+def test_small_row_groups_and_shards_keep_every_row_in_order(tmp_path, cache_dir):
+    layout = ParquetLayout(row_group_rows=2, row_group_bytes=10**9, shard_bytes=1)  # one row group per shard
+    folder = build_sample_mirror("nestful", tmp_path / "out", configs=["unified"], layout=layout)
+    split = read_manifest(folder).configs["unified"].splits["train"]
+    expected = reference_rows("nestful", "unified", "train", cache_dir)
+    n = len(split.files)
+    assert n == -(-len(expected) // 2) and n > 1
+    assert split.files == [f"unified/train-{i:05d}-of-{n:05d}.parquet" for i in range(n)]
+    for path in split.files:
+        pf = pq.ParquetFile(folder / path)
+        assert pf.num_row_groups == 1 and pf.metadata.row_group(0).num_rows <= 2
+    assert sum(pq.ParquetFile(folder / p).metadata.num_rows for p in split.files) == split.num_examples
+    for streaming in (False, True):
+        assert mirror_rows(folder, "unified", "train", streaming=streaming, cache_dir=cache_dir) == expected
+
+
+def test_row_groups_are_bounded_by_bytes(tmp_path):
+    folder = build_sample_mirror("nestful", tmp_path / "out", configs=["raw"],
+                                 layout=ParquetLayout(row_group_rows=1000, row_group_bytes=1))
+    split = read_manifest(folder).configs["raw"].splits["train"]
+    pf = pq.ParquetFile(folder / split.files[0])
+    assert pf.num_row_groups == split.num_examples  # a byte bound below one row = one row per group
+
+
+def test_rebuilding_gives_byte_identical_files(nestful_mirror, tmp_path):
+    again = build_sample_mirror("nestful", tmp_path / "again", configs=["unified", "raw"])
+    assert mirror_files(again) == mirror_files(nestful_mirror)
+    for rel in mirror_files(again):
+        assert _sha(again / rel) == _sha(nestful_mirror / rel), rel
+
+
+def test_an_interrupted_build_leaves_the_previous_mirror(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    folder = build_sample_mirror("nestful", out, configs=["unified"])
+    before = {rel: _sha(folder / rel) for rel in mirror_files(folder)}
+    original = mirror_module._mirror_split
+    calls = []
+
+    def interrupted(*args, **kwargs):
+        calls.append(args[1])
+        result = original(*args, **kwargs)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return result
+
+    monkeypatch.setattr(mirror_module, "_mirror_split", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        build_sample_mirror("nestful", out, configs=["unified", "raw"])
+    assert calls == ["unified", "raw"]  # the second config was being written when the run stopped
+    assert {rel: _sha(folder / rel) for rel in mirror_files(folder)} == before
+    assert sorted(p.name for p in out.iterdir()) == ["nestful"]  # no staging folder left behind
+
+
+def test_a_new_build_replaces_the_old_mirror_completely(tmp_path):
+    out = tmp_path / "out"
+    build_sample_mirror("nestful", out, configs=["unified", "raw"])
+    folder = build_sample_mirror("nestful", out, configs=["raw"])
+    assert not (folder / "unified").exists()
+    assert list(read_manifest(folder).configs) == ["raw"]
+    assert sorted(p.name for p in out.iterdir()) == ["nestful"]
+
+
+def test_refuses_to_replace_a_folder_that_is_not_a_mirror(tmp_path):
+    user_file = tmp_path / "out" / "nestful" / "notes.txt"
+    user_file.parent.mkdir(parents=True)
+    user_file.write_text("mine")
+    with pytest.raises(MirrorError, match="not a mirror"):
+        build_sample_mirror("nestful", tmp_path / "out", configs=["unified"])
+    assert user_file.read_text() == "mine"
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"configs": ["unified", "nope"]}, "unknown configs"),
+    ({"configs": []}, "unknown configs"),
+    ({"configs": ["raw", "raw"]}, "repeated"),
+    ({"on_error": "ignore"}, "on_error"),
+])
+def test_bad_requests_raise_typed_errors(kwargs, message):
+    with pytest.raises(MirrorError, match=message):
+        MirrorRequest("nestful", **kwargs)
+
+
+def test_unknown_source_is_a_typed_error():
+    with pytest.raises(MirrorError, match="unknown source"):
+        MirrorRequest("not_a_source")
+
+
+def _sample_with_a_broken_line(tmp_path: Path) -> Path:
+    good = Path(td.sample_files("nestful")["train"][0]).read_text().splitlines()[0]
+    path = tmp_path / "broken.jsonl"
+    path.write_text(good + "\n" + '{"sample_id": "x", "input": "truncated\n')
+    return path
+
+
+def test_bad_rows_raise_a_typed_error_with_on_error_raise_and_nothing_is_left(tmp_path):
+    data = _sample_with_a_broken_line(tmp_path)
+    request = MirrorRequest("nestful", configs=["unified"], data_files=[str(data)], on_error="raise")
+    with pytest.raises(InvalidJsonError) as info:
+        build_mirror(request, tmp_path / "out")
+    assert info.value.row == 1 and "broken.jsonl" in str(info.value)
+    assert not (tmp_path / "out" / "nestful").exists()
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_skipped_rows_are_counted_in_the_manifest_and_the_card(tmp_path):
+    data = _sample_with_a_broken_line(tmp_path)
+    folder = build_mirror(MirrorRequest("nestful", configs=["unified"], data_files=[str(data)]), tmp_path / "out")
+    split = read_manifest(folder).configs["unified"].splits["train"]
+    assert split.num_examples == 1
+    assert split.skipped["rows_read"] == 2 and split.skipped["skipped"] == 1
+    assert split.skipped["by_reason"] == {"InvalidJsonError:<line>": 1}
+    assert split.skipped["examples"][0]["file"] == "broken.jsonl"  # no machine-specific path
+    assert "| `unified` | train | 1 | 1 | InvalidJsonError:<line> ×1 |" in (folder / "README.md").read_text()
+
+
+def test_cli_mirror_builds_one_folder_per_source(tmp_path, capsys):
+    rc = main(["mirror", "nestful", "--sample", "--out", str(tmp_path), "--configs", "unified", "raw",
+               "--row-group-rows", "3", "--repo-id", "acme/{source}-tooluse"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "unified/train: 5 rows in 1 shard(s)" in out
+    folder = tmp_path / "nestful"
+    assert pq.ParquetFile(folder / "unified/train-00000-of-00001.parquet").metadata.row_group(0).num_rows == 3
+    assert 'load_dataset("acme/nestful-tooluse", "unified"' in (folder / "README.md").read_text()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--sample", "--data-files", "x.jsonl"], "exclude each other"),
+    (["--sample", "--configs", "unified", "--max-shard-size", "lots"], "is not a size"),
+    (["--sample", "--configs", "unified", "--row-group-rows", "0"], "must be positive"),
+])
+def test_cli_mirror_bad_arguments_exit_with_an_error(tmp_path, capsys, argv, message):
+    rc = main(["mirror", "nestful", "--out", str(tmp_path), *argv])
+    assert rc == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "nestful").exists()
+
+
+class _UnpinnedHubSource:
+    class SOURCE:
+        upstream = Upstream(host="hf", repo="someone/data", revision=None,
+                                      files=(UpstreamFile(split="train", path="data.parquet"),))
+
+
+def test_an_unpinned_hub_upstream_is_pinned_to_its_current_commit_before_reading(monkeypatch):
+    monkeypatch.setattr(mirror_module, "_source_module", lambda source: _UnpinnedHubSource)
+    request = MirrorRequest("nestful", configs=["unified"])
+    assert mirror_module.pin_upstream_revision(request, resolve=lambda repo: f"{repo}@c0ffee").revision \
+        == "someone/data@c0ffee"
+    explicit = MirrorRequest("nestful", configs=["unified"], revision="v1")
+    assert mirror_module.pin_upstream_revision(explicit, resolve=lambda repo: 1 / 0).revision == "v1"
+    local = MirrorRequest("nestful", configs=["unified"], data_files=["x.jsonl"])
+    assert mirror_module.pin_upstream_revision(local, resolve=lambda repo: 1 / 0).revision is None
+
+    def offline(repo):
+        raise ConnectionError("no network")
+
+    with pytest.raises(MirrorError, match="pass --revision or local --data-files"):
+        mirror_module.pin_upstream_revision(request, resolve=offline)
+
+
+def test_a_pinned_upstream_is_read_at_its_pin():
+    request = MirrorRequest("nestful", configs=["unified"])
+    assert mirror_module.pin_upstream_revision(request, resolve=lambda repo: 1 / 0) is request

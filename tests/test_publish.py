@@ -1,0 +1,245 @@
+"""Publishing through an injectable HfApi (an in-memory stand-in that records calls): one atomic commit,
+dry runs, no-op re-publishing, stale-file deletion that spares user files, card merging, branches and PRs."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete, DatasetCard
+from huggingface_hub.errors import HfHubHTTPError
+
+from tooluse_datasets.cli import build_parser
+from tooluse_datasets.commands import publish as publish_command
+from tooluse_datasets.dataset_card import BEGIN_MARKER, END_MARKER, render_card
+from tooluse_datasets.mirror import ParquetLayout, mirror_files, read_manifest
+from tooluse_datasets.publish import PublishError, publish_mirror
+
+from fake_hub import FakeHubApi
+from mirror_support import build_sample_mirror
+
+REPO = "acme/nestful-tooluse"
+
+
+@pytest.fixture(scope="module")
+def mirror(tmp_path_factory) -> Path:
+    return build_sample_mirror("nestful", tmp_path_factory.mktemp("pub"), configs=["unified", "raw"])
+
+
+def _quiet(_line: str) -> None:
+    pass
+
+
+def _commits(api: FakeHubApi) -> list[dict]:
+    return [kwargs for name, kwargs in api.calls if name == "create_commit"]
+
+
+def test_dry_run_lists_exactly_the_files_of_the_mirror_and_changes_nothing(mirror):
+    api, lines = FakeHubApi(), []
+    result = publish_mirror(mirror, REPO, api=api, dry_run=True, echo=lines.append)
+    assert sorted(f.path for f in result.plan.additions) == mirror_files(mirror)
+    assert result.plan.deletions == [] and not result.committed
+    assert lines[0] == f"create dataset repo {REPO}"
+    assert sorted(line.split()[1] for line in lines if line.startswith("add ")) == mirror_files(mirror)
+    assert lines[-1] == f"{REPO}: {len(mirror_files(mirror))} to add, 0 to delete, 0 unchanged"
+    assert api.call_names() == ["repo_info"] and api.repos == {}
+
+
+def test_first_publish_is_one_commit_holding_every_file(mirror):
+    api = FakeHubApi()
+    result = publish_mirror(mirror, REPO, api=api, private=True, echo=_quiet)
+    assert result.committed and result.commit_url.startswith(f"https://huggingface.co/datasets/{REPO}/commit/")
+    assert api.call_names() == ["repo_info", "create_repo", "create_commit"]
+    assert api.calls[1][1]["private"] is True
+    (commit,) = _commits(api)
+    assert all(isinstance(op, CommitOperationAdd) for op in commit["operations"])
+    remote = api.files(REPO)
+    assert set(remote) == set(mirror_files(mirror)) | {".gitattributes"}
+    for rel in mirror_files(mirror):
+        if rel != "README.md":
+            assert remote[rel] == (mirror / rel).read_bytes(), rel
+    assert remote["README.md"].decode() == render_card(read_manifest(mirror), REPO)
+    assert f'load_dataset("{REPO}", "unified"' in remote["README.md"].decode()
+
+
+def test_republishing_an_unchanged_mirror_makes_no_commit(mirror, tmp_path):
+    api = FakeHubApi()
+    publish_mirror(mirror, REPO, api=api, echo=_quiet)
+    head = api.commits(REPO)[-1].sha
+    again = publish_mirror(mirror, REPO, api=api, echo=_quiet)
+    assert again.plan.is_noop and not again.committed
+    assert sorted(again.plan.unchanged) == mirror_files(mirror)
+    # a mirror rebuilt from the same input is byte-identical, so CI re-publishing is a no-op as well
+    rebuilt = build_sample_mirror("nestful", tmp_path, configs=["unified", "raw"])
+    assert not publish_mirror(rebuilt, REPO, api=api, echo=_quiet).committed
+    assert len(_commits(api)) == 1 and api.commits(REPO)[-1].sha == head
+    assert "create_repo" not in api.call_names()[3:]
+
+
+def test_a_changed_mirror_adds_changed_files_and_deletes_only_our_stale_ones(mirror, tmp_path):
+    api = FakeHubApi()
+    small = build_sample_mirror("nestful", tmp_path / "a", configs=["unified", "raw"],
+                                layout=ParquetLayout(row_group_rows=2, shard_bytes=1))
+    publish_mirror(small, REPO, api=api, echo=_quiet)
+    old_files = set(api.files(REPO))
+    assert "unified/train-00002-of-00003.parquet" in old_files
+    api.edit(REPO, {"notes/extra.txt": b"ours, not the tool's", "data/custom.csv": b"a,b\n1,2\n"})
+    head = api.commits(REPO)[-1].sha
+
+    changed = build_sample_mirror("nestful", tmp_path / "b", configs=["unified"])
+    result = publish_mirror(changed, REPO, api=api, echo=_quiet)
+    assert result.committed
+    commit = _commits(api)[-1]
+    assert commit["parent_commit"] == head
+    deleted = {op.path_in_repo for op in commit["operations"] if isinstance(op, CommitOperationDelete)}
+    added = {op.path_in_repo for op in commit["operations"] if isinstance(op, CommitOperationAdd)}
+    assert deleted == {p for p in old_files if p.startswith(("raw/", "unified/"))}
+    assert added == {"unified/train-00000-of-00001.parquet", ".tooluse-datasets.json", "README.md"}
+    remote = api.files(REPO)
+    assert set(remote) == set(mirror_files(changed)) | {".gitattributes", "notes/extra.txt", "data/custom.csv"}
+    assert len(api.commits(REPO)) == 4  # initial, first publish, user edit, this publish: one commit each
+
+
+def test_user_card_sections_and_metadata_survive_republishing(mirror, tmp_path):
+    api = FakeHubApi()
+    publish_mirror(mirror, REPO, api=api, echo=_quiet)
+    card = api.files(REPO)["README.md"].decode()
+    edited = card.replace("---\n\n" + BEGIN_MARKER, "my_team: tool-use squad\n---\n\n## Why we mirror this\n\n"
+                          "Hand-written.\n\n" + BEGIN_MARKER, 1) + "\n## Contact\n\nwrite to us\n"
+    assert edited != card and "my_team" in edited
+    api.edit(REPO, {"README.md": edited.encode()})
+    commits_before = len(_commits(api))
+    # unchanged data: the merged card equals the edited one, so there is nothing to commit
+    assert not publish_mirror(mirror, REPO, api=api, echo=_quiet).committed
+    assert len(_commits(api)) == commits_before
+
+    changed = build_sample_mirror("nestful", tmp_path, configs=["raw"])
+    assert publish_mirror(changed, REPO, api=api, echo=_quiet).committed
+    merged = api.files(REPO)["README.md"].decode()
+    merged_card = DatasetCard(merged)
+    assert merged_card.data["my_team"] == "tool-use squad"
+    assert "## Why we mirror this\n\nHand-written." in merged and "## Contact\n\nwrite to us" in merged
+    assert [c["config_name"] for c in merged_card.data["configs"]] == ["raw"]
+    generated = render_card(read_manifest(changed), REPO)
+    assert generated[generated.index(BEGIN_MARKER):generated.index(END_MARKER)] in merged
+
+
+def test_a_concurrent_change_fails_the_commit_instead_of_overwriting_it(mirror, tmp_path):
+    api = FakeHubApi()
+    publish_mirror(mirror, REPO, api=api, echo=_quiet)
+    original_commit = api.create_commit
+
+    def racing_commit(*args, **kwargs):
+        api.edit(REPO, {"notes/someone-else.txt": b"pushed meanwhile"})
+        return original_commit(*args, **kwargs)
+
+    api.create_commit = racing_commit
+    changed = build_sample_mirror("nestful", tmp_path, configs=["raw"])
+    with pytest.raises(HfHubHTTPError, match="412"):
+        publish_mirror(changed, REPO, api=api, echo=_quiet)
+    assert "notes/someone-else.txt" in api.files(REPO) and "unified/train-00000-of-00001.parquet" in api.files(REPO)
+
+
+def test_publishing_to_a_new_branch_and_as_a_pull_request(mirror, tmp_path):
+    api = FakeHubApi()
+    publish_mirror(mirror, REPO, api=api, echo=_quiet)
+    main_head = api.commits(REPO)[-1].sha
+    changed = build_sample_mirror("nestful", tmp_path, configs=["raw"])
+
+    result = publish_mirror(changed, REPO, api=api, revision="dev", echo=_quiet)
+    assert result.committed and ("create_branch", {"repo_id": REPO, "branch": "dev"}) in api.calls
+    assert "unified/train-00000-of-00001.parquet" not in api.files(REPO, "dev")
+    assert api.commits(REPO)[-1].sha == main_head
+
+    pr = publish_mirror(changed, REPO, api=api, create_pr=True, echo=_quiet)
+    assert pr.committed and pr.commit_url.endswith("/discussions/1")
+    assert api.commits(REPO)[-1].sha == main_head and len(api.repos[REPO].pull_requests) == 1
+
+
+def test_a_damaged_mirror_is_refused_before_any_hub_call(mirror, tmp_path):
+    damaged = tmp_path / "nestful"
+    shutil.copytree(mirror, damaged)
+    shard = damaged / read_manifest(damaged).files[0].path
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    api = FakeHubApi()
+    with pytest.raises(PublishError, match="does not match its sha256"):
+        publish_mirror(damaged, REPO, api=api, echo=_quiet)
+    assert api.calls == []
+
+
+@pytest.mark.parametrize("repo_id", ["no-namespace", "a/b/c", "acme/", "acme/has space"])
+def test_bad_repo_ids_are_refused(mirror, repo_id):
+    with pytest.raises(PublishError, match="not of the form"):
+        publish_mirror(mirror, repo_id, api=FakeHubApi(), echo=_quiet)
+
+
+def test_a_folder_that_is_not_a_mirror_is_refused(tmp_path):
+    with pytest.raises(PublishError, match="not a mirror"):
+        publish_mirror(tmp_path, REPO, api=FakeHubApi(), echo=_quiet)
+
+
+def _cli(argv: list[str], api: FakeHubApi) -> int:
+    args = build_parser().parse_args(["publish", *argv])
+    return publish_command.run(args, api=api)
+
+
+def test_cli_publishes_every_mirror_of_a_folder_with_a_repo_id_template(tmp_path, capsys, monkeypatch):
+    secret = "hf_NotARealTokenButItMustNeverBePrinted"
+    monkeypatch.setenv("HF_TOKEN", secret)
+    out = tmp_path / "mirrors"
+    build_sample_mirror("nestful", out, configs=["unified"])
+    api = FakeHubApi()
+    assert _cli([str(out), "--repo-id", "acme/plain-name", "--dry-run"], api) == 0  # one mirror: any repo id
+    assert "create dataset repo acme/plain-name" in capsys.readouterr().out
+    assert _cli([str(out), "--repo-id", "acme/{source}-tooluse", "--dry-run"], api) == 0
+    printed = capsys.readouterr()
+    assert "create dataset repo acme/nestful-tooluse" in printed.out and api.repos == {}
+    assert _cli([str(out), "--repo-id", "acme/{source}-tooluse", "--message", "first"], api) == 0
+    assert _commits(api)[-1]["commit_message"] == "first"
+    assert _cli([str(out / "nestful"), "--repo-id", "acme/nestful-tooluse"], api) == 0
+    printed2 = capsys.readouterr()
+    assert "nothing to commit" in printed2.out and len(_commits(api)) == 1
+    assert secret not in printed.out + printed.err + printed2.out + printed2.err
+
+
+def test_cli_needs_a_template_when_a_folder_holds_several_mirrors(tmp_path, capsys):
+    out = tmp_path / "mirrors"
+    build_sample_mirror("nestful", out, configs=["unified"])
+    second = out / "copy"
+    shutil.copytree(out / "nestful", second)
+    manifest = (second / ".tooluse-datasets.json").read_text().replace('"source": "nestful"', '"source": "copy"', 1)
+    (second / ".tooluse-datasets.json").write_text(manifest)
+    assert _cli([str(out), "--repo-id", "acme/one-repo", "--dry-run"], FakeHubApi()) == 2
+    assert "give a --repo-id with '{source}'" in capsys.readouterr().err
+
+
+def test_the_publish_workflow_rebuilds_from_upstream_and_publishes_with_the_secret():
+    import json
+    import re
+    import shlex
+
+    import yaml
+
+    from tooluse_datasets.registry import SOURCES, builder_class
+
+    root = Path(__file__).resolve().parents[1]
+    workflow = yaml.safe_load((root / ".github" / "workflows" / "publish.yml").read_text())
+    triggers = workflow[True]  # YAML 1.1 reads the key `on` as True
+    assert "workflow_dispatch" in triggers and triggers["release"]["types"] == ["published"]
+    job = workflow["jobs"]["publish"]
+    default_sources = json.loads(re.search(r"'(\[.*?\])'", job["strategy"]["matrix"]["source"]).group(1))
+    assert default_sources and set(default_sources) <= set(SOURCES)
+    for source in default_sources:  # only sources with pinned upstream files can be rebuilt unattended
+        assert builder_class(source).SOURCE.upstream is not None, source
+    steps = job["steps"]
+    mirror_step = next(s for s in steps if "tooluse-datasets mirror" in s.get("run", ""))
+    publish_step = next(s for s in steps if "tooluse-datasets publish" in s.get("run", ""))
+    assert "--sample" not in mirror_step["run"] and "--data-files" not in mirror_step["run"]
+    assert publish_step["env"]["HF_TOKEN"] == "${{ secrets.HF_TOKEN }}"
+    assert sum("secrets." in json.dumps(s) for s in steps) == 1  # no other step sees the token
+    for step in (mirror_step, publish_step):  # the commands are valid for the real CLI
+        text = re.sub(r"\$\{\{[^}]*dry_run[^}]*\}\}", "--dry-run", step["run"])
+        text = re.sub(r"\$\{\{[^}]*\}\}", "nestful", text).replace("$NAMESPACE", "acme")
+        build_parser().parse_args(shlex.split(text)[1:])

@@ -1,0 +1,84 @@
+"""``tooluse-datasets mirror``: build Parquet mirrors (data + dataset card) that ``load_dataset(folder, config)``
+reads and ``publish`` pushes. One folder per source: ``OUT/<source>/`` (layout in :mod:`tooluse_datasets.mirror`)."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import add_source_arguments, data_files_for
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    from ..registry import FORMATS
+
+    p = sub.add_parser(
+        "mirror", help="build Parquet mirrors with dataset cards, one folder per source (OUT/<source>)",
+        description="Build OUT/<source>/ for each source: <config>/<split>-XXXXX-of-NNNNN.parquet, README.md (card) "
+                    "and .tooluse-datasets.json (manifest). Rows that cannot be read or written in a format are "
+                    "skipped and counted in the card unless --on-error raise; a format with no row left is omitted.")
+    add_source_arguments(p, many=True)
+    p.set_defaults(on_error="skip")
+    p.add_argument("--out", required=True, metavar="DIR", help="output folder; each source goes to DIR/<source>")
+    p.add_argument("--configs", nargs="+", choices=list(FORMATS), default=list(FORMATS), metavar="CONFIG",
+                   help=f"formats to write (default: all of {', '.join(FORMATS)})")
+    p.add_argument("--revision", help="upstream revision to read instead of the pinned one")
+    p.add_argument("--repo-id", help="repo id used in the card's loading snippets ({source} is replaced by the "
+                                     "source name); publish renders the card for its own --repo-id anyway")
+    p.add_argument("--license", help="license for the card when the data is not the source's upstream "
+                                     "(e.g. your own ms-swift files); default: the upstream license")
+    p.add_argument("--max-shard-size", default="500MB",
+                   help="uncompressed Arrow bytes per Parquet file (default 500MB)")
+    p.add_argument("--row-group-rows", type=int, default=1000, help="rows per Parquet row group (default 1000)")
+    p.add_argument("--row-group-size", default="64MB", help="uncompressed bytes per row group (default 64MB)")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..mirror import MirrorError, MirrorRequest, ParquetLayout, build_mirror, read_manifest
+    from ..registry import SOURCES
+
+    try:
+        sources = list(SOURCES) if args.sources == ["all"] else args.sources
+        if args.sample and args.data_files:
+            raise MirrorError("--sample and --data-files exclude each other")
+        if args.data_files and len(sources) > 1:
+            raise MirrorError("--data-files names the files of one source; mirror one source at a time with it")
+        layout = ParquetLayout(row_group_rows=args.row_group_rows, row_group_bytes=_size(args.row_group_size),
+                               shard_bytes=_size(args.max_shard_size))
+        requests = [MirrorRequest(source, configs=args.configs, data_files=data_files_for(args, source),
+                                  split=args.split, on_error=args.on_error, revision=args.revision,
+                                  repo_id=args.repo_id.replace("{source}", source) if args.repo_id else None,
+                                  license=args.license, layout=layout)
+                    for source in sources]
+        for request in requests:
+            folder = build_mirror(request, args.out)
+            _print_summary(folder, read_manifest(folder))
+    except MirrorError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _size(text: str) -> int:
+    from datasets.utils.py_utils import convert_file_size_to_int
+
+    from ..mirror import MirrorError
+
+    try:
+        return convert_file_size_to_int(text)
+    except ValueError:
+        raise MirrorError(f"{text!r} is not a size (e.g. 500MB, 1GB, 1000000)") from None
+
+
+def _print_summary(folder, manifest) -> None:
+    print(f"{folder}: {len(manifest.files)} Parquet files, default config {manifest.default_config!r}")
+    for name, entry in manifest.configs.items():
+        for split, s in entry.splits.items():
+            skipped = s.skipped["skipped"]
+            print(f"  {name}/{split}: {s.num_examples} rows in {len(s.files)} shard(s)"
+                  + (f", {skipped} skipped" if skipped else ""))
+    for name, why in manifest.omitted_configs.items():
+        print(f"  {name}: omitted ({why})")
+    for split, v in manifest.validation.items():
+        if v["failed"]:
+            print(f"  unified/{split}: {v['failed']} of {v['checked']} rows fail validation: {v['by_reason']}")

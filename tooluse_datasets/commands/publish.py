@@ -1,0 +1,44 @@
+"""``tooluse-datasets publish``: push a mirror folder to a Hub dataset repo in one atomic commit."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "publish", help="push a mirror (or every mirror in a folder) to the Hub in one commit per repo",
+        description="Compare the mirror with the repo and make one commit with the changed files and the deletion "
+                    "of stale shards; an unchanged mirror makes no commit. The token comes from huggingface_hub "
+                    "(HF_TOKEN or `hf auth login`).")
+    p.add_argument("folder", metavar="DIR", help="a mirror (DIR/<source> from `mirror`) or a folder of mirrors")
+    p.add_argument("--repo-id", required=True,
+                   help="target dataset repo, e.g. org/nestful-tooluse; '{source}' is replaced by the source name "
+                        "(required when DIR holds several mirrors)")
+    p.add_argument("--dry-run", action="store_true", help="print the planned operations and change nothing")
+    p.add_argument("--private", action="store_true", default=None, help="create the repo private (new repos only)")
+    p.add_argument("--revision", help="branch to commit to (created from the default branch if missing)")
+    p.add_argument("--create-pr", action="store_true", help="open a pull request instead of committing to the branch")
+    p.add_argument("--message", help="commit message (default: names the source, configs and upstream revision)")
+    return p
+
+
+def run(args: argparse.Namespace, api=None) -> int:
+    from huggingface_hub.errors import HfHubHTTPError
+
+    from ..mirror import MirrorError
+    from ..publish import PublishError, find_mirrors, publish_mirror
+
+    try:
+        mirrors = find_mirrors(args.folder)
+        if len(mirrors) > 1 and "{source}" not in args.repo_id:
+            raise PublishError(f"{args.folder} holds {len(mirrors)} mirrors ({', '.join(mirrors)}): give a --repo-id "
+                               f"with '{{source}}', e.g. org/{{source}}-tooluse")
+        for source, folder in mirrors.items():
+            publish_mirror(folder, args.repo_id.replace("{source}", source), api=api, dry_run=args.dry_run,
+                           private=args.private, revision=args.revision, create_pr=args.create_pr,
+                           commit_message=args.message)
+    except (PublishError, MirrorError, HfHubHTTPError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,263 @@
+"""Dataset cards for mirrors: YAML metadata that ``datasets`` loads the mirror from, and prose rendered from
+``cards/templates/dataset_card.md.j2`` with the per-source text in ``cards/<source>.md``.
+
+Everything in the card is derived from the mirror's manifest (statistics, examples, provenance), so the card
+never disagrees with the data and a rebuilt, unchanged mirror renders the same card byte for byte (no dates).
+
+Re-publishing merges with the card already in the repo (:func:`merge_cards`): the generated prose sits
+between two HTML comment markers and only that block is replaced; text outside it stays. Metadata keys
+this package does not generate stay; list-valued keys users extend (``tags``, ``language``...) are
+merged; ``configs`` and ``dataset_info`` describe files this package owns and are replaced.
+"""
+from __future__ import annotations
+
+import re
+from importlib import resources
+from typing import Any, Optional
+
+import jinja2
+import yaml
+from datasets import DatasetInfo, Features, SplitDict, SplitInfo
+from datasets.info import DatasetInfosDict
+from datasets.utils.metadata import MetadataConfigs
+from huggingface_hub import DatasetCard, DatasetCardData
+
+from . import registry
+from .codec import dumps
+from .mirror import Manifest, MirrorError
+from .schema import schema_table
+
+BEGIN_MARKER = ("<!-- BEGIN tooluse-datasets generated section: replaced on every publish; "
+                "write your own text outside it -->")
+END_MARKER = "<!-- END tooluse-datasets generated section -->"
+PLACEHOLDER_REPO_ID = "<org>/<repo>"
+TEMPLATE = "dataset_card.md.j2"
+# List-valued metadata a user may extend: union of ours and theirs (ours first) instead of replacement.
+MERGED_LIST_KEYS = ("tags", "task_categories", "task_ids", "language", "source_datasets")
+# Metadata that describes the files of the mirror: always ours.
+OWNED_KEYS = ("configs", "dataset_info")
+BASE_TAGS = ["tool-use", "function-calling", "tool-calling", "agent", "tooluse-datasets"]
+SIZE_CATEGORIES = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
+                   (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B")]
+
+
+# --------------------------------------------------------------------------------------------------
+# Rendering
+# --------------------------------------------------------------------------------------------------
+
+
+def render_card(manifest: Manifest, repo_id: Optional[str] = None) -> str:
+    """The full README.md (YAML front matter + generated body) of a mirror, for ``repo_id``."""
+    prose_meta, prose = source_prose(manifest.source)
+    data = card_metadata(manifest, prose_meta)
+    body = _template().render(**_template_context(manifest, repo_id or PLACEHOLDER_REPO_ID, prose, data))
+    return _compose(data, f"{BEGIN_MARKER}\n{body.strip()}\n{END_MARKER}\n")
+
+
+def card_metadata(manifest: Manifest, prose_meta: Optional[dict] = None) -> DatasetCardData:
+    """The card's YAML: license and discovery keys, plus ``configs``/``dataset_info`` written by datasets'
+    own helpers so that ``load_dataset`` reads back exactly what it expects."""
+    prose_meta = dict(prose_meta or {})
+    up = manifest.provenance.upstream or {}
+    prose_license = prose_meta.pop("license", None)
+    license_ = manifest.license or prose_license or up.get("license") or "unknown"
+    data = DatasetCardData(
+        license=license_,
+        pretty_name=prose_meta.pop("pretty_name", None) or f"{manifest.pretty_name} (tool-use mirror)",
+        task_categories=_union(["text-generation"], prose_meta.pop("task_categories", [])),
+        size_categories=[size_category(manifest.configs[manifest.default_config].num_examples)],
+        source_datasets=prose_meta.pop("source_datasets", None) or _default_source_datasets(up),
+        language=prose_meta.pop("language", None),
+        tags=_union(BASE_TAGS + [manifest.source], prose_meta.pop("tags", [])),
+        **prose_meta,
+    )
+    DatasetInfosDict({name: _dataset_info(manifest, name) for name in manifest.configs}).to_dataset_card_data(data)
+    MetadataConfigs({
+        name: {"data_files": [{"split": split, "path": f"{name}/{split}-*"} for split in entry.splits],
+               **({"default": True} if name == manifest.default_config else {})}
+        for name, entry in manifest.configs.items()
+    }).to_dataset_card_data(data)
+    return data
+
+
+def _dataset_info(manifest: Manifest, config: str) -> DatasetInfo:
+    entry = manifest.configs[config]
+    splits = SplitDict()
+    for name, split in entry.splits.items():
+        splits.add(SplitInfo(name=name, num_bytes=split.num_bytes, num_examples=split.num_examples))
+    files = {f.path: f.num_bytes for f in manifest.files}
+    download = sum(files[p] for split in entry.splits.values() for p in split.files)
+    return DatasetInfo(features=Features.from_dict(entry.features), splits=splits, download_size=download,
+                       dataset_size=sum(s.num_bytes for s in entry.splits.values()), config_name=config)
+
+
+def size_category(rows: int) -> str:
+    for bound, label in SIZE_CATEGORIES:
+        if rows < bound:
+            return label
+    return "n>1T"
+
+
+def _default_source_datasets(upstream: dict) -> Optional[list[str]]:
+    """The upstream Hub repo; other origins (GitHub, local files) have no Hub id, so the key is left out."""
+    return [upstream["repo"]] if upstream.get("host") == "hf" else None
+
+
+def _union(first: list, second: Any) -> list:
+    second = [second] if isinstance(second, str) else list(second or [])
+    return list(dict.fromkeys([*first, *second]))
+
+
+def source_prose(source: str) -> tuple[dict, str]:
+    """``cards/<source>.md``: optional YAML front matter (extra card metadata such as ``language`` or
+    ``tags``) and the Markdown prose that introduces the source. Falls back to the source's description."""
+    path = resources.files("tooluse_datasets.cards") / f"{source}.md"
+    if not path.is_file():
+        return {}, registry.builder_class(source).SOURCE.description
+    meta, body = split_front_matter(path.read_text(encoding="utf-8"))
+    return meta, body.strip()
+
+
+def split_front_matter(text: str) -> tuple[dict, str]:
+    match = re.match(r"^---\s*\n(.*?)\n---\s*\n?", text, flags=re.DOTALL)
+    if not match:
+        return {}, text
+    meta = yaml.safe_load(match.group(1)) or {}
+    if not isinstance(meta, dict):
+        raise MirrorError(f"card front matter is not a mapping: {match.group(1)[:200]!r}")
+    return meta, text[match.end():]
+
+
+def _template() -> jinja2.Template:
+    text = (resources.files("tooluse_datasets.cards") / "templates" / TEMPLATE).read_text(encoding="utf-8")
+    env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+                             undefined=jinja2.StrictUndefined, autoescape=False)
+    env.filters["cell"] = markdown_cell
+    env.filters["number"] = lambda n: f"{n:,}"
+    env.filters["bytes"] = human_bytes
+    return env.from_string(text)
+
+
+def _template_context(manifest: Manifest, repo_id: str, prose: str, data: DatasetCardData) -> dict:
+    default = manifest.default_config
+    source = registry.builder_class(manifest.source).SOURCE
+    files = {f.path: f for f in manifest.files}
+    configs = []
+    for name, entry in manifest.configs.items():
+        configs.append({
+            "name": name,
+            "description": entry.description,
+            "default": name == default,
+            "splits": [{"name": s, "rows": e.num_examples, "skipped": e.skipped["skipped"],
+                        "reasons": e.skipped["by_reason"], "shards": len(e.files),
+                        "download": sum(files[p].num_bytes for p in e.files)} for s, e in entry.splits.items()],
+            "rows": entry.num_examples,
+            "download": sum(files[p].num_bytes for e in entry.splits.values() for p in e.files),
+            "feature_types": feature_types(Features.from_dict(entry.features)),
+            "example": dumps_pretty(entry.example),
+        })
+    return {
+        "repo_id": repo_id,
+        "pretty_name": manifest.pretty_name,
+        "source": manifest.source,
+        "prose": prose,
+        "default_config": default,
+        "first_split": next(iter(manifest.configs[default].splits)),
+        "configs": configs,
+        "config_names": list(manifest.configs),
+        "omitted": manifest.omitted_configs,
+        "schema_table": schema_table(),
+        "statistics": manifest.statistics,
+        "validation": manifest.validation,
+        "provenance": manifest.provenance,
+        "parquet": manifest.parquet,
+        "license": data.license,
+        "citation": source.citation.strip(),
+    }
+
+
+def feature_types(features: Features) -> list[tuple[str, str]]:
+    """``[(column, compact type)]``: ``list<struct<role: string, …>>``, ``json`` for Json leaves."""
+    return [(name, _type_name(feature)) for name, feature in features.items()]
+
+
+def _type_name(feature: Any) -> str:
+    from datasets import Json, LargeList, List, Value
+
+    if isinstance(feature, Json):
+        return "json"
+    if isinstance(feature, Value):
+        return feature.dtype
+    if isinstance(feature, (List, LargeList)):
+        return f"list<{_type_name(feature.feature)}>"
+    if isinstance(feature, dict):
+        return "struct<" + ", ".join(f"{k}: {_type_name(v)}" for k, v in feature.items()) + ">"
+    return type(feature).__name__
+
+
+def markdown_cell(value: Any) -> str:
+    """Text safe inside a Markdown table cell (no pipes or line breaks)."""
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def human_bytes(n: int) -> str:
+    for unit in ("B", "kB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} GB"
+
+
+def dumps_pretty(value: Any) -> str:
+    """Indented JSON of an example row, exact (the codec's text, re-indented without re-encoding floats)."""
+    import json
+
+    return json.dumps(json.loads(dumps(value)), indent=2, ensure_ascii=False) if value is not None else "null"
+
+
+# --------------------------------------------------------------------------------------------------
+# Composing and merging cards
+# --------------------------------------------------------------------------------------------------
+
+
+def _compose(data: DatasetCardData, body: str) -> str:
+    # Normalised spacing, so that merging a card with itself gives it back byte for byte (no-op publishing).
+    return f"---\n{data.to_yaml()}\n---\n\n{body.lstrip()}"
+
+
+def merge_cards(generated: str, existing: Optional[str]) -> str:
+    """The generated card merged into ``existing`` (the card already in the repo):
+
+    * body: the generated block replaces the block between the markers in ``existing``; text before and
+      after it stays. A card without markers keeps its whole text below the generated block.
+    * metadata: keys only the user has stay; ``MERGED_LIST_KEYS`` become ours + theirs; every other key we
+      generate (license, configs, dataset_info...) is ours.
+    """
+    if not existing or not existing.strip():
+        return generated
+    new_card, old_card = DatasetCard(generated), DatasetCard(existing)
+    new_meta, old_meta = new_card.data.to_dict(), old_card.data.to_dict()
+    merged = dict(old_meta)
+    for key, value in new_meta.items():
+        if key in MERGED_LIST_KEYS and key not in OWNED_KEYS and old_meta.get(key):
+            merged[key] = _union(value or [], old_meta[key])
+        else:
+            merged[key] = value
+    body = _merge_body(_generated_block(new_card.text), old_card.text)
+    return _compose(DatasetCardData(**merged), body)
+
+
+def _generated_block(text: str) -> str:
+    start, end = text.find(BEGIN_MARKER), text.find(END_MARKER)
+    if start < 0 or end < start:
+        raise MirrorError("the generated card has no generated-section markers")
+    return text[start:end + len(END_MARKER)]
+
+
+def _merge_body(block: str, old_text: str) -> str:
+    start, end = old_text.find(BEGIN_MARKER), old_text.find(END_MARKER)
+    if start >= 0 and end > start:
+        before, after = old_text[:start], old_text[end + len(END_MARKER):]
+        return f"{before}{block}{after}" if after.endswith("\n") else f"{before}{block}{after}\n"
+    user_text = old_text.strip()
+    return f"{block}\n\n{user_text}\n" if user_text else f"{block}\n"

@@ -1,0 +1,297 @@
+"""Publishing a mirror folder to a Hub dataset repo in one atomic commit.
+
+``publish_mirror(folder, repo_id)``:
+
+1. reads the mirror's manifest and checks every data file against its sha256 (a damaged mirror is never
+   pushed);
+2. reads the repo's state at one commit: its file list (``list_repo_tree``: LFS sha256 or git blob id per
+   file), its card and its previous manifest;
+3. renders the card for ``repo_id`` and merges it into the card already there (user sections and metadata
+   keys survive, :func:`tooluse_datasets.dataset_card.merge_cards`);
+4. plans additions (files whose content differs from the repo's) and deletions (stale files of ours: data
+   shards of a previous publish that this mirror does not have; files the user added elsewhere are kept);
+5. makes one ``create_commit`` with all of them and ``parent_commit`` set to the commit read in 2, so a
+   concurrent change makes the commit fail instead of being overwritten. Nothing to change = no commit.
+
+``dry_run=True`` stops after 4 and only reports the plan. The token is whatever ``huggingface_hub`` finds
+(``HF_TOKEN``, ``hf auth login``); it is never read or printed here. ``api`` is injectable for tests.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Optional, Protocol
+
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError
+from huggingface_hub.utils import sha as hub_sha
+
+from .dataset_card import merge_cards, render_card
+from .mirror import (MANIFEST_NAME, README_NAME, SHARD_FILE, Manifest, MirrorError, read_manifest, sha256_file)
+
+logger = logging.getLogger("tooluse_datasets")
+
+REPO_TYPE = "dataset"
+
+
+class PublishError(Exception):
+    """A mirror cannot be published (not a mirror, damaged files, bad repo id or revision)."""
+
+
+class HubApi(Protocol):
+    """The part of ``huggingface_hub.HfApi`` publishing uses (tests pass a stand-in)."""
+
+    def repo_info(self, repo_id: str, *, revision: Optional[str] = None, repo_type: Optional[str] = None) -> Any: ...
+
+    def list_repo_tree(self, repo_id: str, *, recursive: bool = False, revision: Optional[str] = None,
+                       repo_type: Optional[str] = None) -> Any: ...
+
+    def hf_hub_download(self, repo_id: str, filename: str, *, repo_type: Optional[str] = None,
+                        revision: Optional[str] = None, local_dir: Optional[str] = None) -> str: ...
+
+    def create_repo(self, repo_id: str, *, private: Optional[bool] = None, repo_type: Optional[str] = None,
+                    exist_ok: bool = False) -> Any: ...
+
+    def create_branch(self, repo_id: str, *, branch: str, revision: Optional[str] = None,
+                      repo_type: Optional[str] = None, exist_ok: bool = False) -> Any: ...
+
+    def create_commit(self, repo_id: str, operations: Any, *, commit_message: str, repo_type: Optional[str] = None,
+                      revision: Optional[str] = None, create_pr: Optional[bool] = None,
+                      parent_commit: Optional[str] = None) -> Any: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class RemoteFile:
+    path: str
+    size: int
+    sha256: Optional[str]  # LFS/Xet files
+    blob_id: str  # git object id (sha1 of "blob <size>\0<bytes>")
+
+    def matches(self, local: "LocalFile") -> bool:
+        if self.sha256 is not None:
+            return self.sha256 == local.sha256 and self.size == local.size
+        return self.size == local.size and self.blob_id == local.blob_id()
+
+
+@dataclasses.dataclass
+class LocalFile:
+    path: str  # path in the repo
+    size: int
+    sha256: str
+    source: Any  # local Path, or bytes (the merged card)
+    _blob_id: Optional[str] = dataclasses.field(default=None, repr=False)
+
+    def blob_id(self) -> str:
+        """git's object id, computed only when a remote file is compared by it (files not in LFS): data
+        shards are in LFS and are compared by sha256 without being read again."""
+        if self._blob_id is None:
+            if isinstance(self.source, bytes):
+                self._blob_id = hub_sha.git_hash(self.source)
+            else:
+                self._blob_id = _git_blob_id_of_file(self.source, self.size)
+        return self._blob_id
+
+
+@dataclasses.dataclass
+class RemoteState:
+    exists: bool  # the repo exists
+    branch_exists: bool
+    head: Optional[str]  # commit the plan was made against
+    files: dict[str, RemoteFile]
+    card: Optional[str]
+    manifest: Optional[Manifest]
+
+
+@dataclasses.dataclass
+class PublishPlan:
+    repo_id: str
+    revision: Optional[str]
+    additions: list[LocalFile]
+    deletions: list[str]
+    unchanged: list[str]
+    remote: RemoteState
+
+    @property
+    def is_noop(self) -> bool:
+        return not self.additions and not self.deletions
+
+    def describe(self) -> list[str]:
+        where = f"{self.repo_id}@{self.revision}" if self.revision else self.repo_id
+        lines = []
+        if not self.remote.exists:
+            lines.append(f"create dataset repo {self.repo_id}")
+        elif not self.remote.branch_exists:
+            lines.append(f"create branch {self.revision}")
+        lines += [f"add     {f.path} ({f.size} bytes, sha256 {f.sha256})" for f in self.additions]
+        lines += [f"delete  {path}" for path in self.deletions]
+        lines.append(f"{where}: {len(self.additions)} to add, {len(self.deletions)} to delete, "
+                     f"{len(self.unchanged)} unchanged" + (" (nothing to commit)" if self.is_noop else ""))
+        return lines
+
+
+@dataclasses.dataclass
+class PublishResult:
+    plan: PublishPlan
+    committed: bool
+    commit_url: Optional[str] = None
+
+
+def publish_mirror(folder: str | Path, repo_id: str, *, api: Optional[HubApi] = None, dry_run: bool = False,
+                   private: Optional[bool] = None, revision: Optional[str] = None, create_pr: bool = False,
+                   commit_message: Optional[str] = None, echo: Callable[[str], None] = print) -> PublishResult:
+    """Publish the mirror in ``folder`` to the dataset repo ``repo_id`` (see the module docstring)."""
+    _check_repo_id(repo_id)
+    if api is None:
+        from huggingface_hub import HfApi
+
+        api = HfApi()
+    manifest = _verified_manifest(Path(folder))
+    remote = read_remote_state(api, repo_id, revision)
+    plan = plan_publish(Path(folder), manifest, repo_id, revision, remote)
+    for line in plan.describe():
+        echo(line)
+    if dry_run or plan.is_noop:
+        return PublishResult(plan, committed=False)
+    if not remote.exists:
+        api.create_repo(repo_id, private=private, repo_type=REPO_TYPE, exist_ok=True)
+    elif private is not None:
+        logger.info("--private only applies when the repo is created; %s exists", repo_id)
+    if revision is not None and not remote.branch_exists:
+        api.create_branch(repo_id, branch=revision, repo_type=REPO_TYPE, exist_ok=True)
+    operations = [CommitOperationAdd(path_in_repo=f.path, path_or_fileobj=f.source) for f in plan.additions]
+    operations += [CommitOperationDelete(path_in_repo=path) for path in plan.deletions]
+    info = api.create_commit(
+        repo_id, operations, repo_type=REPO_TYPE, revision=revision, create_pr=create_pr,
+        commit_message=commit_message or _commit_message(manifest),
+        # Fails (412) if the branch moved since it was read: the plan would be stale.
+        parent_commit=remote.head if remote.branch_exists else None,
+    )
+    url = getattr(info, "pr_url", None) or getattr(info, "commit_url", None)
+    echo(f"committed: {url}" if url else "committed")
+    return PublishResult(plan, committed=True, commit_url=url)
+
+
+def plan_publish(folder: Path, manifest: Manifest, repo_id: str, revision: Optional[str],
+                 remote: RemoteState) -> PublishPlan:
+    card = merge_cards(render_card(manifest, repo_id), remote.card).encode("utf-8")
+    local = [_local_file(folder / f.path, f.path, f.sha256) for f in manifest.files]
+    local.append(_local_file(folder / MANIFEST_NAME, MANIFEST_NAME))
+    local.append(_local_bytes(README_NAME, card))
+    additions = [f for f in local if not (f.path in remote.files and remote.files[f.path].matches(f))]
+    added = {f.path for f in additions}
+    unchanged = [f.path for f in local if f.path not in added]
+    local_paths = {f.path for f in local}
+    deletions = sorted(path for path in remote.files if path not in local_paths and _is_ours(path, remote.manifest))
+    return PublishPlan(repo_id, revision, additions, deletions, unchanged, remote)
+
+
+def _is_ours(path: str, previous: Optional[Manifest]) -> bool:
+    """Files a previous publish wrote: listed in its manifest, or named like our data shards (also when the
+    previous manifest is gone). Anything else in the repo belongs to someone else and stays."""
+    if previous is not None and path in {f.path for f in previous.files}:
+        return True
+    return SHARD_FILE.match(path) is not None
+
+
+def read_remote_state(api: HubApi, repo_id: str, revision: Optional[str]) -> RemoteState:
+    try:
+        head = api.repo_info(repo_id, revision=revision, repo_type=REPO_TYPE).sha
+    except RepositoryNotFoundError:
+        return RemoteState(False, False, None, {}, None, None)
+    except RevisionNotFoundError:
+        # A new branch starts from the default branch: plan against what it holds.
+        base = read_remote_state(api, repo_id, None)
+        return dataclasses.replace(base, branch_exists=False)
+    files = {}
+    for entry in api.list_repo_tree(repo_id, recursive=True, revision=head, repo_type=REPO_TYPE):
+        if hasattr(entry, "blob_id"):  # RepoFile; RepoFolder entries have no content
+            lfs = getattr(entry, "lfs", None)
+            files[entry.path] = RemoteFile(entry.path, entry.size, lfs.sha256 if lfs else None, entry.blob_id)
+    card = _download_text(api, repo_id, README_NAME, head) if README_NAME in files else None
+    manifest_text = _download_text(api, repo_id, MANIFEST_NAME, head) if MANIFEST_NAME in files else None
+    manifest = _parse_previous_manifest(manifest_text)
+    return RemoteState(True, True, head, files, card, manifest)
+
+
+def _download_text(api: HubApi, repo_id: str, filename: str, revision: str) -> Optional[str]:
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            path = api.hf_hub_download(repo_id, filename, repo_type=REPO_TYPE, revision=revision, local_dir=tmp)
+        except EntryNotFoundError:
+            return None
+        return Path(path).read_text(encoding="utf-8")
+
+
+def _parse_previous_manifest(text: Optional[str]) -> Optional[Manifest]:
+    if text is None:
+        return None
+    try:
+        return Manifest.from_json(text)
+    except (MirrorError, json.JSONDecodeError, TypeError, KeyError) as exc:
+        # An older or hand-edited manifest only costs us the list of our previous files.
+        logger.warning("ignoring the repo's %s (%s); stale shards are found by name only", MANIFEST_NAME, exc)
+        return None
+
+
+def _verified_manifest(folder: Path) -> Manifest:
+    try:
+        manifest = read_manifest(folder)
+    except MirrorError as exc:
+        raise PublishError(str(exc)) from None
+    for f in manifest.files:
+        path = folder / f.path
+        if not path.is_file():
+            raise PublishError(f"{path} is listed in the manifest but missing: rebuild the mirror")
+        if path.stat().st_size != f.num_bytes or sha256_file(path) != f.sha256:
+            raise PublishError(f"{path} does not match its sha256 in the manifest: rebuild the mirror")
+    return manifest
+
+
+def _local_file(path: Path, path_in_repo: str, sha256: Optional[str] = None) -> LocalFile:
+    return LocalFile(path_in_repo, path.stat().st_size, sha256 or sha256_file(path), path)
+
+
+def _local_bytes(path_in_repo: str, data: bytes) -> LocalFile:
+    return LocalFile(path_in_repo, len(data), hashlib.sha256(data).hexdigest(), data)
+
+
+def _git_blob_id_of_file(path: Path, size: int) -> str:
+    """git's object id of the file (what the Hub reports for files not stored in LFS), read in chunks."""
+    digest = hashlib.sha1(f"blob {size}\0".encode())
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _commit_message(manifest: Manifest) -> str:
+    prov = manifest.provenance
+    up = prov.upstream or {}
+    origin = {"upstream": f"{up.get('repo')}@{up.get('revision')}", "sample": "bundled sample",
+              "files": "local files"}[prov.origin]
+    return f"Publish {manifest.source} mirror ({', '.join(manifest.configs)}) from {origin} with tooluse-datasets " \
+           f"{prov.versions['tooluse_datasets']}"
+
+
+def _check_repo_id(repo_id: str) -> None:
+    parts = repo_id.split("/")
+    if len(parts) != 2 or not all(parts) or any(c.isspace() for c in repo_id):
+        raise PublishError(f"repo id {repo_id!r} is not of the form '<org or user>/<name>'")
+
+
+def find_mirrors(folder: str | Path) -> dict[str, Path]:
+    """``{source: path}``: the folder itself if it is a mirror, else the mirrors directly inside it (what
+    ``tooluse-datasets mirror SOURCE... --out DIR`` wrote)."""
+    root = Path(folder)
+    if (root / MANIFEST_NAME).is_file():
+        return {read_manifest(root).source: root}
+    found = {read_manifest(sub).source: sub for sub in sorted(root.iterdir())
+             if sub.is_dir() and not sub.name.startswith(".") and (sub / MANIFEST_NAME).is_file()} \
+        if root.is_dir() else {}
+    if not found:
+        raise PublishError(f"{folder} is neither a mirror nor a folder of mirrors (no {MANIFEST_NAME} found)")
+    return found
