@@ -52,8 +52,9 @@ def dumps(value: Any) -> str:
         # Integers beyond 64 bits: the stdlib writes them exactly.
         _reject_non_finite(value, "$")
         return BIG_INT_MARK + json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    if b"null" in data:
-        # orjson writes NaN and infinities as null: refuse them instead of changing the value.
+    if b":null" in data or b",null" in data or b"[null" in data or data == b"null":
+        # orjson writes NaN and infinities as null: refuse them instead of changing the value. (Only a
+        # null *value* can be one; "nullable" keys and strings do not trigger the walk.)
         _reject_non_finite(value, "$")
     return data.decode()
 

@@ -21,13 +21,12 @@ def run(args: argparse.Namespace) -> int:
 
     for source in args.source or list(SOURCES):
         report = SkipReport()
-        ds = load(source, "unified", split="train", streaming=args.streaming, data_files=sample_files(source),
-                  report=report)
-        rows = list(ds)
+        splits = load(source, "unified", streaming=args.streaming, data_files=sample_files(source), report=report)
+        rows = [row for split in splits.values() for row in split]
         for row in rows:
             validate_unified(row)
         calls = sum(len(m["tool_calls"]) for r in rows for m in r["messages"])
-        print(f"== {source}: {len(rows)} rows, {calls} tool calls, {report.summary()}")
+        print(f"== {source}: {len(rows)} rows in splits {sorted(splits)}, {calls} tool calls, {report.summary()}")
         first = rows[0]
         print(json.dumps({"id": first["id"], "messages": first["messages"], "call_graph": first["call_graph"],
                           "tools": [t["function"]["name"] for t in first["tools"]]}, ensure_ascii=False, indent=1)[:2000])

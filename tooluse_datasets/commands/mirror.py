@@ -16,8 +16,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
         description="Build OUT/<source>/ for each source: <config>/<split>-XXXXX-of-NNNNN.parquet, README.md (card) "
                     "and .tooluse-datasets.json (manifest). Rows that cannot be read or written in a format are "
                     "skipped and counted in the card unless --on-error raise; a format with no row left is omitted.")
-    add_source_arguments(p, many=True)
-    p.set_defaults(on_error="skip")
+    add_source_arguments(p, many=True, on_error="skip")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder; each source goes to DIR/<source>")
     p.add_argument("--configs", nargs="+", choices=list(FORMATS), default=list(FORMATS), metavar="CONFIG",
                    help=f"formats to write (default: all of {', '.join(FORMATS)})")

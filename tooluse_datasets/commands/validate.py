@@ -9,8 +9,7 @@ from ..errors import SkipReport, ToolUseDataError
 
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("validate", help="read every row of a source and check it; exit 1 if any row is bad")
-    add_source_arguments(p)
-    p.set_defaults(on_error="skip")
+    add_source_arguments(p, on_error="skip")
     return p
 
 
