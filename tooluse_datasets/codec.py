@@ -19,6 +19,7 @@ other non-JSON objects are refused with the same error.
 """
 from __future__ import annotations
 
+import ast
 import json
 import math
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ import orjson
 import pyarrow as pa
 from datasets import Features, Json, LargeList, List
 
-from .errors import JsonValueError
+from .errors import InvalidJsonError, JsonValueError
 
 _INT64_MIN, _UINT64_MAX = -(2**63), 2**64 - 1
 
@@ -82,6 +83,24 @@ def try_loads(text: str) -> tuple[bool, Any]:
         return True, loads(text)
     except (orjson.JSONDecodeError, ValueError, TypeError):
         return False, None
+
+
+def loads_json_or_literal(text: str) -> Any:
+    """JSON text, or else a Python literal (``ast.literal_eval``: single quotes, ``True``, ``None``; never
+    ``eval``), returned as JSON values (tuples become lists). Sources quote such text: NESTFUL's HF
+    ``gold_answer`` is ``str()`` of a value, ms-swift accepts literal call arguments.
+
+    Raises :class:`InvalidJsonError` if the text is neither, :class:`JsonValueError` if the literal holds
+    what JSON cannot (sets, bytes, complex, NaN...).
+    """
+    ok, value = try_loads(text)
+    if ok:
+        return value
+    try:
+        value = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        raise InvalidJsonError("text is neither JSON nor a Python literal") from None
+    return loads(dumps(value))
 
 
 def _may_hold_big_int(value: Any) -> bool:

@@ -5,12 +5,11 @@ that what one writes the other reads back to the same values.
 """
 from __future__ import annotations
 
-import ast
 import json
 import re
 from typing import Any, Optional
 
-from tooluse_datasets.codec import dumps, loads, try_loads
+from tooluse_datasets.codec import dumps, loads_json_or_literal
 from tooluse_datasets.errors import (ConversionError, InvalidJsonError, InvalidValueError, JsonValueError,
                                      MissingFieldError)
 
@@ -34,17 +33,12 @@ def parse_json_or_literal(text: str, field: str, what: str) -> Any:
     A literal is turned into plain JSON values (tuples become lists); a value JSON cannot hold (sets,
     bytes, non-string keys, NaN) is an :class:`InvalidValueError`.
     """
-    ok, value = try_loads(text)
-    if ok:
-        return value
     try:
-        value = ast.literal_eval(text.strip())
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        raise InvalidJsonError(f"{what} is neither JSON nor a Python literal: {_preview(text)}", field=field) from None
-    try:
-        return loads(dumps(value))
+        return loads_json_or_literal(text)
     except JsonValueError as exc:
         raise InvalidValueError(f"{what} is a Python literal JSON cannot hold ({exc.message})", field=field) from None
+    except InvalidJsonError:
+        raise InvalidJsonError(f"{what} is neither JSON nor a Python literal: {_preview(text)}", field=field) from None
 
 
 def spaced_dumps(value: Any) -> str:

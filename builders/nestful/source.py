@@ -11,14 +11,13 @@ parameters and keep ``output_parameters`` (models need them to pick the field a 
 """
 from __future__ import annotations
 
-import ast
 import re
 from typing import Any, Iterator
 
 from datasets import Features, Json, List, Value
 
-from tooluse_datasets.codec import dumps, loads, try_loads
-from tooluse_datasets.errors import (InvalidJsonError, InvalidValueError, MissingFieldError,
+from tooluse_datasets.codec import loads_json_or_literal, try_loads
+from tooluse_datasets.errors import (InvalidJsonError, InvalidValueError, MissingFieldError, ToolUseDataError,
                                      UndefinedReferenceError, UnknownToolError)
 from tooluse_datasets.schema import message, tool_call, unified_row
 from tooluse_datasets.source import (RowContext, Source, file_suffix, read_json_any, read_parquet_rows)
@@ -211,19 +210,12 @@ def _stored_as_text(native: dict) -> bool:
 def decode_gold_answer(text: str) -> Any:
     """json -> ``ast.literal_eval`` -> the text itself. Never ``eval``.
 
-    A value JSON cannot hold (``ast`` gives tuples, sets, complex, NaN...) stays the text: tuples become
-    lists, which is what the official pipeline's ``json.dumps`` makes of them.
+    A value JSON cannot hold (sets, complex, NaN...) stays the text; tuples become lists, which is what
+    the official pipeline's ``json.dumps`` makes of them.
     """
-    ok, value = try_loads(text)
-    if ok:
-        return value
     try:
-        value = ast.literal_eval(text.strip())
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return text
-    try:
-        return loads(dumps(value))
-    except (ValueError, TypeError):
+        return loads_json_or_literal(text)
+    except ToolUseDataError:
         return text
 
 
