@@ -1,0 +1,175 @@
+"""The ToolMind message protocol: roles, tag wrappers, the card's transition FSM, call JSON.
+
+Everything here is shared by the reader (``source.py``) and the writer (``writer.py``), so that what one
+parses the other renders back byte for byte.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+from tooluse_datasets.codec import try_loads
+from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, MissingFieldError
+
+ROLES = ("system", "user", "reasoning", "tool_call", "tool_output", "answer")
+
+# role -> the tag its content is wrapped in (system and user content is plain text).
+WRAPPER_TAG: dict[str, str] = {
+    "reasoning": "think",
+    "tool_call": "tool_call",
+    "tool_output": "tool_response",
+    "answer": "answer",
+}
+
+# The card's "Validated Transitions": role -> roles allowed next (None = start of the conversation).
+# Grammar: system (user reasoning (tool_call tool_output reasoning)* answer)+
+TRANSITIONS: dict[Optional[str], frozenset[str]] = {
+    None: frozenset({"system"}),
+    "system": frozenset({"user"}),
+    "user": frozenset({"reasoning"}),
+    "reasoning": frozenset({"tool_call", "answer"}),
+    "tool_call": frozenset({"tool_output"}),
+    "tool_output": frozenset({"reasoning"}),
+    "answer": frozenset({"user"}),
+}
+FINAL_ROLES = frozenset({"answer"})
+# Sibling datasets (e.g. text_to_terminal) sample rows that stop right after a call.
+FINAL_ROLES_WITH_TRAILING_CALL = frozenset({"answer", "tool_call"})
+
+# Call JSON keys: the card's `arguments`; the DR-Tulu ancestor writes `parameters`.
+ARGUMENT_KEYS = ("arguments", "parameters")
+
+# How the `messages` column was serialized. Python's json.dumps defaults (", " / ": " separators, as the
+# viewer shows) with ensure_ascii on or off; a native list column; or text neither reproduces.
+ENCODING_ASCII = "json-ascii"
+ENCODING_UTF8 = "json-utf8"
+ENCODING_LIST = "list"
+ENCODING_VERBATIM = "verbatim"
+DEFAULT_ENCODING = ENCODING_ASCII
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+# Stdlib decoder (C scanner): ``raw_decode(text, pos)`` consumes exactly one brace/bracket-balanced JSON
+# value starting at ``pos`` (strings and escapes respected) and reports where it ends. Used to find tool
+# catalogs inside free text and to tell how far a truncated messages cell parses. Integers are exact;
+# NaN/Infinity are refused, as everywhere else in the package.
+BALANCED_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+@dataclass(frozen=True)
+class FsmViolation:
+    index: int       # message at which the FSM fails (len(roles) - 1 for a bad ending)
+    message: str
+
+
+def fsm_violation(roles: Sequence[str], *, allow_trailing_call: bool = False) -> Optional[FsmViolation]:
+    """The first place where ``roles`` breaks the card's FSM, or None if the sequence is valid."""
+    previous: Optional[str] = None
+    for i, role in enumerate(roles):
+        allowed = TRANSITIONS.get(previous, frozenset())
+        if role not in allowed:
+            after = "at the start" if previous is None else f"after {previous!r}"
+            return FsmViolation(i, f"{role!r} {after} breaks the ToolMind FSM (allowed: {sorted(allowed)})")
+        previous = role
+    final = FINAL_ROLES_WITH_TRAILING_CALL if allow_trailing_call else FINAL_ROLES
+    if previous not in final:
+        last = max(len(roles) - 1, 0)
+        ending = "an empty conversation" if previous is None else f"a conversation ending on {previous!r}"
+        return FsmViolation(last, f"{ending} breaks the ToolMind FSM (it must end on {sorted(final)})")
+    return None
+
+
+# --------------------------------------------------------------------------------------------------
+# Wrappers
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Unwrapped:
+    text: str     # what is inside the tags, surrounding whitespace removed
+    exact: bool   # wrap(text, tag, padding) gives the original content byte for byte
+
+
+def wrapper_padding(content: str, tag: str) -> str:
+    """``"\\n"`` if the content is written ``<tag>\\n...\\n</tag>`` (DR-Tulu style), else ``""`` (the card)."""
+    s = content.strip()
+    inner = s[len(tag) + 2: len(s) - len(tag) - 3]
+    return "\n" if len(inner) >= 2 and inner[0] == "\n" and inner[-1] == "\n" else ""
+
+
+def unwrap(content: str, tag: str, padding: str, field: str) -> Unwrapped:
+    """Strip exactly one outer ``<tag>...</tag>``; raise a typed error naming ``field`` if it is missing."""
+    open_tag, close_tag = f"<{tag}>", f"</{tag}>"
+    s = content.strip()
+    if not s.startswith(open_tag):
+        shown = s[:40] + ("..." if len(s) > 40 else "")
+        raise InvalidValueError(f"content must be wrapped in {open_tag}...{close_tag}, got {shown!r}", field=field)
+    if len(s) < len(open_tag) + len(close_tag) or not s.endswith(close_tag):
+        raise InvalidValueError(f"unterminated {open_tag} wrapper: the content does not end with {close_tag}",
+                                field=field)
+    inner = s[len(open_tag): len(s) - len(close_tag)]
+    text = inner.strip()
+    # content == wrap(text, tag, padding), decided without building a copy of a possibly 100 KB text:
+    # no whitespace outside the tags, and exactly `padding` on each side inside them.
+    exact = (len(s) == len(content) and len(inner) == len(text) + 2 * len(padding)
+             and inner.startswith(padding) and inner.endswith(padding))
+    return Unwrapped(text, exact)
+
+
+def wrap(text: str, tag: str, padding: str = "") -> str:
+    return f"<{tag}>{padding}{text}{padding}</{tag}>"
+
+
+# --------------------------------------------------------------------------------------------------
+# Calls
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ParsedCall:
+    name: str
+    arguments: dict
+    key: str          # which key held the arguments: "arguments" or "parameters"
+
+
+def dump_json(value: Any, ensure_ascii: bool) -> str:
+    """JSON text as Python's ``json.dumps`` writes it by default (", " and ": " separators)."""
+    return json.dumps(value, ensure_ascii=ensure_ascii)
+
+
+def render_call(name: str, arguments: Any, key: str, ensure_ascii: bool) -> str:
+    return dump_json({"name": name, key: arguments}, ensure_ascii)
+
+
+def parse_call(text: str, field: str, *, arguments_key: str, strict: bool) -> ParsedCall:
+    """The ``{"name", "arguments"}`` object inside ``<tool_call>``.
+
+    Strict: the object must carry ``name`` and ``arguments_key`` with an object value, as the card validates.
+    Lenient: the other argument key is accepted too, and arguments given as a JSON string (glaive heritage)
+    are decoded.
+    """
+    ok, value = try_loads(text)
+    if not ok:
+        raise InvalidJsonError(f"tool call is not valid JSON: {text[:60]!r}{'...' if len(text) > 60 else ''}",
+                               field=field)
+    if not isinstance(value, dict):
+        raise InvalidValueError(f"tool call must be a JSON object, got a {type(value).__name__}", field=field)
+    name = value.get("name")
+    if not isinstance(name, str) or not name:
+        raise MissingFieldError("tool call has no name", field=f"{field}.name")
+    keys = (arguments_key,) if strict else (arguments_key,) + tuple(k for k in ARGUMENT_KEYS if k != arguments_key)
+    key = next((k for k in keys if k in value), None)
+    if key is None:
+        raise MissingFieldError(f"tool call lacks {' or '.join(map(repr, keys))}", field=f"{field}.{arguments_key}")
+    arguments = value[key]
+    if isinstance(arguments, str) and not strict:
+        decoded_ok, decoded = try_loads(arguments)
+        if decoded_ok:
+            arguments = decoded
+    if not isinstance(arguments, dict):
+        raise InvalidValueError(f"tool call {key} must be a JSON object, got {type(arguments).__name__}",
+                                field=f"{field}.{key}")
+    return ParsedCall(name, arguments, key)

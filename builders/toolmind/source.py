@@ -1,0 +1,504 @@
+"""ToolMind (cleaned & rectified): rows of ``system, user, reasoning, tool_call, tool_output, answer`` messages
+with ``<think>``, ``<tool_call>``, ``<tool_response>`` and ``<answer>`` wrappers, in a JSON-string column.
+
+Unified mapping:
+
+* ``system`` (first message): the tool catalog found in it becomes ``tools``; the rest (domain instructions)
+  the unified system message; the exact text goes to ``meta["system"]``.
+* ``reasoning``: ``reasoning_content`` of the assistant turn it precedes.
+* ``tool_call``: an assistant turn with one call (id ``call_<n>``, counted over the row).
+* ``tool_output``: a ``tool`` message answering the oldest unanswered call (``tool_call_id`` + ``name``).
+* ``answer``: an assistant turn's ``content``.
+
+Lossless: ``meta`` records whatever the unified fields cannot say (exact system text, the original content
+of any message our rendering would not reproduce byte for byte, wrapper padding, the JSON encoding of the
+column, bridge texts, and the whole original message list for rows outside the card's grammar), so that
+raw -> unified -> raw is exact and the ``toolmind`` writer reproduces upstream rows byte for byte.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Iterator, Optional
+
+import orjson
+from datasets import Features, Json, List, Value
+
+from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, MissingFieldError
+from tooluse_datasets.schema import message, tool_call, unified_row
+from tooluse_datasets.source import RowContext, Source
+
+from . import protocol as P
+from .splits import SHARD_KEY, discover_split_values, file_stem, read_rows
+from .system_prompt import parse_system_prompt
+from .upstream import CITATION, DESCRIPTION, UPSTREAM, hf_split_name, table_order
+from .writer import toolmind_messages
+
+BRIDGES_COLUMN = "bridges"  # written by our `toolmind` writer: indices of reasoning turns it inserted
+
+# Rows per Arrow batch read from Parquet: 1,000 rows of policy-length conversations decode to ~20 MB
+# of text before anything is converted; 256 keeps that small at no measurable cost in speed.
+READ_BATCH_ROWS = 256
+
+RAW_FEATURES = Features(
+    {
+        # The conversation, decoded from the JSON string (or read from a native list column).
+        "messages": List({"role": Value("string"), "content": Value("string")}),
+        # The `split` column verbatim (source dataset identifier); null when the file has none.
+        "split": Value("string"),
+        # The `id_column` value if one is configured, else the row's position: "<row>", or
+        # "<file stem>/<row>" when several files feed the split.
+        "id": Value("string"),
+        # Indices of bridge reasoning turns, from a `bridges` column (our writer's output); [] otherwise.
+        "bridges": List(Value("int32")),
+        # Any other column, by name ({} for the upstream file).
+        "extra": Json(),
+        # How `messages` was stored: json-ascii / json-utf8 (Python json.dumps with ensure_ascii on/off),
+        # list (a native column), or verbatim (text json.dumps does not reproduce; kept in messages_text).
+        "messages_encoding": Value("string"),
+        "messages_text": Value("string"),
+    }
+)
+
+
+@dataclass(frozen=True)
+class ReaderOptions:
+    """Switches for the ToolMind family (spec §8); see ``ToolMindConfig`` for their meaning."""
+
+    messages_column: str = "messages"
+    split_column: Optional[str] = "split"
+    id_column: Optional[str] = None
+    arguments_key: str = "arguments"
+    strict: bool = True
+    allow_trailing_call: bool = False
+    batch_size: int = 1000
+    # Rows are 1K-131K characters: a batch of `batch_size` rows can be 10x the average, and every batch
+    # exists in several forms at once (strings, unified rows, Arrow). Capping batches by characters keeps
+    # peak memory independent of where the long rows fall (benchmarks/bench_toolmind.py, peak RSS).
+    max_batch_chars: int = 4_000_000
+
+    def __post_init__(self):
+        if self.arguments_key not in P.ARGUMENT_KEYS:
+            raise ValueError(f"arguments_key must be one of {P.ARGUMENT_KEYS}, got {self.arguments_key!r}")
+        if not self.messages_column:
+            raise ValueError("messages_column must name a column")
+
+    @classmethod
+    def from_config(cls, config: Any) -> "ReaderOptions":
+        return cls(**{name: getattr(config, name) for name in cls.__dataclass_fields__ if hasattr(config, name)})
+
+
+class ToolMindSource(Source):
+    name = "toolmind"
+    pretty_name = "ToolMind (cleaned & rectified)"
+    upstream = UPSTREAM
+    raw_features = RAW_FEATURES
+    citation = CITATION
+    description = DESCRIPTION
+    local_patterns = ("**/*.parquet", "**/*.jsonl", "**/*.json")
+
+    def __init__(self, options: Optional[ReaderOptions] = None):
+        self.options = options or ReaderOptions()
+
+    # -- splits and reading ---------------------------------------------------------------------------
+
+    def splits(self, files_by_split: dict[str, list[str]], config: Any) -> list[tuple[str, dict[str, Any]]]:
+        """One HF split per `split` value (card order, names from SPLIT_TABLE) when the files carry the
+        column and data_files named no splits; otherwise one HF split per data_files key."""
+        opts = self.options
+        if opts.split_column and list(files_by_split) == ["train"] and files_by_split["train"]:
+            files = list(files_by_split["train"])
+            values = discover_split_values(files, opts.split_column, opts.batch_size)
+            if values is not None:
+                return self._column_splits(files, values)
+        return [(split, {"files": list(files), "split": split, "select": False, "split_value": None,
+                         "report_unassigned": False, "num_files": len(files)})
+                for split, files in files_by_split.items()]
+
+    def _column_splits(self, files: list[str], values: set) -> list[tuple[str, dict[str, Any]]]:
+        by_name: dict[str, Optional[str]] = {}
+        for value in sorted(values, key=table_order):
+            name = hf_split_name(value)
+            if name in by_name:
+                raise ValueError(f"split values {by_name[name]!r} and {value!r} both map to HF split {name!r}")
+            by_name[name] = value
+        out = []
+        for position, (name, value) in enumerate(by_name.items()):
+            out.append((name, {"files": list(files), "split": name, "select": True, "split_value": value,
+                               "report_unassigned": position == 0, "num_files": len(files)}))
+        return out
+
+    def read(self, path: str, config: Any, select: bool = False, split_value: Optional[str] = None,
+             report_unassigned: bool = False, num_files: int = 1, **_: Any) -> Iterator[list]:
+        opts = self.options
+        shard = file_stem(path) if num_files > 1 else None
+        # Read small Arrow batches (long rows decode to large buffers) and regroup them into batches of at
+        # most `batch_size` rows and `max_batch_chars` characters.
+        read_batch = min(opts.batch_size, READ_BATCH_ROWS)
+        batches = read_rows(path, read_batch, opts.split_column, split_value, select, report_unassigned)
+        for batch in _rebatch(batches, opts.messages_column, opts.batch_size, opts.max_batch_chars):
+            if shard is not None:
+                for _row_number, row in batch:
+                    if isinstance(row, dict):
+                        row[SHARD_KEY] = shard
+            yield batch
+
+    # -- native -> raw --------------------------------------------------------------------------------
+
+    def to_raw(self, native: dict, ctx: RowContext) -> dict:
+        opts = self.options
+        column = opts.messages_column
+        if native.get(column) is None:
+            raise MissingFieldError(f"row has no {column!r}", field=column)
+        messages, encoding, verbatim = decode_messages(native[column], column)
+        split_value = native.get(opts.split_column) if opts.split_column else None
+        if split_value is not None and not isinstance(split_value, str):
+            raise InvalidValueError(f"{opts.split_column} must be a string", field=opts.split_column)
+        known = {column, opts.split_column, opts.id_column, BRIDGES_COLUMN, SHARD_KEY}
+        return {
+            "messages": messages,
+            "split": split_value,
+            "id": self._row_key(native, ctx),
+            "bridges": _bridges(native.get(BRIDGES_COLUMN), len(messages)),
+            "extra": {k: v for k, v in native.items() if k not in known},
+            "messages_encoding": encoding,
+            "messages_text": verbatim,
+        }
+
+    def _row_key(self, native: dict, ctx: RowContext) -> str:
+        id_column = self.options.id_column
+        if id_column:
+            value = native.get(id_column)
+            if value is None or value == "":
+                raise MissingFieldError(f"row has no {id_column!r} (id_column)", field=id_column)
+            return str(value)
+        shard = native.get(SHARD_KEY)
+        return f"{shard}/{ctx.row}" if shard else str(ctx.row)
+
+    # -- raw -> unified -------------------------------------------------------------------------------
+
+    def to_unified(self, raw: dict, ctx: RowContext) -> dict:
+        opts = self.options
+        messages = raw["messages"]
+        violation = P.fsm_violation([m["role"] for m in messages], allow_trailing_call=opts.allow_trailing_call)
+        if violation is not None and opts.strict:
+            raise InvalidValueError(violation.message, field=f"{opts.messages_column}[{violation.index}].role")
+        parsed = _RowParser(opts, raw).parse(messages)
+        canonical = violation is None and parsed.canonical
+        subset = raw["split"] if raw["split"] is not None else (ctx.split or "train")
+
+        meta: dict[str, Any] = {}
+        if raw["split"] is None:
+            meta["no_split_value"] = True
+        if parsed.system_text is not None:
+            meta["system"] = parsed.system_text
+            if not parsed.tools_found:
+                meta["tools_not_found"] = True
+        if raw["messages_encoding"] != P.DEFAULT_ENCODING:
+            meta["messages_encoding"] = raw["messages_encoding"]
+        if raw["messages_text"] is not None:
+            meta["messages_text"] = raw["messages_text"]
+        if parsed.padding:
+            meta["wrapper_padding"] = parsed.padding
+        if parsed.call_key != "arguments":
+            meta["call_key"] = parsed.call_key
+        if parsed.bridge_texts:
+            meta["bridges"] = parsed.bridge_texts
+        if canonical:
+            if parsed.content:
+                meta["content"] = parsed.content
+        else:
+            # Outside the card's grammar our writer would not rebuild this sequence: keep it whole.
+            meta["source_messages"] = messages
+        if raw["extra"]:
+            meta["extra"] = raw["extra"]
+        return unified_row(id=f"toolmind/{subset}/{raw['id']}", source="toolmind", subset=subset,
+                           tools=parsed.tools, messages=parsed.messages, meta=meta)
+
+    # -- unified -> raw -------------------------------------------------------------------------------
+
+    def from_unified(self, row: dict) -> dict:
+        meta = row["meta"] if isinstance(row.get("meta"), dict) else {}
+        native = row["source"] == "toolmind"
+        if native and "source_messages" in meta:
+            messages = meta["source_messages"]
+            bridges = sorted(int(i) for i in meta.get("bridges", {}))
+        else:
+            written = toolmind_messages(row, allow_trailing_call=True)
+            messages, bridges = written.messages, written.bridges
+        subset = row["subset"]
+        prefix = f"toolmind/{subset}/"
+        return {
+            "messages": messages,
+            "split": None if meta.get("no_split_value") else subset,
+            "id": row["id"][len(prefix):] if native and row["id"].startswith(prefix) else row["id"],
+            "bridges": bridges,
+            "extra": meta.get("extra", {}) if native else {},
+            "messages_encoding": meta.get("messages_encoding", P.DEFAULT_ENCODING) if native else P.ENCODING_UTF8,
+            "messages_text": meta.get("messages_text") if native else None,
+        }
+
+
+# --------------------------------------------------------------------------------------------------
+# The messages column
+# --------------------------------------------------------------------------------------------------
+
+
+def decode_messages(value: Any, column: str) -> tuple[list[dict], str, Optional[str]]:
+    """``(messages, encoding, verbatim text or None)`` from a JSON string or a native list, checked for the
+    ``{role, content}`` shape and known roles."""
+    if isinstance(value, str):
+        try:
+            # orjson directly: a valid messages list holds only strings (checked below), so the exact
+            # decoder's scan for integers beyond 64 bits would be pure cost on the largest column.
+            messages = orjson.loads(value)
+        except ValueError as exc:
+            raise InvalidJsonError(f"{column} is not valid JSON ({exc}); {describe_truncation(value)}",
+                                   field=column) from None
+        encoding, verbatim = _json_encoding(value, messages)
+    elif isinstance(value, list):
+        messages, encoding, verbatim = value, P.ENCODING_LIST, None
+    else:
+        raise InvalidValueError(f"{column} must be a JSON string or a list, got {type(value).__name__}", field=column)
+    if not isinstance(messages, list):
+        raise InvalidValueError(f"{column} must hold a JSON list, got {type(messages).__name__}", field=column)
+    for i, m in enumerate(messages):
+        _check_message(m, f"{column}[{i}]")
+    return messages, encoding, verbatim
+
+
+def _json_encoding(text: str, messages: Any) -> tuple[str, Optional[str]]:
+    # An ASCII-only text was written with ensure_ascii=True (or holds no non-ASCII character, where both
+    # settings agree); anything else with ensure_ascii=False. One json.dumps confirms it byte for byte.
+    ensure_ascii = text.isascii()
+    encoding = P.ENCODING_ASCII if ensure_ascii else P.ENCODING_UTF8
+    try:
+        reproduced = P.dump_json(messages, ensure_ascii) == text
+    except (TypeError, ValueError):
+        reproduced = False
+    return (encoding, None) if reproduced else (P.ENCODING_VERBATIM, text)
+
+
+def _check_message(m: Any, where: str) -> None:
+    if not isinstance(m, dict):
+        raise InvalidValueError(f"message must be an object, got {type(m).__name__}", field=where)
+    role, content = m.get("role"), m.get("content")
+    if not isinstance(role, str):
+        raise MissingFieldError("message has no role", field=f"{where}.role")
+    if role not in P.ROLES:
+        raise InvalidValueError(f"unknown role {role!r} (ToolMind roles: {', '.join(P.ROLES)})", field=f"{where}.role")
+    if not isinstance(content, str):
+        raise MissingFieldError("message has no string content", field=f"{where}.content")
+    if len(m) != 2:
+        extra = sorted(k for k in m if k not in ("role", "content"))
+        raise InvalidValueError(f"message has keys besides role and content: {extra}", field=where)
+
+
+def describe_truncation(text: str) -> str:
+    """How far a broken messages text parses: the complete messages before the break, and the role of the
+    message that is cut (viewer cells and interrupted downloads end mid-string)."""
+    complete: list[str] = []
+    pos = text.find("[")
+    if pos < 0:
+        return "it does not start with a JSON list"
+    pos += 1
+    while True:
+        while pos < len(text) and text[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= len(text) or text[pos] == "]":
+            break
+        try:
+            value, pos = P.BALANCED_DECODER.raw_decode(text, pos)
+        except ValueError:
+            break
+        complete.append(value.get("role", "?") if isinstance(value, dict) else type(value).__name__)
+    cut_role = None
+    rest = text[pos:]
+    marker = '"role": "'
+    if marker in rest:
+        start = rest.index(marker) + len(marker)
+        cut_role = rest[start: rest.find('"', start)] if '"' in rest[start:] else None
+    parsed = f"{len(complete)} complete message(s) ({', '.join(complete)})" if complete else "no complete message"
+    where = f", then a {cut_role!r} message cut off" if cut_role else ""
+    return f"truncated? {parsed}{where}; text ends at character {len(text)}"
+
+
+def _rebatch(batches: Iterator[list], column: str, max_rows: int, max_chars: int) -> Iterator[list]:
+    """Consecutive rows regrouped into batches of at most ``max_rows`` rows and ``max_chars`` characters of
+    messages text (a longer row is a batch of its own)."""
+    piece: list = []
+    size = 0
+    for batch in batches:
+        for item in batch:
+            row = item[1]
+            value = row.get(column) if isinstance(row, dict) else None
+            chars = len(value) if isinstance(value, str) else 0
+            if piece and (len(piece) >= max_rows or size + chars > max_chars):
+                yield piece
+                piece, size = [], 0
+            piece.append(item)
+            size += chars
+    if piece:
+        yield piece
+
+
+def _bridges(value: Any, n_messages: int) -> list[int]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(i, int) and 0 <= i < n_messages for i in value):
+        raise InvalidValueError(f"{BRIDGES_COLUMN} must list message indices below {n_messages}", field=BRIDGES_COLUMN)
+    return list(value)
+
+
+# --------------------------------------------------------------------------------------------------
+# Messages -> unified
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ParsedRow:
+    tools: list
+    messages: list
+    system_text: Optional[str]
+    tools_found: bool
+    padding: str
+    call_key: str
+    content: dict          # str(index) -> original content our rendering would not reproduce
+    bridge_texts: dict     # str(index) -> text of a bridge reasoning turn (from the bridges column)
+    canonical: bool        # the writer can rebuild the message sequence from the unified turns
+
+
+class _RowParser:
+    """One pass over a row's messages. Strict FSM checks happen before; here every role sequence that
+    can be expressed in unified is converted, and anything the writer would not rebuild clears
+    ``canonical``."""
+
+    def __init__(self, opts: ReaderOptions, raw: dict):
+        self.opts = opts
+        self.column = opts.messages_column
+        self.ensure_ascii = raw["messages_encoding"] != P.ENCODING_UTF8
+        self.bridge_indices = set(raw["bridges"])
+        self.out: list[dict] = []
+        self.tools: list = []
+        self.system_text: Optional[str] = None
+        self.tools_found = False
+        self.padding: Optional[str] = None
+        self.call_key: Optional[str] = None
+        self.content: dict[str, str] = {}
+        self.bridge_texts: dict[str, str] = {}
+        self.canonical = True
+        self.reasoning: Optional[str] = None      # pending reasoning for the next assistant turn
+        self.open_calls: deque[tuple[str, str]] = deque()  # (call id, name) awaiting a tool_output
+        self.calls_made = 0
+        self.previous_role: Optional[str] = None
+
+    def parse(self, messages: list[dict]) -> ParsedRow:
+        handlers = {"system": self._system, "user": self._user, "reasoning": self._reasoning,
+                    "tool_call": self._tool_call, "tool_output": self._tool_output, "answer": self._answer}
+        for i, m in enumerate(messages):
+            handlers[m["role"]](i, m["content"], f"{self.column}[{i}].content")
+            self.previous_role = m["role"]
+        self._flush_reasoning()
+        return ParsedRow(self.tools, self.out, self.system_text, self.tools_found, self.padding or "",
+                         self.call_key or "arguments", self.content, self.bridge_texts, self.canonical)
+
+    # -- per role ------------------------------------------------------------------------------------
+
+    def _system(self, i: int, content: str, where: str) -> None:
+        if i != 0:
+            self.canonical = False
+            self._flush_reasoning()
+            self.out.append(message("system", content))
+            return
+        self.system_text = content
+        prompt = parse_system_prompt(content)
+        self.tools, self.tools_found = prompt.tools, prompt.tools_found
+        if prompt.instructions:
+            self.out.append(message("system", prompt.instructions))
+
+    def _user(self, i: int, content: str, where: str) -> None:
+        self._flush_reasoning()
+        self.out.append(message("user", content))
+
+    def _reasoning(self, i: int, content: str, where: str) -> None:
+        text = self._unwrap(i, content, "think", where)
+        if i in self.bridge_indices:
+            self.bridge_texts[str(i)] = text
+            return
+        if self.reasoning is not None:  # consecutive reasoning turns (lenient): merge, as the card did
+            self.canonical = False
+            self.reasoning = f"{self.reasoning}\n\n{text}"
+        else:
+            self.reasoning = text
+
+    def _tool_call(self, i: int, content: str, where: str) -> None:
+        text = self._unwrap(i, content, "tool_call", where)
+        blocks = _split_call_blocks(text)
+        if len(blocks) > 1:
+            if self.opts.strict:
+                raise InvalidValueError(f"{len(blocks)} <tool_call> blocks in one message (the card: one tool per "
+                                        "turn)", field=where)
+            self.canonical = False
+        calls = []
+        for block in blocks:
+            call = P.parse_call(block, where, arguments_key=self.opts.arguments_key, strict=self.opts.strict)
+            if self.call_key is None:
+                self.call_key = call.key
+            if len(blocks) == 1 and str(i) not in self.content and block != P.render_call(
+                    call.name, call.arguments, self.call_key, self.ensure_ascii):
+                self.content[str(i)] = content  # key order, spacing, escaping or extra keys differ
+            call_id = f"call_{self.calls_made}"
+            self.calls_made += 1
+            self.open_calls.append((call_id, call.name))
+            calls.append(tool_call(call_id, call.name, call.arguments))
+        if self.previous_role == "tool_call" and self.out and self.out[-1]["role"] == "assistant":
+            self.canonical = False  # consecutive tool_call messages (lenient): parallel calls of one turn
+            self.out[-1]["tool_calls"].extend(calls)
+            return
+        self.out.append(message("assistant", "", reasoning_content=self._take_reasoning(), tool_calls=calls))
+
+    def _tool_output(self, i: int, content: str, where: str) -> None:
+        text = self._unwrap(i, content, "tool_response", where)
+        if not self.open_calls:
+            raise InvalidValueError("tool_output without a preceding tool_call it could answer",
+                                    field=f"{self.column}[{i}].role")
+        call_id, name = self.open_calls.popleft()
+        self.out.append(message("tool", text, tool_call_id=call_id, name=name))
+
+    def _answer(self, i: int, content: str, where: str) -> None:
+        text = self._unwrap(i, content, "answer", where)
+        if not text:
+            self.canonical = False  # the writer cannot emit an empty answer
+        self.out.append(message("assistant", text, reasoning_content=self._take_reasoning()))
+
+    # -- helpers -------------------------------------------------------------------------------------
+
+    def _unwrap(self, i: int, content: str, tag: str, where: str) -> str:
+        if self.padding is None:
+            self.padding = P.wrapper_padding(content, tag)
+        unwrapped = P.unwrap(content, tag, self.padding, where)
+        if not unwrapped.text and self.opts.strict:
+            raise InvalidValueError(f"empty <{tag}> block (the card rejects empty blocks)", field=where)
+        if not unwrapped.exact:
+            self.content[str(i)] = content
+        return unwrapped.text
+
+    def _take_reasoning(self) -> Optional[str]:
+        text, self.reasoning = self.reasoning, None
+        return text
+
+    def _flush_reasoning(self) -> None:
+        # Reasoning followed by neither a call nor an answer (lenient): an assistant turn of its own.
+        if self.reasoning is not None:
+            self.canonical = False
+            self.out.append(message("assistant", "", reasoning_content=self._take_reasoning()))
+
+
+def _split_call_blocks(text: str) -> list[str]:
+    """The JSON bodies of a ``<tool_call>`` message: usually one; several when a message packs
+    ``<tool_call>{...}</tool_call>\\n<tool_call>{...}</tool_call>`` (outer tags already removed)."""
+    if "</tool_call>" not in text:
+        return [text]
+    parts = [p.strip() for p in text.split("</tool_call>")]
+    blocks = [parts[0]] + [p[len("<tool_call>"):].strip() if p.startswith("<tool_call>") else p for p in parts[1:]]
+    return [b for b in blocks if b]

@@ -1,0 +1,302 @@
+"""The ToolMind system prompt: find the tool catalog in it, keep the domain instructions, render one back.
+
+The card says the system turn holds "tool-use protocol + JSON tool schemas + domain-specific instructions",
+in that order, but the layout of the schema block is not published (spec §5). The reader is therefore
+tolerant: it scans the text for JSON values that start a line (or follow ``<tools>``), and keeps those that
+are tool definitions, whichever of these layouts the row uses:
+
+* one JSON array of tools;
+* one JSON object per line (or pretty-printed objects, glaive style);
+* objects inside a ``<tools>...</tools>`` block;
+
+each tool OpenAI-wrapped (``{"type": "function", "function": {...}}``) or bare (``{name, description,
+parameters}``), with JSON-Schema parameters or xLAM-style parameter blocks (``{"radius": {"description",
+"type": "str", "default"}}``, also under ``"arguments"``, When2Call's ``"type": "dict"``). Parsing never
+fails: when nothing is found the row gets ``tools=[]`` and a flag. The exact text is kept by the caller, so
+none of this normalisation has to be reversible.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from tooluse_datasets.codec import try_loads
+
+from .protocol import BALANCED_DECODER
+
+PROTOCOL_HEADING = "## Tool-Use Protocol"
+
+# Items 1-4 and the start of item 5 are verbatim (viewer cell, identical in three sibling datasets); the
+# end of item 5 was cut by the viewer and is ours.
+PROTOCOL_TEXT = (
+    "## Tool-Use Protocol\n\n"
+    "1. Reason inside <think>...</think> tags.\n"
+    "2. Invoke one tool per turn using <tool_call> with JSON (keys: \"name\", \"arguments\").\n"
+    "3. Environment returns results inside <tool_response>...</tool_response>.\n"
+    "4. Reason again before the next action.\n"
+    "5. When done or if no tool is needed, give the final answer inside <answer>...</answer>."
+)
+TOOLS_HEADING = "## Available Tools"
+
+# Where a tool catalog can start: a JSON array/object opening a line, or right after <tools>. (Searched
+# as "\n" + text: a pattern with a literal first character is scanned ~10x faster than one using ^.)
+_LINE_START = re.compile(r"\n[ \t]*[\[{]")
+_AFTER_TOOLS_TAG = re.compile(r"<tools>[ \t\r\n]*[\[{]")
+_NUMBERED_ITEM = re.compile(r"\d+\.\s")
+_TOOLS_CLOSE = re.compile(r"\A\s*</tools>")
+
+
+@dataclass
+class SystemPrompt:
+    tools: list[dict] = field(default_factory=list)   # OpenAI function tools
+    instructions: str = ""                              # domain text: the prompt without protocol and catalog
+    tools_found: bool = False                           # a tool catalog was recognised
+
+
+def parse_system_prompt(text: str) -> SystemPrompt:
+    """Tools and domain instructions of a system text. Never raises."""
+    spans, tools = _scan_tool_catalog(text)
+    if not spans:
+        return SystemPrompt([], _strip_protocol(text).strip(), False)
+    head = _strip_lead_in(_strip_protocol(text[: spans[0][0]]))
+    tail = _TOOLS_CLOSE.sub("", text[spans[-1][1]:], count=1).strip()
+    instructions = "\n\n".join(part for part in (head, tail) if part)
+    return SystemPrompt(tools, instructions, True)
+
+
+def render_system_prompt(tools: list[dict], instructions: str) -> str:
+    """A system text in the card's order (protocol, schemas, domain instructions); tools one JSON per line."""
+    parts = [PROTOCOL_TEXT]
+    if tools:
+        parts.append(TOOLS_HEADING + "\n\n" + "\n".join(json.dumps(t, ensure_ascii=False) for t in tools))
+    if instructions:
+        parts.append(instructions)
+    return "\n\n".join(parts)
+
+
+# --------------------------------------------------------------------------------------------------
+# Scanning
+# --------------------------------------------------------------------------------------------------
+
+
+def _scan_tool_catalog(text: str) -> tuple[list[tuple[int, int]], list[dict]]:
+    """Character spans of the JSON values that are tool definitions, and the tools, in order."""
+    spans: list[tuple[int, int]] = []
+    tools: list[dict] = []
+    consumed = 0
+    for start in _candidate_starts(text):
+        if start < consumed:
+            continue
+        decoded = _decode_at(text, start)
+        if decoded is None:
+            continue
+        value, end = decoded
+        found = _as_tools(value)
+        if found is None:
+            continue
+        spans.append((start, end))
+        tools.extend(found)
+        consumed = end
+    return spans, tools
+
+
+def _candidate_starts(text: str) -> list[int]:
+    # The bracket is a match's last character: m.end() - 1 in "\n" + text, so m.end() - 2 in text.
+    starts = [m.end() - 2 for m in _LINE_START.finditer("\n" + text)]
+    if "<tools>" in text:
+        starts = sorted(set(starts).union(m.end() - 1 for m in _AFTER_TOOLS_TAG.finditer(text)))
+    return starts
+
+
+def _decode_at(text: str, start: int) -> Optional[tuple[Any, int]]:
+    # Fast path: a value that fills the rest of its line (one JSON object per line, or a one-line array)
+    # goes through orjson; anything else (pretty-printed) through the balanced raw_decode scan.
+    line_end = text.find("\n", start)
+    line_end = len(text) if line_end < 0 else line_end
+    line = text[start:line_end].rstrip()
+    if line and line[-1] in "}]":
+        ok, value = try_loads(line)
+        if ok:
+            return value, start + len(line)
+    try:
+        return BALANCED_DECODER.raw_decode(text, start)
+    except ValueError:
+        return None
+
+
+def _as_tools(value: Any) -> Optional[list[dict]]:
+    """The tools a decoded JSON value holds, or None if it is not a tool definition (or a list of them)."""
+    if isinstance(value, dict) and isinstance(value.get("tools"), list) and "name" not in value:
+        value = value["tools"]
+    if isinstance(value, dict):
+        tool = normalize_tool(value)
+        return [tool] if tool is not None else None
+    if isinstance(value, list) and value:
+        tools = [normalize_tool(v) for v in value]
+        if all(t is not None for t in tools):
+            return tools  # type: ignore[return-value]
+    return None
+
+
+# --------------------------------------------------------------------------------------------------
+# Tool normalisation
+# --------------------------------------------------------------------------------------------------
+
+_FUNCTION_KEYS = ("name", "description", "parameters", "arguments", "required")
+
+# Python-ish parameter types of xLAM/When2Call/ToolACE-derived tools -> JSON Schema.
+_PY_TYPES: dict[str, dict] = {
+    "str": {"type": "string"}, "string": {"type": "string"},
+    "int": {"type": "integer"}, "integer": {"type": "integer"},
+    "float": {"type": "number"}, "number": {"type": "number"},
+    "bool": {"type": "boolean"}, "boolean": {"type": "boolean"},
+    "list": {"type": "array"}, "array": {"type": "array"}, "tuple": {"type": "array"}, "set": {"type": "array"},
+    "dict": {"type": "object"}, "object": {"type": "object"},
+    "null": {"type": "null"}, "none": {"type": "null"},
+    "any": {},
+}
+_JSON_SCHEMA_TYPES = {"string", "integer", "number", "boolean", "array", "object", "null"}
+_GENERIC = re.compile(r"^(list|tuple|set|sequence)\[(.+)\]$", re.IGNORECASE)
+
+
+def normalize_tool(obj: Any) -> Optional[dict]:
+    """An OpenAI function tool with JSON-Schema parameters, or None if ``obj`` is not a tool definition."""
+    if not isinstance(obj, dict):
+        return None
+    fn = obj.get("function")
+    if isinstance(fn, dict) and obj.get("type", "function") == "function":
+        base = fn
+    else:
+        base = obj
+    name = base.get("name")
+    if not isinstance(name, str) or not name:
+        return None
+    params_key = _parameters_key(base)
+    if params_key is None and "description" not in base:
+        return None  # {"name": ...} alone is as likely a call example as a tool
+    function: dict = {"name": name}
+    if "description" in base:
+        function["description"] = base["description"]
+    function["parameters"] = to_json_schema(base.get(params_key) if params_key else None, base.get("required"))
+    for key, value in base.items():
+        if key not in _FUNCTION_KEYS:
+            function[key] = value  # extras (strict, response schemas...) stay inside `function`
+    if "required" in base and not isinstance(function["parameters"].get("required"), list):
+        function["required"] = base["required"]
+    return {"type": "function", "function": function}
+
+
+def _parameters_key(base: dict) -> Optional[str]:
+    if isinstance(base.get("parameters"), dict):
+        return "parameters"
+    args = base.get("arguments")
+    # An xLAM-style block under "arguments" maps parameter names to spec objects; a call's arguments
+    # ({"city": "Paris"}) do not, which keeps call examples in prose from passing for tools.
+    if isinstance(args, dict) and all(isinstance(v, dict) for v in args.values()):
+        return "arguments"
+    return None
+
+
+def to_json_schema(params: Any, outer_required: Any = None) -> dict:
+    """JSON Schema ``{"type": "object", "properties", "required"}`` from any known parameter block."""
+    if not isinstance(params, dict):
+        return {"type": "object", "properties": {}}
+    if _is_schema_object(params):
+        out = dict(params)
+        if out.get("type") in ("dict", None):
+            out["type"] = "object"
+        if isinstance(out.get("properties"), dict):
+            out["properties"] = {k: _schema_property(v) for k, v in out["properties"].items()}
+        else:
+            out["properties"] = {}
+        if "required" not in out and isinstance(outer_required, list):
+            out["required"] = outer_required
+        return out
+    # xLAM-style: {param: {"description", "type": "str, optional", "default"}}
+    properties = {k: _schema_property(v) for k, v in params.items()}
+    required = [k for k, v in params.items()
+                if isinstance(v, dict) and "default" not in v and "optional" not in str(v.get("type", "")).lower()]
+    if isinstance(outer_required, list):
+        required = outer_required
+    schema: dict = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def _is_schema_object(params: dict) -> bool:
+    return params.get("type") in ("object", "dict") or (
+        isinstance(params.get("properties"), dict) and not isinstance(params.get("properties", {}).get("type"), str))
+
+
+def _schema_property(prop: Any) -> Any:
+    if not isinstance(prop, dict):
+        return prop
+    t = prop.get("type")
+    if not isinstance(t, str) or t in _JSON_SCHEMA_TYPES:
+        return prop
+    mapped = _python_type(t)
+    out = {k: v for k, v in prop.items() if k != "type"}
+    if mapped is None:
+        # Free text that is no type we know: keep it readable in the description instead of guessing.
+        out["description"] = f"{out.get('description') or ''} (type: {t})".strip()
+        return out
+    return {**mapped, **out}
+
+
+def _python_type(t: str) -> Optional[dict]:
+    base = t.strip()
+    if base.lower().endswith(", optional"):
+        base = base[: -len(", optional")].strip()
+    known = _PY_TYPES.get(base.lower())
+    if known is not None:
+        return dict(known)
+    generic = _GENERIC.match(base)
+    if generic:
+        inner = _python_type(generic.group(2))
+        return {"type": "array", "items": inner} if inner else {"type": "array"}
+    if base.lower().startswith(("dict[", "mapping[")):
+        return {"type": "object"}
+    if base.lower().startswith(("union[", "optional[")) or "|" in base:
+        return {}
+    return None
+
+
+# --------------------------------------------------------------------------------------------------
+# Instructions
+# --------------------------------------------------------------------------------------------------
+
+
+def _strip_protocol(text: str) -> str:
+    """Text without a leading "## Tool-Use Protocol" heading and its numbered list."""
+    stripped = text.lstrip()
+    if not stripped.startswith(PROTOCOL_HEADING):
+        return text
+    lines = stripped.split("\n")
+    i, seen_item = 1, False
+    while i < len(lines):
+        line = lines[i]
+        if not line.strip():
+            i += 1
+        elif _NUMBERED_ITEM.match(line):
+            seen_item = True
+            i += 1
+        elif seen_item and line[:1] in (" ", "\t"):
+            i += 1  # continuation of a list item
+        else:
+            break
+    return "\n".join(lines[i:])
+
+
+def _strip_lead_in(head: str) -> str:
+    """Drop the heading / "...tags:" / ``<tools>`` lines that introduce the catalog."""
+    lines = head.rstrip().split("\n")
+    while lines:
+        last = lines[-1].strip()
+        if not last or last.startswith("#") or last.endswith(":") or last.endswith("<tools>"):
+            lines.pop()
+        else:
+            break
+    return "\n".join(lines).strip()

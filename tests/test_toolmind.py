@@ -1,0 +1,606 @@
+"""ToolMind (cleaned & rectified): reader, splits, `toolmind` writer, generator, family options."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import tooluse_datasets as td
+from tooluse_datasets.builders.toolmind import SOURCE, ToolMindSource
+from tooluse_datasets.builders.toolmind import protocol as P
+from tooluse_datasets.builders.toolmind.source import ReaderOptions, decode_messages
+from tooluse_datasets.builders.toolmind.system_prompt import (PROTOCOL_TEXT, parse_system_prompt,
+                                                               render_system_prompt)
+from tooluse_datasets.builders.toolmind.upstream import SPLIT_TABLE, hf_split_name
+from tooluse_datasets.builders.toolmind.writer import TOOLMIND_FORMAT, toolmind_messages, write_toolmind_row
+from tooluse_datasets.errors import (ConversionError, InvalidJsonError, InvalidValueError, MissingFieldError,
+                                     SkipReport)
+from tooluse_datasets.schema import message, tool_call, unified_row, validate_unified
+from tooluse_datasets.source import RowContext
+
+from conftest import PROJECT_ROOT, shared_data
+from hermes_template import render
+
+
+def _load_generator():
+    spec = importlib.util.spec_from_file_location("generate_toolmind", PROJECT_ROOT / "benchmarks" / "generate_toolmind.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve their module by name
+    spec.loader.exec_module(module)
+    return module
+
+
+gen = _load_generator()
+
+GENERATED_ROWS = 350
+SMALL = gen.GeneratorOptions(seed=11, max_chars=20_000)
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    path = tmp_path_factory.mktemp("toolmind") / "generated.parquet"
+    gen.write_parquet(str(path), GENERATED_ROWS, SMALL, row_group_size=50)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def generated_rows(generated):
+    return pq.read_table(generated).to_pylist()
+
+
+def convert(native: dict, source: ToolMindSource = SOURCE, row: int = 0, split: str = "train") -> dict:
+    ctx = RowContext("toolmind", "test", row, split)
+    return source.to_unified(source.to_raw(native, ctx), ctx)
+
+
+def write_parquet(path, rows: list[dict]) -> str:
+    pq.write_table(pa.Table.from_pylist(rows), str(path))
+    return str(path)
+
+
+def write_jsonl(path, rows: list[dict]) -> str:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+TOOLS = [{"type": "function", "function": {"name": "get_time", "description": "Current time in a zone",
+                                           "parameters": {"type": "object",
+                                                          "properties": {"tz": {"type": "string"}},
+                                                          "required": ["tz"]}}}]
+
+
+def conversation(*, call_key: str = "arguments", end_on_call: bool = False) -> list[dict]:
+    """A small FSM-valid row written the way the card shows it."""
+    call = json.dumps({"name": "get_time", call_key: {"tz": "Europe/Paris"}})
+    msgs = [{"role": "system", "content": render_system_prompt(TOOLS, "Answer briefly.")},
+            {"role": "user", "content": "What time is it in Paris?"},
+            {"role": "reasoning", "content": "<think>The get_time tool answers this.</think>"},
+            {"role": "tool_call", "content": f"<tool_call>{call}</tool_call>"}]
+    if end_on_call:
+        return msgs
+    return msgs + [{"role": "tool_output", "content": '<tool_response>{"time": "10:00"}</tool_response>'},
+                   {"role": "reasoning", "content": "<think>It is 10:00.</think>"},
+                   {"role": "answer", "content": "<answer>It is 10:00 in Paris.</answer>"}]
+
+
+def native_row(messages: list[dict], split: str = "synthetic", **extra) -> dict:
+    return {"messages": json.dumps(messages), "split": split, **extra}
+
+
+# --------------------------------------------------------------------------------------------------
+# Generator
+# --------------------------------------------------------------------------------------------------
+
+
+def test_generator_mix_is_the_cards_and_every_row_passes_the_fsm(generated_rows):
+    counts = dict(gen.split_counts(GENERATED_ROWS))
+    assert list(counts) == [s.value for s in SPLIT_TABLE]
+    assert sum(counts.values()) == GENERATED_ROWS and min(counts.values()) >= 1
+    # proportions within one row of the card's
+    for split in SPLIT_TABLE:
+        assert abs(counts[split.value] - GENERATED_ROWS * split.rows / 279_737) <= 1.0
+    seen = [r["split"] for r in generated_rows]
+    assert seen == gen.split_of_rows(GENERATED_ROWS)  # grouped, card order
+    lengths = []
+    calls_per_turn_max = 0
+    for r in generated_rows:
+        msgs = json.loads(r["messages"])
+        roles = [m["role"] for m in msgs]
+        assert P.fsm_violation(roles) is None, roles
+        lengths.append(len(r["messages"]))
+        run = 0
+        for role in roles:
+            run = run + 1 if role == "tool_call" else (run if role in ("tool_output", "reasoning") else 0)
+            calls_per_turn_max = max(calls_per_turn_max, run)
+    assert min(lengths) >= 1_000 and max(lengths) <= SMALL.max_chars
+    assert calls_per_turn_max >= 2  # several calls in one user turn
+    assert sum(1 for r in generated_rows if not r["messages"].isascii() or "\\u" in r["messages"]) > 10  # unicode
+    assert sum(r["messages"].count('"role": "user"') > 1 for r in generated_rows) > 10  # multi-turn loops
+
+
+def test_generator_is_deterministic_and_independent_of_workers(tmp_path):
+    a = gen.write_parquet(str(tmp_path / "a.parquet"), 40, SMALL, row_group_size=7, workers=1)
+    b = gen.write_parquet(str(tmp_path / "b.parquet"), 40, SMALL, row_group_size=13, workers=2)
+    assert a["text_chars"] == b["text_chars"]
+    assert pq.read_table(tmp_path / "a.parquet").equals(pq.read_table(tmp_path / "b.parquet"))
+    meta = pq.ParquetFile(tmp_path / "a.parquet").metadata
+    assert meta.num_row_groups == 6 and meta.row_group(0).column(0).compression == "ZSTD"
+    other = next(gen.generate_rows(40, gen.GeneratorOptions(seed=12, max_chars=20_000)))
+    assert other["messages"] != pq.read_table(tmp_path / "a.parquet").column("messages")[0].as_py()
+
+
+# --------------------------------------------------------------------------------------------------
+# Round trips
+# --------------------------------------------------------------------------------------------------
+
+
+def test_generated_rows_round_trip_exactly(generated_rows):
+    padded = 0
+    for i, native in enumerate(generated_rows):
+        ctx = RowContext("toolmind", "generated.parquet", i, "")
+        raw = SOURCE.to_raw(native, ctx)
+        row = SOURCE.to_unified(raw, ctx)
+        validate_unified(row)
+        assert "source_messages" not in row["meta"] and "messages_text" not in row["meta"]
+        written = write_toolmind_row(row)
+        assert written["messages"] == native["messages"], i
+        assert written["split"] == native["split"] and written["bridges"] == []
+        assert SOURCE.from_unified(row) == raw
+        padded += row["meta"].get("wrapper_padding") == "\n"
+    assert padded >= 1  # both wrapper styles were exercised
+
+
+def test_utf8_encoded_rows_round_trip_exactly(tmp_path):
+    rows = list(gen.generate_rows(30, gen.GeneratorOptions(seed=3, ensure_ascii=False, unicode_share=1.0,
+                                                            max_chars=8_000)))
+    assert not all(r["messages"].isascii() for r in rows)
+    for i, native in enumerate(rows):
+        row = convert(native, row=i)
+        assert row["meta"].get("messages_encoding") == "json-utf8"
+        assert write_toolmind_row(row)["messages"] == native["messages"]
+
+
+def test_unreproducible_text_is_kept_verbatim_and_restored():
+    msgs = conversation()
+    text = json.dumps(msgs, indent=1)  # not how the upstream serializer writes
+    msgs[3]["content"] = '<tool_call>{"arguments": {"tz": "Europe/Paris"}, "name": "get_time"}</tool_call>'
+    msgs[2]["content"] = "<think>  The get_time tool answers this.\n</think>"
+    text = json.dumps(msgs, indent=1)
+    row = convert({"messages": text, "split": "synthetic"})
+    assert row["meta"]["messages_encoding"] == "verbatim"
+    assert set(row["meta"]["content"]) == {"2", "3"}
+    assert row["messages"][2]["reasoning_content"] == "The get_time tool answers this."
+    assert write_toolmind_row(row)["messages"] == text
+    # an edit invalidates the recorded originals instead of resurrecting stale text
+    row["messages"][2]["tool_calls"][0]["function"]["arguments"] = {"tz": "Asia/Tokyo"}
+    edited = json.loads(write_toolmind_row(row)["messages"])
+    assert edited[3]["content"] == '<tool_call>{"name": "get_time", "arguments": {"tz": "Asia/Tokyo"}}</tool_call>'
+
+
+def test_toolmind_config_reproduces_the_file_and_map_style_equals_streaming(generated, generated_rows, cache_dir):
+    streamed = td.load("toolmind", "toolmind", data_files=generated, streaming=True)
+    by_split = {name: list(ds) for name, ds in streamed.items()}
+    assert [r["messages"] for name in by_split for r in by_split[name]] == [r["messages"] for r in generated_rows]
+    mapped = td.load("toolmind", "unified", data_files=generated, cache_dir=cache_dir)
+    unified_stream = td.load("toolmind", "unified", data_files=generated, streaming=True)
+    assert list(mapped) == list(unified_stream)
+    for name in mapped:
+        # (iterate: Dataset.to_list() decodes Json leaves with datasets' own ujson path, not the exact one)
+        assert list(mapped[name]) == list(unified_stream[name])
+        assert mapped[name].features.arrow_schema == td.features("toolmind").arrow_schema
+
+
+# --------------------------------------------------------------------------------------------------
+# Splits
+# --------------------------------------------------------------------------------------------------
+
+
+def test_each_split_holds_exactly_its_rows(generated):
+    expected = dict(gen.split_counts(GENERATED_ROWS))
+    splits = td.load("toolmind", "raw", data_files=generated, streaming=True)
+    assert list(splits) == [s.hf_name for s in SPLIT_TABLE]
+    first = 0
+    for info in SPLIT_TABLE:
+        rows = list(splits[info.hf_name])
+        assert len(rows) == expected[info.value]
+        assert {r["split"] for r in rows} == {info.value}
+        assert [int(r["id"]) for r in rows] == list(range(first, first + len(rows)))  # file row numbers
+        first += len(rows)
+
+
+def test_reading_one_split_never_decodes_other_splits_and_skips_their_row_groups(tmp_path, monkeypatch):
+    good = native_row(conversation(), split="tau-train")
+    rows = [{"messages": "[{not json", "split": "synthetic"}] * 6 + [good] * 3
+    path = tmp_path / "mixed.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=3)
+    read_groups = []
+    original = pq.ParquetFile.iter_batches
+
+    def spy(self, *args, **kwargs):
+        read_groups.append(tuple(kwargs.get("row_groups") or ()))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", spy)
+    tau = list(td.load("toolmind", data_files=str(path), split="tau_train", streaming=True))
+    assert [r["id"] for r in tau] == ["toolmind/tau-train/6", "toolmind/tau-train/7", "toolmind/tau-train/8"]
+    assert read_groups == [(2,)]  # the synthetic row groups were pruned by their statistics
+    with pytest.raises(InvalidJsonError) as err:
+        list(td.load("toolmind", data_files=str(path), split="synthetic", streaming=True))
+    assert err.value.row == 0 and err.value.field == "messages"
+
+
+def test_batches_are_capped_by_rows_and_by_characters(generated, generated_rows):
+    source = ToolMindSource(ReaderOptions(batch_size=40, max_batch_chars=200_000))
+    batches = list(source.read(generated, None))
+    numbers = [n for batch in batches for n, _ in batch]
+    assert numbers == list(range(GENERATED_ROWS))  # nothing lost, order kept
+    for batch in batches:
+        chars = [len(row["messages"]) for _, row in batch]
+        assert len(batch) <= 40 and (sum(chars) <= 200_000 or len(batch) == 1)
+    assert any(len(b) == 40 for b in batches) and any(len(b) < 40 for b in batches[:-1])
+
+
+def test_split_names_follow_the_table_and_the_rule():
+    assert [hf_split_name(s.value) for s in SPLIT_TABLE] == [
+        "synthetic", "xlam_function_calling_60k", "APIGen_MT_5k", "glaive_function_calling_v2", "When2Call",
+        "BUTTONInstruct", "tau_train"]
+    assert hf_split_name("mobile-actions v2") == "mobile_actions_v2"
+    assert hf_split_name(None) == "unlabeled"
+
+
+def test_files_without_a_split_column_use_data_files_splits(tmp_path):
+    row = {"messages": json.dumps(conversation())}
+    files = {"train": write_jsonl(tmp_path / "a.jsonl", [row, row]), "test": write_jsonl(tmp_path / "b.jsonl", [row])}
+    ds = td.load("toolmind", data_files=files, streaming=True)
+    assert {name: len(list(d)) for name, d in ds.items()} == {"train": 2, "test": 1}
+    r = next(iter(ds["test"]))
+    assert r["subset"] == "test" and r["id"] == "toolmind/test/0" and r["meta"]["no_split_value"] is True
+    raw = next(iter(td.load("toolmind", "raw", data_files=files, split="test", streaming=True)))
+    assert raw["split"] is None
+
+
+def test_jsonl_rows_outside_every_split_are_reported_not_dropped(tmp_path):
+    good = native_row(conversation())
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps(good) + "\n{broken\n" + json.dumps({**good, "split": 7}) + "\n")
+    report = SkipReport()
+    ds = td.load("toolmind", data_files=str(path), streaming=True, on_error="skip", report=report)
+    assert [len(list(d)) for d in ds.values()] == [1]
+    assert report.skipped == 2 and set(report.by_reason) == {"InvalidJsonError:<line>", "InvalidValueError:split"}
+
+
+# --------------------------------------------------------------------------------------------------
+# Unified shape
+# --------------------------------------------------------------------------------------------------
+
+
+def test_unified_mapping_of_a_card_shaped_row():
+    row = convert(native_row(conversation()), row=4)
+    assert row["id"] == "toolmind/synthetic/4" and row["subset"] == "synthetic"
+    assert row["tools"] == TOOLS
+    assert [m["role"] for m in row["messages"]] == ["system", "user", "assistant", "tool", "assistant"]
+    system, user, call_turn, result, answer = row["messages"]
+    assert system["content"] == "Answer briefly."
+    assert row["meta"]["system"].startswith(PROTOCOL_TEXT)
+    assert call_turn == message("assistant", "", reasoning_content="The get_time tool answers this.",
+                                tool_calls=[tool_call("call_0", "get_time", {"tz": "Europe/Paris"})])
+    assert result == message("tool", '{"time": "10:00"}', tool_call_id="call_0", name="get_time")
+    assert answer == message("assistant", "It is 10:00 in Paris.", reasoning_content="It is 10:00.")
+
+
+def test_unified_rows_render_with_a_hermes_template(generated_rows):
+    for i, native in enumerate(generated_rows[:: 25]):
+        row = convert(native, row=i)
+        text = render(td.strip_empty(row["messages"]), row["tools"])
+        calls = [c for m in row["messages"] for c in m["tool_calls"]]
+        assert text.count('<tool_call>\n{"name": "') == len(calls)
+        for c in calls:
+            assert f'"name": "{c["function"]["name"]}", "arguments": {json.dumps(c["function"]["arguments"], ensure_ascii=False)}' in text
+        assert text.count("<tool_response>") == sum(m["role"] == "tool" for m in row["messages"])
+        reasoning = [m["reasoning_content"] for m in row["messages"] if m["reasoning_content"]]
+        assert text.count("<think>") == len(reasoning) and reasoning[-1] in text
+        assert all(json.dumps(t, ensure_ascii=False) in text for t in row["tools"])
+
+
+# --------------------------------------------------------------------------------------------------
+# System prompt tolerance
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def graphsyn_tools():
+    data = json.loads(shared_data("toolmind", "nanbeige_toolmind_graphsyn_raw_sample.json").read_text())
+    return data["rows"][0]["tools"]
+
+
+@pytest.mark.parametrize("layout", ["array", "lines", "tools_block", "pretty"])
+def test_tool_catalog_layouts_from_real_toolmind_tools(graphsyn_tools, layout):
+    catalog = gen._catalog_text(graphsyn_tools, layout, ensure_ascii=True)
+    text = f"{PROTOCOL_TEXT}\n\n{catalog}\n\n# Domain\nBe polite."
+    prompt = parse_system_prompt(text)
+    assert prompt.tools_found and prompt.tools == graphsyn_tools
+    assert prompt.instructions == "# Domain\nBe polite."
+
+
+def test_bare_xlam_when2call_and_glaive_tools_from_real_samples():
+    native = json.loads(shared_data("toolmind", "source_native_samples.json").read_text())
+    xlam = parse_system_prompt(PROTOCOL_TEXT + "\n\n" + native["xlam_function_calling_60k"]["row_xlam_origin_via_argilla_merge"]["tools"])
+    split_list = xlam.tools[0]["function"]
+    assert split_list["name"] == "split_list"
+    assert split_list["parameters"] == {"type": "object", "properties": {
+        "lst": {"type": "array", "description": "The input list."},
+        "chunk_size": {"type": "integer", "description": "The size of each chunk."}}, "required": ["lst", "chunk_size"]}
+    assert xlam.tools[1]["function"]["parameters"]["properties"]["arr"]["items"] == {"type": "integer"}
+
+    w2c = native["when2call"]["train_sft_example_verbatim"]["tools"]
+    prompt = parse_system_prompt(PROTOCOL_TEXT + "\n\n" + json.dumps(w2c))
+    params = prompt.tools[0]["function"]["parameters"]
+    assert params["type"] == "object" and params["required"] == ["region", "latitude", "longitude"]
+    assert params["properties"]["latitude"]["type"] == "integer" and params["properties"]["latitude"]["default"] == "40.733"
+
+    glaive = native["glaive_function_calling_v2"]["row_25475_exact"]["system"]
+    prompt = parse_system_prompt(glaive)
+    assert [t["function"]["name"] for t in prompt.tools] == ["detect_language"]
+    assert prompt.instructions == "SYSTEM: You are a helpful assistant with access to the following functions. Use them if required -"
+
+
+def test_system_prompt_without_a_catalog_is_flagged_not_fatal():
+    excerpt = json.loads(shared_data("toolmind", "cleaned_variant_card_and_viewer_excerpts.json").read_text())
+    prefix = excerpt["toolmind_cleaned_viewer"]["decoded_system_prompt_prefix"]
+    msgs = conversation()
+    msgs[0]["content"] = prefix
+    row = convert(native_row(msgs))
+    assert row["tools"] == [] and row["meta"]["tools_not_found"] is True
+    assert row["meta"]["system"] == prefix and row["messages"][0]["role"] == "user"  # protocol-only: no system turn
+    assert json.loads(write_toolmind_row(row)["messages"])[0]["content"] == prefix
+    # a call example in prose is not a tool
+    prose = PROTOCOL_TEXT + '\n\nExample call:\n{"name": "get_time", "arguments": {"tz": "UTC"}}\n'
+    assert parse_system_prompt(prose).tools == []
+
+
+# --------------------------------------------------------------------------------------------------
+# Upstream excerpts and malformed rows
+# --------------------------------------------------------------------------------------------------
+
+
+def test_viewer_cell_parses_as_far_as_it_goes_then_fails_typed():
+    excerpt = json.loads(shared_data("toolmind", "cleaned_variant_card_and_viewer_excerpts.json").read_text())
+    cell = excerpt["toolmind_cleaned_viewer"]["messages_cell_prefix_verbatim_as_displayed"]
+    # the part before the cut decodes to the documented system prompt prefix
+    assert json.loads(cell[cell.index('"## ') : cell.index("5. When done or") + 15] + '"') == \
+        excerpt["toolmind_cleaned_viewer"]["decoded_system_prompt_prefix"]
+    with pytest.raises(InvalidJsonError) as err:
+        convert({"messages": cell, "split": "synthetic"}, row=0)
+    assert err.value.field == "messages"
+    assert "truncated?" in str(err.value) and "no complete message, then a 'system' message cut off" in str(err.value)
+    two_complete = json.dumps(conversation()[:2])[:-1] + ', {"role": "reasoning", "content": "<think>cut'
+    with pytest.raises(InvalidJsonError, match=r"2 complete message\(s\) \(system, user\), then a 'reasoning'"):
+        decode_messages(two_complete, "messages")
+
+
+def test_card_role_table_examples_parse_until_the_placeholder_json():
+    excerpt = json.loads(shared_data("toolmind", "cleaned_variant_card_and_viewer_excerpts.json").read_text())
+    examples = {role: text.split(" — ")[0].strip("`") for role, text in excerpt["toolmind_cleaned_card"]["message_roles_table"]}
+    assert P.unwrap(examples["reasoning"], "think", "", "x").text == "…"
+    assert P.unwrap(examples["tool_output"], "tool_response", "", "x").text == "…"
+    assert P.unwrap(examples["answer"], "answer", "", "x").text == "…"
+    msgs = conversation()
+    msgs[3]["content"] = examples["tool_call"]  # {"name": "...", "arguments": {...}} is a placeholder
+    with pytest.raises(InvalidJsonError) as err:
+        convert(native_row(msgs))
+    assert err.value.field == "messages[3].content"
+
+
+MALFORMED = {
+    "bad_json": ({"messages": '[{"role": "system", "content": "x"}', "split": "synthetic"}, InvalidJsonError, "messages"),
+    "unknown_role": (lambda m: m[2].update(role="thought"), InvalidValueError, "messages[2].role"),
+    "output_without_call": (lambda m: m.__setitem__(slice(3, 4), []), InvalidValueError, "messages[3].role"),
+    "unterminated": (lambda m: m[5].update(content="<think>It is 10:00."), InvalidValueError, "messages[5].content"),
+    "missing_arguments": (lambda m: m[3].update(content='<tool_call>{"name": "get_time"}</tool_call>'),
+                          MissingFieldError, "messages[3].content.arguments"),
+    "empty_answer": (lambda m: m[6].update(content="<answer> </answer>"), InvalidValueError, "messages[6].content"),
+}
+
+
+def _malformed_native(case: str) -> dict:
+    spec = MALFORMED[case][0]
+    if isinstance(spec, dict):
+        return spec
+    msgs = conversation()
+    spec(msgs)
+    return native_row(msgs)
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_malformed_row_raises_a_typed_error_naming_row_and_field(tmp_path, case):
+    _, error, field = MALFORMED[case]
+    rows = [native_row(conversation()), _malformed_native(case)]
+    path = write_parquet(tmp_path / "bad.parquet", rows)
+    with pytest.raises(error) as err:
+        list(td.load("toolmind", data_files=path, split="synthetic", streaming=True))
+    assert (err.value.row, err.value.field) == (1, field)
+    assert "bad.parquet" in str(err.value) and "row 1" in str(err.value)
+
+
+def test_malformed_rows_are_counted_and_skipped(tmp_path, cache_dir):
+    rows = [native_row(conversation())] + [_malformed_native(c) for c in sorted(MALFORMED)] + [native_row(conversation())]
+    path = write_parquet(tmp_path / "bad.parquet", rows)
+    report = SkipReport()
+    ds = td.load("toolmind", data_files=path, split="synthetic", on_error="skip", report=report, cache_dir=cache_dir)
+    assert [r["id"] for r in ds] == ["toolmind/synthetic/0", f"toolmind/synthetic/{len(rows) - 1}"]
+    assert report.skipped == len(MALFORMED) and report.rows_read == len(rows)
+    assert sum(report.by_reason.values()) == len(MALFORMED)
+    assert "InvalidJsonError:messages" in report.by_reason and "MissingFieldError:messages[3].content.arguments" in report.by_reason
+
+
+# --------------------------------------------------------------------------------------------------
+# Family options (spec §8)
+# --------------------------------------------------------------------------------------------------
+
+
+def test_uuid_id_column(tmp_path):
+    rows = [native_row(conversation(), uuid="e96ea105-34ba-5ca0-8f24-8e8746655d64"), native_row(conversation(), uuid=None)]
+    path = write_parquet(tmp_path / "toucan.parquet", rows)
+    ds = td.load("toolmind", data_files=path, split="synthetic", streaming=True, id_column="uuid", on_error="skip")
+    assert [r["id"] for r in ds] == ["toolmind/synthetic/e96ea105-34ba-5ca0-8f24-8e8746655d64"]
+    with pytest.raises(MissingFieldError, match="uuid"):
+        list(td.load("toolmind", data_files=path, split="synthetic", streaming=True, id_column="uuid"))
+    # without the option the column is kept, not lost
+    first = next(iter(td.load("toolmind", data_files=path, split="synthetic", streaming=True)))
+    assert first["meta"]["extra"] == {"uuid": "e96ea105-34ba-5ca0-8f24-8e8746655d64"}
+
+
+def test_parameters_call_key(tmp_path):
+    native = native_row(conversation(call_key="parameters"))
+    with pytest.raises(MissingFieldError) as err:
+        convert(native)
+    assert err.value.field == "messages[3].content.arguments"
+    source = ToolMindSource(ReaderOptions(arguments_key="parameters"))
+    row = convert(native, source)
+    assert row["meta"]["call_key"] == "parameters" and "content" not in row["meta"]
+    assert row["messages"][2]["tool_calls"][0]["function"]["arguments"] == {"tz": "Europe/Paris"}
+    assert write_toolmind_row(row)["messages"] == native["messages"]
+    lenient = convert(native, ToolMindSource(ReaderOptions(strict=False)))
+    assert lenient["messages"][2]["tool_calls"] == row["messages"][2]["tool_calls"]
+
+
+def test_native_list_column_with_data_files_splits(tmp_path):
+    rows = [{"id": "dr-1", "question": "q", "conversations": conversation()}]
+    path = write_parquet(tmp_path / "drtulu.parquet", rows)
+    kwargs = dict(data_files={"train": path}, messages_column="conversations", split_column=None, streaming=True)
+    row = next(iter(td.load("toolmind", split="train", **kwargs)))
+    assert row["meta"]["messages_encoding"] == "list" and row["meta"]["extra"] == {"id": "dr-1", "question": "q"}
+    raw = next(iter(td.load("toolmind", "raw", split="train", **kwargs)))
+    assert raw["messages"] == conversation() and SOURCE.from_unified(row) == raw
+    assert json.loads(write_toolmind_row(row)["messages"]) == conversation()
+
+
+def test_several_shards(tmp_path, generated_rows):
+    files = [write_parquet(tmp_path / f"train-0000{i}-of-00003.parquet", generated_rows[i * 40:(i + 1) * 40])
+             for i in range(3)]
+    ds = td.load("toolmind", data_files=files, streaming=True)
+    ids = [r["id"] for split in ds.values() for r in split]
+    assert len(ids) == len(set(ids)) == 120
+    assert "toolmind/synthetic/train-00002-of-00003/0" in ids
+    text = [r["messages"] for split in td.load("toolmind", "toolmind", data_files=files, streaming=True).values()
+            for r in split]
+    assert sorted(text) == sorted(r["messages"] for r in generated_rows[:120])
+
+
+def test_rows_ending_on_a_call(tmp_path):
+    native = native_row(conversation(end_on_call=True))
+    with pytest.raises(InvalidValueError, match="ending on 'tool_call'") as err:
+        convert(native)
+    assert err.value.field == "messages[3].role"
+    source = ToolMindSource(ReaderOptions(allow_trailing_call=True))
+    ctx = RowContext("toolmind", "t", 0, "")
+    raw = source.to_raw(native, ctx)
+    row = source.to_unified(raw, ctx)
+    assert row["messages"][-1]["tool_calls"][0]["function"]["name"] == "get_time"
+    assert "source_messages" not in row["meta"] and source.from_unified(row) == raw
+    with pytest.raises(ConversionError, match="has no result"):
+        write_toolmind_row(row)  # the card's FSM has no room for it
+    path = write_parquet(tmp_path / "terminal.parquet", [native])
+    assert len(list(td.load("toolmind", data_files=path, split="synthetic", streaming=True, allow_trailing_call=True))) == 1
+
+
+def test_lenient_mode_reads_what_strict_refuses_and_keeps_it(tmp_path):
+    msgs = conversation()
+    two_calls = ('<tool_call>{"name": "get_time", "arguments": {"tz": "UTC"}}</tool_call>\n'
+                 '<tool_call>{"name": "get_time", "arguments": {"tz": "Asia/Tokyo"}}</tool_call>')
+    msgs[2:4] = [msgs[2], {"role": "reasoning", "content": "<think>Two zones.</think>"},
+                 {"role": "tool_call", "content": two_calls}]
+    msgs[5:5] = [{"role": "tool_output", "content": "<tool_response>11:00</tool_response>"}]
+    native = native_row(msgs)
+    with pytest.raises(InvalidValueError):
+        convert(native)
+    source = ToolMindSource(ReaderOptions(strict=False))
+    ctx = RowContext("toolmind", "t", 0, "")
+    raw = source.to_raw(native, ctx)
+    row = source.to_unified(raw, ctx)
+    turn = row["messages"][2]
+    assert turn["reasoning_content"] == "The get_time tool answers this.\n\nTwo zones."
+    assert [c["function"]["arguments"]["tz"] for c in turn["tool_calls"]] == ["UTC", "Asia/Tokyo"]
+    assert [m["tool_call_id"] for m in row["messages"] if m["role"] == "tool"] == ["call_0", "call_1"]
+    assert row["meta"]["source_messages"] == msgs and source.from_unified(row) == raw
+    validate_unified(row)
+    written = json.loads(write_toolmind_row(row)["messages"])  # re-shaped to satisfy the FSM
+    assert P.fsm_violation([m["role"] for m in written]) is None
+
+
+def test_unknown_option_and_bad_values_are_refused():
+    with pytest.raises(ValueError):
+        td.load("toolmind", data_files=td.sample_files("toolmind"), streaming=True, arguments_key="args")
+    with pytest.raises(ValueError):
+        td.load("toolmind", data_files=td.sample_files("toolmind"), streaming=True, messages_col="x")
+
+
+# --------------------------------------------------------------------------------------------------
+# Writer on rows from other sources
+# --------------------------------------------------------------------------------------------------
+
+
+def _foreign(messages: list[dict], tools=TOOLS) -> dict:
+    return unified_row(id="other/x/1", source="other", subset="x", tools=tools, messages=messages)
+
+
+def test_writer_inserts_marked_bridges_only_where_the_fsm_needs_them():
+    row = _foreign([
+        message("system", "Be brief."),
+        message("user", "Paris and Tokyo?"),
+        message("assistant", "", tool_calls=[tool_call("a", "get_time", {"tz": "Europe/Paris"}),
+                                             tool_call("b", "get_time", {"tz": "Asia/Tokyo"})]),
+        message("tool", "11:00", tool_call_id="b", name="get_time"),
+        message("tool", "10:00", tool_call_id="a", name="get_time"),
+        message("assistant", "10:00 and 17:00.", reasoning_content="Both known."),
+    ])
+    out = write_toolmind_row(row)
+    msgs = json.loads(out["messages"])
+    assert [m["role"] for m in msgs] == ["system", "user", "reasoning", "tool_call", "tool_output", "reasoning",
+                                        "tool_call", "tool_output", "reasoning", "answer"]
+    assert out["bridges"] == [2, 5] and out["split"] == "other/x"
+    assert msgs[4]["content"] == "<tool_response>10:00</tool_response>"  # paired by id, not by position
+    assert msgs[8]["content"] == "<think>Both known.</think>"
+    system = parse_system_prompt(msgs[0]["content"])
+    assert system.tools == TOOLS and system.instructions == "Be brief."
+    # read back: bridges are not mistaken for reasoning of the turn
+    back = convert({**out, "bridges": out["bridges"]}, row=0)
+    assert [m["reasoning_content"] for m in back["messages"] if m["role"] == "assistant"] == [None, None, "Both known."]
+    assert write_toolmind_row(back)["messages"] == out["messages"]
+
+
+@pytest.mark.parametrize("messages, field", [
+    ([message("user", "hi"), message("tool", "orphan", tool_call_id=None)], "messages[1]"),
+    ([message("user", "hi"), message("assistant", "", tool_calls=[tool_call("a", "get_time", {})])],
+     "messages[1].tool_calls[0]"),
+    ([message("user", "hi"), message("user", "again"), message("assistant", "ok")], "messages[1]"),
+    ([message("user", "hi"), message("assistant", "")], "messages[1].content"),
+    ([message("user", "hi")], "messages[0]"),
+])
+def test_writer_refuses_rows_it_would_have_to_invent_content_for(messages, field):
+    with pytest.raises(ConversionError) as err:
+        TOOLMIND_FORMAT.from_unified(_foreign(messages))
+    assert err.value.field == field
+
+
+def test_writer_rerenders_the_system_prompt_after_tools_change(generated_rows):
+    row = convert(generated_rows[0])
+    row["tools"] = row["tools"][:1]
+    system = json.loads(write_toolmind_row(row)["messages"])[0]["content"]
+    assert system != row["meta"]["system"] and parse_system_prompt(system).tools == row["tools"]
+    assert toolmind_messages(row).messages[0]["content"] == system
+
+
+def test_cli_export_of_the_sample_in_toolmind_format(tmp_path):
+    from tooluse_datasets.cli import main
+
+    assert main(["export", "toolmind", "--sample", "--format", "toolmind", "--out", str(tmp_path)]) == 0
+    exported = [json.loads(line) for f in sorted(tmp_path.glob("toolmind-toolmind-*.jsonl")) for line in f.open()]
+    sample = pq.read_table(td.sample_files("toolmind")["train"][0]).to_pylist()
+    assert len(exported) == len(sample) == gen.SAMPLE_ROWS
+    assert sorted(r["messages"] for r in exported) == sorted(r["messages"] for r in sample)
+    assert {f.name for f in tmp_path.glob("*.jsonl")} == {f"toolmind-toolmind-{s.hf_name}.jsonl" for s in SPLIT_TABLE}
