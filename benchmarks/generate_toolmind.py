@@ -35,6 +35,8 @@ from typing import Iterator, Optional
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tooluse_datasets.builders.toolmind.system_prompt import PROTOCOL_TEXT
+
 # (split value, rows in the card); the order is the card's and the file's.
 CARD_SPLITS: tuple[tuple[str, int], ...] = (
     ("synthetic", 127_863),
@@ -47,14 +49,8 @@ CARD_SPLITS: tuple[tuple[str, int], ...] = (
 )
 CARD_TOTAL = sum(n for _, n in CARD_SPLITS)
 
-PROTOCOL = (
-    "## Tool-Use Protocol\n\n"
-    "1. Reason inside <think>...</think> tags.\n"
-    "2. Invoke one tool per turn using <tool_call> with JSON (keys: \"name\", \"arguments\").\n"
-    "3. Environment returns results inside <tool_response>...</tool_response>.\n"
-    "4. Reason again before the next action.\n"
-    "5. When done or if no tool is needed, give the final answer inside <answer>...</answer>."
-)
+# The protocol text the reader expects (card-verbatim items 1-4; see builders/toolmind/system_prompt.py).
+PROTOCOL = PROTOCOL_TEXT
 
 # --------------------------------------------------------------------------------------------------
 # Vocabulary (self-written)
