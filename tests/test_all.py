@@ -1,0 +1,40 @@
+"""source="all": every source in one schema and one split, read by each source's own code."""
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+import tooluse_datasets as td
+
+
+@pytest.mark.parametrize("config", ["unified", "swift"])
+def test_all_mixes_every_source_identically_in_both_modes(config, cache_dir):
+    files = td.sample_files("all")
+    assert set(files) == set(td.SOURCES)
+    mapped = td.load("all", config, data_files=files, split="train", cache_dir=cache_dir)
+    streamed = list(td.load("all", config, data_files=files, split="train", streaming=True))
+    assert list(mapped) == streamed
+    expected = {name: sum(len(list(split)) for split in td.load(name, config, data_files=td.sample_files(name),
+                                                                 streaming=True).values())
+                for name in td.SOURCES}
+    if config == "unified":
+        assert Counter(r["source"] for r in streamed) == Counter(expected)
+        for row in streamed:
+            td.validate_unified(row)
+    assert len(streamed) == sum(expected.values())
+
+
+def test_all_rejects_raw_and_unknown_sources(cache_dir):
+    with pytest.raises(ValueError, match="no 'raw' format"):
+        td.load("all", "raw", data_files=td.sample_files("all"), split="train", cache_dir=cache_dir)
+    with pytest.raises(ValueError, match="unknown keys"):
+        td.load("all", data_files={"nope": td.sample_files("nestful")["train"]}, split="train", cache_dir=cache_dir)
+
+
+def test_all_names_the_member_source_of_a_bad_row(tmp_path, cache_dir):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"sample_id": "x", "input": "q", "output": [], "tools": "[not json"}\n')
+    with pytest.raises(td.InvalidJsonError) as info:
+        list(td.load("all", data_files={"nestful": [str(bad)]}, split="train", streaming=True))
+    assert info.value.source == "nestful" and info.value.field == "tools" and info.value.row == 0
