@@ -51,13 +51,14 @@ def dumps(value: Any) -> str:
     except orjson.JSONEncodeError as exc:
         if "64-bit" not in str(exc):
             raise JsonValueError(f"value is not JSON-serializable: {exc}") from None
-        # Integers beyond 64 bits: the stdlib writes them exactly.
-        _reject_non_finite(value, "$")
+        # Integers beyond 64 bits: the stdlib writes them exactly, but it would also stringify non-string
+        # keys that orjson refuses, so check the whole value first.
+        _check_json_value(value, "$")
         return BIG_INT_MARK + json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     if b":null" in data or b",null" in data or b"[null" in data or data == b"null":
         # orjson writes NaN and infinities as null: refuse them instead of changing the value. (Only a
         # null *value* can be one; "nullable" keys and strings do not trigger the walk.)
-        _reject_non_finite(value, "$")
+        _check_json_value(value, "$")
     return data.decode()
 
 
@@ -120,7 +121,8 @@ def _may_hold_big_int(value: Any) -> bool:
     literal such as 1e300 also matches: re-reading it with the stdlib gives the same float)."""
     kind = type(value)
     if kind is float:
-        return not (_INT64_MIN <= value <= _UINT64_MAX) and value.is_integer()
+        # -2**63 itself is excluded: integers just below it round to float(-2**63).
+        return not (_INT64_MIN < value <= _UINT64_MAX) and value.is_integer()
     if kind is dict:
         return any(_may_hold_big_int(v) for v in value.values())
     if kind is list:
@@ -128,16 +130,21 @@ def _may_hold_big_int(value: Any) -> bool:
     return False
 
 
-def _reject_non_finite(value: Any, path: str) -> None:
+def _check_json_value(value: Any, path: str) -> None:
+    """Raise JsonValueError unless ``value`` is plain JSON: finite numbers, string keys, JSON types."""
     if isinstance(value, float):
         if not math.isfinite(value):
             raise JsonValueError(f"{value!r} at {path} cannot be stored as JSON (NaN and infinities are refused)")
     elif isinstance(value, dict):
         for k, v in value.items():
-            _reject_non_finite(v, f"{path}.{k}")
+            if not isinstance(k, str):
+                raise JsonValueError(f"key {k!r} at {path} is not a string; JSON keys are strings")
+            _check_json_value(v, f"{path}.{k}")
     elif isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
-            _reject_non_finite(v, f"{path}[{i}]")
+            _check_json_value(v, f"{path}[{i}]")
+    elif not (value is None or isinstance(value, (str, int, bool))):
+        raise JsonValueError(f"{type(value).__name__} at {path} is not a JSON value")
 
 
 # --------------------------------------------------------------------------------------------------
