@@ -67,6 +67,7 @@ def test_raw_to_unified_to_raw_reproduces_every_upstream_row_exactly(name):
 def test_the_two_upstream_forms_of_the_current_rows_give_the_same_unified_rows():
     github = [SOURCE.to_unified(SOURCE.to_raw(r, ctx()), ctx()) for r in upstream_rows(GITHUB_CURRENT)]
     hf = [SOURCE.to_unified(SOURCE.to_raw(r, ctx()), ctx()) for r in upstream_rows(HF_CURRENT)]
+    assert len(github) == len(hf) == 2
     for g, h in zip(github, hf):
         assert h["meta"].pop("gold_answer_text") in ("40.0", "3")
         g["meta"].pop("gold_answer_text")
@@ -255,3 +256,47 @@ def test_hf_parquet_form_reads_like_the_jsonl(tmp_path, cache_dir):
     from_jsonl = list(td.load("nestful", data_files=str(shared_data(*HF_CURRENT)), split="train",
                               cache_dir=cache_dir + "2"))
     assert from_parquet == from_jsonl and len(from_parquet) == 2
+
+
+@pytest.mark.parametrize("mutate, error, field", [
+    (lambda r: r["output"][0].update(name=["add"]), td.InvalidValueError, "output[0].name"),
+    (lambda r: r["tools"][0].update(parameters="arg_0: int"), td.InvalidValueError, "tools[0].parameters"),
+    (lambda r: r["output"][0]["arguments"].update(arg_0={"x": "$var_9.result$"}), td.UndefinedReferenceError,
+     "output[0].arguments.arg_0.x"),
+])
+def test_more_malformed_rows_are_typed_errors(mutate, error, field):
+    row = json.loads(json.dumps(GOOD))
+    mutate(row)
+    with pytest.raises(error) as info:
+        SOURCE.to_unified(SOURCE.to_raw(row, ctx()), ctx())
+    assert info.value.field == field
+
+
+def test_extra_columns_are_kept_not_dropped():
+    row = dict(json.loads(json.dumps(GOOD)), domain="math", difficulty=3)
+    raw = SOURCE.to_raw(row, ctx())
+    unified = SOURCE.to_unified(raw, ctx())
+    assert unified["meta"]["extra"] == {"domain": "math", "difficulty": 3}
+    assert dumps(SOURCE.from_unified(unified)) == dumps(raw)
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
+def test_an_unforeseen_failure_still_names_the_row_and_follows_the_policy(tmp_path, cache_dir, monkeypatch,
+                                                                           streaming):
+    path = tmp_path / "two.jsonl"
+    path.write_text(json.dumps(GOOD) + "\n" + json.dumps(dict(GOOD, sample_id="boom")) + "\n")
+    real = type(SOURCE).to_unified
+
+    def flaky(self, raw, context):
+        if raw["sample_id"] == "boom":
+            raise KeyError("a shape no check foresaw")
+        return real(self, raw, context)
+
+    monkeypatch.setattr(type(SOURCE), "to_unified", flaky)
+    with pytest.raises(td.InvalidValueError) as info:
+        list(td.load("nestful", data_files=str(path), split="train", streaming=streaming, cache_dir=cache_dir))
+    assert info.value.row == 1 and "KeyError" in str(info.value) and str(path) in str(info.value)
+    report = td.SkipReport()
+    rows = list(td.load("nestful", data_files=str(path), split="train", streaming=streaming, on_error="skip",
+                        report=report, cache_dir=cache_dir + "-skip"))
+    assert [r["meta"]["sample_id"] for r in rows] == ["g"] and report.skipped == 1

@@ -21,7 +21,8 @@ from datasets.builder import Key
 
 from . import registry
 from .codec import RowEncoder
-from .errors import (DataNotFoundError, OnError, SkipReport, ToolUseDataError, check_on_error)
+from .errors import (DataNotFoundError, InvalidValueError, OnError, SkipReport, ToolUseDataError,
+                     check_on_error)
 from .schema import UNIFIED_FEATURES
 from .source import RowContext, Source
 
@@ -156,11 +157,16 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                         if isinstance(item, ToolUseDataError):
                             raise item
                         rows.append(encoder.encode_row(convert(item, ctx)))
-                    except ToolUseDataError as exc:
-                        exc.at(file=ctx.file, row=row_number, source=source.name)
+                    except Exception as exc:
+                        # A reader bug or a shape no check foresaw must still name the row and follow
+                        # the error policy; the original exception stays chained as the cause.
+                        error = exc if isinstance(exc, ToolUseDataError) else _unexpected(exc)
+                        error.at(file=ctx.file, row=row_number, source=source.name)
                         if config.on_error == "raise":
-                            raise
-                        report.add(exc)
+                            if error is exc:
+                                raise
+                            raise error from exc
+                        report.add(error)
                 report.count_read(len(batch))
                 yield Key(shard_idx, batch_idx), encoder.table(rows)
         if self._skip_dir:
@@ -186,6 +192,10 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         for path in sorted(Path(self.cache_dir).glob(SKIP_REPORT_GLOB)):
             report.merge(SkipReport.load(path))
         return report
+
+
+def _unexpected(exc: Exception) -> InvalidValueError:
+    return InvalidValueError(f"row could not be converted ({type(exc).__name__}: {exc})")
 
 
 def _display_path(path: str) -> str:

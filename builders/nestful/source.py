@@ -62,6 +62,8 @@ RAW_FEATURES = Features(
         # The upstream text of gold_answer when the source stored it as a string (HF parquet); null for
         # the GitHub JSONL, where gold_answer is native JSON. Keeps HF rows reproducible to the byte.
         "gold_answer_text": Value("string"),
+        # Columns beyond the five NESTFUL defines (null when none): kept, never dropped silently.
+        "extra": Json(),
     }
 )
 
@@ -98,6 +100,7 @@ class NestfulSource(Source):
                 raise InvalidValueError("a tool spec must be an object with a name", field=f"tools[{i}]")
         gold = native.get("gold_answer")
         gold_text = gold if isinstance(gold, str) and _stored_as_text(native) else None
+        extra = {k: v for k, v in native.items() if k not in FIELDS}
         return {
             "sample_id": str(native["sample_id"]),
             "input": native["input"],
@@ -105,6 +108,7 @@ class NestfulSource(Source):
             "tools": tools,
             "gold_answer": decode_gold_answer(gold) if gold_text is not None else gold,
             "gold_answer_text": gold_text,
+            "extra": extra or None,
         }
 
     # -- raw <-> unified ------------------------------------------------------------------------------
@@ -121,6 +125,8 @@ class NestfulSource(Source):
                 raise InvalidValueError("label must be a non-empty string", field=f"output[{i}].label")
             if label in labels:
                 raise InvalidValueError(f"label {label!r} is used twice", field=f"output[{i}].label")
+            if not isinstance(name, str):
+                raise InvalidValueError("name must be a string", field=f"output[{i}].name")
             if name not in catalog:
                 raise UnknownToolError(f"call to {name!r}, which is not in the row's tools", field=f"output[{i}].name")
             if not isinstance(arguments, dict):
@@ -145,6 +151,8 @@ class NestfulSource(Source):
             # from JSON Schema, and raw -> unified -> raw must be exact.
             "source_tools": raw["tools"],
         }
+        if raw.get("extra"):
+            meta["extra"] = raw["extra"]
         # Math calls are {name, label, arguments}, code calls {name, arguments, label}: keep the order.
         key_orders = {tuple(c) for c in raw["output"]}
         if len(key_orders) == 1 and set(next(iter(key_orders))) == set(CALL_KEYS):
@@ -157,7 +165,7 @@ class NestfulSource(Source):
             id=f"nestful/{domain}/{raw['sample_id']}",
             source="nestful",
             subset=domain,
-            tools=[to_openai_tool(t) for t in raw["tools"]],
+            tools=[to_openai_tool(t, f"tools[{i}]") for i, t in enumerate(raw["tools"])],
             messages=[message("user", raw["input"]), message("assistant", "", tool_calls=calls)],
             call_graph=graph,
             meta=meta,
@@ -182,6 +190,7 @@ class NestfulSource(Source):
             "tools": meta.get("source_tools") or [from_openai_tool(t) for t in row["tools"]],
             "gold_answer": meta["gold_answer"],
             "gold_answer_text": meta["gold_answer_text"],
+            "extra": meta.get("extra"),
         }
 
 
@@ -220,7 +229,8 @@ def decode_gold_answer(text: str) -> Any:
 
 
 def _references(arguments: dict) -> Iterator[tuple[str, str, Any]]:
-    """``(argument path, producer label, output field)`` for each whole-value reference, also inside lists."""
+    """``(argument path, producer label, output field)`` for each whole-value reference, also inside lists
+    and objects."""
     def walk(path: str, value: Any):
         if isinstance(value, str):
             m = REFERENCE.match(value)
@@ -229,6 +239,9 @@ def _references(arguments: dict) -> Iterator[tuple[str, str, Any]]:
         elif isinstance(value, list):
             for i, v in enumerate(value):
                 yield from walk(f"{path}[{i}]", v)
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                yield from walk(f"{path}.{k}", v)
     for name, value in arguments.items():
         yield from walk(name, value)
 
@@ -245,12 +258,14 @@ def infer_domain(output: list[dict]) -> str:
     return "other"
 
 
-def _unwrap_properties(spec: Any) -> tuple[dict, list | None]:
+def _unwrap_properties(spec: Any, field: str) -> tuple[dict, list | None]:
     """``{"properties": {...}, "required": [...], "type": "object"}`` or a plain name -> property map."""
-    if isinstance(spec, dict) and isinstance(spec.get("properties"), dict) and set(spec) <= {
+    if not isinstance(spec, dict):
+        raise InvalidValueError(f"must be a JSON object, got {type(spec).__name__}", field=field)
+    if isinstance(spec.get("properties"), dict) and set(spec) <= {
             "properties", "required", "type", "additionalProperties"}:
         return spec["properties"], spec.get("required")
-    return (spec if isinstance(spec, dict) else {}), None
+    return spec, None
 
 
 def _json_schema_property(prop: Any) -> Any:
@@ -270,15 +285,15 @@ def _json_schema_property(prop: Any) -> Any:
     return out
 
 
-def to_openai_tool(spec: dict) -> dict:
-    props, required = _unwrap_properties(spec.get("parameters", {}))
+def to_openai_tool(spec: dict, field: str = "tools[]") -> dict:
+    props, required = _unwrap_properties(spec.get("parameters", {}), f"{field}.parameters")
     parameters: dict = {"type": "object", "properties": {k: _json_schema_property(v) for k, v in props.items()}}
     if required is not None:
         parameters["required"] = required
     function: dict = {"name": spec["name"], "description": spec.get("description", ""), "parameters": parameters}
     out_spec = spec.get("output_parameters", spec.get("output_parameter"))
     if out_spec is not None:
-        out_props, _ = _unwrap_properties(out_spec)
+        out_props, _ = _unwrap_properties(out_spec, f"{field}.output_parameters")
         function["output_parameters"] = {k: _json_schema_property(v) for k, v in out_props.items()}
     return {"type": "function", "function": function}
 
