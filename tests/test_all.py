@@ -38,3 +38,9 @@ def test_all_names_the_member_source_of_a_bad_row(tmp_path, cache_dir):
     with pytest.raises(td.InvalidJsonError) as info:
         list(td.load("all", data_files={"nestful": [str(bad)]}, split="train", streaming=True))
     assert info.value.source == "nestful" and info.value.field == "tools" and info.value.row == 0
+
+
+def test_all_offline_without_files_is_the_same_clear_error(monkeypatch, cache_dir):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(td.DataNotFoundError, match="data_files="):
+        td.load("all", cache_dir=cache_dir)

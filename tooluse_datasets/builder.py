@@ -104,23 +104,27 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
             return {str(split): list(files) for split, files in dl_manager.download(dict(self.config.data_files)).items()}
         if self.config.data_dir:
             return {"train": self._glob_data_dir(self.config.data_dir)}
-        up = self.SOURCE.upstream
+        return self._download_upstream(dl_manager, self.SOURCE)
+
+    def _download_upstream(self, dl_manager, source: Source) -> dict[str, list[str]]:
+        """The source's pinned upstream files (or ``config.revision``); one clear error when offline."""
+        up = source.upstream
         if up is None:
             raise DataNotFoundError(
-                f"{self.SOURCE.name} has no default upstream files: pass data_files= (local paths, hf:// or https:// "
+                f"{source.name} has no default upstream files: pass data_files= (local paths, hf:// or https:// "
                 f"URLs) or data_dir=.")
-        urls = up.urls(self.config.revision)
+        where = up.describe(self.config.revision)
         if os.environ.get("HF_HUB_OFFLINE") == "1" or os.environ.get("HF_DATASETS_OFFLINE") == "1":
-            raise _offline_error(self.SOURCE, up.describe(self.config.revision), "offline mode is on")
+            raise _offline_error(source, where, "offline mode is on")
         if up.revision is None and self.config.revision is None:
-            logger.warning("%s: upstream revision is not pinned; reading %s", self.SOURCE.name, up.describe())
+            logger.warning("%s: upstream revision is not pinned; reading %s", source.name, up.describe())
         try:
-            return {split: list(files) for split, files in dl_manager.download(urls).items()}
+            return {split: list(files) for split, files in dl_manager.download(up.urls(self.config.revision)).items()}
         except (ConnectionError, OSError, TimeoutError) as exc:
-            raise _offline_error(self.SOURCE, up.describe(self.config.revision), f"{type(exc).__name__}: {exc}") from exc
+            raise _offline_error(source, where, f"{type(exc).__name__}: {exc}") from exc
         except Exception as exc:  # huggingface_hub/httpx raise their own types when there is no network
             if "offline" in type(exc).__name__.lower() or "connect" in type(exc).__name__.lower():
-                raise _offline_error(self.SOURCE, up.describe(self.config.revision), str(exc)) from exc
+                raise _offline_error(source, where, str(exc)) from exc
             raise
 
     def _glob_data_dir(self, data_dir: str) -> list[str]:

@@ -83,7 +83,7 @@ class AllSourcesBuilder(ToolUseBuilder):
                 source = registry.builder_class(name).SOURCE
                 if source.upstream is None:
                     continue  # a format without a canonical dataset (ms-swift): only with data_files
-                out[name] = [p for files in dl_manager.download(source.upstream.urls()).values() for p in files]
+                out[name] = [p for files in self._download_upstream(dl_manager, source).values() for p in files]
         if not out:
             raise DataNotFoundError("source 'all': no files; pass data_files={'nestful': [...], ...}")
         return out
