@@ -255,3 +255,21 @@ def test_an_unpinned_hub_upstream_is_pinned_to_its_current_commit_before_reading
 def test_a_pinned_upstream_is_read_at_its_pin():
     request = MirrorRequest("nestful", configs=["unified"])
     assert mirror_module.pin_upstream_revision(request, resolve=lambda repo: 1 / 0) is request
+
+
+def test_a_split_whose_rows_were_all_skipped_keeps_its_counts_in_manifest_and_card(tmp_path):
+    from tooluse_datasets.mirror import read_manifest
+
+    good = tmp_path / "good.jsonl"
+    good.write_text(Path(td.sample_files("nestful")["train"][0]).read_text())
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"sample_id": "x", "input": "q", "output": "[truncated", "tools": "[]"}) + "\n")
+    folder = build_mirror(MirrorRequest("nestful", configs=["unified"], data_files={"train": [str(good)],
+                                                                                   "broken": [str(bad)]}),
+                          tmp_path / "out")
+    entry = read_manifest(folder).configs["unified"]
+    assert list(entry.splits) == ["train"]
+    assert entry.omitted_splits["broken"]["skipped"] == 1
+    assert entry.omitted_splits["broken"]["by_reason"] == {"InvalidJsonError:output": 1}
+    card = (folder / "README.md").read_text()
+    assert "broken (not published: every row skipped)" in card and "InvalidJsonError:output" in card

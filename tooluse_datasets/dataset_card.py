@@ -151,6 +151,8 @@ def _template_context(manifest: Manifest, repo_id: str, prose: str, data: Datase
             "splits": [{"name": s, "rows": e.num_examples, "skipped": e.skipped["skipped"],
                         "reasons": e.skipped["by_reason"], "shards": len(e.files),
                         "download": sum(files[p].num_bytes for p in e.files)} for s, e in entry.splits.items()],
+            "omitted_splits": [{"name": s, "rows": 0, "skipped": r["skipped"], "reasons": r["by_reason"]}
+                               for s, r in entry.omitted_splits.items()],
             "rows": entry.num_examples,
             "download": sum(files[p].num_bytes for e in entry.splits.values() for p in e.files),
             "feature_types": feature_types(Features.from_dict(entry.features)),

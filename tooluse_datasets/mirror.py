@@ -98,6 +98,8 @@ class ConfigEntry:
     features: dict  # Features.to_dict()
     splits: dict[str, SplitEntry]
     example: Any  # the first row, decoded and shortened for the card
+    # Splits left empty because every row was skipped: not published, but their skip counts are kept.
+    omitted_splits: dict[str, dict] = dataclasses.field(default_factory=dict)
 
     @property
     def num_examples(self) -> int:
@@ -449,10 +451,13 @@ class ValidationCounter:
 
 
 def _config_entry(config: str, features: Features, results: dict[str, SplitResult], staging: Path) -> ConfigEntry:
-    splits = {}
+    splits, omitted = {}, {}
     for name, result in results.items():
         if not result.num_examples:
-            continue  # a split left empty (all rows skipped) is not published: nothing to train on
+            # A split left empty (all rows skipped) is not published, nothing to train on; its skip counts
+            # stay in the manifest and the card.
+            omitted[name] = _portable_skips(result.skipped)
+            continue
         splits[name] = SplitEntry(
             num_examples=result.num_examples,
             num_bytes=result.num_bytes,
@@ -461,7 +466,7 @@ def _config_entry(config: str, features: Features, results: dict[str, SplitResul
         )
     example = next((r.example for r in results.values() if r.example is not None), None)
     return ConfigEntry(description=registry.FORMATS[config], features=features.to_dict(), splits=splits,
-                       example=example)
+                       example=example, omitted_splits=omitted)
 
 
 def _why_empty(results: dict[str, SplitResult]) -> str:
