@@ -152,6 +152,7 @@ def test_doc_rows_round_trip_through_swift(name, cache_dir, tmp_path):
     reread = list(td.load("ms_swift", data_files=written, split="train", cache_dir=cache_dir))
     assert [conversation(r) for r in reread] == [conversation(r) for r in unified]
 
+    assert len(native) == len(raw) == len(swift) > 0
     for source_row, raw_row, swift_row in zip(native, raw, swift):
         assert isinstance(swift_row["tools"], str)
         assert td.loads(swift_row["tools"]) == [json.loads(t) if isinstance(t, str) else t for t in raw_row["tools"]]
