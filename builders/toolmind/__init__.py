@@ -1,16 +1,15 @@
 """ToolMind (cleaned & rectified) source: ``SOURCE`` (conversions), ``Builder`` and its ``ToolMindConfig``."""
 from dataclasses import dataclass
-from typing import Optional
 
 from tooluse_datasets.builder import ToolUseBuilder, ToolUseConfig
 
-from .source import ReaderOptions, ToolMindSource
+from .source import FamilyOptions, ReaderOptions, ToolMindSource
 
 SOURCE = ToolMindSource()
 
 
 @dataclass
-class ToolMindConfig(ToolUseConfig):
+class ToolMindConfig(ToolUseConfig, FamilyOptions):
     """Options for the ToolMind family of "cleaned & rectified" datasets (spec §8): variations are switches,
     not forks. Pass them to ``tooluse_datasets.load("toolmind", ..., <option>=...)``.
 
@@ -25,13 +24,6 @@ class ToolMindConfig(ToolUseConfig):
             role sequence unified can express and keeps the original messages in ``meta``.
         allow_trailing_call: accept rows that end on a ``tool_call`` (text_to_terminal samples).
     """
-
-    messages_column: str = "messages"
-    split_column: Optional[str] = "split"
-    id_column: Optional[str] = None
-    arguments_key: str = "arguments"
-    strict: bool = True
-    allow_trailing_call: bool = False
 
 
 class Builder(ToolUseBuilder):

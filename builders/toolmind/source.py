@@ -61,9 +61,10 @@ RAW_FEATURES = Features(
 )
 
 
-@dataclass(frozen=True)
-class ReaderOptions:
-    """Switches for the ToolMind family (spec §8); see ``ToolMindConfig`` for their meaning."""
+@dataclass
+class FamilyOptions:
+    """Switches for the ToolMind family (spec §8), declared once: ``ToolMindConfig`` mixes them in (see its
+    docstring for their meaning) and ``ReaderOptions`` carries them into the conversions."""
 
     messages_column: str = "messages"
     split_column: Optional[str] = "split"
@@ -71,6 +72,12 @@ class ReaderOptions:
     arguments_key: str = "arguments"
     strict: bool = True
     allow_trailing_call: bool = False
+
+
+@dataclass
+class ReaderOptions(FamilyOptions):
+    """The family switches plus batch sizing, as the reader and conversions use them."""
+
     batch_size: int = 1000
     # Rows are 1K-131K characters: a batch of `batch_size` rows can be 10x the average, and every batch
     # exists in several forms at once (strings, unified rows, Arrow). Capping batches by characters keeps
