@@ -100,10 +100,16 @@ class Source(abc.ABC):
         list. Default: one split per data_files key. Sources with a split column override this."""
         return [(split, {"files": list(files)}) for split, files in files_by_split.items()]
 
-    @abc.abstractmethod
     def read(self, path: str, config: Any, **split_kwargs: Any) -> Iterator[list[NativeItem]]:
         """Yield batches of ``(row_number, native_row)``; a row that cannot even be parsed is yielded as
-        a :class:`ToolUseDataError` in place of the row, so the error policy decides."""
+        a :class:`ToolUseDataError` in place of the row, so the error policy decides.
+
+        Default: Parquet by extension, else JSON Lines or a JSON array. Sources with a split column or
+        special file shapes override it."""
+        if file_suffix(path) == ".parquet":
+            yield from read_parquet_rows(path, config.batch_size)
+        else:
+            yield from read_json_any(path, config.batch_size)
 
     @abc.abstractmethod
     def to_raw(self, native: dict, ctx: RowContext) -> dict:

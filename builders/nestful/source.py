@@ -20,7 +20,7 @@ from tooluse_datasets.codec import loads_json_or_literal, try_loads
 from tooluse_datasets.errors import (InvalidJsonError, InvalidValueError, MissingFieldError, ToolUseDataError,
                                      UndefinedReferenceError, UnknownToolError)
 from tooluse_datasets.schema import message, tool_call, unified_row
-from tooluse_datasets.source import (RowContext, Source, file_suffix, read_json_any, read_parquet_rows)
+from tooluse_datasets.source import RowContext, Source
 
 from .upstream import CITATION, DESCRIPTION, UPSTREAM
 
@@ -76,13 +76,7 @@ class NestfulSource(Source):
     citation = CITATION
     description = DESCRIPTION
 
-    # -- reading --------------------------------------------------------------------------------------
-
-    def read(self, path: str, config: Any, **_: Any) -> Iterator[list]:
-        if file_suffix(path) == ".parquet":
-            yield from read_parquet_rows(path, config.batch_size)
-        else:
-            yield from read_json_any(path, config.batch_size)
+    # -- reading: the default Source.read (GitHub JSONL, JSON arrays, HF parquet) -------------------
 
     def to_raw(self, native: dict, ctx: RowContext) -> dict:
         for key in ("sample_id", "input", "output", "tools"):
