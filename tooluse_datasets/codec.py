@@ -301,11 +301,9 @@ class ExactFeatures(Features):
         self._decoders = {name: d for name, f in self.items() if (d := _compile_decoder(f)) is not None}
         # Unified rows decode in the shape chat templates and TRL expect (see _chat_shape).
         self.omitted_empty_media: tuple[str, ...] = ()
-        self._shape_messages: Optional[Decoder] = None
         if _is_unified_messages(self.get("messages")):
             decode_messages = self._decoders.get("messages")
             self._decoders["messages"] = _chat_shape(decode_messages)
-            self._shape_messages = _chat_shape(None)
             self.omitted_empty_media = tuple(c for c in MEDIA_COLUMNS if c in self)
 
     def __reduce__(self):
@@ -323,16 +321,6 @@ class ExactFeatures(Features):
                 example[name] = decode(example[name])
         for name in self.omitted_empty_media:
             # A row without media has no media keys: TRL takes a row with an "images" key for vision data.
-            if not example.get(name, True):
-                del example[name]
-        return example
-
-    def shape_example(self, example: dict) -> dict:
-        """A row built in Python (JSON leaves already values, e.g. streamed straight from the converter) in
-        the shape ``decode_example`` gives the same row read from storage."""
-        if self._shape_messages is not None and "messages" in example:
-            example["messages"] = self._shape_messages(example["messages"])
-        for name in self.omitted_empty_media:
             if not example.get(name, True):
                 del example[name]
         return example

@@ -64,7 +64,6 @@ class ConvertedBatch:
     rows: dict[str, Any]
     positions: dict[str, list[tuple[int, int]]]
     end: tuple[int, int]
-    rows_read: int
     unified: Optional[list[dict]] = None
 
 
@@ -158,7 +157,7 @@ class ShardConverter:
         if arrow:
             rows = {c: self._table(c, out[c], file, split, positions[c]) for c in self.configs}
         end = batch.positions[-1]
-        return ConvertedBatch(rows, positions, end, len(batch.items), unified_rows)
+        return ConvertedBatch(rows, positions, end, unified_rows)
 
     def _complete(self, converted: list[tuple]) -> list[tuple]:
         """The source's batch step over the batch's unified rows (``Source.complete_unified``); a row it
@@ -279,9 +278,8 @@ def python_row_finisher(features: Features) -> Callable[[dict], dict]:
             return row
 
         return finish
-    shape = ExactFeatures(features).shape_example
-    normalize = _compile_struct_normalizer(features)
-    return lambda row: shape(normalize(row))
+    # Other configs hold no unified messages: their rows only need every struct's declared keys.
+    return _compile_struct_normalizer(features)
 
 
 def _compile_struct_normalizer(feature: Any) -> Optional[Callable[[Any], Any]]:

@@ -7,7 +7,7 @@ string), tool results as strings, reasoning in ``reasoning_content``.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional
+from typing import Any, Optional
 
 from datasets import Features, Json, List, Value
 
@@ -118,10 +118,6 @@ def unified_row(*, id: str, source: str, subset: str, tools: list, messages: lis
         "videos": videos or [],
         "meta": meta if meta is not None else {},
     }
-
-
-def tool_names(tools: Iterable[dict]) -> set[str]:
-    return {t.get("function", t).get("name") for t in tools if isinstance(t, dict)}
 
 
 # Decoded rows leave out what is empty (codec.ExactFeatures): null/empty message keys, and media columns

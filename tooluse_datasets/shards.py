@@ -286,8 +286,7 @@ class UnreadableRows:
                                       field="<row group>")) for n in range(self.first, self.stop)]
 
 
-def iter_parquet_batches(pf: pq.ParquetFile, shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] = None,
-                         columns: Optional[list[str]] = None
+def iter_parquet_batches(pf: pq.ParquetFile, shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] = None
                          ) -> Iterator[tuple[Union[pa.RecordBatch, UnreadableRows], int]]:
     """``(record batch, row number of its first row)`` over the shard's row groups, from ``resume`` on. The
     rows of a row group that cannot be read come as one :class:`UnreadableRows` in place of batches, and
@@ -300,7 +299,7 @@ def iter_parquet_batches(pf: pq.ParquetFile, shard: Shard, batch_size: int, resu
         if stop <= skip_to:
             continue
         try:
-            batches = pf.iter_batches(batch_size=batch_size, row_groups=[rg], columns=columns)
+            batches = pf.iter_batches(batch_size=batch_size, row_groups=[rg])
             for record_batch in batches:
                 n = record_batch.num_rows
                 if first + n <= skip_to:

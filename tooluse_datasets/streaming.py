@@ -150,7 +150,7 @@ class ShardExamplesIterable(_BaseExamplesIterable):
                 nonlocal next_shard
                 pending.append((next_shard, pool.submit(
                     _convert_shard_rows, self.source, self.config, self.split, self.shards[next_shard],
-                    self.on_error, None)))
+                    self.on_error, self.report is not None and self.report.wants_rows)))
                 next_shard += 1
 
             while next_shard < len(self.shards) and len(pending) < self.num_proc + 1:
@@ -184,17 +184,17 @@ class ShardExamplesIterable(_BaseExamplesIterable):
 
 
 def _convert_shard_rows(source: Source, config: str, split: SplitPlan, shard: Shard,
-                        on_error: str, resume: Optional[tuple[int, int]]) -> tuple[Any, list, SkipReport]:
+                        on_error: str, keep_skipped_rows: bool) -> tuple[Any, list, SkipReport]:
     """One shard's rows, converted in a worker process, as exact JSON text (one string crosses the process
     boundary and one orjson call rebuilds the rows: 2-3x cheaper than pickling them, and nothing but JSON
     values is in a row); the rows' positions and the skip report come back with them. A shard whose list of
     rows nests deeper than the JSON writers go (a stored leaf may use all their levels, and the list, the row
     and its columns add more) goes back pickled instead."""
-    report = SkipReport(keep_all=True)  # every skipped row goes back too, for a report that lists them
+    report = SkipReport(keep_all=keep_skipped_rows)  # for a report that lists every skipped row
     converter = ShardConverter(source, [config], on_error=on_error, reports={config: report})
     rows: list = []
     positions: list = []
-    for batch in converter.batches(split, shard, arrow=False, resume=resume):
+    for batch in converter.batches(split, shard, arrow=False):
         rows += batch.rows[config]
         positions += batch.positions[config]
     try:
