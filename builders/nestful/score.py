@@ -66,7 +66,7 @@ def parse_prediction(prediction: Any, parser: str = "json") -> ParsedPrediction:
         # Python's json, as upstream: NaN survives, and 'label' is looked for in this text.
         try:
             prediction = json.dumps(prediction)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):
             return ParsedPrediction([], [], True)
         return _parse_json(prediction)
     return _parse_hermes(prediction) if parser == "hermes" else _parse_json(prediction)
@@ -76,7 +76,7 @@ def _parse_json(text: str) -> ParsedPrediction:
     """Upstream's plain-JSON parser (DeepSeek's; Granite-3.1's after stripping its call token)."""
     try:
         parsed = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # nesting deeper than Python's stack: unparsable like any bad JSON
         return ParsedPrediction([], [], True)
     if "label" in text:
         try:
@@ -100,7 +100,7 @@ def _parse_hermes(text: str) -> ParsedPrediction:
     for block in _TOOL_CALL_BLOCK.findall(text):
         try:
             parsed.append(json.loads(block.strip()))
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
     if not parsed:
         return ParsedPrediction([], parsed, True)
