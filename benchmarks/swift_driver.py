@@ -8,32 +8,20 @@ preprocessor (``AutoPreprocessor`` -> ``MessagesPreprocessor`` for a ``messages`
 provider formats, row checks, ``tools`` normalization) and drops unused columns. Map-style runs write a
 fresh Arrow cache (a new temporary cache folder, ``load_from_cache_file=False``); streaming runs iterate
 every preprocessed row. Prints one JSON line: rows in and out, wall and CPU seconds (imports excluded), rows/s, peak RSS.
-Kept free of this package's imports: ms-swift 4.6 needs ``datasets<4.8.5``, which cannot share our venv.
+Kept free of this package's imports: ms-swift 4.6 needs ``datasets<4.8.5``, which cannot share our venv
+(``bench_scale``, beside this script, imports nothing but the standard library at module level).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import resource
 import shutil
 import sys
 import tempfile
 import time
 
-
-def peak_rss_mib() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def cpu_seconds() -> float:
-    """CPU time of this process (all threads, e.g. pyarrow's JSON reader) and of waited-for children."""
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return time.process_time() + children.ru_utime + children.ru_stime
+from bench_scale import cpu_seconds, peak_rss_mib  # its module-level imports are the standard library's only
 
 
 def main() -> int:
