@@ -212,6 +212,19 @@ def test_json_parser_edge_cases(text, calls, error):
     assert (parsed.calls, parsed.parse_error) == (calls, error)
 
 
+def test_a_prediction_nested_deeper_than_the_stack_is_a_parse_error(math_row):
+    depth = sys.getrecursionlimit() * 100
+    text = "[" * depth + "]" * depth
+    nested: list = []
+    for _ in range(depth):
+        nested = [nested]
+    for prediction, parser in [(text, "json"), (f"<tool_call>{text}</tool_call>", "hermes"), (nested, "json")]:
+        parsed = parse_prediction(prediction, parser)
+        assert (parsed.calls, parsed.parse_error) == ([], True)
+    result = score([item(math_row, text), item(math_row, nested)], win_rate=False)
+    assert (result.n_rows, result.parse_errors, result.full_sequence_accuracy) == (2, 2, 0.0)
+
+
 def test_hermes_parser_reads_tool_call_blocks_and_skips_broken_ones(math_row, functions_dir):
     blocks = "".join(f"<tool_call>\n{json.dumps(c)}\n</tool_call>\n" for c in math_row["output"])
     parsed = parse_prediction("Let me compute.\n" + blocks + "<tool_call>{broken</tool_call>", "hermes")
@@ -290,6 +303,18 @@ def test_bad_result_files_are_typed_errors_naming_the_line(tmp_path, math_row):
     path.write_text(json.dumps({"sample_id": "nope", "generated_text": "[]"}) + "\n")
     with pytest.raises(InvalidValueError, match="not among the gold rows"):
         read_results(path, gold_rows={})
+
+
+def test_gold_calls_that_cannot_be_grounded_name_the_line_not_the_sample_as_a_file(tmp_path, math_row):
+    broken = dict(math_row, output=[{"name": "add", "label": "$var_1", "arguments": [1, 2]}])
+    path = write_lines(tmp_path / "output.jsonl", [upstream_line(math_row, "[]"), upstream_line(broken, "[]")])
+    with pytest.raises(InvalidValueError) as info:
+        score_file(path, win_rate=False)
+    assert (info.value.file, info.value.row, info.value.field) == (path, 1, "output")
+    assert repr(MATH_ID) in info.value.message and MATH_ID not in info.value.file
+    with pytest.raises(InvalidValueError) as info:  # built in Python: the row is the item's position
+        score([item(math_row, "[]"), item(broken, "[]")], win_rate=False)
+    assert (info.value.file, info.value.row, info.value.field) == (None, 1, "output")
 
 
 # --------------------------------------------------------------------------------------------------

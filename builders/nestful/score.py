@@ -291,13 +291,16 @@ def macro_prf(gold_lists: list[list], pred_lists: list[list]) -> Optional[tuple[
 @dataclasses.dataclass
 class ScoreItem:
     """One sample to score: the gold row's calls, tool specs and gold answer (JSON text, as in upstream's
-    result files), and the model's prediction (text, or an already-parsed list of calls)."""
+    result files), and the model's prediction (text, or an already-parsed list of calls). ``file`` and
+    ``row``: where it was read (:func:`read_results` sets them), so an error in it names its line."""
 
     sample_id: Optional[str]
     gold_calls: list
     tools: list
     gold_answer: str
     prediction: Any
+    file: Optional[str] = None
+    row: Optional[int] = None
 
 
 @dataclasses.dataclass
@@ -390,13 +393,15 @@ def score(items: Iterable[ScoreItem], *, parser: str = "json", corrected: bool =
     samples: list[SampleScore] = []
     notes: list[str] = []
     jobs: list[SequenceJob] = []
-    for item in items:
+    for position, item in enumerate(items):
         parsed = parse_prediction(item.prediction, parser)
         try:
             gold = ground(item.gold_calls)
         except GroundingError as exc:
-            raise InvalidValueError(f"gold calls cannot be grounded ({exc})", field="output").at(
-                file=str(item.sample_id)) from None
+            # The row is the line of the result file, or the item's position when built in Python.
+            raise InvalidValueError(f"the gold calls of sample {item.sample_id!r} cannot be grounded ({exc})",
+                                    file=item.file, row=position if item.row is None else item.row,
+                                    field="output", source="nestful") from None
         error = parsed.parse_error
         names, bad = intent_names(parsed.calls, prediction=True)
         error |= bad
@@ -494,7 +499,7 @@ def read_results(path: Union[str, os.PathLike], gold_rows: Optional[dict[str, di
             items.append(ScoreItem(
                 sample_id=sample_id, gold_calls=_json_value(gold["output"], "output", row_number, path),
                 tools=_json_value(gold["tools"], "tools", row_number, path), gold_answer=gold_text,
-                prediction=record[field]))
+                prediction=record[field], file=path, row=row_number))
     return items
 
 
