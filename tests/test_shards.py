@@ -129,7 +129,7 @@ def test_sample_files_cut_in_tiny_byte_ranges_give_the_same_rows(tmp_path):
     assert cut == whole and len({r["id"] for r in cut}) == len(cut)
 
 
-def test_skip_reports_of_jobs_sharing_a_file_do_not_overwrite_each_other(tmp_path):
+def test_skip_reports_of_jobs_sharing_a_file_do_not_overwrite_each_other(tmp_path, cache_dir):
     """Prepared with num_proc=2 and a file cut in two shards: each job leaves its own skip report."""
     good = Path(td.sample_files("nestful")["train"][0]).read_text().splitlines()
     broken = '{"sample_id": "x", "input": "truncated'
@@ -140,13 +140,13 @@ def test_skip_reports_of_jobs_sharing_a_file_do_not_overwrite_each_other(tmp_pat
     assert len(builder.split_plans()[0].shards) == 2
     report = td.SkipReport()
     ds = td.load("nestful", split="train", data_files=[str(path)], on_error="skip", report=report, num_proc=2,
-                 cache_dir=str(tmp_path / "cache"), shard_bytes=path.stat().st_size // 2)
+                 cache_dir=cache_dir, shard_bytes=path.stat().st_size // 2)
     assert len(ds) == 3
     assert report.rows_read == 5 and report.skipped == 2
     assert sorted(e.row for e in report.examples) == [1, 4]
 
 
-def test_an_option_set_to_none_is_applied(tmp_path):
+def test_an_option_set_to_none_is_applied(cache_dir):
     """``split_column=None``: the sample's split column is ignored and the data_files keys are the splits,
     map-style and streaming (datasets drops None config kwargs; the builder applies them)."""
     sample = td.sample_files("toolmind")["train"]
@@ -154,7 +154,7 @@ def test_an_option_set_to_none_is_applied(tmp_path):
     assert len(with_column) == 7
     for streaming in (True, False):
         ds = td.load("toolmind", data_files={"first": sample, "again": sample}, split_column=None,
-                     streaming=streaming, cache_dir=str(tmp_path / "cache"))
+                     streaming=streaming, cache_dir=cache_dir)
         assert list(ds) == ["first", "again"]
         first, again = list(ds["first"]), list(ds["again"])
         assert {r["subset"] for r in first} == {"first"} and {r["subset"] for r in again} == {"again"}
@@ -177,3 +177,22 @@ def test_shard_counts_are_rounded_to_a_multiple_world_sizes_divide(tmp_path, gro
     assert max(len(s.row_groups) for s in shards) <= 2  # merges are spread, not piled on one shard
     numbers = [n for shard in shards for batch in read_shard(shard, batch_size=4) for n, _ in batch.items]
     assert numbers == list(range(groups * 3))
+
+
+@pytest.mark.parametrize("groups_per_file, expected", [((1, 1, 1, 1, 1, 1, 14), 12), ((2, 2, 2, 2, 2, 2, 8), 12),
+                                                       ((1, 1, 1, 1, 1, 1, 1, 3), 8), ((1, 1, 1), 3)])
+def test_shard_counts_of_many_files_reach_the_largest_multiple_their_merges_allow(tmp_path, groups_per_file, expected):
+    """Only shards of one file merge. 20 shards whose merges all lie in one file still become 12 (runs of
+    three shards merge where two would not do); where 12 or 6 is out of reach the next multiple is taken,
+    and where none is (three one-group files) nothing is merged. Every row is read once, in order."""
+    from tooluse_datasets.shards import balanced
+
+    planned, rows = [], []
+    for f, groups in enumerate(groups_per_file):
+        path = tmp_path / f"rows-{f}.parquet"
+        _parquet(path, groups * 3, 3)
+        planned += plan_file(str(path), 1)
+        rows += [(str(path), n) for n in range(groups * 3)]
+    shards = balanced(planned)
+    assert len(shards) == expected
+    assert [(s.file, n) for s in shards for batch in read_shard(s, batch_size=4) for n, _ in batch.items] == rows

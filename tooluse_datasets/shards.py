@@ -153,43 +153,25 @@ def plan_parquet(path: str, metadata: pq.FileMetaData, target_bytes: int,
 
 # datasets' split_dataset_by_node (and torch's DataLoader workers) give each node whole shards only when their
 # number is a multiple of the world size; otherwise every node reads every row and keeps a 1/world_size slice.
-# Shard counts are therefore rounded down to a multiple of the largest of these that fits.
+# Shard counts are therefore rounded down to a multiple of the largest of these that merging can reach.
 SHARD_COUNT_MULTIPLES = (12, 6, 4, 2)
 
 
 def balanced(shards: list[Shard]) -> list[Shard]:
     """``shards`` with some adjacent shards of the same file merged (consecutive row groups, touching byte
-    ranges), so that their number is a multiple of 12, 6, 4 or 2 (the largest that is not above it). Merges
-    are spread over the list; where too few shards can merge, as many as can are."""
-    multiple = next((m for m in SHARD_COUNT_MULTIPLES if m <= len(shards)), 1)
-    excess = len(shards) % multiple
+    ranges), so that their number is a multiple of 12, 6, 4 or 2: the largest of these that the possible
+    merges reach (a run of k mergeable shards can become anything from k shards to one). Merges are spread
+    over the list; where no multiple is reachable, the shards stay as they are."""
+    mergeable = [i for i in range(len(shards) - 1) if _merged(shards[i], shards[i + 1]) is not None]
+    excess = next((len(shards) % m for m in SHARD_COUNT_MULTIPLES
+                   if m <= len(shards) and len(shards) % m <= len(mergeable)), 0)
     if not excess:
         return shards
-    mergeable = [i for i in range(len(shards) - 1) if _merged(shards[i], shards[i + 1]) is not None]
-    chosen: list[int] = []
-    step = len(mergeable) / excess if mergeable else 0
-    for k in range(excess):
-        if not mergeable:
-            break
-        i = mergeable[min(int(k * step), len(mergeable) - 1)]
-        if chosen and i <= chosen[-1] + 1:
-            later = [j for j in mergeable if j > chosen[-1] + 1]
-            if not later:
-                break
-            i = later[0]
-        chosen.append(i)
-    out: list[Shard] = []
-    skip = False
-    for i, shard in enumerate(shards):
-        if skip:
-            skip = False
-            continue
-        if chosen and i == chosen[0]:
-            out.append(_merged(shard, shards[i + 1]))
-            chosen.pop(0)
-            skip = True
-        else:
-            out.append(shard)
+    step = len(mergeable) / excess  # >= 1: the chosen joins are distinct; two that touch chain three shards
+    joins = {mergeable[int(k * step)] for k in range(excess)}
+    out: list[Shard] = [shards[0]]
+    for i in range(1, len(shards)):
+        out[-1:] = [_merged(out[-1], shards[i])] if i - 1 in joins else [out[-1], shards[i]]
     return out
 
 
