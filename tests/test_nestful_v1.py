@@ -8,8 +8,8 @@ import pytest
 
 import tooluse_datasets as td
 from tooluse_datasets.builders.nestful.source import NestfulOptions, NestfulSource
-from tooluse_datasets.builders.nestful.v1 import (GROUP_COUNTS, RESULT_CALL, load_v1, read_specs, v1_groups, v1_tool,
-                                                  v1_to_raw, v1_to_unified)
+from tooluse_datasets.builders.nestful.v1 import (GROUP_COUNTS, RESULT_CALL, read_specs, v1_groups, v1_tool, v1_to_raw,
+                                                  v1_to_unified)
 from tooluse_datasets.errors import SkipReport, UndefinedReferenceError
 from tooluse_datasets.source import RowContext
 
@@ -29,10 +29,11 @@ def v1_file(relative: str) -> str:
 
 @pytest.fixture(scope="module")
 def loaded():
+    """Every v1 file in one ``train`` split (the builder regroups them by file name), streamed: rows by group."""
     report = SkipReport()
-    rows = load_v1({"train": [v1_file(p) for paths in GROUP_PATHS.values() for p in paths]}, on_error="skip",
-                   report=report)
-    return rows, report
+    splits = td.load("nestful", data_files={"train": [v1_file(p) for paths in GROUP_PATHS.values() for p in paths]},
+                     data_version="v1", on_error="skip", report=report, streaming=True)
+    return {group: list(split) for group, split in splits.items()}, report
 
 
 def by_upstream_row(rows: list[dict]) -> dict[int, dict]:
@@ -139,7 +140,9 @@ def test_glaive_nested_object_parameters():
 
 
 def test_used_tools_only(loaded):
-    rows = load_v1({"sgd": [v1_file(p) for p in GROUP_PATHS["sgd"]]}, tools="used", on_error="skip")["sgd"]
+    rows = list(td.load("nestful", data_files={"sgd": [v1_file(p) for p in GROUP_PATHS["sgd"]]}, split="sgd",
+                        data_version="v1", v1_tools="used", on_error="skip", streaming=True))
+    assert len(rows) == 44
     for row in rows:
         names = {c["function"]["name"] for c in row["messages"][1]["tool_calls"]}
         assert {t["function"]["name"] for t in row["tools"]} == names

@@ -148,13 +148,6 @@ def with_tools(sample: Any, specs: list[dict], group: str, tools: str = "catalog
     return {**sample, "tools": catalog, "group": group}
 
 
-def native_rows(data_path: str, specs: list[dict], group: str, *, tools: str = "catalog"
-                ) -> Iterator[tuple[int, Any]]:
-    """``(row number, native row)`` of a v1 data file, each with its tools and group attached."""
-    for i, sample in enumerate(read_json_array(data_path)):
-        yield i, with_tools(sample, specs, group, tools)
-
-
 # -- the builder's hooks (NestfulSource.plan / read with data_version="v1") ---------------------------------
 
 
@@ -296,32 +289,3 @@ def v1_tool(spec: dict, field: str = "tools[]") -> dict:
         http["parameters_in"] = "path" if key == "path_parameters" else "query"
         function["http"] = http
     return {"type": "function", "function": function}
-
-
-# -- convenience --------------------------------------------------------------------------------------------
-
-
-def load_v1(files_by_split: dict[str, Sequence[str]], *, tools: str = "catalog", on_error: str = "raise",
-            report=None) -> dict[str, list[dict]]:
-    """Unified rows of v1 files by group, in Python (no Arrow cache); with ``on_error="skip"`` bad rows are
-    counted in ``report`` (a :class:`~tooluse_datasets.errors.SkipReport`) and left out."""
-    from tooluse_datasets.errors import ToolUseDataError
-
-    out: dict[str, list[dict]] = {}
-    for group in v1_groups(files_by_split):
-        specs = read_specs(group.spec_file)
-        rows = out.setdefault(group.name, [])
-        for path in group.data_files:
-            for row_number, native in native_rows(path, specs, group.name, tools=tools):
-                ctx = RowContext("nestful", path, row_number, group.name)
-                try:
-                    rows.append(v1_to_unified(v1_to_raw(native, ctx), ctx))
-                except ToolUseDataError as error:
-                    error.at(file=path, row=row_number, source="nestful")
-                    if on_error == "raise":
-                        raise
-                    if report is not None:
-                        report.add(error)
-                if report is not None:
-                    report.count_read(1)
-    return out
