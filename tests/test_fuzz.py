@@ -17,24 +17,20 @@ default (each example holds 1-3 files of up to 8 rows: about 6 mutated rows).
 """
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
 import random
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from conftest import PROJECT_ROOT, SHARED_DATA
+from conftest import SHARED_DATA, benchmark_module
 
 hypothesis = pytest.importorskip("hypothesis", reason="hypothesis is in the test extra: pip install -e '.[test]'")
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location("fuzz_rows", PROJECT_ROOT / "benchmarks" / "fuzz_rows.py")
-fuzz_rows = sys.modules.setdefault("fuzz_rows", importlib.util.module_from_spec(_spec))
-_spec.loader.exec_module(fuzz_rows)
+fuzz_rows = benchmark_module("fuzz_rows")
 
 EXAMPLES = int(os.environ.get("TOOLUSE_FUZZ_EXAMPLES", "150"))
 

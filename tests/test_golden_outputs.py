@@ -81,7 +81,7 @@ def _outputs(source: str, data_files, config: str, cache_dir: str) -> dict:
     return out
 
 
-def test_outputs_equal_the_saved_ones(generated_toolmind, tmp_path):
+def test_outputs_equal_the_saved_ones(generated_toolmind, cache_dir):
     if not WRITE and not GOLDEN.exists():
         pytest.fail(f"{GOLDEN} is missing; write it with TOOLUSE_WRITE_GOLDEN=1")
     saved = {} if WRITE else json.loads(GOLDEN.read_text())
@@ -90,7 +90,7 @@ def test_outputs_equal_the_saved_ones(generated_toolmind, tmp_path):
     for case, (source, data_files, configs) in cases.items():
         for config in configs:
             key = f"{case}/{config}"
-            produced[key] = _outputs(source, data_files, config, str(tmp_path / "cache"))
+            produced[key] = _outputs(source, data_files, config, cache_dir)
     if WRITE:
         GOLDEN.parent.mkdir(exist_ok=True)
         GOLDEN.write_text(json.dumps(produced, indent=0, sort_keys=True) + "\n")

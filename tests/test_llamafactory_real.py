@@ -19,7 +19,9 @@ import tooluse_datasets as td
 from tooluse_datasets.cli import main
 from tooluse_datasets.registry import source_names
 
-DRIVER = Path(__file__).resolve().parents[1] / "benchmarks" / "llamafactory_check.py"
+from conftest import PROJECT_ROOT
+
+DRIVER = PROJECT_ROOT / "benchmarks" / "llamafactory_check.py"
 # Templates whose tool formatting takes every exported row: ReAct-style, Qwen 2.5, Qwen 3 (reasoning), Llama 3.
 TOOL_TEMPLATES = ("default", "qwen", "qwen3", "llama3")
 # LLaMA-Factory 0.9.5's own limits, one template each: Llama2Template-based templates (mistral, gemma, llama2...)

@@ -28,8 +28,6 @@ from tooluse_datasets.source import Upstream, UpstreamFile
 from fake_hub import FakeHubApi
 from mirror_support import build_sample_mirror
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-
 
 def _requests() -> dict[str, MirrorRequest]:
     """ToolMind (Parquet: one shard per row group, seven splits) and ms-swift (JSON Lines cut into byte ranges),

@@ -483,27 +483,26 @@ def pinned_archive(tmp_path, functions_dir) -> str:
     return str(path)
 
 
-def test_pinned_functions_download_extracts_once_and_checks_the_map(tmp_path, functions_dir, monkeypatch):
+def test_pinned_functions_download_extracts_once_and_checks_the_map(tmp_path, cache_dir, functions_dir, monkeypatch):
     assert archive_url() == f"https://github.com/IBM/NESTFUL/archive/{UPSTREAM.revision}.tar.gz"
     archive = pinned_archive(tmp_path, functions_dir)
-    cache = str(tmp_path / "cache")
-    folder = executable_functions(archive=archive, cache_dir=cache)
+    folder = executable_functions(archive=archive, cache_dir=cache_dir)
     assert folder.parts[-2:] == ("data_v2", "executable_functions") and sorted(os.listdir(folder)) == sorted(ARCHIVED)
     # The second call is served from the cache: nothing is extracted again.
     monkeypatch.setattr(datasets.utils.extract.Extractor, "extract",
                         classmethod(lambda *a, **k: pytest.fail("extracted twice")))
-    assert executable_functions(archive=archive, cache_dir=cache) == folder
+    assert executable_functions(archive=archive, cache_dir=cache_dir) == folder
     (result,) = run_sequences([one_call("add", 1, 2)], folder)  # basic_functions.py of the pinned folder
     assert result.ok and result.answer["value"] == 3
 
 
-def test_a_different_functions_map_is_refused_for_the_pinned_revision(tmp_path, evil_dir):
+def test_a_different_functions_map_is_refused_for_the_pinned_revision(tmp_path, cache_dir, evil_dir):
     path = tmp_path / "fake.tar.gz"
     with tarfile.open(path, "w:gz") as tar:
         for name in os.listdir(evil_dir):
             tar.add(os.path.join(evil_dir, name), arcname=f"NESTFUL-x/{FUNCTIONS_PATH}/{name}")
     with pytest.raises(DataNotFoundError, match="not the pinned one"):
-        executable_functions(archive=str(path), cache_dir=str(tmp_path / "cache"))
+        executable_functions(archive=str(path), cache_dir=cache_dir)
 
 
 def test_offline_without_a_local_folder_is_one_clear_error(monkeypatch):

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from tooluse_datasets.schema import UNIFIED_FEATURES, FIELD_DOCS, schema_table
 
-ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text()
+from conftest import PROJECT_ROOT
+
+README = (PROJECT_ROOT / "README.md").read_text()
 
 
 def test_readme_schema_table_is_generated_from_the_code():
@@ -24,4 +24,4 @@ def test_ci_runs_exactly_the_readme_test_command():
     assert len(commands) >= 2
     setup_and_demo, tests = commands[0], commands[1]
     assert "tooluse-datasets demo" in setup_and_demo and "pytest" in tests
-    assert tests in (ROOT / ".ci" / "run").read_text()
+    assert tests in (PROJECT_ROOT / ".ci" / "run").read_text()

@@ -14,6 +14,7 @@ from tooluse_datasets.dataset_card import BEGIN_MARKER, END_MARKER, render_card
 from tooluse_datasets.mirror import ParquetLayout, mirror_files, read_manifest
 from tooluse_datasets.publish import PublishError, publish_mirror
 
+from conftest import PROJECT_ROOT
 from fake_hub import FakeHubApi
 from mirror_support import build_sample_mirror
 
@@ -229,8 +230,7 @@ def test_the_publish_workflow_rebuilds_from_upstream_and_publishes_with_the_secr
 
     from tooluse_datasets.registry import builder_class, source_names
 
-    root = Path(__file__).resolve().parents[1]
-    workflow = yaml.safe_load((root / ".github" / "workflows" / "publish.yml").read_text())
+    workflow = yaml.safe_load((PROJECT_ROOT / ".github" / "workflows" / "publish.yml").read_text())
     triggers = workflow[True]  # YAML 1.1 reads the key `on` as True
     assert "workflow_dispatch" in triggers and triggers["release"]["types"] == ["published"]
     job = workflow["jobs"]["publish"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 
 import pytest
 
@@ -14,9 +13,8 @@ from tooluse_datasets.validation import (ValidationCounter, all_rules, check_row
                                          select_rules)
 from tooluse_datasets.validation.schemas import argument_errors, compile_parameters, undeclared_keys
 
-from conftest import shared_data
+from conftest import PROJECT_ROOT, shared_data
 
-ROOT = Path(__file__).resolve().parents[1]
 NESTFUL_TOY = ("nestful", "third_party", "AtakanTekparmak_NESTFUL_27c2028", "data_v2", "toy_data.jsonl")
 MS_SWIFT_DOC = ("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl")
 
@@ -51,10 +49,6 @@ TOOLMIND = "toolmind/synthetic/1"
 
 def _calls(row):
     return [c for m in row["messages"] for c in m.get("tool_calls") or []]
-
-
-def _assistant_with_calls(row) -> dict:
-    return next(m for m in row["messages"] if m.get("tool_calls"))
 
 
 def _first_tool_message(row) -> dict:
@@ -397,7 +391,7 @@ def test_registry_ids_severities_and_selection():
 def test_source_rules_live_in_their_folders_and_name_their_source():
     by_id = {r.id: r for r in all_rules()}
     for source in ("nestful", "ms_swift", "toolmind"):
-        assert (ROOT / "builders" / source / "rules.py").exists()
+        assert (PROJECT_ROOT / "builders" / source / "rules.py").exists()
         own = [r for r in by_id.values() if r.id.startswith(f"{source}.")]
         assert own and all(r.check.__module__ == f"tooluse_datasets.builders.{source}.rules" for r in own)
     assert by_id["nestful.undefined_reference"].sources == ("nestful",)
@@ -415,7 +409,7 @@ def test_importing_the_package_imports_no_source_rules():
 
 
 def test_readme_lists_every_rule_as_the_registry_renders_it():
-    assert rules_table() in (ROOT / "README.md").read_text()
+    assert rules_table() in (PROJECT_ROOT / "README.md").read_text()
 
 
 # --------------------------------------------------------------------------------------------------
