@@ -674,3 +674,23 @@ def test_load_validate_drops_and_counts_rows_breaking_chosen_rules(streaming, ca
     with pytest.raises(td.ToolUseDataError, match="call.no_tools"):
         list(td.load("ms_swift", data_files=files, split="train", streaming=streaming, cache_dir=cache_dir,
                      validate="call.no_tools"))
+
+
+def test_validate_reads_each_row_once_whatever_the_config(monkeypatch):
+    """Validating another config converts each row once (unified for the rules, then written in the config)
+    and plans the splits once: ToolMind's seven splits of one file, every row in one split."""
+    from tooluse_datasets.builders.toolmind.source import ToolMindSource
+
+    calls = {"to_raw": 0, "to_unified": 0, "plan": 0}
+    for name in calls:
+        original = getattr(ToolMindSource, name)
+
+        def counted(self, *args, _original=original, _name=name):
+            calls[_name] += 1
+            return _original(self, *args)
+
+        monkeypatch.setattr(ToolMindSource, name, counted)
+    result = td.validate("toolmind", "swift", data_files=td.sample_files("toolmind"), fail_on="read")
+    rows = result.total().read.rows_read
+    assert len(result.splits) == 7 and rows == result.total().rules.checked + result.total().read.skipped > 0
+    assert calls == {"to_raw": rows, "to_unified": rows, "plan": 1}

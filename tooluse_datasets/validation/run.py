@@ -36,25 +36,32 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
     ``raw`` is read as well, so rows that cannot be written in it count as read errors; the rules always
     check the unified rows. ``skipped_rows``: a file to append every unreadable row to, one JSON object per
     line (file, row, field, reason, message). Other arguments are those of :func:`tooluse_datasets.load`."""
-    from ..loading import load
+    from .. import registry
+    from ..pipeline import UNIFIED, ShardConverter
 
     selected = select_rules(rules)
     select_rules(fail_on, default_all=False, allow_read=True)  # a typo in fail_on fails now, not after the run
-    common = dict(data_files=data_files, data_dir=data_dir, revision=revision, on_error=on_error, **source_options)
-    names = [split] if split else list(load(source, "unified", streaming=True, **common))
+    builder = registry.builder_class(source)(config_name=UNIFIED, data_files=data_files, data_dir=data_dir,
+                                             on_error=on_error, revision=revision, **source_options)
+    plans = builder.split_plans()  # every split planned once
+    if split is not None:
+        plans = [p for p in plans if p.name == split]
+        if not plans:
+            raise ValueError(f"{source}: no split {split!r} in the data")
     splits: dict[str, SplitValidation] = {}
-    for name in names:
+    for plan in plans:
         read = SkipReport(rows_path=skipped_rows)
         counter = ValidationCounter(selected, max_examples=max_examples)
-        unified_report = read if config == "unified" else SkipReport()
-        rows = load(source, "unified", split=name, streaming=True, report=unified_report, **common)
-        for row in progress(rows, f"validate {source}/{name}"):
+        # One pass: each row is converted once to unified (what the rules check) and, for another config,
+        # written in it too, whose skips are the read errors reported.
+        reports = {UNIFIED: read} if config == UNIFIED else {UNIFIED: SkipReport(), config: read}
+        converter = ShardConverter(builder.source, list(reports), on_error=on_error, reports=reports)
+        rows = (row for shard in plan.shards for batch in converter.batches(plan, shard, arrow=False)
+                for row in batch.rows[UNIFIED])
+        for row in progress(rows, f"validate {source}/{plan.name}"):
             counter.check(row)
-        if config != "unified":
-            for _ in load(source, config, split=name, streaming=True, report=read, **common):
-                pass
         read.close()
-        splits[name] = SplitValidation(read, counter)
+        splits[plan.name] = SplitValidation(read, counter)
     return ValidationResult(source, config, splits, fail_on, [r.id for r in selected])
 
 
