@@ -61,11 +61,11 @@ def test_only_rows_with_media_carry_media_keys(cache_dir):
     assert sum(1 for v in batch["images"] if v) == 1 and "audios" not in batch
 
 
-def test_assistant_answers_and_call_turns_keep_only_their_keys(nestful):
+def test_assistant_answers_and_call_turns_keep_only_their_keys(nestful, cache_dir):
     call_turn = nestful[0]["messages"][1]
     assert call_turn["role"] == "assistant" and call_turn["content"] == ""
     assert set(call_turn) == {"role", "content", "tool_calls"}
-    ms = td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train")
+    ms = td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train", cache_dir=cache_dir)
     answer = ms[0]["messages"][-1]
     assert set(answer) == {"role", "content"} and answer["content"]
     result = next(m for m in ms[0]["messages"] if m["role"] == "tool")

@@ -36,10 +36,10 @@ def test_stats_writes_one_png_per_measure_reproducibly(tmp_path, capsys):
         assert data == (second / file_name).read_bytes()  # no timestamp: mirrors stay byte-reproducible
 
 
-def test_plot_function_takes_the_accumulators_of_any_splits(tmp_path):
+def test_plot_function_takes_the_accumulators_of_any_splits(tmp_path, cache_dir):
     pytest.importorskip("matplotlib", reason="plots need the plots extra: pip install -e '.[plots]'")
     dist = Distributions()
-    for row in td.load("nestful", data_files=td.sample_files("nestful"), split="train"):
+    for row in td.load("nestful", data_files=td.sample_files("nestful"), split="train", cache_dir=cache_dir):
         dist.add(row)
     written = plot_distributions({"train": dist, "empty": Distributions()}, tmp_path / "plots", title="nestful")
     assert [p.name for p in written] == [name for name, _, _ in MEASURES.values()]

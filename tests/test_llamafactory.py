@@ -90,17 +90,17 @@ def test_every_source_exports_rows_llamafactory_trains_on_with_every_call(source
     assert len(written) + len(refused) == len(unified) > 0
 
 
-def test_llamafactory_rows_round_trip_exactly():
+def test_llamafactory_rows_round_trip_exactly(cache_dir):
     path = td.sample_files("llamafactory")["train"][0]
     native = [json.loads(line) for line in Path(path).read_text().splitlines()]
-    exported = list(td.load("llamafactory", "llamafactory", data_files=path, split="train"))
-    raw = list(td.load("llamafactory", "raw", data_files=path, split="train"))
+    exported = list(td.load("llamafactory", "llamafactory", data_files=path, split="train", cache_dir=cache_dir))
+    raw = list(td.load("llamafactory", "raw", data_files=path, split="train", cache_dir=cache_dir))
     assert len(exported) == len(raw) == len(native) == 5
     for original, lf, r in zip(native, exported, raw):
         assert lf["conversations"] == r["conversations"] == original["conversations"]
         assert lf["tools"] == original.get("tools", "") and lf["system"] == original.get("system", "")
         assert lf["images"] == original.get("images", [])
-    unified = list(td.load("llamafactory", data_files=path, split="train"))
+    unified = list(td.load("llamafactory", data_files=path, split="train", cache_dir=cache_dir))
     assert [unified_calls(r) for r in unified] == [accepted_by_llamafactory(lf) for lf in exported]
     parallel = unified[1]["messages"]
     assert [m["role"] for m in parallel] == ["user", "assistant", "tool", "tool", "assistant"]
@@ -109,14 +109,14 @@ def test_llamafactory_rows_round_trip_exactly():
     assert unified[2]["messages"][1]["tool_calls"][0]["function"]["arguments"] == {"radius": 1e-3}
 
 
-def test_respelled_rows_come_back_byte_for_byte(tmp_path):
+def test_respelled_rows_come_back_byte_for_byte(tmp_path, cache_dir):
     row = {"conversations": [{"from": "human", "value": "hi"},
                              {"from": "function_call", "value": '{"name":"f","arguments":{"x":0.1}}'},
                              {"from": "observation", "value": "ok"}, {"from": "gpt", "value": "done"}],
            "system": "sys", "tools": '[{"name":"f","description":"d","parameters":{"type":"object","properties":{}}}]'}
     path = tmp_path / "compact.jsonl"
     path.write_text(json.dumps(row) + "\n")
-    back = td.load("llamafactory", "llamafactory", data_files=str(path), split="train")[0]
+    back = td.load("llamafactory", "llamafactory", data_files=str(path), split="train", cache_dir=cache_dir)[0]
     assert {k: back[k] for k in row} == row
 
 
@@ -134,7 +134,7 @@ def test_a_leading_system_turn_and_the_system_column_both_come_back(column):
     assert source.from_unified(unified) == raw
 
 
-def test_an_edited_row_is_written_as_edited_not_in_its_recorded_spelling(tmp_path):
+def test_an_edited_row_is_written_as_edited_not_in_its_recorded_spelling(tmp_path, cache_dir):
     """The original spelling of a turn or of the tools is put back only while the row still says the same:
     an edited call, answer or tool list is written from the row, not replaced by what the file said."""
     row = {"conversations": [{"from": "human", "value": "hi"},
@@ -144,7 +144,7 @@ def test_an_edited_row_is_written_as_edited_not_in_its_recorded_spelling(tmp_pat
            "system": "sys", "tools": '[{"name":"f","description":"d","parameters":{"type":"object","properties":{}}}]'}
     path = tmp_path / "compact.jsonl"
     path.write_text(json.dumps(row) + "\n")
-    unified = td.load("llamafactory", data_files=str(path), split="train")[0]
+    unified = td.load("llamafactory", data_files=str(path), split="train", cache_dir=cache_dir)[0]
     assert set(unified["meta"]["llamafactory_original"]) == {"conversations", "tools"}  # spellings recorded
     assert unified_to_llamafactory(unified)["conversations"] == row["conversations"]  # and put back
     unified["messages"][2]["tool_calls"][0]["function"]["arguments"] = {"x": 0.2}
@@ -185,8 +185,8 @@ def test_tools_given_as_a_list_are_refused(tmp_path):
         list(td.load("llamafactory", data_files=str(path), split="train", streaming=True))
 
 
-def test_writer_refuses_what_llamafactory_would_mistrain():
-    base = td.load("nestful", data_files=td.sample_files("nestful"), split="train")[0]
+def test_writer_refuses_what_llamafactory_would_mistrain(cache_dir):
+    base = td.load("nestful", data_files=td.sample_files("nestful"), split="train", cache_dir=cache_dir)[0]
     row = td.complete_row(base)
     follow = row["messages"] + [{"role": "user", "content": "and then?"}, {"role": "assistant", "content": "ok"}]
     with pytest.raises(ConversionError, match="no results but the conversation goes on"):

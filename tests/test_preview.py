@@ -3,6 +3,7 @@ elided with its length kept, calls with their arguments and the references betwe
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 from rich.console import Console
 
@@ -30,26 +31,29 @@ def test_show_finds_a_row_by_id_and_reports_a_missing_one(capsys):
     assert "no id 'nope'" in capsys.readouterr().err
 
 
-def test_long_text_is_elided_with_a_visible_marker_and_its_length():
+def test_long_text_is_elided_with_a_visible_marker_and_its_length(cache_dir):
     text = "x" * 1000 + "END"
     cut = elide(text, 60)
     assert cut.startswith("x" * 40) and cut.endswith("END") and "of 1,003 chars elided" in cut
     assert elide("short", 60) == "short"
-    row = td.load("toolmind", data_files=td.sample_files("toolmind"), split="synthetic")[0]
+    row = td.load("toolmind", data_files=td.sample_files("toolmind"), split="synthetic", cache_dir=cache_dir)[0]
     longest = max((m["content"] for m in row["messages"]), key=len)
     buffer = io.StringIO()
     Console(file=buffer, width=100, no_color=True).print(render_row(row, max_chars=40))
     assert f"of {len(longest):,} chars elided" in buffer.getvalue()
 
 
-def test_colours_on_a_terminal():
-    row = td.load("nestful", data_files=td.sample_files("nestful"), split="train")[0]
+def test_colours_on_a_terminal(cache_dir):
+    row = td.load("nestful", data_files=td.sample_files("nestful"), split="train", cache_dir=cache_dir)[0]
     buffer = io.StringIO()
     Console(file=buffer, force_terminal=True, width=100).print(render_row(row))
     assert "\x1b[" in buffer.getvalue()
 
 
-def test_demo_previews_one_row_of_every_source(capsys):
+def test_demo_previews_one_row_of_every_source(capsys, cache_dir, monkeypatch):
+    import datasets
+
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", Path(cache_dir))  # demo has no --cache-dir
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
     for source in source_names():

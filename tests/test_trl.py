@@ -48,9 +48,9 @@ def tiny_model(vocab_size: int) -> Qwen2ForCausalLM:
     return Qwen2ForCausalLM(config)
 
 
-def text_rows(source: str) -> datasets.Dataset:
+def text_rows(source: str, cache_dir: str) -> datasets.Dataset:
     """Every split of the sample as one dataset; rows with media (they need a vision model) left out."""
-    splits = td.load(source, data_files=td.sample_files(source))
+    splits = td.load(source, data_files=td.sample_files(source), cache_dir=cache_dir)
     ds = td.exact(datasets.concatenate_datasets(list(splits.values())))
     return ds.select([i for i, row in enumerate(ds) if not any(c in row for c in td.MEDIA_COLUMNS)])
 
@@ -115,17 +115,18 @@ def assert_rendered(row: dict, text: str, template: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def samples() -> dict[str, datasets.Dataset]:
-    return {source: text_rows(source) for source in source_names()}
+def samples(tmp_path_factory) -> dict[str, datasets.Dataset]:
+    cache_dir = str(tmp_path_factory.mktemp("cache"))
+    return {source: text_rows(source, cache_dir) for source in source_names()}
 
 
-def test_unified_rows_are_conversational_text_data_for_trl(samples):
+def test_unified_rows_are_conversational_text_data_for_trl(samples, cache_dir):
     for source, ds in samples.items():
         first = next(iter(ds))
         assert is_conversational(first)
         assert not ({"image", "images"} & set(first)), f"{source}: TRL would take this for vision data"
     # The ms-swift row that does carry an image keeps it, so TRL sees vision data there.
-    ms = td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train")
+    ms = td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train", cache_dir=cache_dir)
     with_image = ms.select([i for i, row in enumerate(ms) if "images" in row])
     assert len(with_image) == 1 and next(iter(with_image))["images"] == ["receipts/lunch_2024-05-17.jpg"]
     assert len(samples["ms_swift"]) == len(ms) - 1
