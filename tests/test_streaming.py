@@ -86,17 +86,22 @@ def test_resuming_after_split_dataset_by_node(toolmind_file, conversions):
     assert len(conversions) == len(rest)
 
 
-def test_num_proc_streams_the_same_rows_and_resumes(toolmind_file):
+@pytest.mark.parametrize("consumed", [9, 47])
+def test_num_proc_streams_the_same_rows_and_resumes(toolmind_file, conversions, consumed):
+    """Row 9 is in the first shard (converted in this process), row 47 in the third (converted by a worker):
+    either way a resumed stream converts here only the rest of that shard, from the next row on."""
     whole = list(_stream(toolmind_file))
     ds = _stream(toolmind_file, num_proc=2)
     iterator = iter(ds)
-    head = [next(iterator) for _ in range(9)]
+    head = [next(iterator) for _ in range(consumed)]
     state = ds.state_dict()
     rest_of_first = list(iterator)
     assert head + rest_of_first == whole
     resumed = _stream(toolmind_file, num_proc=2)
     resumed.load_state_dict(state)
+    conversions.clear()
     assert head + list(resumed) == whole
+    assert conversions == list(range(consumed, consumed - consumed % 20 + 20))  # shards of 20 rows
 
 
 def _with_bad_rows(tmp_path: Path) -> str:

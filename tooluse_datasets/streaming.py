@@ -103,20 +103,28 @@ class ShardExamplesIterable(_BaseExamplesIterable):
             yield from self._iter_parallel(first_shard, resume)
             return
         converter = self._converter()
-        state = self._state_dict
         for shard_idx in range(first_shard, len(self.shards)):
-            shard = self.shards[shard_idx]
-            for batch in converter.batches(self.split, shard, arrow=False, resume=resume, first=shard_idx == first_shard):
-                for row, position in zip(batch.rows[self.config], batch.positions[self.config]):
-                    if state:
-                        state["position"] = position
-                    yield (shard_idx, position[0] - 1), row  # the key: shard and row in its file
-                if state:  # rows skipped at the end of a batch are consumed too
-                    state["position"] = batch.end
-            resume = None
+            first = shard_idx == first_shard
+            yield from self._converted_here(converter, shard_idx, resume if first else None, first)
+
+    def _converted_here(self, converter: ShardConverter, shard_idx: int, resume: Optional[tuple[int, int]],
+                        first: bool) -> Iterator[tuple[Any, dict]]:
+        """One shard's rows, converted in this process."""
+        state = self._state_dict
+        for batch in converter.batches(self.split, self.shards[shard_idx], arrow=False, resume=resume, first=first):
+            yield from self._hand_out(shard_idx, batch.rows[self.config], batch.positions[self.config])
+            if state:  # rows skipped at the end of a batch are consumed too
+                state["position"] = batch.end
+        if state:
+            state["shard_idx"], state["position"] = shard_idx + 1, None
+
+    def _hand_out(self, shard_idx: int, rows: list, positions: list) -> Iterator[tuple[Any, dict]]:
+        """Rows of one shard, the state following each row handed out."""
+        state = self._state_dict
+        for row, position in zip(rows, positions):
             if state:
-                state["shard_idx"] = shard_idx + 1
-                state["position"] = None
+                state["shard_idx"], state["position"] = shard_idx, position
+            yield (shard_idx, position[0] - 1), row  # the key: shard and row in its file
 
     def _iter_arrow(self) -> Iterator[tuple[Any, Any]]:
         converter = self._converter()
@@ -155,15 +163,7 @@ class ShardExamplesIterable(_BaseExamplesIterable):
 
             while next_shard < len(self.shards) and len(pending) < self.num_proc + 1:
                 submit()
-            converter = self._converter()
-            for batch in converter.batches(self.split, self.shards[first_shard], arrow=False, resume=resume,
-                                           first=True):
-                for row, position in zip(batch.rows[self.config], batch.positions[self.config]):
-                    if state:
-                        state["shard_idx"], state["position"] = first_shard, position
-                    yield (first_shard, position[0] - 1), row
-            if state:
-                state["shard_idx"], state["position"] = first_shard + 1, None
+            yield from self._converted_here(self._converter(), first_shard, resume, True)
             while pending:
                 shard_idx, future = pending.popleft()
                 encoded, positions, report = future.result()
@@ -173,10 +173,7 @@ class ShardExamplesIterable(_BaseExamplesIterable):
                     rows = loads_stored(encoded) if isinstance(encoded, bytes) else encoded
                 if self.report is not None:
                     self.report.merge(report)
-                for row, position in zip(rows, positions):
-                    if state:
-                        state["shard_idx"], state["position"] = shard_idx, position
-                    yield (shard_idx, position[0] - 1), row
+                yield from self._hand_out(shard_idx, rows, positions)
                 if state:
                     state["shard_idx"], state["position"] = shard_idx + 1, None
         finally:
