@@ -263,6 +263,10 @@ def test_hf_parquet_form_reads_like_the_jsonl(tmp_path, cache_dir):
     (lambda r: r["tools"][0].update(parameters="arg_0: int"), td.InvalidValueError, "tools[0].parameters"),
     (lambda r: r["output"][0]["arguments"].update(arg_0={"x": "$var_9.result$"}), td.UndefinedReferenceError,
      "output[0].arguments.arg_0.x"),
+    # "$var_1.result$" could not tell these two calls apart: one label, as in v1.
+    (lambda r: (r["output"][0].update(label="var_1"),
+                r["output"].append({"name": "add", "label": "$var_1", "arguments": {"arg_0": 2}})),
+     td.InvalidValueError, "output[1].label"),
 ])
 def test_more_malformed_rows_are_typed_errors(mutate, error, field):
     row = json.loads(json.dumps(GOOD))

@@ -12,6 +12,7 @@ from tooluse_datasets.builders.nestful.v1 import (GROUP_COUNTS, RESULT_CALL, rea
                                                   v1_to_unified)
 from tooluse_datasets.errors import SkipReport, UndefinedReferenceError
 from tooluse_datasets.source import RowContext
+from tooluse_datasets.validation import check_row
 
 from conftest import shared_data
 from hermes_template import render
@@ -102,6 +103,17 @@ def test_a_whole_output_reference_has_no_field():
     with pytest.raises(UndefinedReferenceError) as info:
         v1_to_unified(v1_to_raw(native, ctx), ctx)
     assert info.value.field == "output[2].arguments.r"
+
+
+def test_a_producer_is_named_by_its_call_id_whatever_the_label_spelling():
+    ctx = RowContext("nestful", "x.json", 0, "glaive")
+    native = {"input": "q", "tools": [{"name": "f", "description": "d", "parameters": {"x": {"type": "str"}},
+                                       "output_parameters": {"id": {"type": "str"}}}],
+              "output": [{"name": "f", "arguments": {}, "label": "$var1"},
+                         {"name": "f", "arguments": {"x": "id: $var1.id$"}, "label": "var2"}], "group": "glaive"}
+    row = v1_to_unified(v1_to_raw(native, ctx), ctx)
+    assert row["call_graph"] == [{"consumer": "var2", "argument": "x", "producer": "$var1", "output_field": "id"}]
+    assert check_row(row) == []  # call_graph.edge: the producer is a call of the row
 
 
 def test_rapidapi_specs_become_json_schema_tools():

@@ -4,19 +4,19 @@ from __future__ import annotations
 from tooluse_datasets.errors import UndefinedReferenceError
 from tooluse_datasets.validation.registry import rule
 
-from .specs import references as argument_references
+from .specs import label_key, references as argument_references
 
 
 @rule("nestful.undefined_reference", "error", "A NESTFUL argument reference (`$var_2.result$`) names no "
       "earlier call's label, or an output field its tool does not list in `output_parameters`.",
       sources=("nestful",), error=UndefinedReferenceError)
 def undefined_reference(view):
-    labels: dict[str, str] = {}  # label with and without its leading "$" -> the call's tool name
+    labels: dict[str, str] = {}  # label_key of each earlier call's label -> its tool name
     for c in view.calls:
         if isinstance(c.arguments, dict):
             for argument, label, output_field in argument_references(c.arguments):
                 where = f"{c.field}.function.arguments.{argument}"
-                producer = labels.get(label, labels.get("$" + label))
+                producer = labels.get(label)
                 if producer is None:
                     yield where, f"reference to {label!r}, which no earlier call defines"
                     continue
@@ -25,7 +25,7 @@ def undefined_reference(view):
                     yield where, (f"reference to {label}.{output_field}: {producer} has no output {output_field!r} "
                                   f"(outputs: {', '.join(map(str, outputs)) or 'none'})")
         if isinstance(c.id, str) and isinstance(c.name, str):
-            labels[c.id] = labels[c.id.lstrip("$")] = c.name
+            labels[label_key(c.id)] = c.name
 
 
 def _output_parameters(view, tool_name: str):

@@ -22,14 +22,13 @@ import pyarrow as pa
 from datasets import Features, Json, List, Value
 
 from tooluse_datasets.codec import loads_json_or_literal, try_loads
-from tooluse_datasets.errors import (InvalidJsonError, InvalidValueError, MissingFieldError, ToolUseDataError,
-                                     UndefinedReferenceError)
+from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, MissingFieldError, ToolUseDataError
 from tooluse_datasets.schema import complete_row, message, tool_call, unified_row
 from tooluse_datasets.shards import (RawBatch, Shard, display_path, file_suffix,
                                      open_parquet, read_shard, whole_file_shard)
 from tooluse_datasets.source import RowContext, Source, SourceOptions, SplitPlan
 
-from .specs import CALL_KEYS, check_call, from_openai_tool, references, to_openai_tool
+from .specs import CALL_KEYS, check_call, check_references, from_openai_tool, label_key, to_openai_tool
 from .upstream import CITATION, DESCRIPTION, UPSTREAM
 
 FIELDS = ("sample_id", "input", "output", "tools", "gold_answer")
@@ -192,20 +191,14 @@ class NestfulSource(Source):
 
             return v1_to_unified(raw, ctx)
         catalog = {t["name"] for t in raw["tools"]}
-        calls, graph, labels = [], [], {}
+        calls, graph, producers = [], [], {}
         for i, call in enumerate(raw["output"]):
-            label, name, arguments = check_call(call, i, taken=labels.__contains__, catalog=catalog,
+            label, name, arguments = check_call(call, i, producers=producers, catalog=catalog,
                                                 catalog_name="the row's tools")
-            for argument, producer_label, output_field in references(arguments):
-                producer = labels.get(producer_label) or labels.get("$" + producer_label)
-                if producer is None:
-                    raise UndefinedReferenceError(
-                        f"reference to {producer_label!r}, which no earlier call defines",
-                        field=f"output[{i}].arguments.{argument}")
+            for argument, producer, output_field in check_references(arguments, producers, f"output[{i}].arguments"):
                 graph.append({"consumer": label, "argument": argument, "producer": producer,
                               "output_field": output_field})
-            labels[label.lstrip("$")] = label
-            labels[label] = label
+            producers[label_key(label)] = label
             calls.append(tool_call(label, name, arguments))
 
         meta = {

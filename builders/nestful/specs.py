@@ -4,9 +4,9 @@ validation rules)."""
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator, Mapping, Optional
 
-from tooluse_datasets.errors import InvalidValueError, MissingFieldError, UnknownToolError
+from tooluse_datasets.errors import InvalidValueError, MissingFieldError, UndefinedReferenceError, UnknownToolError
 
 # A whole argument value that is a reference: "$var_2.result$", "$var1.output_0$", v1 "$var3$".
 REFERENCE = re.compile(r"^\$(var_?\d+)(?:\.([^$]+))?\$$")
@@ -42,17 +42,23 @@ EMBEDDED_REFERENCE = re.compile(r"\$(var_?\d+)\.([^$]+)\$")
 CALL_KEYS = ("name", "label", "arguments")
 
 
-def check_call(call: dict, i: int, *, taken: Callable[[str], bool], catalog: set,
+def label_key(label: str) -> str:
+    """How references name a call: its label without the leading ``$`` (``$var_1`` is read as ``var_1``)."""
+    return label.lstrip("$")
+
+
+def check_call(call: dict, i: int, *, producers: Mapping[str, str], catalog: set,
                catalog_name: str) -> tuple[str, str, dict]:
-    """``(label, name, arguments)`` of the ``i``-th call of a row's ``output``, each checked (``taken``: whether
-    an earlier call has the label); typed errors name the field."""
+    """``(label, name, arguments)`` of the ``i``-th call of a row's ``output``, each checked (``producers``: the
+    earlier calls' labels by :func:`label_key`; a label references could not tell from one of them is used
+    twice); typed errors name the field."""
     for key in CALL_KEYS:
         if key not in call:
             raise MissingFieldError(f"call lacks {key!r}", field=f"output[{i}].{key}")
     label, name, arguments = call["label"], call["name"], call["arguments"]
     if not isinstance(label, str) or not label:
         raise InvalidValueError("label must be a non-empty string", field=f"output[{i}].label")
-    if taken(label):
+    if label_key(label) in producers:
         raise InvalidValueError(f"label {label!r} is used twice", field=f"output[{i}].label")
     if not isinstance(name, str):
         raise InvalidValueError("name must be a string", field=f"output[{i}].name")
@@ -82,6 +88,20 @@ def references(arguments: dict, *, embedded: bool = False) -> Iterator[tuple[str
                 yield from walk(f"{path}.{k}", v)
     for name, value in arguments.items():
         yield from walk(name, value)
+
+
+def check_references(arguments: dict, producers: Mapping[str, str], field: str, *, embedded: bool = False
+                     ) -> list[tuple[str, str, Optional[str]]]:
+    """``(argument path, producer's label, output field or None)`` of each reference in ``arguments`` (as
+    :func:`references` finds them); ``producers``: the earlier calls' labels by :func:`label_key`. A reference
+    to no earlier call is an :class:`UndefinedReferenceError` naming ``<field>.<argument path>``."""
+    found = []
+    for argument, key, output_field in references(arguments, embedded=embedded):
+        if key not in producers:
+            raise UndefinedReferenceError(f"reference to {key!r}, which no earlier call defines",
+                                          field=f"{field}.{argument}")
+        found.append((argument, producers[key], output_field))
+    return found
 
 
 def unwrap_properties(spec: Any, field: str) -> tuple[dict, list | None]:

@@ -31,11 +31,11 @@ import re
 from typing import Any, Iterator, Optional, Sequence
 
 from tooluse_datasets.codec import loads
-from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, MissingFieldError, UndefinedReferenceError
+from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, MissingFieldError
 from tooluse_datasets.schema import message, tool_call, unified_row
 from tooluse_datasets.source import RowContext, Upstream, UpstreamFile
 
-from .specs import check_call, json_schema_property, references
+from .specs import check_call, check_references, json_schema_property, label_key
 from .upstream import UPSTREAM
 
 GROUP_FILES = {
@@ -57,7 +57,6 @@ V1_UPSTREAM = Upstream(
 RESULT_CALL = "var_result"
 PARAMETER_KEYS = ("query_parameters", "path_parameters", "parameters", "arguments")
 HTTP_KEYS = ("method", "endpoint", "host", "url", "output_parser")
-# A reference inside a longer string (v1 only): "$var1.event_id$".
 TOOLS_MODES = ("catalog", "used")
 
 
@@ -191,18 +190,20 @@ def v1_to_raw(native: dict, ctx: RowContext) -> dict:
 def v1_to_unified(raw: dict, ctx: RowContext) -> dict:
     group = (raw.get("extra") or {}).get("group") or ctx.split
     catalog = {t["name"] for t in raw["tools"]}
-    calls, graph, labels, result = [], [], set(), None
+    calls, graph, producers, result = [], [], {}, None
     for i, call in enumerate(raw["output"]):
         name = call.get("name")
         if name == RESULT_CALL and "label" not in call:
             result = call.get("arguments")
-            _check_references(result if isinstance(result, dict) else {}, labels, f"output[{i}].arguments")
+            check_references(result if isinstance(result, dict) else {}, producers, f"output[{i}].arguments",
+                             embedded=True)
             continue
-        label, name, arguments = check_call(call, i, taken=lambda candidate: candidate.lstrip("$") in labels,
+        label, name, arguments = check_call(call, i, producers=producers,
                                             catalog=catalog, catalog_name=f"the {group} specs")
-        for argument, producer, output_field in _check_references(arguments, labels, f"output[{i}].arguments"):
+        for argument, producer, output_field in check_references(arguments, producers, f"output[{i}].arguments",
+                                                                 embedded=True):
             graph.append({"consumer": label, "argument": argument, "producer": producer, "output_field": output_field})
-        labels.add(label.lstrip("$"))
+        producers[label_key(label)] = label
         calls.append(tool_call(label, name, arguments))
     meta = {"data_version": "v1", "sample_id": None, "gold_answer": None, "gold_answer_text": None,
             "source_output": raw["output"], "source_tools": raw["tools"], "extra": raw.get("extra")}
@@ -213,16 +214,6 @@ def v1_to_unified(raw: dict, ctx: RowContext) -> dict:
         tools=[v1_tool(spec, f"tools[{i}]") for i, spec in enumerate(raw["tools"])],
         messages=[message("user", raw["input"]), message("assistant", "", tool_calls=calls)],
         call_graph=graph, meta=meta)
-
-
-def _check_references(arguments: dict, labels: set, field: str) -> list[tuple[str, str, Optional[str]]]:
-    found = []
-    for argument, label, output_field in references(arguments, embedded=True):
-        if label not in labels:
-            raise UndefinedReferenceError(f"reference to {label!r}, which no earlier call defines",
-                                          field=f"{field}.{argument}")
-        found.append((argument, label, output_field))
-    return found
 
 
 # -- spec dialects -> JSON Schema -----------------------------------------------------------------------
