@@ -82,20 +82,19 @@ def display_path(path: str) -> str:
 
 def file_suffix(path: str) -> str:
     """Lower-case extension of a local path or URL, ignoring compression suffixes and chained URLs."""
-    base = path.split("::")[0].split("?")[0]
-    for ext in COMPRESSION_SUFFIXES:
-        if base.endswith(ext):
-            base = base[: -len(ext)]
-    return os.path.splitext(base)[1].lower()
+    return os.path.splitext(_without_compression(path.split("::")[0].split("?")[0]))[1].lower()
 
 
 def file_stem(path: str) -> str:
     """``data/agent_rows.jsonl.gz`` -> ``agent_rows``: the file's name without data and compression suffixes."""
-    base = os.path.basename(display_path(path).split("?")[0])
+    return os.path.splitext(_without_compression(os.path.basename(display_path(path).split("?")[0])))[0] or "default"
+
+
+def _without_compression(name: str) -> str:
     for ext in COMPRESSION_SUFFIXES:
-        if base.endswith(ext):
-            base = base[: -len(ext)]
-    return os.path.splitext(base)[0] or "default"
+        if name.endswith(ext):
+            name = name[: -len(ext)]
+    return name
 
 
 def is_compressed(path: str) -> bool:
