@@ -1,6 +1,8 @@
 """``stats --plots``: distributions counted in the statistics pass and drawn as reproducible PNG files."""
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 import tooluse_datasets as td
@@ -15,13 +17,17 @@ def test_distributions_count_what_the_rows_hold():
         dist = Distributions()
         for row in rows:
             dist.add(row)
-        assert dist.counts["turns"] == {n: sum(len(r["messages"]) == n for r in rows) for n in dist.counts["turns"]}
-        assert sum(v * n for v, n in dist.counts["calls_per_row"].items()) == sum(
-            len(m.get("tool_calls", [])) for r in rows for m in r["messages"])
-        assert sum(dist.counts["content_chars"].values()) == sum(len(r["messages"]) for r in rows)
+        # Each measure is the multiset of its values over the rows (or, for content length, the messages).
+        assert dist.counts == {
+            "turns": Counter(len(r["messages"]) for r in rows),
+            "calls_per_row": Counter(sum(len(m.get("tool_calls", [])) for m in r["messages"]) for r in rows),
+            "tools_per_row": Counter(len(r.get("tools") or []) for r in rows),
+            "content_chars": Counter(len(m["content"]) + len(m.get("reasoning_content", ""))
+                                     for r in rows for m in r["messages"]),
+        }
         again = Distributions.from_state(dist.to_state())
         assert again.counts == dist.counts
-        assert Distributions().merge(dist).merge(dist).counts["turns"] == dist.counts["turns"] + dist.counts["turns"]
+        assert Distributions().merge(dist).merge(dist).counts == {name: c + c for name, c in dist.counts.items()}
 
 
 def test_stats_writes_one_png_per_measure_reproducibly(tmp_path, capsys):
