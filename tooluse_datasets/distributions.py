@@ -27,12 +27,18 @@ class Distributions:
 
     def add(self, row: dict) -> None:
         messages = row["messages"]
-        self.counts["turns"][len(messages)] += 1
-        self.counts["calls_per_row"][sum(len(m.get("tool_calls") or ()) for m in messages)] += 1
-        self.counts["tools_per_row"][len(row.get("tools") or ())] += 1
-        chars = self.counts["content_chars"]
         for m in messages:
-            chars[len(m.get("content") or "") + len(m.get("reasoning_content") or "")] += 1
+            self.add_message(m)
+        self.add_row(len(messages), sum(len(m.get("tool_calls") or ()) for m in messages), len(row.get("tools") or ()))
+
+    # The two halves of add, for a caller that walks the messages anyway (SplitStatistics): one walk, not two.
+    def add_message(self, message: dict) -> None:
+        self.counts["content_chars"][len(message.get("content") or "") + len(message.get("reasoning_content") or "")] += 1
+
+    def add_row(self, turns: int, calls: int, tools: int) -> None:
+        self.counts["turns"][turns] += 1
+        self.counts["calls_per_row"][calls] += 1
+        self.counts["tools_per_row"][tools] += 1
 
     def merge(self, other: "Distributions") -> "Distributions":
         for name, counts in other.counts.items():

@@ -24,12 +24,14 @@ class SplitStatistics:
         self.distributions = Distributions()  # what the plots draw, from the same pass
 
     def add(self, row: dict) -> None:
-        self.distributions.add(row)
+        messages = row["messages"]
         self.rows += 1
-        self.messages += len(row["messages"])
+        self.messages += len(messages)
         self.tools_offered += len(row["tools"])
         row_calls = 0
-        for m in row["messages"]:
+        add_message = self.distributions.add_message
+        for m in messages:
+            add_message(m)
             self.roles[m["role"]] += 1
             for c in m.get("tool_calls") or ():  # decoded rows leave empty keys out
                 row_calls += 1
@@ -39,6 +41,7 @@ class SplitStatistics:
                 self.max_argument_bytes = max(self.max_argument_bytes, size)
         self.tool_calls += row_calls
         self.max_calls = max(self.max_calls, row_calls)
+        self.distributions.add_row(len(messages), row_calls, len(row["tools"]))
 
     def merge(self, other: "SplitStatistics") -> "SplitStatistics":
         """Add the counts of ``other`` (rows of another shard of the same split)."""
