@@ -3,20 +3,39 @@ there a result is paired with a call by its position, so each call group must be
 result per call, and the unified ``tool_call_id``s decide their order."""
 from __future__ import annotations
 
+from typing import Iterator
+
 from .errors import ConversionError
 
 
-def results_in_call_order(messages: list[dict], turn: int, start: int, end: int, *, target: str) -> list[dict]:
-    """The tool results ``messages[start:end]`` answering the calls of ``messages[turn]``, in call order.
+def call_groups(messages: list[dict], start: int = 0) -> Iterator[tuple[int, int]]:
+    """``(i, end)`` for each message from ``start`` on, in order. When ``messages[i]`` makes tool calls,
+    ``messages[i + 1:end]`` are the tool messages right after it (its results, not yielded on their own);
+    otherwise ``end == i + 1``. A tool message that follows no call turn is yielded on its own, for the
+    caller to refuse."""
+    i = start
+    while i < len(messages):
+        end = i + 1
+        if messages[i].get("tool_calls"):
+            while end < len(messages) and messages[end].get("role") == "tool":
+                end += 1
+        yield i, end
+        i = end
+
+
+def results_in_call_order(messages: list[dict], turn: int, end: int, *, target: str) -> list[dict]:
+    """The tool results ``messages[turn + 1:end]`` answering the calls of ``messages[turn]``, in call order
+    (``end`` as :func:`call_groups` gives it).
 
     None at all is a call-only turn. Otherwise there must be exactly one result per call, each naming its
     call by ``tool_call_id``: ``target`` (the format's name, for the messages) pairs by position only, so a
     result it cannot place is a :class:`ConversionError` naming the field.
     """
-    calls = messages[turn]["tool_calls"]
+    start = turn + 1
     results = messages[start:end]
     if not results:
         return []
+    calls = messages[turn]["tool_calls"]
     if len(results) != len(calls):
         raise ConversionError(f"the assistant turn makes {len(calls)} tool calls but {len(results)} tool results "
                               f"follow; {target} pairs results with calls by position",

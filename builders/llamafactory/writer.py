@@ -40,7 +40,7 @@ from tooluse_datasets.codec import loads
 from tooluse_datasets.errors import (ConversionError, InvalidJsonError, InvalidValueError, MissingFieldError,
                                      ToolUseDataError)
 from tooluse_datasets.formats import Format
-from tooluse_datasets.pairing import results_in_call_order
+from tooluse_datasets.pairing import call_groups, results_in_call_order
 from tooluse_datasets.schema import complete_row, tool_call
 from tooluse_datasets.validation import validate_unified
 
@@ -87,8 +87,7 @@ def llamafactory_conversations(messages: list[dict]) -> tuple[str, list[dict]]:
         system, start = messages[0]["content"], 1
     out: list[dict] = []
     sources: list[int] = []  # unified message index of each conversation entry, for error fields
-    i = start
-    while i < len(messages):
+    for i, end in call_groups(messages, start):
         m, where = messages[i], f"messages[{i}]"
         if m["role"] == "system":
             raise ConversionError(f"{TARGET} only takes a system message first", field=f"{where}.role")
@@ -98,31 +97,25 @@ def llamafactory_conversations(messages: list[dict]) -> tuple[str, list[dict]]:
         if m["role"] == "user":
             out.append({"from": HUMAN, "value": m["content"]})
             sources.append(i)
-            i += 1
             continue
         calls = m["tool_calls"]
         if not calls:
             check_no_call_markers(m["content"], f"{where}.content")
             out.append({"from": GPT, "value": with_reasoning(m["reasoning_content"], m["content"], where)})
             sources.append(i)
-            i += 1
             continue
         if m["content"]:
             raise ConversionError(f"assistant text beside tool calls has no place in {TARGET}'s function_call "
                                   f"(reasoning and the calls' JSON only)", field=f"{where}.content")
         out.append({"from": FUNCTION, "value": with_reasoning(m["reasoning_content"], calls_text(calls, where), where)})
         sources.append(i)
-        end = i + 1
-        while end < len(messages) and messages[end]["role"] == "tool":
-            end += 1
-        results = results_in_call_order(messages, i, i + 1, end, target=TARGET)
+        results = results_in_call_order(messages, i, end, target=TARGET)
         if results:
             out.append({"from": OBSERVATION, "value": observation_text(results, i + 1)})
             sources.append(i + 1)
         elif end < len(messages):
             raise ConversionError(f"the calls have no results but the conversation goes on; {TARGET} would train "
                                   f"the next turn as if they had answered", field=f"{where}.tool_calls")
-        i = end
     check_alternation(out, sources)
     return system, out
 

@@ -8,8 +8,8 @@ ms-swift only if every turn's results come right after it, one per call, each na
 from __future__ import annotations
 
 from tooluse_datasets.errors import ConversionError
+from tooluse_datasets.pairing import call_groups
 from tooluse_datasets.validation.registry import rule
-from tooluse_datasets.validation.view import tool_calls_of
 
 from .writer import results_in_call_order
 
@@ -19,20 +19,11 @@ from .writer import results_in_call_order
       "`tool_call_id` (rows the `swift` export rejects).", error=ConversionError)
 def positional_pairing(view):
     messages = view.messages
-    i = 0
-    while i < len(messages):
+    for i, end in call_groups(messages):
         if messages[i].get("role") == "tool":
             yield f"messages[{i}].role", "tool result does not directly follow the turn whose call it answers"
-            i += 1
             continue
-        if not tool_calls_of(messages[i]):
-            i += 1
-            continue
-        end = i + 1
-        while end < len(messages) and messages[end].get("role") == "tool":
-            end += 1
         try:
-            results_in_call_order(messages, i, i + 1, end)
+            results_in_call_order(messages, i, end)
         except ConversionError as exc:
             yield exc.field, exc.message
-        i = end

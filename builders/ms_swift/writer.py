@@ -66,8 +66,7 @@ def swift_messages(messages: list[dict]) -> list[dict]:
     if not messages:
         raise ConversionError("the row has no messages; ms-swift drops such rows", field="messages")
     out: list[dict] = []
-    i = 0
-    while i < len(messages):
+    for i, end in pairing.call_groups(messages):
         m = messages[i]
         where = f"messages[{i}]"
         if m["role"] == "system" and i != 0:
@@ -76,14 +75,7 @@ def swift_messages(messages: list[dict]) -> list[dict]:
             raise ConversionError("tool result does not directly follow the assistant turn whose call it answers",
                                   field=f"{where}.role")
         out += turn_messages(m, where)
-        i += 1
-        if m["role"] == "assistant" and m["tool_calls"]:
-            end = i
-            while end < len(messages) and messages[end]["role"] == "tool":
-                end += 1
-            out += [{"role": "tool_response", "content": r["content"]}
-                    for r in results_in_call_order(messages, i - 1, i, end)]
-            i = end
+        out += [{"role": "tool_response", "content": r["content"]} for r in results_in_call_order(messages, i, end)]
     return out
 
 
@@ -113,10 +105,10 @@ def turn_messages(m: dict, where: str) -> list[dict]:
     return out
 
 
-def results_in_call_order(messages: list[dict], turn: int, start: int, end: int) -> list[dict]:
-    """The results ``messages[start:end]`` of the calls of ``messages[turn]`` in call order (ms-swift pairs by
-    position): see :func:`tooluse_datasets.pairing.results_in_call_order`."""
-    return pairing.results_in_call_order(messages, turn, start, end, target="ms-swift")
+def results_in_call_order(messages: list[dict], turn: int, end: int) -> list[dict]:
+    """The results ``messages[turn + 1:end]`` of the calls of ``messages[turn]`` in call order (ms-swift pairs
+    by position): see :func:`tooluse_datasets.pairing.results_in_call_order`."""
+    return pairing.results_in_call_order(messages, turn, end, target="ms-swift")
 
 
 def swift_tool(tool: dict, field: str) -> dict:
