@@ -7,6 +7,7 @@ import pytest
 
 import tooluse_datasets as td
 from tooluse_datasets.builder import ToolUseBuilder
+from tooluse_datasets.builders.nestful.specs import output_fields
 from tooluse_datasets.codec import dumps
 from tooluse_datasets.source import RowContext
 
@@ -114,6 +115,20 @@ def test_tools_become_openai_json_schema_and_keep_output_parameters():
     wrapped = next(t for t in code_row["tools"] if "required" in t["parameters"])
     fn = next(t["function"] for t in code_tools if t["function"]["name"] == wrapped["name"])
     assert fn["parameters"]["required"] == wrapped["parameters"]["required"]
+
+
+@pytest.mark.parametrize("name", list(ALL_REAL))
+def test_output_fields_read_the_same_from_the_upstream_specs_and_the_unified_tools(name):
+    """The scorer runs predictions with the specs of result files, the executor gold calls with unified tools:
+    both must give each call the same output fields (Jan-2025 singular key and JSON-Schema wrappers included)."""
+    seen = False
+    for row in upstream_rows(ALL_REAL[name]):
+        raw = SOURCE.to_raw(row, ctx())
+        fields = output_fields(raw["tools"])
+        assert fields == output_fields(SOURCE.to_unified(raw, ctx())["tools"]), row["sample_id"]
+        assert set(fields) == {t["name"] for t in raw["tools"]}
+        seen |= any(fields.values())
+    assert seen
 
 
 def test_domains_are_derived_for_the_toy_rows():

@@ -39,6 +39,7 @@ from tooluse_datasets.errors import ExecutionError, ToolUseDataError
 from tooluse_datasets.schema import complete_row, message, tool_call
 
 from .execution import REASONS, SandboxLimits, SequenceJob, SequenceResult, executable_functions, run_sequences
+from .specs import output_fields
 
 CALLS_PER_TURN = ("one", "all")
 
@@ -47,19 +48,6 @@ def gold_calls(row: dict) -> list[dict]:
     """The calls of a unified NESTFUL row as upstream's executor reads them: ``{name, label, arguments}``."""
     return [{"name": c["function"]["name"], "label": c["id"], "arguments": c["function"]["arguments"]}
             for m in complete_row(row)["messages"] if m["role"] == "assistant" for c in m["tool_calls"]]
-
-
-def output_fields(tools: list[dict]) -> dict[str, Optional[list[str]]]:
-    """Tool name -> its output parameter names, from unified (OpenAI) tools; the first tool of a name wins,
-    as in upstream's lookup. None: the tool declares no output parameters."""
-    out: dict[str, Optional[list[str]]] = {}
-    for tool in tools:
-        function = tool.get("function", tool) if isinstance(tool, dict) else None
-        name = function.get("name") if isinstance(function, dict) else None
-        if isinstance(name, str) and name not in out:
-            outputs = function.get("output_parameters")
-            out[name] = list(outputs) if isinstance(outputs, dict) else None
-    return out
 
 
 def execution_job(row: dict) -> SequenceJob:

@@ -32,7 +32,7 @@ from typing import Any, Iterable, Optional, Sequence, Union
 from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, MissingFieldError
 
 from .execution import SandboxLimits, SequenceJob, SequenceResult, executable_functions, run_sequences
-from .specs import unwrap_properties
+from .specs import output_fields
 
 PARSERS = ("json", "hermes", "calls")
 DUMMY_CALL = '{"name": "dummy", "arguments": {}}'  # a placeholder call upstream's metrics skip
@@ -369,19 +369,6 @@ def _sample_dict(s: SampleScore) -> dict:
     return out
 
 
-def spec_output_fields(specs: list) -> dict[str, Optional[list[str]]]:
-    """Tool name -> output parameter names from NESTFUL tool specs (either format), first spec of a name
-    wins, as in upstream's lookup."""
-    out: dict[str, Optional[list[str]]] = {}
-    for spec in specs:
-        name = spec.get("name") if isinstance(spec, dict) else None
-        if not isinstance(name, str) or name in out:
-            continue
-        outputs = spec.get("output_parameters", spec.get("output_parameter"))
-        out[name] = list(unwrap_properties(outputs, "output_parameters")[0]) if isinstance(outputs, dict) else None
-    return out
-
-
 def score(items: Iterable[ScoreItem], *, parser: str = "json", corrected: bool = False, win_rate: bool = True,
           executable_functions_dir: Union[str, os.PathLike, None] = None, limits: SandboxLimits = SandboxLimits(),
           cache_dir: Optional[str] = None) -> NestfulScores:
@@ -416,7 +403,7 @@ def score(items: Iterable[ScoreItem], *, parser: str = "json", corrected: bool =
         partial = sequence_accuracy(rendered_calls(gold, prediction=False), rendered_calls(parsed.calls, prediction=True))
         samples.append(SampleScore(item.sample_id, error, partial, partial == 1, None))
         if win_rate:
-            jobs.append(SequenceJob(parsed.executed, spec_output_fields(item.tools), item.gold_answer))
+            jobs.append(SequenceJob(parsed.executed, output_fields(item.tools), item.gold_answer))
     if win_rate and jobs:
         folder = executable_functions(executable_functions_dir, cache_dir=cache_dir)
         for sample, result in zip(samples, run_sequences(jobs, folder, limits)):

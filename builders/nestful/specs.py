@@ -1,6 +1,6 @@
 """NESTFUL's tool specs and call references: free-text parameter types -> JSON Schema, specs <-> OpenAI function
-tools, and the ``$label.field$`` references between calls (shared by the v2 and v1 readers, the scorer and the
-validation rules)."""
+tools, and the ``$label.field$`` references between calls (shared by the v2 and v1 readers, the scorer, the
+executor and the validation rules)."""
 from __future__ import annotations
 
 import re
@@ -112,6 +112,28 @@ def unwrap_properties(spec: Any, field: str) -> tuple[dict, list | None]:
             "properties", "required", "type", "additionalProperties"}:
         return spec["properties"], spec.get("required")
     return spec, None
+
+
+def output_fields(tools: list) -> dict[str, Optional[list[str]]]:
+    """Tool name -> its output parameter names, from NESTFUL specs (either variant, wrapped in JSON Schema or
+    not) or from unified (OpenAI function) tools; the first tool of a name wins, as in upstream's lookup.
+    None: the tool declares no output parameters."""
+    out: dict[str, Optional[list[str]]] = {}
+    for tool in tools:
+        if not isinstance(tool, dict):
+            continue
+        unified = isinstance(tool.get("function"), dict)
+        spec = tool["function"] if unified else tool
+        name = spec.get("name")
+        if not isinstance(name, str) or name in out:
+            continue
+        if unified:  # already a property map: to_openai_tool unwrapped it
+            outputs = spec.get("output_parameters")
+            out[name] = list(outputs) if isinstance(outputs, dict) else None
+        else:
+            outputs = spec.get("output_parameters", spec.get("output_parameter"))
+            out[name] = list(unwrap_properties(outputs, "output_parameters")[0]) if isinstance(outputs, dict) else None
+    return out
 
 
 def json_schema_property(prop: Any) -> Any:
