@@ -28,8 +28,10 @@ from tooluse_datasets.shards import (RawBatch, Shard, display_path, file_suffix,
                                      open_parquet, read_shard, whole_file_shard)
 from tooluse_datasets.source import RowContext, Source, SourceOptions, SplitPlan
 
+from .executed import CALLS_PER_TURN
 from .specs import CALL_KEYS, check_call, check_references, from_openai_tool, label_key, to_openai_tool
 from .upstream import CITATION, DESCRIPTION, UPSTREAM
+from .v1 import TOOLS_MODES
 
 FIELDS = ("sample_id", "input", "output", "tools", "gold_answer")
 
@@ -93,10 +95,10 @@ class NestfulSource(Source):
         opts = self.options
         if opts.data_version not in ("v2", "v1"):
             raise ValueError(f"data_version must be 'v2' or 'v1', got {opts.data_version!r}")
-        if opts.v1_tools not in ("catalog", "used"):
-            raise ValueError(f"v1_tools must be 'catalog' or 'used', got {opts.v1_tools!r}")
-        if opts.calls_per_turn not in ("one", "all"):
-            raise ValueError(f"calls_per_turn must be 'one' or 'all', got {opts.calls_per_turn!r}")
+        if opts.v1_tools not in TOOLS_MODES:
+            raise ValueError(f"v1_tools must be one of {TOOLS_MODES}, got {opts.v1_tools!r}")
+        if opts.calls_per_turn not in CALLS_PER_TURN:
+            raise ValueError(f"calls_per_turn must be one of {CALLS_PER_TURN}, got {opts.calls_per_turn!r}")
         if opts.execute and opts.data_version == "v1":
             raise ValueError("v1 rows have no gold answers and their APIs are live services: execute=True needs v2")
         self._primed_files: set[str] = set()

@@ -54,6 +54,8 @@ from typing import Any, Optional, Sequence
 from tooluse_datasets.codec import loads
 from tooluse_datasets.errors import ExecutionError
 
+from .functions import REQUIRED_FILES
+
 CHILD = Path(__file__).with_name("child.py")
 
 # reason -> what it means (README and error messages say the same)
@@ -186,7 +188,7 @@ def run_sequences(jobs: Sequence[SequenceJob], functions_dir: str | os.PathLike,
     results in job order. Never raises for what a job does; raises :class:`SandboxError` only if the
     sandbox cannot start at all."""
     functions_dir = os.path.abspath(os.fspath(functions_dir))
-    for required in ("basic_functions.py", "func_file_map.json"):
+    for required in REQUIRED_FILES:
         if not os.path.isfile(os.path.join(functions_dir, required)):
             raise SandboxError(f"{functions_dir} is not a NESTFUL executable_functions folder (no {required})")
     results: list[Optional[SequenceResult]] = [None] * len(jobs)
