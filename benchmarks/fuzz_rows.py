@@ -495,11 +495,30 @@ def _write_lines(path: Path, rows: list[MutatedRow], mutator: Mutator, *, ascii:
         if i is not None:
             row_of[i] = line
         line += text.count(b"\n") + 1
+    if as_document and _one_object_over_lines(content.removeprefix(bom)):
+        # One object written over several lines (a pretty-printed row alone in the file): a .json file holding
+        # one object is one row, numbered 0.
+        (i, _), = [e for e in entries if e[0] is not None]
+        return FileSpec(str(path), "json", 1, row_span=1, generated=len(rows), row_of=[0],
+                        markers={0: rows[i].markers} if rows[i].markers else {}, mutations={0: rows[i].mutations})
     unconverted = ("truncated line", "not an object", "pretty-printed line", "text after the object")
     return FileSpec(str(path), "jsonl", count_lines(content), row_span=line + 1, generated=len(rows), row_of=row_of,
                     markers={row_of[i]: r.markers for i, r in enumerate(rows)
                              if r.markers and not any(m in r.mutations for m in unconverted)},
                     mutations={row_of[i]: r.mutations for i, r in enumerate(rows)})
+
+
+def _one_object_over_lines(text: bytes) -> bool:
+    """What the reader takes for one object in a .json file: its first line is no JSON value of its own, and
+    the whole text is one object."""
+    def parsed(t: bytes) -> Any:
+        try:
+            return json.loads(t)
+        except ValueError:
+            return None
+
+    text = text.lstrip()
+    return text.startswith(b"{") and parsed(text.split(b"\n", 1)[0]) is None and isinstance(parsed(text), dict)
 
 
 def _write_array(path: Path, rows: list[MutatedRow], oddity: int, *, ascii: bool, newline: bytes, bom: bytes,

@@ -196,3 +196,22 @@ def test_shard_counts_of_many_files_reach_the_largest_multiple_their_merges_allo
     shards = balanced(planned)
     assert len(shards) == expected
     assert [(s.file, n) for s in shards for batch in read_shard(s, batch_size=4) for n, _ in batch.items] == rows
+
+
+def test_a_json_file_holding_one_object_over_several_lines_is_one_row(tmp_path):
+    """``.json`` files hold an array, JSON Lines, or one object; an object written with indentation is one row,
+    and a JSON Lines file whose first line is broken still gives its other lines (the first reported)."""
+    lines = Path(td.sample_files("nestful")["train"][0]).read_text().splitlines()
+    expected = list(td.load("nestful", data_files=td.sample_files("nestful"), split="train", streaming=True))
+    pretty = tmp_path / "one.json"
+    pretty.write_text(json.dumps(json.loads(lines[0]), indent=2))
+    report = td.SkipReport()
+    rows = list(td.load("nestful", data_files=str(pretty), split="train", streaming=True, report=report))
+    assert [r["messages"] for r in rows] == [expected[0]["messages"]] and report.rows_read == 1
+    broken = tmp_path / "broken_first.json"
+    broken.write_text('{"sample_id": "cut\n' + "\n".join(lines[1:]) + "\n")
+    report = td.SkipReport()
+    rows = list(td.load("nestful", data_files=str(broken), split="train", streaming=True, on_error="skip",
+                        report=report))
+    assert [r["messages"] for r in rows] == [r["messages"] for r in expected[1:len(lines)]]
+    assert report.skipped == 1 and [e.row for e in report.examples] == [0]

@@ -496,9 +496,9 @@ def _count_lines_before(f, path: str, offset: int) -> int:
 
 
 def read_document(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] = None) -> Iterator[RawBatch]:
-    """A ``.json`` file: an array of row objects, one object, or JSON Lines saved as ``.json``. Elements of an
-    array are numbered from 0; in an array that does not parse as a whole, each element that does is a row
-    and each that does not is an error at its index (:func:`_array_elements`)."""
+    """A ``.json`` file: an array of row objects, one object (on one line or several), or JSON Lines saved as
+    ``.json``. Elements of an array are numbered from 0; in an array that does not parse as a whole, each
+    element that does is a row and each that does not is an error at its index (:func:`_array_elements`)."""
     from .codec import loads
 
     with open_text_file(shard.file) as f:
@@ -508,8 +508,19 @@ def read_document(shard: Shard, batch_size: int, resume: Optional[tuple[int, int
             head = f.read(_SNIFF_BYTES)
         array = head.lstrip().startswith(b"[")
         data = head + f.read() if array else b""
+        document = _NOT_JSON
+        if not array and head.lstrip().startswith(b"{"):
+            # A first line that is not a JSON value of its own may open one object written over several lines.
+            while b"\n" not in head and (chunk := f.read(_SNIFF_BYTES)):
+                head += chunk
+            if _parsed(loads, head.lstrip().split(b"\n", 1)[0]) is _NOT_JSON:
+                document = _parsed(loads, head + f.read())
     if not array:
-        yield from read_lines(Shard(shard.file, LINES), batch_size, resume)
+        if isinstance(document, dict):
+            if not resume or resume[0] == 0:
+                yield RawBatch([(0, document)], [(1, 0)])
+            return
+        yield from read_lines(Shard(shard.file, LINES), batch_size, resume)  # also a broken first line's
         return
     try:
         elements: list = loads(data)
@@ -522,6 +533,16 @@ def read_document(shard: Shard, batch_size: int, resume: Optional[tuple[int, int
         chunk = elements[start:start + batch_size]
         items: list[NativeItem] = [(start + i, _array_row(row, start + i)) for i, row in enumerate(chunk)]
         yield RawBatch(items, [(n + 1, 0) for n, _ in items])
+
+
+_NOT_JSON = object()
+
+
+def _parsed(loads, text: bytes) -> Any:
+    try:
+        return loads(text)
+    except (ValueError, RecursionError):
+        return _NOT_JSON
 
 
 def _array_row(element, index: int) -> Union[dict, ToolUseDataError]:
