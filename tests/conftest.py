@@ -21,6 +21,18 @@ def shared_data(*parts: str) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _datasets_cache_outside_home(tmp_path_factory):
+    """A load without ``cache_dir`` (streaming builders too) writes in datasets' default cache: the tests use a
+    temporary one, never the user's."""
+    import datasets
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path_factory.mktemp("hf-datasets-cache"))
+    yield
+    mp.undo()
+
+
 @pytest.fixture
 def cache_dir(tmp_path):
     return str(tmp_path / "cache")
