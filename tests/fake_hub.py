@@ -23,7 +23,7 @@ from huggingface_hub.utils import sha as hub_sha
 LFS_SUFFIXES = (".parquet",)
 
 
-def _response(status: int, url: str) -> httpx.Response:
+def http_response(status: int, url: str) -> httpx.Response:
     return httpx.Response(status, request=httpx.Request("GET", url))
 
 
@@ -104,11 +104,18 @@ class FakeHubApi:
 
     def create_repo(self, repo_id, *, private=None, repo_type=None, exist_ok=False, **kwargs):
         self.calls.append(("create_repo", {"repo_id": repo_id, "private": private, "repo_type": repo_type}))
+        if repo_id in self.repos and not exist_ok:
+            raise HfHubHTTPError(f"409 Conflict: {repo_id} already exists", response=http_response(409, repo_id))
         if repo_id not in self.repos:
             self.repos[repo_id] = FakeRepo(private=bool(private))
             self._append(repo_id, "main", {".gitattributes": b"*.parquet filter=lfs diff=lfs merge=lfs -text\n"},
                          "initial commit")
         return f"https://huggingface.co/datasets/{repo_id}"
+
+    def delete_repo(self, repo_id, *, repo_type=None, **kwargs):
+        self.calls.append(("delete_repo", {"repo_id": repo_id}))
+        self._repo(repo_id)
+        del self.repos[repo_id]
 
     def create_branch(self, repo_id, *, branch, revision=None, repo_type=None, exist_ok=False, **kwargs):
         self.calls.append(("create_branch", {"repo_id": repo_id, "branch": branch}))
@@ -126,7 +133,7 @@ class FakeHubApi:
         head = self._branch(repo_id, branch_name)[-1]
         if parent_commit is not None and parent_commit != head.sha:
             raise HfHubHTTPError("412 Precondition Failed: parent commit is not the head",
-                                 response=_response(412, repo_id))
+                                 response=http_response(412, repo_id))
         snapshot = dict(head.files)
         for op in operations:
             if isinstance(op, CommitOperationAdd):
@@ -151,13 +158,13 @@ class FakeHubApi:
 
     def _repo(self, repo_id: str) -> FakeRepo:
         if repo_id not in self.repos:
-            raise RepositoryNotFoundError(f"{repo_id} not found", response=_response(404, repo_id))
+            raise RepositoryNotFoundError(f"{repo_id} not found", response=http_response(404, repo_id))
         return self.repos[repo_id]
 
     def _branch(self, repo_id: str, revision: str) -> list[Commit]:
         repo = self._repo(repo_id)
         if revision not in repo.branches:
-            raise RevisionNotFoundError(f"{revision} not found", response=_response(404, repo_id))
+            raise RevisionNotFoundError(f"{revision} not found", response=http_response(404, repo_id))
         return repo.branches[revision]
 
     def _commit(self, repo_id: str, revision: Optional[str]) -> Commit:

@@ -15,7 +15,7 @@ from tooluse_datasets.mirror import ParquetLayout, mirror_files, read_manifest
 from tooluse_datasets.publish import PublishError, publish_mirror
 
 from conftest import PROJECT_ROOT
-from fake_hub import FakeHubApi
+from fake_hub import FakeHubApi, http_response
 from mirror_support import build_sample_mirror
 
 REPO = "acme/nestful-tooluse"
@@ -140,6 +140,47 @@ def test_a_concurrent_change_fails_the_commit_instead_of_overwriting_it(mirror, 
     with pytest.raises(HfHubHTTPError, match="412"):
         publish_mirror(changed, REPO, api=api, echo=_quiet)
     assert "notes/someone-else.txt" in api.files(REPO) and "unified/train-00000-of-00002.parquet" in api.files(REPO)
+
+
+def test_a_failed_first_publish_leaves_no_repo_behind(mirror):
+    """The repo is created just before the commit; if the commit fails it is deleted again, unless the commit
+    landed and only its answer was lost (then the repo holds the files and is kept)."""
+    api = FakeHubApi()
+    original_commit = api.create_commit
+
+    def failing_commit(*args, **kwargs):
+        raise HfHubHTTPError("500 Server Error", response=http_response(500, REPO))
+
+    api.create_commit = failing_commit
+    lines: list[str] = []
+    with pytest.raises(HfHubHTTPError, match="500"):
+        publish_mirror(mirror, REPO, api=api, echo=lines.append)
+    assert REPO not in api.repos and api.call_names()[-1] == "delete_repo"
+    assert lines[-1] == f"the commit failed: deleted the repo {REPO} this publish had created"
+
+    def lost_answer(*args, **kwargs):
+        original_commit(*args, **kwargs)
+        raise HfHubHTTPError("504 Gateway Timeout", response=http_response(504, REPO))
+
+    api.create_commit = lost_answer
+    with pytest.raises(HfHubHTTPError, match="504"):
+        publish_mirror(mirror, REPO, api=api, echo=lines.append)
+    assert set(api.files(REPO)) == set(mirror_files(mirror)) | {".gitattributes"}
+    assert "delete_repo" not in api.call_names()[-3:] and lines[-1].endswith("holds files now: kept")
+
+
+def test_a_repo_created_by_someone_else_meanwhile_is_not_committed_to(mirror):
+    api = FakeHubApi()
+    original_create = api.create_repo
+
+    def racing_create(repo_id, **kwargs):
+        original_create(repo_id, exist_ok=True)  # someone else's repo appears between the read and ours
+        return original_create(repo_id, **kwargs)
+
+    api.create_repo = racing_create
+    with pytest.raises(PublishError, match="created by someone else"):
+        publish_mirror(mirror, REPO, api=api, echo=_quiet)
+    assert "create_commit" not in api.call_names() and REPO in api.repos
 
 
 def test_publishing_to_a_new_branch_and_as_a_pull_request(mirror, tmp_path):

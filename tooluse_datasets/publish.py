@@ -12,6 +12,8 @@
    shards of a previous publish that this mirror does not have; files the user added elsewhere are kept);
 5. makes one ``create_commit`` with all of them and ``parent_commit`` set to the commit read in 2, so a
    concurrent change makes the commit fail instead of being overwritten. Nothing to change = no commit.
+   A repo that did not exist is created first (and refused if someone creates it meanwhile); if the commit
+   then fails, the repo it created is deleted again, so a failed first publish leaves nothing behind.
 
 ``dry_run=True`` stops after 4 and only reports the plan. The token is whatever ``huggingface_hub`` finds
 (``HF_TOKEN``, ``hf auth login``); it is never read or printed here. ``api`` is injectable for tests.
@@ -27,7 +29,8 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Protocol
 
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete
-from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError
+from huggingface_hub.errors import (EntryNotFoundError, HfHubHTTPError, RepositoryNotFoundError,
+                                    RevisionNotFoundError)
 from huggingface_hub.utils import sha as hub_sha
 
 from .dataset_card import merge_cards, render_card
@@ -56,6 +59,8 @@ class HubApi(Protocol):
 
     def create_repo(self, repo_id: str, *, private: Optional[bool] = None, repo_type: Optional[str] = None,
                     exist_ok: bool = False) -> Any: ...
+
+    def delete_repo(self, repo_id: str, *, repo_type: Optional[str] = None) -> Any: ...
 
     def create_branch(self, repo_id: str, *, branch: str, revision: Optional[str] = None,
                       repo_type: Optional[str] = None, exist_ok: bool = False) -> Any: ...
@@ -158,22 +163,54 @@ def publish_mirror(folder: str | Path, repo_id: str, *, api: Optional[HubApi] = 
     if dry_run or plan.is_noop:
         return PublishResult(plan, committed=False)
     if not remote.exists:
-        api.create_repo(repo_id, private=private, repo_type=REPO_TYPE, exist_ok=True)
+        _create_repo(api, repo_id, private)
     elif private is not None:
         logger.info("--private only applies when the repo is created; %s exists", repo_id)
-    if revision is not None and not remote.branch_exists:
-        api.create_branch(repo_id, branch=revision, repo_type=REPO_TYPE, exist_ok=True)
-    operations = [CommitOperationAdd(path_in_repo=f.path, path_or_fileobj=f.source) for f in plan.additions]
-    operations += [CommitOperationDelete(path_in_repo=path) for path in plan.deletions]
-    info = api.create_commit(
-        repo_id, operations, repo_type=REPO_TYPE, revision=revision, create_pr=create_pr,
-        commit_message=commit_message or _commit_message(manifest),
-        # Fails (412) if the branch moved since it was read: the plan would be stale.
-        parent_commit=remote.head if remote.branch_exists else None,
-    )
+    try:
+        if revision is not None and not remote.branch_exists:
+            api.create_branch(repo_id, branch=revision, repo_type=REPO_TYPE, exist_ok=True)
+        operations = [CommitOperationAdd(path_in_repo=f.path, path_or_fileobj=f.source) for f in plan.additions]
+        operations += [CommitOperationDelete(path_in_repo=path) for path in plan.deletions]
+        info = api.create_commit(
+            repo_id, operations, repo_type=REPO_TYPE, revision=revision, create_pr=create_pr,
+            commit_message=commit_message or _commit_message(manifest),
+            # Fails (412) if the branch moved since it was read: the plan would be stale.
+            parent_commit=remote.head if remote.branch_exists else None,
+        )
+    except BaseException:
+        if not remote.exists:  # the repo this publish created holds nothing of ours: leave no empty repo behind
+            _delete_created_repo(api, repo_id, echo)
+        raise
     url = getattr(info, "pr_url", None) or getattr(info, "commit_url", None)
     echo(f"committed: {url}" if url else "committed")
     return PublishResult(plan, committed=True, commit_url=url)
+
+
+def _create_repo(api: HubApi, repo_id: str, private: Optional[bool]) -> None:
+    try:
+        api.create_repo(repo_id, private=private, repo_type=REPO_TYPE, exist_ok=False)
+    except HfHubHTTPError as exc:
+        if getattr(exc.response, "status_code", None) != 409:
+            raise
+        # Created by someone else since the repo was read: the plan assumed an empty repo.
+        raise PublishError(f"{repo_id} was created by someone else while this publish was planned; nothing was "
+                           "committed: run it again") from None
+
+
+def _delete_created_repo(api: HubApi, repo_id: str, echo: Callable[[str], None]) -> None:
+    try:
+        # Only while it holds nothing but what creating it put there: a commit whose answer was lost (a
+        # timeout after the Hub took it) may have landed, and is not deleted.
+        files = set(read_remote_state(api, repo_id, None).files)
+        if files - {".gitattributes"}:
+            echo(f"the commit failed, but the repo {repo_id} this publish created holds files now: kept")
+            return
+        api.delete_repo(repo_id, repo_type=REPO_TYPE)
+    except Exception as exc:  # the commit's own error is what the user must see; this one is only reported
+        echo(f"the commit failed and the repo {repo_id} this publish created could not be deleted ({exc}); "
+             "delete it, or publish again to fill it")
+    else:
+        echo(f"the commit failed: deleted the repo {repo_id} this publish had created")
 
 
 def plan_publish(folder: Path, manifest: Manifest, repo_id: str, revision: Optional[str],
