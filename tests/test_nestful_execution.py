@@ -211,9 +211,24 @@ def nap(seconds):
     time.sleep(seconds)
     return seconds
 
-def leave_a_thread(seconds):
+def leave_a_writer(name, delay):
     import threading
-    threading.Thread(target=time.sleep, args=(seconds,)).start()  # not a daemon: the interpreter waits for it
+
+    def write():
+        time.sleep(delay)
+        with open(name, "w") as f:  # relative: the working folder by then, the next sample's
+            f.write("planted")
+
+    threading.Thread(target=write).start()
+    return delay
+
+def look_later(name, seconds):
+    time.sleep(seconds)
+    return os.path.exists(name)
+
+def delay_the_exit(seconds):
+    import atexit
+    atexit.register(time.sleep, seconds)  # the interpreter runs it when the batch ends
     return seconds
 '''
 
@@ -277,16 +292,26 @@ def test_a_batch_may_run_longer_than_the_sandbox_may_stay_silent(evil_dir, monke
 
 
 def test_a_sandbox_that_does_not_exit_after_its_last_result_keeps_the_results(evil_dir, monkeypatch):
-    """A thread a sample left running keeps the child from exiting: once it has been silent too long it is
-    killed, and the results it sent count (not a SandboxError for the whole batch)."""
+    """A child that does not exit after its last result (here an exit hook a sample registered) is killed once
+    it has been silent too long, and the results it sent count (not a SandboxError for the whole batch)."""
     from tooluse_datasets.builders.nestful.execution import sandbox
 
     monkeypatch.setattr(sandbox, "IDLE_SECONDS", 1.0)
     started = time.monotonic()
-    results = run_sequences([one_call("add", 1, 2, gold="3"), one_call("leave_a_thread", 20, gold="20")],
+    results = run_sequences([one_call("add", 1, 2, gold="3"), one_call("delay_the_exit", 20, gold="20")],
                             evil_dir, FAST)
     assert [(r.status, r.win_corrected) for r in results] == [("ok", True), ("ok", True)]
     assert time.monotonic() - started < 15
+
+
+def test_a_thread_left_running_cannot_write_in_the_next_samples_folder(evil_dir):
+    """The write policy is per process: a sample that leaves a thread behind ends its child, and the next
+    sample runs in a fresh one, where no thread of the first plants a file in its folder."""
+    results = run_sequences([one_call("leave_a_writer", "planted.txt", 0.1),
+                             one_call("look_later", "planted.txt", 0.4), one_call("add", 1, 2, gold="3")],
+                            evil_dir, FAST)
+    assert [(r.status, r.reason) for r in results] == [("ok", None)] * 3
+    assert results[1].answer["value"] is False and results[2].win_corrected
 
 
 def test_the_cpu_limit_ends_a_sample_that_outlives_its_timer(evil_dir):

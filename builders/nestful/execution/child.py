@@ -536,12 +536,19 @@ def main():
     policy = Policy([root])
     sys.addaudithook(policy)  # from here on, and irremovably, every sample runs under the policy
     channel.send({"event": "ready", "network": network, "pid": os.getpid()})
+    threads = threading.active_count()
     for index, sample in enumerate(request["samples"]):
         channel.send({"event": "start", "index": index, "time": time.time()})
         result = run_sample(sample, functions, policy, limits, root,
                             os.path.join(root, "work", str(request["first"] + index)))
         os.chdir(root)
         channel.send(dict(result, event="result", index=index))
+        if threading.active_count() > threads:
+            # A thread the sample started still runs. The write policy is the process's, so it could write in
+            # the next sample's folder: the next samples get a fresh interpreter (and this one does not wait
+            # for the thread to end).
+            channel.send({"event": "restart"})
+            os._exit(0)
     return 0
 
 

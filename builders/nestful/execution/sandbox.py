@@ -20,7 +20,9 @@ What the sandbox stops, and how:
   deleting or changing files, ``shutil`` copies/moves/``rmtree`` and ``sqlite3`` databases outside that
   folder (the batch's root with the logs this process reads, other samples' folders, anywhere else) are
   refused (``write_outside_workdir``). A refusal counts even if upstream code catches the error; the
-  check runs per thread, so a thread upstream code starts is checked like the main one.
+  check runs per thread, so a thread upstream code starts is checked like the main one. A sample that
+  leaves a thread running ends its child: the next samples run in a fresh one, where the thread cannot
+  write in their folders.
 * **time**: ``timeout`` seconds of wall-clock per sample (upstream: 10) with a timer in the child; the
   parent kills the child if a sample outlives ``timeout + grace`` (code that swallows the timer, or hangs
   in C), and ``RLIMIT_CPU`` ends it after ``cpu_seconds`` of CPU (reason ``timeout`` either way).
@@ -225,7 +227,7 @@ def _run_child(jobs, first, results, functions_dir, limits, root) -> int:
     os.close(write_fd)
     reader = _EventReader(read_fd)
     network, current, started, done = "", None, 0.0, first
-    killed_for, killed_idle = None, False
+    killed_for, killed_idle, restart = None, False, False
     try:
         _feed(proc, payload)
         heard = time.monotonic()
@@ -255,10 +257,12 @@ def _run_child(jobs, first, results, functions_dir, limits, root) -> int:
                 index = first + event["index"]
                 results[index] = _result(event, network)
                 current, done = None, index + 1
+            elif kind == "restart":  # a sample left a thread running: the next ones need a fresh child
+                restart = True
     finally:
         reader.close()
         returncode = _reap(proc)
-    if done == len(jobs):
+    if done == len(jobs) or (restart and current is None):
         return done
     if current is None:
         if done == first and not network:
