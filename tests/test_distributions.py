@@ -49,3 +49,22 @@ def test_plot_function_takes_the_accumulators_of_any_splits(tmp_path, cache_dir)
         dist.add(row)
     written = plot_distributions({"train": dist, "empty": Distributions()}, tmp_path / "plots", title="nestful")
     assert [p.name for p in written] == [name for name, _, _ in MEASURES.values()]
+
+
+def test_the_log_scaled_plot_says_how_many_messages_are_empty(tmp_path, monkeypatch):
+    """Content length is drawn on a log scale, which has no place for 0: call turns (no content) would vanish
+    from the plot while still counting in its shares, so their number is in the legend."""
+    pytest.importorskip("matplotlib", reason="plots need the plots extra: pip install -e '.[plots]'")
+    from matplotlib.axes import Axes
+
+    labels: list[str] = []
+    original = Axes.hist
+    monkeypatch.setattr(Axes, "hist", lambda self, *a, **kw: labels.append(kw["label"]) or original(self, *a, **kw))
+    dist = Distributions()
+    for row in td.load("nestful", data_files=td.sample_files("nestful"), split="train", streaming=True):
+        dist.add(row)
+    empty = dist.counts["content_chars"][0]
+    assert empty > 0
+    plot_distributions({"train": dist}, tmp_path)
+    assert labels[-1] == f"train (n={sum(dist.counts['content_chars'].values()):,}, {empty:,} empty)"
+    assert all("empty" not in label for label in labels[:-1])  # the other measures have a linear axis

@@ -78,8 +78,10 @@ def plot_distributions(by_split: dict[str, Distributions], out_dir: str | Path, 
             if not total:
                 continue
             values = sorted(counts)
+            # A log-scaled axis has no place for 0 (call turns have no content): their number is in the legend.
+            empty = f", {counts[0]:,} empty" if log_x and counts.get(0) else ""
             ax.hist(values, bins=bins, weights=[counts[v] / total for v in values], histtype="step", linewidth=1.5,
-                    label=f"{split} (n={total:,})")
+                    label=f"{split} (n={total:,}{empty})")
         if log_x:
             ax.set_xscale("log")
         ax.set_xlabel(label)
