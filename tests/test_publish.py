@@ -167,6 +167,12 @@ def test_a_failed_first_publish_leaves_no_repo_behind(mirror):
         publish_mirror(mirror, REPO, api=api, echo=lines.append)
     assert set(api.files(REPO)) == set(mirror_files(mirror)) | {".gitattributes"}
     assert "delete_repo" not in api.call_names()[-3:] and lines[-1].endswith("holds files now: kept")
+    # The same on a branch: the files landed on the branch committed to, not on main.
+    other = "acme/on-a-branch"
+    with pytest.raises(HfHubHTTPError, match="504"):
+        publish_mirror(mirror, other, api=api, revision="dev", echo=lines.append)
+    assert set(api.files(other, "dev")) == set(mirror_files(mirror)) | {".gitattributes"}
+    assert lines[-1].endswith("holds files now: kept")
 
 
 def test_a_repo_created_by_someone_else_meanwhile_is_not_committed_to(mirror):
@@ -178,7 +184,7 @@ def test_a_repo_created_by_someone_else_meanwhile_is_not_committed_to(mirror):
         return original_create(repo_id, **kwargs)
 
     api.create_repo = racing_create
-    with pytest.raises(PublishError, match="created by someone else"):
+    with pytest.raises(PublishError, match="someone created it meanwhile"):
         publish_mirror(mirror, REPO, api=api, echo=_quiet)
     assert "create_commit" not in api.call_names() and REPO in api.repos
 

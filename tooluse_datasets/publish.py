@@ -178,8 +178,10 @@ def publish_mirror(folder: str | Path, repo_id: str, *, api: Optional[HubApi] = 
             parent_commit=remote.head if remote.branch_exists else None,
         )
     except BaseException:
-        if not remote.exists:  # the repo this publish created holds nothing of ours: leave no empty repo behind
-            _delete_created_repo(api, repo_id, echo)
+        # The repo this publish created holds nothing of ours: leave no empty repo behind. Not after asking
+        # for a pull request, whose commit (if the Hub took it) is on no branch this could check.
+        if not remote.exists and not create_pr:
+            _delete_created_repo(api, repo_id, revision, echo)
         raise
     url = getattr(info, "pr_url", None) or getattr(info, "commit_url", None)
     echo(f"committed: {url}" if url else "committed")
@@ -192,16 +194,18 @@ def _create_repo(api: HubApi, repo_id: str, private: Optional[bool]) -> None:
     except HfHubHTTPError as exc:
         if getattr(exc.response, "status_code", None) != 409:
             raise
-        # Created by someone else since the repo was read: the plan assumed an empty repo.
-        raise PublishError(f"{repo_id} was created by someone else while this publish was planned; nothing was "
-                           "committed: run it again") from None
+        # The repo was not found when it was read, yet it exists: created meanwhile, or private and not
+        # visible to this token (the Hub answers 404 for both). The plan assumed an empty repo.
+        raise PublishError(f"{repo_id} exists although it was not found when this publish was planned: either "
+                           "someone created it meanwhile (run the publish again) or it is a private repo this "
+                           "token cannot read (use a token with access to it); nothing was committed") from None
 
 
-def _delete_created_repo(api: HubApi, repo_id: str, echo: Callable[[str], None]) -> None:
+def _delete_created_repo(api: HubApi, repo_id: str, revision: Optional[str], echo: Callable[[str], None]) -> None:
     try:
-        # Only while it holds nothing but what creating it put there: a commit whose answer was lost (a
-        # timeout after the Hub took it) may have landed, and is not deleted.
-        files = set(read_remote_state(api, repo_id, None).files)
+        # Only while the branch committed to holds nothing but what creating the repo put there: a commit
+        # whose answer was lost (a timeout after the Hub took it) may have landed, and is not deleted.
+        files = set(read_remote_state(api, repo_id, revision).files)
         if files - {".gitattributes"}:
             echo(f"the commit failed, but the repo {repo_id} this publish created holds files now: kept")
             return
