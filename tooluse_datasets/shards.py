@@ -511,8 +511,8 @@ def read_document(shard: Shard, batch_size: int, resume: Optional[tuple[int, int
         document = _NOT_JSON
         if not array and head.lstrip().startswith(b"{"):
             # A first line that is not a JSON value of its own may open one object written over several lines.
-            while b"\n" not in head and (chunk := f.read(_SNIFF_BYTES)):
-                head += chunk
+            if b"\n" not in head:
+                head += f.readline()
             if _parsed(loads, head.lstrip().split(b"\n", 1)[0]) is _NOT_JSON:
                 document = _parsed(loads, head + f.read())
     if not array:
