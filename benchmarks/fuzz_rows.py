@@ -510,11 +510,13 @@ def _write_lines(path: Path, rows: list[MutatedRow], mutator: Mutator, *, ascii:
 
 def _one_object_over_lines(text: bytes) -> bool:
     """What the reader takes for one object in a .json file: its first line is no JSON value of its own, and
-    the whole text is one object."""
+    the whole text is one object (parsed as the reader parses: no NaN, nesting as deep as it allows)."""
+    from tooluse_datasets.codec import loads
+
     def parsed(t: bytes) -> Any:
         try:
-            return json.loads(t)
-        except ValueError:
+            return loads(t)
+        except (ValueError, RecursionError):
             return None
 
     text = text.lstrip()
