@@ -292,7 +292,10 @@ def test_bad_result_files_are_typed_errors_naming_the_line(tmp_path, math_row):
              (json.dumps({k: v for k, v in good.items() if k != "generated_text"}) + "\n", MissingFieldError, "generated_text"),
              (json.dumps({"sample_id": "nope", "generated_text": "[]"}) + "\n", MissingFieldError, "output"),
              (json.dumps(dict(good, output="[{")) + "\n", InvalidJsonError, "output"),
-             (json.dumps(dict(good, gold_answer="a is greater")) + "\n", InvalidJsonError, "gold_answer")]
+             (json.dumps(dict(good, gold_answer="a is greater")) + "\n", InvalidJsonError, "gold_answer"),
+             # nested deeper than Python's stack: the line, or a field holding JSON text
+             ('{"sample_id": "x", "calls": ' + "[" * 100_000 + "]" * 100_000 + "}\n", InvalidJsonError, "<line>"),
+             (json.dumps(dict(good, output="[" * 100_000 + "]" * 100_000)) + "\n", InvalidJsonError, "output")]
     for i, (text, error, field) in enumerate(cases):
         path = tmp_path / f"bad{i}.jsonl"
         path.write_text(json.dumps(good) + "\n" + text)

@@ -435,7 +435,7 @@ def _json_value(value: Any, field: str, row: int, path: str) -> Any:
         return value
     try:
         return json.loads(value)
-    except ValueError:
+    except (ValueError, RecursionError):  # also JSON nested deeper than Python's stack
         raise InvalidJsonError(f"{field} is a string but not JSON", file=path, row=row, field=field) from None
 
 
@@ -456,8 +456,9 @@ def read_results(path: Union[str, os.PathLike], gold_rows: Optional[dict[str, di
                 continue
             try:
                 record = json.loads(line)
-            except ValueError as exc:
-                raise InvalidJsonError(f"line is not valid JSON ({exc})", file=path, row=row_number,
+            except (ValueError, RecursionError) as exc:
+                reason = "nested deeper than Python's stack" if isinstance(exc, RecursionError) else exc
+                raise InvalidJsonError(f"line is not valid JSON ({reason})", file=path, row=row_number,
                                        field="<line>") from None
             if not isinstance(record, dict):
                 raise InvalidValueError("line is not a JSON object", file=path, row=row_number, field="<line>")
