@@ -8,17 +8,19 @@ import pytest
 import tooluse_datasets as td
 from tooluse_datasets.cli import main
 from tooluse_datasets.distributions import MEASURES, Distributions, plot_distributions
+from tooluse_datasets.stats import SplitStatistics
 
 
 def test_distributions_count_what_the_rows_hold():
     splits = td.load("toolmind", data_files=td.sample_files("toolmind"), streaming=True)
     for split, ds in splits.items():
         rows = list(ds)
-        dist = Distributions()
+        statistics, dist = SplitStatistics(), Distributions()
         for row in rows:
-            dist.add(row)
+            statistics.add(row)  # how stats and mirrors fill them (one walk with the other statistics)
+            dist.add(row)        # on their own
         # Each measure is the multiset of its values over the rows (or, for content length, the messages).
-        assert dist.counts == {
+        assert statistics.distributions.counts == dist.counts == {
             "turns": Counter(len(r["messages"]) for r in rows),
             "calls_per_row": Counter(sum(len(m.get("tool_calls", [])) for m in r["messages"]) for r in rows),
             "tools_per_row": Counter(len(r.get("tools") or []) for r in rows),
