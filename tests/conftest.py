@@ -28,7 +28,11 @@ def _datasets_cache_outside_home(tmp_path_factory):
     import datasets
 
     mp = pytest.MonkeyPatch()
-    mp.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path_factory.mktemp("hf-datasets-cache"))
+    cache = tmp_path_factory.mktemp("hf-datasets-cache")
+    mp.setattr(datasets.config, "HF_DATASETS_CACHE", cache)
+    # computed from the cache folder when datasets was imported
+    mp.setattr(datasets.config, "DOWNLOADED_DATASETS_PATH", cache / "downloads")
+    mp.setattr(datasets.config, "EXTRACTED_DATASETS_PATH", cache / "downloads" / "extracted")
     yield
     mp.undo()
 
