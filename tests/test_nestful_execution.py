@@ -296,7 +296,7 @@ def test_a_sandbox_that_does_not_exit_after_its_last_result_keeps_the_results(ev
     it has been silent too long, and the results it sent count (not a SandboxError for the whole batch)."""
     from tooluse_datasets.builders.nestful.execution import sandbox
 
-    monkeypatch.setattr(sandbox, "IDLE_SECONDS", 1.0)
+    monkeypatch.setattr(sandbox, "IDLE_SECONDS", 3.0)  # also the time the child has to start: a loaded machine
     started = time.monotonic()
     results = run_sequences([one_call("add", 1, 2, gold="3"), one_call("delay_the_exit", 20, gold="20")],
                             evil_dir, FAST)

@@ -238,8 +238,8 @@ def _run_child(jobs, first, results, functions_dir, limits, root) -> int:
             if event is _EventReader.TIMEOUT:
                 if current is None and done == first:
                     raise SandboxError(f"the sandbox did not start within {IDLE_SECONDS:g} s; log: {_tail(log_path)}")
-                # A sample that hangs, or a child that does not go on after a result (a thread a sample left
-                # running keeps it from exiting): kill it; the results it sent stand.
+                # A sample that hangs, or a child that does not go on after a result (e.g. an exit hook a
+                # sample registered keeps it from exiting): kill it; the results it sent stand.
                 killed_for, killed_idle = current, current is None
                 _kill(proc)
                 break
