@@ -42,6 +42,20 @@ def cache_dir(tmp_path):
     return str(tmp_path / "cache")
 
 
+def count_calls(monkeypatch, cls: type, *names: str) -> dict[str, int]:
+    """``{method name: calls so far}`` for methods of ``cls``, which keep working as before."""
+    calls = dict.fromkeys(names, 0)
+    for name in names:
+        original = getattr(cls, name)
+
+        def counted(self, *args, _original=original, _name=name, **kwargs):
+            calls[_name] += 1
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(cls, name, counted)
+    return calls
+
+
 def benchmark_module(name: str) -> ModuleType:
     """A script of benchmarks/ imported as module ``name`` (once per session: its functions must keep one
     identity, or the process pools that pickle them fail)."""

@@ -25,6 +25,7 @@ from tooluse_datasets.mirror import provenance as provenance_module
 from tooluse_datasets.formats import FORMATS
 from tooluse_datasets.source import Upstream, UpstreamFile
 
+from conftest import count_calls
 from fake_hub import FakeHubApi
 from mirror_support import build_sample_mirror
 
@@ -76,15 +77,7 @@ def test_each_row_is_converted_once_per_split(monkeypatch, tmp_path):
     (ToolMind: seven splits from one file, each row in one split)."""
     from tooluse_datasets.builders.toolmind.source import ToolMindSource
 
-    calls = {"to_raw": 0, "to_unified": 0}
-    for name in calls:
-        original = getattr(ToolMindSource, name)
-
-        def counted(self, *args, _original=original, _name=name):
-            calls[_name] += 1
-            return _original(self, *args)
-
-        monkeypatch.setattr(ToolMindSource, name, counted)
+    calls = count_calls(monkeypatch, ToolMindSource, "to_raw", "to_unified")
     folder = build_mirror(MirrorRequest("toolmind", data_files=td.sample_files("toolmind")), tmp_path)
     manifest = read_manifest(folder)
     rows = sum(s["rows_read"] for s in

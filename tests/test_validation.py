@@ -13,7 +13,7 @@ from tooluse_datasets.validation import (ValidationCounter, all_rules, check_row
                                          select_rules)
 from tooluse_datasets.validation.schemas import argument_errors, compile_parameters, undeclared_keys
 
-from conftest import PROJECT_ROOT, shared_data
+from conftest import PROJECT_ROOT, count_calls, shared_data
 
 NESTFUL_TOY = ("nestful", "third_party", "AtakanTekparmak_NESTFUL_27c2028", "data_v2", "toy_data.jsonl")
 MS_SWIFT_DOC = ("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl")
@@ -681,15 +681,7 @@ def test_validate_reads_each_row_once_whatever_the_config(monkeypatch):
     and plans the splits once: ToolMind's seven splits of one file, every row in one split."""
     from tooluse_datasets.builders.toolmind.source import ToolMindSource
 
-    calls = {"to_raw": 0, "to_unified": 0, "plan": 0}
-    for name in calls:
-        original = getattr(ToolMindSource, name)
-
-        def counted(self, *args, _original=original, _name=name):
-            calls[_name] += 1
-            return _original(self, *args)
-
-        monkeypatch.setattr(ToolMindSource, name, counted)
+    calls = count_calls(monkeypatch, ToolMindSource, "to_raw", "to_unified", "plan")
     result = td.validate("toolmind", "swift", data_files=td.sample_files("toolmind"), fail_on="read")
     rows = result.total().read.rows_read
     assert len(result.splits) == 7 and rows == result.total().rules.checked + result.total().read.skipped > 0
