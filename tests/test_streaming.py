@@ -159,3 +159,27 @@ def test_num_proc_streams_a_row_nested_close_to_the_json_depth_limit(tmp_path):
     serial = list(td.load("nestful", **kw))
     assert len(serial) == 12
     assert list(td.load("nestful", num_proc=2, **kw)) == serial
+
+
+def test_streamed_rows_are_converted_a_few_at_a_time_unless_the_source_has_a_batch_step(monkeypatch, tmp_path):
+    """Streaming converts small pieces of the source's batches (each handed out before the next is converted);
+    a source whose batch step works on batches (NESTFUL with execute=True: one sandbox per batch) gets larger
+    pieces. The rows are the same either way."""
+    from tooluse_datasets.builders.nestful.source import NestfulSource
+    from tooluse_datasets.streaming import BATCH_STEP_ROWS, STREAM_BATCH_ROWS
+
+    sizes: list[int] = []
+    original = NestfulSource.complete_unified
+    monkeypatch.setattr(NestfulSource, "complete_unified",
+                        lambda self, rows, contexts: sizes.append(len(rows)) or original(self, rows, contexts))
+    good = Path(td.sample_files("nestful")["train"][0]).read_text().splitlines()
+    path = tmp_path / "rows.jsonl"
+    n = BATCH_STEP_ROWS + 6
+    path.write_text("\n".join(good[i % len(good)].replace('"sample_id": "', f'"sample_id": "{i}-', 1)
+                              for i in range(n)) + "\n")
+    stream = lambda: list(td.load("nestful", data_files=str(path), split="train", streaming=True))  # noqa: E731
+    rows = stream()
+    assert len(rows) == n and sizes == [STREAM_BATCH_ROWS] * (n // STREAM_BATCH_ROWS) + [n % STREAM_BATCH_ROWS]
+    sizes.clear()
+    monkeypatch.setattr(NestfulSource, "has_batch_step", property(lambda self: True))
+    assert stream() == rows and sizes == [BATCH_STEP_ROWS, 6]  # the source read them in one batch

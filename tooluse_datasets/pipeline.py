@@ -35,7 +35,6 @@ from .shards import RawBatch, Shard, display_path
 from .source import RowContext, Source, SplitPlan
 
 RAW, UNIFIED = "raw", "unified"
-FIRST_BATCH_ROWS = 8  # rows in the first converted batch of a stream (then 4x more each batch)
 # What pyarrow raises for a Python value its column cannot hold (a number in a string column, a lone
 # surrogate, an integer beyond int32...).
 STORAGE_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, UnicodeEncodeError, OverflowError)
@@ -92,13 +91,14 @@ class ShardConverter:
         self._needs_unified = any(c != RAW for c in self.configs)
 
     def batches(self, split: SplitPlan, shard: Shard, *, arrow: bool, resume: Optional[tuple[int, int]] = None,
-                keep_unified: bool = False, first: bool = False) -> Iterator[ConvertedBatch]:
-        """The converted batches of one shard. ``first``: the first shard a consumer waits for; its first
-        rows are converted in small, growing batches, so the first row arrives after a few rows' work
-        instead of a whole batch's."""
+                keep_unified: bool = False, most_rows: Optional[int] = None) -> Iterator[ConvertedBatch]:
+        """The converted batches of one shard: the source's batches, cut into pieces of at most ``most_rows``
+        rows (a consumer that hands out each piece before the next is converted; see streaming)."""
         file = display_path(shard.file)
         try:
-            batches = _ramped(iter(self.source.read(shard, split, resume)), FIRST_BATCH_ROWS if first else None)
+            batches = iter(self.source.read(shard, split, resume))
+            if most_rows:
+                batches = _pieces(batches, most_rows)
             while True:
                 with gc_paused():  # reading and converting a batch; the consumer's code runs with it on
                     raw_batch = next(batches, None)
@@ -210,24 +210,10 @@ class ShardConverter:
             self.reports[config].add(error)
 
 
-def _ramped(batches: Iterator[RawBatch], first_rows: Optional[int]) -> Iterator[RawBatch]:
-    """``batches`` with the first ones cut into pieces of ``first_rows``, 4x larger each time, up to the
-    source's own batch size."""
-    if not first_rows:
-        yield from batches
-        return
-    size = first_rows
+def _pieces(batches: Iterator[RawBatch], rows: int) -> Iterator[RawBatch]:
     for batch in batches:
-        start = 0
-        while start < len(batch.items) and size:
-            end = start + size
-            yield RawBatch(batch.items[start:end], batch.positions[start:end])
-            start = end
-            size *= 4
-            if size >= len(batch.items):
-                size = 0
-        if start < len(batch.items):
-            yield RawBatch(batch.items[start:], batch.positions[start:])
+        for start in range(0, len(batch.items), rows):
+            yield RawBatch(batch.items[start:start + rows], batch.positions[start:start + rows])
 
 
 @contextlib.contextmanager

@@ -193,6 +193,12 @@ class Source(abc.ABC):
     def from_unified(self, row: dict) -> dict:
         ...
 
+    @property
+    def has_batch_step(self) -> bool:
+        """Whether :meth:`complete_unified` does work per batch (then streamed rows are converted in larger
+        pieces; see ``tooluse_datasets.streaming``)."""
+        return False
+
     def complete_unified(self, rows: list[dict], contexts: list[RowContext]) -> list:
         """A batch step after the per-row conversion: the batch's unified rows -> per row, the finished row
         or the typed error refusing it (e.g. NESTFUL executes a batch's call sequences in one sandbox

@@ -140,6 +140,10 @@ class NestfulSource(Source):
             if isinstance(sample_id, (str, int)) and not isinstance(sample_id, bool) and sample_id != "":
                 self.unique_ids.prime(file, str(sample_id), row_number)
 
+    @property
+    def has_batch_step(self) -> bool:
+        return self.options.execute  # one sandbox process per batch
+
     def complete_unified(self, rows: list[dict], contexts: list[RowContext]) -> list:
         """With ``execute=True``: the batch's call sequences run in one sandbox process; each row becomes its
         executed trajectory, or the ExecutionError saying why it has none."""
