@@ -162,11 +162,12 @@ def test_num_proc_streams_a_row_nested_close_to_the_json_depth_limit(tmp_path):
 
 
 def test_streamed_rows_are_converted_a_few_at_a_time_unless_the_source_has_a_batch_step(monkeypatch, tmp_path):
-    """Streaming converts small pieces of the source's batches (each handed out before the next is converted);
-    a source whose batch step works on batches (NESTFUL with execute=True: one sandbox per batch) gets larger
-    pieces. The rows are the same either way."""
+    """Rows are converted in small pieces of the source's batches (streamed: each handed out before the next is
+    converted; prepared: each encoded); a source whose batch step works on batches (NESTFUL with execute=True:
+    one sandbox per batch) streams larger pieces. The rows are the same either way."""
     from tooluse_datasets.builders.nestful.source import NestfulSource
-    from tooluse_datasets.streaming import BATCH_STEP_ROWS, STREAM_BATCH_ROWS
+    from tooluse_datasets.pipeline import PIECE_ROWS
+    from tooluse_datasets.streaming import BATCH_STEP_ROWS
 
     sizes: list[int] = []
     original = NestfulSource.complete_unified
@@ -179,7 +180,11 @@ def test_streamed_rows_are_converted_a_few_at_a_time_unless_the_source_has_a_bat
                               for i in range(n)) + "\n")
     stream = lambda: list(td.load("nestful", data_files=str(path), split="train", streaming=True))  # noqa: E731
     rows = stream()
-    assert len(rows) == n and sizes == [STREAM_BATCH_ROWS] * (n // STREAM_BATCH_ROWS) + [n % STREAM_BATCH_ROWS]
+    pieces = [PIECE_ROWS] * (n // PIECE_ROWS) + [n % PIECE_ROWS]
+    assert len(rows) == n and sizes == pieces
+    sizes.clear()
+    prepared = td.load("nestful", data_files=str(path), split="train", cache_dir=str(tmp_path / "cache"))
+    assert list(prepared) == rows and sizes == pieces  # into Arrow too, one table for the batch
     sizes.clear()
     monkeypatch.setattr(NestfulSource, "has_batch_step", property(lambda self: True))
     assert stream() == rows and sizes == [BATCH_STEP_ROWS, 6]  # the source read them in one batch

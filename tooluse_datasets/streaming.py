@@ -27,22 +27,20 @@ from datasets.iterable_dataset import _BaseExamplesIterable
 
 from .codec import json_bytes, loads_stored
 from .errors import JsonValueError, SkipReport
-from .pipeline import ShardConverter, gc_paused
+from .pipeline import PIECE_ROWS, ShardConverter, gc_paused
 from .shards import Shard
 from .source import Source, SplitPlan
 
 
-# Rows converted at a time, each piece handed out (or, in a worker, written as JSON text) before the next is
-# converted: a batch of 1,000 rows, all alive until handed out, streamed at 0.70-0.75x the rate of pieces of 4
-# (ToolMind and ms-swift rows; 1-8 rows were within noise of each other). The first row also waits for four
-# rows' work, not a batch's. A source with a batch step (NESTFUL's sandbox run, one interpreter per batch) gets
-# pieces of 64 rows: a first row after 64 executions, not 1,000, at one interpreter start per 64 rows.
-STREAM_BATCH_ROWS = 4
+# Rows are converted a few at a time (pipeline.PIECE_ROWS), each piece handed out (or, in a worker, written as
+# JSON text) before the next is converted; the first row also waits for a piece's work, not a batch's. A source
+# with a batch step (NESTFUL's sandbox run, one interpreter per batch) gets pieces of BATCH_STEP_ROWS: a first
+# row after 64 executions, not 1,000, at one interpreter start per 64 rows.
 BATCH_STEP_ROWS = 64
 
 
 def _piece_rows(source: Source) -> int:
-    return BATCH_STEP_ROWS if source.has_batch_step else STREAM_BATCH_ROWS
+    return BATCH_STEP_ROWS if source.has_batch_step else PIECE_ROWS
 
 
 class ShardExamplesIterable(_BaseExamplesIterable):
@@ -186,7 +184,7 @@ class ShardExamplesIterable(_BaseExamplesIterable):
                     self.report.merge(report)
                 done = 0
                 for encoded in pieces:
-                    # Rebuilt a piece at a time, just before they are handed out (see STREAM_BATCH_ROWS).
+                    # Rebuilt a piece at a time, just before its rows are handed out (see pipeline.PIECE_ROWS).
                     with gc_paused():
                         rows = loads_stored(encoded) if isinstance(encoded, bytes) else encoded
                     yield from self._hand_out(shard_idx, rows, positions[done:done + len(rows)])
