@@ -543,9 +543,8 @@ def test_a_row_group_whose_split_column_is_damaged_is_reported_by_the_split_its_
     assert {r["row"] for r in report.rows} == damaged
 
 
-def test_repeated_nestful_ids_do_not_depend_on_shards_workers_or_resuming(tmp_path, cache_dir):
-    """The first row holding a sample_id keeps it, a repeat gets #<row>: the same ids read whole, cut into
-    shards, prepared by two processes, and resumed past the first occurrence."""
+def _file_with_repeated_ids(tmp_path: Path) -> tuple[Path, list[str]]:
+    """Ten NESTFUL rows; rows 0, 5 and 8 share the sample_id 'dup'."""
     good = Path(td.sample_files("nestful")["train"][0]).read_text().splitlines()
     lines = []
     for i in range(10):
@@ -554,6 +553,13 @@ def test_repeated_nestful_ids_do_not_depend_on_shards_workers_or_resuming(tmp_pa
         lines.append(json.dumps(row))
     path = tmp_path / "dups.jsonl"
     path.write_text("\n".join(lines) + "\n")
+    return path, lines
+
+
+def test_repeated_nestful_ids_do_not_depend_on_shards_workers_or_resuming(tmp_path, cache_dir):
+    """The first row holding a sample_id keeps it, a repeat gets #<row>: the same ids read whole, cut into
+    shards, prepared by two processes, and resumed past the first occurrence."""
+    path, lines = _file_with_repeated_ids(tmp_path)
     small = path.stat().st_size // 4
     whole = [r["id"] for r in td.load("nestful", data_files=str(path), split="train", streaming=True)]
     assert [i.split("/")[-1] for i in whole if i.split("/")[-1].startswith("dup")] == ["dup", "dup#5", "dup#8"]
@@ -578,6 +584,27 @@ def test_repeated_nestful_ids_do_not_depend_on_shards_workers_or_resuming(tmp_pa
         ids = [r["id"].split("/")[-1] for r in td.load("nestful", data_files=str(path), split="train",
                                                          streaming=True, on_error="skip", **options)]
         assert [i for i in ids if i.startswith("dup")] == ["dup#5", "dup#8"], shard_bytes
+
+
+def test_a_source_copied_while_it_primes_ids_primes_them_again_in_the_copy(tmp_path):
+    """Workers get the source pickled (by a pool's feeder thread) while this process may be priming the file's
+    ids: whatever state the copy catches, it primes its own, so a repeat read by a worker still gets #<row>.
+    Caught here in the worst state: the file marked primed, its ids not yet."""
+    import pickle
+
+    from tooluse_datasets import registry
+    from tooluse_datasets.pipeline import ShardConverter
+
+    path, _ = _file_with_repeated_ids(tmp_path)
+    builder = registry.builder_class("nestful")(config_name="unified", data_files=str(path),
+                                                shard_bytes=path.stat().st_size // 4)
+    plan = builder.split_plans()[0]
+    builder.source._primed_files.add(str(path))
+    copy = pickle.loads(pickle.dumps(builder.source))
+    converter = ShardConverter(copy, ["unified"])
+    later = [r["id"].split("/")[-1] for shard in plan.shards[1:]
+             for batch in converter.batches(plan, shard, arrow=False) for r in batch.rows["unified"]]
+    assert [i for i in later if i.startswith("dup")] == ["dup#5", "dup#8"]
 
 
 def test_source_options_reach_loading_from_the_command_line(tmp_path, capsys):

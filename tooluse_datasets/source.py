@@ -170,6 +170,13 @@ class Source(abc.ABC):
         check_options(self.options, self.options_class)
         self.unique_ids = UniqueIds()
 
+    def __getstate__(self) -> dict:
+        # A copy for another process (a worker, a Ray task) starts without this process's caches: this
+        # process's threads may be filling them while the copy is pickled, and each process fills its own.
+        state = dict(self.__dict__)
+        state["unique_ids"] = UniqueIds()
+        return state
+
     def plan(self, files_by_split: dict[str, list[str]]) -> list[SplitPlan]:
         """Map data files to HF splits and cut them into shards. Default: one split per data_files key.
         Sources with a split column override this."""

@@ -127,6 +127,11 @@ class NestfulSource(Source):
         else:
             yield from batches
 
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
+        state["_primed_files"] = set()  # with the ids they primed (left out by Source.__getstate__)
+        return state
+
     def _prime_ids(self, path: str) -> None:
         """Every sample_id of the file and its first row, once per file in this process, whatever part of the
         file is read: the rule that a repeat gets ``#<row>`` then does not depend on which shard, resume point
