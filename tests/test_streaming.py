@@ -166,8 +166,7 @@ def test_streamed_rows_are_converted_a_few_at_a_time_unless_the_source_has_a_bat
     converted; prepared: each encoded); a source whose batch step works on batches (NESTFUL with execute=True:
     one sandbox per batch) streams larger pieces. The rows are the same either way."""
     from tooluse_datasets.builders.nestful.source import NestfulSource
-    from tooluse_datasets.pipeline import PIECE_ROWS
-    from tooluse_datasets.streaming import BATCH_STEP_ROWS
+    from tooluse_datasets.pipeline import BATCH_STEP_ROWS, PIECE_ROWS
 
     sizes: list[int] = []
     original = NestfulSource.complete_unified
@@ -188,3 +187,6 @@ def test_streamed_rows_are_converted_a_few_at_a_time_unless_the_source_has_a_bat
     sizes.clear()
     monkeypatch.setattr(NestfulSource, "has_batch_step", property(lambda self: True))
     assert stream() == rows and sizes == [BATCH_STEP_ROWS, 6]  # the source read them in one batch
+    sizes.clear()
+    prepared = td.load("nestful", data_files=str(path), split="train", cache_dir=str(tmp_path / "cache-step"))
+    assert list(prepared) == rows and sizes == [n]  # prepared: the whole batch (no row waits on a piece)

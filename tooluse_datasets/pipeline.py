@@ -23,7 +23,7 @@ import contextlib
 import copy
 import dataclasses
 import gc
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 import pyarrow as pa
 from datasets import Features
@@ -40,6 +40,18 @@ RAW, UNIFIED = "raw", "unified"
 # (CPU time): streaming at 1.3-1.5x and prepare at 1.1-1.2x the rate of whole 1,000-row batches; 1 to 16 rows
 # were within noise of each other, 64-128 in between.
 PIECE_ROWS = 4
+# A source whose batch step needs batches (NESTFUL's sandbox: one interpreter per batch) converts whole batches,
+# or, where its rows are handed out as they come, pieces of BATCH_STEP_ROWS: a first row after 64 executions,
+# not 1,000, at one interpreter start per 64 rows.
+BATCH_STEP_ROWS = 64
+
+
+def piece_rows(source: Source, *, handed_out: bool) -> Optional[int]:
+    """Rows of ``source`` converted at a time (None: the source's whole batches). ``handed_out``: each piece's
+    rows go to the consumer before the next piece is converted (a stream in this process)."""
+    if not source.has_batch_step:
+        return PIECE_ROWS
+    return BATCH_STEP_ROWS if handed_out else None
 # What pyarrow raises for a Python value its column cannot hold (a number in a string column, a lone
 # surrogate, an integer beyond int32...).
 STORAGE_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, UnicodeEncodeError, OverflowError)
@@ -101,9 +113,7 @@ class ShardConverter:
         rows (a consumer that hands out each piece before the next is converted; see streaming)."""
         file = display_path(shard.file)
         try:
-            batches = iter(self.source.read(shard, split, resume))
-            if most_rows:
-                batches = _pieces(batches, most_rows)
+            batches = _pieces(self.source.read(shard, split, resume), most_rows)
             while True:
                 with gc_paused():  # reading and converting a batch; the consumer's code runs with it on
                     raw_batch = next(batches, None)
@@ -125,12 +135,11 @@ class ShardConverter:
         out: dict[str, list] = {c: [] for c in self.configs}
         positions: dict[str, list] = {c: [] for c in self.configs}
         unified_rows: Optional[list[dict]] = [] if keep_unified else None
-        # Into Arrow, a batch's rows are converted PIECE_ROWS at a time (Python rows come in pieces already:
-        # see most_rows); a batch step needs its whole batch.
-        step = PIECE_ROWS if arrow and not self.source.has_batch_step else len(batch.items)
-        for start in range(0, len(batch.items), step):
-            self._convert_rows(batch.items[start:start + step], batch.positions[start:start + step], file, split,
-                               arrow, out, positions, unified_rows)
+        # Into Arrow, a batch's rows are converted a piece at a time too (Python rows come in pieces already:
+        # see most_rows), one table per batch.
+        pieces = _pieces([batch], piece_rows(self.source, handed_out=False)) if arrow else [batch]
+        for piece in pieces:
+            self._convert_rows(piece.items, piece.positions, file, split, arrow, out, positions, unified_rows)
         for config in self.configs:
             self.reports[config].count_read(len(batch.items))
         rows: dict[str, Any] = out
@@ -224,8 +233,12 @@ class ShardConverter:
             self.reports[config].add(error)
 
 
-def _pieces(batches: Iterator[RawBatch], rows: int) -> Iterator[RawBatch]:
+def _pieces(batches: Iterable[RawBatch], rows: Optional[int]) -> Iterator[RawBatch]:
+    """``batches`` cut into pieces of at most ``rows`` rows (None: as they are)."""
     for batch in batches:
+        if rows is None:
+            yield batch
+            continue
         for start in range(0, len(batch.items), rows):
             yield RawBatch(batch.items[start:start + rows], batch.positions[start:start + rows])
 

@@ -27,20 +27,9 @@ from datasets.iterable_dataset import _BaseExamplesIterable
 
 from .codec import json_bytes, loads_stored
 from .errors import JsonValueError, SkipReport
-from .pipeline import PIECE_ROWS, ShardConverter, gc_paused
+from .pipeline import ShardConverter, gc_paused, piece_rows
 from .shards import Shard
 from .source import Source, SplitPlan
-
-
-# Rows are converted a few at a time (pipeline.PIECE_ROWS), each piece handed out (or, in a worker, written as
-# JSON text) before the next is converted; the first row also waits for a piece's work, not a batch's. A source
-# with a batch step (NESTFUL's sandbox run, one interpreter per batch) gets pieces of BATCH_STEP_ROWS: a first
-# row after 64 executions, not 1,000, at one interpreter start per 64 rows.
-BATCH_STEP_ROWS = 64
-
-
-def _piece_rows(source: Source) -> int:
-    return BATCH_STEP_ROWS if source.has_batch_step else PIECE_ROWS
 
 
 class ShardExamplesIterable(_BaseExamplesIterable):
@@ -122,7 +111,7 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         """One shard's rows, converted in this process."""
         state = self._state_dict
         for batch in converter.batches(self.split, self.shards[shard_idx], arrow=False, resume=resume,
-                                       most_rows=_piece_rows(self.source)):
+                                       most_rows=piece_rows(self.source, handed_out=True)):
             yield from self._hand_out(shard_idx, batch.rows[self.config], batch.positions[self.config])
             if state:  # rows skipped at the end of a batch are consumed too
                 state["position"] = batch.end
@@ -207,7 +196,8 @@ def _convert_shard_rows(source: Source, config: str, split: SplitPlan, shard: Sh
     converter = ShardConverter(source, [config], on_error=on_error, reports={config: report})
     pieces: list = []
     positions: list = []
-    for batch in converter.batches(split, shard, arrow=False, most_rows=_piece_rows(source)):
+    # Its rows go back when the whole shard is done: whole batches for a batch step (pipeline.piece_rows).
+    for batch in converter.batches(split, shard, arrow=False, most_rows=piece_rows(source, handed_out=False)):
         rows = batch.rows[config]
         if rows:
             try:
