@@ -599,7 +599,7 @@ def test_a_source_copied_while_it_primes_ids_primes_them_again_in_the_copy(tmp_p
     builder = registry.builder_class("nestful")(config_name="unified", data_files=str(path),
                                                 shard_bytes=path.stat().st_size // 4)
     plan = builder.split_plans()[0]
-    builder.source._primed_files.add(str(path))
+    builder.source.unique_ids._primed_files.add(str(path))
     copy = pickle.loads(pickle.dumps(builder.source))
     converter = ShardConverter(copy, ["unified"])
     later = [r["id"].split("/")[-1] for shard in plan.shards[1:]

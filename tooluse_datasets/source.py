@@ -19,7 +19,7 @@ import abc
 import dataclasses
 import os
 import typing
-from typing import Any, ClassVar, Iterator, Optional
+from typing import Any, ClassVar, Iterable, Iterator, Optional
 
 from datasets import Features
 
@@ -85,14 +85,20 @@ class UniqueIds:
     holding an id keeps it, a later row of the same file repeating it gets ``#<row>`` (its row number in the
     file). Where each id was first seen is remembered, so converting the same rows again (another pass over
     a stream, another config) gives the same ids. A reader that starts past a file's first row (a later shard,
-    a resumed stream, a worker process) first tells it the file's ids with :meth:`prime`."""
+    a resumed stream, a worker process) first tells it the file's ids with :meth:`prime_file`."""
 
     def __init__(self) -> None:
         self._first_row: dict[tuple[str, str], int] = {}
+        self._primed_files: set[str] = set()
 
-    def prime(self, file: str, upstream_id: str, row: int) -> None:
-        key = (file, upstream_id)
-        self._first_row[key] = min(row, self._first_row.get(key, row))
+    def prime_file(self, file: str, ids: Iterable[tuple[int, str]]) -> None:
+        """Every ``(row, upstream id)`` of ``file``, once per file (later calls for it do nothing)."""
+        if file in self._primed_files:
+            return
+        for row, upstream_id in ids:
+            key = (file, upstream_id)
+            self._first_row[key] = min(row, self._first_row.get(key, row))
+        self._primed_files.add(file)  # after the ids: a file marked primed has all of them
 
     def __call__(self, upstream_id: str, row_id: str, ctx: RowContext) -> str:
         """``row_id`` (built from ``upstream_id``) if this row is the first of its file holding that id."""

@@ -101,7 +101,6 @@ class NestfulSource(Source):
             raise ValueError(f"calls_per_turn must be one of {CALLS_PER_TURN}, got {opts.calls_per_turn!r}")
         if opts.execute and opts.data_version == "v1":
             raise ValueError("v1 rows have no gold answers and their APIs are live services: execute=True needs v2")
-        self._primed_files: set[str] = set()
         if opts.data_version == "v1":
             from .v1 import V1_UPSTREAM
 
@@ -127,23 +126,14 @@ class NestfulSource(Source):
         else:
             yield from batches
 
-    def __getstate__(self) -> dict:
-        state = super().__getstate__()
-        state["_primed_files"] = set()  # with the ids they primed (left out by Source.__getstate__)
-        return state
-
     def _prime_ids(self, path: str) -> None:
         """Every sample_id of the file and its first row, once per file in this process, whatever part of the
         file is read: the rule that a repeat gets ``#<row>`` then does not depend on which shard, resume point
         or worker reads a row, nor on whether the first holder of an id converts (a file of NESTFUL's size is
         read twice: the ids first)."""
-        file = display_path(path)
-        if file in self._primed_files:
-            return
-        self._primed_files.add(file)
-        for row_number, sample_id in _sample_ids(path):
-            if isinstance(sample_id, (str, int)) and not isinstance(sample_id, bool) and sample_id != "":
-                self.unique_ids.prime(file, str(sample_id), row_number)
+        self.unique_ids.prime_file(display_path(path), (
+            (row_number, str(sample_id)) for row_number, sample_id in _sample_ids(path)
+            if isinstance(sample_id, (str, int)) and not isinstance(sample_id, bool) and sample_id != ""))
 
     @property
     def has_batch_step(self) -> bool:
