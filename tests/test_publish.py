@@ -173,6 +173,12 @@ def test_a_failed_first_publish_leaves_no_repo_behind(mirror):
         publish_mirror(mirror, other, api=api, revision="dev", echo=lines.append)
     assert set(api.files(other, "dev")) == set(mirror_files(mirror)) | {".gitattributes"}
     assert lines[-1].endswith("holds files now: kept")
+    # A pull request's commit is on no branch that could be checked: the new repo is kept, and said so.
+    api.create_commit = failing_commit
+    with pytest.raises(HfHubHTTPError, match="500"):
+        publish_mirror(mirror, "acme/by-pull-request", api=api, create_pr=True, echo=lines.append)
+    assert "acme/by-pull-request" in api.repos and "delete_repo" not in api.call_names()[-2:]
+    assert lines[-1].startswith("the pull request failed; the repo acme/by-pull-request this publish created was kept")
 
 
 def test_a_repo_created_by_someone_else_meanwhile_is_not_committed_to(mirror):

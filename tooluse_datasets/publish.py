@@ -180,7 +180,10 @@ def publish_mirror(folder: str | Path, repo_id: str, *, api: Optional[HubApi] = 
     except BaseException:
         # The repo this publish created holds nothing of ours: leave no empty repo behind. Not after asking
         # for a pull request, whose commit (if the Hub took it) is on no branch this could check.
-        if not remote.exists and not create_pr:
+        if not remote.exists and create_pr:
+            echo(f"the pull request failed; the repo {repo_id} this publish created was kept (the pull request "
+                 "may be open on it): delete it, or publish again")
+        elif not remote.exists:
             _delete_created_repo(api, repo_id, revision, echo)
         raise
     url = getattr(info, "pr_url", None) or getattr(info, "commit_url", None)
