@@ -291,12 +291,16 @@ def _json_encoding(text: str, messages: list[dict]) -> tuple[str, Optional[str]]
 
 def _quick_json_text(messages: list[dict]) -> bytes:
     """``json.dumps(messages, ensure_ascii=False)``, UTF-8 encoded, for checked ``{role, content}`` string
-    messages: orjson escapes every string as json.dumps does without ensure_ascii, at ~4x its speed."""
-    dumps, key = orjson.dumps, _KEY_BYTES
-    return b"[" + b", ".join([b"{" + b", ".join([key[k] + dumps(v) for k, v in m.items()]) + b"}" for m in messages]) + b"]"
+    messages written role first: orjson escapes every string as json.dumps does without ensure_ascii, at ~4x
+    its speed, and each role's ``{"role": ..., "content": `` is written once. (A message written content
+    first gives text other than its source's, and the caller falls back to json.dumps.)"""
+    if not messages:
+        return b"[]"
+    dumps, prefix = orjson.dumps, _MESSAGE_PREFIX
+    return b"[" + b"}, ".join([prefix[m["role"]] + dumps(m["content"]) for m in messages]) + b"}]"
 
 
-_KEY_BYTES = {"role": b'"role": ', "content": b'"content": '}  # the only keys a checked message has
+_MESSAGE_PREFIX = {role: b'{"role": ' + orjson.dumps(role) + b', "content": ' for role in P.ROLES}
 
 
 def _check_message(m: Any, where: str) -> None:
