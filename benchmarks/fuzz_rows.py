@@ -511,16 +511,10 @@ def _write_lines(path: Path, rows: list[MutatedRow], mutator: Mutator, *, ascii:
 def _one_object_over_lines(text: bytes) -> bool:
     """What the reader takes for one object in a .json file: its first line is no JSON value of its own, and
     the whole text is one object (parsed as the reader parses: no NaN, nesting as deep as it allows)."""
-    from tooluse_datasets.codec import loads
-
-    def parsed(t: bytes) -> Any:
-        try:
-            return loads(t)
-        except (ValueError, RecursionError):
-            return None
+    from tooluse_datasets.codec import try_loads
 
     text = text.lstrip()
-    return text.startswith(b"{") and parsed(text.split(b"\n", 1)[0]) is None and isinstance(parsed(text), dict)
+    return text.startswith(b"{") and not try_loads(text.split(b"\n", 1)[0])[0] and isinstance(try_loads(text)[1], dict)
 
 
 def _write_array(path: Path, rows: list[MutatedRow], oddity: int, *, ascii: bool, newline: bytes, bom: bytes,

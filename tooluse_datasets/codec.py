@@ -140,7 +140,7 @@ def try_loads(text: str) -> tuple[bool, Any]:
     """``(True, value)`` if ``text`` is valid JSON, else ``(False, None)``; never raises."""
     try:
         return True, loads(text)
-    except (orjson.JSONDecodeError, ValueError, TypeError):
+    except (orjson.JSONDecodeError, ValueError, TypeError, RecursionError):
         return False, None
 
 

@@ -499,7 +499,7 @@ def read_document(shard: Shard, batch_size: int, resume: Optional[tuple[int, int
     """A ``.json`` file: an array of row objects, one object (on one line or several), or JSON Lines saved as
     ``.json``. Elements of an array are numbered from 0; in an array that does not parse as a whole, each
     element that does is a row and each that does not is an error at its index (:func:`_array_elements`)."""
-    from .codec import loads
+    from .codec import loads, try_loads
 
     with open_text_file(shard.file) as f:
         # The first bytes say whether it is an array; only then is the whole file read (JSON Lines is not).
@@ -508,13 +508,13 @@ def read_document(shard: Shard, batch_size: int, resume: Optional[tuple[int, int
             head = f.read(_SNIFF_BYTES)
         array = head.lstrip().startswith(b"[")
         data = head + f.read() if array else b""
-        document = _NOT_JSON
+        document = None
         if not array and head.lstrip().startswith(b"{"):
             # A first line that is not a JSON value of its own may open one object written over several lines.
             if b"\n" not in head:
                 head += f.readline()
-            if _parsed(loads, head.lstrip().split(b"\n", 1)[0]) is _NOT_JSON:
-                document = _parsed(loads, head + f.read())
+            if not try_loads(head.lstrip().split(b"\n", 1)[0])[0]:
+                document = try_loads(head + f.read())[1]
     if not array:
         if isinstance(document, dict):
             if not resume or resume[0] == 0:
@@ -533,16 +533,6 @@ def read_document(shard: Shard, batch_size: int, resume: Optional[tuple[int, int
         chunk = elements[start:start + batch_size]
         items: list[NativeItem] = [(start + i, _array_row(row, start + i)) for i, row in enumerate(chunk)]
         yield RawBatch(items, [(n + 1, 0) for n, _ in items])
-
-
-_NOT_JSON = object()
-
-
-def _parsed(loads, text: bytes) -> Any:
-    try:
-        return loads(text)
-    except (ValueError, RecursionError):
-        return _NOT_JSON
 
 
 def _array_row(element, index: int) -> Union[dict, ToolUseDataError]:
