@@ -52,6 +52,8 @@ def piece_rows(source: Source, *, handed_out: bool) -> Optional[int]:
     if not source.has_batch_step:
         return PIECE_ROWS
     return BATCH_STEP_ROWS if handed_out else None
+
+
 # What pyarrow raises for a Python value its column cannot hold (a number in a string column, a lone
 # surrogate, an integer beyond int32...).
 STORAGE_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, UnicodeEncodeError, OverflowError)
