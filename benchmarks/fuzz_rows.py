@@ -389,22 +389,18 @@ def plant_in_arguments(source: str, row: dict, marker: Marker, rng: random.Rando
             planted = first_planted(output, into_call)
             return None if planted is None else {**row, "output": planted}
         return None
-    if source == "ms_swift":
-        messages = row.get("messages")
-        if not isinstance(messages, list):
-            return None
-        plant = lambda m: ({**m, "content": t} if isinstance(m, dict) and m.get("role") == "tool_call"
-                           and (t := into_text(m.get("content"))) is not None else None)
-        planted = first_planted(messages, plant)
-        return None if planted is None else {**row, "messages": planted}
-    if source == "llamafactory":
-        turns = row.get("conversations")
+    # column of turns, the key naming a turn's kind, the call turns' kind, the key of their text
+    turn_layouts = {"ms_swift": ("messages", "role", "tool_call", "content"),
+                    "llamafactory": ("conversations", "from", "function_call", "value")}
+    if source in turn_layouts:
+        column, kind_key, call_kind, text_key = turn_layouts[source]
+        turns = row.get(column)
         if not isinstance(turns, list):
             return None
-        plant = lambda m: ({**m, "value": t} if isinstance(m, dict) and m.get("from") == "function_call"
-                           and (t := into_text(m.get("value"))) is not None else None)
+        plant = lambda m: ({**m, text_key: t} if isinstance(m, dict) and m.get(kind_key) == call_kind
+                           and (t := into_text(m.get(text_key))) is not None else None)
         planted = first_planted(turns, plant)
-        return None if planted is None else {**row, "conversations": planted}
+        return None if planted is None else {**row, column: planted}
     if source == "toolmind":
         embedded = embedded_json(row["messages"]) if isinstance(row.get("messages"), str) else None
         if embedded is None or not isinstance(embedded[0], list):
