@@ -63,6 +63,15 @@ def test_big_integers_are_kept_exactly_where_orjson_would_round_them():
     assert loads('"12345678901234567890123"') == "12345678901234567890123"
 
 
+def test_integers_beyond_a_doubles_range_are_read_exactly_and_out_of_range_floats_refused():
+    huge = 10**400 + 7  # orjson refuses the literal ("number is infinity when parsed as double")
+    assert loads(f'{{"n": [{huge}, -{huge}, 1.5]}}') == {"n": [huge, -huge, 1.5]}
+    assert loads(dumps({"n": huge})) == {"n": huge}
+    for bad in (f'[{huge}, 1e400]', f'[{huge}, NaN]', f'[{huge}, -Infinity]', f'[{huge}', f'[{huge}, "\\ud800"]'):
+        with pytest.raises(ValueError):
+            loads(bad)
+
+
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf"), {"x": [1, float("nan")]}])
 def test_non_finite_numbers_are_refused_not_turned_into_null(bad):
     with pytest.raises(td.JsonValueError, match="NaN and infinities are refused"):

@@ -117,14 +117,56 @@ def loads(text: str | bytes) -> Any:
     """Parse any JSON text exactly: orjson, re-read with the stdlib if orjson may have turned an integer
     beyond 64 bits into a float. Raises ``ValueError`` (orjson's or :class:`JsonValueError`) on bad input,
     including values nested too deeply to read."""
-    value = orjson.loads(text)
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        if "number is infinity" not in str(exc):
+            raise
+        # An integer literal beyond a double's range (309+ digits), which orjson refuses: the stdlib reads
+        # it, and its strings are then held to orjson's rule (no lone surrogates).
+        value = _stdlib_loads(text)
+        _refuse_lone_surrogates(value)
+        return value
     if len(text) <= _SHORT_TEXT and not has_digit_run(text):
         return value
     if _may_hold_big_int(value):
-        try:
-            value = json.loads(text)
-        except RecursionError:
-            raise JsonValueError("JSON nests values too deeply to read exactly") from None
+        value = _stdlib_loads(text)
+    return value
+
+
+def _stdlib_loads(text: str | bytes) -> Any:
+    """The stdlib's exact reading (integers of any size), refusing what orjson refuses: NaN and Infinity
+    literals, and float literals beyond a double's range."""
+    try:
+        return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    except RecursionError:
+        raise JsonValueError("JSON nests values too deeply to read exactly") from None
+
+
+def _refuse_lone_surrogates(value: Any) -> None:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise JsonValueError("string holds a lone surrogate (not UTF-8 text)") from None
+
+
+def _refuse_constant(name: str) -> Any:
+    raise JsonValueError(f"{name} is not JSON")
+
+
+def _finite_float(literal: str) -> float:
+    value = float(literal)
+    if not math.isfinite(value):
+        raise JsonValueError(f"number {literal[:40]} is beyond the range of a double")
     return value
 
 
