@@ -416,7 +416,7 @@ def block_text(block: dict, field: str, media: dict) -> str:
             raise InvalidValueError("a text block needs a string text", field=f"{field}.text")
         return text
     kind = block_type[:-len("_url")] if isinstance(block_type, str) and block_type.endswith("_url") else block_type
-    if kind not in BLOCK_MEDIA_KINDS:
+    if not isinstance(kind, str) or kind not in BLOCK_MEDIA_KINDS:
         raise InvalidValueError(f"content block type {block_type!r} is not supported (text, image, image_url, audio, "
                                 f"audio_url, video, video_url, tool_use, tool_result)", field=f"{field}.type")
     value = block.get(block_type)
