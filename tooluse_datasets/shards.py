@@ -17,6 +17,7 @@ parsed is yielded as a :class:`~tooluse_datasets.errors.ToolUseDataError`, so th
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 from typing import Any, Iterator, Optional, Union
@@ -85,6 +86,7 @@ def file_suffix(path: str) -> str:
     return os.path.splitext(_without_compression(path.split("::")[0].split("?")[0]))[1].lower()
 
 
+@functools.lru_cache(maxsize=1024)  # asked once per row by the sources that name subsets after files
 def file_stem(path: str) -> str:
     """``data/agent_rows.jsonl.gz`` -> ``agent_rows``: the file's name without data and compression suffixes."""
     return os.path.splitext(_without_compression(os.path.basename(display_path(path).split("?")[0])))[0] or "default"
