@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import random
 import re
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import tooluse_datasets as td
-from tooluse_datasets import cli
+from tooluse_datasets import cli, codec
 from tooluse_datasets.builders.ms_swift import SOURCE
 from tooluse_datasets.builders.ms_swift.source import RAW_FEATURES
 from tooluse_datasets.builders.ms_swift.writer import SWIFT_FEATURES, unified_to_swift
@@ -24,7 +25,7 @@ from tooluse_datasets.errors import (ConversionError, DataNotFoundError, Invalid
 from tooluse_datasets.schema import message, tool_call, unified_row
 from tooluse_datasets.source import RowContext
 
-from conftest import shared_data
+from conftest import SHARED_DATA, benchmark_module, shared_data
 from hermes_template import render
 
 SHARED_FILES = [
@@ -642,6 +643,87 @@ def test_bad_rows_raise_with_location_or_are_counted_when_skipped(tmp_path, cach
 def test_no_data_files_is_a_clear_error(cache_dir):
     with pytest.raises(DataNotFoundError, match="data_files"):
         td.load("ms_swift", cache_dir=cache_dir)
+
+
+# --------------------------------------------------------------------------------------------------
+# The common-row shortcut (common.py) against the general stages
+# --------------------------------------------------------------------------------------------------
+
+
+def general_unified(text: str):
+    """The unified row the two general stages make of the row in JSON ``text``, or the typed error they raise."""
+    try:
+        return SOURCE.to_unified(SOURCE.to_raw(codec.loads(text), CTX), CTX)
+    except td.ToolUseDataError as exc:
+        return exc
+
+
+def shortcut_agrees(text: str) -> bool:
+    """True if the shortcut took the row in JSON ``text`` (asserting it gives the general stages' row), False
+    if it left the row to them. Each path reads its own copy of the row."""
+    shortcut = SOURCE.native_to_unified(codec.loads(text), CTX)
+    if shortcut is None:
+        return False
+    general = general_unified(text)
+    assert not isinstance(general, Exception), f"the shortcut took a row the general stages refuse: {general}"
+    assert json.dumps(shortcut) == json.dumps(general)  # (the stdlib writes lone surrogates too)
+    UNIFIED_ENCODER.check_row(shortcut)  # storable as it is: streaming does not check it again
+    return True
+
+
+UNIFIED_ENCODER = codec.RowEncoder(td.UNIFIED_FEATURES)
+
+
+def test_common_row_shortcut_gives_the_general_stages_row_on_real_and_generated_rows():
+    fuzz_rows = benchmark_module("fuzz_rows")
+    generator = benchmark_module("generate_ms_swift")
+    real = fuzz_rows.seed_rows("ms_swift", SHARED_DATA)
+    generated = [generator.generate_row(i) for i in range(300)]
+    taken = [shortcut_agrees(json.dumps(row)) for row in real + generated]
+    # Every generated row is plain (tool results, escaped calls and odd think spacing kept in meta), and
+    # so are the docs' rows without a system column, OpenAI or Anthropic blocks.
+    assert all(taken[len(real):])
+    assert 0 < sum(taken[:len(real)]) < len(real)
+    originals = [SOURCE.native_to_unified(row, CTX)["meta"].get("ms_swift_original") for row in generated]
+    assert sum(o is not None for o in originals) > 30
+
+
+def test_common_row_shortcut_never_takes_a_row_the_general_stages_read_otherwise():
+    """Mutated rows (deleted and renamed keys, wrong types, odd numbers, deep nesting, broken think and call
+    text): whatever the shortcut takes, it converts as the general stages do; everything else it leaves."""
+    fuzz_rows = benchmark_module("fuzz_rows")
+    rng = random.Random(11)
+    mutator = fuzz_rows.Mutator(rng, huge_chars=3000)
+    seeds = fuzz_rows.seed_rows("ms_swift", SHARED_DATA) + [SOURCE_ROW_WITH_EVERY_TURN]
+    taken = refused = 0
+    for _ in range(3000):
+        text = fuzz_rows.to_json(mutator.mutate("ms_swift", rng.choice(seeds)).value)
+        ok, native = codec.try_loads(text)
+        if not ok or not isinstance(native, dict):
+            continue
+        if shortcut_agrees(text):
+            taken += 1
+        elif isinstance(general_unified(text), Exception):
+            refused += 1
+    assert taken > 300 and refused > 500, (taken, refused)  # 499 and 865 with this seed
+
+
+# A row with every turn the shortcut reads: think before calls, parallel calls, results as "tool" and
+# "tool_response", a plain answer, media columns.
+SOURCE_ROW_WITH_EVERY_TURN = {
+    "tools": json.dumps([WEATHER]),
+    "images": ["a.png"],
+    "messages": [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "<image>Weather in Oslo and Bergen?"},
+        {"role": "assistant", "content": "<think>\nTwo cities.\n</think>\nChecking both.\n"},
+        {"role": "tool_call", "content": call_json("get_weather", {"city": "Oslo"})},
+        {"role": "tool_call", "content": call_json("get_weather", {"city": "Bergen", "unit": 1.5e-7})},
+        {"role": "tool_response", "content": "2 C"},
+        {"role": "tool", "content": "5 C"},
+        {"role": "assistant", "content": "<think>Done.</think>\n\nOslo 2 C, Bergen 5 C."},
+    ],
+}
 
 
 # --------------------------------------------------------------------------------------------------

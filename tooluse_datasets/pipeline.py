@@ -108,6 +108,8 @@ class ShardConverter:
 
                 self._writers[c] = output_format(c).write
         self._needs_unified = any(c != RAW for c in self.configs)
+        # Source.native_to_unified serves rows when no config needs the raw row and no batch step follows.
+        self._shortcut = RAW not in self.configs and not source.has_batch_step
 
     def batches(self, split: SplitPlan, shard: Shard, *, arrow: bool, resume: Optional[tuple[int, int]] = None,
                 keep_unified: bool = False, most_rows: Optional[int] = None) -> Iterator[ConvertedBatch]:
@@ -159,8 +161,12 @@ class ShardConverter:
             try:
                 if isinstance(item, ToolUseDataError):
                     raise item
-                raw = source.to_raw(item, ctx)
-                unified = source.to_unified(raw, ctx) if self._needs_unified else None
+                # A row in the source's common shape may go straight to its unified row (same result).
+                raw = None
+                unified = source.native_to_unified(item, ctx) if self._shortcut else None
+                if unified is None:
+                    raw = source.to_raw(item, ctx)
+                    unified = source.to_unified(raw, ctx) if self._needs_unified else None
             except Exception as exc:
                 self._fail(exc, ctx, self.configs)
                 continue
@@ -178,7 +184,8 @@ class ShardConverter:
                     if arrow:
                         out[config].append(self._encoders[config].encode_row(row))
                     else:
-                        self._encoders[config].check_row(row)
+                        if raw is not None or config != UNIFIED:  # a shortcut's unified row needs no check
+                            self._encoders[config].check_row(row)
                         out[config].append(self._finishers[config](row))
                     positions[config].append(position)
                 except Exception as exc:

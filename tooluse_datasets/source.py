@@ -202,6 +202,13 @@ class Source(abc.ABC):
     def to_unified(self, raw: dict, ctx: RowContext) -> dict:
         ...
 
+    def native_to_unified(self, native: dict, ctx: RowContext) -> Optional[dict]:
+        """A shortcut from a native row to its unified row, for rows in the source's common shape; None sends
+        the row through :meth:`to_raw` and :meth:`to_unified`, which must give the same row. A row returned
+        here must hold only values JSON text holds exactly (finite numbers, string keys, nested less than
+        ``codec.MAX_DEPTH`` deep): streaming hands it out without checking that again. Default: None."""
+        return None
+
     @abc.abstractmethod
     def from_unified(self, row: dict) -> dict:
         ...

@@ -8,6 +8,9 @@ Three stages, each the counterpart of a stage in ms-swift 4.6:
   with the assistant text right before them (and its leading ``<think>``) as content/reasoning; the
   results that follow pair with the calls by position and get explicit ids ``call_0``, ``call_1``...
 
+Plain rows (most rows) go from ``read`` to their unified row in one loop (``native_to_unified``,
+:mod:`.common`), with the result the two stages give them, when no config needs the raw row.
+
 Unified ``meta`` holds every column without a unified field (``rejected_response``, ``label``, ``channel``,
 ...) under its own name, and under ``ms_swift_original`` the source text the unified fields do not
 reproduce exactly: ``{"messages": {"<unified message index>": [raw messages]}, "tools": [raw tools]}``.
@@ -27,6 +30,7 @@ from tooluse_datasets.schema import complete_row, message, tool_call, unified_ro
 from tooluse_datasets.shards import PARQUET, RawBatch, Shard, file_stem, read_shard
 from tooluse_datasets.source import RowContext, Source, SplitPlan
 
+from .common import common_unified
 from .native import ORIGINAL_KEY, RESULT_ROLES, drop_arrow_nulls, native_to_raw
 from .parsing import json_text, parse_call, parse_tool, split_think
 from .upstream import CITATION, DESCRIPTION, UPSTREAM
@@ -71,6 +75,10 @@ class MsSwiftSource(Source):
 
     def to_raw(self, native: dict, ctx: RowContext) -> dict:
         return native_to_raw(native)
+
+    def native_to_unified(self, native: dict, ctx: RowContext) -> Optional[dict]:
+        subset = file_stem(ctx.file)
+        return common_unified(native, f"ms_swift/{subset}/{ctx.row}", subset)
 
     # -- raw <-> unified ------------------------------------------------------------------------------
 

@@ -1,0 +1,181 @@
+"""The common ms-swift row straight to its unified row, in one loop.
+
+Most ms-swift agent rows are plain: ``messages`` of ``{role, content}`` text with ms-swift's own role names,
+calls as JSON objects ``{"name", "arguments"}``, ``tools`` as OpenAI function tools (a list, or the JSON
+text of one), media as lists of paths. For such a row :func:`common_unified` builds the unified row that
+the general stages (:func:`.native.native_to_raw`, then :meth:`.source.MsSwiftSource.to_unified`) would
+build, including what they keep in ``meta["ms_swift_original"]`` for turns the ``swift`` writer would
+spell differently (a ``tool`` result role, escaped non-ASCII in a call, a think block with other spacing).
+
+It returns None for any other row, and for every row the general stages refuse: such rows take the
+general stages, which report what is wrong. ``tests/test_ms_swift.py`` compares both paths on real,
+generated and mutated rows.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from tooluse_datasets.codec import dumps, loads
+from tooluse_datasets.errors import JsonValueError
+
+from .native import ORIGINAL_KEY
+from .parsing import _LEADING_THINK, join_think, spaced_text
+
+_MEDIA_COLUMNS = ("images", "audios", "videos")
+_FUNCTION_KEYS = ("name", "description", "parameters")
+
+# Fewer brackets than this in a JSON text: its value nests less deep than codec.dumps writes (the general
+# stages name a deeper value as an error).
+_DEEPEST = 200
+
+
+def common_unified(native: dict, row_id: str, subset: str) -> Optional[dict]:
+    """The unified row of ``native`` if it is a plain row (see the module docstring), else None."""
+    media = {}
+    for key in native:
+        if key in _MEDIA_COLUMNS:
+            paths = native[key]
+            if paths is None:
+                paths = []
+            elif type(paths) is not list or not all(type(p) is str for p in paths):
+                return None
+            media[key] = paths
+        elif key != "messages" and key != "tools":
+            return None  # other columns (system, aliases, extra) take the general stages
+    tools = _plain_tools(native.get("tools"))
+    messages = native.get("messages")
+    if tools is None or type(messages) is not list or not messages:
+        return None
+    for m in messages:
+        if type(m) is not dict or len(m) != 2 or type(m.get("content")) is not str:
+            return None
+    out: list[dict] = []
+    changed: dict[str, list] = {}  # unified message index -> the raw messages kept as they were written
+    calls_seen = 0
+    i, n = 0, len(messages)
+    while i < n:
+        m = messages[i]
+        role, content = m.get("role"), m["content"]
+        if role == "user" or (role == "system" and i == 0):
+            out.append({"role": role, "content": content})
+            i += 1
+            continue
+        start = i
+        if role == "assistant":
+            i += 1
+            reasoning, text = _split_think(content)
+            if i == n or messages[i].get("role") != "tool_call":
+                if join_think(reasoning, text) != content:
+                    changed[str(len(out))] = [_raw(m)]
+                turn = {"role": "assistant", "content": text}
+                if reasoning is not None:
+                    turn["reasoning_content"] = reasoning
+                out.append(turn)
+                continue
+            if text.endswith("\n"):
+                text = text[:-1]
+            exact = bool(content) and join_think(reasoning, text + "\n" if text else text) == content
+        elif role == "tool_call":
+            reasoning, text, exact = None, "", True
+        else:
+            return None  # a result without calls, a system message after the first, or another role name
+        calls = []
+        while i < n and messages[i].get("role") == "tool_call":
+            parsed = _call(messages[i]["content"], calls_seen)
+            if parsed is None:
+                return None
+            call, same = parsed
+            calls.append(call)
+            exact = exact and same
+            calls_seen += 1
+            i += 1
+        if not exact:
+            changed[str(len(out))] = [_raw(c) for c in messages[start:i]]
+        turn = {"role": "assistant", "content": text}
+        if reasoning is not None:
+            turn["reasoning_content"] = reasoning
+        turn["tool_calls"] = calls
+        out.append(turn)
+        results = 0
+        while i < n and messages[i].get("role") in ("tool_response", "tool"):
+            if results == len(calls):
+                return None
+            result, call = messages[i], calls[results]
+            if result["role"] == "tool":
+                changed[str(len(out))] = [_raw(result)]
+            out.append({"role": "tool", "content": result["content"], "tool_call_id": call["id"],
+                        "name": call["function"]["name"]})
+            results += 1
+            i += 1
+        if results and results != len(calls):
+            return None
+    meta = {ORIGINAL_KEY: {"messages": changed}} if changed else {}
+    return {"id": row_id, "source": "ms_swift", "subset": subset, "tools": tools, "messages": out,
+            "call_graph": [], "images": media.get("images", []), "audios": media.get("audios", []),
+            "videos": media.get("videos", []), "meta": meta}
+
+
+def _raw(m: dict) -> dict:
+    return {"role": m["role"], "content": m["content"], "loss": None, "loss_scale": None, "name": None, "extra": {}}
+
+
+def _split_think(text: str) -> tuple[Optional[str], str]:
+    if not text.startswith("<think>"):
+        return None, text
+    match = _LEADING_THINK.match(text)
+    if match is None:
+        return None, text
+    return match.group(1), text[match.end():]
+
+
+def _call(text: str, number: int) -> Optional[tuple[dict, bool]]:
+    """A call's JSON text -> (the unified call, whether the text is exactly as the writer spells it); None
+    for text the general stages read another way (a Python literal, arguments as text) or refuse."""
+    if len(text) > 2 * _DEEPEST and text.count("{") + text.count("[") > _DEEPEST:
+        return None
+    try:
+        call = loads(text)
+    except ValueError:
+        return None
+    if type(call) is not dict:
+        return None
+    name, arguments = call.get("name"), call.get("arguments")
+    if type(name) is not str or not name or type(arguments) is not dict:
+        return None
+    same = len(call) == 2 and text.startswith('{"name": ') and spaced_text(call) == text
+    return {"id": f"call_{number}", "type": "function", "function": {"name": name, "arguments": arguments}}, same
+
+
+def _plain_tools(value: Any) -> Optional[list]:
+    """``tools`` (absent, a list, or the JSON text of a list) if every tool is an OpenAI function tool in the
+    unified key order, else None."""
+    if value is None:
+        return []
+    if type(value) is str:
+        if not value.strip():
+            return []
+        if len(value) > 2 * _DEEPEST and value.count("{") + value.count("[") > _DEEPEST:
+            return None
+        try:
+            value = loads(value)
+        except ValueError:
+            return None
+    elif type(value) is list:  # from JSON, or from Parquet (where floats may be NaN)
+        try:
+            dumps(value)
+        except JsonValueError:
+            return None  # nested too deep, or holding what JSON cannot: the general stages name it
+    if type(value) is not list:
+        return None
+    for tool in value:
+        if type(tool) is not dict or tool.get("type") != "function" or tuple(tool)[:2] != ("type", "function"):
+            return None
+        function = tool["function"]
+        if type(function) is not dict or tuple(function)[:3] != _FUNCTION_KEYS \
+                or "name_for_model" in function or "description_for_model" in function:
+            return None
+        name, description = function["name"], function["description"]
+        if type(name) is not str or not name or type(description) is not str \
+                or type(function["parameters"]) is not dict:
+            return None
+    return value
