@@ -61,11 +61,21 @@ def dumps(value: Any) -> str:
         # keys that orjson refuses, so check the whole value first.
         _check_json_value(value, "$")
         return BIG_INT_MARK + json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    if (b":null" in data or b",null" in data or b"[null" in data or data == b"null") and _has_non_finite(value):
+    if b"null" in data and (b":null" in data or b",null" in data or b"[null" in data or data == b"null") \
+            and _has_non_finite(value):
         # orjson writes NaN and infinities as null: refuse them instead of changing the value. (Only a
         # null *value* can be one; "nullable" keys and strings do not trigger the walk.)
         _check_json_value(value, "$")
     return data.decode()
+
+
+def dumps_parsed(value: Any) -> str:
+    """:func:`dumps` for a value read from JSON text (so its numbers are finite and its keys strings): the
+    same text, without looking for NaN."""
+    try:
+        return orjson.dumps(value).decode()
+    except orjson.JSONEncodeError:
+        return dumps(value)  # integers beyond 64 bits, or nesting deeper than orjson writes (named there)
 
 
 def json_bytes(value: Any) -> bytes:
@@ -441,17 +451,17 @@ def storage_type(arrow_type: pa.DataType) -> pa.DataType:
 Encoder = Callable[[Any], Any]
 
 
-def _compile_encoder(feature: Any) -> Optional[Encoder]:
+def _compile_encoder(feature: Any, write: Callable[[Any], str]) -> Optional[Encoder]:
     if isinstance(feature, Json):
-        return lambda v: None if v is None else dumps(v)
+        return lambda v: None if v is None else write(v)
     if isinstance(feature, (List, LargeList)):
-        inner = _compile_encoder(feature.feature)
+        inner = _compile_encoder(feature.feature, write)
         if inner is None:
             return None
         return lambda v: None if v is None else [inner(x) for x in v]
     if isinstance(feature, dict):
         subs = [(k, e, isinstance(f, (List, LargeList))) for k, f in feature.items()
-                if (e := _compile_encoder(f)) is not None]
+                if (e := _compile_encoder(f, write)) is not None]
         if not subs:
             return None
 
@@ -509,7 +519,9 @@ class RowEncoder:
         self.features = features
         self.schema = features.arrow_schema
         self.storage_schema = pa.schema([pa.field(f.name, storage_type(f.type)) for f in self.schema])
-        self._encoders = {n: e for n, f in features.items() if (e := _compile_encoder(f)) is not None}
+        self._encoders = {n: e for n, f in features.items() if (e := _compile_encoder(f, dumps)) is not None}
+        self._parsed_encoders = {n: e for n, f in features.items()
+                                 if (e := _compile_encoder(f, dumps_parsed)) is not None}
         self._gatherers = {n: g for n, f in features.items() if (g := _compile_gatherer(f)) is not None}
 
     def check_row(self, row: dict) -> None:
@@ -527,8 +539,15 @@ class RowEncoder:
 
     def encode_row(self, row: dict) -> dict:
         """Encode one row's JSON leaves; raises JsonValueError (with the column in its field path)."""
+        return self._encode(row, self._encoders)
+
+    def encode_parsed_row(self, row: dict) -> dict:
+        """:meth:`encode_row` for a row whose JSON leaves were read from JSON text (see :func:`dumps_parsed`)."""
+        return self._encode(row, self._parsed_encoders)
+
+    def _encode(self, row: dict, encoders: dict[str, Encoder]) -> dict:
         out = dict(row)
-        for name, encode in self._encoders.items():
+        for name, encode in encoders.items():
             try:
                 out[name] = encode(row.get(name))
             except JsonValueError as exc:

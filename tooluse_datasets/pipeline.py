@@ -181,10 +181,13 @@ class ShardConverter:
                     continue  # the batch step refused the row for the unified-based configs (reported there)
                 try:
                     row = raw if config == RAW else unified if config == UNIFIED else self._writers[config](unified)
+                    # A shortcut's unified row holds values read from JSON text: storable as they are.
+                    from_text = raw is None and config == UNIFIED
                     if arrow:
-                        out[config].append(self._encoders[config].encode_row(row))
+                        encoder = self._encoders[config]
+                        out[config].append(encoder.encode_parsed_row(row) if from_text else encoder.encode_row(row))
                     else:
-                        if raw is not None or config != UNIFIED:  # a shortcut's unified row needs no check
+                        if not from_text:
                             self._encoders[config].check_row(row)
                         out[config].append(self._finishers[config](row))
                     positions[config].append(position)
