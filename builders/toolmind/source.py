@@ -333,9 +333,10 @@ def describe_truncation(text: str) -> str:
             break
         try:
             value, pos = P.BALANCED_DECODER.raw_decode(text, pos)
-        except ValueError:
+        except (ValueError, RecursionError):  # the break, or nesting deeper than the stdlib reads
             break
-        complete.append(value.get("role", "?") if isinstance(value, dict) else type(value).__name__)
+        role = value.get("role") if isinstance(value, dict) else type(value).__name__
+        complete.append(role if isinstance(role, str) else "?")
     cut_role = None
     rest = text[pos:]
     marker = '"role": "'

@@ -150,7 +150,7 @@ def _decode_balanced(text: str, start: int) -> Optional[tuple[Any, int]]:
     """A value that does not fill its line (pretty-printed, or followed by text): the balanced scan."""
     try:
         return BALANCED_DECODER.raw_decode(text, start)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the stdlib reads
         return None
 
 
