@@ -8,6 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import tooluse_datasets as td
+from tooluse_datasets import codec
 from tooluse_datasets.builders.toolmind import SOURCE, ToolMindSource
 from tooluse_datasets.builders.toolmind import protocol as P
 from tooluse_datasets.builders.toolmind.source import ToolMindOptions, decode_messages
@@ -22,7 +23,7 @@ from tooluse_datasets.validation import validate_unified
 from tooluse_datasets.shards import plan_file
 from tooluse_datasets.source import RowContext, SplitPlan
 
-from conftest import benchmark_module, shared_data
+from conftest import SHARED_DATA, benchmark_module, shared_data
 from hermes_template import render
 
 
@@ -649,3 +650,35 @@ def test_the_card_shape_fast_path_gives_what_the_general_parser_gives(tmp_path, 
         general = _RowParser(SOURCE.options, raw).parse(raw["messages"])
         assert json.dumps(quick.__dict__) == json.dumps(general.__dict__), i
     assert fast > 150  # the fast path is the common case
+
+
+def test_rows_marked_as_read_from_text_are_storable_as_they_are(generated_rows):
+    """Rows whose values all come from the messages text are marked, so the pipeline neither checks them
+    again nor looks for NaN when writing them: every marked row must pass that check. Mutated rows
+    (deep nesting, odd numbers, extra columns, broken JSON) and real ones included."""
+    import random
+
+    fuzz_rows = benchmark_module("fuzz_rows")
+    encoder = codec.RowEncoder(td.UNIFIED_FEATURES)
+    rng = random.Random(5)
+    mutator = fuzz_rows.Mutator(rng, huge_chars=3000)
+    seeds = fuzz_rows.seed_rows("toolmind", SHARED_DATA) + generated_rows[:50]
+    mutated = [codec.try_loads(fuzz_rows.to_json(mutator.mutate("toolmind", rng.choice(seeds)).value))
+               for _ in range(1500)]
+    natives = generated_rows + [value for ok, value in mutated if ok]
+    marked = unmarked = 0
+    for i, native in enumerate(natives):
+        if not isinstance(native, dict):
+            continue
+        ctx = RowContext("toolmind", "t", i, "train")
+        try:
+            unified = SOURCE.to_unified(SOURCE.to_raw(native, ctx), ctx)
+        except td.ToolUseDataError:
+            continue
+        if ctx.values_from_text:
+            marked += 1
+            encoder.check_row(unified)
+            assert encoder.encode_parsed_row(unified) == encoder.encode_row(unified)
+        else:
+            unmarked += 1
+    assert marked > 500 and unmarked > 10, (marked, unmarked)  # 898 and 18 with this seed

@@ -181,8 +181,7 @@ class ShardConverter:
                     continue  # the batch step refused the row for the unified-based configs (reported there)
                 try:
                     row = raw if config == RAW else unified if config == UNIFIED else self._writers[config](unified)
-                    # A shortcut's unified row holds values read from JSON text: storable as they are.
-                    from_text = raw is None and config == UNIFIED
+                    from_text = ctx.values_from_text and config == UNIFIED  # storable as they are
                     if arrow:
                         encoder = self._encoders[config]
                         out[config].append(encoder.encode_parsed_row(row) if from_text else encoder.encode_row(row))

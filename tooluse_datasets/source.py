@@ -78,6 +78,10 @@ class RowContext:
     file: str
     row: int
     split: str
+    # Set by a conversion whose unified row holds only values read from JSON text (finite numbers, string
+    # keys) nested less than codec.MAX_DEPTH deep: storable as they are, so the pipeline does not check
+    # them again (streaming) nor look for NaN when writing them (prepare).
+    values_from_text: bool = False
 
 
 class UniqueIds:
@@ -204,9 +208,8 @@ class Source(abc.ABC):
 
     def native_to_unified(self, native: dict, ctx: RowContext) -> Optional[dict]:
         """A shortcut from a native row to its unified row, for rows in the source's common shape; None sends
-        the row through :meth:`to_raw` and :meth:`to_unified`, which must give the same row. A row returned
-        here must hold only values JSON text holds exactly (finite numbers, string keys, nested less than
-        ``codec.MAX_DEPTH`` deep): streaming hands it out without checking that again. Default: None."""
+        the row through :meth:`to_raw` and :meth:`to_unified`, which must give the same row. Taken when no
+        config needs the raw row and the source has no batch step. Default: None."""
         return None
 
     @abc.abstractmethod

@@ -78,7 +78,9 @@ class MsSwiftSource(Source):
 
     def native_to_unified(self, native: dict, ctx: RowContext) -> Optional[dict]:
         subset = file_stem(ctx.file)
-        return common_unified(native, f"ms_swift/{subset}/{ctx.row}", subset)
+        row = common_unified(native, f"ms_swift/{subset}/{ctx.row}", subset)
+        ctx.values_from_text = row is not None  # its tools and calls are JSON text, or checked lists
+        return row
 
     # -- raw <-> unified ------------------------------------------------------------------------------
 

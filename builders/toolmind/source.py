@@ -39,6 +39,7 @@ from .writer import toolmind_messages
 BRIDGES_COLUMN = "bridges"  # written by our `toolmind` writer: indices of reasoning turns it inserted
 # Rows handed to the conversions carry this key when a split is read from several files, so ids stay unique.
 SHARD_KEY = "@shard"
+_FEW_BRACKETS = 250  # below codec.MAX_DEPTH: a value in such a text cannot nest deeper
 
 # Rows per Arrow batch read from Parquet: 1,000 rows of policy-length conversations decode to ~20 MB
 # of text before anything is converted; 256 keeps that small at no measurable cost in speed.
@@ -152,12 +153,17 @@ class ToolMindSource(Source):
         if split_value is not None and not isinstance(split_value, str):
             raise InvalidValueError(f"{opts.split_column} must be a string", field=opts.split_column)
         known = {column, opts.split_column, opts.id_column, BRIDGES_COLUMN, SHARD_KEY}
+        extra = {k: v for k, v in native.items() if k not in known}
+        # The unified row's values (tools, calls, meta) then all come from the messages text, too few
+        # brackets in it to nest deeper than storage allows.
+        text = native[column]
+        ctx.values_from_text = not extra and type(text) is str and text.count("{") + text.count("[") < _FEW_BRACKETS
         return {
             "messages": messages,
             "split": split_value,
             "id": self._row_key(native, ctx),
             "bridges": _bridges(native.get(BRIDGES_COLUMN), len(messages)),
-            "extra": {k: v for k, v in native.items() if k not in known},
+            "extra": extra,
             "messages_encoding": encoding,
             "messages_text": verbatim,
         }
