@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import random
 import re
 from pathlib import Path
@@ -846,3 +847,23 @@ def test_cli_export_swift_is_readable_by_the_reader(tmp_path, cache_dir, capsys)
     back = td.load("ms_swift", data_files=str(written), split="train", cache_dir=cache_dir)
     nestful = td.load("nestful", data_files=td.sample_files("nestful"), split="train", cache_dir=cache_dir)
     assert [unified_calls(r) for r in back] == [unified_calls(r) for r in nestful]
+
+
+def test_a_row_that_cannot_be_stored_is_reported_and_the_batch_kept(tmp_path, cache_dir):
+    """ms-swift tools from Parquet may hold NaN (no JSON text in between): that row is skipped with its
+    field named, in prepare and streaming alike, and the other rows of its batch are written."""
+    weather = {"type": "function", "function": {"name": "w", "description": "d",
+                                                 "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}
+    bad = {"type": "function", "function": {"name": "w", "description": "d",
+                                             "parameters": {"type": "object", "default": math.nan}}}
+    messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+    rows = [{"messages": messages, "tools": [weather]}] * 3 + [{"messages": messages, "tools": [bad]}]
+    path = tmp_path / "rows.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    prepared = td.load("ms_swift", data_files=str(path), split="train", on_error="skip", cache_dir=cache_dir)
+    streamed = list(td.load("ms_swift", data_files=str(path), split="train", on_error="skip", streaming=True))
+    assert len(prepared) == len(streamed) == 3
+    assert [r["id"] for r in prepared] == [r["id"] for r in streamed] == [f"ms_swift/rows/{i}" for i in range(3)]
+    with pytest.raises(td.JsonValueError, match="NaN") as info:
+        td.load("ms_swift", data_files=str(path), split="train", cache_dir=str(tmp_path / "raise"))
+    assert info.value.row == 3 and info.value.field.startswith("tools")
