@@ -102,16 +102,32 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         if self.num_proc and self.num_proc > 1 and len(self.shards) - first_shard > 1:
             yield from self._iter_parallel(first_shard, resume)
             return
+        yield from self._shards_here(first_shard, resume, arrow=False)
+
+    def _iter_arrow(self) -> Iterator[tuple[Any, Any]]:
+        yield from self._shards_here(*self._start(), arrow=True)
+
+    def _shards_here(self, first_shard: int, resume: Optional[tuple[int, int]], *, arrow: bool) -> Iterator:
         converter = self._converter()
         for shard_idx in range(first_shard, len(self.shards)):
-            yield from self._converted_here(converter, shard_idx, resume if shard_idx == first_shard else None)
+            yield from self._converted_here(converter, shard_idx, resume if shard_idx == first_shard else None,
+                                            arrow=arrow)
 
-    def _converted_here(self, converter: ShardConverter, shard_idx: int,
-                        resume: Optional[tuple[int, int]]) -> Iterator[tuple[Any, dict]]:
-        """One shard's rows, converted in this process."""
+    def _converted_here(self, converter: ShardConverter, shard_idx: int, resume: Optional[tuple[int, int]], *,
+                        arrow: bool = False) -> Iterator[tuple[Any, Any]]:
+        """One shard converted in this process: its Python rows one by one, each with the state after it, or
+        (``arrow``) its batches' tables, each with the state after the batch."""
         state = self._state_dict
-        for batch in converter.batches(self.split, self.shards[shard_idx], arrow=False, resume=resume,
-                                       most_rows=piece_rows(self.source, handed_out=True)):
+        most_rows = None if arrow else piece_rows(self.source, handed_out=True)
+        for batch_idx, batch in enumerate(converter.batches(self.split, self.shards[shard_idx], arrow=arrow,
+                                                            resume=resume, most_rows=most_rows)):
+            if arrow:
+                if state:
+                    state["position"] = batch.end
+                table = batch.rows[self.config]
+                if table.num_rows:
+                    yield f"{shard_idx}_{batch_idx}", table
+                continue
             yield from self._hand_out(shard_idx, batch.rows[self.config], batch.positions[self.config])
             if state:  # rows skipped at the end of a batch are consumed too
                 state["position"] = batch.end
@@ -125,23 +141,6 @@ class ShardExamplesIterable(_BaseExamplesIterable):
             if state:
                 state["shard_idx"], state["position"] = shard_idx, position
             yield (shard_idx, position[0] - 1), row  # the key: shard and row in its file
-
-    def _iter_arrow(self) -> Iterator[tuple[Any, Any]]:
-        converter = self._converter()
-        first_shard, resume = self._start()
-        state = self._state_dict
-        for shard_idx in range(first_shard, len(self.shards)):
-            shard = self.shards[shard_idx]
-            for batch_idx, batch in enumerate(converter.batches(self.split, shard, arrow=True, resume=resume)):
-                if state:
-                    state["position"] = batch.end
-                table = batch.rows[self.config]
-                if table.num_rows:
-                    yield f"{shard_idx}_{batch_idx}", table
-            resume = None
-            if state:
-                state["shard_idx"] = shard_idx + 1
-                state["position"] = None
 
     def _iter_parallel(self, first_shard: int, resume: Optional[tuple[int, int]]) -> Iterator[tuple[Any, dict]]:
         """The first shard converted here (its first rows come as fast as without workers) while the next ones
