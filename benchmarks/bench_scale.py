@@ -7,7 +7,9 @@ one run, each as a ratio to a reference measured in the same run.
 
 Rows (names for ``--only``):
 
-  stream          streaming unified rows/s (all seven ToolMind splits) / pyarrow iteration + orjson.loads(messages)
+  stream          streaming unified rows/s (all seven ToolMind splits) / pyarrow iteration + orjson.loads(messages);
+                  also its ceiling: that bound plus building the same unified rows at C speed (orjson.loads of
+                  their JSON, on the first 20,000 rows), what a converter doing nothing else would reach
   prepare         map-style prepare (fresh cache), MB/s of messages text / the same parse bound
   rss             peak RSS of prepare at each --rss-rows size: second / first, and the largest under 1 GiB
   first_row       time to the first streamed row / pyarrow's first batch of the same file
