@@ -131,12 +131,7 @@ def _split_think(text: str) -> tuple[Optional[str], str]:
 def _call(text: str, number: int) -> Optional[tuple[dict, bool]]:
     """A call's JSON text -> (the unified call, whether the text is exactly as the writer spells it); None
     for text the general stages read another way (a Python literal, arguments as text) or refuse."""
-    if len(text) > 2 * _DEEPEST and text.count("{") + text.count("[") > _DEEPEST:
-        return None
-    try:
-        call = loads(text)
-    except ValueError:
-        return None
+    call = _shallow_json(text)
     if type(call) is not dict:
         return None
     name, arguments = call.get("name"), call.get("arguments")
@@ -144,6 +139,17 @@ def _call(text: str, number: int) -> Optional[tuple[dict, bool]]:
         return None
     same = len(call) == 2 and text.startswith('{"name": ') and spaced_text(call) == text
     return {"id": f"call_{number}", "type": "function", "function": {"name": name, "arguments": arguments}}, same
+
+
+def _shallow_json(text: str) -> Any:
+    """The value of JSON ``text`` if it nests less deep than storage allows, else None (the general stages
+    name what is wrong)."""
+    if len(text) > 2 * _DEEPEST and text.count("{") + text.count("[") > _DEEPEST:
+        return None
+    try:
+        return loads(text)
+    except ValueError:
+        return None
 
 
 def _plain_tools(value: Any) -> Optional[list]:
@@ -154,12 +160,7 @@ def _plain_tools(value: Any) -> Optional[list]:
     if type(value) is str:
         if not value.strip():
             return []
-        if len(value) > 2 * _DEEPEST and value.count("{") + value.count("[") > _DEEPEST:
-            return None
-        try:
-            value = loads(value)
-        except ValueError:
-            return None
+        value = _shallow_json(value)
     elif type(value) is list:  # from JSON, or from Parquet (where floats may be NaN)
         try:
             dumps(value)
