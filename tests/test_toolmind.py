@@ -682,3 +682,54 @@ def test_rows_marked_as_read_from_text_are_storable_as_they_are(generated_rows):
         else:
             unmarked += 1
     assert marked > 500 and unmarked > 10, (marked, unmarked)  # 898 and 18 with this seed
+
+
+def _escaped_brackets(text: str) -> str:
+    return text.replace("[", "\\u005b").replace("]", "\\u005d").replace("{", "\\u007b").replace("}", "\\u007d")
+
+
+def _row_with(system: str, call: str = None, escape_brackets: bool = False) -> dict:
+    turns = [("system", system), ("user", "hi"), ("reasoning", "<think>ok</think>")]
+    if call is not None:
+        turns += [("tool_call", f"<tool_call>{call}</tool_call>"), ("tool_output", "<tool_response>r</tool_response>"),
+                  ("reasoning", "<think>ok</think>")]
+    turns.append(("answer", "<answer>done</answer>"))
+    quote = (lambda s: _escaped_brackets(json.dumps(s))) if escape_brackets else json.dumps
+    return {"messages": "[" + ", ".join(f'{{"role": "{r}", "content": {quote(c)}}}' for r, c in turns) + "]",
+            "split": "s"}
+
+
+def _deep_call() -> str:
+    value: object = 0
+    for _ in range(300):
+        value = [value]
+    return json.dumps({"name": "f", "arguments": {"a": value}})
+
+
+_CATALOG = "## Tools\n\n" + json.dumps({"type": "function", "function": {"name": "f", "description": "d",
+                                                                        "parameters": {"type": "object"}}})
+
+
+@pytest.mark.parametrize("native, field", [
+    # 1e400 in a catalog only the stdlib's balanced scan reads (orjson refuses the line): inf
+    (_row_with('## Tools\n\n{"type": "function", "function": {"name": "f", "description": "d", "parameters": '
+               '{"type": "object", "properties": {"x": {"type": "number", "maximum": 1e400}}}}}'), "tools"),
+    (_row_with('## Tools\n\n{"type": "function", "function": {"name": "f", "description": "d",\n "parameters": '
+               '{"type": "object", "properties": {"x": {"type": "number", "maximum": -1e400}}}}}'), "tools"),
+    # a lone surrogate, which the balanced scan keeps
+    (_row_with('## Tools\n\n{"type": "function", "function": {"name": "f", "description": "bad \\ud800", '
+               '"parameters": {"type": "object"}}}'), "tools"),
+    # arguments 300 deep, their brackets written as escapes in the messages text
+    (_row_with(_CATALOG, _deep_call(), escape_brackets=True), "messages"),
+], ids=["inf-in-line", "inf-pretty-printed", "lone-surrogate", "deep-escaped"])
+def test_rows_not_read_exactly_are_not_marked_and_are_skipped_alike(native, field, tmp_path, cache_dir):
+    ctx = RowContext("toolmind", "t", 0, "train")
+    SOURCE.to_unified(SOURCE.to_raw(native, ctx), ctx)
+    assert not ctx.values_from_text
+    path = write_jsonl(tmp_path / "rows.jsonl", [native])
+    for streaming in (False, True):
+        report = td.SkipReport()
+        rows = list(td.load("toolmind", data_files=path, split="s", on_error="skip", report=report,
+                            streaming=streaming, cache_dir=cache_dir))
+        assert rows == [] and report.skipped == 1
+        assert report.examples[0].field.startswith(field)

@@ -39,7 +39,6 @@ from .writer import toolmind_messages
 BRIDGES_COLUMN = "bridges"  # written by our `toolmind` writer: indices of reasoning turns it inserted
 # Rows handed to the conversions carry this key when a split is read from several files, so ids stay unique.
 SHARD_KEY = "@shard"
-_FEW_BRACKETS = 250  # below codec.MAX_DEPTH: a value in such a text cannot nest deeper
 
 # Rows per Arrow batch read from Parquet: 1,000 rows of policy-length conversations decode to ~20 MB
 # of text before anything is converted; 256 keeps that small at no measurable cost in speed.
@@ -154,10 +153,11 @@ class ToolMindSource(Source):
             raise InvalidValueError(f"{opts.split_column} must be a string", field=opts.split_column)
         known = {column, opts.split_column, opts.id_column, BRIDGES_COLUMN, SHARD_KEY}
         extra = {k: v for k, v in native.items() if k not in known}
-        # The unified row's values (tools, calls, meta) then all come from the messages text, too few
-        # brackets in it to nest deeper than storage allows.
+        # The unified row's values (tools, calls, meta) then all come from the messages text, read exactly
+        # (unless the catalog needs the balanced scan: to_unified), with too few brackets in it to nest deeper
+        # than storage allows.
         text = native[column]
-        ctx.values_from_text = not extra and type(text) is str and text.count("{") + text.count("[") < _FEW_BRACKETS
+        ctx.values_from_text = not extra and type(text) is str and _shallow(text)
         return {
             "messages": messages,
             "split": split_value,
@@ -192,6 +192,8 @@ class ToolMindSource(Source):
         if parsed is None:
             parsed = _RowParser(opts, raw).parse(messages)
         canonical = violation is None and parsed.canonical
+        if parsed.catalog_scanned:
+            ctx.values_from_text = False
         subset = raw["split"] if raw["split"] is not None else (ctx.split or "train")
 
         meta: dict[str, Any] = {}
@@ -324,6 +326,15 @@ def _check_message(m: Any, where: str) -> None:
         raise InvalidValueError(f"message has keys besides role and content: {extra}", field=where)
 
 
+def _shallow(text: str) -> bool:
+    """No JSON value inside ``text`` (or inside strings in it) can nest codec.MAX_DEPTH deep: fewer brackets
+    than that, none of them written as an escape (``\\u007b``, ``\\u005b``)."""
+    return text.count("{") + text.count("[") < _FEW_BRACKETS and "\\u007" not in text and "\\u005" not in text
+
+
+_FEW_BRACKETS = 250  # below codec.MAX_DEPTH
+
+
 def describe_truncation(text: str) -> str:
     """How far a broken messages text parses: the complete messages before the break, and the role of the
     message that is cut (viewer cells and interrupted downloads end mid-string)."""
@@ -399,6 +410,7 @@ class ParsedRow:
     content: dict          # str(index) -> original content our rendering would not reproduce
     bridge_texts: dict     # str(index) -> text of a bridge reasoning turn (from the bridges column)
     canonical: bool        # the writer can rebuild the message sequence from the unified turns
+    catalog_scanned: bool = False  # a tool was read by the stdlib's balanced scan (SystemPrompt.scanned)
 
 
 class _RowParser:
@@ -415,6 +427,7 @@ class _RowParser:
         self.tools: list = []
         self.system_text: Optional[str] = None
         self.tools_found = False
+        self.catalog_scanned = False
         self.padding: Optional[str] = None
         self.call_key: Optional[str] = None
         self.content: dict[str, str] = {}
@@ -433,7 +446,8 @@ class _RowParser:
             self.previous_role = m["role"]
         self._flush_reasoning()
         return ParsedRow(self.tools, self.out, self.system_text, self.tools_found, self.padding or "",
-                         self.call_key or "arguments", self.content, self.bridge_texts, self.canonical)
+                         self.call_key or "arguments", self.content, self.bridge_texts, self.canonical,
+                         self.catalog_scanned)
 
     # -- per role ------------------------------------------------------------------------------------
 
@@ -445,7 +459,7 @@ class _RowParser:
             return
         self.system_text = content
         prompt = parse_system_prompt(content)
-        self.tools, self.tools_found = prompt.tools, prompt.tools_found
+        self.tools, self.tools_found, self.catalog_scanned = prompt.tools, prompt.tools_found, prompt.scanned
         if prompt.instructions:
             self.out.append(message("system", prompt.instructions))
 
@@ -591,7 +605,7 @@ def _parse_card_row(messages: list[dict], opts: ToolMindOptions, ensure_ascii: b
                 reasoning = None
             out.append(turn)
     return ParsedRow(prompt.tools, out, system_text, prompt.tools_found, "", key if calls_made else "arguments",
-                     originals, {}, True)
+                     originals, {}, True, prompt.scanned)
 
 
 def _split_call_blocks(text: str, where: str) -> list[str]:

@@ -53,17 +53,20 @@ class SystemPrompt:
     tools: list[dict] = field(default_factory=list)   # OpenAI function tools
     instructions: str = ""                              # domain text: the prompt without protocol and catalog
     tools_found: bool = False                           # a tool catalog was recognised
+    # A tool was read by the stdlib's balanced scan, which takes 1e400 for inf and keeps lone surrogates (the
+    # exact reader, orjson, refuses both): its values are not known to be storable as they are.
+    scanned: bool = False
 
 
 def parse_system_prompt(text: str) -> SystemPrompt:
     """Tools and domain instructions of a system text. Never raises."""
-    spans, tools = _scan_tool_catalog(text)
+    spans, tools, scanned = _scan_tool_catalog(text)
     if not spans:
         return SystemPrompt([], _strip_protocol(text).strip(), False)
     head = _strip_lead_in(_strip_protocol(text[: spans[0][0]]))
     tail = _TOOLS_CLOSE.sub("", text[spans[-1][1]:], count=1).strip()
     instructions = "\n\n".join(part for part in (head, tail) if part)
-    return SystemPrompt(tools, instructions, True)
+    return SystemPrompt(tools, instructions, True, scanned)
 
 
 def render_system_prompt(tools: list[dict], instructions: str) -> str:
@@ -81,10 +84,12 @@ def render_system_prompt(tools: list[dict], instructions: str) -> str:
 # --------------------------------------------------------------------------------------------------
 
 
-def _scan_tool_catalog(text: str) -> tuple[list[tuple[int, int]], list[dict]]:
-    """Character spans of the JSON values that are tool definitions, and the tools, in order."""
+def _scan_tool_catalog(text: str) -> tuple[list[tuple[int, int]], list[dict], bool]:
+    """Character spans of the JSON values that are tool definitions, the tools, in order, and whether one was
+    read by the balanced scan (see SystemPrompt.scanned)."""
     spans: list[tuple[int, int]] = []
     tools: list[dict] = []
+    scanned = False
     consumed = 0
     for start in _candidate_starts(text):
         if start < consumed:
@@ -99,6 +104,7 @@ def _scan_tool_catalog(text: str) -> tuple[list[tuple[int, int]], list[dict]]:
                 continue
             value, end = decoded
             found = _as_tools(value)
+            scanned = scanned or found is not None
         else:
             end = start + len(line)
             found = None if found is None else loads_stored(found)
@@ -107,7 +113,7 @@ def _scan_tool_catalog(text: str) -> tuple[list[tuple[int, int]], list[dict]]:
         spans.append((start, end))
         tools.extend(found)
         consumed = end
-    return spans, tools
+    return spans, tools, scanned
 
 
 # A catalog line (one JSON value filling its line) -> its tools as stored JSON text, None if it holds no tool,
