@@ -78,6 +78,12 @@ def dumps_parsed(value: Any) -> str:
         return dumps(value)  # integers beyond 64 bits, or nesting deeper than orjson writes (named there)
 
 
+def may_nest_deep(text: str) -> bool:
+    """Whether a value read from JSON ``text`` could nest :data:`MAX_DEPTH` deep (orjson reads up to 1,024
+    levels), i.e. whether the text holds that many brackets (counted only in texts long enough to)."""
+    return len(text) >= 2 * MAX_DEPTH and text.count("{") + text.count("[") >= MAX_DEPTH
+
+
 def json_bytes(value: Any) -> bytes:
     """Compact JSON of ``value`` for comparing values exactly (Python's ``==`` takes ``1 == 1.0 == True`` and
     ignores key order, JSON text does not). Not a storage format: NaN is not refused here."""

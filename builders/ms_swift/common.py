@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from tooluse_datasets.codec import dumps, loads
+from tooluse_datasets.codec import dumps, loads, may_nest_deep
 from tooluse_datasets.errors import JsonValueError
 
 from .native import ORIGINAL_KEY
@@ -23,10 +23,6 @@ from .parsing import _LEADING_THINK, join_think, spaced_text
 
 _MEDIA_COLUMNS = ("images", "audios", "videos")
 _FUNCTION_KEYS = ("name", "description", "parameters")
-
-# Fewer brackets than this in a JSON text: its value nests less deep than codec.dumps writes (the general
-# stages name a deeper value as an error).
-_DEEPEST = 200
 
 
 def common_unified(native: dict, row_id: str, subset: str) -> Optional[dict]:
@@ -144,7 +140,7 @@ def _call(text: str, number: int) -> Optional[tuple[dict, bool]]:
 def _shallow_json(text: str) -> Any:
     """The value of JSON ``text`` if it nests less deep than storage allows, else None (the general stages
     name what is wrong)."""
-    if len(text) > 2 * _DEEPEST and text.count("{") + text.count("[") > _DEEPEST:
+    if may_nest_deep(text):
         return None
     try:
         return loads(text)

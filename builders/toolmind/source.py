@@ -24,7 +24,7 @@ from typing import Any, Iterator, Optional
 import orjson
 from datasets import Features, Json, List, Value
 
-from tooluse_datasets.codec import loads as codec_loads
+from tooluse_datasets.codec import loads as codec_loads, may_nest_deep
 from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, MissingFieldError
 from tooluse_datasets.schema import complete_row, message, tool_call, unified_row
 from tooluse_datasets.shards import RawBatch, Shard, file_stem
@@ -153,11 +153,9 @@ class ToolMindSource(Source):
             raise InvalidValueError(f"{opts.split_column} must be a string", field=opts.split_column)
         known = {column, opts.split_column, opts.id_column, BRIDGES_COLUMN, SHARD_KEY}
         extra = {k: v for k, v in native.items() if k not in known}
-        # The unified row's values (tools, calls, meta) then all come from the messages text, read exactly
-        # (unless the catalog needs the balanced scan: to_unified), with too few brackets in it to nest deeper
-        # than storage allows.
-        text = native[column]
-        ctx.values_from_text = not extra and type(text) is str and _shallow(text)
+        # The unified row's values (tools, calls, meta) then all come from the messages text; to_unified
+        # withdraws this where the catalog or a call was not read exactly (ParsedRow.read_exactly).
+        ctx.values_from_text = not extra and type(native[column]) is str
         return {
             "messages": messages,
             "split": split_value,
@@ -192,7 +190,7 @@ class ToolMindSource(Source):
         if parsed is None:
             parsed = _RowParser(opts, raw).parse(messages)
         canonical = violation is None and parsed.canonical
-        if parsed.catalog_scanned:
+        if not parsed.read_exactly:
             ctx.values_from_text = False
         subset = raw["split"] if raw["split"] is not None else (ctx.split or "train")
 
@@ -326,15 +324,6 @@ def _check_message(m: Any, where: str) -> None:
         raise InvalidValueError(f"message has keys besides role and content: {extra}", field=where)
 
 
-def _shallow(text: str) -> bool:
-    """No JSON value inside ``text`` (or inside strings in it) can nest codec.MAX_DEPTH deep: fewer brackets
-    than that, none of them written as an escape (``\\u007b``, ``\\u005b``)."""
-    return text.count("{") + text.count("[") < _FEW_BRACKETS and "\\u007" not in text and "\\u005" not in text
-
-
-_FEW_BRACKETS = 250  # below codec.MAX_DEPTH
-
-
 def describe_truncation(text: str) -> str:
     """How far a broken messages text parses: the complete messages before the break, and the role of the
     message that is cut (viewer cells and interrupted downloads end mid-string)."""
@@ -410,7 +399,9 @@ class ParsedRow:
     content: dict          # str(index) -> original content our rendering would not reproduce
     bridge_texts: dict     # str(index) -> text of a bridge reasoning turn (from the bridges column)
     canonical: bool        # the writer can rebuild the message sequence from the unified turns
-    catalog_scanned: bool = False  # a tool was read by the stdlib's balanced scan (SystemPrompt.scanned)
+    # Every tool and call was read by the exact reader (not the catalog's balanced scan: SystemPrompt.scanned)
+    # from text too short to nest as deep as storage allows: the row is storable as it is.
+    read_exactly: bool = True
 
 
 class _RowParser:
@@ -427,7 +418,7 @@ class _RowParser:
         self.tools: list = []
         self.system_text: Optional[str] = None
         self.tools_found = False
-        self.catalog_scanned = False
+        self.read_exactly = True
         self.padding: Optional[str] = None
         self.call_key: Optional[str] = None
         self.content: dict[str, str] = {}
@@ -447,7 +438,7 @@ class _RowParser:
         self._flush_reasoning()
         return ParsedRow(self.tools, self.out, self.system_text, self.tools_found, self.padding or "",
                          self.call_key or "arguments", self.content, self.bridge_texts, self.canonical,
-                         self.catalog_scanned)
+                         self.read_exactly)
 
     # -- per role ------------------------------------------------------------------------------------
 
@@ -459,7 +450,8 @@ class _RowParser:
             return
         self.system_text = content
         prompt = parse_system_prompt(content)
-        self.tools, self.tools_found, self.catalog_scanned = prompt.tools, prompt.tools_found, prompt.scanned
+        self.tools, self.tools_found = prompt.tools, prompt.tools_found
+        self.read_exactly = self.read_exactly and not prompt.scanned
         if prompt.instructions:
             self.out.append(message("system", prompt.instructions))
 
@@ -489,6 +481,7 @@ class _RowParser:
         calls = []
         for block in blocks:
             call = P.parse_call(block, where, arguments_key=self.opts.arguments_key)
+            self.read_exactly = self.read_exactly and not may_nest_deep(block)
             if self.call_key is None:
                 self.call_key = call.key
             if len(blocks) == 1 and str(i) not in self.content and block != P.render_call(
@@ -557,6 +550,7 @@ def _parse_card_row(messages: list[dict], opts: ToolMindOptions, ensure_ascii: b
     reasoning = None
     key = opts.arguments_key
     loads = codec_loads
+    read_exactly = not prompt.scanned
     for i in range(1, len(messages)):
         m = messages[i]
         role, content = m["role"], m["content"]
@@ -581,6 +575,8 @@ def _parse_card_row(messages: list[dict], opts: ToolMindOptions, ensure_ascii: b
                 return None
             if not isinstance(call, dict):
                 return None
+            if read_exactly and may_nest_deep(text):
+                read_exactly = False
             name, arguments = call.get("name"), call.get(key)
             if not (isinstance(name, str) and name and isinstance(arguments, dict)):
                 return None
@@ -605,7 +601,7 @@ def _parse_card_row(messages: list[dict], opts: ToolMindOptions, ensure_ascii: b
                 reasoning = None
             out.append(turn)
     return ParsedRow(prompt.tools, out, system_text, prompt.tools_found, "", key if calls_made else "arguments",
-                     originals, {}, True, prompt.scanned)
+                     originals, {}, True, read_exactly)
 
 
 def _split_call_blocks(text: str, where: str) -> list[str]:
