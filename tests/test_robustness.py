@@ -635,3 +635,36 @@ def test_source_options_reach_loading_from_the_command_line(tmp_path, capsys):
 def test_source_options_of_the_wrong_type_are_refused_naming_the_option(source, options, message):
     with pytest.raises(ValueError, match=message):
         td.load(source, data_files=td.sample_files(source), streaming=True, **options)
+
+
+def test_parquet_dates_times_uuids_and_maps_stream_as_they_are_stored(tmp_path, cache_dir):
+    """pyarrow gives datetime, date, time and UUID objects and a map's entries as tuples; orjson writes them
+    as JSON text, so prepare stored text while a stream handed out the objects. Both now give the text's values."""
+    import datetime
+    import uuid
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    when = datetime.datetime(2020, 1, 2, 3, 4, 5, 123456)
+    ident = uuid.UUID("a3d84429-5a98-49e9-a162-9ea707a7b3d3")
+    messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+    table = pa.table({
+        "messages": pa.array([messages]),
+        "created": pa.array([when], pa.timestamp("us")),
+        "zoned": pa.array([when.replace(tzinfo=datetime.timezone.utc)], pa.timestamp("s", tz="Europe/Oslo")),
+        "day": pa.array([when.date()]),
+        "at": pa.array([when.time()]),
+        "counts": pa.array([[("k", 1)]], pa.map_(pa.string(), pa.int64())),
+        "ident": pa.array([ident.bytes], pa.uuid()),
+        "nested": pa.array([{"when": when}]),
+    })
+    path = tmp_path / "rows.parquet"
+    pq.write_table(table, path)
+    prepared = td.load("ms_swift", data_files=str(path), split="train", cache_dir=cache_dir)
+    streamed = list(td.load("ms_swift", data_files=str(path), split="train", streaming=True))
+    assert [dict(r) for r in prepared] == streamed
+    assert streamed[0]["meta"] == {
+        "created": "2020-01-02T03:04:05.123456", "zoned": "2020-01-02T04:04:05+01:00", "day": "2020-01-02",
+        "at": "03:04:05.123456", "counts": [["k", 1]], "ident": "a3d84429-5a98-49e9-a162-9ea707a7b3d3",
+        "nested": {"when": "2020-01-02T03:04:05.123456"}}

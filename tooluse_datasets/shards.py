@@ -17,9 +17,11 @@ parsed is yielded as a :class:`~tooluse_datasets.errors.ToolUseDataError`, so th
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import functools
 import os
 import re
+import uuid
 from typing import Any, Iterator, Optional, Union
 
 import pyarrow as pa
@@ -309,7 +311,46 @@ def parquet_batch_rows(record_batch: pa.RecordBatch, first_row: int) -> list[Nat
                 rows.append(record_batch.slice(i, 1).to_pylist()[0])
             except (UnicodeDecodeError, pa.ArrowInvalid) as exc:
                 rows.append(InvalidValueError(f"row cannot be decoded ({type(exc).__name__}: {exc})"))
+    if _holds_non_json_values(record_batch.schema):
+        rows = [row if isinstance(row, InvalidValueError) else _as_json_values(row) for row in rows]
     return [(first_row + i, row) for i, row in enumerate(rows)]
+
+
+# Arrow types whose Python values (datetime, date, time, UUID objects; a map's entries as tuples) orjson
+# writes as JSON text without complaint: prepare stored that text while a stream handed out the objects.
+# Rows holding them get the values of that text instead, so both modes give the same rows.
+@functools.lru_cache(maxsize=256)
+def _holds_non_json_values(schema: pa.Schema) -> bool:
+    return any(_non_json_type(field.type) for field in schema)
+
+
+def _non_json_type(arrow_type: pa.DataType) -> bool:
+    if isinstance(arrow_type, pa.BaseExtensionType):
+        return _non_json_type(arrow_type.storage_type) or arrow_type.extension_name == "arrow.uuid"
+    if pa.types.is_timestamp(arrow_type) or pa.types.is_date(arrow_type) or pa.types.is_time(arrow_type) \
+            or pa.types.is_map(arrow_type):
+        return True
+    if pa.types.is_struct(arrow_type):
+        return any(_non_json_type(field.type) for field in arrow_type)
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type) or pa.types.is_fixed_size_list(arrow_type):
+        return _non_json_type(arrow_type.value_type)
+    return False
+
+
+def _as_json_values(value: Any) -> Any:
+    """``value`` as orjson writes it: dates and times in ISO 8601 (``isoformat``, orjson's spelling), UUIDs as
+    their hex text, tuples as lists. Other values are left to the conversions' own checks (a nanosecond
+    timestamp, which orjson refuses, stays a row that cannot be stored)."""
+    kind = type(value)
+    if kind is dict:
+        return {k: _as_json_values(v) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [_as_json_values(v) for v in value]
+    if kind is datetime.datetime or kind is datetime.date or kind is datetime.time:
+        return value.isoformat()
+    if kind is uuid.UUID:
+        return str(value)
+    return value
 
 
 def open_text_file(path: str):
