@@ -733,3 +733,19 @@ def test_rows_not_read_exactly_are_not_marked_and_are_skipped_alike(native, fiel
                             streaming=streaming, cache_dir=cache_dir))
         assert rows == [] and report.skipped == 1
         assert report.examples[0].field.startswith(field)
+
+
+def test_a_catalog_tool_too_deep_to_store_is_reported_on_its_field_in_either_layout(tmp_path, cache_dir):
+    """A tool nested as deep as storage allows, on one line or pretty-printed: the row is skipped naming
+    ``tools`` (parsing the system prompt never raises)."""
+    value: object = {"type": "string"}
+    for _ in range(251):
+        value = {"type": "object", "properties": {"x": value}}
+    tool = {"type": "function", "function": {"name": "f", "description": "d", "parameters": value}}
+    rows = [_row_with("## Tools\n\n" + json.dumps(tool)), _row_with("## Tools\n\n" + json.dumps(tool, indent=1))]
+    path = write_jsonl(tmp_path / "rows.jsonl", rows)
+    for streaming in (False, True):
+        report = td.SkipReport()
+        assert list(td.load("toolmind", data_files=path, split="s", on_error="skip", report=report,
+                            streaming=streaming, cache_dir=cache_dir)) == []
+        assert report.skipped == 2 and {e.field.split(".")[0] for e in report.examples} == {"tools"}, report.examples

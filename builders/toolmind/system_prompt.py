@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from tooluse_datasets.codec import dumps, loads_stored, try_loads
+from tooluse_datasets.errors import JsonValueError
 
 from .protocol import BALANCED_DECODER
 
@@ -137,7 +138,10 @@ def _line_tools(line: str) -> Any:
         found: Any = _NOT_ONE_VALUE
     else:
         tools = _as_tools(value)
-        found = None if tools is None else dumps(tools)
+        try:
+            found = None if tools is None else dumps(tools)
+        except JsonValueError:  # too deep to cache as text: read like a catalog that does not fill its line
+            found = _NOT_ONE_VALUE
     if len(_LINE_TOOLS) >= _LINE_TOOLS_MAX:
         _LINE_TOOLS.clear()
     _LINE_TOOLS[line] = found
