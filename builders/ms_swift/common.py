@@ -19,7 +19,7 @@ from tooluse_datasets.codec import dumps, loads, may_nest_deep
 from tooluse_datasets.errors import JsonValueError
 
 from .native import ORIGINAL_KEY
-from .parsing import _LEADING_THINK, join_think, spaced_text
+from .parsing import join_think, spaced_text, split_think
 
 _MEDIA_COLUMNS = ("images", "audios", "videos")
 _FUNCTION_KEYS = ("name", "description", "parameters")
@@ -59,7 +59,7 @@ def common_unified(native: dict, row_id: str, subset: str) -> Optional[dict]:
         start = i
         if role == "assistant":
             i += 1
-            reasoning, text = _split_think(content)
+            reasoning, text = split_think(content)
             if i == n or messages[i].get("role") != "tool_call":
                 if join_think(reasoning, text) != content:
                     changed[str(len(out))] = [_raw(m)]
@@ -113,15 +113,6 @@ def common_unified(native: dict, row_id: str, subset: str) -> Optional[dict]:
 
 def _raw(m: dict) -> dict:
     return {"role": m["role"], "content": m["content"], "loss": None, "loss_scale": None, "name": None, "extra": {}}
-
-
-def _split_think(text: str) -> tuple[Optional[str], str]:
-    if not text.startswith("<think>"):
-        return None, text
-    match = _LEADING_THINK.match(text)
-    if match is None:
-        return None, text
-    return match.group(1), text[match.end():]
 
 
 def _call(text: str, number: int) -> Optional[tuple[dict, bool]]:

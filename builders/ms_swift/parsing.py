@@ -171,6 +171,8 @@ def call_text(name: str, arguments: Any, field: str) -> str:
 def split_think(text: str) -> tuple[Optional[str], str]:
     """``"<think>\\nR\\n</think>\\nrest"`` -> ``("R", "rest")``; without a leading think block ->
     ``(None, text)``."""
+    if not text.startswith("<think>"):  # most texts: no regex
+        return None, text
     match = _LEADING_THINK.match(text)
     if match is None:
         return None, text
