@@ -18,8 +18,8 @@ from typing import Any, Optional
 from tooluse_datasets.codec import dumps, loads, may_nest_deep
 from tooluse_datasets.errors import JsonValueError
 
-from .native import ORIGINAL_KEY
-from .parsing import join_think, spaced_text, split_think
+from .native import ORIGINAL_KEY, Message
+from .parsing import join_think, spaced_text, split_pre_call_text, split_think
 
 _MEDIA_COLUMNS = ("images", "audios", "videos")
 _FUNCTION_KEYS = ("name", "description", "parameters")
@@ -59,8 +59,8 @@ def common_unified(native: dict, row_id: str, subset: str) -> Optional[dict]:
         start = i
         if role == "assistant":
             i += 1
-            reasoning, text = split_think(content)
             if i == n or messages[i].get("role") != "tool_call":
+                reasoning, text = split_think(content)
                 if join_think(reasoning, text) != content:
                     changed[str(len(out))] = [_raw(m)]
                 turn = {"role": "assistant", "content": text}
@@ -68,8 +68,7 @@ def common_unified(native: dict, row_id: str, subset: str) -> Optional[dict]:
                     turn["reasoning_content"] = reasoning
                 out.append(turn)
                 continue
-            if text.endswith("\n"):
-                text = text[:-1]
+            reasoning, text = split_pre_call_text(content)
             exact = bool(content) and join_think(reasoning, text + "\n" if text else text) == content
         elif role == "tool_call":
             reasoning, text, exact = None, "", True
@@ -112,7 +111,8 @@ def common_unified(native: dict, row_id: str, subset: str) -> Optional[dict]:
 
 
 def _raw(m: dict) -> dict:
-    return {"role": m["role"], "content": m["content"], "loss": None, "loss_scale": None, "name": None, "extra": {}}
+    """The raw form of a ``{role, content}`` message (as the general stages keep it)."""
+    return Message(-1, m["role"], m["content"]).as_raw()
 
 
 def _call(text: str, number: int) -> Optional[tuple[dict, bool]]:

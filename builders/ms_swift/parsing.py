@@ -179,6 +179,14 @@ def split_think(text: str) -> tuple[Optional[str], str]:
     return match.group(1), text[match.end():]
 
 
+def split_pre_call_text(text: str) -> tuple[Optional[str], str]:
+    """The assistant text before calls -> (reasoning, content). One trailing newline is dropped: in ms-swift
+    data it separates the text from the calls (hermes concatenates them), while unified chat templates
+    put the separator themselves. The writer adds it back."""
+    reasoning, content = split_think(text)
+    return reasoning, content[:-1] if content.endswith("\n") else content
+
+
 def join_think(reasoning: Optional[str], content: str) -> str:
     """Inverse of :func:`split_think`, in the spelling of ms-swift's docs."""
     return content if reasoning is None else f"<think>\n{reasoning}\n</think>\n{content}"

@@ -32,7 +32,7 @@ from tooluse_datasets.source import RowContext, Source, SplitPlan
 
 from .common import common_unified
 from .native import ORIGINAL_KEY, RESULT_ROLES, drop_arrow_nulls, native_to_raw
-from .parsing import json_text, parse_call, parse_tool, split_think
+from .parsing import json_text, parse_call, parse_tool, split_pre_call_text, split_think
 from .upstream import CITATION, DESCRIPTION, UPSTREAM
 from .writer import turn_messages
 
@@ -190,14 +190,6 @@ def group_turns(messages: list[dict]) -> list[tuple[dict, list[dict]]]:
             raise InvalidValueError(f"{role} message without a tool_call before it; a result must follow the "
                                     f"calls it answers", field=f"{where}.role")
     return turns
-
-
-def split_pre_call_text(text: str) -> tuple[Optional[str], str]:
-    """The assistant text before calls -> (reasoning, content). One trailing newline is dropped: in ms-swift
-    data it separates the text from the calls (hermes concatenates them), while unified chat templates
-    put the separator themselves. The writer adds it back."""
-    reasoning, content = split_think(text)
-    return reasoning, content[:-1] if content.endswith("\n") else content
 
 
 def text_of(m: dict, where: str) -> str:
