@@ -38,9 +38,8 @@ def common_unified(native: dict, row_id: str, subset: str) -> Optional[dict]:
             media[key] = paths
         elif key != "messages" and key != "tools":
             return None  # other columns (system, aliases, extra) take the general stages
-    tools = _plain_tools(native.get("tools"))
     messages = native.get("messages")
-    if tools is None or type(messages) is not list or not messages:
+    if type(messages) is not list or not messages:
         return None
     for m in messages:
         if type(m) is not dict or len(m) != 2 or type(m.get("content")) is not str:
@@ -104,6 +103,9 @@ def common_unified(native: dict, row_id: str, subset: str) -> Optional[dict]:
             i += 1
         if results and results != len(calls):
             return None
+    tools = _plain_tools(native.get("tools"))  # last: a row refused above has not paid for its tools
+    if tools is None:
+        return None
     meta = {ORIGINAL_KEY: {"messages": changed}} if changed else {}
     return {"id": row_id, "source": "ms_swift", "subset": subset, "tools": tools, "messages": out,
             "call_graph": [], "images": media.get("images", []), "audios": media.get("audios", []),
