@@ -1,6 +1,8 @@
 """The exact JSON codec: values come back bit-identical and with the same type, on both load paths."""
 from __future__ import annotations
 
+import dataclasses
+import datetime
 import json
 import math
 import struct
@@ -78,8 +80,15 @@ def test_non_finite_numbers_are_refused_not_turned_into_null(bad):
         dumps(bad)
 
 
+@dataclasses.dataclass
+class _Point:
+    x: int
+
+
 @pytest.mark.parametrize("bad", [{1: "int key"}, {"s": {1, 2}}, {"b": b"bytes"}, object(),
-                                 {"big": 10**30, 1: "int key"}, {"big": 10**30, "s": {1, 2}}])
+                                 {"big": 10**30, 1: "int key"}, {"big": 10**30, "s": {1, 2}},
+                                 {"when": datetime.datetime(2020, 1, 2)}, [datetime.date(2020, 1, 2)],
+                                 {"big": 10**30, "when": datetime.time(3, 4)}, {"point": _Point(1)}])
 def test_non_json_values_are_refused_with_a_typed_error(bad):
     with pytest.raises(td.JsonValueError):
         dumps(bad)

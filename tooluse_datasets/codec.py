@@ -44,6 +44,11 @@ MAX_DEPTH = 254
 _TOO_DEEP = f"value nests more than {MAX_DEPTH} levels deep, too deep to store as JSON text"
 
 
+# orjson writes dates, times and dataclasses as JSON of its own choosing; they are not JSON values, and the
+# stdlib path (integers beyond 64 bits) refuses them too. (Readers turn Parquet dates into text first.)
+_REFUSE_OBJECTS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+
+
 def dumps(value: Any) -> str:
     """Serialize ``value`` to compact JSON text that :func:`loads` turns back into an identical value.
 
@@ -51,7 +56,7 @@ def dumps(value: Any) -> str:
     keys, non-JSON types).
     """
     try:
-        data = orjson.dumps(value)
+        data = orjson.dumps(value, option=_REFUSE_OBJECTS)
     except orjson.JSONEncodeError as exc:
         if "Recursion limit" in str(exc):
             raise JsonValueError(_TOO_DEEP) from None
