@@ -588,8 +588,8 @@ def test_repeated_nestful_ids_do_not_depend_on_shards_workers_or_resuming(tmp_pa
 
 def test_a_source_copied_while_it_primes_ids_primes_them_again_in_the_copy(tmp_path):
     """Workers get the source pickled (by a pool's feeder thread) while this process may be priming the file's
-    ids: whatever state the copy catches, it primes its own, so a repeat read by a worker still gets #<row>.
-    Caught here in the worst state: the file marked primed, its ids not yet."""
+    ids: a copy caught with some of the file's ids but the file not yet marked primed primes its own, so a
+    repeat read by a worker still gets #<row>."""
     import pickle
 
     from tooluse_datasets import registry
@@ -599,12 +599,39 @@ def test_a_source_copied_while_it_primes_ids_primes_them_again_in_the_copy(tmp_p
     builder = registry.builder_class("nestful")(config_name="unified", data_files=str(path),
                                                 shard_bytes=path.stat().st_size // 4)
     plan = builder.split_plans()[0]
-    builder.source.unique_ids._primed_files.add(str(path))
+    builder.source.unique_ids._primed_rows[(str(path), "row-1")] = 1  # mid-priming: one id in, not marked
     copy = pickle.loads(pickle.dumps(builder.source))
+    assert not copy.unique_ids._primed_rows
     converter = ShardConverter(copy, ["unified"])
     later = [r["id"].split("/")[-1] for shard in plan.shards[1:]
              for batch in converter.batches(plan, shard, arrow=False) for r in batch.rows["unified"]]
     assert [i for i in later if i.startswith("dup")] == ["dup#5", "dup#8"]
+
+
+def test_a_source_copied_after_priming_gives_workers_the_ids_without_reading_them_again(tmp_path, monkeypatch):
+    import pickle
+
+    from tooluse_datasets import registry
+    from tooluse_datasets.builders.nestful import source as nestful_source
+    from tooluse_datasets.pipeline import ShardConverter
+
+    path, _ = _file_with_repeated_ids(tmp_path)
+    builder = registry.builder_class("nestful")(config_name="unified", data_files=str(path),
+                                                shard_bytes=path.stat().st_size // 4)
+    plan = builder.split_plans()[0]
+    here = ShardConverter(builder.source, ["unified"])
+    first = [r["id"] for batch in here.batches(plan, plan.shards[0], arrow=False) for r in batch.rows["unified"]]
+    copy = pickle.loads(pickle.dumps(builder.source))  # the file is primed here now
+
+    def no_second_read(path):  # a generator, as _sample_ids: fails when read
+        raise AssertionError("the worker read the file's ids again")
+        yield
+
+    monkeypatch.setattr(nestful_source, "_sample_ids", no_second_read)
+    converter = ShardConverter(copy, ["unified"])
+    later = [r["id"] for shard in plan.shards[1:] for batch in converter.batches(plan, shard, arrow=False)
+             for r in batch.rows["unified"]]
+    assert [i.split("/")[-1] for i in first + later if "dup" in i] == ["dup", "dup#5", "dup#8"]
 
 
 def test_source_options_reach_loading_from_the_command_line(tmp_path, capsys):

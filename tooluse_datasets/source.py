@@ -92,7 +92,8 @@ class UniqueIds:
     a resumed stream, a worker process) first tells it the file's ids with :meth:`prime_file`."""
 
     def __init__(self) -> None:
-        self._first_row: dict[tuple[str, str], int] = {}
+        self._primed_rows: dict[tuple[str, str], int] = {}  # (file, id) -> first row, from prime_file
+        self._seen_rows: dict[tuple[str, str], int] = {}    # the same for ids met converting, not primed
         self._primed_files: set[str] = set()
 
     def prime_file(self, file: str, ids: Iterable[tuple[int, str]]) -> None:
@@ -101,13 +102,28 @@ class UniqueIds:
             return
         for row, upstream_id in ids:
             key = (file, upstream_id)
-            self._first_row[key] = min(row, self._first_row.get(key, row))
+            self._primed_rows[key] = min(row, self._primed_rows.get(key, row))
         self._primed_files.add(file)  # after the ids: a file marked primed has all of them
 
     def __call__(self, upstream_id: str, row_id: str, ctx: RowContext) -> str:
         """``row_id`` (built from ``upstream_id``) if this row is the first of its file holding that id."""
-        first = self._first_row.setdefault((ctx.file, upstream_id), ctx.row)
+        key = (ctx.file, upstream_id)
+        first = self._primed_rows.get(key)
+        if first is None:
+            first = self._seen_rows.setdefault(key, ctx.row)
         return row_id if first == ctx.row else f"{row_id}#{ctx.row}"
+
+    def for_another_process(self) -> "UniqueIds":
+        """A copy for a worker process: the files primed so far (so the worker does not read their ids again),
+        not the ids met converting. This process may be priming meanwhile (a pool pickles in its own thread):
+        the set of primed files is copied before the ids, each copy in one step no other thread interleaves
+        with, so a file is copied whole or not at all."""
+        files = set(self._primed_files)
+        rows = dict(self._primed_rows)
+        copy = UniqueIds()
+        copy._primed_files = files
+        copy._primed_rows = {key: row for key, row in rows.items() if key[0] in files}
+        return copy
 
 
 @dataclasses.dataclass
@@ -181,10 +197,11 @@ class Source(abc.ABC):
         self.unique_ids = UniqueIds()
 
     def __getstate__(self) -> dict:
-        # A copy for another process (a worker, a Ray task) starts without this process's caches: this
-        # process's threads may be filling them while the copy is pickled, and each process fills its own.
+        # A copy for another process (a worker, a Ray task) takes the ids of the files this process has
+        # primed (a thread of this process may be priming one while the copy is pickled: see
+        # UniqueIds.for_another_process); it primes the others itself.
         state = dict(self.__dict__)
-        state["unique_ids"] = UniqueIds()
+        state["unique_ids"] = self.unique_ids.for_another_process()
         return state
 
     def plan(self, files_by_split: dict[str, list[str]]) -> list[SplitPlan]:
