@@ -274,6 +274,56 @@ def test_a_pattern_that_backtracks_leaves_its_value_unchecked_instead_of_stallin
     assert rule_findings(row, "arguments.undeclared_key") == []
 
 
+def test_unevaluated_properties_weighs_keys_against_patterns_with_the_time_limit_too(samples):
+    """2019-09 and 2020-12 schemas: ``unevaluatedProperties`` decides which keys ``patternProperties``
+    evaluated; a pattern that backtracks leaves its key unchecked instead of stalling (without the time limit
+    this test would not finish). Draft-07 ignores the keyword, as the draft says."""
+    row = base(samples, SWIFT)
+    parameters = row["tools"][0]["function"]["parameters"]
+    parameters["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    parameters["unevaluatedProperties"] = False
+    arguments = _calls(row)[0]["function"]["arguments"]
+    assert rule_findings(row, "arguments.schema") == rule_findings(row, "arguments.unchecked") == []
+    arguments["a" * 32 + "b"] = 1
+    assert "was unexpected" in rule_findings(row, "arguments.schema")[0].message
+    parameters["patternProperties"] = {"^(a|a)*$": {"type": "integer"}}
+    slow = rule_findings(row, "arguments.unchecked")
+    # reported by patternProperties and by unevaluatedProperties, as additionalProperties does above
+    assert len(slow) == 2 and all("not checked" in f.message for f in slow)
+    assert rule_findings(row, "arguments.schema") == []
+    arguments["zz"] = 1   # no pattern matches it: unevaluated, found at once
+    assert "'zz' was unexpected" in rule_findings(row, "arguments.schema")[0].message
+    parameters["$schema"] = "http://json-schema.org/draft-07/schema#"
+    del arguments["a" * 32 + "b"]
+    assert rule_findings(row, "arguments.schema") == []
+
+
+@pytest.mark.parametrize("schema, arguments", [
+    ({"properties": {"a": {}}}, {"a": 1, "b": 2}),
+    ({"patternProperties": {"^x": {}}}, {"xa": 1, "b": 2, "c": 3}),
+    ({"allOf": [{"properties": {"a": {}}}], "unevaluatedProperties": {"type": "integer"}}, {"a": "s", "b": "t", "c": 4}),
+    ({"anyOf": [{"properties": {"a": {"type": "string"}}, "required": ["a"]}, {"properties": {"b": {}}}]},
+     {"a": 1, "b": 2}),
+    ({"if": {"properties": {"k": {"const": 1}}}, "then": {"properties": {"t": {}}},
+      "else": {"properties": {"e": {}}}}, {"k": 1, "t": 1, "e": 1}),
+    ({"if": {"properties": {"k": {"const": 1}}}, "then": {"properties": {"t": {}}},
+      "else": {"properties": {"e": {}}}}, {"k": 2, "t": 1, "e": 1}),
+    ({"$defs": {"d": {"properties": {"r": {}}}}, "$ref": "#/$defs/d"}, {"r": 1, "z": 1}),
+    ({"dependentSchemas": {"a": {"properties": {"b": {}}}}}, {"a": 1, "b": 1, "c": 1}),
+    ({"additionalProperties": {"type": "integer"}}, {"a": 1, "b": "x"}),
+    ({"properties": {"n": {"type": "object", "properties": {"q": {}}, "unevaluatedProperties": False}}},
+     {"n": {"q": 1, "w": 2}}),
+])
+def test_bounded_unevaluated_properties_finds_what_jsonschema_finds(schema, arguments):
+    from jsonschema import Draft202012Validator
+
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+              "unevaluatedProperties": False, **schema}
+    expected = sorted(error.message for error in Draft202012Validator(schema).iter_errors(arguments))
+    assert expected  # every case breaks the schema somewhere
+    assert sorted(message for _, message, _ in argument_errors(compile_parameters(schema), arguments)) == expected
+
+
 def test_integers_beyond_64_bits_and_exact_floats_are_checked_as_numbers(samples):
     row = base(samples, SWIFT)
     row["tools"][0]["function"]["parameters"]["properties"]["amount"] = {"type": "integer", "maximum": 2**70}

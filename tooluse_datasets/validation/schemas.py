@@ -14,9 +14,9 @@ usually written against (tuple ``items`` lists, ``definitions``), and its metasc
 of 2020-12's, which matters with tens of thousands of distinct tools. ``format`` is an annotation (not
 asserted), as the JSON Schema specification says. References are resolved only inside the schema: no
 schema is ever fetched. A schema's patterns (``pattern``, ``patternProperties`` and the keys
-``additionalProperties`` weighs against them) come with the data, so they run with a time limit (the
-``regex`` engine's timeout): a pattern that backtracks catastrophically on an argument leaves it not checked
-(a warning of its own) instead of stalling validation.
+``additionalProperties`` and ``unevaluatedProperties`` weigh against them) come with the data, so they run
+with a time limit (the ``regex`` engine's timeout): a pattern that backtracks catastrophically on an
+argument leaves it not checked (a warning of its own) instead of stalling validation.
 """
 from __future__ import annotations
 
@@ -143,15 +143,96 @@ def _additional_properties(validator, allowed, instance, schema):
                               f"{'was' if len(extras) == 1 else 'were'} unexpected)")
 
 
+def _unevaluated_properties(validator, unevaluated, instance, schema):
+    """``unevaluatedProperties`` (2019-09 and later): the keys no keyword of this schema, or of a subschema
+    that applied to the instance in place and held, evaluated. Which keys ``patternProperties`` evaluated is
+    decided with the time limit; a key a pattern ran out of time on is not checked (neither evaluated nor
+    not)."""
+    if not validator.is_type(instance, "object"):
+        return
+    evaluated: set = set()
+    timed_out: dict[str, str] = {}
+    _evaluated_keys(validator, instance, schema, evaluated, timed_out)
+    for key, pattern in timed_out.items():
+        if key not in evaluated:
+            yield _not_checked(pattern, key)
+    rest = [key for key in instance if key not in evaluated and key not in timed_out]
+    failed = [key for key in rest if not _holds(validator.descend(instance[key], unevaluated, path=key))]
+    if failed and unevaluated is False:
+        listed = ", ".join(repr(key) for key in sorted(failed))
+        yield ValidationError(f"Unevaluated properties are not allowed ({listed} "
+                              f"{'was' if len(failed) == 1 else 'were'} unexpected)")
+    elif failed:
+        listed = ", ".join(repr(key) for key in failed)
+        yield ValidationError(f"Unevaluated properties are not valid under the given schema ({listed} "
+                              f"{'was' if len(failed) == 1 else 'were'} unevaluated and invalid)")
+
+
+def _holds(errors: Iterable[ValidationError]) -> bool:
+    """Whether a subschema held: no error other than a value not checked for time."""
+    return all(error.validator == UNCHECKED for error in errors)
+
+
+def _evaluated_keys(validator, instance: dict, schema: Any, evaluated: set, timed_out: dict[str, str]) -> None:
+    """Add to ``evaluated`` the keys of ``instance`` that ``schema`` evaluates, following the in-place
+    applicators whose subschemas hold (JSON Schema 2020-12, section 11.3); keys a pattern ran out of time on
+    go to ``timed_out`` (key -> pattern)."""
+    if not isinstance(schema, dict):
+        return  # true or false: no annotations
+    for keyword in ("$ref", "$dynamicRef", "$recursiveRef"):
+        reference = schema.get(keyword)
+        if isinstance(reference, str):
+            resolved = validator._resolver.lookup(reference)  # as jsonschema's own keywords resolve it
+            _evaluated_keys(validator.evolve(schema=resolved.contents, _resolver=resolved.resolver), instance,
+                            resolved.contents, evaluated, timed_out)
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        evaluated.update(key for key in instance if key in properties)
+    patterns = schema.get("patternProperties")
+    if isinstance(patterns, dict):
+        for key in instance:
+            for pattern in patterns:
+                found = _search(pattern, key)
+                if found:
+                    evaluated.add(key)
+                    break
+                if found is None:
+                    timed_out.setdefault(key, pattern)
+    for keyword in ("additionalProperties", "unevaluatedProperties"):
+        subschema = schema.get(keyword)
+        if subschema is not None:
+            evaluated.update(key for key, value in instance.items()
+                             if _holds(validator.descend(value, subschema, path=key)))
+    dependent = schema.get("dependentSchemas")
+    if isinstance(dependent, dict):
+        for key, subschema in dependent.items():
+            if key in instance:
+                _evaluated_keys(validator, instance, subschema, evaluated, timed_out)
+    for keyword in ("allOf", "anyOf", "oneOf"):
+        for subschema in schema.get(keyword) or ():
+            if _holds(validator.descend(instance, subschema)):
+                _evaluated_keys(validator, instance, subschema, evaluated, timed_out)
+    if "if" in schema:
+        if _holds(validator.descend(instance, schema["if"])):
+            _evaluated_keys(validator, instance, schema["if"], evaluated, timed_out)
+            branch = schema.get("then")
+        else:
+            branch = schema.get("else")
+        if branch is not None:
+            _evaluated_keys(validator, instance, branch, evaluated, timed_out)
+
+
 # The draft's keywords that run patterns, with time limits.
 _BOUNDED_KEYWORDS = {"pattern": _pattern, "patternProperties": _pattern_properties,
-                     "additionalProperties": _additional_properties}
+                     "additionalProperties": _additional_properties,
+                     "unevaluatedProperties": _unevaluated_properties}
 _BOUNDED = {}  # draft class -> the same class with the bounded keywords
 
 
 def _bounded(cls):
     if cls not in _BOUNDED:
-        _BOUNDED[cls] = extend(cls, _BOUNDED_KEYWORDS)
+        # Only keywords the draft has: draft-07 ignores unevaluatedProperties, and so must we.
+        _BOUNDED[cls] = extend(cls, {k: v for k, v in _BOUNDED_KEYWORDS.items() if k in cls.VALIDATORS})
     return _BOUNDED[cls]
 
 
