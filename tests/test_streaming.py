@@ -38,6 +38,32 @@ def test_a_split_has_one_shard_per_row_group_and_nodes_partition_it(toolmind_fil
     assert all(parts)  # both nodes got work
 
 
+def test_shuffled_and_interleaved_streams_give_the_same_rows(toolmind_file):
+    """What a trainer does with a stream: a shuffle buffer (shards shuffled too, a new order each epoch) and
+    sources mixed with interleave_datasets; datasets reads both from threads."""
+    from datasets import interleave_datasets
+
+    from tooluse_datasets.codec import json_bytes
+
+    exact = lambda rows: sorted(json_bytes(r) for r in rows)  # noqa: E731  (values, key order and types)
+    whole = list(_stream(toolmind_file))
+    shuffled = _stream(toolmind_file).shuffle(seed=0, buffer_size=16)
+    first = list(shuffled)
+    shuffled.set_epoch(1)
+    second = list(shuffled)
+    assert exact(first) == exact(second) == exact(whole)
+    assert [r["id"] for r in first] != [r["id"] for r in whole] != [r["id"] for r in second]
+
+    swift = td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train", streaming=True)
+    swift_rows = list(swift)
+    mixed = list(interleave_datasets([_stream(toolmind_file), swift], stopping_strategy="all_exhausted"))
+    by_source = {s: [r for r in mixed if r["source"] == s] for s in ("toolmind", "ms_swift")}
+    assert exact(by_source["toolmind"]) == exact(whole)
+    # the shorter source is cycled until the longer one ends
+    assert len(by_source["ms_swift"]) > len(swift_rows)
+    assert set(map(json_bytes, by_source["ms_swift"])) == set(map(json_bytes, swift_rows))
+
+
 @pytest.fixture
 def conversions(monkeypatch):
     """Counts the rows ToolMind converts in this process."""

@@ -44,6 +44,10 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         self.report = report
         self._features = features
         self.num_proc = num_proc
+        # datasets asks every examples iterable whether to pause when threads reading it shut down (a
+        # workaround for pyarrow's dataset fragments, which shuffling and interleaving read from threads); our
+        # readers use ParquetFile, not fragments, and the base class has no default for a leaf iterable.
+        self._sleep_on_threads_shutdown = False
 
     # -- what datasets asks of an examples iterable ------------------------------------------------
 
