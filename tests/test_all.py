@@ -69,3 +69,13 @@ def test_all_cuts_members_files_by_its_shard_size():
     mixed = td.load("all", data_files={"ms_swift": [sample]}, split="train", streaming=True, shard_bytes=small)
     assert mixed.num_shards == alone.num_shards > 1
     assert [r["id"] for r in mixed] == [r["id"] for r in alone]
+
+
+def test_all_takes_each_source_s_files_as_its_split_dict_too(cache_dir):
+    """``td.sample_files(name)`` maps split -> files; the mix has one split, so all of them are its files."""
+    by_split = {name: td.sample_files(name) for name in ("nestful", "ms_swift")}
+    flat = {name: [f for files in splits.values() for f in files] for name, splits in by_split.items()}
+    expected = list(td.load("all", data_files=flat, split="train", streaming=True))
+    assert {r["source"] for r in expected} == {"nestful", "ms_swift"}
+    assert list(td.load("all", data_files=by_split, split="train", streaming=True)) == expected
+    assert list(td.load("all", data_files=by_split, split="train", cache_dir=cache_dir)) == expected

@@ -695,3 +695,56 @@ def test_parquet_dates_times_uuids_and_maps_stream_as_they_are_stored(tmp_path, 
         "created": "2020-01-02T03:04:05.123456", "zoned": "2020-01-02T04:04:05+01:00", "day": "2020-01-02",
         "at": "03:04:05.123456", "counts": [["k", 1]], "ident": "a3d84429-5a98-49e9-a162-9ea707a7b3d3",
         "nested": {"when": "2020-01-02T03:04:05.123456"}}
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
+def test_data_files_matching_no_file_are_an_error_naming_the_split_and_the_pattern(tmp_path, cache_dir, streaming):
+    """datasets resolves a glob that matches nothing to no files: without this check a typo loads as an empty
+    split (a literal missing path is already a FileNotFoundError)."""
+    real = td.sample_files("ms_swift")["train"][0]
+    cases = [(str(tmp_path / "nomatch*.jsonl"), "'train'"), ({"train": real, "test": str(tmp_path / "typo*.jsonl")},
+                                                               "'test'")]
+    for data_files, split in cases:
+        with pytest.raises(td.DataNotFoundError, match=f"match no file for split {split}") as info:
+            td.load("ms_swift", data_files=data_files, streaming=streaming, cache_dir=cache_dir)
+        assert "*.jsonl" in str(info.value)
+    with pytest.raises(td.DataNotFoundError, match="match no file for 'ms_swift'"):
+        td.load("all", data_files={"ms_swift": str(tmp_path / "nomatch*.jsonl"), "nestful": td.sample_files("nestful")},
+                split="train", streaming=streaming, cache_dir=cache_dir)
+
+
+def test_data_files_may_be_path_objects(cache_dir):
+    path = Path(td.sample_files("ms_swift")["train"][0])
+    expected = list(td.load("ms_swift", data_files=str(path), split="train", streaming=True))
+    assert expected
+    for data_files in (path, [path], (path,), {"train": path}, {"train": [path]}):
+        assert list(td.load("ms_swift", data_files=data_files, split="train", streaming=True)) == expected
+    assert list(td.load("ms_swift", data_files=path, split="train", cache_dir=cache_dir)) == expected
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
+def test_a_misspelled_option_or_error_policy_is_refused_up_front_naming_the_choices(cache_dir, streaming):
+    files = td.sample_files("toolmind")
+    with pytest.raises(ValueError, match=r"on_error must be one of \('raise', 'skip'\), got 'ignore'"):
+        td.load("toolmind", data_files=files, on_error="ignore", streaming=streaming, cache_dir=cache_dir)
+    with pytest.raises(ValueError, match="toolmind has no option 'messages_colum'; its options: .*messages_column"):
+        td.load("toolmind", data_files=files, messages_colum="messages", streaming=streaming, cache_dir=cache_dir)
+
+
+def test_a_split_s_report_counts_that_split_only_map_style_as_streaming(tmp_path, cache_dir):
+    lines = [line for line in Path(td.sample_files("ms_swift")["train"][0]).read_text().splitlines() if line.strip()]
+    (tmp_path / "a.jsonl").write_text("\n".join(lines[:3] + ["{bad"]) + "\n")
+    (tmp_path / "b.jsonl").write_text("\n".join(lines[:2] + ["{bad", "{bad"]) + "\n")
+    files = {"train": str(tmp_path / "a.jsonl"), "test": str(tmp_path / "b.jsonl")}
+    counts = {}
+    for split in ("test", "train", "train+test"):
+        for streaming in (False, True):
+            if streaming and "+" in split:
+                continue  # streaming reads one split at a time
+            report = td.SkipReport()
+            rows = list(td.load("ms_swift", data_files=files, split=split, streaming=streaming, on_error="skip",
+                                report=report, cache_dir=cache_dir))
+            counts[split, streaming] = (len(rows), report.skipped, report.rows_read)
+    assert counts["test", False] == counts["test", True] == (2, 2, 4)
+    assert counts["train", False] == counts["train", True] == (3, 1, 4)
+    assert counts["train+test", False] == (5, 3, 8)

@@ -32,7 +32,7 @@ from .streaming import ShardExamplesIterable
 
 logger = logging.getLogger("tooluse_datasets")
 
-SKIP_REPORT_GLOB = "skips-*.json"
+SKIP_REPORT_GLOB = "skips-*.json"  # skips-<split>-<job tag>.json
 # Beside each job's report: every row it skipped, one JSON object per line (file, row, field, reason, message).
 SKIPPED_ROWS_SUFFIX = ".rows.jsonl"
 
@@ -78,6 +78,9 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("dataset_name", self.SOURCE_CLASS.name)
+        if kwargs.get("data_files") is not None:
+            kwargs["data_files"] = _path_strings(kwargs["data_files"])  # datasets takes str, not Path
+        self._data_files_given = kwargs.get("data_files")
         if kwargs.get("hash") is None:
             kwargs["hash"] = _code_hash()
         super().__init__(*args, **kwargs)
@@ -89,8 +92,15 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
     def _create_builder_config(self, config_name=None, custom_features=None, config_id=None, **config_kwargs):
         # datasets ignores config kwargs set to None when the config name is a predefined config; options such
         # as ToolMind's split_column=None mean something, so apply them too.
+        known = {f.name for f in dataclasses.fields(self.BUILDER_CONFIG_CLASS)}
+        unknown = sorted(set(config_kwargs) - known)
+        if unknown:
+            options = sorted(known - {f.name for f in dataclasses.fields(datasets.BuilderConfig)})
+            raise ValueError(f"{self.SOURCE_CLASS.name} has no option {', '.join(map(repr, unknown))}; its options: "
+                             f"{', '.join(options)}")
         builder_config, config_id = super()._create_builder_config(config_name, custom_features, config_id,
                                                                    **config_kwargs)
+        check_on_error(builder_config.on_error)  # datasets sets load() options after the config's own checks
         nulls = {k for k, v in config_kwargs.items() if v is None and getattr(builder_config, k, None) is not None}
         if nulls:
             builder_config = copy.deepcopy(builder_config)
@@ -130,6 +140,11 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
 
     def _resolve_files(self, dl_manager) -> dict[str, list[str]]:
         if self.config.data_files:
+            # datasets resolves a glob that matches nothing to no files, silently: an empty split from a typo.
+            empty = [str(split) for split, files in self.config.data_files.items() if not files]
+            if empty:
+                raise DataNotFoundError(f"{self.source.name}: data_files match no file for split "
+                                        f"{', '.join(map(repr, empty))} (data_files={self._data_files_given!r})")
             return {str(split): list(files) for split, files in dl_manager.download(dict(self.config.data_files)).items()}
         if self.config.data_dir:
             return {"train": self._glob_data_dir(self.config.data_dir)}
@@ -203,17 +218,34 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
 
     # -- helpers for load() -----------------------------------------------------------------------------
 
-    def prepared_skip_report(self, *, with_rows: bool = False) -> SkipReport:
-        """Skip counts left by ``download_and_prepare`` (also when the dataset came from the cache);
-        ``with_rows``: also every skipped row, from the files beside the reports."""
+    def prepared_skip_report(self, split: Optional[str] = None, *, with_rows: bool = False) -> SkipReport:
+        """Skip counts left by ``download_and_prepare`` (also when the dataset came from the cache), of the
+        splits ``split`` reads (``"train"``, ``"train[:10%]+test"``) or (None) of all; ``with_rows``: also every
+        skipped row, from the files beside the reports."""
         report = SkipReport(keep_all=with_rows)
-        for path in sorted(Path(self.cache_dir).glob(SKIP_REPORT_GLOB)):
+        if split is None:
+            paths = Path(self.cache_dir).glob(SKIP_REPORT_GLOB)
+        else:  # split names are word characters and dots: no glob metacharacters
+            names = {part.split("[", 1)[0].strip() for part in split.split("+")}
+            paths = (p for name in names for p in Path(self.cache_dir).glob(f"skips-{name}-*.json"))
+        for path in sorted(paths):
             job = SkipReport.load(path)
             rows_file = path.with_name(path.name[:-len(".json")] + SKIPPED_ROWS_SUFFIX)
             if with_rows and rows_file.exists():
                 job.rows = [json.loads(line) for line in rows_file.read_bytes().splitlines() if line]
             report.merge(job)
         return report
+
+
+def _path_strings(data_files):
+    """``data_files`` with every path object (``pathlib.Path``...) as its string, in lists and split dicts too."""
+    if isinstance(data_files, os.PathLike):
+        return os.fspath(data_files)
+    if isinstance(data_files, dict):
+        return {split: _path_strings(files) for split, files in data_files.items()}
+    if isinstance(data_files, (list, tuple)):
+        return [_path_strings(f) for f in data_files]
+    return data_files
 
 
 def _offline_error(source: Source, where: str, why: str) -> DataNotFoundError:

@@ -81,7 +81,7 @@ def load(
         if isinstance(cause, ToolUseDataError):
             raise cause from exc
         raise
-    prepared = builder.prepared_skip_report(with_rows=report is not None and report.wants_rows)
+    prepared = builder.prepared_skip_report(split, with_rows=report is not None and report.wants_rows)
     if prepared.skipped:
         logger.warning("%s/%s: %s", source, config, prepared.summary())
     if report is not None:

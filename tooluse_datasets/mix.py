@@ -89,6 +89,14 @@ class MixedSource(Source):
 class AllSourcesBuilder(ToolUseBuilder):
     SOURCE_CLASS = MixedSource
 
+    def __init__(self, *args, **kwargs):
+        given = kwargs.get("data_files")
+        if isinstance(given, dict):
+            # A source's files may come as its split -> files dict (td.sample_files(name)): the mix has one
+            # split, so they are all its files.
+            kwargs["data_files"] = {name: _all_files(files) for name, files in given.items()}
+        super().__init__(*args, **kwargs)
+
     def _info(self) -> datasets.DatasetInfo:
         if self.config.name == "raw":
             raise ValueError("source 'all' has no 'raw' format (raw schemas differ per source); "
@@ -103,6 +111,9 @@ class AllSourcesBuilder(ToolUseBuilder):
         out: dict[str, list[str]] = {}
         for name in registry.source_names():
             if name in given:
+                if not given[name]:  # a glob that matched nothing (datasets resolves it to no files, silently)
+                    raise DataNotFoundError(f"source 'all': data_files match no file for {name!r} "
+                                            f"(data_files={self._data_files_given!r})")
                 out[name] = list(dl_manager.download(list(given[name])))
             elif not given:
                 member = self.source.member(name)
@@ -112,6 +123,13 @@ class AllSourcesBuilder(ToolUseBuilder):
         if not out:
             raise DataNotFoundError("source 'all': no files; pass data_files={'nestful': [...], ...}")
         return out
+
+
+def _all_files(files: Any) -> Any:
+    if isinstance(files, dict):
+        return [f for split_files in files.values() for f in
+                (split_files if isinstance(split_files, (list, tuple)) else [split_files])]
+    return files
 
 
 Builder = AllSourcesBuilder
