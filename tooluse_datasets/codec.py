@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+import numpy as np
 import orjson
 import pyarrow as pa
 from datasets import Features, Json, LargeList, List
@@ -300,25 +301,53 @@ class ExactJson(Json):
     def decode_example(self, example_data, token_per_repo_id=None):
         if not self.decode:
             raise RuntimeError("Decoding is disabled for this feature. Please use Json(decode=True) instead.")
-        return None if example_data is None else loads_stored(example_data)
+        return _decode_stored(example_data)
+
+
+def _decode_stored(value: Any) -> Any:
+    """One stored JSON leaf (text, or None), as :func:`loads_stored` reads it, also when it comes as numpy text."""
+    if value is None:
+        return None
+    try:
+        return loads_stored(value)
+    except (orjson.JSONDecodeError, TypeError):  # orjson takes exact str/bytes only, not numpy.str_: retried as such
+        return loads_stored(_stored_text(value))
+
+
+def _stored_text(value: Any) -> str | bytes:
+    """The str or bytes of stored JSON text handed over as a numpy value (``numpy.str_``/``bytes_``, 0-d array)."""
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return _stored_text(value.item())
+    raise InvalidJsonError(f"a stored JSON value is {type(value).__name__}, not JSON text")
 
 
 Decoder = Callable[[Any], Any]
 
+# Values datasets' python formatter hands the decoders a column as. Anything else comes from the numpy extractor
+# behind its numpy, torch, jax and tf formatters (object arrays, numpy.str_), or is a struct column's dict, which
+# the numpy decoders decode to the same values (the lists under it copied).
+_PYTHON_VALUES = frozenset({list, str, type(None)})
 
-def _compile_decoder(feature: Any) -> Optional[Decoder]:
-    """A function decoding one stored value of ``feature`` in place, or None if nothing to decode."""
+
+def _compile_decoder(feature: Any, from_numpy: bool = False) -> Optional[Decoder]:
+    """A function decoding one stored value of ``feature`` in place, or None if nothing to decode.
+
+    ``from_numpy``: for values of datasets' numpy extractor (lists as object arrays, text as ``numpy.str_``),
+    decoded into the shape datasets' own decoding gives a plain ``Json()`` column there: every list under a
+    decoded column becomes a Python list, as the rows of the python format have it."""
     if isinstance(feature, Json):
-        if not feature.decode:
-            return None
-        return lambda v: None if v is None else loads_stored(v)
+        return _decode_stored if feature.decode else None
     if isinstance(feature, (List, LargeList)):
-        inner = _compile_decoder(feature.feature)
+        inner = _compile_decoder(feature.feature, from_numpy)
         if inner is None:
-            return None
+            return (lambda v: None if v is None else list(v)) if from_numpy else None
         return lambda v: None if v is None else [inner(x) for x in v]
     if isinstance(feature, dict):
-        subs = [(k, d) for k, f in feature.items() if (d := _compile_decoder(f)) is not None]
+        subs = [(k, d) for k, f in feature.items() if (d := _compile_decoder(f, from_numpy)) is not None]
         if not subs:
             return None
 
@@ -352,8 +381,10 @@ class ExactFeatures(Features):
 
     datasets calls ``Features.decode_example/decode_column/decode_batch`` when it formats rows (map-style
     and streaming alike); these overrides walk precompiled paths to the JSON leaves instead of datasets'
-    generic recursion. The subclass survives ``copy``, ``reorder_fields_as`` and pickling, so ``shuffle``,
-    ``select``, ``filter`` and ``to_iterable_dataset`` keep it; where datasets builds fresh ``Features``
+    generic recursion. Under the tensor formats (``with_format("numpy")``, torch, jax, tensorflow) datasets
+    hands them numpy values, which they decode to the same exact values, in the shape datasets' own decoding
+    gives a plain ``Json()`` column there. The subclass survives ``copy``, ``reorder_fields_as`` and pickling,
+    so ``shuffle``, ``select``, ``filter`` and ``to_iterable_dataset`` keep it; where datasets builds fresh ``Features``
     (e.g. the output of ``map``), the ``ExactJson`` leaves still decode exactly.
     """
 
@@ -362,12 +393,15 @@ class ExactFeatures(Features):
         for name in list(self):
             dict.__setitem__(self, name, _exact_leaves(self[name]))
         self._decoders = {name: d for name, f in self.items() if (d := _compile_decoder(f)) is not None}
+        self._numpy_decoders = {name: _compile_decoder(self[name], from_numpy=True) for name in self._decoders}
         # Unified rows decode in the shape chat templates and TRL expect (see _chat_shape).
         self.omitted_empty_media: tuple[str, ...] = ()
         if _is_unified_messages(self.get("messages")):
-            decode_messages = self._decoders.get("messages")
-            self._decoders["messages"] = _chat_shape(decode_messages)
+            for decoders in (self._decoders, self._numpy_decoders):
+                decoders["messages"] = _chat_shape(decoders.get("messages"))
             self.omitted_empty_media = tuple(c for c in MEDIA_COLUMNS if c in self)
+        # (column, decoder of python values, decoder of numpy values): one tuple per decoded column, for the loops
+        self._column_decoders = [(n, d, self._numpy_decoders[n]) for n, d in self._decoders.items()]
 
     def __reduce__(self):
         return ExactFeatures, (dict(self),)
@@ -378,29 +412,52 @@ class ExactFeatures(Features):
     def reorder_fields_as(self, other: Features) -> "ExactFeatures":
         return ExactFeatures(super().reorder_fields_as(other))
 
+    # Rows, columns and batches come as Python values (python format) or numpy ones (the tensor formats); the
+    # python ones take the fast decoders, chosen by one type test per column.
+
     def decode_example(self, example: dict, token_per_repo_id=None) -> dict:
-        for name, decode in self._decoders.items():
+        for name, decode, decode_numpy in self._column_decoders:
             if name in example:
-                example[name] = decode(example[name])
+                value = example[name]
+                try:
+                    example[name] = decode(value) if type(value) in _PYTHON_VALUES else decode_numpy(value)
+                except InvalidJsonError as exc:
+                    raise exc.at(field=name) from None
         for name in self.omitted_empty_media:
             # A row without media has no media keys: TRL takes a row with an "images" key for vision data.
-            if not example.get(name, True):
+            if name in example and ((value := example[name]) is None or len(value) == 0):  # lists or arrays
                 del example[name]
         return example
 
     def decode_column(self, column: list, column_name: str, token_per_repo_id=None) -> list:
-        decode = self._decoders.get(column_name)
-        return [decode(v) for v in column] if decode else column
+        if column_name not in self._decoders:
+            return column
+        decode = self._decoders[column_name] if type(column) is list else self._numpy_decoders[column_name]
+        try:
+            return [decode(v) for v in column]
+        except InvalidJsonError as exc:
+            raise exc.at(field=column_name) from None
 
     def decode_batch(self, batch: dict, token_per_repo_id=None) -> dict:
-        for name, decode in self._decoders.items():
+        for name, decode, decode_numpy in self._column_decoders:
             if name in batch:
-                batch[name] = [decode(v) for v in batch[name]]
+                column = batch[name]
+                if type(column) is not list:
+                    decode = decode_numpy
+                try:
+                    batch[name] = [decode(v) for v in column]
+                except InvalidJsonError as exc:
+                    raise exc.at(field=name) from None
         for name in self.omitted_empty_media:
             # Streaming rows are cut from decoded batches: a media column empty in the whole batch goes.
-            if name in batch and not any(batch[name]):
+            if name in batch and all(_is_empty(v) for v in batch[name]):
                 del batch[name]
         return batch
+
+
+def _is_empty(value: Any) -> bool:
+    """A null or empty list, as a Python list or a numpy array (whose truth value numpy refuses)."""
+    return value is None or len(value) == 0
 
 
 _MESSAGE_KEYS = frozenset(MESSAGE)
