@@ -651,12 +651,46 @@ def test_filter_selection_rules_and_raise_mode(mixed_file, cache_dir):
         filter_dataset(ds["train"], "arguments.schema", on_error="raise")
     assert (err.value.rule, err.value.row_id, err.value.field) == (
         "arguments.schema", "ms_swift/mixed/1", "messages[1].tool_calls[0].function.arguments.x")
+    assert err.value.source == "ms_swift"  # str() names the row by its id, which starts with the source
+    assert str(err.value).startswith(
+        "row id 'ms_swift/mixed/1', field 'messages[1].tool_calls[0].function.arguments.x': ")
     streamed = filter_dataset(td.load("ms_swift", data_files=mixed_file, split="train", streaming=True),
                               "arguments.schema", on_error="raise")
     with pytest.raises(td.RuleViolationError, match="row id 'ms_swift/mixed/1'"):
         list(streamed)
     with pytest.raises(ValueError, match="unified"):
         filter_dataset(td.load("ms_swift", "raw", data_files=mixed_file, split="train", streaming=True), "error")
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["map", "streaming"])
+def test_rows_dropped_by_validate_are_listed_with_their_source_and_row_id(mixed_file, streaming, cache_dir,
+                                                                          tmp_path):
+    # One more row, unreadable: a read error keeps its file and row number, and has no row id.
+    with open(mixed_file, "a") as f:
+        f.write(json.dumps({"messages": [{"role": "narrator", "content": "hi"}]}) + "\n")
+    listed = tmp_path / "skipped.jsonl"
+    report = td.SkipReport(keep_all=True, rows_path=listed)
+    kept = td.load("ms_swift", data_files=mixed_file, split="train", streaming=streaming, cache_dir=cache_dir,
+                   on_error="skip", validate="error", report=report)
+    assert [r["id"] for r in kept] == ["ms_swift/mixed/0", "ms_swift/mixed/3"]
+    report.close()
+    assert report.rows_read == 5 and report.skipped == 3
+    rules = [r for r in report.rows if r["error"] == "RuleViolationError"]
+    assert sorted(rules, key=lambda r: r["row_id"]) == [
+        {"source": "ms_swift", "file": None, "row": None, "row_id": "ms_swift/mixed/1",
+         "field": "messages[1].tool_calls[0].function.arguments.x", "error": "RuleViolationError",
+         "reason": "RuleViolationError:arguments.schema",
+         "message": "f: 'bad' is not of type 'number' (arguments.schema)"},
+        {"source": "ms_swift", "file": None, "row": None, "row_id": "ms_swift/mixed/2", "field": "messages[3].content",
+         "error": "RuleViolationError", "reason": "RuleViolationError:grammar.empty_final_answer",
+         "message": "assistant answer is empty (grammar.empty_final_answer)"}]
+    [read] = [r for r in report.rows if r["error"] != "RuleViolationError"]
+    assert (read["source"], read["file"], read["row"], "row_id" in read) == ("ms_swift", mixed_file, 4, False)
+    assert [json.loads(line) for line in listed.read_text().splitlines()] == report.rows
+    examples = {e.row_id: e for e in report.examples}
+    assert examples["ms_swift/mixed/1"].field == "messages[1].tool_calls[0].function.arguments.x"
+    assert examples[None].row == 4  # the read error's example
+    assert {e.row_id for e in td.SkipReport.from_dict(report.to_dict()).examples} == set(examples)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -117,9 +117,11 @@ class RuleViolationError(ToolUseDataError):
 
     @property
     def location(self) -> str:
-        where = super().location
-        row = f"row id {self.row_id!r}" if self.row_id is not None else ""
-        return ", ".join(part for part in (row, where) if part)  # the unified id names the source too
+        if self.row_id is None:
+            return super().location
+        # The unified id starts with the source's name: it stands in for the source.
+        where = ToolUseDataError("", file=self.file, row=self.row, field=self.field).location
+        return ", ".join(part for part in (f"row id {self.row_id!r}", where) if part)
 
     def __reduce__(self):
         return _rebuild_rule_violation, (self.message, self.rule, self.row_id, self.file, self.row, self.field,
@@ -146,13 +148,24 @@ class SkippedRow:
     file: Optional[str]
     row: Optional[int]
     field: Optional[str]
+    row_id: Optional[str] = None  # the unified id of a row dropped by validation (older saved reports lack it)
+
+
+def row_id_of(error: "ToolUseDataError") -> Optional[str]:
+    """The unified id of the row ``error`` is about, where the error knows it (:class:`RuleViolationError`)."""
+    return getattr(error, "row_id", None)
 
 
 def skipped_row_record(error: "ToolUseDataError") -> dict[str, Any]:
     """One skipped row as the JSON object of a skipped-rows file: where (source, file, row, field) and why
-    (error type, the reason it is counted under, message)."""
-    return {"source": error.source, "file": error.file, "row": error.row, "field": error.field,
-            "error": type(error).__name__, "reason": error.reason, "message": error.message}
+    (error type, the reason it is counted under, message). A row dropped after loading (``validate=``) is
+    checked where its file and row number are no longer known: its record adds ``row_id``, the unified id."""
+    record: dict[str, Any] = {"source": error.source, "file": error.file, "row": error.row}
+    row_id = row_id_of(error)
+    if row_id is not None:
+        record["row_id"] = row_id
+    record.update(field=error.field, error=type(error).__name__, reason=error.reason, message=error.message)
+    return record
 
 
 def json_text_bytes(value: Any, **options: Any) -> bytes:
@@ -164,10 +177,10 @@ def json_text_bytes(value: Any, **options: Any) -> bytes:
 class SkipReport:
     """Counts rows skipped under ``on_error="skip"``, by error type and field, keeping the first examples.
 
-    Every skipped row (file, row, field, reason, message) can be kept too: ``keep_all=True`` keeps them in
-    ``rows``; ``rows_path`` appends each as one JSON line to that file as it is skipped (constant memory;
-    the file is created at the first skip). Thread-safe; merge reports from worker processes with
-    :meth:`merge` or :meth:`load`.
+    Every skipped row (source, file, row, field, reason, message; ``row_id`` for a row dropped by validation)
+    can be kept too: ``keep_all=True`` keeps them in ``rows``; ``rows_path`` appends each as one JSON line to
+    that file as it is skipped (constant memory; the file is created at the first skip). Thread-safe; merge
+    reports from worker processes with :meth:`merge` or :meth:`load`.
     """
 
     MAX_EXAMPLES = 20
@@ -193,7 +206,8 @@ class SkipReport:
             self.skipped += 1
             self.by_reason[error.reason] += 1
             if len(self.examples) < self.MAX_EXAMPLES:
-                self.examples.append(SkippedRow(type(error).__name__, error.message, error.file, error.row, error.field))
+                self.examples.append(SkippedRow(type(error).__name__, error.message, error.file, error.row, error.field,
+                                              row_id_of(error)))
             if self.wants_rows:
                 self._keep_rows([skipped_row_record(error)])
         if self.skipped <= 10:

@@ -4,7 +4,8 @@ The filter decides on rows decoded exactly from the stored Arrow data and keeps 
 stored values are never decoded and re-encoded, so no JSON column goes through ``datasets.Json``'s lossy
 float encoding. Map-style, ``Dataset.filter`` on the Arrow format builds an index mapping (in memory, never
 from a cache, so the skip report is filled on every load); streaming, the same filter runs on Arrow batches
-as rows are read.
+as rows are read. A dropped row is named by its source and unified id (``row_id`` in the skip record): the
+unified rows hold neither the file nor the row number they were read from.
 """
 from __future__ import annotations
 
@@ -73,14 +74,22 @@ class _RowFilter:
     def __call__(self, batch: pa.Table) -> list[bool]:
         keep = []
         for stored in batch.to_pylist():
-            row = self.decoder.decode_example(stored)
-            findings = check_row(row, self.rules)
-            if findings:
-                first = findings[0]
-                error = RuleViolationError(f"{first.message} ({first.rule})", rule=first.rule, row_id=row.get("id"),
-                                           field=first.field)
+            error = first_violation(self.decoder.decode_example(stored), self.rules)
+            if error is not None:
                 if self.on_error == "raise":
                     raise error
                 self.report.add(error)
-            keep.append(not findings)
+            keep.append(error is None)
         return keep
+
+
+def first_violation(row: dict, rules: list[Rule]) -> Optional[RuleViolationError]:
+    """The first finding of ``rules`` on a unified row as the error that names it: the row's source and id,
+    the rule and the field (the file and row number are filled in by a caller that knows them); None if the
+    row passes."""
+    findings = check_row(row, rules)
+    if not findings:
+        return None
+    first = findings[0]
+    return RuleViolationError(f"{first.message} ({first.rule})", rule=first.rule, row_id=row.get("id"),
+                              source=row.get("source"), field=first.field)
