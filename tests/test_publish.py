@@ -301,3 +301,27 @@ def test_the_publish_workflow_rebuilds_from_upstream_and_publishes_with_the_secr
         text = re.sub(r"\$\{\{[^}]*dry_run[^}]*\}\}", "--dry-run", step["run"])
         text = re.sub(r"\$\{\{[^}]*\}\}", "nestful", text).replace("$NAMESPACE", "acme")
         cli.build_parser().parse_args(shlex.split(text)[1:])
+
+
+def test_an_unreachable_hub_is_one_line_naming_the_repo_not_a_bug(mirror, tmp_path, capsys):
+    """httpx's connection errors are no OSError: without the package naming them, a publish without network
+    (a dry run too) printed "unexpected ConnectError ... (a bug ...)"."""
+    httpx2 = pytest.importorskip("httpx2", reason="huggingface_hub 2's HTTP client, whose errors are tested here")
+
+    def unreachable(*args, **kwargs):
+        raise httpx2.ConnectError("[Errno -2] Name or service not known")
+
+    api = FakeHubApi()
+    api.repo_info = unreachable
+    with pytest.raises(PublishError, match=f"cannot reach the Hub to read {REPO} .*ConnectError"):
+        publish_mirror(mirror, REPO, api=api, dry_run=True, echo=_quiet)
+    assert _cli([str(mirror), "--repo-id", REPO, "--dry-run"], api) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: cannot reach the Hub to read {REPO}") and "a bug" not in err
+    # Lost while committing: the repo this publish created is cleaned up as after any failed commit.
+    api = FakeHubApi()
+    api.create_commit = unreachable
+    lines: list[str] = []
+    with pytest.raises(PublishError, match="connection to the Hub failed while publishing .*may have landed"):
+        publish_mirror(mirror, REPO, api=api, echo=lines.append)
+    assert REPO not in api.repos and lines[-1].startswith("the commit failed: deleted the repo")

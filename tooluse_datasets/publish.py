@@ -156,7 +156,11 @@ def publish_mirror(folder: str | Path, repo_id: str, *, api: Optional[HubApi] = 
 
         api = HfApi()
     manifest = _verified_manifest(Path(folder))
-    remote = read_remote_state(api, repo_id, revision)
+    try:
+        remote = read_remote_state(api, repo_id, revision)
+    except _NETWORK_ERRORS as exc:
+        raise PublishError(f"cannot reach the Hub to read {repo_id} ({type(exc).__name__}: {exc}); nothing was "
+                           "published (a dry run needs the Hub too: it compares with what the repo holds)") from exc
     plan = plan_publish(Path(folder), manifest, repo_id, revision, remote)
     for line in plan.describe():
         echo(line)
@@ -177,7 +181,7 @@ def publish_mirror(folder: str | Path, repo_id: str, *, api: Optional[HubApi] = 
             # Fails (412) if the branch moved since it was read: the plan would be stale.
             parent_commit=remote.head if remote.branch_exists else None,
         )
-    except BaseException:
+    except BaseException as exc:
         # The repo this publish created holds nothing of ours: leave no empty repo behind. Not after asking
         # for a pull request, whose commit (if the Hub took it) is on no branch this could check.
         if not remote.exists and create_pr:
@@ -185,10 +189,32 @@ def publish_mirror(folder: str | Path, repo_id: str, *, api: Optional[HubApi] = 
                  "may be open on it): delete it, or publish again")
         elif not remote.exists:
             _delete_created_repo(api, repo_id, revision, echo)
+        if isinstance(exc, _NETWORK_ERRORS):
+            raise PublishError(f"the connection to the Hub failed while publishing to {repo_id} "
+                               f"({type(exc).__name__}: {exc}); the commit may have landed or not: publish again, "
+                               "it compares with what the repo holds") from exc
         raise
     url = getattr(info, "pr_url", None) or getattr(info, "commit_url", None)
     echo(f"committed: {url}" if url else "committed")
     return PublishResult(plan, committed=True, commit_url=url)
+
+
+def _network_errors() -> tuple[type, ...]:
+    """What huggingface_hub's HTTP client raises when the Hub cannot be reached (no network, DNS, timeouts):
+    its transport errors (``httpx2``'s in huggingface_hub 2, ``httpx``'s in 1) are no OSError, so without this
+    they read as a bug. Older clients on requests raise ConnectionError, an OSError."""
+    import importlib
+
+    errors: list[type] = [ConnectionError]
+    for client in ("httpx2", "httpx"):
+        try:
+            errors.append(importlib.import_module(client).TransportError)
+        except (ImportError, AttributeError):
+            pass
+    return tuple(errors)
+
+
+_NETWORK_ERRORS = _network_errors()
 
 
 def _create_repo(api: HubApi, repo_id: str, private: Optional[bool]) -> None:
