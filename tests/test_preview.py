@@ -27,7 +27,7 @@ def test_show_finds_a_row_by_id_and_reports_a_missing_one(capsys):
     out = capsys.readouterr().out
     assert "ms_swift/agent_rows/1" in out and "result of call_0 (read_receipt)" in out
     assert "thinking: I need the total" in out and "images: receipts/lunch_2024-05-17.jpg" in out
-    assert main(["show", "ms_swift", "--sample", "--id", "nope"]) == 1
+    assert main(["show", "ms_swift", "--sample", "--id", "nope"]) == 2  # bad input: see tests/test_cli.py
     assert "no id 'nope'" in capsys.readouterr().err
 
 

@@ -27,23 +27,25 @@ def run(args: argparse.Namespace) -> int:
                   data_files=data_files_for(args, args.source), on_error=args.on_error, **source_options(args))
     if args.split:
         splits = {args.split: splits}
-    row = _find(splits, args)
-    if row is None:
-        what = f"id {args.id!r}" if args.id else f"row {args.row}"
-        print(f"error: {args.source}: no {what} in split(s) {', '.join(splits)}", file=sys.stderr)
-        return 1
+    elif args.id is None and len(splits) > 1:
+        splits = dict(list(splits.items())[:1])  # --row counts within the first split unless --split is given
+    row, rows_searched = _find(splits, args)
+    if row is None:  # an argument that names no row is bad input, as a missing file is: exit 2
+        what = f"id {args.id!r}" if args.id is not None else f"row {args.row}"
+        rows = f"{rows_searched} row" + ("" if rows_searched == 1 else "s")
+        print(f"error: {args.source}: no {what} in split(s) {', '.join(splits)} ({rows})", file=sys.stderr)
+        return 2
     console = console_for()
     console.print(render_row(row, args.max_chars) if args.config == "unified" else render_json(row, args.max_chars))
     return 0
 
 
 def _find(splits, args):
-    if args.id is not None:
-        return next((r for ds in splits.values() for r in ds if r.get("id") == args.id), None)
-    if len(splits) > 1 and args.split is None:
-        splits = dict(list(splits.items())[:1])  # --row counts within the first split unless --split is given
+    """The row asked for (None if there is none) and how many rows were read looking for it."""
+    searched = 0
     for ds in splits.values():
         for n, row in enumerate(ds):
-            if n == args.row:
-                return row
-    return None
+            if (row.get("id") == args.id) if args.id is not None else n == args.row:
+                return row, searched
+            searched += 1
+    return None, searched

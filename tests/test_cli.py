@@ -1,0 +1,31 @@
+"""Command-line exit statuses: arguments that name nothing in the data are bad input (exit 2, one line)."""
+from __future__ import annotations
+
+import pytest
+
+import tooluse_datasets as td
+from tooluse_datasets.cli import main
+
+
+def _rows(source: str, split: str) -> int:
+    return sum(1 for _ in td.load(source, data_files=td.sample_files(source), split=split, streaming=True))
+
+
+@pytest.mark.parametrize("source, split, which, named", [
+    ("ms_swift", "train", ["--row", "99"], "row 99"),                   # past the end of the sample
+    ("ms_swift", "train", ["--id", "nope"], "id 'nope'"),
+    ("toolmind", "When2Call", ["--split", "When2Call", "--row", "1"], "row 1"),  # a split of one row
+])
+def test_show_exits_2_with_one_line_when_the_row_asked_for_does_not_exist(source, split, which, named, capsys):
+    rows = _rows(source, split)
+    assert main(["show", source, "--sample", *which]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == f"error: {source}: no {named} in split(s) {split} ({rows} row{'' if rows == 1 else 's'})\n"
+
+
+def test_show_exits_0_on_the_last_row_and_2_just_past_it(capsys):
+    rows = _rows("ms_swift", "train")
+    assert main(["show", "ms_swift", "--sample", "--row", str(rows - 1)]) == 0
+    assert "ms_swift/alias_and_provider_rows/" in capsys.readouterr().out
+    assert main(["show", "ms_swift", "--sample", "--row", str(rows)]) == 2
