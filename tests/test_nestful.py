@@ -239,6 +239,23 @@ def test_offline_without_local_files_is_one_clear_error(monkeypatch, cache_dir):
     assert "IBM/NESTFUL" in message and "data_files=" in message and "offline" in message
 
 
+@pytest.mark.parametrize("client_error", ["ConnectError", "ReadTimeout"])
+def test_a_network_failure_reaching_upstream_is_the_same_clear_error(monkeypatch, cache_dir, client_error):
+    """Online, but the network fails: huggingface_hub's HTTP client raises its own errors (no OSError)."""
+    httpx2 = pytest.importorskip("httpx2", reason="huggingface_hub 2's HTTP client, whose errors are tested here")
+    from datasets.download.streaming_download_manager import StreamingDownloadManager
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+
+    def failing(self, *args, **kwargs):
+        raise getattr(httpx2, client_error)("no route to the Hub")
+
+    monkeypatch.setattr(StreamingDownloadManager, "download", failing)
+    with pytest.raises(td.DataNotFoundError, match="cannot reach the upstream data .*no route to the Hub"):
+        td.load("nestful", split="train", streaming=True, cache_dir=cache_dir)
+
+
 def test_a_list_of_files_becomes_shards_for_num_proc_and_streaming_workers(cache_dir):
     files = [str(shared_data(*TOY)), str(shared_data(*GITHUB_CURRENT)), str(shared_data(*ICL))]
     streamed = td.load("nestful", data_files=files, split="train", streaming=True)

@@ -167,7 +167,7 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         except (ConnectionError, OSError, TimeoutError) as exc:
             raise _offline_error(source, where, f"{type(exc).__name__}: {exc}") from exc
         except Exception as exc:  # huggingface_hub/httpx raise their own types when there is no network
-            if "offline" in type(exc).__name__.lower() or "connect" in type(exc).__name__.lower():
+            if any(word in type(exc).__name__.lower() for word in ("offline", "connect", "timeout", "network")):
                 raise _offline_error(source, where, str(exc)) from exc
             raise
 
