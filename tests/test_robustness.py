@@ -444,6 +444,20 @@ def test_skipped_rows_are_listed_when_worker_processes_stream(tmp_path):
         sorted((str(p), n) for p, rows_of in zip(paths, bad) for n in rows_of)
 
 
+def test_dataloader_workers_append_their_skipped_rows_to_the_report_s_file(tmp_path):
+    torch = pytest.importorskip("torch", reason="torch (the [torch] extra) is needed for DataLoader workers")
+    paths = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    bad = [_bad_nestful_file(path, 3) for path in paths]
+    report = td.SkipReport(rows_path=tmp_path / "skipped.jsonl")
+    stream = td.load("nestful", data_files=[str(p) for p in paths], split="train", streaming=True,
+                     on_error="skip", report=report)
+    rows = list(torch.utils.data.DataLoader(stream, batch_size=None, num_workers=2))
+    listed = [json.loads(line) for line in (tmp_path / "skipped.jsonl").read_text().splitlines()]
+    assert len(rows) == 6 and report.skipped == 0  # counted in the workers' copies
+    assert sorted((r["file"], r["row"]) for r in listed) == \
+        sorted((str(p), n) for p, rows_of in zip(paths, bad) for n in rows_of)
+
+
 def test_skipped_rows_are_listed_when_worker_processes_prepare(tmp_path, cache_dir):
     paths = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
     bad = [_bad_nestful_file(path, 3) for path in paths]
