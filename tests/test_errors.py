@@ -1,0 +1,84 @@
+"""Which typed error each non-finite number raises, as the README's exact-JSON table says: a NaN or infinity
+*value* (a Parquet float) is a JsonValueError; the *text* NaN / Infinity / -Infinity is not JSON (an
+InvalidJsonError); 1e400 in text is an InvalidJsonError except in ms-swift's text, read as JSON or else a
+Python literal, where Python makes it infinity (an InvalidValueError). Rows are the bundled samples, edited."""
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import tooluse_datasets as td
+
+
+def _first_line(source: str, file: int = 0) -> str:
+    with open(td.sample_files(source)["train"][file], encoding="utf-8") as f:
+        return f.readline()
+
+
+def _edited(line: str, old: str, new: str) -> str:
+    assert old in line, "the bundled sample changed: pick another value to edit"
+    return line.replace(old, new, 1)
+
+
+def nestful_line(token):  # a number in the file's own JSON
+    return "jsonl", _edited(_first_line("nestful"), '"arg_1": 0.3', f'"arg_1": {token}')
+
+
+def nestful_array(token):
+    return "json", "[" + nestful_line(token)[1] + "]"
+
+
+def nestful_text_column(token):  # the HF layout: output is JSON text inside a string
+    return "jsonl", _edited(_first_line("nestful", 1), '\\"arg_1\\": 0.3', f'\\"arg_1\\": {token}')
+
+
+def swift_call_text(token):
+    return "jsonl", _edited(_first_line("ms_swift"), '\\"base\\": \\"USD\\"', f'\\"base\\": {token}')
+
+
+def llamafactory_call_text(token):
+    return "jsonl", _edited(_first_line("llamafactory"), '\\"amount\\": 19.99', f'\\"amount\\": {token}')
+
+
+def swift_parquet_float(value):  # a value, not text: a float column kept in meta
+    return "parquet", pa.Table.from_pylist([dict(json.loads(_first_line("ms_swift")), loss_weight=value)])
+
+
+CASES = [
+    (nestful_line, "NaN", "nestful", td.InvalidJsonError, "<line>"),
+    (nestful_array, "Infinity", "nestful", td.InvalidJsonError, "<element>"),
+    (nestful_text_column, "-Infinity", "nestful", td.InvalidJsonError, "output"),
+    (nestful_line, "1e400", "nestful", td.InvalidJsonError, "<line>"),
+    (nestful_text_column, "1e400", "nestful", td.InvalidJsonError, "output"),
+    (llamafactory_call_text, "NaN", "llamafactory", td.InvalidJsonError, "conversations[1].value"),
+    (llamafactory_call_text, "1e400", "llamafactory", td.InvalidJsonError, "conversations[1].value"),
+    (swift_call_text, "NaN", "ms_swift", td.InvalidJsonError, "messages[2].content"),
+    (swift_call_text, "-Infinity", "ms_swift", td.InvalidJsonError, "messages[2].content"),
+    (swift_call_text, "1e400", "ms_swift", td.InvalidValueError, "messages[2].content"),  # a Python literal: inf
+    (swift_parquet_float, float("nan"), "ms_swift", td.JsonValueError, "meta"),
+    (swift_parquet_float, float("-inf"), "ms_swift", td.JsonValueError, "meta"),
+]
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["map", "streaming"])
+@pytest.mark.parametrize("make, token, source, error, field", CASES,
+                         ids=[f"{c[0].__name__}-{c[1]}" for c in CASES])
+def test_non_finite_numbers_raise_the_error_the_readme_names(make, token, source, error, field, streaming, tmp_path,
+                                                             cache_dir):
+    kind, content = make(token)
+    path = tmp_path / f"row.{kind}"
+    if kind == "parquet":
+        pq.write_table(content, path)
+    else:
+        path.write_text(content, encoding="utf-8")
+    with pytest.raises(td.ToolUseDataError) as info:
+        list(td.load(source, data_files=str(path), split="train", streaming=streaming, cache_dir=cache_dir))
+    assert type(info.value) is error and info.value.field == field
+    assert (info.value.file, info.value.row) == (str(path), 0)
+    report = td.SkipReport()  # skipping: the same error, counted
+    rows = list(td.load(source, data_files=str(path), split="train", streaming=streaming, on_error="skip",
+                        report=report, cache_dir=cache_dir + "-skip"))
+    assert rows == [] and dict(report.by_reason) == {f"{error.__name__}:{field}": 1}
