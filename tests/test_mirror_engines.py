@@ -248,7 +248,7 @@ class _FailingHub(FakeHubApi):
 
 
 def test_a_publish_that_fails_midway_leaves_the_repository_unchanged(tmp_path):
-    from tooluse_datasets.publish import publish_mirror
+    from tooluse_datasets.publish import PublishError, publish_mirror
 
     repo = "acme/nestful-tooluse"
     api = _FailingHub(fail_after=2)
@@ -257,8 +257,9 @@ def test_a_publish_that_fails_midway_leaves_the_repository_unchanged(tmp_path):
     files, commits = api.files(repo), [c.sha for c in api.commits(repo)]
     changed = build_sample_mirror("nestful", tmp_path / "b", configs=["unified", "raw"])
     api.failing = True
-    with pytest.raises(ConnectionError):
+    with pytest.raises(PublishError, match="connection to the Hub failed") as info:
         publish_mirror(changed, repo, api=api, echo=lambda line: None)
+    assert isinstance(info.value.__cause__, ConnectionError)
     assert api.files(repo) == files and [c.sha for c in api.commits(repo)] == commits
     api.failing = False
     assert publish_mirror(changed, repo, api=api, echo=lambda line: None).committed  # a retry completes it
