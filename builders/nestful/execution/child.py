@@ -508,8 +508,8 @@ def run_sample(sample, functions, policy, limits, root, workdir):
     if sample.get("gold") is not None:
         try:
             gold = json.loads(sample["gold"])
-        except ValueError as exc:
-            notes.append(f"the gold answer is not JSON text ({exc}); no win check")
+        except (TypeError, ValueError, RecursionError) as exc:  # TypeError: a value, not its JSON text
+            notes.append(f"the gold answer is not JSON text ({_describe(exc)}); no win check")
         else:
             # Upstream returns False before executing an empty prediction (no False == 0 win there).
             win["upstream"] = bool(calls) and upstream_win(ok, value, gold, notes)
