@@ -269,19 +269,24 @@ def test_score_command_json_on_upstream_result_rows(tmp_path, math_row, function
 
 
 def test_keyed_predictions_join_the_gold_rows_and_score_the_same(tmp_path, math_row, functions_dir, capsys):
-    preds = predictions(math_row["output"])
-    keyed = [{"sample_id": MATH_ID, "generated_text": p} for p in preds.values()]
-    keyed[0] = {"sample_id": MATH_ID, "calls": math_row["output"]}  # an already-parsed list
+    # One prediction per gold row of the file: the math row exactly (an already-parsed list), the code row
+    # unparsable text.
+    gold_rows = rows(CURRENT)
+    other = next(r for r in gold_rows if r["sample_id"] != MATH_ID)
+    keyed = [{"sample_id": MATH_ID, "calls": math_row["output"]},
+             {"sample_id": other["sample_id"], "generated_text": "I think the answer is 3."}]
     path = write_lines(tmp_path / "predictions.jsonl", keyed)
     code = cli.main(["score", "nestful", path, "--gold-data-files", str(shared_data(*CURRENT)),
                      "--executable-functions", functions_dir])
     table = capsys.readouterr().out
     assert code == 0
     values = {line.strip().rsplit(None, 1)[0].strip(): line.split()[-1] for line in table.splitlines()[1:]}
-    assert values["Partial sequence accuracy"] == "0.467" and values["Win rate"] == "0.200"
-    assert values["Parsing errors"] == "1" and values["F1 slot (arguments)"] == "0.790"
-    upstream = write_lines(tmp_path / "output.jsonl", [upstream_line(math_row, p) for p in preds.values()])
-    gold = {r["sample_id"]: r for r in rows(CURRENT)}
+    # F1 intent: macro over the 5 gold names, the math row's 3 found, the code row's 2 missed.
+    assert values["Samples"] == "2" and values["Parsing errors"] == "1" and values["F1 intent (function names)"] == "0.600"
+    assert values["Partial sequence accuracy"] == "0.500" and values["Win rate"] == "0.500"
+    upstream = write_lines(tmp_path / "output.jsonl", [upstream_line(math_row, json.dumps(math_row["output"])),
+                                                        upstream_line(other, "I think the answer is 3.")])
+    gold = {r["sample_id"]: r for r in gold_rows}
     assert score_file(path, gold_rows=gold, win_rate=False).to_dict() == \
         score_file(upstream, win_rate=False).to_dict()
 

@@ -3,10 +3,163 @@ given as values or not at all, result files with a BOM or in another encoding, e
 either scored honestly (and said so in the notes) or refused with a typed error naming file, row and field."""
 from __future__ import annotations
 
-from tooluse_datasets.builders.nestful.execution import SequenceJob, run_sequences
-from tooluse_datasets.builders.nestful.specs import output_fields
+import json
+import math
 
-from test_nestful_score import functions_dir, math_row  # noqa: F401 (fixtures)
+import pytest
+
+from tooluse_datasets import cli
+from tooluse_datasets.builders.nestful.execution import SequenceJob, run_sequences
+from tooluse_datasets.builders.nestful.score import (NO_PREDICTION, ScoreItem, gold_rows_by_id, read_results, score,
+                                                     score_file)
+from tooluse_datasets.builders.nestful.specs import output_fields
+from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, JsonValueError, MissingFieldError
+from tooluse_datasets.loading import sample_files
+
+from test_nestful_score import (MATH_ID, TOY, functions_dir, math_row, rows, upstream_line,  # noqa: F401 (fixtures)
+                                write_lines)
+from conftest import shared_data
+
+NETWORK_SAMPLE = "fa57c28a"  # needs the network: its gold sequence cannot reproduce in the sandbox
+METRICS = ("n_rows", "parse_errors", "f1_intent", "f1_slot", "partial_sequence_accuracy", "full_sequence_accuracy",
+           "win_rate", "p_intent", "r_intent", "p_slot", "r_slot")
+
+
+@pytest.fixture(scope="module")
+def toy_gold():
+    """Six real gold rows (native values, as the package's raw rows hold them) by sample_id."""
+    picked = [r for r in rows(TOY) if not r["sample_id"].startswith(NETWORK_SAMPLE)][:6]
+    return {r["sample_id"]: r for r in picked}
+
+
+def metrics(result) -> dict:
+    return {k: getattr(result, k) for k in METRICS}
+
+
+def cli_json(capsys, argv) -> tuple[int, dict, str]:
+    code = cli.main(argv)
+    captured = capsys.readouterr()
+    return code, (json.loads(captured.out) if captured.out.strip() else {}), captured.err
+
+
+# --------------------------------------------------------------------------------------------------
+# Keyed predictions: every gold row counts, each once
+# --------------------------------------------------------------------------------------------------
+
+
+def test_gold_rows_without_a_prediction_are_wrong_answers_like_an_empty_prediction(tmp_path, toy_gold, functions_dir):
+    first, *rest = toy_gold.values()
+    one = write_lines(tmp_path / "one.jsonl", [{"sample_id": first["sample_id"], "calls": first["output"]}])
+    result = score_file(one, gold_rows=toy_gold, executable_functions_dir=functions_dir)
+    # All six gold rows are scored, not the one line: one right answer of six.
+    assert (result.n_rows, result.missing_predictions, result.parse_errors) == (6, 5, 0)
+    assert result.win_rate == pytest.approx(1 / 6) and result.full_sequence_accuracy == pytest.approx(1 / 6)
+    assert [s.missing_prediction for s in result.samples] == [False] + [True] * 5
+    assert [s.sample_id for s in result.samples] == list(toy_gold)
+    assert any("gold rows without a prediction: 5 of 6" in n for n in result.notes)
+    assert result.to_dict()["missing_predictions"] == 5
+    # A missing prediction scores exactly as a model that answered with no calls at all.
+    empty = write_lines(tmp_path / "empty_lists.jsonl", [{"sample_id": first["sample_id"], "calls": first["output"]}]
+                        + [{"sample_id": r["sample_id"], "generated_text": "[]"} for r in rest])
+    answered = score_file(empty, gold_rows=toy_gold, executable_functions_dir=functions_dir)
+    assert metrics(result) == metrics(answered) and answered.missing_predictions == 0
+    assert [s.win for s in result.samples] == [s.win for s in answered.samples] == [True] + [False] * 5
+
+
+def test_score_command_counts_the_unpredicted_bundled_gold_rows(tmp_path, capsys):
+    gold = [json.loads(line) for files in sample_files("nestful").values() for f in files
+            for line in open(f, encoding="utf-8") if line.strip()]
+    path = write_lines(tmp_path / "predictions.jsonl", [{"sample_id": gold[0]["sample_id"], "calls": gold[0]["output"]}])
+    code, out, _ = cli_json(capsys, ["score", "nestful", path, "--sample", "--no-win-rate", "--json"])
+    assert code == 0
+    assert (out["n_rows"], out["missing_predictions"], out["full_sequence_accuracy"]) == (5, 4, pytest.approx(1 / 5))
+    assert out["notes"] == ["gold rows without a prediction: 4 of 5; each is scored as a wrong answer (no calls: its "
+                            "gold calls count as missed, sequence accuracy 0, not won)"]
+    cli.main(["score", "nestful", path, "--sample", "--no-win-rate"])
+    assert "Missing predictions" in capsys.readouterr().out
+
+
+def test_a_sample_id_predicted_twice_is_an_error_naming_both_lines(tmp_path, toy_gold, math_row, capsys):
+    a, b = list(toy_gold.values())[:2]
+    lines = [{"sample_id": a["sample_id"], "calls": a["output"]}, {"sample_id": b["sample_id"], "generated_text": "[]"},
+             {"sample_id": a["sample_id"], "generated_text": "[]"}]
+    path = write_lines(tmp_path / "twice.jsonl", lines)
+    with pytest.raises(InvalidValueError, match="predicted on rows 0 and 2") as info:
+        read_results(path, gold_rows=toy_gold)
+    assert (info.value.file, info.value.row, info.value.field) == (path, 2, "sample_id")
+    # A keyed line repeating a row of upstream's shape is as ambiguous.
+    gold = {MATH_ID: math_row}
+    mixed = write_lines(tmp_path / "mixed.jsonl", [upstream_line(math_row, "[]"), {"sample_id": MATH_ID, "generated_text": "[]"}])
+    with pytest.raises(InvalidValueError, match="rows 0 and 1"):
+        read_results(mixed, gold_rows=gold)
+    code = cli.main(["score", "nestful", path, "--gold-data-files", str(shared_data(*TOY)), "--no-win-rate"])
+    err = capsys.readouterr().err
+    assert code == 2 and "twice.jsonl, row 2, field 'sample_id'" in err and "rows 0 and 2" in err
+    assert "Traceback" not in err
+
+
+def test_upstream_shaped_lines_repeating_a_sample_are_each_scored_and_noted(tmp_path, math_row):
+    path = write_lines(tmp_path / "output.jsonl", [upstream_line(math_row, json.dumps(math_row["output"])),
+                                                    upstream_line(math_row, "[]")])
+    result = score_file(path, win_rate=False)
+    # Upstream's scorer reads every line: both count (its comparison runs rely on it).
+    assert result.n_rows == 2 and result.full_sequence_accuracy == 0.5
+    assert any("sample_ids given more than once: 1" in n for n in result.notes)
+
+
+def test_keyed_sample_ids_that_are_not_text_are_typed_errors(tmp_path, toy_gold):
+    for i, (sample_id, error) in enumerate([(["x"], InvalidValueError), ({"a": 1}, InvalidValueError),
+                                            (None, MissingFieldError)]):
+        path = write_lines(tmp_path / f"bad{i}.jsonl", [{"sample_id": sample_id, "generated_text": "[]"}])
+        with pytest.raises(error) as info:
+            read_results(path, gold_rows=toy_gold)
+        assert (info.value.row, info.value.field) == (0, "sample_id")
+
+
+def test_gold_rows_sharing_a_sample_id_must_be_copies(toy_gold):
+    row = next(iter(toy_gold.values()))
+    assert gold_rows_by_id([row, dict(row)]) == {row["sample_id"]: row}
+    with pytest.raises(InvalidValueError, match="two different gold rows"):
+        gold_rows_by_id([row, dict(row, gold_answer="other")])
+
+
+# --------------------------------------------------------------------------------------------------
+# Gold answers: text, values, none
+# --------------------------------------------------------------------------------------------------
+
+
+def test_a_gold_answer_given_as_a_value_is_checked_like_its_json_text(math_row, functions_dir):
+    exact = json.dumps(math_row["output"])
+    items = [ScoreItem("text", math_row["output"], math_row["tools"], "40.0", exact),
+             ScoreItem("value", math_row["output"], math_row["tools"], 40.0, exact),  # as load("nestful", "raw")
+             ScoreItem("wrong value", math_row["output"], math_row["tools"], 41.0, exact)]
+    result = score(items, executable_functions_dir=functions_dir)
+    assert [s.win for s in result.samples] == [True, True, False]
+    assert [s.execution.status for s in result.samples] == ["ok"] * 3 and result.notes == []
+
+
+def test_rows_without_a_gold_answer_are_left_out_of_the_win_rate_and_noted(math_row, functions_dir):
+    exact = json.dumps(math_row["output"])
+    items = [ScoreItem("no gold", math_row["output"], math_row["tools"], None, exact),
+             ScoreItem("gold", math_row["output"], math_row["tools"], 40.0, exact),
+             ScoreItem("gold, wrong", math_row["output"], math_row["tools"], 40.0, "[]")]
+    result = score(items, executable_functions_dir=functions_dir)
+    assert [s.win for s in result.samples] == [None, True, False] and result.samples[0].execution is None
+    assert result.win_rate == 0.5 and result.missing_gold_answers == 1
+    assert result.n_rows == 3 and result.full_sequence_accuracy == pytest.approx(2 / 3)  # the match metrics keep it
+    assert any(n.startswith("rows without a gold answer: 1 of 3 ('no gold')") for n in result.notes)
+    alone = score(items[:1], executable_functions_dir=functions_dir)
+    assert alone.win_rate is None and any("win_rate is null" in n for n in alone.notes)
+
+
+def test_a_gold_answer_that_cannot_be_checked_is_refused_before_anything_runs(math_row):
+    for gold, error in [("a is greater", InvalidJsonError), (math.nan, JsonValueError), ({1, 2}, JsonValueError)]:
+        items = [ScoreItem("fine", math_row["output"], math_row["tools"], "40.0", "[]"),
+                 ScoreItem("bad", math_row["output"], math_row["tools"], gold, "[]")]
+        # An executable-functions folder that does not exist: the error must come first.
+        with pytest.raises(error) as info:
+            score(items, executable_functions_dir="/nonexistent")
+        assert (info.value.row, info.value.field) == (1, "gold_answer") and "'bad'" in info.value.message
 
 
 def test_the_sandbox_reports_a_gold_answer_that_is_not_json_text_instead_of_crashing(math_row, functions_dir):
@@ -15,3 +168,53 @@ def test_the_sandbox_reports_a_gold_answer_that_is_not_json_text_instead_of_cras
     assert result.status == "ok" and result.answer["value"] == 40.0
     assert result.win_upstream is None and result.win_corrected is None
     assert any("not JSON text" in n and "TypeError" in n for n in result.notes)
+
+
+# --------------------------------------------------------------------------------------------------
+# Result files: encodings, empty files
+# --------------------------------------------------------------------------------------------------
+
+
+def test_a_utf8_bom_is_ignored(tmp_path, math_row):
+    lines = [upstream_line(math_row, json.dumps(math_row["output"])), upstream_line(math_row, "nope")]
+    plain = write_lines(tmp_path / "plain.jsonl", lines)
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b"\xef\xbb\xbf" + (tmp_path / "plain.jsonl").read_bytes())
+    assert score_file(bom, win_rate=False).to_dict() == score_file(plain, win_rate=False).to_dict()
+
+
+def test_text_that_is_not_utf8_is_a_typed_error_naming_the_line(tmp_path, math_row, capsys):
+    good = json.dumps(upstream_line(math_row, "[]"))
+    latin1 = tmp_path / "latin1.jsonl"
+    latin1.write_bytes(good.encode() + b"\n" + json.dumps(upstream_line(math_row, "caf\u00e9")).replace(
+        "\\u00e9", "\u00e9").encode("latin-1") + b"\n")
+    with pytest.raises(InvalidJsonError, match="not UTF-8") as info:
+        read_results(latin1)
+    assert (info.value.file, info.value.row, info.value.field) == (str(latin1), 1, "<line>")
+    utf16 = tmp_path / "utf16.jsonl"
+    utf16.write_bytes((good + "\n").encode("utf-16"))
+    with pytest.raises(InvalidValueError, match="UTF-16") as info:
+        read_results(utf16)
+    assert (info.value.file, info.value.field) == (str(utf16), "<file>")
+    code = cli.main(["score", "nestful", str(latin1), "--no-win-rate"])
+    err = capsys.readouterr().err
+    assert code == 2 and "latin1.jsonl, row 1, field '<line>'" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", " \r\n\t\n"])
+def test_a_file_without_predictions_is_an_error(tmp_path, text, capsys):
+    path = tmp_path / "empty.jsonl"
+    path.write_text(text)
+    with pytest.raises(InvalidValueError, match="no predictions") as info:
+        read_results(path)
+    assert (info.value.file, info.value.field) == (str(path), "<file>")
+    code = cli.main(["score", "nestful", str(path), "--sample", "--no-win-rate", "--json"])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == "" and "no predictions" in captured.err
+
+
+def test_scoring_no_items_is_an_error_and_items_without_prediction_are_not(math_row):
+    with pytest.raises(InvalidValueError, match="no predictions"):
+        score([], win_rate=False)
+    result = score([ScoreItem(MATH_ID, math_row["output"], math_row["tools"], 40.0, NO_PREDICTION)], win_rate=False)
+    assert (result.n_rows, result.missing_predictions, result.partial_sequence_accuracy) == (1, 1, 0.0)

@@ -27,9 +27,13 @@ import math
 import os
 import re
 import statistics
-from typing import Any, Iterable, Optional, Sequence, Union
+from collections import Counter
+from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
-from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, MissingFieldError
+from tooluse_datasets.codec import dumps
+from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, JsonValueError, MissingFieldError
+# _not_json_text: the package's sniff for files that are plainly not JSON text (UTF-16, binary, compressed).
+from tooluse_datasets.shards import UTF8_BOM, _not_json_text, open_text_file
 
 from .execution import SandboxLimits, SequenceJob, SequenceResult, executable_functions, run_sequences
 from .specs import output_fields
@@ -288,16 +292,28 @@ def macro_prf(gold_lists: list[list], pred_lists: list[list]) -> Optional[tuple[
 # -- scoring ----------------------------------------------------------------------------------------------
 
 
+class _NoPrediction:
+    def __repr__(self) -> str:
+        return "NO_PREDICTION"
+
+
+# The prediction of a gold row the model's file does not answer: scored as a wrong answer (no calls, not run).
+NO_PREDICTION: Any = _NoPrediction()
+
+
 @dataclasses.dataclass
 class ScoreItem:
-    """One sample to score: the gold row's calls, tool specs and gold answer (JSON text, as in upstream's
-    result files), and the model's prediction (text, or an already-parsed list of calls). ``file`` and
-    ``row``: where it was read (:func:`read_results` sets them), so an error in it names its line."""
+    """One sample to score: the gold row's calls, tool specs and gold answer, and the model's prediction
+    (text, an already-parsed list of calls, or :data:`NO_PREDICTION`). ``gold_answer``: JSON text (as in
+    upstream's result files; a string answer is its JSON text, ``'"HELLO"'``), or the value itself (as
+    ``load("nestful", "raw")`` gives it; written with ``codec.dumps``), or None when there is none (the row is
+    then not checked for a win). ``file`` and ``row``: where it was read (:func:`read_results` sets them), so
+    an error in it names its line."""
 
     sample_id: Optional[str]
     gold_calls: list
     tools: list
-    gold_answer: str
+    gold_answer: Any
     prediction: Any
     file: Optional[str] = None
     row: Optional[int] = None
@@ -311,6 +327,7 @@ class SampleScore:
     full_sequence_accuracy: bool
     win: Optional[bool]
     execution: Optional[SequenceResult] = None
+    missing_prediction: bool = False
 
 
 @dataclasses.dataclass
@@ -330,6 +347,8 @@ class NestfulScores:
     parser: str = "json"
     samples: list = dataclasses.field(default_factory=list)
     notes: list = dataclasses.field(default_factory=list)
+    missing_predictions: int = 0  # gold rows without a prediction, scored as wrong answers
+    missing_gold_answers: int = 0  # rows without a gold answer, left out of the win rate
 
     METRICS = ("n_rows", "parse_errors", "f1_intent", "f1_slot", "partial_sequence_accuracy",
                "full_sequence_accuracy", "win_rate")
@@ -337,7 +356,8 @@ class NestfulScores:
     def to_dict(self, *, samples: bool = False) -> dict:
         out = {k: getattr(self, k) for k in self.METRICS}
         out.update(p_intent=self.p_intent, r_intent=self.r_intent, p_slot=self.p_slot, r_slot=self.r_slot,
-                   parser=self.parser, corrected=self.corrected, notes=self.notes)
+                   parser=self.parser, corrected=self.corrected, notes=self.notes,
+                   missing_predictions=self.missing_predictions, missing_gold_answers=self.missing_gold_answers)
         if samples:
             out["samples"] = [_sample_dict(s) for s in self.samples]
         return out
@@ -347,6 +367,10 @@ class NestfulScores:
                 ("F1 intent (function names)", _fmt(self.f1_intent)), ("F1 slot (arguments)", _fmt(self.f1_slot)),
                 ("Partial sequence accuracy", _fmt(self.partial_sequence_accuracy)),
                 ("Full sequence accuracy", _fmt(self.full_sequence_accuracy)), ("Win rate", _fmt(self.win_rate))]
+        if self.missing_predictions:
+            rows.insert(1, ("Missing predictions", str(self.missing_predictions)))
+        if self.missing_gold_answers:
+            rows.append(("Rows without gold answer", str(self.missing_gold_answers)))
         width = max(len(k) for k, _ in rows)
         mode = "corrected" if self.corrected else "official (upstream bugs matched)"
         lines = [f"NESTFUL scores, parser {self.parser}, win check {mode}"]
@@ -362,7 +386,7 @@ def _fmt(value: Optional[float]) -> str:
 def _sample_dict(s: SampleScore) -> dict:
     out = {"sample_id": s.sample_id, "parse_error": s.parse_error,
            "partial_sequence_accuracy": s.partial_sequence_accuracy, "full_sequence_accuracy": s.full_sequence_accuracy,
-           "win": s.win}
+           "win": s.win, "missing_prediction": s.missing_prediction}
     if s.execution is not None:
         out["execution"] = {"status": s.execution.status, "reason": s.execution.reason, "detail": s.execution.detail,
                             "answer": (s.execution.answer or {}).get("value")}
@@ -374,14 +398,29 @@ def score(items: Iterable[ScoreItem], *, parser: str = "json", corrected: bool =
           cache_dir: Optional[str] = None) -> NestfulScores:
     """Score predictions with NESTFUL's metrics. ``corrected=True`` fixes upstream's plain bugs in the win
     check; ``win_rate=False`` skips execution. Predicted sequences run in the sandbox (one process for
-    all), with the functions of ``executable_functions_dir`` or the pinned upstream ones."""
+    all), with the functions of ``executable_functions_dir`` or the pinned upstream ones.
+
+    An item whose prediction is :data:`NO_PREDICTION` is a wrong answer in every metric (no calls, not won);
+    an item without a gold answer is left out of the win rate (its denominator), and both are counted and
+    noted. No item at all is an error, not a score of 0."""
+    if parser not in PARSERS:
+        raise ValueError(f"parser must be one of {PARSERS}, got {parser!r}")
     items = list(items)
+    if not items:
+        raise InvalidValueError("no predictions to score", source="nestful")
+    # Every gold answer is checked before anything runs: a bad one is an error naming its item, not a
+    # sample the sandbox cannot check.
+    answers = [_gold_answer_text(item.gold_answer, is_text=isinstance(item.gold_answer, str),
+                                 sample_id=item.sample_id, file=item.file,
+                                 row=position if item.row is None else item.row)
+               for position, item in enumerate(items)]
     gold_intents, pred_intents, gold_slots, pred_slots = [], [], [], []
     samples: list[SampleScore] = []
     notes: list[str] = []
-    jobs: list[SequenceJob] = []
-    for position, item in enumerate(items):
-        parsed = parse_prediction(item.prediction, parser)
+    jobs: list[tuple[SampleScore, SequenceJob]] = []
+    for position, (item, answer) in enumerate(zip(items, answers)):
+        missing = item.prediction is NO_PREDICTION
+        parsed = ParsedPrediction([], []) if missing else parse_prediction(item.prediction, parser)
         try:
             gold = ground(item.gold_calls)
         except GroundingError as exc:
@@ -401,28 +440,77 @@ def score(items: Iterable[ScoreItem], *, parser: str = "json", corrected: bool =
             pred_slots.append(pred_map.get(key, []))
             gold_slots.append(gold_map.get(key, []))
         partial = sequence_accuracy(rendered_calls(gold, prediction=False), rendered_calls(parsed.calls, prediction=True))
-        samples.append(SampleScore(item.sample_id, error, partial, partial == 1, None))
-        if win_rate:
-            jobs.append(SequenceJob(parsed.executed, output_fields(item.tools), item.gold_answer))
-    if win_rate and jobs:
+        sample = SampleScore(item.sample_id, error, partial, partial == 1, None, missing_prediction=missing)
+        samples.append(sample)
+        if win_rate and answer is not None:
+            if missing:
+                sample.win = False  # nothing to run, as upstream does not run an empty prediction
+            else:
+                jobs.append((sample, SequenceJob(parsed.executed, output_fields(item.tools), answer)))
+    if jobs:
         folder = executable_functions(executable_functions_dir, cache_dir=cache_dir)
-        for sample, result in zip(samples, run_sequences(jobs, folder, limits)):
+        for (sample, _), result in zip(jobs, run_sequences([job for _, job in jobs], folder, limits)):
             sample.execution = result
             sample.win = bool(result.win_corrected if corrected else result.win_upstream)
             notes += [f"{sample.sample_id}: {n}" for n in result.notes]
     intent, slot = macro_prf(gold_intents, pred_intents), macro_prf(gold_slots, pred_slots)
-    if slot is None and items:
+    if slot is None:
         notes.append("no gold call has an argument: upstream's scorer raises on the slot F1 (reported as null)")
     n = len(items)
+    missing_predictions = sum(s.missing_prediction for s in samples)
+    checked = [s for s, answer in zip(samples, answers) if answer is not None]
+    notes += _input_notes(items, n, missing_predictions, n - len(checked))
     return NestfulScores(
         n_rows=n, parse_errors=sum(s.parse_error for s in samples),
         f1_intent=intent[2] if intent else None, f1_slot=slot[2] if slot else None,
-        partial_sequence_accuracy=statistics.mean(s.partial_sequence_accuracy for s in samples) if n else 0.0,
-        full_sequence_accuracy=sum(s.full_sequence_accuracy for s in samples) / n if n else 0.0,
-        win_rate=(sum(bool(s.win) for s in samples) / n if n else 0.0) if win_rate else None,
+        partial_sequence_accuracy=statistics.mean(s.partial_sequence_accuracy for s in samples),
+        full_sequence_accuracy=sum(s.full_sequence_accuracy for s in samples) / n,
+        win_rate=sum(bool(s.win) for s in checked) / len(checked) if win_rate and checked else None,
         p_intent=intent[0] if intent else None, r_intent=intent[1] if intent else None,
         p_slot=slot[0] if slot else None, r_slot=slot[1] if slot else None,
-        corrected=corrected, parser=parser, samples=samples, notes=notes)
+        corrected=corrected, parser=parser, samples=samples, notes=notes,
+        missing_predictions=missing_predictions, missing_gold_answers=n - len(checked))
+
+
+def _gold_answer_text(answer: Any, *, is_text: bool, sample_id: Any, file: Optional[str], row: Optional[int]
+                      ) -> Optional[str]:
+    """The gold answer as the JSON text the win check parses (``json.loads`` in the sandbox, as upstream), or
+    None when there is none. ``is_text``: ``answer`` is JSON text (upstream's files), not the value itself."""
+    if answer is None:
+        return None
+    where = dict(file=file, row=row, field="gold_answer", source="nestful")
+    if is_text:
+        try:
+            json.loads(answer)
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than Python's stack
+            raise InvalidJsonError(f"the gold answer of sample {sample_id!r} is text but not JSON (text is read "
+                                   "as JSON: a string answer goes in as its JSON text, codec.dumps(answer))",
+                                   **where) from None
+        return answer
+    try:
+        return dumps(answer)  # exact for every JSON value; NaN, infinities and non-JSON objects are refused
+    except JsonValueError as exc:
+        raise JsonValueError(f"the gold answer of sample {sample_id!r} is not a JSON value ({exc.message})",
+                             **where) from None
+
+
+def _input_notes(items: list[ScoreItem], n: int, missing_predictions: int, missing_gold: int) -> list[str]:
+    """What the figures rest on when it is not simply one prediction per gold row."""
+    notes = []
+    if missing_predictions:
+        notes.append(f"gold rows without a prediction: {missing_predictions} of {n}; each is scored as a wrong "
+                     "answer (no calls: its gold calls count as missed, sequence accuracy 0, not won)")
+    if missing_gold:
+        without = [item.sample_id for item in items if item.gold_answer is None]
+        shown = ", ".join(repr(s) for s in without[:3]) + (", ..." if len(without) > 3 else "")
+        rest = f"win_rate is over the other {n - missing_gold} rows" if missing_gold < n else "win_rate is null"
+        notes.append(f"rows without a gold answer: {missing_gold} of {n} ({shown}); not checked for a win, so {rest}")
+    counts = Counter(item.sample_id for item in items if isinstance(item.sample_id, (str, int)))
+    repeated = [sample_id for sample_id, count in counts.items() if count > 1]
+    if repeated:
+        notes.append(f"sample_ids given more than once: {len(repeated)} (e.g. {repeated[0]!r}); each is scored as "
+                     "a sample of its own, as upstream's scorer scores every line")
+    return notes
 
 
 # -- reading result files -------------------------------------------------------------------------------
@@ -430,28 +518,32 @@ def score(items: Iterable[ScoreItem], *, parser: str = "json", corrected: bool =
 PREDICTION_FIELDS = ("generated_text", "calls", "prediction")
 
 
-def _json_value(value: Any, field: str, row: int, path: str) -> Any:
+def _json_value(value: Any, field: str, sample_id: Any, row: Optional[int], path: Optional[str]) -> Any:
     if not isinstance(value, str):
         return value
     try:
         return json.loads(value)
     except (ValueError, RecursionError):  # also JSON nested deeper than Python's stack
-        raise InvalidJsonError(f"{field} is a string but not JSON", file=path, row=row, field=field) from None
+        raise InvalidJsonError(f"{field} of sample {sample_id!r} is a string but not JSON", file=path, row=row,
+                               field=field) from None
 
 
-def read_results(path: Union[str, os.PathLike], gold_rows: Optional[dict[str, dict]] = None) -> list[ScoreItem]:
-    """Items of a result file, one JSON object per line, in either shape:
-
-    * upstream's ``output.jsonl``: a NESTFUL row (``output``, ``tools``, ``gold_answer``, as JSON text or
-      values) plus the model's ``generated_text``;
-    * predictions keyed by ``sample_id`` (``generated_text`` text, or ``calls``/``prediction``: text or an
-      already-parsed list), joined to ``gold_rows`` (sample_id -> raw NESTFUL row, e.g. from
-      ``tooluse_datasets.load("nestful", "raw")``).
-    """
-    path = os.fspath(path)
-    items = []
-    with open(path, encoding="utf-8") as f:
-        for row_number, line in enumerate(f):
+def _result_lines(path: str) -> Iterator[tuple[int, dict]]:
+    """The JSON objects of a result file with their line numbers (from 0, blank lines counted but not
+    yielded). A UTF-8 BOM is ignored; text that is not UTF-8 JSON is a typed error naming the line."""
+    with open_text_file(path) as f:
+        for row_number, data in enumerate(iter(f.readline, b"")):
+            if row_number == 0:
+                kind = _not_json_text(data[:1024])
+                if kind:
+                    raise InvalidValueError(f"file holds {kind}, not JSON text", file=path, field="<file>")
+                data = data.removeprefix(UTF8_BOM)
+            try:
+                line = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InvalidJsonError(f"line is not UTF-8 text (byte 0x{data[exc.start]:02x} at byte {exc.start} "
+                                       "of the line; result files are UTF-8)", file=path, row=row_number,
+                                       field="<line>") from None
             if not line.strip():
                 continue
             try:
@@ -462,41 +554,97 @@ def read_results(path: Union[str, os.PathLike], gold_rows: Optional[dict[str, di
                                        field="<line>") from None
             if not isinstance(record, dict):
                 raise InvalidValueError("line is not a JSON object", file=path, row=row_number, field="<line>")
-            field = next((k for k in PREDICTION_FIELDS if k in record), None)
-            if field is None:
-                raise MissingFieldError(f"no prediction: one of {', '.join(PREDICTION_FIELDS)} is needed",
-                                        file=path, row=row_number, field="generated_text")
-            sample_id = record.get("sample_id")
-            if "output" in record:
-                gold = record
-            else:
-                if gold_rows is None:
-                    raise MissingFieldError("a keyed prediction needs the gold rows (no 'output' on the line)",
-                                            file=path, row=row_number, field="output")
-                if sample_id not in gold_rows:
-                    raise InvalidValueError(f"sample_id {sample_id!r} is not among the gold rows", file=path,
-                                            row=row_number, field="sample_id")
-                gold = gold_rows[sample_id]
-            for key in ("output", "tools", "gold_answer"):
-                if key not in gold:
-                    raise MissingFieldError(f"the gold row lacks {key!r}", file=path, row=row_number, field=key)
-            answer = gold["gold_answer"]
-            # In upstream's files gold_answer is json.dumps of the value; package rows hold the value.
-            gold_text = answer if ("output" in record and isinstance(answer, str)) else json.dumps(answer)
-            _json_value(gold_text, "gold_answer", row_number, path)
-            items.append(ScoreItem(
-                sample_id=sample_id, gold_calls=_json_value(gold["output"], "output", row_number, path),
-                tools=_json_value(gold["tools"], "tools", row_number, path), gold_answer=gold_text,
-                prediction=record[field], file=path, row=row_number))
+            yield row_number, record
+
+
+def _item(gold: dict, sample_id: Any, prediction: Any, *, answer_is_text: bool, path: Optional[str],
+          row: Optional[int]) -> ScoreItem:
+    """A gold row (a line of upstream's shape, or a raw NESTFUL row) and a prediction as a ScoreItem."""
+    for key in ("output", "tools", "gold_answer"):
+        if key not in gold:
+            raise MissingFieldError(f"the gold row of sample {sample_id!r} lacks {key!r}", file=path, row=row,
+                                    field=key)
+    answer = gold["gold_answer"]
+    # In upstream's files gold_answer is json.dumps of the value; package rows hold the value.
+    gold_text = _gold_answer_text(answer, is_text=answer_is_text and isinstance(answer, str), sample_id=sample_id,
+                                  file=path, row=row)
+    return ScoreItem(sample_id=sample_id, gold_calls=_json_value(gold["output"], "output", sample_id, row, path),
+                     tools=_json_value(gold["tools"], "tools", sample_id, row, path), gold_answer=gold_text,
+                     prediction=prediction, file=path, row=row)
+
+
+def read_results(path: Union[str, os.PathLike], gold_rows: Optional[Mapping[str, dict]] = None) -> list[ScoreItem]:
+    """Items of a result file, one JSON object per line (blank lines skipped, a UTF-8 BOM ignored), in either
+    shape:
+
+    * upstream's ``output.jsonl``: a NESTFUL row (``output``, ``tools``, ``gold_answer``, as JSON text or
+      values) plus the model's ``generated_text``. Each line carries its own gold and is one sample, as in
+      upstream's scorer (a sample_id on several such lines is scored on each);
+    * predictions keyed by ``sample_id`` (``generated_text`` text, or ``calls``/``prediction``: text or an
+      already-parsed list), joined to ``gold_rows`` (sample_id -> raw NESTFUL row, e.g. from
+      ``tooluse_datasets.load("nestful", "raw")``). The gold rows are the benchmark: a sample_id predicted
+      on two lines is an error naming both, and each gold row no line predicts is an item with
+      :data:`NO_PREDICTION` (scored as a wrong answer), after the file's items.
+
+    A file without any prediction is an error.
+    """
+    path = os.fspath(path)
+    items = []
+    first_row: dict[Any, tuple[int, bool]] = {}  # sample_id -> (its first line, whether that line is keyed)
+    any_keyed = False
+    for row_number, record in _result_lines(path):
+        field = next((k for k in PREDICTION_FIELDS if k in record), None)
+        if field is None:
+            raise MissingFieldError(f"no prediction: one of {', '.join(PREDICTION_FIELDS)} is needed",
+                                    file=path, row=row_number, field="generated_text")
+        sample_id = record.get("sample_id")
+        keyed = "output" not in record
+        if keyed:
+            if gold_rows is None:
+                raise MissingFieldError("a keyed prediction needs the gold rows (no 'output' on the line)",
+                                        file=path, row=row_number, field="output")
+            if sample_id is None:
+                raise MissingFieldError("a keyed prediction needs its sample_id", file=path, row=row_number,
+                                        field="sample_id")
+            if not isinstance(sample_id, str):
+                raise InvalidValueError(f"a keyed prediction needs its sample_id as a string, got {sample_id!r:.80}",
+                                        file=path, row=row_number, field="sample_id")
+            if sample_id not in gold_rows:
+                raise InvalidValueError(f"sample_id {sample_id!r} is not among the gold rows", file=path,
+                                        row=row_number, field="sample_id")
+            any_keyed = True
+        if isinstance(sample_id, (str, int)) and not isinstance(sample_id, bool):
+            first, first_keyed = first_row.setdefault(sample_id, (row_number, keyed))
+            if first != row_number and (keyed or first_keyed):
+                raise InvalidValueError(f"sample_id {sample_id!r} is predicted on rows {first} and {row_number}: "
+                                        "each gold row takes one prediction", file=path, row=row_number,
+                                        field="sample_id")
+        items.append(_item(gold_rows[sample_id] if keyed else record, sample_id, record[field],
+                           answer_is_text=not keyed, path=path, row=row_number))
+    if not items:
+        raise InvalidValueError("no predictions: the file is empty or holds blank lines only", file=path,
+                                field="<file>")
+    if any_keyed:
+        for sample_id, gold in gold_rows.items():
+            if sample_id not in first_row:
+                items.append(_item(gold, sample_id, NO_PREDICTION, answer_is_text=False, path=None, row=None))
     return items
 
 
-def score_file(path: Union[str, os.PathLike], *, gold_rows: Optional[dict[str, dict]] = None, **options: Any
+def score_file(path: Union[str, os.PathLike], *, gold_rows: Optional[Mapping[str, dict]] = None, **options: Any
                ) -> NestfulScores:
     """:func:`score` of :func:`read_results` (options as for :func:`score`)."""
     return score(read_results(path, gold_rows), **options)
 
 
 def gold_rows_by_id(rows: Sequence[dict]) -> dict[str, dict]:
-    """Raw NESTFUL rows (``tooluse_datasets.load("nestful", "raw")``) by sample_id."""
-    return {row["sample_id"]: row for row in rows}
+    """Raw NESTFUL rows (``tooluse_datasets.load("nestful", "raw")``) by sample_id. Copies of a row (a file
+    read twice) are one gold row; two different rows with one sample_id are an error, since a keyed
+    prediction could not say which it answers."""
+    by_id: dict[str, dict] = {}
+    for row in rows:
+        first = by_id.setdefault(row["sample_id"], row)
+        if first is not row and first != row:
+            raise InvalidValueError(f"two different gold rows have sample_id {row['sample_id']!r}",
+                                    field="sample_id", source="nestful")
+    return by_id

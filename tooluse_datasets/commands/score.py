@@ -14,8 +14,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "score", help="score model predictions with NESTFUL's official metrics",
         description="RESULT.jsonl holds upstream's result rows (a NESTFUL row plus the model's generated_text), or "
                     "predictions keyed by sample_id (generated_text, or calls: an already-parsed list), joined to "
-                    "the gold rows (--gold-data-files, --sample, default: the pinned upstream file). Predicted "
-                    "sequences are executed in a sandbox for the win rate.")
+                    "the gold rows (--gold-data-files, --sample, default: the pinned upstream file). Keyed: every "
+                    "gold row is scored, one without a prediction as a wrong answer (counted in "
+                    "missing_predictions), and a sample_id on two lines is an error. Predicted sequences are "
+                    "executed in a sandbox for the win rate.")
     p.add_argument("source", choices=["nestful"], help="the benchmark (only NESTFUL for now)")
     p.add_argument("results", metavar="RESULT.jsonl", help="one JSON object per line")
     p.add_argument("--parser", choices=["json", "hermes", "calls"], default="json",
