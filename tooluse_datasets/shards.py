@@ -426,7 +426,7 @@ def read_lines(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] 
             row, offset = resume
             f.seek(offset)
         else:
-            if shard.start and _not_json_text(f.read(_SNIFF_BYTES)):
+            if shard.start and not_json_text(f.read(_SNIFF_BYTES)):
                 return  # the file's first shard reports it as a whole
             offset = _first_line_start(f, shard.start)
             row = _count_lines_before(f, shard.file, offset) if offset else 0
@@ -446,7 +446,7 @@ def read_lines(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] 
             start_of_line = offset
             offset += len(line)
             if start_of_line == 0:
-                kind = _not_json_text(line[:_SNIFF_BYTES])
+                kind = not_json_text(line[:_SNIFF_BYTES])
                 if kind:
                     raise InvalidValueError(f"file holds {kind}, not JSON text", file=display_path(shard.file),
                                             field="<file>")
@@ -482,7 +482,7 @@ _MAGIC = ((b"PAR1", "Parquet data (name it .parquet)"), (b"\x1f\x8b", "gzip-comp
 _SNIFF_BYTES = 1024
 
 
-def _not_json_text(head: bytes) -> Optional[str]:
+def not_json_text(head: bytes) -> Optional[str]:
     """What the file starting with ``head`` holds if it is plainly not JSON text (binary data), else None."""
     for magic, kind in _MAGIC:
         if head.startswith(magic):

@@ -32,8 +32,7 @@ from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 from tooluse_datasets.codec import dumps
 from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, JsonValueError, MissingFieldError
-# _not_json_text: the package's sniff for files that are plainly not JSON text (UTF-16, binary, compressed).
-from tooluse_datasets.shards import UTF8_BOM, _not_json_text, open_text_file
+from tooluse_datasets.shards import UTF8_BOM, not_json_text, open_text_file
 
 from .execution import SandboxLimits, SequenceJob, SequenceResult, executable_functions, run_sequences
 from .specs import output_fields
@@ -534,7 +533,7 @@ def _result_lines(path: str) -> Iterator[tuple[int, dict]]:
     with open_text_file(path) as f:
         for row_number, data in enumerate(iter(f.readline, b"")):
             if row_number == 0:
-                kind = _not_json_text(data[:1024])
+                kind = not_json_text(data[:1024])
                 if kind:
                     raise InvalidValueError(f"file holds {kind}, not JSON text", file=path, field="<file>")
                 data = data.removeprefix(UTF8_BOM)
