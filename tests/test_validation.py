@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 
 import pytest
 
@@ -663,8 +664,9 @@ def test_filter_selection_rules_and_raise_mode(mixed_file, cache_dir):
 
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["map", "streaming"])
-def test_rows_dropped_by_validate_are_listed_with_their_source_and_row_id(mixed_file, streaming, cache_dir,
-                                                                          tmp_path):
+def test_rows_dropped_by_validate_are_listed_with_their_file_row_and_row_id(mixed_file, streaming, cache_dir,
+                                                                            tmp_path):
+    """Rules are checked as rows are converted, where file and row number are known."""
     # One more row, unreadable: a read error keeps its file and row number, and has no row id.
     with open(mixed_file, "a") as f:
         f.write(json.dumps({"messages": [{"role": "narrator", "content": "hi"}]}) + "\n")
@@ -677,11 +679,12 @@ def test_rows_dropped_by_validate_are_listed_with_their_source_and_row_id(mixed_
     assert report.rows_read == 5 and report.skipped == 3
     rules = [r for r in report.rows if r["error"] == "RuleViolationError"]
     assert sorted(rules, key=lambda r: r["row_id"]) == [
-        {"source": "ms_swift", "file": None, "row": None, "row_id": "ms_swift/mixed/1",
+        {"source": "ms_swift", "file": mixed_file, "row": 1, "row_id": "ms_swift/mixed/1",
          "field": "messages[1].tool_calls[0].function.arguments.x", "error": "RuleViolationError",
          "reason": "RuleViolationError:arguments.schema",
          "message": "f: 'bad' is not of type 'number' (arguments.schema)"},
-        {"source": "ms_swift", "file": None, "row": None, "row_id": "ms_swift/mixed/2", "field": "messages[3].content",
+        {"source": "ms_swift", "file": mixed_file, "row": 2, "row_id": "ms_swift/mixed/2",
+         "field": "messages[3].content",
          "error": "RuleViolationError", "reason": "RuleViolationError:grammar.empty_final_answer",
          "message": "assistant answer is empty (grammar.empty_final_answer)"}]
     [read] = [r for r in report.rows if r["error"] != "RuleViolationError"]
@@ -691,6 +694,34 @@ def test_rows_dropped_by_validate_are_listed_with_their_source_and_row_id(mixed_
     assert examples["ms_swift/mixed/1"].field == "messages[1].tool_calls[0].function.arguments.x"
     assert examples[None].row == 4  # the read error's example
     assert {e.row_id for e in td.SkipReport.from_dict(report.to_dict()).examples} == set(examples)
+
+
+def test_load_validate_is_cached_per_rule_selection_and_the_same_with_worker_processes(mixed_file, cache_dir,
+                                                                                      tmp_path):
+    """Rules run while rows are converted, so a map-style load keeps its validated rows and their skips in the
+    cache (a selection of its own), and worker processes check rows as this process does."""
+    expected = ["ms_swift/mixed/0", "ms_swift/mixed/3"]
+    for attempt in range(2):  # prepared, then from the cache: the same rows and counts
+        report = td.SkipReport()
+        kept = td.load("ms_swift", data_files=mixed_file, split="train", cache_dir=cache_dir, on_error="skip",
+                       validate="error", report=report)
+        assert [r["id"] for r in kept] == expected and (report.rows_read, report.skipped) == (4, 2), attempt
+    assert len(td.load("ms_swift", data_files=mixed_file, split="train", cache_dir=cache_dir)) == 4  # no rules
+    second = str(tmp_path / "second.jsonl")
+    shutil.copy(mixed_file, second)
+    for streaming in (False, True):
+        report = td.SkipReport(keep_all=True)
+        kept = td.load("ms_swift", data_files=[mixed_file, second], split="train", streaming=streaming,
+                       num_proc=2, cache_dir=cache_dir, on_error="skip", validate="error", report=report)
+        assert len(list(kept)) == 4 and report.skipped == 4
+        assert sorted((r["file"], r["row"]) for r in report.rows) == [(f, n) for f in sorted([mixed_file, second])
+                                                                      for n in (1, 2)]
+    with pytest.raises(td.RuleViolationError, match="mixed.jsonl, row 1"):
+        list(td.load("ms_swift", data_files=mixed_file, split="train", streaming=True, validate="arguments.schema"))
+    with pytest.raises(ValueError, match="validate= needs config='unified'"):
+        td.load("ms_swift", "swift", data_files=mixed_file, split="train", streaming=True, validate="error")
+    with pytest.raises(ValueError, match="names no validation rule"):
+        td.load("ms_swift", data_files=mixed_file, split="train", streaming=True, validate="no.such.rule")
 
 
 # --------------------------------------------------------------------------------------------------

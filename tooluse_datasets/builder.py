@@ -17,7 +17,7 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Iterator, Optional
+from typing import Any, ClassVar, Iterator, Optional
 
 import datasets
 import pyarrow as pa
@@ -25,10 +25,11 @@ from datasets.builder import Key
 
 from . import formats
 from .errors import DataNotFoundError, OnError, SkipReport, check_on_error
-from .pipeline import ShardConverter, config_features
+from .pipeline import UNIFIED, ShardConverter, config_features
 from .shards import Shard, balanced
 from .source import Source, SourceOptions, SplitPlan
 from .streaming import ShardExamplesIterable
+from .validation.filtering import rule_check
 
 logger = logging.getLogger("tooluse_datasets")
 
@@ -49,10 +50,13 @@ class ToolUseConfig(datasets.BuilderConfig, SourceOptions):
         shard_bytes: uncompressed bytes per shard of a large file (Parquet row groups are grouped up to it,
             JSON Lines cut at line ends).
         revision: upstream revision (commit) to read instead of the pinned one.
+        validate: validation rules (a selection as in ``validation.select_rules``) that unified rows must pass
+            as they are converted; a failing row follows ``on_error`` like any bad row, with its file and row.
     """
 
     on_error: OnError = "raise"
     revision: Optional[str] = None
+    validate: Any = None  # validation rules rows must pass (unified config): see load(validate=...)
 
     def __post_init__(self):
         super().__post_init__()
@@ -101,6 +105,11 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         builder_config, config_id = super()._create_builder_config(config_name, custom_features, config_id,
                                                                    **config_kwargs)
         check_on_error(builder_config.on_error)  # datasets sets load() options after the config's own checks
+        if builder_config.validate is not None and builder_config.name != UNIFIED:
+            raise ValueError(f"validation rules check unified rows; validate= needs config='unified', not "
+                             f"{builder_config.name!r}")
+        # The rules rows are checked against as they are converted (unknown rule names are refused here).
+        self.row_check = rule_check(builder_config.validate)
         nulls = {k for k, v in config_kwargs.items() if v is None and getattr(builder_config, k, None) is not None}
         if nulls:
             builder_config = copy.deepcopy(builder_config)
@@ -200,7 +209,8 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
             report = SkipReport(rows_path=report_path[:-len(".json")] + SKIPPED_ROWS_SUFFIX)
         else:
             report = self.skip_report
-        converter = ShardConverter(self.source, [config], on_error=self.config.on_error, reports={config: report})
+        converter = ShardConverter(self.source, [config], on_error=self.config.on_error, reports={config: report},
+                                   row_check=self.row_check)
         for shard_idx, shard in enumerate(shards):
             for batch_idx, batch in enumerate(converter.batches(split, shard, arrow=True)):
                 yield Key(shard_idx, batch_idx), batch.rows[config]
@@ -214,7 +224,8 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         kwargs = split_generator.gen_kwargs
         return ShardExamplesIterable(self.source, self.config.name, kwargs["split"], kwargs["shards"],
                                      on_error=self.config.on_error, report=self.skip_report,
-                                     features=self.info.features, num_proc=self.stream_num_proc)
+                                     features=self.info.features, num_proc=self.stream_num_proc,
+                                     row_check=self.row_check)
 
     # -- helpers for load() -----------------------------------------------------------------------------
 

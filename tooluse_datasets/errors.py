@@ -158,8 +158,9 @@ def row_id_of(error: "ToolUseDataError") -> Optional[str]:
 
 def skipped_row_record(error: "ToolUseDataError") -> dict[str, Any]:
     """One skipped row as the JSON object of a skipped-rows file: where (source, file, row, field) and why
-    (error type, the reason it is counted under, message). A row dropped after loading (``validate=``) is
-    checked where its file and row number are no longer known: its record adds ``row_id``, the unified id."""
+    (error type, the reason it is counted under, message). A row that breaks a validation rule also has
+    ``row_id``, its unified id (the only place to find it when it was dropped from a dataset already loaded,
+    whose rows no longer hold their file and row number)."""
     record: dict[str, Any] = {"source": error.source, "file": error.file, "row": error.row}
     row_id = row_id_of(error)
     if row_id is not None:

@@ -14,7 +14,6 @@ from . import registry
 from .codec import ExactFeatures
 from .errors import SkipReport, ToolUseDataError
 from .registry import sample_files
-from .validation.filtering import filter_dataset
 
 logger = logging.getLogger("tooluse_datasets")
 
@@ -65,13 +64,12 @@ def load(
     """
     builder_cls = registry.builder_class(source)
     builder = builder_cls(config_name=config, data_files=data_files, data_dir=data_dir, cache_dir=cache_dir,
-                          on_error=on_error, revision=revision, **config_kwargs)
+                          on_error=on_error, revision=revision, validate=validate, **config_kwargs)
     if streaming:
         if report is not None:
             builder.skip_report = report
         builder.stream_num_proc = num_proc
-        return filter_dataset(exact(builder.as_streaming_dataset(split=split)), validate, on_error=on_error,
-                              report=report)
+        return exact(builder.as_streaming_dataset(split=split))
     try:
         builder.download_and_prepare(num_proc=num_proc)
     except DatasetGenerationError as exc:
@@ -90,7 +88,7 @@ def load(
         ds = exact(_prepared_split(builder, split))
     else:
         ds = exact(DatasetDict({name: _prepared_split(builder, name) for name in builder.info.splits}))
-    return filter_dataset(ds, validate, on_error=on_error, report=report)
+    return ds
 
 
 def _prepared_split(builder, split: str) -> Dataset:

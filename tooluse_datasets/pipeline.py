@@ -90,8 +90,9 @@ class ShardConverter:
     config (``reports``; created if not given)."""
 
     def __init__(self, source: Source, configs: Sequence[str], *, on_error: str = "raise",
-                 reports: Optional[dict[str, SkipReport]] = None):
+                 reports: Optional[dict[str, SkipReport]] = None, row_check: Optional[Callable] = None):
         check_on_error(on_error)
+        self.row_check = row_check
         if not configs:
             raise ValueError("no config to convert to")
         self.source = source
@@ -180,6 +181,8 @@ class ShardConverter:
                 if unified is None and config != RAW:
                     continue  # the batch step refused the row for the unified-based configs (reported there)
                 try:
+                    if config == UNIFIED and self.row_check and (violation := self.row_check(unified)):
+                        raise violation
                     row = raw if config == RAW else unified if config == UNIFIED else self._writers[config](unified)
                     from_text = ctx.values_from_text and config == UNIFIED  # storable as they are
                     if arrow:

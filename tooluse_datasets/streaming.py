@@ -34,8 +34,10 @@ from .source import Source, SplitPlan
 
 class ShardExamplesIterable(_BaseExamplesIterable):
     def __init__(self, source: Source, config: str, split: SplitPlan, shards: list[Shard], *, on_error: str,
-                 report: Optional[SkipReport], features: Features, num_proc: Optional[int] = None):
+                 report: Optional[SkipReport], features: Features, num_proc: Optional[int] = None,
+                 row_check=None):
         super().__init__()
+        self.row_check = row_check
         self.source = source
         self.config = config
         self.split = split
@@ -71,7 +73,8 @@ class ShardExamplesIterable(_BaseExamplesIterable):
 
     def _with_shards(self, shards: list[Shard]) -> "ShardExamplesIterable":
         return ShardExamplesIterable(self.source, self.config, self.split, shards, on_error=self.on_error,
-                                     report=self.report, features=self._features, num_proc=self.num_proc)
+                                     report=self.report, features=self._features, num_proc=self.num_proc,
+                                     row_check=self.row_check)
 
     def shuffle_data_sources(self, generator: np.random.Generator) -> "ShardExamplesIterable":
         order = copy.deepcopy(generator).permutation(len(self.shards))
@@ -92,7 +95,8 @@ class ShardExamplesIterable(_BaseExamplesIterable):
 
     def _converter(self) -> ShardConverter:
         reports = {self.config: self.report} if self.report is not None else None
-        return ShardConverter(self.source, [self.config], on_error=self.on_error, reports=reports)
+        return ShardConverter(self.source, [self.config], on_error=self.on_error, reports=reports,
+                              row_check=self.row_check)
 
     def _start(self) -> tuple[int, Optional[tuple[int, int]]]:
         state = self._state_dict
@@ -161,7 +165,7 @@ class ShardExamplesIterable(_BaseExamplesIterable):
                 nonlocal next_shard
                 pending.append((next_shard, pool.submit(
                     _convert_shard_rows, self.source, self.config, self.split, self.shards[next_shard],
-                    self.on_error, self.report is not None and self.report.wants_rows)))
+                    self.on_error, self.report is not None and self.report.wants_rows, self.row_check)))
                 next_shard += 1
 
             while next_shard < len(self.shards) and len(pending) < self.num_proc + 1:
@@ -188,7 +192,7 @@ class ShardExamplesIterable(_BaseExamplesIterable):
 
 
 def _convert_shard_rows(source: Source, config: str, split: SplitPlan, shard: Shard,
-                        on_error: str, keep_skipped_rows: bool) -> tuple[list, list, SkipReport]:
+                        on_error: str, keep_skipped_rows: bool, row_check=None) -> tuple[list, list, SkipReport]:
     """One shard's rows, converted in a worker process, as pieces of exact JSON text (a string crosses the
     process boundary and one orjson call rebuilds a piece's rows: 2-3x cheaper than pickling them, and nothing
     but JSON values is in a row); the rows' positions and the skip report come back with them. Each piece is
@@ -196,7 +200,7 @@ def _convert_shard_rows(source: Source, config: str, split: SplitPlan, shard: Sh
     deeper than the JSON writers go (a stored leaf may use all their levels, and the list, the row and its
     columns add more) goes back pickled instead."""
     report = SkipReport(keep_all=keep_skipped_rows)  # for a report that lists every skipped row
-    converter = ShardConverter(source, [config], on_error=on_error, reports={config: report})
+    converter = ShardConverter(source, [config], on_error=on_error, reports={config: report}, row_check=row_check)
     pieces: list = []
     positions: list = []
     # Its rows go back when the whole shard is done: whole batches for a batch step (pipeline.piece_rows).

@@ -1,14 +1,17 @@
-"""``load(..., validate=RULES)``: drop (or stop at) unified rows that break chosen rules, counted as skips.
+"""Dropping (or stopping at) unified rows that break chosen rules, counted as skips.
 
-The filter decides on rows decoded exactly from the stored Arrow data and keeps only a selection of rows:
-stored values are never decoded and re-encoded, so no JSON column goes through ``datasets.Json``'s lossy
-float encoding. Map-style, ``Dataset.filter`` on the Arrow format builds an index mapping (in memory, never
-from a cache, so the skip report is filled on every load); streaming, the same filter runs on Arrow batches
-as rows are read. A dropped row is named by its source and unified id (``row_id`` in the skip record): the
-unified rows hold neither the file nor the row number they were read from.
+``load(..., validate=RULES)`` checks rows as they are converted (:func:`rule_check`, run by the pipeline,
+where each row's file and row number are known). :func:`filter_dataset` does the same to a dataset already
+loaded: it decides on rows decoded exactly from the stored Arrow data and keeps only a selection of rows
+(stored values are never decoded and re-encoded, so no JSON column goes through ``datasets.Json``'s lossy
+float encoding). Map-style, ``Dataset.filter`` on the Arrow format builds an index mapping (in memory, never
+from a cache, so the skip report is filled on every call); streaming, the same filter runs on Arrow batches
+as rows are read. A row it drops is named by its source and unified id (``row_id`` in the skip record):
+loaded rows hold neither the file nor the row number they were read from.
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Optional
 
 import pyarrow as pa
@@ -81,6 +84,12 @@ class _RowFilter:
                 self.report.add(error)
             keep.append(error is None)
         return keep
+
+
+def rule_check(rules: RuleSelection):
+    """A picklable ``row -> RuleViolationError | None`` for a selection (None if it selects no rule)."""
+    selected = select_rules(rules, default_all=False)
+    return functools.partial(first_violation, rules=selected) if selected else None
 
 
 def first_violation(row: dict, rules: list[Rule]) -> Optional[RuleViolationError]:
