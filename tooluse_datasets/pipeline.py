@@ -87,10 +87,12 @@ class ConvertedBatch:
 
 class ShardConverter:
     """Converts the shards of one source into ``configs``, with one error policy and one skip report per
-    config (``reports``; created if not given)."""
+    config (``reports``; created if not given). ``row_check`` (``load(validate=...)``: a unified row -> the
+    error it raises, or None) runs on each unified row, so a row it refuses is failed with its file and row."""
 
     def __init__(self, source: Source, configs: Sequence[str], *, on_error: str = "raise",
-                 reports: Optional[dict[str, SkipReport]] = None, row_check: Optional[Callable] = None):
+                 reports: Optional[dict[str, SkipReport]] = None,
+                 row_check: Optional[Callable[[dict], Optional[Exception]]] = None):
         check_on_error(on_error)
         self.row_check = row_check
         if not configs:

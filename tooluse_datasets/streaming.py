@@ -19,7 +19,7 @@ import collections
 import concurrent.futures
 import copy
 import multiprocessing
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 from datasets import Features
@@ -35,7 +35,7 @@ from .source import Source, SplitPlan
 class ShardExamplesIterable(_BaseExamplesIterable):
     def __init__(self, source: Source, config: str, split: SplitPlan, shards: list[Shard], *, on_error: str,
                  report: Optional[SkipReport], features: Features, num_proc: Optional[int] = None,
-                 row_check=None):
+                 row_check: Optional[Callable[[dict], Optional[Exception]]] = None):
         super().__init__()
         self.row_check = row_check
         self.source = source
@@ -191,8 +191,8 @@ class ShardExamplesIterable(_BaseExamplesIterable):
             pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _convert_shard_rows(source: Source, config: str, split: SplitPlan, shard: Shard,
-                        on_error: str, keep_skipped_rows: bool, row_check=None) -> tuple[list, list, SkipReport]:
+def _convert_shard_rows(source: Source, config: str, split: SplitPlan, shard: Shard, on_error: str,
+                        keep_skipped_rows: bool, row_check: Optional[Callable] = None) -> tuple[list, list, SkipReport]:
     """One shard's rows, converted in a worker process, as pieces of exact JSON text (a string crosses the
     process boundary and one orjson call rebuilds a piece's rows: 2-3x cheaper than pickling them, and nothing
     but JSON values is in a row); the rows' positions and the skip report come back with them. Each piece is
