@@ -762,3 +762,14 @@ def test_a_split_s_report_counts_that_split_only_map_style_as_streaming(tmp_path
     assert counts["test", False] == counts["test", True] == (2, 2, 4)
     assert counts["train", False] == counts["train", True] == (3, 1, 4)
     assert counts["train+test", False] == (5, 3, 8)
+
+
+def test_a_bad_row_in_a_worker_process_raises_its_typed_error_naming_file_row_and_field(tmp_path, cache_dir):
+    """datasets wraps a worker's error in DatasetGenerationError, whose cause does not survive the trip back
+    from a num_proc worker: the typed error itself must."""
+    good = [line for line in Path(td.sample_files("ms_swift")["train"][0]).read_text().splitlines() if line.strip()]
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n".join(good[:3] + ["{bad"] + good[:3]) + "\n")
+    with pytest.raises(td.InvalidJsonError) as info:
+        td.load("ms_swift", data_files=str(path), split="train", cache_dir=cache_dir, num_proc=2, shard_bytes=500)
+    assert (info.value.file, info.value.row, info.value.field) == (str(path), 3, "<line>")

@@ -22,9 +22,10 @@ from typing import Any, ClassVar, Iterator, Optional
 import datasets
 import pyarrow as pa
 from datasets.builder import Key
+from datasets.exceptions import DatasetGenerationError
 
 from . import formats
-from .errors import DataNotFoundError, OnError, SkipReport, check_on_error
+from .errors import DataNotFoundError, OnError, SkipReport, ToolUseDataError, check_on_error
 from .pipeline import UNIFIED, ShardConverter, config_features
 from .shards import Shard, balanced
 from .source import Source, SourceOptions, SplitPlan
@@ -195,6 +196,17 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
             return super()._prepare_split(split_generator, *args, **kwargs)
         finally:
             self._skip_dir = None
+
+    def _prepare_split_single(self, *args, **kwargs):
+        # datasets wraps what the generator raised in a DatasetGenerationError, whose cause is lost on the way
+        # back from a num_proc worker (only a traceback text remains): raise the typed error itself, which
+        # pickles, so the user sees file, row and field with any num_proc.
+        try:
+            yield from super()._prepare_split_single(*args, **kwargs)
+        except DatasetGenerationError as exc:
+            if isinstance(exc.__cause__, ToolUseDataError):
+                raise exc.__cause__ from None
+            raise
 
     def _generate_shards(self, shards: list[Shard], **_):
         yield from (shard.name for shard in shards)
