@@ -536,6 +536,20 @@ def test_offline_without_a_local_folder_is_one_clear_error(monkeypatch):
         executable_functions()
 
 
+@pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
+def test_loading_with_a_folder_that_is_not_the_functions_is_that_clear_error(tmp_path, cache_dir, streaming):
+    """Map-style, datasets wraps it in DatasetGenerationError; load() hands back the error itself."""
+    ds = td.load("nestful", data_files=td.sample_files("nestful"), split="train", execute=True,
+                 executable_functions=str(tmp_path), streaming=streaming, cache_dir=cache_dir) \
+        if streaming else None
+    with pytest.raises(DataNotFoundError, match="is not a NESTFUL executable_functions folder"):
+        if streaming:
+            next(iter(ds))
+        else:
+            td.load("nestful", data_files=td.sample_files("nestful"), split="train", execute=True,
+                    executable_functions=str(tmp_path), cache_dir=cache_dir)
+
+
 # --------------------------------------------------------------------------------------------------
 # verify
 # --------------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from datasets.exceptions import DatasetGenerationError
 
 from . import registry
 from .codec import ExactFeatures
-from .errors import SkipReport, ToolUseDataError
+from .errors import DataNotFoundError, SkipReport, ToolUseDataError
 from .registry import sample_files
 
 logger = logging.getLogger("tooluse_datasets")
@@ -76,7 +76,7 @@ def load(
         # datasets wraps whatever the generator raised; users should see the typed error that names
         # file, row and field, not "An error occurred while generating the dataset".
         cause = exc.__cause__
-        if isinstance(cause, ToolUseDataError):
+        if isinstance(cause, (ToolUseDataError, DataNotFoundError)):
             raise cause from exc
         raise
     prepared = builder.prepared_skip_report(split, with_rows=report is not None and report.wants_rows)
