@@ -12,7 +12,7 @@ from datasets.exceptions import DatasetGenerationError
 
 from . import registry
 from .codec import ExactFeatures
-from .errors import DataNotFoundError, SkipReport, ToolUseDataError
+from .errors import DataNotFoundError, SkipReport
 from .registry import sample_files
 
 logger = logging.getLogger("tooluse_datasets")
@@ -73,11 +73,11 @@ def load(
     try:
         builder.download_and_prepare(num_proc=num_proc)
     except DatasetGenerationError as exc:
-        # datasets wraps whatever the generator raised; users should see the typed error that names
-        # file, row and field, not "An error occurred while generating the dataset".
-        cause = exc.__cause__
-        if isinstance(cause, (ToolUseDataError, DataNotFoundError)):
-            raise cause from exc
+        # Row errors leave the builder as themselves (ToolUseBuilder._prepare_split_single); a missing-data
+        # error cannot (datasets would turn that OSError into "Cannot find data file"), so it is unwrapped
+        # here: users see it, not "An error occurred while generating the dataset".
+        if isinstance(exc.__cause__, DataNotFoundError):
+            raise exc.__cause__ from exc
         raise
     prepared = builder.prepared_skip_report(split, with_rows=report is not None and report.wants_rows)
     if prepared.skipped:
