@@ -256,6 +256,30 @@ def test_a_network_failure_reaching_upstream_is_the_same_clear_error(monkeypatch
         td.load("nestful", split="train", streaming=True, cache_dir=cache_dir)
 
 
+@pytest.mark.parametrize("source, fs_path", [
+    ("nestful", "fsspec.implementations.http.HTTPFileSystem"),
+    ("toolmind", "huggingface_hub.HfFileSystem"),
+])
+def test_streaming_from_an_unreachable_upstream_is_the_clear_error_before_any_row(monkeypatch, source, fs_path):
+    """Streaming downloads nothing up front: the host used to be found unreachable at the first row, as a bare
+    FileNotFoundError (GitHub) or after datasets' read retries (the Hub, 20 x 5 s)."""
+    import importlib
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    module, name = fs_path.rsplit(".", 1)
+    looked_up = []
+
+    def unreachable(self, path, **kwargs):
+        looked_up.append(path)
+        raise FileNotFoundError(f"{path}: Name or service not known")
+
+    monkeypatch.setattr(getattr(importlib.import_module(module), name), "info", unreachable)
+    with pytest.raises(td.DataNotFoundError, match="cannot reach the upstream data .*Name or service not known"):
+        next(iter(td.load(source, split="train", streaming=True)))
+    assert len(looked_up) == 1
+
+
 def test_a_list_of_files_becomes_shards_for_num_proc_and_streaming_workers(cache_dir):
     files = [str(shared_data(*TOY)), str(shared_data(*GITHUB_CURRENT)), str(shared_data(*ICL))]
     streamed = td.load("nestful", data_files=files, split="train", streaming=True)

@@ -17,11 +17,12 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Iterator, Optional
+from typing import Any, ClassVar, Iterable, Iterator, Optional
 
 import datasets
 import pyarrow as pa
 from datasets.builder import Key
+from datasets.download.streaming_download_manager import StreamingDownloadManager
 from datasets.exceptions import DatasetGenerationError
 
 from . import formats
@@ -138,8 +139,6 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
 
     def split_plans(self, dl_manager=None) -> list[SplitPlan]:
         """The splits and their shards (what ``_split_generators`` hands to datasets)."""
-        from datasets.download.streaming_download_manager import StreamingDownloadManager
-
         files_by_split = self._resolve_files(dl_manager or StreamingDownloadManager(base_path=self.base_path))
         return [dataclasses.replace(plan, shards=tuple(balanced(list(plan.shards))))
                 for plan in self.source.plan(files_by_split)]
@@ -173,7 +172,12 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         if up.revision is None and self.config.revision is None:
             logger.warning("%s: upstream revision is not pinned; reading %s", source.name, up.describe())
         try:
-            return {split: list(files) for split, files in dl_manager.download(up.urls(self.config.revision)).items()}
+            files = {split: list(files) for split, files in dl_manager.download(up.urls(self.config.revision)).items()}
+            if isinstance(dl_manager, StreamingDownloadManager):
+                # Streaming "downloads" nothing: without this look, an unreachable host surfaces at the first
+                # row as a bare FileNotFoundError, or after datasets' 20 read retries of 5 s each.
+                _check_reachable(url for urls in files.values() for url in urls)
+            return files
         except (ConnectionError, OSError, TimeoutError) as exc:
             raise _offline_error(source, where, f"{type(exc).__name__}: {exc}") from exc
         except Exception as exc:  # huggingface_hub/httpx raise their own types when there is no network
@@ -269,6 +273,15 @@ def _path_strings(data_files):
     if isinstance(data_files, (list, tuple)):
         return [_path_strings(f) for f in data_files]
     return data_files
+
+
+def _check_reachable(urls: Iterable[str]) -> None:
+    """One metadata request a file (no retries): raises what the file system raises when a file cannot be had."""
+    from fsspec.core import url_to_fs
+
+    for url in urls:
+        fs, path = url_to_fs(url)
+        fs.info(path)
 
 
 def _offline_error(source: Source, where: str, why: str) -> DataNotFoundError:
