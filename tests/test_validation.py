@@ -10,6 +10,7 @@ import pytest
 
 import tooluse_datasets as td
 from tooluse_datasets.errors import InvalidValueError, MissingFieldError, UnknownToolError
+from tooluse_datasets.formats import WRITERS, output_format
 from tooluse_datasets.validation import (ValidationCounter, all_rules, check_row, get_rule, rules_table,
                                          select_rules)
 from tooluse_datasets.validation.schemas import argument_errors, compile_parameters, undeclared_keys
@@ -380,6 +381,30 @@ def test_validate_unified_raises_the_first_structural_finding_typed(samples):
     row = base(samples, SWIFT)
     row["messages"][-1]["content"] = ""
     td.validate_unified(row)
+
+
+@pytest.mark.parametrize("fmt", sorted(WRITERS))
+def test_every_writer_names_the_field_of_a_row_a_user_broke(samples, fmt):
+    """Rows handed to a writer may be built or edited by hand: a broken one is a typed error naming the field
+    (the toolmind writer raised KeyError and TypeError on them)."""
+    write = output_format(fmt).write
+    cases = [
+        (lambda r: r.pop("id"), "id"),
+        (lambda r: r.update(messages="hello"), "messages"),
+        (lambda r: r["messages"].__setitem__(1, "hello"), "messages[1]"),
+        (lambda r: r["messages"][1].pop("role"), "messages[1].role"),
+        (lambda r: r["messages"][2].update(tool_calls="call_0"), "messages[2].tool_calls"),
+        (lambda r: _calls(r)[0].pop("function"), "messages[2].tool_calls[0]"),
+        (lambda r: r.update(tools="get_exchange_rate"), "tools"),
+    ]
+    for mutate, field in cases:
+        row = base(samples, SWIFT)
+        mutate(row)
+        with pytest.raises(td.ToolUseDataError) as err:
+            write(row)
+        assert err.value.field == field, (fmt, field)
+    with pytest.raises(MissingFieldError, match="a unified row must be an object"):
+        write("not a row")
 
 
 def test_counter_counts_rows_per_rule_with_examples_and_merges(samples):

@@ -29,6 +29,7 @@ from tooluse_datasets.codec import json_bytes, try_loads
 from tooluse_datasets.errors import ConversionError, ToolUseDataError
 from tooluse_datasets.formats import Format
 from tooluse_datasets.schema import complete_row
+from tooluse_datasets.validation import validate_unified
 
 from . import protocol as P
 from .system_prompt import parse_system_prompt, render_system_prompt
@@ -98,6 +99,8 @@ class _Style:
 
 def write_toolmind_row(row: dict) -> dict:
     """``from_unified`` of the ``toolmind`` format."""
+    # Rows a user built or edited may be malformed: name the field rather than fail on it with a KeyError.
+    validate_unified(row, require_known_tools=False)
     row = complete_row(row)
     written = toolmind_messages(row)
     return {"messages": messages_text(row, written.messages), "split": split_value(row), "id": row["id"],
