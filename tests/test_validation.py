@@ -596,14 +596,29 @@ def test_validate_function_rules_selection_and_config(agent_file):
     assert swift.total().rules.checked == 4           # the rules still check the unified rows
 
 
-def test_stats_shows_the_validation_counts(agent_file, capsys):
+def test_stats_shows_the_validation_counts_and_the_rows_it_could_not_read(agent_file, tmp_path, capsys):
     from tooluse_datasets.cli import main
 
-    assert main(["stats", "ms_swift", "--data-files", agent_file, "--on-error", "skip"]) == 0
+    skipped = tmp_path / "skipped.jsonl"
+    assert main(["stats", "ms_swift", "--data-files", agent_file, "--on-error", "skip",
+                 "--skipped-rows", str(skipped)]) == 0
     stats = json.loads(capsys.readouterr().out)["train"]
     assert stats["rows"] == stats["validation"]["checked"] == 4
     assert stats["validation"]["by_reason"] == {"arguments.schema": 1}
     assert stats["validation"]["warnings"] == {"call.no_tools": 1}
+    # the unreadable third line: counted in the JSON (it was only a log line) and listed in the file
+    assert (stats["read"]["rows_read"], stats["read"]["skipped"]) == (5, 1)
+    assert stats["read"]["by_reason"] == {"InvalidJsonError:<line>": 1}
+    assert [(r["file"], r["row"]) for r in map(json.loads, skipped.read_text().splitlines())] == [(agent_file, 2)]
+
+
+def test_stats_reads_each_split_for_itself(capsys):
+    from tooluse_datasets.cli import main
+
+    assert main(["stats", "toolmind", "--sample"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert len(stats) == 7 and sum(s["rows"] for s in stats.values()) == _sample_row_count("toolmind")
+    assert all(s["read"]["rows_read"] == s["rows"] and s["read"]["skipped"] == 0 for s in stats.values())
 
 
 # --------------------------------------------------------------------------------------------------

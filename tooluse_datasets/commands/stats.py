@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from . import add_source_arguments, data_files_for, source_options
+from . import add_skipped_rows_argument, add_source_arguments, data_files_for, skip_report_for, source_options
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -13,28 +13,33 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--plots", metavar="DIR", help="also draw the distributions (turns, calls and tools per row, "
                                                   "content lengths; one line per split) as PNG files in DIR "
                                                   "(needs the plots extra: pip install 'tooluse-datasets[plots]')")
+    add_skipped_rows_argument(p)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
     from ..distributions import plot_distributions
+    from ..errors import SkipReport
     from ..loading import load
     from ..progress import progress
     from ..stats import SplitStatistics
     from ..validation import ValidationCounter
 
-    splits = load(args.source, "unified", split=args.split, streaming=True,
-                  data_files=data_files_for(args, args.source), on_error=args.on_error, **source_options(args))
-    if args.split:
-        splits = {args.split: splits}
+    def stream(split=None, report=None):
+        return load(args.source, "unified", split=split, streaming=True, data_files=data_files_for(args, args.source),
+                    on_error=args.on_error, report=report, **source_options(args))
+
+    skipped_rows = skip_report_for(args).rows_path  # the file, emptied; each split's report appends to it
     out, distributions = {}, {}
-    for split, ds in splits.items():
+    for split in [args.split] if args.split else list(stream()):
+        read = SkipReport(rows_path=skipped_rows)  # one a split: the rows read and skipped, as `validate` gives
         counter = ValidationCounter()  # the validation rules' counts, in the same pass (see `validate`)
         stats = SplitStatistics()  # its distributions are what the plots draw
-        for row in counter.observe(progress(ds, f"{args.source}/{split}")):
+        for row in counter.observe(progress(stream(split, read), f"{args.source}/{split}")):
             stats.add(row)
+        read.close()
         distributions[split] = stats.distributions
-        out[split] = {**stats.result(), "validation": counter.to_dict()}
+        out[split] = {**stats.result(), "read": read.to_dict(), "validation": counter.to_dict()}
     print(json.dumps(out, indent=1, ensure_ascii=False))
     if args.plots:
         for path in plot_distributions(distributions, args.plots, title=args.source):
