@@ -286,6 +286,23 @@ def test_files_without_a_split_column_use_data_files_splits(tmp_path):
     assert raw["split"] is None
 
 
+@pytest.mark.parametrize("streaming", [True, False], ids=["streaming", "map"])
+def test_a_split_column_the_user_names_must_exist(tmp_path, cache_dir, streaming):
+    """The default column may be absent (one train split); a column named by the user and found in no file is
+    an error, not every row silently put in ``train`` (a typo such as ``split_column="sourc"``)."""
+    parquet = td.sample_files("toolmind")["train"][0]
+    jsonl = write_jsonl(tmp_path / "a.jsonl", [native_row(conversation())])
+    with pytest.raises(MissingFieldError, match="split_column='sourc': the file has no column") as err:
+        td.load("toolmind", data_files=parquet, split_column="sourc", streaming=streaming, cache_dir=cache_dir)
+    assert (err.value.file, err.value.field) == (parquet, "sourc")
+    with pytest.raises(MissingFieldError, match="none of the 2 files has a column"):
+        td.load("toolmind", data_files=[parquet, jsonl], split_column="sourc", streaming=streaming,
+                cache_dir=cache_dir)
+    renamed = write_jsonl(tmp_path / "b.jsonl", [{"messages": native_row(conversation())["messages"], "origin": "x"}])
+    ds = td.load("toolmind", data_files=renamed, split_column="origin", streaming=streaming, cache_dir=cache_dir)
+    assert list(ds) == ["x"]
+
+
 def test_jsonl_rows_outside_every_split_are_reported_not_dropped(tmp_path):
     good = native_row(conversation())
     path = tmp_path / "rows.jsonl"

@@ -120,7 +120,8 @@ class ToolMindSource(Source):
         column and data_files named no splits; otherwise one HF split per data_files key."""
         opts = self.options
         if opts.split_column and list(files_by_split) == ["train"] and files_by_split["train"]:
-            plans = plan_splits(list(files_by_split["train"]), opts.split_column, opts.shard_bytes)
+            plans = plan_splits(list(files_by_split["train"]), opts.split_column, opts.shard_bytes,
+                                column_required=opts.split_column != ToolMindOptions.split_column)
             if plans is not None:
                 return plans
         return [SplitPlan(plan.name, plan.shards, SplitSelection(None, False, False, len(files) > 1))

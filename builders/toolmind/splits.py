@@ -57,9 +57,11 @@ class _FileValues:
     metadata: Any = None                          # Parquet: the footer, read once while planning
 
 
-def plan_splits(files: list[str], split_column: str, shard_bytes: int) -> Optional[list[SplitPlan]]:
+def plan_splits(files: list[str], split_column: str, shard_bytes: int, *,
+                column_required: bool = False) -> Optional[list[SplitPlan]]:
     """One split per `split` value (card order), or None if no file has ``split_column`` (or its rows hold
-    no usable value: they are then read as data_files splits and each row is reported)."""
+    no usable value: they are then read as data_files splits and each row is reported). ``column_required``
+    (a column the user named): no file having it is an error, not one ``train`` split."""
     with_column, unassigned = [], []
     for path in files:
         try:
@@ -73,6 +75,11 @@ def plan_splits(files: list[str], split_column: str, shard_bytes: int) -> Option
             unassigned.append(path)
         else:
             with_column.append(found)
+    if not with_column and column_required:
+        one = len(files) == 1
+        raise MissingFieldError(f"split_column={split_column!r}: {'the file has no' if one else f'none of the {len(files)} files has a'} "
+                                f"column of text by that name; pass the column naming each row's source dataset, or "
+                                f"split_column=None", file=display_path(files[0]) if one else None, field=split_column)
     if not with_column or not any(f.values for f in with_column):
         return None
     values = set().union(*(f.values for f in with_column))
