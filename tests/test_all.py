@@ -40,6 +40,25 @@ def test_all_names_the_member_source_of_a_bad_row(tmp_path, cache_dir):
     assert info.value.source == "nestful" and info.value.field == "tools" and info.value.row == 0
 
 
+@pytest.mark.parametrize("streaming", [True, False], ids=["streaming", "map"])
+def test_all_skip_records_name_the_member_source_of_unreadable_lines_and_files(tmp_path, cache_dir, streaming):
+    """A line that is not JSON and a file that is not Parquet are found by the member's reader, before any
+    conversion: their records said source 'all'."""
+    lines = tmp_path / "agent.jsonl"
+    lines.write_text(open(td.sample_files("ms_swift")["train"][0]).readline() + "{cut\n")
+    not_parquet = tmp_path / "toolmind.parquet"
+    not_parquet.write_bytes(b"PAR1 not really")
+    report = td.SkipReport(keep_all=True)
+    ds = td.load("all", data_files={"ms_swift": [str(lines)], "toolmind": [str(not_parquet)]}, split="train",
+                 streaming=streaming, on_error="skip", report=report, cache_dir=cache_dir)
+    assert [r["source"] for r in ds] == ["ms_swift"]
+    assert sorted((r["source"], r["field"], r["row"]) for r in report.rows) == [
+        ("ms_swift", "<line>", 1), ("toolmind", "<file>", None)]
+    with pytest.raises(td.InvalidValueError) as info:
+        list(td.load("all", data_files={"toolmind": [str(not_parquet)]}, split="train", streaming=True))
+    assert info.value.source == "toolmind"
+
+
 def test_all_offline_without_files_is_the_same_clear_error(monkeypatch, cache_dir):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(td.DataNotFoundError, match="data_files="):

@@ -63,10 +63,14 @@ class MixedSource(Source):
     def read(self, shard: MemberShard, split: SplitPlan, resume: Optional[tuple[int, int]] = None
              ) -> Iterator[RawBatch]:
         name = shard.member
-        for batch in self.member(name).read(shard, SplitPlan(shard.member_split, (), shard.selection), resume):
-            batch.items = [(row, item if isinstance(item, ToolUseDataError) else (name, item))
-                           for row, item in batch.items]
-            yield batch
+        try:
+            for batch in self.member(name).read(shard, SplitPlan(shard.member_split, (), shard.selection), resume):
+                # errors name the member source, as every other error of its rows does
+                batch.items = [(row, item.at(source=name) if isinstance(item, ToolUseDataError) else (name, item))
+                               for row, item in batch.items]
+                yield batch
+        except ToolUseDataError as exc:
+            raise exc.at(source=name)
 
     def to_raw(self, item: tuple[str, dict], ctx: RowContext) -> tuple[str, Any]:
         name, native = item
