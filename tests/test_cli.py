@@ -29,3 +29,17 @@ def test_show_exits_0_on_the_last_row_and_2_just_past_it(capsys):
     assert main(["show", "ms_swift", "--sample", "--row", str(rows - 1)]) == 0
     assert "ms_swift/alias_and_provider_rows/" in capsys.readouterr().out
     assert main(["show", "ms_swift", "--sample", "--row", str(rows)]) == 2
+
+
+@pytest.mark.parametrize("command", [
+    ["export", "all", "--sample", "--format", "raw"],                   # the mix has no raw format
+    ["stats", "toolmind", "--sample", "--option", "split_column=sourc"],  # no such column
+])
+def test_a_refused_command_leaves_its_skipped_rows_file_and_output_folder_alone(command, tmp_path, capsys):
+    listing = tmp_path / "skipped.jsonl"
+    listing.write_text('{"kept": "from the last run"}\n')
+    out = tmp_path / "out"
+    extra = ["--out", str(out)] if command[0] == "export" else []
+    assert main([*command, *extra, "--skipped-rows", str(listing)]) == 2
+    assert capsys.readouterr().err.startswith("error: ")
+    assert listing.read_text() == '{"kept": "from the last run"}\n' and not out.exists()

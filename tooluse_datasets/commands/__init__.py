@@ -56,15 +56,18 @@ def add_skipped_rows_argument(p: argparse.ArgumentParser) -> None:
 
 
 def skip_report_for(args: argparse.Namespace):
-    """The command's skip report: every skipped row also goes to ``--skipped-rows`` (the file starts empty)."""
-    from pathlib import Path
-
+    """The command's skip report: every skipped row also goes to ``--skipped-rows``. The file is left as it is
+    until :func:`start_skipped_rows`: a command refused for its arguments does not empty it."""
     from ..errors import SkipReport
 
-    path = getattr(args, "skipped_rows", None)
-    if path:
-        Path(path).write_bytes(b"")
-    return SkipReport(rows_path=path or None)
+    return SkipReport(rows_path=getattr(args, "skipped_rows", None) or None)
+
+
+def start_skipped_rows(report) -> None:
+    """Empty the ``--skipped-rows`` file (skipped rows are appended to it): call once the run is set up."""
+    if report.rows_path:
+        with open(report.rows_path, "wb"):
+            pass
 
 
 def print_skips(report) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 
 from . import (add_skipped_rows_argument, add_source_arguments, data_files_for, print_skips, skip_report_for,
-               source_options)
+               source_options, start_skipped_rows)
 from ..progress import progress
 
 DATASET_INFO = "dataset_info.json"
@@ -29,12 +29,14 @@ def run(args: argparse.Namespace) -> int:
     from ..codec import dumps
     from ..loading import load
 
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     report = skip_report_for(args)
     splits = load(args.source, args.format, split=args.split, streaming=True,
                   data_files=data_files_for(args, args.source), on_error=args.on_error, report=report,
                   **source_options(args))
+    # Planned, nothing read yet: only now are the output folder and the skipped-rows file touched.
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    start_skipped_rows(report)
     if args.split:
         splits = {args.split: splits}
     registered: dict[str, dict] = {}

@@ -4,7 +4,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from . import add_skipped_rows_argument, add_source_arguments, data_files_for, skip_report_for, source_options
+from . import (add_skipped_rows_argument, add_source_arguments, data_files_for, skip_report_for, source_options,
+               start_skipped_rows)
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -29,9 +30,12 @@ def run(args: argparse.Namespace) -> int:
         return load(args.source, "unified", split=split, streaming=True, data_files=data_files_for(args, args.source),
                     on_error=args.on_error, report=report, **source_options(args))
 
-    skipped_rows = skip_report_for(args).rows_path  # the file, emptied; each split's report appends to it
+    names = [args.split] if args.split else list(stream())
+    report = skip_report_for(args)
+    start_skipped_rows(report)
+    skipped_rows = report.rows_path  # each split's report appends to it
     out, distributions = {}, {}
-    for split in [args.split] if args.split else list(stream()):
+    for split in names:
         read = SkipReport(rows_path=skipped_rows)  # one a split: the rows read and skipped, as `validate` gives
         counter = ValidationCounter()  # the validation rules' counts, in the same pass (see `validate`)
         stats = SplitStatistics()  # its distributions are what the plots draw

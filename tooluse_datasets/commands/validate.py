@@ -4,7 +4,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from . import add_skipped_rows_argument, add_source_arguments, data_files_for, skip_report_for, source_options
+from . import (add_skipped_rows_argument, add_source_arguments, data_files_for, skip_report_for, source_options,
+               start_skipped_rows)
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -43,7 +44,9 @@ def _selection(*, allow_read: bool):
 def run(args: argparse.Namespace) -> int:
     from ..validation.run import validate
 
-    skipped_rows = skip_report_for(args).rows_path  # the file, emptied; each split's report appends to it
+    report = skip_report_for(args)
+    start_skipped_rows(report)
+    skipped_rows = report.rows_path  # each split's report appends to it
     result = validate(args.source, args.config, split=args.split, data_files=data_files_for(args, args.source),
                       rules=args.rules, fail_on=args.fail_on, on_error=args.on_error, max_examples=args.examples,
                       skipped_rows=skipped_rows, **source_options(args))
