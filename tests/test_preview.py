@@ -3,6 +3,7 @@ elided with its length kept, calls with their arguments and the references betwe
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 from rich.console import Console
@@ -29,6 +30,17 @@ def test_show_finds_a_row_by_id_and_reports_a_missing_one(capsys):
     assert "thinking: I need the total" in out and "images: receipts/lunch_2024-05-17.jpg" in out
     assert main(["show", "ms_swift", "--sample", "--id", "nope"]) == 2  # bad input: see tests/test_cli.py
     assert "no id 'nope'" in capsys.readouterr().err
+
+
+def test_show_of_a_json_format_in_a_pipe_is_json_with_lines_longer_than_the_console(capsys):
+    """Other formats print as JSON: its lines were cut at the pipe's 100 columns, so `| jq` failed."""
+    assert main(["show", "ms_swift", "--sample", "--config", "raw", "--row", "0", "--max-chars", "0"]) == 0
+    out = capsys.readouterr().out
+    assert max(map(len, out.splitlines())) > 100
+    row = json.loads(out)
+    expected = next(iter(td.load("ms_swift", "raw", data_files=td.sample_files("ms_swift"), split="train",
+                                 streaming=True)))
+    assert row == json.loads(td.codec.dumps(expected))
 
 
 def test_long_text_is_elided_with_a_visible_marker_and_its_length(cache_dir):

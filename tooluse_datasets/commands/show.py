@@ -36,7 +36,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {args.source}: no {what} in split(s) {', '.join(splits)} ({rows})", file=sys.stderr)
         return 2
     console = console_for()
-    console.print(render_row(row, args.max_chars) if args.config == "unified" else render_json(row, args.max_chars))
+    if args.config == "unified":
+        console.print(render_row(row, args.max_chars))
+    else:  # JSON text: lines are not cut at the console width, so a pipe gets JSON that parses
+        console.print(render_json(row, args.max_chars), soft_wrap=True)
     return 0
 
 
