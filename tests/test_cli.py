@@ -43,3 +43,13 @@ def test_a_refused_command_leaves_its_skipped_rows_file_and_output_folder_alone(
     assert main([*command, *extra, "--skipped-rows", str(listing)]) == 2
     assert capsys.readouterr().err.startswith("error: ")
     assert listing.read_text() == '{"kept": "from the last run"}\n' and not out.exists()
+
+
+def test_show_stops_at_the_row_asked_for_so_a_bad_row_after_it_does_not_raise(capsys):
+    """Row 2 of the ms-swift sample has a call without a result, which the toolmind format refuses: rows 0 and 1
+    show (they were converted with row 2, which raised first), row 2 is the typed error naming it."""
+    for row in (0, 1):
+        assert main(["show", "ms_swift", "--sample", "--config", "toolmind", "--row", str(row)]) == 0
+        assert '"split": "ms_swift/agent_rows"' in capsys.readouterr().out
+    assert main(["show", "ms_swift", "--sample", "--config", "toolmind", "--row", "2"]) == 2
+    assert "row 2, field 'messages[1].tool_calls[0]'" in capsys.readouterr().err

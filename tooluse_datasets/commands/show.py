@@ -23,8 +23,13 @@ def run(args: argparse.Namespace) -> int:
     from ..loading import load
     from ..preview import console_for, render_json, render_row
 
+    options = source_options(args)
+    if args.id is None:
+        # Rows are converted a few at a time: read one at a time, so that with --on-error raise a bad row
+        # just after the one asked for is not reached (it would raise before that row is shown).
+        options.setdefault("batch_size", 1)
     splits = load(args.source, args.config, split=args.split, streaming=True,
-                  data_files=data_files_for(args, args.source), on_error=args.on_error, **source_options(args))
+                  data_files=data_files_for(args, args.source), on_error=args.on_error, **options)
     if args.split:
         splits = {args.split: splits}
     elif args.id is None and len(splits) > 1:
