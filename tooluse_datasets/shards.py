@@ -446,12 +446,7 @@ def read_lines(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] 
             start_of_line = offset
             offset += len(line)
             if start_of_line == 0:
-                kind = not_json_text(line[:_SNIFF_BYTES])
-                if kind:
-                    raise InvalidValueError(f"file holds {kind}, not JSON text", file=display_path(shard.file),
-                                            field="<file>")
-                if line.startswith(UTF8_BOM):
-                    line = line[len(UTF8_BOM):]
+                line = first_line(line, shard.file)
             if line.strip():
                 try:
                     value = loads(line)
@@ -480,6 +475,14 @@ _MAGIC = ((b"PAR1", "Parquet data (name it .parquet)"), (b"\x1f\x8b", "gzip-comp
           (b"\xfd7zXZ\x00", "xz-compressed data (name it .xz)"),
           (b"\xff\xfe", "UTF-16 text (JSON files are UTF-8)"), (b"\xfe\xff", "UTF-16 text (JSON files are UTF-8)"))
 _SNIFF_BYTES = 1024
+
+
+def first_line(line: bytes, file: str) -> bytes:
+    """A JSON Lines file's first line without its UTF-8 BOM; a file that is plainly not JSON text is an error."""
+    kind = not_json_text(line[:_SNIFF_BYTES])
+    if kind:
+        raise InvalidValueError(f"file holds {kind}, not JSON text", file=display_path(file), field="<file>")
+    return line.removeprefix(UTF8_BOM)
 
 
 def not_json_text(head: bytes) -> Optional[str]:

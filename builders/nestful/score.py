@@ -32,7 +32,7 @@ from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 from tooluse_datasets.codec import dumps
 from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, JsonValueError, MissingFieldError
-from tooluse_datasets.shards import UTF8_BOM, not_json_text, open_text_file
+from tooluse_datasets.shards import first_line, open_text_file
 
 from .execution import SandboxLimits, SequenceJob, SequenceResult, executable_functions, run_sequences
 from .specs import output_fields
@@ -533,10 +533,7 @@ def _result_lines(path: str) -> Iterator[tuple[int, dict]]:
     with open_text_file(path) as f:
         for row_number, data in enumerate(iter(f.readline, b"")):
             if row_number == 0:
-                kind = not_json_text(data[:1024])
-                if kind:
-                    raise InvalidValueError(f"file holds {kind}, not JSON text", file=path, field="<file>")
-                data = data.removeprefix(UTF8_BOM)
+                data = first_line(data, path)
             try:
                 line = data.decode("utf-8")
             except UnicodeDecodeError as exc:
