@@ -218,3 +218,61 @@ def test_scoring_no_items_is_an_error_and_items_without_prediction_are_not(math_
         score([], win_rate=False)
     result = score([ScoreItem(MATH_ID, math_row["output"], math_row["tools"], 40.0, NO_PREDICTION)], win_rate=False)
     assert (result.n_rows, result.missing_predictions, result.partial_sequence_accuracy) == (1, 1, 0.0)
+
+
+# --------------------------------------------------------------------------------------------------
+# Gold fields of the wrong type in a result line
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sample_row():
+    """Row 0 of the bundled sample (GitHub's native form): gold answer 51.2 from add then multiply."""
+    path = sample_files("nestful")["train"][0]
+    with open(path, encoding="utf-8") as f:
+        return json.loads(f.readline())
+
+
+@pytest.mark.parametrize("field, value, where", [
+    ("tools", None, "tools"), ("tools", 5, "tools"), ("tools", {"a": 1}, "tools"), ("tools", ["x"], "tools[0]"),
+    ("tools", "null", "tools"), ("tools", json.dumps([{"description": "no name"}]), "tools[0].name"),
+    ("output", None, "output"), ("output", json.dumps({"name": "add"}), "output"), ("output", 7, "output"),
+])
+def test_gold_fields_of_the_wrong_type_are_typed_errors_naming_the_line(tmp_path, sample_row, functions_dir, capsys,
+                                                                        field, value, where):
+    right = upstream_line(sample_row, json.dumps(sample_row["output"]))
+    path = write_lines(tmp_path / "output.jsonl", [right, dict(right, **{field: value})])
+    with pytest.raises(InvalidValueError, match="must be|needs its name") as info:
+        read_results(path)
+    assert (info.value.file, info.value.row, info.value.field) == (path, 1, where)
+    code, out, err = cli_json(capsys, ["score", "nestful", path, "--executable-functions", functions_dir, "--json"])
+    assert code == 2 and out == {} and f"output.jsonl, row 1, field '{where}'" in err
+    assert "unexpected" not in err and "Traceback" not in err
+    # The same shapes built in Python are refused before anything runs (no functions folder is looked at).
+    bad = read_results(write_lines(tmp_path / "right.jsonl", [right]))[0]
+    setattr(bad, "tools" if field == "tools" else "gold_calls", json.loads(value) if isinstance(value, str) else value)
+    with pytest.raises(InvalidValueError) as info:
+        score([read_results(tmp_path / "right.jsonl")[0], bad], executable_functions_dir="/nonexistent")
+    assert (info.value.row, info.value.field) == (0, where)
+
+
+def test_the_right_line_with_its_tools_wins(tmp_path, sample_row, functions_dir):
+    """The lines above fail only for the field changed: unchanged, the sample row's own gold wins."""
+    right = upstream_line(sample_row, json.dumps(sample_row["output"]))
+    result = score_file(write_lines(tmp_path / "output.jsonl", [right]), executable_functions_dir=functions_dir)
+    assert (result.win_rate, result.full_sequence_accuracy, result.notes) == (1.0, 1.0, [])
+
+
+@pytest.mark.parametrize("text", ["NaN", "Infinity", "-Infinity", "[1, NaN]", "1e999"])
+def test_a_gold_answer_text_json_cannot_hold_is_refused_as_the_readme_says(tmp_path, sample_row, text, capsys):
+    line = dict(upstream_line(sample_row, json.dumps(sample_row["output"])), gold_answer=text)
+    path = write_lines(tmp_path / "output.jsonl", [line])
+    with pytest.raises((InvalidJsonError, JsonValueError)) as info:
+        read_results(path)
+    assert (info.value.file, info.value.row, info.value.field) == (path, 0, "gold_answer")
+    code, out, err = cli_json(capsys, ["score", "nestful", path, "--executable-functions", "/nonexistent", "--json"])
+    assert code == 2 and out == {} and "row 0, field 'gold_answer'" in err
+    # Built in Python, the text is refused the same way before anything runs.
+    item = ScoreItem(sample_row["sample_id"], sample_row["output"], sample_row["tools"], text, "[]")
+    with pytest.raises((InvalidJsonError, JsonValueError)):
+        score([item], executable_functions_dir="/nonexistent")

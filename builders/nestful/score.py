@@ -30,9 +30,10 @@ import statistics
 from collections import Counter
 from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
-from tooluse_datasets.codec import dumps
+from tooluse_datasets.codec import dumps, loads
 from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, JsonValueError, MissingFieldError
 from tooluse_datasets.shards import first_line, open_text_file
+from tooluse_datasets.validation.schemas import type_name
 
 from .execution import SandboxLimits, SequenceJob, SequenceResult, executable_functions, run_sequences
 from .specs import output_fields
@@ -407,8 +408,11 @@ def score(items: Iterable[ScoreItem], *, parser: str = "json", corrected: bool =
     items = list(items)
     if not items:
         raise InvalidValueError("no predictions to score", source="nestful")
-    # Every gold answer is checked before anything runs: a bad one is an error naming its item, not a
-    # sample the sandbox cannot check.
+    # Every gold row is checked before anything runs: a bad one is an error naming its item, not a crash
+    # or a sample the sandbox cannot check.
+    for position, item in enumerate(items):
+        check_gold_shapes(item.gold_calls, item.tools, sample_id=item.sample_id, file=item.file,
+                          row=position if item.row is None else item.row)
     answers = [_gold_answer_text(item.gold_answer, is_text=isinstance(item.gold_answer, str),
                                  sample_id=item.sample_id, file=item.file,
                                  row=position if item.row is None else item.row)
@@ -479,11 +483,16 @@ def _gold_answer_text(answer: Any, *, is_text: bool, sample_id: Any, file: Optio
         return None
     where = dict(file=file, row=row, field="gold_answer", source="nestful")
     if is_text:
+        # The package's JSON, not the stdlib's: the text NaN or Infinity is not JSON, and a gold answer no
+        # prediction can equal (NaN) would only make a sample that can never win.
         try:
-            json.loads(answer)
-        except (ValueError, RecursionError):  # RecursionError: nested deeper than Python's stack
-            raise InvalidJsonError(f"the gold answer of sample {sample_id!r} is text but not JSON (text is read "
-                                   "as JSON: a string answer goes in as its JSON text, codec.dumps(answer))",
+            loads(answer)
+        except JsonValueError as exc:
+            raise JsonValueError(f"the gold answer of sample {sample_id!r} is not a JSON value ({exc.message})",
+                                 **where) from None
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than Python's stack
+            raise InvalidJsonError(f"the gold answer of sample {sample_id!r} is text but not JSON ({exc}; text is "
+                                   "read as JSON: a string answer goes in as its JSON text, codec.dumps(answer))",
                                    **where) from None
         return answer
     try:
@@ -491,6 +500,28 @@ def _gold_answer_text(answer: Any, *, is_text: bool, sample_id: Any, file: Optio
     except JsonValueError as exc:
         raise JsonValueError(f"the gold answer of sample {sample_id!r} is not a JSON value ({exc.message})",
                              **where) from None
+
+
+def check_gold_shapes(gold_calls: Any, tools: Any, *, sample_id: Any, file: Optional[str], row: Optional[int]
+                      ) -> None:
+    """The gold calls are a list and the tool specs a list of objects with a name (NESTFUL specs or OpenAI
+    tools), as scoring reads them; else an :class:`InvalidValueError` naming the item's line and field (a
+    ``tools`` of another shape would crash, or leave every output field unknown so a right answer loses)."""
+    where = dict(file=file, row=row, source="nestful")
+    if not isinstance(gold_calls, list):
+        raise InvalidValueError(f"the gold calls of sample {sample_id!r} must be a JSON array, got "
+                                f"{type_name(gold_calls)}", field="output", **where)
+    if not isinstance(tools, list):
+        raise InvalidValueError(f"the tools of sample {sample_id!r} must be a JSON array of tool specs, got "
+                                f"{type_name(tools)}", field="tools", **where)
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            raise InvalidValueError(f"a tool spec of sample {sample_id!r} must be a JSON object, got "
+                                    f"{type_name(tool)}", field=f"tools[{i}]", **where)
+        spec = tool["function"] if isinstance(tool.get("function"), dict) else tool
+        if not isinstance(spec.get("name"), str):
+            raise InvalidValueError(f"a tool spec of sample {sample_id!r} needs its name as a string",
+                                    field=f"tools[{i}].name", **where)
 
 
 def _input_notes(items: list[ScoreItem], n: int, missing_predictions: int, missing_gold: int) -> list[str]:
@@ -521,10 +552,10 @@ def _json_value(value: Any, field: str, sample_id: Any, row: Optional[int], path
     if not isinstance(value, str):
         return value
     try:
-        return json.loads(value)
-    except (ValueError, RecursionError):  # also JSON nested deeper than Python's stack
-        raise InvalidJsonError(f"{field} of sample {sample_id!r} is a string but not JSON", file=path, row=row,
-                               field=field) from None
+        return loads(value)  # the package's JSON: NaN and Infinity are not JSON here either
+    except (ValueError, RecursionError) as exc:  # also JSON nested deeper than Python's stack
+        raise InvalidJsonError(f"{field} of sample {sample_id!r} is a string but not JSON ({exc})", file=path,
+                               row=row, field=field, source="nestful") from None
 
 
 def _result_lines(path: str) -> Iterator[tuple[int, dict]]:
@@ -564,8 +595,10 @@ def _item(gold: dict, sample_id: Any, prediction: Any, *, answer_is_text: bool, 
     # In upstream's files gold_answer is json.dumps of the value; package rows hold the value.
     gold_text = _gold_answer_text(answer, is_text=answer_is_text and isinstance(answer, str), sample_id=sample_id,
                                   file=path, row=row)
-    return ScoreItem(sample_id=sample_id, gold_calls=_json_value(gold["output"], "output", sample_id, row, path),
-                     tools=_json_value(gold["tools"], "tools", sample_id, row, path), gold_answer=gold_text,
+    calls = _json_value(gold["output"], "output", sample_id, row, path)
+    tools = _json_value(gold["tools"], "tools", sample_id, row, path)
+    check_gold_shapes(calls, tools, sample_id=sample_id, file=path, row=row)
+    return ScoreItem(sample_id=sample_id, gold_calls=calls, tools=tools, gold_answer=gold_text,
                      prediction=prediction, file=path, row=row)
 
 
