@@ -74,6 +74,22 @@ def test_integers_beyond_a_doubles_range_are_read_exactly_and_out_of_range_float
             loads(bad)
 
 
+def test_integers_longer_than_python_writes_are_a_typed_error_without_advice_to_change_the_process():
+    """Python reads and writes integer text of at most sys.get_int_max_str_digits() digits (4,300 by default);
+    its ValueError tells the caller to raise that process-wide limit, which a library must not do."""
+    import sys
+
+    limit = getattr(sys, "get_int_max_str_digits", lambda: 0)()
+    if not limit:
+        pytest.skip("this interpreter has no limit on integer text (Python < 3.10.7, or the limit turned off)")
+    assert loads(dumps({"n": 10**(limit - 1)})) == {"n": 10**(limit - 1)}
+    with pytest.raises(td.JsonValueError, match=f"too long to write as text .more than {limit:,} digits") as written:
+        dumps({"n": 10**(limit + 700)})
+    with pytest.raises(td.JsonValueError, match=f"too long to read .*{limit + 700:,} digits.*at most {limit:,}") as read:
+        loads('{"n": 1' + "0" * (limit + 699) + "}")
+    assert "set_int_max_str_digits" not in str(written.value) + str(read.value)
+
+
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf"), {"x": [1, float("nan")]}])
 def test_non_finite_numbers_are_refused_not_turned_into_null(bad):
     with pytest.raises(td.JsonValueError, match="NaN and infinities are refused"):

@@ -396,6 +396,18 @@ def test_every_writer_names_the_field_of_a_row_a_user_broke(samples, fmt):
         (lambda r: r["messages"][2].update(tool_calls="call_0"), "messages[2].tool_calls"),
         (lambda r: _calls(r)[0].pop("function"), "messages[2].tool_calls[0]"),
         (lambda r: r.update(tools="get_exchange_rate"), "tools"),
+        (lambda r: _calls(r)[0]["function"].pop("arguments"), "messages[2].tool_calls[0].function.arguments"),
+        (lambda r: r.update(images=[1]), "images[0]"),
+        # JSON values a Python row may hold: the toolmind writer rendered NaN (invalid JSON), turned 1 into
+        # "1" and raised TypeError on a set
+        (lambda r: _calls(r)[0]["function"].update(arguments={"x": float("nan")}),
+         "messages[2].tool_calls[0].function.arguments"),
+        (lambda r: _calls(r)[0]["function"].update(arguments={1: "a"}), "messages[2].tool_calls[0].function.arguments"),
+        (lambda r: _calls(r)[0]["function"].update(arguments={"x": {1, 2}}),
+         "messages[2].tool_calls[0].function.arguments"),
+        (lambda r: _calls(r)[0]["function"].update(arguments={"x": 10**5000}),
+         "messages[2].tool_calls[0].function.arguments"),
+        (lambda r: r["tools"][0]["function"]["parameters"].update(default=float("inf")), "tools[0]"),
     ]
     for mutate, field in cases:
         row = base(samples, SWIFT)
@@ -405,6 +417,15 @@ def test_every_writer_names_the_field_of_a_row_a_user_broke(samples, fmt):
         assert err.value.field == field, (fmt, field)
     with pytest.raises(MissingFieldError, match="a unified row must be an object"):
         write("not a row")
+    # a recorded spelling in meta that a user broke is not used; the row is written from its values
+    row = base(samples, SWIFT)
+    for source in ("ms_swift", "toolmind", "llamafactory"):
+        written = write({**row, "source": source, "meta": {}})
+        for meta in ("note", {"ms_swift_original": 3, "llamafactory_original": [1], "content": 2, "bridges": 3},
+                     {"llamafactory_original": {"conversations": {"x": 1, "1": 2}, "tools": 3},
+                      "content": {str(i): i for i in range(9)}, "bridges": {str(i): [i] for i in range(9)},
+                      "call_key": 4, "wrapper_padding": 5}):
+            assert write({**row, "source": source, "meta": meta}) == written, (fmt, source, meta)
 
 
 def test_counter_counts_rows_per_rule_with_examples_and_merges(samples):

@@ -22,6 +22,8 @@ from __future__ import annotations
 import ast
 import json
 import math
+import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -66,7 +68,10 @@ def dumps(value: Any) -> str:
         # Integers beyond 64 bits: the stdlib writes them exactly, but it would also stringify non-string
         # keys that orjson refuses, so check the whole value first.
         _check_json_value(value, "$")
-        return BIG_INT_MARK + json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        try:
+            return BIG_INT_MARK + json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        except ValueError as exc:  # Python writes no integer text longer than sys.get_int_max_str_digits()
+            raise JsonValueError(f"an integer is too long to write as text ({_digit_limit_reason(exc)})") from None
     if b"null" in data and (b":null" in data or b",null" in data or b"[null" in data or data == b"null") \
             and _has_non_finite(value):
         # orjson writes NaN and infinities as null: refuse them instead of changing the value. (Only a
@@ -163,6 +168,20 @@ def _stdlib_loads(text: str | bytes) -> Any:
         return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
     except RecursionError:
         raise JsonValueError("JSON nests values too deeply to read exactly") from None
+    except ValueError as exc:
+        if isinstance(exc, JsonValueError) or "integer string conversion" not in str(exc):
+            raise
+        raise JsonValueError(f"an integer is too long to read from text ({_digit_limit_reason(exc)})") from None
+
+
+def _digit_limit_reason(exc: ValueError) -> str:
+    """Python's limit on integer text (``sys.get_int_max_str_digits()``), said without its advice to raise it:
+    a library must not change that process-wide setting."""
+    limit = sys.get_int_max_str_digits()
+    digits = re.search(r"value has (\d+) digits", str(exc))
+    if digits:
+        return f"{int(digits.group(1)):,} digits; Python reads and writes at most {limit:,}"
+    return f"more than {limit:,} digits, the most Python reads and writes"
 
 
 def _refuse_lone_surrogates(value: Any) -> None:

@@ -202,16 +202,22 @@ def with_originals(out: dict, row: dict) -> dict:
     """Rows read from LLaMA-Factory files: put back the values whose spelling the rules above would change, as
     long as the row still says what the recorded spelling says (an edited turn or tool list is written from
     the row: the spelling reads the same as the value written here, or it is not used)."""
-    original: Any = (row.get("meta") or {}).get(ORIGINAL_KEY) if row.get("source") == "llamafactory" else None
-    if not original:
+    meta = row.get("meta")
+    original: Any = meta.get(ORIGINAL_KEY) if row.get("source") == "llamafactory" and isinstance(meta, dict) else None
+    if not isinstance(original, dict):
         return out
+    # Recorded spellings are hints for writing a row back byte for byte; one that is not of the shape this
+    # reader records (a hand-edited meta) is not used, and the row's values are written.
     conversations = out["conversations"]
-    for index, value in (original.get("conversations") or {}).items():
-        k = int(index)
-        if k < len(conversations) and _respelled(conversations[k]["from"], value) == conversations[k]["value"]:
+    recorded = original.get("conversations")
+    for index, value in recorded.items() if isinstance(recorded, dict) else ():
+        k = int(index) if isinstance(index, str) and index.isdigit() else len(conversations)
+        if k < len(conversations) and isinstance(value, str) \
+                and _respelled(conversations[k]["from"], value) == conversations[k]["value"]:
             conversations[k]["value"] = value
-    if "tools" in original and _respelled_tools(original["tools"]) == out["tools"]:
-        out["tools"] = original["tools"]
+    tools = original.get("tools")
+    if isinstance(tools, str) and _respelled_tools(tools) == out["tools"]:
+        out["tools"] = tools
     return out
 
 

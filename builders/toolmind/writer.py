@@ -91,10 +91,14 @@ class _Style:
         # Recorded contents and bridge texts are keyed by position in the original sequence; a row kept
         # whole (source_messages) is re-shaped by this writer, so its positions no longer match.
         positional = "source_messages" not in meta
-        return cls(padding=meta.get("wrapper_padding", ""), call_key=meta.get("call_key", "arguments"),
+        # Recorded values of another shape than the reader records (a hand-edited meta) are not used.
+        padding, call_key = meta.get("wrapper_padding"), meta.get("call_key")
+        content, bridges = meta.get("content"), meta.get("bridges")
+        return cls(padding=padding if isinstance(padding, str) else "",
+                   call_key=call_key if call_key in ("arguments", "parameters") else "arguments",
                    ensure_ascii=meta.get("messages_encoding", P.DEFAULT_ENCODING) != P.ENCODING_UTF8,
-                   overrides=(meta.get("content") or None) if positional else None,
-                   bridge_texts=(meta.get("bridges") or None) if positional else None)
+                   overrides=(content or None) if positional and isinstance(content, dict) else None,
+                   bridge_texts=(bridges or None) if positional and isinstance(bridges, dict) else None)
 
 
 def write_toolmind_row(row: dict) -> dict:
@@ -220,7 +224,7 @@ class _Writer:
         index = len(self.out.messages)
         stored = (self.style.bridge_texts or {}).get(str(index))
         self.out.bridges.append(index)
-        self._emit("reasoning", P.wrap(stored if stored is not None else self._bridge_text(kind, name, index),
+        self._emit("reasoning", P.wrap(stored if isinstance(stored, str) else self._bridge_text(kind, name, index),
                                        "think", self.style.padding))
 
     def _bridge_text(self, kind: str, name: Optional[str], index: int) -> str:
@@ -250,7 +254,8 @@ class _Writer:
 
     def _override(self, role: str) -> Optional[str]:
         overrides = self.style.overrides
-        return overrides.get(str(len(self.out.messages))) if overrides else None
+        original = overrides.get(str(len(self.out.messages))) if overrides else None
+        return original if isinstance(original, str) else None
 
     def _emit(self, role: str, content: str) -> None:
         self.out.messages.append({"role": role, "content": content})

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+from ..codec import dumps
+from ..errors import JsonValueError
 from .registry import Finding, Rule, all_rules, get_rule, structural_rules
 from .view import RowView
 
@@ -34,8 +36,25 @@ def _run(r: Rule, view: RowView) -> list[Finding]:
 
 def validate_unified(row: dict, *, require_known_tools: bool = True) -> None:
     """Check the invariants every unified row keeps (the structural validation rules, README: Validation
-    rules) and raise the first finding as a typed error naming the field. Accepts rows as built and as
-    decoded (empty keys left out). ``require_known_tools=False``: calls may name tools outside ``tools``."""
+    rules) and that its JSON values can be written exactly, and raise the first finding as a typed error
+    naming the field. Accepts rows as built and as decoded (empty keys left out). ``require_known_tools=False``:
+    calls may name tools outside ``tools``."""
     rules = [r for r in structural_rules() if require_known_tools or r.id != "call.unknown_tool"]
     for finding in check_row(row, rules):
         raise get_rule(finding.rule).error(finding.message, field=finding.field)
+    _check_json_values(row)
+
+
+def _check_json_values(row: dict) -> None:
+    """Every JSON value of the row (tools, call arguments, meta) can be written exactly, or JsonValueError
+    naming its field: a row built in Python may hold NaN, sets or non-string keys, which writers that render
+    JSON text themselves would otherwise write as invalid JSON or change silently."""
+    leaves = [(f"tools[{j}]", tool) for j, tool in enumerate(row["tools"])]
+    leaves += [(f"messages[{i}].tool_calls[{k}].function.arguments", call["function"]["arguments"])
+               for i, m in enumerate(row["messages"]) for k, call in enumerate(m.get("tool_calls") or ())]
+    leaves.append(("meta", row.get("meta")))
+    for field, value in leaves:
+        try:
+            dumps(value)
+        except JsonValueError as exc:
+            raise exc.at(field=field) from None

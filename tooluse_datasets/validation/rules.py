@@ -45,6 +45,9 @@ def row_fields(view: RowView) -> Findings:
     for key in _OPTIONAL_LISTS:
         if row.get(key) is not None and not isinstance(row[key], list):
             yield key, f"{key} must be a list, got {type_name(row[key])}"
+        for j, item in enumerate(row.get(key) if isinstance(row.get(key), list) else ()):
+            if not isinstance(item, str):
+                yield f"{key}[{j}]", f"a media entry is a path or URL (a string), got {type_name(item)}"
     edges = row.get("call_graph") if isinstance(row.get("call_graph"), list) else []
     for i, edge in enumerate(edges):
         if not isinstance(edge, dict) or not all(isinstance(edge.get(k), (str, type(None))) for k in _EDGE_KEYS):
@@ -144,13 +147,16 @@ def call_not_assistant(view: RowView) -> Findings:
             yield f"messages[{i}].tool_calls", "only assistant messages carry tool_calls"
 
 
-@rule("call.fields", "error", "A call has no id or no function name.", error=MissingFieldError, structural=True)
+@rule("call.fields", "error", "A call has no id, no function name or no arguments.", error=MissingFieldError,
+      structural=True)
 def call_fields(view: RowView) -> Findings:
     for c in view.calls:
         if not (isinstance(c.id, str) and c.id):
             yield f"{c.field}.id", "call has no id"
         if not (isinstance(c.name, str) and c.name):
             yield f"{c.field}.function.name", "call has no function name"
+        if c.arguments is None:  # other values that are not an object: arguments.not_object
+            yield f"{c.field}.function.arguments", "call has no arguments"
 
 
 @rule("call.duplicate_id", "error", "Two calls of the row have the same id (results cannot say which "
@@ -185,7 +191,7 @@ def call_no_tools(view: RowView) -> Findings:
 @rule("arguments.not_object", "error", "A call's arguments are not a JSON object.")
 def arguments_not_object(view: RowView) -> Findings:
     for c in view.calls:
-        if not isinstance(c.arguments, dict):
+        if c.arguments is not None and not isinstance(c.arguments, dict):  # None: call.fields
             yield f"{c.field}.function.arguments", f"arguments must be a JSON object, got {type_name(c.arguments)}"
 
 
