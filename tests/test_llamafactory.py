@@ -210,3 +210,34 @@ def test_cli_export_writes_files_and_dataset_info(tmp_path, capsys):
         rows = [json.loads(line) for line in (tmp_path / entry["file_name"]).read_text().splitlines()]
         assert rows and all(accepted_by_llamafactory(r) is not None for r in rows)
         assert ("system" in entry["columns"]) == any(r["system"] for r in rows)
+
+
+@pytest.mark.parametrize("text", ["[1, 2]\n", "notjson{"])
+def test_cli_export_stops_before_any_row_on_a_dataset_info_it_cannot_extend(tmp_path, capsys, text):
+    """A broken dataset_info.json was 'unexpected AttributeError (a bug)' or a JSON error naming no file, after
+    the rows were written and left unregistered."""
+    (tmp_path / "dataset_info.json").write_text(text)
+    assert main(["export", "nestful", "--sample", "--format", "llamafactory", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {tmp_path / 'dataset_info.json'}, field '<file>': ") and "a bug" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dataset_info.json"]
+    assert (tmp_path / "dataset_info.json").read_text() == text
+
+
+def test_cli_export_registers_no_empty_file_and_fails_when_nothing_is_exported(tmp_path, capsys):
+    """LLaMA-Factory refuses an empty dataset: a split whose rows were all skipped is not registered (an entry
+    left by an earlier run of the same name is taken out), and an export of no row at all exits 1."""
+    sample = td.sample_files("ms_swift")["train"][0]
+    unreadable = tmp_path / "agent_rows.jsonl"
+    unreadable.write_text("not json\n")
+    out = tmp_path / "out"
+    assert main(["export", "ms_swift", "--data-files", sample, "--format", "llamafactory", "--out", str(out),
+                 "--on-error", "skip"]) == 0
+    assert set(json.loads((out / "dataset_info.json").read_text())) == {"ms_swift-llamafactory-train"}
+    assert main(["export", "ms_swift", "--data-files", str(unreadable), "--format", "llamafactory",
+                 "--out", str(out), "--on-error", "skip"]) == 1
+    captured = capsys.readouterr()
+    assert "not registered, no rows: ms_swift-llamafactory-train" in captured.out
+    assert "error: no rows to export" in captured.err
+    assert json.loads((out / "dataset_info.json").read_text()) == {}
+    assert (out / "ms_swift-llamafactory-train.jsonl").read_text() == ""

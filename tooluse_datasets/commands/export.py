@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
+from typing import Optional
 
 import orjson
 
 from . import (add_skipped_rows_argument, add_source_arguments, data_files_for, print_skips, skip_report_for,
                source_options, start_skipped_rows)
+from ..errors import InvalidJsonError, InvalidValueError
 from ..progress import progress
 
 DATASET_INFO = "dataset_info.json"
@@ -33,13 +36,16 @@ def run(args: argparse.Namespace) -> int:
     splits = load(args.source, args.format, split=args.split, streaming=True,
                   data_files=data_files_for(args, args.source), on_error=args.on_error, report=report,
                   **source_options(args))
-    # Planned, nothing read yet: only now are the output folder and the skipped-rows file touched.
     out = Path(args.out)
+    # An existing dataset_info.json is read before any row, so that a broken one stops the run up front.
+    info = _read_dataset_info(out / DATASET_INFO) if args.format == "llamafactory" else None
+    # Planned, nothing read yet: only now are the output folder and the skipped-rows file touched.
     out.mkdir(parents=True, exist_ok=True)
     start_skipped_rows(report)
     if args.split:
         splits = {args.split: splits}
-    registered: dict[str, dict] = {}
+    registered: dict[str, Optional[dict]] = {}
+    written = 0
     for split, ds in splits.items():
         path = out / f"{args.source}-{args.format}-{split}.jsonl"
         tmp = path.with_suffix(".jsonl.partial")
@@ -58,11 +64,16 @@ def run(args: argparse.Namespace) -> int:
             tmp.unlink(missing_ok=True)
         print(f"{path}: {n} rows")
         if args.format == "llamafactory":
-            registered[path.stem] = _llamafactory_entry(path.name, used)
-    if registered:
-        _update_dataset_info(out / DATASET_INFO, registered)
+            # LLaMA-Factory refuses an empty dataset: an empty file is not registered (nor kept registered).
+            registered[path.stem] = _llamafactory_entry(path.name, used) if n else None
+        written += n
+    if info is not None:
+        _update_dataset_info(out / DATASET_INFO, info, registered)
     report.close()
     print_skips(report)
+    if not written:
+        print(f"error: no rows to export ({args.source}, format {args.format})", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -78,11 +89,31 @@ def _llamafactory_entry(file_name: str, used: set[str]) -> dict:
     return dataset_info_entry(file_name, used)
 
 
-def _update_dataset_info(path: Path, entries: dict[str, dict]) -> None:
-    """Add or replace this export's entries; entries of other files in the folder stay."""
-    info = orjson.loads(path.read_bytes()) if path.exists() else {}
-    info.update(entries)
+def _read_dataset_info(path: Path) -> dict:
+    """The folder's dataset_info.json (entries of other exports), {} if there is none."""
+    if not path.exists():
+        return {}
+    try:
+        info = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as exc:
+        raise InvalidJsonError(f"not valid JSON ({exc}); fix or remove it", file=str(path), field="<file>") from None
+    if not isinstance(info, dict):
+        raise InvalidValueError("is not a JSON object of dataset entries (what LLaMA-Factory reads); fix or remove "
+                                "it", file=str(path), field="<file>")
+    return info
+
+
+def _update_dataset_info(path: Path, info: dict, entries: dict[str, Optional[dict]]) -> None:
+    """Add or replace this export's entries (None: no entry for that file); other files' entries stay."""
+    for name, entry in entries.items():
+        if entry is None:
+            info.pop(name, None)
+        else:
+            info[name] = entry
     tmp = path.with_suffix(".json.partial")
     tmp.write_bytes(orjson.dumps(info, option=orjson.OPT_INDENT_2) + b"\n")
     os.replace(tmp, path)
-    print(f"{path}: {len(entries)} entr{'y' if len(entries) == 1 else 'ies'} ({', '.join(entries)})")
+    kept = [name for name, entry in entries.items() if entry is not None]
+    empty = [name for name, entry in entries.items() if entry is None]
+    print(f"{path}: {len(kept)} entr{'y' if len(kept) == 1 else 'ies'}" + (f" ({', '.join(kept)})" if kept else "")
+          + (f"; not registered, no rows: {', '.join(empty)}" if empty else ""))
