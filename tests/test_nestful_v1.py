@@ -10,7 +10,7 @@ import tooluse_datasets as td
 from tooluse_datasets.builders.nestful.source import NestfulOptions, NestfulSource
 from tooluse_datasets.builders.nestful.v1 import (GROUP_COUNTS, RESULT_CALL, read_specs, v1_groups, v1_tool, v1_to_raw,
                                                   v1_to_unified)
-from tooluse_datasets.errors import SkipReport, UndefinedReferenceError
+from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, SkipReport, UndefinedReferenceError
 from tooluse_datasets.source import RowContext
 from tooluse_datasets.validation import check_row
 
@@ -214,3 +214,77 @@ def test_the_default_v1_files_are_the_pinned_upstream_ones():
 def test_bad_options_are_refused(options, match):
     with pytest.raises(ValueError, match=match):
         NestfulSource(NestfulOptions(**options))
+
+
+# --------------------------------------------------------------------------------------------------
+# A bad spec file: its bad elements are reported and the other specs used; an unreadable one fails each row
+# --------------------------------------------------------------------------------------------------
+
+
+def executable_with_spec(tmp_path, spec_text: str, data_copies: int = 1) -> tuple[dict, str, list[str]]:
+    """``data_files`` for the executable group with the real data file (copied ``data_copies`` times: one group
+    of several data files) and a spec file holding ``spec_text``."""
+    data = open(v1_file(GROUP_PATHS["executable"][0]), encoding="utf-8").read()
+    data_paths = []
+    for i in range(data_copies):
+        path = tmp_path / f"copy{i}" / "executable-data.json"
+        path.parent.mkdir()
+        path.write_text(data, encoding="utf-8")
+        data_paths.append(str(path))
+    spec = tmp_path / "executable-spec.json"
+    spec.write_text(spec_text, encoding="utf-8")
+    return {"executable": [*data_paths, str(spec)]}, str(spec), data_paths
+
+
+def load_skipping(files, tmp_path, streaming=False) -> tuple[list[dict], SkipReport]:
+    report = SkipReport(keep_all=True)
+    ds = td.load("nestful", data_files=files, data_version="v1", on_error="skip", report=report, split="executable",
+                 streaming=streaming, cache_dir=str(tmp_path / "cache"))
+    return list(ds), report
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_a_spec_element_that_is_no_spec_is_reported_once_and_the_other_specs_are_used(tmp_path, streaming):
+    specs = json.loads(open(v1_file(GROUP_PATHS["executable"][1]), encoding="utf-8").read())
+    files, spec_path, data_paths = executable_with_spec(tmp_path, json.dumps([1, *specs, {"description": "no name"}]),
+                                                        data_copies=2)
+    rows, report = load_skipping(files, tmp_path, streaming)
+    # Both data files load in full with the 39 good specs; the two bad elements are skips naming the spec file.
+    assert len(rows) == 170 and all(len(r["tools"]) == 39 for r in rows)
+    assert (report.rows_read, report.skipped) == (172, 2)
+    assert [(r["file"], r["row"], r["field"]) for r in report.rows] == [(spec_path, 0, "<row>"), (spec_path, 40, "name")]
+    with pytest.raises(InvalidValueError, match="a spec must be a JSON object, not a JSON number") as info:
+        td.load("nestful", data_files=files, data_version="v1", split="executable", cache_dir=str(tmp_path / "c2"))
+    assert (info.value.file, info.value.row, info.value.field) == (spec_path, 0, "<row>")
+
+
+def test_a_truncated_spec_file_keeps_its_readable_specs_and_each_row_that_needs_a_lost_one_is_a_skip(tmp_path):
+    text = open(v1_file(GROUP_PATHS["executable"][1]), encoding="utf-8").read()
+    files, spec_path, [data_path] = executable_with_spec(tmp_path, text[:len(text) // 2])
+    kept = {s["name"] for s in read_specs(spec_path)}
+    assert 0 < len(kept) < 39
+    samples = json.loads(open(data_path, encoding="utf-8").read())
+    loadable = [n for n, s in enumerate(samples) if {c["name"] for c in s["output"]} - {RESULT_CALL} <= kept]
+    rows, report = load_skipping(files, tmp_path)
+    assert [int(r["id"].rsplit("/", 1)[1]) for r in rows] == loadable and 0 < len(loadable) < 85
+    # Every data row is accounted for, and the cut element once.
+    assert (report.rows_read, report.skipped) == (86, 86 - len(loadable))
+    spec_errors = [r for r in report.rows if r["file"] == spec_path]
+    assert [(r["row"], r["field"], r["error"]) for r in spec_errors] == [(len(kept), "<element>", "InvalidJsonError")]
+    assert {r["error"] for r in report.rows if r["file"] == data_path} == {"UnknownToolError"}
+
+
+@pytest.mark.parametrize("text, error, says", [
+    ('{"specs": []}', InvalidValueError, "must hold a JSON array of specs, not a JSON object"),
+    ("not json at all", InvalidJsonError, "spec file is not valid JSON"),
+    ("", InvalidJsonError, "spec file is not valid JSON"),
+])
+def test_an_unreadable_spec_file_fails_each_data_row_naming_it(tmp_path, text, error, says):
+    files, spec_path, [data_path] = executable_with_spec(tmp_path, text)
+    rows, report = load_skipping(files, tmp_path)
+    assert rows == [] and (report.rows_read, report.skipped) == (85, 85)
+    assert [(r["file"], r["row"], r["field"]) for r in report.rows] == [(data_path, n, "tools") for n in range(85)]
+    assert all(spec_path in r["message"] and says in r["message"] for r in report.rows)
+    with pytest.raises(error, match=says) as info:
+        td.load("nestful", data_files=files, data_version="v1", split="executable", cache_dir=str(tmp_path / "c2"))
+    assert (info.value.file, info.value.row, info.value.field) == (data_path, 0, "tools")

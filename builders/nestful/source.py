@@ -122,7 +122,7 @@ class NestfulSource(Source):
         if self.options.data_version == "v1":
             from .v1 import with_specs
 
-            yield from with_specs(batches, split.selection, self.options.v1_tools)
+            yield from with_specs(batches, split.selection, self.options.v1_tools, shard, resume)
         else:
             yield from batches
 

@@ -31,8 +31,10 @@ import re
 from typing import Any, Iterator, Optional, Sequence
 
 from tooluse_datasets.codec import loads
-from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, MissingFieldError
+from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, MissingFieldError, ToolUseDataError
 from tooluse_datasets.schema import message, tool_call, unified_row
+from tooluse_datasets.shards import (DOCUMENT, UTF8_BOM, RawBatch, Shard, display_path, not_json_text, open_text_file,
+                                     read_document)
 from tooluse_datasets.source import RowContext, Upstream, UpstreamFile
 
 from .specs import check_call, check_references, json_schema_property, label_key
@@ -112,26 +114,57 @@ def v1_groups(files_by_split: dict[str, Sequence[str]]) -> list[V1Group]:
     return groups
 
 
-def read_json_array(path: str) -> list:
-    from datasets.utils.file_utils import xopen
+@dataclasses.dataclass
+class SpecCatalog:
+    """A group's spec file as read: the specs, and an error for each element that is no spec (skipped at its
+    index, as a data file's bad array elements are, while the others are used)."""
 
-    with xopen(path, "rb") as f:
-        data = f.read()
+    specs: list[dict]
+    problems: list[ToolUseDataError]
+
+
+def read_spec_catalog(path: str) -> SpecCatalog:
+    """The specs of a v1 spec file. A file that is not a JSON array at all raises a typed error naming it."""
+    where = dict(file=display_path(path), field="<file>")
+    with open_text_file(path) as f:
+        data = f.read().removeprefix(UTF8_BOM)
+    kind = not_json_text(data[:4096])
+    if kind:
+        raise InvalidValueError(f"spec file holds {kind}, not JSON text", **where)
     try:
-        value = loads(data)
-    except ValueError as exc:
-        raise InvalidJsonError(f"file is not valid JSON ({exc})", file=path, field="<file>") from None
-    if not isinstance(value, list):
-        raise InvalidValueError("a v1 file holds a JSON array", file=path, field="<file>")
-    return value
+        elements: list = loads(data)
+    except (ValueError, RecursionError) as exc:
+        if not data.lstrip().startswith(b"["):
+            raise InvalidJsonError(f"spec file is not valid JSON ({exc})", **where) from None
+        # An array with a bad element (a cut end, NaN...): each element on its own, as data files are read.
+        elements = [item for batch in read_document(Shard(path, DOCUMENT), batch_size=1 << 30)
+                    for _, item in batch.items]
+    if not isinstance(elements, list):
+        raise InvalidValueError(f"a v1 spec file must hold a JSON array of specs, not a JSON "
+                                f"{_json_kind(elements)}", **where)
+    specs, problems = [], []
+    for i, spec in enumerate(elements):
+        if isinstance(spec, ToolUseDataError):
+            problems.append(spec.at(file=display_path(path), row=i))
+        elif not isinstance(spec, dict):
+            problems.append(InvalidValueError(f"a spec must be a JSON object, not a JSON {_json_kind(spec)}",
+                                              file=display_path(path), row=i, field="<row>"))
+        elif not isinstance(spec.get("name"), str):
+            problems.append(InvalidValueError("a spec needs its name as a string", file=display_path(path), row=i,
+                                              field="name"))
+        else:
+            specs.append(spec)
+    return SpecCatalog(specs, problems)
+
+
+def _json_kind(value: Any) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(value), "number")
 
 
 def read_specs(path: str) -> list[dict]:
-    specs = read_json_array(path)
-    for i, spec in enumerate(specs):
-        if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
-            raise InvalidValueError("a spec must be an object with a name", file=path, row=i, field="name")
-    return specs
+    """The usable specs of a v1 spec file (elements that are no spec left out: see :func:`read_spec_catalog`)."""
+    return read_spec_catalog(path).specs
 
 
 def with_tools(sample: Any, specs: list[dict], group: str, tools: str = "catalog") -> Any:
@@ -159,13 +192,39 @@ def v1_plan(files_by_split: dict[str, Sequence[str]], shard_bytes: int) -> list:
             for g in v1_groups(files_by_split)]
 
 
-def with_specs(batches: Iterator, group: V1Group, tools: str) -> Iterator:
-    """Batches of v1 samples with the group's specs attached (the spec file is read once per shard)."""
-    specs = None
+def with_specs(batches: Iterator, group: V1Group, tools: str, shard: Shard, resume: Optional[tuple[int, int]] = None
+               ) -> Iterator:
+    """Batches of v1 samples with the group's specs attached (the spec file is read once per shard).
+
+    Nothing is lost without a word: the spec file's bad elements come first, as error items of the group's
+    first shard (once per group, and not again when reading resumes), so they are raised or counted as skips
+    naming the spec file and index; a spec file that cannot be read at all makes each data row an error
+    naming the spec file (its tools are unknown), instead of ending the shard."""
+    try:
+        catalog: Optional[SpecCatalog] = read_spec_catalog(group.spec_file)
+        unreadable = None
+    except ToolUseDataError as exc:
+        catalog, unreadable = None, exc
+    if catalog is not None and catalog.problems and resume is None and _opens_group(shard, group):
+        yield RawBatch([(e.row, e) for e in catalog.problems], [(0, 0)] * len(catalog.problems))
     for batch in batches:
-        if specs is None:
-            specs = read_specs(group.spec_file)
-        yield dataclasses.replace(batch, items=[(n, with_tools(s, specs, group.name, tools)) for n, s in batch.items])
+        if catalog is None:
+            items = [(n, s if isinstance(s, ToolUseDataError) else _no_specs(unreadable, group)) for n, s in batch.items]
+        else:
+            items = [(n, with_tools(s, catalog.specs, group.name, tools)) for n, s in batch.items]
+        yield dataclasses.replace(batch, items=items)
+
+
+def _opens_group(shard: Shard, group: V1Group) -> bool:
+    """The shard is where the group's first data file starts."""
+    return shard.file == group.data_files[0] and shard.start == 0 and (not shard.row_groups or shard.row_groups[0] == 0)
+
+
+def _no_specs(error: ToolUseDataError, group: V1Group) -> ToolUseDataError:
+    """A data row's error when its group's spec file cannot be read (the row's file and number are filled in
+    where it is reported)."""
+    return type(error)(f"the {group.name} spec file {display_path(group.spec_file)} cannot be read, so the row's "
+                       f"tools are unknown ({error.message})", field="tools")
 
 
 # -- native -> raw -> unified --------------------------------------------------------------------------
