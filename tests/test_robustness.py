@@ -736,6 +736,23 @@ def test_data_files_may_be_path_objects(cache_dir):
     assert list(td.load("ms_swift", data_files=path, split="train", cache_dir=cache_dir)) == expected
 
 
+@pytest.mark.parametrize("data_files, message", [
+    ({"train": None}, "data_files holds None"),
+    ([td.sample_files("ms_swift")["train"][0], None], "data_files holds None"),
+    (5, r"data_files holds 5 \(int\)"),
+    (str(Path(td.sample_files("ms_swift")["train"][0]).parent), "data_files names the folder .*; pass data_dir="),
+])
+def test_data_files_that_are_no_paths_are_refused_naming_them(data_files, message):
+    """These raised TypeError: can't concat str to bytes from inside datasets, or 'Unable to find <dir>/'."""
+    with pytest.raises(ValueError, match=message):
+        td.load("ms_swift", data_files=data_files, streaming=True)
+
+
+def test_all_takes_data_files_as_a_dict_of_sources_only():
+    with pytest.raises(ValueError, match="data_files for source 'all' maps source names to files.*got list"):
+        td.load("all", data_files=td.sample_files("ms_swift")["train"], streaming=True)
+
+
 @pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
 def test_a_misspelled_option_or_error_policy_is_refused_up_front_naming_the_choices(cache_dir, streaming):
     files = td.sample_files("toolmind")

@@ -264,15 +264,22 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         return report
 
 
-def _path_strings(data_files):
-    """``data_files`` with every path object (``pathlib.Path``...) as its string, in lists and split dicts too."""
-    if isinstance(data_files, os.PathLike):
-        return os.fspath(data_files)
-    if isinstance(data_files, dict):
-        return {split: _path_strings(files) for split, files in data_files.items()}
+def _path_strings(data_files, top: bool = True):
+    """``data_files`` with every path object (``pathlib.Path``...) as its string, in lists and split dicts too.
+    A value that is no path (None, a number) or a folder is refused here, naming it: datasets would raise a
+    TypeError from deep inside, or say it cannot find ``folder/``."""
+    if isinstance(data_files, dict) and top:
+        return {split: _path_strings(files, top=False) for split, files in data_files.items()}
     if isinstance(data_files, (list, tuple)):
-        return [_path_strings(f) for f in data_files]
-    return data_files
+        return [_path_strings(f, top=False) for f in data_files]
+    if not isinstance(data_files, (str, os.PathLike)):
+        raise ValueError(f"data_files holds {data_files!r:.80} ({type(data_files).__name__}); give local paths, "
+                         f"globs or hf:// / https:// URLs: one, a list, or a dict of split -> them")
+    path = os.fspath(data_files)
+    if os.path.isdir(path):
+        raise ValueError(f"data_files names the folder {path!r}; pass data_dir={path!r}, or a glob such as "
+                         f"{os.path.join(path, '*.jsonl')!r}")
+    return path
 
 
 def _check_reachable(urls: Iterable[str]) -> None:

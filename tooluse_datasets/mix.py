@@ -95,6 +95,9 @@ class AllSourcesBuilder(ToolUseBuilder):
 
     def __init__(self, *args, **kwargs):
         given = kwargs.get("data_files")
+        if given is not None and not isinstance(given, dict):
+            raise ValueError(f"data_files for source 'all' maps source names to files, e.g. "
+                             f"{{'nestful': [...], 'toolmind': [...]}}; got {type(given).__name__} {given!r:.120}")
         if isinstance(given, dict):
             # A source's files may come as its split -> files dict (td.sample_files(name)): the mix has one
             # split, so they are all its files.
