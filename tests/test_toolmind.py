@@ -494,6 +494,39 @@ def test_uuid_id_column(tmp_path):
     assert first["meta"]["extra"] == {"uuid": "e96ea105-34ba-5ca0-8f24-8e8746655d64"}
 
 
+def test_ids_from_an_id_column_stay_unique_and_the_same_whoever_reads_the_row(tmp_path, cache_dir):
+    """A repeated id gets '#<row>' after its first holder in the file (it was repeated as it was: 21 rows of
+    the sample had 7 ids with id_column='split'), in every reader: a later shard, a resumed stream, a worker
+    process. An id that is not a non-empty string or integer is a typed error naming the column."""
+    uuids = ["a", "b", "a", 7, "7", "a", True, [1], "", "c"]
+    rows = [native_row(conversation(), uuid=u) for u in uuids]
+    jsonl = write_jsonl(tmp_path / "toucan.jsonl", rows)
+    expected = ["a", "b", "a#2", "7", "7#4", "a#5", "c"]
+    for kwargs in ({}, {"shard_bytes": 1}, {"num_proc": 2, "shard_bytes": 1}):
+        report = td.SkipReport()
+        ds = td.load("toolmind", data_files=jsonl, split="synthetic", id_column="uuid", on_error="skip",
+                     report=report, cache_dir=cache_dir, **kwargs)
+        assert [r["id"].removeprefix("toolmind/synthetic/") for r in ds] == expected, kwargs
+        assert report.skipped == 3 and report.by_reason == {"InvalidValueError:uuid": 3}
+    streamed = td.load("toolmind", data_files=jsonl, split="synthetic", id_column="uuid", on_error="skip",
+                       streaming=True, shard_bytes=1)
+    assert streamed.num_shards > 1
+    assert [r["id"].removeprefix("toolmind/synthetic/") for r in streamed] == expected
+    # Parquet: a stream resumed in its third row group still knows the ids of the first two
+    path = write_parquet(tmp_path / "toucan.parquet", [native_row(conversation(), uuid=u) for u in "abacadb"])
+    pq.write_table(pq.read_table(path), path, row_group_size=3)
+    stream = td.load("toolmind", data_files=path, split="synthetic", id_column="uuid", streaming=True)
+    whole = [r["id"].removeprefix("toolmind/synthetic/") for r in stream]
+    assert whole == ["a", "b", "a#2", "c", "a#4", "d", "b#6"]
+    rows_seen = iter(stream)
+    for _ in range(6):
+        next(rows_seen)
+    state = stream.state_dict()
+    resumed = td.load("toolmind", data_files=path, split="synthetic", id_column="uuid", streaming=True)
+    resumed.load_state_dict(state)
+    assert [r["id"].removeprefix("toolmind/synthetic/") for r in resumed] == ["b#6"]
+
+
 def test_parameters_call_key(tmp_path):
     native = native_row(conversation(call_key="parameters"))
     with pytest.raises(MissingFieldError) as err:

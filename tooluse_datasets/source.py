@@ -21,9 +21,12 @@ import os
 import typing
 from typing import Any, ClassVar, Iterable, Iterator, Optional
 
+import pyarrow as pa
 from datasets import Features
 
-from .shards import DEFAULT_TARGET_BYTES, RawBatch, Shard, plan_file, read_shard
+from .errors import ToolUseDataError
+from .shards import (DEFAULT_TARGET_BYTES, RawBatch, Shard, file_suffix, open_parquet, plan_file, read_shard,
+                     whole_file_shard)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,6 +127,38 @@ class UniqueIds:
         copy._primed_files = files
         copy._primed_rows = {key: row for key, row in rows.items() if key[0] in files}
         return copy
+
+
+def ids_in_file(path: str, column: str) -> Iterator[tuple[int, str]]:
+    """``(row number, id)`` of every row of a file whose ``column`` holds an id (a non-empty string, or an
+    integer), for :meth:`UniqueIds.prime_file` (Parquet: that column alone). Unreadable parts are left to the
+    reader, which reports them."""
+    for row, value in _column_values(path, column):
+        if isinstance(value, (str, int)) and not isinstance(value, bool) and value != "":
+            yield row, str(value)
+
+
+def _column_values(path: str, column: str) -> Iterator[tuple[int, Any]]:
+    if file_suffix(path) == ".parquet":
+        try:
+            pf = open_parquet(path)
+        except ToolUseDataError:
+            return
+        if column not in pf.schema_arrow.names:
+            return
+        first = 0
+        for rg in range(pf.metadata.num_row_groups):
+            try:  # group by group: a damaged group's rows are reported by the reader, the others keep their ids
+                values = pf.read_row_group(rg, columns=[column]).column(column).to_pylist()
+            except (pa.ArrowInvalid, OSError, UnicodeDecodeError):
+                values = []
+            yield from enumerate(values, first)
+            first += pf.metadata.row_group(rg).num_rows
+        return
+    for batch in read_shard(whole_file_shard(path), 1000):
+        for row, native in batch.items:
+            if isinstance(native, dict):
+                yield row, native.get(column)
 
 
 @dataclasses.dataclass

@@ -27,8 +27,8 @@ from datasets import Features, Json, List, Value
 from tooluse_datasets.codec import loads as codec_loads, may_nest_deep
 from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, MissingFieldError
 from tooluse_datasets.schema import complete_row, message, tool_call, unified_row
-from tooluse_datasets.shards import RawBatch, Shard, file_stem
-from tooluse_datasets.source import RowContext, Source, SourceOptions, SplitPlan
+from tooluse_datasets.shards import RawBatch, Shard, display_path, file_stem
+from tooluse_datasets.source import RowContext, Source, SourceOptions, SplitPlan, ids_in_file
 
 from . import protocol as P
 from .splits import SplitSelection, plan_splits, read_split_rows
@@ -133,6 +133,9 @@ class ToolMindSource(Source):
         stem = file_stem(shard.file) if selection is not None and selection.stem_ids else None
         # Read small batches (long rows decode to large buffers) and regroup them into batches of at most
         # `batch_size` rows and `max_batch_chars` characters.
+        if opts.id_column:
+            # A repeated id gets "#<row>" after its first holder in the file, whichever part of it is read.
+            self.unique_ids.prime_file(display_path(shard.file), ids_in_file(shard.file, opts.id_column))
         batches = read_split_rows(shard, opts.split_column, selection, min(opts.batch_size, READ_BATCH_ROWS), resume)
         for batch in _rebatch(batches, opts.messages_column, opts.batch_size, opts.max_batch_chars):
             if stem is not None:
@@ -171,9 +174,12 @@ class ToolMindSource(Source):
         id_column = self.options.id_column
         if id_column:
             value = native.get(id_column)
-            if value is None or value == "":
+            if value is None:
                 raise MissingFieldError(f"row has no {id_column!r} (id_column)", field=id_column)
-            return str(value)
+            if not isinstance(value, (str, int)) or isinstance(value, bool) or value == "":
+                raise InvalidValueError(f"an id (id_column={id_column!r}) is a non-empty string or an integer, got "
+                                        f"{value!r:.80}", field=id_column)
+            return self.unique_ids(str(value), str(value), ctx)
         shard = native.get(SHARD_KEY)
         return f"{shard}/{ctx.row}" if shard else str(ctx.row)
 
