@@ -369,6 +369,43 @@ def test_a_folder_without_the_functions_is_refused(tmp_path):
         executable_functions(tmp_path)
 
 
+@pytest.mark.parametrize("map_bytes, says", [
+    (b"notjson{", "is not JSON"), (b"[1,2]", "holds a JSON array, not an object"),
+    (b'{"add": 5}', "maps 'add' to 5, not a file name"), (b'\xef\xbb\xbf{"add": "a.py"}', "is not JSON"),
+    (b'{"add": "caf\xe9.py"}', "is not UTF-8 text"),
+])
+def test_a_broken_function_map_is_refused_up_front_naming_the_folder_and_file(tmp_path, functions_dir, capsys,
+                                                                              map_bytes, says):
+    """Only the map is read, in this process (never the functions' code): a map the sandbox cannot read is one
+    error about the folder before any row, not every row reported as failing (or as unknown_function)."""
+    folder = tmp_path / "fx"
+    folder.mkdir()
+    (folder / "basic_functions.py").write_bytes((shared_data(*FUNCTIONS) / "basic_functions.py").read_bytes())
+    (folder / "func_file_map.json").write_bytes(map_bytes)
+    with pytest.raises(DataNotFoundError, match=says) as info:
+        executable_functions(folder)
+    assert str(folder) in str(info.value) and "func_file_map.json" in str(info.value)
+    code = cli.main(["verify", "nestful", "--sample", "--executable-functions", str(folder)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "func_file_map.json" in err and "Traceback" not in err
+    report = SkipReport(keep_all=True)
+    with pytest.raises(DataNotFoundError, match="func_file_map.json"):
+        list(td.load("nestful", data_files=td.sample_files("nestful"), split="train", execute=True, streaming=True,
+                     executable_functions=str(folder), on_error="skip", report=report))
+    assert report.skipped == 0  # no data row is blamed
+    assert not any("py_code_file" in name or name == "basic_functions.py" for name in sys.modules)
+
+
+def test_a_sandbox_that_fails_before_its_first_sample_says_so_in_one_line(tmp_path):
+    """run_sequences is given a folder nobody checked: the child cannot read the map, and its traceback is
+    folded into the one-line error."""
+    (tmp_path / "basic_functions.py").write_text("def add(a, b):\n    return a + b\n")
+    (tmp_path / "func_file_map.json").write_text("notjson{")
+    with pytest.raises(SandboxError, match="JSONDecodeError") as info:
+        run_sequences([one_call("add", 1, 2)], tmp_path, FAST)
+    assert "\n" not in str(info.value)
+
+
 def test_upstream_modules_never_enter_this_process(real_results):
     assert not any("py_code_file" in name or name == "basic_functions.py" for name in sys.modules)
     assert not any(m and "executable_functions" in (getattr(m, "__file__", "") or "") for m in sys.modules.values())

@@ -8,12 +8,14 @@ unless ``cache_dir`` says otherwise). This module only locates and checks files;
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 from typing import Optional
 
 from tooluse_datasets.errors import DataNotFoundError
 
+from ..specs import json_kind
 from ..upstream import UPSTREAM
 
 FUNCTIONS_PATH = "data_v2/executable_functions"
@@ -28,13 +30,40 @@ def archive_url(revision: Optional[str] = None) -> str:
 
 
 def check_functions_dir(path: str | os.PathLike) -> Path:
-    """``path`` if it is an executable_functions folder, else a DataNotFoundError saying what is missing."""
+    """``path`` if it is an executable_functions folder, else a DataNotFoundError saying what is missing or
+    broken. Only ``func_file_map.json`` is read (never the functions' code): a map the sandbox could not read
+    would otherwise fail every row as if the rows were at fault."""
     folder = Path(path).expanduser().resolve()
     missing = [name for name in REQUIRED_FILES if not (folder / name).is_file()]
     if missing:
         raise DataNotFoundError(f"nestful: {folder} is not a NESTFUL executable_functions folder (missing "
                                 f"{', '.join(missing)}); point at data_v2/executable_functions of IBM/NESTFUL")
+    problem = _file_map_problem(folder / "func_file_map.json")
+    if problem:
+        raise DataNotFoundError(f"nestful: {folder} is not a usable NESTFUL executable_functions folder: "
+                                f"func_file_map.json {problem}; point at data_v2/executable_functions of IBM/NESTFUL")
     return folder
+
+
+def _file_map_problem(path: Path) -> Optional[str]:
+    """What is wrong with a ``func_file_map.json`` as the sandbox reads it (UTF-8 JSON, with the stdlib: an
+    object of function name -> file name), or None."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    except UnicodeDecodeError as exc:
+        return f"is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at {exc.start})"
+    try:
+        file_map = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        return f"is not JSON ({exc})" if not isinstance(exc, RecursionError) else "is nested too deeply to read"
+    if not isinstance(file_map, dict):
+        return f"holds a JSON {json_kind(file_map)}, not an object of function name -> file name"
+    for name, file_name in file_map.items():
+        if not isinstance(file_name, str):
+            return f"maps {name!r} to {file_name!r:.60}, not a file name"
+    return None
 
 
 def executable_functions(path: str | os.PathLike | None = None, *, revision: Optional[str] = None,

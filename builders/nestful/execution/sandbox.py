@@ -328,11 +328,13 @@ def _exit_text(returncode: int) -> str:
 
 
 def _tail(path: str, size: int = 600) -> str:
+    """The end of a child's log on one line (lines joined by ``|``): it goes into one-line errors and details."""
     try:
         data = Path(path).read_bytes()[-size:]
     except OSError:
         return "(no log)"
-    return data.decode("utf-8", "replace").strip() or "(empty)"
+    lines = (line.strip() for line in data.decode("utf-8", "replace").splitlines())
+    return " | ".join(line for line in lines if line) or "(empty)"
 
 
 class _EventReader:
