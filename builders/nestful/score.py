@@ -33,10 +33,9 @@ from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Union
 from tooluse_datasets.codec import dumps, loads
 from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, JsonValueError, MissingFieldError
 from tooluse_datasets.shards import first_line, open_text_file
-from tooluse_datasets.validation.schemas import type_name
 
 from .execution import SandboxLimits, SequenceJob, SequenceResult, executable_functions, run_sequences
-from .specs import output_fields
+from .specs import json_kind, output_fields
 
 PARSERS = ("json", "hermes", "calls")
 DUMMY_CALL = '{"name": "dummy", "arguments": {}}'  # a placeholder call upstream's metrics skip
@@ -510,14 +509,14 @@ def check_gold_shapes(gold_calls: Any, tools: Any, *, sample_id: Any, file: Opti
     where = dict(file=file, row=row, source="nestful")
     if not isinstance(gold_calls, list):
         raise InvalidValueError(f"the gold calls of sample {sample_id!r} must be a JSON array, got "
-                                f"{type_name(gold_calls)}", field="output", **where)
+                                f"{json_kind(gold_calls)}", field="output", **where)
     if not isinstance(tools, list):
         raise InvalidValueError(f"the tools of sample {sample_id!r} must be a JSON array of tool specs, got "
-                                f"{type_name(tools)}", field="tools", **where)
+                                f"{json_kind(tools)}", field="tools", **where)
     for i, tool in enumerate(tools):
         if not isinstance(tool, dict):
             raise InvalidValueError(f"a tool spec of sample {sample_id!r} must be a JSON object, got "
-                                    f"{type_name(tool)}", field=f"tools[{i}]", **where)
+                                    f"{json_kind(tool)}", field=f"tools[{i}]", **where)
         spec = tool["function"] if isinstance(tool.get("function"), dict) else tool
         if not isinstance(spec.get("name"), str):
             raise InvalidValueError(f"a tool spec of sample {sample_id!r} needs its name as a string",

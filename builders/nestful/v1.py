@@ -37,7 +37,7 @@ from tooluse_datasets.shards import (DOCUMENT, UTF8_BOM, RawBatch, Shard, displa
                                      read_document)
 from tooluse_datasets.source import RowContext, Upstream, UpstreamFile
 
-from .specs import check_call, check_references, json_schema_property, label_key
+from .specs import check_call, check_references, json_kind, json_schema_property, label_key
 from .upstream import UPSTREAM
 
 GROUP_FILES = {
@@ -141,13 +141,13 @@ def read_spec_catalog(path: str) -> SpecCatalog:
                     for _, item in batch.items]
     if not isinstance(elements, list):
         raise InvalidValueError(f"a v1 spec file must hold a JSON array of specs, not a JSON "
-                                f"{_json_kind(elements)}", **where)
+                                f"{json_kind(elements)}", **where)
     specs, problems = [], []
     for i, spec in enumerate(elements):
         if isinstance(spec, ToolUseDataError):
             problems.append(spec.at(file=display_path(path), row=i))
         elif not isinstance(spec, dict):
-            problems.append(InvalidValueError(f"a spec must be a JSON object, not a JSON {_json_kind(spec)}",
+            problems.append(InvalidValueError(f"a spec must be a JSON object, not a JSON {json_kind(spec)}",
                                               file=display_path(path), row=i, field="<row>"))
         elif not isinstance(spec.get("name"), str):
             problems.append(InvalidValueError("a spec needs its name as a string", file=display_path(path), row=i,
@@ -155,11 +155,6 @@ def read_spec_catalog(path: str) -> SpecCatalog:
         else:
             specs.append(spec)
     return SpecCatalog(specs, problems)
-
-
-def _json_kind(value: Any) -> str:
-    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
-        type(value), "number")
 
 
 def read_specs(path: str) -> list[dict]:
