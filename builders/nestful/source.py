@@ -18,15 +18,13 @@ import dataclasses
 import re
 from typing import Any, Iterator, Optional
 
-import pyarrow as pa
 from datasets import Features, Json, List, Value
 
 from tooluse_datasets.codec import loads_json_or_literal, try_loads
 from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, MissingFieldError, ToolUseDataError
 from tooluse_datasets.schema import complete_row, message, tool_call, unified_row
-from tooluse_datasets.shards import (RawBatch, Shard, display_path, file_suffix,
-                                     open_parquet, read_shard, whole_file_shard)
-from tooluse_datasets.source import RowContext, Source, SourceOptions, SplitPlan
+from tooluse_datasets.shards import RawBatch, Shard, display_path
+from tooluse_datasets.source import RowContext, Source, SourceOptions, SplitPlan, ids_in_file
 
 from .executed import CALLS_PER_TURN
 from .specs import CALL_KEYS, check_call, check_references, from_openai_tool, label_key, to_openai_tool
@@ -131,9 +129,7 @@ class NestfulSource(Source):
         file is read: the rule that a repeat gets ``#<row>`` then does not depend on which shard, resume point
         or worker reads a row, nor on whether the first holder of an id converts (a file of NESTFUL's size is
         read twice: the ids first)."""
-        self.unique_ids.prime_file(display_path(path), (
-            (row_number, str(sample_id)) for row_number, sample_id in _sample_ids(path)
-            if isinstance(sample_id, (str, int)) and not isinstance(sample_id, bool) and sample_id != ""))
+        self.unique_ids.prime_file(display_path(path), ids_in_file(path, "sample_id"))
 
     @property
     def has_batch_step(self) -> bool:
@@ -252,30 +248,6 @@ class NestfulSource(Source):
             "gold_answer_text": meta["gold_answer_text"],
             "extra": meta.get("extra"),
         }
-
-
-def _sample_ids(path: str) -> Iterator[tuple[int, Any]]:
-    """``(row number, sample_id)`` of every row of a file (Parquet: that column alone)."""
-    if file_suffix(path) == ".parquet":
-        try:
-            pf = open_parquet(path)
-        except ToolUseDataError:
-            return  # an unreadable file: the reader reports it
-        if "sample_id" not in pf.schema_arrow.names:
-            return
-        first = 0
-        for rg in range(pf.metadata.num_row_groups):
-            try:  # group by group: a damaged group's rows are reported by the reader, the others keep their ids
-                column = pf.read_row_group(rg, columns=["sample_id"]).column("sample_id").to_pylist()
-            except (pa.ArrowInvalid, OSError, UnicodeDecodeError):
-                column = []
-            yield from enumerate(column, first)
-            first += pf.metadata.row_group(rg).num_rows
-        return
-    for batch in read_shard(whole_file_shard(path), 1000):
-        for row_number, native in batch.items:
-            if isinstance(native, dict):
-                yield row_number, native.get("sample_id")
 
 
 # --------------------------------------------------------------------------------------------------
