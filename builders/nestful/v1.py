@@ -33,7 +33,7 @@ from typing import Any, Iterator, Optional, Sequence
 from tooluse_datasets.codec import loads
 from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, MissingFieldError, ToolUseDataError
 from tooluse_datasets.schema import message, tool_call, unified_row
-from tooluse_datasets.shards import (DOCUMENT, UTF8_BOM, RawBatch, Shard, display_path, not_json_text, open_text_file,
+from tooluse_datasets.shards import (DOCUMENT, UTF8_BOM, RawBatch, Shard, display_path, file_stem, not_json_text, open_text_file,
                                      read_document)
 from tooluse_datasets.source import RowContext, Upstream, UpstreamFile
 
@@ -162,8 +162,10 @@ def read_specs(path: str) -> list[dict]:
     return read_spec_catalog(path).specs
 
 
-def with_tools(sample: Any, specs: list[dict], group: str, tools: str = "catalog") -> Any:
-    """A v1 sample with its tools (the group's catalog, or the specs its calls name) and group attached."""
+def with_tools(sample: Any, specs: list[dict], group: str, tools: str = "catalog",
+               data_file: Optional[str] = None) -> Any:
+    """A v1 sample with its tools (the group's catalog, or the specs its calls name) and group attached (and
+    ``data_file``, its file's stem, when the group has several)."""
     if tools not in TOOLS_MODES:
         raise ValueError(f"tools must be one of {TOOLS_MODES}, got {tools!r}")
     if not isinstance(sample, dict):
@@ -172,7 +174,7 @@ def with_tools(sample: Any, specs: list[dict], group: str, tools: str = "catalog
     if tools == "used":
         names = {c.get("name") for c in sample.get("output") or [] if isinstance(c, dict)}
         catalog = [s for s in specs if s["name"] in names]
-    return {**sample, "tools": catalog, "group": group}
+    return {**sample, "tools": catalog, "group": group, **({"data_file": data_file} if data_file else {})}
 
 
 # -- the builder's hooks (NestfulSource.plan / read with data_version="v1") ---------------------------------
@@ -202,12 +204,21 @@ def with_specs(batches: Iterator, group: V1Group, tools: str, shard: Shard, resu
         catalog, unreadable = None, exc
     if catalog is not None and catalog.problems and resume is None and _opens_group(shard, group):
         yield RawBatch([(e.row, e) for e in catalog.problems], [(0, 0)] * len(catalog.problems))
+    # Ids are <group>/<row>: with several data files in the group, the file's stem tells rows apart (its
+    # position in the group where two files share a stem).
+    stem = _file_label(shard.file, group.data_files) if len(group.data_files) > 1 else None
     for batch in batches:
         if catalog is None:
             items = [(n, s if isinstance(s, ToolUseDataError) else _no_specs(unreadable, group)) for n, s in batch.items]
         else:
-            items = [(n, with_tools(s, catalog.specs, group.name, tools)) for n, s in batch.items]
+            items = [(n, with_tools(s, catalog.specs, group.name, tools, data_file=stem)) for n, s in batch.items]
         yield dataclasses.replace(batch, items=items)
+
+
+def _file_label(path: str, data_files: Sequence[str]) -> str:
+    stems = [file_stem(f) for f in data_files]
+    stem = file_stem(path)
+    return stem if stems.count(stem) == 1 or path not in data_files else f"{stem}-{data_files.index(path)}"
 
 
 def _opens_group(shard: Shard, group: V1Group) -> bool:
@@ -263,8 +274,9 @@ def v1_to_unified(raw: dict, ctx: RowContext) -> dict:
             "source_output": raw["output"], "source_tools": raw["tools"], "extra": raw.get("extra")}
     if result is not None:
         meta["result"] = result
+    data_file = (raw.get("extra") or {}).get("data_file")
     return unified_row(
-        id=f"nestful/v1-{group}/{ctx.row}", source="nestful", subset=f"v1-{group}",
+        id=f"nestful/v1-{group}/{f'{data_file}/' if data_file else ''}{ctx.row}", source="nestful", subset=f"v1-{group}",
         tools=[v1_tool(spec, f"tools[{i}]") for i, spec in enumerate(raw["tools"])],
         messages=[message("user", raw["input"]), message("assistant", "", tool_calls=calls)],
         call_graph=graph, meta=meta)
