@@ -125,6 +125,31 @@ def test_a_json_array_with_one_bad_element_keeps_the_others(tmp_path, cache_dir,
     assert [(e.row, e.field) for e in report.examples] == [(1, "<element>")]
 
 
+def test_rows_that_are_not_objects_or_not_utf8_are_named_in_json_terms_and_by_byte(tmp_path):
+    """Messages said 'a JSON NoneType/list' and, for a Latin-1 line, 'str is not valid UTF-8: surrogates not
+    allowed: line 1 column 1 (char 0)' (no byte, a wrong place)."""
+    lines = tmp_path / "rows.jsonl"
+    lines.write_bytes(b'{"messages": "caf\xe9"}\n[1]\nnull\n"s"\ntrue\n2.5\n')
+    array = tmp_path / "rows.json"
+    array.write_text('[7, null, {"x": []}, "s"]')
+    report = td.SkipReport(keep_all=True)
+    for path in (lines, array):
+        assert list(td.load("ms_swift", data_files=str(path), split="train", streaming=True, on_error="skip",
+                            report=report)) == []
+    assert [(r["row"], r["field"], r["message"]) for r in report.rows] == [
+        (0, "<line>", "line is not UTF-8 text (byte 0xe9 at byte 17 of the line; JSON files are UTF-8)"),
+        (1, "<line>", "line holds a JSON array, not an object"),
+        (2, "<line>", "line holds a JSON null, not an object"),
+        (3, "<line>", "line holds a JSON string, not an object"),
+        (4, "<line>", "line holds a JSON boolean, not an object"),
+        (5, "<line>", "line holds a JSON number, not an object"),
+        (0, "<element>", "element is a JSON number, not an object"),
+        (1, "<element>", "element is a JSON null, not an object"),
+        (2, "messages", "an ms-swift agent row needs a messages column (messages, conversations or conversation)"),
+        (3, "<element>", "element is a JSON string, not an object"),
+    ]
+
+
 @pytest.mark.parametrize("text, expected", [
     ('[{"a": "]}\\"["}, {"b": [1, {"c": 2}]}]', [{"a": ']}"['}, {"b": [1, {"c": 2}]}]),  # brackets in strings
     ("[ ]", []),
@@ -133,7 +158,7 @@ def test_a_json_array_with_one_bad_element_keeps_the_others(tmp_path, cache_dir,
     ('[{"a": 1}, {"b": "open}, {"c": 3}]', [{"a": 1}, "error <element>"]),  # unterminated string: the rest
     ('[{"a": 1}, {"b": NaN}] tail', [{"a": 1}, "error <element>", "error <file>"]),
     ('[{"a": 1} {"b": 2}, {"c": 3}]', ["error <element>", {"c": 3}]),  # a missing comma joins two elements
-    ('[{"a": 1}, 7, [1]]', [{"a": 1}, "error None", "error None"]),  # not objects
+    ('[{"a": 1}, 7, [1]]', [{"a": 1}, "error <element>", "error <element>"]),  # not objects
 ])
 def test_array_elements_are_delimited_outside_strings(tmp_path, text, expected):
     path = tmp_path / "data.json"
@@ -637,11 +662,11 @@ def test_a_source_copied_after_priming_gives_workers_the_ids_without_reading_the
     first = [r["id"] for batch in here.batches(plan, plan.shards[0], arrow=False) for r in batch.rows["unified"]]
     copy = pickle.loads(pickle.dumps(builder.source))  # the file is primed here now
 
-    def no_second_read(path):  # a generator, as _sample_ids: fails when read
+    def no_second_read(path, column):  # a generator, as ids_in_file: fails when read
         raise AssertionError("the worker read the file's ids again")
         yield
 
-    monkeypatch.setattr(nestful_source, "_sample_ids", no_second_read)
+    monkeypatch.setattr(nestful_source, "ids_in_file", no_second_read)
     converter = ShardConverter(copy, ["unified"])
     later = [r["id"] for shard in plan.shards[1:] for batch in converter.batches(plan, shard, arrow=False)
              for r in batch.rows["unified"]]

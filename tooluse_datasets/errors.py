@@ -20,6 +20,13 @@ OnError = Literal["raise", "skip"]
 ON_ERROR_VALUES = ("raise", "skip")
 
 
+def json_kind(value: Any) -> str:
+    """A value's JSON type as messages name it (``object``, ``array``, ``null``...), not Python's name for it."""
+    if isinstance(value, bool):
+        return "boolean"
+    return {dict: "object", list: "array", str: "string", type(None): "null"}.get(type(value), "number")
+
+
 class ToolUseDataError(ValueError):
     """A row of source data that cannot be read or converted. ``str()`` names file, row and field."""
 

@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from datasets.utils.file_utils import xopen
 
-from .errors import InvalidJsonError, InvalidValueError, ToolUseDataError
+from .errors import InvalidJsonError, InvalidValueError, ToolUseDataError, json_kind
 
 NativeItem = tuple[int, Union[dict, ToolUseDataError]]
 
@@ -451,12 +451,12 @@ def read_lines(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] 
                 try:
                     value = loads(line)
                 except ValueError as exc:
-                    value = InvalidJsonError(f"line is not valid JSON ({exc})", row=row, field="<line>")
+                    value = InvalidJsonError(f"line is not {_not_json_reason(line, exc)}", row=row, field="<line>")
                 except RecursionError:
                     value = InvalidJsonError("line nests values too deeply to read", row=row, field="<line>")
                 else:
                     if not isinstance(value, dict):
-                        value = InvalidJsonError(f"line holds a JSON {type(value).__name__}, not an object",
+                        value = InvalidJsonError(f"line holds a JSON {json_kind(value)}, not an object",
                                                  row=row, field="<line>")
                 items.append((row, value))
                 positions.append((row + 1, offset))
@@ -467,6 +467,16 @@ def read_lines(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] 
         _remember_line_number(shard.file, offset, row)
         if items:
             yield RawBatch(items, positions)
+
+
+def _not_json_reason(line: bytes, exc: ValueError) -> str:
+    """Why a line is not JSON: bytes that are not UTF-8 are named by value and place (orjson says only that
+    the text is not UTF-8, at a position in characters it could not decode), else the parser's message."""
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        return f"UTF-8 text (byte 0x{line[bad.start]:02x} at byte {bad.start} of the line; JSON files are UTF-8)"
+    return f"valid JSON ({exc})"
 
 
 # What a file that should hold JSON may hold instead, by its first bytes.
@@ -584,7 +594,7 @@ def read_document(shard: Shard, batch_size: int, resume: Optional[tuple[int, int
 def _array_row(element, index: int) -> Union[dict, ToolUseDataError]:
     if isinstance(element, (dict, ToolUseDataError)):
         return element
-    return InvalidJsonError(f"element is a JSON {type(element).__name__}, not an object", row=index)
+    return InvalidJsonError(f"element is a JSON {json_kind(element)}, not an object", row=index, field="<element>")
 
 
 # Strings (whole, escapes included), a quote that opens no complete string, and the structural characters.

@@ -31,11 +31,12 @@ from collections import Counter
 from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 from tooluse_datasets.codec import dumps, loads
-from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, JsonValueError, MissingFieldError
+from tooluse_datasets.errors import (InvalidJsonError, InvalidValueError, JsonValueError, MissingFieldError,
+                                     json_kind)
 from tooluse_datasets.shards import first_line, open_text_file
 
 from .execution import SandboxLimits, SequenceJob, SequenceResult, executable_functions, run_sequences
-from .specs import json_kind, output_fields
+from .specs import output_fields
 
 PARSERS = ("json", "hermes", "calls")
 DUMMY_CALL = '{"name": "dummy", "arguments": {}}'  # a placeholder call upstream's metrics skip

@@ -42,13 +42,6 @@ EMBEDDED_REFERENCE = re.compile(r"\$(var_?\d+)\.([^$]+)\$")
 CALL_KEYS = ("name", "label", "arguments")
 
 
-def json_kind(value: Any) -> str:
-    """A value's JSON type as messages name it (``object``, ``array``, ``null``...)."""
-    if isinstance(value, bool):
-        return "boolean"
-    return {dict: "object", list: "array", str: "string", type(None): "null"}.get(type(value), "number")
-
-
 def label_key(label: str) -> str:
     """How references name a call: its label without the leading ``$`` (``$var_1`` is read as ``var_1``)."""
     return label.lstrip("$")

@@ -31,13 +31,14 @@ import re
 from typing import Any, Iterator, Optional, Sequence
 
 from tooluse_datasets.codec import loads
-from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, MissingFieldError, ToolUseDataError
+from tooluse_datasets.errors import (InvalidJsonError, InvalidValueError, MissingFieldError, ToolUseDataError,
+                                     json_kind)
 from tooluse_datasets.schema import message, tool_call, unified_row
 from tooluse_datasets.shards import (DOCUMENT, UTF8_BOM, RawBatch, Shard, display_path, file_stem, not_json_text, open_text_file,
                                      read_document)
 from tooluse_datasets.source import RowContext, Upstream, UpstreamFile
 
-from .specs import check_call, check_references, json_kind, json_schema_property, label_key
+from .specs import check_call, check_references, json_schema_property, label_key
 from .upstream import UPSTREAM
 
 GROUP_FILES = {

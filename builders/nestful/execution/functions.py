@@ -13,9 +13,8 @@ import os
 from pathlib import Path
 from typing import Optional
 
-from tooluse_datasets.errors import DataNotFoundError
+from tooluse_datasets.errors import DataNotFoundError, json_kind
 
-from ..specs import json_kind
 from ..upstream import UPSTREAM
 
 FUNCTIONS_PATH = "data_v2/executable_functions"
