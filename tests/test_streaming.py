@@ -165,6 +165,32 @@ def test_skip_counts_add_up_with_num_proc_2(tmp_path, streaming):
         assert dict(report.by_reason) == dict(reports[None].by_reason)
 
 
+@pytest.mark.parametrize("num_proc", [None, 2])
+@pytest.mark.parametrize("stop_after", [1, 9, 30])
+def test_a_report_counts_the_rows_passed_so_a_stream_resumed_with_it_counts_each_row_once(tmp_path, num_proc,
+                                                                                      stop_after):
+    """Rows are converted a few ahead (a piece here, a whole shard in a worker): their reads and skips used to
+    be counted then, so a stream saved after 1 row and resumed with the same report counted rows 1-3 twice
+    (11 read for 8 lines). Counts now follow the consumer: read = handed out + skipped, at every stop."""
+    path = _with_bad_rows(tmp_path)
+    lines = Path(path).read_text().splitlines()
+    report = td.SkipReport(keep_all=True)
+    ds = td.load("nestful", split="train", data_files=path, on_error="skip", report=report, streaming=True,
+                 num_proc=num_proc, shard_bytes=len(Path(path).read_bytes()) // 5)
+    iterator = iter(ds)
+    head = [next(iterator)["id"] for _ in range(stop_after)]
+    assert report.rows_read == stop_after + report.skipped
+    state = ds.state_dict()
+    iterator.close()
+    resumed = td.load("nestful", split="train", data_files=path, on_error="skip", report=report, streaming=True,
+                      num_proc=num_proc, shard_bytes=len(Path(path).read_bytes()) // 5)
+    resumed.load_state_dict(state)
+    rest = [r["id"] for r in resumed]
+    assert report.rows_read == len(lines) and report.skipped == len(lines) - len(head) - len(rest) == 7 + 5
+    rows = [r["row"] for r in report.rows]
+    assert rows == sorted(set(rows)) and len(rows) == report.skipped  # each skipped line listed once, in order
+
+
 def test_num_proc_streams_a_row_nested_close_to_the_json_depth_limit(tmp_path):
     """A call argument nested 250 deep is storable (its JSON text is within the writers' 254 levels), so every
     mode keeps the row; the worker path must hand it over too, although inside a shard's list of rows it sits

@@ -130,6 +130,8 @@ class ShardConverter:
                         continue  # nothing read, no position to record
                     converted = self._convert(raw_batch, file, split.name, arrow, keep_unified)
                 yield converted
+        except GeneratorExit:  # a consumer that stopped early; named first, so that a stream left unfinished
+            raise              # until interpreter exit, when module names may be gone, closes quietly
         except ToolUseDataError as exc:  # a whole shard is unreadable (not Parquet, a bad row group...)
             exc.at(file=file, source=self.source.name)
             if self.on_error == "raise":

@@ -26,7 +26,7 @@ from datasets import Features
 from datasets.iterable_dataset import _BaseExamplesIterable
 
 from .codec import json_bytes, loads_stored
-from .errors import JsonValueError, SkipReport
+from .errors import JsonValueError, SkipReport, ToolUseDataError
 from .pipeline import ShardConverter, gc_paused, piece_rows
 from .shards import Shard
 from .source import Source, SplitPlan
@@ -93,10 +93,13 @@ class ShardExamplesIterable(_BaseExamplesIterable):
 
     # -- iteration ---------------------------------------------------------------------------------
 
-    def _converter(self) -> ShardConverter:
-        reports = {self.config: self.report} if self.report is not None else None
+    def _converter(self, report: Any) -> ShardConverter:
+        reports = {self.config: report} if report is not None else None
         return ShardConverter(self.source, [self.config], on_error=self.on_error, reports=reports,
                               row_check=self.row_check)
+
+    def _skips(self) -> Optional["SkipsInOrder"]:
+        return SkipsInOrder(self.report) if self.report is not None else None
 
     def _start(self) -> tuple[int, Optional[tuple[int, int]]]:
         state = self._state_dict
@@ -116,13 +119,16 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         yield from self._shards_here(*self._start(), arrow=True)
 
     def _shards_here(self, first_shard: int, resume: Optional[tuple[int, int]], *, arrow: bool) -> Iterator:
-        converter = self._converter()
+        # Tables go out whole, each with the state after it, so their reads and skips are counted as they
+        # are converted; Python rows go out one by one, a few converted ahead (see SkipsInOrder).
+        skips = None if arrow else self._skips()
+        converter = self._converter(self.report if arrow else skips)
         for shard_idx in range(first_shard, len(self.shards)):
             yield from self._converted_here(converter, shard_idx, resume if shard_idx == first_shard else None,
-                                            arrow=arrow)
+                                            arrow=arrow, skips=skips)
 
     def _converted_here(self, converter: ShardConverter, shard_idx: int, resume: Optional[tuple[int, int]], *,
-                        arrow: bool = False) -> Iterator[tuple[Any, Any]]:
+                        arrow: bool = False, skips: Optional["SkipsInOrder"] = None) -> Iterator[tuple[Any, Any]]:
         """One shard converted in this process: its Python rows one by one, each with the state after it, or
         (``arrow``) its batches' tables, each with the state after the batch."""
         state = self._state_dict
@@ -136,16 +142,24 @@ class ShardExamplesIterable(_BaseExamplesIterable):
                 if table.num_rows:
                     yield f"{shard_idx}_{batch_idx}", table
                 continue
-            yield from self._hand_out(shard_idx, batch.rows[self.config], batch.positions[self.config])
-            if state:  # rows skipped at the end of a batch are consumed too
+            yield from self._hand_out(shard_idx, batch.rows[self.config], batch.positions[self.config], skips)
+            # rows skipped at the end of a batch are consumed too
+            if skips is not None:
+                skips.passed_all()
+            if state:
                 state["position"] = batch.end
+        if skips is not None:
+            skips.passed_all()  # a shard that could not be read at all: its one skip
         if state:
             state["shard_idx"], state["position"] = shard_idx + 1, None
 
-    def _hand_out(self, shard_idx: int, rows: list, positions: list) -> Iterator[tuple[Any, dict]]:
-        """Rows of one shard, the state following each row handed out."""
+    def _hand_out(self, shard_idx: int, rows: list, positions: list,
+                  skips: Optional["SkipsInOrder"]) -> Iterator[tuple[Any, dict]]:
+        """Rows of one shard, the state following each row handed out, its reads and skips counted."""
         state = self._state_dict
         for row, position in zip(rows, positions):
+            if skips is not None:
+                skips.passing(position[0] - 1)
             if state:
                 state["shard_idx"], state["position"] = shard_idx, position
             yield (shard_idx, position[0] - 1), row  # the key: shard and row in its file
@@ -165,26 +179,29 @@ class ShardExamplesIterable(_BaseExamplesIterable):
                 nonlocal next_shard
                 pending.append((next_shard, pool.submit(
                     _convert_shard_rows, self.source, self.config, self.split, self.shards[next_shard],
-                    self.on_error, self.report is not None and self.report.wants_rows, self.row_check)))
+                    self.on_error, self.row_check)))
                 next_shard += 1
 
             while next_shard < len(self.shards) and len(pending) < self.num_proc + 1:
                 submit()
-            yield from self._converted_here(self._converter(), first_shard, resume)
+            skips = self._skips()
+            yield from self._converted_here(self._converter(skips), first_shard, resume, skips=skips)
             while pending:
                 shard_idx, future = pending.popleft()
-                pieces, positions, report = future.result()
+                pieces, positions, errors = future.result()
                 if next_shard < len(self.shards):
                     submit()
-                if self.report is not None:
-                    self.report.merge(report)
+                if skips is not None:
+                    skips.add_all(errors)
                 done = 0
                 for encoded in pieces:
                     # Rebuilt a piece at a time, just before its rows are handed out (see pipeline.PIECE_ROWS).
                     with gc_paused():
                         rows = loads_stored(encoded) if isinstance(encoded, bytes) else encoded
-                    yield from self._hand_out(shard_idx, rows, positions[done:done + len(rows)])
+                    yield from self._hand_out(shard_idx, rows, positions[done:done + len(rows)], skips)
                     done += len(rows)
+                if skips is not None:
+                    skips.passed_all()
                 if state:
                     state["shard_idx"], state["position"] = shard_idx + 1, None
         finally:
@@ -192,15 +209,16 @@ class ShardExamplesIterable(_BaseExamplesIterable):
 
 
 def _convert_shard_rows(source: Source, config: str, split: SplitPlan, shard: Shard, on_error: str,
-                        keep_skipped_rows: bool, row_check: Optional[Callable] = None) -> tuple[list, list, SkipReport]:
+                        row_check: Optional[Callable] = None) -> tuple[list, list, list[ToolUseDataError]]:
     """One shard's rows, converted in a worker process, as pieces of exact JSON text (a string crosses the
     process boundary and one orjson call rebuilds a piece's rows: 2-3x cheaper than pickling them, and nothing
-    but JSON values is in a row); the rows' positions and the skip report come back with them. Each piece is
-    written as soon as it is converted, so the worker keeps text, not rows. A piece whose list of rows nests
-    deeper than the JSON writers go (a stored leaf may use all their levels, and the list, the row and its
-    columns add more) goes back pickled instead."""
-    report = SkipReport(keep_all=keep_skipped_rows)  # for a report that lists every skipped row
-    converter = ShardConverter(source, [config], on_error=on_error, reports={config: report}, row_check=row_check)
+    but JSON values is in a row); the rows' positions and the errors of the rows skipped come back with them
+    (counted as the consumer passes them: SkipsInOrder). Each piece is written as soon as it is converted, so
+    the worker keeps text, not rows. A piece whose list of rows nests deeper than the JSON writers go (a
+    stored leaf may use all their levels, and the list, the row and its columns add more) goes back pickled
+    instead."""
+    skipped = SkipsInOrder(None)
+    converter = ShardConverter(source, [config], on_error=on_error, reports={config: skipped}, row_check=row_check)
     pieces: list = []
     positions: list = []
     # Its rows go back when the whole shard is done: whole batches for a batch step (pipeline.piece_rows).
@@ -212,4 +230,51 @@ def _convert_shard_rows(source: Source, config: str, split: SplitPlan, shard: Sh
             except JsonValueError:
                 pieces.append(rows)
         positions += batch.positions[config]
-    return pieces, positions, report
+    return pieces, positions, skipped.pending
+
+
+class SkipsInOrder:
+    """The converter's skip report while Python rows are handed out one by one. The converter reads a few
+    rows ahead of the consumer (a piece at a time in this process, a whole shard in a worker), so rows read
+    and skipped reach the user's ``report`` only as the consumer passes them: a report then never counts rows
+    the consumer has not reached, and a stream stopped, saved and resumed with the same report counts every
+    row once (rows read = rows handed out + rows skipped)."""
+
+    def __init__(self, report: Optional[SkipReport]):
+        self.report = report
+        self.pending: list[ToolUseDataError] = []  # in row order, as the converter meets them
+
+    # -- what the converter calls ----------------------------------------------------------------------
+
+    def add(self, error: ToolUseDataError) -> None:
+        self.pending.append(error)
+
+    def count_read(self, n: int) -> None:
+        """Rows are counted as they are passed instead (passing, passed_all)."""
+
+    # -- what the hand-out calls -----------------------------------------------------------------------
+
+    def add_all(self, errors: list[ToolUseDataError]) -> None:
+        self.pending += errors
+
+    def passing(self, row: int) -> None:
+        """Row ``row`` of the file is handed out: the skips before it, then the row itself, have been read."""
+        pending = self.pending
+        if pending and pending[0].row is not None and pending[0].row < row:
+            passed = 1
+            while passed < len(pending) and pending[passed].row is not None and pending[passed].row < row:
+                passed += 1
+            self._skipped(pending[:passed])
+            del pending[:passed]
+        self.report.count_read(1)
+
+    def passed_all(self) -> None:
+        """The consumer is past every row converted so far (the end of a batch or a shard)."""
+        if self.pending:
+            self._skipped(self.pending)
+            self.pending = []
+
+    def _skipped(self, errors: list[ToolUseDataError]) -> None:
+        self.report.count_read(len(errors))
+        for error in errors:
+            self.report.add(error)
