@@ -52,8 +52,9 @@ def load(
         revision: read this upstream revision instead of the pinned one.
         on_error: ``"raise"`` or ``"skip"``; skipped rows are logged and counted in ``report``.
         report: a :class:`SkipReport` to fill (map-style: complete on return, also from the cache;
-            streaming: filled while you iterate in this process, with the rows passed so far). ``SkipReport(keep_all=True)`` or
-            ``SkipReport(rows_path=...)`` also lists every skipped row with its file, row and reason.
+            streaming: filled while you iterate in this process, with the rows passed so far).
+            ``SkipReport(keep_all=True)`` or ``SkipReport(rows_path=...)`` also lists every skipped row with its
+            file, row and reason.
         validate: validation rules to enforce (ids, globs, ``"error"``, ``"warning"`` or ``"all"``; see
             ``tooluse_datasets.validation``): rows breaking one are dropped and counted in ``report`` as
             ``RuleViolationError:<rule>`` (``on_error="skip"``), or the first one raises. Unified config only.
