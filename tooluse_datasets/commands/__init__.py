@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Optional
 
 
 def add_source_arguments(p: argparse.ArgumentParser, *, many: bool = False, on_error: str = "raise") -> None:
@@ -63,10 +64,10 @@ def skip_report_for(args: argparse.Namespace):
     return SkipReport(rows_path=getattr(args, "skipped_rows", None) or None)
 
 
-def start_skipped_rows(report) -> None:
+def start_skipped_rows(path: Optional[str]) -> None:
     """Empty the ``--skipped-rows`` file (skipped rows are appended to it): call once the run is set up."""
-    if report.rows_path:
-        with open(report.rows_path, "wb"):
+    if path:
+        with open(path, "wb"):
             pass
 
 

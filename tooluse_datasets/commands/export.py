@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     info = _read_dataset_info(out / DATASET_INFO) if args.format == "llamafactory" else None
     # Planned, nothing read yet: only now are the output folder and the skipped-rows file touched.
     out.mkdir(parents=True, exist_ok=True)
-    start_skipped_rows(report)
+    start_skipped_rows(report.rows_path)
     if args.split:
         splits = {args.split: splits}
     registered: dict[str, Optional[dict]] = {}

@@ -4,8 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from . import (add_skipped_rows_argument, add_source_arguments, data_files_for, skip_report_for, source_options,
-               start_skipped_rows)
+from . import add_skipped_rows_argument, add_source_arguments, data_files_for, source_options, start_skipped_rows
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -31,9 +30,8 @@ def run(args: argparse.Namespace) -> int:
                     on_error=args.on_error, report=report, **source_options(args))
 
     names = [args.split] if args.split else list(stream())
-    report = skip_report_for(args)
-    start_skipped_rows(report)
-    skipped_rows = report.rows_path  # each split's report appends to it
+    skipped_rows = args.skipped_rows or None  # each split's report appends to it
+    start_skipped_rows(skipped_rows)
     out, distributions = {}, {}
     for split in names:
         read = SkipReport(rows_path=skipped_rows)  # one a split: the rows read and skipped, as `validate` gives

@@ -4,8 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from . import (add_skipped_rows_argument, add_source_arguments, data_files_for, skip_report_for, source_options,
-               start_skipped_rows)
+from . import add_skipped_rows_argument, add_source_arguments, data_files_for, source_options, start_skipped_rows
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -44,9 +43,8 @@ def _selection(*, allow_read: bool):
 def run(args: argparse.Namespace) -> int:
     from ..validation.run import validate
 
-    report = skip_report_for(args)
-    start_skipped_rows(report)
-    skipped_rows = report.rows_path  # each split's report appends to it
+    skipped_rows = args.skipped_rows or None  # each split's report appends to it
+    start_skipped_rows(skipped_rows)
     result = validate(args.source, args.config, split=args.split, data_files=data_files_for(args, args.source),
                       rules=args.rules, fail_on=args.fail_on, on_error=args.on_error, max_examples=args.examples,
                       skipped_rows=skipped_rows, **source_options(args))
