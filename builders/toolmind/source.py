@@ -131,11 +131,11 @@ class ToolMindSource(Source):
         opts = self.options
         selection: Optional[SplitSelection] = split.selection
         stem = file_stem(shard.file) if selection is not None and selection.stem_ids else None
-        # Read small batches (long rows decode to large buffers) and regroup them into batches of at most
-        # `batch_size` rows and `max_batch_chars` characters.
         if opts.id_column:
             # A repeated id gets "#<row>" after its first holder in the file, whichever part of it is read.
             self.unique_ids.prime_file(display_path(shard.file), ids_in_file(shard.file, opts.id_column))
+        # Read small batches (long rows decode to large buffers) and regroup them into batches of at most
+        # `batch_size` rows and `max_batch_chars` characters.
         batches = read_split_rows(shard, opts.split_column, selection, min(opts.batch_size, READ_BATCH_ROWS), resume)
         for batch in _rebatch(batches, opts.messages_column, opts.batch_size, opts.max_batch_chars):
             if stem is not None:

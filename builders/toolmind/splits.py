@@ -77,9 +77,10 @@ def plan_splits(files: list[str], split_column: str, shard_bytes: int, *,
             with_column.append(found)
     if not with_column and column_required:
         one = len(files) == 1
-        raise MissingFieldError(f"split_column={split_column!r}: {'the file has no' if one else f'none of the {len(files)} files has a'} "
-                                f"column of text by that name; pass the column naming each row's source dataset, or "
-                                f"split_column=None", file=display_path(files[0]) if one else None, field=split_column)
+        which = "the file has no" if one else f"none of the {len(files)} files has a"
+        raise MissingFieldError(f"split_column={split_column!r}: {which} column of text by that name; pass the "
+                                f"column naming each row's source dataset, or split_column=None",
+                                file=display_path(files[0]) if one else None, field=split_column)
     if not with_column or not any(f.values for f in with_column):
         return None
     values = set().union(*(f.values for f in with_column))
