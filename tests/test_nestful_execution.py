@@ -396,6 +396,18 @@ def test_a_broken_function_map_is_refused_up_front_naming_the_folder_and_file(tm
     assert not any("py_code_file" in name or name == "basic_functions.py" for name in sys.modules)
 
 
+def test_basic_functions_that_are_not_utf8_text_are_refused_up_front_without_being_run(tmp_path, functions_dir):
+    """The sandbox child reads basic_functions.py as UTF-8 source: one that is not failed every row, one line
+    each. It is read here as bytes only."""
+    folder = tmp_path / "fx"
+    folder.mkdir()
+    (folder / "func_file_map.json").write_bytes((shared_data(*FUNCTIONS) / "func_file_map.json").read_bytes())
+    (folder / "basic_functions.py").write_bytes(b"def add(a, b):\n    return a + b  # caf\xe9\n")
+    with pytest.raises(DataNotFoundError, match=r"basic_functions.py is not UTF-8 text \(byte 0xe9"):
+        executable_functions(folder)
+    assert not any(name == "basic_functions.py" or name == "basic_functions" for name in sys.modules)
+
+
 def test_a_sandbox_that_fails_before_its_first_sample_says_so_in_one_line(tmp_path):
     """run_sequences is given a folder nobody checked: the child cannot read the map, and its traceback is
     folded into the one-line error."""

@@ -30,31 +30,41 @@ def archive_url(revision: Optional[str] = None) -> str:
 
 def check_functions_dir(path: str | os.PathLike) -> Path:
     """``path`` if it is an executable_functions folder, else a DataNotFoundError saying what is missing or
-    broken. Only ``func_file_map.json`` is read (never the functions' code): a map the sandbox could not read
-    would otherwise fail every row as if the rows were at fault."""
+    broken. Only ``func_file_map.json`` is read, and ``basic_functions.py`` as bytes (the functions' code is never
+    run here): a folder the sandbox could not read would otherwise fail every row as if the rows were at
+    fault."""
     folder = Path(path).expanduser().resolve()
     missing = [name for name in REQUIRED_FILES if not (folder / name).is_file()]
     if missing:
         raise DataNotFoundError(f"nestful: {folder} is not a NESTFUL executable_functions folder (missing "
                                 f"{', '.join(missing)}); point at data_v2/executable_functions of IBM/NESTFUL")
-    problem = _file_map_problem(folder / "func_file_map.json")
-    if problem:
-        raise DataNotFoundError(f"nestful: {folder} is not a usable NESTFUL executable_functions folder: "
-                                f"func_file_map.json {problem}; point at data_v2/executable_functions of IBM/NESTFUL")
+    for name, problem in (("func_file_map.json", _file_map_problem(folder / "func_file_map.json")),
+                          ("basic_functions.py", _text_problem(folder / "basic_functions.py"))):
+        if problem:
+            raise DataNotFoundError(f"nestful: {folder} is not a usable NESTFUL executable_functions folder: {name} "
+                                    f"{problem}; point at data_v2/executable_functions of IBM/NESTFUL")
     return folder
+
+
+def _text_problem(path: Path) -> Optional[str]:
+    """Why a file the sandbox reads as UTF-8 text cannot be read so (it is read here as bytes, never run)."""
+    try:
+        path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    except UnicodeDecodeError as exc:
+        return f"is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at {exc.start})"
+    return None
 
 
 def _file_map_problem(path: Path) -> Optional[str]:
     """What is wrong with a ``func_file_map.json`` as the sandbox reads it (UTF-8 JSON, with the stdlib: an
     object of function name -> file name), or None."""
+    problem = _text_problem(path)
+    if problem:
+        return problem
     try:
-        text = path.read_bytes().decode("utf-8")
-    except OSError as exc:
-        return f"cannot be read ({exc.strerror or exc})"
-    except UnicodeDecodeError as exc:
-        return f"is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at {exc.start})"
-    try:
-        file_map = json.loads(text)
+        file_map = json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, RecursionError) as exc:
         return f"is not JSON ({exc})" if not isinstance(exc, RecursionError) else "is nested too deeply to read"
     if not isinstance(file_map, dict):
