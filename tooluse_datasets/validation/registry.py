@@ -136,9 +136,11 @@ def select_rules(selection: RuleSelection, *, default_all: bool = True, allow_re
     ``read`` (rows the reader skipped) is accepted and left to the caller (see :func:`selects_read_errors`).
     An empty selection means every rule when ``default_all``, else none."""
     items = selection_items(selection)
+    if not items and not default_all:
+        return []  # before discovery: a load that validates nothing imports no rule module (nor jsonschema)
     rules = all_rules()
     if not items:
-        return list(rules) if default_all else []
+        return list(rules)
     chosen: set[str] = set()
     for item in items:
         if item == READ_ERRORS and allow_read:
