@@ -131,6 +131,36 @@ def test_num_proc_streams_the_same_rows_and_resumes(toolmind_file, conversions, 
     assert conversions == list(range(consumed, consumed - consumed % 20 + 20))  # shards of 20 rows
 
 
+@pytest.mark.parametrize("consumed_batches", [3, 41])
+def test_a_stateful_dataloader_with_two_workers_resumes_mid_epoch(toolmind_file, consumed_batches):
+    """What a training job that checkpoints does: torchdata's StatefulDataLoader with worker processes saves
+    each worker's stream state with the loader's; a loader restored from it hands out every remaining row once
+    (the synthetic split has 6 shards, 3 for each worker)."""
+    pytest.importorskip("torch", reason="torch (the [trl] extra) is needed for DataLoader workers")
+    stateful = pytest.importorskip("torchdata.stateful_dataloader",
+                                   reason="torchdata (the [trl] extra) has the StatefulDataLoader")
+
+    def loader():
+        return stateful.StatefulDataLoader(_stream(toolmind_file), batch_size=2, num_workers=2,
+                                           collate_fn=lambda rows: [r["id"] for r in rows])
+
+    whole = [row_id for batch in loader() for row_id in batch]
+    assert len(whole) == len(set(whole)) > 2 * consumed_batches
+    first = loader()
+    head = []
+    for number, batch in enumerate(first):
+        head += batch
+        if number + 1 == consumed_batches:
+            break
+    state = first.state_dict()
+    del first
+    resumed = loader()
+    resumed.load_state_dict(state)
+    rest = [row_id for batch in resumed for row_id in batch]
+    assert len(head) == 2 * consumed_batches
+    assert sorted(head + rest) == sorted(whole) and not set(head) & set(rest)
+
+
 def _with_bad_rows(tmp_path: Path) -> str:
     good = Path(td.sample_files("nestful")["train"][0]).read_text().splitlines()
     lines = []
