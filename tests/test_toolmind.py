@@ -23,7 +23,7 @@ from tooluse_datasets.validation import validate_unified
 from tooluse_datasets.shards import plan_file
 from tooluse_datasets.source import RowContext, SplitPlan
 
-from conftest import SHARED_DATA, benchmark_module, shared_data
+from conftest import SHARED_DATA, benchmark_module, count_calls, shared_data
 from hermes_template import render
 
 
@@ -253,6 +253,26 @@ def test_reading_one_split_never_decodes_other_splits_and_skips_their_row_groups
     with pytest.raises(InvalidJsonError) as err:
         list(td.load("toolmind", data_files=str(path), split="synthetic", streaming=True))
     assert err.value.row == 0 and err.value.field == "messages"
+
+
+def test_a_map_style_load_of_one_split_converts_that_split_only(generated, monkeypatch, cache_dir):
+    """datasets prepares every split a builder has; load(split=...) prepares the ones it reads, so one split
+    of ToolMind does not cost the conversion of all seven. A split that does not exist is refused before any
+    row is converted."""
+    converted = count_calls(monkeypatch, ToolMindSource, "to_raw")
+    tau = td.load("toolmind", data_files=generated, split="tau_train", cache_dir=cache_dir)
+    expected = dict(gen.split_counts(GENERATED_ROWS))
+    assert len(tau) == expected["tau-train"] == converted["to_raw"] > 0
+    assert {row["subset"] for row in tau} == {"tau-train"}
+    both = td.load("toolmind", data_files=generated, split="tau_train[:2]+When2Call", cache_dir=cache_dir)
+    assert len(both) == 2 + expected["When2Call"]
+    everything = td.load("toolmind", data_files=generated, cache_dir=cache_dir)
+    assert list(everything) == [info.hf_name for info in SPLIT_TABLE]
+    assert list(everything["tau_train"]) == list(tau)
+    converted["to_raw"] = 0
+    with pytest.raises(ValueError, match="no split 'xlam'; its splits here: synthetic, "):
+        td.load("toolmind", data_files=generated, split="xlam", cache_dir=cache_dir)
+    assert converted["to_raw"] == 0
 
 
 def test_batches_are_capped_by_rows_and_by_characters(generated, generated_rows):

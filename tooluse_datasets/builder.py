@@ -54,11 +54,15 @@ class ToolUseConfig(datasets.BuilderConfig, SourceOptions):
         revision: upstream revision (commit) to read instead of the pinned one.
         validate: validation rules (a selection as in ``validation.select_rules``) that unified rows must pass
             as they are converted; a failing row follows ``on_error`` like any bad row, with its file and row.
+        prepare_splits: the splits ``download_and_prepare`` converts (None: all). ``load(split=...)`` sets it,
+            so that one ToolMind split does not cost the conversion of all seven; being a config option, it
+            gives such a build a cache folder of its own.
     """
 
     on_error: OnError = "raise"
     revision: Optional[str] = None
     validate: Any = None  # validation rules rows must pass (unified config): see load(validate=...)
+    prepare_splits: Optional[tuple[str, ...]] = None
 
     def __post_init__(self):
         super().__post_init__()
@@ -144,8 +148,17 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                 for plan in self.source.plan(files_by_split)]
 
     def _split_generators(self, dl_manager):
+        plans = self.split_plans(dl_manager)
+        wanted = self.config.prepare_splits
+        if wanted:
+            names = [plan.name for plan in plans]
+            unknown = [name for name in wanted if name not in names]
+            if unknown:  # before any row is converted (datasets would say so after preparing every split)
+                raise ValueError(f"{self.source.name} has no split {', '.join(map(repr, unknown))}; its splits "
+                                 f"here: {', '.join(names)}")
+            plans = [plan for plan in plans if plan.name in wanted]
         return [datasets.SplitGenerator(name=plan.name, gen_kwargs={"shards": list(plan.shards), "split": plan})
-                for plan in self.split_plans(dl_manager)]
+                for plan in plans]
 
     def _resolve_files(self, dl_manager) -> dict[str, list[str]]:
         if self.config.data_files:

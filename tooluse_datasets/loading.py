@@ -42,7 +42,8 @@ def load(
         source: a registered source name (``tooluse_datasets.SOURCES``), or ``"all"`` for every source in one
             schema.
         config: output format: ``"unified"`` (default), ``"raw"``, or a writer format.
-        split: one split name; None returns every split (``DatasetDict`` / ``IterableDatasetDict``).
+        split: one split name (or a split expression such as ``"train[:10%]+test"``); None returns every split
+            (``DatasetDict`` / ``IterableDatasetDict``). Map-style, only the splits named are prepared.
         streaming: stream from the files without preparing an Arrow cache (constant memory).
         num_proc: processes that prepare the splits (map-style), or that convert the next shards ahead while
             rows are handed out (streaming; same rows, same order).
@@ -64,6 +65,8 @@ def load(
     in both modes; rows are identical map-style and streaming.
     """
     builder_cls = registry.builder_class(source)
+    if not streaming and "prepare_splits" not in config_kwargs:
+        config_kwargs["prepare_splits"] = split_names(split)
     builder = builder_cls(config_name=config, data_files=data_files, data_dir=data_dir, cache_dir=cache_dir,
                           on_error=on_error, revision=revision, validate=validate, **config_kwargs)
     if streaming:
@@ -90,6 +93,15 @@ def load(
     else:
         ds = exact(DatasetDict({name: _prepared_split(builder, name) for name in builder.info.splits}))
     return ds
+
+
+def split_names(split: Any) -> Optional[tuple[str, ...]]:
+    """The split names a ``split`` argument reads (``"train"``, ``"train[:10%]+test"``), sorted; None for all of
+    them (None, ``"all"``, or a ``ReadInstruction`` object)."""
+    if split is None or not isinstance(split, str):
+        return None
+    names = {part.split("[", 1)[0].strip() for part in split.split("+")}
+    return None if "all" in names or "" in names else tuple(sorted(names))
 
 
 def _prepared_split(builder, split: str) -> Dataset:
