@@ -29,7 +29,7 @@ from . import formats
 from .errors import DataNotFoundError, OnError, SkipReport, ToolUseDataError, check_on_error
 from .pipeline import UNIFIED, ShardConverter, config_features
 from .shards import Shard, balanced
-from .source import Source, SourceOptions, SplitPlan
+from .source import Source, SourceOptions, SplitPlan, splits_read
 from .streaming import ShardExamplesIterable
 from .validation.filtering import rule_check
 
@@ -263,10 +263,10 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         splits ``split`` reads (``"train"``, ``"train[:10%]+test"``) or (None) of all; ``with_rows``: also every
         skipped row, from the files beside the reports."""
         report = SkipReport(keep_all=with_rows)
-        if split is None:
+        names = splits_read(split)
+        if names is None:
             paths = Path(self.cache_dir).glob(SKIP_REPORT_GLOB)
         else:  # split names are word characters and dots: no glob metacharacters
-            names = {part.split("[", 1)[0].strip() for part in split.split("+")}
             paths = (p for name in names for p in Path(self.cache_dir).glob(f"skips-{name}-*.json"))
         for path in sorted(paths):
             job = SkipReport.load(path)

@@ -65,8 +65,10 @@ def load(
     in both modes; rows are identical map-style and streaming.
     """
     builder_cls = registry.builder_class(source)
+    from .source import splits_read  # with the builder: importing the package stays light
+
     if not streaming and "prepare_splits" not in config_kwargs:
-        config_kwargs["prepare_splits"] = split_names(split)
+        config_kwargs["prepare_splits"] = splits_read(split)
     builder = builder_cls(config_name=config, data_files=data_files, data_dir=data_dir, cache_dir=cache_dir,
                           on_error=on_error, revision=revision, validate=validate, **config_kwargs)
     if streaming:
@@ -93,15 +95,6 @@ def load(
     else:
         ds = exact(DatasetDict({name: _prepared_split(builder, name) for name in builder.info.splits}))
     return ds
-
-
-def split_names(split: Any) -> Optional[tuple[str, ...]]:
-    """The split names a ``split`` argument reads (``"train"``, ``"train[:10%]+test"``), sorted; None for all of
-    them (None, ``"all"``, or a ``ReadInstruction`` object)."""
-    if split is None or not isinstance(split, str):
-        return None
-    names = {part.split("[", 1)[0].strip() for part in split.split("+")}
-    return None if "all" in names or "" in names else tuple(sorted(names))
 
 
 def _prepared_split(builder, split: str) -> Dataset:

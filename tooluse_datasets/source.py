@@ -213,6 +213,15 @@ class SplitPlan:
     selection: Any = None
 
 
+def splits_read(split: Any) -> Optional[tuple[str, ...]]:
+    """The split names a ``split`` argument reads (``"train"``, ``"train[:10%]+test"``), sorted; None for all of
+    them (None, ``"all"``, or a ``ReadInstruction`` object)."""
+    if split is None or not isinstance(split, str):
+        return None
+    names = {part.split("[", 1)[0].strip() for part in split.split("+")}
+    return None if "all" in names or "" in names else tuple(sorted(names))
+
+
 class Source(abc.ABC):
     """One upstream dataset or format. Subclasses live in ``builders/<name>/``."""
 
