@@ -266,13 +266,19 @@ def test_a_map_style_load_of_one_split_converts_that_split_only(generated, monke
     assert {row["subset"] for row in tau} == {"tau-train"}
     both = td.load("toolmind", data_files=generated, split="tau_train[:2]+When2Call", cache_dir=cache_dir)
     assert len(both) == 2 + expected["When2Call"]
-    everything = td.load("toolmind", data_files=generated, cache_dir=cache_dir)
-    assert list(everything) == [info.hf_name for info in SPLIT_TABLE]
-    assert list(everything["tau_train"]) == list(tau)
     converted["to_raw"] = 0
     with pytest.raises(ValueError, match="no split 'xlam'; its splits here: synthetic, "):
         td.load("toolmind", data_files=generated, split="xlam", cache_dir=cache_dir)
     assert converted["to_raw"] == 0
+    everything = td.load("toolmind", data_files=generated, cache_dir=cache_dir)
+    assert list(everything) == [info.hf_name for info in SPLIT_TABLE]
+    assert list(everything["tau_train"]) == list(tau)
+    # Once every split is cached, a split is read from that cache: nothing is converted again.
+    converted["to_raw"] = 0
+    button = td.load("toolmind", data_files=generated, split="BUTTONInstruct", cache_dir=cache_dir)
+    assert list(button) == list(everything["BUTTONInstruct"]) and converted["to_raw"] == 0
+    with pytest.raises(ValueError, match="no split 'xlam'; its splits here: synthetic, "):
+        td.load("toolmind", data_files=generated, split="xlam", cache_dir=cache_dir)
 
 
 def test_batches_are_capped_by_rows_and_by_characters(generated, generated_rows):

@@ -54,9 +54,9 @@ class ToolUseConfig(datasets.BuilderConfig, SourceOptions):
         revision: upstream revision (commit) to read instead of the pinned one.
         validate: validation rules (a selection as in ``validation.select_rules``) that unified rows must pass
             as they are converted; a failing row follows ``on_error`` like any bad row, with its file and row.
-        prepare_splits: the splits ``download_and_prepare`` converts (None: all). ``load(split=...)`` sets it,
-            so that one ToolMind split does not cost the conversion of all seven; being a config option, it
-            gives such a build a cache folder of its own.
+        prepare_splits: the splits ``download_and_prepare`` converts (None: all). ``load(split=...)`` sets it
+            unless every split is cached already, so that one ToolMind split does not cost the conversion of
+            all seven; being a config option, it gives such a build a cache folder of its own.
     """
 
     on_error: OnError = "raise"
@@ -151,11 +151,8 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         plans = self.split_plans(dl_manager)
         wanted = self.config.prepare_splits
         if wanted:
-            names = [plan.name for plan in plans]
-            unknown = [name for name in wanted if name not in names]
-            if unknown:  # before any row is converted (datasets would say so after preparing every split)
-                raise ValueError(f"{self.source.name} has no split {', '.join(map(repr, unknown))}; its splits "
-                                 f"here: {', '.join(names)}")
+            # before any row is converted (datasets would say so after preparing every split)
+            self.check_split_names(wanted, [plan.name for plan in plans])
             plans = [plan for plan in plans if plan.name in wanted]
         return [datasets.SplitGenerator(name=plan.name, gen_kwargs={"shards": list(plan.shards), "split": plan})
                 for plan in plans]
@@ -257,6 +254,18 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                                      row_check=self.row_check)
 
     # -- helpers for load() -----------------------------------------------------------------------------
+
+    def check_split_names(self, wanted: Iterable[str], available: Iterable[str]) -> None:
+        """Raise a ValueError naming the splits of ``wanted`` that are not ``available``, and those that are."""
+        names = list(available)
+        unknown = [name for name in wanted if name not in names]
+        if unknown:
+            raise ValueError(f"{self.source.name} has no split {', '.join(map(repr, unknown))}; its splits here: "
+                             f"{', '.join(names)}")
+
+    def is_prepared(self) -> bool:
+        """Whether this config's splits are in the cache already (``download_and_prepare`` would read them)."""
+        return os.path.exists(os.path.join(self._output_dir, datasets.config.DATASET_INFO_FILENAME))
 
     def prepared_skip_report(self, split: Optional[str] = None, *, with_rows: bool = False) -> SkipReport:
         """Skip counts left by ``download_and_prepare`` (also when the dataset came from the cache), of the

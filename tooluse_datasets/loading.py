@@ -67,10 +67,15 @@ def load(
     builder_cls = registry.builder_class(source)
     from .source import splits_read  # with the builder: importing the package stays light
 
-    if not streaming and "prepare_splits" not in config_kwargs:
-        config_kwargs["prepare_splits"] = splits_read(split)
-    builder = builder_cls(config_name=config, data_files=data_files, data_dir=data_dir, cache_dir=cache_dir,
-                          on_error=on_error, revision=revision, validate=validate, **config_kwargs)
+    def make_builder(**extra):
+        return builder_cls(config_name=config, data_files=data_files, data_dir=data_dir, cache_dir=cache_dir,
+                           on_error=on_error, revision=revision, validate=validate, **config_kwargs, **extra)
+
+    builder = make_builder()
+    names = splits_read(split)
+    if not streaming and names and "prepare_splits" not in config_kwargs and not builder.is_prepared():
+        # Only the splits read are converted (into a cache of their own), unless every split is cached already.
+        builder = make_builder(prepare_splits=names)
     if streaming:
         if report is not None:
             builder.skip_report = report
@@ -85,6 +90,8 @@ def load(
         if isinstance(exc.__cause__, DataNotFoundError):
             raise exc.__cause__ from exc
         raise
+    if names:
+        builder.check_split_names(names, builder.info.splits)  # a build read from the cache: checked here
     prepared = builder.prepared_skip_report(split, with_rows=report is not None and report.wants_rows)
     if prepared.skipped:
         logger.warning("%s/%s: %s", source, config, prepared.summary())
