@@ -339,6 +339,34 @@ def test_jsonl_rows_outside_every_split_are_reported_not_dropped(tmp_path):
     assert report.skipped == 2 and set(report.by_reason) == {"InvalidJsonError:<line>", "InvalidValueError:split"}
 
 
+def test_a_split_of_a_jsonl_file_parses_only_its_own_lines(tmp_path, monkeypatch):
+    """Planning reads every line once and notes each row's split; a split then parses only its own lines (and
+    the first split also those of no split, which it reports), while rows and reports stay as before."""
+    good = native_row(conversation())
+    lines = [json.dumps({**good, "split": "tau-train" if i in (0, 3, 6, 9) else "synthetic"}) for i in range(20)]
+    lines[4:4] = ["", "{broken", json.dumps({**good, "split": 7})]
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    parsed: list[bytes] = []
+    original = codec.loads
+
+    def spy(text):
+        if isinstance(text, bytes) and text.startswith((b"{", b"\xef\xbb\xbf")):
+            parsed.append(text)
+        return original(text)
+
+    monkeypatch.setattr(codec, "loads", spy)
+    tau = list(td.load("toolmind", data_files=str(path), split="tau_train", streaming=True))
+    assert [row["id"] for row in tau] == [f"toolmind/tau-train/{n}" for n in (0, 3, 9, 12)]
+    assert len(parsed) == 22 + 4  # the plan: every line but the blank one; the split: its 4 lines
+    parsed.clear()
+    report = SkipReport()
+    synthetic = list(td.load("toolmind", data_files=str(path), split="synthetic", streaming=True,
+                             on_error="skip", report=report))
+    assert len(synthetic) == 16 and report.skipped == 2
+    assert len(parsed) == 22 + 16 + 2
+
+
 # --------------------------------------------------------------------------------------------------
 # Unified shape
 # --------------------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ import functools
 import os
 import re
 import uuid
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Callable, Iterator, Optional, Union
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -239,9 +239,11 @@ def parquet_row_offsets(metadata: pq.FileMetaData) -> list[int]:
     return offsets
 
 
-def read_shard(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] = None) -> Iterator[RawBatch]:
+def read_shard(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] = None,
+               wanted: Optional[Callable[[int], bool]] = None) -> Iterator[RawBatch]:
     """Generic rows of a shard: Parquet rows as dicts, JSON Lines, or a JSON document (an array of objects or
-    one object). ``resume``: a position from a previous :class:`RawBatch`; rows before it are not read."""
+    one object). ``resume``: a position from a previous :class:`RawBatch`; rows before it are not read.
+    ``wanted``: a JSON line whose row number it refuses is passed over unparsed (not a row of the output)."""
     if shard.kind == PARQUET:
         pf = open_parquet(shard.file)
         for record_batch, first_row in iter_parquet_batches(pf, shard, batch_size, resume):
@@ -251,9 +253,9 @@ def read_shard(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] 
                 rows = parquet_batch_rows(record_batch, first_row)
             yield RawBatch(rows, [(n + 1, 0) for n, _ in rows])
     elif shard.kind == LINES:
-        yield from read_lines(shard, batch_size, resume)
+        yield from read_lines(shard, batch_size, resume, wanted)
     else:
-        yield from read_document(shard, batch_size, resume)
+        yield from read_document(shard, batch_size, resume, wanted)
 
 
 @dataclasses.dataclass
@@ -416,9 +418,11 @@ class _CheckedReads:
 _DECOMPRESSION_ERRORS = _decompression_errors()
 
 
-def read_lines(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] = None) -> Iterator[RawBatch]:
+def read_lines(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] = None,
+               wanted: Optional[Callable[[int], bool]] = None) -> Iterator[RawBatch]:
     """JSON Lines of a byte range: the lines that start in ``[start, stop)``. Row numbers count lines in the
-    file from 0, blank lines included (they are skipped, not numbered anew)."""
+    file from 0, blank lines included (they are skipped, not numbered anew). Lines whose row number
+    ``wanted`` refuses are skipped unparsed."""
     from .codec import loads
 
     with open_text_file(shard.file) as f:
@@ -447,7 +451,7 @@ def read_lines(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] 
             offset += len(line)
             if start_of_line == 0:
                 line = first_line(line, shard.file)
-            if line.strip():
+            if (wanted is None or wanted(row)) and line.strip():
                 try:
                     value = loads(line)
                 except ValueError as exc:
@@ -551,10 +555,12 @@ def _count_lines_before(f, path: str, offset: int) -> int:
     return count
 
 
-def read_document(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] = None) -> Iterator[RawBatch]:
+def read_document(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] = None,
+                  wanted: Optional[Callable[[int], bool]] = None) -> Iterator[RawBatch]:
     """A ``.json`` file: an array of row objects, one object (on one line or several), or JSON Lines saved as
     ``.json``. Elements of an array are numbered from 0; in an array that does not parse as a whole, each
-    element that does is a row and each that does not is an error at its index (:func:`_array_elements`)."""
+    element that does is a row and each that does not is an error at its index (:func:`_array_elements`).
+    ``wanted`` spares the parsing of JSON Lines only (an array is parsed whole)."""
     from .codec import loads, try_loads
 
     with open_text_file(shard.file) as f:
@@ -576,7 +582,7 @@ def read_document(shard: Shard, batch_size: int, resume: Optional[tuple[int, int
             if not resume or resume[0] == 0:
                 yield RawBatch([(0, document)], [(1, 0)])
             return
-        yield from read_lines(Shard(shard.file, LINES), batch_size, resume)  # also a broken first line's
+        yield from read_lines(Shard(shard.file, LINES), batch_size, resume, wanted)  # also a broken first line's
         return
     try:
         elements: list = loads(data)

@@ -6,14 +6,15 @@ prove a single value (no data read: the upstream file is grouped by `split`), el
 `split` column alone. A split's shards are then the row groups that hold its value, so reading one split
 never decompresses the others' row groups, and preparing all seven reads each row group once (a row group
 shared by several splits, at a boundary, is read by each of them). Within a row group rows are selected in
-Arrow, before any `messages` text becomes a Python object. JSON files carry no statistics: each split reads
-them whole and picks its rows.
+Arrow, before any `messages` text becomes a Python object. JSON files carry no statistics: planning parses
+every row once and notes each row's split in a bitmap per split, so a split parses only its own lines (a JSON
+array is still parsed whole) and checks their value as it reads them.
 """
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -41,6 +42,17 @@ class SplitSelection:
     report_unassigned: bool     # JSON rows that belong to no split are reported here (the first split only)
     stem_ids: bool              # several files feed the split: ids carry the file stem
     unassigned: frozenset = frozenset()  # files with no split column while others have one: rows reported
+    # JSON files: (path, bitmap of the row numbers this split reads), from planning; other lines go unparsed
+    json_rows: tuple = ()
+
+    def wanted_rows(self, path: str) -> Optional[Callable[[int], bool]]:
+        """Whether this split reads a row of the JSON file ``path`` (None: no map, read every row). A row past
+        the map (a file that grew since planning) is read and checked."""
+        bitmap = next((rows for file, rows in self.json_rows if file == path), None)
+        if bitmap is None:
+            return None
+        size = len(bitmap) * 8
+        return lambda row: row >= size or bool(bitmap[row >> 3] >> (row & 7) & 1)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -55,6 +67,18 @@ class _FileValues:
     by_row_group: Optional[list[set]] = None      # Parquet: values per row group
     undecodable: frozenset = frozenset()          # Parquet: row groups with a split value not UTF-8 or unreadable
     metadata: Any = None                          # Parquet: the footer, read once while planning
+    # JSON: the row numbers holding each value, and those of rows that name no split (reported by the first)
+    rows_by_value: Optional[dict] = None
+    unassigned_rows: tuple = ()
+    rows_read: int = 0                            # JSON: row numbers planned (one past the last)
+
+    def json_rows(self, value: Optional[str], first: bool) -> tuple[str, bytes]:
+        """(path, bitmap) of the rows a split of ``value`` reads (the ``first`` split: also the unassigned)."""
+        rows = list(self.rows_by_value.get(value, ())) + (list(self.unassigned_rows) if first else [])
+        bitmap = bytearray((self.rows_read + 7) >> 3)
+        for row in rows:
+            bitmap[row >> 3] |= 1 << (row & 7)
+        return self.path, bytes(bitmap)
 
 
 def plan_splits(files: list[str], split_column: str, shard_bytes: int, *,
@@ -89,10 +113,12 @@ def plan_splits(files: list[str], split_column: str, shard_bytes: int, *,
     plans = []
     for position, value in enumerate(sorted(values, key=table_order)):
         shards: list[Shard] = []
+        json_rows: list[tuple[str, bytes]] = []
         for f in with_column:
             if f.by_row_group is None:
                 if value in f.values or position == 0:  # the first split also reports rows of no split
                     shards += plan_file(f.path, shard_bytes)
+                    json_rows.append(f.json_rows(value, position == 0))
             else:
                 groups = [rg for rg, held in enumerate(f.by_row_group)
                           if value in held or (position == 0 and rg in f.undecodable)]
@@ -101,7 +127,7 @@ def plan_splits(files: list[str], split_column: str, shard_bytes: int, *,
         if position == 0:
             shards += [shard for path in unassigned for shard in plan_file(path, shard_bytes)]
         selection = SplitSelection(value, True, position == 0, stem_ids,
-                                   frozenset(unassigned) if position == 0 else frozenset())
+                                   frozenset(unassigned) if position == 0 else frozenset(), tuple(json_rows))
         plans.append(SplitPlan(names[value], tuple(shards), selection))
     return plans
 
@@ -212,16 +238,23 @@ def _leaf_index(pf: pq.ParquetFile, column: str) -> Optional[int]:
 
 
 def _json_values(path: str, split_column: str) -> Optional[_FileValues]:
-    values: set = set()
+    rows_by_value: dict[Optional[str], list[int]] = {}
+    unassigned: list[int] = []
     seen_column = False
+    rows_read = 0
     for batch in read_shard(whole_file_shard(path), 1000):
-        for _, row in batch.items:
-            if isinstance(row, dict):
-                seen_column = seen_column or split_column in row
-                value = row.get(split_column)
-                if value is None or isinstance(value, str):
-                    values.add(value)
-    return _FileValues(path, values) if seen_column else None
+        for row_number, row in batch.items:
+            rows_read = row_number + 1
+            value = row.get(split_column) if isinstance(row, dict) else None
+            seen_column = seen_column or (isinstance(row, dict) and split_column in row)
+            if isinstance(row, dict) and (value is None or isinstance(value, str)):
+                rows_by_value.setdefault(value, []).append(row_number)
+            else:
+                unassigned.append(row_number)
+    if not seen_column:
+        return None
+    return _FileValues(path, set(rows_by_value), rows_by_value=rows_by_value, unassigned_rows=tuple(unassigned),
+                       rows_read=rows_read)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -249,7 +282,7 @@ def read_split_rows(shard: Shard, split_column: Optional[str], selection: Option
             if items:
                 yield RawBatch(items, [(n + 1, 0) for n, _ in items])
         return
-    for batch in read_shard(shard, batch_size, resume):
+    for batch in read_shard(shard, batch_size, resume, selection.wanted_rows(shard.file) if column else None):
         if column is None:
             yield batch
             continue
