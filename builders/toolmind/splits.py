@@ -12,6 +12,7 @@ array is still parsed whole) and checks their value as it reads them.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
@@ -67,18 +68,25 @@ class _FileValues:
     by_row_group: Optional[list[set]] = None      # Parquet: values per row group
     undecodable: frozenset = frozenset()          # Parquet: row groups with a split value not UTF-8 or unreadable
     metadata: Any = None                          # Parquet: the footer, read once while planning
-    # JSON: the row numbers holding each value, and those of rows that name no split (reported by the first)
+    # JSON: bitmaps of the rows holding each value, and of the rows that name no split (the first split's)
     rows_by_value: Optional[dict] = None
-    unassigned_rows: tuple = ()
+    unassigned_rows: bytearray = dataclasses.field(default_factory=bytearray)
     rows_read: int = 0                            # JSON: row numbers planned (one past the last)
 
     def json_rows(self, value: Optional[str], first: bool) -> tuple[str, bytes]:
-        """(path, bitmap) of the rows a split of ``value`` reads (the ``first`` split: also the unassigned)."""
-        rows = list(self.rows_by_value.get(value, ())) + (list(self.unassigned_rows) if first else [])
-        bitmap = bytearray((self.rows_read + 7) >> 3)
-        for row in rows:
-            bitmap[row >> 3] |= 1 << (row & 7)
-        return self.path, bytes(bitmap)
+        """(path, bitmap) of the rows a split of ``value`` reads (the ``first`` split: also the unassigned),
+        one bit a row of the file."""
+        bits = int.from_bytes(self.rows_by_value.get(value, b""), "little")
+        if first:
+            bits |= int.from_bytes(self.unassigned_rows, "little")
+        return self.path, bits.to_bytes((self.rows_read + 7) >> 3, "little")
+
+
+def _mark(bitmap: bytearray, row: int) -> None:
+    byte = row >> 3
+    if byte >= len(bitmap):
+        bitmap.extend(bytes(byte + 1 - len(bitmap) + len(bitmap) // 2))  # grown geometrically
+    bitmap[byte] |= 1 << (row & 7)
 
 
 def plan_splits(files: list[str], split_column: str, shard_bytes: int, *,
@@ -238,8 +246,8 @@ def _leaf_index(pf: pq.ParquetFile, column: str) -> Optional[int]:
 
 
 def _json_values(path: str, split_column: str) -> Optional[_FileValues]:
-    rows_by_value: dict[Optional[str], list[int]] = {}
-    unassigned: list[int] = []
+    rows_by_value: dict[Optional[str], bytearray] = {}  # a bit a row: a few MB for millions of rows
+    unassigned = bytearray()
     seen_column = False
     rows_read = 0
     for batch in read_shard(whole_file_shard(path), 1000):
@@ -248,12 +256,12 @@ def _json_values(path: str, split_column: str) -> Optional[_FileValues]:
             value = row.get(split_column) if isinstance(row, dict) else None
             seen_column = seen_column or (isinstance(row, dict) and split_column in row)
             if isinstance(row, dict) and (value is None or isinstance(value, str)):
-                rows_by_value.setdefault(value, []).append(row_number)
+                _mark(rows_by_value.setdefault(value, bytearray()), row_number)
             else:
-                unassigned.append(row_number)
+                _mark(unassigned, row_number)
     if not seen_column:
         return None
-    return _FileValues(path, set(rows_by_value), rows_by_value=rows_by_value, unassigned_rows=tuple(unassigned),
+    return _FileValues(path, set(rows_by_value), rows_by_value=rows_by_value, unassigned_rows=unassigned,
                        rows_read=rows_read)
 
 
