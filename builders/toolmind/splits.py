@@ -12,9 +12,8 @@ array is still parsed whole) and checks their value as it reads them.
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional
 
 import pyarrow as pa
@@ -69,16 +68,16 @@ class _FileValues:
     undecodable: frozenset = frozenset()          # Parquet: row groups with a split value not UTF-8 or unreadable
     metadata: Any = None                          # Parquet: the footer, read once while planning
     # JSON: bitmaps of the rows holding each value, and of the rows that name no split (the first split's)
-    rows_by_value: Optional[dict] = None
-    unassigned_rows: bytearray = dataclasses.field(default_factory=bytearray)
+    bitmap_by_value: Optional[dict] = None
+    unassigned_bitmap: bytearray = field(default_factory=bytearray)
     rows_read: int = 0                            # JSON: row numbers planned (one past the last)
 
     def json_rows(self, value: Optional[str], first: bool) -> tuple[str, bytes]:
         """(path, bitmap) of the rows a split of ``value`` reads (the ``first`` split: also the unassigned),
         one bit a row of the file."""
-        bits = int.from_bytes(self.rows_by_value.get(value, b""), "little")
+        bits = int.from_bytes(self.bitmap_by_value.get(value, b""), "little")
         if first:
-            bits |= int.from_bytes(self.unassigned_rows, "little")
+            bits |= int.from_bytes(self.unassigned_bitmap, "little")
         return self.path, bits.to_bytes((self.rows_read + 7) >> 3, "little")
 
 
@@ -246,7 +245,7 @@ def _leaf_index(pf: pq.ParquetFile, column: str) -> Optional[int]:
 
 
 def _json_values(path: str, split_column: str) -> Optional[_FileValues]:
-    rows_by_value: dict[Optional[str], bytearray] = {}  # a bit a row: a few MB for millions of rows
+    bitmap_by_value: dict[Optional[str], bytearray] = {}  # a bit a row: a few MB for millions of rows
     unassigned = bytearray()
     seen_column = False
     rows_read = 0
@@ -256,12 +255,12 @@ def _json_values(path: str, split_column: str) -> Optional[_FileValues]:
             value = row.get(split_column) if isinstance(row, dict) else None
             seen_column = seen_column or (isinstance(row, dict) and split_column in row)
             if isinstance(row, dict) and (value is None or isinstance(value, str)):
-                _mark(rows_by_value.setdefault(value, bytearray()), row_number)
+                _mark(bitmap_by_value.setdefault(value, bytearray()), row_number)
             else:
                 _mark(unassigned, row_number)
     if not seen_column:
         return None
-    return _FileValues(path, set(rows_by_value), rows_by_value=rows_by_value, unassigned_rows=unassigned,
+    return _FileValues(path, set(bitmap_by_value), bitmap_by_value=bitmap_by_value, unassigned_bitmap=unassigned,
                        rows_read=rows_read)
 
 
