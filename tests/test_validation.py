@@ -496,21 +496,21 @@ def test_source_rules_live_in_their_folders_and_name_their_source():
     assert by_id["toolmind.grammar"].sources == ("toolmind",)
 
 
-def test_importing_the_package_or_loading_without_validate_imports_no_rules():
+def test_importing_the_package_or_loading_without_validate_imports_no_rules(tmp_path):
     """Rules (and jsonschema) load on first use: a load that validates nothing does not pay for them (it took
     60 of a first load's 100 ms)."""
     import subprocess
     import sys
 
-    code = ("import sys, tempfile, tooluse_datasets as td\n"
+    code = ("import sys, tooluse_datasets as td\n"
             "rules = lambda: sorted(m for m in sys.modules if m.endswith('.rules') or m.startswith('jsonschema'))\n"
             "print(rules())\n"
-            "td.load('ms_swift', data_files=td.sample_files('ms_swift'), cache_dir=tempfile.mkdtemp())\n"
+            "td.load('ms_swift', data_files=td.sample_files('ms_swift'), cache_dir=sys.argv[1] + '/a')\n"
             "print(rules())\n"
             "td.load('ms_swift', data_files=td.sample_files('ms_swift'), config='unified', validate='error',\n"
-            "        cache_dir=tempfile.mkdtemp())\n"
+            "        cache_dir=sys.argv[1] + '/b')\n"
             "print('builders.ms_swift.rules' in ' '.join(rules()))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True,
                          env={**os.environ, "HF_DATASETS_DISABLE_PROGRESS_BARS": "1"}).stdout.split("\n")
     assert out[:3] == ["[]", "[]", "True"]
 
