@@ -197,3 +197,14 @@ def test_stored_text_decoder_is_exact_and_big_ints_are_marked(value):
         for v in (value if isinstance(value, list) else [value]))
     assert text.startswith(BIG_INT_MARK) == holds_big_int
     assert json.loads(text) == value  # still plain JSON for every other reader
+
+
+@pytest.mark.parametrize("ensure_ascii", [False, True])
+@pytest.mark.parametrize("value", EXACT_VALUES + [
+    {"name": "f", "arguments": {"q": "caf\u00e9 \U0001f680 \x7f \x1f \\ \"", "n": [1e400, -1e400, 1e-320]}},
+    [{"role": "user", "content": "\u2028\u2029 \ud7ff \ue000 \uffff"}],
+], ids=lambda v: repr(v)[:30])
+def test_python_json_text_writes_what_json_dumps_writes(value, ensure_ascii):
+    # Row texts are compared with this writer to know whether they write back byte for byte.
+    from tooluse_datasets.codec import python_json_text
+    assert python_json_text(value, ensure_ascii) == json.dumps(value, ensure_ascii=ensure_ascii)

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from tooluse_datasets.codec import dumps, loads, may_nest_deep
+from tooluse_datasets.codec import dumps, loads, may_nest_deep, python_json_text
 from tooluse_datasets.errors import JsonValueError
 
 from .native import ORIGINAL_KEY, Message
-from .parsing import join_think, spaced_text, split_pre_call_text, split_think
+from .parsing import join_think, split_pre_call_text, split_think
 
 _MEDIA_COLUMNS = ("images", "audios", "videos")
 _FUNCTION_KEYS = ("name", "description", "parameters")
@@ -126,7 +126,7 @@ def _call(text: str, number: int) -> Optional[tuple[dict, bool]]:
     name, arguments = call.get("name"), call.get("arguments")
     if type(name) is not str or not name or type(arguments) is not dict:
         return None
-    same = len(call) == 2 and text.startswith('{"name": ') and spaced_text(call) == text
+    same = len(call) == 2 and text.startswith('{"name": ') and python_json_text(call) == text
     return {"id": f"call_{number}", "type": "function", "function": {"name": name, "arguments": arguments}}, same
 
 

@@ -5,12 +5,10 @@ that what one writes the other reads back to the same values.
 """
 from __future__ import annotations
 
-import json
 import re
-from json.encoder import c_make_encoder, encode_basestring
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
-from tooluse_datasets.codec import dumps, loads_json_or_literal
+from tooluse_datasets.codec import dumps, loads_json_or_literal, python_json_text
 from tooluse_datasets.errors import (ConversionError, InvalidJsonError, InvalidValueError, JsonValueError,
                                      MissingFieldError)
 
@@ -51,21 +49,7 @@ def spaced_dumps(value: Any) -> str:
     the compact codec form) makes rows copied from the ms-swift docs read and write back byte for byte.
     """
     dumps(value)
-    return spaced_text(value)
-
-
-def _spaced_writer() -> Callable[[Any], str]:
-    """``json.dumps(value, ensure_ascii=False)`` for plain JSON values, its C encoder made once (json.dumps
-    makes one per call: a third of the time on call-sized values). No cycle check: callers pass parsed JSON
-    or values :func:`codec.dumps` accepted."""
-    encoder = json.JSONEncoder(ensure_ascii=False)
-    if c_make_encoder is None:  # an interpreter without json's C accelerator
-        return encoder.encode
-    write = c_make_encoder(None, encoder.default, encode_basestring, None, ": ", ", ", False, False, True)
-    return lambda value: "".join(write(value, 0))
-
-
-spaced_text = _spaced_writer()
+    return python_json_text(value)
 
 
 def json_text(value: Any) -> str:

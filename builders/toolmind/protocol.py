@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
-from tooluse_datasets.codec import try_loads
+from tooluse_datasets.codec import python_json_text, try_loads
 from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, MissingFieldError
 
 ROLES = ("system", "user", "reasoning", "tool_call", "tool_output", "answer")
@@ -149,8 +149,9 @@ def render_call(name: str, arguments: Any, key: str, ensure_ascii: bool) -> str:
 
 
 def renders_call(text: str, name: str, arguments: Any, key: str, ensure_ascii: bool) -> bool:
-    """``text == render_call(...)``, skipping the rendering when the text cannot be it."""
-    return text.startswith('{"name": ') and text == render_call(name, arguments, key, ensure_ascii)
+    """``text == render_call(...)`` for ``arguments`` parsed from JSON, skipping the rendering when the text
+    cannot be it."""
+    return text.startswith('{"name": ') and text == python_json_text({"name": name, key: arguments}, ensure_ascii)
 
 
 def parse_call(text: str, field: str, *, arguments_key: str, tolerant: bool = False) -> ParsedCall:

@@ -24,7 +24,7 @@ from typing import Any, Iterator, Optional
 import orjson
 from datasets import Features, Json, List, Value
 
-from tooluse_datasets.codec import loads as codec_loads, may_nest_deep
+from tooluse_datasets.codec import loads as codec_loads, may_nest_deep, python_json_text
 from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, MissingFieldError
 from tooluse_datasets.schema import complete_row, message, tool_call, unified_row
 from tooluse_datasets.shards import RawBatch, Shard, display_path, file_stem
@@ -296,7 +296,7 @@ def _json_encoding(text: str, messages: list[dict]) -> tuple[str, Optional[str]]
     ensure_ascii = text.isascii()
     encoding = P.ENCODING_ASCII if ensure_ascii else P.ENCODING_UTF8
     try:
-        reproduced = _quick_json_text(messages) == text.encode() or P.dump_json(messages, ensure_ascii) == text
+        reproduced = _quick_json_text(messages) == text.encode() or python_json_text(messages, ensure_ascii) == text
     except (TypeError, ValueError):
         reproduced = False
     return (encoding, None) if reproduced else (P.ENCODING_VERBATIM, text)
@@ -491,8 +491,8 @@ class _RowParser:
             self.read_exactly = self.read_exactly and not may_nest_deep(block)
             if self.call_key is None:
                 self.call_key = call.key
-            if len(blocks) == 1 and str(i) not in self.content and block != P.render_call(
-                    call.name, call.arguments, self.call_key, self.ensure_ascii):
+            if len(blocks) == 1 and str(i) not in self.content and not P.renders_call(
+                    block, call.name, call.arguments, self.call_key, self.ensure_ascii):
                 self.content[str(i)] = content  # key order, spacing, escaping or extra keys differ
             call_id = f"call_{self.calls_made}"
             self.calls_made += 1
