@@ -26,7 +26,7 @@ from tooluse_datasets.errors import (ConversionError, DataNotFoundError, Invalid
 from tooluse_datasets.schema import message, tool_call, unified_row
 from tooluse_datasets.source import RowContext
 
-from conftest import SHARED_DATA, benchmark_module, shared_data
+from conftest import SHARED_DATA, benchmark_module, count_calls, shared_data
 from hermes_template import render
 
 SHARED_FILES = [
@@ -124,6 +124,29 @@ def test_doc_rows_load_map_style_and_streaming_identically(name, cache_dir):
         for m in row["messages"]:
             if m["role"] == "tool":
                 assert m["tool_call_id"] in call_ids and m["name"]
+
+
+def test_loading_a_sources_every_split_by_name_fills_the_cache_a_load_of_all_splits_reads(monkeypatch, cache_dir):
+    """load(split=...) converts only the splits it names, into a cache of their own; when the names are every
+    split the files have (known from data_files, not from the rows), that is the full build's cache: `split="train"`
+    then no split converts once."""
+    from tooluse_datasets.builders.ms_swift.source import MsSwiftSource
+
+    read = count_calls(monkeypatch, MsSwiftSource, "read")
+    files = td.sample_files("ms_swift")
+    train = td.load("ms_swift", data_files=files, split="train", cache_dir=cache_dir)
+    shards = read["read"]
+    assert len(train) > 0 and shards > 0
+    everything = td.load("ms_swift", data_files=files, cache_dir=cache_dir)
+    assert list(everything) == ["train"] and list(everything["train"]) == list(train)
+    assert read["read"] == shards  # read from the cache the first load wrote
+    # With two splits, one of them is a build of its own; both by name are the full build again.
+    two = {"train": files["train"][:1], "test": files["train"][1:]}
+    test = td.load("ms_swift", data_files=two, split="test", cache_dir=cache_dir)
+    both = td.load("ms_swift", data_files=two, split="train+test", cache_dir=cache_dir)
+    converted = read["read"]
+    assert list(td.load("ms_swift", data_files=two, cache_dir=cache_dir)["test"]) == list(test)
+    assert len(both) == len(train) and read["read"] == converted
 
 
 def test_doc_rows_fields(cache_dir):

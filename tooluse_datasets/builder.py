@@ -263,6 +263,20 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
             raise ValueError(f"{self.source.name} has no split {', '.join(map(repr, unknown))}; its splits here: "
                              f"{', '.join(names)}")
 
+    def split_names(self) -> Optional[tuple[str, ...]]:
+        """The splits a full build has, when the data files' names tell (nothing is read or fetched), else None
+        (ToolMind's split column, NESTFUL v1's file groups)."""
+        if self.config.data_files:
+            files = {str(split): list(paths) for split, paths in self.config.data_files.items()}
+        elif self.config.data_dir:
+            files = {"train": [self.config.data_dir]}
+        elif self.source.upstream is not None:
+            files = self.source.upstream.urls(self.config.revision)
+        else:
+            return None
+        names = self.source.split_names(files)
+        return None if names is None else tuple(names)
+
     def is_prepared(self) -> bool:
         """Whether this config's splits are in the cache already (``download_and_prepare`` would read them)."""
         return os.path.exists(os.path.join(self._output_dir, datasets.config.DATASET_INFO_FILENAME))

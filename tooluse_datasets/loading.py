@@ -74,8 +74,11 @@ def load(
     builder = make_builder()
     names = splits_read(split)
     if not streaming and names and "prepare_splits" not in config_kwargs and not builder.is_prepared():
-        # Only the splits read are converted (into a cache of their own), unless every split is cached already.
-        builder = make_builder(prepare_splits=names)
+        # Only the splits read are converted (into a cache of their own), unless every split is cached already
+        # or they are every split (one cache then serves this load and a load of all splits).
+        every = builder.split_names()
+        if every is None or not set(every) <= set(names):
+            builder = make_builder(prepare_splits=names)
     if streaming:
         if report is not None:
             builder.skip_report = report

@@ -51,6 +51,9 @@ class MixedSource(Source):
             self._members[name] = builder_cls.SOURCE_CLASS(builder_cls.BUILDER_CONFIG_CLASS(name="unified", **common))
         return self._members[name]
 
+    def split_names(self, files_by_split: dict[str, list[str]]) -> Optional[list[str]]:
+        return [SPLIT]
+
     def plan(self, files_by_split: dict[str, list[str]]) -> list[SplitPlan]:
         """Every member's own plan of its files (its splits, in order), as the shards of one split."""
         shards = tuple(MemberShard(**{f.name: getattr(shard, f.name) for f in dataclasses.fields(Shard)},

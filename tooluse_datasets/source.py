@@ -254,6 +254,11 @@ class Source(abc.ABC):
         return [SplitPlan(split, tuple(shard for path in files for shard in plan_file(path, self.options.shard_bytes)))
                 for split, files in files_by_split.items()]
 
+    def split_names(self, files_by_split: dict[str, list[str]]) -> Optional[list[str]]:
+        """The splits :meth:`plan` makes of these files when their names alone tell (no file is read), else None.
+        Default: one split per data_files key."""
+        return list(files_by_split)
+
     def read(self, shard: Shard, split: SplitPlan, resume: Optional[tuple[int, int]] = None) -> Iterator[RawBatch]:
         """Batches of ``(row number, native row or error)`` of one shard. Default: Parquet rows as dicts,
         JSON Lines, or a JSON document."""

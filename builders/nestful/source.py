@@ -106,6 +106,9 @@ class NestfulSource(Source):
 
     # -- reading: the default Source.read (GitHub JSONL, JSON arrays, HF parquet) -------------------
 
+    def split_names(self, files_by_split: dict[str, list[str]]) -> Optional[list[str]]:
+        return None if self.options.data_version == "v1" else list(files_by_split)  # v1: groups of paired files
+
     def plan(self, files_by_split: dict[str, list[str]]) -> list[SplitPlan]:
         if self.options.data_version == "v1":
             from .v1 import v1_plan

@@ -115,11 +115,17 @@ class ToolMindSource(Source):
 
     # -- splits and reading ---------------------------------------------------------------------------
 
+    def split_names(self, files_by_split: dict[str, list[str]]) -> Optional[list[str]]:
+        return None if self._splits_from_column(files_by_split) else list(files_by_split)
+
+    def _splits_from_column(self, files_by_split: dict[str, list[str]]) -> bool:
+        return bool(self.options.split_column and list(files_by_split) == ["train"] and files_by_split["train"])
+
     def plan(self, files_by_split: dict[str, list[str]]) -> list[SplitPlan]:
         """One HF split per `split` value (card order, names from SPLIT_TABLE) when the files carry the
         column and data_files named no splits; otherwise one HF split per data_files key."""
         opts = self.options
-        if opts.split_column and list(files_by_split) == ["train"] and files_by_split["train"]:
+        if self._splits_from_column(files_by_split):
             plans = plan_splits(list(files_by_split["train"]), opts.split_column, opts.shard_bytes,
                                 column_required=opts.split_column != ToolMindOptions.split_column)
             if plans is not None:
