@@ -703,6 +703,15 @@ def test_source_options_of_the_wrong_type_are_refused_naming_the_option(source, 
         td.load(source, data_files=td.sample_files(source), streaming=True, **options)
 
 
+@pytest.mark.parametrize("streaming", [False, True])
+@pytest.mark.parametrize("num_proc", [0, -1, 1.5, "2", True])
+def test_a_num_proc_that_is_not_a_positive_integer_is_refused_naming_it(num_proc, streaming, cache_dir):
+    # datasets failed with a ZeroDivisionError (0), "Invalid batch size -2" (-1) or a TypeError from inside
+    with pytest.raises(ValueError, match=f"num_proc must be a positive integer or None, got {num_proc!r}"):
+        td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train", streaming=streaming,
+                num_proc=num_proc, cache_dir=cache_dir)
+
+
 def test_parquet_dates_times_uuids_and_maps_stream_as_they_are_stored(tmp_path, cache_dir):
     """pyarrow gives datetime, date, time and UUID objects and a map's entries as tuples; orjson writes them
     as JSON text, so prepare stored text while a stream handed out the objects. Both now give the text's values."""

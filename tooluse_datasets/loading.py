@@ -64,6 +64,9 @@ def load(
     JSON columns (``tools``, ``arguments``, ``meta``...) come back as Python values decoded exactly,
     in both modes; rows are identical map-style and streaming.
     """
+    if num_proc is not None and (type(num_proc) is not int or num_proc < 1):
+        # datasets would fail later with a ZeroDivisionError or a TypeError from deep inside
+        raise ValueError(f"num_proc must be a positive integer or None, got {num_proc!r}")
     builder_cls = registry.builder_class(source)
     from .source import splits_read  # with the builder: importing the package stays light
 
