@@ -712,6 +712,21 @@ def test_a_num_proc_that_is_not_a_positive_integer_is_refused_naming_it(num_proc
                 num_proc=num_proc, cache_dir=cache_dir)
 
 
+@pytest.mark.parametrize("streaming", [False, True])
+def test_a_split_the_data_lacks_is_refused_naming_the_splits_it_has_in_both_modes(streaming, cache_dir):
+    with pytest.raises(ValueError, match=r"^ms_swift has no split 'validation'; its splits here: train$"):
+        td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="validation", streaming=streaming,
+                cache_dir=cache_dir)
+    if not streaming:
+        assert len(td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train[:2]",
+                           cache_dir=cache_dir)) == 2
+        return
+    # datasets streams no slices ("Bad split: train[:2]"): say what to do instead
+    with pytest.raises(ValueError, match=r"split='train\[:2\]' has a slice .* stream 'train' and take rows with "
+                                         r"\.skip\(n\) / \.take\(n\)"):
+        td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train[:2]", streaming=True)
+
+
 def test_parquet_dates_times_uuids_and_maps_stream_as_they_are_stored(tmp_path, cache_dir):
     """pyarrow gives datetime, date, time and UUID objects and a map's entries as tuples; orjson writes them
     as JSON text, so prepare stored text while a stream handed out the objects. Both now give the text's values."""

@@ -54,9 +54,10 @@ class ToolUseConfig(datasets.BuilderConfig, SourceOptions):
         revision: upstream revision (commit) to read instead of the pinned one.
         validate: validation rules (a selection as in ``validation.select_rules``) that unified rows must pass
             as they are converted; a failing row follows ``on_error`` like any bad row, with its file and row.
-        prepare_splits: the splits ``download_and_prepare`` converts (None: all). ``load(split=...)`` sets it
-            unless every split is cached already, so that one ToolMind split does not cost the conversion of
-            all seven; being a config option, it gives such a build a cache folder of its own.
+        prepare_splits: the splits ``download_and_prepare`` converts, or a stream plans (None: all).
+            ``load(split=...)`` sets it unless every split is cached already, so that one ToolMind split does
+            not cost the conversion of all seven; being a config option, it gives such a build a cache folder
+            of its own. A name the data lacks is refused before any row is converted.
     """
 
     on_error: OnError = "raise"
