@@ -727,6 +727,14 @@ def test_a_split_the_data_lacks_is_refused_naming_the_splits_it_has_in_both_mode
         td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train[:2]", streaming=True)
 
 
+@pytest.mark.parametrize("streaming", [False, True])
+def test_a_data_file_that_does_not_exist_is_a_data_not_found_error_naming_source_and_path(streaming, tmp_path):
+    missing = tmp_path / "missing.jsonl"
+    for data_files in (str(missing), {"train": [missing]}, [td.sample_files("ms_swift")["train"][0], str(missing)]):
+        with pytest.raises(td.DataNotFoundError, match=r"^ms_swift: Unable to find '.*missing\.jsonl' \(data_files="):
+            td.load("ms_swift", data_files=data_files, split="train", streaming=streaming)
+
+
 def test_parquet_dates_times_uuids_and_maps_stream_as_they_are_stored(tmp_path, cache_dir):
     """pyarrow gives datetime, date, time and UUID objects and a map's entries as tuples; orjson writes them
     as JSON text, so prepare stored text while a stream handed out the objects. Both now give the text's values."""

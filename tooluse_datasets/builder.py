@@ -94,7 +94,12 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         self._data_files_given = kwargs.get("data_files")
         if kwargs.get("hash") is None:
             kwargs["hash"] = _code_hash()
-        super().__init__(*args, **kwargs)
+        try:
+            super().__init__(*args, **kwargs)
+        except FileNotFoundError as exc:  # datasets resolving a path that does not exist: "Unable to find '...'"
+            if isinstance(exc, DataNotFoundError) or self._data_files_given is None:
+                raise
+            raise DataNotFoundError(f"{self.SOURCE_CLASS.name}: {exc} (data_files={self._data_files_given!r})") from exc
         self.skip_report = SkipReport()
         # Worker processes that convert the next shards ahead while streaming (set by load(num_proc=...)).
         self.stream_num_proc: Optional[int] = None
