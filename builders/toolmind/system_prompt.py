@@ -17,6 +17,7 @@ none of this normalisation has to be reversible.
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass, field
@@ -64,7 +65,7 @@ def parse_system_prompt(text: str) -> SystemPrompt:
     spans, tools, scanned = _scan_tool_catalog(text)
     if not spans:
         return SystemPrompt([], _strip_protocol(text).strip(), False)
-    head = _strip_lead_in(_strip_protocol(text[: spans[0][0]]))
+    head = _instructions_before(text[: spans[0][0]])
     tail = _TOOLS_CLOSE.sub("", text[spans[-1][1]:], count=1).strip()
     instructions = "\n\n".join(part for part in (head, tail) if part)
     return SystemPrompt(tools, instructions, True, scanned)
@@ -326,6 +327,13 @@ def _strip_protocol(text: str) -> str:
         else:
             break
     return "\n".join(lines[i:])
+
+
+@functools.lru_cache(maxsize=1024)
+def _instructions_before(head: str) -> str:
+    """The instructions in the text before the catalog: usually the protocol and a heading, the same text in
+    row after row (hence the cache)."""
+    return _strip_lead_in(_strip_protocol(head))
 
 
 def _strip_lead_in(head: str) -> str:
