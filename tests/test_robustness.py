@@ -269,8 +269,8 @@ def test_skipped_rows_option_lists_every_skipped_row(tmp_path, capsys):
 
 @pytest.mark.parametrize("args, expected", [
     (["export", "nestful", "--data-files", "{tmp}/missing.jsonl", "--out", "{tmp}/out"],
-     "error: FileNotFoundError: Unable to find '{tmp}/missing.jsonl'"),
-    (["show", "nestful", "--sample", "--split", "nope"], "error: ValueError: Bad split: nope. Available splits: ['train']"),
+     "error: nestful: Unable to find '{tmp}/missing.jsonl' (data_files=['{tmp}/missing.jsonl'])"),
+    (["show", "nestful", "--sample", "--split", "nope"], "error: ValueError: nestful has no split 'nope'; its splits here: train"),
     (["stats", "nosuch", "--sample"], "error: ValueError: unknown source 'nosuch'; choose one of"),
 ])
 def test_commands_on_bad_input_print_one_line(tmp_path, capsys, args, expected):

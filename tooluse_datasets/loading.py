@@ -78,10 +78,11 @@ def load(
     if streaming and names and "[" in split:
         raise ValueError(f"a stream reads whole splits; split={split!r} has a slice (datasets streams none): stream "
                          f"{'+'.join(names)!r} and take rows with .skip(n) / .take(n)")
-    builder = make_builder()
     if streaming and names and "prepare_splits" not in config_kwargs:
         builder = make_builder(prepare_splits=names)  # a split the data lacks: our error, naming those it has
-    elif names and "prepare_splits" not in config_kwargs and not builder.is_prepared():
+    else:
+        builder = make_builder()
+    if not streaming and names and "prepare_splits" not in config_kwargs and not builder.is_prepared():
         # Only the splits read are converted (into a cache of their own), unless every split is cached already
         # or they are every split (one cache then serves this load and a load of all splits).
         every = builder.split_names()
