@@ -735,6 +735,23 @@ def test_a_data_file_that_does_not_exist_is_a_data_not_found_error_naming_source
             td.load("ms_swift", data_files=data_files, split="train", streaming=streaming)
 
 
+def test_arguments_of_the_wrong_type_are_a_type_error_saying_what_is_expected():
+    # These failed with "'str' object has no attribute 'wants_rows'", "'int' object is not iterable" and
+    # "'list' object has no attribute 'features'".
+    files = td.sample_files("ms_swift")
+    with pytest.raises(TypeError, match="report must be a tooluse_datasets.SkipReport .* got str"):
+        td.load("ms_swift", data_files=files, split="train", streaming=True, report="skips.json")
+    with pytest.raises(TypeError, match="a rule selection is a string .* got 123"):
+        td.load("ms_swift", data_files=files, split="train", streaming=True, validate=123)
+    with pytest.raises(TypeError, match="a rule selection is a string .* got \\[1\\]"):
+        td.validate("ms_swift", data_files=files, rules=[1])
+    with pytest.raises(TypeError, match="exact\\(\\) takes a datasets Dataset, IterableDataset or a dict of them, got list"):
+        td.exact([{"id": "x"}])
+    # what the selections accept is unchanged: a string, a list or any iterable of strings, True, None
+    assert len(list(td.load("ms_swift", data_files=files, split="train", streaming=True,
+                            validate=(r for r in ["call.*"])))) == 6
+
+
 def test_parquet_dates_times_uuids_and_maps_stream_as_they_are_stored(tmp_path, cache_dir):
     """pyarrow gives datetime, date, time and UUID objects and a map's entries as tuples; orjson writes them
     as JSON text, so prepare stored text while a stream handed out the objects. Both now give the text's values."""

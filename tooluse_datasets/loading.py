@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import inspect
 import logging
 from typing import Any, Optional, Union
 
@@ -67,6 +68,10 @@ def load(
     if num_proc is not None and (type(num_proc) is not int or num_proc < 1):
         # datasets would fail later with a ZeroDivisionError or a TypeError from deep inside
         raise ValueError(f"num_proc must be a positive integer or None, got {num_proc!r}")
+    if inspect.isgenerator(validate):
+        validate = tuple(validate)  # part of the config, which datasets pickles: a generator cannot be
+    if report is not None and not isinstance(report, SkipReport):
+        raise TypeError(f"report must be a tooluse_datasets.SkipReport (it is filled in), got {type(report).__name__}")
     builder_cls = registry.builder_class(source)
     from .source import splits_read  # with the builder: importing the package stays light
 
@@ -132,6 +137,8 @@ def _prepared_split(builder, split: str) -> Dataset:
 
 def exact(ds: AnyDataset) -> AnyDataset:
     """The same dataset with exact JSON decoding (metadata only: no data is rewritten)."""
+    if not isinstance(ds, (Dataset, DatasetDict, IterableDataset, IterableDatasetDict)):
+        raise TypeError(f"exact() takes a datasets Dataset, IterableDataset or a dict of them, got {type(ds).__name__}")
     if isinstance(ds, (DatasetDict, IterableDatasetDict)):
         return type(ds)({name: exact(d) for name, d in ds.items()})
     features = ExactFeatures(ds.features)

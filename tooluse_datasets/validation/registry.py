@@ -126,7 +126,11 @@ def selection_items(selection: RuleSelection) -> list[str]:
         return ["error"]
     if isinstance(selection, str):
         selection = selection.split(",")
-    items = [item.strip() for item in selection]
+    items = list(selection) if isinstance(selection, Iterable) and not isinstance(selection, (bytes, dict)) else None
+    if items is None or not all(isinstance(item, str) for item in items):
+        raise TypeError(f"a rule selection is a string (\"error\", \"call.*,tool.*\"), a list of them, True or None; "
+                        f"got {selection!r:.80}")
+    items = [item.strip() for item in items]
     return [item for item in items if item]
 
 
