@@ -4,6 +4,7 @@ alike; whole files that cannot be read are reported, not raised. One test per ca
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -750,6 +751,17 @@ def test_arguments_of_the_wrong_type_are_a_type_error_saying_what_is_expected():
     # what the selections accept is unchanged: a string, a list or any iterable of strings, True, None
     assert len(list(td.load("ms_swift", data_files=files, split="train", streaming=True,
                             validate=(r for r in ["call.*"])))) == 6
+
+
+@pytest.mark.parametrize("config, hint", [("sharegpt", " (did you mean 'llamafactory'?)"),
+                                          ("swfit", " (did you mean 'swift'?)"), ("xyz", "")])
+def test_a_format_that_does_not_exist_is_refused_listing_the_formats(config, hint):
+    # datasets said "BuilderConfig 'sharegpt' not found. Available: [...]"
+    message = f"toolmind has no format {config!r}{hint}; formats: unified, raw, swift, toolmind, llamafactory"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        td.load("toolmind", config, data_files=td.sample_files("toolmind"), streaming=True)
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        td.features("toolmind", config)
 
 
 def test_parquet_dates_times_uuids_and_maps_stream_as_they_are_stored(tmp_path, cache_dir):

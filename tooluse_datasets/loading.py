@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import difflib
 import hashlib
 import inspect
 import logging
@@ -14,6 +15,7 @@ from datasets.exceptions import DatasetGenerationError
 from . import registry
 from .codec import ExactFeatures
 from .errors import DataNotFoundError, SkipReport
+from .formats import FORMATS
 from .registry import sample_files
 
 logger = logging.getLogger("tooluse_datasets")
@@ -73,6 +75,7 @@ def load(
     if report is not None and not isinstance(report, SkipReport):
         raise TypeError(f"report must be a tooluse_datasets.SkipReport (it is filled in), got {type(report).__name__}")
     builder_cls = registry.builder_class(source)
+    _check_format(source, config)
     from .source import splits_read  # with the builder: importing the package stays light
 
     def make_builder(**extra):
@@ -121,6 +124,23 @@ def load(
     return ds
 
 
+# Names users reach for that are another format's
+_FORMAT_ALIASES = {"sharegpt": "llamafactory", "llama_factory": "llamafactory", "llama-factory": "llamafactory",
+                   "ms_swift": "swift", "ms-swift": "swift", "openai": "unified", "native": "raw"}
+
+
+def _check_format(source: str, config: Any) -> None:
+    """datasets' "BuilderConfig 'x' not found" does not say that configs are formats, nor which one was meant."""
+    if config in FORMATS:
+        return
+    name = None
+    if isinstance(config, str):
+        name = _FORMAT_ALIASES.get(config.lower()) or next(iter(difflib.get_close_matches(config.lower(), FORMATS, 1)),
+                                                           None)
+    hint = f" (did you mean {name!r}?)" if name else ""
+    raise ValueError(f"{source} has no format {config!r}{hint}; formats: {', '.join(FORMATS)}")
+
+
 def _prepared_split(builder, split: str) -> Dataset:
     """The prepared split; a split whose rows were all skipped is an empty dataset (datasets refuses to
     read a split without data), its skips are in the report."""
@@ -157,6 +177,7 @@ def exact(ds: AnyDataset) -> AnyDataset:
 def features(source: str, config: str = "unified") -> Features:
     """The declared features of ``source`` in ``config`` (without touching any data)."""
     builder_cls = registry.builder_class(source)
+    _check_format(source, config)
     return builder_cls(config_name=config, data_files={"train": []}).info.features
 
 
