@@ -764,6 +764,16 @@ def test_a_format_that_does_not_exist_is_refused_listing_the_formats(config, hin
         td.features("toolmind", config)
 
 
+@pytest.mark.parametrize("name, meant", [("ToolMind", "toolmind"), ("ms-swift", "ms_swift"),
+                                         ("LLaMA-Factory", "llamafactory"), ("xyz", None), (["toolmind"], None)])
+def test_an_unknown_source_is_refused_with_the_registered_name_it_stands_for(name, meant):
+    hint = f" (did you mean {meant!r}?)" if meant else ""
+    message = f"unknown source {name!r}{hint}; choose one of {list(td.SOURCES)}"
+    for call in (lambda: td.load(name), lambda: td.sample_files(name)):
+        with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+            call()
+
+
 def test_parquet_dates_times_uuids_and_maps_stream_as_they_are_stored(tmp_path, cache_dir):
     """pyarrow gives datetime, date, time and UUID objects and a map's entries as tuples; orjson writes them
     as JSON text, so prepare stored text while a stream handed out the objects. Both now give the text's values."""

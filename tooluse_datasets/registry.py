@@ -26,8 +26,7 @@ def source_names() -> list[str]:
 
 def builder_class(source: str) -> type:
     """The source's ``Builder`` (a :class:`tooluse_datasets.builder.ToolUseBuilder` subclass)."""
-    if source not in SOURCES:
-        raise ValueError(f"unknown source {source!r}; choose one of {list(SOURCES)}")
+    _check_source(source)
     return importlib.import_module(SOURCES[source]).Builder
 
 
@@ -36,8 +35,17 @@ def sample_files(source: str) -> dict[str, list[str]]:
     For ``"all"``: source name -> files, the ``data_files`` shape that source takes."""
     if source == MIX:
         return {name: sample_files(name)["train"] for name in source_names()}
-    if source not in SOURCES:
-        raise ValueError(f"unknown source {source!r}; choose one of {list(SOURCES)}")
+    _check_source(source)
     folder = resources.files(SOURCES[source]) / "dummy_data"
     files = sorted(str(p) for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
     return {"train": files}
+
+
+def _check_source(source: str) -> None:
+    if isinstance(source, str) and source in SOURCES:
+        return
+    # "ms-swift", "ToolMind", "tool_mind", "llama_factory": the registered name they stand for
+    key = source.lower().replace("-", "").replace("_", "") if isinstance(source, str) else None
+    meant = next((name for name in SOURCES if name.replace("_", "") == key), None)
+    hint = f" (did you mean {meant!r}?)" if meant else ""
+    raise ValueError(f"unknown source {source!r}{hint}; choose one of {list(SOURCES)}")
