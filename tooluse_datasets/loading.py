@@ -67,25 +67,18 @@ def load(
     JSON columns (``tools``, ``arguments``, ``meta``...) come back as Python values decoded exactly,
     in both modes; rows are identical map-style and streaming.
     """
-    if num_proc is not None and (type(num_proc) is not int or num_proc < 1):
-        # datasets would fail later with a ZeroDivisionError or a TypeError from deep inside
-        raise ValueError(f"num_proc must be a positive integer or None, got {num_proc!r}")
+    builder_cls = registry.builder_class(source)
+    from .source import splits_read  # with the builder: importing the package stays light
+
+    names = splits_read(split)
+    _check_arguments(source, config, split, names, streaming, num_proc, report)
     if inspect.isgenerator(validate):
         validate = tuple(validate)  # part of the config, which datasets pickles: a generator cannot be
-    if report is not None and not isinstance(report, SkipReport):
-        raise TypeError(f"report must be a tooluse_datasets.SkipReport (it is filled in), got {type(report).__name__}")
-    builder_cls = registry.builder_class(source)
-    _check_format(source, config)
-    from .source import splits_read  # with the builder: importing the package stays light
 
     def make_builder(**extra):
         return builder_cls(config_name=config, data_files=data_files, data_dir=data_dir, cache_dir=cache_dir,
                            on_error=on_error, revision=revision, validate=validate, **config_kwargs, **extra)
 
-    names = splits_read(split)
-    if streaming and names and "[" in split:
-        raise ValueError(f"a stream reads whole splits; split={split!r} has a slice (datasets streams none): stream "
-                         f"{'+'.join(names)!r} and take rows with .skip(n) / .take(n)")
     if streaming and names and "prepare_splits" not in config_kwargs:
         builder = make_builder(prepare_splits=names)  # a split the data lacks: our error, naming those it has
     else:
@@ -122,6 +115,20 @@ def load(
     else:
         ds = exact(DatasetDict({name: _prepared_split(builder, name) for name in builder.info.splits}))
     return ds
+
+
+def _check_arguments(source: str, config: Any, split: Any, names: Optional[tuple[str, ...]], streaming: bool,
+                     num_proc: Any, report: Any) -> None:
+    """Arguments datasets would refuse late (at the first row) or deep inside, with messages about itself."""
+    _check_format(source, config)
+    if num_proc is not None and (type(num_proc) is not int or num_proc < 1):
+        # datasets: a ZeroDivisionError (0), "Invalid batch size -2" (-1), a TypeError (1.5, "2")
+        raise ValueError(f"num_proc must be a positive integer or None, got {num_proc!r}")
+    if report is not None and not isinstance(report, SkipReport):
+        raise TypeError(f"report must be a tooluse_datasets.SkipReport (it is filled in), got {type(report).__name__}")
+    if streaming and names and "[" in split:
+        raise ValueError(f"a stream reads whole splits; split={split!r} has a slice (datasets streams none): stream "
+                         f"{'+'.join(names)!r} and take rows with .skip(n) / .take(n)")
 
 
 # Names users reach for that are another format's
