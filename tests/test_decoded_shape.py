@@ -87,3 +87,18 @@ def test_to_list_is_datasets_lossy_json_decoding_and_list_is_exact(nestful):
     assert 0.3 in [v for a in exact_args for v in a.values()]
     lossy_args = call_arguments(nestful.to_list())
     assert lossy_args != exact_args  # datasets' Json decoding: 0.3 comes back as 0.30000000000000004
+
+
+def test_stored_messages_decode_to_one_shape_whatever_their_key_order():
+    # Structs read from Arrow (every key, role and content first) are shaped in place; any other dict is rebuilt.
+    features = td.ExactFeatures(td.UNIFIED_FEATURES)
+    call = {"id": "call_0", "type": "function", "function": {"name": "f", "arguments": '{"a":1}'}}
+    stored = {"role": "assistant", "content": None, "reasoning_content": "r", "tool_calls": [call],
+              "tool_call_id": None, "name": None}
+    reordered = {"tool_calls": [dict(call, function=dict(call["function"]))], "name": None, "content": None,
+                 "reasoning_content": "r", "role": "assistant"}
+    expected = {"role": "assistant", "content": "", "reasoning_content": "r",
+                "tool_calls": [{"id": "call_0", "type": "function", "function": {"name": "f", "arguments": {"a": 1}}}]}
+    for message, order in ((stored, list(expected)), (reordered, ["role", "content", "tool_calls", "reasoning_content"])):
+        (decoded,) = features.decode_example({"messages": [message]})["messages"]
+        assert decoded == expected and list(decoded) == order  # role and content first, then as given
