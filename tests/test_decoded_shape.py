@@ -102,3 +102,20 @@ def test_stored_messages_decode_to_one_shape_whatever_their_key_order():
     for message, order in ((stored, list(expected)), (reordered, ["role", "content", "tool_calls", "reasoning_content"])):
         (decoded,) = features.decode_example({"messages": [message]})["messages"]
         assert decoded == expected and list(decoded) == order  # role and content first, then as given
+
+
+@pytest.mark.parametrize("source", sorted(td.SOURCES))
+def test_iterating_a_prepared_split_gives_datasets_own_rows_in_the_same_key_order(source, cache_dir):
+    import datasets
+    import orjson
+
+    from tooluse_datasets.loading import ExactDataset
+
+    for ds in td.load(source, data_files=td.sample_files(source), cache_dir=cache_dir).values():
+        assert isinstance(ds, ExactDataset)
+        own = list(datasets.Dataset.__iter__(ds))  # datasets' row-by-row path
+        rows = list(ds)
+        assert rows == own and orjson.dumps(rows) == orjson.dumps(own)  # values, and keys in the same order
+        # a format, an indices mapping or chosen columns take datasets' own path
+        assert list(ds.select(range(len(ds)))) == own
+        assert [r["id"] for r in ds.with_format(columns=["id"])] == [r["id"] for r in own]

@@ -10,7 +10,9 @@ from typing import Any, Optional, Union
 
 import pyarrow as pa
 from datasets import Dataset, DatasetDict, Features, IterableDataset, IterableDatasetDict
+from datasets import config as datasets_config
 from datasets.exceptions import DatasetGenerationError
+from datasets.table import table_iter
 
 from . import registry
 from .codec import ExactFeatures
@@ -162,6 +164,28 @@ def _prepared_split(builder, split: str) -> Dataset:
     return builder.as_dataset(split=split)
 
 
+class ExactDataset(Dataset):
+    """A ``Dataset`` whose plain iteration (``for row in ds``, no format set) turns Arrow into Python rows ten at
+    a time with the cyclic garbage collector paused: datasets slices a one-row table per row, and on nested
+    unified rows that made iteration about 1.6x slower. The rows are the same (a test compares them).
+    Transforms that rebuild the dataset (``select``, ``shuffle``, ``map``...) return datasets' own
+    ``Dataset``, which iterates as datasets does."""
+
+    def __iter__(self):
+        if self._indices is not None or self._format_type is not None or self._format_columns is not None:
+            yield from super().__iter__()
+            return
+        from .pipeline import gc_paused  # loaded by then: a prepared split came through the pipeline
+
+        decode = self._info.features.decode_example if self._info.features else None
+        for table in table_iter(self.data, batch_size=datasets_config.ARROW_READER_BATCH_SIZE_IN_DATASET_ITER):
+            with gc_paused():  # ten rows of new containers, none in a cycle
+                rows = table.to_pylist()
+                if decode is not None:
+                    rows = [decode(row) for row in rows]
+            yield from rows
+
+
 def exact(ds: AnyDataset) -> AnyDataset:
     """The same dataset with exact JSON decoding (metadata only: no data is rewritten)."""
     if not isinstance(ds, (Dataset, DatasetDict, IterableDataset, IterableDatasetDict)):
@@ -173,8 +197,8 @@ def exact(ds: AnyDataset) -> AnyDataset:
     info.features = features
     if isinstance(ds, Dataset):
         # A Dataset over the same memory-mapped table; the fingerprint changes because decoding does.
-        return Dataset(ds.data, info=info, split=ds.split, indices_table=ds._indices,
-                       fingerprint=f"{ds._fingerprint}-exact")
+        return ExactDataset(ds.data, info=info, split=ds.split, indices_table=ds._indices,
+                            fingerprint=f"{ds._fingerprint}-exact")
     out = ds.cast(features)
     if not isinstance(out.features, ExactFeatures):  # cast() may rebuild plain Features
         out._info.features = features
