@@ -6,12 +6,13 @@ import difflib
 import hashlib
 import inspect
 import logging
-from typing import Any, Optional, Union
+from typing import Any, Iterator, Optional, Union
 
 import pyarrow as pa
 from datasets import Dataset, DatasetDict, Features, IterableDataset, IterableDatasetDict
 from datasets import config as datasets_config
 from datasets.exceptions import DatasetGenerationError
+from datasets.formatting import query_table
 from datasets.table import table_iter
 
 from . import registry
@@ -166,24 +167,37 @@ def _prepared_split(builder, split: str) -> Dataset:
 
 class ExactDataset(Dataset):
     """A ``Dataset`` whose plain iteration (``for row in ds``, no format set) turns Arrow into Python rows ten at
-    a time with the cyclic garbage collector paused: datasets slices a one-row table per row, and on nested
+    a time with the cyclic garbage collector paused: datasets takes a one-row table per row, and on nested
     unified rows that made iteration about 1.6x slower. The rows are the same (a test compares them).
-    Transforms that rebuild the dataset (``select``, ``shuffle``, ``map``...) return datasets' own
-    ``Dataset``, which iterates as datasets does."""
+    ``shuffle``, ``sort`` and a ``select`` of scattered rows keep the class (their rows are gathered ten at a
+    time through the indices mapping); other transforms (``map``, a contiguous ``select``...) return datasets'
+    own ``Dataset``, which iterates as datasets does."""
 
     def __iter__(self):
-        if self._indices is not None or self._format_type is not None or self._format_columns is not None:
+        if self._format_type is not None or self._format_columns is not None:
             yield from super().__iter__()
             return
         from .pipeline import gc_paused  # loaded by then: a prepared split came through the pipeline
 
         decode = self._info.features.decode_example if self._info.features else None
-        for table in table_iter(self.data, batch_size=datasets_config.ARROW_READER_BATCH_SIZE_IN_DATASET_ITER):
+        for table in self._row_tables(datasets_config.ARROW_READER_BATCH_SIZE_IN_DATASET_ITER):
             with gc_paused():  # ten rows of new containers, none in a cycle
                 rows = table.to_pylist()
                 if decode is not None:
                     rows = [decode(row) for row in rows]
             yield from rows
+
+    def _row_tables(self, rows: int) -> Iterator[pa.Table]:
+        if self._indices is None:
+            yield from table_iter(self.data, batch_size=rows)
+            return
+        for start in range(0, self.num_rows, rows):  # through the indices mapping (select, shuffle)
+            yield query_table(self._data, range(start, min(start + rows, self.num_rows)), indices=self._indices)
+
+    def _new_dataset_with_indices(self, *args, **kwargs) -> "ExactDataset":
+        ds = super()._new_dataset_with_indices(*args, **kwargs)
+        return ExactDataset(ds._data, info=ds.info, split=ds.split, indices_table=ds._indices,
+                            fingerprint=ds._fingerprint)
 
 
 def exact(ds: AnyDataset) -> AnyDataset:
