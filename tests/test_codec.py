@@ -207,4 +207,14 @@ def test_stored_text_decoder_is_exact_and_big_ints_are_marked(value):
 def test_python_json_text_writes_what_json_dumps_writes(value, ensure_ascii):
     # Row texts are compared with this writer to know whether they write back byte for byte.
     from tooluse_datasets.codec import python_json_text
-    assert python_json_text(value, ensure_ascii) == json.dumps(value, ensure_ascii=ensure_ascii)
+    expected = json.dumps(value, ensure_ascii=ensure_ascii)
+    assert python_json_text(value, ensure_ascii) == expected
+    assert python_json_text(value, ensure_ascii, check_circular=True) == expected
+
+
+def test_python_json_text_with_the_cycle_check_refuses_a_value_that_contains_itself():
+    from tooluse_datasets.codec import python_json_text
+    looped: dict = {"a": []}
+    looped["a"].append(looped)
+    with pytest.raises(ValueError, match="Circular reference"):
+        python_json_text(looped, check_circular=True)

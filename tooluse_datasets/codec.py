@@ -212,23 +212,25 @@ def _finite_float(literal: str) -> float:
     return value
 
 
-def _python_json_writer(ensure_ascii: bool) -> Callable[[Any], str]:
-    # json.dumps builds its C encoder on every call: a third of the time on call-sized values.
-    encoder = json.JSONEncoder(ensure_ascii=ensure_ascii)
-    if c_make_encoder is None:  # an interpreter without json's C accelerator
+def _python_json_writer(ensure_ascii: bool, check_circular: bool) -> Callable[[Any], str]:
+    encoder = json.JSONEncoder(ensure_ascii=ensure_ascii, check_circular=check_circular)
+    if c_make_encoder is None or check_circular:  # no C accelerator; a cycle check needs fresh markers per call
         return encoder.encode
+    # JSONEncoder.encode builds its C encoder on every call: a third of the time on call-sized values.
     escape = encode_basestring_ascii if ensure_ascii else encode_basestring
     write = c_make_encoder(None, encoder.default, escape, None, ": ", ", ", False, False, True)
     return lambda value: "".join(write(value, 0))
 
 
-_PYTHON_JSON_WRITERS = {flag: _python_json_writer(flag) for flag in (False, True)}
+_PYTHON_JSON_WRITERS = {(ascii_only, checked): _python_json_writer(ascii_only, checked)
+                        for ascii_only in (False, True) for checked in (False, True)}
 
 
-def python_json_text(value: Any, ensure_ascii: bool = False) -> str:
+def python_json_text(value: Any, ensure_ascii: bool = False, *, check_circular: bool = False) -> str:
     """``json.dumps(value, ensure_ascii=ensure_ascii)``, the spelling upstream rows are written in, to compare
-    a row's text with or to write one. No cycle check: pass parsed JSON or a value :func:`dumps` accepted."""
-    return _PYTHON_JSON_WRITERS[ensure_ascii](value)
+    a row's text with or to write one. Without ``check_circular`` (the fast path) pass parsed JSON or a value
+    :func:`dumps` accepted; with it a value that contains itself is json's ValueError."""
+    return _PYTHON_JSON_WRITERS[ensure_ascii, check_circular](value)
 
 
 def loads_stored(text: str | bytes) -> Any:

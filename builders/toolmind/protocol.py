@@ -135,13 +135,10 @@ class ParsedCall:
     key: str          # which key held the arguments: "arguments" or "parameters"
 
 
-_ENCODERS = {True: json.JSONEncoder(ensure_ascii=True), False: json.JSONEncoder(ensure_ascii=False)}
-
-
 def dump_json(value: Any, ensure_ascii: bool) -> str:
-    """JSON text as Python's ``json.dumps`` writes it by default (", " and ": " separators); the encoders
-    are made once (``json.dumps`` builds a new one per call for any non-default argument)."""
-    return _ENCODERS[ensure_ascii].encode(value)
+    """JSON text as Python's ``json.dumps`` writes it by default (", " and ": " separators), for the writer's
+    rows (cycle-checked: they may come from users)."""
+    return python_json_text(value, ensure_ascii, check_circular=True)
 
 
 def render_call(name: str, arguments: Any, key: str, ensure_ascii: bool) -> str:
@@ -149,8 +146,8 @@ def render_call(name: str, arguments: Any, key: str, ensure_ascii: bool) -> str:
 
 
 def renders_call(text: str, name: str, arguments: Any, key: str, ensure_ascii: bool) -> bool:
-    """``text == render_call(...)`` for ``arguments`` parsed from JSON, skipping the rendering when the text
-    cannot be it."""
+    """``text == render_call(...)`` for ``arguments`` parsed from JSON (no cycle to check), skipping the
+    rendering when the text cannot be it."""
     return text.startswith('{"name": ') and text == python_json_text({"name": name, key: arguments}, ensure_ascii)
 
 
