@@ -441,8 +441,8 @@ def test_streaming_and_storage_refuse_the_same_deep_rows(depth):
 
 def test_toolmind_json_files_are_read_only_by_the_splits_they_hold(tmp_path):
     """JSON files carry no statistics: each split used to read every file, splits x files parses (minutes for
-    the fuzz run's 100+ split values). A split now reads the files holding its value; the first split reads
-    them all, to report rows that belong to no split."""
+    the fuzz run's 100+ split values). A split now reads the files holding its value; the first split also
+    reads the lines that belong to no split, where there are any, to report them."""
     import pyarrow.parquet as pq
 
     rows = pq.read_table(td.sample_files("toolmind")["train"][0]).to_pylist()
@@ -451,12 +451,22 @@ def test_toolmind_json_files_are_read_only_by_the_splits_they_hold(tmp_path):
         path = tmp_path / f"{value}.jsonl"
         path.write_text("".join(json.dumps({**r, "split": value}) + "\n" for r in rows[:2]))
         files.append(str(path))
-    builder = td.registry.builder_class("toolmind")(config_name="unified", data_files=files)
-    read_by = {plan.name: sorted(Path(s.file).stem for s in plan.shards) for plan in builder.split_plans()}
-    assert read_by == {"synthetic": ["When2Call", "synthetic", "tau-train"], "When2Call": ["When2Call"],
-                       "tau_train": ["tau-train"]}
+
+    def read_by() -> dict:
+        builder = td.registry.builder_class("toolmind")(config_name="unified", data_files=files)
+        return {plan.name: sorted(Path(s.file).stem for s in plan.shards) for plan in builder.split_plans()}
+
+    assert read_by() == {"synthetic": ["synthetic"], "When2Call": ["When2Call"], "tau_train": ["tau-train"]}
     loaded = td.load("toolmind", data_files=files, streaming=True)
     assert {name: len(list(ds)) for name, ds in loaded.items()} == {"synthetic": 2, "When2Call": 2, "tau_train": 2}
+    with open(files[2], "a") as f:
+        f.write("{broken\n")
+    assert read_by() == {"synthetic": ["synthetic", "tau-train"], "When2Call": ["When2Call"],
+                         "tau_train": ["tau-train"]}
+    report = td.SkipReport()
+    loaded = td.load("toolmind", data_files=files, streaming=True, on_error="skip", report=report)
+    assert {name: len(list(ds)) for name, ds in loaded.items()} == {"synthetic": 2, "When2Call": 2, "tau_train": 2}
+    assert report.skipped == 1
 
 
 def test_skipped_rows_are_listed_when_worker_processes_stream(tmp_path):

@@ -367,6 +367,55 @@ def test_a_split_of_a_jsonl_file_parses_only_its_own_lines(tmp_path, monkeypatch
     assert len(parsed) == 22 + 16 + 2
 
 
+@pytest.mark.parametrize("layout", ["grouped", "interleaved"])
+@pytest.mark.parametrize("shard_bytes", [1, 10**6])
+def test_jsonl_splits_read_their_own_byte_ranges(tmp_path, monkeypatch, layout, shard_bytes):
+    """Planning notes the byte ranges each split's lines fill. In a file grouped by split (upstream's layout) a
+    split's shards hold its own lines and no other split's, so reading one split, or all seven, reads no line
+    twice; where splits interleave, a range also spans the other lines between two of its own (unparsed).
+    Either way every row is read by one split, once, numbered from the file's start without counting lines."""
+    from tooluse_datasets import shards as shard_module
+
+    good = native_row(conversation())
+    values = ["synthetic"] * 6 + ["tau-train"] * 4 + ["When2Call"] * 3
+    if layout == "interleaved":
+        values = [values[i] for i in (0, 6, 10, 1, 7, 11, 2, 8, 12, 3, 9, 4, 5)]
+    values[2:2] = [None, None]  # a blank line, and a row of no split (the first split reports it)
+    lines = [json.dumps({**good, "split": value}) for value in values]
+    lines[2:4] = ["", "{broken"]
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    monkeypatch.setattr(shard_module, "_count_lines_before", lambda *a: pytest.fail("a planned range counted lines"))
+
+    source = ToolMindSource(ToolMindOptions(shard_bytes=shard_bytes))
+    plans = source.plan({"train": [str(path)]})
+    assert [p.name for p in plans] == ["synthetic", "When2Call", "tau_train"]  # the card's order
+    rows_read = {}
+    for plan in plans:
+        own = [n for n, value in enumerate(values) if value == plan.selection.value]
+        if plan.name == "synthetic":
+            own = sorted(own + [3])  # the broken line: read and reported by the first split
+        in_ranges = [n for shard in plan.shards for n, start in enumerate(starts[:-1]) if shard.start <= start < shard.stop]
+        assert in_ranges == sorted(set(in_ranges))  # ranges in file order, none overlapping
+        if layout == "grouped":
+            assert set(in_ranges) <= set(own) | {2}  # no other split's line (2 is the blank one)
+        if shard_bytes == 1:
+            assert len(plan.shards) == len(own)  # one range a row
+        rows_read[plan.name] = [n for shard in plan.shards for batch in source.read(shard, plan) for n, _ in batch.items]
+        assert rows_read[plan.name] == own
+
+    report = SkipReport()
+    loaded = td.load("toolmind", data_files=str(path), streaming=True, on_error="skip", report=report,
+                     shard_bytes=shard_bytes)
+    ids = {name: [row["id"] for row in ds] for name, ds in loaded.items()}
+    assert ids == {plan.name: [f"toolmind/{plan.selection.value}/{n}" for n in rows_read[plan.name] if n != 3]
+                   for plan in plans}
+    assert report.skipped == 1 and report.rows_read == len(values) - 1
+
+
 # --------------------------------------------------------------------------------------------------
 # Unified shape
 # --------------------------------------------------------------------------------------------------

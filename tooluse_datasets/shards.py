@@ -8,7 +8,9 @@ whichever shard reads them, so ids built from them do not depend on how a file w
 * Parquet: one shard per group of consecutive row groups (at most ``target_bytes`` of uncompressed data;
   a larger row group is a shard of its own). Planning reads the footer only.
 * JSON Lines (``.jsonl``, uncompressed): byte ranges of ``target_bytes``. A range owns the lines that *start*
-  in it; the reader of a later range counts the newlines before it to number its rows (a scan, no parsing).
+  in it; the reader of a later range counts the newlines before it to number its rows (a scan, no parsing),
+  unless the range was planned from the rows themselves and carries the number of its first line
+  (``first_row``: ToolMind's splits, planned row by row).
 * Everything else (``.json`` documents, compressed files): one shard per file.
 
 Readers yield :class:`RawBatch` lists of ``(row number, native row or error)``: a row that cannot even be
@@ -43,13 +45,15 @@ UTF8_BOM = b"\xef\xbb\xbf"
 @dataclasses.dataclass(frozen=True)
 class Shard:
     """A region of one data file. ``row_groups`` for Parquet; ``start``/``stop`` (bytes) for JSON Lines
-    (``stop=None``: to the end); a ``DOCUMENT`` shard is the whole file."""
+    (``stop=None``: to the end; ``first_row``: the row number of the line at ``start``, when the planner
+    knows it); a ``DOCUMENT`` shard is the whole file."""
 
     file: str
     kind: str
     row_groups: tuple[int, ...] = ()
     start: int = 0
     stop: Optional[int] = None
+    first_row: Optional[int] = None
 
     @property
     def name(self) -> str:
@@ -122,9 +126,14 @@ def plan_file(path: str, target_bytes: int = DEFAULT_TARGET_BYTES) -> list[Shard
             # decides (with on_error="skip" the file is one reported failure and the other files load).
             return [Shard(path, PARQUET)]
         return plan_parquet(path, metadata, target_bytes)
-    if suffix == ".jsonl" and not is_compressed(path):
+    if cut_at_lines(path):
         return plan_lines(path, _file_size(path), target_bytes)
     return [whole_file_shard(path)]
+
+
+def cut_at_lines(path: str) -> bool:
+    """Whether a file is read as byte ranges of lines (uncompressed JSON Lines), not as one shard."""
+    return file_suffix(path) == ".jsonl" and not is_compressed(path)
 
 
 def whole_file_shard(path: str) -> Shard:
@@ -178,7 +187,7 @@ def balanced(shards: list[Shard]) -> list[Shard]:
     return out
 
 
-_REGION_FIELDS = frozenset({"row_groups", "start", "stop"})
+_REGION_FIELDS = frozenset({"row_groups", "start", "stop", "first_row"})
 
 
 def _merged(a: Shard, b: Shard) -> Optional[Shard]:
@@ -433,7 +442,10 @@ def read_lines(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] 
             if shard.start and not_json_text(f.read(_SNIFF_BYTES)):
                 return  # the file's first shard reports it as a whole
             offset = _first_line_start(f, shard.start)
-            row = _count_lines_before(f, shard.file, offset) if offset else 0
+            if shard.first_row is not None and offset == shard.start:
+                row = shard.first_row
+            else:
+                row = _count_lines_before(f, shard.file, offset) if offset else 0
             f.seek(offset)
         items: list[NativeItem] = []
         positions: list[tuple[int, int]] = []

@@ -8,7 +8,11 @@ never decompresses the others' row groups, and preparing all seven reads each ro
 shared by several splits, at a boundary, is read by each of them). Within a row group rows are selected in
 Arrow, before any `messages` text becomes a Python object. JSON files carry no statistics: planning parses
 every row once and notes each row's split in a bitmap per split, so a split parses only its own lines (a JSON
-array is still parsed whole) and checks their value as it reads them.
+array is still parsed whole) and checks their value as it reads them. In a JSON Lines file planning also notes
+the byte ranges each split's lines fill: a split's shards are those ranges (a range spans the few lines of
+other splits between two of its own, up to 256 KiB, unparsed), so in a file grouped by split, as upstream's
+is, a split reads its own lines only and preparing all seven reads the file once more after planning, not
+seven times.
 """
 from __future__ import annotations
 
@@ -21,9 +25,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tooluse_datasets.errors import InvalidValueError, MissingFieldError, ToolUseDataError
-from tooluse_datasets.shards import (PARQUET, NativeItem, RawBatch, Shard, display_path, file_suffix,
-                                     UnreadableRows, iter_parquet_batches, open_parquet, parquet_batch_rows,
-                                     parquet_row_offsets, plan_file, plan_parquet, read_shard,
+from tooluse_datasets.shards import (LINES, PARQUET, NativeItem, RawBatch, Shard, cut_at_lines, display_path,
+                                     file_suffix, UnreadableRows, iter_parquet_batches, open_parquet,
+                                     parquet_batch_rows, parquet_row_offsets, plan_file, plan_parquet, read_shard,
                                      whole_file_shard)
 from tooluse_datasets.source import SplitPlan
 
@@ -31,6 +35,9 @@ from .upstream import hf_split_name, table_order
 
 # Longest HF split name we make: names become file names (``<split>-00000-of-00001.parquet``, cache files).
 MAX_SPLIT_NAME = 96
+# A JSON Lines range of one split goes on over lines of other splits up to this many bytes (read, not parsed)
+# rather than end there: a file whose splits interleave row by row gets ranges, not a shard per row.
+MAX_GAP_BYTES = 256 << 10
 
 
 @dataclass(frozen=True)
@@ -47,7 +54,7 @@ class SplitSelection:
 
     def wanted_rows(self, path: str) -> Optional[Callable[[int], bool]]:
         """Whether this split reads a row of the JSON file ``path`` (None: no map, read every row). A row past
-        the map (a file that grew since planning) is read and checked."""
+        the map (a file that grew since planning, where a shard reaches it) is read and checked."""
         bitmap = next((rows for file, rows in self.json_rows if file == path), None)
         if bitmap is None:
             return None
@@ -71,6 +78,22 @@ class _FileValues:
     bitmap_by_value: Optional[dict] = None
     unassigned_bitmap: bytearray = field(default_factory=bytearray)
     rows_read: int = 0                            # JSON: row numbers planned (one past the last)
+    # JSON Lines: [start, stop, first row] byte ranges holding each value's rows, and the unassigned rows'
+    spans_by_value: Optional[dict] = None
+    unassigned_spans: list = field(default_factory=list)
+
+    def line_shards(self, value: Optional[str], first: bool) -> list[Shard]:
+        """The shards of JSON Lines a split of ``value`` reads (the ``first`` split: also the unassigned rows'),
+        in file order. Ranges of different splits may overlap (a range spans other splits' lines); the first
+        split's two kinds are joined where they do, so that no line is read twice."""
+        spans = sorted(self.spans_by_value.get(value, []) + (self.unassigned_spans if first else []))
+        joined: list[list[int]] = []
+        for start, stop, row in spans:
+            if joined and start < joined[-1][1]:
+                joined[-1][1] = max(joined[-1][1], stop)
+            else:
+                joined.append([start, stop, row])
+        return [Shard(self.path, LINES, start=start, stop=stop, first_row=row) for start, stop, row in joined]
 
     def json_rows(self, value: Optional[str], first: bool) -> tuple[str, bytes]:
         """(path, bitmap) of the rows a split of ``value`` reads (the ``first`` split: also the unassigned),
@@ -79,6 +102,16 @@ class _FileValues:
         if first:
             bits |= int.from_bytes(self.unassigned_bitmap, "little")
         return self.path, bits.to_bytes((self.rows_read + 7) >> 3, "little")
+
+
+def _extend_spans(spans: list, start: int, stop: int, first_row: int, shard_bytes: int) -> None:
+    """Add the line(s) in ``[start, stop)`` (starting with row ``first_row``) to a value's byte ranges."""
+    if spans:
+        last = spans[-1]
+        if start - last[1] <= MAX_GAP_BYTES and stop - last[0] <= shard_bytes:
+            last[1] = stop
+            return
+    spans.append([start, stop, first_row])
 
 
 def _mark(bitmap: bytearray, row: int) -> None:
@@ -96,7 +129,7 @@ def plan_splits(files: list[str], split_column: str, shard_bytes: int, *,
     with_column, unassigned = [], []
     for path in files:
         try:
-            found = _file_values(path, split_column)
+            found = _file_values(path, split_column, shard_bytes)
         except InvalidValueError:
             found = None  # not readable, or a column of another type: reading it gives the errors
         if found is None:
@@ -124,7 +157,8 @@ def plan_splits(files: list[str], split_column: str, shard_bytes: int, *,
         for f in with_column:
             if f.by_row_group is None:
                 if value in f.values or position == 0:  # the first split also reports rows of no split
-                    shards += plan_file(f.path, shard_bytes)
+                    shards += plan_file(f.path, shard_bytes) if f.spans_by_value is None else \
+                        f.line_shards(value, position == 0)
                     json_rows.append(f.json_rows(value, position == 0))
             else:
                 groups = [rg for rg, held in enumerate(f.by_row_group)
@@ -155,10 +189,10 @@ def split_names(values: set) -> dict[Optional[str], str]:
     return names
 
 
-def _file_values(path: str, split_column: str) -> Optional[_FileValues]:
+def _file_values(path: str, split_column: str, shard_bytes: int) -> Optional[_FileValues]:
     if file_suffix(path) == ".parquet":
         return _parquet_values(path, split_column)
-    return _json_values(path, split_column)
+    return _json_values(path, split_column, shard_bytes)
 
 
 def _parquet_values(path: str, split_column: str) -> Optional[_FileValues]:
@@ -244,24 +278,34 @@ def _leaf_index(pf: pq.ParquetFile, column: str) -> Optional[int]:
     return None
 
 
-def _json_values(path: str, split_column: str) -> Optional[_FileValues]:
+def _json_values(path: str, split_column: str, shard_bytes: int) -> Optional[_FileValues]:
     bitmap_by_value: dict[Optional[str], bytearray] = {}  # a bit a row: a few MB for millions of rows
     unassigned = bytearray()
+    # JSON Lines: a row's line (and any blank lines before it) fills the bytes from where the previous row's
+    # reading ended to where its own ended; reading resumes there at row ``next_row``.
+    spans: Optional[dict[Optional[str], list]] = {} if cut_at_lines(path) else None
+    unassigned_spans: list = []
+    next_row, next_offset = 0, 0
     seen_column = False
     rows_read = 0
     for batch in read_shard(whole_file_shard(path), 1000):
-        for row_number, row in batch.items:
+        for (row_number, row), (row_after, offset_after) in zip(batch.items, batch.positions):
             rows_read = row_number + 1
             value = row.get(split_column) if isinstance(row, dict) else None
             seen_column = seen_column or (isinstance(row, dict) and split_column in row)
-            if isinstance(row, dict) and (value is None or isinstance(value, str)):
+            assigned = isinstance(row, dict) and (value is None or isinstance(value, str))
+            if assigned:
                 _mark(bitmap_by_value.setdefault(value, bytearray()), row_number)
             else:
                 _mark(unassigned, row_number)
+            if spans is not None:
+                _extend_spans(spans.setdefault(value, []) if assigned else unassigned_spans, next_offset,
+                              offset_after, next_row, shard_bytes)
+                next_row, next_offset = row_after, offset_after
     if not seen_column:
         return None
     return _FileValues(path, set(bitmap_by_value), bitmap_by_value=bitmap_by_value, unassigned_bitmap=unassigned,
-                       rows_read=rows_read)
+                       rows_read=rows_read, spans_by_value=spans, unassigned_spans=unassigned_spans)
 
 
 # --------------------------------------------------------------------------------------------------
