@@ -25,6 +25,9 @@ Rows (names for ``--only``):
   stream_num_proc not in the issue's table: streaming with num_proc=2 (worker processes convert the next
                   shards ahead) / num_proc=1, ToolMind and ms-swift; rows are the ones the stream yields,
                   counted as they are read, and both runs must yield the same ids
+  toolmind_jsonl  not in the issue's table: all seven ToolMind splits prepared from JSON Lines / from Parquet,
+                  the same rows (at most 30,000; the JSON Lines file is written from the Parquet one): what
+                  planning splits without column statistics costs (every line parsed once to find its split)
 
 Only public entry points are used (``tooluse_datasets.load`` streaming and map-style with ``num_proc``,
 ``IterableDataset.n_shards``, ``state_dict``/``load_state_dict``, ``split_dataset_by_node``), so the same run
@@ -451,6 +454,22 @@ class Data:
         path = self.dir / f"ms_swift-{rows}-seed0.jsonl"
         return self._ensure(path, lambda: gen.write_jsonl(str(path), rows))
 
+    def toolmind_jsonl(self, rows: int) -> str:
+        """The rows of ``toolmind(rows)`` as JSON Lines, in the same order (grouped by split, as upstream)."""
+        import orjson
+        import pyarrow.parquet as pq
+
+        source = self.toolmind(rows)
+        path = self.dir / f"toolmind-{rows}-seed0.jsonl"
+
+        def write() -> dict:
+            with open(path, "wb") as f:
+                for batch in pq.ParquetFile(source).iter_batches(batch_size=1000):
+                    f.writelines(orjson.dumps(row) + b"\n" for row in batch.to_pylist())
+            return {"rows": rows, "bytes": path.stat().st_size}
+
+        return self._ensure(path, write)
+
     def stats(self, path: str) -> dict:
         return json.loads(Path(path).with_suffix(".json").read_text())
 
@@ -709,6 +728,17 @@ class Bench:
                       f"split {split}: {part(plain)}; after split_dataset_by_node rank 0/2: {part(node)}",
                       check=correct)
 
+    def row_toolmind_jsonl(self) -> dict:
+        """Not a row of the issue's table: ToolMind in JSON Lines, where no statistics tell the splits apart."""
+        rows = min(self.args.rows, 30_000)
+        lines = self.measure("prepare", path=self.data.toolmind_jsonl(rows), num_proc=1)
+        parquet = self.measure("prepare", path=self.data.toolmind(rows), num_proc=1)
+        ratio = self.t(lines) / self.t(parquet)
+        return result(ratio, "<= 1.2x", ratio <= 1.2,
+                      f"all seven splits of {rows:,} rows: JSON Lines {self.t(lines):.1f} s "
+                      f"({self.data.stats(self.data.toolmind_jsonl(rows))['bytes'] / 1e6:,.0f} MB), Parquet "
+                      f"{self.t(parquet):.1f} s", check=lines["rows"] == parquet["rows"])
+
     ROWS: dict[str, tuple[str, str]] = {
         "stream": ("streaming unified rows / (pyarrow + orjson.loads(messages))", "row_stream"),
         "prepare": ("prepare (map-style), MB/s of messages text / the same parse bound", "row_prepare"),
@@ -723,6 +753,7 @@ class Bench:
         "resume": ("resume from state_dict mid-shard: next row / fresh first row", "row_resume"),
         "stream_num_proc": ("streaming num_proc=2 / num_proc=1 (ToolMind; ms-swift in the detail)",
                             "row_stream_num_proc"),
+        "toolmind_jsonl": ("ToolMind prepare, JSON Lines / Parquet (same rows)", "row_toolmind_jsonl"),
     }
 
     def with_other_clock(self, method: str) -> str:
