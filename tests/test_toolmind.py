@@ -341,7 +341,9 @@ def test_jsonl_rows_outside_every_split_are_reported_not_dropped(tmp_path):
 
 def test_a_split_of_a_jsonl_file_parses_only_its_own_lines(tmp_path, monkeypatch):
     """Planning reads every line once and notes each row's split; a split then parses only its own lines (and
-    the first split also those of no split, which it reports), while rows and reports stay as before."""
+    the first split also those of no split, which it reports), while rows and reports stay as before. A second
+    load of the same file (the evaluation split after the training one) reuses the plan; a file rewritten
+    since is planned anew."""
     good = native_row(conversation())
     lines = [json.dumps({**good, "split": "tau-train" if i in (0, 3, 6, 9) else "synthetic"}) for i in range(20)]
     lines[4:4] = ["", "{broken", json.dumps({**good, "split": 7})]
@@ -364,7 +366,12 @@ def test_a_split_of_a_jsonl_file_parses_only_its_own_lines(tmp_path, monkeypatch
     synthetic = list(td.load("toolmind", data_files=str(path), split="synthetic", streaming=True,
                              on_error="skip", report=report))
     assert len(synthetic) == 16 and report.skipped == 2
-    assert len(parsed) == 22 + 16 + 2
+    assert len(parsed) == 16 + 2  # the plan of the first load
+    parsed.clear()
+    path.write_text("\n".join(lines + [json.dumps({**good, "split": "tau-train"})]) + "\n")
+    tau = list(td.load("toolmind", data_files=str(path), split="tau_train", streaming=True))
+    assert [row["id"] for row in tau] == [f"toolmind/tau-train/{n}" for n in (0, 3, 9, 12, 23)]
+    assert len(parsed) == 23 + 5
 
 
 @pytest.mark.parametrize("layout", ["grouped", "interleaved"])

@@ -538,7 +538,8 @@ _LINE_NUMBERS: dict[tuple, dict[int, int]] = {}
 _MAX_REMEMBERED_FILES = 64
 
 
-def _file_version(path: str) -> tuple:
+def file_version(path: str) -> tuple:
+    """What tells a file's contents apart in this process: its path, size and modification time (a URL: its path)."""
     try:
         stat = os.stat(path)
     except (OSError, ValueError):  # a URL: pinned revisions do not change
@@ -547,14 +548,14 @@ def _file_version(path: str) -> tuple:
 
 
 def _remember_line_number(path: str, offset: int, row: int) -> None:
-    key = _file_version(path)
+    key = file_version(path)
     if key not in _LINE_NUMBERS and len(_LINE_NUMBERS) >= _MAX_REMEMBERED_FILES:
         _LINE_NUMBERS.pop(next(iter(_LINE_NUMBERS)))
     _LINE_NUMBERS.setdefault(key, {})[offset] = row
 
 
 def _count_lines_before(f, path: str, offset: int) -> int:
-    known = _LINE_NUMBERS.get(_file_version(path), {})
+    known = _LINE_NUMBERS.get(file_version(path), {})
     start = max((o for o in known if o <= offset), default=0)
     f.seek(start)
     count, remaining = known.get(start, 0), offset - start

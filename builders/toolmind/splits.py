@@ -28,7 +28,7 @@ from tooluse_datasets.errors import InvalidValueError, MissingFieldError, ToolUs
 from tooluse_datasets.shards import (LINES, PARQUET, NativeItem, RawBatch, Shard, cut_at_lines, display_path,
                                      file_suffix, UnreadableRows, iter_parquet_batches, open_parquet,
                                      parquet_batch_rows, parquet_row_offsets, plan_file, plan_parquet, read_shard,
-                                     whole_file_shard)
+                                     file_version, whole_file_shard)
 from tooluse_datasets.source import SplitPlan
 
 from .upstream import hf_split_name, table_order
@@ -278,7 +278,23 @@ def _leaf_index(pf: pq.ParquetFile, column: str) -> Optional[int]:
     return None
 
 
+# What planning found in JSON files, by file version (this process): a script that loads the training split and
+# then the evaluation split of one file parses it once, not once per load. A file rewritten in place is planned anew.
+_JSON_PLANS: dict[tuple, Optional[_FileValues]] = {}
+_MAX_JSON_PLANS = 8
+
+
 def _json_values(path: str, split_column: str, shard_bytes: int) -> Optional[_FileValues]:
+    key = (file_version(path), split_column, shard_bytes)
+    if key not in _JSON_PLANS:
+        found = _plan_json(path, split_column, shard_bytes)
+        if len(_JSON_PLANS) >= _MAX_JSON_PLANS:
+            _JSON_PLANS.pop(next(iter(_JSON_PLANS)))
+        _JSON_PLANS[key] = found
+    return _JSON_PLANS[key]
+
+
+def _plan_json(path: str, split_column: str, shard_bytes: int) -> Optional[_FileValues]:
     bitmap_by_value: dict[Optional[str], bytearray] = {}  # a bit a row: a few MB for millions of rows
     unassigned = bytearray()
     # JSON Lines: a row's line (and any blank lines before it) fills the bytes from where the previous row's
