@@ -111,8 +111,23 @@ def _document_items(path: Path) -> list:
     return [item for batch in read_shard(Shard(str(path), DOCUMENT), 2) for item in batch.items]
 
 
+@pytest.fixture(params=["whole", "streamed", "streamed-by-tokens"])
+def array_mode(request, monkeypatch):
+    """JSON arrays are parsed whole up to ARRAY_WHOLE_BYTES, else read element by element: every array test runs
+    both ways, the streamed way in 5-byte reads (elements span many), and also without the element regex (token
+    by token only, as on Python 3.10)."""
+    from tooluse_datasets import shards
+
+    if request.param != "whole":
+        monkeypatch.setattr(shards, "ARRAY_WHOLE_BYTES", 0)
+        monkeypatch.setattr(shards, "_ARRAY_READ_BYTES", 5)
+    if request.param == "streamed-by-tokens":
+        monkeypatch.setattr(shards, "_ELEMENT", None)
+    return request.param
+
+
 @pytest.mark.parametrize("bad", ["1e400", "NaN", "-Infinity", '"\\ud800"', "[" * 1100 + "]" * 1100, "tru"])
-def test_a_json_array_with_one_bad_element_keeps_the_others(tmp_path, cache_dir, bad):
+def test_a_json_array_with_one_bad_element_keeps_the_others(tmp_path, cache_dir, bad, array_mode):
     rows = nestful_rows()
     elements = [json.dumps(r) for r in rows]
     elements[1] = elements[1].replace('"arg_0": ', f'"arg_0": {bad}, "x": ', 1)
@@ -161,12 +176,79 @@ def test_rows_that_are_not_objects_or_not_utf8_are_named_in_json_terms_and_by_by
     ('[{"a": 1} {"b": 2}, {"c": 3}]', ["error <element>", {"c": 3}]),  # a missing comma joins two elements
     ('[{"a": 1}, 7, [1]]', [{"a": 1}, "error <element>", "error <element>"]),  # not objects
 ])
-def test_array_elements_are_delimited_outside_strings(tmp_path, text, expected):
+def test_array_elements_are_delimited_outside_strings(tmp_path, text, expected, array_mode):
     path = tmp_path / "data.json"
     path.write_text(text)
     items = _document_items(path)
     assert [n for n, _ in items] == list(range(len(expected)))
     assert [f"error {v.field}" if isinstance(v, td.ToolUseDataError) else v for _, v in items] == expected
+
+
+def _nested(depth: int) -> dict:
+    value: dict = {"x": 1}
+    for _ in range(depth):
+        value = {"a": [value]}
+    return value
+
+
+MIXED_ARRAY = ("\ufeff[\n  " + ",\n  ".join([json.dumps({"a": "]}\\\"[", "b": [1.5, None]}), json.dumps(_nested(12)), "7",
+                                                json.dumps({"c": "\u00e9\n"}, ensure_ascii=False), '{"d": NaN}',
+                                                json.dumps({"e": [[[]]]}), "", '"s"']) + "\n] \n")
+
+
+def test_a_large_json_array_is_read_element_by_element_with_the_same_rows(tmp_path, monkeypatch):
+    """An array over ARRAY_WHOLE_BYTES is read a block at a time: its first rows come before the file is read
+    through, memory holds one element and a block, and rows, errors and numbers are those of the whole parse
+    (an element nested deeper than the regex follows, a blank element is an error, a BOM is skipped)."""
+    from tooluse_datasets import shards
+
+    path = tmp_path / "data.json"
+    path.write_text(MIXED_ARRAY + " " * 100_000, encoding="utf-8")  # white space after the array is no error
+    whole = [(n, v if isinstance(v, dict) else str(v)) for n, v in _document_items(path)]
+    assert [n for n, _ in whole] == list(range(8)) and isinstance(whole[1][1], dict)
+    read_at_first_row = []
+
+    def counting_open(file):
+        opened = real_open(file)
+        read = opened.read
+
+        def counted(size=-1):
+            data = read(size)
+            counted.total += len(data)
+            return data
+
+        counted.total = 0
+        opened.read = counted
+        read_at_first_row.append(counted)
+        return opened
+
+    real_open = shards.open_text_file
+    monkeypatch.setattr(shards, "open_text_file", counting_open)
+    monkeypatch.setattr(shards, "ARRAY_WHOLE_BYTES", 64)
+    monkeypatch.setattr(shards, "_ARRAY_READ_BYTES", 32)
+    batches = shards.read_document(shards.Shard(str(path), shards.DOCUMENT), 2)
+    first = next(batches)
+    assert read_at_first_row[0].total < 2_000  # the 1 KB sniff and a few blocks, of 100 KB
+    streamed = [(n, v if isinstance(v, dict) else str(v)) for batch in [first, *batches] for n, v in batch.items]
+    assert streamed == whole
+
+
+def test_a_large_json_array_resumes_after_any_row(tmp_path, monkeypatch, array_mode):
+    """A streamed array's positions hold the byte offset after each element and its comma, so a resume seeks
+    there (the last element's is 0: the array is read again, its elements skipped)."""
+    from tooluse_datasets import shards
+
+    path = tmp_path / "data.json"
+    path.write_text(MIXED_ARRAY, encoding="utf-8")
+    shard = shards.Shard(str(path), shards.DOCUMENT)
+    batches = list(shards.read_document(shard, 3))
+    items = [item for batch in batches for item in batch.items]
+    positions = [p for batch in batches for p in batch.positions]
+    if array_mode != "whole":
+        assert all(offset > 0 for _, offset in positions[:-1]) and positions[-1] == (8, 0)
+    for position in positions:
+        rest = [item for batch in shards.read_document(shard, 3, resume=position) for item in batch.items]
+        assert [(n, str(v)) for n, v in rest] == [(n, str(v)) for n, v in items if n >= position[0]]
 
 
 @pytest.mark.parametrize("source", ["nestful", "toolmind"])
