@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-import httpx
+import httpx2 as httpx  # huggingface_hub's own HTTP client (a dependency of it): the error responses it builds
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 from huggingface_hub.errors import (EntryNotFoundError, HfHubHTTPError, RepositoryNotFoundError,
                                     RevisionNotFoundError)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from datasets import Dataset, DatasetInfo, Features, Json, List, Value
-from datasets.formatting import TorchFormatter
 from datasets.formatting.formatting import NumpyArrowExtractor, PythonArrowExtractor
 
 import tooluse_datasets as td
@@ -120,6 +119,8 @@ def test_tensor_formats_give_the_python_rows_json_values(loaded, source, streami
             expected = json_columns(python_rows[rid])
             if fmt == "torch":
                 # torch makes every JSON number a tensor (floats float32): what it does to the python row's values.
+                from datasets.formatting import TorchFormatter  # exported only where torch is installed
+
                 expected = TorchFormatter().recursive_tensorize(expected)
             assert json_bytes(to_python(json_columns(row))) == json_bytes(to_python(expected)), rid
 
@@ -201,7 +202,12 @@ def test_lists_beside_json_leaves_take_the_plain_json_shape(fmt):
     assert json_bytes(python_rows) == json_bytes(rows)
     got = exact.with_format(fmt)
     for i, want in enumerate(python_rows):
-        expected = want if fmt == "numpy" else TorchFormatter().recursive_tensorize(want)
+        if fmt == "numpy":
+            expected = want
+        else:
+            from datasets.formatting import TorchFormatter  # exported only where torch is installed
+
+            expected = TorchFormatter().recursive_tensorize(want)
         assert json_bytes(to_python(got[i])) == json_bytes(to_python(expected))
     # datasets' own decoder cannot decode "grid" under these formats (it compares an array with a list), so the
     # shape is compared on the other columns.
