@@ -597,7 +597,8 @@ def read_document(shard: Shard, batch_size: int, resume: Optional[tuple[int, int
             if size > ARRAY_WHOLE_BYTES:
                 first = resume[0] if resume else 0
                 blocks[0] = head[head.index(b"[") + 1:]
-                elements = _streamed_array(f, blocks, f.tell() - size + len(head) - len(blocks[0]), 0,
+                after_bracket = f.tell() - size + len(head) - len(blocks[0])  # the file offset blocks start at
+                elements = _streamed_array(f, blocks, after_bracket, 0,
                                            lambda n: n >= first and (wanted is None or wanted(n)))
                 yield from _array_batches(elements, batch_size)
                 return
