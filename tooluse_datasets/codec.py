@@ -351,7 +351,9 @@ def _decode_stored(value: Any) -> Any:
         return None
     try:
         return loads_stored(value)
-    except (orjson.JSONDecodeError, TypeError):  # orjson takes exact str/bytes only, not numpy.str_: retried as such
+    # orjson takes exact str/bytes only, not numpy.str_: retried as such. (A dict is a KeyError from Python 3.12 on,
+    # where slices hash: loads_stored's text[:1] looks the slice up as a key.)
+    except (orjson.JSONDecodeError, TypeError, KeyError):
         return loads_stored(_stored_text(value))
 
 
