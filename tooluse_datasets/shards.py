@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import functools
+import io
 import os
 import re
 import uuid
@@ -702,10 +703,11 @@ def _streamed_array(f, blocks: list[bytes], base: int, index: int,
                     eof = not more
                     base, buf, pos = base + pos, buf[pos:] + more, 0
                     continue
-                for value in _array_elements(b"[" + buf[pos:], first_index=index):
-                    if wanted is None or wanted(index):
-                        yield index, value, 0
-                    index += 1
+                rest = buf[pos:]  # a string that never ends, or no closing bracket: nothing after it can be cut
+                if rest.strip() and (wanted is None or wanted(index)):
+                    yield index, InvalidJsonError(f"element {index} and what follows cannot be read (unterminated "
+                                                  f"string or missing bracket; {len(rest)} bytes to the end of the "
+                                                  f"file)", row=index, field="<element>"), 0
                 return
             text, separator, end = buf[pos:found], buf[found:found + 1], found + 1
         if not (separator == b"]" and index == 0 and not text.strip()):  # "[]" holds no element
@@ -750,30 +752,14 @@ def _array_row(element, index: int) -> Union[dict, ToolUseDataError]:
 _ARRAY_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|["\[\]{},]', re.DOTALL)
 
 
-def _array_elements(data: bytes, first_index: int = 0) -> Iterator[Any]:
+def _array_elements(data: bytes) -> Iterator[Any]:
     """The elements of a JSON array that does not parse as a whole: each element's text is found by
     matching brackets outside strings, then parsed alone; an element that does not parse is an
     :class:`InvalidJsonError` at its index. Where the text stops being delimitable (an unterminated string,
-    a missing bracket), the rest of the file is one error at the index it starts at."""
-    from .codec import loads
-
-    pos, index = data.index(b"[") + 1, first_index
-    while (end := _token_delimited(data, pos)) is not None:
-        text, separator = data[pos:end], data[end:end + 1]
-        if not (separator == b"]" and index == 0 and not text.strip()):  # "[]" holds no element
-            yield _parse_element(loads, text, index)
-            index += 1
-        pos = end + 1
-        if separator == b"]":
-            rest = data[pos:].strip()
-            if rest:
-                yield InvalidJsonError(f"{len(rest)} bytes of text after the array's end", row=index, field="<file>")
-            return
-    rest = data[pos:]  # a string that never ends, or no closing bracket: nothing after it can be delimited
-    if rest.strip():
-        yield InvalidJsonError(f"element {index} and what follows cannot be read (unterminated string or "
-                               f"missing bracket; {len(rest)} bytes to the end of the file)", row=index,
-                               field="<element>")
+    a missing bracket), the rest of the file is one error at the index it starts at. (The streamed reader over
+    text already in memory.)"""
+    opened = data.index(b"[") + 1
+    return (value for _, value, _ in _streamed_array(io.BytesIO(), [data[opened:]], opened, 0, None))
 
 
 def _parse_element(loads, text: bytes, index: int) -> Any:
