@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterator, Optional, Union
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from datasets.utils.file_utils import xopen
+from datasets.utils.file_utils import is_local_path, xopen
 
 from .errors import InvalidJsonError, InvalidValueError, ToolUseDataError, json_kind
 
@@ -370,6 +370,10 @@ def open_text_file(path: str):
     """A JSON/JSON Lines file opened for reading bytes, decompressed when its name says so (``.gz``, ``.zst``...;
     streaming's chained URLs such as ``gzip://x.jsonl::...`` already decompress). Reading past a truncated or
     corrupt compressed stream raises an :class:`InvalidValueError` naming the file."""
+    if "::" not in path and not is_compressed(path) and is_local_path(path):
+        # Lines of JSON rows are a few KB: with the default 8 KiB buffer nearly every line is a system call
+        # (2.7 us a line of ms-swift rows, against 0.5 us with 1 MiB).
+        return _CheckedReads(open(path, "rb", buffering=_READ_BUFFER_BYTES), path)
     if "::" in path or not is_compressed(path):
         return _CheckedReads(xopen(path, "rb"), path)
     if "://" in path:
@@ -391,6 +395,9 @@ def _decompression_errors() -> tuple[type, ...]:
     except ImportError:
         pass
     return tuple(errors)
+
+
+_READ_BUFFER_BYTES = 1 << 20
 
 
 class _CheckedReads:
