@@ -215,3 +215,119 @@ def test_a_json_file_holding_one_object_over_several_lines_is_one_row(tmp_path):
                         report=report))
     assert [r["messages"] for r in rows] == [r["messages"] for r in expected[1:len(lines)]]
     assert report.skipped == 1 and [e.row for e in report.examples] == [0]
+
+
+# -- JSON arrays cut for workers (prepare with num_proc) --------------------------------------------------
+
+# Elements of every kind the reader tells apart: brackets in strings, nesting deeper than the element regex,
+# a non-object, non-ASCII text, NaN (an error at its index), a blank element; a BOM and white space around.
+ARRAY_ELEMENTS = [json.dumps({"a": "]}\\\"[", "b": [1.5, None]}), json.dumps({"deep": [[[[[[[[[[{"x": 1}]]]]]]]]]]}),
+                  "7", json.dumps({"c": "\u00e9\n"}, ensure_ascii=False), '{"d": NaN}', json.dumps({"e": [[[]]]})]
+ARRAY_TEXT = "\ufeff [\n  " + ",\n  ".join(ARRAY_ELEMENTS * 3 + [""]) + "\n] \n"
+
+
+def _items(shards) -> list:
+    return [(n, v if isinstance(v, dict) else f"error {v.field}") for shard in shards
+            for batch in read_shard(shard, batch_size=2) for n, v in batch.items]
+
+
+@pytest.fixture(params=["regex", "by-tokens"])
+def delimiting(request, monkeypatch):
+    """Elements are found by one regex match each, or token by token (deep elements; everything on 3.10)."""
+    from tooluse_datasets import shards
+
+    if request.param == "by-tokens":
+        monkeypatch.setattr(shards, "_ELEMENT", None)
+    monkeypatch.setattr(shards, "_ARRAY_READ_BYTES", 7)  # elements span many reads
+    return request.param
+
+
+@pytest.mark.parametrize("target_bytes", [1, 60, 200, 10**9])
+def test_json_array_pieces_cover_every_element_once(tmp_path, target_bytes, delimiting):
+    from tooluse_datasets.shards import cut_array, whole_file_shard
+
+    path = tmp_path / "rows.json"
+    path.write_text(ARRAY_TEXT, encoding="utf-8")
+    whole = _items([whole_file_shard(str(path))])
+    assert len(whole) == 19 and whole[4] == (4, "error <element>") and whole[-1] == (18, "error <element>")
+    pieces = cut_array(str(path), target_bytes)
+    assert all(p.kind == DOCUMENT for p in pieces)
+    if target_bytes < 200:
+        assert len(pieces) > 3  # the small bound really cut the array
+    assert pieces[0].start == 0 and pieces[-1].stop is None
+    assert all(a.stop == b.start for a, b in zip(pieces, pieces[1:]))  # touching byte ranges
+    assert _items(pieces) == whole  # in order, each element once, errors at the same indexes
+    assert [p.first_row or 0 for p in pieces] == [_items([p])[0][0] for p in pieces]
+
+
+def test_a_piece_of_a_json_array_resumes_after_any_of_its_rows(tmp_path, delimiting):
+    """Resuming inside a piece gives the rest of that piece only, not the pieces after it."""
+    from tooluse_datasets.shards import cut_array, read_document
+
+    path = tmp_path / "rows.json"
+    path.write_text(ARRAY_TEXT, encoding="utf-8")
+    pieces = cut_array(str(path), 120)
+    assert len(pieces) >= 3
+    for piece in pieces:
+        batches = list(read_document(piece, 2))
+        items = _items([piece])
+        for position in [p for batch in batches for p in batch.positions]:
+            rest = [(n, v if isinstance(v, dict) else f"error {v.field}")
+                    for batch in read_document(piece, 2, resume=position) for n, v in batch.items]
+            assert rest == [(n, v) for n, v in items if n >= position[0]], (piece, position)
+
+
+@pytest.mark.parametrize("text, pieces", [
+    ('[{"a": 1}, {"b": 2}, {"c": "open}, {"d": 4}]', 3),   # a string that never ends: cut up to it
+    ('{"a": 1}\n{"b": 2}\n', 1),                             # JSON Lines saved as .json
+    ('{"a": [1, 2, 3]}', 1),                                  # one object
+    ("[]", 1), ('[{"only": 1}]', 1),
+])
+def test_json_files_that_cannot_be_cut_further_read_as_before(tmp_path, text, pieces):
+    from tooluse_datasets.shards import cut_array, whole_file_shard
+
+    path = tmp_path / "rows.json"
+    path.write_text(text)
+    cut = cut_array(str(path), 1)
+    assert len(cut) == pieces
+    assert _items(cut) == _items([whole_file_shard(str(path))])
+
+
+def test_balancing_merges_touching_pieces_of_an_array(tmp_path):
+    from tooluse_datasets.shards import balanced, cut_array
+
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps([{"i": i} for i in range(7)]))
+    pieces = cut_array(str(path), 1)
+    assert len(pieces) == 7
+    merged = balanced(pieces)
+    assert len(merged) == 6 and _items(merged) == _items(pieces)
+
+
+def _ms_swift_array(path: Path, copies: int, bad_at: int) -> int:
+    rows = [json.loads(line) for f in td.sample_files("ms_swift")["train"] if f.endswith(".jsonl")
+            for line in Path(f).read_text().splitlines() if line.strip()]
+    elements = [json.dumps(r, ensure_ascii=False) for _ in range(copies) for r in rows]
+    elements[bad_at] = '{"messages": [{"role": "user", "content": NaN}]}'
+    path.write_text("[\n" + ",\n".join(elements) + "\n]\n", encoding="utf-8")
+    return len(elements)
+
+
+def test_prepare_with_num_proc_divides_a_json_array_and_counts_every_skip(tmp_path, cache_dir):
+    """A JSON array is one shard to a stream (its first row waits for nothing) but pieces to prepare with
+    num_proc=2, which then gives the same rows, and a skip report that counts the bad element once."""
+    path = tmp_path / "agent.json"
+    total = _ms_swift_array(path, copies=12, bad_at=40)
+    shard_bytes = path.stat().st_size // 5
+    builder = td.registry.builder_class("ms_swift")(config_name="unified", data_files=[str(path)],
+                                                    shard_bytes=shard_bytes)
+    assert len(builder.split_plans()[0].shards) == 1
+    assert len(builder.split_plans(divide=True)[0].shards) == 4  # 5 pieces, balanced to a multiple of 4
+    one = td.load("ms_swift", data_files=str(path), split="train", on_error="skip", cache_dir=f"{cache_dir}/one",
+                  shard_bytes=shard_bytes)
+    report = td.SkipReport()
+    two = td.load("ms_swift", data_files=str(path), split="train", on_error="skip", cache_dir=f"{cache_dir}/two",
+                  shard_bytes=shard_bytes, num_proc=2, report=report)
+    assert len(two.cache_files) > 1  # really prepared by two jobs
+    assert two.to_list() == one.to_list() and len(two) == total - 1
+    assert report.rows_read == total and report.skipped == 1 and [e.row for e in report.examples] == [40]

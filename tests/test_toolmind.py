@@ -909,3 +909,25 @@ def test_a_catalog_tool_too_deep_to_store_is_reported_on_its_field_in_either_lay
         assert list(td.load("toolmind", data_files=path, split="s", on_error="skip", report=report,
                             streaming=streaming, cache_dir=cache_dir)) == []
         assert report.skipped == 2 and {e.field.split(".")[0] for e in report.examples} == {"tools"}, report.examples
+
+
+def test_splits_of_a_json_array_prepared_with_num_proc_read_each_row_once(tmp_path, cache_dir):
+    """Prepare with num_proc=2 cuts a JSON array into pieces; each split reads its own rows from them (and the
+    first split the row of no split, which it reports), as one process reading the whole array does."""
+    good = native_row(conversation())
+    values = ["synthetic", "tau-train", "synthetic", 7, "When2Call"] * 6
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps([{**good, "split": value} for value in values], indent=1))
+    shard_bytes = path.stat().st_size // 6
+    builder = td.registry.builder_class("toolmind")(config_name="unified", data_files=[str(path)],
+                                                    shard_bytes=shard_bytes)
+    assert {len(plan.shards) for plan in builder.split_plans(divide=True)} == {6}  # one shard each undivided
+    loaded = {}
+    for num_proc in (None, 2):
+        report = SkipReport()
+        splits = td.load("toolmind", data_files=str(path), on_error="skip", report=report, num_proc=num_proc,
+                         shard_bytes=shard_bytes, cache_dir=f"{cache_dir}/{num_proc}")
+        loaded[num_proc] = {name: ds.to_list() for name, ds in splits.items()}
+        assert report.rows_read == len(values) and report.skipped == 6, num_proc
+    assert loaded[2] == loaded[None]
+    assert {name: len(rows) for name, rows in loaded[2].items()} == {"synthetic": 12, "When2Call": 6, "tau_train": 6}

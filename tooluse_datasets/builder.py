@@ -28,7 +28,7 @@ from datasets.exceptions import DatasetGenerationError
 from . import formats
 from .errors import DataNotFoundError, OnError, SkipReport, ToolUseDataError, check_on_error
 from .pipeline import UNIFIED, ShardConverter, config_features
-from .shards import Shard, balanced
+from .shards import Shard, balanced, cut_documents
 from .source import Source, SourceOptions, SplitPlan, splits_read
 from .streaming import ShardExamplesIterable
 from .validation.filtering import rule_check
@@ -147,14 +147,21 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
     def output_features(self) -> datasets.Features:
         return config_features(self.source, self.config.name)
 
-    def split_plans(self, dl_manager=None) -> list[SplitPlan]:
-        """The splits and their shards (what ``_split_generators`` hands to datasets)."""
+    def split_plans(self, dl_manager=None, *, divide: bool = False) -> list[SplitPlan]:
+        """The splits and their shards (what ``_split_generators`` hands to datasets). ``divide``: workers will
+        share the shards (prepare with ``num_proc``), so large JSON arrays are cut into pieces too."""
         files_by_split = self._resolve_files(dl_manager or StreamingDownloadManager(base_path=self.base_path))
-        return [dataclasses.replace(plan, shards=tuple(balanced(list(plan.shards))))
-                for plan in self.source.plan(files_by_split)]
+        plans = self.source.plan(files_by_split)
+        if divide:
+            size = self.source.options.shard_bytes
+            plans = [dataclasses.replace(plan, shards=tuple(cut_documents(list(plan.shards), size))) for plan in plans]
+        return [dataclasses.replace(plan, shards=tuple(balanced(list(plan.shards)))) for plan in plans]
 
-    def _split_generators(self, dl_manager):
-        plans = self.split_plans(dl_manager)
+    def _make_split_generators_kwargs(self, prepare_split_kwargs):
+        return {"num_proc": prepare_split_kwargs.get("num_proc")}
+
+    def _split_generators(self, dl_manager, num_proc: Optional[int] = None):
+        plans = self.split_plans(dl_manager, divide=(num_proc or 1) > 1)
         wanted = self.config.prepare_splits
         if wanted:
             # before any row is converted (datasets would say so after preparing every split)

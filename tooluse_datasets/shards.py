@@ -12,7 +12,9 @@ whichever shard reads them, so ids built from them do not depend on how a file w
   unless the range was planned from the rows themselves and carries the number of its first line
   (``first_row``: ToolMind's splits, planned row by row).
 * Everything else (``.json`` documents, compressed files): one shard per file. A JSON array larger than
-  :data:`ARRAY_WHOLE_BYTES` is read element by element, so its memory does not grow with the file.
+  :data:`ARRAY_WHOLE_BYTES` is read element by element, so its memory does not grow with the file. Where
+  workers will divide the shards (prepare with ``num_proc``), a local uncompressed array larger than
+  ``target_bytes`` is cut between elements instead (:func:`cut_documents`: a delimiting pass, no parsing).
 
 Readers yield :class:`RawBatch` lists of ``(row number, native row or error)``: a row that cannot even be
 parsed is yielded as a :class:`~tooluse_datasets.errors.ToolUseDataError`, so the error policy decides.
@@ -198,7 +200,7 @@ def _merged(a: Shard, b: Shard) -> Optional[Shard]:
         return None  # other files, or shards a subclass tells apart (e.g. the mix's member splits)
     if a.kind == PARQUET and a.row_groups and b.row_groups and a.row_groups[-1] + 1 == b.row_groups[0]:
         return dataclasses.replace(a, row_groups=a.row_groups + b.row_groups)
-    if a.kind == LINES and a.stop is not None and a.stop == b.start:
+    if a.kind in (LINES, DOCUMENT) and a.stop is not None and a.stop == b.start:
         return dataclasses.replace(a, stop=b.stop)
     return None
 
@@ -208,6 +210,68 @@ def plan_lines(path: str, size: Optional[int], target_bytes: int) -> list[Shard]
         return [Shard(path, LINES)]
     bounds = list(range(0, size, target_bytes)) + [size]
     return [Shard(path, LINES, start=a, stop=None if b == size else b) for a, b in zip(bounds, bounds[1:])]
+
+
+def cut_documents(shards: list[Shard], target_bytes: int) -> list[Shard]:
+    """``shards`` with every whole JSON array file (local, uncompressed) larger than ``target_bytes`` cut into
+    pieces of about that size, each beginning after an element's comma, for workers to divide. Finding the cuts
+    delimits every element (about 5 s a GB; no parsing): planning a stream does not, so its first row does not
+    wait for it. The cuts of a file are kept for this process (one ToolMind split after another)."""
+    out: list[Shard] = []
+    for shard in shards:
+        whole = shard.kind == DOCUMENT and shard.start == 0 and shard.stop is None
+        if whole and "://" not in shard.file and not is_compressed(shard.file) and _larger(shard.file, target_bytes):
+            key = (file_version(shard.file), target_bytes)
+            if key not in _ARRAY_CUTS:
+                if len(_ARRAY_CUTS) >= _MAX_REMEMBERED_FILES:
+                    _ARRAY_CUTS.pop(next(iter(_ARRAY_CUTS)))
+                _ARRAY_CUTS[key] = cut_array(shard.file, target_bytes)
+            out += [dataclasses.replace(shard, start=p.start, stop=p.stop, first_row=p.first_row)
+                    for p in _ARRAY_CUTS[key]]
+        else:
+            out.append(shard)
+    return out
+
+
+_ARRAY_CUTS: dict[tuple, list[Shard]] = {}
+
+
+def _larger(path: str, size: int) -> bool:
+    try:
+        return os.path.getsize(path) > size
+    except OSError:  # not there: reading the file reports it
+        return False
+
+
+def cut_array(path: str, target_bytes: int) -> list[Shard]:
+    """The pieces of a JSON array file: byte ranges of about ``target_bytes``, each ending just after the comma
+    of an element (the next piece's first element is its ``first_row``). A file that is not an array, or one
+    element, is one piece; an array that cannot be delimited to its end (a string that never ends) is cut up
+    to there, and its last piece reports the rest."""
+    whole = [whole_file_shard(path)]
+    with open_text_file(path) as f:
+        offset, block = 0, f.read(_SNIFF_BYTES)
+        if not_json_text(block):
+            return whole
+        if block.startswith(UTF8_BOM):
+            block, offset = block[len(UTF8_BOM):], len(UTF8_BOM)
+        while block and not block.strip():  # leading white space longer than one sniff
+            offset += len(block)
+            block = f.read(_SNIFF_BYTES)
+        text = block.lstrip()
+        if not text.startswith(b"["):
+            return whole
+        after_bracket = offset + len(block) - len(text) + 1
+        f.seek(after_bracket)
+        pieces: list[Shard] = []
+        start, first = 0, 0
+        for index, _, resume_at in _streamed_array(f, [], after_bracket, 0, None, parse=False):
+            if resume_at and resume_at - start >= target_bytes:  # 0: the array's end, or the undelimitable rest
+                pieces.append(Shard(path, DOCUMENT, start=start, stop=resume_at, first_row=first))
+                start, first = resume_at, index + 1
+    if not pieces:
+        return whole
+    return pieces + [Shard(path, DOCUMENT, start=start, first_row=first)]
 
 
 def _file_size(path: str) -> Optional[int]:
@@ -582,8 +646,9 @@ def read_document(shard: Shard, batch_size: int, resume: Optional[tuple[int, int
     """A ``.json`` file: an array of row objects, one object (on one line or several), or JSON Lines saved as
     ``.json``. Elements of an array are numbered from 0; in an array that does not parse as a whole, each
     element that does is a row and each that does not is an error at its index (:func:`_array_elements`).
-    An array of up to :data:`ARRAY_WHOLE_BYTES` is parsed whole; a larger one is read element by element
-    (:func:`_streamed_array`), where ``wanted`` spares the parsing of elements as it does for JSON Lines."""
+    An array of up to :data:`ARRAY_WHOLE_BYTES` is parsed whole; a larger one, or a piece of one
+    (:func:`cut_array`), is read element by element (:func:`_streamed_array`), where ``wanted`` spares the
+    parsing of elements as it does for JSON Lines."""
     from .codec import loads, try_loads
 
     with open_text_file(shard.file) as f:
@@ -593,21 +658,28 @@ def read_document(shard: Shard, batch_size: int, resume: Optional[tuple[int, int
             head = f.read(_SNIFF_BYTES)
         array = head.lstrip().startswith(b"[")
         data = b""
-        if array and resume and resume[1]:  # a position inside a large array, after an element and its comma
-            f.seek(resume[1])
-            yield from _array_batches(_streamed_array(f, [], resume[1], resume[0], wanted), batch_size)
+        inside = resume[1] if resume and resume[1] else shard.start  # after an element and its comma, or 0
+        if array and inside:
+            if shard.stop is not None and inside >= shard.stop:
+                return  # resumed after the piece's last element
+            f.seek(inside)
+            index = resume[0] if resume and resume[1] else shard.first_row or 0
+            later = resume[0] if resume else 0  # (0 after the last element: the rows before it are skipped)
+            elements = _streamed_array(f, [], inside, index, lambda n: n >= later and (wanted is None or wanted(n)),
+                                       stop=shard.stop)
+            yield from _array_batches(elements, batch_size)
             return
         if array:
             blocks, size = [head], len(head)
-            while size <= ARRAY_WHOLE_BYTES and (block := f.read(_ARRAY_READ_BYTES)):
+            while shard.stop is None and size <= ARRAY_WHOLE_BYTES and (block := f.read(_ARRAY_READ_BYTES)):
                 blocks.append(block)
                 size += len(block)
-            if size > ARRAY_WHOLE_BYTES:
+            if size > ARRAY_WHOLE_BYTES or shard.stop is not None:  # large, or the first piece of a cut array
                 first = resume[0] if resume else 0
                 blocks[0] = head[head.index(b"[") + 1:]
                 after_bracket = f.tell() - size + len(head) - len(blocks[0])  # the file offset blocks start at
                 elements = _streamed_array(f, blocks, after_bracket, 0,
-                                           lambda n: n >= first and (wanted is None or wanted(n)))
+                                           lambda n: n >= first and (wanted is None or wanted(n)), stop=shard.stop)
                 yield from _array_batches(elements, batch_size)
                 return
             data = b"".join(blocks)
@@ -685,14 +757,15 @@ except re.error:
     _ELEMENT = None
 
 
-def _streamed_array(f, blocks: list[bytes], base: int, index: int,
-                    wanted: Optional[Callable[[int], bool]]) -> Iterator[tuple[int, Any, int]]:
+def _streamed_array(f, blocks: list[bytes], base: int, index: int, wanted: Optional[Callable[[int], bool]], *,
+                    stop: Optional[int] = None, parse: bool = True) -> Iterator[tuple[int, Any, int]]:
     """``(index, element or error, offset to resume at)`` for the elements of a JSON array read from ``f``, from
     ``blocks`` (the bytes read so far, which start at file offset ``base``, just after ``[`` or an element's
     comma; emptied here, so that this generator alone holds them) on. The same elements, errors and numbering
     as :func:`_array_elements` on the whole text. Elements ``wanted`` refuses are delimited, not parsed, and not
     yielded. The offset is 0 after the last element (a resume there reads the array again, skipping its
-    elements)."""
+    elements). ``stop``: end after the element whose comma ends at that offset (a piece of a cut array);
+    ``parse=False``: yield each element as None (finding cuts)."""
     from .codec import loads
 
     buf = b"".join(blocks)
@@ -719,8 +792,11 @@ def _streamed_array(f, blocks: list[bytes], base: int, index: int,
             text, separator, end = buf[pos:found], buf[found:found + 1], found + 1
         if not (separator == b"]" and index == 0 and not text.strip()):  # "[]" holds no element
             if wanted is None or wanted(index):
-                yield index, _parse_element(loads, text, index), base + end if separator == b"," else 0
+                yield index, _parse_element(loads, text, index) if parse else None, \
+                    base + end if separator == b"," else 0
             index += 1
+        if stop is not None and separator == b"," and base + end >= stop:
+            return
         pos = end
         if separator == b"]":
             rest = (buf[pos:] + f.read()).strip()
