@@ -99,3 +99,49 @@ def test_the_fuzz_files_hold_what_their_specs_say(tmp_path):
                 assert spec.items == sum(len(batch.items) for batch in read_shard(whole_file_shard(spec.path), 64))
     assert {(".jsonl", "jsonl", False), (".json", "json", False), (".parquet", "parquet", False),
             (".json", "jsonl", False), (".parquet", "parquet", True)} <= kinds
+
+
+def test_mutated_json_arrays_read_alike_whole_one_by_one_in_runs_and_in_pieces(monkeypatch):
+    """Differential: every JSON array the fuzzer writes (bad tokens in elements, a cut last element, text after
+    the array, huge strings, planted numbers, BOMs, CRLF) gives the same items, errors included, parsed whole,
+    delimited element by element, in runs of elements parsed together, and cut into pieces; and a resume at
+    each position of a run gives the rest."""
+    import json
+
+    import tooluse_datasets as td
+    from tooluse_datasets import shards
+
+    def shown(value):
+        if isinstance(value, td.ToolUseDataError):
+            return f"{type(value).__name__} {value.row} {value.field}: {value.message}"
+        return json.dumps(value, sort_keys=True)
+
+    def items(shard_list, resume=None):
+        return [(n, shown(v)) for s in shard_list for b in shards.read_shard(s, 5, resume) for n, v in b.items]
+
+    seeds = fuzz_rows.seed_rows("ms_swift", SHARED_DATA)
+    compared = runs = 0
+    for seed in range(60):
+        with tempfile.TemporaryDirectory() as folder:
+            specs = fuzz_rows.make_files("ms_swift", seeds, Path(folder), random.Random(seed), files=3,
+                                         rows_per_file=12, huge_chars=20_000)
+            for spec in specs:
+                if spec.kind != "json" or spec.whole_file_error:
+                    continue
+                whole = shards.whole_file_shard(spec.path)
+                expected = items([whole])
+                with monkeypatch.context() as m:
+                    m.setattr(shards, "ARRAY_WHOLE_BYTES", 0)
+                    m.setattr(shards, "_ARRAY_READ_BYTES", 64)
+                    m.setattr(shards, "RUN_BYTES", 0)
+                    assert items([whole]) == expected, (seed, spec.path, "one by one")
+                    m.setattr(shards, "RUN_BYTES", 2000)
+                    assert items([whole]) == expected, (seed, spec.path, "in runs")
+                    positions = [p for b in shards.read_shard(whole, 5) for p in b.positions]
+                    runs += sum(offset < 0 for _, offset in positions)
+                    for position in positions[:: max(1, len(positions) // 4)]:
+                        rest = items([whole], resume=position)
+                        assert rest == [(n, v) for n, v in expected if n >= position[0]], (seed, position)
+                    assert items(shards.cut_array(spec.path, 3000)) == expected, (seed, spec.path, "pieces")
+                compared += 1
+    assert compared >= 20 and runs > 0  # arrays were compared, and runs were read

@@ -111,11 +111,11 @@ def _document_items(path: Path) -> list:
     return [item for batch in read_shard(Shard(str(path), DOCUMENT), 2) for item in batch.items]
 
 
-@pytest.fixture(params=["whole", "streamed", "streamed-by-tokens"])
+@pytest.fixture(params=["whole", "streamed", "streamed-by-tokens", "streamed-in-runs"])
 def array_mode(request, monkeypatch):
     """JSON arrays are parsed whole up to ARRAY_WHOLE_BYTES, else read element by element: every array test runs
     both ways, the streamed way in 5-byte reads (elements span many), and also without the element regex (token
-    by token only, as on Python 3.10)."""
+    by token only, as on Python 3.10); and in runs of elements parsed together, a few short elements a run."""
     from tooluse_datasets import shards
 
     if request.param != "whole":
@@ -123,6 +123,11 @@ def array_mode(request, monkeypatch):
         monkeypatch.setattr(shards, "_ARRAY_READ_BYTES", 5)
     if request.param == "streamed-by-tokens":
         monkeypatch.setattr(shards, "_ELEMENT", None)
+    if request.param == "streamed-in-runs":
+        monkeypatch.setattr(shards, "_ARRAY_READ_BYTES", 50)
+        monkeypatch.setattr(shards, "RUN_BYTES", 120)
+    else:
+        monkeypatch.setattr(shards, "RUN_BYTES", 0)
     return request.param
 
 
@@ -226,6 +231,7 @@ def test_a_large_json_array_is_read_element_by_element_with_the_same_rows(tmp_pa
     monkeypatch.setattr(shards, "open_text_file", counting_open)
     monkeypatch.setattr(shards, "ARRAY_WHOLE_BYTES", 64)
     monkeypatch.setattr(shards, "_ARRAY_READ_BYTES", 32)
+    monkeypatch.setattr(shards, "RUN_BYTES", 256)  # a run is read before it is parsed: twice this ahead
     batches = shards.read_document(shards.Shard(str(path), shards.DOCUMENT), 2)
     first = next(batches)
     assert read_at_first_row[0].total < 2_000  # the 1 KB sniff and a few blocks, of 100 KB
@@ -244,11 +250,64 @@ def test_a_large_json_array_resumes_after_any_row(tmp_path, monkeypatch, array_m
     batches = list(shards.read_document(shard, 3))
     items = [item for batch in batches for item in batch.items]
     positions = [p for batch in batches for p in batch.positions]
-    if array_mode != "whole":
-        assert all(offset > 0 for _, offset in positions[:-1]) and positions[-1] == (8, 0)
+    if array_mode != "whole":  # (negative: inside a run of elements parsed together)
+        assert all(offset != 0 for _, offset in positions[:-1]) and positions[-1] == (8, 0)
     for position in positions:
         rest = [item for batch in shards.read_document(shard, 3, resume=position) for item in batch.items]
         assert [(n, str(v)) for n, v in rest] == [(n, str(v)) for n, v in items if n >= position[0]]
+
+
+def _rows_alike(layout: str) -> str:
+    """An array of rows with the same first key, as real files hold, and what must not be read in a run: a
+    nested list of objects starting with that key too (a false boundary), an integer beyond 64 bits, NaN, an
+    element nested past orjson's depth, a comma and the key inside a string, an element that is not JSON."""
+    rows = [json.dumps({"id": i, "text": f"row {i}, {{\"id\": {i}}}", "calls": [{"id": i, "x": [1.5, None]}] * (i % 3)},
+                       indent=2 if layout == "pretty" else None, separators=None if layout == "pretty" else (",", ":"))
+            for i in range(40)]
+    rows[7] = rows[7].replace('"text"', '"big": 123456789012345678901234567890, "text"', 1)
+    rows[15] = rows[15].replace('"text"', '"bad": NaN, "text"', 1)
+    rows[23] = '{"id": 23, "deep": ' + "[" * 1100 + "]" * 1100 + "}"
+    rows[31] = '{"id": 31, "x": tru}'
+    separator = ",\n  " if layout == "pretty" else ","
+    return "[\n  " + separator.join(rows) + "\n]\n" if layout == "pretty" else "[" + separator.join(rows) + "]"
+
+
+@pytest.mark.parametrize("layout", ["pretty", "compact"])
+def test_runs_of_elements_parsed_together_give_the_rows_errors_and_resumes_of_one_by_one(tmp_path, monkeypatch,
+                                                                                         layout):
+    """A large array is read in runs of elements parsed by one orjson call where the guessed boundary holds;
+    a wrong guess, or a run holding what the exact reader treats apart, falls back to one element at a time.
+    Rows, errors, numbering and every resume point are those of reading each element alone."""
+    from tooluse_datasets import shards
+
+    path = tmp_path / "data.json"
+    path.write_text(_rows_alike(layout), encoding="utf-8")
+    shard = shards.Shard(str(path), shards.DOCUMENT)
+    monkeypatch.setattr(shards, "ARRAY_WHOLE_BYTES", 0)
+
+    def read(resume=None) -> tuple[list, list]:
+        batches = list(shards.read_document(shard, 4, resume=resume))
+        items = [(n, v if isinstance(v, dict) else f"error {v.field}") for b in batches for n, v in b.items]
+        return items, [p for b in batches for p in b.positions]
+
+    monkeypatch.setattr(shards, "RUN_BYTES", 0)
+    alone, _ = read()
+    assert [v for _, v in alone].count("error <element>") == 3 and len(alone) == 40
+    assert alone[7][1]["big"] == 123456789012345678901234567890  # exact
+    calls = []
+    real_run = shards._element_run
+    monkeypatch.setattr(shards, "_element_run", lambda *a: calls.append(real_run(*a)) or calls[-1])
+    monkeypatch.setattr(shards, "_ARRAY_READ_BYTES", 97)
+    for run_bytes in (300, 700, 1 << 20):
+        monkeypatch.setattr(shards, "RUN_BYTES", run_bytes)
+        calls.clear()
+        items, positions = read()
+        assert items == alone, run_bytes
+        if run_bytes < 1000:  # (one run of the whole array holds the bad rows: read one by one)
+            assert any(values is not None for _, values in calls)  # runs were read...
+            assert any(offset < 0 for _, offset in positions)  # ...and positions point inside them
+        for position in positions:
+            assert read(position)[0] == [(n, v) for n, v in alone if n >= position[0]], (run_bytes, position)
 
 
 @pytest.mark.parametrize("source", ["nestful", "toolmind"])

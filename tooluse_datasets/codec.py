@@ -157,7 +157,7 @@ def loads(text: str | bytes) -> Any:
         return value
     if len(text) <= _SHORT_TEXT and not has_digit_run(text):
         return value
-    if _may_hold_big_int(value):
+    if may_hold_big_int(value):
         value = _stdlib_loads(text)
     return value
 
@@ -267,7 +267,7 @@ def loads_json_or_literal(text: str) -> Any:
     return loads(dumps(value))
 
 
-def _may_hold_big_int(value: Any) -> bool:
+def may_hold_big_int(value: Any) -> bool:
     """True if ``value`` holds a float that may be a rounded integer literal beyond 64 bits (a float
     literal such as 1e300 also matches: re-reading it with the stdlib gives the same float). Iterative:
     orjson reads values nested 1024 deep, past Python's recursion limit."""
@@ -289,7 +289,7 @@ def _may_hold_big_int(value: Any) -> bool:
 def _check_json_value(value: Any, path: str) -> None:
     """Raise JsonValueError unless ``value`` is plain JSON: finite numbers, string keys, JSON types, at most
     :data:`MAX_DEPTH` containers deep (the limit orjson writes with, so that a value is refused the same
-    whichever writer a :func:`dumps` call ends up using). Iterative, like :func:`_may_hold_big_int`."""
+    whichever writer a :func:`dumps` call ends up using). Iterative, like :func:`may_hold_big_int`."""
     stack = [(value, path, 1)]
     while stack:
         item, where, depth = stack.pop()

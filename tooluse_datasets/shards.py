@@ -30,6 +30,7 @@ import re
 import uuid
 from typing import Any, Callable, Iterator, Optional, Union
 
+import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 from datasets.utils.file_utils import is_local_path, xopen
@@ -265,8 +266,10 @@ def cut_array(path: str, target_bytes: int) -> list[Shard]:
         f.seek(after_bracket)
         pieces: list[Shard] = []
         start, first = 0, 0
-        for index, _, resume_at in _streamed_array(f, [], after_bracket, 0, None, parse=False):
-            if resume_at and resume_at - start >= target_bytes:  # 0: the array's end, or the undelimitable rest
+        for index, _, resume_at in _streamed_array(f, [], after_bracket, 0, None, parse=False,
+                                                   run_bytes=min(RUN_BYTES, target_bytes)):
+            # (<= 0: inside a run of elements parsed together, the array's end, or the undelimitable rest)
+            if resume_at > 0 and resume_at - start >= target_bytes:
                 pieces.append(Shard(path, DOCUMENT, start=start, stop=resume_at, first_row=first))
                 start, first = resume_at, index + 1
     if not pieces:
@@ -658,13 +661,19 @@ def read_document(shard: Shard, batch_size: int, resume: Optional[tuple[int, int
             head = f.read(_SNIFF_BYTES)
         array = head.lstrip().startswith(b"[")
         data = b""
-        inside = resume[1] if resume and resume[1] else shard.start  # after an element and its comma, or 0
+        # Where reading starts inside an array (after an element and its comma; 0: at its start), and the index
+        # of the element there: a piece's start, or a position (see _streamed_array).
+        inside, index = shard.start, shard.first_row or 0
+        if resume and resume[1] > 0:
+            inside, index = resume[1], resume[0]
+        elif resume and resume[1] < 0:
+            inside, into = _unpacked(resume[1])
+            index = resume[0] - into
+        later = resume[0] if resume else 0  # (a resume at 0, after the last element: the rows before it are skipped)
         if array and inside:
             if shard.stop is not None and inside >= shard.stop:
                 return  # resumed after the piece's last element
             f.seek(inside)
-            index = resume[0] if resume and resume[1] else shard.first_row or 0
-            later = resume[0] if resume else 0  # (0 after the last element: the rows before it are skipped)
             elements = _streamed_array(f, [], inside, index, lambda n: n >= later and (wanted is None or wanted(n)),
                                        stop=shard.stop)
             yield from _array_batches(elements, batch_size)
@@ -675,11 +684,10 @@ def read_document(shard: Shard, batch_size: int, resume: Optional[tuple[int, int
                 blocks.append(block)
                 size += len(block)
             if size > ARRAY_WHOLE_BYTES or shard.stop is not None:  # large, or the first piece of a cut array
-                first = resume[0] if resume else 0
                 blocks[0] = head[head.index(b"[") + 1:]
                 after_bracket = f.tell() - size + len(head) - len(blocks[0])  # the file offset blocks start at
                 elements = _streamed_array(f, blocks, after_bracket, 0,
-                                           lambda n: n >= first and (wanted is None or wanted(n)), stop=shard.stop)
+                                           lambda n: n >= later and (wanted is None or wanted(n)), stop=shard.stop)
                 yield from _array_batches(elements, batch_size)
                 return
             data = b"".join(blocks)
@@ -703,8 +711,7 @@ def read_document(shard: Shard, batch_size: int, resume: Optional[tuple[int, int
         # One bad element (a truncated value, NaN, 1e400, a lone surrogate escape...) must not cost the others:
         # delimit the elements and parse each on its own.
         elements = list(_array_elements(data))
-    first = resume[0] if resume else 0
-    for start in range(first, len(elements), batch_size):
+    for start in range(later, len(elements), batch_size):
         chunk = elements[start:start + batch_size]
         items: list[NativeItem] = [(start + i, _array_row(row, start + i)) for i, row in enumerate(chunk)]
         yield RawBatch(items, [(n + 1, 0) for n, _ in items])
@@ -758,20 +765,53 @@ except re.error:
 
 
 def _streamed_array(f, blocks: list[bytes], base: int, index: int, wanted: Optional[Callable[[int], bool]], *,
-                    stop: Optional[int] = None, parse: bool = True) -> Iterator[tuple[int, Any, int]]:
-    """``(index, element or error, offset to resume at)`` for the elements of a JSON array read from ``f``, from
+                    stop: Optional[int] = None, parse: bool = True,
+                    run_bytes: int = 0) -> Iterator[tuple[int, Any, int]]:
+    """``(index, element or error, position to resume at)`` for the elements of a JSON array read from ``f``, from
     ``blocks`` (the bytes read so far, which start at file offset ``base``, just after ``[`` or an element's
     comma; emptied here, so that this generator alone holds them) on. The same elements, errors and numbering
-    as :func:`_array_elements` on the whole text. Elements ``wanted`` refuses are delimited, not parsed, and not
-    yielded. The offset is 0 after the last element (a resume there reads the array again, skipping its
-    elements). ``stop``: end after the element whose comma ends at that offset (a piece of a cut array);
-    ``parse=False``: yield each element as None (finding cuts)."""
+    as :func:`_array_elements` on the whole text. Elements ``wanted`` refuses are not yielded (those delimited
+    one by one are not parsed either). ``stop``: end after the element whose comma ends at that offset (a piece
+    of a cut array); ``parse=False``: yield each element as None (finding cuts); ``run_bytes``: the span of a
+    run of elements parsed together (0: :data:`RUN_BYTES`, which is 0 to read every element alone).
+
+    Runs of elements are parsed together where they can be (:func:`_element_run`), else each is delimited and
+    parsed alone. The position is the offset after the element's comma, 0 after the last element (a resume
+    there reads the array again, skipping its elements), or, inside a run, a negative number packing the run's
+    start and how many of its elements come before the resume point (:func:`_packed`)."""
     from .codec import loads
 
     buf = b"".join(blocks)
     blocks.clear()
     pos, eof = 0, False
+    run_bytes = run_bytes or RUN_BYTES
+    runs_from = base if run_bytes else None  # file offset from which runs are tried again (None: never)
     while True:
+        if runs_from is not None and base + pos >= runs_from:
+            if not eof and len(buf) - pos < 2 * run_bytes:  # room for a whole run
+                pending = [buf[pos:]]
+                while not eof and sum(map(len, pending)) < 2 * run_bytes:
+                    pending.append(f.read(_ARRAY_READ_BYTES))
+                    eof = not pending[-1]
+                base, buf, pos = base + pos, b"".join(pending), 0
+            limit = len(buf) if stop is None else min(len(buf), stop - base)  # the comma may end at stop
+            comma, values = _element_run(buf, pos, limit, run_bytes)
+            if values is None:
+                runs_from = base + comma
+            else:
+                run_start = base + pos
+                last = len(values) - 1
+                for i, value in enumerate(values):
+                    if wanted is None or wanted(index + i):
+                        yield index + i, value if parse else None, \
+                            base + comma + 1 if i == last else _packed(run_start, i + 1)
+                index += len(values)
+                pos = comma + 1
+                if stop is not None and base + pos >= stop:
+                    return
+                if len(buf) - pos < pos:
+                    base, buf, pos = base + pos, buf[pos:], 0
+                continue
         match = _ELEMENT.match(buf, pos) if _ELEMENT is not None else None
         if match is not None:
             text, separator, end = match.group(1), match.group(2), match.end()
@@ -806,6 +846,51 @@ def _streamed_array(f, blocks: list[bytes], base: int, index: int, wanted: Optio
             return
         if len(buf) - pos < pos:  # drop what was consumed once it outweighs what is left
             base, buf, pos = base + pos, buf[pos:], 0
+
+
+# Elements parsed together span up to this many bytes (a few hundred rows); an element larger than that, or
+# the elements of a run that did not parse, are read one by one.
+RUN_BYTES = 1 << 20
+# An object element's start: white space, the brace, and its first key (up to 64 characters, no escapes).
+_OBJECT_START = re.compile(rb'\s*\{\s*"[^"\\]{0,64}"\s*:')
+_INTO_BITS = 23  # a packed position: elements into the run (a 1 MB run holds at most 350K), then the run's offset
+
+
+def _element_run(buf: bytes, pos: int, limit: int, run_bytes: int) -> tuple[int, Optional[list]]:
+    """The elements of ``buf`` from ``pos`` (just after ``[`` or an element's comma) up to a comma before
+    ``limit``, parsed in one orjson call: ``(the comma's index, their values)``; or ``(where to try again, None)``.
+
+    The comma is a guess: the last one in the next ``run_bytes`` followed by the same white space, brace and
+    first key as the element at ``pos`` (the next element's start, in an array of rows alike). ``[`` + the text
+    before it + ``]`` then parses only if the guess is right: a comma inside a string leaves the string open, one
+    inside an element leaves its brackets open (orjson accepts no trailing commas or unclosed values). A run
+    holding what the exact reader treats apart (an integer beyond 64 bits, NaN, an element too deep or not JSON)
+    does not parse or is not taken, and its elements are read one by one."""
+    start = _OBJECT_START.match(buf, pos)
+    if start is None:
+        return pos + 1, None  # not an object: this element alone
+    signature = b"," + start.group()
+    comma = buf.rfind(signature, pos + 1, min(limit - 1, pos + run_bytes) + len(signature))
+    if comma < 0:
+        return pos + run_bytes, None  # no boundary in reach: read on one by one
+    from .codec import may_hold_big_int
+
+    try:
+        values = orjson.loads(b"[" + buf[pos:comma] + b"]")
+    except orjson.JSONDecodeError:
+        return comma + 1, None
+    if may_hold_big_int(values):  # orjson rounds integers beyond 64 bits to floats: read each alone, exactly
+        return comma + 1, None
+    return comma, values
+
+
+def _packed(run_start: int, into: int) -> int:
+    return -(run_start << _INTO_BITS | into)
+
+
+def _unpacked(position: int) -> tuple[int, int]:
+    """(a run's start offset, elements into it) of a packed position."""
+    return -position >> _INTO_BITS, -position & ((1 << _INTO_BITS) - 1)
 
 
 def _token_delimited(data: bytes, start: int) -> Optional[int]:
