@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -30,20 +31,36 @@ from fake_hub import FakeHubApi
 from mirror_support import build_sample_mirror
 
 
+def _json_array_of_samples() -> str:
+    """The ms-swift sample rows, four times over, as one JSON array (written once per test process)."""
+    path = ARRAY_DIR / "agent_rows.json"
+    if not path.exists():
+        rows = [line for f in td.sample_files("ms_swift")["train"] if f.endswith(".jsonl")
+                for line in Path(f).read_text(encoding="utf-8").splitlines() if line.strip()]
+        path.write_text("[\n" + ",\n".join(rows * 4) + "\n]\n", encoding="utf-8")
+    return str(path)
+
+
+ARRAY_DIR = Path(tempfile.mkdtemp(prefix="mirror-array-"))
+
+
 def _requests() -> dict[str, MirrorRequest]:
-    """ToolMind (Parquet: one shard per row group, seven splits) and ms-swift (JSON Lines cut into byte ranges),
-    every format, shards forced small so each split has several."""
+    """ToolMind (Parquet: one shard per row group, seven splits), ms-swift (JSON Lines cut into byte ranges) and
+    ms-swift rows in one JSON array (cut between elements), every format, shards forced small so each split
+    has several."""
     return {
         "toolmind": MirrorRequest("toolmind", data_files=td.sample_files("toolmind"), source_options={"shard_bytes": 1}),
         "ms_swift": MirrorRequest("ms_swift", data_files=td.sample_files("ms_swift"),
                                   source_options={"shard_bytes": 1500}),
+        "ms_swift_array": MirrorRequest("ms_swift", data_files=_json_array_of_samples(),
+                                        source_options={"shard_bytes": 3000}),
     }
 
 
 def _shard_count(request: MirrorRequest) -> int:
     builder = td.registry.builder_class(request.source)(config_name="unified", data_files=request.data_files,
                                                       **request.source_options)
-    return sum(len(plan.shards) for plan in builder.split_plans())
+    return sum(len(plan.shards) for plan in builder.split_plans(divide=True))
 
 
 def _digests(folder: Path) -> dict[str, str]:
@@ -67,7 +84,7 @@ def test_reference_mirrors_have_several_parts_per_split_and_every_row_once(refer
         assert max(len(e.files) for e in entries.values()) > 1, f"{name}: small shards should give several parts"
         for split, entry in entries.items():
             ids = [i for f in entry.files for i in pq.read_table(folder / f, columns=["id"]).column("id").to_pylist()]
-            expected = [r["id"] for r in td.load(name, split=split, streaming=True, on_error="skip",
+            expected = [r["id"] for r in td.load(request.source, split=split, streaming=True, on_error="skip",
                                                  data_files=request.data_files)]
             assert ids == expected, f"{name}/{split}"
 
@@ -98,7 +115,8 @@ def test_ray_with_1_2_and_3_workers_gives_the_same_bytes(reference, tmp_path):
     ray = pytest.importorskip("ray", reason="Ray is the optional extra 'ray' (pip install 'tooluse-datasets[ray]')")
     ray.init(num_cpus=3, include_dashboard=False, log_to_driver=False)  # local mode; num_proc caps the workers
     try:
-        runs = [("toolmind", 1), ("toolmind", 2), ("toolmind", 3), ("ms_swift", 2)]  # JSON Lines ranges: once
+        runs = [("toolmind", 1), ("toolmind", 2), ("toolmind", 3), ("ms_swift", 2),  # JSON Lines ranges: once
+                ("ms_swift_array", 2)]
         for name, workers in runs:
             folder = build_mirror(_requests()[name], tmp_path / f"ray{workers}", engine="ray", num_proc=workers)
             assert _digests(folder) == reference[name], f"{name} with {workers} Ray workers"

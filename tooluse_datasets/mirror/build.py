@@ -183,7 +183,8 @@ def _builder(request: MirrorRequest):
 
 
 def _split_plans(request: MirrorRequest, builder) -> list[SplitPlan]:
-    plans = builder.split_plans()
+    # Large JSON arrays cut too, whatever the engine: the plan, and so the mirror, must not depend on it.
+    plans = builder.split_plans(divide=True)
     if request.split is not None:
         plans = [p for p in plans if p.name == request.split]
         if not plans:
