@@ -12,9 +12,9 @@ whichever shard reads them, so ids built from them do not depend on how a file w
   unless the range was planned from the rows themselves and carries the number of its first line
   (``first_row``: ToolMind's splits, planned row by row).
 * Everything else (``.json`` documents, compressed files): one shard per file. A JSON array larger than
-  :data:`ARRAY_WHOLE_BYTES` is read element by element, so its memory does not grow with the file. Where
+  :data:`ARRAY_WHOLE_BYTES` is read a block at a time, so its memory does not grow with the file. Where
   workers will divide the shards (prepare with ``num_proc``), a local uncompressed array larger than
-  ``target_bytes`` is cut between elements instead (:func:`cut_documents`: a delimiting pass, no parsing).
+  ``target_bytes`` is cut between elements instead (:func:`cut_documents`: one reading pass first).
 
 Readers yield :class:`RawBatch` lists of ``(row number, native row or error)``: a row that cannot even be
 parsed is yielded as a :class:`~tooluse_datasets.errors.ToolUseDataError`, so the error policy decides.
@@ -216,8 +216,7 @@ def plan_lines(path: str, size: Optional[int], target_bytes: int) -> list[Shard]
 def cut_documents(shards: list[Shard], target_bytes: int) -> list[Shard]:
     """``shards`` with every whole JSON array file (local, uncompressed) larger than ``target_bytes`` cut into
     pieces of about that size, each beginning after an element's comma, for workers to divide. Finding the cuts
-    delimits every element (about 5 s a GB; no parsing): planning a stream does not, so its first row does not
-    wait for it. The cuts of a file are kept for this process (one ToolMind split after another)."""
+    reads the array once (about 2.3 s a GB): planning a stream does not, so its first row does not wait for it. The cuts of a file are kept for this process (one ToolMind split after another)."""
     out: list[Shard] = []
     for shard in shards:
         whole = shard.kind == DOCUMENT and shard.start == 0 and shard.stop is None
@@ -717,9 +716,11 @@ def read_document(shard: Shard, batch_size: int, resume: Optional[tuple[int, int
         yield RawBatch(items, [(n + 1, 0) for n, _ in items])
 
 
-# A JSON array of up to this many bytes is parsed whole (orjson: fastest); a larger one is read element by
-# element, a block of _ARRAY_READ_BYTES at a time, so memory holds one element and a block, not the file.
-ARRAY_WHOLE_BYTES = 64 << 20
+# A JSON array of up to this many bytes is parsed whole; a larger one is read a block of _ARRAY_READ_BYTES at a
+# time, in runs of elements (or element by element), so memory holds a block and a run, not the file. Runs are
+# the faster way as well: 47 MB of ms-swift rows read in 0.19 s CPU and 188 MiB peak, against 0.27 s and 360 MiB
+# parsed whole (first row after 29 instead of 250 ms).
+ARRAY_WHOLE_BYTES = 4 << 20
 _ARRAY_READ_BYTES = 4 << 20
 
 

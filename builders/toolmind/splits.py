@@ -8,7 +8,7 @@ never decompresses the others' row groups, and preparing all seven reads each ro
 shared by several splits, at a boundary, is read by each of them). Within a row group rows are selected in
 Arrow, before any `messages` text becomes a Python object. JSON files carry no statistics: planning parses
 every row once and notes each row's split in a bitmap per split, so a split parses only its own lines and
-elements (a JSON array of up to 64 MB is still parsed whole) and checks their value as it reads them. In a
+elements (a JSON array of up to 4 MB is still parsed whole) and checks their value as it reads them. In a
 JSON Lines file planning also notes the byte ranges each split's lines fill: a split's shards are those ranges
 (a range spans the few lines of other splits between two of its own, up to 256 KiB, unparsed), so in a file
 grouped by split, as upstream's is, a split reads its own lines only and preparing all seven reads the file
