@@ -649,8 +649,8 @@ def read_document(shard: Shard, batch_size: int, resume: Optional[tuple[int, int
     ``.json``. Elements of an array are numbered from 0; in an array that does not parse as a whole, each
     element that does is a row and each that does not is an error at its index (:func:`_array_elements`).
     An array of up to :data:`ARRAY_WHOLE_BYTES` is parsed whole; a larger one, or a piece of one
-    (:func:`cut_array`), is read element by element (:func:`_streamed_array`), where ``wanted`` spares the
-    parsing of elements as it does for JSON Lines."""
+    (:func:`cut_array`), is read a block at a time (:func:`_streamed_array`). ``wanted`` picks rows by number,
+    as for JSON Lines (elements delimited one by one are then not even parsed)."""
     from .codec import loads, try_loads
 
     with open_text_file(shard.file) as f:
