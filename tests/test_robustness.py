@@ -308,6 +308,12 @@ def test_runs_of_elements_parsed_together_give_the_rows_errors_and_resumes_of_on
             assert any(offset < 0 for _, offset in positions)  # ...and positions point inside them
         for position in positions:
             assert read(position)[0] == [(n, v) for n, v in alone if n >= position[0]], (run_bytes, position)
+    monkeypatch.setattr(shards, "_INTO_BITS", 2)  # runs of 4 elements or more cannot be resumed into: not taken
+    monkeypatch.setattr(shards, "RUN_BYTES", 700)
+    calls.clear()
+    items, positions = read()
+    assert items == alone and all(len(values) < 4 for _, values in calls if values is not None)
+    assert [read(p)[0] for p in positions] == [[(n, v) for n, v in alone if n >= p[0]] for p in positions]
 
 
 @pytest.mark.parametrize("source", ["nestful", "toolmind"])

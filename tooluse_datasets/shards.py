@@ -854,7 +854,7 @@ def _streamed_array(f, blocks: list[bytes], base: int, index: int, wanted: Optio
 RUN_BYTES = 1 << 20
 # An object element's start: white space, the brace, and its first key (up to 64 characters, no escapes).
 _OBJECT_START = re.compile(rb'\s*\{\s*"[^"\\]{0,64}"\s*:')
-_INTO_BITS = 23  # a packed position: elements into the run (a 1 MB run holds at most 350K), then the run's offset
+_INTO_BITS = 23  # a packed position: elements into the run (a 1 MB run holds at most 150K), then the run's offset
 
 
 def _element_run(buf: bytes, pos: int, limit: int, run_bytes: int) -> tuple[int, Optional[list]]:
@@ -881,6 +881,8 @@ def _element_run(buf: bytes, pos: int, limit: int, run_bytes: int) -> tuple[int,
     except orjson.JSONDecodeError:
         return comma + 1, None
     if may_hold_big_int(values):  # orjson rounds integers beyond 64 bits to floats: read each alone, exactly
+        return comma + 1, None
+    if len(values) >> _INTO_BITS:  # more elements than a packed position can count into a run
         return comma + 1, None
     return comma, values
 
