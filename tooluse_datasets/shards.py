@@ -216,7 +216,8 @@ def plan_lines(path: str, size: Optional[int], target_bytes: int) -> list[Shard]
 def cut_documents(shards: list[Shard], target_bytes: int) -> list[Shard]:
     """``shards`` with every whole JSON array file (local, uncompressed) larger than ``target_bytes`` cut into
     pieces of about that size, each beginning after an element's comma, for workers to divide. Finding the cuts
-    reads the array once (about 2.3 s a GB): planning a stream does not, so its first row does not wait for it. The cuts of a file are kept for this process (one ToolMind split after another)."""
+    reads the array once (about 2.3 s a GB): planning a stream does not, so its first row does not wait for it.
+    The cuts of a file are kept for this process (one ToolMind split after another)."""
     out: list[Shard] = []
     for shard in shards:
         whole = shard.kind == DOCUMENT and shard.start == 0 and shard.stop is None
@@ -250,18 +251,10 @@ def cut_array(path: str, target_bytes: int) -> list[Shard]:
     to there, and its last piece reports the rest."""
     whole = [whole_file_shard(path)]
     with open_text_file(path) as f:
-        offset, block = 0, f.read(_SNIFF_BYTES)
-        if not_json_text(block):
+        head = _sniffed(f)
+        if not head.lstrip().startswith(b"["):
             return whole
-        if block.startswith(UTF8_BOM):
-            block, offset = block[len(UTF8_BOM):], len(UTF8_BOM)
-        while block and not block.strip():  # leading white space longer than one sniff
-            offset += len(block)
-            block = f.read(_SNIFF_BYTES)
-        text = block.lstrip()
-        if not text.startswith(b"["):
-            return whole
-        after_bracket = offset + len(block) - len(text) + 1
+        after_bracket = f.tell() - len(head) + head.index(b"[") + 1
         f.seek(after_bracket)
         pieces: list[Shard] = []
         start, first = 0, 0
@@ -655,9 +648,7 @@ def read_document(shard: Shard, batch_size: int, resume: Optional[tuple[int, int
 
     with open_text_file(shard.file) as f:
         # The first bytes say whether it is an array; only then is the file read on (JSON Lines is not).
-        head = f.read(_SNIFF_BYTES).removeprefix(UTF8_BOM)
-        while head and not head.strip():  # leading white space longer than one sniff
-            head = f.read(_SNIFF_BYTES)
+        head = _sniffed(f)
         array = head.lstrip().startswith(b"[")
         data = b""
         # Where reading starts inside an array (after an element and its comma; 0: at its start), and the index
@@ -714,6 +705,15 @@ def read_document(shard: Shard, batch_size: int, resume: Optional[tuple[int, int
         chunk = elements[start:start + batch_size]
         items: list[NativeItem] = [(start + i, _array_row(row, start + i)) for i, row in enumerate(chunk)]
         yield RawBatch(items, [(n + 1, 0) for n, _ in items])
+
+
+def _sniffed(f) -> bytes:
+    """The first bytes of a JSON file read from ``f`` that are not all white space (a UTF-8 BOM dropped): what
+    it holds starts there, at file offset ``f.tell() - len(head)``."""
+    head = f.read(_SNIFF_BYTES).removeprefix(UTF8_BOM)
+    while head and not head.strip():  # leading white space longer than one sniff
+        head = f.read(_SNIFF_BYTES)
+    return head
 
 
 # A JSON array of up to this many bytes is parsed whole; a larger one is read a block of _ARRAY_READ_BYTES at a
