@@ -331,3 +331,7 @@ def test_prepare_with_num_proc_divides_a_json_array_and_counts_every_skip(tmp_pa
     assert len(two.cache_files) > 1  # really prepared by two jobs
     assert two.to_list() == one.to_list() and len(two) == total - 1
     assert report.rows_read == total and report.skipped == 1 and [e.row for e in report.examples] == [40]
+    for num_proc in (None, 2):  # a stream's first row waits for no cutting pass, with workers or without
+        stream = td.load("ms_swift", data_files=str(path), split="train", on_error="skip", streaming=True,
+                         shard_bytes=shard_bytes, num_proc=num_proc)
+        assert stream.n_shards == 1 and [r["id"] for r in stream] == [r["id"] for r in one]
