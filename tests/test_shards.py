@@ -335,3 +335,45 @@ def test_prepare_with_num_proc_divides_a_json_array_and_counts_every_skip(tmp_pa
         stream = td.load("ms_swift", data_files=str(path), split="train", on_error="skip", streaming=True,
                          shard_bytes=shard_bytes, num_proc=num_proc)
         assert stream.n_shards == 1 and [r["id"] for r in stream] == [r["id"] for r in one]
+
+
+# -- JSON rows parsed a few at a time -----------------------------------------------------------------------
+
+def test_json_rows_are_read_a_few_at_a_time_and_joined_where_a_batch_step_wants_batches(tmp_path):
+    """A JSON file's rows are parsed JSON_BATCH_ROWS at a time whatever batch_size says, so each batch converts
+    while it is still in the CPU's caches; NESTFUL with execute=True (one sandbox process per batch) joins them
+    back into batch_size rows, and no row is lost or reordered either way."""
+    from tooluse_datasets.builders.nestful.source import NestfulOptions, NestfulSource
+    from tooluse_datasets.shards import JSON_BATCH_ROWS
+    from tooluse_datasets.source import SplitPlan
+
+    lines = Path(td.sample_files("nestful")["train"][0]).read_text().splitlines()
+    rows = [dict(json.loads(lines[i % len(lines)]), sample_id=f"s{i}") for i in range(400)]
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    array = tmp_path / "rows.json"
+    array.write_text(json.dumps(rows))
+    for file in (path, array):
+        batches = list(read_shard(plan_file(str(file))[0], batch_size=1000))
+        assert [len(b.items) for b in batches] == [JSON_BATCH_ROWS] * 3 + [400 - 3 * JSON_BATCH_ROWS]
+        assert [n for b in batches for n, _ in b.items] == list(range(400))
+    split = SplitPlan("train", ())
+    for execute, sizes in ((False, [JSON_BATCH_ROWS] * 3 + [25]), (True, [375, 25])):
+        source = NestfulSource(NestfulOptions(execute=execute, batch_size=300))
+        batches = list(source.read(plan_file(str(path))[0], split))
+        assert [len(b.items) for b in batches] == sizes
+        assert [row["sample_id"] for b in batches for _, row in b.items] == [r["sample_id"] for r in rows]
+
+
+def test_joined_batches_keep_the_rows_before_a_read_error():
+    from tooluse_datasets.shards import RawBatch, joined_batches
+
+    def broken():
+        yield RawBatch([(0, {"a": 1})], [(1, 10)])
+        yield RawBatch([(1, {"a": 2})], [(2, 20)])
+        raise td.InvalidValueError("file cannot be read on", field="<file>")
+
+    joined = joined_batches(broken(), 10)
+    assert next(joined).items == [(0, {"a": 1}), (1, {"a": 2})]
+    with pytest.raises(td.InvalidValueError):
+        next(joined)

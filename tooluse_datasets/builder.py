@@ -48,7 +48,7 @@ class ToolUseConfig(datasets.BuilderConfig, SourceOptions):
     Args:
         on_error: ``"raise"`` (default) stops at the first bad row with a typed error naming file, row
             and field; ``"skip"`` drops such rows, counts them in a skip report and logs them.
-        batch_size: rows per converted batch.
+        batch_size: rows per converted batch (JSON rows are parsed at most 125 at a time: see shards).
         shard_bytes: uncompressed bytes per shard of a large file (Parquet row groups are grouped up to it,
             JSON Lines cut at line ends).
         revision: upstream revision (commit) to read instead of the pinned one.

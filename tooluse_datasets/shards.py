@@ -323,9 +323,35 @@ def read_shard(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] 
                 rows = parquet_batch_rows(record_batch, first_row)
             yield RawBatch(rows, [(n + 1, 0) for n, _ in rows])
     elif shard.kind == LINES:
-        yield from read_lines(shard, batch_size, resume, wanted)
+        yield from read_lines(shard, min(batch_size, JSON_BATCH_ROWS), resume, wanted)
     else:
-        yield from read_document(shard, batch_size, resume, wanted)
+        yield from read_document(shard, min(batch_size, JSON_BATCH_ROWS), resume, wanted)
+
+
+# JSON rows are parsed as they are read, and a batch is converted before the next is read: a batch of this many
+# rows is still in the CPU's caches when it converts (ms-swift rows prepared: 2.0-2.2 s CPU for 30K rows, against
+# 2.3-2.8 s in batches of 1,000). A source whose batch step wants larger batches joins them (joined_batches).
+JSON_BATCH_ROWS = 125
+
+
+def joined_batches(batches: Iterator[RawBatch], rows: int) -> Iterator[RawBatch]:
+    """``batches`` joined in order into batches of at least ``rows`` rows (the last may hold fewer). A read
+    error comes after the rows before it, as readers give it."""
+    items: list[NativeItem] = []
+    positions: list[tuple[int, int]] = []
+    try:
+        for batch in batches:
+            items += batch.items
+            positions += batch.positions
+            if len(items) >= rows:
+                yield RawBatch(items, positions)
+                items, positions = [], []
+    except ToolUseDataError:
+        if items:
+            yield RawBatch(items, positions)
+        raise
+    if items:
+        yield RawBatch(items, positions)
 
 
 @dataclasses.dataclass

@@ -23,7 +23,7 @@ from datasets import Features, Json, List, Value
 from tooluse_datasets.codec import loads_json_or_literal, try_loads
 from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, MissingFieldError, ToolUseDataError
 from tooluse_datasets.schema import complete_row, message, tool_call, unified_row
-from tooluse_datasets.shards import RawBatch, Shard, display_path
+from tooluse_datasets.shards import RawBatch, Shard, display_path, joined_batches
 from tooluse_datasets.source import RowContext, Source, SourceOptions, SplitPlan, ids_in_file
 
 from .executed import CALLS_PER_TURN
@@ -120,6 +120,8 @@ class NestfulSource(Source):
         if self.options.data_version != "v1":
             self._prime_ids(shard.file)
         batches = super().read(shard, split, resume)
+        if self.options.execute:  # one sandbox process per batch: batches of batch_size rows, not JSON's few
+            batches = joined_batches(batches, self.options.batch_size)
         if self.options.data_version == "v1":
             from .v1 import with_specs
 
