@@ -335,15 +335,21 @@ JSON_BATCH_ROWS = 125
 
 
 def joined_batches(batches: Iterator[RawBatch], rows: int) -> Iterator[RawBatch]:
-    """``batches`` joined in order into batches of at least ``rows`` rows (the last may hold fewer). A read
-    error comes after the rows before it, as readers give it."""
+    """``batches`` regrouped in order into batches of ``rows`` rows (the last may hold fewer)."""
+    return _batched(((item, position) for batch in batches for item, position in zip(batch.items, batch.positions)),
+                    rows)
+
+
+def _batched(rows: Iterator[tuple[NativeItem, tuple[int, int]]], size: int) -> Iterator[RawBatch]:
+    """``(item, position)`` pairs as batches of ``size``; a read error comes after the rows before it, as readers
+    give it."""
     items: list[NativeItem] = []
     positions: list[tuple[int, int]] = []
     try:
-        for batch in batches:
-            items += batch.items
-            positions += batch.positions
-            if len(items) >= rows:
+        for item, position in rows:
+            items.append(item)
+            positions.append(position)
+            if len(items) >= size:
                 yield RawBatch(items, positions)
                 items, positions = [], []
     except ToolUseDataError:
@@ -753,21 +759,8 @@ _ARRAY_READ_BYTES = 4 << 20
 def _array_batches(elements: Iterator[tuple[int, Any, int]], batch_size: int) -> Iterator[RawBatch]:
     """Batches of ``(index, element, offset)``; a read error (a truncated compressed file) comes after the
     elements before it, as in JSON Lines."""
-    items: list[NativeItem] = []
-    positions: list[tuple[int, int]] = []
-    try:
-        for index, element, offset in elements:
-            items.append((index, _array_row(element, index)))
-            positions.append((index + 1, offset))
-            if len(items) >= batch_size:
-                yield RawBatch(items, positions)
-                items, positions = [], []
-    except ToolUseDataError:
-        if items:
-            yield RawBatch(items, positions)
-        raise
-    if items:
-        yield RawBatch(items, positions)
+    return _batched((((index, _array_row(element, index)), (index + 1, offset)) for index, element, offset in elements),
+                    batch_size)
 
 
 def _element_pattern(depth: int) -> bytes:
