@@ -3,9 +3,11 @@ a process pool, Ray with 1, 2 and 3 workers), failed shards retried alone, a kil
 run, pinned checksums checked, and a publish that fails midway leaving the Hub repository as it was."""
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -42,6 +44,7 @@ def _json_array_of_samples() -> str:
 
 
 ARRAY_DIR = Path(tempfile.mkdtemp(prefix="mirror-array-"))
+atexit.register(shutil.rmtree, ARRAY_DIR, True)
 
 
 def _requests() -> dict[str, MirrorRequest]:
