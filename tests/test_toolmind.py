@@ -921,7 +921,8 @@ def test_splits_of_a_json_array_prepared_with_num_proc_read_each_row_once(tmp_pa
     shard_bytes = path.stat().st_size // 6
     builder = td.registry.builder_class("toolmind")(config_name="unified", data_files=[str(path)],
                                                     shard_bytes=shard_bytes)
-    assert {len(plan.shards) for plan in builder.split_plans(divide=True)} == {6}  # one shard each undivided
+    assert {len(plan.shards) for plan in builder.split_plans()} == {1}  # the whole array, undivided
+    assert {len(plan.shards) for plan in builder.split_plans(divide=True)} == {6}
     loaded = {}
     for num_proc in (None, 2):
         report = SkipReport()

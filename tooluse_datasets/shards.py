@@ -239,7 +239,7 @@ _ARRAY_CUTS: dict[tuple, list[Shard]] = {}
 
 def _larger(path: str, size: int) -> bool:
     try:
-        return os.path.getsize(path) > size
+        return (_file_size(path) or 0) > size
     except OSError:  # not there: reading the file reports it
         return False
 
@@ -313,7 +313,8 @@ def read_shard(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] 
                wanted: Optional[Callable[[int], bool]] = None) -> Iterator[RawBatch]:
     """Generic rows of a shard: Parquet rows as dicts, JSON Lines, or a JSON document (an array of objects or
     one object). ``resume``: a position from a previous :class:`RawBatch`; rows before it are not read.
-    ``wanted``: a JSON line whose row number it refuses is passed over unparsed (not a row of the output)."""
+    ``wanted``: a JSON line whose row number it refuses is passed over unparsed (not a row of the output).
+    Batches hold ``batch_size`` rows, JSON rows at most :data:`JSON_BATCH_ROWS`."""
     if shard.kind == PARQUET:
         pf = open_parquet(shard.file)
         for record_batch, first_row in iter_parquet_batches(pf, shard, batch_size, resume):
