@@ -157,6 +157,21 @@ def test_utf8_encoded_rows_round_trip_exactly(tmp_path):
         assert write_toolmind_row(row)["messages"] == native["messages"]
 
 
+def test_a_raw_del_character_round_trips_in_both_spellings():
+    """json.dumps escapes DEL (U+007F) only with ensure_ascii, although DEL is ASCII: a text holding a raw DEL
+    was written without it, and one holding \\u007f with it."""
+    msgs = conversation()
+    msgs[1]["content"] = "What time is it in Paris?\x7f"
+    msgs[6]["content"] = "<answer>It is 10:00 in Par\x7fis.</answer>"
+    for ensure_ascii, encoding in ((False, "json-utf8"), (True, None)):
+        text = json.dumps(msgs, ensure_ascii=ensure_ascii)
+        assert text.isascii() and ("\x7f" in text) != ensure_ascii
+        row = convert({"messages": text, "split": "synthetic"})
+        assert row["meta"].get("messages_encoding") == encoding and "messages_text" not in row["meta"]
+        assert row["messages"][-1]["content"] == "It is 10:00 in Par\x7fis."
+        assert write_toolmind_row(row)["messages"] == text
+
+
 def test_unreproducible_text_is_kept_verbatim_and_restored():
     msgs = conversation()
     text = json.dumps(msgs, indent=1)  # not how the upstream serializer writes

@@ -296,10 +296,11 @@ def decode_messages(value: Any, column: str) -> tuple[list[dict], str, Optional[
 
 def _json_encoding(text: str, messages: list[dict]) -> tuple[str, Optional[str]]:
     # An ASCII-only text was written with ensure_ascii=True (or holds no non-ASCII character, where both
-    # settings agree); anything else with ensure_ascii=False. Rebuilding the text confirms it byte for byte:
-    # first from orjson's escaping of each string (what json.dumps writes for every character but DEL when
-    # ensure_ascii is on, at ~4x its speed), then, if that differs, with json.dumps itself.
-    ensure_ascii = text.isascii()
+    # settings agree); anything else with ensure_ascii=False. So was an ASCII text holding a raw DEL: json.dumps
+    # escapes DEL only with ensure_ascii. Rebuilding the text confirms it byte for byte: first from orjson's
+    # escaping of each string (what json.dumps writes without ensure_ascii, at ~4x its speed; with it, the same
+    # for a DEL-free ASCII text), then, if that differs, with json.dumps itself.
+    ensure_ascii = text.isascii() and "\x7f" not in text
     encoding = P.ENCODING_ASCII if ensure_ascii else P.ENCODING_UTF8
     try:
         reproduced = _quick_json_text(messages) == text.encode() or python_json_text(messages, ensure_ascii) == text
