@@ -65,6 +65,45 @@ def test_shuffled_and_interleaved_streams_give_the_same_rows(toolmind_file):
     assert set(map(json_bytes, by_source["ms_swift"])) == set(map(json_bytes, swift_rows))
 
 
+def _ms_swift_rows(copies: int) -> list[str]:
+    rows = [line for f in td.sample_files("ms_swift")["train"] if f.endswith(".jsonl")
+            for line in Path(f).read_text().splitlines() if line.strip()]
+    return [line.replace('"messages"', f'"n": {i}, "messages"', 1) for i, line in enumerate(rows * copies)]
+
+
+@pytest.mark.parametrize("layout", ["json array", "json lines", "parquet"])
+def test_reshard_cuts_a_file_that_is_one_shard_and_gives_the_same_rows(tmp_path, toolmind_file, layout):
+    """datasets' IterableDataset.reshard(), which its DataLoader advises when workers outnumber shards, cuts
+    each kind of shard further: a JSON array (one shard to a stream) between elements, JSON Lines into smaller
+    byte ranges, Parquet into single row groups. The rows and their order are the same, nodes partition them,
+    and a state dict saved in the middle of a piece resumes at the next row."""
+    if layout == "parquet":
+        size = Path(toolmind_file).stat().st_size
+        load = lambda: td.load("toolmind", data_files=toolmind_file, split="synthetic", streaming=True,  # noqa: E731
+                               shard_bytes=10 * size)
+    else:
+        path = tmp_path / ("rows.json" if layout == "json array" else "rows.jsonl")
+        elements = _ms_swift_rows(copies=30)
+        path.write_text("[\n" + ",\n".join(elements) + "\n]\n" if layout == "json array" else
+                        "\n".join(elements) + "\n")
+        load = lambda: td.load("ms_swift", data_files=str(path), split="train", streaming=True,  # noqa: E731
+                               shard_bytes=path.stat().st_size)
+    whole = list(load())
+    assert load().num_shards == 1 and len(whole) > 50
+    resharded = load().reshard()
+    assert resharded.num_shards >= 4 and resharded.num_shards % 2 == 0
+    assert list(resharded) == whole
+    parts = [[r["id"] for r in split_dataset_by_node(load().reshard(), rank=rank, world_size=2)] for rank in (0, 1)]
+    ids = parts[0] + parts[1]
+    assert all(parts) and sorted(ids) == sorted(r["id"] for r in whole) and len(set(ids)) == len(ids)
+    ds = load().reshard()
+    iterator = iter(ds)
+    head = [next(iterator) for _ in range(len(whole) // 3)]
+    resumed = load().reshard()
+    resumed.load_state_dict(ds.state_dict())
+    assert head + list(resumed) == whole
+
+
 @pytest.fixture
 def conversions(monkeypatch):
     """Counts the rows ToolMind converts in this process."""

@@ -16,6 +16,9 @@ whichever shard reads them, so ids built from them do not depend on how a file w
   workers will divide the shards (prepare with ``num_proc``), a local uncompressed array larger than
   ``target_bytes`` is cut between elements instead (:func:`cut_documents`: one reading pass first).
 
+A stream's ``IterableDataset.reshard()`` asks for more, smaller shards (:func:`resharded`): single row groups,
+byte ranges and array pieces of a quarter of ``target_bytes``.
+
 Readers yield :class:`RawBatch` lists of ``(row number, native row or error)``: a row that cannot even be
 parsed is yielded as a :class:`~tooluse_datasets.errors.ToolUseDataError`, so the error policy decides.
 """
@@ -236,6 +239,43 @@ def cut_documents(shards: list[Shard], target_bytes: int) -> list[Shard]:
 
 _ARRAY_CUTS: dict[tuple, list[Shard]] = {}
 
+# IterableDataset.reshard() cuts byte ranges and JSON arrays into pieces of target_bytes / RESHARD_DIVISOR.
+RESHARD_DIVISOR = 4
+
+
+def resharded(shards: list[Shard], target_bytes: int) -> list[Shard]:
+    """``shards`` cut further, for datasets' ``IterableDataset.reshard()`` (more DataLoader workers or nodes than
+    shards): Parquet into single row groups, as datasets reshards Parquet; JSON Lines ranges into pieces of about
+    ``target_bytes / RESHARD_DIVISOR``; a whole JSON array (local, uncompressed) into pieces of that size, which
+    reads it once to find its elements. Compressed files stay whole. Balanced as plans are (:func:`balanced`)."""
+    piece = max(1, target_bytes // RESHARD_DIVISOR)
+    out: list[Shard] = []
+    for shard in cut_documents(shards, piece):
+        if shard.kind == PARQUET and len(shard.row_groups) > 1:
+            out += [dataclasses.replace(shard, row_groups=(group,)) for group in shard.row_groups]
+        elif shard.kind == LINES and cut_at_lines(shard.file):
+            out += _cut_range(shard, piece)
+        else:
+            out.append(shard)
+    return balanced(out)
+
+
+def _cut_range(shard: Shard, piece: int) -> list[Shard]:
+    """A JSON Lines range in pieces of about ``piece`` bytes (each owns the lines that start in it)."""
+    try:
+        stop = shard.stop if shard.stop is not None else _file_size(shard.file)
+    except OSError:  # not there: reading the shard reports it
+        stop = None
+    if stop is None or stop - shard.start <= piece:
+        return [shard]
+    bounds = list(range(shard.start, stop, piece)) + [stop]
+    if bounds[-1] - bounds[-2] < piece // 2 and len(bounds) > 2:
+        del bounds[-2]  # no sliver at the end
+    cuts = [dataclasses.replace(shard, start=a, stop=b, first_row=None) for a, b in zip(bounds, bounds[1:])]
+    cuts[0] = dataclasses.replace(cuts[0], first_row=shard.first_row)
+    cuts[-1] = dataclasses.replace(cuts[-1], stop=shard.stop)
+    return cuts
+
 
 def _larger(path: str, size: int) -> bool:
     try:
@@ -258,8 +298,9 @@ def cut_array(path: str, target_bytes: int) -> list[Shard]:
         f.seek(after_bracket)
         pieces: list[Shard] = []
         start, first = 0, 0
+        # Runs of a quarter of the target at most: a piece ends at the first run end past the target.
         for index, _, resume_at in _streamed_array(f, [], after_bracket, 0, None, parse=False,
-                                                   run_bytes=min(RUN_BYTES, target_bytes)):
+                                                   run_bytes=min(RUN_BYTES, max(1, target_bytes // 4))):
             # (<= 0: inside a run of elements parsed together, the array's end, or the undelimitable rest)
             if resume_at > 0 and resume_at - start >= target_bytes:
                 pieces.append(Shard(path, DOCUMENT, start=start, stop=resume_at, first_row=first))

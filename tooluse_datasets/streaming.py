@@ -28,7 +28,7 @@ from datasets.iterable_dataset import _BaseExamplesIterable
 from .codec import json_bytes, loads_stored
 from .errors import JsonValueError, SkipReport, ToolUseDataError
 from .pipeline import ShardConverter, gc_paused, piece_rows
-from .shards import Shard
+from .shards import Shard, resharded
 from .source import Source, SplitPlan
 
 
@@ -85,7 +85,8 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         return self._with_shards([self.shards[i] for i in indices])
 
     def reshard_data_sources(self) -> "ShardExamplesIterable":
-        return self._with_shards(self.shards)
+        # IterableDataset.reshard(): more, smaller shards, for more DataLoader workers or nodes than shards.
+        return self._with_shards(resharded(self.shards, self.source.options.shard_bytes))
 
     def _init_state_dict(self) -> dict:
         self._state_dict = {"shard_idx": 0, "position": None, "type": self.__class__.__name__}
