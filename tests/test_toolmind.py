@@ -355,10 +355,10 @@ def test_jsonl_rows_outside_every_split_are_reported_not_dropped(tmp_path):
 
 
 def test_a_split_of_a_jsonl_file_parses_only_its_own_lines(tmp_path, monkeypatch):
-    """Planning reads every line once and notes each row's split; a split then parses only its own lines (and
-    the first split also those of no split, which it reports), while rows and reports stay as before. A second
-    load of the same file (the evaluation split after the training one) reuses the plan; a file rewritten
-    since is planned anew."""
+    """Planning reads every line once and notes each row's split, parsing only the lines that do not end with
+    a plain split value; a split then parses only its own lines (and the first split also those of no split,
+    which it reports), while rows and reports stay as before. A second load of the same file (the evaluation
+    split after the training one) reuses the plan; a file rewritten since is planned anew."""
     good = native_row(conversation())
     lines = [json.dumps({**good, "split": "tau-train" if i in (0, 3, 6, 9) else "synthetic"}) for i in range(20)]
     lines[4:4] = ["", "{broken", json.dumps({**good, "split": 7})]
@@ -375,7 +375,7 @@ def test_a_split_of_a_jsonl_file_parses_only_its_own_lines(tmp_path, monkeypatch
     monkeypatch.setattr(codec, "loads", spy)
     tau = list(td.load("toolmind", data_files=str(path), split="tau_train", streaming=True))
     assert [row["id"] for row in tau] == [f"toolmind/tau-train/{n}" for n in (0, 3, 9, 12)]
-    assert len(parsed) == 22 + 4  # the plan: every line but the blank one; the split: its 4 lines
+    assert len(parsed) == 2 + 4  # the plan: the broken line and the one whose split is 7; the split: its 4
     parsed.clear()
     report = SkipReport()
     synthetic = list(td.load("toolmind", data_files=str(path), split="synthetic", streaming=True,
@@ -386,7 +386,52 @@ def test_a_split_of_a_jsonl_file_parses_only_its_own_lines(tmp_path, monkeypatch
     path.write_text("\n".join(lines + [json.dumps({**good, "split": "tau-train"})]) + "\n")
     tau = list(td.load("toolmind", data_files=str(path), split="tau_train", streaming=True))
     assert [row["id"] for row in tau] == [f"toolmind/tau-train/{n}" for n in (0, 3, 9, 12, 23)]
-    assert len(parsed) == 23 + 5
+    assert len(parsed) == 2 + 5
+
+
+def test_planning_reads_a_split_value_from_the_line_end_only_where_that_is_the_rows_own(tmp_path, monkeypatch):
+    """A line ending with the split key and a plain string is planned without parsing; every other spelling is
+    parsed: a split key inside a nested object or a string, an escaped value, a key that is not last, a
+    duplicated key (its last value counts, as the parsers take it). The rows are those that parsing every line
+    plans, and a broken line that ends like a row of tau-train is reported once, by that split."""
+    from tooluse_datasets.builders.toolmind import splits
+
+    good = native_row(conversation())
+    messages = json.dumps(good["messages"])
+    lines = [json.dumps({**good, "split": "synthetic"}),                                    # 0 planned unparsed
+             '{"messages": %s, "meta": {"split": "tau-train"}}' % messages,                 # 1 no split: parsed
+             '{"messages": %s, "split": "tau\\u002dtrain"}' % messages,                    # 2 escaped: parsed
+             '{"split": "When2Call", "messages": %s}' % messages,                           # 3 not last: parsed
+             '{"split": "synthetic", "messages": %s, "split": "When2Call"} ' % messages,    # 4 last counts
+             '{"messages": %s, "x": [1, "split": "tau-train"}' % messages,               # 5 not JSON
+             '{"messages": %s,"split":"tau-train"}\r' % messages,                           # 6 compact, CRLF
+             '{"messages": "%s, \\"split\\": \\"When2Call\\"}"}' % "x"]              # 7 inside a string
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+
+    def load(report):
+        return {name: [row["id"] for row in ds] for name, ds in td.load(
+            "toolmind", data_files=str(path), streaming=True, on_error="skip", report=report).items()}
+
+    parsed: list[bytes] = []
+    original = codec.loads
+    monkeypatch.setattr(codec, "loads", lambda text: parsed.append(text) or original(text))
+    splits._JSON_PLANS.clear()
+    planned = splits._plan_json(str(path), "split", 1 << 20)
+    assert [text.rstrip(b"\n") for text in parsed] == [lines[n].encode() for n in (1, 2, 3, 7)]
+    report = SkipReport()
+    fast = load(report)
+    assert fast == {"synthetic": ["toolmind/synthetic/0"], "unlabeled": ["toolmind/unlabeled/1"],
+                    "When2Call": ["toolmind/When2Call/3", "toolmind/When2Call/4"],
+                    "tau_train": ["toolmind/tau-train/2", "toolmind/tau-train/6"]}
+    assert report.rows_read == 8 and [(e.row, e.field) for e in report.examples] == [(5, "<line>"), (7, "messages")]
+
+    monkeypatch.setattr(splits, "_TAIL_BYTES", 0)  # every line parsed, as before
+    splits._JSON_PLANS.clear()
+    assert splits._plan_json(str(path), "split", 1 << 20).bitmap_by_value.keys() == planned.bitmap_by_value.keys()
+    slow_report = SkipReport()
+    assert load(slow_report) == fast and slow_report.rows_read == 8
+    assert sorted((e.row, e.field) for e in slow_report.examples) == [(5, "<line>"), (7, "messages")]
 
 
 @pytest.mark.parametrize("layout", ["grouped", "interleaved"])

@@ -6,9 +6,11 @@ prove a single value (no data read: the upstream file is grouped by `split`), el
 `split` column alone. A split's shards are then the row groups that hold its value, so reading one split
 never decompresses the others' row groups, and preparing all seven reads each row group once (a row group
 shared by several splits, at a boundary, is read by each of them). Within a row group rows are selected in
-Arrow, before any `messages` text becomes a Python object. JSON files carry no statistics: planning parses
+Arrow, before any `messages` text becomes a Python object. JSON files carry no statistics: planning reads
 every row once and notes each row's split in a bitmap per split, so a split parses only its own lines and
-elements (a JSON array of up to 4 MB is still parsed whole) and checks their value as it reads them. In a
+elements (a JSON array of up to 4 MB is still parsed whole) and checks their value as it reads them. A JSON
+line that ends with the split key and a plain string value (rows written with `split` as their last column,
+upstream's order) is not parsed to plan it (:func:`_split_reader`). In a
 JSON Lines file planning also notes the byte ranges each split's lines fill: a split's shards are those ranges
 (a range spans the few lines of other splits between two of its own, up to 256 KiB, unparsed), so in a file
 grouped by split, as upstream's is, a split reads its own lines only and preparing all seven reads the file
@@ -17,6 +19,8 @@ once more after planning, not seven times.
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional
 
@@ -27,7 +31,7 @@ import pyarrow.parquet as pq
 from tooluse_datasets.errors import InvalidValueError, MissingFieldError, ToolUseDataError
 from tooluse_datasets.shards import (LINES, PARQUET, NativeItem, RawBatch, Shard, cut_at_lines, display_path,
                                      file_suffix, UnreadableRows, iter_parquet_batches, open_parquet,
-                                     parquet_batch_rows, parquet_row_offsets, plan_file, plan_parquet, read_shard,
+                                     parquet_batch_rows, parquet_row_offsets, plan_file, plan_parquet, read_lines, read_shard,
                                      file_version, whole_file_shard)
 from tooluse_datasets.source import SplitPlan
 
@@ -51,6 +55,16 @@ class SplitSelection:
     unassigned: frozenset = frozenset()  # files with no split column while others have one: rows reported
     # JSON files: (path, bitmap of the row numbers this split reads), from planning; other lines go unparsed
     json_rows: tuple = ()
+
+    def reports_errors(self, path: str) -> Callable[[int], bool]:
+        """Whether this split reports a JSON row of ``path`` that cannot be read: one planned into it (a line
+        planned by its last key alone), else one that belongs to no split, or lies past the map, when this
+        split reports those."""
+        bitmap = next((rows for file, rows in self.json_rows if file == path), None)
+        if bitmap is None:
+            return lambda row: self.report_unassigned
+        size = len(bitmap) * 8
+        return lambda row: (self.report_unassigned if row >= size else bool(bitmap[row >> 3] >> (row & 7) & 1))
 
     def wanted_rows(self, path: str) -> Optional[Callable[[int], bool]]:
         """Whether this split reads a row of the JSON file ``path`` (None: no map, read every row). A row past
@@ -304,7 +318,10 @@ def _plan_json(path: str, split_column: str, shard_bytes: int) -> Optional[_File
     next_row, next_offset = 0, 0
     seen_column = False
     rows_read = 0
-    for batch in read_shard(whole_file_shard(path), 1000):
+    shard = whole_file_shard(path)
+    batches = read_lines(shard, 1000, parse=_split_reader(split_column)) if shard.kind == LINES else \
+        read_shard(shard, 1000)
+    for batch in batches:
         for (row_number, row), (row_after, offset_after) in zip(batch.items, batch.positions):
             rows_read = row_number + 1
             value = row.get(split_column) if isinstance(row, dict) else None
@@ -322,6 +339,37 @@ def _plan_json(path: str, split_column: str, shard_bytes: int) -> Optional[_File
         return None
     return _FileValues(path, set(bitmap_by_value), bitmap_by_value=bitmap_by_value, unassigned_bitmap=unassigned,
                        rows_read=rows_read, spans_by_value=spans, unassigned_spans=unassigned_spans)
+
+
+# A line's last member, when it is the split key with a string value of plain characters, then the object's end.
+_TAIL_BYTES = 512
+
+
+def _split_reader(column: str) -> Callable[[bytes], Any]:
+    """Planning's reader of a JSON line: ``{column: value}`` from the line's end when it ends with the key and a
+    string of plain characters, else the line parsed. In a line that is JSON, a member just before the line's
+    last brace is the top-level object's last, whose value a duplicated key takes; a line that is not JSON is
+    then reported by the split it names, which reads it (``SplitSelection.reports_errors``)."""
+    from tooluse_datasets.codec import loads
+
+    key = json.dumps(column).encode()
+    # Found from the key's last occurrence (bytes.rfind is far faster than a regex search): a comma or the
+    # object's brace before it, and after it the value, the brace and the line's end.
+    before = re.compile(rb"[,{][ \t\r\n]{0,64}\Z")
+    after = re.compile(rb'[ \t\r\n]*:[ \t\r\n]*"([^"\\\x00-\x1f]*)"[ \t\r\n]*\}[ \t\r\n]*\Z')
+
+    def parse(line: bytes) -> Any:
+        at = line.rfind(key, max(0, len(line) - _TAIL_BYTES))
+        if at > 0 and before.search(line, max(0, at - 65), at):
+            found = after.match(line, at + len(key))
+            if found is not None:
+                try:
+                    return {column: found.group(1).decode()}
+                except UnicodeDecodeError:
+                    pass  # not UTF-8: parsing says so
+        return loads(line)
+
+    return parse
 
 
 # --------------------------------------------------------------------------------------------------
@@ -349,13 +397,14 @@ def read_split_rows(shard: Shard, split_column: Optional[str], selection: Option
             if items:
                 yield RawBatch(items, [(n + 1, 0) for n, _ in items])
         return
+    reports = selection.reports_errors(shard.file) if column else None
     for batch in read_shard(shard, batch_size, resume, selection.wanted_rows(shard.file) if column else None):
         if column is None:
             yield batch
             continue
         items, positions = [], []
         for (row_number, row), position in zip(batch.items, batch.positions):
-            kept = _json_row(row, row_number, column, selection)
+            kept = _json_row(row, row_number, column, selection, reports)
             if kept is not None:
                 items.append((row_number, kept))
                 positions.append(position)
@@ -391,9 +440,10 @@ def _unreadable_rows_of_split(pf: pq.ParquetFile, unreadable: UnreadableRows, co
     return [(n, error) for n, error in unreadable.items() if values[n - group_first] == selection.value]
 
 
-def _json_row(row: Any, row_number: int, column: str, selection: SplitSelection) -> Any:
+def _json_row(row: Any, row_number: int, column: str, selection: SplitSelection,
+              reports: Callable[[int], bool]) -> Any:
     if isinstance(row, ToolUseDataError):
-        return row if selection.report_unassigned else None
+        return row if reports(row_number) else None
     value = row.get(column)
     if value is not None and not isinstance(value, str):
         if selection.report_unassigned:
