@@ -27,7 +27,8 @@ Rows (names for ``--only``):
                   counted as they are read, and both runs must yield the same ids
   toolmind_jsonl  not in the issue's table: all seven ToolMind splits prepared from JSON Lines / from Parquet,
                   the same rows (at most 30,000; the JSON Lines file is written from the Parquet one): what
-                  planning splits without column statistics costs (every line parsed once to find its split)
+                  planning splits without column statistics costs (every line read once to find its split,
+                  parsed only where it does not end with the split key)
   array_num_proc  not in the issue's table, no target: the ms-swift rows written as one JSON array, prepared
                   with num_proc=2 (the array cut into pieces between elements) / num_proc=1, wall time
 
