@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -354,6 +355,25 @@ def test_jsonl_rows_outside_every_split_are_reported_not_dropped(tmp_path):
     assert report.skipped == 2 and set(report.by_reason) == {"InvalidJsonError:<line>", "InvalidValueError:split"}
 
 
+def test_a_parquet_file_is_planned_once_for_the_loads_of_its_splits(tmp_path, monkeypatch, generated):
+    """The training split, then the evaluation split, of one file: the second load reuses the plan (the split
+    values of every row group); a file rewritten since is planned anew."""
+    from tooluse_datasets.builders.toolmind import splits
+
+    path = tmp_path / "rows.parquet"
+    path.write_bytes(Path(generated).read_bytes())
+    planned: list[str] = []
+    original = splits._parquet_values
+    monkeypatch.setattr(splits, "_parquet_values", lambda *a: planned.append(a[0]) or original(*a))
+    first = [r["id"] for r in td.load("toolmind", data_files=str(path), split="synthetic", streaming=True)]
+    tau = [r["id"] for r in td.load("toolmind", data_files=str(path), split="tau_train", streaming=True)]
+    assert len(planned) == 1 and first and tau
+    rows = pq.read_table(path).slice(0, 60)
+    pq.write_table(rows, path)
+    again = [r["id"] for r in td.load("toolmind", data_files=str(path), split="synthetic", streaming=True)]
+    assert len(planned) == 2 and again == [i for i in first if int(i.rsplit("/", 1)[1]) < 60]
+
+
 def test_a_split_of_a_jsonl_file_parses_only_its_own_lines(tmp_path, monkeypatch):
     """Planning reads every line once and notes each row's split, parsing only the lines that do not end with
     a plain split value; a split then parses only its own lines (and the first split also those of no split,
@@ -416,7 +436,7 @@ def test_planning_reads_a_split_value_from_the_line_end_only_where_that_is_the_r
     parsed: list[bytes] = []
     original = codec.loads
     monkeypatch.setattr(codec, "loads", lambda text: parsed.append(text) or original(text))
-    splits._JSON_PLANS.clear()
+    splits._PLANS.clear()
     planned = splits._plan_json(str(path), "split", 1 << 20)
     assert [text.rstrip(b"\n") for text in parsed] == [lines[n].encode() for n in (1, 2, 3, 7)]
     report = SkipReport()
@@ -427,7 +447,7 @@ def test_planning_reads_a_split_value_from_the_line_end_only_where_that_is_the_r
     assert report.rows_read == 8 and [(e.row, e.field) for e in report.examples] == [(5, "<line>"), (7, "messages")]
 
     monkeypatch.setattr(splits, "_TAIL_BYTES", 0)  # every line parsed, as before
-    splits._JSON_PLANS.clear()
+    splits._PLANS.clear()
     assert splits._plan_json(str(path), "split", 1 << 20).bitmap_by_value.keys() == planned.bitmap_by_value.keys()
     slow_report = SkipReport()
     assert load(slow_report) == fast and slow_report.rows_read == 8

@@ -203,10 +203,24 @@ def split_names(values: set) -> dict[Optional[str], str]:
     return names
 
 
+# What planning found in a file, by file version (this process): a script that loads the training split and then
+# the evaluation split of one file plans it once, not once per load (JSON: a parse of every row; Parquet: the
+# statistics of every row group). A file rewritten in place is planned anew.
+_PLANS: dict[tuple, Optional[_FileValues]] = {}
+_MAX_PLANS = 8
+
+
 def _file_values(path: str, split_column: str, shard_bytes: int) -> Optional[_FileValues]:
-    if file_suffix(path) == ".parquet":
-        return _parquet_values(path, split_column)
-    return _json_values(path, split_column, shard_bytes)
+    key = (file_version(path), split_column, shard_bytes)
+    if key not in _PLANS:
+        if file_suffix(path) == ".parquet":
+            found = _parquet_values(path, split_column)
+        else:
+            found = _plan_json(path, split_column, shard_bytes)
+        if len(_PLANS) >= _MAX_PLANS:
+            _PLANS.pop(next(iter(_PLANS)))
+        _PLANS[key] = found
+    return _PLANS[key]
 
 
 def _parquet_values(path: str, split_column: str) -> Optional[_FileValues]:
@@ -290,22 +304,6 @@ def _leaf_index(pf: pq.ParquetFile, column: str) -> Optional[int]:
         if schema.column(i).path == column:
             return i
     return None
-
-
-# What planning found in JSON files, by file version (this process): a script that loads the training split and
-# then the evaluation split of one file parses it once, not once per load. A file rewritten in place is planned anew.
-_JSON_PLANS: dict[tuple, Optional[_FileValues]] = {}
-_MAX_JSON_PLANS = 8
-
-
-def _json_values(path: str, split_column: str, shard_bytes: int) -> Optional[_FileValues]:
-    key = (file_version(path), split_column, shard_bytes)
-    if key not in _JSON_PLANS:
-        found = _plan_json(path, split_column, shard_bytes)
-        if len(_JSON_PLANS) >= _MAX_JSON_PLANS:
-            _JSON_PLANS.pop(next(iter(_JSON_PLANS)))
-        _JSON_PLANS[key] = found
-    return _JSON_PLANS[key]
 
 
 def _plan_json(path: str, split_column: str, shard_bytes: int) -> Optional[_FileValues]:
