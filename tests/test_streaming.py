@@ -65,6 +65,30 @@ def test_shuffled_and_interleaved_streams_give_the_same_rows(toolmind_file):
     assert set(map(json_bytes, by_source["ms_swift"])) == set(map(json_bytes, swift_rows))
 
 
+def test_the_first_streamed_row_waits_for_a_few_rows_read_not_a_whole_batch(tmp_path, monkeypatch):
+    """Parquet rows are read and converted 64 at a time, whatever batch_size says, so the first row of a stream
+    waits for one such read, not for a 1,000-row batch to be read and decoded."""
+    from tooluse_datasets.builders.toolmind import source as toolmind_source, splits
+
+    gen = benchmark_module("generate_toolmind")
+    path = str(tmp_path / "one_row_group.parquet")
+    gen.write_parquet(path, 300, gen.GeneratorOptions(seed=5, max_chars=3_000), row_group_size=300)
+    read: list[int] = []
+    original = splits._select
+    monkeypatch.setattr(splits, "_select", lambda *a, **k: read.append(a[0].num_rows) or original(*a, **k))
+    converted: list[int] = []
+    to_raw = ToolMindSource.to_raw
+    monkeypatch.setattr(ToolMindSource, "to_raw", lambda self, native, ctx: converted.append(len(read)) or
+                        to_raw(self, native, ctx))
+    rows = iter(td.load("toolmind", data_files=path, split="synthetic", streaming=True))
+    next(rows)
+    assert read == [toolmind_source.READ_BATCH_ROWS] == [64]
+    rest = list(rows)
+    assert sum(read) == 300 and len(rest) + 1 == len(converted) > 64
+    # the split's first 64 rows (the file's first) converted after the first read, the next 64 after the second
+    assert converted[:128] == [1] * 64 + [2] * 64 and converted == sorted(converted)
+
+
 def _ms_swift_rows(copies: int) -> list[str]:
     rows = [line for f in td.sample_files("ms_swift")["train"] if f.endswith(".jsonl")
             for line in Path(f).read_text().splitlines() if line.strip()]

@@ -27,7 +27,7 @@ from datasets import Features, Json, List, Value
 from tooluse_datasets.codec import loads as codec_loads, may_nest_deep, python_json_text
 from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, MissingFieldError
 from tooluse_datasets.schema import complete_row, message, tool_call, unified_row
-from tooluse_datasets.shards import JSON_BATCH_ROWS, RawBatch, Shard, display_path, file_stem
+from tooluse_datasets.shards import RawBatch, Shard, display_path, file_stem
 from tooluse_datasets.source import RowContext, Source, SourceOptions, SplitPlan, ids_in_file
 
 from . import protocol as P
@@ -40,11 +40,11 @@ BRIDGES_COLUMN = "bridges"  # written by our `toolmind` writer: indices of reaso
 # Rows handed to the conversions carry this key when a split is read from several files, so ids stay unique.
 SHARD_KEY = "@shard"
 
-# Rows per Arrow batch read from Parquet, and at most per batch converted (whatever batch_size says, as JSON rows
-# are read: shards.JSON_BATCH_ROWS). Rows of 1K-131K characters: regrouped into 1,000-row batches, the first row
-# of a stream waited for ~600 rows to be read, 10-80 ms; now 7-10 ms. Throughput is the same.
+# Rows read at a time, and at most converted together whatever batch_size says (as JSON rows are read:
+# shards.JSON_BATCH_ROWS). Regrouped into 1,000-row batches of up to 4M characters, the first row of a stream
+# waited for ~600 rows to be read and decoded; now for 64 (typically 7-8 instead of 8-9 ms CPU on generated
+# rows of ~8K characters; more with longer rows). Throughput is the same.
 READ_BATCH_ROWS = 64
-CONVERT_BATCH_ROWS = JSON_BATCH_ROWS
 
 RAW_FEATURES = Features(
     {
@@ -143,10 +143,10 @@ class ToolMindSource(Source):
             # A repeated id gets "#<row>" after its first holder in the file, whichever part of it is read.
             self.unique_ids.prime_file(display_path(shard.file), ids_in_file(shard.file, opts.id_column))
         # Read small batches (long rows decode to large buffers) and regroup them into batches of at most
-        # `batch_size` (and CONVERT_BATCH_ROWS) rows and `max_batch_chars` characters.
-        batches = read_split_rows(shard, opts.split_column, selection, min(opts.batch_size, READ_BATCH_ROWS), resume)
-        for batch in _rebatch(batches, opts.messages_column, min(opts.batch_size, CONVERT_BATCH_ROWS),
-                              opts.max_batch_chars):
+        # READ_BATCH_ROWS rows (fewer where a split's rows are selected) and `max_batch_chars` characters.
+        rows = min(opts.batch_size, READ_BATCH_ROWS)
+        batches = read_split_rows(shard, opts.split_column, selection, rows, resume)
+        for batch in _rebatch(batches, opts.messages_column, rows, opts.max_batch_chars):
             if stem is not None:
                 for _row_number, row in batch.items:
                     if isinstance(row, dict):
@@ -382,12 +382,15 @@ def _rebatch(batches: Iterator[RawBatch], column: str, max_rows: int, max_chars:
             row = item[1]
             value = row.get(column) if isinstance(row, dict) else None
             chars = len(value) if isinstance(value, str) else 0
-            if items and (len(items) >= max_rows or size + chars > max_chars):
+            if items and size + chars > max_chars:
                 yield RawBatch(items, positions)
                 items, positions, size = [], [], 0
             items.append(item)
             positions.append(position)
             size += chars
+            if len(items) >= max_rows:  # now, not when the next row comes: it may be a read away
+                yield RawBatch(items, positions)
+                items, positions, size = [], [], 0
     if items:
         yield RawBatch(items, positions)
 
