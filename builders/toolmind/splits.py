@@ -28,11 +28,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from tooluse_datasets import codec
 from tooluse_datasets.errors import InvalidValueError, MissingFieldError, ToolUseDataError
 from tooluse_datasets.shards import (LINES, PARQUET, NativeItem, RawBatch, Shard, cut_at_lines, display_path,
                                      file_suffix, UnreadableRows, iter_parquet_batches, open_parquet,
-                                     parquet_batch_rows, parquet_row_offsets, plan_file, plan_parquet, read_lines, read_shard,
-                                     file_version, whole_file_shard)
+                                     parquet_batch_rows, parquet_row_offsets, plan_file, plan_parquet, read_lines,
+                                     read_shard, file_version, whole_file_shard)
 from tooluse_datasets.source import SplitPlan
 
 from .upstream import hf_split_name, table_order
@@ -60,20 +61,24 @@ class SplitSelection:
         """Whether this split reports a JSON row of ``path`` that cannot be read: one planned into it (a line
         planned by its last key alone), else one that belongs to no split, or lies past the map, when this
         split reports those."""
-        bitmap = next((rows for file, rows in self.json_rows if file == path), None)
-        if bitmap is None:
+        planned = self._planned(path)
+        if planned is None:
             return lambda row: self.report_unassigned
-        size = len(bitmap) * 8
-        return lambda row: (self.report_unassigned if row >= size else bool(bitmap[row >> 3] >> (row & 7) & 1))
+        return lambda row: planned(row, self.report_unassigned)
 
     def wanted_rows(self, path: str) -> Optional[Callable[[int], bool]]:
         """Whether this split reads a row of the JSON file ``path`` (None: no map, read every row). A row past
         the map (a file that grew since planning, where a shard reaches it) is read and checked."""
+        planned = self._planned(path)
+        return None if planned is None else lambda row: planned(row, True)
+
+    def _planned(self, path: str) -> Optional[Callable[[int, bool], bool]]:
+        """Whether planning put a row of ``path`` into this split (``past``: the answer past the map)."""
         bitmap = next((rows for file, rows in self.json_rows if file == path), None)
         if bitmap is None:
             return None
         size = len(bitmap) * 8
-        return lambda row: row >= size or bool(bitmap[row >> 3] >> (row & 7) & 1)
+        return lambda row, past: past if row >= size else bool(bitmap[row >> 3] >> (row & 7) & 1)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -339,7 +344,7 @@ def _plan_json(path: str, split_column: str, shard_bytes: int) -> Optional[_File
                        rows_read=rows_read, spans_by_value=spans, unassigned_spans=unassigned_spans)
 
 
-# A line's last member, when it is the split key with a string value of plain characters, then the object's end.
+# How far from a line's end planning looks for its last member (the split key and a plain string value).
 _TAIL_BYTES = 512
 
 
@@ -348,8 +353,6 @@ def _split_reader(column: str) -> Callable[[bytes], Any]:
     string of plain characters, else the line parsed. In a line that is JSON, a member just before the line's
     last brace is the top-level object's last, whose value a duplicated key takes; a line that is not JSON is
     then reported by the split it names, which reads it (``SplitSelection.reports_errors``)."""
-    from tooluse_datasets.codec import loads
-
     key = json.dumps(column).encode()
     # Found from the key's last occurrence (bytes.rfind is far faster than a regex search): a comma or the
     # object's brace before it, and after it the value, the brace and the line's end.
@@ -365,7 +368,7 @@ def _split_reader(column: str) -> Callable[[bytes], Any]:
                     return {column: found.group(1).decode()}
                 except UnicodeDecodeError:
                     pass  # not UTF-8: parsing says so
-        return loads(line)
+        return codec.loads(line)
 
     return parse
 
