@@ -365,6 +365,34 @@ def test_json_rows_are_read_a_few_at_a_time_and_joined_where_a_batch_step_wants_
         assert [row["sample_id"] for b in batches for _, row in b.items] == [r["sample_id"] for r in rows]
 
 
+def test_prepare_writes_batch_size_rows_a_record_batch_though_rows_convert_a_few_at_a_time(tmp_path, cache_dir,
+                                                                                        monkeypatch):
+    """Each table handed to datasets becomes one record batch of the cache file, and reading the file back
+    (memory-mapped) maps ~64 KB into the process for each: tables of the few rows converted at a time made
+    that grow with the split. Prepare joins them into batch_size rows (or WRITE_BATCH_BYTES) a record batch."""
+    import pyarrow as pa
+
+    from tooluse_datasets import builder as builder_module
+
+    def record_batches(ds) -> list[int]:
+        sizes = []
+        for cache_file in ds.cache_files:
+            with pa.memory_map(cache_file["filename"]) as source:
+                sizes += [b.num_rows for b in pa.ipc.open_stream(source)]
+        return sizes
+
+    lines = Path(td.sample_files("nestful")["train"][0]).read_text().splitlines()
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n".join(json.dumps(dict(json.loads(lines[i % len(lines)]), sample_id=f"s{i}"))
+                              for i in range(700)) + "\n")
+    ds = td.load("nestful", data_files=str(path), split="train", cache_dir=f"{cache_dir}/a", batch_size=300)
+    assert record_batches(ds) == [300, 300, 100]
+    assert [r["id"].rsplit("/", 1)[1] for r in ds] == [f"s{i}" for i in range(700)]
+    monkeypatch.setattr(builder_module, "WRITE_BATCH_BYTES", 1)  # every converted table is written as it comes
+    small = td.load("nestful", data_files=str(path), split="train", cache_dir=f"{cache_dir}/b", batch_size=300)
+    assert max(record_batches(small)) <= 125 and small.to_list() == ds.to_list()
+
+
 def test_joined_batches_keep_the_rows_before_a_read_error():
     from tooluse_datasets.shards import RawBatch, joined_batches
 
