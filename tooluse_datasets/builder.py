@@ -27,7 +27,7 @@ from datasets.exceptions import DatasetGenerationError
 
 from . import formats
 from .errors import DataNotFoundError, OnError, SkipReport, ToolUseDataError, check_on_error
-from .pipeline import UNIFIED, ShardConverter, config_features
+from .pipeline import UNIFIED, ShardConverter, TableGroups, config_features
 from .shards import Shard, balanced, cut_documents
 from .source import Source, SourceOptions, SplitPlan, splits_read
 from .streaming import ShardExamplesIterable
@@ -348,30 +348,12 @@ WRITE_BATCH_BYTES = 8 << 20
 
 
 def write_batches(tables: Iterable[pa.Table], rows: int) -> Iterator[pa.Table]:
-    """``tables`` joined into tables of ``rows`` rows, or fewer once they hold WRITE_BATCH_BYTES (and the
-    last), each a single record batch."""
-    pending: list[pa.Table] = []
-    held_rows = held_bytes = 0
+    """``tables`` regrouped into tables of ``rows`` rows (or about WRITE_BATCH_BYTES), each one record batch."""
+    groups = TableGroups(rows, WRITE_BATCH_BYTES)
     for table in tables:
-        pending.append(table)
-        held_rows += table.num_rows
-        held_bytes += table.nbytes
-        if held_rows < rows and held_bytes < WRITE_BATCH_BYTES:
-            continue
-        joined = _joined(pending)
-        while joined.num_rows >= rows:
-            yield joined.slice(0, rows)
-            joined = joined.slice(rows)
-        if held_bytes >= WRITE_BATCH_BYTES and joined.num_rows:  # the rest too, at the byte bound
-            yield joined
-            joined = joined.slice(joined.num_rows)
-        pending, held_rows, held_bytes = [joined], joined.num_rows, joined.nbytes
-    if held_rows:
-        yield _joined(pending)
-
-
-def _joined(tables: list[pa.Table]) -> pa.Table:
-    return tables[0] if len(tables) == 1 else pa.concat_tables(tables).combine_chunks()
+        if table.num_rows:
+            yield from (group.combine_chunks() for group in groups.add(table))
+    yield from (group.combine_chunks() for group in groups.finish())
 
 
 def _offline_error(source: Source, where: str, why: str) -> DataNotFoundError:

@@ -251,6 +251,50 @@ class ShardConverter:
             self.reports[config].add(error)
 
 
+class TableGroups:
+    """Arrow tables regrouped, in order, into tables of ``rows`` rows or about ``max_bytes`` bytes (at least one
+    row; rows taken as evenly sized): a mirror's Parquet row groups, the record batches of a prepared cache."""
+
+    def __init__(self, rows: int, max_bytes: int):
+        self.rows, self.max_bytes = rows, max_bytes
+        self._pending: list[pa.Table] = []
+        self._pending_rows = 0
+        self._pending_bytes = 0
+
+    def add(self, table: pa.Table) -> list[pa.Table]:
+        """The groups ``table`` completes."""
+        self._pending.append(table)
+        self._pending_rows += table.num_rows
+        self._pending_bytes += table.nbytes
+        groups = []
+        while self._pending_rows >= self.rows or self._pending_bytes >= self.max_bytes:
+            groups.append(self._next_group())
+        return groups
+
+    def finish(self) -> list[pa.Table]:
+        """The groups of the rows left."""
+        groups = []
+        while self._pending_rows:
+            groups.append(self._next_group())
+        return groups
+
+    def _next_group(self) -> pa.Table:
+        combined = pa.concat_tables(self._pending) if len(self._pending) > 1 else self._pending[0]
+        take = min(self.rows, _rows_within(combined, self.max_bytes))
+        group, rest = combined.slice(0, take), combined.slice(take)
+        self._pending = [rest] if rest.num_rows else []
+        self._pending_rows = rest.num_rows
+        self._pending_bytes = rest.nbytes if rest.num_rows else 0
+        return group
+
+
+def _rows_within(table: pa.Table, max_bytes: int) -> int:
+    """How many leading rows of ``table`` fit in ``max_bytes``, assuming evenly sized rows (at least one)."""
+    if table.nbytes <= max_bytes:
+        return table.num_rows
+    return max(1, int(table.num_rows * max_bytes / table.nbytes))
+
+
 def _pieces(batches: Iterable[RawBatch], rows: Optional[int]) -> Iterator[RawBatch]:
     """``batches`` cut into pieces of at most ``rows`` rows (None: as they are)."""
     for batch in batches:

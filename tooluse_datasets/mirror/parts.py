@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from datasets import Features
 
+from ..pipeline import TableGroups
 from .manifest import MirrorError
 from .provenance import sha256_file
 
@@ -59,9 +60,7 @@ class PartWriter:
         self.stem = stem
         self.schema = features.arrow_schema  # carries the "huggingface" metadata: Json() survives the round trip
         self.layout = layout
-        self._pending: list[pa.Table] = []
-        self._pending_rows = 0
-        self._pending_bytes = 0
+        self._row_groups = TableGroups(layout.row_group_rows, layout.row_group_bytes)
         self._writer: Optional[pq.ParquetWriter] = None
         self._parts: list[WrittenPart] = []
 
@@ -69,16 +68,13 @@ class PartWriter:
         table = self._conform(table)
         if table.num_rows == 0:
             return
-        self._pending.append(table)
-        self._pending_rows += table.num_rows
-        self._pending_bytes += table.nbytes
-        while self._pending_rows >= self.layout.row_group_rows or self._pending_bytes >= self.layout.row_group_bytes:
-            self._flush_row_group()
+        for group in self._row_groups.add(table):
+            self._write_row_group(group)
 
     def finish(self) -> list[WrittenPart]:
         """Close the last part; every part with its sha256 and size on disk."""
-        while self._pending_rows:
-            self._flush_row_group()
+        for group in self._row_groups.finish():
+            self._write_row_group(group)
         self._close_part()
         for part in self._parts:
             path = self.root / part.path
@@ -101,15 +97,6 @@ class PartWriter:
         except (KeyError, pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             raise MirrorError(f"{self.stem}: a batch does not match the declared features ({exc}); "
                               f"got schema {table.schema}") from exc
-
-    def _flush_row_group(self) -> None:
-        combined = pa.concat_tables(self._pending) if len(self._pending) > 1 else self._pending[0]
-        take = min(self.layout.row_group_rows, _rows_within(combined, self.layout.row_group_bytes))
-        group, rest = combined.slice(0, take), combined.slice(take)
-        self._write_row_group(group)
-        self._pending = [rest] if rest.num_rows else []
-        self._pending_rows = rest.num_rows
-        self._pending_bytes = rest.nbytes if rest.num_rows else 0
 
     def _write_row_group(self, group: pa.Table) -> None:
         current = self._parts[-1] if self._writer is not None else None
@@ -138,8 +125,3 @@ class PartWriter:
             self._writer = None
 
 
-def _rows_within(table: pa.Table, max_bytes: int) -> int:
-    """How many leading rows of ``table`` fit in ``max_bytes``, assuming evenly sized rows (at least one)."""
-    if table.nbytes <= max_bytes:
-        return table.num_rows
-    return max(1, int(table.num_rows * max_bytes / table.nbytes))
