@@ -376,24 +376,35 @@ def read_shard(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] 
 JSON_BATCH_ROWS = 125
 
 
-def joined_batches(batches: Iterator[RawBatch], rows: int) -> Iterator[RawBatch]:
-    """``batches`` regrouped in order into batches of ``rows`` rows (the last may hold fewer)."""
+def joined_batches(batches: Iterator[RawBatch], rows: int, weight: Optional[Callable[[NativeItem], int]] = None,
+                   most_weight: int = 0) -> Iterator[RawBatch]:
+    """``batches`` regrouped in order into batches of ``rows`` rows (the last may hold fewer), and with
+    ``weight``, of at most ``most_weight`` in all (a heavier row is a batch of its own). A read error comes
+    after the rows before it, as readers give it."""
     return _batched(((item, position) for batch in batches for item, position in zip(batch.items, batch.positions)),
-                    rows)
+                    rows, weight, most_weight)
 
 
-def _batched(rows: Iterator[tuple[NativeItem, tuple[int, int]]], size: int) -> Iterator[RawBatch]:
-    """``(item, position)`` pairs as batches of ``size``; a read error comes after the rows before it, as readers
-    give it."""
+def _batched(rows: Iterator[tuple[NativeItem, tuple[int, int]]], size: int,
+             weight: Optional[Callable[[NativeItem], int]] = None, most_weight: int = 0) -> Iterator[RawBatch]:
+    """``(item, position)`` pairs as batches of ``size`` (and of at most ``most_weight``, see joined_batches); a
+    read error comes after the rows before it, as readers give it."""
     items: list[NativeItem] = []
     positions: list[tuple[int, int]] = []
+    held = 0
     try:
         for item, position in rows:
+            if weight is not None:
+                heft = weight(item)
+                if items and held + heft > most_weight:
+                    yield RawBatch(items, positions)
+                    items, positions, held = [], [], 0
+                held += heft
             items.append(item)
             positions.append(position)
-            if len(items) >= size:
+            if len(items) >= size:  # now, not when the next row comes: it may be a read away
                 yield RawBatch(items, positions)
-                items, positions = [], []
+                items, positions, held = [], [], 0
     except ToolUseDataError:
         if items:
             yield RawBatch(items, positions)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import orjson
 from datasets import Features, Json, List, Value
@@ -27,7 +27,7 @@ from datasets import Features, Json, List, Value
 from tooluse_datasets.codec import loads as codec_loads, may_nest_deep, python_json_text
 from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, MissingFieldError
 from tooluse_datasets.schema import complete_row, message, tool_call, unified_row
-from tooluse_datasets.shards import RawBatch, Shard, display_path, file_stem
+from tooluse_datasets.shards import RawBatch, Shard, display_path, file_stem, joined_batches
 from tooluse_datasets.source import RowContext, Source, SourceOptions, SplitPlan, ids_in_file
 
 from . import protocol as P
@@ -146,7 +146,7 @@ class ToolMindSource(Source):
         # READ_BATCH_ROWS rows (fewer where a split's rows are selected) and `max_batch_chars` characters.
         rows = min(opts.batch_size, READ_BATCH_ROWS)
         batches = read_split_rows(shard, opts.split_column, selection, rows, resume)
-        for batch in _rebatch(batches, opts.messages_column, rows, opts.max_batch_chars):
+        for batch in joined_batches(batches, rows, _messages_chars(opts.messages_column), opts.max_batch_chars):
             if stem is not None:
                 for _row_number, row in batch.items:
                     if isinstance(row, dict):
@@ -371,28 +371,14 @@ def describe_truncation(text: str) -> str:
     return f"truncated? {parsed}{where}; text ends at character {len(text)}"
 
 
-def _rebatch(batches: Iterator[RawBatch], column: str, max_rows: int, max_chars: int) -> Iterator[RawBatch]:
-    """Consecutive rows regrouped into batches of at most ``max_rows`` rows and ``max_chars`` characters of
-    messages text (a longer row is a batch of its own)."""
-    items: list = []
-    positions: list = []
-    size = 0
-    for batch in batches:
-        for item, position in zip(batch.items, batch.positions):
-            row = item[1]
-            value = row.get(column) if isinstance(row, dict) else None
-            chars = len(value) if isinstance(value, str) else 0
-            if items and size + chars > max_chars:
-                yield RawBatch(items, positions)
-                items, positions, size = [], [], 0
-            items.append(item)
-            positions.append(position)
-            size += chars
-            if len(items) >= max_rows:  # now, not when the next row comes: it may be a read away
-                yield RawBatch(items, positions)
-                items, positions, size = [], [], 0
-    if items:
-        yield RawBatch(items, positions)
+def _messages_chars(column: str) -> Callable[[Any], int]:
+    """The characters of a row's messages text, for batches bounded in characters (rows are 1K-131K)."""
+    def chars(item: Any) -> int:
+        row = item[1]
+        value = row.get(column) if isinstance(row, dict) else None
+        return len(value) if isinstance(value, str) else 0
+
+    return chars
 
 
 def _bridges(value: Any, n_messages: int) -> list[int]:
