@@ -218,3 +218,28 @@ def test_python_json_text_with_the_cycle_check_refuses_a_value_that_contains_its
     looped["a"].append(looped)
     with pytest.raises(ValueError, match="Circular reference"):
         python_json_text(looped, check_circular=True)
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["row-map", "batched-map"])
+def test_map_writes_json_values_back_exactly(tmp_path, batched):
+    """A map that reads a Json column writes it back through datasets' Arrow writer, which by itself keeps 10
+    significant digits (0.30000000000000004 became 0.3, 5e-324 4.940656458e-324) and quoted JSON text holding
+    an integer beyond 64 bits as a plain string."""
+    import json
+
+    arguments = {f"v{i}": v for i, v in enumerate(EXACT_VALUES)}
+    row = {"messages": [{"role": "user", "content": "hi"},
+                        {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {
+                            "name": "f", "arguments": json.dumps(arguments)}}]},
+                        {"role": "tool", "content": "1"}, {"role": "assistant", "content": "done"}]}
+    path = tmp_path / "edge.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    ds = td.load("ms_swift", data_files=str(path), split="train", cache_dir=str(tmp_path / "cache"))
+
+    def count(r):
+        return {"n": [len(m) for m in r["messages"]] if batched else len(r["messages"])}
+
+    mapped = ds.map(count, batched=batched)
+    for rows in (mapped, td.exact(mapped)):
+        stored = rows[0]["messages"][1]["tool_calls"][0]["function"]["arguments"]
+        assert bits(stored) == bits(arguments)

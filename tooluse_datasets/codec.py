@@ -345,6 +345,80 @@ class ExactJson(Json):
         return _decode_stored(example_data)
 
 
+def _exact_json_encode_field(example: Any, json_field_path: list) -> Any:
+    """datasets' ``json_encode_field`` (how its Arrow writer stores Python values of a ``Json`` column: what
+    ``map`` writes back), with each value written by :func:`dumps` instead of pandas' ujson, which keeps 10
+    significant digits (``0.30000000000000004`` became ``0.3``) and cannot read or write integers beyond 64
+    bits. Text follows datasets' rule, JSON text stored as it is (read by :func:`loads`, so that text holding
+    such an integer is not taken for a plain string and quoted), and so do values :func:`dumps` refuses."""
+    if json_field_path:
+        key, *rest = json_field_path
+        if example is None:
+            return None
+        if key == 0:
+            return [_exact_json_encode_field(x, rest) for x in example]
+        return {**example, key: _exact_json_encode_field(example.get(key), rest)}
+    if example is None:
+        return None
+    if isinstance(example, str):
+        return example if _is_json_text(example) else dumps(example)
+    try:
+        return dumps(example)
+    except JsonValueError:
+        return _DATASETS_WRITER["json_encode_field"](example, [])
+
+
+def _exact_cast_storage(self: Json, storage: pa.Array) -> pa.Array:
+    """datasets' ``Json.cast_storage`` (its writer's last step for a Json column: what ``map`` writes back), with
+    text read by :func:`loads` and values written by :func:`dumps`. Its own uses pandas' ujson, which reads no
+    integer beyond 64 bits (so it took JSON text holding one for a plain string and quoted it) and writes
+    floats with 10 significant digits."""
+    from datasets.table import array_cast
+
+    if isinstance(storage, pa.JsonArray):
+        return storage
+    if pa.types.is_string(storage.type) or pa.types.is_large_string(storage.type) or \
+            pa.types.is_string_view(storage.type):
+        # datasets' rule: text whose first values are JSON is JSON text, else every value is a string
+        if all(item is None or _is_json_text(item) for item in storage[:5].to_pylist()):
+            return array_cast(storage, self.pa_type)
+    try:
+        encoded = pa.array([None if x is None else dumps(x) for x in storage.to_pylist()], pa.json_())
+    except JsonValueError:  # NaN and the like: datasets' way
+        return _DATASETS_WRITER["cast_storage"](self, storage)
+    return array_cast(encoded, self.pa_type)
+
+
+def _is_json_text(text: str) -> bool:
+    try:
+        loads(text)
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
+def _install_exact_writer() -> dict[str, Callable]:
+    """Make datasets' Arrow writer store Json values exactly, once per process (importing this package):
+    :func:`_exact_json_encode_field` and :func:`_exact_cast_storage` replace its two lossy steps. Features do
+    not reach them (the writer rebuilds its Json features from the Arrow schema), hence the replacement.
+    Returns datasets' own functions; a datasets without them is left as it is."""
+    import datasets.arrow_writer as arrow_writer
+
+    if getattr(arrow_writer, "json_encode_field", None) is _exact_json_encode_field:
+        return _DATASETS_WRITER
+    originals = {"json_encode_field": getattr(arrow_writer, "json_encode_field", None),
+                 "cast_storage": getattr(Json, "cast_storage", None)}
+    if originals["json_encode_field"] is not None:
+        arrow_writer.json_encode_field = _exact_json_encode_field
+    if originals["cast_storage"] is not None:
+        Json.cast_storage = _exact_cast_storage
+    return originals
+
+
+_DATASETS_WRITER: dict[str, Callable] = {}
+_DATASETS_WRITER.update(_install_exact_writer())
+
+
 def _decode_stored(value: Any) -> Any:
     """One stored JSON leaf (text, or None), as :func:`loads_stored` reads it, also when it comes as numpy text."""
     if value is None:
