@@ -389,6 +389,18 @@ def _exact_cast_storage(self: Json, storage: pa.Array) -> pa.Array:
     return array_cast(encoded, self.pa_type)
 
 
+def _exact_decode_example(self: Json, example_data: Any, token_per_repo_id: Any = None) -> Any:
+    """datasets' ``Json.decode_example`` (a plain Json column: a ``load_from_disk``, ``to_list``, a map output)
+    read by :func:`loads_stored`. Its own uses pandas' ujson: 0.3 came back one ULP off, and JSON text holding
+    an integer beyond 64 bits raised "Value is too big!". Text our reader refuses (NaN...) goes its way."""
+    if not self.decode:
+        return _DATASETS_WRITER["decode_example"](self, example_data, token_per_repo_id)
+    try:
+        return _decode_stored(example_data)
+    except (ValueError, TypeError):
+        return _DATASETS_WRITER["decode_example"](self, example_data, token_per_repo_id)
+
+
 def _is_json_text(text: str) -> bool:
     try:
         loads(text)
@@ -407,11 +419,14 @@ def _install_exact_writer() -> dict[str, Callable]:
     if getattr(arrow_writer, "json_encode_field", None) is _exact_json_encode_field:
         return _DATASETS_WRITER
     originals = {"json_encode_field": getattr(arrow_writer, "json_encode_field", None),
-                 "cast_storage": getattr(Json, "cast_storage", None)}
+                 "cast_storage": getattr(Json, "cast_storage", None),
+                 "decode_example": getattr(Json, "decode_example", None)}
     if originals["json_encode_field"] is not None:
         arrow_writer.json_encode_field = _exact_json_encode_field
     if originals["cast_storage"] is not None:
         Json.cast_storage = _exact_cast_storage
+    if originals["decode_example"] is not None:
+        Json.decode_example = _exact_decode_example
     return originals
 
 
