@@ -406,3 +406,18 @@ def test_metrics_equal_upstream_scorer_to_three_decimals(tmp_path, functions_dir
              "p_slot": "p_slot", "r_slot": "r_slot", "partial_sequence_accuracy": "accuracy_combined",
              "full_sequence_accuracy": "percentage_times_full_score", "win_rate": "win_rate"}
     assert {k: f"{getattr(ours, k):.3f}" for k in pairs} == {k: theirs[v] for k, v in pairs.items()}
+
+
+def test_string_gold_answers_of_native_result_lines_stay_strings(tmp_path, functions_dir):
+    """A result line in the GitHub form (output and tools as lists) holds gold_answer as the value: the toy rows'
+    string answers ("11.00", "    [2]", "table_name") are strings, not JSON text to parse ("11.00" was read
+    as 11.0 and lost its win, "table_name" stopped the whole file). Their own gold calls, run, win."""
+    toy = [r for r in rows(TOY) if isinstance(r["gold_answer"], str)]
+    assert {"11.00", "    [2]", "table_name"} <= {r["gold_answer"] for r in toy}
+    path = write_lines(tmp_path / "output.jsonl", [dict(r, generated_text=json.dumps(r["output"])) for r in toy])
+    items = read_results(path)
+    assert [json.loads(i.gold_answer) for i in items] == [r["gold_answer"] for r in toy]
+    result = score(items, executable_functions_dir=functions_dir)
+    wins = {i.sample_id: s.win for i, s in zip(items, result.samples)}
+    by_answer = {r["gold_answer"]: wins[r["sample_id"]] for r in toy}
+    assert by_answer["11.00"] and by_answer["    [2]"] and by_answer["table_name"]

@@ -592,9 +592,10 @@ def _item(gold: dict, sample_id: Any, prediction: Any, *, answer_is_text: bool, 
             raise MissingFieldError(f"the gold row of sample {sample_id!r} lacks {key!r}", file=path, row=row,
                                     field=key)
     answer = gold["gold_answer"]
-    # In upstream's files gold_answer is json.dumps of the value; package rows hold the value.
-    gold_text = _gold_answer_text(answer, is_text=answer_is_text and isinstance(answer, str), sample_id=sample_id,
-                                  file=path, row=row)
+    # In upstream's result files (string fields) gold_answer is json.dumps of the value; a line in the GitHub
+    # form (output a list: native fields, spec §2) and package rows hold the value, which may be a string.
+    is_text = answer_is_text and isinstance(answer, str) and isinstance(gold["output"], str)
+    gold_text = _gold_answer_text(answer, is_text=is_text, sample_id=sample_id, file=path, row=row)
     calls = _json_value(gold["output"], "output", sample_id, row, path)
     tools = _json_value(gold["tools"], "tools", sample_id, row, path)
     check_gold_shapes(calls, tools, sample_id=sample_id, file=path, row=row)
@@ -607,7 +608,8 @@ def read_results(path: Union[str, os.PathLike], gold_rows: Optional[Mapping[str,
     shape:
 
     * upstream's ``output.jsonl``: a NESTFUL row (``output``, ``tools``, ``gold_answer``, as JSON text or
-      values) plus the model's ``generated_text``. Each line carries its own gold and is one sample, as in
+      values: ``gold_answer`` is JSON text where ``output`` is text, the value where it is a list) plus the
+      model's ``generated_text``. Each line carries its own gold and is one sample, as in
       upstream's scorer (a sample_id on several such lines is scored on each);
     * predictions keyed by ``sample_id`` (``generated_text`` text, or ``calls``/``prediction``: text or an
       already-parsed list), joined to ``gold_rows`` (sample_id -> raw NESTFUL row, e.g. from
