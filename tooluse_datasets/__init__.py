@@ -4,11 +4,16 @@ from .errors import (ConversionError, DataNotFoundError, InvalidJsonError, Inval
                      MissingFieldError, RuleViolationError, SkipReport, ToolUseDataError, UndefinedReferenceError,
                      UnknownToolError)
 from .loading import exact, features, load, sample_files
-from .registry import SOURCES
+from .registry import source_names as _source_names
 from .schema import FIELD_DOCS, MEDIA_COLUMNS, UNIFIED_FEATURES, complete_row, strip_empty
 from .validation import validate, validate_unified
 
 __version__ = "0.1.0"
+
+# The sources, by name; each loads on its own in every format, raw included. "all" (every source in one schema,
+# one train split, no raw format) is accepted by load() and sample_files() beside them but is not one of them.
+# (registry.SOURCES maps every registered name, "all" too, to its module.)
+SOURCES: tuple[str, ...] = tuple(_source_names())
 
 __all__ = [
     "load", "validate", "exact", "features", "sample_files", "SOURCES", "UNIFIED_FEATURES", "FIELD_DOCS", "validate_unified",

@@ -1,0 +1,42 @@
+"""Defects an audit found, each pinned by the behaviour that fixes it: the "all" mix and split dicts, LLaMA-Factory
+columns of the wrong type, ms-swift values nested too deep and media tags, td.SOURCES, `show --row` across
+splits, and the unknown-option message."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+import tooluse_datasets as td
+from tooluse_datasets.builders.ms_swift.source import MsSwiftSource
+from tooluse_datasets.builders.ms_swift.writer import unified_to_swift
+from tooluse_datasets.cli import main
+from tooluse_datasets.source import RowContext
+
+
+def _write_jsonl(path, rows) -> str:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return str(path)
+
+
+# -- 5. td.SOURCES: the four sources, "all" apart ---------------------------------------------------------------
+
+
+def test_sources_are_the_sources_each_loading_raw_and_all_is_accepted_apart():
+    assert td.SOURCES == ("nestful", "ms_swift", "toolmind", "llamafactory")
+    for source in td.SOURCES:
+        splits = td.load(source, "raw", data_files=td.sample_files(source), streaming=True)
+        assert sum(len(list(split)) for split in splits.values()) > 0
+    mixed = td.load("all", data_files=td.sample_files("all"), split="train", streaming=True)
+    assert Counter(r["source"] for r in mixed).keys() == set(td.SOURCES)
+    with pytest.raises(ValueError, match=r"unknown source 'ALL' \(did you mean 'all'\?\)"):
+        td.load("ALL")
+
+
+def test_the_mix_keeps_its_decoded_shape_checks(cache_dir):
+    """tests/test_decoded_shape.py runs over td.SOURCES, which no longer holds "all": run its checks on it here."""
+    import test_decoded_shape as decoded_shape
+
+    decoded_shape.test_every_access_path_gives_chat_shaped_rows("all", cache_dir)
+    decoded_shape.test_iterating_a_prepared_split_gives_datasets_own_rows_in_the_same_key_order("all", cache_dir)
