@@ -20,6 +20,26 @@ def _write_jsonl(path, rows) -> str:
     return str(path)
 
 
+# -- 1. "all" has one train split: a source's {split: files} gives its train files only -----------------------
+
+
+def test_all_refuses_a_sources_split_dict_with_splits_other_than_train(cache_dir):
+    files = td.sample_files("ms_swift")["train"]
+    given = {"ms_swift": {"train": files, "test": files[:1]}}
+    for streaming in (True, False):
+        with pytest.raises(ValueError, match=r"source 'all' has one split, 'train': data_files\['ms_swift'\].*"
+                                             r"not its splits \['test'\]"):
+            td.load("all", split="train", data_files=given, streaming=streaming, cache_dir=cache_dir)
+
+
+def test_all_takes_a_sources_train_files_from_its_split_dict_with_unique_ids(cache_dir):
+    files = td.sample_files("ms_swift")["train"]
+    alone = [r["id"] for r in td.load("ms_swift", data_files=files, split="train", streaming=True)]
+    mixed = td.load("all", split="train", data_files={"ms_swift": {"train": files}}, cache_dir=cache_dir)
+    ids = [r["id"] for r in mixed]
+    assert ids == alone and len(set(ids)) == len(ids)
+
+
 # -- 5. td.SOURCES: the four sources, "all" apart ---------------------------------------------------------------
 
 

@@ -102,9 +102,10 @@ class AllSourcesBuilder(ToolUseBuilder):
             raise ValueError(f"data_files for source 'all' maps source names to files, e.g. "
                              f"{{'nestful': [...], 'toolmind': [...]}}; got {type(given).__name__} {given!r:.120}")
         if isinstance(given, dict):
-            # A source's files may come as its split -> files dict (td.sample_files(name)): the mix has one
-            # split, so they are all its files.
-            kwargs["data_files"] = {name: _all_files(files) for name, files in given.items()}
+            # A source's files may come as its split -> files dict (td.sample_files(name)), of its train split
+            # only: the mix has that one split, and folding a test split into it would leak test rows into
+            # training (and give the rows of a file listed under two splits the same ids twice).
+            kwargs["data_files"] = {name: _train_files(name, files) for name, files in given.items()}
         super().__init__(*args, **kwargs)
 
     def _info(self) -> datasets.DatasetInfo:
@@ -135,11 +136,18 @@ class AllSourcesBuilder(ToolUseBuilder):
         return out
 
 
-def _all_files(files: Any) -> Any:
-    if isinstance(files, dict):
-        return [f for split_files in files.values() for f in
-                (split_files if isinstance(split_files, (list, tuple)) else [split_files])]
-    return files
+def _train_files(name: Any, files: Any) -> Any:
+    """A member's files: as given, or the ``train`` files of its ``{split: files}`` dict (any other split is
+    a ValueError saying what ``"all"`` takes)."""
+    if not isinstance(files, dict):
+        return files
+    others = sorted(map(str, set(files) - {SPLIT}))
+    if others:
+        raise ValueError(f"source 'all' has one split, {SPLIT!r}: data_files[{name!r}] may give a source's files "
+                         f"(a path, a glob, a list) or {{{SPLIT!r}: files}}, not its splits {others}; load a "
+                         f"source's other splits on their own, e.g. td.load({name!r}, data_files=..., "
+                         f"split={others[0]!r})")
+    return files.get(SPLIT)
 
 
 Builder = AllSourcesBuilder
