@@ -60,3 +60,26 @@ def test_the_mix_keeps_its_decoded_shape_checks(cache_dir):
 
     decoded_shape.test_every_access_path_gives_chat_shaped_rows("all", cache_dir)
     decoded_shape.test_iterating_a_prepared_split_gives_datasets_own_rows_in_the_same_key_order("all", cache_dir)
+
+
+# -- 7. an unknown option lists the source's own options --------------------------------------------------------
+
+
+@pytest.mark.parametrize("source", ["nestful", "toolmind", "all"])
+def test_an_unknown_option_lists_the_sources_own_options_and_loads_arguments_apart(source):
+    with pytest.raises(ValueError) as info:
+        td.load(source, data_files=td.sample_files(source), streaming=True, nope=1)
+    message = str(info.value)
+    options = message.split("its options: ", 1)[1].split(" (", 1)[0].split(", ")
+    assert message.startswith(f"{source} has no option 'nope'; its options: ")
+    assert "batch_size" in options and "shard_bytes" in options
+    assert not {"on_error", "prepare_splits", "revision", "validate"} & set(options)
+    assert message.endswith("(load() itself also takes revision, on_error, cache_dir, num_proc, report, validate)")
+    if source == "toolmind":
+        assert "messages_column" in options
+
+
+def test_an_unknown_option_on_the_command_line_lists_the_sources_options(capsys):
+    assert main(["stats", "nestful", "--sample", "--option", "nope=1"]) == 2
+    err = capsys.readouterr().err
+    assert "nestful has no option 'nope'" in err and "prepare_splits" not in err.split("(load()")[0]

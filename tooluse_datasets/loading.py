@@ -75,6 +75,7 @@ def load(
 
     names = splits_read(split)
     _check_arguments(source, config, split, names, streaming, num_proc, report)
+    _check_source_options(source, builder_cls, config_kwargs)
     if inspect.isgenerator(validate):
         validate = tuple(validate)  # part of the config, which datasets pickles: a generator cannot be
 
@@ -132,6 +133,20 @@ def _check_arguments(source: str, config: Any, split: Any, names: Optional[tuple
     if streaming and names and "[" in split:
         raise ValueError(f"a stream reads whole splits; split={split!r} has a slice (datasets streams none): stream "
                          f"{'+'.join(names)!r} and take rows with .skip(n) / .take(n)")
+
+
+def _check_source_options(source: str, builder_cls: type, given: dict) -> None:
+    """An option the source does not have is refused listing the source's own options, and load()'s keyword
+    arguments apart (the builder's own message also lists internals such as prepare_splits)."""
+    import dataclasses
+
+    from .source import unknown_options_error
+
+    unknown = set(given) - {f.name for f in dataclasses.fields(builder_cls.BUILDER_CONFIG_CLASS)}
+    if unknown:
+        own = [p.name for p in inspect.signature(load).parameters.values() if p.kind is p.KEYWORD_ONLY]
+        raise unknown_options_error(source, builder_cls.SOURCE_CLASS.options_class, unknown,
+                                    also=f"load() itself also takes {', '.join(own)}")
 
 
 # Names users reach for that are another format's
