@@ -230,6 +230,64 @@ def delay_the_exit(seconds):
     import atexit
     atexit.register(time.sleep, seconds)  # the interpreter runs it when the batch ends
     return seconds
+
+# -- past the audit hook: only the kernel's isolation stops these -----------------------------------------
+
+def without_the_audit_hook(name, *args):
+    import gc
+    policy = next(o for o in gc.get_objects() if type(o).__name__ == "Policy")
+    policy._thread.busy = True  # the hook now lets everything of this thread through
+    return globals()[name](*args)
+
+def create_with_dir_fd(folder, name):
+    fd = os.open(folder, os.O_RDONLY)
+    os.write(os.open(name, os.O_WRONLY | os.O_CREAT, dir_fd=fd), b"planted")
+    return 1
+
+def mkdir_with_dir_fd(folder, name):
+    os.mkdir(name, dir_fd=os.open(folder, os.O_RDONLY))
+    return 1
+
+def remove_with_dir_fd(folder, name):
+    os.remove(name, dir_fd=os.open(folder, os.O_RDONLY))
+    return 1
+
+def overwrite_through_a_link(path):
+    os.link(path, "ln")
+    with open("ln", "w") as f:
+        f.write("overwritten")
+    return 1
+
+def sqlite_attach(path):
+    import sqlite3
+    db = sqlite3.connect(":memory:")
+    db.execute(f"ATTACH DATABASE '{path}' AS other")
+    db.execute("CREATE TABLE other.t (x)")
+    db.commit()
+    return 1
+
+def sqlite_uri(path):
+    import sqlite3
+    db = sqlite3.connect(f"file:{path}?mode=rwc", uri=True)
+    db.execute("CREATE TABLE t (x)")
+    db.commit()
+    return 1
+
+def make_fifo(path):
+    os.mkfifo(path)
+    return 1
+
+def detach_a_writer(path, delay):
+    """A new session (setsid) through the C function subprocess uses, which raises no audit event."""
+    import _posixsubprocess
+    command = f"sleep {delay}; echo planted > {path}"
+    error_r, error_w = os.pipe()
+    pid = _posixsubprocess.fork_exec(
+        [b"/bin/sh", b"-c", command.encode()], [b"/bin/sh"], True, (error_w,), None, None,
+        -1, -1, -1, -1, -1, -1, error_r, error_w, True, True, -1, None, None, None, -1, None, False)
+    os.close(error_w)
+    os.read(error_r, 1)  # closed on exec
+    return pid
 '''
 
 
@@ -267,6 +325,99 @@ def test_network_files_processes_and_signals_are_refused_and_reported(evil_dir, 
     assert results[2].win_corrected is False
     # Writing inside the sample's own work folder is allowed; each sample has a fresh one.
     assert "/work/" in results[-1].answer["value"] and str(tmp_path) not in results[-1].answer["value"]
+
+
+@pytest.fixture(scope="module")
+def kernel_isolation(evil_dir):
+    """The sandbox's kernel isolation on this machine (read from what a harmless sample reports); tests of what
+    only the kernel stops are skipped where it is unavailable, before any hostile code runs."""
+    (probe,) = run_sequences([one_call("add", 1, 2)], evil_dir, FAST)
+    if probe.filesystem != "read-only" or probe.processes != "namespace":
+        pytest.skip(f"no kernel isolation here (file system: {probe.filesystem}; processes: {probe.processes})")
+    return probe
+
+
+@pytest.fixture
+def marked(monkeypatch):
+    """A mark in the sandbox's environment, inherited by every process its samples start: the test finds any
+    that outlive run_sequences with :func:`alive`."""
+    import uuid
+
+    from tooluse_datasets.builders.nestful.execution import sandbox
+
+    mark = f"NESTFUL_TEST_MARK={uuid.uuid4().hex}"
+    clean = sandbox.clean_environment
+    monkeypatch.setattr(sandbox, "clean_environment", lambda root: dict(clean(root), NESTFUL_TEST_MARK=mark[18:]))
+    return mark
+
+
+def alive(mark: str) -> list[int]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if mark.encode() in f.read().split(b"\0"):
+                    found.append(int(pid))
+        except OSError:  # gone meanwhile
+            pass
+    return found
+
+
+def test_writes_past_the_audit_hook_meet_a_read_only_file_system(evil_dir, kernel_isolation, tmp_path, marked):
+    """What the audit hook cannot see (an open relative to a dir_fd, mkfifo, sqlite's ATTACH) or can be talked out
+    of (switched off through gc) is stopped by the kernel: outside the batch's sample area the file system is
+    read-only. Each bypass runs with the hook switched off too; what the hook sees it still reports."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    victim = outside / "victim.txt"
+    victim.write_text("keep")
+    bypasses = [("create_with_dir_fd", str(outside), "created.txt"), ("mkdir_with_dir_fd", str(outside), "made"),
+                ("remove_with_dir_fd", str(outside), "victim.txt"), ("overwrite_through_a_link", str(victim)),
+                ("sqlite_attach", str(outside / "attached.db")), ("sqlite_uri", str(outside / "uri.db")),
+                ("make_fifo", str(outside / "fifo"))]
+    jobs = [one_call(*b) for b in bypasses] + [one_call("without_the_audit_hook", *b) for b in bypasses]
+    jobs.append(one_call("without_the_audit_hook", "spawn", f"echo x > {outside}/spawned.txt; echo x > {victim}"))
+    results = run_sequences(jobs, evil_dir, FAST)
+    assert sorted(os.listdir(outside)) == ["victim.txt"] and victim.read_text() == "keep"
+    assert alive(marked) == []
+    got = [(r.status, r.reason) for r in results]
+    refused = ("refused", "write_outside_workdir")
+    # With the hook: it refuses what it sees; the kernel refuses the rest (EROFS, reported as the same refusal).
+    assert got[:7] == [refused] * 4 + [("error", "exception"), refused, refused]
+    # Without it, only the kernel: EROFS; a hard link across mounts fails (EXDEV); sqlite cannot open the file.
+    assert got[7:14] == [refused, refused, refused, ("error", "exception"), ("error", "exception"),
+                         ("error", "exception"), refused]
+    assert "Read-only file system" in results[7].detail and "cross-device" in results[10].detail
+    assert got[14] == ("ok", None) and results[14].answer["value"] != 0  # the shell's writes failed
+
+
+def test_processes_a_sample_starts_end_with_the_batch_even_in_a_new_session(evil_dir, kernel_isolation, tmp_path,
+                                                                            marked):
+    """A process started in a new session leaves the sandbox's process group; it still lives in the batch's PID
+    namespace, which ends with the batch."""
+    planted = tmp_path / "planted.txt"
+    results = run_sequences([one_call("detach_a_writer", str(planted), 1.5),
+                             one_call("without_the_audit_hook", "detach_a_writer", str(planted), 2)], evil_dir, FAST)
+    assert [r.status for r in results] == ["ok", "ok"]
+    assert alive(marked) == []
+    time.sleep(2.5)
+    assert not planted.exists()
+
+
+def test_kernel_isolation_is_a_switch_and_is_reported(evil_dir):
+    import dataclasses
+
+    (off,) = run_sequences([one_call("add", 1, 2)], evil_dir,
+                           dataclasses.replace(FAST, kernel_isolation=False, network_namespace=False))
+    assert off.ok and (off.network, off.filesystem, off.processes) == ("off", "off", "off")
+    (tried,) = run_sequences([one_call("add", 1, 2)], evil_dir, FAST)
+    required = dataclasses.replace(FAST, kernel_isolation=True)
+    if (tried.filesystem, tried.processes) == ("read-only", "namespace"):
+        assert run_sequences([one_call("add", 1, 2)], evil_dir, required)[0].ok
+    else:  # where the kernel refuses, requiring it is one clear error, and trying it is not
+        assert tried.ok and tried.filesystem and tried.processes
+        with pytest.raises(SandboxError, match="kernel isolation was required"):
+            run_sequences([one_call("add", 1, 2)], evil_dir, required)
 
 
 def test_endless_loops_are_stopped_whether_or_not_they_swallow_the_timer(evil_dir):

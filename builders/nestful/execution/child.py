@@ -11,6 +11,11 @@ this process answers on file descriptor RESULT_FD with one JSON object per line:
 sandbox was set up), then for each sample ``start`` (so the parent knows which sample a crash or hang
 belongs to) and ``result``. stdout/stderr go to a log file the parent owns.
 
+Processes: this process reads the request, isolates itself (:func:`isolate`: namespaces, a read-only file
+system but the sample area) and, with a new PID namespace, forks a reaper (PID 1 there) that forks the
+worker (:func:`enter_pid_namespace`); only the worker keeps RESULT_FD, drops its capabilities, installs
+the audit hook and runs the samples. Without a PID namespace this process is the worker.
+
 What a sample runs is the official executor's semantics (spec section 9): for each call, the tool's
 ``output_parameters`` keys (exactly one), arguments positionally in key order with ``$label.field$``
 references substituted, the function from ``basic_functions.py`` if defined there, else the file named in
@@ -18,6 +23,7 @@ references substituted, the function from ``basic_functions.py`` if defined ther
 call's result. Any failure is a failure of the whole sequence.
 """
 import contextlib
+import errno
 import importlib.util
 import json
 import math
@@ -46,14 +52,21 @@ _PROCESS_EVENTS = frozenset({
     "subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
     "pty.spawn", "os.startfile",
 })
-# Events whose path arguments (by position) create, change or delete files.
+# Events whose path arguments (by position) create, change or delete files. (os.link's source too: a hard link
+# in the work folder to a file outside it would let that file be overwritten.)
 _PATH_EVENTS = {
-    "os.remove": (0,), "os.rmdir": (0,), "os.mkdir": (0,), "os.rename": (0, 1), "os.link": (1,),
+    "os.remove": (0,), "os.rmdir": (0,), "os.mkdir": (0,), "os.rename": (0, 1), "os.link": (0, 1),
     "os.symlink": (1,), "os.truncate": (0,), "os.chmod": (0,), "os.chown": (0,), "os.utime": (0,),
     "os.chflags": (0,), "os.lchflags": (0,), "os.setxattr": (0,), "os.removexattr": (0,),
     "shutil.rmtree": (0,), "shutil.copyfile": (1,), "shutil.copymode": (1,), "shutil.copystat": (1,),
     "shutil.copytree": (1,), "shutil.move": (0, 1), "shutil.chown": (0,), "shutil.make_archive": (0,),
     "tempfile.mkstemp": (0,), "tempfile.mkdtemp": (0,),
+}
+# Position of the dir_fd argument a relative path of those events is resolved against (the "open" event
+# does not carry its dir_fd: the kernel's read-only file system is the barrier there).
+_DIR_FDS = {
+    "os.remove": {0: 1}, "os.rmdir": {0: 1}, "os.mkdir": {0: 2}, "os.rename": {0: 2, 1: 3},
+    "os.link": {0: 2, 1: 3}, "os.symlink": {1: 2}, "os.chmod": {0: 2}, "os.chown": {0: 3}, "os.utime": {0: 3},
 }
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 
@@ -124,27 +137,51 @@ class Policy:
             return None
         if event == "sqlite3.connect":
             db = args[0] if args else None
-            if isinstance(db, (str, bytes, os.PathLike)) and os.fsdecode(db) != ":memory:" and not (
-                    os.fsdecode(db).startswith("file::memory:") or self.inside(db)):
+            path = _database_path(db) if isinstance(db, (str, bytes, os.PathLike)) else ":memory:"
+            if path != ":memory:" and not self.inside(path):
                 return WRITE, f"opening database {_show(db)} refused: outside the sample's work folder"
             return None
         positions = _PATH_EVENTS.get(event)
         if positions:
+            dir_fds = _DIR_FDS.get(event, {})
             for p in positions:
                 path = args[p] if len(args) > p else None
-                if path is not None and not isinstance(path, int) and not self.inside(path):
+                dir_fd = args[dir_fds[p]] if p in dir_fds and len(args) > dir_fds[p] else None
+                if path is not None and not isinstance(path, int) and not self.inside(path, dir_fd):
                     return WRITE, f"{event} on {_show(path)} refused: outside the sample's work folder"
         return None
 
-    def inside(self, path):
+    def inside(self, path, dir_fd=None):
         try:
             text = os.fsdecode(path)
         except TypeError:
             return False
         if text in (os.devnull,):
             return True
-        real = os.path.realpath(os.path.join(os.getcwd(), text))
+        base = os.getcwd()
+        if isinstance(dir_fd, int) and not os.path.isabs(text):
+            try:
+                base = os.readlink(f"/proc/self/fd/{dir_fd}")
+            except OSError:
+                return False
+        real = os.path.realpath(os.path.join(base, text))
         return any(real == root or real.startswith(root + os.sep) for root in self.allowed)
+
+
+def _database_path(db):
+    """The file an sqlite3 database name opens: a ``file:`` URI's path (``uri=True``; the event does not say
+    whether it was given, so a name that looks like one is read as one), else the name."""
+    text = os.fsdecode(db)
+    if not text.startswith("file:"):
+        return text
+    path = text[len("file:"):].split("?", 1)[0].split("#", 1)[0]
+    if path.startswith("//"):  # file://host/path
+        path = "/" + path[2:].partition("/")[2]
+    if path in ("", ":memory:"):
+        return ":memory:"
+    import urllib.parse
+
+    return urllib.parse.unquote(path)
 
 
 def _show(path):
@@ -157,28 +194,235 @@ def _show(path):
 # -- isolation ---------------------------------------------------------------------------------------------
 
 
-def isolate_network(mode):
-    """Move this process into a new network namespace (only a loopback interface, down). Returns how it
-    went; 'unavailable' leaves the audit hook as the only network barrier."""
-    if mode is False:
-        return "off"
-    try:
-        import ctypes
+_CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWNET = 0x00020000, 0x10000000, 0x20000000, 0x40000000
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REMOUNT = 1, 2, 4, 8, 32
+_MS_NOATIME, _MS_NODIRATIME, _MS_BIND, _MS_REC, _MS_PRIVATE, _MS_RELATIME = 1024, 2048, 4096, 16384, 1 << 18, 1 << 21
+# Per-mount options of /proc/self/mountinfo a remount must keep (in a user namespace they are locked).
+_MOUNT_OPTIONS = {b"nosuid": _MS_NOSUID, b"nodev": _MS_NODEV, b"noexec": _MS_NOEXEC, b"noatime": _MS_NOATIME,
+                  b"nodiratime": _MS_NODIRATIME, b"relatime": _MS_RELATIME}
+READ_ONLY = "read-only"  # the file system status when everything but the sample area is read-only
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        clone_newnet, clone_newuser = 0x40000000, 0x10000000
-        uid, gid = os.geteuid(), os.getegid()
-        flags = clone_newnet if uid == 0 else clone_newnet | clone_newuser
-        if libc.unshare(flags) != 0:
-            return f"unavailable: unshare failed ({os.strerror(ctypes.get_errno())})"
-        if uid != 0:
+
+def _libc():
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
+    return ctypes, libc
+
+
+def _errno_text(ctypes):
+    return os.strerror(ctypes.get_errno())
+
+
+def isolate(network_mode, kernel_mode, work):
+    """Kernel isolation of this process, as far as the kernel allows: one ``unshare`` into new network, mount
+    and PID namespaces (and a user namespace when not root, mapping our own uid/gid); then every mount made
+    read-only except ``work`` (the batch's sample area). The PID namespace takes effect for the children
+    forked next (:func:`enter_pid_namespace`). ``None``: try and fall back; ``False``: do not try.
+
+    Returns ``(status, pid_namespace)``: ``status`` maps ``network``, ``filesystem`` and ``processes`` to
+    "namespace"/"read-only", "off" or "unavailable: why"."""
+    status = {"network": "off" if network_mode is False else "",
+              "filesystem": "off" if kernel_mode is False else "",
+              "processes": "off" if kernel_mode is False else ""}
+    want_net, want_kernel = network_mode is not False, kernel_mode is not False
+    if not (want_net or want_kernel):
+        return status, False
+    try:
+        ctypes, libc = _libc()
+    except Exception as exc:  # no ctypes: the audit hook is the only barrier
+        why = f"unavailable: {type(exc).__name__}: {exc}"
+        return {k: v or why for k, v in status.items()}, False
+    uid, gid = os.geteuid(), os.getegid()
+    user = 0 if uid == 0 else _CLONE_NEWUSER
+    attempts = []
+    if want_kernel:
+        attempts.append((_CLONE_NEWNS | _CLONE_NEWPID | (_CLONE_NEWNET if want_net else 0), True))
+    if want_net:
+        attempts.append((_CLONE_NEWNET, False))  # the network alone, as a fallback
+    kernel_done, failure = False, ""
+    for flags, kernel in attempts:
+        if libc.unshare(flags | user) == 0:
+            kernel_done = kernel
+            if flags & _CLONE_NEWNET:
+                status["network"] = "namespace"
+            break
+        failure = f"unavailable: unshare failed ({_errno_text(ctypes)})"
+        if kernel:
+            status["filesystem"] = status["processes"] = failure
+    else:
+        return {k: v or failure for k, v in status.items()}, False
+    try:
+        if user:
             # Keep our own uid/gid inside the new user namespace, so files are accessed as before.
             for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
                 with open(f"/proc/self/{name}", "w") as f:
                     f.write(text)
-        return "namespace"
-    except Exception as exc:  # no ctypes, no /proc, seccomp...: fall back to the audit hook
-        return f"unavailable: {type(exc).__name__}: {exc}"
+    except OSError as exc:
+        why = f"unavailable: cannot map the user namespace ({exc})"
+        return {k: v if v in ("off", "namespace") else why for k, v in status.items()}, False
+    if not kernel_done:
+        return {k: v or failure for k, v in status.items()}, False
+    status["processes"] = "namespace"
+    status["filesystem"] = _read_only_except(ctypes, libc, work)
+    return status, True
+
+
+def _mounts():
+    """(mount point, per-mount options) of every line of /proc/self/mountinfo, paths unescaped."""
+    unescape = lambda m: bytes([int(m.group(1), 8)])  # noqa: E731
+    import re
+
+    with open("/proc/self/mountinfo", "rb") as f:
+        for line in f:
+            fields = line.split(b" ")
+            yield re.sub(rb"\\([0-7]{3})", unescape, fields[4]), set(fields[5].split(b","))
+
+
+def _read_only_except(ctypes, libc, work):
+    """Every mount point read-only, then ``work`` bind-mounted on itself writable. Returns the filesystem
+    status; checked by writing: outside ``work`` a new file must fail with EROFS, inside it must succeed."""
+    work_b = os.fsencode(os.path.realpath(work))
+    if libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:  # nothing we mount leaks out
+        return f"unavailable: cannot make mounts private ({_errno_text(ctypes)})"
+    if libc.mount(work_b, work_b, None, _MS_BIND, None) != 0:
+        return f"unavailable: cannot bind-mount the sample area ({_errno_text(ctypes)})"
+    failed = []
+    for point, options in _mounts():
+        if point == work_b:
+            continue
+        flags = _MS_REMOUNT | _MS_BIND | _MS_RDONLY
+        for name, flag in _MOUNT_OPTIONS.items():
+            if name in options:
+                flags |= flag
+        if libc.mount(None, point, None, flags, None) != 0:
+            err = ctypes.get_errno()
+            if err in (errno.ENOENT, errno.EACCES):  # not reachable by path (deleted, or hidden from us)
+                continue
+            failed.append(f"{os.fsdecode(point)}: {os.strerror(err)}")
+    if failed:
+        return f"partial: {len(failed)} mount(s) stay writable ({'; '.join(failed[:3])})"
+    return _check_read_only(work)
+
+
+def _check_read_only(work):
+    outside = os.path.join(os.path.dirname(os.path.realpath(work)), f".probe-{os.getpid()}")
+    try:
+        os.close(os.open(outside, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except OSError as exc:
+        if exc.errno != errno.EROFS:
+            return f"unavailable: probing the file system gave {exc}"
+    else:
+        os.remove(outside)
+        return "unavailable: the file system stayed writable"
+    inside = os.path.join(work, f".probe-{os.getpid()}")
+    try:
+        os.close(os.open(inside, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        os.remove(inside)
+    except OSError as exc:
+        return f"unavailable: the sample area is not writable ({exc})"
+    return READ_ONLY
+
+
+def _die_with_parent():
+    try:
+        ctypes, libc = _libc()
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+def enter_pid_namespace(channel_fd):
+    """After ``unshare(CLONE_NEWPID)``: fork a reaper, PID 1 of the new namespace, which forks the worker and
+    waits for it. Returns in the worker only. When the reaper exits (the worker ended, or the parent killed
+    the process group), the kernel kills every process left in the namespace, setsid or not.
+
+    The worker's end is passed up: this process (the one the parent started) exits with the worker's status,
+    or re-raises the signal that ended it (SIGXCPU for the CPU limit, SIGSEGV...). PID 1 cannot do so itself
+    (the kernel ignores signals without a handler sent to it from inside its namespace, its own included), so
+    the reaper reports a signal on a pipe. The worker is not PID 1 for the same reason: its timer and the
+    kernel's SIGXCPU must work as in a plain process."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    report_r, report_w = os.pipe()
+    reaper = os.fork()
+    if reaper == 0:
+        os.close(report_r)
+        _die_with_parent()
+        worker = os.fork()
+        if worker == 0:
+            os.close(report_w)
+            _die_with_parent()
+            return
+        os.close(channel_fd)
+        while True:  # PID 1 adopts orphans: reap them, until the worker ends
+            pid, wait_status = os.waitpid(-1, 0)
+            if pid == worker:
+                break
+        if os.WIFSIGNALED(wait_status):
+            os.write(report_w, b"%d" % os.WTERMSIG(wait_status))
+            os._exit(1)
+        os._exit(os.WEXITSTATUS(wait_status) if os.WIFEXITED(wait_status) else 1)
+    os.close(report_w)
+    os.close(channel_fd)
+    _, wait_status = os.waitpid(reaper, 0)
+    reported = b""
+    while True:
+        chunk = os.read(report_r, 16)
+        if not chunk:
+            break
+        reported += chunk
+    if reported:
+        _exit_by_signal(int(reported))
+    if os.WIFSIGNALED(wait_status):
+        _exit_by_signal(os.WTERMSIG(wait_status))
+    os._exit(os.WEXITSTATUS(wait_status) if os.WIFEXITED(wait_status) else 1)
+
+
+def _exit_by_signal(signum):
+    try:
+        signal.signal(signum, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signum])
+        os.kill(os.getpid(), signum)
+    except (OSError, ValueError):
+        pass
+    os._exit(128 + signum)  # a signal whose default action does not end a process
+
+
+def drop_capabilities():
+    """No new privileges (setuid binaries do not grant any), an empty capability bounding set, and empty
+    effective/permitted/inheritable sets: sample code cannot remount, enter other namespaces, or override
+    file permissions. Returns "" when the effective and permitted sets are empty afterwards, else why not."""
+    try:
+        ctypes, libc = _libc()
+        libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+        try:
+            with open("/proc/sys/kernel/cap_last_cap") as f:
+                last = int(f.read())
+        except (OSError, ValueError):
+            last = 63
+        for cap in range(last + 1):
+            libc.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP (needs CAP_SETPCAP: without it there is little to drop)
+        libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
+
+        class Header(ctypes.Structure):
+            _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+        class Data(ctypes.Structure):
+            _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                        ("inheritable", ctypes.c_uint32)]
+
+        header, data = Header(0x20080522, 0), (Data * 2)()  # _LINUX_CAPABILITY_VERSION_3: two 32-bit words
+        if libc.capset(ctypes.byref(header), data) != 0:
+            return f"capset failed ({_errno_text(ctypes)})"
+        with open("/proc/self/status") as f:
+            held = [line.split()[1] for line in f if line.startswith(("CapEff:", "CapPrm:"))]
+        if any(int(h, 16) for h in held):
+            return "capabilities remain after capset"
+        return ""
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
 
 
 def set_limits(limits):
@@ -237,6 +481,8 @@ class Functions:
         except (SampleTimeout, MemoryError):
             raise
         except BaseException as exc:
+            if _read_only(exc):
+                raise StepFailure(WRITE, f"loading {file_name}: {_describe(exc)}", call_index) from None
             raise StepFailure(IMPORT_ERROR, f"loading {file_name}: {_describe(exc)}", call_index) from None
         try:
             return getattr(module, name)
@@ -289,7 +535,7 @@ def execute(calls, output_fields, functions, trace, max_chars):
         except (SampleTimeout, MemoryError):
             raise
         except BaseException as exc:  # upstream's bare except: SystemExit counts as a failed call too
-            raise StepFailure(EXCEPTION, f"{name}: {_describe(exc)}", i) from None
+            raise StepFailure(WRITE if _read_only(exc) else EXCEPTION, f"{name}: {_describe(exc)}", i) from None
         if len(fields) != 1:
             raise StepFailure(MULTIPLE_OUTPUTS, f"tool {name!r} has {len(fields)} output parameters", i)
         env[label] = {fields[0]: result}
@@ -297,6 +543,11 @@ def execute(calls, output_fields, functions, trace, max_chars):
     if not calls:
         raise StepFailure(NO_CALLS, "no calls")
     return result
+
+
+def _read_only(exc):
+    """An error the kernel's read-only file system raised: a write outside the sample area, refused."""
+    return isinstance(exc, OSError) and exc.errno == errno.EROFS
 
 
 def _describe(exc):
@@ -479,13 +730,15 @@ def run_sample(sample, functions, policy, limits, root, workdir):
         value = execute(calls, sample["output_fields"], functions, trace, limits["max_result_chars"])
         ok = True
     except StepFailure as failure:
-        outcome.update(status="error", reason=failure.reason, detail=failure.detail, failed_call=failure.call_index)
+        outcome.update(status="refused" if failure.reason == WRITE else "error", reason=failure.reason,
+                       detail=failure.detail, failed_call=failure.call_index)
     except SampleTimeout:
         outcome.update(status="limit", reason=TIMEOUT, detail=f"over {limits['timeout']} s", failed_call=len(trace))
     except MemoryError:
         outcome.update(status="limit", reason=MEMORY, detail=f"over {limits['memory_mb']} MB", failed_call=len(trace))
     except BaseException as exc:
-        outcome.update(status="error", reason=EXCEPTION, detail=_describe(exc), failed_call=len(trace))
+        outcome.update(status="refused" if _read_only(exc) else "error", reason=WRITE if _read_only(exc) else EXCEPTION,
+                       detail=_describe(exc), failed_call=len(trace))
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0, 0)
     if fired and outcome["reason"] != TIMEOUT:
@@ -526,21 +779,37 @@ def main():
     sys.dont_write_bytecode = True
     sys.path[:] = [p for p in request["sys_path"] if p]
     limits = request["limits"]
-    network = isolate_network(limits.get("network_namespace"))
-    if limits.get("network_namespace") is True and network != "namespace":
-        channel.send({"event": "fatal", "detail": f"a network namespace was required: {network}"})
-        return 3
     root = request["root"]
+    work_area = os.path.join(root, "work")
+    os.makedirs(work_area, exist_ok=True)
+    isolation, pid_namespace = isolate(limits.get("network_namespace"), limits.get("kernel_isolation"), work_area)
+    if limits.get("network_namespace") is True and isolation["network"] != "namespace":
+        channel.send({"event": "fatal", "detail": f"a network namespace was required: {isolation['network']}"})
+        return 3
+    if limits.get("kernel_isolation") is True and (isolation["filesystem"] != READ_ONLY
+                                                   or isolation["processes"] != "namespace"):
+        channel.send({"event": "fatal", "detail": "kernel isolation was required: file system "
+                      f"{isolation['filesystem']}; processes {isolation['processes']}"})
+        return 3
+    if pid_namespace:
+        enter_pid_namespace(channel.fd)  # from here on: the worker, in the new PID namespace
+    dropped = drop_capabilities()
+    if dropped and isolation["filesystem"] == READ_ONLY:
+        # With capabilities, sample code could make the file system writable again.
+        isolation["filesystem"] = f"unavailable: capabilities not dropped ({dropped})"
+        if limits.get("kernel_isolation") is True:
+            channel.send({"event": "fatal", "detail": f"kernel isolation was required: {isolation['filesystem']}"})
+            return 3
     functions = Functions(request["functions_dir"])
     set_limits(limits)
     policy = Policy([root])
     sys.addaudithook(policy)  # from here on, and irremovably, every sample runs under the policy
-    channel.send({"event": "ready", "network": network, "pid": os.getpid()})
+    channel.send(dict(isolation, event="ready", pid=os.getpid()))
     threads = threading.active_count()
     for index, sample in enumerate(request["samples"]):
         channel.send({"event": "start", "index": index, "time": time.time()})
         result = run_sample(sample, functions, policy, limits, root,
-                            os.path.join(root, "work", str(request["first"] + index)))
+                            os.path.join(work_area, str(request["first"] + index)))
         os.chdir(root)
         channel.send(dict(result, event="result", index=index))
         if threading.active_count() > threads:

@@ -5,21 +5,39 @@ They are never imported into this process: :func:`run_sequences` starts ``python
 child is :mod:`.child`, standard library only), sends it the batch and reads one JSON result per sample,
 decoded with our exact codec.
 
-What the sandbox stops, and how:
+What the sandbox stops, and how. Two layers: the kernel's isolation where the kernel allows it, and in
+any case an audit hook (PEP 578, irremovable once installed, installed before any upstream code runs) that
+refuses what it sees and names the reason. The hook is Python code in the sample's own process: sample code
+can switch it off (its state is reachable through ``gc``) or go around it (``dir_fd`` opens, ``mkfifo``,
+sqlite's ``ATTACH``, ``_posixsubprocess``), so the kernel is the barrier and the hook the report.
 
-* **network**: the child first tries to move into a new network namespace (``unshare``; root, or
-  unprivileged user namespaces), where no interface is up and nothing, native code included, reaches a
-  network. In any case an audit hook (PEP 578, irremovable once installed, installed before any upstream
-  code runs) refuses socket creation, connects, DNS lookups and urllib/http.client/ftplib/smtplib... with
-  reason ``network``.
-* **processes**: the audit hook refuses ``subprocess``, ``os.system``, ``os.exec*``, ``os.spawn*``,
+* **kernel isolation** (``kernel_isolation``; reported per result as ``network``, ``filesystem``,
+  ``processes``): the child ``unshare``-s new network, mount and PID namespaces (plus a user namespace
+  when not root, mapping its own uid/gid); makes mount propagation private, remounts every mount point
+  read-only (keeping its nosuid/nodev/noexec/atime flags) but the batch's sample area (``<root>/work``,
+  bind-mounted writable on itself) and checks it by writing (EROFS outside, success inside). It then forks
+  a reaper, PID 1 of the new PID namespace, which forks the worker that runs the samples and waits for it;
+  the child the parent started exits with the worker's status or re-raises the signal that ended it.
+  When the batch ends, or the parent kills the process group, the namespace ends and every process a
+  sample started dies with it, ``setsid`` or not. Before any sample, the worker sets no-new-privileges,
+  empties its capability bounding set and drops every capability, so sample code cannot remount, enter
+  other namespaces or override file permissions. Any step that fails falls back to the hook alone and
+  says so (``unavailable: ...`` / ``partial: ...``); ``kernel_isolation=True`` makes that an error.
+* **network**: in the new network namespace no interface is up and nothing, native code included,
+  reaches a network (``network_namespace``: the same None/True/False switch; when the full isolation
+  is refused, a network namespace alone is still tried). The hook refuses socket creation, connects,
+  DNS lookups and urllib/http.client/ftplib/smtplib... with reason ``network``.
+* **processes**: the hook refuses ``subprocess``, ``os.system``, ``os.exec*``, ``os.spawn*``,
   ``os.posix_spawn``, ``os.fork`` and ``pty.spawn`` (``subprocess``) and signals to other processes
   (``signal``). The child is a process-group leader; the group is killed when the batch ends.
 * **writes outside the work folder**: each sample runs in a fresh folder of its own under the batch's
-  temporary root (also its ``HOME`` and ``TMPDIR``); opening a file for writing, creating, renaming,
-  deleting or changing files, ``shutil`` copies/moves/``rmtree`` and ``sqlite3`` databases outside that
-  folder (the batch's root with the logs this process reads, other samples' folders, anywhere else) are
-  refused (``write_outside_workdir``). A refusal counts even if upstream code catches the error; the
+  sample area (also its ``HOME`` and ``TMPDIR``); the kernel makes everything outside the sample area
+  read-only, and a write that fails with EROFS is reported as ``write_outside_workdir``. The hook refuses
+  opening a file for writing, creating, renaming, (hard-)linking, deleting or changing files (relative
+  to a ``dir_fd`` too, where the event carries it), ``shutil`` copies/moves/``rmtree`` and ``sqlite3``
+  databases (``file:`` URIs included) outside that folder: the batch's root with the logs this process
+  reads, other samples' folders (which the kernel leaves writable: only the hook keeps samples apart),
+  anywhere else (``write_outside_workdir``). A refusal counts even if upstream code catches the error; the
   check runs per thread, so a thread upstream code starts is checked like the main one. A sample that
   leaves a thread running ends its child: the next samples run in a fresh one, where the thread cannot
   write in their folders.
@@ -34,10 +52,13 @@ What the sandbox stops, and how:
   the package itself is not importable in the child); ``sys.path`` is this process's, so numpy,
   pandas or torch that upstream files import resolve as here. stdin is empty; output goes to a log.
 
-What it does not stop: reading any file the user can read; native code (C extensions, ``ctypes``)
-opening sockets when no network namespace could be made, or writing files, or forking; CPU use by other
-threads beyond the limits above; anything a kernel-level sandbox (seccomp, containers) would add.
-Running as root, file permissions protect nothing the audit hook does not.
+What it does not stop: reading any file the user can read; connecting to Unix sockets of local services
+through the file system (a read-only mount does not prevent it; the hook refuses creating the socket,
+which native code does not ask); a sample writing in an earlier sample's folder of the same batch past the hook. Without kernel
+isolation (``unavailable``): native code (C extensions, ``ctypes``) or code that switches the hook off
+opening sockets when no network namespace could be made, writing files, or starting processes that outlive
+the batch; running as root, file permissions then protect nothing the hook does not. CPU use by other
+threads beyond the limits above; anything seccomp would add.
 """
 from __future__ import annotations
 
@@ -81,6 +102,7 @@ REASONS: dict[str, str] = {
     "result_too_large": "a result's JSON is longer than max_result_chars",
 }
 STATUSES = ("ok", "error", "refused", "limit", "crashed")
+ISOLATION = ("network", "filesystem", "processes")  # what the ready event reports, kept in each SequenceResult
 # Longest silence allowed from the child while no sample runs (starting up, between samples, exiting),
 # counted from its last message; a running sample has its own limit (timeout + grace).
 IDLE_SECONDS = 60.0
@@ -107,6 +129,10 @@ class SandboxLimits:
         grace: seconds past ``timeout`` before the parent kills a sample that ignores its timer.
         network_namespace: ``None`` try a network namespace and fall back to the audit hook alone;
             ``True`` require one (error if unavailable); ``False`` do not try.
+        kernel_isolation: mount and PID namespaces (a read-only file system but the batch's sample area,
+            every process a sample starts ends with the batch) and no capabilities: ``None`` try them and
+            fall back to the audit hook alone; ``True`` require them (error if unavailable); ``False`` do
+            not try.
         max_result_chars: longest JSON text of one result kept.
     """
 
@@ -116,6 +142,7 @@ class SandboxLimits:
     file_size_mb: int = 64
     grace: float = 5.0
     network_namespace: Optional[bool] = None
+    kernel_isolation: Optional[bool] = None
     max_result_chars: int = 1_000_000
 
 
@@ -140,7 +167,9 @@ class SequenceJob:
 class SequenceResult:
     """What running one sequence gave. ``results``: per executed call ``{"value", "python_type"}`` (see
     :func:`.child.render`); ``answer``: the last one when the sequence completed; ``win_upstream`` /
-    ``win_corrected``: the official and the corrected win checks against the gold (None without gold)."""
+    ``win_corrected``: the official and the corrected win checks against the gold (None without gold).
+    ``network``, ``filesystem``, ``processes``: the isolation the sandbox achieved ("namespace" /
+    "read-only", "off", or why not: "unavailable: ...", "partial: ...")."""
 
     status: str
     reason: Optional[str] = None
@@ -152,6 +181,8 @@ class SequenceResult:
     win_corrected: Optional[bool] = None
     notes: list = dataclasses.field(default_factory=list)
     network: str = ""
+    filesystem: str = ""
+    processes: str = ""
 
     @property
     def ok(self) -> bool:
@@ -226,7 +257,7 @@ def _run_child(jobs, first, results, functions_dir, limits, root) -> int:
             raise SandboxError(f"cannot start the sandbox interpreter {sys.executable}: {exc}") from exc
     os.close(write_fd)
     reader = _EventReader(read_fd)
-    network, current, started, done = "", None, 0.0, first
+    isolation, current, started, done = {}, None, 0.0, first
     killed_for, killed_idle, restart = None, False, False
     try:
         _feed(proc, payload)
@@ -250,12 +281,12 @@ def _run_child(jobs, first, results, functions_dir, limits, root) -> int:
             if kind == "fatal":
                 raise SandboxError(event.get("detail", "the sandbox refused to start"))
             if kind == "ready":
-                network = event.get("network", "")
+                isolation = {k: event.get(k, "") for k in ISOLATION}
             elif kind == "start":
                 current, started = first + event["index"], time.monotonic()
             elif kind == "result":
                 index = first + event["index"]
-                results[index] = _result(event, network)
+                results[index] = _result(event, isolation)
                 current, done = None, index + 1
             elif kind == "restart":  # a sample left a thread running: the next ones need a fresh child
                 restart = True
@@ -265,23 +296,23 @@ def _run_child(jobs, first, results, functions_dir, limits, root) -> int:
     if done == len(jobs) or (restart and current is None):
         return done
     if current is None:
-        if done == first and not network:
+        if done == first and not isolation:
             raise SandboxError(f"the sandbox exited with status {returncode} before running a sample; "
                                f"log: {_tail(log_path)}")
         current = done  # died between samples: charge the next one
     if killed_idle:
         results[current] = SequenceResult("crashed", "crash", f"the sandbox was silent for {IDLE_SECONDS:g} s "
-                                          "before this sample started; killed", network=network)
+                                          "before this sample started; killed", **isolation)
     elif killed_for is not None:
         results[current] = SequenceResult(
             "limit", "timeout", f"killed after {limits.timeout + limits.grace:g} s: the sample ignored its "
-            f"{limits.timeout:g} s timer", network=network)
+            f"{limits.timeout:g} s timer", **isolation)
     elif returncode == -signal.SIGXCPU:
         results[current] = SequenceResult("limit", "timeout", f"CPU limit of {limits.cpu_seconds} s (SIGXCPU)",
-                                          network=network)
+                                          **isolation)
     else:
         results[current] = SequenceResult("crashed", "crash", f"the sandbox process {_exit_text(returncode)}; "
-                                          f"log: {_tail(log_path)}", network=network)
+                                          f"log: {_tail(log_path)}", **isolation)
     return current + 1
 
 
@@ -293,12 +324,12 @@ def _feed(proc: subprocess.Popen, payload: bytes) -> None:
         pass
 
 
-def _result(event: dict, network: str) -> SequenceResult:
+def _result(event: dict, isolation: dict) -> SequenceResult:
     win = event.get("win") or {}
     return SequenceResult(status=event["status"], reason=event.get("reason"), detail=event.get("detail", ""),
                           failed_call=event.get("failed_call"), results=event.get("results", []),
                           answer=event.get("answer"), win_upstream=win.get("upstream"),
-                          win_corrected=win.get("corrected"), notes=event.get("notes", []), network=network)
+                          win_corrected=win.get("corrected"), notes=event.get("notes", []), **isolation)
 
 
 def _kill(proc: subprocess.Popen) -> None:
