@@ -62,6 +62,28 @@ def test_the_mix_keeps_its_decoded_shape_checks(cache_dir):
     decoded_shape.test_iterating_a_prepared_split_gives_datasets_own_rows_in_the_same_key_order("all", cache_dir)
 
 
+# -- 6. show --row without --split counts through every split ---------------------------------------------------
+
+
+def _split_sizes(source: str) -> dict[str, int]:
+    splits = td.load(source, data_files=td.sample_files(source), streaming=True)
+    return {name: sum(1 for _ in ds) for name, ds in splits.items()}
+
+
+def test_show_row_without_split_counts_through_every_split(capsys):
+    sizes = _split_sizes("toolmind")
+    first, second = list(sizes)[:2]
+    n = sizes[first]  # the first row of the second split
+    want = next(iter(td.load("toolmind", data_files=td.sample_files("toolmind"), split=second, streaming=True)))
+    assert main(["show", "toolmind", "--sample", "--row", str(n)]) == 0
+    assert want["id"] in capsys.readouterr().out
+    total = sum(sizes.values())
+    assert main(["show", "toolmind", "--sample", "--row", str(total)]) == 2
+    err = capsys.readouterr().err
+    counts = ", ".join(f"{name} {rows}" for name, rows in sizes.items())
+    assert err == f"error: toolmind: no row {total} in split(s) {', '.join(sizes)} ({total} rows: {counts})\n"
+
+
 # -- 7. an unknown option lists the source's own options --------------------------------------------------------
 
 

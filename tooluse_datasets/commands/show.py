@@ -13,7 +13,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--config", default="unified", help="format to show (default unified: the conversation view; "
                                                         "other formats are shown as JSON)")
     which = p.add_mutually_exclusive_group()
-    which.add_argument("--row", type=int, default=0, metavar="N", help="the N-th row of the split (default 0)")
+    which.add_argument("--row", type=int, default=0, metavar="N",
+                       help="the N-th row (default 0), of the --split named, else counted through every split in "
+                            "order")
     which.add_argument("--id", help="the row with this unified id")
     p.add_argument("--max-chars", type=int, default=600, help="elide text longer than this (0: never)")
     return p
@@ -32,12 +34,14 @@ def run(args: argparse.Namespace) -> int:
                   data_files=data_files_for(args, args.source), on_error=args.on_error, **options)
     if args.split:
         splits = {args.split: splits}
-    elif args.id is None and len(splits) > 1:
-        splits = dict(list(splits.items())[:1])  # --row counts within the first split unless --split is given
-    row, rows_searched = _find(splits, args)
+    # Without --split, every split is searched (--split's default is all): --row counts through them in order.
+    row, rows_by_split = _find(splits, args)
     if row is None:  # an argument that names no row is bad input, as a missing file is: exit 2
         what = f"id {args.id!r}" if args.id is not None else f"row {args.row}"
-        rows = f"{rows_searched} row" + ("" if rows_searched == 1 else "s")
+        searched = sum(rows_by_split.values())
+        rows = f"{searched} row" + ("" if searched == 1 else "s")
+        if len(rows_by_split) > 1:
+            rows += ": " + ", ".join(f"{name} {n}" for name, n in rows_by_split.items())
         print(f"error: {args.source}: no {what} in split(s) {', '.join(splits)} ({rows})", file=sys.stderr)
         return 2
     console = console_for()
@@ -49,11 +53,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _find(splits, args):
-    """The row asked for (None if there is none) and how many rows were read looking for it."""
-    searched = 0
-    for ds in splits.values():
-        for n, row in enumerate(ds):
+    """The row asked for (None if there is none) and the rows read looking for it, by split. ``--row N`` is the
+    N-th row counting through the splits in order."""
+    searched: dict[str, int] = {}
+    n = 0
+    for name, ds in splits.items():
+        searched[name] = 0
+        for row in ds:
             if (row.get("id") == args.id) if args.id is not None else n == args.row:
                 return row, searched
-            searched += 1
+            searched[name] += 1
+            n += 1
     return None, searched
