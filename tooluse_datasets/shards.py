@@ -405,6 +405,8 @@ def _batched(rows: Iterator[tuple[NativeItem, tuple[int, int]]], size: int,
             if len(items) >= size:  # now, not when the next row comes: it may be a read away
                 yield RawBatch(items, positions)
                 items, positions, held = [], [], 0
+    except GeneratorExit:  # a consumer that stopped early; named first, so that a stream left unfinished until
+        raise              # interpreter exit, when module names may be gone (None), closes quietly
     except ToolUseDataError:
         if items:
             yield RawBatch(items, positions)
@@ -451,6 +453,8 @@ def iter_parquet_batches(pf: pq.ParquetFile, shard: Shard, batch_size: int, resu
                     record_batch, first = record_batch.slice(skip_to - first), skip_to
                 yield record_batch, first
                 first += record_batch.num_rows
+        except GeneratorExit:  # named first: see _batched
+            raise
         except (pa.ArrowInvalid, OSError) as exc:
             start = max(first, skip_to)  # the rows already handed out are not reported again
             yield UnreadableRows(rg, start, stop, str(exc)), start

@@ -1,0 +1,98 @@
+"""Files as they come: zip and tar archives, files that cannot be opened, http(s) URLs, Parquet cells that are not
+UTF-8, and streams left unfinished at interpreter exit. Whatever goes wrong with a file is a typed error naming it
+(on_error="raise") or one reported whole-file skip (on_error="skip") while every good row of the other files
+arrives; map-style, streaming and num_proc=2 agree."""
+from __future__ import annotations
+
+import functools
+import gzip
+import http.server
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import textwrap
+import threading
+import zipfile
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import tooluse_datasets as td
+
+MODES = {"map": {}, "stream": {"streaming": True}, "map_num_proc_2": {"num_proc": 2}}
+
+
+def swift_row(i: int) -> dict:
+    return {"messages": [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}]}
+
+
+def swift_lines(n: int, start: int = 0) -> str:
+    return "".join(json.dumps(swift_row(i)) + "\n" for i in range(start, start + n))
+
+
+def load_modes(data_files, cache_dir: str, source: str = "ms_swift", modes=MODES, **options):
+    """``{mode: (rows of the train split, report)}`` with on_error="skip"."""
+    out = {}
+    for mode, kwargs in modes.items():
+        report = td.SkipReport()
+        ds = td.load(source, data_files=data_files, split="train", on_error="skip", report=report,
+                     cache_dir=f"{cache_dir}-{mode}", **kwargs, **options)
+        out[mode] = (list(ds), report)
+    return out
+
+
+def whole_file_skips(report: td.SkipReport) -> list[tuple]:
+    return [(e.file, e.row, e.field) for e in report.examples]
+
+
+@pytest.fixture
+def good(tmp_path) -> Path:
+    path = tmp_path / "good.jsonl"
+    path.write_text(swift_lines(2))
+    return path
+
+
+# --------------------------------------------------------------------------------------------------
+# 6. A stream left unfinished until interpreter exit closes quietly
+# --------------------------------------------------------------------------------------------------
+
+_UNFINISHED_SCRIPT = textwrap.dedent('''
+    import json, os, sys
+    import pyarrow as pa, pyarrow.parquet as pq
+    import tooluse_datasets as td
+
+    folder = sys.argv[1]
+    rows = pq.read_table(td.sample_files("toolmind")["train"][0]).to_pylist()
+    toolmind = os.path.join(folder, "toolmind.parquet")
+    pq.write_table(pa.Table.from_pylist(rows * 20), toolmind, row_group_size=50)  # several row groups
+    row = {"messages": [{"role": "user", "content": "hi " * 50}, {"role": "assistant", "content": "hello"}]}
+    array = os.path.join(folder, "array.json")
+    with open(array, "w") as f:
+        json.dump([row] * 30000, f)
+    assert os.path.getsize(array) > 4 << 20  # read a block at a time
+    # Iterators kept in globals: they are still open when the interpreter exits.
+    tm = td.load("toolmind", data_files=toolmind, split="synthetic", streaming=True)
+    tm_rows = iter(tm)
+    first_tm = next(tm_rows)
+    swift = td.load("ms_swift", data_files=array, split="train", streaming=True)
+    swift_rows = iter(swift)
+    first_swift = next(swift_rows)
+    print(first_tm["id"], first_swift["id"])
+''')
+
+
+def test_a_stream_left_unfinished_at_interpreter_exit_prints_nothing(tmp_path):
+    script = tmp_path / "unfinished.py"
+    script.write_text(_UNFINISHED_SCRIPT)
+    env = dict(os.environ, HF_DATASETS_CACHE=str(tmp_path / "hf-cache"), HF_HUB_OFFLINE="1")
+    done = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, env=env,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["toolmind/synthetic/0", "ms_swift/array/0"]
+    assert "Exception ignored" not in done.stderr and "Traceback" not in done.stderr, done.stderr[-3000:]
