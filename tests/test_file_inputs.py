@@ -59,6 +59,27 @@ def good(tmp_path) -> Path:
 
 
 # --------------------------------------------------------------------------------------------------
+# 5. A Parquet cell that is not UTF-8 names its column
+# --------------------------------------------------------------------------------------------------
+
+
+def test_a_parquet_cell_that_is_not_utf8_names_its_column(tmp_path, cache_dir):
+    text = json.dumps(swift_row(0)["messages"]).encode()
+    column = pa.array([text, text[:5] + b"\xff" + text[5:], text], pa.binary()).view(pa.string())
+    path = tmp_path / "cells.parquet"
+    pq.write_table(pa.table({"messages": column}), path)
+    for mode, kwargs in MODES.items():
+        with pytest.raises(td.InvalidValueError, match="0xff") as caught:
+            list(td.load("ms_swift", data_files=str(path), split="train", cache_dir=f"{cache_dir}-raise-{mode}",
+                         **kwargs))
+        assert (caught.value.file, caught.value.row, caught.value.field) == (str(path), 1, "messages"), mode
+    for mode, (rows, report) in load_modes(str(path), cache_dir).items():
+        assert [r["id"] for r in rows] == ["ms_swift/cells/0", "ms_swift/cells/2"], mode
+        assert whole_file_skips(report) == [(str(path), 1, "messages")], mode
+        assert report.by_reason == {"InvalidValueError:messages": 1}, mode
+
+
+# --------------------------------------------------------------------------------------------------
 # 6. A stream left unfinished until interpreter exit closes quietly
 # --------------------------------------------------------------------------------------------------
 

@@ -471,10 +471,22 @@ def parquet_batch_rows(record_batch: pa.RecordBatch, first_row: int) -> list[Nat
             try:
                 rows.append(record_batch.slice(i, 1).to_pylist()[0])
             except (UnicodeDecodeError, pa.ArrowInvalid) as exc:
-                rows.append(InvalidValueError(f"row cannot be decoded ({type(exc).__name__}: {exc})"))
+                rows.append(_undecodable_row(record_batch.slice(i, 1), exc))
     if _holds_non_json_values(record_batch.schema):
         rows = [row if isinstance(row, InvalidValueError) else _as_json_values(row) for row in rows]
     return [(first_row + i, row) for i, row in enumerate(rows)]
+
+
+def _undecodable_row(row: pa.RecordBatch, exc: Exception) -> InvalidValueError:
+    """The error of a one-row record batch that cannot become Python values, naming the first column whose cell
+    cannot (a string that is not UTF-8)."""
+    for name, column in zip(row.schema.names, row.columns):
+        try:
+            column.to_pylist()
+        except (UnicodeDecodeError, pa.ArrowInvalid) as cell_exc:
+            exc = cell_exc
+            return InvalidValueError(f"cell cannot be decoded ({type(exc).__name__}: {exc})", field=name)
+    return InvalidValueError(f"row cannot be decoded ({type(exc).__name__}: {exc})")
 
 
 # Arrow types whose Python values (datetime, date, time, UUID objects; a map's entries as tuples) orjson
