@@ -40,6 +40,50 @@ def test_all_takes_a_sources_train_files_from_its_split_dict_with_unique_ids(cac
     assert ids == alone and len(set(ids)) == len(ids)
 
 
+# -- 2. LLaMA-Factory: system, tools and media of the wrong type are refused, falsy ones too -------------------
+
+
+LF_TURNS = [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "hello"}]
+
+
+@pytest.mark.parametrize("column", ["system", "tools", "images", "videos", "audios"])
+@pytest.mark.parametrize("value", [0, False, 0.0, {}, 1, True])
+def test_llamafactory_refuses_wrong_typed_columns_even_when_falsy(tmp_path, column, value):
+    path = _write_jsonl(tmp_path / "x.jsonl", [{"conversations": LF_TURNS, column: value}])
+    with pytest.raises(td.InvalidValueError) as info:
+        list(td.load("llamafactory", data_files=path, split="train", streaming=True))
+    assert info.value.field == column and info.value.row == 0
+
+
+@pytest.mark.parametrize("column", ["system", "tools"])
+def test_llamafactory_refuses_a_list_where_text_belongs(tmp_path, column):
+    path = _write_jsonl(tmp_path / "x.jsonl", [{"conversations": LF_TURNS, column: []}])
+    with pytest.raises(td.InvalidValueError) as info:
+        list(td.load("llamafactory", data_files=path, split="train", streaming=True))
+    assert info.value.field == column
+
+
+@pytest.mark.parametrize("entry", ["", 0, None, ["a.png"]])
+def test_llamafactory_refuses_media_entries_that_are_no_path(tmp_path, entry):
+    path = _write_jsonl(tmp_path / "x.jsonl", [{"conversations": [{"from": "human", "value": "<image>hi"},
+                                                                  LF_TURNS[1]], "images": [entry]}])
+    with pytest.raises(td.InvalidValueError) as info:
+        list(td.load("llamafactory", data_files=path, split="train", streaming=True))
+    assert info.value.field == "images[0]"
+
+
+def test_llamafactory_still_reads_absent_null_and_empty_columns_as_none(tmp_path):
+    rows = [{"conversations": LF_TURNS},
+            {"conversations": LF_TURNS, "system": None, "tools": None, "images": None},
+            {"conversations": LF_TURNS, "system": "", "tools": "", "images": [], "videos": [], "audios": []},
+            {"conversations": LF_TURNS, "tools": "[]"}]
+    path = _write_jsonl(tmp_path / "x.jsonl", rows)
+    loaded = list(td.load("llamafactory", data_files=path, split="train", streaming=True))
+    assert [r["messages"] for r in loaded] == [[{"role": "user", "content": "hi"},
+                                               {"role": "assistant", "content": "hello"}]] * 4
+    assert all(r["tools"] == [] and "images" not in r for r in loaded)
+
+
 # -- 5. td.SOURCES: the four sources, "all" apart ---------------------------------------------------------------
 
 

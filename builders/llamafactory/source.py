@@ -56,18 +56,30 @@ class LlamaFactorySource(Source):
             if not isinstance(turn.get("value"), str):
                 raise InvalidValueError("a turn's value must be a string", field=f"{where}.value")
             turns.append({"from": turn["from"], "value": turn["value"]})
-        system = native.get("system") or ""
-        if not isinstance(system, str):
-            raise InvalidValueError("system must be a string", field="system")
-        tools = native.get("tools") or ""
-        if not isinstance(tools, str):
-            raise InvalidValueError("tools must be the JSON text of a list (LLaMA-Factory fails on a list)",
-                                    field="tools")
+        # Absent or null is "none" (LLaMA-Factory reads a column missing from some rows as null); a value of
+        # another type is refused, falsy ones too (0, false, [], {}): LLaMA-Factory's features hold text here.
+        system = native.get("system")
+        if system is None:
+            system = ""
+        elif not isinstance(system, str):
+            raise InvalidValueError(f"system must be a string, got {_kind(system)}", field="system")
+        tools = native.get("tools")
+        if tools is None:
+            tools = ""
+        elif not isinstance(tools, str):
+            raise InvalidValueError(f"tools must be the JSON text of a list, got {_kind(tools)} (LLaMA-Factory "
+                                    f"fails on a list)", field="tools")
         raw = {"conversations": turns, "system": system, "tools": tools}
         for column in MEDIA_COLUMNS:
-            media = native.get(column) or []
-            if not (isinstance(media, list) and all(isinstance(x, str) for x in media)):
-                raise InvalidValueError(f"{column} must be a list of paths or URLs", field=column)
+            media = native.get(column)
+            if media is None:
+                media = []
+            elif not isinstance(media, list):
+                raise InvalidValueError(f"{column} must be a list of paths or URLs, got {_kind(media)}", field=column)
+            for j, item in enumerate(media):
+                if not isinstance(item, str) or not item:
+                    raise InvalidValueError(f"{column} entries must be paths or URLs, got {_kind(item)}",
+                                            field=f"{column}[{j}]")
             raw[column] = media
         known = {"conversations", "system", "tools", *MEDIA_COLUMNS}
         raw["extra"] = {k: v for k, v in native.items() if k not in known}
@@ -115,6 +127,16 @@ class LlamaFactorySource(Source):
         raw.update({column: written[column] for column in MEDIA_COLUMNS})
         raw["extra"] = meta
         return raw
+
+
+def _kind(value: Any) -> str:
+    """A wrong value in an error message: its type, with the value when it is a number or empty (``int 0``,
+    ``dict {}``); never the repr of a container, which may be large or nested past the recursion limit."""
+    name = type(value).__name__
+    if isinstance(value, (bool, int, float)) or (isinstance(value, (str, list, dict)) and not value):
+        text = repr(value)
+        return f"{name} {text}" if len(text) <= 24 else name
+    return name
 
 
 def unified_messages(turns: list[dict]) -> list[dict]:
