@@ -59,6 +59,63 @@ def good(tmp_path) -> Path:
 
 
 # --------------------------------------------------------------------------------------------------
+# 4. http(s) URLs: a second load in one process, and map-style as streaming
+# --------------------------------------------------------------------------------------------------
+
+
+class _RangeHandler(http.server.SimpleHTTPRequestHandler):
+    """A static file server that answers byte-range requests (as real hosts do; http.server does not)."""
+
+    def log_message(self, *args):
+        pass
+
+    def send_head(self):
+        path = self.translate_path(self.path)
+        if not os.path.isfile(path):
+            self.send_error(404)
+            return None
+        data = Path(path).read_bytes()
+        wanted = self.headers.get("Range")
+        start, stop = 0, len(data)
+        if wanted and wanted.startswith("bytes="):
+            first, _, last = wanted[6:].partition("-")
+            start, stop = int(first or 0), min(len(data), int(last) + 1 if last else len(data))
+            self.send_response(206)
+            self.send_header("Content-Range", f"bytes {start}-{stop - 1}/{len(data)}")
+        else:
+            self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Accept-Ranges", "bytes")
+        self.send_header("Content-Length", str(stop - start))
+        self.end_headers()
+        return io.BytesIO(data[start:stop])
+
+
+@pytest.fixture
+def http_folder(tmp_path):
+    folder = tmp_path / "served"
+    folder.mkdir()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_RangeHandler, directory=str(folder)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield folder, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_an_http_url_loads_again_in_the_same_process_map_style_and_streaming(http_folder, cache_dir):
+    folder, base = http_folder
+    (folder / "good.jsonl").write_text(swift_lines(3))
+    expected = [f"ms_swift/good/{n}" for n in range(3)]
+    for attempt in range(2):  # the second load failed: aiohttp's NonHttpUrlClientError
+        for mode, kwargs in MODES.items():
+            rows = list(td.load("ms_swift", data_files=f"{base}/good.jsonl", split="train",
+                                cache_dir=f"{cache_dir}-{attempt}-{mode}", **kwargs))
+            assert [r["id"] for r in rows] == expected, (attempt, mode)
+
+
+
+# --------------------------------------------------------------------------------------------------
 # 5. A Parquet cell that is not UTF-8 names its column
 # --------------------------------------------------------------------------------------------------
 

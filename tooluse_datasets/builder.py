@@ -177,7 +177,8 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
             if empty:
                 raise DataNotFoundError(f"{self.source.name}: data_files match no file for split "
                                         f"{', '.join(map(repr, empty))} (data_files={self._data_files_given!r})")
-            return {str(split): list(files) for split, files in dl_manager.download(dict(self.config.data_files)).items()}
+            return {str(split): _downloaded(dl_manager, list(files))
+                    for split, files in self.config.data_files.items()}
         if self.config.data_dir:
             return {"train": self._glob_data_dir(self.config.data_dir)}
         return self._download_upstream(dl_manager, self.source)
@@ -326,10 +327,22 @@ def _path_strings(data_files, top: bool = True):
         raise ValueError(f"data_files holds {data_files!r:.80} ({type(data_files).__name__}); give local paths, "
                          f"globs or hf:// / https:// URLs: one, a list, or a dict of split -> them")
     path = os.fspath(data_files)
-    if os.path.isdir(path):
+    # Only a local path can be a folder. (Once a stream has been built, datasets has patched this module's
+    # os.path.isdir for streaming, and its version asks an http(s) server to list a URL it has cut the scheme
+    # from: a second load of an https:// file failed with aiohttp's NonHttpUrlClientError.)
+    if "://" not in path and "::" not in path and os.path.isdir(path):
         raise ValueError(f"data_files names the folder {path!r}; pass data_dir={path!r}, or a glob such as "
                          f"{os.path.join(path, '*.jsonl')!r}")
     return path
+
+
+def _downloaded(dl_manager, files: list[str]) -> list[str]:
+    """``files`` as the download manager gives them, but http(s) URLs as they are: read where they are, as a
+    stream reads them (datasets would download one to a file named by a hash, without the name's suffix that
+    says how to read it and the stem that ids are made of)."""
+    in_place = [f.split("::")[-1].startswith(("http://", "https://")) for f in files]
+    fetched = iter(dl_manager.download([f for f, keep in zip(files, in_place) if not keep]))
+    return [f if keep else next(fetched) for f, keep in zip(files, in_place)]
 
 
 def _check_reachable(urls: Iterable[str]) -> None:
