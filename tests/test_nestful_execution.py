@@ -222,6 +222,17 @@ def leave_a_writer(name, delay):
     threading.Thread(target=write).start()
     return delay
 
+def leave_a_raw_writer(name, delay):
+    import _thread  # a thread the threading module does not count
+
+    def write():
+        time.sleep(delay)
+        with open(name, "w") as f:
+            f.write("planted")
+
+    _thread.start_new_thread(write, ())
+    return delay
+
 def look_later(name, seconds):
     time.sleep(seconds)
     return os.path.exists(name)
@@ -463,6 +474,15 @@ def test_a_thread_left_running_cannot_write_in_the_next_samples_folder(evil_dir)
                             evil_dir, FAST)
     assert [(r.status, r.reason) for r in results] == [("ok", None)] * 3
     assert results[1].answer["value"] is False and results[2].win_corrected
+
+
+def test_a_thread_the_threading_module_does_not_count_ends_the_child_too(evil_dir):
+    """The sandbox counts the process's threads as the kernel does: a thread of _thread.start_new_thread is not
+    in threading.active_count()."""
+    results = run_sequences([one_call("leave_a_raw_writer", "planted.txt", 0.1),
+                             one_call("look_later", "planted.txt", 0.4)], evil_dir, FAST)
+    assert [(r.status, r.reason) for r in results] == [("ok", None)] * 2
+    assert results[1].answer["value"] is False
 
 
 def test_the_cpu_limit_ends_a_sample_that_outlives_its_timer(evil_dir):

@@ -425,6 +425,15 @@ def drop_capabilities():
         return f"{type(exc).__name__}: {exc}"
 
 
+def os_threads():
+    """Threads of this process as the kernel counts them (``_thread.start_new_thread`` threads included,
+    which ``threading.active_count`` does not see)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
+
+
 def set_limits(limits):
     def lower(kind, value):
         soft, hard = resource.getrlimit(kind)
@@ -805,14 +814,14 @@ def main():
     policy = Policy([root])
     sys.addaudithook(policy)  # from here on, and irremovably, every sample runs under the policy
     channel.send(dict(isolation, event="ready", pid=os.getpid()))
-    threads = threading.active_count()
+    threads = os_threads()
     for index, sample in enumerate(request["samples"]):
         channel.send({"event": "start", "index": index, "time": time.time()})
         result = run_sample(sample, functions, policy, limits, root,
                             os.path.join(work_area, str(request["first"] + index)))
         os.chdir(root)
         channel.send(dict(result, event="result", index=index))
-        if threading.active_count() > threads:
+        if os_threads() > threads:
             # A thread the sample started still runs. The write policy is the process's, so it could write in
             # the next sample's folder: the next samples get a fresh interpreter (and this one does not wait
             # for the thread to end).

@@ -39,8 +39,8 @@ sqlite's ``ATTACH``, ``_posixsubprocess``), so the kernel is the barrier and the
   reads, other samples' folders (which the kernel leaves writable: only the hook keeps samples apart),
   anywhere else (``write_outside_workdir``). A refusal counts even if upstream code catches the error; the
   check runs per thread, so a thread upstream code starts is checked like the main one. A sample that
-  leaves a thread running ends its child: the next samples run in a fresh one, where the thread cannot
-  write in their folders.
+  leaves a thread running (counted as the kernel counts them, ``_thread`` threads included) ends its
+  child: the next samples run in a fresh one, where the thread cannot write in their folders.
 * **time**: ``timeout`` seconds of wall-clock per sample (upstream: 10) with a timer in the child; the
   parent kills the child if a sample outlives ``timeout + grace`` (code that swallows the timer, or hangs
   in C), and ``RLIMIT_CPU`` ends it after ``cpu_seconds`` of CPU (reason ``timeout`` either way).
