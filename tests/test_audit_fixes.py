@@ -84,6 +84,56 @@ def test_llamafactory_still_reads_absent_null_and_empty_columns_as_none(tmp_path
     assert all(r["tools"] == [] and "images" not in r for r in loaded)
 
 
+# -- 3. ms-swift: a value nested too deep names its field -------------------------------------------------------
+
+
+DEEP = "[" * 300 + "]" * 300
+TOOLS = '[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object","properties":{}}}}]'
+DEEP_ROWS = {
+    "text_call": ({"tools": TOOLS, "messages": [
+        {"role": "user", "content": "hi"}, {"role": "tool_call", "content": '{"name": "f", "arguments": {"a": ' + DEEP + "}}"},
+        {"role": "tool_response", "content": "r"}, {"role": "assistant", "content": "done"}]},
+        "messages[1].content.arguments"),
+    "object_call": ({"tools": TOOLS, "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "tool_call", "content": {"name": "f", "arguments": {"a": json.loads(DEEP)}}},
+        {"role": "tool_response", "content": "r"}, {"role": "assistant", "content": "done"}]},
+        "messages[1].content.arguments"),
+    "openai_call": ({"tools": TOOLS, "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": ' + DEEP + "}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "r"}, {"role": "assistant", "content": "done"}]},
+        "messages[1].tool_calls[0].function.arguments"),
+    "anthropic_call": ({"tools": TOOLS, "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {"a": json.loads(DEEP)}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "r"}]},
+        {"role": "assistant", "content": "done"}]},
+        "messages[1].content[0].input"),
+    "tools": ({"tools": '[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object",'
+                        '"properties":{"x":' + DEEP + "}}}}]",
+               "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "done"}]},
+              "tools[0]"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DEEP_ROWS))
+def test_ms_swift_names_the_field_of_a_value_nested_too_deep(case, tmp_path, cache_dir):
+    row, field = DEEP_ROWS[case]
+    path = _write_jsonl(tmp_path / f"{case}.jsonl", [row, {"messages": [{"role": "user", "content": "q"},
+                                                                        {"role": "assistant", "content": "a"}]}])
+    with pytest.raises(td.JsonValueError) as info:
+        list(td.load("ms_swift", data_files=path, split="train", streaming=True))
+    assert info.value.field == field and info.value.row == 0 and "254 levels" in info.value.message
+    for streaming in (True, False):
+        report = td.SkipReport()
+        ds = td.load("ms_swift", data_files=path, split="train", streaming=streaming, on_error="skip", report=report,
+                     cache_dir=cache_dir)
+        assert len(list(ds)) == 1
+        assert report.by_reason == {f"JsonValueError:{field}": 1}
+
+
 # -- 5. td.SOURCES: the four sources, "all" apart ---------------------------------------------------------------
 
 

@@ -16,7 +16,7 @@ from typing import Any, Optional
 from tooluse_datasets.codec import try_loads
 from tooluse_datasets.errors import InvalidValueError, MissingFieldError
 
-from .parsing import parse_json_or_literal
+from .parsing import parse_json_or_literal, storable
 
 MESSAGES_COLUMNS = ("messages", "conversations", "conversation")
 SYSTEM_COLUMNS = ("system", "system_prompt")
@@ -319,6 +319,7 @@ def openai_call_turn(m: Message) -> tuple[list[Message], list]:
         if isinstance(arguments, str):
             ok, parsed = try_loads(arguments)
             arguments = parsed if ok else arguments
+        storable(arguments, f"{m.where}.tool_calls[{k}].function.arguments")
         extra = {key: value for key, value in call.items() if key not in ("type", "function", "name", "arguments")}
         calls.append(Message(m.index, "tool_call", {"name": function.get("name"), "arguments": arguments}, extra=extra))
         ids.append(call.get("id"))
@@ -331,6 +332,7 @@ def anthropic_call_turn(m: Message) -> tuple[list[Message], list]:
     for k, block in enumerate(m.content):
         if block.get("type") == "tool_use":
             extra = {key: value for key, value in block.items() if key not in ("type", "name", "input")}
+            storable(block.get("input"), f"{m.where}.content[{k}].input")
             calls.append(Message(m.index, "tool_call", {"name": block.get("name"), "arguments": block.get("input")},
                                  extra=extra))
             ids.append(block.get("id"))

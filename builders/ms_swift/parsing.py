@@ -40,6 +40,17 @@ def parse_json_or_literal(text: str, field: str, what: str) -> Any:
         raise InvalidJsonError(f"{what} is neither JSON nor a Python literal: {_preview(text)}", field=field) from None
 
 
+def storable(value: Any, field: str) -> Any:
+    """``value`` if JSON text can hold it (nested at most ``codec.MAX_DEPTH`` deep, finite numbers, string keys),
+    else the :class:`JsonValueError` naming ``field``: values read from JSON text nest up to 1,024 levels, and
+    storing the row would otherwise refuse it naming no field."""
+    try:
+        dumps(value)
+    except JsonValueError as exc:
+        raise exc.at(field=field) from None
+    return value
+
+
 def spaced_dumps(value: Any) -> str:
     """JSON text as ms-swift's docs and templates write it: ``json.dumps`` spacing, non-ASCII kept.
 
@@ -103,7 +114,7 @@ def parse_tool(tool: Any, field: str) -> dict:
     out = {"type": "function", "function": out_function}
     if wrapped:
         out.update((k, v) for k, v in tool.items() if k not in ("type", "function"))
-    return out
+    return storable(out, field)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -135,7 +146,7 @@ def parse_call(content: Any, field: str) -> tuple[str, dict]:
     if not isinstance(arguments, dict):
         raise InvalidValueError(f"tool call arguments must be a JSON object, got {type(arguments).__name__}",
                                 field=f"{field}.{key}")
-    return name, arguments
+    return name, storable(arguments, f"{field}.{key}")
 
 
 def call_text(name: str, arguments: Any, field: str) -> str:
