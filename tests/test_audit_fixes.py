@@ -134,6 +134,77 @@ def test_ms_swift_names_the_field_of_a_value_nested_too_deep(case, tmp_path, cac
         assert report.by_reason == {f"JsonValueError:{field}": 1}
 
 
+# -- 4. ms-swift: missing media tags are added as ms-swift adds them ---------------------------------------------
+
+
+SOURCE = MsSwiftSource()
+CTX = RowContext("ms_swift", "media.jsonl", 0, "train")
+MEDIA_ROWS = [
+    # the audit's row: two images, one tag -> one more before the first message's text
+    ({"messages": [{"role": "user", "content": "<image>Compare"}, {"role": "assistant", "content": "Same."}],
+      "images": ["a.png", "b.png"]}, 0, "<image><image>Compare"),
+    # a system message is not the first message ms-swift adds tags to; its own tags count
+    ({"messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": "Compare"},
+                   {"role": "assistant", "content": "Same."}], "images": ["a.png"], "audios": ["x.wav"]},
+     1, "<audio><image>Compare"),
+    ({"messages": [{"role": "system", "content": "<image>"}, {"role": "user", "content": "Compare"},
+                   {"role": "assistant", "content": "Same."}], "images": ["a.png", "b.png"]},
+     1, "<image>Compare"),
+    # the system column, and tags in a tool result counting
+    ({"system": "S", "tools": TOOLS, "messages": [
+        {"role": "user", "content": "Look"}, {"role": "tool_call", "content": '{"name": "f", "arguments": {}}'},
+        {"role": "tool_response", "content": '{"images": "<image>"}'}, {"role": "assistant", "content": "Done."}],
+      "images": ["a.png", "b.png", "c.png"]}, 1, "<image><image>Look"),
+    # an assistant message first (after the system one) gets them, before its pre-call text
+    ({"tools": TOOLS, "messages": [
+        {"role": "assistant", "content": "Let me look.\n"}, {"role": "tool_call", "content": '{"name": "f", "arguments": {}}'},
+        {"role": "tool_response", "content": "r"}, {"role": "assistant", "content": "Done."}],
+      "videos": ["v.mp4"]}, 0, "<video>Let me look."),
+]
+
+
+@pytest.mark.parametrize("native, index, content", MEDIA_ROWS)
+def test_ms_swift_adds_the_media_tags_a_row_lacks_as_ms_swift_does(native, index, content):
+    raw = SOURCE.to_raw(json.loads(json.dumps(native)), CTX)
+    unified = SOURCE.to_unified(raw, CTX)
+    assert unified["messages"][index]["content"] == content
+    written = unified_to_swift(unified)  # refused before: "2 images but 1 <image> tags"
+    for column, tag in (("images", "<image>"), ("audios", "<audio>"), ("videos", "<video>")):
+        assert sum(m["content"].count(tag) for m in written["messages"]) == len(native.get(column, []))
+    assert SOURCE.from_unified(unified) == raw  # the file's text is kept (meta.ms_swift_original)
+    assert raw["messages"] == SOURCE.to_raw(json.loads(json.dumps(native)), CTX)["messages"]  # raw: as written
+    shortcut = SOURCE.native_to_unified(json.loads(json.dumps(native)), CTX)
+    if shortcut is not None:  # the one-loop path, where it takes the row, gives the same row
+        assert json.dumps(shortcut) == json.dumps(unified)
+
+
+def test_ms_swift_rows_with_too_few_media_tags_load_validate_and_export_as_swift(tmp_path, cache_dir):
+    path = _write_jsonl(tmp_path / "media.jsonl", [native for native, _, _ in MEDIA_ROWS])
+    streamed = list(td.load("ms_swift", data_files=path, split="train", streaming=True))
+    mapped = list(td.load("ms_swift", data_files=path, split="train", cache_dir=cache_dir))
+    assert streamed == mapped and [r["messages"][i]["content"] for r, (_, i, _) in zip(streamed, MEDIA_ROWS)] == [
+        content for _, _, content in MEDIA_ROWS]
+    report = td.SkipReport()
+    swift = list(td.load("ms_swift", "swift", data_files=path, split="train", streaming=True, on_error="skip",
+                         report=report))
+    assert report.skipped == 0 and len(swift) == len(MEDIA_ROWS)
+    again = list(td.load("ms_swift", data_files=_write_jsonl(tmp_path / "again.jsonl", swift), split="train",
+                         streaming=True))
+    assert [r["messages"] for r in again] == [r["messages"] for r in streamed]  # swift -> ms_swift: same turns
+    assert td.validate("ms_swift", config="swift", data_files=path).failures() == {}
+
+
+def test_ms_swift_refuses_missing_tags_it_cannot_place(tmp_path):
+    path = _write_jsonl(tmp_path / "x.jsonl", [
+        {"messages": [{"role": "system", "content": "only"}], "images": ["a.png"]},
+        {"tools": TOOLS, "messages": [{"role": "tool_call", "content": '{"name": "f", "arguments": {}}'},
+                                      {"role": "tool_response", "content": "r"}], "images": ["a.png"]}])
+    report = td.SkipReport()
+    assert list(td.load("ms_swift", data_files=path, split="train", streaming=True, on_error="skip",
+                        report=report)) == []
+    assert report.by_reason == {"InvalidValueError:messages": 1, "InvalidValueError:messages[0].content": 1}
+
+
 # -- 5. td.SOURCES: the four sources, "all" apart ---------------------------------------------------------------
 
 

@@ -19,7 +19,7 @@ from tooluse_datasets.codec import dumps, loads, may_nest_deep, python_json_text
 from tooluse_datasets.errors import JsonValueError
 
 from .native import ORIGINAL_KEY, Message
-from .parsing import join_think, split_pre_call_text, split_think
+from .parsing import join_think, missing_media_tags, split_pre_call_text, split_think
 
 _MEDIA_COLUMNS = ("images", "audios", "videos")
 _FUNCTION_KEYS = ("name", "description", "parameters")
@@ -44,6 +44,16 @@ def common_unified(native: dict, row_id: str, subset: str) -> Optional[dict]:
     for m in messages:
         if type(m) is not dict or len(m) != 2 or type(m.get("content")) is not str:
             return None
+    tagged_at, written = -1, None  # a user message given the media tags the row lacks (source.with_default_tags)
+    if media and any(media.values()):
+        prefix = missing_media_tags([m["content"] for m in messages], media)
+        if prefix:
+            tagged_at = 1 if messages[0].get("role") == "system" else 0
+            if tagged_at >= len(messages) or messages[tagged_at].get("role") != "user":
+                return None  # the general stages add them elsewhere, or name what is wrong
+            written = messages[tagged_at]
+            messages = list(messages)
+            messages[tagged_at] = {"role": "user", "content": prefix + written["content"]}
     out: list[dict] = []
     changed: dict[str, list] = {}  # unified message index -> the raw messages kept as they were written
     calls_seen = 0
@@ -52,6 +62,8 @@ def common_unified(native: dict, row_id: str, subset: str) -> Optional[dict]:
         m = messages[i]
         role, content = m.get("role"), m["content"]
         if role == "user" or (role == "system" and i == 0):
+            if i == tagged_at:
+                changed[str(len(out))] = [_raw(written)]
             out.append({"role": role, "content": content})
             i += 1
             continue

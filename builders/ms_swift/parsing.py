@@ -159,6 +159,30 @@ def call_text(name: str, arguments: Any, field: str) -> str:
 
 
 # --------------------------------------------------------------------------------------------------
+# Media tags
+# --------------------------------------------------------------------------------------------------
+
+# Placeholder tag of each media column, in the order ms-swift adds missing ones (image, audio, video).
+MEDIA_TAGS = {"images": "<image>", "audios": "<audio>", "videos": "<video>"}
+
+
+def missing_media_tags(texts: list[str], media: dict) -> str:
+    """The tags ms-swift 4.6 puts before the first message's text when a row has fewer tags than media
+    (``Template._add_default_tags``): per kind, in the order image, audio, video, ``tag * (entries - tags)``
+    is prepended, so the result reads ``<video>…<audio>…<image>…`` (each kind before the ones added earlier).
+    ``texts``: the texts it counts tags in (the system text and every message's). More tags than entries
+    adds nothing (ms-swift warns and keeps the extra tags as text)."""
+    prefix = ""
+    for column, tag in MEDIA_TAGS.items():
+        entries = media.get(column) or []
+        if entries:
+            missing = len(entries) - sum(text.count(tag) for text in texts)
+            if missing > 0:
+                prefix = tag * missing + prefix
+    return prefix
+
+
+# --------------------------------------------------------------------------------------------------
 # Reasoning
 # --------------------------------------------------------------------------------------------------
 

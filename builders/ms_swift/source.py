@@ -7,6 +7,8 @@ Three stages, each the counterpart of a stage in ms-swift 4.6:
 * ``to_unified``: ms-swift's template stage: consecutive ``tool_call`` messages become one assistant turn
   with the assistant text right before them (and its leading ``<think>``) as content/reasoning; the
   results that follow pair with the calls by position and get explicit ids ``call_0``, ``call_1``...
+  A row with fewer media tags than media gets the missing tags before the text of its first message after
+  the system message, as ms-swift adds them (the file's text is kept in ``meta``).
 
 Plain rows (most rows) go from ``read`` to their unified row in one loop (``native_to_unified``,
 :mod:`.common`), with the result the two stages give them, when no config needs the raw row.
@@ -24,7 +26,7 @@ from typing import Any, Iterator, Optional
 
 from datasets import Features, Json, List, Value
 
-from tooluse_datasets.codec import json_bytes
+from tooluse_datasets.codec import json_bytes, python_json_text
 from tooluse_datasets.errors import ConversionError, InvalidValueError
 from tooluse_datasets.schema import complete_row, message, tool_call, unified_row
 from tooluse_datasets.shards import PARQUET, RawBatch, Shard, file_stem, read_shard
@@ -32,7 +34,8 @@ from tooluse_datasets.source import RowContext, Source, SplitPlan
 
 from .common import common_unified
 from .native import ORIGINAL_KEY, RESULT_ROLES, drop_arrow_nulls, native_to_raw
-from .parsing import json_text, parse_call, parse_tool, split_pre_call_text, split_think
+from .parsing import (json_text, missing_media_tags, parse_call, parse_tool, split_pre_call_text,
+                      split_think)
 from .upstream import CITATION, DESCRIPTION, UPSTREAM
 from .writer import turn_messages
 
@@ -86,7 +89,11 @@ class MsSwiftSource(Source):
 
     def to_unified(self, raw: dict, ctx: RowContext) -> dict:
         tools = [parse_tool(tool, f"tools[{i}]") for i, tool in enumerate(raw["tools"])]
-        turns = group_turns(raw["messages"])
+        tagged = with_default_tags(raw["messages"], raw)
+        turns = group_turns(tagged)
+        if tagged is not raw["messages"]:  # the message given tags is compared as the file wrote it (kept in meta)
+            written = {id(t): m for t, m in zip(tagged, raw["messages"]) if t is not m}
+            turns = [(m, [written.get(id(x), x) for x in raw_slice]) for m, raw_slice in turns]
         for j, video in enumerate(raw["videos"]):
             if not isinstance(video, str):
                 raise ConversionError("a video given as a list of frames has no unified form (videos are paths "
@@ -190,6 +197,46 @@ def group_turns(messages: list[dict]) -> list[tuple[dict, list[dict]]]:
             raise InvalidValueError(f"{role} message without a tool_call before it; a result must follow the "
                                     f"calls it answers", field=f"{where}.role")
     return turns
+
+
+def with_default_tags(messages: list[dict], raw: dict) -> list[dict]:
+    """``messages``, or a copy in which the first message after the system message starts with the media tags
+    the row lacks, as ms-swift 4.6's template stage adds them (``Template._add_default_tags``, spec §6): tags
+    are counted in the text of every message, the system message's too, and in the JSON text of call and result
+    contents that are objects (ms-swift writes them as such first); when a user message's content is not text
+    ms-swift adds none. So a unified row has one tag per media entry, as the ``swift`` writer requires."""
+    if not (raw["images"] or raw["audios"] or raw["videos"]):
+        return messages
+    texts = []
+    for m in messages:
+        content = m["content"]
+        if content is None:
+            content = ""
+        if not isinstance(content, str):
+            if m["role"] == "user":
+                return messages  # ms-swift gives up adding tags (the content is refused later, naming it)
+            if m["role"] == "assistant":
+                continue
+            try:
+                content = python_json_text(content)
+            except (TypeError, ValueError, RecursionError):  # refused where the call or result is read
+                continue
+        texts.append(content)
+    prefix = missing_media_tags(texts, raw)
+    if not prefix:
+        return messages
+    k = 1 if messages and messages[0]["role"] == "system" else 0
+    if k >= len(messages):
+        raise InvalidValueError(f"the row has media but no message other than the system message for their "
+                                f"{prefix[:prefix.index('>') + 1]} tags; ms-swift fails on it", field="messages")
+    target = messages[k]
+    if target["role"] not in ("user", "assistant") or not isinstance(target["content"], str):
+        raise InvalidValueError(f"the row has fewer media tags than media, and ms-swift puts the missing ones "
+                                f"({prefix}) before the text of this {target['role']} message, which it then "
+                                f"cannot read", field=f"messages[{k}].content")
+    out = list(messages)
+    out[k] = {**target, "content": prefix + target["content"]}
+    return out
 
 
 def text_of(m: dict, where: str) -> str:

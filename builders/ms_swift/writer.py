@@ -32,7 +32,7 @@ from tooluse_datasets.formats import Format
 from tooluse_datasets.schema import complete_row
 from tooluse_datasets.validation import validate_unified
 
-from .parsing import EMPTY_PARAMETERS, call_text, join_think, spaced_dumps
+from .parsing import EMPTY_PARAMETERS, MEDIA_TAGS, call_text, join_think, spaced_dumps
 
 SWIFT_FEATURES = Features(
     {
@@ -43,9 +43,6 @@ SWIFT_FEATURES = Features(
         "videos": List(Value("string")),
     }
 )
-
-# Placeholder tag of each media column; ms-swift consumes them in order.
-MEDIA_TAGS = {"images": "<image>", "audios": "<audio>", "videos": "<video>"}
 
 
 def unified_to_swift(row: dict) -> dict:
