@@ -189,6 +189,16 @@ def kill_parent(x):
 def raises(x):
     raise ValueError("bad input")
 
+def raises_with(x):
+    raise ValueError(x)
+
+class Odd:
+    def __repr__(self):
+        return "odd \\ud83d"
+
+def returns_odd(x):
+    return [Odd(), {x: 1}]
+
 def exits(x):
     raise SystemExit(x)
 
@@ -512,6 +522,19 @@ def test_results_that_are_not_json_values_are_rendered_and_typed(evil_dir):
     assert results[2].answer == {"value": "nan", "python_type": "float", "repr": True}
     assert results[3].answer == {"value": "11", "python_type": None}
     assert not results[3].win_upstream  # the string "11" is not the number 11
+
+
+def test_lone_surrogates_in_arguments_results_and_errors_reach_the_caller(evil_dir):
+    """A prediction's argument may hold a lone surrogate (JSON allows the escape, UTF-8 cannot encode it): it
+    reaches the function as it is, and a result holding one comes back as its repr, as other values JSON text
+    cannot carry exactly; an error message holding one comes back with the surrogate escaped."""
+    lone = "\ud83d"
+    results = run_sequences([one_call("returns_text", lone), one_call("raises_with", f"bad {lone}"),
+                             one_call("returns_odd", lone), one_call("add", 1, 2, gold="3")], evil_dir, FAST)
+    assert results[0].answer == {"value": "'\\ud83d'", "python_type": "str", "repr": True}
+    assert (results[1].reason, results[1].detail) == ("exception", "raises_with: ValueError: bad \\ud83d")
+    assert results[2].answer == {"value": ["odd \\ud83d", "{'\\ud83d': 1}"], "python_type": "list", "repr": True}
+    assert results[3].win_corrected is True
 
 
 def test_executor_semantics_of_references_and_bad_sequences(evil_dir):

@@ -572,8 +572,9 @@ def _describe(exc):
 def render(value, max_chars):
     """``{"value": JSON value, "python_type": None | name}``. JSON values are kept as they are; tuples and
     sets become arrays and numpy scalars/arrays their Python values (``python_type`` names the original
-    type); anything else (NaN, bytes, objects, dicts with non-string keys...) becomes its ``repr`` as a
-    string, marked ``"repr": true``."""
+    type); anything else (NaN, bytes, objects, dicts with non-string keys, strings holding a lone surrogate,
+    which UTF-8 and the parent's codec cannot carry...) becomes its ``repr`` as a string, marked
+    ``"repr": true``."""
     type_name = type(value).__module__ + "." + type(value).__qualname__
     type_name = type_name[len("builtins."):] if type_name.startswith("builtins.") else type_name
     state = {"exact": True, "repr": False}
@@ -596,11 +597,13 @@ def _jsonable(value, depth, state):
     if depth > 100:
         raise ValueError("too deep")
     kind = type(value)
+    if kind is str and not _utf8(value):
+        return _as_repr(value, state)
     if value is None or kind in (bool, str, int, list, dict) or (kind is float and math.isfinite(value)):
         if kind is list:
             return [_jsonable(v, depth + 1, state) for v in value]
         if kind is dict:
-            if all(type(k) is str for k in value):
+            if all(type(k) is str and _utf8(k) for k in value):
                 return {k: _jsonable(v, depth + 1, state) for k, v in value.items()}
             return _as_repr(value, state)
         return value
@@ -621,9 +624,29 @@ def _jsonable(value, depth, state):
         return int(value)
     if isinstance(value, float) and math.isfinite(value):
         return float(value)
-    if isinstance(value, str):
+    if isinstance(value, str) and _utf8(value):
         return str(value)
     return _as_repr(value, state)
+
+
+def _utf8(text):
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:  # a lone surrogate
+        return False
+
+
+def _escape_surrogates(value):
+    """``value`` with every lone surrogate of its strings written as its escape (``\\ud83d``): for free text
+    (details, notes), which has no ``repr`` marking."""
+    if isinstance(value, str):
+        return value if _utf8(value) else value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, list):
+        return [_escape_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_escape_surrogates(k): _escape_surrogates(v) for k, v in value.items()}
+    return value
 
 
 def _as_repr(value, state):
@@ -633,7 +656,7 @@ def _as_repr(value, state):
 
 def _safe_repr(value):
     try:
-        return repr(value)[:100_000]
+        return _escape_surrogates(repr(value)[:100_000])  # a __repr__ of upstream's may return any text
     except Exception:
         return f"<{type(value).__name__} without a printable form>"
 
@@ -702,7 +725,11 @@ class Channel:
         self.fd = fd
 
     def send(self, obj):
-        data = (json.dumps(obj, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+        text = json.dumps(obj, ensure_ascii=False, allow_nan=False)
+        try:
+            data = (text + "\n").encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate in free text (an exception's message...)
+            data = (json.dumps(_escape_surrogates(obj), ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
         view = memoryview(data)
         while view:
             view = view[os.write(self.fd, view):]

@@ -241,8 +241,9 @@ def _run_child(jobs, first, results, functions_dir, limits, root) -> int:
         "limits": dataclasses.asdict(limits),
         "samples": [{"calls": j.calls, "output_fields": j.output_fields, "gold": j.gold} for j in jobs[first:]],
     }
-    # The request goes out with the stdlib: predictions may hold NaN, which json.loads accepted upstream.
-    payload = json.dumps(request, ensure_ascii=False).encode("utf-8")
+    # The request goes out with the stdlib: predictions may hold NaN, which json.loads accepted upstream, and
+    # lone surrogates, which UTF-8 cannot encode: ASCII with escapes, which the child's json.loads restores.
+    payload = json.dumps(request, ensure_ascii=True).encode("ascii")
     read_fd, write_fd = os.pipe()
     log_path = os.path.join(root, f"child-{first}.log")
     with open(log_path, "wb") as log:
