@@ -59,6 +59,100 @@ def good(tmp_path) -> Path:
 
 
 # --------------------------------------------------------------------------------------------------
+# 3. Files that cannot be opened (permissions)
+# --------------------------------------------------------------------------------------------------
+
+_UNREADABLE_SCRIPT = textwrap.dedent('''
+    import gzip, json, os, sys, zipfile
+    import pyarrow as pa, pyarrow.parquet as pq
+    import tooluse_datasets as td
+
+    folder = sys.argv[1]
+    row = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
+    good = os.path.join(folder, "good.jsonl")
+    with open(good, "w") as f:
+        f.write(json.dumps(row) + "\\n")
+    files = {"jsonl": "u.jsonl", "json": "u.json", "gz": "u.jsonl.gz", "parquet": "u.parquet", "zip": "u.zip"}
+    files = {kind: os.path.join(folder, name) for kind, name in files.items()}
+    with open(files["jsonl"], "w") as f:
+        f.write(json.dumps(row) + "\\n")
+    with open(files["json"], "w") as f:
+        json.dump([row] * 50, f)  # cut into pieces where num_proc divides it (shard_bytes below)
+    with gzip.open(files["gz"], "wt") as f:
+        f.write(json.dumps(row) + "\\n")
+    pq.write_table(pa.table({"messages": [json.dumps(row["messages"])]}), files["parquet"])
+    with zipfile.ZipFile(files["zip"], "w") as z:
+        z.writestr("a.jsonl", json.dumps(row) + "\\n")
+    for path in files.values():
+        os.chmod(path, 0)
+    try:
+        open(files["jsonl"], "rb").close()
+        print(json.dumps("readable"))
+        sys.exit(0)
+    except PermissionError:
+        pass
+    results = {}
+    for kind, path in files.items():
+        for mode, kwargs in {"map": {}, "stream": {"streaming": True}, "map_num_proc_2": {"num_proc": 2},
+                             "stream_num_proc_2": {"streaming": True, "num_proc": 2}}.items():
+            report = td.SkipReport()
+            try:
+                rows = list(td.load("ms_swift", data_files=[good, path], split="train", on_error="skip",
+                                    report=report, cache_dir=os.path.join(folder, "cache", kind, mode),
+                                    shard_bytes=1000, **kwargs))
+                skipped = [[e.file, e.row, e.field, e.message] for e in report.examples]
+                result = {"ids": [r["id"] for r in rows], "read": report.rows_read, "skipped": skipped}
+            except Exception as exc:
+                result = {"escaped": f"{type(exc).__name__}: {exc}"}
+            try:
+                list(td.load("ms_swift", data_files=[good, path], split="train", shard_bytes=1000,
+                             cache_dir=os.path.join(folder, "cache", kind, mode + "-raise"), **kwargs))
+                result["raised"] = None
+            except td.ToolUseDataError as exc:
+                result["raised"] = [type(exc).__name__, exc.file, exc.field]
+            except Exception as exc:
+                result["raised"] = [type(exc).__name__, None, str(exc)]
+            results[f"{kind} {mode}"] = result
+    print(json.dumps(results))
+''')
+
+
+def _without_read_override(script: Path, folder: Path) -> subprocess.CompletedProcess:
+    """``script`` run in a process that cannot read a file its mode forbids: as root, with the capabilities
+    that override file modes dropped (capsh), else as this user."""
+    command = [sys.executable, str(script), str(folder)]
+    if os.geteuid() == 0:
+        capsh = shutil.which("capsh")
+        if capsh is None:
+            pytest.skip("running as root without capsh: a chmod-000 file stays readable here")
+        command = [capsh, "--drop=cap_dac_override,cap_dac_read_search", "--",
+                   "-c", " ".join(f"'{part}'" for part in command)]
+    env = dict(os.environ, HF_DATASETS_CACHE=str(folder / "hf-cache"), HF_HUB_OFFLINE="1", PYTHONWARNINGS="ignore")
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+
+
+def test_a_file_that_cannot_be_opened_is_one_reported_file_of_every_kind(tmp_path):
+    script = tmp_path / "unreadable.py"
+    script.write_text(_UNREADABLE_SCRIPT)
+    folder = tmp_path / "data"
+    folder.mkdir()
+    done = _without_read_override(script, folder)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(done.stdout.strip().splitlines()[-1])
+    if results == "readable":
+        pytest.skip("this process reads a chmod-000 file anyway (root without capabilities dropped)")
+    assert len(results) == 5 * 4
+    for case, result in results.items():
+        assert "escaped" not in result, (case, result)
+        assert result["ids"] == ["ms_swift/good/0"] and result["read"] == 2, (case, result)
+        [(file, row, field, message)] = result["skipped"]
+        assert (os.path.dirname(file), row, field) == (str(folder), None, "<file>"), (case, result)
+        assert os.path.basename(file) == f"u.{dict(gz='jsonl.gz').get(case.split()[0], case.split()[0])}", (case, result)
+        assert "Permission denied" in message, (case, result)
+        assert result["raised"] == ["InvalidValueError", file, "<file>"], (case, result)
+
+
+# --------------------------------------------------------------------------------------------------
 # 4. http(s) URLs: a second load in one process, and map-style as streaming
 # --------------------------------------------------------------------------------------------------
 

@@ -229,7 +229,11 @@ def cut_documents(shards: list[Shard], target_bytes: int) -> list[Shard]:
             if key not in _ARRAY_CUTS:
                 if len(_ARRAY_CUTS) >= _MAX_REMEMBERED_FILES:
                     _ARRAY_CUTS.pop(next(iter(_ARRAY_CUTS)))
-                _ARRAY_CUTS[key] = cut_array(shard.file, target_bytes)
+                try:
+                    _ARRAY_CUTS[key] = cut_array(shard.file, target_bytes)
+                except ToolUseDataError:  # unreadable (permissions, a read error): reading the shard reports it
+                    out.append(shard)
+                    continue
             out += [dataclasses.replace(shard, start=p.start, stop=p.stop, first_row=p.first_row)
                     for p in _ARRAY_CUTS[key]]
         else:
@@ -527,27 +531,69 @@ def _as_json_values(value: Any) -> Any:
 
 
 def open_text_file(path: str):
-    """A JSON/JSON Lines file opened for reading bytes, decompressed when its name says so (``.gz``, ``.zst``...;
-    streaming's chained URLs such as ``gzip://x.jsonl::...`` already decompress). Reading past a truncated or
-    corrupt compressed stream raises an :class:`InvalidValueError` naming the file."""
-    if "::" not in path and not is_compressed(path) and is_local_path(path):
-        # Lines of JSON rows are a few KB: with the default 8 KiB buffer nearly every line is a system call
-        # (2.7 us a line of ms-swift rows, against 0.5 us with 1 MiB).
-        return _CheckedReads(open(path, "rb", buffering=_READ_BUFFER_BYTES), path)
-    if "::" in path or not is_compressed(path):
-        return _CheckedReads(xopen(path, "rb"), path)
-    if "://" in path:
-        return _CheckedReads(xopen(path, "rb", compression="infer"), path)  # fsspec's open: auth and retries
-    import fsspec
+    """A JSON/JSON Lines file opened for reading bytes, decompressed when its name says so (``.gz``, ``.bz2``,
+    ``.xz``...; streaming's chained URLs such as ``gzip://x.jsonl::...`` already decompress). A file that cannot
+    be opened (permissions...), and reading past a truncated or corrupt compressed stream, raise an
+    :class:`InvalidValueError` naming the file; a file that is not there, FileNotFoundError."""
+    try:
+        if "::" not in path and not is_compressed(path) and is_local_path(path):
+            # Lines of JSON rows are a few KB: with the default 8 KiB buffer nearly every line is a system call
+            # (2.7 us a line of ms-swift rows, against 0.5 us with 1 MiB).
+            return _CheckedReads(open(path, "rb", buffering=_READ_BUFFER_BYTES), path)
+        # fsspec's open for URLs and chains (auth and retries); decompressed here, after the name of the file
+        # itself (the chain's first part), since xopen hands a compression= argument to the http client.
+        raw = xopen(path, "rb")
+        codec = _compression(path)
+        if codec is None:
+            return _CheckedReads(raw, path)
+        try:
+            return _CheckedReads(_decompressed(raw, codec), path, raw)
+        except BaseException:
+            raw.close()
+            raise
+    except (FileNotFoundError, ToolUseDataError):
+        raise
+    except (*_DECOMPRESSION_ERRORS, NotImplementedError) as exc:  # permissions, a damaged header...
+        raise InvalidValueError(f"file cannot be read ({type(exc).__name__}: {exc})", file=display_path(path),
+                                field="<file>") from None
 
-    return _CheckedReads(fsspec.open(path, "rb", compression="infer").open(), path)
+
+# Compression of a file by its name (datasets' and fsspec's suffixes), and the module that reads it.
+_CODECS = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd", ".lz4": "lz4"}
+_CODEC_PACKAGES = {"zstd": "zstandard", "lz4": "lz4"}
+
+
+def _compression(path: str) -> Optional[str]:
+    name = path.split("::")[0].split("?")[0].lower()
+    return next((codec for ext, codec in _CODECS.items() if name.endswith(ext)), None)
+
+
+def _decompressed(raw, codec: str):
+    if codec == "gzip":
+        import gzip
+
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    if codec == "bz2":
+        import bz2
+
+        return bz2.BZ2File(raw, mode="rb")
+    if codec == "xz":
+        import lzma
+
+        return lzma.LZMAFile(raw, mode="rb")
+    from fsspec.compression import compr
+
+    if codec not in compr:
+        raise OSError(f"the file is {codec}-compressed, and reading it needs the {_CODEC_PACKAGES[codec]} package "
+                      f"(pip install {_CODEC_PACKAGES[codec]})")
+    return compr[codec](raw, mode="rb")
 
 
 def _decompression_errors() -> tuple[type, ...]:
     import lzma
     import zlib
 
-    errors: list[type] = [EOFError, OSError, zlib.error, lzma.LZMAError]
+    errors: list[type] = [EOFError, OSError, zlib.error, lzma.LZMAError, ]
     try:
         import zstandard
 
@@ -564,14 +610,18 @@ class _CheckedReads:
     """A file object whose read errors (a truncated or corrupt archive, a dropped connection) are typed errors
     naming the file, so the error policy decides instead of a raw traceback."""
 
-    def __init__(self, f, path: str):
-        self._f, self._path = f, path
+    def __init__(self, f, path: str, raw=None):
+        self._f, self._path, self._raw = f, path, raw  # raw: the file a decompressing ``f`` reads
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        self._f.close()
+        try:
+            self._f.close()
+        finally:
+            if self._raw is not None:
+                self._raw.close()
 
     def _call(self, method, *args):
         try:
