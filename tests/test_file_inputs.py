@@ -59,6 +59,129 @@ def good(tmp_path) -> Path:
 
 
 # --------------------------------------------------------------------------------------------------
+# 1. A zip archive that cannot be read, or holds no file
+# --------------------------------------------------------------------------------------------------
+
+
+def _bad_zips(folder: Path) -> dict[str, Path]:
+    garbage = folder / "garbage.jsonl.zip"
+    garbage.write_bytes(b"PK\x03\x04garbage")
+    empty = folder / "empty.jsonl.zip"
+    zipfile.ZipFile(empty, "w").close()
+    folders_only = folder / "folders.jsonl.zip"
+    with zipfile.ZipFile(folders_only, "w") as z:
+        z.writestr("data/", b"")
+    truncated = folder / "truncated.jsonl.zip"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as z:
+        z.writestr("a.jsonl", swift_lines(3))
+    truncated.write_bytes(buffer.getvalue()[:-30])  # the central directory cut
+    return {"garbage": garbage, "empty": empty, "folders_only": folders_only, "truncated": truncated}
+
+
+@pytest.mark.parametrize("kind", ["garbage", "empty", "folders_only", "truncated"])
+def test_a_zip_that_cannot_be_read_or_holds_no_file_is_one_reported_file_and_the_good_file_loads(
+        tmp_path, cache_dir, good, kind):
+    bad = _bad_zips(tmp_path)[kind]
+    results = load_modes([str(good), str(bad)], cache_dir)
+    for mode, (rows, report) in results.items():
+        assert [r["id"] for r in rows] == ["ms_swift/good/0", "ms_swift/good/1"], mode
+        assert report.rows_read == 3 and report.skipped == 1, mode
+        assert whole_file_skips(report) == [(str(bad), None, "<file>")], mode
+    for kwargs in MODES.values():  # on_error="raise": the typed error naming the archive
+        with pytest.raises(td.InvalidValueError, match=bad.name) as caught:
+            list(td.load("ms_swift", data_files=[str(good), str(bad)], split="train", cache_dir=cache_dir + "-raise",
+                         **kwargs))
+        assert caught.value.field == "<file>"
+
+
+# --------------------------------------------------------------------------------------------------
+# 2. Every file of a zip archive is read; tar archives are a typed error
+# --------------------------------------------------------------------------------------------------
+
+
+def test_every_file_of_a_zip_is_read_as_a_file_of_its_own(tmp_path, cache_dir, good):
+    archive = tmp_path / "two.jsonl.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("b.jsonl", swift_lines(3, 10))
+        z.writestr("a.jsonl", swift_lines(3))
+    results = load_modes([str(good), str(archive)], cache_dir)
+    # datasets' order for an archive's files (sorted), each file's rows numbered from 0, ids after its own name
+    expected = ["ms_swift/good/0", "ms_swift/good/1"] + [f"ms_swift/{m}/{n}" for m in "ab" for n in range(3)]
+    for mode, (rows, report) in results.items():
+        assert [r["id"] for r in rows] == expected, mode
+        assert [r["messages"][0]["content"] for r in rows[2:]] == ["q0", "q1", "q2", "q10", "q11", "q12"], mode
+        assert report.rows_read == 8 and report.skipped == 0, mode
+
+
+def test_a_zip_made_by_zip_r_with_folder_entries_and_hidden_files_loses_no_row(tmp_path, cache_dir):
+    archive = tmp_path / "dirfirst.jsonl.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("data/", b"")
+        z.writestr("data/a.jsonl", swift_lines(3))
+        z.writestr("data/sub/", b"")
+        z.writestr("data/sub/c.jsonl", swift_lines(1, 20))
+        z.writestr("data/b.json", json.dumps([swift_row(7)]))
+        z.writestr("__MACOSX/data/._a.jsonl", b"\x00\x05\x16\x07binary")  # macOS Finder's resource forks
+        z.writestr("data/.DS_Store", b"\x00\x00\x00\x01Bud1")
+    results = load_modes(str(archive), cache_dir)
+    for mode, (rows, report) in results.items():
+        # as datasets walks an extracted archive: a folder's files sorted, then its folders
+        assert [r["id"] for r in rows] == ["ms_swift/a/0", "ms_swift/a/1", "ms_swift/a/2", "ms_swift/b/0",
+                                           "ms_swift/c/0"], mode
+        assert report.rows_read == 5 and report.skipped == 0, mode
+
+
+def test_rows_of_zip_files_are_the_rows_of_the_files_extracted(tmp_path, cache_dir):
+    folder = tmp_path / "extracted"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text(swift_lines(3))
+    pq.write_table(pa.table({"messages": [json.dumps(swift_row(i)["messages"]) for i in range(4)]}),
+                   folder / "p.parquet", row_group_size=2)
+    with gzip.open(folder / "z.jsonl.gz", "wt") as f:
+        f.write(swift_lines(2, 30))
+    archive = tmp_path / "mixed.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        for path in sorted(folder.iterdir()):
+            z.write(path, path.name)
+    extracted = load_modes(sorted(str(p) for p in folder.iterdir()), cache_dir + "-extracted")
+    zipped = load_modes(str(archive), cache_dir)
+    for mode in MODES:
+        assert zipped[mode][0] == extracted[mode][0], mode
+        assert zipped[mode][1].rows_read == 9, mode
+
+
+def test_a_bad_row_in_a_zip_file_names_the_file_inside_the_archive_and_its_row(tmp_path, cache_dir):
+    archive = tmp_path / "rows.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("a.jsonl", swift_lines(2))
+        z.writestr("b.jsonl", swift_lines(1) + '{"messages": [}\n')
+    member = f"zip://b.jsonl::{archive}"
+    for mode, (rows, report) in load_modes(str(archive), cache_dir).items():
+        assert len(rows) == 3 and report.skipped == 1, mode
+        assert whole_file_skips(report) == [(member, 1, "<line>")], mode
+    with pytest.raises(td.InvalidJsonError) as caught:
+        list(td.load("ms_swift", data_files=str(archive), split="train", streaming=True))
+    assert (caught.value.file, caught.value.row) == (member, 1)
+
+
+@pytest.mark.parametrize("name, mode", [("t.jsonl.tar", "w"), ("t.jsonl.tar.gz", "w:gz")])
+def test_a_tar_archive_is_one_reported_file_saying_so(tmp_path, cache_dir, good, name, mode):
+    archive = tmp_path / name
+    data = swift_lines(3).encode()
+    with tarfile.open(archive, mode) as t:
+        info = tarfile.TarInfo("a.jsonl")
+        info.size = len(data)
+        t.addfile(info, io.BytesIO(data))
+    for run, (rows, report) in load_modes([str(good), str(archive)], cache_dir).items():
+        assert len(rows) == 2 and report.skipped == 1, run
+        assert whole_file_skips(report) == [(str(archive), None, "<file>")], run
+        assert "tar archive" in report.examples[0].message, run
+    with pytest.raises(td.InvalidValueError, match="tar archive"):
+        list(td.load("ms_swift", data_files=str(archive), split="train", streaming=True))
+
+
+# --------------------------------------------------------------------------------------------------
 # 3. Files that cannot be opened (permissions)
 # --------------------------------------------------------------------------------------------------
 
@@ -207,6 +330,23 @@ def test_an_http_url_loads_again_in_the_same_process_map_style_and_streaming(htt
                                 cache_dir=f"{cache_dir}-{attempt}-{mode}", **kwargs))
             assert [r["id"] for r in rows] == expected, (attempt, mode)
 
+
+def test_http_files_of_every_kind_load_map_style_as_streaming_as_local_files(http_folder, cache_dir, tmp_path):
+    folder, base = http_folder
+    (folder / "lines.jsonl").write_text(swift_lines(2))
+    pq.write_table(pa.table({"messages": [json.dumps(swift_row(i)["messages"]) for i in range(2)]}),
+                   folder / "table.parquet")
+    with gzip.open(folder / "packed.jsonl.gz", "wt") as f:
+        f.write(swift_lines(2, 5))
+    with zipfile.ZipFile(folder / "archive.zip", "w") as z:
+        z.writestr("inner.jsonl", swift_lines(2, 9))
+    names = ["lines.jsonl", "table.parquet", "packed.jsonl.gz", "archive.zip"]
+    local = load_modes([str(folder / n) for n in names], cache_dir + "-local", modes={"map": {}})["map"][0]
+    assert [r["id"] for r in local] == ["ms_swift/lines/0", "ms_swift/lines/1", "ms_swift/table/0",
+                                        "ms_swift/table/1", "ms_swift/packed/0", "ms_swift/packed/1",
+                                        "ms_swift/inner/0", "ms_swift/inner/1"]
+    for mode, (rows, report) in load_modes([f"{base}/{n}" for n in names], cache_dir).items():
+        assert rows == local and report.skipped == 0, mode
 
 
 # --------------------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from datasets.exceptions import DatasetGenerationError
 from . import formats
 from .errors import DataNotFoundError, OnError, SkipReport, ToolUseDataError, check_on_error
 from .pipeline import UNIFIED, ShardConverter, TableGroups, config_features
-from .shards import Shard, balanced, cut_documents
+from .shards import Shard, balanced, cut_documents, with_archive_files
 from .source import Source, SourceOptions, SplitPlan, splits_read
 from .streaming import ShardExamplesIterable
 from .validation.filtering import rule_check
@@ -177,11 +177,11 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
             if empty:
                 raise DataNotFoundError(f"{self.source.name}: data_files match no file for split "
                                         f"{', '.join(map(repr, empty))} (data_files={self._data_files_given!r})")
-            return {str(split): _downloaded(dl_manager, list(files))
+            return {str(split): with_archive_files(_downloaded(dl_manager, list(files)))
                     for split, files in self.config.data_files.items()}
         if self.config.data_dir:
-            return {"train": self._glob_data_dir(self.config.data_dir)}
-        return self._download_upstream(dl_manager, self.source)
+            return {"train": with_archive_files(self._glob_data_dir(self.config.data_dir))}
+        return {split: with_archive_files(files) for split, files in self._download_upstream(dl_manager, self.source).items()}
 
     def _download_upstream(self, dl_manager, source: Source) -> dict[str, list[str]]:
         """The source's pinned upstream files (or ``config.revision``); one clear error when offline."""

@@ -28,6 +28,7 @@ import dataclasses
 import datetime
 import functools
 import io
+import logging
 import os
 import re
 import uuid
@@ -41,6 +42,7 @@ from datasets.utils.file_utils import is_local_path, xopen
 from .errors import InvalidJsonError, InvalidValueError, ToolUseDataError, json_kind
 
 NativeItem = tuple[int, Union[dict, ToolUseDataError]]
+logger = logging.getLogger("tooluse_datasets")
 
 PARQUET, LINES, DOCUMENT = "parquet", "lines", "document"
 COMPRESSION_SUFFIXES = (".gz", ".zst", ".bz2", ".xz", ".lz4", ".zip")
@@ -91,8 +93,22 @@ class RawBatch:
 
 
 def display_path(path: str) -> str:
-    """The real file of a path as users know it (streaming chains URLs: ``gzip://x::https://.../x.gz``)."""
-    return path.split("::")[-1] if "::" in path else path
+    """The real file of a path as users know it (streaming chains URLs: ``gzip://x::https://.../x.gz``). A
+    member of a zip archive keeps its whole chain, ``zip://<member>::<archive>``, which names both (datasets'
+    own notation, which fsspec and ``data_files`` open)."""
+    if "::" not in path or is_archive_member(path):
+        return path
+    return path.split("::")[-1]
+
+
+def is_archive_member(path: str) -> bool:
+    """Whether ``path`` names a file inside a zip archive: ``zip://<member>::<archive>``."""
+    return path.startswith("zip://") and "::" in path
+
+
+def is_zip_archive(path: str) -> bool:
+    """Whether ``path`` is a zip archive itself (by its name), whose files :func:`archive_files` lists."""
+    return "::" not in path and path.split("?")[0].lower().endswith(".zip")
 
 
 def file_suffix(path: str) -> str:
@@ -103,7 +119,8 @@ def file_suffix(path: str) -> str:
 @functools.lru_cache(maxsize=1024)  # asked once per row by the sources that name subsets after files
 def file_stem(path: str) -> str:
     """``data/agent_rows.jsonl.gz`` -> ``agent_rows``: the file's name without data and compression suffixes."""
-    return os.path.splitext(_without_compression(os.path.basename(display_path(path).split("?")[0])))[0] or "default"
+    name = path.split("::")[0][len("zip://"):] if is_archive_member(path) else display_path(path).split("?")[0]
+    return os.path.splitext(_without_compression(os.path.basename(name)))[0] or "default"
 
 
 def _without_compression(name: str) -> str:
@@ -124,7 +141,10 @@ def is_compressed(path: str) -> bool:
 
 def plan_file(path: str, target_bytes: int = DEFAULT_TARGET_BYTES) -> list[Shard]:
     """The shards of one file (see the module docstring). A ``.parquet`` file that is not Parquet is one
-    shard that fails with a typed error naming the file when it is read."""
+    shard that fails with a typed error naming the file when it is read, as is a zip archive left whole (one
+    that cannot be read or holds no file: :func:`archive_files`)."""
+    if is_zip_archive(path):
+        return [Shard(path, DOCUMENT)]
     suffix = file_suffix(path)
     if suffix == ".parquet":
         try:
@@ -532,10 +552,16 @@ def _as_json_values(value: Any) -> Any:
 
 def open_text_file(path: str):
     """A JSON/JSON Lines file opened for reading bytes, decompressed when its name says so (``.gz``, ``.bz2``,
-    ``.xz``...; streaming's chained URLs such as ``gzip://x.jsonl::...`` already decompress). A file that cannot
-    be opened (permissions...), and reading past a truncated or corrupt compressed stream, raise an
+    ``.xz``...; a member of a zip archive by its own name; streaming's chained URLs such as
+    ``gzip://x.jsonl::...`` already decompress). A file that cannot be opened (permissions, a zip archive that
+    is not one...), and reading past a truncated or corrupt compressed stream, raise an
     :class:`InvalidValueError` naming the file; a file that is not there, FileNotFoundError."""
     try:
+        if is_zip_archive(path):  # left whole: it cannot be read or holds no file (archive_files says which)
+            files = archive_files(path)
+            raise InvalidValueError(f"zip archive of {len(files)} files read as one file: pass its files "
+                                    f"(zip://<file>::<archive>), or pass the archive in data_files, which reads "
+                                    f"every one", file=display_path(path), field="<file>")
         if "::" not in path and not is_compressed(path) and is_local_path(path):
             # Lines of JSON rows are a few KB: with the default 8 KiB buffer nearly every line is a system call
             # (2.7 us a line of ms-swift rows, against 0.5 us with 1 MiB).
@@ -553,7 +579,8 @@ def open_text_file(path: str):
             raise
     except (FileNotFoundError, ToolUseDataError):
         raise
-    except (*_DECOMPRESSION_ERRORS, NotImplementedError) as exc:  # permissions, a damaged header...
+    except (*_DECOMPRESSION_ERRORS, NotImplementedError) as exc:  # permissions, a damaged header, a zip member
+        # compressed in a way zipfile does not read...
         raise InvalidValueError(f"file cannot be read ({type(exc).__name__}: {exc})", file=display_path(path),
                                 field="<file>") from None
 
@@ -589,11 +616,79 @@ def _decompressed(raw, codec: str):
     return compr[codec](raw, mode="rb")
 
 
+def archive_files(path: str) -> list[str]:
+    """The files of a zip archive as paths fsspec opens, ``zip://<file>::<archive>``: every file but folders and
+    names starting with ``.`` or ``__`` (``__MACOSX/``, ``.DS_Store``), in the order datasets reads an archive's
+    files (its ``iter_files``: a folder's files sorted by name, then its folders, each sorted). An archive that
+    cannot be read, or holds no file, is an :class:`InvalidValueError` naming it; one that is not there,
+    FileNotFoundError."""
+    import zipfile
+
+    try:
+        with xopen(path, "rb") as f:
+            names = [info.filename for info in zipfile.ZipFile(f).infolist()]
+    except FileNotFoundError:
+        raise
+    except (zipfile.BadZipFile, ValueError, NotImplementedError, *_DECOMPRESSION_ERRORS) as exc:
+        raise InvalidValueError(f"file cannot be read as a zip archive ({type(exc).__name__}: {exc})",
+                                file=display_path(path), field="<file>") from None
+    files = _walk_order([n for n in names if not n.endswith("/")])
+    if not files:
+        raise InvalidValueError(f"zip archive holds no file{' to read' if names else ''}"
+                                f"{f' ({len(names)} folders and hidden files)' if names else ''}",
+                                file=display_path(path), field="<file>")
+    left_out = len([n for n in names if not n.endswith("/")]) - len(files)
+    if left_out:
+        logger.info("%s: %d hidden files of the zip archive left out (names starting with '.' or '__')",
+                    display_path(path), left_out)
+    return [f"zip://{name}::{path}" for name in files]
+
+
+def _walk_order(names: list[str]) -> list[str]:
+    """File names of an archive in the order of a walk (os.walk, top down): a folder's files sorted, then each
+    of its folders sorted; hidden names (``.``, ``__``) left out, folders too."""
+    tree: dict = {}
+    for name in names:
+        *folders, base = name.strip("/").split("/")
+        if any(part.startswith((".", "__")) for part in folders + [base]):
+            continue
+        node = tree
+        for folder in folders:
+            node = node.setdefault(folder + "/", {})
+        node[base] = None
+    out: list[str] = []
+
+    def walk(node: dict, prefix: str) -> None:
+        out.extend(prefix + name for name in sorted(n for n, v in node.items() if v is None))
+        for folder in sorted(n for n, v in node.items() if v is not None):
+            walk(node[folder], prefix + folder)
+
+    walk(tree, "")
+    return out
+
+
+def with_archive_files(paths: list[str]) -> list[str]:
+    """``paths`` with every zip archive replaced by its files (:func:`archive_files`), each then read as a file of
+    its own (its rows numbered from 0, ids after its own name). An archive that cannot be read or holds no file
+    stays, and reading it reports why (one whole-file error)."""
+    out: list[str] = []
+    for path in paths:
+        if is_zip_archive(path):
+            try:
+                out += archive_files(path)
+                continue
+            except ToolUseDataError:
+                pass
+        out.append(path)
+    return out
+
+
 def _decompression_errors() -> tuple[type, ...]:
     import lzma
+    import zipfile
     import zlib
 
-    errors: list[type] = [EOFError, OSError, zlib.error, lzma.LZMAError, ]
+    errors: list[type] = [EOFError, OSError, zlib.error, lzma.LZMAError, zipfile.BadZipFile]  # (a bad CRC...)
     try:
         import zstandard
 
@@ -720,7 +815,7 @@ def _not_json_reason(line: bytes, exc: ValueError) -> str:
 
 # What a file that should hold JSON may hold instead, by its first bytes.
 _MAGIC = ((b"PAR1", "Parquet data (name it .parquet)"), (b"\x1f\x8b", "gzip-compressed data (name it .gz)"),
-          (b"\x28\xb5\x2f\xfd", "zstd-compressed data (name it .zst)"), (b"PK\x03\x04", "a zip archive"),
+          (b"\x28\xb5\x2f\xfd", "zstd-compressed data (name it .zst)"), (b"PK\x03\x04", "a zip archive (name it .zip)"),
           (b"\xfd7zXZ\x00", "xz-compressed data (name it .xz)"),
           (b"\xff\xfe", "UTF-16 text (JSON files are UTF-8)"), (b"\xfe\xff", "UTF-16 text (JSON files are UTF-8)"))
 _SNIFF_BYTES = 1024
@@ -739,6 +834,8 @@ def not_json_text(head: bytes) -> Optional[str]:
     for magic, kind in _MAGIC:
         if head.startswith(magic):
             return kind
+    if head[257:262] == b"ustar":  # a tar header's magic (POSIX and GNU)
+        return "a tar archive (extract it and pass its files, or zip them: a .zip archive's files are read)"
     return "binary data" if b"\x00" in head else None
 
 
