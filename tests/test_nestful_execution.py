@@ -495,6 +495,27 @@ def test_a_thread_the_threading_module_does_not_count_ends_the_child_too(evil_di
     assert results[1].answer["value"] is False
 
 
+def test_an_interrupt_in_the_caller_ends_the_sandbox_at_once(evil_dir, marked):
+    """Ctrl-C while a sample runs: the sandbox is killed before it is waited for, not left to finish its sample."""
+    import signal
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 1.0)
+    started = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_sequences([one_call("loop_forever", 1)], evil_dir,
+                          SandboxLimits(timeout=30, cpu_seconds=30, grace=5, memory_mb=1024))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert time.monotonic() - started < 5
+    assert alive(marked) == []
+
+
 def test_the_cpu_limit_ends_a_sample_that_outlives_its_timer(evil_dir):
     limits = SandboxLimits(timeout=30, cpu_seconds=1, grace=30, memory_mb=1024)
     (result,) = run_sequences([one_call("burn_cpu_swallowing", 1)], evil_dir, limits)

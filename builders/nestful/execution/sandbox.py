@@ -291,9 +291,13 @@ def _run_child(jobs, first, results, functions_dir, limits, root) -> int:
                 current, done = None, index + 1
             elif kind == "restart":  # a sample left a thread running: the next ones need a fresh child
                 restart = True
-    finally:
+    except BaseException:  # KeyboardInterrupt, SandboxError...: end the child now, do not wait for its sample
+        _kill(proc)
         reader.close()
-        returncode = _reap(proc)
+        _reap(proc)
+        raise
+    reader.close()
+    returncode = _reap(proc)
     if done == len(jobs) or (restart and current is None):
         return done
     if current is None:
@@ -341,6 +345,7 @@ def _kill(proc: subprocess.Popen) -> None:
 
 
 def _reap(proc: subprocess.Popen) -> int:
+    """Wait for a child that ended its batch (or was killed), then kill what is left of its process group."""
     try:
         returncode = proc.wait(timeout=30)
     except subprocess.TimeoutExpired:
