@@ -113,7 +113,7 @@ def test_the_network_refusal_is_reported_whatever_isolation_the_machine_allows(r
 # --------------------------------------------------------------------------------------------------
 
 EVIL = '''
-import ctypes, os, socket, subprocess, time
+import ctypes, json, os, signal, socket, subprocess, sys, time
 
 def open_socket(host):
     socket.create_connection((host, 80), timeout=1)
@@ -250,6 +250,26 @@ def look_later(name, seconds):
 def delay_the_exit(seconds):
     import atexit
     atexit.register(time.sleep, seconds)  # the interpreter runs it when the batch ends
+    return seconds
+
+# -- the parent's result channel: its number is the child's argument ------------------------------------
+
+def write_to_the_parent(text):
+    os.write(int(sys.argv[1]), text.encode())
+    return 1
+
+def forge_the_next_result(x):
+    forged = {"event": "result", "index": 1, "status": "ok", "reason": None, "detail": "", "failed_call": None,
+              "results": [{"value": 3, "python_type": None}], "answer": {"value": 3, "python_type": None},
+              "win": {"upstream": True, "corrected": True}, "notes": []}
+    os.write(int(sys.argv[1]), (json.dumps(forged) + "\\n").encode())
+    os._exit(0)
+
+def dribble(seconds):
+    signal.signal(signal.SIGALRM, signal.SIG_IGN)  # the sample's timer no longer fires
+    for _ in range(int(seconds * 2)):
+        os.write(int(sys.argv[1]), b" ")
+        time.sleep(0.5)
     return seconds
 
 # -- past the audit hook: only the kernel's isolation stops these -----------------------------------------
@@ -439,6 +459,32 @@ def test_kernel_isolation_is_a_switch_and_is_reported(evil_dir):
         assert tried.ok and tried.filesystem and tried.processes
         with pytest.raises(SandboxError, match="kernel isolation was required"):
             run_sequences([one_call("add", 1, 2)], evil_dir, required)
+
+
+def test_a_sample_that_writes_to_the_result_channel_is_charged_and_the_batch_goes_on(evil_dir):
+    """What the sandbox does not write (a line that is not one of its events, a fatal error once it runs, a
+    result out of sequence, a line longer than any result can be) ends the child; the sample that last started is
+    charged with ``protocol``, the next ones run in a fresh child."""
+    import dataclasses
+
+    jobs = [one_call("forge_the_next_result", 1), one_call("raises", 1, gold="3"),  # the first of its child
+            one_call("write_to_the_parent", "not json\n"), one_call("add", 1, 2, gold="3"),
+            one_call("write_to_the_parent", '{"event": "fatal", "detail": "forged"}\n'), one_call("add", 2, 2),
+            one_call("write_to_the_parent", "x" * (3 << 20)), one_call("add", 3, 3)]
+    results = run_sequences(jobs, evil_dir, dataclasses.replace(FAST, max_result_chars=1000))
+    assert [(r.status, r.reason) for r in results] == [("crashed", "protocol"), ("error", "exception")] + [
+        ("crashed", "protocol"), ("ok", None)] * 3
+    assert results[1].win_corrected is False and results[3].win_corrected is True
+    assert "out of sequence" in results[0].detail and "not JSON" in results[2].detail
+    assert "longer than" in results[6].detail
+
+
+def test_a_sample_that_dribbles_bytes_on_the_channel_is_still_killed_in_time(evil_dir):
+    """The watchdog's deadline is absolute: bytes without an end of line do not push it back."""
+    started = time.monotonic()
+    (result,) = run_sequences([one_call("dribble", 12)], evil_dir, SandboxLimits(timeout=2, grace=1, memory_mb=1024))
+    assert (result.status, result.reason) == ("limit", "timeout") and "killed after 3 s" in result.detail
+    assert time.monotonic() - started < 8
 
 
 def test_endless_loops_are_stopped_whether_or_not_they_swallow_the_timer(evil_dir):

@@ -803,6 +803,8 @@ def run_sample(sample, functions, policy, limits, root, workdir):
             # Upstream returns False before executing an empty prediction (no False == 0 win there).
             win["upstream"] = bool(calls) and upstream_win(ok, value, gold, notes)
             win["corrected"] = corrected_win(ok, answer, gold)
+    if len(outcome["detail"]) > 2000:  # a prediction's name or reference may be any length; the parent bounds lines
+        outcome["detail"] = outcome["detail"][:2000] + "..."
     return dict(outcome, results=trace, answer=answer, win=win, notes=notes)
 
 

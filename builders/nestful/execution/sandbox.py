@@ -41,9 +41,17 @@ sqlite's ``ATTACH``, ``_posixsubprocess``), so the kernel is the barrier and the
   check runs per thread, so a thread upstream code starts is checked like the main one. A sample that
   leaves a thread running (counted as the kernel counts them, ``_thread`` threads included) ends its
   child: the next samples run in a fresh one, where the thread cannot write in their folders.
+* **the result channel**: sample code runs in the process that reports results and can write to the pipe
+  (its number is the child's argument). This process takes only well-formed events of the protocol, in
+  sequence (``ready``; per sample ``start`` then its ``result``; ``restart`` between samples), and lines
+  no longer than a result can be; anything else kills the child and charges the sample that last started
+  (``crashed``, reason ``protocol``), and the batch goes on in a fresh child. A forged result in correct
+  sequence cannot be told apart: a sample can report any result for itself (upstream's ``eval``-based
+  functions already let a prediction compute any answer), and, by writing results for the samples after
+  it in its child and then exiting, for those too.
 * **time**: ``timeout`` seconds of wall-clock per sample (upstream: 10) with a timer in the child; the
-  parent kills the child if a sample outlives ``timeout + grace`` (code that swallows the timer, or hangs
-  in C), and ``RLIMIT_CPU`` ends it after ``cpu_seconds`` of CPU (reason ``timeout`` either way).
+  parent kills the child if a sample outlives ``timeout + grace`` (code that swallows the timer, hangs in C
+  or writes to the result channel without ending a line), and ``RLIMIT_CPU`` ends it after ``cpu_seconds`` of CPU (reason ``timeout`` either way).
 * **memory** (``RLIMIT_AS``), file size (``RLIMIT_FSIZE``), open files, and no core dumps.
 * **crashes**: a segfault, ``os._exit``, an abort or a kill ends the child, not the caller; the sample
   is reported ``crashed`` with the exit status and the batch continues in a new child.
@@ -100,6 +108,8 @@ REASONS: dict[str, str] = {
     "exception": "the function raised",
     "multiple_outputs": "the tool has more than one output parameter (the official executor needs one)",
     "result_too_large": "a result's JSON is longer than max_result_chars",
+    "protocol": "the sample wrote to the sandbox's result channel what the sandbox does not (a line that is not "
+                "one of its events, or out of sequence); the sandbox was killed",
 }
 STATUSES = ("ok", "error", "refused", "limit", "crashed")
 ISOLATION = ("network", "filesystem", "processes")  # what the ready event reports, kept in each SequenceResult
@@ -264,9 +274,11 @@ def _run_child(jobs, first, results, functions_dir, limits, root) -> int:
         _feed(proc, payload)
         heard = time.monotonic()
         while True:
-            now = time.monotonic()
-            deadline = (started + limits.timeout + limits.grace) if current is not None else heard + IDLE_SECONDS
-            event = reader.next(max(0.0, deadline - now))
+            if current is not None:
+                deadline, longest = started + limits.timeout + limits.grace, _longest_line(jobs[current], limits)
+            else:
+                deadline, longest = heard + IDLE_SECONDS, SMALL_LINE_BYTES
+            event = reader.next(deadline, longest)
             if event is _EventReader.TIMEOUT:
                 if current is None and done == first:
                     raise SandboxError(f"the sandbox did not start within {IDLE_SECONDS:g} s; log: {_tail(log_path)}")
@@ -279,18 +291,41 @@ def _run_child(jobs, first, results, functions_dir, limits, root) -> int:
                 break
             heard = time.monotonic()
             kind = event.get("event")
-            if kind == "fatal":
-                raise SandboxError(event.get("detail", "the sandbox refused to start"))
-            if kind == "ready":
-                isolation = {k: event.get(k, "") for k in ISOLATION}
+            if kind == "fatal" and not isolation and isinstance(event.get("detail"), str):
+                raise SandboxError(event["detail"])
+            if not isolation:
+                if kind != "ready" or not all(isinstance(event.get(k), str) and event[k] for k in ISOLATION):
+                    raise _Tampered(f"a {kind!r} event where the sandbox reports how it is set up")
+                isolation = {k: event[k] for k in ISOLATION}
             elif kind == "start":
-                current, started = first + event["index"], time.monotonic()
+                if current is not None or event.get("index") != done - first or type(event["index"]) is not int:
+                    raise _Tampered(f"a start of sample {event.get('index')!r} out of sequence")
+                current, started = done, time.monotonic()
             elif kind == "result":
-                index = first + event["index"]
-                results[index] = _result(event, isolation)
-                current, done = None, index + 1
-            elif kind == "restart":  # a sample left a thread running: the next ones need a fresh child
+                if current is None or event.get("index") != current - first or type(event["index"]) is not int:
+                    raise _Tampered(f"a result of sample {event.get('index')!r} out of sequence")
+                if not _well_formed_result(event):
+                    raise _Tampered("a result that is not one the sandbox writes")
+                results[current] = _result(event, isolation)
+                current, done = None, current + 1
+            elif kind == "restart" and current is None and done > first:
+                # A sample left a thread running: the child exits now; the next samples need a fresh one.
                 restart = True
+                _kill(proc)
+                break
+            else:
+                raise _Tampered(f"a {kind!r} event out of sequence")
+    except _Tampered as tampered:
+        # Only sample code writes what the child does not: charge the sample that last started in this child.
+        _kill(proc)
+        reader.close()
+        _reap(proc)
+        charged = current if current is not None else done - 1
+        if charged < first:
+            raise SandboxError(f"the sandbox's result channel carried {tampered} before any sample ran") from None
+        results[charged] = SequenceResult("crashed", "protocol", f"the sample wrote to the sandbox's result channel "
+                                          f"({tampered}); the sandbox was killed", **isolation)
+        return charged + 1
     except BaseException:  # KeyboardInterrupt, SandboxError...: end the child now, do not wait for its sample
         _kill(proc)
         reader.close()
@@ -327,6 +362,33 @@ def _feed(proc: subprocess.Popen, payload: bytes) -> None:
         proc.stdin.close()
     except BrokenPipeError:  # the child died while reading; its exit status tells why
         pass
+
+
+class _Tampered(Exception):
+    """The child's result channel carried what the child does not write: sample code wrote to it."""
+
+
+# The longest line the child writes outside a result (ready, start, restart, fatal) is far shorter.
+SMALL_LINE_BYTES = 1 << 20
+
+
+def _longest_line(job: SequenceJob, limits: SandboxLimits) -> int:
+    """Bytes a result line of ``job`` can take: per call one result of at most ``max_result_chars`` characters
+    of JSON (UTF-8: at most 4 bytes each), the answer again, and short fields."""
+    calls = len(job.calls) if isinstance(job.calls, list) else 1
+    return 4 * limits.max_result_chars * (calls + 1) + SMALL_LINE_BYTES
+
+
+def _well_formed_result(event: dict) -> bool:
+    win, results, notes = event.get("win"), event.get("results"), event.get("notes")
+    return (event.get("status") in STATUSES and (event.get("reason") is None or event.get("reason") in REASONS)
+            and isinstance(event.get("detail"), str)
+            and (event.get("failed_call") is None or type(event.get("failed_call")) is int)
+            and isinstance(results, list) and all(isinstance(r, dict) for r in results)
+            and (event.get("answer") is None or isinstance(event.get("answer"), dict))
+            and isinstance(win, dict) and all(win.get(k) is None or type(win.get(k)) is bool
+                                              for k in ("upstream", "corrected"))
+            and isinstance(notes, list) and all(isinstance(n, str) for n in notes))
 
 
 def _result(event: dict, isolation: dict) -> SequenceResult:
@@ -375,7 +437,9 @@ def _tail(path: str, size: int = 600) -> str:
 
 
 class _EventReader:
-    """JSON lines from the child's result pipe, with a timeout per read."""
+    """JSON objects, one a line, from the child's result pipe, until a deadline (absolute, on the monotonic
+    clock: a child that dribbles bytes does not push it back). Raises :class:`_Tampered` for a line that is
+    not a JSON object or is longer than allowed."""
 
     TIMEOUT = object()
 
@@ -384,20 +448,33 @@ class _EventReader:
         self.buffer = b""
         self.eof = False
 
-    def next(self, timeout: float):
+    def next(self, deadline: float, longest: int):
         while b"\n" not in self.buffer:
+            if len(self.buffer) > longest:
+                raise _Tampered(f"a line longer than {longest} bytes")
             if self.eof:
-                return None
+                return None  # an unfinished line: the child died while writing; its exit status tells why
+            timeout = deadline - time.monotonic()
+            if timeout <= 0:
+                return self.TIMEOUT
             ready, _, _ = select.select([self.fd], [], [], timeout)
             if not ready:
-                return self.TIMEOUT
+                continue
             chunk = os.read(self.fd, 1 << 16)
             if not chunk:
                 self.eof = True
                 continue
             self.buffer += chunk
         line, _, self.buffer = self.buffer.partition(b"\n")
-        return loads(line)
+        if len(line) > longest:
+            raise _Tampered(f"a line longer than {longest} bytes")
+        try:
+            event = loads(line)
+        except (ValueError, TypeError, RecursionError) as exc:
+            raise _Tampered(f"a line that is not JSON: {str(exc)[:100]}") from None
+        if not isinstance(event, dict):
+            raise _Tampered("a line that is not a JSON object")
+        return event
 
     def close(self) -> None:
         os.close(self.fd)
