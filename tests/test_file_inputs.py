@@ -318,6 +318,11 @@ def http_folder(tmp_path):
     yield folder, f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
     server.server_close()
+    # fsspec keeps file system instances (their sync methods set on each instance): later tests that patch
+    # HTTPFileSystem's methods on the class must not meet one made here.
+    from fsspec.implementations.http import HTTPFileSystem
+
+    HTTPFileSystem.clear_instance_cache()
 
 
 def test_an_http_url_loads_again_in_the_same_process_map_style_and_streaming(http_folder, cache_dir):
