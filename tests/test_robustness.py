@@ -925,7 +925,7 @@ def test_a_format_that_does_not_exist_is_refused_listing_the_formats(config, hin
                                          ("LLaMA-Factory", "llamafactory"), ("xyz", None), (["toolmind"], None)])
 def test_an_unknown_source_is_refused_with_the_registered_name_it_stands_for(name, meant):
     hint = f" (did you mean {meant!r}?)" if meant else ""
-    message = f"unknown source {name!r}{hint}; choose one of {list(td.SOURCES)}"
+    message = f"unknown source {name!r}{hint}; choose one of {list(td.SOURCES)}, or 'all' for all of them"
     for call in (lambda: td.load(name), lambda: td.sample_files(name)):
         with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
             call()

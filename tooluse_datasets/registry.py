@@ -48,5 +48,4 @@ def _check_source(source: str) -> None:
     key = source.lower().replace("-", "").replace("_", "") if isinstance(source, str) else None
     meant = next((name for name in SOURCES if name.replace("_", "") == key), None)
     hint = f" (did you mean {meant!r}?)" if meant else ""
-    # The sources (td.SOURCES); "all" is named by the hint when it is meant ("ALL")
-    raise ValueError(f"unknown source {source!r}{hint}; choose one of {source_names()}")
+    raise ValueError(f"unknown source {source!r}{hint}; choose one of {source_names()}, or {MIX!r} for all of them")
