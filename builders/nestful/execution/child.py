@@ -89,7 +89,9 @@ class StepFailure(Exception):
 
 class Policy:
     """The audit hook: refuses network, processes, signals to other processes, and writes outside the
-    sample's work root; every refusal is remembered for the running sample."""
+    sample's work root; every refusal is remembered for the running sample. It names what a sample tried; it
+    is not a barrier on its own: it lives in the sample's process, where code can reach it (``gc``) and
+    switch it off, and it sees only what raises audit events. The kernel's isolation (:func:`isolate`) is."""
 
     def __init__(self, allowed_roots):
         self.allow(allowed_roots)

@@ -29,7 +29,8 @@ sqlite's ``ATTACH``, ``_posixsubprocess``), so the kernel is the barrier and the
   DNS lookups and urllib/http.client/ftplib/smtplib... with reason ``network``.
 * **processes**: the hook refuses ``subprocess``, ``os.system``, ``os.exec*``, ``os.spawn*``,
   ``os.posix_spawn``, ``os.fork`` and ``pty.spawn`` (``subprocess``) and signals to other processes
-  (``signal``). The child is a process-group leader; the group is killed when the batch ends.
+  (``signal``). The child is a process-group leader; the group is killed when the batch ends (and with
+  kernel isolation the PID namespace ends, taking every process a sample started with it).
 * **writes outside the work folder**: each sample runs in a fresh folder of its own under the batch's
   sample area (also its ``HOME`` and ``TMPDIR``); the kernel makes everything outside the sample area
   read-only, and a write that fails with EROFS is reported as ``write_outside_workdir``. The hook refuses
@@ -51,7 +52,8 @@ sqlite's ``ATTACH``, ``_posixsubprocess``), so the kernel is the barrier and the
   it in its child and then exiting, for those too.
 * **time**: ``timeout`` seconds of wall-clock per sample (upstream: 10) with a timer in the child; the
   parent kills the child if a sample outlives ``timeout + grace`` (code that swallows the timer, hangs in C
-  or writes to the result channel without ending a line), and ``RLIMIT_CPU`` ends it after ``cpu_seconds`` of CPU (reason ``timeout`` either way).
+  or writes to the result channel without ending a line), and ``RLIMIT_CPU`` ends it after
+  ``cpu_seconds`` of CPU (reason ``timeout`` either way).
 * **memory** (``RLIMIT_AS``), file size (``RLIMIT_FSIZE``), open files, and no core dumps.
 * **crashes**: a segfault, ``os._exit``, an abort or a kill ends the child, not the caller; the sample
   is reported ``crashed`` with the exit status and the batch continues in a new child.
@@ -62,11 +64,11 @@ sqlite's ``ATTACH``, ``_posixsubprocess``), so the kernel is the barrier and the
 
 What it does not stop: reading any file the user can read; connecting to Unix sockets of local services
 through the file system (a read-only mount does not prevent it; the hook refuses creating the socket,
-which native code does not ask); a sample writing in an earlier sample's folder of the same batch past the hook. Without kernel
-isolation (``unavailable``): native code (C extensions, ``ctypes``) or code that switches the hook off
-opening sockets when no network namespace could be made, writing files, or starting processes that outlive
-the batch; running as root, file permissions then protect nothing the hook does not. CPU use by other
-threads beyond the limits above; anything seccomp would add.
+which native code does not ask); a sample writing in an earlier sample's folder of the same batch past the
+hook. Without kernel isolation (``unavailable``): native code (C extensions, ``ctypes``), or code that
+switches the hook off, opening sockets when no network namespace could be made, writing files, or starting
+processes that outlive the batch; running as root, file permissions then protect nothing the hook does not.
+CPU use by other threads beyond the limits above; anything seccomp would add.
 """
 from __future__ import annotations
 
