@@ -882,6 +882,7 @@ def test_verify_command_json(functions_dir, capsys):
     assert (out["rows"], out["reproduced"]) == (66, 65)
     assert out["by_category"] == {"code": {"rows": 25, "reproduced": 24}, "math": {"rows": 41, "reproduced": 41}}
     assert [f["sample_id"] for f in out["failures"]] == [NETWORK_ROW]
+    assert all(out[kind] for kind in ("network", "filesystem", "processes"))  # what the sandbox achieved, or why not
 
 
 def test_verify_command_table_on_the_bundled_sample(functions_dir, capsys):

@@ -19,6 +19,7 @@ from tooluse_datasets.progress import progress
 
 from .executed import execution_job
 from .execution import SandboxLimits, executable_functions, run_sequences
+from .execution.sandbox import ISOLATION
 
 
 @dataclasses.dataclass
@@ -27,7 +28,10 @@ class VerifyReport:
     reproduced: int = 0
     by_category: dict = dataclasses.field(default_factory=dict)  # category -> {"rows", "reproduced"}
     failures: list = dataclasses.field(default_factory=list)
-    network: str = ""  # how the sandbox blocked the network: "namespace" or why it could not
+    # The isolation the sandbox achieved (SequenceResult's fields): "namespace"/"read-only", or why not
+    network: str = ""
+    filesystem: str = ""
+    processes: str = ""
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -37,8 +41,9 @@ class VerifyReport:
         for category, c in sorted(self.by_category.items()):
             lines.append(f"{category:<10} {c['rows']:>6} {c['reproduced']:>11}")
         lines.append(f"{'total':<10} {self.rows:>6} {self.reproduced:>11}")
-        if self.network:
-            lines.append(f"network isolation: {self.network}")
+        for kind in ISOLATION:
+            if getattr(self, kind):
+                lines.append(f"{kind} isolation: {getattr(self, kind)}")
         for f in self.failures:
             lines.append(f"  {f['sample_id']} ({f['category']}): {f['reason']}: {f['detail']}"
                          + (" [upstream's scorer counts it as a win]" if f.get("upstream_counts_as_win") else ""))
@@ -63,7 +68,8 @@ def verify_rows(rows: Iterable[dict], *, functions_dir: Union[str, os.PathLike, 
             except ToolUseDataError as error:
                 _count(report, counts, row, False, {"status": "error", "reason": "no_gold", "detail": error.message})
         for row, result in zip(kept, run_sequences(jobs, folder, limits)):
-            report.network = report.network or result.network
+            for kind in ISOLATION:
+                setattr(report, kind, getattr(report, kind) or getattr(result, kind))
             reproduced = result.ok and bool(result.win_upstream)
             failure = None
             if not reproduced:
