@@ -151,6 +151,15 @@ def test_rows_of_zip_files_are_the_rows_of_the_files_extracted(tmp_path, cache_d
         assert zipped[mode][1].rows_read == 9, mode
 
 
+def test_one_file_of_a_zip_named_as_errors_name_it_loads_alone(tmp_path, cache_dir):
+    archive = tmp_path / "two.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("a.jsonl", swift_lines(2))
+        z.writestr("b.jsonl", swift_lines(3, 10))
+    for mode, (rows, report) in load_modes(f"zip://b.jsonl::{archive}", cache_dir).items():
+        assert [r["id"] for r in rows] == ["ms_swift/b/0", "ms_swift/b/1", "ms_swift/b/2"], mode
+
+
 def test_a_bad_row_in_a_zip_file_names_the_file_inside_the_archive_and_its_row(tmp_path, cache_dir):
     archive = tmp_path / "rows.zip"
     with zipfile.ZipFile(archive, "w") as z:

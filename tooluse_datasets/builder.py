@@ -337,10 +337,11 @@ def _path_strings(data_files, top: bool = True):
 
 
 def _downloaded(dl_manager, files: list[str]) -> list[str]:
-    """``files`` as the download manager gives them, but http(s) URLs as they are: read where they are, as a
-    stream reads them (datasets would download one to a file named by a hash, without the name's suffix that
-    says how to read it and the stem that ids are made of)."""
-    in_place = [f.split("::")[-1].startswith(("http://", "https://")) for f in files]
+    """``files`` as the download manager gives them, but http(s) URLs and chained paths (a file of a zip archive,
+    ``zip://<file>::<archive>``) as they are: read where they are, as a stream reads them (datasets would
+    download one to a file named by a hash, without the name's suffix that says how to read it and the stem
+    that ids are made of)."""
+    in_place = ["::" in f or f.startswith(("http://", "https://")) for f in files]
     fetched = iter(dl_manager.download([f for f, keep in zip(files, in_place) if not keep]))
     return [f if keep else next(fetched) for f, keep in zip(files, in_place)]
 
