@@ -270,3 +270,11 @@ def test_an_unknown_option_on_the_command_line_lists_the_sources_options(capsys)
     assert main(["stats", "nestful", "--sample", "--option", "nope=1"]) == 2
     err = capsys.readouterr().err
     assert "nestful has no option 'nope'" in err and "prepare_splits" not in err.split("(load()")[0]
+
+
+def test_an_unknown_option_given_to_the_builder_lists_the_sources_own_options_too():
+    """validate and the mirror reach the builder without load()'s check: the same list, no internals."""
+    with pytest.raises(ValueError) as info:
+        td.validate("toolmind", data_files=td.sample_files("toolmind"), nope=1)
+    options = str(info.value).split("its options: ", 1)[1].split(", ")
+    assert "messages_column" in options and not {"on_error", "prepare_splits", "revision", "validate"} & set(options)

@@ -29,7 +29,7 @@ from . import formats
 from .errors import DataNotFoundError, OnError, SkipReport, ToolUseDataError, check_on_error
 from .pipeline import UNIFIED, ShardConverter, TableGroups, config_features
 from .shards import Shard, balanced, cut_documents, with_archive_files
-from .source import Source, SourceOptions, SplitPlan, splits_read
+from .source import Source, SourceOptions, SplitPlan, splits_read, unknown_options_error
 from .streaming import ShardExamplesIterable
 from .validation.filtering import rule_check
 
@@ -111,9 +111,7 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         known = {f.name for f in dataclasses.fields(self.BUILDER_CONFIG_CLASS)}
         unknown = sorted(set(config_kwargs) - known)
         if unknown:
-            options = sorted(known - {f.name for f in dataclasses.fields(datasets.BuilderConfig)})
-            raise ValueError(f"{self.SOURCE_CLASS.name} has no option {', '.join(map(repr, unknown))}; its options: "
-                             f"{', '.join(options)}")
+            raise unknown_options_error(self.SOURCE_CLASS.name, self.SOURCE_CLASS.options_class, unknown)
         builder_config, config_id = super()._create_builder_config(config_name, custom_features, config_id,
                                                                    **config_kwargs)
         check_on_error(builder_config.on_error)  # datasets sets load() options after the config's own checks
