@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from importlib import resources
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
 import jinja2
 import yaml
@@ -24,6 +24,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 
 from . import registry
 from .codec import dumps
+from .mirror.manifest import README_NAME as README_FILE
 from .mirror.manifest import Manifest, MirrorError
 from .schema import schema_table
 
@@ -228,26 +229,111 @@ def _compose(data: DatasetCardData, body: str) -> str:
     return f"---\n{data.to_yaml()}\n---\n\n{body.lstrip()}"
 
 
-def merge_cards(generated: str, existing: Optional[str]) -> str:
+def merge_cards(generated: str, existing: Optional[str], *, previous_configs: Iterable[str] = (),
+                notes: Optional[list[str]] = None) -> str:
     """The generated card merged into ``existing`` (the card already in the repo):
 
     * body: the generated block replaces the block between the markers in ``existing``; text before and
       after it stays. A card without markers keeps its whole text below the generated block.
     * metadata: keys only the user has stay; ``MERGED_LIST_KEYS`` become ours + theirs; every other key we
-      generate (license, configs, dataset_info...) is ours.
+      generate (license, ...) is ours.
+    * ``configs``/``dataset_info``: our entries, then the existing card's entries for configs that are not
+      ours: neither one we generate now nor one of ``previous_configs`` (the configs an earlier publish of
+      this mirror wrote, whose entries go with their files). A user's own config stays in the YAML.
+    * an existing card whose YAML cannot be read (malformed, or not a mapping) contributes no metadata; its
+      whole text, the unreadable block included, is kept as the user's text, and a note says so.
+
+    ``notes`` (if given) receives one line per thing the merge did that the user should know about.
     """
+    notes = notes if notes is not None else []
     if not existing or not existing.strip():
         return generated
-    new_card, old_card = DatasetCard(generated), DatasetCard(existing)
-    new_meta, old_meta = new_card.data.to_dict(), old_card.data.to_dict()
+    new_card = DatasetCard(generated)
+    old_meta, old_text = read_card_leniently(existing, notes)
+    new_meta = new_card.data.to_dict()
+    ours = set(previous_configs) | {e["config_name"] for e in _entries(new_meta.get("configs"))}
     merged = dict(old_meta)
     for key, value in new_meta.items():
-        if key in MERGED_LIST_KEYS and key not in OWNED_KEYS and old_meta.get(key):
+        if key in OWNED_KEYS:
+            merged[key] = value
+        elif key in MERGED_LIST_KEYS and old_meta.get(key):
             merged[key] = _union(value or [], old_meta[key])
         else:
             merged[key] = value
-    body = _merge_body(_generated_block(new_card.text), old_card.text)
+    _keep_foreign_configs(merged, old_meta, ours, notes)
+    body = _merge_body(_generated_block(new_card.text), old_text)
     return _compose(DatasetCardData(**merged), body)
+
+
+def read_card_leniently(text: str, notes: Optional[list[str]] = None) -> tuple[dict, str]:
+    """``(metadata, text below the YAML)`` of a README; a YAML block that cannot be read gives no metadata,
+    and the whole README (that block included) is returned as its text, with a note in ``notes``."""
+    try:
+        card = DatasetCard(text)
+        return card.data.to_dict(), card.text
+    except (yaml.YAMLError, ValueError, TypeError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if notes is not None:
+            notes.append(f"{README_FILE}: its YAML metadata cannot be read ({type(exc).__name__}: {reason}); it "
+                         f"is not merged (the metadata is the generated one), and the old README's whole text, "
+                         f"that YAML block included, is kept below the generated section: move the keys you "
+                         f"want back into the YAML")
+        return {}, _fence_front_matter(text)
+
+
+def _fence_front_matter(text: str) -> str:
+    """The README with its unreadable front matter shown as a YAML code block (kept, but no longer front
+    matter, and not read as Markdown headings)."""
+    from huggingface_hub.repocard import REGEX_YAML_BLOCK
+
+    match = REGEX_YAML_BLOCK.search(text)
+    if not match:
+        return text
+    block = match.group(2)
+    fence = "````" if "```" in block else "```"
+    return (f"The YAML metadata below could not be read when this card was last published:\n\n"
+            f"{fence}yaml\n{block}\n{fence}\n\n{text[match.end():]}")
+
+
+def card_config_names(text: Optional[str]) -> list[str]:
+    """The ``config_name`` of every ``configs`` entry in a README (none if its YAML cannot be read)."""
+    if not text:
+        return []
+    meta, _ = read_card_leniently(text)
+    return [e["config_name"] for e in _entries(meta.get("configs"))]
+
+
+def _entries(value: Any) -> list[dict]:
+    """A ``configs``/``dataset_info`` value as a list of entries with a ``config_name`` (datasets writes a
+    single config's ``dataset_info`` as one mapping, whose missing name means ``default``)."""
+    if isinstance(value, dict):
+        value = [value]
+    if not isinstance(value, list):
+        return []
+    return [{"config_name": "default", **e} if "config_name" not in e else e for e in value if isinstance(e, dict)]
+
+
+def _is_default(entry: dict) -> bool:
+    return entry.get("config_name") == "default" or bool(entry.get("default"))
+
+
+def _keep_foreign_configs(merged: dict, old_meta: dict, ours: set, notes: list[str]) -> None:
+    """Append the existing card's ``configs``/``dataset_info`` entries that are not ours to ours. Only one
+    config can be the default (datasets refuses two): if the user's is, ours gives the flag up."""
+    foreign = [e for e in _entries(old_meta.get("configs")) if e["config_name"] not in ours]
+    if foreign:
+        own = _entries(merged.get("configs"))
+        theirs_default = next((e["config_name"] for e in foreign if _is_default(e)), None)
+        if theirs_default is not None and any(e.get("default") for e in own):
+            own = [{k: v for k, v in e.items() if k != "default"} for e in own]
+            notes.append(f"{README_FILE}: the repo's default config stays {theirs_default!r} (the user's); this "
+                         f"mirror's configs load by name")
+        merged["configs"] = own + foreign
+        notes.append(f"{README_FILE}: kept the configs that are not this mirror's: "
+                     + ", ".join(repr(e["config_name"]) for e in foreign))
+    foreign_infos = [e for e in _entries(old_meta.get("dataset_info")) if e["config_name"] not in ours]
+    if foreign_infos:
+        merged["dataset_info"] = _entries(merged.get("dataset_info")) + foreign_infos
 
 
 def _generated_block(text: str) -> str:

@@ -8,8 +8,11 @@
    file), its card and its previous manifest;
 3. renders the card for ``repo_id`` and merges it into the card already there (user sections and metadata
    keys survive, :func:`tooluse_datasets.dataset_card.merge_cards`);
-4. plans additions (files whose content differs from the repo's) and deletions (stale files of ours: data
-   shards of a previous publish that this mirror does not have; files the user added elsewhere are kept);
+4. plans additions (files whose content differs from the repo's) and deletions (stale files of ours: files
+   the repo's previous manifest lists that this mirror does not have). Every other file is someone else's and
+   is kept; if this mirror would replace one (a file at a path it writes or inside its config folders, or a
+   card config of the same name, e.g. from ``push_to_hub``), the publish is refused unless
+   ``replace_foreign=True`` (``--replace-foreign``);
 5. makes one ``create_commit`` with all of them and ``parent_commit`` set to the commit read in 2, so a
    concurrent change makes the commit fail instead of being overwritten. Nothing to change = no commit.
    A repo that did not exist is created first (and refused if someone creates it meanwhile); if the commit
@@ -33,13 +36,14 @@ from huggingface_hub.errors import (EntryNotFoundError, HfHubHTTPError, Reposito
                                     RevisionNotFoundError)
 from huggingface_hub.utils import sha as hub_sha
 
-from .dataset_card import merge_cards, render_card
-from .mirror.manifest import MANIFEST_NAME, README_NAME, SHARD_FILE, Manifest, MirrorError, read_manifest
+from .dataset_card import card_config_names, merge_cards, render_card
+from .mirror.manifest import MANIFEST_NAME, README_NAME, Manifest, MirrorError, read_manifest
 from .mirror.provenance import hash_file, sha256_file
 
 logger = logging.getLogger("tooluse_datasets")
 
 REPO_TYPE = "dataset"
+DEFAULT_BRANCH = "main"
 
 
 class PublishError(Exception):
@@ -120,20 +124,33 @@ class PublishPlan:
     deletions: list[str]
     unchanged: list[str]
     remote: RemoteState
+    # Files (and card configs) this publish would replace although no earlier publish of this mirror wrote
+    # them: refused unless ``replace_foreign``; with it, they are among the additions/deletions.
+    foreign: list[str] = dataclasses.field(default_factory=list)
+    replace_foreign: bool = False
+    notes: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def is_noop(self) -> bool:
         return not self.additions and not self.deletions
+
+    @property
+    def refused(self) -> bool:
+        return bool(self.foreign) and not self.replace_foreign
 
     def describe(self) -> list[str]:
         where = f"{self.repo_id}@{self.revision}" if self.revision else self.repo_id
         lines = []
         if not self.remote.exists:
             lines.append(f"create dataset repo {self.repo_id}")
-        elif not self.remote.branch_exists:
+        if not self.remote.branch_exists and self.revision is not None \
+                and not (not self.remote.exists and self.revision == DEFAULT_BRANCH):
             lines.append(f"create branch {self.revision}")
         lines += [f"add     {f.path} ({f.size} bytes, sha256 {f.sha256})" for f in self.additions]
         lines += [f"delete  {path}" for path in self.deletions]
+        verb = "replace" if self.replace_foreign else "would replace (refused without --replace-foreign)"
+        lines += [f"{verb}: {item}, not written by an earlier publish of this mirror" for item in self.foreign]
+        lines += [f"note: {note}" for note in self.notes]
         lines.append(f"{where}: {len(self.additions)} to add, {len(self.deletions)} to delete, "
                      f"{len(self.unchanged)} unchanged" + (" (nothing to commit)" if self.is_noop else ""))
         return lines
@@ -148,8 +165,12 @@ class PublishResult:
 
 def publish_mirror(folder: str | Path, repo_id: str, *, api: Optional[HubApi] = None, dry_run: bool = False,
                    private: Optional[bool] = None, revision: Optional[str] = None, create_pr: bool = False,
-                   commit_message: Optional[str] = None, echo: Callable[[str], None] = print) -> PublishResult:
-    """Publish the mirror in ``folder`` to the dataset repo ``repo_id`` (see the module docstring)."""
+                   commit_message: Optional[str] = None, echo: Callable[[str], None] = print,
+                   replace_foreign: bool = False) -> PublishResult:
+    """Publish the mirror in ``folder`` to the dataset repo ``repo_id`` (see the module docstring).
+
+    ``replace_foreign``: also replace files (and card configs) in this mirror's place that no earlier publish
+    of it wrote, e.g. a ``push_to_hub`` to the same config name; without it such a publish is refused."""
     _check_repo_id(repo_id)
     if api is None:
         from huggingface_hub import HfApi
@@ -161,9 +182,14 @@ def publish_mirror(folder: str | Path, repo_id: str, *, api: Optional[HubApi] = 
     except _NETWORK_ERRORS as exc:
         raise PublishError(f"cannot reach the Hub to read {repo_id} ({type(exc).__name__}: {exc}); nothing was "
                            "published (a dry run needs the Hub too: it compares with what the repo holds)") from exc
-    plan = plan_publish(Path(folder), manifest, repo_id, revision, remote)
+    plan = plan_publish(Path(folder), manifest, repo_id, revision, remote, replace_foreign)
     for line in plan.describe():
         echo(line)
+    if plan.refused:
+        shown = "; ".join(plan.foreign[:5]) + (f"; and {len(plan.foreign) - 5} more" if len(plan.foreign) > 5 else "")
+        raise PublishError(f"{repo_id} holds what this mirror would replace, but no earlier publish of it wrote "
+                           f"({shown}): nothing was published. Replace them with --replace-foreign "
+                           f"(replace_foreign=True), or publish to another repo")
     if dry_run or plan.is_noop:
         return PublishResult(plan, committed=False)
     if not remote.exists:
@@ -247,8 +273,18 @@ def _delete_created_repo(api: HubApi, repo_id: str, revision: Optional[str], ech
 
 
 def plan_publish(folder: Path, manifest: Manifest, repo_id: str, revision: Optional[str],
-                 remote: RemoteState) -> PublishPlan:
-    card = merge_cards(render_card(manifest, repo_id), remote.card).encode("utf-8")
+                 remote: RemoteState, replace_foreign: bool = False) -> PublishPlan:
+    """What to add and delete. Ours are the files the repo's previous manifest lists: those this mirror no
+    longer has are deleted. Anything else in the repo is someone else's and is kept, except what this mirror
+    would collide with (``foreign``): a file at a path it writes, a file inside its config folders (which
+    its configs would load, or which a ``push_to_hub`` to the same config name wrote), or a ``configs`` entry
+    of the same name in the card. Those are replaced only with ``replace_foreign``."""
+    previous = remote.manifest
+    previous_files = {f.path for f in previous.files + previous.figures} if previous is not None else set()
+    previous_configs = list(previous.configs) if previous is not None else []
+    notes: list[str] = []
+    card = merge_cards(render_card(manifest, repo_id), remote.card, previous_configs=previous_configs,
+                       notes=notes).encode("utf-8")
     local = [_local_file(folder / f.path, f.path, f.sha256) for f in manifest.files + manifest.figures]
     local.append(_local_file(folder / MANIFEST_NAME, MANIFEST_NAME))
     local.append(_local_bytes(README_NAME, card))
@@ -256,16 +292,17 @@ def plan_publish(folder: Path, manifest: Manifest, repo_id: str, revision: Optio
     added = {f.path for f in additions}
     unchanged = [f.path for f in local if f.path not in added]
     local_paths = {f.path for f in local}
-    deletions = sorted(path for path in remote.files if path not in local_paths and _is_ours(path, remote.manifest))
-    return PublishPlan(repo_id, revision, additions, deletions, unchanged, remote)
-
-
-def _is_ours(path: str, previous: Optional[Manifest]) -> bool:
-    """Files a previous publish wrote: listed in its manifest, or named like our data shards (also when the
-    previous manifest is gone). Anything else in the repo belongs to someone else and stays."""
-    if previous is not None and path in {f.path for f in previous.files + previous.figures}:
-        return True
-    return SHARD_FILE.match(path) is not None
+    own_folders = tuple(f"{config}/" for config in manifest.configs)
+    foreign_files = [path for path in sorted(remote.files)
+                     if path not in previous_files and path not in (README_NAME, MANIFEST_NAME)
+                     and (path in added or (path not in local_paths and path.startswith(own_folders)))]
+    foreign_configs = [f"config {name!r} in {README_NAME}" for name in card_config_names(remote.card)
+                       if name in manifest.configs and name not in previous_configs]
+    stale = [path for path in remote.files if path in previous_files and path not in local_paths]
+    if replace_foreign:
+        stale += [path for path in foreign_files if path not in local_paths]
+    return PublishPlan(repo_id, revision, additions, sorted(stale), unchanged, remote,
+                       foreign=foreign_files + foreign_configs, replace_foreign=replace_foreign, notes=notes)
 
 
 def read_remote_state(api: HubApi, repo_id: str, revision: Optional[str]) -> RemoteState:
@@ -304,7 +341,8 @@ def _parse_previous_manifest(text: Optional[str]) -> Optional[Manifest]:
         return Manifest.from_json(text)
     except (MirrorError, json.JSONDecodeError, TypeError, KeyError) as exc:
         # An older or hand-edited manifest only costs us the list of our previous files.
-        logger.warning("ignoring the repo's %s (%s); stale shards are found by name only", MANIFEST_NAME, exc)
+        logger.warning("ignoring the repo's %s (%s): no file in the repo is taken for one of this mirror's",
+                       MANIFEST_NAME, exc)
         return None
 
 

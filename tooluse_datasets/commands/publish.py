@@ -8,7 +8,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "publish", help="push a mirror (or every mirror in a folder) to the Hub in one commit per repo",
         description="Compare the mirror with the repo and make one commit with the changed files and the deletion "
-                    "of stale shards; an unchanged mirror makes no commit. The token comes from huggingface_hub "
+                    "of files an earlier publish of the mirror wrote that it no longer has; files of others are kept, "
+                    "and replacing one is refused unless --replace-foreign. An unchanged mirror makes no commit. The token comes from huggingface_hub "
                     "(HF_TOKEN or `hf auth login`).")
     p.add_argument("folder", metavar="DIR", help="a mirror (DIR/<source> from `mirror`) or a folder of mirrors")
     p.add_argument("--repo-id", required=True,
@@ -18,6 +19,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--private", action="store_true", default=None, help="create the repo private (new repos only)")
     p.add_argument("--revision", help="branch to commit to (created from the default branch if missing)")
     p.add_argument("--create-pr", action="store_true", help="open a pull request instead of committing to the branch")
+    p.add_argument("--replace-foreign", action="store_true",
+                   help="replace files and card configs in the mirror's place that no earlier publish of it wrote "
+                        "(e.g. a push_to_hub to the same config name); without it such a publish is refused")
     p.add_argument("--message", help="commit message (default: names the source, configs and upstream revision)")
     return p
 
@@ -32,5 +36,5 @@ def run(args: argparse.Namespace) -> int:
     for source, folder in mirrors.items():
         publish_mirror(folder, args.repo_id.replace("{source}", source), dry_run=args.dry_run,
                        private=args.private, revision=args.revision, create_pr=args.create_pr,
-                       commit_message=args.message)
+                       commit_message=args.message, replace_foreign=args.replace_foreign)
     return 0

@@ -1,0 +1,170 @@
+"""Publishing and card defects found by an audit, each pinned by a test: files a previous publish never wrote
+are not deleted, a README with unreadable YAML is merged, the card says which rows its statistics describe,
+a failed publish to a new branch leaves no branch behind, and an upstream branch name is resolved to a
+commit."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from huggingface_hub import CommitOperationDelete, DatasetCard
+from huggingface_hub.errors import HfHubHTTPError
+from datasets.utils.metadata import MetadataConfigs
+
+from tooluse_datasets.dataset_card import BEGIN_MARKER, END_MARKER
+from tooluse_datasets.mirror import mirror_files
+from tooluse_datasets.publish import PublishError, publish_mirror
+
+from fake_hub import FakeHubApi, http_response
+from mirror_support import build_sample_mirror
+from test_publish import _cli
+
+REPO = "acme/x"
+PUSH_TO_HUB_CARD = """---
+configs:
+- config_name: default
+  data_files:
+  - split: train
+    path: data/train-*
+dataset_info:
+  features:
+  - name: text
+    dtype: string
+  splits:
+  - name: train
+    num_bytes: 10
+    num_examples: 1
+---
+
+# Someone's dataset
+
+Pushed with push_to_hub.
+"""
+
+
+@pytest.fixture(scope="module")
+def mirror(tmp_path_factory) -> Path:
+    return build_sample_mirror("nestful", tmp_path_factory.mktemp("fixes"), configs=["unified", "raw"])
+
+
+def _quiet(_line: str) -> None:
+    pass
+
+
+def _deleted(api: FakeHubApi) -> set[str]:
+    commits = [kwargs for name, kwargs in api.calls if name == "create_commit"]
+    return {op.path_in_repo for c in commits for op in c["operations"] if isinstance(op, CommitOperationDelete)}
+
+
+def _push_to_hub_repo(api: FakeHubApi, files: dict[str, bytes]) -> None:
+    api.create_repo(REPO, repo_type="dataset")
+    api.edit(REPO, files)
+    api.calls.clear()
+
+
+# -- 1. files a previous publish never wrote are kept ------------------------------------------------------------
+
+
+def test_republishing_keeps_a_user_config_whose_files_are_named_like_shards(mirror):
+    api = FakeHubApi()
+    publish_mirror(mirror, REPO, api=api, echo=_quiet)
+    card = DatasetCard(api.files(REPO)["README.md"].decode())
+    card.data.configs.append({"config_name": "extra", "data_files": [{"split": "train", "path": "extra/train-*"}]})
+    api.edit(REPO, {"extra/train-00000-of-00001.parquet": b"PAR1 user data", "README.md": str(card).encode()})
+    lines: list[str] = []
+    publish_mirror(mirror, REPO, api=api, echo=lines.append)
+    assert not any(line.startswith("delete") for line in lines), lines
+    assert _deleted(api) == set()
+    remote = api.files(REPO)
+    assert remote["extra/train-00000-of-00001.parquet"] == b"PAR1 user data"
+    configs = DatasetCard(remote["README.md"].decode()).data.configs
+    assert [c["config_name"] for c in configs] == ["raw", "unified", "extra"]
+    assert MetadataConfigs.from_dataset_card_data(DatasetCard(remote["README.md"].decode()).data) \
+        .get_default_config_name() == "unified"
+    # and once merged, publishing again changes nothing
+    assert not publish_mirror(mirror, REPO, api=api, echo=_quiet).committed
+
+
+def test_a_first_publish_into_a_push_to_hub_repo_keeps_its_files_and_config(mirror):
+    api = FakeHubApi()
+    theirs = {"data/train-00000-of-00001.parquet": b"PAR1 a", "default/train-00000-of-00001.parquet": b"PAR1 b",
+              "README.md": PUSH_TO_HUB_CARD.encode()}
+    _push_to_hub_repo(api, theirs)
+    lines: list[str] = []
+    assert publish_mirror(mirror, REPO, api=api, echo=lines.append).committed
+    assert _deleted(api) == set() and not any(line.startswith("delete") for line in lines)
+    remote = api.files(REPO)
+    assert all(remote[path] == data for path, data in theirs.items() if path != "README.md")
+    card = remote["README.md"].decode()
+    data = DatasetCard(card).data
+    assert [c["config_name"] for c in data.configs] == ["raw", "unified", "default"]
+    # a config named "default" is the repo's default: ours gives up its flag (two defaults break loading)
+    assert MetadataConfigs.from_dataset_card_data(data).get_default_config_name() == "default"
+    assert {i["config_name"] for i in data["dataset_info"]} == {"raw", "unified", "default"}
+    assert "Pushed with push_to_hub." in card
+    assert any("kept the configs that are not this mirror's: 'default'" in line for line in lines)
+    assert not publish_mirror(mirror, REPO, api=api, echo=_quiet).committed
+
+
+def test_files_in_the_mirrors_place_that_no_publish_of_it_wrote_are_refused_unless_replace(mirror, capsys):
+    """A push_to_hub(config_name="unified") repo: its shards sit where the mirror's unified config loads from.
+    Publishing would mix them in or delete them: refused by default (dry run too), replaced on request."""
+    api = FakeHubApi()
+    card = PUSH_TO_HUB_CARD.replace("config_name: default", "config_name: unified") \
+        .replace("path: data/train-*", "path: unified/train-*")
+    _push_to_hub_repo(api, {"unified/train-00000-of-00003.parquet": b"PAR1 theirs",
+                            "unified/test-00000-of-00001.parquet": b"PAR1 theirs too",
+                            "README.md": card.encode()})
+    head = api.commits(REPO)[-1].sha
+    lines: list[str] = []
+    for dry_run in (True, False):
+        with pytest.raises(PublishError, match="no earlier publish of it wrote .*--replace-foreign"):
+            publish_mirror(mirror, REPO, api=api, dry_run=dry_run, echo=lines.append)
+    assert "create_commit" not in api.call_names() and api.commits(REPO)[-1].sha == head
+    would = [line for line in lines if line.startswith("would replace")]
+    assert any("unified/train-00000-of-00003.parquet" in line for line in would)
+    assert any("config 'unified' in README.md" in line for line in would)
+    assert _cli([str(mirror), "--repo-id", REPO, "--dry-run"], api) == 2
+    assert "--replace-foreign" in capsys.readouterr().err
+
+    result = publish_mirror(mirror, REPO, api=api, replace_foreign=True, echo=lines.append)
+    assert result.committed
+    assert _deleted(api) == {"unified/train-00000-of-00003.parquet", "unified/test-00000-of-00001.parquet"}
+    assert set(api.files(REPO)) == set(mirror_files(mirror)) | {".gitattributes"}
+    # from now on these files are ours: nothing is refused
+    assert not publish_mirror(mirror, REPO, api=api, echo=_quiet).committed
+
+
+def test_a_file_placed_by_hand_in_the_mirrors_config_folder_is_not_deleted_silently(mirror):
+    api = FakeHubApi()
+    publish_mirror(mirror, REPO, api=api, echo=_quiet)
+    # the previous manifest lists the mirror's files, not this one (which unified's glob would load)
+    api.edit(REPO, {"unified/train-00005-of-00009.parquet": b"PAR1 placed by hand"})
+    with pytest.raises(PublishError, match="unified/train-00005-of-00009.parquet"):
+        publish_mirror(mirror, REPO, api=api, echo=_quiet)
+
+
+# -- 2. a README whose YAML cannot be read ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("yaml_block", ["license: [mit\ntags: x", "- a list\n- not a mapping", "just a scalar"])
+def test_a_readme_with_unreadable_yaml_is_kept_as_text_and_said_so(mirror, yaml_block):
+    api = FakeHubApi()
+    _push_to_hub_repo(api, {"README.md": f"---\n{yaml_block}\n---\n# My notes\n\nbody text\n".encode()})
+    lines: list[str] = []
+    assert publish_mirror(mirror, REPO, api=api, echo=lines.append).committed
+    card = api.files(REPO)["README.md"].decode()
+    data = DatasetCard(card).data
+    assert MetadataConfigs.from_dataset_card_data(data).get_default_config_name() == "unified"
+    assert card.index(END_MARKER) < card.index(yaml_block) < card.index("# My notes") < card.index("body text")
+    assert card.count(BEGIN_MARKER) == 1
+    assert any(line.startswith("note: README.md: its YAML metadata cannot be read") for line in lines)
+    assert not publish_mirror(mirror, REPO, api=api, echo=_quiet).committed
+
+
+def test_the_cli_names_the_unreadable_readme_instead_of_reporting_a_bug(mirror, capsys):
+    api = FakeHubApi()
+    _push_to_hub_repo(api, {"README.md": b"---\nlicense: [mit\ntags: x\n---\nbody"})
+    assert _cli([str(mirror), "--repo-id", REPO, "--dry-run"], api) == 0
+    out = capsys.readouterr()
+    assert "a bug" not in out.err and "README.md: its YAML metadata cannot be read" in out.out
