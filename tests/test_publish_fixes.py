@@ -168,3 +168,55 @@ def test_the_cli_names_the_unreadable_readme_instead_of_reporting_a_bug(mirror, 
     assert _cli([str(mirror), "--repo-id", REPO, "--dry-run"], api) == 0
     out = capsys.readouterr()
     assert "a bug" not in out.err and "README.md: its YAML metadata cannot be read" in out.out
+
+
+# -- 4. a failed publish to a new branch ------------------------------------------------------------------------
+
+
+class BranchingHub(FakeHubApi):
+    """The stand-in with HfApi.delete_branch."""
+
+    def delete_branch(self, repo_id, *, branch, repo_type=None, **kwargs):
+        self.calls.append(("delete_branch", {"repo_id": repo_id, "branch": branch}))
+        del self._repo(repo_id).branches[branch]
+
+
+def test_a_failed_publish_to_a_new_branch_deletes_the_branch_it_created(mirror, tmp_path):
+    api = BranchingHub()
+    publish_mirror(mirror, REPO, api=api, echo=_quiet)
+    changed = build_sample_mirror("nestful", tmp_path, configs=["raw"])
+    original_commit = api.create_commit
+
+    def unreachable(*args, **kwargs):
+        raise ConnectionError("connection reset")
+
+    api.create_commit = unreachable
+    lines: list[str] = []
+    with pytest.raises(PublishError, match="connection to the Hub failed"):
+        publish_mirror(changed, REPO, api=api, revision="dev", echo=lines.append)
+    assert list(api.repos[REPO].branches) == ["main"]
+    assert lines[-1] == "the commit failed: deleted the branch dev this publish had created"
+
+    # the answer lost after the commit landed: the branch holds it and is kept
+    def lost_answer(*args, **kwargs):
+        original_commit(*args, **kwargs)
+        raise HfHubHTTPError("504 Gateway Timeout", response=http_response(504, REPO))
+
+    api.create_commit = lost_answer
+    with pytest.raises(HfHubHTTPError, match="504"):
+        publish_mirror(changed, REPO, api=api, revision="dev", echo=lines.append)
+    assert "dev" in api.repos[REPO].branches and lines[-1].endswith("has moved since: kept")
+    # a branch that existed before is never deleted
+    api.create_commit = unreachable
+    with pytest.raises(PublishError):
+        publish_mirror(mirror, REPO, api=api, revision="dev", echo=lines.append)
+    assert "dev" in api.repos[REPO].branches and "delete_branch" not in api.call_names()[-3:]
+
+
+def test_the_dry_run_for_a_new_repo_on_a_branch_says_the_branch_is_created(mirror):
+    lines: list[str] = []
+    publish_mirror(mirror, REPO, api=FakeHubApi(), revision="dev", dry_run=True, echo=lines.append)
+    assert lines[:2] == [f"create dataset repo {REPO}", "create branch dev"]
+    lines.clear()
+    publish_mirror(mirror, REPO, api=FakeHubApi(), revision="main", dry_run=True, echo=lines.append)
+    assert lines[0] == f"create dataset repo {REPO}" and not lines[1].startswith("create branch")

@@ -16,7 +16,8 @@
 5. makes one ``create_commit`` with all of them and ``parent_commit`` set to the commit read in 2, so a
    concurrent change makes the commit fail instead of being overwritten. Nothing to change = no commit.
    A repo that did not exist is created first (and refused if someone creates it meanwhile); if the commit
-   then fails, the repo it created is deleted again, so a failed first publish leaves nothing behind.
+   then fails, the repo it created is deleted again, so a failed first publish leaves nothing behind; so is
+   a branch it created for ``revision`` (while it still points where it was created).
 
 ``dry_run=True`` stops after 4 and only reports the plan. The token is whatever ``huggingface_hub`` finds
 (``HF_TOKEN``, ``hf auth login``); it is never read or printed here. ``api`` is injectable for tests.
@@ -68,6 +69,8 @@ class HubApi(Protocol):
 
     def create_branch(self, repo_id: str, *, branch: str, revision: Optional[str] = None,
                       repo_type: Optional[str] = None, exist_ok: bool = False) -> Any: ...
+
+    def delete_branch(self, repo_id: str, *, branch: str, repo_type: Optional[str] = None) -> Any: ...
 
     def create_commit(self, repo_id: str, operations: Any, *, commit_message: str, repo_type: Optional[str] = None,
                       revision: Optional[str] = None, create_pr: Optional[bool] = None,
@@ -196,9 +199,11 @@ def publish_mirror(folder: str | Path, repo_id: str, *, api: Optional[HubApi] = 
         _create_repo(api, repo_id, private)
     elif private is not None:
         logger.info("--private only applies when the repo is created; %s exists", repo_id)
+    created_branch = False
     try:
         if revision is not None and not remote.branch_exists:
             api.create_branch(repo_id, branch=revision, repo_type=REPO_TYPE, exist_ok=True)
+            created_branch = remote.exists  # in a new repo, deleting the repo removes the branch too
         operations = [CommitOperationAdd(path_in_repo=f.path, path_or_fileobj=f.source) for f in plan.additions]
         operations += [CommitOperationDelete(path_in_repo=path) for path in plan.deletions]
         info = api.create_commit(
@@ -215,6 +220,11 @@ def publish_mirror(folder: str | Path, repo_id: str, *, api: Optional[HubApi] = 
                  "may be open on it): delete it, or publish again")
         elif not remote.exists:
             _delete_created_repo(api, repo_id, revision, echo)
+        elif created_branch and create_pr:
+            echo(f"the pull request failed; the branch {revision} this publish created was kept (the pull request "
+                 "may be open against it): delete it, or publish again")
+        elif created_branch:
+            _delete_created_branch(api, repo_id, revision, remote.head, echo)
         if isinstance(exc, _NETWORK_ERRORS):
             raise PublishError(f"the connection to the Hub failed while publishing to {repo_id} "
                                f"({type(exc).__name__}: {exc}); the commit may have landed or not: publish again, "
@@ -270,6 +280,22 @@ def _delete_created_repo(api: HubApi, repo_id: str, revision: Optional[str], ech
              "delete it, or publish again to fill it")
     else:
         echo(f"the commit failed: deleted the repo {repo_id} this publish had created")
+
+
+def _delete_created_branch(api: HubApi, repo_id: str, branch: str, base: Optional[str],
+                           echo: Callable[[str], None]) -> None:
+    try:
+        # Only while it still points at the commit it was created from: a commit whose answer was lost may
+        # have landed on it, and is not deleted.
+        if api.repo_info(repo_id, revision=branch, repo_type=REPO_TYPE).sha != base:
+            echo(f"the commit failed, but the branch {branch} this publish created has moved since: kept")
+            return
+        api.delete_branch(repo_id, branch=branch, repo_type=REPO_TYPE)
+    except Exception as exc:  # the commit's own error is what the user must see; this one is only reported
+        echo(f"the commit failed and the branch {branch} this publish created could not be deleted ({exc}); "
+             "delete it, or publish again to fill it")
+    else:
+        echo(f"the commit failed: deleted the branch {branch} this publish had created")
 
 
 def plan_publish(folder: Path, manifest: Manifest, repo_id: str, revision: Optional[str],
