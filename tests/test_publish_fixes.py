@@ -220,3 +220,53 @@ def test_the_dry_run_for_a_new_repo_on_a_branch_says_the_branch_is_created(mirro
     lines.clear()
     publish_mirror(mirror, REPO, api=FakeHubApi(), revision="main", dry_run=True, echo=lines.append)
     assert lines[0] == f"create dataset repo {REPO}" and not lines[1].startswith("create branch")
+
+
+# -- 5. an upstream branch or tag name is resolved to a commit -------------------------------------------------
+
+
+def test_a_branch_or_tag_given_as_revision_is_resolved_to_its_commit(monkeypatch):
+    from tooluse_datasets.mirror import MirrorError, MirrorRequest
+    from tooluse_datasets.mirror import build as build_module
+    from tooluse_datasets.mirror import provenance
+    from tooluse_datasets.source import Upstream, UpstreamFile
+
+    pinned = Upstream(host="hf", repo="someone/data", revision="a" * 40,
+                      files=(UpstreamFile(split="train", path="data.parquet"),))
+    monkeypatch.setattr(build_module, "_upstream", lambda source: pinned)
+    heads = {"main": "1" * 40, "v1.0": "2" * 40}
+    asked: list[tuple] = []
+
+    def resolve(repo, revision="main"):
+        asked.append((repo, revision))
+        return heads[revision]
+
+    for name in ("main", "v1.0"):
+        request = MirrorRequest("nestful", configs=["unified"], revision=name)
+        assert build_module.pin_upstream_revision(request, resolve=resolve).revision == heads[name]
+    assert asked == [("someone/data", "main"), ("someone/data", "v1.0")]
+    commit = MirrorRequest("nestful", configs=["unified"], revision="3" * 40)
+    assert build_module.pin_upstream_revision(commit, resolve=resolve) is commit and len(asked) == 2
+    # the source's own pin and local files need no resolving
+    assert build_module.pin_upstream_revision(MirrorRequest("nestful", configs=["unified"]),
+                                              resolve=resolve).revision is None
+    local = MirrorRequest("nestful", configs=["unified"], data_files=["x.jsonl"], revision="main")
+    assert build_module.pin_upstream_revision(local, resolve=resolve) is local and len(asked) == 2
+
+    def offline(repo, revision="main"):
+        raise ConnectionError("no network")
+
+    with pytest.raises(MirrorError, match="cannot resolve 'main' of .* to a commit .*full commit id"):
+        build_module.pin_upstream_revision(MirrorRequest("nestful", configs=["unified"], revision="main"),
+                                           resolve=offline)
+
+    # the default resolver asks huggingface_hub for the revision's commit
+    import huggingface_hub
+
+    class Api:
+        def dataset_info(self, repo, revision=None):
+            return type("Info", (), {"sha": f"{repo}:{revision}"})()
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", Api)
+    assert provenance.hub_head_commit("someone/data", "v1.0") == "someone/data:v1.0"
+    assert provenance.hub_head_commit("someone/data") == "someone/data:main"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import re
 from importlib import resources
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Callable, Optional, Union
@@ -129,28 +130,42 @@ def upstream_url(up) -> str:
     return up.homepage
 
 
-def pin_upstream_revision(request, upstream, resolve: Optional[Callable[[str], str]] = None):
-    """``request`` with an explicit upstream revision when it reads an unpinned Hub upstream: the commit
-    ``main`` points at now. Every config and split then reads the same commit, and the card names it."""
+def pin_upstream_revision(request, upstream, resolve: Optional[Callable[..., str]] = None):
+    """``request`` reading a Hub upstream at a commit: the commit ``main`` points at now when neither the
+    request nor the source pins a revision, the commit a branch or tag name given as the request's revision
+    points at now; a full commit id is used as it is. Every config and split then reads the same commit, a
+    resumed build reads the same data, and the card names the commit.
+
+    ``resolve(repo)`` (the head of ``main``) and ``resolve(repo, revision)``: default :func:`hub_head_commit`."""
     up = upstream
-    if request.data_files is not None or request.revision is not None or up is None or up.revision is not None:
+    if request.data_files is not None or up is None:
         return request
+    if request.revision is None and up.revision is not None:
+        return request  # the source's own pin
+    if request.revision is not None and COMMIT_ID.match(request.revision):
+        return request
+    wanted = request.revision or "main"
     if up.host != "hf":
-        logger.warning("%s: upstream %s is not pinned and cannot be resolved to a commit", request.source,
-                       up.describe())
+        logger.warning("%s: upstream %s is read at %s, which cannot be resolved to a commit", request.source,
+                       up.describe(request.revision), wanted)
         return request
     resolve = resolve or hub_head_commit
     try:
-        commit = resolve(up.repo)
+        commit = resolve(up.repo) if request.revision is None else resolve(up.repo, request.revision)
     except Exception as exc:  # huggingface_hub raises its own types when offline or not found
-        raise MirrorError(f"{request.source}: cannot resolve the current commit of {up.describe()} "
-                          f"({type(exc).__name__}: {exc}); pass --revision or local --data-files") from exc
-    logger.info("%s: upstream is not pinned; reading %s at %s", request.source, up.repo, commit)
+        hint = "pass --revision or local --data-files" if request.revision is None else \
+            "pass a full commit id as --revision, or local --data-files"
+        raise MirrorError(f"{request.source}: cannot resolve {wanted!r} of {up.describe()} to a commit "
+                          f"({type(exc).__name__}: {exc}); {hint}") from exc
+    logger.info("%s: reading %s at %s (%s)", request.source, up.repo, commit, wanted)
     return dataclasses.replace(request, revision=commit)
 
 
-def hub_head_commit(repo: str) -> str:
+COMMIT_ID = re.compile(r"^[0-9a-f]{40}$")
+
+
+def hub_head_commit(repo: str, revision: str = "main") -> str:
+    """The commit a branch or tag of a Hub dataset repo points at now."""
     from huggingface_hub import HfApi
 
-    return HfApi().dataset_info(repo, revision="main").sha
-
+    return HfApi().dataset_info(repo, revision=revision).sha
