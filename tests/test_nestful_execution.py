@@ -323,9 +323,12 @@ def detach_a_writer(path, delay):
     import _posixsubprocess
     command = f"sleep {delay}; echo planted > {path}"
     error_r, error_w = os.pipe()
-    pid = _posixsubprocess.fork_exec(
-        [b"/bin/sh", b"-c", command.encode()], [b"/bin/sh"], True, (error_w,), None, None,
-        -1, -1, -1, -1, -1, -1, error_r, error_w, True, True, -1, None, None, None, -1, None, False)
+    head = ([b"/bin/sh", b"-c", command.encode()], [b"/bin/sh"], True, (error_w,), None, None,
+            -1, -1, -1, -1, -1, -1, error_r, error_w, True, True)
+    if sys.version_info >= (3, 11):  # process_group ... allow_vfork, as subprocess passes them
+        pid = _posixsubprocess.fork_exec(*head, -1, None, None, None, -1, None, False)
+    else:  # gid, extra_groups, uid, child_umask, preexec_fn
+        pid = _posixsubprocess.fork_exec(*head, None, None, None, -1, None)
     os.close(error_w)
     os.read(error_r, 1)  # closed on exec
     return pid
