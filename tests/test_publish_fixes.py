@@ -270,3 +270,66 @@ def test_a_branch_or_tag_given_as_revision_is_resolved_to_its_commit(monkeypatch
     monkeypatch.setattr(huggingface_hub, "HfApi", Api)
     assert provenance.hub_head_commit("someone/data", "v1.0") == "someone/data:v1.0"
     assert provenance.hub_head_commit("someone/data") == "someone/data:main"
+
+
+# -- 3. which rows the card's statistics describe -------------------------------------------------------------
+
+
+def _section(card: str, title: str) -> str:
+    start = card.index(f"## {title}\n")
+    end = card.find("\n## ", start + 1)
+    return card[start:end if end >= 0 else len(card)]
+
+
+def test_the_card_says_which_rows_its_statistics_describe_and_each_configs_rows(tmp_path):
+    """ms-swift's sample: 6 rows convert to unified, 4 to llamafactory (assistant text beside calls has no
+    place in its function_call). Only llamafactory is written."""
+    from tooluse_datasets.mirror import read_manifest
+
+    folder = build_sample_mirror("ms_swift", tmp_path, configs=["llamafactory"])
+    manifest = read_manifest(folder)
+    assert manifest.statistics["train"]["rows"] == 6 and manifest.configs["llamafactory"].num_examples == 4
+    card = (folder / "README.md").read_text()
+    assert "renders the same rows" not in card and "is the same data in another format" not in card
+    stats = _section(card, "Statistics")
+    assert "describe the rows as converted to the unified\nschema (a conversion this repository does not " \
+           "publish as a configuration)" in stats
+    assert "| split | statistics | `llamafactory` |\n|---|---|---|\n| train | 6 | 4 |\n" in stats
+    assert "6 of 6 unified rows pass validation" in stats
+
+    both = build_sample_mirror("ms_swift", tmp_path / "both", configs=["unified", "toolmind"])
+    stats = _section((both / "README.md").read_text(), "Statistics")
+    assert "schema (the `unified` config)" in stats
+    assert "| split | statistics | `unified` | `toolmind` |\n|---|---|---|---|\n| train | 6 | 6 | 5 |\n" in stats
+
+
+# -- nits: a card built from local files ------------------------------------------------------------------------
+
+
+def test_a_card_built_from_local_files_claims_no_upstream_provenance_or_license(tmp_path):
+    import shutil
+
+    import tooluse_datasets as td
+    from tooluse_datasets.mirror import MirrorRequest, build_mirror
+
+    sample = td.sample_files("nestful")["train"][0]
+    files = []
+    for folder in ("team_a", "team_b"):
+        (tmp_path / "in" / folder).mkdir(parents=True)
+        files.append(str(shutil.copy(sample, tmp_path / "in" / folder / "data.jsonl")))
+    out = build_mirror(MirrorRequest("nestful", configs=["unified"], data_files=files), tmp_path / "out")
+    card = (out / "README.md").read_text()
+    data = DatasetCard(card).data
+    assert data.license == "unknown" and not data.get("source_datasets")
+    provenance = _section(card, "Provenance")
+    assert "Upstream:" not in provenance and "at revision" not in provenance
+    assert "not from the upstream data" in provenance
+    assert "| `team_a/data.jsonl` |" in provenance and "| `team_b/data.jsonl` |" in provenance
+    license_ = _section(card, "License")
+    assert "license of the upstream" not in license_ and "`--license` states it" in license_
+
+    given = build_mirror(MirrorRequest("nestful", configs=["unified"], data_files=files[:1], license="mit"),
+                         tmp_path / "out2")
+    card = (given / "README.md").read_text()
+    assert DatasetCard(card).data.license == "mit" and "as given for the data files" in _section(card, "License")
+    assert "| `data.jsonl` |" in _section(card, "Provenance")

@@ -62,6 +62,11 @@ def card_metadata(manifest: Manifest, prose_meta: Optional[dict] = None) -> Data
     up = manifest.provenance.upstream or {}
     prose_license = prose_meta.pop("license", None)
     license_ = manifest.license or prose_license or up.get("license") or "unknown"
+    if manifest.provenance.origin == "files":
+        # Data files given to the mirror command: the upstream's license and provenance are not theirs.
+        up = {}
+        license_ = manifest.license or "unknown"
+        prose_meta.pop("source_datasets", None)
     data = DatasetCardData(
         license=license_,
         pretty_name=prose_meta.pop("pretty_name", None) or f"{manifest.pretty_name} (tool-use mirror)",
@@ -171,6 +176,8 @@ def _template_context(manifest: Manifest, repo_id: str, prose: str, data: Datase
         "omitted": manifest.omitted_configs,
         "schema_table": schema_table(),
         "statistics": manifest.statistics,
+        "rows_by_config": {name: {s: e.num_examples for s, e in entry.splits.items()}
+                           for name, entry in manifest.configs.items()},
         "figures": [f.path for f in manifest.figures],
         "validation": manifest.validation,
         "provenance": manifest.provenance,

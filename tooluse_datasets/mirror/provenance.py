@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import os
 import re
 from importlib import resources
 from pathlib import Path
@@ -111,6 +112,8 @@ def build_provenance(up, revision: Optional[str], input_paths: list[str], *, fro
         upstream = {"host": up.host, "repo": up.repo, "revision": revision or up.revision,
                     "homepage": up.homepage, "license": up.license, "url": upstream_url(up)}
     fingerprints = {path: fingerprint_input(path) for path in input_paths}
+    for path, name in _local_names(input_paths).items():
+        fingerprints[path] = dataclasses.replace(fingerprints[path], name=name)
     if from_upstream:
         origin = "upstream"
         check_pinned_checksums(upstream_locations(up, revision), fingerprints)
@@ -120,6 +123,17 @@ def build_provenance(up, revision: Optional[str], input_paths: list[str], *, fro
         origin = "files"
     versions = {"tooluse_datasets": __version__, "datasets": datasets.__version__, "pyarrow": pa.__version__}
     return Provenance(origin=origin, upstream=upstream, inputs=list(fingerprints.values()), versions=versions)
+
+
+def _local_names(paths: list[str]) -> dict[str, str]:
+    """Local inputs (not bundled samples) named by their path relative to the folder they all share, so that
+    two files of the same name in different folders stay apart; a single file keeps its bare name."""
+    local = {p: Path(p).resolve() for p in paths
+             if "://" not in p and not display_input(p).startswith(SAMPLE_PREFIX)}
+    if len(local) < 2:
+        return {}
+    root = os.path.commonpath([str(r.parent) for r in local.values()])
+    return {p: r.relative_to(root).as_posix() for p, r in local.items()}
 
 
 def upstream_url(up) -> str:
