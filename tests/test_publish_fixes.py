@@ -333,3 +333,23 @@ def test_a_card_built_from_local_files_claims_no_upstream_provenance_or_license(
     card = (given / "README.md").read_text()
     assert DatasetCard(card).data.license == "mit" and "as given for the data files" in _section(card, "License")
     assert "| `data.jsonl` |" in _section(card, "Provenance")
+
+
+# -- nits: the mirror command's errors name its options -----------------------------------------------------------
+
+
+def test_mirror_command_errors_name_command_line_options(tmp_path, capsys, monkeypatch):
+    from tooluse_datasets import cli
+
+    assert cli.main(["mirror", "ms_swift", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "--data-files" in err and "--sample" in err and "data_files=" not in err and "data_dir" not in err
+    (tmp_path / "folder").mkdir()
+    assert cli.main(["mirror", "ms_swift", "--data-files", str(tmp_path / "folder"), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "--data-files names the folder" in err and "data_dir" not in err
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert cli.main(["mirror", "nestful", "--configs", "unified", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot reach the upstream data" in err and "--data-files" in err and "data_files=" not in err
+    assert not (tmp_path / "o" / "nestful").exists()

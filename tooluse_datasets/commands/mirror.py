@@ -66,10 +66,48 @@ def run(args: argparse.Namespace) -> int:
                               else None)
                 for source in sources]
     for request in requests:
-        folder = build_mirror(request, args.out, engine=args.engine, num_proc=args.num_proc,
-                              address=args.address)
+        _check_inputs(request)
+        try:
+            folder = build_mirror(request, args.out, engine=args.engine, num_proc=args.num_proc,
+                                  address=args.address)
+        except Exception as exc:
+            unreachable = _data_not_found(exc)
+            if unreachable is None:
+                raise
+            # The builder's message names Python arguments (data_files=, data_dir=): say it in options.
+            raise MirrorError(f"{str(unreachable).splitlines()[0]}\nPoint at local files with --data-files "
+                              f"PATH... (globs, hf:// or https:// URLs too), or mirror the bundled sample with "
+                              f"--sample") from exc
         _print_summary(folder, read_manifest(folder))
     return 0
+
+
+def _check_inputs(request) -> None:
+    """What the builder would refuse with advice in Python terms (data_files=, data_dir=), said in options."""
+    import os
+
+    from ..mirror import MirrorError
+    from ..registry import builder_class
+
+    if request.data_files is None and builder_class(request.source).SOURCE_CLASS.upstream is None:
+        raise MirrorError(f"{request.source} has no default upstream files: pass --data-files PATH... (local "
+                          f"files, globs, hf:// or https:// URLs), or --sample")
+    for path in request.data_files if isinstance(request.data_files, list) else []:
+        if isinstance(path, str) and "://" not in path and os.path.isdir(path):
+            raise MirrorError(f"--data-files names the folder {path!r}; give its files or a glob such as "
+                              f"{os.path.join(path, '*.jsonl')!r}")
+
+
+def _data_not_found(exc: BaseException):
+    from ..errors import DataNotFoundError
+
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, DataNotFoundError):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def _size(text: str) -> int:
