@@ -261,8 +261,12 @@ def test_an_unpinned_hub_upstream_is_pinned_to_its_current_commit_before_reading
     request = MirrorRequest("nestful", configs=["unified"])
     assert build_module.pin_upstream_revision(request, resolve=lambda repo: f"{repo}@c0ffee").revision \
         == "someone/data@c0ffee"
+    # A branch or tag name is resolved to the commit it points at now; a full commit id is read as it is.
     explicit = MirrorRequest("nestful", configs=["unified"], revision="v1")
-    assert build_module.pin_upstream_revision(explicit, resolve=lambda repo: 1 / 0).revision == "v1"
+    assert build_module.pin_upstream_revision(explicit, resolve=lambda repo, rev: f"{repo}@{rev}-commit").revision \
+        == "someone/data@v1-commit"
+    commit = MirrorRequest("nestful", configs=["unified"], revision="b" * 40)
+    assert build_module.pin_upstream_revision(commit, resolve=lambda *args: 1 / 0).revision == "b" * 40
     local = MirrorRequest("nestful", configs=["unified"], data_files=["x.jsonl"])
     assert build_module.pin_upstream_revision(local, resolve=lambda repo: 1 / 0).revision is None
 
