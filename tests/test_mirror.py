@@ -317,3 +317,14 @@ def test_every_skipped_row_can_be_listed_beside_a_mirror_build(tmp_path):
     assert sorted(r["row"] for r in toolmind) == [0, 1, 2, 3, 4] and {r["split"] for r in rows} == {"train"}
     manifest = read_manifest(tmp_path / "out" / "nestful")
     assert manifest.configs["unified"].splits["train"].skipped["skipped"] == len(unified)
+
+
+def test_a_row_that_cannot_be_read_is_logged_once_however_many_configs_skip_it(tmp_path, caplog):
+    good = Path(td.sample_files("nestful")["train"][0]).read_text().splitlines()
+    data = tmp_path / "data.jsonl"
+    data.write_text("\n".join([good[0], '{"sample_id": "x", "input": "trunc', good[1]]) + "\n")
+    with caplog.at_level("WARNING", logger="tooluse_datasets"):
+        build_mirror(MirrorRequest("nestful", configs=["unified", "raw", "swift"], data_files=[str(data)]),
+                     tmp_path / "out")
+    logged = [r.getMessage() for r in caplog.records if r.getMessage().startswith("skipped row")]
+    assert len(logged) == 1 and "row 1" in logged[0]

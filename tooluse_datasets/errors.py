@@ -209,7 +209,9 @@ class SkipReport:
         """True if this report lists every skipped row (in memory or in a file)."""
         return self.keep_all or self.rows_path is not None
 
-    def add(self, error: ToolUseDataError) -> None:
+    def add(self, error: ToolUseDataError, *, log: bool = True) -> None:
+        """Count a skipped row. ``log=False``: the same error was logged already, by the report of another
+        config that skipped the same row (a row that cannot be read skips in every config)."""
         with self._lock:
             self.skipped += 1
             self.by_reason[error.reason] += 1
@@ -218,6 +220,8 @@ class SkipReport:
                                               row_id_of(error)))
             if self.wants_rows:
                 self._keep_rows([skipped_row_record(error)])
+        if not log:
+            return
         if self.skipped <= 10:
             logger.warning("skipped row: %s", error)
         elif self.skipped == 11:

@@ -136,9 +136,9 @@ class ShardConverter:
             exc.at(file=file, source=self.source.name)
             if self.on_error == "raise":
                 raise
-            for config in self.configs:  # counted as one item read, so read = written + skipped still holds
+            for i, config in enumerate(self.configs):  # one item read, so read = written + skipped still holds
                 self.reports[config].count_read(1)
-                self.reports[config].add(exc)
+                self.reports[config].add(exc, log=i == 0)
 
     def _convert(self, batch: RawBatch, file: str, split: str, arrow: bool, keep_unified: bool) -> ConvertedBatch:
         out: dict[str, list] = {c: [] for c in self.configs}
@@ -247,8 +247,8 @@ class ShardConverter:
             if error is exc:
                 raise error
             raise error from exc
-        for config in configs:
-            self.reports[config].add(error)
+        for i, config in enumerate(configs):  # logged once, however many configs skip the row
+            self.reports[config].add(error, log=i == 0)
 
 
 class TableGroups:
