@@ -247,7 +247,8 @@ class SkipsInOrder:
 
     # -- what the converter calls ----------------------------------------------------------------------
 
-    def add(self, error: ToolUseDataError) -> None:
+    def add(self, error: ToolUseDataError, *, log: bool = True) -> None:
+        # A stream converts to one config: every skip is its first, and logged (``log`` is always True).
         self.pending.append(error)
 
     def count_read(self, n: int) -> None:
