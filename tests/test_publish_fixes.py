@@ -102,6 +102,8 @@ def test_a_first_publish_into_a_push_to_hub_repo_keeps_its_files_and_config(mirr
     assert MetadataConfigs.from_dataset_card_data(data).get_default_config_name() == "default"
     assert {i["config_name"] for i in data["dataset_info"]} == {"raw", "unified", "default"}
     assert "Pushed with push_to_hub." in card
+    # and the card's text says so, instead of calling ours the default
+    assert "`unified` is the default." not in card and "The repository's default config is `default`" in card
     assert any("kept the configs that are not this mirror's: 'default'" in line for line in lines)
     assert not publish_mirror(mirror, REPO, api=api, echo=_quiet).committed
 

@@ -267,8 +267,14 @@ def merge_cards(generated: str, existing: Optional[str], *, previous_configs: It
             merged[key] = _union(value or [], old_meta[key])
         else:
             merged[key] = value
-    _keep_foreign_configs(merged, old_meta, ours, notes)
-    body = _merge_body(_generated_block(new_card.text), old_text)
+    theirs_default = _keep_foreign_configs(merged, old_meta, ours, notes)
+    block = _generated_block(new_card.text)
+    if theirs_default is not None:  # the card's sentence naming our default would no longer be true
+        ours_default = next((e["config_name"] for e in _entries(new_meta.get("configs")) if e.get("default")), None)
+        block = block.replace(f"`{ours_default}` is the default.",
+                              f"The repository's default config is `{theirs_default}`, which this mirror did not "
+                              f"write: load this mirror's configs by name (`{ours_default}`, ...).")
+    body = _merge_body(block, old_text)
     return _compose(DatasetCardData(**merged), body)
 
 
@@ -324,15 +330,19 @@ def _is_default(entry: dict) -> bool:
     return entry.get("config_name") == "default" or bool(entry.get("default"))
 
 
-def _keep_foreign_configs(merged: dict, old_meta: dict, ours: set, notes: list[str]) -> None:
+def _keep_foreign_configs(merged: dict, old_meta: dict, ours: set, notes: list[str]) -> Optional[str]:
     """Append the existing card's ``configs``/``dataset_info`` entries that are not ours to ours. Only one
-    config can be the default (datasets refuses two): if the user's is, ours gives the flag up."""
+    config can be the default (datasets refuses two): if the user's is, ours gives the flag up, and the user's
+    default config is returned."""
     foreign = [e for e in _entries(old_meta.get("configs")) if e["config_name"] not in ours]
+    theirs_default = None
     if foreign:
         own = _entries(merged.get("configs"))
         theirs_default = next((e["config_name"] for e in foreign if _is_default(e)), None)
         if theirs_default is not None and any(e.get("default") for e in own):
             own = [{k: v for k, v in e.items() if k != "default"} for e in own]
+        else:
+            theirs_default = None
             notes.append(f"{README_FILE}: the repo's default config stays {theirs_default!r} (the user's); this "
                          f"mirror's configs load by name")
         merged["configs"] = own + foreign
@@ -341,6 +351,7 @@ def _keep_foreign_configs(merged: dict, old_meta: dict, ours: set, notes: list[s
     foreign_infos = [e for e in _entries(old_meta.get("dataset_info")) if e["config_name"] not in ours]
     if foreign_infos:
         merged["dataset_info"] = _entries(merged.get("dataset_info")) + foreign_infos
+    return theirs_default
 
 
 def _generated_block(text: str) -> str:
