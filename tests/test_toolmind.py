@@ -1031,3 +1031,39 @@ def test_splits_of_a_json_array_prepared_with_num_proc_read_each_row_once(tmp_pa
         assert report.rows_read == len(values) and report.skipped == 6, num_proc
     assert loaded[2] == loaded[None]
     assert {name: len(rows) for name, rows in loaded[2].items()} == {"synthetic": 12, "When2Call": 6, "tau_train": 6}
+
+
+def test_tools_of_array_catalogs_are_normalised_once_per_definition(graphsyn_tools, monkeypatch):
+    """An array catalog is one line that rarely repeats, its tools often do: each distinct tool is normalised
+    once, and every row still gets its own fresh tools, equal to a first reading."""
+    from tooluse_datasets.builders.toolmind import system_prompt as sp
+
+    monkeypatch.setattr(sp, "_NORMALIZED", {})
+    monkeypatch.setattr(sp, "_LINE_TOOLS", {})
+    calls, normalize = [], sp.normalize_tool
+    monkeypatch.setattr(sp, "normalize_tool", lambda obj: calls.append(obj) or normalize(obj))
+
+    def catalog(tools):
+        return sp.parse_system_prompt(PROTOCOL_TEXT + "\n\n" + json.dumps(tools)).tools
+
+    subsets = [graphsyn_tools[:k] + graphsyn_tools[k + 1:] for k in range(len(graphsyn_tools))]
+    read = [catalog(tools) for tools in [graphsyn_tools] + subsets]
+    assert len(calls) == len(graphsyn_tools)  # each row's array is new; its tools are not
+    assert read == [graphsyn_tools] + subsets
+    read[0][0]["function"]["name"] = "changed"  # rows share no objects
+    assert catalog(graphsyn_tools) == graphsyn_tools
+
+
+def test_a_cached_tool_is_never_the_one_of_an_infinite_value():
+    """The balanced scan reads 1e400 as infinity, which orjson would write as null: such a tool is not stored
+    (the row is refused on ``tools``), whatever tool with null in that place was read before."""
+    from tooluse_datasets.builders.toolmind import system_prompt as sp
+
+    def tool(maximum):
+        return ('{"name": "f", "description": "d", "parameters": {"type": "object", "properties": '
+                '{"x": {"type": "number", "maximum": %s}}}}' % maximum)
+
+    with_null = sp.parse_system_prompt(PROTOCOL_TEXT + "\n\n" + tool("null") + " trailing text")
+    assert with_null.tools[0]["function"]["parameters"]["properties"]["x"]["maximum"] is None
+    infinite = sp.parse_system_prompt(PROTOCOL_TEXT + "\n\n" + tool("1e400") + " trailing text")
+    assert infinite.tools[0]["function"]["parameters"]["properties"]["x"]["maximum"] == float("inf")

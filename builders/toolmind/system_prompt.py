@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from tooluse_datasets.codec import dumps, loads_stored, try_loads
+from tooluse_datasets.codec import BIG_INT_MARK, dumps, loads_stored, may_nest_deep, try_loads
 from tooluse_datasets.errors import JsonValueError
 
 from .protocol import BALANCED_DECODER
@@ -138,9 +138,9 @@ def _line_tools(line: str) -> Any:
     if not ok:
         found: Any = _NOT_ONE_VALUE
     else:
-        tools = _as_tools(value)
         try:
-            found = None if tools is None else dumps(tools)
+            texts = _tool_texts(value)
+            found = None if texts is None else _stored_list(texts)
         except JsonValueError:  # too deep to cache as text: read like a catalog that does not fill its line
             found = _NOT_ONE_VALUE
     if len(_LINE_TOOLS) >= _LINE_TOOLS_MAX:
@@ -167,16 +167,64 @@ def _decode_balanced(text: str, start: int) -> Optional[tuple[Any, int]]:
 
 def _as_tools(value: Any) -> Optional[list[dict]]:
     """The tools a decoded JSON value holds, or None if it is not a tool definition (or a list of them)."""
+    try:
+        texts = _tool_texts(value)
+    except JsonValueError:  # a tool that cannot be stored as it is: normalised as it is, refused where it is stored
+        return _normalized_tools(value, normalize_tool)
+    return None if texts is None else [loads_stored(text) for text in texts]
+
+
+def _tool_texts(value: Any) -> Optional[list[str]]:
+    """:func:`_as_tools` as the stored JSON text of each tool (:func:`_normalized_text`). Raises
+    :class:`JsonValueError` for a tool nested too deep to store."""
+    return _normalized_tools(value, _normalized_text)
+
+
+def _normalized_tools(value: Any, normalize: Any) -> Optional[list]:
     if isinstance(value, dict) and isinstance(value.get("tools"), list) and "name" not in value:
         value = value["tools"]
     if isinstance(value, dict):
-        tool = normalize_tool(value)
+        tool = normalize(value)
         return [tool] if tool is not None else None
     if isinstance(value, list) and value:
-        tools = [normalize_tool(v) for v in value]
+        tools = [normalize(v) for v in value]
         if all(t is not None for t in tools):
-            return tools  # type: ignore[return-value]
+            return tools
     return None
+
+
+def _stored_list(texts: list[str]) -> str:
+    """The stored JSON text of the list of these stored texts: joined, unless one holds an integer beyond 64 bits
+    (marked text, read by the stdlib) or the list could nest one level too deep (then written anew, refused
+    where it is too deep)."""
+    joined = "[" + ",".join(texts) + "]"
+    if any(text[:1] == BIG_INT_MARK for text in texts) or may_nest_deep(joined):
+        return dumps([loads_stored(text) for text in texts])
+    return joined
+
+
+# A tool definition's stored JSON text -> its normalised tool as stored JSON text, or None if it is no tool. A
+# catalog written as one JSON array is one line that rarely repeats (each row lists its own set of tools), but its
+# tools do: normalising them is most of the cost of reading such a catalog. (The key is written by codec.dumps,
+# which refuses NaN and infinities: orjson alone writes them as null, the key of another definition.)
+_NORMALIZED: dict[str, Optional[str]] = {}
+_NORMALIZED_MAX = 8192
+
+
+def _normalized_text(value: Any) -> Optional[str]:
+    """:func:`normalize_tool` as stored JSON text (None: not a tool), computed once per distinct definition.
+    Raises :class:`JsonValueError` for a tool that cannot be stored as it is (too deep, NaN or infinite)."""
+    if not isinstance(value, dict):
+        return None
+    key = dumps(value)
+    text = _NORMALIZED.get(key, _UNSEEN)
+    if text is _UNSEEN:
+        tool = normalize_tool(value)
+        text = None if tool is None else dumps(tool)
+        if len(_NORMALIZED) >= _NORMALIZED_MAX:
+            _NORMALIZED.clear()
+        _NORMALIZED[key] = text
+    return text
 
 
 # --------------------------------------------------------------------------------------------------
