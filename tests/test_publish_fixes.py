@@ -74,9 +74,11 @@ def test_republishing_keeps_a_user_config_whose_files_are_named_like_shards(mirr
     lines: list[str] = []
     publish_mirror(mirror, REPO, api=api, echo=lines.append)
     assert not any(line.startswith("delete") for line in lines), lines
+    assert not any("default config stays" in line for line in lines), lines  # ours is still the default
     assert _deleted(api) == set()
     remote = api.files(REPO)
     assert remote["extra/train-00000-of-00001.parquet"] == b"PAR1 user data"
+    assert "`unified` is the default." in remote["README.md"].decode()
     configs = DatasetCard(remote["README.md"].decode()).data.configs
     assert [c["config_name"] for c in configs] == ["raw", "unified", "extra"]
     assert MetadataConfigs.from_dataset_card_data(DatasetCard(remote["README.md"].decode()).data) \
@@ -105,6 +107,7 @@ def test_a_first_publish_into_a_push_to_hub_repo_keeps_its_files_and_config(mirr
     # and the card's text says so, instead of calling ours the default
     assert "`unified` is the default." not in card and "The repository's default config is `default`" in card
     assert any("kept the configs that are not this mirror's: 'default'" in line for line in lines)
+    assert any("the repo's default config stays 'default' (the user's)" in line for line in lines)
     assert not publish_mirror(mirror, REPO, api=api, echo=_quiet).committed
 
 

@@ -341,10 +341,10 @@ def _keep_foreign_configs(merged: dict, old_meta: dict, ours: set, notes: list[s
         theirs_default = next((e["config_name"] for e in foreign if _is_default(e)), None)
         if theirs_default is not None and any(e.get("default") for e in own):
             own = [{k: v for k, v in e.items() if k != "default"} for e in own]
-        else:
-            theirs_default = None
             notes.append(f"{README_FILE}: the repo's default config stays {theirs_default!r} (the user's); this "
                          f"mirror's configs load by name")
+        else:
+            theirs_default = None
         merged["configs"] = own + foreign
         notes.append(f"{README_FILE}: kept the configs that are not this mirror's: "
                      + ", ".join(repr(e["config_name"]) for e in foreign))
