@@ -7,6 +7,7 @@ import json
 import math
 import struct
 
+import pyarrow as pa
 import pytest
 from datasets import Dataset, Features, Json, List, Value
 
@@ -258,3 +259,22 @@ def test_plain_json_columns_decode_exactly_after_save_to_disk(tmp_path):
     row = datasets.load_from_disk(str(tmp_path / "disk"))[0]
     assert bits(row["meta"]) == bits(values)
     assert bits(row["args"]) == bits(list(values.values()))
+
+
+def test_plain_json_text_written_by_others_keeps_big_integers_exact(tmp_path):
+    """JSON text datasets' writer keeps as it is, and Json columns of files we did not write, carry no mark of
+    ours: an integer beyond 64 bits in them is still read exactly (orjson alone would read it as a float)."""
+    import pyarrow.parquet as pq
+
+    text = '{"id": 123456789012345678901234567890, "x": 0.30000000000000004}'
+    mapped = Dataset.from_dict({"x": [1]}).map(lambda r: {"j": text}, features=Features({"x": Value("int64"),
+                                                                                         "j": Json()}))
+    assert bits(mapped[0]["j"]) == bits({"id": 123456789012345678901234567890, "x": 0.30000000000000004})
+    path = tmp_path / "others.parquet"
+    pq.write_table(pa.table({"j": pa.array([text], pa.json_())}), path)
+    assert Dataset.from_parquet(str(path))[0]["j"]["id"] == 123456789012345678901234567890
+
+
+def test_one_value_json_cannot_hold_leaves_the_others_of_its_column_exact():
+    column = Dataset.from_dict({"x": [0.30000000000000004, 1 / 3, math.nan]}).cast_column("x", Json())
+    assert column.data.column("x").to_pylist()[:2] == ["0.30000000000000004", "0.3333333333333333"]

@@ -361,11 +361,22 @@ def _exact_json_encode_field(example: Any, json_field_path: list) -> Any:
     if example is None:
         return None
     if isinstance(example, str):
-        return example if _is_json_text(example) else dumps(example)
+        return _stored_json_text(example)
     try:
         return dumps(example)
     except JsonValueError:
         return _DATASETS_WRITER["json_encode_field"](example, [])
+
+
+def _stored_json_text(text: str) -> str:
+    """A str given for a Json value, as datasets stores it (JSON text as it is, other text as a JSON string),
+    except that JSON text that may hold an integer beyond 64 bits is written anew by :func:`dumps`, whose
+    mark makes every reader of ours take the exact path."""
+    try:
+        value = loads(text)
+    except (ValueError, TypeError):
+        return dumps(text)
+    return dumps(value) if text[:1] != BIG_INT_MARK and has_digit_run(text) else text
 
 
 def _exact_cast_storage(self: Json, storage: pa.Array) -> pa.Array:
@@ -381,22 +392,45 @@ def _exact_cast_storage(self: Json, storage: pa.Array) -> pa.Array:
             pa.types.is_string_view(storage.type):
         # datasets' rule: text whose first values are JSON is JSON text, else every value is a string
         if all(item is None or _is_json_text(item) for item in storage[:5].to_pylist()):
+            texts = storage.to_pylist()
+            marked = [None if t is None else _marked_if_big(t) for t in texts]
+            if marked != texts:
+                storage = pa.array(marked, pa.string())
             return array_cast(storage, self.pa_type)
-    try:
-        encoded = pa.array([None if x is None else dumps(x) for x in storage.to_pylist()], pa.json_())
-    except JsonValueError:  # NaN and the like: datasets' way
-        return _DATASETS_WRITER["cast_storage"](self, storage)
+    encoded = pa.array([None if x is None else _stored_value(x) for x in storage.to_pylist()], pa.json_())
     return array_cast(encoded, self.pa_type)
+
+
+def _marked_if_big(text: str) -> str:
+    """JSON text as it is, unless it may hold an integer beyond 64 bits: then written anew by :func:`dumps`
+    (marked for the exact path). Text that is not JSON stays as datasets keeps it."""
+    if text[:1] == BIG_INT_MARK or not has_digit_run(text):
+        return text
+    try:
+        return dumps(loads(text))
+    except (ValueError, TypeError):
+        return text
+
+
+def _stored_value(value: Any) -> str:
+    """One value as stored JSON text: :func:`dumps`, or datasets' own writing for what it refuses (NaN...)."""
+    try:
+        return dumps(value)
+    except JsonValueError:
+        from datasets.utils.json import ujson_dumps
+
+        return ujson_dumps(value)
 
 
 def _exact_decode_example(self: Json, example_data: Any, token_per_repo_id: Any = None) -> Any:
     """datasets' ``Json.decode_example`` (a plain Json column: a ``load_from_disk``, ``to_list``, a map output)
     read by :func:`loads_stored`. Its own uses pandas' ujson: 0.3 came back one ULP off, and JSON text holding
     an integer beyond 64 bits raised "Value is too big!". Text our reader refuses (NaN...) goes its way."""
-    if not self.decode:
+    if not self.decode or example_data is None:
         return _DATASETS_WRITER["decode_example"](self, example_data, token_per_repo_id)
     try:
-        return _decode_stored(example_data)
+        # loads, not loads_stored: text written by others has no mark, and may hold integers beyond 64 bits
+        return loads(_stored_text(example_data))
     except (ValueError, TypeError):
         return _DATASETS_WRITER["decode_example"](self, example_data, token_per_repo_id)
 
