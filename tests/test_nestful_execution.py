@@ -265,6 +265,12 @@ def forge_the_next_result(x):
     os.write(int(sys.argv[1]), (json.dumps(forged) + "\\n").encode())
     os._exit(0)
 
+def forge_a_malformed_result(x):
+    forged = {"event": "result", "index": 0, "status": "ok", "reason": None, "detail": "", "failed_call": None,
+              "results": [{}], "answer": None, "win": {"upstream": None, "corrected": None}, "notes": []}
+    os.write(int(sys.argv[1]), (json.dumps(forged) + "\\n").encode())
+    os._exit(0)
+
 def dribble(seconds):
     signal.signal(signal.SIGALRM, signal.SIG_IGN)  # the sample's timer no longer fires
     for _ in range(int(seconds * 2)):
@@ -480,6 +486,24 @@ def test_a_sample_that_writes_to_the_result_channel_is_charged_and_the_batch_goe
     assert results[1].win_corrected is False and results[3].win_corrected is True
     assert "out of sequence" in results[0].detail and "not JSON" in results[2].detail
     assert "longer than" in results[6].detail
+
+
+def test_a_forged_result_without_its_values_is_charged_not_passed_on(evil_dir, monkeypatch):
+    """An ``ok`` result with no answer, or results without values, is no result the child writes: it was a
+    sample's. (Passed on, it made building the executed row fail with a raw KeyError.) A result that still
+    cannot be read becomes that row's typed error."""
+    from tooluse_datasets.builders.nestful import executed
+
+    (result,) = run_sequences([one_call("forge_a_malformed_result", 1)], evil_dir, FAST)
+    assert (result.status, result.reason) == ("crashed", "protocol")
+    call = {"id": "$var_1", "type": "function", "function": {"name": "add", "arguments": {"arg_0": 1, "arg_1": 2}}}
+    row = {"id": "r", "tools": [], "messages": [{"role": "user", "content": "q"},
+                                                {"role": "assistant", "content": "", "tool_calls": [call]}],
+           "meta": {"gold_answer": 3}, "call_graph": [], "source": "nestful", "subset": "math"}
+    monkeypatch.setattr(executed, "execution_job", lambda row: one_call("add", 1, 2))
+    monkeypatch.setattr(executed, "run_sequences", lambda jobs, folder, limits: [SequenceResult("ok", results=[{}])])
+    (out,) = executed.execute_rows([row], functions_dir=evil_dir)
+    assert isinstance(out, ExecutionError) and "cannot be read" in out.message
 
 
 def test_a_sample_that_dribbles_bytes_on_the_channel_is_still_killed_in_time(evil_dir):

@@ -129,6 +129,9 @@ def execute_rows(rows: Sequence[dict], *, functions_dir: Union[str, os.PathLike,
                                   require_reproduced=require_reproduced)
         except ToolUseDataError as error:
             out[i] = error
+        except Exception as exc:  # a result no check foresaw (the child's channel is upstream code's to write)
+            out[i] = ExecutionError(f"exception: the sandbox's result cannot be read ({type(exc).__name__}: "
+                                    f"{exc})", field="output")
     return out  # type: ignore[return-value]
 
 

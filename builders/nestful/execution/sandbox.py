@@ -382,15 +382,23 @@ def _longest_line(job: SequenceJob, limits: SandboxLimits) -> int:
 
 
 def _well_formed_result(event: dict) -> bool:
-    win, results, notes = event.get("win"), event.get("results"), event.get("notes")
-    return (event.get("status") in STATUSES and (event.get("reason") is None or event.get("reason") in REASONS)
+    """A result event in the shape the child writes (see ``child.render`` and ``child.run_sample``): an ``ok``
+    result names no reason and has its answer; every result and the answer hold a value."""
+    win, results, notes, answer = event.get("win"), event.get("results"), event.get("notes"), event.get("answer")
+    status, reason = event.get("status"), event.get("reason")
+    return (status in STATUSES and (reason is None or reason in REASONS) and (status == "ok") == (reason is None)
             and isinstance(event.get("detail"), str)
             and (event.get("failed_call") is None or type(event.get("failed_call")) is int)
-            and isinstance(results, list) and all(isinstance(r, dict) for r in results)
-            and (event.get("answer") is None or isinstance(event.get("answer"), dict))
+            and isinstance(results, list) and all(_rendered(r) for r in results)
+            and (answer is None or _rendered(answer)) and (status != "ok" or answer is not None)
             and isinstance(win, dict) and all(win.get(k) is None or type(win.get(k)) is bool
                                               for k in ("upstream", "corrected"))
             and isinstance(notes, list) and all(isinstance(n, str) for n in notes))
+
+
+def _rendered(entry: Any) -> bool:
+    return (isinstance(entry, dict) and "value" in entry
+            and (entry.get("python_type") is None or isinstance(entry.get("python_type"), str)))
 
 
 def _result(event: dict, isolation: dict) -> SequenceResult:
