@@ -454,6 +454,16 @@ def test_processes_a_sample_starts_end_with_the_batch_even_in_a_new_session(evil
     assert not planted.exists()
 
 
+def test_a_process_a_sample_leaves_running_ends_before_the_next_sample(evil_dir, kernel_isolation):
+    """No audit event sees a process started through the C function subprocess uses; it would live on into the
+    next sample and write in its folder. The worker ends every other process of the PID namespace after each
+    sample."""
+    results = run_sequences([one_call("detach_a_writer", "../1/planted.txt", 0.2),
+                             one_call("look_later", "planted.txt", 0.5)], evil_dir, FAST)
+    assert [r.status for r in results] == ["ok", "ok"]
+    assert results[1].answer["value"] is False
+
+
 def test_kernel_isolation_is_a_switch_and_is_reported(evil_dir):
     import dataclasses
 

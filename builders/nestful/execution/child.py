@@ -810,6 +810,27 @@ def run_sample(sample, functions, policy, limits, root, workdir):
     return dict(outcome, results=trace, answer=answer, win=win, notes=notes)
 
 
+def end_other_processes(policy):
+    """End every process a sample left running, setsid or not, before the next sample starts (it could write in
+    that sample's folder, or on the result channel). Only in the batch's PID namespace, whose init is the
+    reaper, our parent: there ``kill(-1)`` reaches every process of the namespace but init and this one, and
+    none outside it."""
+    if os.getppid() != 1:  # not the worker of a PID namespace: kill(-1) would reach the user's every process
+        return
+    with policy.unchecked():
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):  # no other process
+            pass
+        while True:  # reap those that were ours
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+
+
 def main():
     channel = Channel(int(sys.argv[1]))
     request = json.loads(sys.stdin.buffer.read())
@@ -851,6 +872,8 @@ def main():
         result = run_sample(sample, functions, policy, limits, root,
                             os.path.join(work_area, str(request["first"] + index)))
         os.chdir(root)
+        if pid_namespace:
+            end_other_processes(policy)
         channel.send(dict(result, event="result", index=index))
         if os_threads() > threads:
             # A thread the sample started still runs. The write policy is the process's, so it could write in
