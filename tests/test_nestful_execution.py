@@ -124,6 +124,12 @@ def write_outside(path):
         f.write("x")
     return 1
 
+def fill_the_disk(files, mb):
+    for k in range(files):
+        with open(f"fill-{k}", "wb") as f:
+            f.write(b"x" * (mb << 20))
+    return files
+
 def write_inside(name):
     with open(name, "w") as f:
         f.write("x")
@@ -462,6 +468,17 @@ def test_a_process_a_sample_leaves_running_ends_before_the_next_sample(evil_dir,
                              one_call("look_later", "planted.txt", 0.5)], evil_dir, FAST)
     assert [r.status for r in results] == ["ok", "ok"]
     assert results[1].answer["value"] is False
+
+
+def test_what_a_batch_writes_in_all_is_bounded_and_left_nowhere(evil_dir, kernel_isolation):
+    """RLIMIT_FSIZE bounds each file; the sample area, a tmpfs of disk_mb, bounds them all, and ends with the
+    batch."""
+    import dataclasses
+
+    limits = dataclasses.replace(FAST, disk_mb=8, file_size_mb=4)
+    results = run_sequences([one_call("fill_the_disk", 1, 3), one_call("fill_the_disk", 3, 3)], evil_dir, limits)
+    assert (results[0].status, results[1].status, results[1].reason) == ("ok", "error", "exception")
+    assert "No space left" in results[1].detail
 
 
 def test_kernel_isolation_is_a_switch_and_is_reported(evil_dir):

@@ -217,10 +217,10 @@ def _errno_text(ctypes):
     return os.strerror(ctypes.get_errno())
 
 
-def isolate(network_mode, kernel_mode, work):
+def isolate(network_mode, kernel_mode, work, disk_mb):
     """Kernel isolation of this process, as far as the kernel allows: one ``unshare`` into new network, mount
     and PID namespaces (and a user namespace when not root, mapping our own uid/gid); then every mount made
-    read-only except ``work`` (the batch's sample area). The PID namespace takes effect for the children
+    read-only except ``work`` (the batch's sample area, a tmpfs of ``disk_mb``). The PID namespace takes effect for the children
     forked next (:func:`enter_pid_namespace`). ``None``: try and fall back; ``False``: do not try.
 
     Returns ``(status, pid_namespace)``: ``status`` maps ``network``, ``filesystem`` and ``processes`` to
@@ -267,7 +267,7 @@ def isolate(network_mode, kernel_mode, work):
     if not kernel_done:
         return {k: v or failure for k, v in status.items()}, False
     status["processes"] = "namespace"
-    status["filesystem"] = _read_only_except(ctypes, libc, work)
+    status["filesystem"] = _read_only_except(ctypes, libc, work, disk_mb)
     return status, True
 
 
@@ -282,14 +282,16 @@ def _mounts():
             yield re.sub(rb"\\([0-7]{3})", unescape, fields[4]), set(fields[5].split(b","))
 
 
-def _read_only_except(ctypes, libc, work):
-    """Every mount point read-only, then ``work`` bind-mounted on itself writable. Returns the filesystem
-    status; checked by writing: outside ``work`` a new file must fail with EROFS, inside it must succeed."""
+def _read_only_except(ctypes, libc, work, disk_mb):
+    """Every mount point read-only but ``work``, a new tmpfs of ``disk_mb`` megabytes (what the samples of a
+    batch may write in all; it ends with the namespace, leaving nothing behind). Returns the filesystem status;
+    checked by writing: outside ``work`` a new file must fail with EROFS, inside it must succeed."""
     work_b = os.fsencode(os.path.realpath(work))
     if libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:  # nothing we mount leaks out
         return f"unavailable: cannot make mounts private ({_errno_text(ctypes)})"
-    if libc.mount(work_b, work_b, None, _MS_BIND, None) != 0:
-        return f"unavailable: cannot bind-mount the sample area ({_errno_text(ctypes)})"
+    size = f"size={int(disk_mb)}m,mode=0700".encode()
+    if libc.mount(b"tmpfs", work_b, b"tmpfs", _MS_NOSUID | _MS_NODEV, size) != 0:
+        return f"unavailable: cannot mount the sample area ({_errno_text(ctypes)})"
     failed = []
     for point, options in _mounts():
         if point == work_b:
@@ -843,7 +845,8 @@ def main():
     root = request["root"]
     work_area = os.path.join(root, "work")
     os.makedirs(work_area, exist_ok=True)
-    isolation, pid_namespace = isolate(limits.get("network_namespace"), limits.get("kernel_isolation"), work_area)
+    isolation, pid_namespace = isolate(limits.get("network_namespace"), limits.get("kernel_isolation"), work_area,
+                                       limits.get("disk_mb", 512))
     if limits.get("network_namespace") is True and isolation["network"] != "namespace":
         channel.send({"event": "fatal", "detail": f"a network namespace was required: {isolation['network']}"})
         return 3

@@ -14,12 +14,14 @@ sqlite's ``ATTACH``, ``_posixsubprocess``), so the kernel is the barrier and the
 * **kernel isolation** (``kernel_isolation``; reported per result as ``network``, ``filesystem``,
   ``processes``): the child ``unshare``-s new network, mount and PID namespaces (plus a user namespace
   when not root, mapping its own uid/gid); makes mount propagation private, remounts every mount point
-  read-only (keeping its nosuid/nodev/noexec/atime flags) but the batch's sample area (``<root>/work``,
-  bind-mounted writable on itself) and checks it by writing (EROFS outside, success inside). It then forks
+  read-only (keeping its nosuid/nodev/noexec/atime flags) but the batch's sample area (``<root>/work``, a
+  new tmpfs of ``disk_mb``, gone with the namespace) and checks it by writing (EROFS outside, success
+  inside). It then forks
   a reaper, PID 1 of the new PID namespace, which forks the worker that runs the samples and waits for it;
   the child the parent started exits with the worker's status or re-raises the signal that ended it.
-  When the batch ends, or the parent kills the process group, the namespace ends and every process a
-  sample started dies with it, ``setsid`` or not. Before any sample, the worker sets no-new-privileges,
+  After each sample the worker ends every other process of the namespace (``kill(-1)``), and when the
+  batch ends, or the parent kills the process group, the namespace ends with whatever is left, ``setsid``
+  or not. Before any sample, the worker sets no-new-privileges,
   empties its capability bounding set and drops every capability, so sample code cannot remount, enter
   other namespaces or override file permissions. Any step that fails falls back to the hook alone and
   says so (``unavailable: ...`` / ``partial: ...``); ``kernel_isolation=True`` makes that an error.
@@ -142,10 +144,12 @@ class SandboxLimits:
         network_namespace: ``None`` try a network namespace and fall back to the audit hook alone;
             ``True`` require one (error if unavailable); ``False`` do not try.
         kernel_isolation: mount and PID namespaces (a read-only file system but the batch's sample area,
-            every process a sample starts ends with the batch) and no capabilities: ``None`` try them and
+            every process a sample starts ends with the sample) and no capabilities: ``None`` try them and
             fall back to the audit hook alone; ``True`` require them (error if unavailable); ``False`` do
             not try.
         max_result_chars: longest JSON text of one result kept.
+        disk_mb: what the samples of a batch may write in all, with kernel isolation (the sample area is a
+            tmpfs of that size, memory-backed; without it, only ``file_size_mb`` per file bounds writes).
     """
 
     timeout: float = 10.0
@@ -156,6 +160,7 @@ class SandboxLimits:
     network_namespace: Optional[bool] = None
     kernel_isolation: Optional[bool] = None
     max_result_chars: int = 1_000_000
+    disk_mb: int = 512
 
 
 @dataclasses.dataclass(frozen=True)
