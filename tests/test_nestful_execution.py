@@ -533,6 +533,24 @@ def test_a_forged_result_without_its_values_is_charged_not_passed_on(evil_dir, m
     assert isinstance(out, ExecutionError) and "cannot be read" in out.message
 
 
+def test_a_caller_with_a_thousand_files_open_still_runs_the_sandbox(evil_dir):
+    """The result pipe then gets a descriptor numbered past 1023, which select() refuses (poll does not)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip(f"this process may open {hard} files, too few to reach descriptor 1024")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        (result,) = run_sequences([one_call("add", 1, 2, gold="3")], evil_dir, FAST)
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert result.ok and result.win_upstream is True
+
+
 def test_a_sample_that_dribbles_bytes_on_the_channel_is_still_killed_in_time(evil_dir):
     """The watchdog's deadline is absolute: bytes without an end of line do not push it back."""
     started = time.monotonic()

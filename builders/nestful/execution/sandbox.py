@@ -460,11 +460,16 @@ class _EventReader:
 
     def __init__(self, fd: int):
         self.fd = fd
-        self.buffer = b""
+        self.buffer = bytearray()
+        self.scanned = 0  # bytes of the buffer known to hold no end of line
         self.eof = False
+        # poll, not select: select refuses a descriptor numbered 1024 or more (a caller with many files open)
+        self.poller = select.poll()
+        self.poller.register(fd, select.POLLIN)
 
     def next(self, deadline: float, longest: int):
-        while b"\n" not in self.buffer:
+        while (end := self.buffer.find(b"\n", self.scanned)) < 0:
+            self.scanned = len(self.buffer)  # searched once: a long line is not searched again chunk by chunk
             if len(self.buffer) > longest:
                 raise _Tampered(f"a line longer than {longest} bytes")
             if self.eof:
@@ -472,15 +477,16 @@ class _EventReader:
             timeout = deadline - time.monotonic()
             if timeout <= 0:
                 return self.TIMEOUT
-            ready, _, _ = select.select([self.fd], [], [], timeout)
-            if not ready:
+            if not self.poller.poll(max(1, int(timeout * 1000))):
                 continue
             chunk = os.read(self.fd, 1 << 16)
             if not chunk:
                 self.eof = True
                 continue
             self.buffer += chunk
-        line, _, self.buffer = self.buffer.partition(b"\n")
+        line = bytes(self.buffer[:end])
+        del self.buffer[:end + 1]
+        self.scanned = 0
         if len(line) > longest:
             raise _Tampered(f"a line longer than {longest} bytes")
         try:
