@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("olah", reason="olah is not installed (pip install 'tooluse-datasets[hub-test]' or "
+pytest.importorskip("olah", reason="olah is not installed (pip install 'tooluse-datasets[test]' or "
                                    "olah==0.5.4): the offline Hub protocol test needs it")
 
 import tooluse_datasets as td  # noqa: E402

@@ -26,7 +26,7 @@ def command_names() -> list[str]:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tooluse-datasets",
-        description="Tool-use training data (NESTFUL, ms-swift agent format, ToolMind) as Hugging Face datasets.")
+        description="Tool-use training data (NESTFUL, ms-swift agent format, ToolMind, LLaMA-Factory) as Hugging Face datasets.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in command_names():
