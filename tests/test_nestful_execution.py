@@ -145,6 +145,13 @@ def write_beside(relative):
         f.write("planted")
     return 1
 
+def plant_beside(relative):
+    path = os.path.join("..", relative)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write("planted")
+    return 1
+
 def read_beside(relative):
     return os.path.exists(os.path.join("..", relative))
 
@@ -479,6 +486,14 @@ def test_what_a_batch_writes_in_all_is_bounded_and_left_nowhere(evil_dir, kernel
     results = run_sequences([one_call("fill_the_disk", 1, 3), one_call("fill_the_disk", 3, 3)], evil_dir, limits)
     assert (results[0].status, results[1].status, results[1].reason) == ("ok", "error", "exception")
     assert "No space left" in results[1].detail
+
+
+def test_a_sample_past_the_audit_hook_plants_nothing_for_the_next_one(evil_dir, kernel_isolation):
+    """The sample area is writable to the kernel: a sample that switches the hook off can write in the next
+    sample's folder before it exists. Each sample's folder is made fresh."""
+    results = run_sequences([one_call("without_the_audit_hook", "plant_beside", "1/planted.txt"),
+                             one_call("read_beside", "1/planted.txt")], evil_dir, FAST)
+    assert results[0].ok and results[1].ok and results[1].answer["value"] is False
 
 
 def test_kernel_isolation_is_a_switch_and_is_reported(evil_dir):

@@ -29,6 +29,7 @@ import json
 import math
 import os
 import resource
+import shutil
 import signal
 import sys
 import tempfile
@@ -744,7 +745,10 @@ def run_sample(sample, functions, policy, limits, root, workdir):
     # not another sample's folder. HOME and TMPDIR point into it.
     tmp = os.path.join(workdir, "tmp")
     with policy.unchecked():  # not by widening the allowed roots: a thread an earlier sample left running
-        os.makedirs(tmp, exist_ok=True)  # would write in the batch's root meanwhile
+        # would write in the batch's root meanwhile. A folder made fresh: an earlier sample that got past the
+        # hook may have planted files for this one.
+        shutil.rmtree(workdir, ignore_errors=True)
+        os.makedirs(tmp)
     os.environ["HOME"], os.environ["TMPDIR"] = workdir, tmp
     tempfile.tempdir = None
     policy.allow([workdir])

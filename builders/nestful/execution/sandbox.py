@@ -66,8 +66,8 @@ sqlite's ``ATTACH``, ``_posixsubprocess``), so the kernel is the barrier and the
 
 What it does not stop: reading any file the user can read; connecting to Unix sockets of local services
 through the file system (a read-only mount does not prevent it; the hook refuses creating the socket,
-which native code does not ask); a sample writing in an earlier sample's folder of the same batch past the
-hook. Without kernel isolation (``unavailable``): native code (C extensions, ``ctypes``), or code that
+which native code does not ask); a sample past the hook writing in other samples' folders of the batch while it
+runs (each sample's folder is made fresh, so nothing planted there reaches a later sample). Without kernel isolation (``unavailable``): native code (C extensions, ``ctypes``), or code that
 switches the hook off, opening sockets when no network namespace could be made, writing files, or starting
 processes that outlive the batch; running as root, file permissions then protect nothing the hook does not.
 CPU use by other threads beyond the limits above; anything seccomp would add.
