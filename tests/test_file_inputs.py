@@ -114,6 +114,29 @@ def test_every_file_of_a_zip_is_read_as_a_file_of_its_own(tmp_path, cache_dir, g
         assert report.rows_read == 8 and report.skipped == 0, mode
 
 
+def test_every_file_of_a_zip_is_read_in_the_all_mix_too(tmp_path, cache_dir):
+    archive = tmp_path / "two.jsonl.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("a.jsonl", swift_lines(3))
+        z.writestr("b.jsonl", swift_lines(3, 10))
+    for streaming in (False, True):
+        rows = list(td.load("all", data_files={"ms_swift": [str(archive)]}, split="train", streaming=streaming,
+                            cache_dir=cache_dir))
+        assert [r["id"] for r in rows] == [f"ms_swift/{m}/{n}" for m in "ab" for n in range(3)]
+
+
+def test_a_file_given_twice_for_a_split_is_refused_not_loaded_twice(tmp_path, cache_dir, good):
+    """Overlapping globs list a file twice: its rows would load twice, with the same ids. The same file in two
+    splits is the user's choice."""
+    for source, data_files in (("ms_swift", [str(tmp_path / "*.jsonl"), str(good)]),
+                               ("all", {"ms_swift": [str(good), str(good)]})):
+        for streaming in (False, True):
+            with pytest.raises(ValueError, match="more than once .* its rows would load twice"):
+                td.load(source, data_files=data_files, split="train", streaming=streaming, cache_dir=cache_dir)
+    both = td.load("ms_swift", data_files={"train": [str(good)], "test": [str(good)]}, cache_dir=cache_dir)
+    assert len(both["train"]) == len(both["test"]) == 2
+
+
 def test_a_zip_made_by_zip_r_with_folder_entries_and_hidden_files_loses_no_row(tmp_path, cache_dir):
     archive = tmp_path / "dirfirst.jsonl.zip"
     with zipfile.ZipFile(archive, "w") as z:

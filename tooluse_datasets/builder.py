@@ -28,7 +28,7 @@ from datasets.exceptions import DatasetGenerationError
 from . import formats
 from .errors import DataNotFoundError, OnError, SkipReport, ToolUseDataError, check_on_error
 from .pipeline import UNIFIED, ShardConverter, TableGroups, config_features
-from .shards import Shard, balanced, cut_documents, with_archive_files
+from .shards import Shard, balanced, cut_documents, display_path, with_archive_files
 from .source import Source, SourceOptions, SplitPlan, splits_read, unknown_options_error
 from .streaming import ShardExamplesIterable
 from .validation.filtering import rule_check
@@ -175,11 +175,23 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
             if empty:
                 raise DataNotFoundError(f"{self.source.name}: data_files match no file for split "
                                         f"{', '.join(map(repr, empty))} (data_files={self._data_files_given!r})")
-            return {str(split): with_archive_files(_downloaded(dl_manager, list(files)))
+            return {str(split): self._given_files(dl_manager, files, f"split {str(split)!r}")
                     for split, files in self.config.data_files.items()}
         if self.config.data_dir:
             return {"train": with_archive_files(self._glob_data_dir(self.config.data_dir))}
         return {split: with_archive_files(files) for split, files in self._download_upstream(dl_manager, self.source).items()}
+
+    def _given_files(self, dl_manager, files, where: str) -> list[str]:
+        """Files given in ``data_files`` as they are read: http(s) URLs in place, others downloaded (``hf://``),
+        zip archives replaced by their files. A file given twice (overlapping globs, most likely) is a
+        ValueError: its rows would load twice, with the same ids."""
+        resolved = with_archive_files(_downloaded(dl_manager, list(files)))
+        seen: set = set()
+        repeated = next((f for f in resolved if f in seen or seen.add(f)), None)
+        if repeated is not None:
+            raise ValueError(f"{self.source.name}: data_files gives {display_path(repeated)!r} more than once for "
+                             f"{where} (overlapping globs?): its rows would load twice, with the same ids")
+        return resolved
 
     def _download_upstream(self, dl_manager, source: Source) -> dict[str, list[str]]:
         """The source's pinned upstream files (or ``config.revision``); one clear error when offline."""

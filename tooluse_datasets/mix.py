@@ -125,7 +125,7 @@ class AllSourcesBuilder(ToolUseBuilder):
                 if not given[name]:  # a glob that matched nothing (datasets resolves it to no files, silently)
                     raise DataNotFoundError(f"source 'all': data_files match no file for {name!r} "
                                             f"(data_files={self._data_files_given!r})")
-                out[name] = list(dl_manager.download(list(given[name])))
+                out[name] = self._given_files(dl_manager, given[name], repr(name))
             elif not given:
                 member = self.source.member(name)
                 if member.upstream is None:
