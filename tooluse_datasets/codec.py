@@ -347,10 +347,10 @@ class ExactJson(Json):
 
 def _exact_json_encode_field(example: Any, json_field_path: list) -> Any:
     """datasets' ``json_encode_field`` (how its Arrow writer stores Python values of a ``Json`` column: what
-    ``map`` writes back), with each value written by :func:`dumps` instead of pandas' ujson, which keeps 10
-    significant digits (``0.30000000000000004`` became ``0.3``) and cannot read or write integers beyond 64
-    bits. Text follows datasets' rule, JSON text stored as it is (read by :func:`loads`, so that text holding
-    such an integer is not taken for a plain string and quoted), and so do values :func:`dumps` refuses."""
+    ``map`` writes back), with each value written exactly (:func:`_stored_value`) instead of by pandas' ujson,
+    which keeps 10 significant digits (``0.30000000000000004`` became ``0.3``) and cannot read or write integers
+    beyond 64 bits. Text follows datasets' rule, JSON text stored as it is (read by :func:`loads`, so that text
+    holding such an integer is not taken for a plain string and quoted)."""
     if json_field_path:
         key, *rest = json_field_path
         if example is None:
@@ -362,10 +362,7 @@ def _exact_json_encode_field(example: Any, json_field_path: list) -> Any:
         return None
     if isinstance(example, str):
         return _stored_json_text(example)
-    try:
-        return dumps(example)
-    except JsonValueError:
-        return _DATASETS_WRITER["json_encode_field"](example, [])
+    return _stored_value(example)
 
 
 def _stored_json_text(text: str) -> str:
@@ -413,7 +410,13 @@ def _marked_if_big(text: str) -> str:
 
 
 def _stored_value(value: Any) -> str:
-    """One value as stored JSON text: :func:`dumps`, or datasets' own writing for what it refuses (NaN...)."""
+    """One Python value as datasets' writer stores it, exactly: orjson's text (NaN and infinities as null, as
+    datasets' own writer has them, without looking for them first), :func:`dumps`'s for integers beyond 64 bits
+    (marked), datasets' own for what neither writes (non-string keys, numpy values...)."""
+    try:
+        return orjson.dumps(value, option=_REFUSE_OBJECTS).decode()
+    except orjson.JSONEncodeError:
+        pass
     try:
         return dumps(value)
     except JsonValueError:
