@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import tarfile
+import textwrap
 import time
 
 import datasets.utils.extract
@@ -494,6 +496,32 @@ def test_a_sample_past_the_audit_hook_plants_nothing_for_the_next_one(evil_dir, 
     results = run_sequences([one_call("without_the_audit_hook", "plant_beside", "1/planted.txt"),
                              one_call("read_beside", "1/planted.txt")], evil_dir, FAST)
     assert results[0].ok and results[1].ok and results[1].answer["value"] is False
+
+
+def test_a_user_namespace_whose_ids_cannot_be_mapped_is_not_entered(tmp_path):
+    """Where user namespaces are made but their ids cannot be mapped (AppArmor's default on Ubuntu for
+    unprivileged users), the child must not enter one: it could not leave it, and with unmapped ids it creates
+    no file. It tries in a forked process first, and otherwise stays where it is (the audit hook alone).
+    Run in a subprocess that loads the sandbox's child module (our code, not upstream's) as a non-root user
+    would see it."""
+    from tooluse_datasets.builders.nestful.execution.sandbox import CHILD
+
+    script = textwrap.dedent(f"""
+        import importlib.util, os
+        spec = importlib.util.spec_from_file_location("child", {str(CHILD)!r})
+        child = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(child)
+        def refuse(uid, gid):
+            raise PermissionError("writing uid_map refused")
+        child._map_own_ids = refuse
+        os.geteuid = lambda: 1000
+        before = os.stat("/proc/self/ns/user").st_ino
+        status, pid_namespace = child.isolate(None, None, {str(tmp_path)!r}, 64)
+        print(sorted(set(status.values())), pid_namespace, os.stat("/proc/self/ns/user").st_ino == before)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "['unavailable: cannot map the user namespace (writing uid_map refused)'] False True"
 
 
 def test_kernel_isolation_is_a_switch_and_is_reported(evil_dir):

@@ -239,6 +239,10 @@ def isolate(network_mode, kernel_mode, work, disk_mb):
         return {k: v or why for k, v in status.items()}, False
     uid, gid = os.geteuid(), os.getegid()
     user = 0 if uid == 0 else _CLONE_NEWUSER
+    if user:
+        unusable = _user_namespace_unusable(ctypes, libc, uid, gid)
+        if unusable:
+            return {k: v or f"unavailable: {unusable}" for k, v in status.items()}, False
     attempts = []
     if want_kernel:
         attempts.append((_CLONE_NEWNS | _CLONE_NEWPID | (_CLONE_NEWNET if want_net else 0), True))
@@ -258,10 +262,7 @@ def isolate(network_mode, kernel_mode, work, disk_mb):
         return {k: v or failure for k, v in status.items()}, False
     try:
         if user:
-            # Keep our own uid/gid inside the new user namespace, so files are accessed as before.
-            for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
-                with open(f"/proc/self/{name}", "w") as f:
-                    f.write(text)
+            _map_own_ids(uid, gid)
     except OSError as exc:
         why = f"unavailable: cannot map the user namespace ({exc})"
         return {k: v if v in ("off", "namespace") else why for k, v in status.items()}, False
@@ -270,6 +271,44 @@ def isolate(network_mode, kernel_mode, work, disk_mb):
     status["processes"] = "namespace"
     status["filesystem"] = _read_only_except(ctypes, libc, work, disk_mb)
     return status, True
+
+
+def _map_own_ids(uid, gid):
+    """Keep our own uid/gid inside the new user namespace, so files are accessed as before."""
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as f:
+            f.write(text)
+
+
+def _user_namespace_unusable(ctypes, libc, uid, gid):
+    """Why a user namespace of our own cannot be made and mapped here ("" if it can), tried in a forked
+    child: a process that unshares one and then cannot map its ids (e.g. where AppArmor denies unprivileged
+    user namespaces their capabilities, as Ubuntu does by default) cannot leave it, and with unmapped ids
+    creates no file."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        why = ""
+        try:
+            if libc.unshare(_CLONE_NEWUSER) != 0:
+                why = f"unshare failed ({_errno_text(ctypes)})"
+            else:
+                _map_own_ids(uid, gid)
+        except BaseException as exc:
+            why = f"cannot map the user namespace ({exc})"
+        os.write(write_fd, why.encode("utf-8", "replace"))
+        os._exit(0)
+    os.close(write_fd)
+    chunks = []
+    while True:
+        chunk = os.read(read_fd, 4096)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(read_fd)
+    os.waitpid(pid, 0)
+    return b"".join(chunks).decode("utf-8", "replace")
 
 
 def _mounts():
