@@ -259,7 +259,7 @@ UNPINNED_HUB_UPSTREAM = Upstream(host="hf", repo="someone/data", revision=None,
 def test_an_unpinned_hub_upstream_is_pinned_to_its_current_commit_before_reading(monkeypatch):
     monkeypatch.setattr(build_module, "_upstream", lambda source: UNPINNED_HUB_UPSTREAM)
     request = MirrorRequest("nestful", configs=["unified"])
-    assert build_module.pin_upstream_revision(request, resolve=lambda repo: f"{repo}@c0ffee").revision \
+    assert build_module.pin_upstream_revision(request, resolve=lambda repo, rev: f"{repo}@c0ffee").revision \
         == "someone/data@c0ffee"
     # A branch or tag name is resolved to the commit it points at now; a full commit id is read as it is.
     explicit = MirrorRequest("nestful", configs=["unified"], revision="v1")
@@ -268,9 +268,9 @@ def test_an_unpinned_hub_upstream_is_pinned_to_its_current_commit_before_reading
     commit = MirrorRequest("nestful", configs=["unified"], revision="b" * 40)
     assert build_module.pin_upstream_revision(commit, resolve=lambda *args: 1 / 0).revision == "b" * 40
     local = MirrorRequest("nestful", configs=["unified"], data_files=["x.jsonl"])
-    assert build_module.pin_upstream_revision(local, resolve=lambda repo: 1 / 0).revision is None
+    assert build_module.pin_upstream_revision(local, resolve=lambda *args: 1 / 0).revision is None
 
-    def offline(repo):
+    def offline(repo, rev):
         raise ConnectionError("no network")
 
     with pytest.raises(MirrorError, match="pass --revision or local --data-files"):
@@ -279,7 +279,7 @@ def test_an_unpinned_hub_upstream_is_pinned_to_its_current_commit_before_reading
 
 def test_a_pinned_upstream_is_read_at_its_pin():
     request = MirrorRequest("nestful", configs=["unified"])
-    assert build_module.pin_upstream_revision(request, resolve=lambda repo: 1 / 0) is request
+    assert build_module.pin_upstream_revision(request, resolve=lambda *args: 1 / 0) is request
 
 
 def test_a_split_whose_rows_were_all_skipped_keeps_its_counts_in_manifest_and_card(tmp_path):

@@ -150,7 +150,7 @@ def pin_upstream_revision(request, upstream, resolve: Optional[Callable[..., str
     points at now; a full commit id is used as it is. Every config and split then reads the same commit, a
     resumed build reads the same data, and the card names the commit.
 
-    ``resolve(repo)`` (the head of ``main``) and ``resolve(repo, revision)``: default :func:`hub_head_commit`."""
+    ``resolve(repo, revision)``, the commit a branch or tag points at: default :func:`hub_head_commit`."""
     up = upstream
     if request.data_files is not None or up is None:
         return request
@@ -165,7 +165,7 @@ def pin_upstream_revision(request, upstream, resolve: Optional[Callable[..., str
         return request
     resolve = resolve or hub_head_commit
     try:
-        commit = resolve(up.repo) if request.revision is None else resolve(up.repo, request.revision)
+        commit = resolve(up.repo, wanted)
     except Exception as exc:  # huggingface_hub raises its own types when offline or not found
         hint = "pass --revision or local --data-files" if request.revision is None else \
             "pass a full commit id as --revision, or local --data-files"
