@@ -292,3 +292,22 @@ def test_an_unreadable_spec_file_fails_each_data_row_naming_it(tmp_path, text, e
     with pytest.raises(error, match=says) as info:
         td.load("nestful", data_files=files, data_version="v1", split="executable", cache_dir=str(tmp_path / "c2"))
     assert (info.value.file, info.value.row, info.value.field) == (data_path, 0, "tools")
+
+
+def _reference_findings(row: dict) -> list[str]:
+    return [f.message for f in check_row(row) if f.rule == "nestful.undefined_reference"]
+
+
+def test_a_reference_reading_inside_an_output_is_not_an_undefined_reference(loaded):
+    """v1 references read paths inside an output ("$var1.location.name$", "$var1.author[0].id$",
+    "$var1.movies[0]$"), as the specs' output_parser does: the output is the path's leading name. Real rows
+    naming an output their tool does not list are still reported."""
+    rows, _ = loaded
+    executable, glaive = by_upstream_row(rows["executable"]), by_upstream_row(rows["glaive"])
+    for row in (executable[32], executable[35], executable[79], glaive[129], glaive[163]):
+        assert _reference_findings(row) == [], row["id"]
+    assert "has no output 'locationId'" in _reference_findings(executable[44])[0]   # outputs: location...
+    assert "has no output 'id'" in _reference_findings(executable[60])[0]           # outputs: artist_id...
+    broken = json.loads(json.dumps(executable[35]))
+    broken["messages"][1]["tool_calls"][1]["function"]["arguments"]["q"] = "$var1.place.name$"
+    assert "has no output 'place.name'" in _reference_findings(broken)[0]

@@ -1,6 +1,8 @@
 """NESTFUL's own validation rules (registered in the package's one rule registry)."""
 from __future__ import annotations
 
+import re
+
 from tooluse_datasets.errors import UndefinedReferenceError
 from tooluse_datasets.validation.registry import rule
 
@@ -21,11 +23,21 @@ def undefined_reference(view):
                     yield where, f"reference to {label!r}, which no earlier call defines"
                     continue
                 outputs = _output_parameters(view, producer)
-                if output_field is not None and outputs is not None and output_field not in outputs:
+                if output_field is not None and outputs is not None and not _names_an_output(output_field, outputs):
                     yield where, (f"reference to {label}.{output_field}: {producer} has no output {output_field!r} "
                                   f"(outputs: {', '.join(map(str, outputs)) or 'none'})")
         if isinstance(c.id, str) and isinstance(c.name, str):
             labels[label_key(c.id)] = c.name
+
+
+# Where the output's name ends in a path into it: v1 references read inside an output ("location.name",
+# "author[0].id", "movies[0]"), as its output_parser does with "result.data[0].{param}".
+_PATH_STEP = re.compile(r"[.\[]")
+
+
+def _names_an_output(output_field: str, outputs: dict) -> bool:
+    """Whether ``output_field`` is an output of the tool, or a path into one (its leading name is an output)."""
+    return output_field in outputs or _PATH_STEP.split(output_field, 1)[0] in outputs
 
 
 def _output_parameters(view, tool_name: str):
