@@ -311,3 +311,15 @@ def test_a_reference_reading_inside_an_output_is_not_an_undefined_reference(load
     broken = json.loads(json.dumps(executable[35]))
     broken["messages"][1]["tool_calls"][1]["function"]["arguments"]["q"] = "$var1.place.name$"
     assert "has no output 'place.name'" in _reference_findings(broken)[0]
+
+
+def test_allowed_values_given_as_a_range_text_are_no_enum_of_its_characters(loaded):
+    """Real executable specs say "allowed_values": "1-100" for page and limit: not an enum ['1', '-', '1', '0', '0']
+    (which made every real call with page=1 break its schema), but a note in the description."""
+    specs = {s["name"]: s for s in read_specs(v1_file(GROUP_PATHS["executable"][1]))}
+    page = v1_tool(specs["Real-Time_Product_Search_Search"])["function"]["parameters"]["properties"]["page"]
+    assert "enum" not in page and page["type"] == "number" and page["default"] == 1
+    assert page["description"] == "Results page to return. (allowed values: 1-100)"
+    rows, _ = loaded
+    row = by_upstream_row(rows["executable"])[20]
+    assert [f for f in check_row(row) if f.rule == "arguments.schema" and f.field.endswith(".page")] == []

@@ -13,7 +13,8 @@ pseudo-call naming the outputs that make the answer. Labels have no ``$`` (``var
 
 Mapping: every spec becomes an OpenAI function tool whose ``parameters`` is a JSON Schema object
 (per-property ``required`` flags collected into ``required``; ``optional: true`` means not required;
-``allowed_values``/``possible_values`` -> ``enum``; ``default``/``default_value`` -> ``default``;
+``allowed_values``/``possible_values`` -> ``enum`` (a list; text such as ``"1-100"`` goes into the
+description); ``default``/``default_value`` -> ``default``;
 ``example`` -> ``examples``; capitalised or free-text types mapped as for v2), keeping ``output_parameters``
 and, for RapidAPI specs, ``http`` (method, endpoint, host, url, where the parameters go, output_parser).
 References follow the spec's v1 rule: a whole value ``$var1.field$`` or ``$var3$`` (the whole output), also
@@ -300,8 +301,12 @@ def v1_property(spec: Any) -> tuple[Any, bool]:
     if "description" in spec:
         out["description"] = spec["description"] + (" " + out.pop("description") if out.get("description") else "")
     enum = spec.get("enum") or spec.get("allowed_values") or spec.get("possible_values")
-    if enum:
+    if isinstance(enum, list) and enum:
         out["enum"] = list(enum)
+    elif enum:
+        # Not a list of values ("allowed_values": "1-100", a range): an enum of its characters would refuse
+        # every real value, so it is said in the description, as an unknown free-text type is.
+        out["description"] = f"{out.get('description') or ''} (allowed values: {enum})".strip()
     for key in ("default", "default_value"):
         if key in spec:
             out["default"] = spec[key]
