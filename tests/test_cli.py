@@ -53,3 +53,26 @@ def test_show_stops_at_the_row_asked_for_so_a_bad_row_after_it_does_not_raise(ca
         assert '"split": "ms_swift/agent_rows"' in capsys.readouterr().out
     assert main(["show", "ms_swift", "--sample", "--config", "toolmind", "--row", "2"]) == 2
     assert "row 2, field 'messages[1].tool_calls[0]'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [
+    ["validate", "ms_swift"], ["stats", "ms_swift"], ["show", "ms_swift"], ["export", "ms_swift", "--out", "{out}"],
+    ["verify", "nestful"],
+])
+def test_sample_and_data_files_together_are_refused_not_the_files_ignored(command, tmp_path, capsys):
+    """With both, the sample was read and the files named were not: `validate` passed files it never read."""
+    bad = tmp_path / "mine.jsonl"
+    bad.write_text('{"messages": [{"role": "user", "content": "cut\n')
+    argv = [a.replace("{out}", str(tmp_path / "out")) for a in command]
+    assert main([*argv, "--sample", "--data-files", str(bad)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == "error: ValueError: --sample and --data-files exclude each other: give one of them\n"
+    assert not (tmp_path / "out").exists()
+
+
+def test_score_refuses_sample_and_gold_data_files_together(tmp_path, capsys):
+    results = tmp_path / "results.jsonl"
+    results.write_text('{"sample_id": "x", "generated_text": "[]"}\n')
+    assert main(["score", "nestful", str(results), "--no-win-rate", "--sample", "--gold-data-files", "x.jsonl"]) == 2
+    assert "--sample and --gold-data-files exclude each other" in capsys.readouterr().err

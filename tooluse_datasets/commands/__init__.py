@@ -46,6 +46,8 @@ def data_files_for(args: argparse.Namespace, source: str):
     from ..loading import sample_files
 
     if getattr(args, "sample", False):
+        if args.data_files:  # reading the sample would leave the files named unread, their rows unchecked
+            raise ValueError("--sample and --data-files exclude each other: give one of them")
         return sample_files(source)
     return args.data_files
 

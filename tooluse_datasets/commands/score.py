@@ -65,6 +65,8 @@ def run(args: argparse.Namespace) -> int:
     from ..builders.nestful.score import score_file
     from ..loading import sample_files
 
+    if args.sample and args.gold_data_files:
+        raise ValueError("--sample and --gold-data-files exclude each other: give one of them")
     gold = _GoldRows(sample_files("nestful") if args.sample else args.gold_data_files)
     scores = score_file(args.results, gold_rows=gold, parser=args.parser, corrected=args.corrected,
                         win_rate=not args.no_win_rate, executable_functions_dir=args.executable_functions,
