@@ -76,3 +76,29 @@ def test_score_refuses_sample_and_gold_data_files_together(tmp_path, capsys):
     results.write_text('{"sample_id": "x", "generated_text": "[]"}\n')
     assert main(["score", "nestful", str(results), "--no-win-rate", "--sample", "--gold-data-files", "x.jsonl"]) == 2
     assert "--sample and --gold-data-files exclude each other" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [
+    ["validate", "ms_swift", "--sample", "--split", "nope"],             # a split the data does not have
+    ["validate", "ms_swift", "--sample", "--config", "nope"],            # a format without a writer
+    ["validate", "ms_swift", "--sample", "--option", "nope=1"],          # an option the source does not have
+    ["stats", "ms_swift", "--sample", "--split", "nope"],
+])
+def test_validate_and_stats_refusing_their_arguments_leave_the_skipped_rows_file_alone(command, tmp_path, capsys):
+    listing = tmp_path / "skipped.jsonl"
+    listing.write_text('{"kept": "from the last run"}\n')
+    assert main([*command, "--skipped-rows", str(listing)]) == 2
+    assert capsys.readouterr().err.startswith("error: ValueError: ")
+    assert listing.read_text() == '{"kept": "from the last run"}\n'
+
+
+def test_validate_names_the_splits_there_are_when_asked_for_another(capsys):
+    assert main(["validate", "ms_swift", "--sample", "--split", "nope"]) == 2
+    assert capsys.readouterr().err == "error: ValueError: ms_swift has no split 'nope'; its splits here: train\n"
+
+
+def test_validate_empties_the_skipped_rows_file_once_it_runs(tmp_path, capsys):
+    listing = tmp_path / "skipped.jsonl"
+    listing.write_text('{"kept": "from the last run"}\n')
+    assert main(["validate", "ms_swift", "--sample", "--skipped-rows", str(listing)]) == 0
+    assert listing.read_text() == ""

@@ -29,6 +29,8 @@ def run(args: argparse.Namespace) -> int:
         return load(args.source, "unified", split=split, streaming=True, data_files=data_files_for(args, args.source),
                     on_error=args.on_error, report=report, **source_options(args))
 
+    if args.split:
+        stream(args.split)  # a split the data does not have is refused here, before the skipped-rows file is touched
     names = [args.split] if args.split else list(stream())
     skipped_rows = args.skipped_rows or None  # each split's report appends to it
     start_skipped_rows(skipped_rows)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from . import add_skipped_rows_argument, add_source_arguments, data_files_for, source_options, start_skipped_rows
+from . import add_skipped_rows_argument, add_source_arguments, data_files_for, source_options
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -43,10 +43,9 @@ def _selection(*, allow_read: bool):
 def run(args: argparse.Namespace) -> int:
     from ..validation.run import validate
 
-    skipped_rows = args.skipped_rows or None  # each split's report appends to it
-    start_skipped_rows(skipped_rows)
+    skipped_rows = args.skipped_rows or None  # each split's report appends to it, emptied once the run is set up
     result = validate(args.source, args.config, split=args.split, data_files=data_files_for(args, args.source),
                       rules=args.rules, fail_on=args.fail_on, on_error=args.on_error, max_examples=args.examples,
-                      skipped_rows=skipped_rows, **source_options(args))
+                      skipped_rows=skipped_rows, fresh_skipped_rows=True, **source_options(args))
     print(json.dumps(result.to_dict(), indent=1, ensure_ascii=False) if args.json else result.table())
     return 1 if result.failed else 0

@@ -30,12 +30,15 @@ class SplitValidation:
 def validate(source: str, config: str = "unified", split: Optional[str] = None, data_files: Any = None,
              data_dir: Optional[str] = None, *, rules: RuleSelection = None, fail_on: RuleSelection = DEFAULT_FAIL_ON,
              revision: Optional[str] = None, on_error: str = "skip", max_examples: int = ValidationCounter.MAX_EXAMPLES,
-             skipped_rows: Optional[str] = None, **source_options: Any) -> "ValidationResult":
+             skipped_rows: Optional[str] = None, fresh_skipped_rows: bool = False,
+             **source_options: Any) -> "ValidationResult":
     """Read ``source`` (streaming, constant memory) and check every unified row against ``rules`` (default:
     all). ``config`` chooses whose read errors are reported: a writer format (``swift``, ``toolmind``) or
     ``raw`` is read as well, so rows that cannot be written in it count as read errors; the rules always
     check the unified rows. ``skipped_rows``: a file to append every unreadable row to, one JSON object per
-    line (file, row, field, reason, message). Other arguments are those of :func:`tooluse_datasets.load`."""
+    line (file, row, field, reason, message); ``fresh_skipped_rows``: empty that file first, once the arguments
+    are checked and the splits planned (a run refused for its arguments leaves it as it was). Other arguments
+    are those of :func:`tooluse_datasets.load`."""
     from .. import registry
     from ..pipeline import UNIFIED, ShardConverter
 
@@ -45,16 +48,23 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
                                              on_error=on_error, revision=revision, **source_options)
     plans = builder.split_plans()  # every split planned once
     if split is not None:
+        builder.check_split_names([split], [p.name for p in plans])
         plans = [p for p in plans if p.name == split]
-        if not plans:
-            raise ValueError(f"{source}: no split {split!r} in the data")
+
+    def reports_for(read: SkipReport) -> dict[str, SkipReport]:
+        # One pass: each row is converted once to unified (what the rules check) and, for another config,
+        # written in it too, whose skips are the read errors reported.
+        return {UNIFIED: read} if config == UNIFIED else {UNIFIED: SkipReport(), config: read}
+
+    ShardConverter(builder.source, list(reports_for(SkipReport())), on_error=on_error)  # a config without a writer
+    if fresh_skipped_rows and skipped_rows:
+        with open(skipped_rows, "wb"):
+            pass
     splits: dict[str, SplitValidation] = {}
     for plan in plans:
         read = SkipReport(rows_path=skipped_rows)
         counter = ValidationCounter(selected, max_examples=max_examples)
-        # One pass: each row is converted once to unified (what the rules check) and, for another config,
-        # written in it too, whose skips are the read errors reported.
-        reports = {UNIFIED: read} if config == UNIFIED else {UNIFIED: SkipReport(), config: read}
+        reports = reports_for(read)
         converter = ShardConverter(builder.source, list(reports), on_error=on_error, reports=reports)
         rows = (row for shard in plan.shards for batch in converter.batches(plan, shard, arrow=False)
                 for row in batch.rows[UNIFIED])
