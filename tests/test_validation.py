@@ -872,3 +872,21 @@ def test_validate_reads_each_row_once_whatever_the_config(monkeypatch):
     rows = result.total().read.rows_read
     assert len(result.splits) == 7 and rows == result.total().rules.checked + result.total().read.skipped > 0
     assert calls == {"to_raw": rows, "to_unified": rows, "plan": 1}
+
+
+def test_cli_examples_option_sets_the_examples_of_the_total_and_the_table(tmp_path, capsys):
+    """--examples N kept N examples per split, but the total (the table, the JSON "total") kept 3."""
+    from tooluse_datasets.cli import main
+
+    path = tmp_path / "train.jsonl"
+    path.write_text("".join(_swift_row({"city": n}) + "\n" for n in range(6)))
+    argv = ["validate", "ms_swift", "--data-files", str(path), "--option", "shard_bytes=64"]
+    assert main([*argv, "--examples", "5", "--json"]) == 1
+    total = json.loads(capsys.readouterr().out)["total"]["validation"]["rules"]["arguments.schema"]
+    assert total["rows"] == 6 and len(total["examples"]) == 5
+    assert main([*argv, "--examples", "5"]) == 1
+    table = capsys.readouterr().out
+    assert [n for n in range(6) if f"ms_swift/train/{n}  " in table] == [0, 1, 2, 3, 4]
+    with pytest.raises(SystemExit) as refused:  # refused by argparse, not 0 examples silently
+        main([*argv, "--examples", "-1"])
+    assert refused.value.code == 2

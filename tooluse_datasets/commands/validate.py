@@ -21,10 +21,20 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--fail-on", type=_selection(allow_read=True), default=DEFAULT_FAIL_ON, metavar="RULE,...",
                    help="exit 1 if a row fails one of these (ids, globs, error, warning, all) or, with 'read', if "
                         f"a row could not be read (default: {DEFAULT_FAIL_ON})")
-    p.add_argument("--examples", type=int, default=3, metavar="N", help="example rows kept per rule (default: 3)")
+    p.add_argument("--examples", type=_count, default=3, metavar="N", help="example rows kept per rule (default: 3)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     add_skipped_rows_argument(p)
     return p
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a whole number of rows, 0 or more; got {text!r}")
+    return value
 
 
 def _selection(*, allow_read: bool):

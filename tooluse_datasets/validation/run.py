@@ -85,7 +85,9 @@ class ValidationResult:
         self.rules_checked = rules_checked if rules_checked is not None else [r.id for r in all_rules()]
 
     def total(self) -> SplitValidation:
-        read, counter = SkipReport(), ValidationCounter([])
+        # as many examples per rule as each split keeps (validate's max_examples, --examples)
+        most = max((part.rules.max_examples for part in self.splits.values()), default=ValidationCounter.MAX_EXAMPLES)
+        read, counter = SkipReport(), ValidationCounter([], max_examples=most)
         counter.rules_checked = list(self.rules_checked)
         for part in self.splits.values():
             read.merge(part.read)
