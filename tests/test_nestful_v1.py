@@ -323,3 +323,16 @@ def test_allowed_values_given_as_a_range_text_are_no_enum_of_its_characters(load
     rows, _ = loaded
     row = by_upstream_row(rows["executable"])[20]
     assert [f for f in check_row(row) if f.rule == "arguments.schema" and f.field.endswith(".page")] == []
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_one_group_loaded_alone_keeps_the_ids_and_subset_it_has_among_all_groups(loaded, streaming):
+    # The group comes from the spec file's name, not from the split that holds it ("train" for a list).
+    rows_by_group, _ = loaded
+    for split_name, files in (("train", GROUP_PATHS["glaive"]), ("test", GROUP_PATHS["glaive"])):
+        ds = td.load("nestful", data_files={split_name: [v1_file(p) for p in files]}, data_version="v1",
+                     on_error="skip", streaming=streaming)[split_name]
+        alone = list(ds)
+        assert [r["id"] for r in alone] == [r["id"] for r in rows_by_group["glaive"]]
+        assert {r["subset"] for r in alone} == {"v1-glaive"}
+        assert alone[0]["id"] == "nestful/v1-glaive/0"

@@ -69,11 +69,14 @@ TOOLS_MODES = ("catalog", "used")
 
 @dataclasses.dataclass(frozen=True)
 class V1Group:
-    """One v1 split: its data files and the spec file their calls use."""
+    """One v1 split: its data files and the spec file their calls use. ``group`` labels its rows (ids
+    ``nestful/v1-<group>/<row>``, subset ``v1-<group>``): the group the spec file's name tells, whatever split
+    holds it, so a row's id does not depend on which other files were loaded; else the split's name."""
 
     name: str
     data_files: tuple[str, ...]
     spec_file: str
+    group: str
 
 
 def group_of(path: str) -> Optional[str]:
@@ -90,7 +93,7 @@ def is_spec_file(path: str) -> bool:
 
 
 def v1_groups(files_by_split: dict[str, Sequence[str]]) -> list[V1Group]:
-    """Pair data and spec files. A split holding one spec file is one group under the split's name; a
+    """Pair data and spec files. A split holding one spec file is one group (split) under the split's name; a
     ``train`` split holding several (``data_dir=.../data_v1``) is regrouped by file name."""
     groups = []
     for split, files in files_by_split.items():
@@ -99,7 +102,7 @@ def v1_groups(files_by_split: dict[str, Sequence[str]]) -> list[V1Group]:
         if len(specs) == 1:
             if not data:
                 raise MissingFieldError(f"v1 split {split!r} has a spec file but no data file", file=specs[0])
-            groups.append(V1Group(split, tuple(data), specs[0]))
+            groups.append(V1Group(split, tuple(data), specs[0], group_of(specs[0]) or split))
             continue
         by_group: dict[str, dict[str, list[str]]] = {}
         for f in files:
@@ -112,7 +115,7 @@ def v1_groups(files_by_split: dict[str, Sequence[str]]) -> list[V1Group]:
             if len(parts["spec"]) != 1 or not parts["data"]:
                 raise MissingFieldError(f"v1 group {group!r} needs one spec file and data files, got "
                                         f"{parts['spec']} / {parts['data']}", file=(parts["spec"] or parts["data"])[0])
-            groups.append(V1Group(group, tuple(parts["data"]), parts["spec"][0]))
+            groups.append(V1Group(group, tuple(parts["data"]), parts["spec"][0], group))
     return groups
 
 
@@ -213,7 +216,7 @@ def with_specs(batches: Iterator, group: V1Group, tools: str, shard: Shard, resu
         if catalog is None:
             items = [(n, s if isinstance(s, ToolUseDataError) else _no_specs(unreadable, group)) for n, s in batch.items]
         else:
-            items = [(n, with_tools(s, catalog.specs, group.name, tools, data_file=stem)) for n, s in batch.items]
+            items = [(n, with_tools(s, catalog.specs, group.group, tools, data_file=stem)) for n, s in batch.items]
         yield dataclasses.replace(batch, items=items)
 
 
