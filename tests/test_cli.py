@@ -102,3 +102,19 @@ def test_validate_empties_the_skipped_rows_file_once_it_runs(tmp_path, capsys):
     listing.write_text('{"kept": "from the last run"}\n')
     assert main(["validate", "ms_swift", "--sample", "--skipped-rows", str(listing)]) == 0
     assert listing.read_text() == ""
+
+
+def test_all_takes_each_sources_own_files_as_source_path_items(tmp_path, capsys):
+    """`all` needs a file list per source; a CLI user gives them as SOURCE=PATH (not a Python dict)."""
+    nestful, ms_swift = td.sample_files("nestful")["train"], td.sample_files("ms_swift")["train"]
+    out = tmp_path / "out"
+    argv = ["export", "all", "--format", "unified", "--out", str(out), "--data-files",
+            *[f"nestful={p}" for p in nestful], *[f"ms_swift={p}" for p in ms_swift]]
+    assert main(argv) == 0
+    exported = [line for f in sorted(out.rglob("*.jsonl")) for line in f.read_text().splitlines()]
+    expected = td.load("all", data_files={"nestful": nestful, "ms_swift": ms_swift}, split="train", streaming=True)
+    assert len(exported) == sum(1 for _ in expected) == sum(_rows(s, "train") for s in ("nestful", "ms_swift"))
+
+    assert main(["stats", "all", "--data-files", nestful[0]]) == 2  # a bare path names no source
+    err = capsys.readouterr().err
+    assert "give --data-files as SOURCE=PATH items" in err and "Traceback" not in err

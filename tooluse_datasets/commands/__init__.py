@@ -15,7 +15,8 @@ def add_source_arguments(p: argparse.ArgumentParser, *, many: bool = False, on_e
     else:
         p.add_argument("source", metavar="SOURCE", help=f"{names} or {MIX} (every source in one schema)")
     p.add_argument("--data-files", nargs="+", metavar="PATH",
-                   help="local files or hf:// / https:// URLs (default: the pinned upstream files)")
+                   help="local files or hf:// / https:// URLs (default: the pinned upstream files); for "
+                        f"{MIX}, each as SOURCE=PATH (nestful=data.jsonl ms_swift=agent.jsonl)")
     p.add_argument("--sample", action="store_true", help="use the small sample bundled with the package (offline)")
     p.add_argument("--split", default=None, help="one split (default: all)")
     p.add_argument("--on-error", choices=["raise", "skip"], default=on_error,
@@ -44,12 +45,30 @@ def source_options(args: argparse.Namespace) -> dict:
 
 def data_files_for(args: argparse.Namespace, source: str):
     from ..loading import sample_files
+    from ..registry import MIX
 
     if getattr(args, "sample", False):
         if args.data_files:  # reading the sample would leave the files named unread, their rows unchecked
             raise ValueError("--sample and --data-files exclude each other: give one of them")
         return sample_files(source)
+    if source == MIX and args.data_files:
+        return _files_by_source(args.data_files)
     return args.data_files
+
+
+def _files_by_source(items: list[str]) -> dict[str, list[str]]:
+    """``SOURCE=PATH`` items as the mapping ``load("all", data_files=...)`` takes (source name -> files)."""
+    from ..registry import MIX, source_names
+
+    names = source_names()
+    files: dict[str, list[str]] = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep or name not in names or not path:
+            raise ValueError(f"{MIX} reads each source's own files: give --data-files as SOURCE=PATH items "
+                             f"(SOURCE one of {', '.join(names)}), got {item!r}")
+        files.setdefault(name, []).append(path)
+    return files
 
 
 def add_skipped_rows_argument(p: argparse.ArgumentParser) -> None:
