@@ -336,3 +336,15 @@ def test_streamed_rows_are_converted_a_few_at_a_time_unless_the_source_has_a_bat
     sizes.clear()
     prepared = td.load("nestful", data_files=str(path), split="train", cache_dir=str(tmp_path / "cache-step"))
     assert list(prepared) == rows and sizes == [n]  # prepared: the whole batch (no row waits on a piece)
+
+
+def test_a_stream_with_num_proc_read_by_dataloader_workers_converts_in_each_worker(toolmind_file):
+    """DataLoader workers are daemonic processes, which cannot start processes of their own: a stream loaded
+    with num_proc=2 and read by DataLoader(num_workers=2) converts each worker's shards in that worker (it
+    crashed with "daemonic processes are not allowed to have children")."""
+    torch_data = pytest.importorskip("torch.utils.data", reason="torch (the [trl] extra) is needed for DataLoader workers")
+    whole = [r["id"] for r in _stream(toolmind_file)]
+    loader = torch_data.DataLoader(_stream(toolmind_file, num_proc=2), batch_size=None, num_workers=2,
+                                   collate_fn=lambda row: row["id"])
+    ids = list(loader)
+    assert sorted(ids) == sorted(whole) and len(ids) == len(whole)

@@ -111,9 +111,12 @@ class ShardExamplesIterable(_BaseExamplesIterable):
 
     def __iter__(self) -> Iterator[tuple[Any, dict]]:
         first_shard, resume = self._start()
-        if self.num_proc and self.num_proc > 1 and len(self.shards) - first_shard > 1:
+        if (self.num_proc and self.num_proc > 1 and len(self.shards) - first_shard > 1
+                and not multiprocessing.current_process().daemon):
             yield from self._iter_parallel(first_shard, resume)
             return
+        # A daemonic process (a DataLoader worker, a multiprocessing.Pool worker) cannot start worker processes:
+        # it converts its shards itself, the same rows in the same order (its loader already divides the work).
         yield from self._shards_here(first_shard, resume, arrow=False)
 
     def _iter_arrow(self) -> Iterator[tuple[Any, Any]]:
