@@ -817,6 +817,8 @@ def test_a_source_copied_after_priming_gives_workers_the_ids_without_reading_the
                                                 shard_bytes=path.stat().st_size // 4)
     plan = builder.split_plans()[0]
     here = ShardConverter(builder.source, ["unified"])
+    # A reader of a later shard primes the file (the first shard's reader learns its ids as it reads instead)
+    last = [r["id"] for batch in here.batches(plan, plan.shards[-1], arrow=False) for r in batch.rows["unified"]]
     first = [r["id"] for batch in here.batches(plan, plan.shards[0], arrow=False) for r in batch.rows["unified"]]
     copy = pickle.loads(pickle.dumps(builder.source))  # the file is primed here now
 
@@ -828,6 +830,7 @@ def test_a_source_copied_after_priming_gives_workers_the_ids_without_reading_the
     converter = ShardConverter(copy, ["unified"])
     later = [r["id"] for shard in plan.shards[1:] for batch in converter.batches(plan, shard, arrow=False)
              for r in batch.rows["unified"]]
+    assert later[-len(last):] == last
     assert [i.split("/")[-1] for i in first + later if "dup" in i] == ["dup", "dup#5", "dup#8"]
 
 

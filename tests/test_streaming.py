@@ -348,3 +348,39 @@ def test_a_stream_with_num_proc_read_by_dataloader_workers_converts_in_each_work
                                    collate_fn=lambda row: row["id"])
     ids = list(loader)
     assert sorted(ids) == sorted(whole) and len(ids) == len(whole)
+
+
+def test_a_nestful_stream_from_the_start_learns_its_ids_as_it_reads(tmp_path, monkeypatch):
+    """A reader starting at a NESTFUL file's first row does not read every sample_id of the file before its
+    first row (the first row waited for a pass over the whole file); ids are those of a prepared split all the
+    same, also for a repeat whose first holder is refused."""
+    import tooluse_datasets.builders.nestful.source as nestful_source
+
+    good = json.loads(Path(td.sample_files("nestful")["train"][0]).read_text().splitlines()[0])
+    rows = []
+    for i in range(60):
+        row = dict(good, sample_id=f"id-{i % 7}")
+        if i == 2:
+            del row["output"]  # refused: the next holder of id-2 is still a repeat (#9)
+        rows.append(json.dumps(row))
+    path = tmp_path / "nestful_rows.jsonl"
+    path.write_text("\n".join(rows) + "\n")
+    passes = []
+    real = nestful_source.ids_in_file
+    monkeypatch.setattr(nestful_source, "ids_in_file", lambda *a: passes.append(a) or real(*a))
+
+    def stream(**kw):
+        return td.load("nestful", data_files=str(path), split="train", streaming=True, on_error="skip", **kw)
+
+    first = next(iter(stream()))
+    assert passes == [] and first["id"].endswith("/id-0")
+    streamed = [r["id"] for r in stream(shard_bytes=2_000)]
+    prepared = [r["id"] for r in td.load("nestful", data_files=str(path), split="train", on_error="skip",
+                                         cache_dir=str(tmp_path / "cache"))]
+    assert streamed == prepared and len(streamed) == 59
+    assert [i for i in streamed if "/id-2" in i][:2] == [streamed[8], streamed[15]] and streamed[8].endswith("id-2#9")
+    assert len(set(streamed)) == len(streamed)
+    # Later shards need the file's ids: read once per process, not once per copy of the source (each task of a
+    # num_proc worker gets its own copy; a worker read the ids again for every shard)
+    assert [r["id"] for r in stream(shard_bytes=2_000)] == streamed
+    assert len(passes) == 1

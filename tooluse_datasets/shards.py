@@ -170,6 +170,13 @@ def whole_file_shard(path: str) -> Shard:
     return Shard(path, LINES if file_suffix(path) == ".jsonl" else DOCUMENT)
 
 
+def starts_file(shard: Shard) -> bool:
+    """Whether ``shard`` begins at its file's first row (its reader meets the file's rows from the first on)."""
+    if shard.kind == PARQUET:
+        return not shard.row_groups or shard.row_groups[0] == 0
+    return shard.start == 0
+
+
 def plan_parquet(path: str, metadata: pq.FileMetaData, target_bytes: int,
                  row_groups: Optional[list[int]] = None) -> list[Shard]:
     """Consecutive row groups (of ``row_groups``, default all) grouped up to ``target_bytes`` uncompressed.

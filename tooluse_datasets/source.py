@@ -108,6 +108,16 @@ class UniqueIds:
             self._primed_rows[key] = min(row, self._primed_rows.get(key, row))
         self._primed_files.add(file)  # after the ids: a file marked primed has all of them
 
+    def is_primed(self, file: str) -> bool:
+        return file in self._primed_files
+
+    def learn(self, file: str, ids: Iterable[tuple[int, str]]) -> None:
+        """``(row, upstream id)`` pairs read in file order from the file's first row on (a reader that needs no
+        :meth:`prime_file`): each id's first row is the first met."""
+        seen = self._seen_rows
+        for row, upstream_id in ids:
+            seen.setdefault((file, upstream_id), row)
+
     def __call__(self, upstream_id: str, row_id: str, ctx: RowContext) -> str:
         """``row_id`` (built from ``upstream_id``) if this row is the first of its file holding that id."""
         key = (ctx.file, upstream_id)
@@ -159,6 +169,16 @@ def _column_values(path: str, column: str) -> Iterator[tuple[int, Any]]:
         for row, native in batch.items:
             if isinstance(native, dict):
                 yield row, native.get(column)
+
+
+def ids_of_rows(items: Iterable[tuple[int, Any]], column: str) -> Iterator[tuple[int, str]]:
+    """``(row number, id)`` of the rows read (a reader's ``(row, native row or error)`` items) whose ``column``
+    holds an id, as :func:`ids_in_file` gives them."""
+    for row, native in items:
+        if isinstance(native, dict):
+            value = native.get(column)
+            if isinstance(value, (str, int)) and not isinstance(value, bool) and value != "":
+                yield row, str(value)
 
 
 @dataclasses.dataclass

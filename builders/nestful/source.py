@@ -23,8 +23,8 @@ from datasets import Features, Json, List, Value
 from tooluse_datasets.codec import loads_json_or_literal, try_loads
 from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, MissingFieldError, ToolUseDataError
 from tooluse_datasets.schema import complete_row, message, tool_call, unified_row
-from tooluse_datasets.shards import RawBatch, Shard, display_path, joined_batches
-from tooluse_datasets.source import RowContext, Source, SourceOptions, SplitPlan, ids_in_file
+from tooluse_datasets.shards import RawBatch, Shard, display_path, file_version, joined_batches, starts_file
+from tooluse_datasets.source import RowContext, Source, SourceOptions, SplitPlan, ids_in_file, ids_of_rows
 
 from .executed import CALLS_PER_TURN
 from .specs import CALL_KEYS, check_call, check_references, from_openai_tool, label_key, to_openai_tool
@@ -79,6 +79,10 @@ class NestfulOptions(SourceOptions):
     require_reproduced: bool = False
 
 
+# The first row of each sample_id of the files read in this process (NestfulSource._prime_ids), by file version
+_FIRST_ROWS: dict[tuple, dict[str, int]] = {}
+
+
 class NestfulSource(Source):
     name = "nestful"
     pretty_name = "NESTFUL"
@@ -117,9 +121,17 @@ class NestfulSource(Source):
         return super().plan(files_by_split)
 
     def read(self, shard: Shard, split: SplitPlan, resume: Optional[tuple[int, int]] = None) -> Iterator[RawBatch]:
+        learning = False
         if self.options.data_version != "v1":
-            self._prime_ids(shard.file)
+            # A reader starting at the file's first row meets every earlier holder of an id before its repeats:
+            # it learns the ids as it reads, and its first row does not wait for a pass over the whole file.
+            learning = resume is None and starts_file(shard) and not self.unique_ids.is_primed(
+                display_path(shard.file))
+            if not learning:
+                self._prime_ids(shard.file)
         batches = super().read(shard, split, resume)
+        if learning:
+            batches = self._learning_ids(batches, display_path(shard.file))
         if self.options.execute:  # one sandbox process per batch: batches of batch_size rows, not JSON's few
             batches = joined_batches(batches, self.options.batch_size)
         if self.options.data_version == "v1":
@@ -134,7 +146,28 @@ class NestfulSource(Source):
         file is read: the rule that a repeat gets ``#<row>`` then does not depend on which shard, resume point
         or worker reads a row, nor on whether the first holder of an id converts (a file of NESTFUL's size is
         read twice: the ids first)."""
-        self.unique_ids.prime_file(display_path(path), ids_in_file(path, "sample_id"))
+        file = display_path(path)
+        if self.unique_ids.is_primed(file):
+            return
+        key = (path, file_version(path.split("::")[-1]))  # a file of a zip archive: the archive's version
+        first_rows = _FIRST_ROWS.get(key)
+        if first_rows is None:
+            # Once per file in this process, not once per copy of the source: a worker process converts
+            # shard after shard, each task with a copy of the source that may not have the ids yet.
+            first_rows = {}
+            for row, sample_id in ids_in_file(path, "sample_id"):
+                first_rows.setdefault(sample_id, row)
+            if len(_FIRST_ROWS) >= 4:
+                _FIRST_ROWS.pop(next(iter(_FIRST_ROWS)))
+            _FIRST_ROWS[key] = first_rows
+        self.unique_ids.prime_file(file, ((row, sample_id) for sample_id, row in first_rows.items()))
+
+    def _learning_ids(self, batches: Iterator[RawBatch], file: str) -> Iterator[RawBatch]:
+        """``batches``, each batch's ids learnt before its rows convert, as :meth:`_prime_ids` would have told
+        them (so a first holder that is refused still keeps its id from its repeats)."""
+        for batch in batches:
+            self.unique_ids.learn(file, ids_of_rows(batch.items, "sample_id"))
+            yield batch
 
     @property
     def has_batch_step(self) -> bool:
