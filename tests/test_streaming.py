@@ -176,6 +176,30 @@ def test_resuming_after_split_dataset_by_node(toolmind_file, conversions):
     assert len(conversions) == len(rest)
 
 
+def test_a_state_from_a_stream_planned_otherwise_is_refused_not_silently_resumed(toolmind_file, tmp_path):
+    """Loaded into other shards (another shard_bytes, another file, another node), the positions would name other
+    rows: 600 of 1,100 rows were lost without a word. Data moved to another folder still resumes."""
+    ds = _stream(toolmind_file)
+    iterator = iter(ds)
+    head = [next(iterator) for _ in range(25)]
+    state = ds.state_dict()
+    other_shards = td.load("toolmind", data_files=toolmind_file, split="synthetic", streaming=True)  # one shard
+    other_file = tmp_path / "other.parquet"
+    benchmark_module("generate_toolmind").write_parquet(str(other_file), 60, row_group_size=20)
+    for stream in (other_shards, _stream(str(other_file)),
+                   split_dataset_by_node(_stream(toolmind_file), rank=1, world_size=2)):
+        stream.load_state_dict(state)
+        with pytest.raises(ValueError, match="this state_dict was taken from a stream of other shards"):
+            next(iter(stream))
+
+    moved = tmp_path / "moved" / Path(toolmind_file).name
+    moved.parent.mkdir()
+    moved.write_bytes(Path(toolmind_file).read_bytes())
+    resumed = _stream(str(moved))
+    resumed.load_state_dict(state)
+    assert head + list(resumed) == list(_stream(toolmind_file))
+
+
 @pytest.mark.parametrize("consumed", [9, 47])
 def test_num_proc_streams_the_same_rows_and_resumes(toolmind_file, conversions, consumed):
     """Row 9 is in the first shard (converted in this process), row 47 in the third (converted by a worker):

@@ -18,7 +18,10 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import copy
+import hashlib
+import json
 import multiprocessing
+import os
 from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
@@ -28,7 +31,7 @@ from datasets.iterable_dataset import _BaseExamplesIterable
 from .codec import json_bytes, loads_stored
 from .errors import JsonValueError, SkipReport, ToolUseDataError
 from .pipeline import ShardConverter, gc_paused, piece_rows
-from .shards import Shard, resharded
+from .shards import Shard, display_path, resharded
 from .source import Source, SplitPlan
 
 
@@ -89,8 +92,19 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         return self._with_shards(resharded(self.shards, self.source.options.shard_bytes))
 
     def _init_state_dict(self) -> dict:
-        self._state_dict = {"shard_idx": 0, "position": None, "type": self.__class__.__name__}
+        # "shards" names the shard list the positions refer to: loaded into a stream planned otherwise (other
+        # files, another shard_bytes), a state would silently skip or repeat rows, so _start refuses it.
+        self._state_dict = {"shard_idx": 0, "position": None, "shards": self._shards_signature(),
+                            "type": self.__class__.__name__}
         return self._state_dict
+
+    def _shards_signature(self) -> str:
+        """The number of shards and a digest of their files' names (not folders: data moved elsewhere still
+        resumes) and regions."""
+        regions = [(os.path.basename(display_path(s.file)), s.kind, list(s.row_groups), s.start, s.stop)
+                   for s in self.shards]
+        digest = hashlib.sha256(json.dumps(regions).encode()).hexdigest()[:16]
+        return f"{len(self.shards)} shards, {digest}"
 
     # -- iteration ---------------------------------------------------------------------------------
 
@@ -106,6 +120,12 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         state = self._state_dict
         if not state:
             return 0, None
+        ours = self._shards_signature()
+        if state.get("shards", ours) != ours or not 0 <= state["shard_idx"] <= len(self.shards):
+            raise ValueError(f"{self.source.name}: this state_dict was taken from a stream of other shards "
+                             f"({state.get('shards')}; this stream has {ours}): a state resumes the stream it was "
+                             "taken from, loaded with the same data_files and shard_bytes (and split across "
+                             "nodes or workers the same way), else rows would be skipped or read twice")
         position = state.get("position")
         return state["shard_idx"], tuple(position) if position is not None else None
 
