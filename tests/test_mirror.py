@@ -328,3 +328,31 @@ def test_a_row_that_cannot_be_read_is_logged_once_however_many_configs_skip_it(t
                      tmp_path / "out")
     logged = [r.getMessage() for r in caplog.records if r.getMessage().startswith("skipped row")]
     assert len(logged) == 1 and "row 1" in logged[0]
+
+
+def test_raw_config_keeps_rows_whose_unified_conversion_fails_as_loading_raw_does(tmp_path, cache_dir):
+    """NESTFUL v1 (real upstream files): 16 rows read fine as raw rows but fail their unified conversion (a
+    call to a tool missing from the specs, a reused label, an undefined reference). Loading the raw config
+    keeps them, and so must the mirror's raw config: a mirror converts to unified anyway, for its statistics."""
+    from datasets import load_dataset
+
+    from conftest import shared_data
+
+    files = {group: [str(shared_data("nestful", "data_v1", *p.split("/"))) for p in paths] for group, paths in {
+        "glaive": ("non-executable/non-executable-glaive-data.json", "non-executable/non-executable-glaive-spec.json"),
+        "sgd": ("non-executable/non-executable-sgd-data.json", "non-executable/non-executable-sgd-spec.json"),
+    }.items()}
+    request = MirrorRequest("nestful", configs=["unified", "raw"], data_files=files,
+                            source_options={"data_version": "v1"})
+    folder = build_mirror(request, tmp_path / "out")
+    manifest = read_manifest(folder)
+    for split in ("glaive", "sgd"):
+        raw = list(td.load("nestful", "raw", split=split, data_files=files, data_version="v1", cache_dir=cache_dir))
+        unified = list(td.load("nestful", split=split, data_files=files, data_version="v1", on_error="skip",
+                               cache_dir=cache_dir))
+        assert len(raw) > len(unified)  # the upstream defects are rows of raw, not of unified
+        mirrored = list(td.exact(load_dataset(str(folder), "raw", split=split, cache_dir=cache_dir)))
+        assert mirrored == raw, split
+        assert manifest.configs["raw"].splits[split].skipped["skipped"] == 0
+        assert manifest.configs["unified"].splits[split].num_examples == len(unified)
+        assert manifest.configs["unified"].splits[split].skipped["skipped"] == len(raw) - len(unified)

@@ -163,20 +163,28 @@ class ShardConverter:
         converted = []  # (ctx, position, raw, unified) of the rows that converted
         for (row_number, item), position in zip(items, item_positions):
             ctx = RowContext(source.name, file, row_number, split)
+            raw = unified = None
             try:
                 if isinstance(item, ToolUseDataError):
                     raise item
                 # A row in the source's common shape may go straight to its unified row (same result).
-                raw = None
                 unified = source.native_to_unified(item, ctx) if self._shortcut else None
                 if unified is None:
                     raw = source.to_raw(item, ctx)
-                    unified = source.to_unified(raw, ctx) if self._needs_unified else None
             except Exception as exc:
                 self._fail(exc, ctx, self.configs)
                 continue
+            if unified is None and self._needs_unified:
+                try:
+                    unified = source.to_unified(raw, ctx)
+                except Exception as exc:
+                    # The row was read: it keeps its raw row (as loading the raw config alone gives it) and
+                    # fails in the configs made from the unified row.
+                    self._fail(exc, ctx, [c for c in self.configs if c != RAW])
+                    if RAW not in self.configs:
+                        continue
             converted.append((ctx, position, raw, unified))
-        if self._needs_unified and converted:
+        if self._needs_unified and any(u is not None for _, _, _, u in converted):
             converted = self._complete(converted)
         for ctx, position, raw, unified in converted:
             if unified_rows is not None and unified is not None:
@@ -202,17 +210,24 @@ class ShardConverter:
 
     def _complete(self, converted: list[tuple]) -> list[tuple]:
         """The source's batch step over the batch's unified rows (``Source.complete_unified``); a row it
-        refuses keeps its raw row (for ``raw``) and fails in the other configs."""
-        unified = [u for _, _, _, u in converted]
+        refuses keeps its raw row (for ``raw``) and fails in the other configs. Rows whose unified conversion
+        failed already (kept for ``raw`` only) are passed over."""
+        todo = [entry for entry in converted if entry[3] is not None]
+        unified = [u for _, _, _, u in todo]
         try:
-            finished = self.source.complete_unified(unified, [ctx for ctx, _, _, _ in converted])
+            finished = self.source.complete_unified(unified, [ctx for ctx, _, _, _ in todo])
         except ToolUseDataError as exc:  # the whole batch failed (e.g. the sandbox could not start)
-            finished = [copy.copy(exc) for _ in converted]  # one error per row, each naming its own row
-        if len(finished) != len(converted):
+            finished = [copy.copy(exc) for _ in todo]  # one error per row, each naming its own row
+        if len(finished) != len(todo):
             raise ValueError(f"{type(self.source).__name__}.complete_unified returned {len(finished)} rows for "
-                             f"{len(converted)}: it must return one row or error per row")
+                             f"{len(todo)}: it must return one row or error per row")
+        done = iter(finished)
         out = []
-        for (ctx, position, raw, _), row in zip(converted, finished):
+        for ctx, position, raw, before in converted:
+            if before is None:
+                out.append((ctx, position, raw, None))
+                continue
+            row = next(done)
             if isinstance(row, Exception):
                 self._fail(row, ctx, [c for c in self.configs if c != RAW])
                 row = None
