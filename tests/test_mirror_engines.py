@@ -300,3 +300,20 @@ def test_two_builds_of_one_mirror_do_not_share_a_staging_folder(tmp_path):
         running.release()
     assert build_mirror(request, tmp_path) == tmp_path / "nestful"  # once released, it is taken over
     assert sorted(p.name for p in tmp_path.iterdir()) == ["nestful"]
+
+
+def test_ray_workers_running_elsewhere_write_the_parts_of_a_relative_out_folder(reference, tmp_path, monkeypatch):
+    """Ray's usual ``runtime_env={"working_dir": ...}`` runs every task in a copy of that folder, as tasks on
+    other nodes run in another folder: a relative out folder must still get its parts."""
+    ray = pytest.importorskip("ray", reason="Ray is the optional extra 'ray' (pip install 'tooluse-datasets[ray]')")
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "train.py").write_text("print('the job')\n")
+    monkeypatch.chdir(job)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"working_dir": ".", "excludes": ["mirrors"]})
+    try:
+        folder = build_mirror(_requests()["ms_swift"], "mirrors", engine="ray", num_proc=2)
+    finally:
+        ray.shutdown()
+    assert _digests(job / folder) == reference["ms_swift"]

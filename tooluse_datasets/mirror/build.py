@@ -100,8 +100,9 @@ def build_mirror(request: MirrorRequest, out_dir: str | Path, *, engine: str = "
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Staging.open(target, build)
     try:
+        # An absolute folder: workers need not run where this process does (Ray's working_dir, other nodes).
         tasks = [ShardTask(source, tuple(request.configs), slim_split(plan), shard, index, request.on_error,
-                           request.layout, str(staging.parts))
+                           request.layout, str(staging.parts.absolute()))
                  for plan in plans for index, shard in enumerate(plan.shards)]
         results = _run_shards(request.source, tasks, build, staging, engine=engine, num_proc=num_proc,
                               address=address)
