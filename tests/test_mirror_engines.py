@@ -317,3 +317,37 @@ def test_ray_workers_running_elsewhere_write_the_parts_of_a_relative_out_folder(
     finally:
         ray.shutdown()
     assert _digests(job / folder) == reference["ms_swift"]
+
+
+def test_on_error_raise_names_the_first_bad_row_in_plan_order_whatever_the_engine(tmp_path):
+    """Two workers: the second shard starts with a bad row, the first ends with one after many good rows. The
+    second shard fails first, but the build's answer is the bad row a single process meets: the first one."""
+    good = [line for f in td.sample_files("ms_swift")["train"] for line in Path(f).read_text().splitlines() if line]
+    head = "\n".join(good * 150) + "\n" + '{"messages": [{"role": "user", "content": "cut' + "\n"
+    data = tmp_path / "rows.jsonl"
+    data.write_text(head + "[1, 2]\n" + "\n".join(good * 40) + "\n", encoding="utf-8")
+    request = MirrorRequest("ms_swift", configs=["unified"], data_files=str(data), on_error="raise",
+                            source_options={"shard_bytes": len(head.encode()) - 3})
+    plan = td.registry.builder_class("ms_swift")(config_name="unified", data_files=str(data),
+                                                 **request.source_options).split_plans(divide=True)[0]
+    assert len(plan.shards) == 2
+    first_bad = len(good) * 150  # 0-based row of the cut line, the last row of shard 0; shard 1 starts with [1, 2]
+    engines = [{}, {"num_proc": 2}]
+    ray = None
+    try:
+        import ray
+    except ImportError:
+        pass
+    if ray is not None:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        engines.append({"engine": "ray", "num_proc": 2})
+    try:
+        for options in engines:
+            with pytest.raises(td.errors.InvalidJsonError) as info:
+                build_mirror(request, tmp_path / "out", **options)
+            assert (info.value.row, info.value.field) == (first_bad, "<line>"), options
+            assert "not valid JSON" in str(info.value), options
+            assert not (tmp_path / "out" / "ms_swift").exists()
+    finally:
+        if ray is not None:
+            ray.shutdown()

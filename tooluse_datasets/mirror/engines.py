@@ -10,7 +10,8 @@ task finishes (in any order; the coordinator merges in plan order), so every eng
   optional extra, imported only here.
 
 A bad row under ``on_error="raise"`` is the build's answer: it stops the other tasks and is raised as the typed
-error. Any other failure (a worker that died, a full disk, an unreachable file) is charged to its shard and
+error; with several workers, the tasks before it in the plan still running are waited for, so that the error
+raised is the first bad row in plan order, the one a single process meets (not whichever worker failed first). Any other failure (a worker that died, a full disk, an unreachable file) is charged to its shard and
 yielded as a :class:`ShardFailure`; the other shards go on.
 """
 from __future__ import annotations
@@ -71,6 +72,29 @@ def run_tasks(tasks: Sequence[ShardTask], *, engine: str = "local", num_proc: Op
     return _run_pool(tasks, num_proc)
 
 
+class _FirstBadRow:
+    """The typed error of the first task in plan order that met a bad row (``on_error="raise"``)."""
+
+    def __init__(self):
+        self.position: Optional[int] = None
+        self.error: Optional[ToolUseDataError] = None
+
+    def __bool__(self) -> bool:
+        return self.error is not None
+
+    def beyond(self, position: int) -> bool:
+        """Whether a task at ``position`` comes after the bad row found so far (its outcome no longer matters)."""
+        return self.position is not None and position > self.position
+
+    def seen(self, position: int, error: ToolUseDataError) -> None:
+        if self.position is None or position < self.position:
+            self.position, self.error = position, error
+
+    def raise_it(self) -> None:
+        if self.error is not None:
+            raise self.error from None
+
+
 def _failure(task: ShardTask, exc: BaseException) -> ShardFailure:
     failure = ShardFailure(task, f"{type(exc).__name__}: {exc}")
     logger.error("mirror: shard failed: %s", failure.describe())
@@ -93,18 +117,28 @@ def _run_pool(tasks: Sequence[ShardTask], num_proc: int) -> Iterator[tuple[Shard
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     with ProcessPoolExecutor(max_workers=min(num_proc, len(tasks)), mp_context=_pool_context(tasks[0])) as pool:
-        futures = {pool.submit(convert_shard, task): task for task in tasks}
+        futures = {pool.submit(convert_shard, task): (position, task) for position, task in enumerate(tasks)}
+        bad_row = _FirstBadRow()
         try:
             for future in as_completed(futures):
-                task = futures[future]
+                position, task = futures[future]
+                if bad_row.beyond(position):
+                    continue
                 try:
                     result = future.result()
-                except ToolUseDataError:
-                    raise
-                except Exception as exc:  # includes BrokenProcessPool: a worker died
-                    yield task, _failure(task, exc)
+                except ToolUseDataError as exc:
+                    bad_row.seen(position, exc)
+                    for other, (later, _) in futures.items():
+                        if later > position:
+                            other.cancel()  # not started yet: it never will
                     continue
-                yield task, result
+                except Exception as exc:  # includes BrokenProcessPool: a worker died
+                    if not bad_row:
+                        yield task, _failure(task, exc)
+                    continue
+                if not bad_row:
+                    yield task, result
+            bad_row.raise_it()
         except BaseException:  # also GeneratorExit: the caller stopped
             pool.shutdown(wait=True, cancel_futures=True)
             raise
@@ -144,22 +178,32 @@ def _run_ray(tasks: Sequence[ShardTask], num_proc: Optional[int],
     try:
         limit = num_proc or max(1, int(ray.cluster_resources().get("CPU", 1)))
         remote = ray.remote(num_cpus=1)(convert_shard)
-        queue = list(tasks)
+        queue = list(enumerate(tasks))
+        bad_row = _FirstBadRow()
         while queue or running:
-            while queue and len(running) < limit:  # at most `limit` tasks at once: num_proc workers
-                task = queue.pop(0)
-                running[remote.remote(task)] = task
+            while queue and len(running) < limit and not bad_row:  # at most `limit` at once: num_proc workers
+                position, task = queue.pop(0)
+                running[remote.remote(task)] = (position, task)
+            if not running:
+                break
             ready, _ = ray.wait(list(running), num_returns=1)
-            task = running.pop(ready[0])
+            position, task = running.pop(ready[0])
             try:
                 result = ray.get(ready[0])
             except Exception as exc:
                 cause = getattr(exc, "cause", None)
                 if isinstance(cause, ToolUseDataError):
-                    raise cause from None
-                yield task, _failure(task, cause if isinstance(cause, BaseException) else exc)
+                    bad_row.seen(position, cause)
+                    for ref, (later, _) in list(running.items()):
+                        if later > position:  # after the bad row in the plan: not needed any more
+                            ray.cancel(ref, force=True)
+                            del running[ref]
+                elif not bad_row:
+                    yield task, _failure(task, cause if isinstance(cause, BaseException) else exc)
                 continue
-            yield task, result
+            if not bad_row:
+                yield task, result
+        bad_row.raise_it()
     finally:
         for ref in running:  # stopped early (a bad row, or the caller stopped): no task left running
             ray.cancel(ref, force=True)
