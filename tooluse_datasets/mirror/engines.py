@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import logging
+import os
 from typing import Iterator, Optional, Sequence, Union
 
 from ..errors import ToolUseDataError
@@ -170,6 +171,9 @@ def _run_ray(tasks: Sequence[ShardTask], num_proc: Optional[int],
         raise MirrorError(f"--engine ray needs Ray, which is not installed ({exc}); install the extra: "
                           f"{RAY_EXTRA_HINT}") from None
     started_here = not ray.is_initialized()
+    # RAY_ADDRESS (set in `ray job submit` jobs and on cluster nodes) names a cluster as --address does; Ray
+    # refuses num_cpus for a cluster it connects to.
+    address = address if address is not None else os.environ.get("RAY_ADDRESS") or None
     if started_here and address is not None:
         ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
     elif started_here:  # a local Ray for this build: num_proc CPUs (default: all)
