@@ -356,3 +356,22 @@ def test_raw_config_keeps_rows_whose_unified_conversion_fails_as_loading_raw_doe
         assert manifest.configs["raw"].splits[split].skipped["skipped"] == 0
         assert manifest.configs["unified"].splits[split].num_examples == len(unified)
         assert manifest.configs["unified"].splits[split].skipped["skipped"] == len(raw) - len(unified)
+
+
+def test_a_raw_only_mirror_with_on_error_raise_builds_what_loading_raw_with_raise_gives(tmp_path, cache_dir):
+    """Its unified rows are converted only for the card's statistics: a row failing there alone (real NESTFUL
+    v1 defects) is counted in them, not raised, while a mirror that writes unified still stops at it."""
+    from datasets import load_dataset
+
+    from conftest import shared_data
+
+    files = {"glaive": [str(shared_data("nestful", "data_v1", "non-executable", f"non-executable-glaive-{part}.json"))
+                        for part in ("data", "spec")]}
+    raw = list(td.load("nestful", "raw", split="glaive", data_files=files, data_version="v1", on_error="raise",
+                       cache_dir=cache_dir))
+    folder = build_mirror(MirrorRequest("nestful", configs=["raw"], data_files=files, on_error="raise",
+                                        source_options={"data_version": "v1"}), tmp_path / "raw_only")
+    assert list(td.exact(load_dataset(str(folder), "raw", split="glaive", cache_dir=cache_dir))) == raw
+    with pytest.raises(td.ToolUseDataError):
+        build_mirror(MirrorRequest("nestful", configs=["raw", "unified"], data_files=files, on_error="raise",
+                                   source_options={"data_version": "v1"}), tmp_path / "both")

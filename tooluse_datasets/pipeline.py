@@ -88,13 +88,17 @@ class ConvertedBatch:
 class ShardConverter:
     """Converts the shards of one source into ``configs``, with one error policy and one skip report per
     config (``reports``; created if not given). ``row_check`` (``load(validate=...)``: a unified row -> the
-    error it raises, or None) runs on each unified row, so a row it refuses is failed with its file and row."""
+    error it raises, or None) runs on each unified row, so a row it refuses is failed with its file and row.
+    ``counted_only``: configs converted only to be looked at (a mirror's statistics of unified rows it does not
+    write): a row failing only there is counted in their reports, never raised."""
 
     def __init__(self, source: Source, configs: Sequence[str], *, on_error: str = "raise",
                  reports: Optional[dict[str, SkipReport]] = None,
-                 row_check: Optional[Callable[[dict], Optional[Exception]]] = None):
+                 row_check: Optional[Callable[[dict], Optional[Exception]]] = None,
+                 counted_only: Sequence[str] = ()):
         check_on_error(on_error)
         self.row_check = row_check
+        self.counted_only = frozenset(counted_only)
         if not configs:
             raise ValueError("no config to convert to")
         self.source = source
@@ -258,7 +262,7 @@ class ShardConverter:
         # the original exception stays chained as the cause.
         error = exc if isinstance(exc, ToolUseDataError) else unexpected(exc)
         error.at(file=ctx.file, row=ctx.row, source=self.source.name)
-        if self.on_error == "raise":
+        if self.on_error == "raise" and not self.counted_only.issuperset(configs):
             if error is exc:
                 raise error
             raise error from exc

@@ -82,7 +82,7 @@ def convert_shard(task: ShardTask) -> dict:
     # also says which unified rows could be stored.
     converted = configs if UNIFIED in configs else [*configs, UNIFIED]
     root = Path(task.parts_dir)
-    converter = ShardConverter(source, converted, on_error=task.on_error,
+    converter = ShardConverter(source, converted, on_error=task.on_error, counted_only=set(converted) - set(configs),
                                reports={c: SkipReport(rows_path=skipped_rows_file(root, c, task.key, fresh=True))
                                         for c in converted})
     features = {c: config_features(source, c) for c in converted}
