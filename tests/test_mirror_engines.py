@@ -386,3 +386,22 @@ def test_ray_address_from_the_environment_with_num_proc(reference, monkeypatch):
         os.killpg(head.pid, signal.SIGKILL)  # the head and every process it started
         head.wait(timeout=30)
         shutil.rmtree(temp, ignore_errors=True)
+
+
+@pytest.mark.parametrize("given", ["argument", "environment"])
+def test_an_address_where_no_ray_cluster_answers_is_refused_at_once_and_stages_nothing(given, tmp_path, monkeypatch):
+    """Ray itself retries such an address for minutes, printing only its own warnings."""
+    pytest.importorskip("ray", reason="Ray is the optional extra 'ray' (pip install 'tooluse-datasets[ray]')")
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{s.getsockname()[1]}"
+    if given == "environment":
+        monkeypatch.setenv("RAY_ADDRESS", address)
+    started = time.monotonic()
+    with pytest.raises(engines_module.EngineUnavailableError, match=f"no Ray cluster answers at '{address}'"):
+        build_mirror(_requests()["ms_swift"], tmp_path / "out", engine="ray",
+                     address=address if given == "argument" else None)
+    assert time.monotonic() - started < 30
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())

@@ -27,7 +27,7 @@ from ..progress import progress
 from ..source import SplitPlan
 from ..stats import SplitStatistics
 from ..validation import ValidationCounter
-from .engines import ShardFailure, ShardsFailedError, check_engine, run_tasks
+from .engines import EngineUnavailableError, ShardFailure, ShardsFailedError, check_engine, run_tasks
 from .manifest import (README_NAME, ConfigEntry, DataFile, Manifest, MirrorError, SplitEntry, data_file_name,
                        write_manifest)
 from .parts import ParquetLayout
@@ -112,7 +112,7 @@ def build_mirror(request: MirrorRequest, out_dir: str | Path, *, engine: str = "
             _list_skipped_rows(request, tasks, staging.parts, Path(request.skipped_rows))
         write_manifest(staging.folder, manifest)
         (staging.folder / README_NAME).write_text(render_card(manifest, request.repo_id), encoding="utf-8")
-    except ShardsFailedError:
+    except (ShardsFailedError, EngineUnavailableError):
         staging.release()  # the finished shards are what a retry reuses
         raise
     except (ToolUseDataError, MirrorError):

@@ -20,6 +20,8 @@ import dataclasses
 import importlib.util
 import logging
 import os
+import socket
+import sys
 from typing import Iterator, Optional, Sequence, Union
 
 from ..errors import ToolUseDataError
@@ -36,6 +38,10 @@ Outcome = Union[dict, "ShardFailure"]
 
 class ShardsFailedError(MirrorError):
     """Some shards failed for reasons other than bad rows; the finished ones are kept for a retry."""
+
+
+class EngineUnavailableError(MirrorError):
+    """The engine could not start (no Ray cluster at the address): nothing ran, a retry may work."""
 
 
 @dataclasses.dataclass
@@ -58,6 +64,31 @@ def check_engine(engine: str, num_proc: Optional[int], address: Optional[str]) -
         raise MirrorError("an address is for --engine ray")
     if engine == "ray" and importlib.util.find_spec("ray") is None:
         raise MirrorError(f"--engine ray needs Ray, which is not installed; install the extra: {RAY_EXTRA_HINT}")
+    ray = sys.modules.get("ray")
+    if engine == "ray" and not (ray is not None and ray.is_initialized()):
+        _check_reachable(_cluster_address(address))
+
+
+def _cluster_address(address: Optional[str]) -> Optional[str]:
+    # RAY_ADDRESS (set in `ray job submit` jobs and on cluster nodes) names a cluster as --address does.
+    return address if address is not None else os.environ.get("RAY_ADDRESS") or None
+
+
+def _check_reachable(address: Optional[str]) -> None:
+    """A ``host:port`` that refuses or does not answer is refused here: Ray would retry it for minutes, printing
+    only its own warnings. (``auto`` is left to Ray, which answers at once.)"""
+    host_port = (address or "").split("://", 1)[-1]
+    host, sep, port = host_port.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise EngineUnavailableError(f"no Ray cluster answers at {address!r} ({exc or type(exc).__name__}): start "
+                                     "one (`ray start --head`) or correct --address / RAY_ADDRESS") from None
+
+
+CONNECT_TIMEOUT_S = 10
 
 
 def run_tasks(tasks: Sequence[ShardTask], *, engine: str = "local", num_proc: Optional[int] = None,
@@ -171,11 +202,12 @@ def _run_ray(tasks: Sequence[ShardTask], num_proc: Optional[int],
         raise MirrorError(f"--engine ray needs Ray, which is not installed ({exc}); install the extra: "
                           f"{RAY_EXTRA_HINT}") from None
     started_here = not ray.is_initialized()
-    # RAY_ADDRESS (set in `ray job submit` jobs and on cluster nodes) names a cluster as --address does; Ray
-    # refuses num_cpus for a cluster it connects to.
-    address = address if address is not None else os.environ.get("RAY_ADDRESS") or None
+    address = _cluster_address(address)  # Ray refuses num_cpus for a cluster it connects to
     if started_here and address is not None:
-        ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
+        try:
+            ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
+        except ConnectionError as exc:
+            raise EngineUnavailableError(f"cannot connect to a Ray cluster at {address!r}: {exc}") from None
     elif started_here:  # a local Ray for this build: num_proc CPUs (default: all)
         ray.init(num_cpus=num_proc, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
     running: dict = {}

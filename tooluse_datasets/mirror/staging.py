@@ -111,7 +111,10 @@ class Staging:
         self._unlock()
 
     def release(self) -> None:
-        """Keep the staging folder for the next run (the build stopped for a reason a re-run may not meet)."""
+        """Keep the staging folder for the next run (the build stopped for a reason a re-run may not meet), if
+        it holds a finished shard; else there is nothing to resume, and it goes."""
+        if not any(self._results.glob("*.json")):
+            shutil.rmtree(self.folder, ignore_errors=True)
         self._unlock()
 
     def _lock(self) -> None:
