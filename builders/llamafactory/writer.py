@@ -34,7 +34,8 @@ from typing import Any, Optional
 
 from datasets import Features, List, Value
 
-from tooluse_datasets.builders.ms_swift.parsing import EMPTY_PARAMETERS, parse_tool, spaced_dumps, split_think
+from tooluse_datasets.builders.ms_swift.parsing import (EMPTY_PARAMETERS, parse_tool, spaced_call_text, spaced_dumps,
+                                                        spaced_list_text, split_think)
 from tooluse_datasets.builders.ms_swift.writer import MEDIA_TAGS, check_media_tags
 from tooluse_datasets.codec import loads
 from tooluse_datasets.errors import (ConversionError, InvalidJsonError, InvalidValueError, MissingFieldError,
@@ -152,8 +153,9 @@ def calls_text(calls: list[dict], where: str) -> str:
         if not isinstance(arguments, dict):
             raise ConversionError(f"call arguments must be a JSON object for {TARGET} (text would be "
                                   f"double-encoded)", field=f"{where}.tool_calls[{j}].function.arguments")
-        spelled.append({"name": call["function"]["name"], "arguments": arguments})
-    return spaced_dumps(spelled[0] if len(spelled) == 1 else spelled)
+        spelled.append(spaced_call_text(call["function"]["name"], arguments,
+                                        f"{where}.tool_calls[{j}].function.arguments"))
+    return spelled[0] if len(spelled) == 1 else spaced_list_text(spelled)
 
 
 def observation_text(results: list[dict], first: int) -> str:
@@ -166,7 +168,10 @@ def observation_text(results: list[dict], first: int) -> str:
 
 
 def tools_text(tools: list[dict]) -> str:
-    return spaced_dumps([react_ready_tool(tool, f"tools[{i}]") for i, tool in enumerate(tools)]) if tools else ""
+    if not tools:
+        return ""
+    return spaced_list_text([spaced_dumps(react_ready_tool(tool, f"tools[{i}]"), f"tools[{i}]")
+                             for i, tool in enumerate(tools)])
 
 
 def react_ready_tool(tool: dict, field: str) -> dict:

@@ -51,16 +51,33 @@ def storable(value: Any, field: str) -> Any:
     return value
 
 
-def spaced_dumps(value: Any) -> str:
+def spaced_dumps(value: Any, field: Optional[str] = None) -> str:
     """JSON text as ms-swift's docs and templates write it: ``json.dumps`` spacing, non-ASCII kept.
 
     ``codec.dumps`` runs first only to refuse what JSON cannot hold exactly (NaN, infinities, non-string
-    keys), which ``json.dumps`` would write silently. The text itself is exact: Python writes floats as
-    their shortest round-trip repr and integers of any size digit for digit. This spelling (rather than
-    the compact codec form) makes rows copied from the ms-swift docs read and write back byte for byte.
+    keys, nesting deeper than ``codec.MAX_DEPTH``), which ``json.dumps`` would write silently; the error
+    names ``field``. The text itself is exact: Python writes floats as their shortest round-trip repr and
+    integers of any size digit for digit. This spelling (rather than the compact codec form) makes rows
+    copied from the ms-swift docs read and write back byte for byte.
     """
-    dumps(value)
+    try:
+        dumps(value)
+    except JsonValueError as exc:
+        raise (exc.at(field=field) if field is not None else exc) from None
     return python_json_text(value)
+
+
+def spaced_list_text(texts: list[str]) -> str:
+    """``python_json_text`` of a list, from the texts of its items (each written by :func:`spaced_dumps`): the
+    list adds a level of nesting, which must not make an item at the depth limit too deep to write."""
+    return "[" + ", ".join(texts) + "]"
+
+
+def spaced_call_text(name: str, arguments: Any, field: str, key: str = "arguments") -> str:
+    """``python_json_text({"name": name, key: arguments})``, the arguments checked on their own (naming
+    ``field``): arguments may nest as deep as storage allows, the object around them is one level more."""
+    return '{"name": ' + python_json_text(name) + ", " + python_json_text(key) + ": " + \
+        spaced_dumps(arguments, field) + "}"
 
 
 def json_text(value: Any) -> str:
@@ -155,7 +172,7 @@ def call_text(name: str, arguments: Any, field: str) -> str:
     if not isinstance(arguments, dict):
         raise ConversionError(f"call arguments must be a JSON object for ms-swift, got {type(arguments).__name__}",
                               field=field)
-    return spaced_dumps({"name": name, "arguments": arguments})
+    return spaced_call_text(name, arguments, field)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from tooluse_datasets.formats import Format
 from tooluse_datasets.schema import complete_row
 from tooluse_datasets.validation import validate_unified
 
-from .parsing import EMPTY_PARAMETERS, MEDIA_TAGS, call_text, join_think, spaced_dumps
+from .parsing import EMPTY_PARAMETERS, MEDIA_TAGS, call_text, join_think, spaced_dumps, spaced_list_text
 
 SWIFT_FEATURES = Features(
     {
@@ -50,8 +50,8 @@ def unified_to_swift(row: dict) -> dict:
     validate_unified(row, require_known_tools=False)
     row = complete_row(row)
     messages = swift_messages(row["messages"])
-    tools = [swift_tool(tool, f"tools[{i}]") for i, tool in enumerate(row["tools"])]
-    out = {"messages": messages, "tools": spaced_dumps(tools)}
+    tools = [spaced_dumps(swift_tool(tool, f"tools[{i}]"), f"tools[{i}]") for i, tool in enumerate(row["tools"])]
+    out = {"messages": messages, "tools": spaced_list_text(tools)}
     for column, tag in MEDIA_TAGS.items():
         out[column] = list(row.get(column) or [])
         check_media_tags(messages, out[column], column, tag)
