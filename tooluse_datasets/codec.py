@@ -483,6 +483,21 @@ def _decode_stored(value: Any) -> Any:
         return loads_stored(_stored_text(value))
 
 
+def _decode_foreign(value: Any) -> Any:
+    """One JSON leaf whose text may come from another writer, read by :func:`loads`: exact whether or not it is
+    marked (an unmarked integer beyond 64 bits is not read as a float); text that is not JSON (``NaN``, ``1e400``,
+    a truncated value) is an :class:`InvalidJsonError` or :class:`JsonValueError`, not orjson's bare error."""
+    if value is None:
+        return None
+    text = value if type(value) is str or type(value) is bytes else _stored_text(value)
+    try:
+        return loads(text)
+    except JsonValueError:
+        raise
+    except (ValueError, TypeError) as exc:
+        raise InvalidJsonError(f"stored text is not JSON ({str(exc)[:120]})") from None
+
+
 def _stored_text(value: Any) -> str | bytes:
     """The str or bytes of stored JSON text handed over as a numpy value (``numpy.str_``/``bytes_``, 0-d array)."""
     if isinstance(value, str):
@@ -502,21 +517,24 @@ Decoder = Callable[[Any], Any]
 _PYTHON_VALUES = frozenset({list, str, type(None)})
 
 
-def _compile_decoder(feature: Any, from_numpy: bool = False) -> Optional[Decoder]:
+def _compile_decoder(feature: Any, from_numpy: bool = False, foreign: bool = False) -> Optional[Decoder]:
     """A function decoding one stored value of ``feature`` in place, or None if nothing to decode.
 
     ``from_numpy``: for values of datasets' numpy extractor (lists as object arrays, text as ``numpy.str_``),
     decoded into the shape datasets' own decoding gives a plain ``Json()`` column there: every list under a
-    decoded column becomes a Python list, as the rows of the python format have it."""
+    decoded column becomes a Python list, as the rows of the python format have it.
+
+    ``foreign``: the JSON text may have been written by others (no mark on text holding integers beyond 64
+    bits), so every text is read by :func:`_decode_foreign`."""
     if isinstance(feature, Json):
-        return _decode_stored if feature.decode else None
+        return (_decode_foreign if foreign else _decode_stored) if feature.decode else None
     if isinstance(feature, (List, LargeList)):
-        inner = _compile_decoder(feature.feature, from_numpy)
+        inner = _compile_decoder(feature.feature, from_numpy, foreign)
         if inner is None:
             return (lambda v: None if v is None else list(v)) if from_numpy else None
         return lambda v: None if v is None else [inner(x) for x in v]
     if isinstance(feature, dict):
-        subs = [(k, d) for k, f in feature.items() if (d := _compile_decoder(f, from_numpy)) is not None]
+        subs = [(k, d) for k, f in feature.items() if (d := _compile_decoder(f, from_numpy, foreign)) is not None]
         if not subs:
             return None
 
@@ -561,8 +579,10 @@ class ExactFeatures(Features):
         super().__init__(*args, **kwargs)
         for name in list(self):
             dict.__setitem__(self, name, _exact_leaves(self[name]))
-        self._decoders = {name: d for name, f in self.items() if (d := _compile_decoder(f)) is not None}
-        self._numpy_decoders = {name: _compile_decoder(self[name], from_numpy=True) for name in self._decoders}
+        foreign = self.foreign_text
+        self._decoders = {name: d for name, f in self.items() if (d := _compile_decoder(f, foreign=foreign)) is not None}
+        self._numpy_decoders = {name: _compile_decoder(self[name], from_numpy=True, foreign=foreign)
+                                for name in self._decoders}
         # Unified rows decode in the shape chat templates and TRL expect (see _chat_shape).
         self.omitted_empty_media: tuple[str, ...] = ()
         if _is_unified_messages(self.get("messages")):
@@ -572,14 +592,17 @@ class ExactFeatures(Features):
         # (column, decoder of python values, decoder of numpy values): one tuple per decoded column, for the loops
         self._column_decoders = [(n, d, self._numpy_decoders[n]) for n, d in self._decoders.items()]
 
+    # Whether the JSON text may come from writers other than this package's (see ForeignExactFeatures).
+    foreign_text = False
+
     def __reduce__(self):
-        return ExactFeatures, (dict(self),)
+        return type(self), (dict(self),)
 
     def copy(self) -> "ExactFeatures":
-        return ExactFeatures(super().copy())
+        return type(self)(super().copy())
 
     def reorder_fields_as(self, other: Features) -> "ExactFeatures":
-        return ExactFeatures(super().reorder_fields_as(other))
+        return type(self)(super().reorder_fields_as(other))
 
     # Rows, columns and batches come as Python values (python format) or numpy ones (the tensor formats); the
     # python ones take the fast decoders, chosen by one type test per column.
@@ -590,7 +613,7 @@ class ExactFeatures(Features):
                 value = example[name]
                 try:
                     example[name] = decode(value) if type(value) in _PYTHON_VALUES else decode_numpy(value)
-                except InvalidJsonError as exc:
+                except (InvalidJsonError, JsonValueError) as exc:
                     raise exc.at(field=name) from None
         for name in self.omitted_empty_media:
             # A row without media has no media keys: TRL takes a row with an "images" key for vision data.
@@ -604,7 +627,7 @@ class ExactFeatures(Features):
         decode = self._decoders[column_name] if type(column) is list else self._numpy_decoders[column_name]
         try:
             return [decode(v) for v in column]
-        except InvalidJsonError as exc:
+        except (InvalidJsonError, JsonValueError) as exc:
             raise exc.at(field=column_name) from None
 
     def decode_batch(self, batch: dict, token_per_repo_id=None) -> dict:
@@ -615,13 +638,22 @@ class ExactFeatures(Features):
                     decode = decode_numpy
                 try:
                     batch[name] = [decode(v) for v in column]
-                except InvalidJsonError as exc:
+                except (InvalidJsonError, JsonValueError) as exc:
                     raise exc.at(field=name) from None
         for name in self.omitted_empty_media:
             # Streaming rows are cut from decoded batches: a media column empty in the whole batch goes.
             if name in batch and all(_is_empty(v) for v in batch[name]):
                 del batch[name]
         return batch
+
+
+class ForeignExactFeatures(ExactFeatures):
+    """:class:`ExactFeatures` for JSON text this package may not have written (``td.exact`` of any dataset: a
+    Parquet file from DuckDB or Polars, someone's ``json`` column). Such text does not mark integers beyond 64
+    bits with a leading space, so each text is read by :func:`loads` (which finds them) instead of trusting
+    the mark: a little slower, never a rounded integer."""
+
+    foreign_text = True
 
 
 def _is_empty(value: Any) -> bool:

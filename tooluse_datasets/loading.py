@@ -16,7 +16,7 @@ from datasets.formatting import query_table
 from datasets.table import table_iter
 
 from . import registry
-from .codec import ExactFeatures
+from .codec import ExactFeatures, ForeignExactFeatures
 from .errors import DataNotFoundError, SkipReport
 from .formats import FORMATS
 from .registry import sample_files
@@ -97,7 +97,7 @@ def load(
         if report is not None:
             builder.skip_report = report
         builder.stream_num_proc = num_proc
-        return exact(builder.as_streaming_dataset(split=split))
+        return _exact(builder.as_streaming_dataset(split=split), foreign=False)
     try:
         builder.download_and_prepare(num_proc=num_proc)
     except DatasetGenerationError as exc:
@@ -115,9 +115,9 @@ def load(
     if report is not None:
         report.merge(prepared)
     if split is not None:
-        ds = exact(_prepared_split(builder, split))
+        ds = _exact(_prepared_split(builder, split), foreign=False)
     else:
-        ds = exact(DatasetDict({name: _prepared_split(builder, name) for name in builder.info.splits}))
+        ds = _exact(DatasetDict({name: _prepared_split(builder, name) for name in builder.info.splits}), foreign=False)
     return ds
 
 
@@ -216,12 +216,21 @@ class ExactDataset(Dataset):
 
 
 def exact(ds: AnyDataset) -> AnyDataset:
-    """The same dataset with exact JSON decoding (metadata only: no data is rewritten)."""
+    """The same dataset with exact JSON decoding (metadata only: no data is rewritten). Its JSON text may come
+    from any writer (a mirror read with plain ``load_dataset``, someone else's Parquet): each text is read
+    exactly, integers beyond 64 bits included, whether or not this package wrote it."""
+    return _exact(ds, foreign=True)
+
+
+def _exact(ds: AnyDataset, foreign: bool) -> AnyDataset:
+    """:func:`exact`; ``foreign=False`` for datasets this package wrote (its mark on text holding integers beyond
+    64 bits spares the decoders a look at every text), unless they already decode as written by others."""
     if not isinstance(ds, (Dataset, DatasetDict, IterableDataset, IterableDatasetDict)):
         raise TypeError(f"exact() takes a datasets Dataset, IterableDataset or a dict of them, got {type(ds).__name__}")
     if isinstance(ds, (DatasetDict, IterableDatasetDict)):
-        return type(ds)({name: exact(d) for name, d in ds.items()})
-    features = ExactFeatures(ds.features)
+        return type(ds)({name: _exact(d, foreign) for name, d in ds.items()})
+    foreign = foreign and not (isinstance(ds.features, ExactFeatures) and not ds.features.foreign_text)
+    features = (ForeignExactFeatures if foreign else ExactFeatures)(ds.features)
     info = copy.deepcopy(ds.info)
     info.features = features
     if isinstance(ds, Dataset):

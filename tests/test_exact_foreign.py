@@ -1,0 +1,56 @@
+"""``td.exact`` of a dataset whose JSON text another tool wrote (DuckDB, Polars, pyarrow: no leading-space mark on
+text holding integers beyond 64 bits) decodes it exactly, and text that is not JSON is a typed error naming the
+column, in both modes. Datasets loaded by ``td.load`` keep the fast decoders that trust the mark."""
+from __future__ import annotations
+
+import pickle
+
+import datasets
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import tooluse_datasets as td
+from tooluse_datasets.codec import ExactFeatures, ForeignExactFeatures
+
+TEXTS = ['{"x": 123456789012345678901234567890}', '{"x": 0.30000000000000004}',
+         '[18446744073709551616, -18446744073709551617, 5e-324, -0.0]']
+EXPECTED = [{"x": 123456789012345678901234567890}, {"x": 0.30000000000000004},
+            [18446744073709551616, -18446744073709551617, 5e-324, -0.0]]
+
+
+def _parquet(tmp_path, texts):
+    path = tmp_path / "foreign.parquet"
+    pq.write_table(pa.table({"j": pa.array(texts, pa.json_()), "n": list(range(len(texts)))}), path)
+    return str(path)
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_exact_reads_unmarked_big_integers_of_other_writers_exactly(tmp_path, streaming):
+    ds = datasets.load_dataset("parquet", data_files=_parquet(tmp_path, TEXTS), split="train", streaming=streaming,
+                               cache_dir=str(tmp_path / "cache"))
+    rows = [row["j"] for row in td.exact(ds)]
+    assert [repr(v) for v in rows] == [repr(v) for v in EXPECTED]
+    assert [type(v) for v in rows[2]] == [int, int, float, float]
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+@pytest.mark.parametrize("text, error", [(' {"x": NaN}', td.InvalidJsonError), ('{"x": 1e400}', td.JsonValueError)])
+def test_exact_refuses_text_that_is_not_json_naming_the_column(tmp_path, streaming, text, error):
+    ds = datasets.load_dataset("parquet", data_files=_parquet(tmp_path, [text]), split="train", streaming=streaming,
+                               cache_dir=str(tmp_path / "cache"))
+    with pytest.raises(error) as info:
+        list(td.exact(ds))
+    assert info.value.field == "j"
+
+
+def test_foreign_decoding_survives_pickling_and_copies_and_td_load_keeps_the_fast_path(tmp_path):
+    ds = td.exact(datasets.load_dataset("parquet", data_files=_parquet(tmp_path, TEXTS), split="train",
+                                        cache_dir=str(tmp_path / "cache")))
+    assert type(ds.features) is ForeignExactFeatures
+    assert type(pickle.loads(pickle.dumps(ds.features))) is ForeignExactFeatures
+    assert type(ds.features.copy()) is ForeignExactFeatures
+    assert [repr(r["j"]) for r in ds.shuffle(seed=0).sort("n")] == [repr(v) for v in EXPECTED]
+    loaded = td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train", cache_dir=str(tmp_path / "c2"))
+    assert type(loaded.features) is ExactFeatures
+    assert type(td.exact(loaded).features) is ExactFeatures
