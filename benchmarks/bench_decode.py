@@ -40,7 +40,7 @@ def make_rows(n: int, seed: int = 0) -> list[dict]:
 
 
 def floats(rows) -> list[float]:
-    return [c["function"]["arguments"]["x"] for r in rows for m in r["messages"] for c in m["tool_calls"]]
+    return [c["function"]["arguments"]["x"] for r in rows for m in r["messages"] for c in m.get("tool_calls") or []]
 
 
 def rate(ds) -> tuple[float, list]:
