@@ -306,7 +306,11 @@ def _json_encoding(text: str, messages: list[dict]) -> tuple[str, Optional[str]]
     ensure_ascii = text.isascii() and "\x7f" not in text
     encoding = P.ENCODING_ASCII if ensure_ascii else P.ENCODING_UTF8
     try:
-        reproduced = _quick_json_text(messages) == text.encode() or python_json_text(messages, ensure_ascii) == text
+        # An ASCII text whose messages are not all ASCII escapes them (\uXXXX), which orjson never writes: the
+        # quick spelling cannot match, so it is not tried (str.isascii takes constant time).
+        quick = not ensure_ascii or all(m["content"].isascii() for m in messages)
+        reproduced = (quick and _quick_json_text(messages) == text.encode()) or \
+            python_json_text(messages, ensure_ascii) == text
     except (TypeError, ValueError):
         reproduced = False
     return (encoding, None) if reproduced else (P.ENCODING_VERBATIM, text)
