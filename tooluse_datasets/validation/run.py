@@ -40,7 +40,7 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
     are checked and the splits planned (a run refused for its arguments leaves it as it was). Other arguments
     are those of :func:`tooluse_datasets.load`."""
     from .. import registry
-    from ..pipeline import UNIFIED, ShardConverter
+    from ..pipeline import UNIFIED, ShardConverter, config_features
 
     selected = select_rules(rules)
     select_rules(fail_on, default_all=False, allow_read=True)  # a typo in fail_on fails now, not after the run
@@ -56,7 +56,7 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
         # written in it too, whose skips are the read errors reported.
         return {UNIFIED: read} if config == UNIFIED else {UNIFIED: SkipReport(), config: read}
 
-    ShardConverter(builder.source, list(reports_for(SkipReport())), on_error=on_error)  # a config without a writer
+    config_features(builder.source, config)  # a format without a writer (or raw without raw rows) is refused now
     if fresh_skipped_rows and skipped_rows:
         with open(skipped_rows, "wb"):
             pass
