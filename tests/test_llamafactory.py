@@ -241,3 +241,43 @@ def test_cli_export_registers_no_empty_file_and_fails_when_nothing_is_exported(t
     assert "error: no rows to export" in captured.err
     assert json.loads((out / "dataset_info.json").read_text()) == {}
     assert (out / "ms_swift-llamafactory-train.jsonl").read_text() == ""
+
+
+def _call_row(reasoning: str) -> dict:
+    from tooluse_datasets.schema import message, tool_call, unified_row
+    tools = [{"type": "function", "function": {"name": "f", "description": "d",
+                                               "parameters": {"type": "object", "properties": {}}}}]
+    return unified_row(id="t/0", source="t", subset="s", tools=tools, messages=[
+        message("user", "hi"),
+        message("assistant", "", reasoning_content=reasoning, tool_calls=[tool_call("c0", "f", {"x": 1})]),
+        message("tool", "ok", tool_call_id="c0", name="f"), message("assistant", "done")])
+
+
+@pytest.mark.parametrize("value", ['<think>Call f.</think>\n{"name": "f", "arguments": {}}',
+                                   '<think>\nCall f.\n</think>\n{"name": "f", "arguments": {}}'])
+def test_a_call_thought_llamafactory_does_not_find_is_refused_by_the_reader(tmp_path, value):
+    # FunctionFormatter takes the thought as <think>\n...\n</think>\n\n only; any other spelling stays in the
+    # text it parses as JSON, and it raises (the whole run stops) - so the reader may not accept the row.
+    turns = [{"from": "human", "value": "a"}, {"from": "function_call", "value": value},
+             {"from": "observation", "value": "r"}, {"from": "gpt", "value": "b"}]
+    with pytest.raises(ValueError):  # json.JSONDecodeError, as LLaMA-Factory's RuntimeError comes from
+        accepted_by_llamafactory({"conversations": turns, "tools": ""})
+    path = tmp_path / "thought.jsonl"
+    path.write_text(json.dumps({"conversations": turns}) + "\n")
+    with pytest.raises(ToolUseDataError) as info:
+        list(td.load("llamafactory", data_files=str(path), split="train", streaming=True))
+    assert info.value.field == "conversations[1].value" and info.value.row == 0
+
+
+def test_call_reasoning_holding_think_tags_is_split_as_llamafactory_does():
+    inline = _call_row("The tag </think> closes a thought; call f.")
+    written = unified_to_llamafactory(inline)
+    assert accepted_by_llamafactory(written) == [("f", '{"x": 1}')]
+    ctx = RowContext("llamafactory", "x.jsonl", 0, "train")
+    source = LlamaFactorySource()
+    back = source.to_unified(source.to_raw(written, ctx), ctx)
+    assert back["messages"][1]["reasoning_content"] == "The tag </think> closes a thought; call f."
+    for reasoning in ("one\n</think>\n\ntwo", "ends on\n</think>\n"):  # LLaMA-Factory's thought would end early
+        with pytest.raises(ConversionError) as info:
+            unified_to_llamafactory(_call_row(reasoning))
+        assert info.value.field == "messages[1].reasoning_content"

@@ -27,7 +27,7 @@ from tooluse_datasets.source import RowContext, Source
 
 from .upstream import CITATION, DESCRIPTION, UPSTREAM
 from .writer import (EVEN_TAGS, FUNCTION, GPT, HUMAN, LLAMAFACTORY_FEATURES, MEDIA_COLUMNS, ODD_TAGS, ORIGINAL_KEY,
-                     RESULT_SEPARATOR, parse_calls, tools_of, unified_to_llamafactory)
+                     RESULT_SEPARATOR, parse_calls, split_call_thought, tools_of, unified_to_llamafactory)
 
 # The format's own columns, plus every other column of the file under its own name ({} if none).
 RAW_FEATURES = Features({**LLAMAFACTORY_FEATURES, "extra": Json()})
@@ -162,7 +162,7 @@ def unified_messages(turns: list[dict]) -> list[dict]:
             reasoning, content = split_think(value)
             out.append(message("assistant", content, reasoning_content=reasoning))
         elif tag == FUNCTION:
-            reasoning, text = split_think(value)
+            reasoning, text = split_call_thought(value)
             calls = []
             for j, (name, arguments) in enumerate(parse_calls(text, f"{where}.value")):
                 calls.append(tool_call(f"call_{calls_seen}", name, arguments))

@@ -30,6 +30,7 @@ the original spellings of rows read from LLaMA-Factory files, so that such rows 
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Optional
 
 from datasets import Features, List, Value
@@ -50,6 +51,9 @@ HUMAN, GPT, FUNCTION, OBSERVATION = "human", "gpt", "function_call", "observatio
 EVEN_TAGS, ODD_TAGS = (HUMAN, OBSERVATION), (GPT, FUNCTION)
 RESULT_SEPARATOR = "\n</tool_response>\n<tool_response>\n"
 THINK_OPEN, THINK_CLOSE = "<think>\n", "\n</think>\n\n"
+# How LLaMA-Factory's FunctionFormatter finds the thought of a function_call value (its default thought words,
+# searched, not anchored); the rest, with that thought removed, must be the calls' JSON.
+_CALL_THOUGHT = re.compile(re.escape(THINK_OPEN) + "(.*?)" + re.escape(THINK_CLOSE), re.DOTALL)
 CALL_MARKERS = ("<tool_call>", "</tool_call>")
 # Rows read from LLaMA-Factory files keep here the values the writer would not spell the same way.
 ORIGINAL_KEY = "llamafactory_original"
@@ -108,6 +112,9 @@ def llamafactory_conversations(messages: list[dict]) -> tuple[str, list[dict]]:
         if m["content"]:
             raise ConversionError(f"assistant text beside tool calls has no place in {TARGET}'s function_call "
                                   f"(reasoning and the calls' JSON only)", field=f"{where}.content")
+        if m["reasoning_content"] is not None and THINK_CLOSE in m["reasoning_content"] + THINK_CLOSE[:-1]:
+            raise ConversionError(f"reasoning containing {THINK_CLOSE!r} ends {TARGET}'s thought early in a call turn "
+                                  f"(the rest is not JSON: it fails on the row)", field=f"{where}.reasoning_content")
         out.append({"from": FUNCTION, "value": with_reasoning(m["reasoning_content"], calls_text(calls, where), where)})
         sources.append(i)
         results = results_in_call_order(messages, i, end, target=TARGET)
@@ -231,7 +238,7 @@ def _respelled(tag: str, value: str) -> Optional[str]:
     if tag not in (GPT, FUNCTION):
         return value  # human and observation values are written as they are read
     try:
-        reasoning, text = split_think(value)
+        reasoning, text = split_call_thought(value) if tag == FUNCTION else split_think(value)
         if tag == FUNCTION:
             text = calls_text([tool_call("", name, arguments) for name, arguments in parse_calls(text, "")], "")
         return with_reasoning(reasoning, text, "")
@@ -263,13 +270,26 @@ def columns_used(row: dict) -> set[str]:
 # -- how LLaMA-Factory reads a value (the reader, source.py, uses these too) -------------------------
 
 
+def split_call_thought(value: str) -> tuple[Optional[str], str]:
+    """A function_call value -> (reasoning or None, the text LLaMA-Factory parses as the calls' JSON), as its
+    FunctionFormatter splits it: the first ``<think>\\n...\\n</think>\\n\\n`` found is the thought, and every copy
+    of it is removed. Other spellings (``<think>...</think>`` without those newlines) are not a thought to it:
+    they stay in the text, which then is not JSON."""
+    match = _CALL_THOUGHT.search(value)
+    if match is None:
+        return None, value
+    return match.group(1), value.replace(match.group(0), "")
+
+
 def parse_calls(text: str, field: str) -> list[tuple[str, dict]]:
     """A function_call value (after its reasoning) -> [(name, arguments)], exactly as LLaMA-Factory reads it:
     JSON of ``{"name", "arguments"}`` or a list of them; arguments an object."""
     try:
         value = loads(text)
     except ValueError:
-        raise InvalidJsonError("function_call value is not JSON (LLaMA-Factory fails on it)", field=field) from None
+        hint = (f" (its thought must be spelled {THINK_OPEN!r}...{THINK_CLOSE!r})" if "<think>" in text else "")
+        raise InvalidJsonError(f"function_call value is not JSON (LLaMA-Factory fails on it){hint}",
+                               field=field) from None
     calls = value if isinstance(value, list) else [value]
     if not calls:
         raise InvalidValueError("function_call holds no call", field=field)
