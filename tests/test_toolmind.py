@@ -1067,3 +1067,29 @@ def test_a_cached_tool_is_never_the_one_of_an_infinite_value():
     assert with_null.tools[0]["function"]["parameters"]["properties"]["x"]["maximum"] is None
     infinite = sp.parse_system_prompt(PROTOCOL_TEXT + "\n\n" + tool("1e400") + " trailing text")
     assert infinite.tools[0]["function"]["parameters"]["properties"]["x"]["maximum"] == float("inf")
+
+
+def test_instructions_between_catalog_values_are_kept_and_a_repeated_tool_is_one_tool(tmp_path):
+    # The card's order is protocol, schemas, then the original domain instructions; a glaive row's original
+    # system text (real, row 25475) lists its tool again as pretty JSON.
+    native = json.loads(shared_data("toolmind", "source_native_samples.json").read_text())
+    glaive_system = native["glaive_function_calling_v2"]["row_25475_exact"]["system"]
+    prompt = parse_system_prompt(glaive_system)
+    system = render_system_prompt(prompt.tools, "Be polite; never guess.") + "\n\n" + glaive_system
+    parsed = parse_system_prompt(system)
+    assert [t["function"]["name"] for t in parsed.tools] == ["detect_language"]
+    assert parsed.instructions == ("Be polite; never guess.\n\nSYSTEM: You are a helpful assistant with access to "
+                                   "the following functions. Use them if required -")
+    # two catalogs, each with its own heading: the text between them is the domain's, the headings are not
+    two = (f"{PROTOCOL_TEXT}\n\n## Tools\n{json.dumps(TOOLS[0])}\n\nCall tools sparingly.\n\n## More tools\n"
+           f"{json.dumps({**TOOLS[0], 'function': {**TOOLS[0]['function'], 'name': 'other'}})}\n\nBe brief.")
+    assert parse_system_prompt(two).instructions == "Call tools sparingly.\n\nBe brief."
+    assert [t["function"]["name"] for t in parse_system_prompt(two).tools] == ["get_time", "other"]
+
+    msgs = conversation()
+    msgs[0]["content"] = system
+    path = write_jsonl(tmp_path / "glaive.jsonl", [native_row(msgs, split="glaive-function-calling-v2")])
+    row = next(iter(td.load("toolmind", data_files=path, split="glaive_function_calling_v2", streaming=True)))
+    assert row["messages"][0] == {"role": "system", "content": parsed.instructions}
+    assert [t["function"]["name"] for t in row["tools"]] == ["detect_language"]
+    assert json.loads(write_toolmind_row(row)["messages"])[0]["content"] == system  # still byte for byte

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from tooluse_datasets.codec import BIG_INT_MARK, dumps, loads_stored, may_nest_deep, try_loads
+from tooluse_datasets.codec import BIG_INT_MARK, dumps, json_bytes, loads_stored, may_nest_deep, try_loads
 from tooluse_datasets.errors import JsonValueError
 
 from .protocol import BALANCED_DECODER
@@ -66,9 +66,29 @@ def parse_system_prompt(text: str) -> SystemPrompt:
     if not spans:
         return SystemPrompt([], _strip_protocol(text).strip(), False)
     head = _instructions_before(text[: spans[0][0]])
+    # Text between two catalog values is instructions too (a domain prompt after the catalog that repeats a
+    # tool, as glaive's "SYSTEM: ... -\n{tool}" does, or a second catalog with a heading of its own): only the
+    # lines introducing the next value and a closing </tools> are left out, as around a single catalog.
+    gaps = [_strip_lead_in(_TOOLS_CLOSE.sub("", text[end:start], count=1))
+            for (_, end), (start, _) in zip(spans, spans[1:])]
     tail = _TOOLS_CLOSE.sub("", text[spans[-1][1]:], count=1).strip()
-    instructions = "\n\n".join(part for part in (head, tail) if part)
-    return SystemPrompt(tools, instructions, True, scanned)
+    instructions = "\n\n".join(part for part in (head, *gaps, tail) if part)
+    return SystemPrompt(_distinct(tools), instructions, True, scanned)
+
+
+def _distinct(tools: list[dict]) -> list[dict]:
+    """The tools without repeats of an identical definition (a catalog and a domain prompt that lists the same
+    tool again): a tool listed twice is one tool. Definitions that differ, even under one name, all stay."""
+    if len(tools) < 2:
+        return tools
+    seen: set[bytes] = set()
+    out = []
+    for tool in tools:
+        key = json_bytes(tool)
+        if key not in seen:
+            seen.add(key)
+            out.append(tool)
+    return out
 
 
 def render_system_prompt(tools: list[dict], instructions: str) -> str:
