@@ -46,7 +46,7 @@ TOOLS_HEADING = "## Available Tools"
 # as "\n" + text: a pattern with a literal first character is scanned ~10x faster than one using ^.)
 _LINE_START = re.compile(r"\n[ \t]*[\[{]")
 _AFTER_TOOLS_TAG = re.compile(r"<tools>[ \t\r\n]*[\[{]")
-_NUMBERED_ITEM = re.compile(r"\d+\.\s")
+_NUMBERED_ITEM = re.compile(r"(\d+)\.\s")
 _TOOLS_CLOSE = re.compile(r"\A\s*</tools>")
 
 
@@ -382,15 +382,19 @@ def _strip_protocol(text: str) -> str:
     if not stripped.startswith(PROTOCOL_HEADING):
         return text
     lines = stripped.split("\n")
-    i, seen_item = 1, False
+    i, last_item, blank = 1, 0, False
     while i < len(lines):
         line = lines[i]
+        item = _NUMBERED_ITEM.match(line)
         if not line.strip():
+            blank = True
             i += 1
-        elif _NUMBERED_ITEM.match(line):
-            seen_item = True
+        elif item and (not blank or not last_item or int(item.group(1)) == last_item + 1):
+            # An item of the protocol's list; after a blank line only one that goes on with its numbering (a
+            # list numbered anew, "1. ...", is the domain instructions').
+            last_item, blank = int(item.group(1)), False
             i += 1
-        elif seen_item and line[:1] in (" ", "\t"):
+        elif last_item and not blank and line[:1] in (" ", "\t"):
             i += 1  # continuation of a list item
         else:
             break
