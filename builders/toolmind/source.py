@@ -307,10 +307,11 @@ def _json_encoding(text: str, messages: list[dict]) -> tuple[str, Optional[str]]
     encoding = P.ENCODING_ASCII if ensure_ascii else P.ENCODING_UTF8
     try:
         # An ASCII text whose messages are not all ASCII escapes them (\uXXXX), which orjson never writes: the
-        # quick spelling cannot match, so it is not tried (str.isascii takes constant time).
+        # quick spelling cannot match, so it is not tried (str.isascii takes constant time). json.dumps of decoded
+        # dicts keeps the text's key order, but the writer puts role first: a text written content first is kept.
         quick = not ensure_ascii or all(m["content"].isascii() for m in messages)
-        reproduced = (quick and _quick_json_text(messages) == text.encode()) or \
-            python_json_text(messages, ensure_ascii) == text
+        reproduced = (quick and _quick_json_text(messages) == text.encode()) or (
+            python_json_text(messages, ensure_ascii) == text and all(next(iter(m)) == "role" for m in messages))
     except (TypeError, ValueError):
         reproduced = False
     return (encoding, None) if reproduced else (P.ENCODING_VERBATIM, text)
