@@ -1126,3 +1126,26 @@ def test_messages_written_content_first_come_back_byte_for_byte(tmp_path, cache_
         ds = td.load("toolmind", "toolmind", data_files=path, split="synthetic", streaming=streaming,
                      **({} if streaming else {"cache_dir": cache_dir}))
         assert [r["messages"] for r in ds] == [text]
+
+
+def test_writer_never_writes_an_empty_block(tmp_path):
+    # The card rejects empty <think>, <tool_response> and <answer> blocks, and so does the reader: a row the
+    # writer accepts must read back. Empty reasoning (a model's "<think>\n\n</think>") is no reasoning: bridged.
+    call = [tool_call("a", "get_time", {"tz": "UTC"})]
+    row = _foreign([message("user", "hi"), message("assistant", "", reasoning_content="", tool_calls=call),
+                    message("tool", "10:00", tool_call_id="a", name="get_time"),
+                    message("assistant", "It is 10:00.", reasoning_content=" \n")])
+    out = write_toolmind_row(row)
+    assert out["bridges"] == [2, 5]
+    path = write_jsonl(tmp_path / "out.jsonl", [{"messages": out["messages"], "split": out["split"],
+                                                 "bridges": out["bridges"]}])
+    back = next(iter(td.load("toolmind", data_files=path, streaming=True)["other_x"]))
+    assert [m.get("reasoning_content") for m in back["messages"] if m["role"] == "assistant"] == [None, None]
+    assert back["messages"][-1]["content"] == "It is 10:00."
+    for messages, field in (
+            ([message("user", "hi"), message("assistant", "", tool_calls=call),
+              message("tool", "", tool_call_id="a", name="get_time"), message("assistant", "ok")], "messages[2].content"),
+            ([message("user", "hi"), message("assistant", " \n ")], "messages[1].content")):
+        with pytest.raises(ConversionError) as err:
+            write_toolmind_row(_foreign(messages))
+        assert err.value.field == field

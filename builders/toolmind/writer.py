@@ -193,9 +193,10 @@ class _Writer:
         reasoning = m.get("reasoning_content")
         if not calls:
             content = m.get("content") or ""
-            if not content:
+            if not content.strip():
                 raise ConversionError("assistant turn has neither content nor tool calls; ToolMind cannot write an "
-                                      "empty answer", field=f"messages[{i}].content")
+                                      "empty answer (the card rejects empty <answer> blocks)",
+                                      field=f"messages[{i}].content")
             self._reasoning(reasoning, "answer", None)
             self._wrapped("answer", content)
             self.last = "answer"
@@ -211,14 +212,20 @@ class _Writer:
             if result is None:
                 self.last = "tool_call"
             else:
-                self._wrapped("tool_output", result["content"] or "")
+                if not (result["content"] or "").strip():
+                    j = next(j for j in range(i + 1, next_index) if messages[j] is result)
+                    raise ConversionError("empty tool result; the card rejects empty <tool_response> blocks and "
+                                          "ToolMind has no other way to say it", field=f"messages[{j}].content")
+                self._wrapped("tool_output", result["content"])
                 self.last = "tool_output"
         return next_index
 
     # -- messages ------------------------------------------------------------------------------------
 
     def _reasoning(self, text: Optional[str], kind: str, name: Optional[str]) -> None:
-        if text is not None:
+        # Empty reasoning (a "<think>\n\n</think>" turn) is no reasoning: the card rejects empty <think> blocks,
+        # so the FSM's reasoning turn is a marked bridge, as for a turn without any.
+        if text is not None and text.strip():
             self._wrapped("reasoning", text)
             return
         index = len(self.out.messages)
