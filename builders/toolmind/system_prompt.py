@@ -81,6 +81,9 @@ def _distinct(tools: list[dict]) -> list[dict]:
     tool again): a tool listed twice is one tool. Definitions that differ, even under one name, all stay."""
     if len(tools) < 2:
         return tools
+    names = [tool.get("function", {}).get("name") for tool in tools]
+    if len(set(names)) == len(names):  # the usual case, without writing a tool out
+        return tools
     seen: set[bytes] = set()
     out = []
     for tool in tools:
