@@ -69,8 +69,9 @@ def parse_system_prompt(text: str) -> SystemPrompt:
     # Text between two catalog values is instructions too (a domain prompt after the catalog that repeats a
     # tool, as glaive's "SYSTEM: ... -\n{tool}" does, or a second catalog with a heading of its own): only the
     # lines introducing the next value and a closing </tools> are left out, as around a single catalog.
-    gaps = [_strip_lead_in(_TOOLS_CLOSE.sub("", text[end:start], count=1))
-            for (_, end), (start, _) in zip(spans, spans[1:])]
+    # (Between the tools of a one-per-line catalog there is only a line break: nothing to look at.)
+    gaps = [_strip_lead_in(_TOOLS_CLOSE.sub("", gap, count=1)) for i in range(1, len(spans))
+            if not (gap := text[spans[i - 1][1]:spans[i][0]]).isspace()]
     tail = _TOOLS_CLOSE.sub("", text[spans[-1][1]:], count=1).strip()
     instructions = "\n\n".join(part for part in (head, *gaps, tail) if part)
     return SystemPrompt(_distinct(tools), instructions, True, scanned)
@@ -81,9 +82,11 @@ def _distinct(tools: list[dict]) -> list[dict]:
     tool again): a tool listed twice is one tool. Definitions that differ, even under one name, all stay."""
     if len(tools) < 2:
         return tools
-    names = [tool.get("function", {}).get("name") for tool in tools]
-    if len(set(names)) == len(names):  # the usual case, without writing a tool out
-        return tools
+    try:
+        if len({tool["function"]["name"] for tool in tools}) == len(tools):  # the usual case: nothing written out
+            return tools
+    except (KeyError, TypeError):  # (normalised tools all have a name: kept for safety)
+        pass
     seen: set[bytes] = set()
     out = []
     for tool in tools:
