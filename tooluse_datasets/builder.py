@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import glob
 import hashlib
 import json
 import logging
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Iterable, Iterator, Optional
@@ -29,7 +31,7 @@ from . import formats
 from .errors import DataNotFoundError, OnError, SkipReport, ToolUseDataError, check_on_error
 from .pipeline import UNIFIED, ShardConverter, TableGroups, config_features
 from .shards import Shard, balanced, cut_documents, display_path, with_archive_files
-from .source import Source, SourceOptions, SplitPlan, splits_read, unknown_options_error
+from .source import Source, SourceOptions, SplitPlan, Upstream, splits_read, unknown_options_error
 from .streaming import ShardExamplesIterable
 from .validation.filtering import rule_check
 
@@ -92,8 +94,19 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         if kwargs.get("data_files") is not None:
             kwargs["data_files"] = _path_strings(kwargs["data_files"])  # datasets takes str, not Path
         self._data_files_given = kwargs.get("data_files")
+        # Upstream files read at a branch or tag (ToolMind's `main`) are read at the commit it points at now,
+        # and that commit is part of the cache key: the Arrow cache of an earlier commit would otherwise serve
+        # its rows for ever after the branch moved on (while a stream read the new ones).
+        self._upstream_commits: dict[str, str] = {}
+        self._upstream_unresolved = False
         if kwargs.get("hash") is None:
             kwargs["hash"] = _code_hash()
+            if kwargs.get("data_files") is None and kwargs.get("data_dir") is None:
+                self._upstream_commits, self._upstream_unresolved = _resolve_upstream_commits(
+                    self.upstreams(), kwargs.get("revision"))
+                if self._upstream_commits:
+                    pins = ",".join(f"{name}@{commit}" for name, commit in sorted(self._upstream_commits.items()))
+                    kwargs["hash"] += "-" + hashlib.sha1(pins.encode()).hexdigest()[:16]
         try:
             super().__init__(*args, **kwargs)
         except FileNotFoundError as exc:  # datasets resolving a path that does not exist: "Unable to find '...'"
@@ -129,6 +142,33 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         # datasets asks for _info() right after this; the source it describes is made from this config.
         self.source = self.SOURCE_CLASS(builder_config)
         return builder_config, config_id
+
+    @classmethod
+    def upstreams(cls) -> dict[str, Upstream]:
+        """The upstream locations a load without ``data_files`` / ``data_dir`` reads, by source name."""
+        up = cls.SOURCE_CLASS.upstream
+        return {cls.SOURCE_CLASS.name: up} if up is not None else {}
+
+    def upstream_revision(self, source: Source) -> Optional[str]:
+        """The revision ``source``'s upstream files are read at: the commit its branch or tag was resolved to,
+        else the revision asked for (None: the source's pin)."""
+        return self._upstream_commits.get(source.name, self.config.revision)
+
+    def _build_cache_dir(self):
+        # Upstream commits that could not be resolved (offline, no network): the newest cache prepared from
+        # this config at some commit serves, as datasets serves a Hub dataset's cache offline. Without one,
+        # preparing reports that the upstream cannot be reached.
+        if getattr(self, "_upstream_unresolved", False) and \
+                not datasets.utils.file_utils.is_remote_url(self._cache_dir_root):
+            versions = Path(self._cache_dir_root, self._relative_data_dir(with_version=True, with_hash=False))
+            prepared = [d for d in versions.glob(f"{glob.escape(self.hash)}-*")
+                        if (d / datasets.config.DATASET_INFO_FILENAME).exists()]
+            if prepared:
+                newest = max(prepared, key=lambda d: (d / datasets.config.DATASET_INFO_FILENAME).stat().st_mtime)
+                logger.warning("%s: upstream revision not resolved (offline?); using the cache prepared from it "
+                               "before (%s)", self.SOURCE_CLASS.name, newest)
+                self.hash = newest.name
+        return super()._build_cache_dir()
 
     # -- datasets hooks -----------------------------------------------------------------------------
 
@@ -200,13 +240,14 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
             raise DataNotFoundError(
                 f"{source.name} has no default upstream files: pass data_files= (local paths, hf:// or https:// "
                 f"URLs) or data_dir=.")
-        where = up.describe(self.config.revision)
+        revision = self.upstream_revision(source)
+        where = up.describe(revision)
         if os.environ.get("HF_HUB_OFFLINE") == "1" or os.environ.get("HF_DATASETS_OFFLINE") == "1":
             raise _offline_error(source, where, "offline mode is on")
         if up.revision is None and self.config.revision is None:
-            logger.warning("%s: upstream revision is not pinned; reading %s", source.name, up.describe())
+            logger.warning("%s: upstream revision is not pinned; reading %s", source.name, up.describe(revision))
         try:
-            files = {split: list(files) for split, files in dl_manager.download(up.urls(self.config.revision)).items()}
+            files = {split: list(files) for split, files in dl_manager.download(up.urls(revision)).items()}
             if isinstance(dl_manager, StreamingDownloadManager):
                 # Streaming "downloads" nothing: without this look, an unreachable host surfaces at the first
                 # row as a bare FileNotFoundError, or after datasets' 20 read retries of 5 s each.
@@ -387,6 +428,44 @@ def _offline_error(source: Source, where: str, why: str) -> DataNotFoundError:
         f"    tooluse_datasets.load({source.name!r}, data_files='path/to/file')\n"
         f"    tooluse_datasets.load({source.name!r}, data_dir='path/to/folder')\n"
         f"or try the bundled sample: tooluse_datasets.load({source.name!r}, data_files=tooluse_datasets.sample_files({source.name!r}))")
+
+
+COMMIT_ID = re.compile(r"^[0-9a-f]{40}$")
+
+
+def hub_head_commit(repo: str, revision: str = "main") -> str:
+    """The commit a branch or tag of a Hub dataset repo points at now."""
+    from huggingface_hub import HfApi
+
+    return HfApi().dataset_info(repo, revision=revision).sha
+
+
+def _resolve_upstream_commits(upstreams: dict[str, Upstream], revision: Optional[str]) -> tuple[dict[str, str], bool]:
+    """``({source: commit}, unresolved)``: the commit each Hub upstream read at a branch or tag (``revision``,
+    else its own pin, else ``main``) points at now; ``unresolved``: one of them could not be resolved (offline,
+    no network, no such repo: reading it reports why)."""
+    commits: dict[str, str] = {}
+    unresolved = False
+    for name, up in upstreams.items():
+        wanted = revision or up.revision or "main"
+        if up.host != "hf" or COMMIT_ID.match(wanted):
+            continue
+        if os.environ.get("HF_HUB_OFFLINE") == "1" or os.environ.get("HF_DATASETS_OFFLINE") == "1":
+            unresolved = True
+            continue
+        try:
+            commit = hub_head_commit(up.repo, wanted)
+        except Exception as exc:  # huggingface_hub raises its own types when offline or not found
+            logger.info("%s: cannot resolve %s of %s to a commit: %s: %s", name, wanted, up.repo,
+                        type(exc).__name__, exc)
+            unresolved = True
+            continue
+        if not (isinstance(commit, str) and COMMIT_ID.match(commit)):
+            unresolved = True
+            continue
+        logger.info("%s: reading %s at commit %s (%s)", name, up.repo, commit, wanted)
+        commits[name] = commit
+    return commits, unresolved
 
 
 _CODE_HASH: Optional[str] = None

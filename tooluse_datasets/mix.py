@@ -108,6 +108,12 @@ class AllSourcesBuilder(ToolUseBuilder):
             kwargs["data_files"] = {name: _train_files(name, files) for name, files in given.items()}
         super().__init__(*args, **kwargs)
 
+    @classmethod
+    def upstreams(cls) -> dict:
+        """Every member's upstream location (a load of ``all`` without ``data_files`` reads them all)."""
+        return {name: up for name in registry.source_names()
+                if (up := registry.builder_class(name).SOURCE_CLASS.upstream) is not None}
+
     def _info(self) -> datasets.DatasetInfo:
         if self.config.name == "raw":
             raise ValueError("source 'all' has no 'raw' format (raw schemas differ per source); "

@@ -1,0 +1,130 @@
+"""Map-style loads of an upstream read at a branch (ToolMind's unpinned ``main``): the Arrow cache is keyed on
+the commit the branch points at, so a branch that moved on is read anew instead of served from the cache of
+its old commit (which a stream of the same load would not read), and offline the newest cache still serves.
+
+The Hub is simulated: the upstream's files for a revision are local files, and the branch's head commit comes
+from a stand-in for the Hub API (the real read path through a local Hub server: tests/test_hub_olah.py).
+"""
+from __future__ import annotations
+
+import dataclasses
+import shutil
+
+import pyarrow.parquet as pq
+import pytest
+
+import tooluse_datasets as td
+from tooluse_datasets import builder as builder_module
+from tooluse_datasets.builders.toolmind.source import ToolMindSource
+from tooluse_datasets.source import Upstream, UpstreamFile
+
+OLD, NEW = "a" * 40, "b" * 40
+
+
+@dataclasses.dataclass(frozen=True)
+class LocalHub(Upstream):
+    """An ``hf`` upstream whose files at each commit are local files; ``main`` is ``head[0]``."""
+
+    files_at: dict = dataclasses.field(default_factory=dict)
+    head: list = dataclasses.field(default_factory=list)
+
+    def urls(self, revision=None):
+        commit = revision if revision not in (None, "main") else self.head[0]
+        return {"train": [self.files_at[commit]]}
+
+
+@pytest.fixture
+def hub(tmp_path, monkeypatch):
+    """ToolMind's upstream at two commits: all 21 sample rows, then the first 10; ``main`` at the first."""
+    sample = td.sample_files("toolmind")["train"][0]
+    old = tmp_path / "old" / "data.parquet"
+    new = tmp_path / "new" / "data.parquet"
+    old.parent.mkdir()
+    new.parent.mkdir()
+    shutil.copy(sample, old)
+    pq.write_table(pq.read_table(sample).slice(0, 10), new)
+    up = LocalHub(host="hf", repo="someone/toolmind", revision=None,
+                  files=(UpstreamFile(split="train", path="data.parquet"),),
+                  files_at={OLD: str(old), NEW: str(new)}, head=[OLD])
+    monkeypatch.setattr(ToolMindSource, "upstream", up)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    resolved = []
+
+    def head_commit(repo, revision="main"):
+        resolved.append((repo, revision))
+        return up.head[0]
+
+    monkeypatch.setattr(builder_module, "hub_head_commit", head_commit, raising=False)
+    return up, resolved
+
+
+def _sizes(ds):
+    return {name: len(split) for name, split in ds.items()}
+
+
+def test_a_moved_branch_is_read_anew_not_served_from_the_old_commits_cache(hub, cache_dir):
+    up, resolved = hub
+    before = td.load("toolmind", cache_dir=cache_dir)
+    assert sum(_sizes(before).values()) == 21
+    assert td.load("toolmind", split="tau_train", cache_dir=cache_dir)["id"] == ["toolmind/tau-train/19",
+                                                                                "toolmind/tau-train/20"]
+    up.head[0] = NEW  # main moves on upstream
+    after = td.load("toolmind", cache_dir=cache_dir)
+    streamed = td.load("toolmind", streaming=True)
+    assert _sizes(after) == {"synthetic": 9, "xlam_function_calling_60k": 1}
+    assert {name: list(split) for name, split in after.items()} == \
+        {name: list(split) for name, split in streamed.items()}
+    with pytest.raises(ValueError, match="no split 'tau_train'"):
+        td.load("toolmind", split="tau_train", cache_dir=cache_dir)
+    assert resolved and all(call == ("someone/toolmind", "main") for call in resolved)
+
+
+def test_a_revision_given_as_a_branch_name_is_resolved_too(hub, cache_dir):
+    up, resolved = hub
+    assert sum(_sizes(td.load("toolmind", revision="main", cache_dir=cache_dir)).values()) == 21
+    up.head[0] = NEW
+    assert sum(_sizes(td.load("toolmind", revision="main", cache_dir=cache_dir)).values()) == 10
+    # a full commit id is read as it is, without asking the Hub
+    resolved.clear()
+    assert sum(_sizes(td.load("toolmind", revision=OLD, cache_dir=cache_dir)).values()) == 21
+    assert resolved == []
+
+
+def test_offline_the_newest_cache_of_the_branch_serves(hub, cache_dir, monkeypatch):
+    up, resolved = hub
+    td.load("toolmind", cache_dir=cache_dir)
+    up.head[0] = NEW
+    td.load("toolmind", cache_dir=cache_dir)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    resolved.clear()
+    assert _sizes(td.load("toolmind", cache_dir=cache_dir)) == {"synthetic": 9, "xlam_function_calling_60k": 1}
+    assert len(td.load("toolmind", split="synthetic", cache_dir=cache_dir)) == 9
+    assert resolved == []
+    # nothing cached: the clear offline error, as before
+    with pytest.raises(td.DataNotFoundError, match="offline mode is on"):
+        td.load("toolmind", cache_dir=cache_dir + "-empty")
+
+
+def test_the_hub_unreachable_the_newest_cache_serves(hub, cache_dir, monkeypatch):
+    td.load("toolmind", cache_dir=cache_dir)
+
+    def unreachable(repo, revision="main"):
+        raise ConnectionError("Name or service not known")
+
+    monkeypatch.setattr(builder_module, "hub_head_commit", unreachable)
+    assert sum(_sizes(td.load("toolmind", cache_dir=cache_dir)).values()) == 21
+
+
+def test_the_mix_keys_its_cache_on_the_members_commits(hub, cache_dir, monkeypatch):
+    """``all`` without data_files reads every member's upstream: ToolMind's moved branch is read anew."""
+    from tooluse_datasets.builders.nestful.source import NestfulSource
+    from tooluse_datasets.mix import AllSourcesBuilder
+
+    up, _ = hub
+    monkeypatch.setattr(NestfulSource, "upstream", None)  # only ToolMind's (simulated) upstream is read
+    first = AllSourcesBuilder(cache_dir=cache_dir)
+    up.head[0] = NEW
+    second = AllSourcesBuilder(cache_dir=cache_dir)
+    assert first.cache_dir != second.cache_dir
+    assert second.upstream_revision(second.source.member("toolmind")) == NEW
