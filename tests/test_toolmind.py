@@ -356,6 +356,51 @@ def test_jsonl_rows_outside_every_split_are_reported_not_dropped(tmp_path):
 
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["prepare", "streaming"])
+def test_rows_of_no_split_are_reported_by_the_one_split_read(tmp_path, cache_dir, streaming):
+    """Rows that belong to no split (a Parquet file that cannot be read, a JSON line that does not parse) are
+    reported by the first split read: loading one split other than the first used to lose them silently,
+    with on_error="raise" too."""
+    import shutil
+
+    sample = td.sample_files("toolmind")["train"][0]
+    good = shutil.copy(sample, tmp_path / "part-0.parquet")
+    truncated = tmp_path / "part-1.parquet"
+    truncated.write_bytes(Path(sample).read_bytes()[:-100])
+    files = [str(good), str(truncated)]
+    with pytest.raises(InvalidValueError, match="cannot be read as Parquet") as info:
+        list(td.load("toolmind", data_files=files, split="tau_train", streaming=streaming, cache_dir=cache_dir))
+    assert info.value.file.endswith("part-1.parquet")
+    report = SkipReport()
+    ds = td.load("toolmind", data_files=files, split="tau_train", streaming=streaming, on_error="skip",
+                 report=report, cache_dir=cache_dir)
+    assert [r["id"] for r in ds] == ["toolmind/tau-train/part-0/19", "toolmind/tau-train/part-0/20"]
+    assert (report.rows_read, report.skipped, dict(report.by_reason)) == (3, 1, {"InvalidValueError:<file>": 1})
+
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps(native_row(conversation())) + "\n{broken\n"
+                    + json.dumps({**native_row(conversation()), "split": "tau-train"}) + "\n")
+    with pytest.raises(td.InvalidJsonError):
+        list(td.load("toolmind", data_files=str(rows), split="tau_train", streaming=streaming,
+                     cache_dir=cache_dir))
+    report = SkipReport()
+    ds = td.load("toolmind", data_files=str(rows), split="tau_train", streaming=streaming, on_error="skip",
+                 report=report, cache_dir=cache_dir)
+    assert len(list(ds)) == 1 and report.skipped == 1 and set(report.by_reason) == {"InvalidJsonError:<line>"}
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["prepare", "streaming"])
+def test_a_split_asked_of_a_file_that_cannot_be_read_is_that_files_error(tmp_path, cache_dir, streaming):
+    """Not "toolmind has no split 'tau_train'; its splits here: train", which hid why."""
+    truncated = tmp_path / "data.parquet"
+    truncated.write_bytes(Path(td.sample_files("toolmind")["train"][0]).read_bytes()[:-100])
+    for on_error in ("raise", "skip"):
+        with pytest.raises(InvalidValueError, match="cannot be read as Parquet") as info:
+            list(td.load("toolmind", data_files=str(truncated), split="tau_train", streaming=streaming,
+                         on_error=on_error, cache_dir=cache_dir))
+        assert info.value.source == "toolmind" and info.value.file.endswith("data.parquet")
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["prepare", "streaming"])
 def test_a_truncated_compressed_file_keeps_every_row_before_the_cut(tmp_path, cache_dir, streaming):
     """Rows read before a read error are converted, and the error is one reported skip: batches regrouped
     in characters used to drop the rows they held when the error came (23 of 151 here)."""
@@ -396,8 +441,9 @@ def test_a_parquet_file_is_planned_once_for_the_loads_of_its_splits(tmp_path, mo
 def test_a_split_of_a_jsonl_file_parses_only_its_own_lines(tmp_path, monkeypatch):
     """Planning reads every line once and notes each row's split, parsing only the lines that do not end with
     a plain split value; a split then parses only its own lines (and the first split also those of no split,
-    which it reports), while rows and reports stay as before. A second load of the same file (the evaluation
-    split after the training one) reuses the plan; a file rewritten since is planned anew."""
+    which it reports: the first split read, so loading one split alone reports them too), while rows and
+    reports stay as before. A second load of the same file (the evaluation split after the training one)
+    reuses the plan; a file rewritten since is planned anew."""
     good = native_row(conversation())
     lines = [json.dumps({**good, "split": "tau-train" if i in (0, 3, 6, 9) else "synthetic"}) for i in range(20)]
     lines[4:4] = ["", "{broken", json.dumps({**good, "split": 7})]
@@ -412,9 +458,13 @@ def test_a_split_of_a_jsonl_file_parses_only_its_own_lines(tmp_path, monkeypatch
         return original(text)
 
     monkeypatch.setattr(codec, "loads", spy)
-    tau = list(td.load("toolmind", data_files=str(path), split="tau_train", streaming=True))
+    report = SkipReport()
+    tau = list(td.load("toolmind", data_files=str(path), split="tau_train", streaming=True, on_error="skip",
+                       report=report))
     assert [row["id"] for row in tau] == [f"toolmind/tau-train/{n}" for n in (0, 3, 9, 12)]
-    assert len(parsed) == 2 + 4  # the plan: the broken line and the one whose split is 7; the split: its 4
+    assert report.skipped == 2  # the lines of no split: reported by the one split read
+    # the plan: the broken line and the one whose split is 7; the split: its 4 and those 2, which it reports
+    assert len(parsed) == 2 + 4 + 2
     parsed.clear()
     report = SkipReport()
     synthetic = list(td.load("toolmind", data_files=str(path), split="synthetic", streaming=True,
@@ -423,9 +473,9 @@ def test_a_split_of_a_jsonl_file_parses_only_its_own_lines(tmp_path, monkeypatch
     assert len(parsed) == 16 + 2  # the plan of the first load
     parsed.clear()
     path.write_text("\n".join(lines + [json.dumps({**good, "split": "tau-train"})]) + "\n")
-    tau = list(td.load("toolmind", data_files=str(path), split="tau_train", streaming=True))
+    tau = list(td.load("toolmind", data_files=str(path), split="tau_train", streaming=True, on_error="skip"))
     assert [row["id"] for row in tau] == [f"toolmind/tau-train/{n}" for n in (0, 3, 9, 12, 23)]
-    assert len(parsed) == 2 + 5
+    assert len(parsed) == 2 + 5 + 2
 
 
 def test_planning_reads_a_split_value_from_the_line_end_only_where_that_is_the_rows_own(tmp_path, monkeypatch):

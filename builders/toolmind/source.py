@@ -129,7 +129,8 @@ class ToolMindSource(Source):
         opts = self.options
         if self._splits_from_column(files_by_split):
             plans = plan_splits(list(files_by_split["train"]), opts.split_column, opts.shard_bytes,
-                                column_required=opts.split_column != ToolMindOptions.split_column)
+                                column_required=opts.split_column != ToolMindOptions.split_column,
+                                wanted=getattr(opts, "prepare_splits", None))
             if plans is not None:
                 return plans
         return [SplitPlan(plan.name, plan.shards, SplitSelection(None, False, False, len(files) > 1))

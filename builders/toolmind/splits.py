@@ -141,16 +141,19 @@ def _mark(bitmap: bytearray, row: int) -> None:
 
 
 def plan_splits(files: list[str], split_column: str, shard_bytes: int, *,
-                column_required: bool = False) -> Optional[list[SplitPlan]]:
+                column_required: bool = False, wanted: Optional[tuple[str, ...]] = None) -> Optional[list[SplitPlan]]:
     """One split per `split` value (card order), or None if no file has ``split_column`` (or its rows hold
     no usable value: they are then read as data_files splits and each row is reported). ``column_required``
-    (a column the user named): no file having it is an error, not one ``train`` split."""
-    with_column, unassigned = [], []
+    (a column the user named): no file having it is an error, not one ``train`` split. ``wanted``: the splits
+    that will be read (None: all); rows that belong to no split (a file that cannot be read, rows without a
+    split value) are reported by the first of them, so that reading one split does not lose them silently."""
+    with_column, unassigned, unreadable = [], [], []
     for path in files:
         try:
             found = _file_values(path, split_column, shard_bytes)
-        except InvalidValueError:
+        except InvalidValueError as exc:
             found = None  # not readable, or a column of another type: reading it gives the errors
+            unreadable.append(exc)
         if found is None:
             # No split value (no such column, a column that is not text, no readable row): the first split
             # reads the file and reports each of its rows, so that the error policy decides and the other
@@ -164,30 +167,38 @@ def plan_splits(files: list[str], split_column: str, shard_bytes: int, *,
         raise MissingFieldError(f"split_column={split_column!r}: {which} column of text by that name; pass the "
                                 f"column naming each row's source dataset, or split_column=None",
                                 file=display_path(files[0]) if one else None, field=split_column)
+    if not with_column and unreadable and wanted and "train" not in wanted:
+        # No file could tell its splits: the splits asked for cannot be found because of this error (the
+        # files would load as one `train` split, each row reported), not because the data lacks them.
+        raise unreadable[0].at(source="toolmind")
     if not with_column or not any(f.values for f in with_column):
         return None
     values = set().union(*(f.values for f in with_column))
     names = split_names(values)
     stem_ids = len(files) > 1
+    ordered = sorted(values, key=table_order)
+    # The split that reports rows of no split: the first one read.
+    reporter = next((i for i, value in enumerate(ordered) if names[value] in wanted), 0) if wanted else 0
     plans = []
-    for position, value in enumerate(sorted(values, key=table_order)):
+    for position, value in enumerate(ordered):
+        first = position == reporter
         shards: list[Shard] = []
         json_rows: list[tuple[str, bytes]] = []
         for f in with_column:
             if f.by_row_group is None:
-                if value in f.values or position == 0:  # the first split also reports rows of no split
+                if value in f.values or first:  # the reporting split also reads rows of no split
                     shards += plan_file(f.path, shard_bytes) if f.spans_by_value is None else \
-                        f.line_shards(value, position == 0)
-                    json_rows.append(f.json_rows(value, position == 0))
+                        f.line_shards(value, first)
+                    json_rows.append(f.json_rows(value, first))
             else:
                 groups = [rg for rg, held in enumerate(f.by_row_group)
-                          if value in held or (position == 0 and rg in f.undecodable)]
+                          if value in held or (first and rg in f.undecodable)]
                 if groups:
                     shards += plan_parquet(f.path, f.metadata, shard_bytes, groups)
-        if position == 0:
+        if first:
             shards += [shard for path in unassigned for shard in plan_file(path, shard_bytes)]
-        selection = SplitSelection(value, True, position == 0, stem_ids,
-                                   frozenset(unassigned) if position == 0 else frozenset(), tuple(json_rows))
+        selection = SplitSelection(value, True, first, stem_ids,
+                                   frozenset(unassigned) if first else frozenset(), tuple(json_rows))
         plans.append(SplitPlan(names[value], tuple(shards), selection))
     return plans
 
