@@ -1,9 +1,12 @@
-"""Map-style loads of an upstream read at a branch (ToolMind's unpinned ``main``): the Arrow cache is keyed on
+"""Cache keys of data that datasets' own key does not list.
+
+Map-style loads of an upstream read at a branch (ToolMind's unpinned ``main``): the Arrow cache is keyed on
 the commit the branch points at, so a branch that moved on is read anew instead of served from the cache of
 its old commit (which a stream of the same load would not read), and offline the newest cache still serves.
-
 The Hub is simulated: the upstream's files for a revision are local files, and the branch's head commit comes
 from a stand-in for the Hub API (the real read path through a local Hub server: tests/test_hub_olah.py).
+
+Loads of a ``data_dir``, whose files are found only when the splits are planned: keyed on those files.
 """
 from __future__ import annotations
 
@@ -128,3 +131,31 @@ def test_the_mix_keys_its_cache_on_the_members_commits(hub, cache_dir, monkeypat
     second = AllSourcesBuilder(cache_dir=cache_dir)
     assert first.cache_dir != second.cache_dir
     assert second.upstream_revision(second.source.member("toolmind")) == NEW
+
+
+def test_a_data_dir_load_sees_files_edited_or_added_since_it_was_cached(tmp_path, cache_dir):
+    """data_dir's files are found when the splits are planned: the cache key holds their names, sizes and
+    modification times, so the cache of the folder as it was does not serve it as it is now."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    sample = td.sample_files("ms_swift")["train"][0]
+    lines = open(sample).read().splitlines()
+    (folder / "a.jsonl").write_text(lines[0] + "\n")
+
+    def both():
+        prepared = td.load("ms_swift", data_dir=str(folder), split="train", cache_dir=cache_dir)
+        streamed = td.load("ms_swift", data_dir=str(folder), split="train", streaming=True)
+        assert list(prepared) == list(streamed)
+        return len(prepared)
+
+    assert both() == 1
+    (folder / "a.jsonl").write_text("\n".join(lines[:3]) + "\n")
+    assert both() == 3
+    shutil.copy(sample, folder / "b.jsonl")
+    assert both() == 6
+    (folder / "b.jsonl").unlink()
+    assert both() == 3
+    # unchanged: the cache serves (nothing is converted again)
+    first = td.load("ms_swift", data_dir=str(folder), split="train", cache_dir=cache_dir)
+    again = td.load("ms_swift", data_dir=str(folder), split="train", cache_dir=cache_dir)
+    assert first.cache_files == again.cache_files

@@ -107,6 +107,11 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                 if self._upstream_commits:
                     pins = ",".join(f"{name}@{commit}" for name, commit in sorted(self._upstream_commits.items()))
                     kwargs["hash"] += "-" + hashlib.sha1(pins.encode()).hexdigest()[:16]
+            elif kwargs.get("data_files") is None:
+                # data_dir: its files are found when the splits are planned, so datasets' cache key (which holds
+                # data_files with their modification times) knows none of them; a file edited or added in the
+                # folder would be served from the cache of the folder as it was.
+                kwargs["hash"] += "-" + _folder_digest(kwargs["data_dir"], self.SOURCE_CLASS.local_patterns)
         try:
             super().__init__(*args, **kwargs)
         except FileNotFoundError as exc:  # datasets resolving a path that does not exist: "Unable to find '...'"
@@ -261,8 +266,7 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
             raise
 
     def _glob_data_dir(self, data_dir: str) -> list[str]:
-        base = Path(data_dir)
-        found = sorted({str(p) for pattern in self.source.local_patterns for p in base.glob(pattern) if p.is_file()})
+        found = _data_dir_files(data_dir, self.source.local_patterns)
         if not found:
             raise DataNotFoundError(f"{self.source.name}: no data files matching {list(self.source.local_patterns)} "
                                     f"under data_dir={data_dir!r}")
@@ -364,6 +368,25 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                 job.rows = [json.loads(line) for line in rows_file.read_bytes().splitlines() if line]
             report.merge(job)
         return report
+
+
+def _data_dir_files(data_dir: str, patterns: Iterable[str]) -> list[str]:
+    """The data files of a ``data_dir`` folder: those matching the source's patterns, sorted."""
+    base = Path(data_dir)
+    return sorted({str(p) for pattern in patterns for p in base.glob(pattern) if p.is_file()})
+
+
+def _folder_digest(data_dir: Any, patterns: Iterable[str]) -> str:
+    """A digest of the data files a ``data_dir`` load reads (names, sizes, modification times), for the cache
+    key: any file edited, added or removed gives another."""
+    digest = hashlib.sha1()
+    try:
+        for path in _data_dir_files(os.fspath(data_dir), patterns):
+            st = os.stat(path)
+            digest.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    except (OSError, TypeError, ValueError):
+        pass  # not a readable folder: planning the splits says so
+    return digest.hexdigest()[:16]
 
 
 def _path_strings(data_files, top: bool = True):
