@@ -98,3 +98,11 @@ def test_all_takes_each_source_s_files_as_its_split_dict_too(cache_dir):
     assert {r["source"] for r in expected} == {"nestful", "ms_swift"}
     assert list(td.load("all", data_files=by_split, split="train", streaming=True)) == expected
     assert list(td.load("all", data_files=by_split, split="train", cache_dir=cache_dir)) == expected
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["prepare", "streaming"])
+def test_all_refuses_data_dir_instead_of_reading_the_upstreams(tmp_path, cache_dir, monkeypatch, streaming):
+    """data_dir used to be ignored by the mix, which went on to read every member's upstream files."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ValueError, match="source 'all' takes no data_dir.*data_files"):
+        td.load("all", data_dir=str(tmp_path), split="train", streaming=streaming, cache_dir=cache_dir)

@@ -9,6 +9,7 @@ source.
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any, Iterator, Optional
 
 import datasets
@@ -97,6 +98,11 @@ class AllSourcesBuilder(ToolUseBuilder):
     SOURCE_CLASS = MixedSource
 
     def __init__(self, *args, **kwargs):
+        if kwargs.get("data_dir") is not None:
+            # Nothing of the mix reads it: the load would go on to every member's upstream files instead.
+            raise ValueError(f"source 'all' takes no data_dir (its files would not say which source they are "
+                             f"in); pass data_files mapping source names to files, e.g. "
+                             f"{{'ms_swift': '{os.path.join(str(kwargs['data_dir']), '*.jsonl')}', ...}}")
         given = kwargs.get("data_files")
         if given is not None and not isinstance(given, dict):
             raise ValueError(f"data_files for source 'all' maps source names to files, e.g. "
