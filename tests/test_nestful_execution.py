@@ -1079,3 +1079,27 @@ def test_a_sample_writes_in_its_own_folder_only(evil_dir):
                                                        ("refused", "write_outside_workdir"), ("ok", None)]
     assert re.search(r"/work/0$", results[0].answer["value"])  # HOME is the sample's folder
     assert results[3].answer["value"] is False  # nothing was planted for the next sample
+
+
+def test_an_edited_functions_folder_is_run_again_not_served_from_the_cache(functions_dir, tmp_path, cache_dir):
+    """Executed rows hold what a local executable_functions folder returned: the folder's files are part of
+    the cache key, so an edited function (or another checkout at the same path) runs again."""
+    import shutil
+
+    folder = tmp_path / "executable_functions"
+    shutil.copytree(functions_dir, folder)
+
+    def results():
+        ds = td.load("nestful", data_files=td.sample_files("nestful"), split="train", execute=True,
+                     executable_functions=str(folder), on_error="skip", cache_dir=cache_dir)
+        return [[m["content"] for m in row["messages"] if m["role"] == "tool"] for row in ds]
+
+    before = results()
+    assert before and all(content != "42" for row in before for content in row)
+    with open(folder / "basic_functions.py", "a") as f:  # every basic function now returns 42
+        f.write("\n\nfor _name, _f in list(globals().items()):\n"
+                "    if callable(_f) and not _name.startswith('_') and getattr(_f, '__module__', None) == __name__:\n"
+                "        globals()[_name] = lambda *a, **k: 42\n")
+    after = results()
+    assert after and all(content == "42" for row in after for content in row)
+    assert results() == after  # unchanged since: served from the cache

@@ -112,6 +112,9 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                 # data_files with their modification times) knows none of them; a file edited or added in the
                 # folder would be served from the cache of the folder as it was.
                 kwargs["hash"] += "-" + _folder_digest(kwargs["data_dir"], self.SOURCE_CLASS.local_patterns)
+            local = self.local_inputs_digest(kwargs)
+            if local:
+                kwargs["hash"] += "-" + local
         try:
             super().__init__(*args, **kwargs)
         except FileNotFoundError as exc:  # datasets resolving a path that does not exist: "Unable to find '...'"
@@ -147,6 +150,12 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         # datasets asks for _info() right after this; the source it describes is made from this config.
         self.source = self.SOURCE_CLASS(builder_config)
         return builder_config, config_id
+
+    @classmethod
+    def local_inputs_digest(cls, config_kwargs: dict) -> Optional[str]:
+        """A digest of local files other than the data that rows are made from (a source's option naming a
+        folder), for the cache key; None: there are none."""
+        return None
 
     @classmethod
     def upstreams(cls) -> dict[str, Upstream]:
@@ -374,6 +383,21 @@ def _data_dir_files(data_dir: str, patterns: Iterable[str]) -> list[str]:
     """The data files of a ``data_dir`` folder: those matching the source's patterns, sorted."""
     base = Path(data_dir)
     return sorted({str(p) for pattern in patterns for p in base.glob(pattern) if p.is_file()})
+
+
+def tree_digest(folder: Any) -> str:
+    """A digest of every file under ``folder`` (names, sizes, modification times), for a cache key; the same
+    empty digest when it cannot be listed (using it says why)."""
+    digest = hashlib.sha1()
+    try:
+        for root, dirs, files in os.walk(os.fspath(folder)):
+            dirs.sort()
+            for name in sorted(files):
+                st = os.stat(os.path.join(root, name))
+                digest.update(f"{os.path.join(root, name)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    except (OSError, TypeError, ValueError):
+        pass
+    return digest.hexdigest()[:16]
 
 
 def _folder_digest(data_dir: Any, patterns: Iterable[str]) -> str:

@@ -1,7 +1,8 @@
 """NESTFUL source: ``SOURCE`` (conversions), ``Builder`` (a datasets builder class) and its ``NestfulConfig``."""
 from dataclasses import dataclass
+from typing import Optional
 
-from tooluse_datasets.builder import ToolUseBuilder, ToolUseConfig
+from tooluse_datasets.builder import ToolUseBuilder, ToolUseConfig, tree_digest
 
 from .source import NestfulOptions, NestfulSource
 
@@ -20,6 +21,16 @@ class Builder(ToolUseBuilder):
 
     SOURCE_CLASS = NestfulSource
     BUILDER_CONFIG_CLASS = NestfulConfig
+
+    @classmethod
+    def local_inputs_digest(cls, config_kwargs: dict) -> Optional[str]:
+        # Executed rows hold what the functions of a local executable_functions folder returned: the folder's
+        # files are part of the cache key, so an edited function (another checkout at the same path) is run
+        # again instead of the cached results served. (The default, pinned folder is checked by checksum.)
+        folder = config_kwargs.get("executable_functions")
+        if not config_kwargs.get("execute") or folder is None:
+            return None
+        return tree_digest(folder)
 
 
 NestfulBuilder = Builder
