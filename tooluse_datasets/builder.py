@@ -16,7 +16,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Iterable, Iterator, Optional
@@ -31,7 +30,8 @@ from . import formats
 from .errors import DataNotFoundError, OnError, SkipReport, ToolUseDataError, check_on_error
 from .pipeline import UNIFIED, ShardConverter, TableGroups, config_features
 from .shards import Shard, balanced, cut_documents, display_path, with_archive_files
-from .source import Source, SourceOptions, SplitPlan, Upstream, splits_read, unknown_options_error
+from .source import (COMMIT_ID, Source, SourceOptions, SplitPlan, Upstream, hub_head_commit, splits_read,
+                     unknown_options_error)
 from .streaming import ShardExamplesIterable
 from .validation.filtering import rule_check
 
@@ -475,16 +475,6 @@ def _offline_error(source: Source, where: str, why: str) -> DataNotFoundError:
         f"    tooluse_datasets.load({source.name!r}, data_files='path/to/file')\n"
         f"    tooluse_datasets.load({source.name!r}, data_dir='path/to/folder')\n"
         f"or try the bundled sample: tooluse_datasets.load({source.name!r}, data_files=tooluse_datasets.sample_files({source.name!r}))")
-
-
-COMMIT_ID = re.compile(r"^[0-9a-f]{40}$")
-
-
-def hub_head_commit(repo: str, revision: str = "main") -> str:
-    """The commit a branch or tag of a Hub dataset repo points at now."""
-    from huggingface_hub import HfApi
-
-    return HfApi().dataset_info(repo, revision=revision).sha
 
 
 def _resolve_upstream_commits(upstreams: dict[str, Upstream], revision: Optional[str]) -> tuple[dict[str, str], bool]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import re
 import os
 import typing
 from typing import Any, ClassVar, Iterable, Iterator, Optional
@@ -71,6 +72,16 @@ class Upstream:
         rev = revision or self.revision or "main (not pinned)"
         where = f"huggingface.co/datasets/{self.repo}" if self.host == "hf" else f"github.com/{self.repo}"
         return f"{where} @ {rev}"
+
+
+COMMIT_ID = re.compile(r"^[0-9a-f]{40}$")
+
+
+def hub_head_commit(repo: str, revision: str = "main") -> str:
+    """The commit a branch or tag of a Hub dataset repo points at now."""
+    from huggingface_hub import HfApi
+
+    return HfApi().dataset_info(repo, revision=revision).sha
 
 
 @dataclasses.dataclass

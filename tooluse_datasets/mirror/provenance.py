@@ -9,11 +9,11 @@ import dataclasses
 import hashlib
 import logging
 import os
-import re
 from importlib import resources
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Callable, Optional, Union
 
+from ..source import COMMIT_ID, hub_head_commit
 from .manifest import InputFile, MirrorError, Provenance
 
 if TYPE_CHECKING:
@@ -175,11 +175,3 @@ def pin_upstream_revision(request, upstream, resolve: Optional[Callable[..., str
     return dataclasses.replace(request, revision=commit)
 
 
-COMMIT_ID = re.compile(r"^[0-9a-f]{40}$")
-
-
-def hub_head_commit(repo: str, revision: str = "main") -> str:
-    """The commit a branch or tag of a Hub dataset repo points at now."""
-    from huggingface_hub import HfApi
-
-    return HfApi().dataset_info(repo, revision=revision).sha
