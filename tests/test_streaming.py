@@ -218,11 +218,12 @@ def test_num_proc_streams_the_same_rows_and_resumes(toolmind_file, conversions, 
     assert conversions == list(range(consumed, consumed - consumed % 20 + 20))  # shards of 20 rows
 
 
-@pytest.mark.parametrize("consumed_batches", [3, 41])
+@pytest.mark.parametrize("consumed_batches", [1, 3, 41])
 def test_a_stateful_dataloader_with_two_workers_resumes_mid_epoch(toolmind_file, consumed_batches):
     """What a training job that checkpoints does: torchdata's StatefulDataLoader with worker processes saves
     each worker's stream state with the loader's; a loader restored from it hands out every remaining row once
-    (the synthetic split has 6 shards, 3 for each worker)."""
+    (the synthetic split has 6 shards, 3 for each worker). After one batch, the second worker's saved state is
+    the one it reported at start-up, taken before it divided the shards: it resumes that worker from its start."""
     pytest.importorskip("torch", reason="torch (the [trl] extra) is needed for DataLoader workers")
     stateful = pytest.importorskip("torchdata.stateful_dataloader",
                                    reason="torchdata (the [trl] extra) has the StatefulDataLoader")

@@ -121,7 +121,11 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         if not state:
             return 0, None
         ours = self._shards_signature()
-        if state.get("shards", ours) != ours or not 0 <= state["shard_idx"] <= len(self.shards):
+        # A state at the very start (shard 0, no position) resumes any shard list alike: it is what a DataLoader
+        # worker reports before it has handed out a row, taken before the worker divided the shards, so its
+        # "shards" names the whole list; refusing it would stop a legitimate resume.
+        started = state["shard_idx"] != 0 or state.get("position") is not None
+        if (started and state.get("shards", ours) != ours) or not 0 <= state["shard_idx"] <= len(self.shards):
             raise ValueError(f"{self.source.name}: this state_dict was taken from a stream of other shards "
                              f"({state.get('shards')}; this stream has {ours}): a state resumes the stream it was "
                              "taken from, loaded with the same data_files and shard_bytes (and split across "
