@@ -890,3 +890,17 @@ def test_cli_examples_option_sets_the_examples_of_the_total_and_the_table(tmp_pa
     with pytest.raises(SystemExit) as refused:  # refused by argparse, not 0 examples silently
         main([*argv, "--examples", "-1"])
     assert refused.value.code == 2
+
+
+def test_validate_raw_reports_the_rows_whose_unified_conversion_fails(capsys):
+    """NESTFUL v1 glaive (real upstream files): 14 rows read as raw rows but have no unified row (a call to a tool
+    missing from the specs, a reused label). No rule can check them, so validating the raw config reports them as
+    read errors, as validating unified does; a row failing in both configs is counted once."""
+    files = {"glaive": [str(shared_data("nestful", "data_v1", "non-executable", name))
+                        for name in ("non-executable-glaive-data.json", "non-executable-glaive-spec.json")]}
+    unified = td.validate("nestful", data_files=files, data_version="v1", fail_on="read").total()
+    raw = td.validate("nestful", "raw", data_files=files, data_version="v1", fail_on="read").total()
+    assert unified.read.skipped == 14
+    assert (raw.read.rows_read, raw.read.skipped, dict(raw.read.by_reason)) == \
+        (unified.read.rows_read, unified.read.skipped, dict(unified.read.by_reason))
+    assert raw.rules.checked == unified.rules.checked == raw.read.rows_read - 14

@@ -51,10 +51,16 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
         builder.check_split_names([split], [p.name for p in plans])
         plans = [p for p in plans if p.name == split]
 
-    def reports_for(read: SkipReport) -> dict[str, SkipReport]:
+    def reports_for(read: SkipReport) -> dict[str, Any]:
         # One pass: each row is converted once to unified (what the rules check) and, for another config,
-        # written in it too, whose skips are the read errors reported.
-        return {UNIFIED: read} if config == UNIFIED else {UNIFIED: SkipReport(), config: read}
+        # written in it too. The read errors reported are the rows that failed in either: a row with no
+        # unified row is checked by no rule (a raw row is kept when only its unified conversion fails), and a
+        # row failing in both counts once.
+        if config == UNIFIED:
+            return {UNIFIED: read}
+        seen: set = set()
+        return {UNIFIED: _EitherSkips(read, seen, counts_rows=True),
+                config: _EitherSkips(read, seen, counts_rows=False)}
 
     config_features(builder.source, config)  # a format without a writer (or raw without raw rows) is refused now
     if fresh_skipped_rows and skipped_rows:
@@ -73,6 +79,28 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
         read.close()
         splits[plan.name] = SplitValidation(read, counter)
     return ValidationResult(source, config, splits, fail_on, [r.id for r in selected])
+
+
+class _EitherSkips:
+    """What the converter reports of one of two configs, into the one report ``read`` of rows failing in either:
+    rows read are counted by one of them (``counts_rows``), and a row is skipped once however many of them
+    fail it (``seen``, shared: the file and row of each row skipped so far)."""
+
+    def __init__(self, read: SkipReport, seen: set, *, counts_rows: bool):
+        self.read, self.seen, self.counts_rows = read, seen, counts_rows
+
+    def count_read(self, n: int) -> None:
+        if self.counts_rows:
+            self.read.count_read(n)
+
+    def add(self, error, *, log: bool = True) -> None:
+        # an error without a row (a whole shard unreadable) is the same object in both configs' reports: the
+        # object itself is the key (held in the set, its identity cannot be reused by a later error)
+        key = (error.file, error.row) if error.row is not None else error
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        self.read.add(error, log=log)
 
 
 class ValidationResult:
