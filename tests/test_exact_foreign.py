@@ -54,3 +54,13 @@ def test_foreign_decoding_survives_pickling_and_copies_and_td_load_keeps_the_fas
     loaded = td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train", cache_dir=str(tmp_path / "c2"))
     assert type(loaded.features) is ExactFeatures
     assert type(td.exact(loaded).features) is ExactFeatures
+
+
+def test_decode_row_with_plain_features_reads_unmarked_big_integers_exactly():
+    """decode_row with plain features (a row of someone's dataset) reads the text as td.exact of that dataset does;
+    with the package's own ExactFeatures it trusts the mark."""
+    plain = datasets.Features({"j": datasets.Json()})
+    rows = [td.decode_row({"j": text}, plain)["j"] for text in TEXTS]
+    assert [repr(v) for v in rows] == [repr(v) for v in EXPECTED]
+    with pytest.raises(td.InvalidJsonError):
+        td.decode_row({"j": '{"x": NaN}'}, plain)
