@@ -159,3 +159,12 @@ def test_a_data_dir_load_sees_files_edited_or_added_since_it_was_cached(tmp_path
     first = td.load("ms_swift", data_dir=str(folder), split="train", cache_dir=cache_dir)
     again = td.load("ms_swift", data_dir=str(folder), split="train", cache_dir=cache_dir)
     assert first.cache_files == again.cache_files
+
+
+def test_one_map_style_load_of_one_split_asks_the_hub_once(hub, cache_dir):
+    """load() makes its builder twice (what is cached, then the splits read): both read one commit, one lookup."""
+    up, resolved = hub
+    resolved.clear()
+    ds = td.load("toolmind", split="tau_train", cache_dir=cache_dir)
+    assert len(ds) == 2
+    assert resolved == [("someone/toolmind", "main")]

@@ -9,6 +9,8 @@ hold its list of shards (file regions, :mod:`tooluse_datasets.shards`), so ``num
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import copy
 import dataclasses
 import glob
@@ -491,7 +493,7 @@ def _resolve_upstream_commits(upstreams: dict[str, Upstream], revision: Optional
             unresolved = True
             continue
         try:
-            commit = hub_head_commit(up.repo, wanted)
+            commit = _recent_head_commit(up.repo, wanted)
         except Exception as exc:  # huggingface_hub raises its own types when offline or not found
             logger.info("%s: cannot resolve %s of %s to a commit: %s: %s", name, wanted, up.repo,
                         type(exc).__name__, exc)
@@ -503,6 +505,31 @@ def _resolve_upstream_commits(upstreams: dict[str, Upstream], revision: Optional
         logger.info("%s: reading %s at commit %s (%s)", name, up.repo, commit, wanted)
         commits[name] = commit
     return commits, unresolved
+
+
+# Within one load (loading.load makes its builder twice: to see what is cached, then to prepare the splits read),
+# (repo, branch or tag) -> commit: both builders read the same commit, with one lookup.
+_LOAD_HEAD_COMMITS: contextvars.ContextVar[Optional[dict]] = contextvars.ContextVar("load_head_commits",
+                                                                                      default=None)
+
+
+@contextlib.contextmanager
+def one_head_commit_per_load():
+    """Builders made inside resolve each upstream branch once, to one commit."""
+    token = _LOAD_HEAD_COMMITS.set({})
+    try:
+        yield
+    finally:
+        _LOAD_HEAD_COMMITS.reset(token)
+
+
+def _recent_head_commit(repo: str, revision: str) -> str:
+    known = _LOAD_HEAD_COMMITS.get()
+    if known is None:
+        return hub_head_commit(repo, revision)
+    if (repo, revision) not in known:
+        known[repo, revision] = hub_head_commit(repo, revision)
+    return known[repo, revision]
 
 
 _CODE_HASH: Optional[str] = None

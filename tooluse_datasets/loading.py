@@ -71,6 +71,7 @@ def load(
     in both modes; rows are identical map-style and streaming.
     """
     builder_cls = registry.builder_class(source)
+    from .builder import one_head_commit_per_load
     from .source import splits_read  # with the builder: importing the package stays light
 
     names = splits_read(split)
@@ -83,16 +84,17 @@ def load(
         return builder_cls(config_name=config, data_files=data_files, data_dir=data_dir, cache_dir=cache_dir,
                            on_error=on_error, revision=revision, validate=validate, **config_kwargs, **extra)
 
-    if streaming and names and "prepare_splits" not in config_kwargs:
-        builder = make_builder(prepare_splits=names)  # a split the data lacks: our error, naming those it has
-    else:
-        builder = make_builder()
-    if not streaming and names and "prepare_splits" not in config_kwargs and not builder.is_prepared():
-        # Only the splits read are converted (into a cache of their own), unless every split is cached already
-        # or they are every split (one cache then serves this load and a load of all splits).
-        every = builder.split_names()
-        if every is None or not set(every) <= set(names):
-            builder = make_builder(prepare_splits=names)
+    with one_head_commit_per_load():  # the builders made here read an upstream branch at one commit
+        if streaming and names and "prepare_splits" not in config_kwargs:
+            builder = make_builder(prepare_splits=names)  # a split the data lacks: our error, naming those it has
+        else:
+            builder = make_builder()
+        if not streaming and names and "prepare_splits" not in config_kwargs and not builder.is_prepared():
+            # Only the splits read are converted (into a cache of their own), unless every split is cached
+            # already or they are every split (one cache then serves this load and a load of all splits).
+            every = builder.split_names()
+            if every is None or not set(every) <= set(names):
+                builder = make_builder(prepare_splits=names)
     if streaming:
         if report is not None:
             builder.skip_report = report

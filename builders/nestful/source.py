@@ -158,7 +158,7 @@ class NestfulSource(Source):
             for row, sample_id in ids_in_file(path, "sample_id"):
                 first_rows.setdefault(sample_id, row)
             if len(_FIRST_ROWS) >= 4:
-                _FIRST_ROWS.pop(next(iter(_FIRST_ROWS)))
+                _FIRST_ROWS.pop(next(iter(_FIRST_ROWS), None), None)  # (threads may evict at once)
             _FIRST_ROWS[key] = first_rows
         self.unique_ids.prime_file(file, ((row, sample_id) for sample_id, row in first_rows.items()))
 

@@ -214,8 +214,9 @@ class _Writer:
             else:
                 if not (result["content"] or "").strip():
                     j = next(j for j in range(i + 1, next_index) if messages[j] is result)
-                    raise ConversionError("empty tool result; the card rejects empty <tool_response> blocks and "
-                                          "ToolMind has no other way to say it", field=f"messages[{j}].content")
+                    raise ConversionError("empty tool result: an empty <tool_response> block is refused on reading "
+                                          "(as the card's other empty blocks are), and ToolMind has no other way "
+                                          "to say it", field=f"messages[{j}].content")
                 self._wrapped("tool_output", result["content"])
                 self.last = "tool_output"
         return next_index
