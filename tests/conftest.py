@@ -65,3 +65,11 @@ def benchmark_module(name: str) -> ModuleType:
         sys.modules[name] = module  # dataclasses resolve their module by name
         spec.loader.exec_module(module)
     return sys.modules[name]
+
+
+@pytest.fixture(scope="module")
+def nestful_mirror(tmp_path_factory) -> Path:
+    """NESTFUL's bundled sample as a mirror (unified and raw), one per test module that uses it."""
+    from mirror_support import build_sample_mirror
+
+    return build_sample_mirror("nestful", tmp_path_factory.mktemp("nestful-mirror"), configs=["unified", "raw"])

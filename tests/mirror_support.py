@@ -19,6 +19,10 @@ def build_sample_mirror(source: str, out: Path, configs: Sequence[str] = tuple(F
     return build_mirror(request, out)
 
 
+def quiet(_line: str) -> None:
+    """A progress callback that prints nothing."""
+
+
 def reference_rows(source: str, config: str, split: str, cache_dir: str, on_error: str = "skip") -> list[dict]:
     """Rows as ``tooluse_datasets.load`` gives them from the same sample (map-style, exact decoding)."""
     return list(td.load(source, config, split=split, data_files=td.sample_files(source), on_error=on_error,

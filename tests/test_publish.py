@@ -17,17 +17,14 @@ from tooluse_datasets.publish import PublishError, publish_mirror
 from conftest import PROJECT_ROOT
 from fake_hub import FakeHubApi, http_response
 from mirror_support import build_sample_mirror
+from mirror_support import quiet as _quiet
 
 REPO = "acme/nestful-tooluse"
 
 
 @pytest.fixture(scope="module")
-def mirror(tmp_path_factory) -> Path:
-    return build_sample_mirror("nestful", tmp_path_factory.mktemp("pub"), configs=["unified", "raw"])
-
-
-def _quiet(_line: str) -> None:
-    pass
+def mirror(nestful_mirror) -> Path:
+    return nestful_mirror
 
 
 def _commits(api: FakeHubApi) -> list[dict]:

@@ -17,6 +17,7 @@ from tooluse_datasets.publish import PublishError, publish_mirror
 
 from fake_hub import FakeHubApi, http_response
 from mirror_support import build_sample_mirror
+from mirror_support import quiet as _quiet
 from test_publish import _cli
 
 REPO = "acme/x"
@@ -43,12 +44,8 @@ Pushed with push_to_hub.
 
 
 @pytest.fixture(scope="module")
-def mirror(tmp_path_factory) -> Path:
-    return build_sample_mirror("nestful", tmp_path_factory.mktemp("fixes"), configs=["unified", "raw"])
-
-
-def _quiet(_line: str) -> None:
-    pass
+def mirror(nestful_mirror) -> Path:
+    return nestful_mirror
 
 
 def _deleted(api: FakeHubApi) -> set[str]:
