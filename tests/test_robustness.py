@@ -628,7 +628,7 @@ def test_skipped_rows_are_listed_when_worker_processes_stream(tmp_path):
 
 
 def test_dataloader_workers_append_their_skipped_rows_to_the_report_s_file(tmp_path):
-    torch = pytest.importorskip("torch", reason="torch (the [torch] extra) is needed for DataLoader workers")
+    torch = pytest.importorskip("torch", reason="torch (the [trl] extra) is needed for DataLoader workers")
     paths = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
     bad = [_bad_nestful_file(path, 3) for path in paths]
     report = td.SkipReport(rows_path=tmp_path / "skipped.jsonl")
