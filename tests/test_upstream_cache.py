@@ -168,3 +168,32 @@ def test_one_map_style_load_of_one_split_asks_the_hub_once(hub, cache_dir):
     ds = td.load("toolmind", split="tau_train", cache_dir=cache_dir)
     assert len(ds) == 2
     assert resolved == [("someone/toolmind", "main")]
+
+
+def test_hf_data_files_at_a_branch_are_read_at_its_commit(monkeypatch):
+    """datasets keys its cache on the URL: at "main" it would serve the first commit's rows for ever."""
+    asked = []
+
+    def head_commit(repo, revision="main"):
+        asked.append((repo, revision))
+        return {"main": "a" * 40, "v1.0": "c" * 40}[revision]
+
+    monkeypatch.setattr(builder_module, "hub_head_commit", head_commit)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    pinned = "hf://datasets/o/n@" + "b" * 40 + "/x.jsonl"
+    given = {"train": ["hf://datasets/o/n/data/a.jsonl", "hf://datasets/o/n@main/b.jsonl", pinned, "local.jsonl"],
+             "test": "hf://datasets/o/n@v1.0/sub/*.parquet", "pr": "hf://datasets/o/n@refs%2Fpr%2F1/x.jsonl"}
+    with builder_module.one_head_commit_per_load():
+        got = builder_module._hf_files_at_commits(given)
+    assert got == {"train": ["hf://datasets/o/n@" + "a" * 40 + "/data/a.jsonl",
+                             "hf://datasets/o/n@" + "a" * 40 + "/b.jsonl", pinned, "local.jsonl"],
+                   "test": "hf://datasets/o/n@" + "c" * 40 + "/sub/*.parquet",
+                   "pr": "hf://datasets/o/n@refs%2Fpr%2F1/x.jsonl"}
+    assert asked == [("o/n", "main"), ("o/n", "v1.0")]  # one lookup per revision within a load
+
+    def unreachable(repo, revision="main"):
+        raise OSError("no network")
+
+    monkeypatch.setattr(builder_module, "hub_head_commit", unreachable)
+    assert builder_module._hf_files_at_commits(given) == given  # offline: the URLs as given, datasets decides

@@ -96,6 +96,10 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         if kwargs.get("data_files") is not None:
             kwargs["data_files"] = _path_strings(kwargs["data_files"])  # datasets takes str, not Path
         self._data_files_given = kwargs.get("data_files")
+        if kwargs.get("data_files") is not None:
+            # hf:// files at a branch are read at the commit it points at: datasets keys its cache on the URL,
+            # so "main" would serve the rows of the commit first read for ever after the branch moved on.
+            kwargs["data_files"] = _hf_files_at_commits(kwargs["data_files"])
         # Upstream files read at a branch or tag (ToolMind's `main`) are read at the commit it points at now,
         # and that commit is part of the cache key: the Arrow cache of an earlier commit would otherwise serve
         # its rows for ever after the branch moved on (while a stream read the new ones).
@@ -379,6 +383,39 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                 job.rows = [json.loads(line) for line in rows_file.read_bytes().splitlines() if line]
             report.merge(job)
         return report
+
+
+def _hf_files_at_commits(data_files: Any) -> Any:
+    """``data_files`` with each ``hf://datasets/<repo>[@<branch or tag>]/<path>`` at the commit the branch or tag
+    points at now (one Hub lookup per repo and revision within a load). A URL at a commit, a revision spelled
+    with escapes (``refs%2Fpr%2F1``), and any URL whose revision cannot be resolved (offline) stay as given."""
+    if isinstance(data_files, dict):
+        return {key: _hf_files_at_commits(files) for key, files in data_files.items()}
+    if isinstance(data_files, (list, tuple)):
+        return [_hf_files_at_commits(f) for f in data_files]
+    if not isinstance(data_files, str) or not data_files.startswith(_HF_DATASETS):
+        return data_files
+    parts = data_files[len(_HF_DATASETS):].split("/")
+    # <owner>/<name>[@rev]/<path>, or a repo without owner, <name>@<rev>/<path>
+    head = 1 if "@" in parts[0] else 2
+    if len(parts) <= head:
+        return data_files
+    repo, _, revision = "/".join(parts[:head]).partition("@")
+    revision = revision or "main"
+    if COMMIT_ID.match(revision) or "%" in revision or \
+            os.environ.get("HF_HUB_OFFLINE") == "1" or os.environ.get("HF_DATASETS_OFFLINE") == "1":
+        return data_files
+    try:
+        commit = _recent_head_commit(repo, revision)
+    except Exception as exc:  # offline, no such repo or revision: reading the URL reports it
+        logger.info("cannot resolve %s of %s to a commit: %s: %s", revision, repo, type(exc).__name__, exc)
+        return data_files
+    if not (isinstance(commit, str) and COMMIT_ID.match(commit)):
+        return data_files
+    return f"{_HF_DATASETS}{repo}@{commit}/" + "/".join(parts[head:])
+
+
+_HF_DATASETS = "hf://datasets/"
 
 
 def _data_dir_files(data_dir: str, patterns: Iterable[str]) -> list[str]:
