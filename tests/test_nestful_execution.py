@@ -1103,3 +1103,56 @@ def test_an_edited_functions_folder_is_run_again_not_served_from_the_cache(funct
     after = results()
     assert after and all(content == "42" for row in after for content in row)
     assert results() == after  # unchanged since: served from the cache
+
+
+# --------------------------------------------------------------------------------------------------
+# Limits that would not limit are refused up front, naming the limit
+
+
+@pytest.mark.parametrize("field, value", [("memory_mb", -5), ("memory_mb", 0), ("timeout", 0), ("timeout", -1.0),
+                                          ("timeout", float("nan")), ("timeout", float("inf")), ("cpu_seconds", 0),
+                                          ("disk_mb", -1), ("grace", -1.0), ("file_size_mb", 0)])
+def test_sandbox_limits_that_would_not_limit_are_refused_naming_the_field(field, value):
+    # memory_mb=-5 used to run every sample without any address-space limit (the negative size wraps to
+    # RLIM_INFINITY); timeout=-1 or NaN failed each sample inside the sandbox with a traceback as its reason
+    with pytest.raises(ValueError, match=f"SandboxLimits.{field} must be"):
+        SandboxLimits(**{field: value})
+    assert SandboxLimits(grace=0).grace == 0
+
+
+@pytest.mark.parametrize("option, value", [("execution_timeout", -1), ("execution_timeout", 0),
+                                           ("execution_timeout", float("nan")), ("execution_timeout", float("inf")),
+                                           ("execution_memory_mb", -5), ("execution_memory_mb", 0)])
+def test_execution_options_that_would_not_limit_are_refused_naming_the_option(option, value, functions_dir):
+    # execution_timeout=-1 or 0 used to make every row an ExecutionError (all skipped with on_error="skip"),
+    # NaN or infinity a DatasetGenerationError, execution_memory_mb=-5 a sandbox without a memory limit
+    with pytest.raises(ValueError, match=f"option {option} must be a positive finite number"):
+        td.load("nestful", data_files=str(shared_data(*ICL)), streaming=True, execute=True,
+                executable_functions=functions_dir, **{option: value})
+
+
+@pytest.mark.parametrize("command", ["verify", "score"])
+@pytest.mark.parametrize("flag, value", [("--timeout", "-1"), ("--timeout", "0"), ("--timeout", "nan"),
+                                         ("--timeout", "inf"), ("--memory-mb", "-5"), ("--memory-mb", "0")])
+def test_cli_limits_that_would_not_limit_are_usage_errors(command, flag, value, functions_dir, tmp_path, capsys):
+    # --memory-mb -5 ran without a memory limit; --timeout -1 reported every sample as a crash with the
+    # sandbox's traceback, nan a bare ValueError, inf "unexpected OverflowError ... (a bug)"
+    results = tmp_path / "results.jsonl"
+    results.write_text("")
+    args = (["verify", "nestful", "--data-files", str(shared_data(*ICL))] if command == "verify"
+            else ["score", "nestful", str(results)])
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([*args, "--executable-functions", functions_dir, flag, value])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}: must be a positive finite number, got {value!r}" in err and "Traceback" not in err
+
+
+def test_cli_timeout_gives_at_least_its_seconds_of_cpu(functions_dir, capsys):
+    # 2.4 s of wall clock used to get 2 CPU seconds (round), td.load's execution_timeout gets 3 (ceil)
+    from tooluse_datasets.commands.verify import limits_from
+    import argparse
+
+    assert limits_from(argparse.Namespace(timeout=2.4, memory_mb=4096)).cpu_seconds == 3
+    assert cli.main(["verify", "nestful", "--data-files", str(shared_data(*ICL)), "--executable-functions",
+                     functions_dir, "--timeout", "2.4"]) == 0

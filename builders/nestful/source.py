@@ -15,6 +15,7 @@ complete trajectories (:mod:`.executed`); ``data_version="v1"`` reads the 2024 `
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from typing import Any, Iterator, Optional
 
@@ -101,6 +102,12 @@ class NestfulSource(Source):
             raise ValueError(f"v1_tools must be one of {TOOLS_MODES}, got {opts.v1_tools!r}")
         if opts.calls_per_turn not in CALLS_PER_TURN:
             raise ValueError(f"calls_per_turn must be one of {CALLS_PER_TURN}, got {opts.calls_per_turn!r}")
+        for name in ("execution_timeout", "execution_memory_mb"):
+            value = getattr(opts, name)
+            # (its type is checked already) 0, a negative number, NaN or infinity would fail every row in the
+            # sandbox, or (a negative memory size) leave the sandbox without a memory limit
+            if isinstance(value, (int, float)) and not (math.isfinite(value) and value > 0):
+                raise ValueError(f"option {name} must be a positive finite number, got {value!r}")
         if opts.execute and opts.data_version == "v1":
             raise ValueError("v1 rows have no gold answers and their APIs are live services: execute=True needs v2")
         if opts.data_version == "v1":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 
 from . import data_files_for
 
@@ -26,14 +27,33 @@ def add_execution_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--executable-functions", metavar="DIR",
                    help="local data_v2/executable_functions folder (default: the pinned upstream one, downloaded "
                         "once and cached)")
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds per sample (default: 10, as upstream)")
-    p.add_argument("--memory-mb", type=int, default=4096, help="address space of the sandbox (default: 4096)")
+    p.add_argument("--timeout", type=_positive(float), default=10.0,
+                   help="seconds per sample (default: 10, as upstream)")
+    p.add_argument("--memory-mb", type=_positive(int), default=4096,
+                   help="address space of the sandbox (default: 4096)")
+
+
+def _positive(kind):
+    """An argparse type: a positive finite number of ``kind`` (0, a negative or an endless limit would not
+    limit: a negative memory size wraps to no limit at all, NaN fails every sample)."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not (math.isfinite(value) and value > 0):
+            raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text!r}")
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse
 
 
 def limits_from(args: argparse.Namespace):
     from ..builders.nestful.execution import SandboxLimits
 
-    return SandboxLimits(timeout=args.timeout, cpu_seconds=max(1, int(round(args.timeout))), memory_mb=args.memory_mb)
+    # CPU seconds rounded up, as td.load(..., execution_timeout=...) does: never below the wall-clock timer
+    return SandboxLimits(timeout=args.timeout, cpu_seconds=max(1, math.ceil(args.timeout)), memory_mb=args.memory_mb)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -76,6 +76,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import select
 import signal
@@ -161,6 +162,17 @@ class SandboxLimits:
     kernel_isolation: Optional[bool] = None
     max_result_chars: int = 1_000_000
     disk_mb: int = 512
+
+    def __post_init__(self):
+        # A limit that is not a positive finite number would not limit: a negative memory_mb wraps to no
+        # address-space limit at all, a timeout of 0 switches the timer off, NaN or infinity fail inside the
+        # sandbox for every sample. Refused here, naming the field.
+        for name in ("timeout", "cpu_seconds", "memory_mb", "file_size_mb", "grace", "max_result_chars", "disk_mb"):
+            value = getattr(self, name)
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if not number or not math.isfinite(value) or value < 0 or (value == 0 and name != "grace"):
+                least = "0 or more" if name == "grace" else "positive"
+                raise ValueError(f"SandboxLimits.{name} must be a {least} finite number, got {value!r}")
 
 
 @dataclasses.dataclass(frozen=True)
