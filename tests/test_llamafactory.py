@@ -185,6 +185,16 @@ def test_tools_given_as_a_list_are_refused(tmp_path):
         list(td.load("llamafactory", data_files=str(path), split="train", streaming=True))
 
 
+@pytest.mark.parametrize("tools", [{}, {"name": "f"}, 0, True])
+def test_tools_of_another_type_are_refused_without_calling_them_a_list(tmp_path, tools):
+    path = tmp_path / "dict_tools.jsonl"
+    path.write_text(json.dumps({"conversations": [{"from": "human", "value": "a"}, {"from": "gpt", "value": "b"}],
+                                "tools": tools}) + "\n")
+    with pytest.raises(InvalidValueError, match="JSON text of a list") as info:
+        list(td.load("llamafactory", data_files=str(path), split="train", streaming=True))
+    assert info.value.field == "tools" and "fails on a list" not in info.value.message
+
+
 def test_writer_refuses_what_llamafactory_would_mistrain(cache_dir):
     base = td.load("nestful", data_files=td.sample_files("nestful"), split="train", cache_dir=cache_dir)[0]
     row = td.complete_row(base)

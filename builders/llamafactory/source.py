@@ -67,8 +67,8 @@ class LlamaFactorySource(Source):
         if tools is None:
             tools = ""
         elif not isinstance(tools, str):
-            raise InvalidValueError(f"tools must be the JSON text of a list, got {_kind(tools)} (LLaMA-Factory "
-                                    f"fails on a list)", field="tools")
+            why = "LLaMA-Factory fails on a list" if isinstance(tools, list) else "LLaMA-Factory reads the column as text"
+            raise InvalidValueError(f"tools must be the JSON text of a list, got {_kind(tools)} ({why})", field="tools")
         raw = {"conversations": turns, "system": system, "tools": tools}
         for column in MEDIA_COLUMNS:
             media = native.get(column)
