@@ -118,3 +118,26 @@ def test_all_takes_each_sources_own_files_as_source_path_items(tmp_path, capsys)
     assert main(["stats", "all", "--data-files", nestful[0]]) == 2  # a bare path names no source
     err = capsys.readouterr().err
     assert "give --data-files as SOURCE=PATH items" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", [
+    ["validate", "ms_swift"], ["stats", "ms_swift"], ["show", "ms_swift"], ["export", "ms_swift", "--out", "{out}"],
+    ["verify", "nestful"], ["mirror", "ms_swift", "--out", "{out}"],
+])
+def test_a_folder_as_data_files_is_refused_in_the_commands_terms(command, tmp_path, capsys):
+    """load() advises data_dir= for a folder; no command takes --data-dir, so the command says what it takes."""
+    folder = tmp_path / "rows"
+    folder.mkdir()
+    argv = [a.replace("{out}", str(tmp_path / "out")) for a in command]
+    assert main([*argv, "--data-files", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert "--data-files names the folder" in err and "data_dir" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_folder_as_an_all_item_is_refused_in_the_commands_terms(tmp_path, capsys):
+    folder = tmp_path / "rows"
+    folder.mkdir()
+    assert main(["stats", "all", "--data-files", f"ms_swift={folder}"]) == 2
+    err = capsys.readouterr().err
+    assert "--data-files names the folder" in err and "data_dir" not in err

@@ -52,8 +52,22 @@ def data_files_for(args: argparse.Namespace, source: str):
             raise ValueError("--sample and --data-files exclude each other: give one of them")
         return sample_files(source)
     if source == MIX and args.data_files:
-        return _files_by_source(args.data_files)
+        files = _files_by_source(args.data_files)
+        _refuse_folders([path for paths in files.values() for path in paths])
+        return files
+    _refuse_folders(args.data_files or [])
     return args.data_files
+
+
+def _refuse_folders(paths: list[str]) -> None:
+    """A folder given as --data-files, said in the command's terms (load() would advise data_dir=, which no
+    command takes)."""
+    import os
+
+    for path in paths:
+        if isinstance(path, str) and "://" not in path and "::" not in path and os.path.isdir(path):
+            raise ValueError(f"--data-files names the folder {path!r}; give its files or a glob such as "
+                             f"{os.path.join(path, '*.jsonl')!r}")
 
 
 def _files_by_source(items: list[str]) -> dict[str, list[str]]:
