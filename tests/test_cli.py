@@ -141,3 +141,13 @@ def test_a_folder_as_an_all_item_is_refused_in_the_commands_terms(tmp_path, caps
     assert main(["stats", "all", "--data-files", f"ms_swift={folder}"]) == 2
     err = capsys.readouterr().err
     assert "--data-files names the folder" in err and "data_dir" not in err
+
+
+def test_a_folder_as_gold_data_files_is_refused_in_the_commands_terms(tmp_path, capsys):
+    folder = tmp_path / "gold"
+    folder.mkdir()
+    results = tmp_path / "results.jsonl"
+    results.write_text('{"sample_id": "x", "generated_text": "[]"}\n')
+    assert main(["score", "nestful", str(results), "--no-win-rate", "--gold-data-files", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert "--gold-data-files names the folder" in err and "data_dir" not in err

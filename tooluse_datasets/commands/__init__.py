@@ -59,14 +59,14 @@ def data_files_for(args: argparse.Namespace, source: str):
     return args.data_files
 
 
-def _refuse_folders(paths: list[str]) -> None:
-    """A folder given as --data-files, said in the command's terms (load() would advise data_dir=, which no
-    command takes)."""
+def _refuse_folders(paths: list[str], option: str = "--data-files") -> None:
+    """A folder given as --data-files (or score's --gold-data-files), said in the command's terms (load() would
+    advise data_dir=, which no command takes)."""
     import os
 
     for path in paths:
         if isinstance(path, str) and "://" not in path and "::" not in path and os.path.isdir(path):
-            raise ValueError(f"--data-files names the folder {path!r}; give its files or a glob such as "
+            raise ValueError(f"{option} names the folder {path!r}; give its files or a glob such as "
                              f"{os.path.join(path, '*.jsonl')!r}")
 
 

@@ -67,6 +67,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.sample and args.gold_data_files:
         raise ValueError("--sample and --gold-data-files exclude each other: give one of them")
+    from . import _refuse_folders
+
+    _refuse_folders(args.gold_data_files or [], "--gold-data-files")
     gold = _GoldRows(sample_files("nestful") if args.sample else args.gold_data_files)
     scores = score_file(args.results, gold_rows=gold, parser=args.parser, corrected=args.corrected,
                         win_rate=not args.no_win_rate, executable_functions_dir=args.executable_functions,
