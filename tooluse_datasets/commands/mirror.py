@@ -83,19 +83,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_inputs(request) -> None:
-    """What the builder would refuse with advice in Python terms (data_files=, data_dir=), said in options."""
-    import os
-
+    """What the builder would refuse with advice in Python terms (data_files=), said in options."""
     from ..mirror import MirrorError
     from ..registry import builder_class
 
     if request.data_files is None and builder_class(request.source).SOURCE_CLASS.upstream is None:
         raise MirrorError(f"{request.source} has no default upstream files: pass --data-files PATH... (local "
                           f"files, globs, hf:// or https:// URLs), or --sample")
-    for path in request.data_files if isinstance(request.data_files, list) else []:
-        if isinstance(path, str) and "://" not in path and os.path.isdir(path):
-            raise MirrorError(f"--data-files names the folder {path!r}; give its files or a glob such as "
-                              f"{os.path.join(path, '*.jsonl')!r}")
 
 
 def _data_not_found(exc: BaseException):
