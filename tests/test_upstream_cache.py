@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import tooluse_datasets as td
-from tooluse_datasets import builder as builder_module
+from tooluse_datasets import cache_keys
 from tooluse_datasets.builders.toolmind.source import ToolMindSource
 from tooluse_datasets.source import Upstream, UpstreamFile
 
@@ -58,7 +58,7 @@ def hub(tmp_path, monkeypatch):
         resolved.append((repo, revision))
         return up.head[0]
 
-    monkeypatch.setattr(builder_module, "hub_head_commit", head_commit, raising=False)
+    monkeypatch.setattr(cache_keys, "hub_head_commit", head_commit)
     return up, resolved
 
 
@@ -115,7 +115,7 @@ def test_the_hub_unreachable_the_newest_cache_serves(hub, cache_dir, monkeypatch
     def unreachable(repo, revision="main"):
         raise ConnectionError("Name or service not known")
 
-    monkeypatch.setattr(builder_module, "hub_head_commit", unreachable)
+    monkeypatch.setattr(cache_keys, "hub_head_commit", unreachable)
     assert sum(_sizes(td.load("toolmind", cache_dir=cache_dir)).values()) == 21
 
 
@@ -178,14 +178,14 @@ def test_hf_data_files_at_a_branch_are_read_at_its_commit(monkeypatch):
         asked.append((repo, revision))
         return {"main": "a" * 40, "v1.0": "c" * 40}[revision]
 
-    monkeypatch.setattr(builder_module, "hub_head_commit", head_commit)
+    monkeypatch.setattr(cache_keys, "hub_head_commit", head_commit)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
     pinned = "hf://datasets/o/n@" + "b" * 40 + "/x.jsonl"
     given = {"train": ["hf://datasets/o/n/data/a.jsonl", "hf://datasets/o/n@main/b.jsonl", pinned, "local.jsonl"],
              "test": "hf://datasets/o/n@v1.0/sub/*.parquet", "pr": "hf://datasets/o/n@refs%2Fpr%2F1/x.jsonl"}
-    with builder_module.one_head_commit_per_load():
-        got = builder_module._hf_files_at_commits(given)
+    with cache_keys.one_head_commit_per_load():
+        got = cache_keys.hf_files_at_commits(given)
     assert got == {"train": ["hf://datasets/o/n@" + "a" * 40 + "/data/a.jsonl",
                              "hf://datasets/o/n@" + "a" * 40 + "/b.jsonl", pinned, "local.jsonl"],
                    "test": "hf://datasets/o/n@" + "c" * 40 + "/sub/*.parquet",
@@ -195,5 +195,5 @@ def test_hf_data_files_at_a_branch_are_read_at_its_commit(monkeypatch):
     def unreachable(repo, revision="main"):
         raise OSError("no network")
 
-    monkeypatch.setattr(builder_module, "hub_head_commit", unreachable)
-    assert builder_module._hf_files_at_commits(given) == given  # offline: the URLs as given, datasets decides
+    monkeypatch.setattr(cache_keys, "hub_head_commit", unreachable)
+    assert cache_keys.hf_files_at_commits(given) == given  # offline: the URLs as given, datasets decides

@@ -9,8 +9,6 @@ hold its list of shards (file regions, :mod:`tooluse_datasets.shards`), so ``num
 """
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import copy
 import dataclasses
 import glob
@@ -29,11 +27,11 @@ from datasets.download.streaming_download_manager import StreamingDownloadManage
 from datasets.exceptions import DatasetGenerationError
 
 from . import formats
+from .cache_keys import data_dir_digest, data_dir_files, hf_files_at_commits, upstream_commits
 from .errors import DataNotFoundError, OnError, SkipReport, ToolUseDataError, check_on_error
 from .pipeline import UNIFIED, ShardConverter, TableGroups, config_features
 from .shards import Shard, balanced, cut_documents, display_path, with_archive_files
-from .source import (COMMIT_ID, Source, SourceOptions, SplitPlan, Upstream, hub_head_commit, splits_read,
-                     unknown_options_error)
+from .source import Source, SourceOptions, SplitPlan, Upstream, splits_read, unknown_options_error
 from .streaming import ShardExamplesIterable
 from .validation.filtering import rule_check
 
@@ -99,7 +97,7 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         if kwargs.get("data_files") is not None:
             # hf:// files at a branch are read at the commit it points at: datasets keys its cache on the URL,
             # so "main" would serve the rows of the commit first read for ever after the branch moved on.
-            kwargs["data_files"] = _hf_files_at_commits(kwargs["data_files"])
+            kwargs["data_files"] = hf_files_at_commits(kwargs["data_files"])
         # Upstream files read at a branch or tag (ToolMind's `main`) are read at the commit it points at now,
         # and that commit is part of the cache key: the Arrow cache of an earlier commit would otherwise serve
         # its rows for ever after the branch moved on (while a stream read the new ones).
@@ -108,7 +106,7 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         if kwargs.get("hash") is None:
             kwargs["hash"] = _code_hash()
             if kwargs.get("data_files") is None and kwargs.get("data_dir") is None:
-                self._upstream_commits, self._upstream_unresolved = _resolve_upstream_commits(
+                self._upstream_commits, self._upstream_unresolved = upstream_commits(
                     self.upstreams(), kwargs.get("revision"))
                 if self._upstream_commits:
                     pins = ",".join(f"{name}@{commit}" for name, commit in sorted(self._upstream_commits.items()))
@@ -117,7 +115,7 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                 # data_dir: its files are found when the splits are planned, so datasets' cache key (which holds
                 # data_files with their modification times) knows none of them; a file edited or added in the
                 # folder would be served from the cache of the folder as it was.
-                kwargs["hash"] += "-" + _folder_digest(kwargs["data_dir"], self.SOURCE_CLASS.local_patterns)
+                kwargs["hash"] += "-" + data_dir_digest(kwargs["data_dir"], self.SOURCE_CLASS.local_patterns)
             local = self.local_inputs_digest(kwargs)
             if local:
                 kwargs["hash"] += "-" + local
@@ -281,7 +279,7 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
             raise
 
     def _glob_data_dir(self, data_dir: str) -> list[str]:
-        found = _data_dir_files(data_dir, self.source.local_patterns)
+        found = data_dir_files(data_dir, self.source.local_patterns)
         if not found:
             raise DataNotFoundError(f"{self.source.name}: no data files matching {list(self.source.local_patterns)} "
                                     f"under data_dir={data_dir!r}")
@@ -385,73 +383,6 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         return report
 
 
-def _hf_files_at_commits(data_files: Any) -> Any:
-    """``data_files`` with each ``hf://datasets/<repo>[@<branch or tag>]/<path>`` at the commit the branch or tag
-    points at now (one Hub lookup per repo and revision within a load). A URL at a commit, a revision spelled
-    with escapes (``refs%2Fpr%2F1``), and any URL whose revision cannot be resolved (offline) stay as given."""
-    if isinstance(data_files, dict):
-        return {key: _hf_files_at_commits(files) for key, files in data_files.items()}
-    if isinstance(data_files, (list, tuple)):
-        return [_hf_files_at_commits(f) for f in data_files]
-    if not isinstance(data_files, str) or not data_files.startswith(_HF_DATASETS):
-        return data_files
-    parts = data_files[len(_HF_DATASETS):].split("/")
-    # <owner>/<name>[@rev]/<path>, or a repo without owner, <name>@<rev>/<path>
-    head = 1 if "@" in parts[0] else 2
-    if len(parts) <= head:
-        return data_files
-    repo, _, revision = "/".join(parts[:head]).partition("@")
-    revision = revision or "main"
-    if COMMIT_ID.match(revision) or "%" in revision or \
-            os.environ.get("HF_HUB_OFFLINE") == "1" or os.environ.get("HF_DATASETS_OFFLINE") == "1":
-        return data_files
-    try:
-        commit = _recent_head_commit(repo, revision)
-    except Exception as exc:  # offline, no such repo or revision: reading the URL reports it
-        logger.info("cannot resolve %s of %s to a commit: %s: %s", revision, repo, type(exc).__name__, exc)
-        return data_files
-    if not (isinstance(commit, str) and COMMIT_ID.match(commit)):
-        return data_files
-    return f"{_HF_DATASETS}{repo}@{commit}/" + "/".join(parts[head:])
-
-
-_HF_DATASETS = "hf://datasets/"
-
-
-def _data_dir_files(data_dir: str, patterns: Iterable[str]) -> list[str]:
-    """The data files of a ``data_dir`` folder: those matching the source's patterns, sorted."""
-    base = Path(data_dir)
-    return sorted({str(p) for pattern in patterns for p in base.glob(pattern) if p.is_file()})
-
-
-def tree_digest(folder: Any) -> str:
-    """A digest of every file under ``folder`` (names, sizes, modification times), for a cache key; the same
-    empty digest when it cannot be listed (using it says why)."""
-    digest = hashlib.sha1()
-    try:
-        for root, dirs, files in os.walk(os.fspath(folder)):
-            dirs.sort()
-            for name in sorted(files):
-                st = os.stat(os.path.join(root, name))
-                digest.update(f"{os.path.join(root, name)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    except (OSError, TypeError, ValueError):
-        pass
-    return digest.hexdigest()[:16]
-
-
-def _folder_digest(data_dir: Any, patterns: Iterable[str]) -> str:
-    """A digest of the data files a ``data_dir`` load reads (names, sizes, modification times), for the cache
-    key: any file edited, added or removed gives another."""
-    digest = hashlib.sha1()
-    try:
-        for path in _data_dir_files(os.fspath(data_dir), patterns):
-            st = os.stat(path)
-            digest.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    except (OSError, TypeError, ValueError):
-        pass  # not a readable folder: planning the splits says so
-    return digest.hexdigest()[:16]
-
-
 def _path_strings(data_files, top: bool = True):
     """``data_files`` with every path object (``pathlib.Path``...) as its string, in lists and split dicts too.
     A value that is no path (None, a number) or a folder is refused here, naming it: datasets would raise a
@@ -514,59 +445,6 @@ def _offline_error(source: Source, where: str, why: str) -> DataNotFoundError:
         f"    tooluse_datasets.load({source.name!r}, data_files='path/to/file')\n"
         f"    tooluse_datasets.load({source.name!r}, data_dir='path/to/folder')\n"
         f"or try the bundled sample: tooluse_datasets.load({source.name!r}, data_files=tooluse_datasets.sample_files({source.name!r}))")
-
-
-def _resolve_upstream_commits(upstreams: dict[str, Upstream], revision: Optional[str]) -> tuple[dict[str, str], bool]:
-    """``({source: commit}, unresolved)``: the commit each Hub upstream read at a branch or tag (``revision``,
-    else its own pin, else ``main``) points at now; ``unresolved``: one of them could not be resolved (offline,
-    no network, no such repo: reading it reports why)."""
-    commits: dict[str, str] = {}
-    unresolved = False
-    for name, up in upstreams.items():
-        wanted = revision or up.revision or "main"
-        if up.host != "hf" or COMMIT_ID.match(wanted):
-            continue
-        if os.environ.get("HF_HUB_OFFLINE") == "1" or os.environ.get("HF_DATASETS_OFFLINE") == "1":
-            unresolved = True
-            continue
-        try:
-            commit = _recent_head_commit(up.repo, wanted)
-        except Exception as exc:  # huggingface_hub raises its own types when offline or not found
-            logger.info("%s: cannot resolve %s of %s to a commit: %s: %s", name, wanted, up.repo,
-                        type(exc).__name__, exc)
-            unresolved = True
-            continue
-        if not (isinstance(commit, str) and COMMIT_ID.match(commit)):
-            unresolved = True
-            continue
-        logger.info("%s: reading %s at commit %s (%s)", name, up.repo, commit, wanted)
-        commits[name] = commit
-    return commits, unresolved
-
-
-# Within one load (loading.load makes its builder twice: to see what is cached, then to prepare the splits read),
-# (repo, branch or tag) -> commit: both builders read the same commit, with one lookup.
-_LOAD_HEAD_COMMITS: contextvars.ContextVar[Optional[dict]] = contextvars.ContextVar("load_head_commits",
-                                                                                      default=None)
-
-
-@contextlib.contextmanager
-def one_head_commit_per_load():
-    """Builders made inside resolve each upstream branch once, to one commit."""
-    token = _LOAD_HEAD_COMMITS.set({})
-    try:
-        yield
-    finally:
-        _LOAD_HEAD_COMMITS.reset(token)
-
-
-def _recent_head_commit(repo: str, revision: str) -> str:
-    known = _LOAD_HEAD_COMMITS.get()
-    if known is None:
-        return hub_head_commit(repo, revision)
-    if (repo, revision) not in known:
-        known[repo, revision] = hub_head_commit(repo, revision)
-    return known[repo, revision]
 
 
 _CODE_HASH: Optional[str] = None

@@ -71,7 +71,7 @@ def load(
     in both modes; rows are identical map-style and streaming.
     """
     builder_cls = registry.builder_class(source)
-    from .builder import one_head_commit_per_load
+    from .cache_keys import one_head_commit_per_load
     from .source import splits_read  # with the builder: importing the package stays light
 
     names = splits_read(split)

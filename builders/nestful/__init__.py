@@ -2,7 +2,8 @@
 from dataclasses import dataclass
 from typing import Optional
 
-from tooluse_datasets.builder import ToolUseBuilder, ToolUseConfig, tree_digest
+from tooluse_datasets.builder import ToolUseBuilder, ToolUseConfig
+from tooluse_datasets.cache_keys import tree_digest
 
 from .source import NestfulOptions, NestfulSource
 

@@ -1,0 +1,141 @@
+"""What a prepared split's cache is keyed on beyond datasets' own key, so that it is never served stale:
+
+* the commit an upstream branch or tag points at (ToolMind's unpinned ``main``, ``revision="main"``,
+  ``hf://datasets/<repo>@main/...`` data files): a cache keyed on the branch name would serve the first
+  commit's rows for ever after the branch moved on;
+* the files of a local folder the rows come from (``data_dir``, NESTFUL's ``executable_functions``): their names,
+  sizes and modification times, which datasets' key does not hold.
+
+Within one load (``one_head_commit_per_load``) each branch is looked up once, so the builders of that load read
+one commit.
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import hashlib
+import logging
+import os
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+from .source import COMMIT_ID, Upstream, hub_head_commit
+
+logger = logging.getLogger("tooluse_datasets")
+
+HF_DATASETS = "hf://datasets/"
+
+# (repo, branch or tag) -> commit, within one load (loading.load makes its builder twice: to see what is cached,
+# then to prepare the splits read)
+_LOAD_HEAD_COMMITS: contextvars.ContextVar[Optional[dict]] = contextvars.ContextVar("load_head_commits",
+                                                                                      default=None)
+
+
+@contextlib.contextmanager
+def one_head_commit_per_load():
+    """Builders made inside resolve each upstream branch once, to one commit."""
+    token = _LOAD_HEAD_COMMITS.set({})
+    try:
+        yield
+    finally:
+        _LOAD_HEAD_COMMITS.reset(token)
+
+
+def branch_commit(repo: str, revision: str) -> Optional[str]:
+    """The commit a branch or tag of a Hub dataset repo points at now; None where it cannot be known (offline
+    mode, no network, no such repo or revision: reading the files then reports why)."""
+    if os.environ.get("HF_HUB_OFFLINE") == "1" or os.environ.get("HF_DATASETS_OFFLINE") == "1":
+        return None
+    known = _LOAD_HEAD_COMMITS.get()
+    if known is not None and (repo, revision) in known:
+        return known[repo, revision]
+    try:
+        commit = hub_head_commit(repo, revision)
+    except Exception as exc:  # huggingface_hub raises its own types when offline or not found
+        logger.info("cannot resolve %s of %s to a commit: %s: %s", revision, repo, type(exc).__name__, exc)
+        return None
+    if not (isinstance(commit, str) and COMMIT_ID.match(commit)):
+        return None
+    if known is not None:
+        known[repo, revision] = commit
+    return commit
+
+
+def upstream_commits(upstreams: dict[str, Upstream], revision: Optional[str]) -> tuple[dict[str, str], bool]:
+    """``({source: commit}, unresolved)``: the commit each Hub upstream read at a branch or tag (``revision``,
+    else its own pin, else ``main``) points at now; ``unresolved``: one of them could not be resolved."""
+    commits: dict[str, str] = {}
+    unresolved = False
+    for name, up in upstreams.items():
+        wanted = revision or up.revision or "main"
+        if up.host != "hf" or COMMIT_ID.match(wanted):
+            continue
+        commit = branch_commit(up.repo, wanted)
+        if commit is None:
+            unresolved = True
+            continue
+        logger.info("%s: reading %s at commit %s (%s)", name, up.repo, commit, wanted)
+        commits[name] = commit
+    return commits, unresolved
+
+
+def hf_files_at_commits(data_files: Any) -> Any:
+    """``data_files`` with each ``hf://datasets/<repo>[@<branch or tag>]/<path>`` at the commit the branch or tag
+    points at now. A URL at a commit, a revision spelled with escapes (``refs%2Fpr%2F1``), and any URL whose
+    revision cannot be resolved (offline) stay as given."""
+    if isinstance(data_files, dict):
+        return {key: hf_files_at_commits(files) for key, files in data_files.items()}
+    if isinstance(data_files, (list, tuple)):
+        return [hf_files_at_commits(f) for f in data_files]
+    if not isinstance(data_files, str) or not data_files.startswith(HF_DATASETS):
+        return data_files
+    parts = data_files[len(HF_DATASETS):].split("/")
+    # <owner>/<name>[@rev]/<path>, or a repo without owner, <name>@<rev>/<path>
+    head = 1 if "@" in parts[0] else 2
+    if len(parts) <= head:
+        return data_files
+    repo, _, revision = "/".join(parts[:head]).partition("@")
+    revision = revision or "main"
+    if COMMIT_ID.match(revision) or "%" in revision:
+        return data_files
+    commit = branch_commit(repo, revision)
+    return data_files if commit is None else f"{HF_DATASETS}{repo}@{commit}/" + "/".join(parts[head:])
+
+
+def data_dir_files(data_dir: str, patterns: Iterable[str]) -> list[str]:
+    """The data files of a ``data_dir`` folder: those matching the source's patterns, sorted."""
+    base = Path(data_dir)
+    return sorted({str(p) for pattern in patterns for p in base.glob(pattern) if p.is_file()})
+
+
+def files_digest(paths: Iterable[str]) -> str:
+    """A digest of files' names, sizes and modification times; unreadable ones end it (the reader says why)."""
+    digest = hashlib.sha1()
+    try:
+        for path in paths:
+            st = os.stat(path)
+            digest.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    except (OSError, TypeError, ValueError):
+        pass
+    return digest.hexdigest()[:16]
+
+
+def tree_digest(folder: Any) -> str:
+    """:func:`files_digest` of every file under ``folder``."""
+    def walked() -> Iterable[str]:
+        for root, dirs, files in os.walk(os.fspath(folder)):
+            dirs.sort()
+            for name in sorted(files):
+                yield os.path.join(root, name)
+
+    return files_digest(walked())
+
+
+def data_dir_digest(data_dir: Any, patterns: Iterable[str]) -> str:
+    """:func:`files_digest` of the data files a ``data_dir`` load reads: any file edited, added or removed
+    gives another."""
+    try:
+        paths = data_dir_files(os.fspath(data_dir), patterns)
+    except (OSError, TypeError, ValueError):  # not a readable folder: planning the splits says so
+        paths = []
+    return files_digest(paths)
