@@ -7,6 +7,7 @@ rows; by default ``error,read``.
 """
 from __future__ import annotations
 
+import collections
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -58,7 +59,7 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
         # row failing in both counts once.
         if config == UNIFIED:
             return {UNIFIED: read}
-        seen: set = set()
+        seen = _RecentKeys()
         return {UNIFIED: _EitherSkips(read, seen, counts_rows=True),
                 config: _EitherSkips(read, seen, counts_rows=False)}
 
@@ -81,12 +82,31 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
     return ValidationResult(source, config, splits, fail_on, [r.id for r in selected])
 
 
+class _RecentKeys:
+    """The keys of the last ``most`` rows skipped, in constant memory: a row's failures in the two configs are
+    reported while its batch converts (batches hold at most a few thousand rows)."""
+
+    def __init__(self, most: int = 1 << 16):
+        self.most = most
+        self._order: collections.deque = collections.deque()
+        self._keys: set = set()
+
+    def __contains__(self, key) -> bool:
+        return key in self._keys
+
+    def add(self, key) -> None:
+        self._order.append(key)
+        self._keys.add(key)
+        if len(self._order) > self.most:
+            self._keys.discard(self._order.popleft())
+
+
 class _EitherSkips:
     """What the converter reports of one of two configs, into the one report ``read`` of rows failing in either:
     rows read are counted by one of them (``counts_rows``), and a row is skipped once however many of them
-    fail it (``seen``, shared: the file and row of each row skipped so far)."""
+    fail it (``seen``, shared: the file and row of the rows skipped lately)."""
 
-    def __init__(self, read: SkipReport, seen: set, *, counts_rows: bool):
+    def __init__(self, read: SkipReport, seen: "_RecentKeys", *, counts_rows: bool):
         self.read, self.seen, self.counts_rows = read, seen, counts_rows
 
     def count_read(self, n: int) -> None:
