@@ -120,8 +120,8 @@ class FakeHubApi:
     def create_branch(self, repo_id, *, branch, revision=None, repo_type=None, exist_ok=False, **kwargs):
         self.calls.append(("create_branch", {"repo_id": repo_id, "branch": branch}))
         repo = self._repo(repo_id)
-        if branch not in repo.branches:
-            repo.branches[branch] = [self._branch(repo_id, revision or "main")[-1]]
+        if branch not in repo.branches:  # from a branch's head or a commit id, as the Hub takes either
+            repo.branches[branch] = [self._commit(repo_id, revision)]
 
     def create_commit(self, repo_id, operations, *, commit_message, repo_type=None, revision=None,
                       create_pr=None, parent_commit=None, **kwargs):

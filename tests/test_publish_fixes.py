@@ -355,3 +355,46 @@ def test_mirror_command_errors_name_command_line_options(tmp_path, capsys, monke
     err = capsys.readouterr().err
     assert "cannot reach the upstream data" in err and "--data-files" in err and "data_files=" not in err
     assert not (tmp_path / "o" / "nestful").exists()
+
+
+# -- 6. a new --revision branch starts where the plan was read ---------------------------------------------------
+
+
+def test_a_new_branch_starts_at_the_commit_the_plan_was_read_from(mirror, tmp_path):
+    """The default branch moving between reading the repo and creating the branch must not end up in the
+    branch: the plan says what to add and delete relative to the commit it read."""
+    api = FakeHubApi()
+    publish_mirror(mirror, REPO, api=api, echo=_quiet)
+    ours = sorted(p for p in api.files(REPO) if p.endswith(".parquet"))
+    changed = build_sample_mirror("nestful", tmp_path, configs=["raw"])  # unified deleted, raw unchanged
+    kept = [p for p in ours if p in set(mirror_files(changed))]
+    assert kept, "the changed mirror shares files with the published one"
+    create_branch = api.create_branch
+
+    def main_moves_first(*args, **kwargs):
+        api.edit(REPO, {"notes.txt": b"concurrent"}, deletions=tuple(kept))
+        return create_branch(*args, **kwargs)
+
+    api.create_branch = main_moves_first
+    assert publish_mirror(changed, REPO, api=api, revision="dev", echo=_quiet).committed
+    dev = api.files(REPO, "dev")
+    assert set(dev) == set(mirror_files(changed)) | {".gitattributes"}
+    assert all(dev[p] == (changed / p).read_bytes() for p in mirror_files(changed) if p != "README.md")
+
+
+def test_a_branch_someone_creates_meanwhile_fails_the_commit_instead_of_taking_a_stale_plan(mirror, tmp_path):
+    api = BranchingHub()
+    publish_mirror(mirror, REPO, api=api, echo=_quiet)
+    changed = build_sample_mirror("nestful", tmp_path, configs=["raw"])
+    create_branch = api.create_branch
+
+    def someone_else_first(repo_id, *, branch, **kwargs):
+        create_branch(repo_id, branch=branch)
+        api.edit(REPO, {"unified/train-00000-of-00002.parquet": b"theirs"}, revision=branch)
+        return create_branch(repo_id, branch=branch, **kwargs)
+
+    api.create_branch = someone_else_first
+    with pytest.raises(HfHubHTTPError, match="412"):
+        publish_mirror(changed, REPO, api=api, revision="dev", echo=_quiet)
+    assert api.files(REPO, "dev")["unified/train-00000-of-00002.parquet"] == b"theirs"
+

@@ -202,15 +202,18 @@ def publish_mirror(folder: str | Path, repo_id: str, *, api: Optional[HubApi] = 
     created_branch = False
     try:
         if revision is not None and not remote.branch_exists:
-            api.create_branch(repo_id, branch=revision, repo_type=REPO_TYPE, exist_ok=True)
+            # From the commit the plan was made against (not wherever the default branch is by now), so that
+            # the commit below can be checked against it like a commit to an existing branch.
+            _create_branch(api, repo_id, revision, remote.head)
             created_branch = remote.exists  # in a new repo, deleting the repo removes the branch too
         operations = [CommitOperationAdd(path_in_repo=f.path, path_or_fileobj=f.source) for f in plan.additions]
         operations += [CommitOperationDelete(path_in_repo=path) for path in plan.deletions]
         info = api.create_commit(
             repo_id, operations, repo_type=REPO_TYPE, revision=revision, create_pr=create_pr,
             commit_message=commit_message or _commit_message(manifest),
-            # Fails (412) if the branch moved since it was read: the plan would be stale.
-            parent_commit=remote.head if remote.branch_exists else None,
+            # Fails (412) if the branch moved since it was read: the plan would be stale. A branch created
+            # above starts at remote.head too, so a commit landing on it meanwhile is caught the same way.
+            parent_commit=remote.head,
         )
     except BaseException as exc:
         # The repo this publish created holds nothing of ours: leave no empty repo behind. Not after asking
@@ -264,6 +267,11 @@ def _create_repo(api: HubApi, repo_id: str, private: Optional[bool]) -> None:
         raise PublishError(f"{repo_id} exists although it was not found when this publish was planned: either "
                            "someone created it meanwhile (run the publish again) or it is a private repo this "
                            "token cannot read (use a token with access to it); nothing was committed") from None
+
+
+def _create_branch(api: HubApi, repo_id: str, branch: str, base: Optional[str]) -> None:
+    """``branch`` at ``base``, the commit the plan was read from (None in a repo created just now: its head)."""
+    api.create_branch(repo_id, branch=branch, revision=base, repo_type=REPO_TYPE, exist_ok=True)
 
 
 def _delete_created_repo(api: HubApi, repo_id: str, revision: Optional[str], echo: Callable[[str], None]) -> None:
