@@ -398,3 +398,21 @@ def test_a_branch_someone_creates_meanwhile_fails_the_commit_instead_of_taking_a
         publish_mirror(changed, REPO, api=api, revision="dev", echo=_quiet)
     assert api.files(REPO, "dev")["unified/train-00000-of-00002.parquet"] == b"theirs"
 
+
+def test_publishing_an_unchanged_mirror_to_a_new_branch_creates_the_branch(mirror):
+    """The plan says "create branch dev"; with nothing to commit the branch is the default branch's commit,
+    which holds the mirror already, so loading revision="dev" works."""
+    api = FakeHubApi()
+    publish_mirror(mirror, REPO, api=api, echo=_quiet)
+    head = api.commits(REPO)[-1].sha
+    api.calls.clear()
+    lines: list[str] = []
+    result = publish_mirror(mirror, REPO, api=api, revision="dev", echo=lines.append)
+    assert not result.committed and result.plan.is_noop
+    assert api.commits(REPO, "dev")[-1].sha == head and "create_commit" not in api.call_names()
+    assert lines[0] == "create branch dev" and lines[-1] == f"created branch dev at {head}: it holds this mirror already"
+    # a dry run creates nothing
+    api2 = FakeHubApi()
+    publish_mirror(mirror, REPO, api=api2, echo=_quiet)
+    publish_mirror(mirror, REPO, api=api2, revision="dev", dry_run=True, echo=_quiet)
+    assert list(api2.repos[REPO].branches) == ["main"]

@@ -193,7 +193,14 @@ def publish_mirror(folder: str | Path, repo_id: str, *, api: Optional[HubApi] = 
         raise PublishError(f"{repo_id} holds what this mirror would replace, but no earlier publish of it wrote "
                            f"({shown}): nothing was published. Replace them with --replace-foreign "
                            f"(replace_foreign=True), or publish to another repo")
-    if dry_run or plan.is_noop:
+    if dry_run:
+        return PublishResult(plan, committed=False)
+    if plan.is_noop:
+        if revision is not None and remote.exists and not remote.branch_exists:
+            # The default branch already holds this mirror: the new branch is that commit, and the mirror is
+            # on the revision asked for (an empty pull request would add nothing).
+            _create_branch(api, repo_id, revision, remote.head)
+            echo(f"created branch {revision} at {remote.head}: it holds this mirror already")
         return PublishResult(plan, committed=False)
     if not remote.exists:
         _create_repo(api, repo_id, private)
