@@ -416,3 +416,35 @@ def test_publishing_an_unchanged_mirror_to_a_new_branch_creates_the_branch(mirro
     publish_mirror(mirror, REPO, api=api2, echo=_quiet)
     publish_mirror(mirror, REPO, api=api2, revision="dev", dry_run=True, echo=_quiet)
     assert list(api2.repos[REPO].branches) == ["main"]
+
+
+# -- 7. a damaged manifest is a typed error naming the file ------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["{", '{"format_version": 1, "source": "nestful"}', "[1]"])
+def test_a_damaged_manifest_is_named_not_reported_as_a_bug(mirror, tmp_path, capsys, text):
+    import shutil
+
+    from tooluse_datasets.mirror import MANIFEST_NAME
+
+    copy = tmp_path / "nestful"
+    shutil.copytree(mirror, copy)
+    (copy / MANIFEST_NAME).write_text(text)
+    api = FakeHubApi()
+    with pytest.raises(PublishError, match=f"{MANIFEST_NAME} cannot be read as a mirror manifest"):
+        publish_mirror(copy, REPO, api=api, dry_run=True, echo=_quiet)
+    assert api.calls == []
+    for folder in (copy, tmp_path):  # the mirror, and the folder of mirrors holding it
+        assert _cli([str(folder), "--repo-id", REPO, "--dry-run"], api) == 2
+        err = capsys.readouterr().err
+        assert str(copy / MANIFEST_NAME) in err and "a bug" not in err
+
+
+def test_a_damaged_manifest_in_the_repo_only_costs_the_list_of_previous_files(mirror):
+    from tooluse_datasets.mirror import MANIFEST_NAME
+
+    api = FakeHubApi()
+    publish_mirror(mirror, REPO, api=api, echo=_quiet)
+    api.edit(REPO, {MANIFEST_NAME: b"[1]"})
+    result = publish_mirror(mirror, REPO, api=api, replace_foreign=True, echo=_quiet)
+    assert result.committed and api.files(REPO)[MANIFEST_NAME] == (mirror / MANIFEST_NAME).read_bytes()

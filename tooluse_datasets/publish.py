@@ -380,7 +380,7 @@ def _parse_previous_manifest(text: Optional[str]) -> Optional[Manifest]:
         return None
     try:
         return Manifest.from_json(text)
-    except (MirrorError, json.JSONDecodeError, TypeError, KeyError) as exc:
+    except (MirrorError, ValueError, TypeError, KeyError, AttributeError) as exc:
         # An older or hand-edited manifest only costs us the list of our previous files.
         logger.warning("ignoring the repo's %s (%s): no file in the repo is taken for one of this mirror's",
                        MANIFEST_NAME, exc)

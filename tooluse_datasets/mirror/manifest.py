@@ -124,7 +124,14 @@ def read_manifest(folder: str | Path) -> Manifest:
     if not path.is_file():
         raise MirrorError(f"{folder} is not a mirror: {MANIFEST_NAME} is missing "
                           f"(build one with `tooluse-datasets mirror`)")
-    return Manifest.from_json(path.read_text(encoding="utf-8"))
+    try:
+        return Manifest.from_json(path.read_text(encoding="utf-8"))
+    except (MirrorError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        # Cut short (a copy that stopped), edited by hand, or written by another version of the package.
+        reason = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc).splitlines()[0] if str(exc) \
+            else type(exc).__name__
+        raise MirrorError(f"{path} cannot be read as a mirror manifest ({type(exc).__name__}: {reason}): "
+                          f"rebuild the mirror with `tooluse-datasets mirror`") from exc
 
 
 def write_manifest(folder: Path, manifest: Manifest) -> None:
