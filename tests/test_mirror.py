@@ -252,6 +252,30 @@ def test_cli_mirror_bad_arguments_exit_with_an_error(tmp_path, capsys, argv, mes
     assert not (tmp_path / "nestful").exists()
 
 
+def test_cli_mirror_all_reads_each_sources_own_files_given_as_source_path_items(tmp_path, capsys):
+    """As every command reads ``all`` (and as --help says): --data-files SOURCE=PATH items, one mirror per
+    source named, each from its own files."""
+    import tooluse_datasets as td
+
+    nestful, ms_swift = td.sample_files("nestful")["train"], td.sample_files("ms_swift")["train"]
+    items = [f"nestful={p}" for p in nestful] + [f"ms_swift={ms_swift[0]}"]
+    rc = main(["mirror", "all", "--out", str(tmp_path / "a"), "--configs", "unified", "--data-files", *items])
+    assert rc == 0, capsys.readouterr().err
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["ms_swift", "nestful"]
+    assert read_manifest(tmp_path / "a" / "nestful").configs["unified"].num_examples == 5
+    assert [i.name for i in read_manifest(tmp_path / "a" / "ms_swift").provenance.inputs] == \
+        ["tooluse_datasets.builders/ms_swift/dummy_data/agent_rows.jsonl"]
+    # sources named on the command line: each needs its files, and items name no other source
+    for argv, message in [(["nestful", "ms_swift", "--data-files", *items[:2]], "no files for ms_swift"),
+                          (["nestful", "--data-files", "x.jsonl"], None),
+                          (["nestful", "toolmind", "--data-files", *items], "not mirrored (ms_swift)"),
+                          (["nestful", "ms_swift", "--data-files", "x.jsonl"], "SOURCE=PATH")]:
+        rc = main(["mirror", *argv, "--out", str(tmp_path / "b"), "--configs", "unified"])
+        err = capsys.readouterr().err
+        assert rc != 0 and (message is None or message in err), (argv, err)
+    assert not (tmp_path / "b").exists() or not any((tmp_path / "b").iterdir())
+
+
 UNPINNED_HUB_UPSTREAM = Upstream(host="hf", repo="someone/data", revision=None,
                                  files=(UpstreamFile(split="train", path="data.parquet"),))
 

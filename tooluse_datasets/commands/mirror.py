@@ -51,14 +51,18 @@ def run(args: argparse.Namespace) -> int:
     sources = source_names() if args.sources == ["all"] else args.sources
     if args.sample and args.data_files:
         raise MirrorError("--sample and --data-files exclude each other")
+    files_by_source = None
     if args.data_files and len(sources) > 1:
-        raise MirrorError("--data-files names the files of one source; mirror one source at a time with it")
+        # Several sources (or all): each source's own files as SOURCE=PATH items, as every command reads all.
+        files_by_source = _files_of_sources(args.data_files, sources, named_only=args.sources == ["all"])
+        sources = list(files_by_source)
     layout = ParquetLayout(row_group_rows=args.row_group_rows, row_group_bytes=_size(args.row_group_size),
                            shard_bytes=_size(args.max_shard_size))
     options = {**source_options(args), **({"shard_bytes": _size(args.shard_size)} if args.shard_size else {})}
     if args.skipped_rows and len(sources) > 1 and "{source}" not in args.skipped_rows:
         raise MirrorError("--skipped-rows names one file per source: put '{source}' in it")
-    requests = [MirrorRequest(source, configs=args.configs, data_files=data_files_for(args, source),
+    requests = [MirrorRequest(source, configs=args.configs,
+                              data_files=files_by_source[source] if files_by_source else data_files_for(args, source),
                               split=args.split, on_error=args.on_error, revision=args.revision,
                               repo_id=args.repo_id.replace("{source}", source) if args.repo_id else None,
                               license=args.license, layout=layout, source_options=options,
@@ -80,6 +84,28 @@ def run(args: argparse.Namespace) -> int:
                               f"--sample") from exc
         _print_summary(folder, read_manifest(folder))
     return 0
+
+
+def _files_of_sources(items: list[str], sources: list[str], *, named_only: bool) -> dict[str, list[str]]:
+    """``--data-files SOURCE=PATH...`` for several sources: ``{source: files}``, in the order of ``sources``.
+    With ``all`` (``named_only``), the sources named in the items are mirrored; with sources named on the
+    command line, each of them needs files and no item may name another."""
+    from . import _files_by_source, _refuse_folders
+    from ..mirror import MirrorError
+
+    try:
+        given = _files_by_source(items)
+    except ValueError as exc:
+        raise MirrorError(f"{exc}; with several sources, --data-files gives each source's own files as "
+                          f"SOURCE=PATH items (or mirror one source at a time)") from None
+    _refuse_folders([path for paths in given.values() for path in paths])
+    if not named_only:
+        others = sorted(set(given) - set(sources))
+        missing = [s for s in sources if s not in given]
+        if others or missing:
+            raise MirrorError(f"--data-files names sources that are not mirrored ({', '.join(others)})" if others
+                              else f"--data-files gives no files for {', '.join(missing)}: add SOURCE=PATH items")
+    return {source: given[source] for source in sources if source in given}
 
 
 def _check_inputs(request) -> None:
