@@ -448,3 +448,22 @@ def test_a_damaged_manifest_in_the_repo_only_costs_the_list_of_previous_files(mi
     api.edit(REPO, {MANIFEST_NAME: b"[1]"})
     result = publish_mirror(mirror, REPO, api=api, replace_foreign=True, echo=_quiet)
     assert result.committed and api.files(REPO)[MANIFEST_NAME] == (mirror / MANIFEST_NAME).read_bytes()
+
+
+# -- 8. two mirrors of one source in a folder of mirrors ---------------------------------------------------------
+
+
+def test_a_folder_with_two_mirrors_of_one_source_is_refused_instead_of_publishing_one(mirror, tmp_path, capsys):
+    """e.g. out/nestful and out/nestful_v1 (built with data_version=v1): '{source}' would send both to one
+    repo, and one of them used to be left out without a word."""
+    import shutil
+
+    out = tmp_path / "mirrors"
+    shutil.copytree(mirror, out / "nestful")
+    shutil.copytree(mirror, out / "nestful_v1")
+    api = FakeHubApi()
+    for repo_id in ("acme/{source}-tooluse", "acme/one-repo"):
+        assert _cli([str(out), "--repo-id", repo_id, "--dry-run"], api) == 2
+        assert "two mirrors of nestful (nestful, nestful_v1)" in capsys.readouterr().err
+    assert api.calls == []
+    assert _cli([str(out / "nestful_v1"), "--repo-id", "acme/nestful-v1", "--dry-run"], api) == 0

@@ -435,9 +435,17 @@ def find_mirrors(folder: str | Path) -> dict[str, Path]:
     root = Path(folder)
     if (root / MANIFEST_NAME).is_file():
         return {read_manifest(root).source: root}
-    found = {read_manifest(sub).source: sub for sub in sorted(root.iterdir())
-             if sub.is_dir() and not sub.name.startswith(".") and (sub / MANIFEST_NAME).is_file()} \
-        if root.is_dir() else {}
+    subs = [sub for sub in sorted(root.iterdir())
+            if sub.is_dir() and not sub.name.startswith(".") and (sub / MANIFEST_NAME).is_file()] \
+        if root.is_dir() else []
+    found: dict[str, Path] = {}
+    for sub in subs:
+        source = read_manifest(sub).source
+        if source in found:
+            # Both would go to the same repo ('{source}' in --repo-id): one would silently not be published.
+            raise PublishError(f"{folder} holds two mirrors of {source} ({found[source].name}, {sub.name}): "
+                               f"publish each folder on its own, to its own --repo-id")
+        found[source] = sub
     if not found:
         raise PublishError(f"{folder} is neither a mirror nor a folder of mirrors (no {MANIFEST_NAME} found)")
     return found
