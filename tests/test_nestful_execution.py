@@ -1038,12 +1038,12 @@ def test_load_with_execute_exports_toolmind_and_swift_trajectories(functions_dir
     options = dict(data_files=files, split="train", execute=True, executable_functions=functions_dir, streaming=True)
     toolmind_rows = list(td.load("nestful", "toolmind", **options))
     swift_rows = list(td.load("nestful", "swift", **options))
-    raw_rows = list(td.load("nestful", "raw", **options))
-    assert len(toolmind_rows) == len(swift_rows) == len(raw_rows) == 2
+    assert len(toolmind_rows) == len(swift_rows) == 2
     roles = [m["role"] for m in json.loads(toolmind_rows[0]["messages"])]
     assert roles[-1] == "answer" and roles.count("tool_output") == roles.count("tool_call") == 3
     assert [m["role"] for m in swift_rows[0]["messages"]][-1] == "assistant"
-    assert raw_rows == list(td.load("nestful", "raw", data_files=files, split="train", streaming=True))
+    with pytest.raises(ValueError, match="not 'raw'"):  # raw rows cannot hold the results: refused, not ignored
+        td.load("nestful", "raw", **options)
 
 
 def test_a_sandbox_that_cannot_start_is_a_typed_error_for_each_row(monkeypatch, cache_dir):
@@ -1129,6 +1129,28 @@ def test_execution_options_that_would_not_limit_are_refused_naming_the_option(op
     with pytest.raises(ValueError, match=f"option {option} must be a positive finite number"):
         td.load("nestful", data_files=str(shared_data(*ICL)), streaming=True, execute=True,
                 executable_functions=functions_dir, **{option: value})
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+def test_execute_with_the_raw_config_is_refused_naming_the_config(streaming, functions_dir, cache_dir):
+    # The raw format is upstream's rows as they are: execute=True used to be ignored there without a word,
+    # the rows coming back unexecuted (as validate= outside the unified config, the combination is refused)
+    with pytest.raises(ValueError, match="execute= needs config='unified' or a writer format, not 'raw'"):
+        td.load("nestful", "raw", split="train", streaming=streaming, data_files=str(shared_data(*ICL)),
+                execute=True, executable_functions=functions_dir, cache_dir=cache_dir)
+    # the other configs execute, and raw without execute loads as before
+    (row,) = list(td.load("nestful", "toolmind", split="train", streaming=True, data_files=str(shared_data(*ICL)),
+                          execute=True, executable_functions=functions_dir))[:1]
+    assert row
+    assert len(list(td.load("nestful", "raw", split="train", streaming=True, data_files=str(shared_data(*ICL))))) == 3
+
+
+def test_export_raw_with_execute_is_a_usage_error(functions_dir, tmp_path, capsys):
+    out = tmp_path / "out"
+    code = cli.main(["export", "nestful", "--data-files", str(shared_data(*ICL)), "--format", "raw", "--out",
+                     str(out), "--option", "execute=true", "--option", f"executable_functions={functions_dir}"])
+    assert code == 2 and not out.exists()
+    assert "not 'raw'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("command", ["verify", "score"])

@@ -110,6 +110,11 @@ class NestfulSource(Source):
                 raise ValueError(f"option {name} must be a positive finite number, got {value!r}")
         if opts.execute and opts.data_version == "v1":
             raise ValueError("v1 rows have no gold answers and their APIs are live services: execute=True needs v2")
+        if opts.execute and getattr(opts, "name", None) == "raw":
+            # (the config's name: the source is made from its builder config) raw rows are upstream's rows as
+            # they are, with no place for the results: loading them unexecuted would ignore the option silently
+            raise ValueError("execute=True gives executed trajectories, which the 'raw' format (upstream's rows as "
+                             "they are) cannot hold; execute= needs config='unified' or a writer format, not 'raw'")
         if opts.data_version == "v1":
             from .v1 import V1_UPSTREAM
 
