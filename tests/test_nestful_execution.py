@@ -989,6 +989,20 @@ def test_verify_counts_per_category_and_lists_the_failure(real_rows, functions_d
     assert "network" in report.table() and NETWORK_ROW in report.table()
 
 
+def test_verify_names_the_reason_of_a_row_without_gold_answer_once(real_rows, functions_dir):
+    # It used to read "no_gold: no_gold: the row has no gold_answer to reproduce", and the failure lacked the
+    # keys every other failure has (failed_call, answer, upstream_counts_as_win)
+    row = next(r for r in real_rows if r["subset"] == "math")
+    row = dict(row, meta=dict(row["meta"], gold_answer=None))
+    report = verify_rows([row], functions_dir=functions_dir)
+    (failure,) = report.failures
+    assert (failure["status"], failure["reason"], failure["detail"]) == (
+        "error", "no_gold", "the row has no gold_answer to reproduce")
+    assert failure["failed_call"] is None and failure["answer"] is None and failure["upstream_counts_as_win"] is False
+    assert f"{row['meta']['sample_id']} (math): no_gold: the row has no gold_answer to reproduce" in report.table()
+    assert "no_gold: no_gold" not in report.table()
+
+
 def test_verify_command_json(functions_dir, capsys):
     files = [str(shared_data(*TOY)), str(shared_data(*CURRENT))]
     code = cli.main(["verify", "nestful", "--data-files", *files, "--executable-functions", functions_dir, "--json"])

@@ -66,7 +66,13 @@ def verify_rows(rows: Iterable[dict], *, functions_dir: Union[str, os.PathLike, 
                 jobs.append(execution_job(row))
                 kept.append(row)
             except ToolUseDataError as error:
-                _count(report, counts, row, False, {"status": "error", "reason": "no_gold", "detail": error.message})
+                # the message is "<reason>: <detail>" (no_gold: ...): the reason is printed once, before the detail
+                reason, sep, detail = error.message.partition(": ")
+                if not sep or " " in reason:
+                    reason, detail = type(error).__name__, error.message
+                _count(report, counts, row, False, {"status": "error", "reason": reason, "detail": detail,
+                                                    "failed_call": None, "answer": None,
+                                                    "upstream_counts_as_win": False})
         for row, result in zip(kept, run_sequences(jobs, folder, limits)):
             for kind in ISOLATION:
                 setattr(report, kind, getattr(report, kind) or getattr(result, kind))
