@@ -1014,6 +1014,28 @@ def test_verify_command_json(functions_dir, capsys):
     assert all(out[kind] for kind in ("network", "filesystem", "processes"))  # what the sandbox achieved, or why not
 
 
+@pytest.mark.parametrize("as_json", [False, True])
+def test_verify_command_fails_when_rows_were_skipped(as_json, functions_dir, tmp_path, capsys):
+    # With --on-error skip, a row that cannot be read is not verified: the run used to exit 0 ("all reproduce")
+    lines = [line for line in shared_data(*CURRENT).read_text().splitlines() if line.strip()]
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n".join([*lines, lines[0][:80]]) + "\n")
+    args = ["verify", "nestful", "--data-files", str(path), "--executable-functions", functions_dir,
+            "--on-error", "skip"]
+    code = cli.main(args + (["--json"] if as_json else []))
+    out = capsys.readouterr().out
+    assert code == 1
+    if as_json:
+        data = json.loads(out)
+        assert (data["rows"], data["reproduced"], data["unreadable_rows"]["skipped"]) == (2, 2, 1)
+    else:
+        assert ["total", "2", "2"] in [line.split() for line in out.splitlines()]
+        assert "3 rows read, 1 skipped" in out and f"{path} row 2 field '<line>'" in out
+        assert "1 unreadable row not verified" in out
+    path.write_text("\n".join(lines) + "\n")  # nothing skipped: every row reproduces
+    assert cli.main(args) == 0
+
+
 def test_verify_command_table_on_the_bundled_sample(functions_dir, capsys):
     # The bundled rows are written by hand for the reader's tests; with upstream's functions most of their
     # gold sequences fail, and verify says which and why.

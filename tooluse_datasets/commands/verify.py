@@ -1,12 +1,12 @@
 """``tooluse-datasets verify nestful``: execute every gold call sequence in the sandbox and report, per category,
-how many reproduce their gold answer (exit 1 if any does not)."""
+how many reproduce their gold answer (exit 1 if any does not, or if a row could not be read)."""
 from __future__ import annotations
 
 import argparse
 import json
 import math
 
-from . import data_files_for
+from . import data_files_for, print_skips
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -17,7 +17,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="local files or hf:// / https:// URLs (default: the pinned upstream file)")
     p.add_argument("--sample", action="store_true", help="use the small sample bundled with the package (offline)")
     p.add_argument("--on-error", choices=["raise", "skip"], default="raise",
-                   help="raise: stop at the first unreadable row; skip: drop, count and report them (default: raise)")
+                   help="raise: stop at the first unreadable row; skip: go on, count and report them (not verified: "
+                        "exit 1 all the same) (default: raise)")
     add_execution_arguments(p)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     return p
@@ -68,5 +69,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(report.table())
         if skips.skipped:
-            print(skips.summary())
-    return 0 if report.reproduced == report.rows else 1
+            print_skips(skips)
+            print(f"{skips.skipped} unreadable row{'s' if skips.skipped != 1 else ''} not verified")
+    # A row that could not be read was not verified: the run fails, as validate fails on unreadable rows
+    return 0 if report.reproduced == report.rows and not skips.skipped else 1
