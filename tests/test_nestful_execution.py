@@ -1027,11 +1027,15 @@ def test_verify_command_fails_when_rows_were_skipped(as_json, functions_dir, tmp
     assert code == 1
     if as_json:
         data = json.loads(out)
-        assert (data["rows"], data["reproduced"], data["unreadable_rows"]["skipped"]) == (2, 2, 1)
+        assert (data["rows"], data["reproduced"], data["skipped"], data["unreadable_rows"]["skipped"]) == (2, 2, 1, 1)
     else:
         assert ["total", "2", "2"] in [line.split() for line in out.splitlines()]
         assert "3 rows read, 1 skipped" in out and f"{path} row 2 field '<line>'" in out
-        assert "1 unreadable row not verified" in out
+        assert "1 unreadable row not verified (skipped)" in out
+    # In Python too: the result says that a row was not verified, whether a report was passed or not
+    from tooluse_datasets.builders.nestful.verify import verify
+
+    assert verify(str(path), functions_dir=functions_dir, on_error="skip").skipped == 1
     path.write_text("\n".join(lines) + "\n")  # nothing skipped: every row reproduces
     assert cli.main(args) == 0
 

@@ -28,6 +28,8 @@ class VerifyReport:
     reproduced: int = 0
     by_category: dict = dataclasses.field(default_factory=dict)  # category -> {"rows", "reproduced"}
     failures: list = dataclasses.field(default_factory=list)
+    # Rows that could not be read (on_error="skip"): not verified, so the data does not pass either
+    skipped: int = 0
     # The isolation the sandbox achieved (SequenceResult's fields): "namespace"/"read-only", or why not
     network: str = ""
     filesystem: str = ""
@@ -41,6 +43,8 @@ class VerifyReport:
         for category, c in sorted(self.by_category.items()):
             lines.append(f"{category:<10} {c['rows']:>6} {c['reproduced']:>11}")
         lines.append(f"{'total':<10} {self.rows:>6} {self.reproduced:>11}")
+        if self.skipped:
+            lines.append(f"{self.skipped} unreadable row{'s' if self.skipped != 1 else ''} not verified (skipped)")
         for kind in ISOLATION:
             if getattr(self, kind):
                 lines.append(f"{kind} isolation: {getattr(self, kind)}")
@@ -114,10 +118,16 @@ def verify(data_files: Any = None, *, data_dir: Optional[str] = None, functions_
            limits: SandboxLimits = SandboxLimits(), cache_dir: Optional[str] = None, on_error: str = "raise",
            report=None) -> VerifyReport:
     """:func:`verify_rows` over every row of every split that ``tooluse_datasets.load("nestful", ...)`` reads
-    (default: the pinned upstream file)."""
+    (default: the pinned upstream file). With ``on_error="skip"``, rows that cannot be read are counted in the
+    result's ``skipped`` (and listed in ``report``, a :class:`SkipReport`): they were not verified."""
     from tooluse_datasets import load
+    from tooluse_datasets.errors import SkipReport
 
+    report = SkipReport() if report is None else report
+    before = report.skipped
     splits = load("nestful", "unified", streaming=True, data_files=data_files, data_dir=data_dir,
                   on_error=on_error, report=report)
     rows = (row for split in splits.values() for row in split)
-    return verify_rows(rows, functions_dir=functions_dir, limits=limits, cache_dir=cache_dir)
+    result = verify_rows(rows, functions_dir=functions_dir, limits=limits, cache_dir=cache_dir)
+    result.skipped = report.skipped - before  # rows that could not be read were not verified: said in the result
+    return result
