@@ -22,7 +22,7 @@ from tooluse_datasets.builders.nestful.executed import execute_rows, executed_ro
 from tooluse_datasets.builders.nestful.execution import (SandboxError, SandboxLimits, SequenceJob, SequenceResult,
                                                          archive_url, executable_functions, run_sequences)
 from tooluse_datasets.builders.nestful.execution.functions import FUNCTIONS_PATH
-from tooluse_datasets.builders.nestful.source import NestfulSource
+from tooluse_datasets.builders.nestful.source import NestfulOptions, NestfulSource
 from tooluse_datasets.builders.nestful.upstream import UPSTREAM
 from tooluse_datasets.builders.nestful.verify import verify_rows
 from tooluse_datasets.builders.toolmind.source import ToolMindSource
@@ -1183,6 +1183,25 @@ def test_execute_with_the_raw_config_is_refused_naming_the_config(streaming, fun
                           execute=True, executable_functions=functions_dir))[:1]
     assert row
     assert len(list(td.load("nestful", "raw", split="train", streaming=True, data_files=str(shared_data(*ICL))))) == 3
+
+
+@pytest.mark.parametrize("options, named", [
+    ({"require_reproduced": True}, "option require_reproduced only applies to executed rows"),
+    ({"calls_per_turn": "all"}, "option calls_per_turn only applies to executed rows"),
+    ({"executable_functions": "NESTFUL/data_v2/executable_functions"}, "option executable_functions only applies"),
+    ({"execution_timeout": 3, "execution_memory_mb": 512}, "options execution_timeout, execution_memory_mb only apply"),
+    ({"v1_tools": "used"}, "option v1_tools applies to the v1 data only")])
+def test_options_that_need_another_option_are_refused_without_it(options, named):
+    # They used to be ignored without a word: require_reproduced=True without execute=True gave every row,
+    # checked against nothing, and v1_tools="used" with the v2 data changed nothing
+    with pytest.raises(ValueError, match=named):
+        td.load("nestful", split="train", streaming=True, data_files=str(shared_data(*ICL)), **options)
+    with pytest.raises(ValueError, match=named):
+        NestfulSource(NestfulOptions(**options))
+    # the default values are no request: the defaults given explicitly load
+    assert len(list(td.load("nestful", split="train", streaming=True, data_files=str(shared_data(*ICL)),
+                            execution_timeout=10, calls_per_turn="one", require_reproduced=False,
+                            v1_tools="catalog"))) == 3
 
 
 def test_export_raw_with_execute_is_a_usage_error(functions_dir, tmp_path, capsys):

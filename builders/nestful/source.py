@@ -80,6 +80,10 @@ class NestfulOptions(SourceOptions):
     require_reproduced: bool = False
 
 
+# The options of execute=True (NestfulOptions): each is refused without it
+EXECUTION_OPTIONS = ("executable_functions", "execution_timeout", "execution_memory_mb", "calls_per_turn",
+                     "require_reproduced")
+
 # The first row of each sample_id of the files read in this process (NestfulSource._prime_ids), by file version
 _FIRST_ROWS: dict[tuple, dict[str, int]] = {}
 
@@ -110,6 +114,17 @@ class NestfulSource(Source):
                 raise ValueError(f"option {name} must be a positive finite number, got {value!r}")
         if opts.execute and opts.data_version == "v1":
             raise ValueError("v1 rows have no gold answers and their APIs are live services: execute=True needs v2")
+        # Options that only mean something with another option: set without it, they would be ignored without a
+        # word (require_reproduced=True would refuse nothing: rows not executed are not checked at all)
+        unused = [f.name for f in dataclasses.fields(NestfulOptions) if f.name in EXECUTION_OPTIONS
+                  and getattr(opts, f.name) != f.default] if not opts.execute else []
+        if unused:
+            raise ValueError(f"option{'s' if len(unused) > 1 else ''} {', '.join(unused)} only appl"
+                             f"{'y' if len(unused) > 1 else 'ies'} to executed rows: pass execute=True too (without "
+                             "it the gold calls are not run)")
+        if opts.data_version != "v1" and opts.v1_tools != "catalog":
+            raise ValueError(f"option v1_tools applies to the v1 data only: pass data_version='v1' too, or leave "
+                             f"v1_tools out (got v1_tools={opts.v1_tools!r} with data_version={opts.data_version!r})")
         if opts.execute and getattr(opts, "name", None) == "raw":
             # (the config's name: the source is made from its builder config) raw rows are upstream's rows as
             # they are, with no place for the results: loading them unexecuted would ignore the option silently
