@@ -268,6 +268,28 @@ def test_score_command_json_on_upstream_result_rows(tmp_path, math_row, function
                               "partial_sequence_accuracy": 0.467, "full_sequence_accuracy": 0.2, "win_rate": 0.2}
 
 
+def test_score_says_which_predictions_the_sandbox_stopped_and_samples_work_in_the_table(tmp_path, math_row,
+                                                                                      functions_dir, capsys):
+    # A prediction past the memory limit and one past the time limit lose like wrong calls; the table used to
+    # show only the win rate (and --samples without --json was accepted and did nothing)
+    memory = [{"name": "multiply", "label": "$var_1", "arguments": {"arg_0": "a", "arg_1": 3 * 10 ** 9}}]
+    slow = [{"name": "divide", "label": "$var_1", "arguments": {"arg_0": 10, "arg_1": 3}}] * 20000
+    lines = [dict(upstream_line(math_row, text), sample_id=name) for name, text in
+             [("exact", json.dumps(math_row["output"])), ("memory", json.dumps(memory)), ("slow", json.dumps(slow))]]
+    path = write_lines(tmp_path / "output.jsonl", lines)
+    args = ["score", "nestful", path, "--executable-functions", functions_dir, "--timeout", "1", "--memory-mb", "1024"]
+    assert cli.main(args) == 0
+    table = capsys.readouterr().out
+    assert "Stopped by the sandbox      memory 1, timeout 1" in table
+    assert cli.main(args + ["--samples"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert "  exact: partial 1.000, win True, ok" in table
+    assert "  memory: partial 0.000, win False, limit: memory: over 1024 MB" in table
+    assert "  slow: partial 0.000, win False, limit: timeout: over 1.0 s" in table
+    assert cli.main(args + ["--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["stopped_by_sandbox"] == {"memory": 1, "timeout": 1}
+
+
 def test_keyed_predictions_join_the_gold_rows_and_score_the_same(tmp_path, math_row, functions_dir, capsys):
     # One prediction per gold row of the file: the math row exactly (an already-parsed list), the code row
     # unparsable text.

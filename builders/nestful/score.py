@@ -358,11 +358,19 @@ class NestfulScores:
         out.update(p_intent=self.p_intent, r_intent=self.r_intent, p_slot=self.p_slot, r_slot=self.r_slot,
                    parser=self.parser, corrected=self.corrected, notes=self.notes,
                    missing_predictions=self.missing_predictions, missing_gold_answers=self.missing_gold_answers)
+        out["stopped_by_sandbox"] = self.stopped_by_sandbox()
         if samples:
             out["samples"] = [_sample_dict(s) for s in self.samples]
         return out
 
-    def table(self) -> str:
+    def stopped_by_sandbox(self) -> dict:
+        """Predicted sequences the sandbox stopped (a limit, a refusal, a crash), by reason: not the model's
+        wrong calls, so they are told apart from the win rate's other losses."""
+        counts = Counter(s.execution.reason or s.execution.status for s in self.samples
+                         if s.execution is not None and s.execution.status in ("limit", "refused", "crashed"))
+        return dict(sorted(counts.items()))
+
+    def table(self, *, samples: bool = False) -> str:
         rows = [("Samples", str(self.n_rows)), ("Parsing errors", str(self.parse_errors)),
                 ("F1 intent (function names)", _fmt(self.f1_intent)), ("F1 slot (arguments)", _fmt(self.f1_slot)),
                 ("Partial sequence accuracy", _fmt(self.partial_sequence_accuracy)),
@@ -371,11 +379,25 @@ class NestfulScores:
             rows.insert(1, ("Missing predictions", str(self.missing_predictions)))
         if self.missing_gold_answers:
             rows.append(("Rows without gold answer", str(self.missing_gold_answers)))
+        stopped = self.stopped_by_sandbox()
+        if stopped:
+            rows.append(("Stopped by the sandbox", ", ".join(f"{k} {v}" for k, v in stopped.items())))
         width = max(len(k) for k, _ in rows)
         mode = "corrected" if self.corrected else "official (upstream bugs matched)"
         lines = [f"NESTFUL scores, parser {self.parser}, win check {mode}"]
         lines += [f"  {k.ljust(width)}  {v}" for k, v in rows]
         lines += [f"  note: {n}" for n in self.notes]
+        if samples:
+            for sample in self.samples:
+                d = _sample_dict(sample)
+                execution = d.get("execution")
+                ran = "" if execution is None else (
+                    f", {execution['status']}" + (f": {execution['reason']}: {execution['detail']}"
+                                                  if execution["reason"] else ""))
+                lines.append(f"  {sample.sample_id}: partial {sample.partial_sequence_accuracy:.3f}, "
+                             f"{'parse error, ' if sample.parse_error else ''}"
+                             f"{'no prediction, ' if sample.missing_prediction else ''}"
+                             f"win {'n/a' if sample.win is None else sample.win}{ran}")
         return "\n".join(lines)
 
 

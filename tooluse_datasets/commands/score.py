@@ -30,7 +30,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--gold-data-files", nargs="+", metavar="PATH", help="NESTFUL files for keyed predictions")
     p.add_argument("--sample", action="store_true", help="gold rows: the sample bundled with the package")
     add_execution_arguments(p)
-    p.add_argument("--samples", action="store_true", help="with --json, add per-sample results")
+    p.add_argument("--samples", action="store_true",
+                   help="add per-sample results (a line each in the table, a list with --json), with the "
+                        "execution's status and reason (timeout, memory, network...)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     return p
 
@@ -77,5 +79,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(scores.to_dict(samples=args.samples), ensure_ascii=False))
     else:
-        print(scores.table())
+        print(scores.table(samples=args.samples))
     return 0
