@@ -623,6 +623,11 @@ REJECTED = [
                  InvalidValueError, "rejected_response", "equals the chosen", id="rejected_response equal to chosen"),
     pytest.param({"messages": [USER, ANSWER], "rejected_response": [{"role": "user", "content": "x"}]},
                  InvalidValueError, "rejected_response[0]", "user messages", id="rejected_response with a user turn"),
+    pytest.param({"messages": [USER, CALL, RESULT, ANSWER], "rejected_response": "2 C in Oslo."},
+                 InvalidValueError, "rejected_response", "equals the chosen",
+                 id="rejected_response text equal to the last message after calls"),
+    pytest.param({"messages": [USER, ANSWER], "rejected_response": [{"role": "assistant", "content": "2 C in Oslo."}]},
+                 InvalidValueError, "rejected_response", "equals the chosen", id="rejected_response list equal to chosen"),
     pytest.param({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "a.png"}}]}, ANSWER],
                   "images": ["b.png"]},
                  InvalidValueError, "images", "both as content blocks", id="block images mixed with the images column"),
@@ -644,6 +649,20 @@ def test_rejected_variant(native, error, field, match):
     assert type(info.value) is error
     assert info.value.field == field
 
+
+
+def test_rejected_response_repeating_the_answer_of_a_trajectory_with_calls_is_a_valid_pair(tmp_path, cache_dir):
+    """ms-swift compares a one-message rejected_response list with the chosen response only when that is one
+    message too (``_compat_rejected_response``): a rejected answer given without the lookup, in the same words
+    as the chosen trajectory's final answer, is a preference pair ms-swift trains on, not a row it drops."""
+    native = {"tools": json.dumps([WEATHER]), "messages": [USER, CALL, RESULT, ANSWER],
+              "rejected_response": [{"role": "assistant", "content": ANSWER["content"]}]}
+    raw, unified = convert(native)
+    assert unified["meta"]["rejected_response"] == native["rejected_response"]
+    assert same_json(SOURCE.from_unified(unified), raw)
+    ds = td.load("ms_swift", data_files=write_jsonl(tmp_path / "dpo.jsonl", [native]), split="train",
+                 cache_dir=cache_dir)
+    assert ds[0]["meta"]["rejected_response"] == native["rejected_response"]
 
 def test_bad_rows_raise_with_location_or_are_counted_when_skipped(tmp_path, cache_dir):
     good = {"messages": [USER, CALL, RESULT, ANSWER], "tools": json.dumps([WEATHER])}

@@ -170,21 +170,31 @@ def media_list(value: Any, kind: str) -> list:
 def check_rejected_response(extra: dict, messages: list[dict]) -> None:
     """The conditions under which ms-swift deletes an RLHF row (``_check_rejected_response`` and
     ``_compat_rejected_response``): null, not a string or message list, a user message in it, or equal to
-    the chosen response."""
+    the chosen response.
+
+    "Equal" is ms-swift's test: a string equal to the last message's content; a list of one message whose
+    content equals that of the chosen response when the chosen response (everything after the last user
+    message) is one message too. A one-message rejected response that repeats the final answer of a chosen
+    trajectory with tool calls differs from it, and ms-swift trains on the pair."""
     if "rejected_response" not in extra:
         return
     rejected = extra["rejected_response"]
     if rejected is None:
         raise InvalidValueError("rejected_response is null; ms-swift drops such rows", field="rejected_response")
     if isinstance(rejected, str):
-        rejected = [{"role": "assistant", "content": rejected}]
+        if rejected == messages[-1]["content"]:
+            raise InvalidValueError("rejected_response equals the chosen response; ms-swift drops such rows",
+                                    field="rejected_response")
+        return
     if not isinstance(rejected, list) or not all(isinstance(m, dict) for m in rejected):
         raise InvalidValueError("rejected_response must be a string or a list of messages",
                                 field="rejected_response")
     for k, m in enumerate(rejected):
         if m.get("role") == "user":
             raise InvalidValueError("rejected_response may not contain user messages", field=f"rejected_response[{k}]")
-    if len(rejected) == 1 and rejected[0].get("content") == messages[-1]["content"]:
+    last_user = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=-1)
+    chosen = messages[last_user + 1:]
+    if len(rejected) == 1 and len(chosen) == 1 and rejected[0].get("content") == chosen[0]["content"]:
         raise InvalidValueError("rejected_response equals the chosen response; ms-swift drops such rows",
                                 field="rejected_response")
 
