@@ -664,6 +664,61 @@ def test_rejected_response_repeating_the_answer_of_a_trajectory_with_calls_is_a_
                  cache_dir=cache_dir)
     assert ds[0]["meta"]["rejected_response"] == native["rejected_response"]
 
+
+def _tool_use(block_id: str, city: str) -> dict:
+    return {"type": "tool_use", "id": block_id, "name": "get_weather", "input": {"city": city}}
+
+
+def _raw_turns(native: dict) -> list[tuple]:
+    return [(m["role"], m["content"]) for m in SOURCE.to_raw(copy.deepcopy(native), CTX)["messages"]]
+
+
+def test_anthropic_blocks_keep_their_order_around_calls_and_results():
+    """ms-swift 4.6 (``anthropic_to_messages``) turns blocks into messages in block order: text after a
+    ``tool_use`` follows the call, text before a ``tool_result`` precedes the result. The raw rows (ms-swift's
+    preprocessed rows, observed with ms-swift 4.6.0) keep that order; text is never moved across a call, and
+    a row whose unified form would need such a move is a typed error."""
+    ask = {"role": "user", "content": "Weather?"}
+    interleaved = {"messages": [
+        ask, {"role": "assistant", "content": [{"type": "text", "text": "First Oslo."}, _tool_use("t1", "Oslo"),
+                                              {"type": "text", "text": "Then Rome."}, _tool_use("t2", "Rome")]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "Sunny"},
+                                     {"type": "tool_result", "tool_use_id": "t2", "content": "Rain"}]},
+        {"role": "assistant", "content": "Done."}]}
+    assert _raw_turns(interleaved) == [
+        ("user", "Weather?"), ("assistant", "First Oslo."), ("tool_call", {"name": "get_weather", "arguments": {"city": "Oslo"}}),
+        ("assistant", "Then Rome."), ("tool_call", {"name": "get_weather", "arguments": {"city": "Rome"}}),
+        ("tool_response", "Sunny"), ("tool_response", "Rain"), ("assistant", "Done.")]
+    with pytest.raises(InvalidValueError, match="1 tool calls are followed by 2 results"):
+        convert(interleaved)
+
+    text_after_call = {"messages": [
+        ask, {"role": "assistant", "content": [_tool_use("t1", "Oslo"), {"type": "text", "text": "Checking."}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "Sunny"}]}]}
+    assert _raw_turns(text_after_call) == [
+        ("user", "Weather?"), ("tool_call", {"name": "get_weather", "arguments": {"city": "Oslo"}}),
+        ("assistant", "Checking."), ("tool_response", "Sunny")]
+    with pytest.raises(InvalidValueError, match="without a tool_call before it"):
+        convert(text_after_call)
+
+    text_before_result = {"messages": [
+        ask, {"role": "assistant", "content": [_tool_use("t1", "Oslo")]},
+        {"role": "user", "content": [{"type": "text", "text": "Here:"},
+                                     {"type": "tool_result", "tool_use_id": "t1", "content": "Sunny"}]}]}
+    assert _raw_turns(text_before_result) == [
+        ("user", "Weather?"), ("tool_call", {"name": "get_weather", "arguments": {"city": "Oslo"}}),
+        ("user", "Here:"), ("tool_response", "Sunny")]
+    with pytest.raises(InvalidValueError, match="without a tool_call before it"):
+        convert(text_before_result)
+
+    # Text after the last call of a row that ends there: the calls, then that text as the next turn.
+    call_then_text = {"messages": [ask, {"role": "assistant", "content": [
+        {"type": "text", "text": "Let me look."}, _tool_use("t1", "Oslo"), {"type": "text", "text": "Asked."}]}]}
+    raw, unified = convert(call_then_text)
+    assert summarize(unified) == [("user", "Weather?"), ("assistant", "Let me look.", None),
+                                  ("call", "call_0", "get_weather", {"city": "Oslo"}), ("assistant", "Asked.", None)]
+    assert same_json(SOURCE.from_unified(unified), raw)
+
 def test_bad_rows_raise_with_location_or_are_counted_when_skipped(tmp_path, cache_dir):
     good = {"messages": [USER, CALL, RESULT, ANSWER], "tools": json.dumps([WEATHER])}
     path = tmp_path / "mixed.jsonl"

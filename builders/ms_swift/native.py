@@ -337,18 +337,36 @@ def openai_call_turn(m: Message) -> tuple[list[Message], list]:
 
 
 def anthropic_call_turn(m: Message) -> tuple[list[Message], list]:
-    """An assistant message with ``tool_use`` blocks -> [assistant text if any] + one tool_call per block."""
-    texts, media, calls, ids = [], {}, [], []
+    """An assistant message with ``tool_use`` blocks -> its messages in block order, as ms-swift's
+    ``anthropic_to_messages``: the text (and media) blocks before a ``tool_use`` become an assistant message
+    (when not empty), each ``tool_use`` a tool_call; text after the last call is an assistant message after
+    the calls. Text is never moved across a call."""
+    produced, ids = [], []
+    texts: list[str] = []
+    media: dict = {}
+
+    def flush() -> None:
+        nonlocal texts, media
+        text = "".join(texts)
+        if text:
+            produced.append(Message(m.index, "assistant", text, media=media))
+        texts, media = [], {}
+
     for k, block in enumerate(m.content):
         if block.get("type") == "tool_use":
+            flush()
             extra = {key: value for key, value in block.items() if key not in ("type", "name", "input")}
             storable(block.get("input"), f"{m.where}.content[{k}].input")
-            calls.append(Message(m.index, "tool_call", {"name": block.get("name"), "arguments": block.get("input")},
-                                 extra=extra))
+            produced.append(Message(m.index, "tool_call", {"name": block.get("name"), "arguments": block.get("input")},
+                                    extra=extra))
             ids.append(block.get("id"))
         else:
             texts.append(block_text(block, f"{m.where}.content[{k}]", media))
-    return _call_turn(m, "".join(texts), media, calls), ids
+    flush()
+    for p in produced:
+        p.loss, p.loss_scale = m.loss, m.loss_scale
+    produced[0].extra = {**produced[0].extra, **m.extra}
+    return produced, ids
 
 
 def _call_turn(m: Message, text: str, media: dict, calls: list[Message]) -> list[Message]:
@@ -362,25 +380,45 @@ def _call_turn(m: Message, text: str, media: dict, calls: list[Message]) -> list
 
 
 def anthropic_results(m: Message, call_ids: list) -> list[Message]:
-    """A user message with ``tool_result`` blocks -> tool_response messages in call order, then a user
-    message for any other blocks."""
-    results, texts, media = [], [], {}
-    for k, block in enumerate(m.content):
+    """A user message with ``tool_result`` blocks -> its messages in block order, as ms-swift's
+    ``anthropic_to_messages``: each ``tool_result`` a tool_response, the text (and media) blocks between them
+    a user message. The results that open the message are put in call order (when they answer exactly the
+    calls, by id); text is never moved across a result."""
+    blocks = list(enumerate(m.content))
+    lead = 0
+    while lead < len(blocks) and blocks[lead][1].get("type") == "tool_result":
+        lead += 1
+    out: list[Message] = []
+    texts: list[str] = []
+    media: dict = {}
+    users: list[Message] = []
+
+    def flush() -> None:
+        nonlocal texts, media
+        text = "".join(texts)
+        if text:
+            users.append(Message(m.index, m.role, text, loss=m.loss, loss_scale=m.loss_scale, media=media))
+            out.append(users[-1])
+        texts, media = [], {}
+
+    for n, (k, block) in enumerate(blocks):
         where = f"{m.where}.content[{k}]"
         if block.get("type") == "tool_result":
+            flush()
             content, result_media = block.get("content"), {}
             if content is None:
                 content = ""
             elif is_block_list(content):
                 content, result_media = content_text(content, f"{where}.content")
             extra = {key: value for key, value in block.items() if key not in ("type", "content")}
-            results.append(Message(m.index, "tool_response", content, extra=extra, media=result_media))
+            out.append(Message(m.index, "tool_response", content, extra=extra, media=result_media))
+            if n + 1 == lead:
+                out = in_call_order(out, call_ids, "tool_use_id")
         else:
             texts.append(block_text(block, where, media))
-    out = in_call_order(results, call_ids, "tool_use_id")
-    text = "".join(texts)
-    if text:
-        out.append(Message(m.index, m.role, text, loss=m.loss, loss_scale=m.loss_scale, extra=m.extra, media=media))
+    flush()
+    if users:
+        users[0].extra = {**users[0].extra, **m.extra}
     else:
         out[0].loss, out[0].loss_scale = m.loss, m.loss_scale
         out[0].extra = {**out[0].extra, **m.extra}
