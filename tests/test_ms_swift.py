@@ -19,6 +19,7 @@ import pytest
 import tooluse_datasets as td
 from tooluse_datasets import cli, codec
 from tooluse_datasets.builders.ms_swift import SOURCE
+from tooluse_datasets.builders import ms_swift as ms_swift_package
 from tooluse_datasets.builders.ms_swift.source import RAW_FEATURES
 from tooluse_datasets.builders.ms_swift.writer import SWIFT_FEATURES, unified_to_swift
 from tooluse_datasets.errors import (ConversionError, DataNotFoundError, InvalidJsonError, InvalidValueError,
@@ -36,6 +37,7 @@ SHARED_FILES = [
 ]
 NESTFUL_TOY = ("nestful", "third_party", "AtakanTekparmak_NESTFUL_27c2028", "data_v2", "toy_data.jsonl")
 CTX = RowContext("ms_swift", "variants.jsonl", 0, "train")
+SOURCE_DIR = Path(ms_swift_package.__file__).parent
 
 
 # --------------------------------------------------------------------------------------------------
@@ -718,6 +720,18 @@ def test_anthropic_blocks_keep_their_order_around_calls_and_results():
     assert summarize(unified) == [("user", "Weather?"), ("assistant", "Let me look.", None),
                                   ("call", "call_0", "get_weather", {"city": "Oslo"}), ("assistant", "Asked.", None)]
     assert same_json(SOURCE.from_unified(unified), raw)
+
+
+def test_card_does_not_promise_what_the_swift_rows_leave_out(cache_dir):
+    """The doc's DPO row (rejected_response) and a row with per-message loss lose those in `swift` rows
+    (a per-row writer cannot emit them): the card must say so rather than call `swift` an exact rebuild."""
+    path = shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl")
+    dpo_line = next(i for i, row in enumerate(native_rows(path)) if "rejected_response" in row)
+    swift_row = td.load("ms_swift", "swift", data_files=str(path), split="train", cache_dir=cache_dir)[dpo_line]
+    assert "rejected_response" not in swift_row
+    card = " ".join((Path(SOURCE_DIR) / "card.md").read_text(encoding="utf-8").split())
+    assert "`raw` and `swift` are rebuilt" not in card
+    assert "`rejected_response`, `label` and `channel` are not in them" in card
 
 def test_bad_rows_raise_with_location_or_are_counted_when_skipped(tmp_path, cache_dir):
     good = {"messages": [USER, CALL, RESULT, ANSWER], "tools": json.dumps([WEATHER])}
