@@ -733,6 +733,24 @@ def test_card_does_not_promise_what_the_swift_rows_leave_out(cache_dir):
     assert "`raw` and `swift` are rebuilt" not in card
     assert "`rejected_response`, `label` and `channel` are not in them" in card
 
+
+def test_anthropic_tool_use_without_input_is_a_call_without_arguments():
+    """ms-swift 4.6 reads a ``tool_use`` block without ``input`` as a call with ``{}`` arguments (as an OpenAI
+    call without ``arguments``) and trains on the row; an explicit null input is still refused."""
+    native = {"messages": [
+        {"role": "user", "content": "Any alarms set?"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "list_alarms"}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "[]"}]},
+        {"role": "assistant", "content": "No alarms are set."}]}
+    raw, unified = convert(native)
+    assert summarize(unified) == [("user", "Any alarms set?"), ("assistant", "", None),
+                                  ("call", "call_0", "list_alarms", {}), ("tool", "call_0", "list_alarms", "[]"),
+                                  ("assistant", "No alarms are set.", None)]
+    assert same_json(SOURCE.from_unified(unified), raw)
+    native["messages"][1]["content"][0]["input"] = None
+    with pytest.raises(MissingFieldError, match="neither arguments nor parameters"):
+        convert(native)
+
 def test_bad_rows_raise_with_location_or_are_counted_when_skipped(tmp_path, cache_dir):
     good = {"messages": [USER, CALL, RESULT, ANSWER], "tools": json.dumps([WEATHER])}
     path = tmp_path / "mixed.jsonl"

@@ -356,8 +356,9 @@ def anthropic_call_turn(m: Message) -> tuple[list[Message], list]:
         if block.get("type") == "tool_use":
             flush()
             extra = {key: value for key, value in block.items() if key not in ("type", "name", "input")}
-            storable(block.get("input"), f"{m.where}.content[{k}].input")
-            produced.append(Message(m.index, "tool_call", {"name": block.get("name"), "arguments": block.get("input")},
+            arguments = block.get("input", {})  # as ms-swift: a tool_use without input has no arguments
+            storable(arguments, f"{m.where}.content[{k}].input")
+            produced.append(Message(m.index, "tool_call", {"name": block.get("name"), "arguments": arguments},
                                     extra=extra))
             ids.append(block.get("id"))
         else:
