@@ -1145,6 +1145,33 @@ def test_instructions_between_catalog_values_are_kept_and_a_repeated_tool_is_one
     assert json.loads(write_toolmind_row(row)["messages"])[0]["content"] == system  # still byte for byte
 
 
+@pytest.mark.parametrize("layout", ["array", "lines", "inline"])
+def test_a_catalog_in_buttons_tool_tag_leaves_no_tag_in_the_instructions(tmp_path, layout):
+    # BUTTONInstruct's own system template (real, verbatim) wraps the tool list in <tool>...</tool>
+    button = json.loads(shared_data("toolmind", "source_native_samples.json").read_text())["button_instruct"]
+    template = button["system_template_verbatim"].replace("{parallel}", button["parallel_placeholder_values_verbatim"]["off"])
+    bare = [t["function"] for t in TOOLS]
+    tool_list = {"array": json.dumps(bare), "lines": "\n".join(json.dumps(t) for t in bare),
+                 "inline": json.dumps(bare)}[layout]
+    system = template.replace("{tool_list}", tool_list)
+    if layout == "inline":
+        system = system.replace("<tool>\n" + tool_list + "\n</tool>", "<tool>" + tool_list + "</tool>")
+        assert "<tool>[" in system
+    prompt = parse_system_prompt(system)
+    assert prompt.tools_found and [t["function"]["name"] for t in prompt.tools] == [t["name"] for t in bare]
+    assert "<tool>" not in prompt.instructions and "</tool>" not in prompt.instructions
+    # the lead-in line that introduces the catalog goes, as a Hermes "<tools></tools> XML tags:" line does
+    assert prompt.instructions.startswith("In your response, you need first provide your observation")
+    assert prompt.instructions.endswith("enclose the final answer within the tag \"<final></final>\".")
+
+    msgs = conversation()
+    msgs[0]["content"] = system
+    path = write_jsonl(tmp_path / "button.jsonl", [native_row(msgs, split="BUTTONInstruct")])
+    row = next(iter(td.load("toolmind", data_files=path, split="BUTTONInstruct", streaming=True)))
+    assert row["messages"][0] == {"role": "system", "content": prompt.instructions}
+    assert json.loads(write_toolmind_row(row)["messages"])[0]["content"] == system  # the file's text, byte for byte
+
+
 @pytest.mark.parametrize("tools", [[], TOOLS])
 def test_numbered_instructions_after_the_protocol_are_not_taken_for_its_items(tmp_path, tools):
     # Rows of another source written in the toolmind format and read back: a system message that is a

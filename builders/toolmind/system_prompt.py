@@ -2,12 +2,12 @@
 
 The card says the system turn holds "tool-use protocol + JSON tool schemas + domain-specific instructions",
 in that order, but the layout of the schema block is not published (spec §5). The reader is therefore
-tolerant: it scans the text for JSON values that start a line (or follow ``<tools>``), and keeps those that
+tolerant: it scans the text for JSON values that start a line (or follow ``<tools>`` or ``<tool>``), and keeps those that
 are tool definitions, whichever of these layouts the row uses:
 
 * one JSON array of tools;
 * one JSON object per line (or pretty-printed objects, glaive style);
-* objects inside a ``<tools>...</tools>`` block;
+* objects inside a ``<tools>...</tools>`` block (Hermes) or a ``<tool>...</tool>`` block (BUTTON);
 
 each tool OpenAI-wrapped (``{"type": "function", "function": {...}}``) or bare (``{name, description,
 parameters}``), with JSON-Schema parameters or xLAM-style parameter blocks (``{"radius": {"description",
@@ -42,12 +42,12 @@ PROTOCOL_TEXT = (
 )
 TOOLS_HEADING = "## Available Tools"
 
-# Where a tool catalog can start: a JSON array/object opening a line, or right after <tools>. (Searched
+# Where a tool catalog can start: a JSON array/object opening a line, or right after <tools> or <tool>. (Searched
 # as "\n" + text: a pattern with a literal first character is scanned ~10x faster than one using ^.)
 _LINE_START = re.compile(r"\n[ \t]*[\[{]")
-_AFTER_TOOLS_TAG = re.compile(r"<tools>[ \t\r\n]*[\[{]")
+_AFTER_TOOLS_TAG = re.compile(r"<tools?>[ \t\r\n]*[\[{]")
 _NUMBERED_ITEM = re.compile(r"(\d+)\.\s")
-_TOOLS_CLOSE = re.compile(r"\A\s*</tools>")
+_TOOLS_CLOSE = re.compile(r"\A\s*</tools?>")
 
 
 @dataclass
@@ -178,7 +178,7 @@ def _line_tools(line: str) -> Any:
 def _candidate_starts(text: str) -> list[int]:
     # The bracket is a match's last character: m.end() - 1 in "\n" + text, so m.end() - 2 in text.
     starts = [m.end() - 2 for m in _LINE_START.finditer("\n" + text)]
-    if "<tools>" in text:
+    if "<tools>" in text or "<tool>" in text:
         starts = sorted(set(starts).union(m.end() - 1 for m in _AFTER_TOOLS_TAG.finditer(text)))
     return starts
 
@@ -415,11 +415,11 @@ def _instructions_before(head: str) -> str:
 
 
 def _strip_lead_in(head: str) -> str:
-    """Drop the heading / "...tags:" / ``<tools>`` lines that introduce the catalog."""
+    """Drop the heading / "...tags:" / ``<tools>`` (``<tool>``) lines that introduce the catalog."""
     lines = head.rstrip().split("\n")
     while lines:
         last = lines[-1].strip()
-        if not last or last.startswith("#") or last.endswith(":") or last.endswith("<tools>"):
+        if not last or last.startswith("#") or last.endswith(":") or last.endswith(("<tools>", "<tool>")):
             lines.pop()
         else:
             break
