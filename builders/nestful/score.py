@@ -639,9 +639,28 @@ def read_results(path: Union[str, os.PathLike], gold_rows: Optional[Mapping[str,
       on two lines is an error naming both, and each gold row no line predicts is an item with
       :data:`NO_PREDICTION` (scored as a wrong answer), after the file's items.
 
-    A file without any prediction is an error.
+    A file without any prediction is an error, and so are ``gold_rows`` given for a file with no keyed line
+    (every line carries its own gold, so they would not be read: a ``ValueError`` rather than a score the
+    caller believes rests on their gold rows).
     """
     path = os.fspath(path)
+    items, any_keyed = _read_items(path, gold_rows)
+    if gold_rows is not None and not any_keyed:
+        raise ValueError(unused_gold_message("gold_rows", path))
+    return items
+
+
+def unused_gold_message(option: str, path: str) -> str:
+    """Why gold rows given (``option``: ``gold_rows``, ``--gold-data-files``...) are refused for a result file
+    in upstream's shape."""
+    return (f"{option} was given, but {path!r} holds upstream's result rows (every line has its own gold: output, "
+            f"tools, gold_answer) and no keyed prediction, so the gold rows would not be read; leave {option} out "
+            f"to score the file against the gold its lines hold, or give keyed predictions (sample_id and "
+            f"generated_text or calls, no output) to score them against these gold rows")
+
+
+def _read_items(path: str, gold_rows: Optional[Mapping[str, dict]]) -> tuple[list[ScoreItem], bool]:
+    """:func:`read_results`' items, and whether any line is a keyed prediction (read against ``gold_rows``)."""
     items = []
     first_row: dict[Any, tuple[int, bool]] = {}  # sample_id -> (its first line, whether that line is keyed)
     any_keyed = False
@@ -681,7 +700,7 @@ def read_results(path: Union[str, os.PathLike], gold_rows: Optional[Mapping[str,
         for sample_id, gold in gold_rows.items():
             if sample_id not in first_row:
                 items.append(_item(gold, sample_id, NO_PREDICTION, answer_is_text=False, path=None, row=None))
-    return items
+    return items, any_keyed
 
 
 def score_file(path: Union[str, os.PathLike], *, gold_rows: Optional[Mapping[str, dict]] = None, **options: Any

@@ -27,8 +27,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="fix upstream's win-check bugs (a failed execution matching a gold 0/False, float digits "
                         "after an exponent, True == 1, nested tuples); default: the official figures")
     p.add_argument("--no-win-rate", action="store_true", help="skip execution (win_rate is null)")
-    p.add_argument("--gold-data-files", nargs="+", metavar="PATH", help="NESTFUL files for keyed predictions")
-    p.add_argument("--sample", action="store_true", help="gold rows: the sample bundled with the package")
+    p.add_argument("--gold-data-files", nargs="+", metavar="PATH",
+                   help="NESTFUL files for keyed predictions (refused for a file in upstream's shape, whose lines "
+                        "carry their own gold)")
+    p.add_argument("--sample", action="store_true",
+                   help="gold rows for keyed predictions: the sample bundled with the package")
     add_execution_arguments(p)
     p.add_argument("--samples", action="store_true",
                    help="add per-sample results (a line each in the table, a list with --json), with the "
@@ -64,7 +67,7 @@ class _GoldRows(Mapping):
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..builders.nestful.score import score_file
+    from ..builders.nestful.score import _read_items, score, unused_gold_message
     from ..loading import sample_files
 
     if args.sample and args.gold_data_files:
@@ -73,9 +76,12 @@ def run(args: argparse.Namespace) -> int:
 
     _refuse_folders(args.gold_data_files or [], "--gold-data-files")
     gold = _GoldRows(sample_files("nestful") if args.sample else args.gold_data_files)
-    scores = score_file(args.results, gold_rows=gold, parser=args.parser, corrected=args.corrected,
-                        win_rate=not args.no_win_rate, executable_functions_dir=args.executable_functions,
-                        limits=limits_from(args))
+    items, any_keyed = _read_items(args.results, gold)
+    named = "--sample" if args.sample else "--gold-data-files" if args.gold_data_files else None
+    if named and not any_keyed:  # gold rows the user named that nothing reads: refused, not silently unused
+        raise ValueError(unused_gold_message(named, args.results))
+    scores = score(items, parser=args.parser, corrected=args.corrected, win_rate=not args.no_win_rate,
+                   executable_functions_dir=args.executable_functions, limits=limits_from(args))
     if args.json:
         print(json.dumps(scores.to_dict(samples=args.samples), ensure_ascii=False))
     else:
