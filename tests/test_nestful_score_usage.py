@@ -9,6 +9,7 @@ import pytest
 
 from tooluse_datasets import cli
 from tooluse_datasets.builders.nestful.score import read_results, score_file
+from tooluse_datasets.errors import InvalidValueError
 
 from test_nestful_score import CURRENT, rows, write_lines
 from conftest import shared_data
@@ -51,3 +52,36 @@ def test_python_score_file_refuses_unused_gold_rows_as_the_command_does(tmp_path
     # Keyed predictions still read the gold rows given.
     keyed = write_lines(tmp_path / "keyed.jsonl", [{"sample_id": s, "calls": r["output"]} for s, r in gold.items()])
     assert score_file(keyed, gold_rows=gold, win_rate=False).full_sequence_accuracy == 1.0
+
+
+# --------------------------------------------------------------------------------------------------
+# One prediction a line
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("keyed", [True, False])
+def test_a_line_with_two_predictions_is_an_error_naming_the_line_and_both_fields(keyed, tmp_path, capsys):
+    gold = rows(CURRENT)
+    first, second = gold
+    right = {"sample_id": second["sample_id"], "calls": second["output"]}
+    both = {"sample_id": first["sample_id"], "generated_text": "I cannot help with that.", "calls": first["output"]}
+    if not keyed:  # upstream's shape: the line carries its gold
+        right = dict(second, generated_text=json.dumps(second["output"]))
+        both = dict(first, **both)
+    path = write_lines(tmp_path / "predictions.jsonl", [right, both])
+    gold_by_id = {r["sample_id"]: r for r in gold} if keyed else None
+    with pytest.raises(InvalidValueError) as info:
+        read_results(path, gold_by_id)
+    assert (info.value.file, info.value.row, info.value.field) == (path, 1, "generated_text, calls")
+    assert "2 predictions (generated_text, calls)" in info.value.message
+    argv = ["--gold-data-files", str(shared_data(*CURRENT))] if keyed else []
+    assert cli.main(["score", "nestful", path, "--no-win-rate", *argv]) == 2
+    assert f"{path}, row 1, field 'generated_text, calls'" in capsys.readouterr().err
+
+
+def test_a_null_prediction_beside_another_is_not_the_one_scored(tmp_path):
+    # A table written with both columns holds null in the one a row does not use: the other is its prediction.
+    gold = {r["sample_id"]: r for r in rows(CURRENT)}
+    lines = [{"sample_id": s, "generated_text": None, "calls": r["output"]} for s, r in gold.items()]
+    result = score_file(write_lines(tmp_path / "table.jsonl", lines), gold_rows=gold, win_rate=False)
+    assert (result.parse_errors, result.full_sequence_accuracy) == (0, 1.0)

@@ -665,10 +665,18 @@ def _read_items(path: str, gold_rows: Optional[Mapping[str, dict]]) -> tuple[lis
     first_row: dict[Any, tuple[int, bool]] = {}  # sample_id -> (its first line, whether that line is keyed)
     any_keyed = False
     for row_number, record in _result_lines(path):
-        field = next((k for k in PREDICTION_FIELDS if k in record), None)
-        if field is None:
+        given = [k for k in PREDICTION_FIELDS if k in record]
+        if not given:
             raise MissingFieldError(f"no prediction: one of {', '.join(PREDICTION_FIELDS)} is needed",
                                     file=path, row=row_number, field="generated_text")
+        # One prediction a line: two (a null one aside, as a table written with both columns has) would leave
+        # it to a guess which one is scored.
+        filled = [k for k in given if record[k] is not None]
+        if len(filled) > 1:
+            raise InvalidValueError(f"the line holds {len(filled)} predictions ({', '.join(filled)}): give one of "
+                                    "them (generated_text: the model's text; calls: already-parsed calls)",
+                                    file=path, row=row_number, field=", ".join(filled))
+        field = filled[0] if filled else given[0]
         sample_id = record.get("sample_id")
         keyed = "output" not in record
         if keyed:
