@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tooluse_datasets import cli
-from tooluse_datasets.builders.nestful.score import read_results, score_file
+from tooluse_datasets.builders.nestful.score import gold_rows_by_id, read_results, score_file
 from tooluse_datasets.errors import InvalidValueError
 
 from test_nestful_score import CURRENT, rows, write_lines
@@ -85,3 +85,37 @@ def test_a_null_prediction_beside_another_is_not_the_one_scored(tmp_path):
     lines = [{"sample_id": s, "generated_text": None, "calls": r["output"]} for s, r in gold.items()]
     result = score_file(write_lines(tmp_path / "table.jsonl", lines), gold_rows=gold, win_rate=False)
     assert (result.parse_errors, result.full_sequence_accuracy) == (0, 1.0)
+
+
+# --------------------------------------------------------------------------------------------------
+# Two different gold rows for one sample_id
+# --------------------------------------------------------------------------------------------------
+
+
+def test_two_different_gold_rows_for_one_sample_id_are_named_by_file_and_row(tmp_path, capsys):
+    first, second = rows(CURRENT)
+    changed = dict(first, gold_answer=41.0)  # the same sample_id, another answer
+    one = write_lines(tmp_path / "gold_a.jsonl", [first, second])
+    other = tmp_path / "gold_b.jsonl"
+    other.write_text("\n" + json.dumps(changed) + "\n")  # a blank line first: the row is the file's line 1
+    predictions = write_lines(tmp_path / "predictions.jsonl", [{"sample_id": first["sample_id"], "calls": first["output"]}])
+    assert cli.main(["score", "nestful", predictions, "--no-win-rate", "--gold-data-files", one, str(other)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: nestful, {other}, row 1, field 'sample_id': two different gold rows have sample_id "
+                          f"{first['sample_id']!r}: {one} row 0 and {other} row 1;")
+    # In one file
+    both = write_lines(tmp_path / "gold_both.jsonl", [first, second, changed])
+    assert cli.main(["score", "nestful", predictions, "--no-win-rate", "--gold-data-files", both]) == 2
+    assert f"row 0 and row 2 of {both};" in capsys.readouterr().err
+    # Copies of one row (in two files) are one gold row.
+    copy = write_lines(tmp_path / "gold_copy.jsonl", [first])
+    assert cli.main(["score", "nestful", predictions, "--no-win-rate", "--json", "--gold-data-files", one, copy]) == 0
+    assert json.loads(capsys.readouterr().out)["n_rows"] == 2
+    # From Python: by the places in the rows given, or by the locations given.
+    with pytest.raises(InvalidValueError) as info:
+        gold_rows_by_id([first, second, changed])
+    assert "rows[0] and rows[2] of the rows given" in info.value.message and info.value.row == 2
+    with pytest.raises(InvalidValueError) as info:
+        gold_rows_by_id([first, changed], [("a.jsonl", 4), ("b.jsonl", 7)])
+    assert "a.jsonl row 4 and b.jsonl row 7" in info.value.message
+    assert (info.value.file, info.value.row) == ("b.jsonl", 7)

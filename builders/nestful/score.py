@@ -717,14 +717,29 @@ def score_file(path: Union[str, os.PathLike], *, gold_rows: Optional[Mapping[str
     return score(read_results(path, gold_rows), **options)
 
 
-def gold_rows_by_id(rows: Sequence[dict]) -> dict[str, dict]:
+def gold_rows_by_id(rows: Sequence[dict], locations: Optional[Sequence[tuple[str, int]]] = None
+                    ) -> dict[str, dict]:
     """Raw NESTFUL rows (``tooluse_datasets.load("nestful", "raw")``) by sample_id. Copies of a row (a file
-    read twice) are one gold row; two different rows with one sample_id are an error, since a keyed
-    prediction could not say which it answers."""
+    read twice) are one gold row; two different rows with one sample_id are an error naming both, since a
+    keyed prediction could not say which it answers: by ``locations`` (``(file, row)`` of each row, in the
+    order of ``rows``) where given, else by their places in ``rows``."""
     by_id: dict[str, dict] = {}
-    for row in rows:
-        first = by_id.setdefault(row["sample_id"], row)
-        if first is not row and first != row:
-            raise InvalidValueError(f"two different gold rows have sample_id {row['sample_id']!r}",
-                                    field="sample_id", source="nestful")
+    first_index: dict[str, int] = {}
+    for index, row in enumerate(rows):
+        sample_id = row["sample_id"]
+        first = by_id.setdefault(sample_id, row)
+        if first is row:
+            first_index.setdefault(sample_id, index)
+        elif first != row:
+            earlier = first_index[sample_id]
+            if locations is not None:
+                (file_a, row_a), (file_b, row_b) = locations[earlier], locations[index]
+                both = (f"row {row_a} and row {row_b} of {file_b}" if file_a == file_b
+                        else f"{file_a} row {row_a} and {file_b} row {row_b}")
+                where = dict(file=file_b, row=row_b)
+            else:
+                both, where = f"rows[{earlier}] and rows[{index}] of the rows given", dict(row=index)
+            raise InvalidValueError(f"two different gold rows have sample_id {sample_id!r}: {both}; a keyed "
+                                    "prediction could not say which it answers", field="sample_id",
+                                    source="nestful", **where)
     return by_id

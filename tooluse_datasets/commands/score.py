@@ -6,6 +6,7 @@ import argparse
 import json
 from collections.abc import Mapping
 
+from ..errors import InvalidValueError
 from .verify import add_execution_arguments, limits_from
 
 
@@ -53,7 +54,15 @@ class _GoldRows(Mapping):
             from ..loading import load
 
             splits = load("nestful", "raw", streaming=True, data_files=self.data_files)
-            self._rows = gold_rows_by_id([row for split in splits.values() for row in split])
+            rows = [row for split in splits.values() for row in split]
+            try:
+                self._rows = gold_rows_by_id(rows)
+            except InvalidValueError:
+                # Two different rows share a sample_id: read again to name each one's file and row.
+                located = _located_rows(self.data_files)
+                if [row for _, row in located] == rows:
+                    gold_rows_by_id(rows, [where for where, _ in located])
+                raise
         return self._rows
 
     def __getitem__(self, key):
@@ -64,6 +73,24 @@ class _GoldRows(Mapping):
 
     def __len__(self):
         return len(self._load())
+
+
+def _located_rows(data_files) -> list[tuple[tuple[str, int], dict]]:
+    """``((file, row), raw row)`` of every gold row, in the order ``load("nestful", "raw")`` gives them."""
+    from .. import registry
+    from ..pipeline import RAW, ShardConverter
+    from ..shards import display_path
+
+    builder = registry.builder_class("nestful")(config_name=RAW, data_files=data_files)
+    located = []
+    for plan in builder.split_plans():
+        converter = ShardConverter(builder.source, [RAW])
+        for shard in plan.shards:
+            for batch in converter.batches(plan, shard, arrow=False):
+                # a position is where reading resumes after the row: the row's own number is one less
+                located += [((display_path(shard.file), position[0] - 1), row)
+                            for row, position in zip(batch.rows[RAW], batch.positions[RAW])]
+    return located
 
 
 def run(args: argparse.Namespace) -> int:
