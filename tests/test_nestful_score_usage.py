@@ -9,7 +9,7 @@ import pytest
 
 from tooluse_datasets import cli
 from tooluse_datasets.builders.nestful.score import gold_rows_by_id, read_results, score_file
-from tooluse_datasets.errors import InvalidValueError
+from tooluse_datasets.errors import InvalidValueError, ToolUseDataError
 
 from test_nestful_score import CURRENT, rows, write_lines
 from conftest import shared_data
@@ -119,3 +119,41 @@ def test_two_different_gold_rows_for_one_sample_id_are_named_by_file_and_row(tmp
         gold_rows_by_id([first, changed], [("a.jsonl", 4), ("b.jsonl", 7)])
     assert "a.jsonl row 4 and b.jsonl row 7" in info.value.message
     assert (info.value.file, info.value.row) == ("b.jsonl", 7)
+
+
+# --------------------------------------------------------------------------------------------------
+# Every typed error of score names its source, as the package's readers name theirs
+# --------------------------------------------------------------------------------------------------
+
+
+def test_every_typed_score_error_names_the_nestful_source_first(tmp_path, capsys):
+    first, second = rows(CURRENT)
+    good = dict(rows(HF_STRINGS)[0], generated_text="[]")
+    gold = str(shared_data(*CURRENT))
+    cases = {  # file content -> the error's field
+        "not json": (b"{\"sample_id\": 1\n", "<line>", []),
+        "not an object": (b"[1, 2]\n", "<line>", []),
+        "latin-1": (json.dumps(dict(good, generated_text="caf\u00e9"), ensure_ascii=False).encode("latin-1") + b"\n",
+                    "<line>", []),
+        "binary": (b"\x00\x01\x02binary\n", "<file>", []),
+        "empty": (b"\n\n", "<file>", []),
+        "no prediction": (json.dumps({k: v for k, v in good.items() if k != "generated_text"}).encode() + b"\n",
+                          "generated_text", []),
+        "no gold field": (json.dumps({k: v for k, v in good.items() if k != "tools"}).encode() + b"\n", "tools", []),
+        "bad gold answer": (json.dumps(dict(good, gold_answer="NaN")).encode() + b"\n", "gold_answer", []),
+        "keyed without sample_id": (b'{"calls": []}\n', "sample_id", ["--gold-data-files", gold]),
+        "unknown sample_id": (b'{"sample_id": "nope", "calls": []}\n', "sample_id", ["--gold-data-files", gold]),
+        "predicted twice": ((json.dumps({"sample_id": first["sample_id"], "calls": []}) + "\n") .encode() * 2,
+                            "sample_id", ["--gold-data-files", gold]),
+        "two predictions": (json.dumps(dict(good, calls=[])).encode() + b"\n", "generated_text, calls", []),
+    }
+    for name, (content, field, options) in cases.items():
+        path = tmp_path / f"{name.replace(' ', '_')}.jsonl"
+        path.write_bytes(content)
+        assert cli.main(["score", "nestful", str(path), "--no-win-rate", *options]) == 2, name
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: nestful, {path}"), (name, err)
+        assert f"field '{field}'" in err, (name, err)
+        with pytest.raises(ToolUseDataError) as info:
+            read_results(path, {r["sample_id"]: r for r in (first, second)} if options else None)
+        assert info.value.source == "nestful" and info.value.field == field, name

@@ -32,7 +32,7 @@ from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 from tooluse_datasets.codec import dumps, loads
 from tooluse_datasets.errors import (InvalidJsonError, InvalidValueError, JsonValueError, MissingFieldError,
-                                     json_kind)
+                                     ToolUseDataError, json_kind)
 from tooluse_datasets.shards import first_line, open_text_file
 
 from .execution import SandboxLimits, SequenceJob, SequenceResult, executable_functions, run_sequences
@@ -661,6 +661,13 @@ def unused_gold_message(option: str, path: str) -> str:
 
 def _read_items(path: str, gold_rows: Optional[Mapping[str, dict]]) -> tuple[list[ScoreItem], bool]:
     """:func:`read_results`' items, and whether any line is a keyed prediction (read against ``gold_rows``)."""
+    try:
+        return _read_lines(path, gold_rows)
+    except ToolUseDataError as exc:  # named as the package's readers name theirs: source, file, row, field
+        raise exc.at(source="nestful")
+
+
+def _read_lines(path: str, gold_rows: Optional[Mapping[str, dict]]) -> tuple[list[ScoreItem], bool]:
     items = []
     first_row: dict[Any, tuple[int, bool]] = {}  # sample_id -> (its first line, whether that line is keyed)
     any_keyed = False
