@@ -157,3 +157,52 @@ def test_every_typed_score_error_names_the_nestful_source_first(tmp_path, capsys
         with pytest.raises(ToolUseDataError) as info:
             read_results(path, {r["sample_id"]: r for r in (first, second)} if options else None)
         assert info.value.source == "nestful" and info.value.field == field, name
+
+
+# --------------------------------------------------------------------------------------------------
+# Compressed result and gold files
+# --------------------------------------------------------------------------------------------------
+
+
+def _compressed(path, suffix: str, lines: list[dict]) -> str:
+    import bz2
+    import gzip
+    import lzma
+
+    data = [(json.dumps(line) + "\n").encode() for line in lines]
+    if suffix == ".zst":
+        zstandard = pytest.importorskip("zstandard", reason="zstandard is in the test extra: pip install -e '.[test]'")
+        # one frame a line, as a parallel compressor or `cat a.zst b.zst` writes them: every frame is read
+        blob = b"".join(zstandard.ZstdCompressor().compress(line) for line in data)
+    else:
+        blob = {".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress}[suffix](b"".join(data))
+    out = path.with_name(path.name + suffix)
+    out.write_bytes(blob)
+    return str(out)
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".bz2", ".xz", ".zst"])
+def test_compressed_result_and_gold_files_score_as_the_plain_ones(suffix, tmp_path, capsys):
+    upstream = [dict(r, generated_text=r["output"]) for r in rows(HF_STRINGS)]
+    gold = rows(CURRENT)
+    keyed = [{"sample_id": gold[0]["sample_id"], "calls": gold[0]["output"]},
+             {"sample_id": gold[1]["sample_id"], "generated_text": "no idea"}]
+    expected = []
+    for lines, options in ((upstream, []), (keyed, ["--gold-data-files", str(shared_data(*CURRENT))])):
+        assert cli.main(["score", "nestful", write_lines(tmp_path / "plain.jsonl", lines), "--no-win-rate", "--json",
+                         *options]) == 0
+        expected.append(json.loads(capsys.readouterr().out))
+    assert (expected[0]["n_rows"], expected[1]["full_sequence_accuracy"]) == (2, 0.5)
+    results = _compressed(tmp_path / "output.jsonl", suffix, upstream)
+    assert cli.main(["score", "nestful", results, "--no-win-rate", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == expected[0]
+    predictions = _compressed(tmp_path / "predictions.jsonl", suffix, keyed)
+    gold_file = _compressed(tmp_path / "gold.jsonl", suffix, gold)
+    assert cli.main(["score", "nestful", predictions, "--no-win-rate", "--json", "--gold-data-files", gold_file]) == 0
+    assert json.loads(capsys.readouterr().out) == expected[1]
+    # A compressed file cut short is an error naming it, not a shorter score.
+    cut = tmp_path / f"cut.jsonl{suffix}"
+    whole = open(results, "rb").read()
+    cut.write_bytes(whole[: len(whole) - 8])
+    assert cli.main(["score", "nestful", str(cut), "--no-win-rate"]) == 2
+    assert capsys.readouterr().err.startswith(f"error: nestful, {cut}")

@@ -615,12 +615,96 @@ def _decompressed(raw, codec: str):
         import lzma
 
         return lzma.LZMAFile(raw, mode="rb")
+    if codec == "zstd":
+        try:
+            import zstandard
+        except ImportError:
+            raise OSError("the file is zstd-compressed, and reading it needs the zstandard package (pip install "
+                          "zstandard)") from None
+        return _ZstdReader(raw, zstandard)
     from fsspec.compression import compr
 
     if codec not in compr:
         raise OSError(f"the file is {codec}-compressed, and reading it needs the {_CODEC_PACKAGES[codec]} package "
                       f"(pip install {_CODEC_PACKAGES[codec]})")
     return compr[codec](raw, mode="rb")
+
+
+class _ZstdFrames(io.RawIOBase):
+    """The decompressed bytes of a zstd-compressed file, frame after frame. zstandard's own reader stops at the end
+    of the first frame by default (a file of several frames, concatenated or written by a parallel compressor,
+    would end early) and takes a file cut inside a frame for a shorter file; here that is an EOFError, as gzip's
+    reader raises."""
+
+    _CHUNK = 1 << 16  # compressed bytes fed at a time: what one feed decompresses to stays bounded
+
+    def __init__(self, raw, zstandard):
+        self._raw, self._zstandard = raw, zstandard
+        self._frame = None  # the decompressor of the current frame
+        self._input = b""   # compressed bytes read but not fed yet (the start of the next frame)
+        self._output = b""  # decompressed bytes not handed out yet
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while not self._output:
+            data = self._input or self._raw.read(self._CHUNK)
+            self._input = b""
+            if not data:
+                if self._frame is not None and not self._frame.eof:
+                    raise EOFError("compressed file ended before the end of a zstd frame")
+                return 0
+            if self._frame is None or self._frame.eof:
+                self._frame = self._zstandard.ZstdDecompressor().decompressobj()
+            self._output = self._frame.decompress(data)
+            if self._frame.eof:
+                self._input = self._frame.unused_data
+        n = min(len(buffer), len(self._output))
+        buffer[:n] = self._output[:n]
+        self._output = self._output[n:]
+        return n
+
+
+class _ZstdReader:
+    """A zstd-compressed file read as gzip's reader reads one: lines, ``tell``, and ``seek`` (forward by reading
+    on, backward by starting again from the file's start); zstandard's own reader has neither readline nor
+    seek."""
+
+    def __init__(self, raw, zstandard):
+        self._raw, self._zstandard = raw, zstandard
+        self._start()
+
+    def _start(self) -> None:
+        self._f = io.BufferedReader(_ZstdFrames(self._raw, self._zstandard), buffer_size=_READ_BUFFER_BYTES)
+        self._position = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._f.read(size)
+        self._position += len(data)
+        return data
+
+    def readline(self) -> bytes:
+        line = self._f.readline()
+        self._position += len(line)
+        return line
+
+    def tell(self) -> int:
+        return self._position
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        if whence != io.SEEK_SET or offset < 0:
+            raise io.UnsupportedOperation("a zstd-compressed file seeks to an offset from its start")
+        if offset < self._position:
+            self._raw.seek(0)
+            self._start()
+        while self._position < offset:
+            if not self.read(min(offset - self._position, _READ_BUFFER_BYTES)):
+                break
+        return self._position
+
+    def close(self) -> None:
+        self._f.close()
 
 
 def archive_files(path: str) -> list[str]:
