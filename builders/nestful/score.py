@@ -644,7 +644,7 @@ def read_results(path: Union[str, os.PathLike], gold_rows: Optional[Mapping[str,
     caller believes rests on their gold rows).
     """
     path = os.fspath(path)
-    items, any_keyed = _read_items(path, gold_rows)
+    items, any_keyed = read_result_items(path, gold_rows)
     if gold_rows is not None and not any_keyed:
         raise ValueError(unused_gold_message("gold_rows", path))
     return items
@@ -659,7 +659,7 @@ def unused_gold_message(option: str, path: str) -> str:
             f"generated_text or calls, no output) to score them against these gold rows")
 
 
-def _read_items(path: str, gold_rows: Optional[Mapping[str, dict]]) -> tuple[list[ScoreItem], bool]:
+def read_result_items(path: str, gold_rows: Optional[Mapping[str, dict]]) -> tuple[list[ScoreItem], bool]:
     """:func:`read_results`' items, and whether any line is a keyed prediction (read against ``gold_rows``)."""
     try:
         return _read_lines(path, gold_rows)

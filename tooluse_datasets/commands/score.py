@@ -94,7 +94,7 @@ def _located_rows(data_files) -> list[tuple[tuple[str, int], dict]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..builders.nestful.score import _read_items, score, unused_gold_message
+    from ..builders.nestful.score import read_result_items, score, unused_gold_message
     from ..loading import sample_files
 
     if args.sample and args.gold_data_files:
@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
 
     _refuse_folders(args.gold_data_files or [], "--gold-data-files")
     gold = _GoldRows(sample_files("nestful") if args.sample else args.gold_data_files)
-    items, any_keyed = _read_items(args.results, gold)
+    items, any_keyed = read_result_items(args.results, gold)
     named = "--sample" if args.sample else "--gold-data-files" if args.gold_data_files else None
     if named and not any_keyed:  # gold rows the user named that nothing reads: refused, not silently unused
         raise ValueError(unused_gold_message(named, args.results))
