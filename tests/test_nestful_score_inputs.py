@@ -90,7 +90,7 @@ def test_a_sample_id_predicted_twice_is_an_error_naming_both_lines(tmp_path, toy
     # A keyed line repeating a row of upstream's shape is as ambiguous.
     gold = {MATH_ID: math_row}
     mixed = write_lines(tmp_path / "mixed.jsonl", [upstream_line(math_row, "[]"), {"sample_id": MATH_ID, "generated_text": "[]"}])
-    with pytest.raises(InvalidValueError, match="rows 0 and 1"):
+    with pytest.raises(MissingFieldError, match="row 0 is an upstream result row"):
         read_results(mixed, gold_rows=gold)
     code = cli.main(["score", "nestful", path, "--gold-data-files", str(shared_data(*TOY)), "--no-win-rate"])
     err = capsys.readouterr().err

@@ -9,7 +9,7 @@ import pytest
 
 from tooluse_datasets import cli
 from tooluse_datasets.builders.nestful.score import gold_rows_by_id, read_results, score_file
-from tooluse_datasets.errors import InvalidValueError, ToolUseDataError
+from tooluse_datasets.errors import InvalidValueError, MissingFieldError, ToolUseDataError
 
 from test_nestful_score import CURRENT, rows, write_lines
 from conftest import shared_data
@@ -52,6 +52,22 @@ def test_python_score_file_refuses_unused_gold_rows_as_the_command_does(tmp_path
     # Keyed predictions still read the gold rows given.
     keyed = write_lines(tmp_path / "keyed.jsonl", [{"sample_id": s, "calls": r["output"]} for s, r in gold.items()])
     assert score_file(keyed, gold_rows=gold, win_rate=False).full_sequence_accuracy == 1.0
+
+
+@pytest.mark.parametrize("keyed_first", [True, False])
+def test_a_file_mixing_keyed_predictions_and_upstream_result_rows_is_refused_at_the_first_other_line(keyed_first, tmp_path):
+    # A line in upstream's shape carries its own gold (here a wrong answer, 99.0), while the gold file has another:
+    # scored beside keyed lines, it would count against gold the user did not name.
+    gold = {r["sample_id"]: r for r in rows(CURRENT)}
+    (first_id, first), (second_id, second) = list(gold.items())[:2]
+    keyed = {"sample_id": first_id, "calls": first["output"]}
+    upstream = dict(second, gold_answer=99.0, generated_text=json.dumps(second["output"]))
+    lines = [keyed, upstream] if keyed_first else [upstream, keyed]
+    path = write_lines(tmp_path / "mixed.jsonl", lines)
+    with pytest.raises(InvalidValueError if keyed_first else MissingFieldError) as info:
+        read_results(path, gold)
+    assert (info.value.file, info.value.row, info.value.field) == (path, 1, "output")
+    assert "row 0 is" in info.value.message and "one of the two shapes" in info.value.message
 
 
 # --------------------------------------------------------------------------------------------------

@@ -671,6 +671,7 @@ def _read_lines(path: str, gold_rows: Optional[Mapping[str, dict]]) -> tuple[lis
     items = []
     first_row: dict[Any, tuple[int, bool]] = {}  # sample_id -> (its first line, whether that line is keyed)
     any_keyed = False
+    first_shape: Optional[tuple[int, bool]] = None  # (the first line, whether it is keyed)
     for row_number, record in _result_lines(path):
         given = [k for k in PREDICTION_FIELDS if k in record]
         if not given:
@@ -686,6 +687,15 @@ def _read_lines(path: str, gold_rows: Optional[Mapping[str, dict]]) -> tuple[lis
         field = filled[0] if filled else given[0]
         sample_id = record.get("sample_id")
         keyed = "output" not in record
+        first_shape = first_shape or (row_number, keyed)
+        if keyed != first_shape[1]:
+            # A line of the other shape would be scored against other gold (its own, or the gold rows'), and a
+            # keyed line's gold row would count as predicted or missing by a rule the file does not follow.
+            shapes = ("a keyed prediction (no output)", "an upstream result row (with output)")
+            error = MissingFieldError if keyed else InvalidValueError  # (a line of upstream's file lacking output)
+            raise error(f"the line is {shapes[not keyed]}, but row {first_shape[0]} is "
+                                    f"{shapes[not first_shape[1]]}: a result file holds one of the two shapes",
+                                    file=path, row=row_number, field="output")
         if keyed:
             if gold_rows is None:
                 raise MissingFieldError("a keyed prediction needs the gold rows (no 'output' on the line)",
