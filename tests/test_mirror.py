@@ -184,6 +184,22 @@ def test_refuses_to_replace_a_folder_that_is_not_a_mirror(tmp_path):
     assert user_file.read_text() == "mine"
 
 
+def test_an_output_folder_that_is_a_mirror_is_refused_instead_of_nesting_a_mirror_in_it(tmp_path, capsys):
+    # `mirror nestful --out DIR/nestful` (DIR/nestful is the mirror, DIR the folder of mirrors) used to build
+    # DIR/nestful/nestful: the refresh was in neither what publish DIR/nestful pushes nor what load_dataset reads.
+    folder = build_sample_mirror("nestful", tmp_path, configs=["unified"])
+    before = {rel: _sha(folder / rel) for rel in mirror_files(folder)}
+    for out in (folder, folder / "unified"):
+        code = main(["mirror", "nestful", "--sample", "--configs", "unified", "raw", "--out", str(out)])
+        err = capsys.readouterr().err
+        assert code == 2 and "Traceback" not in err
+        assert f"{folder}" in err and "is a mirror" in err and f"give {tmp_path}" in err, err
+    assert {rel: _sha(folder / rel) for rel in mirror_files(folder)} == before  # nothing nested, nothing staged
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["nestful"]
+    with pytest.raises(MirrorError, match="is a mirror"):
+        build_sample_mirror("ms_swift", folder, configs=["unified"])
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"configs": ["unified", "nope"]}, "unknown configs"),
     ({"configs": []}, "unknown configs"),

@@ -34,7 +34,7 @@ from .parts import ParquetLayout
 from .provenance import build_provenance, display_input, hash_file
 from .provenance import pin_upstream_revision as _pin_revision
 from .shard_task import ShardResult, ShardTask, skipped_rows_file, slim_split
-from .staging import Staging, check_target
+from .staging import Staging, check_out_dir, check_target
 
 logger = logging.getLogger("tooluse_datasets")
 FIGURES_DIR = "plots"
@@ -86,6 +86,7 @@ def build_mirror(request: MirrorRequest, out_dir: str | Path, *, engine: str = "
     running cluster, else a local Ray with ``num_proc`` CPUs). The mirror is the same whatever runs it. A build
     that stops midway leaves the previous mirror in place, and running it again finishes it, reusing the
     shards already done (:mod:`.staging`)."""
+    check_out_dir(Path(out_dir), request.source)
     target = Path(out_dir) / request.source
     check_target(target)
     check_engine(engine, num_proc, address)

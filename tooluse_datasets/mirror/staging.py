@@ -34,6 +34,21 @@ def staging_path(target: Path) -> Path:
     return target.with_name(f".{target.name}.partial")
 
 
+def check_out_dir(out_dir: Path, source: str) -> None:
+    """The output folder holds mirrors (``<out_dir>/<source>``); it must not be a mirror itself, nor lie inside
+    one: a mirror built there would nest inside the other, where neither ``publish`` nor ``load_dataset`` of
+    that mirror sees it (``mirror --out DIR/<source>`` for ``--out DIR``)."""
+    folder = Path(out_dir).absolute()
+    for candidate in (folder, *folder.parents):
+        if (candidate / MANIFEST_NAME).is_file():
+            inside = "is" if candidate == folder else f"is inside {candidate}, which is"
+            raise MirrorError(f"the output folder (--out) {out_dir} {inside} a mirror ({MANIFEST_NAME} found), "
+                              f"and a mirror built in it would be nested in that one, which neither publish nor "
+                              f"load_dataset would see: the output folder is the one that holds mirrors, each in "
+                              f"<folder>/<source>; give {candidate.parent} (the {source} mirror then goes to "
+                              f"{candidate.parent / source})")
+
+
 def check_target(target: Path) -> None:
     if target.exists() and not (target / MANIFEST_NAME).is_file() and any(target.iterdir()):
         raise MirrorError(f"{target} exists and is not a mirror (no {MANIFEST_NAME}); refusing to replace it")
