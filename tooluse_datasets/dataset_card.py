@@ -249,12 +249,16 @@ def merge_cards(generated: str, existing: Optional[str], *, previous_configs: It
       this mirror wrote, whose entries go with their files). A user's own config stays in the YAML.
     * an existing card whose YAML cannot be read (malformed, or not a mapping) contributes no metadata; its
       whole text, the unreadable block included, is kept as the user's text, and a note says so.
+    * an existing card whose markers do not enclose one generated section (an end marker deleted while
+      editing, say) is refused (:class:`CardMarkersError`): where the old generated text ends and the user's
+      begins cannot be told, and guessing either keeps a stale generated section or drops the user's text.
 
     ``notes`` (if given) receives one line per thing the merge did that the user should know about.
     """
     notes = notes if notes is not None else []
     if not existing or not existing.strip():
         return generated
+    check_generated_section(existing)
     new_card = DatasetCard(generated)
     old_meta, old_text = read_card_leniently(existing, notes)
     new_meta = new_card.data.to_dict()
@@ -352,6 +356,47 @@ def _keep_foreign_configs(merged: dict, old_meta: dict, ours: set, notes: list[s
     if foreign_infos:
         merged["dataset_info"] = _entries(merged.get("dataset_info")) + foreign_infos
     return theirs_default
+
+
+class CardMarkersError(MirrorError):
+    """The card in the repo has a generated-section marker without its partner (or several sections): the
+    merge cannot tell the old generated text from the user's."""
+
+
+def check_generated_section(text: str) -> None:
+    """Refuse a README whose generated-section markers do not enclose exactly one section (no marker at all is
+    fine: the whole README is the user's). Line numbers count from the README's first line."""
+    begins = [_line_of(text, m.start()) for m in re.finditer(re.escape(BEGIN_MARKER), text)]
+    ends = [_line_of(text, m.start()) for m in re.finditer(re.escape(END_MARKER), text)]
+    if not begins and not ends:
+        return
+    if len(begins) == 1 and len(ends) == 1 and ends[0] > begins[0]:
+        return
+    fix = (f"edit the {README_FILE} on the Hub so that one generated section is left, from the line {BEGIN_MARKER} "
+           f"to the line {END_MARKER} (or delete the generated text, its markers included), then publish again; "
+           f"nothing was published")
+    if len(begins) == 1 and not ends:
+        what = (f"has the start marker of the generated section (line {begins[0]}) but not its end marker, so "
+                f"where the old generated text ends and your own text starts cannot be told (publishing would "
+                f"keep the stale generated text or drop yours)")
+        fix = (f"put the line {END_MARKER} back after the generated text in the {README_FILE} on the Hub (or "
+               f"delete the generated text, its start marker included), then publish again; nothing was published")
+    elif len(ends) == 1 and not begins:
+        what = (f"has the end marker of the generated section (line {ends[0]}) but not its start marker, so "
+                f"where your own text ends and the old generated text starts cannot be told")
+        fix = (f"put the line {BEGIN_MARKER} back before the generated text in the {README_FILE} on the Hub (or "
+               f"delete the generated text, its end marker included), then publish again; nothing was published")
+    elif len(begins) == 1 and len(ends) == 1:
+        what = f"has the end marker of the generated section (line {ends[0]}) before its start marker (line {begins[0]})"
+    else:
+        what = (f"has {len(begins)} start markers (lines {', '.join(map(str, begins)) or 'none'}) and {len(ends)} end "
+                f"markers (lines {', '.join(map(str, ends)) or 'none'}) of the generated section, where one of each "
+                f"is expected: an earlier generated section was left in it")
+    raise CardMarkersError(f"the {README_FILE} in the repo {what}: {fix}")
+
+
+def _line_of(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
 
 
 def _generated_block(text: str) -> str:

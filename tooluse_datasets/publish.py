@@ -37,7 +37,7 @@ from huggingface_hub.errors import (EntryNotFoundError, HfHubHTTPError, Reposito
                                     RevisionNotFoundError)
 from huggingface_hub.utils import sha as hub_sha
 
-from .dataset_card import card_config_names, merge_cards, render_card
+from .dataset_card import CardMarkersError, card_config_names, merge_cards, render_card
 from .mirror.manifest import MANIFEST_NAME, README_NAME, Manifest, MirrorError, read_manifest
 from .mirror.provenance import hash_file, sha256_file
 
@@ -324,8 +324,11 @@ def plan_publish(folder: Path, manifest: Manifest, repo_id: str, revision: Optio
     previous_files = {f.path for f in previous.files + previous.figures} if previous is not None else set()
     previous_configs = list(previous.configs) if previous is not None else []
     notes: list[str] = []
-    card = merge_cards(render_card(manifest, repo_id), remote.card, previous_configs=previous_configs,
-                       notes=notes).encode("utf-8")
+    try:
+        card = merge_cards(render_card(manifest, repo_id), remote.card, previous_configs=previous_configs,
+                           notes=notes).encode("utf-8")
+    except CardMarkersError as exc:
+        raise PublishError(f"{repo_id}: {exc}") from None
     local = [_local_file(folder / f.path, f.path, f.sha256) for f in manifest.files + manifest.figures]
     local.append(_local_file(folder / MANIFEST_NAME, MANIFEST_NAME))
     local.append(_local_bytes(README_NAME, card))
