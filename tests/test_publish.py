@@ -84,7 +84,7 @@ def test_a_changed_mirror_adds_changed_files_and_deletes_only_our_stale_ones(mir
     head = api.commits(REPO)[-1].sha
 
     changed = build_sample_mirror("nestful", tmp_path / "b", configs=["unified"])
-    result = publish_mirror(changed, REPO, api=api, echo=_quiet)
+    result = publish_mirror(changed, REPO, api=api, delete_missing=True, echo=_quiet)
     assert result.committed
     commit = _commits(api)[-1]
     assert commit["parent_commit"] == head
@@ -113,7 +113,7 @@ def test_user_card_sections_and_metadata_survive_republishing(mirror, tmp_path):
     assert len(_commits(api)) == commits_before
 
     changed = build_sample_mirror("nestful", tmp_path, configs=["raw"])
-    assert publish_mirror(changed, REPO, api=api, echo=_quiet).committed
+    assert publish_mirror(changed, REPO, api=api, delete_missing=True, echo=_quiet).committed
     merged = api.files(REPO)["README.md"].decode()
     merged_card = DatasetCard(merged)
     assert merged_card.data["my_team"] == "tool-use squad"
@@ -135,7 +135,7 @@ def test_a_concurrent_change_fails_the_commit_instead_of_overwriting_it(mirror, 
     api.create_commit = racing_commit
     changed = build_sample_mirror("nestful", tmp_path, configs=["raw"])
     with pytest.raises(HfHubHTTPError, match="412"):
-        publish_mirror(changed, REPO, api=api, echo=_quiet)
+        publish_mirror(changed, REPO, api=api, delete_missing=True, echo=_quiet)
     assert "notes/someone-else.txt" in api.files(REPO) and "unified/train-00000-of-00002.parquet" in api.files(REPO)
 
 
@@ -198,12 +198,12 @@ def test_publishing_to_a_new_branch_and_as_a_pull_request(mirror, tmp_path):
     main_head = api.commits(REPO)[-1].sha
     changed = build_sample_mirror("nestful", tmp_path, configs=["raw"])
 
-    result = publish_mirror(changed, REPO, api=api, revision="dev", echo=_quiet)
+    result = publish_mirror(changed, REPO, api=api, delete_missing=True, revision="dev", echo=_quiet)
     assert result.committed and ("create_branch", {"repo_id": REPO, "branch": "dev"}) in api.calls
     assert "unified/train-00000-of-00002.parquet" not in api.files(REPO, "dev")
     assert api.commits(REPO)[-1].sha == main_head
 
-    pr = publish_mirror(changed, REPO, api=api, create_pr=True, echo=_quiet)
+    pr = publish_mirror(changed, REPO, api=api, delete_missing=True, create_pr=True, echo=_quiet)
     assert pr.committed and pr.commit_url.endswith("/discussions/1")
     assert api.commits(REPO)[-1].sha == main_head and len(api.repos[REPO].pull_requests) == 1
 

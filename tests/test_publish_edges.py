@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
+import tooluse_datasets as td
+from tooluse_datasets.cli import main
 from tooluse_datasets.dataset_card import BEGIN_MARKER, END_MARKER, merge_cards, render_card
-from tooluse_datasets.mirror import MirrorError, read_manifest
+from tooluse_datasets.mirror import MirrorError, MirrorRequest, build_mirror, read_manifest
 from tooluse_datasets.publish import PublishError, publish_mirror
 
 from fake_hub import FakeHubApi
@@ -68,3 +70,68 @@ def test_damaged_generated_section_markers_are_refused_naming_the_fix(mirror, da
     with pytest.raises(MirrorError, match=message):
         merge_cards(generated, damage(generated))
     assert merge_cards(generated, "# no markers at all\n").count(BEGIN_MARKER) == 1
+
+
+# -- a mirror of part of the data over a repo that holds the rest ---------------------------------------------------
+
+
+def _parquet(api: FakeHubApi, repo: str) -> set[str]:
+    return {p for p in api.files(repo) if p.endswith(".parquet")}
+
+
+def test_a_mirror_of_one_split_does_not_delete_the_other_splits_of_the_repo(tmp_path, capsys):
+    # mirror toolmind (7 splits), publish; refresh one split with `mirror --split When2Call` and publish: the
+    # folder-is-the-repo model used to delete the other six splits' files and card entries, silently.
+    repo, out = "acme/toolmind-tooluse", tmp_path / "mirrors"
+    api = FakeHubApi()
+    assert main(["mirror", "toolmind", "--sample", "--configs", "unified", "raw", "--out", str(out)]) == 0
+    assert _cli([str(out / "toolmind"), "--repo-id", repo], api) == 0
+    everything = _parquet(api, repo)
+    assert len(everything) == 14
+    assert main(["mirror", "toolmind", "--sample", "--split", "When2Call", "--configs", "unified", "raw",
+                 "--out", str(out)]) == 0
+    part = read_manifest(out / "toolmind")
+    assert part.selection == {"split": "When2Call", "configs": ["unified", "raw"]}
+    card = (out / "toolmind" / "README.md").read_text()
+    assert "Built from part of the data (`tooluse-datasets mirror toolmind --split When2Call --configs unified " \
+           "raw`): the split `When2Call` only; the source's other splits are not in this repository" in card
+    capsys.readouterr()
+
+    head = api.commits(repo)[-1].sha
+    for dry_run in (["--dry-run"], []):
+        assert _cli([str(out / "toolmind"), "--repo-id", repo, *dry_run], api) == 2
+        captured = capsys.readouterr()
+        assert "Traceback" not in captured.err and "--delete-missing" in captured.err
+        assert "split unified/synthetic" in captured.err and "(--split When2Call --configs unified raw)" in captured.err
+        assert "would delete (refused without --delete-missing): split unified/synthetic" in captured.out
+    assert api.commits(repo)[-1].sha == head and _parquet(api, repo) == everything
+
+    # asked for, the part replaces the whole earlier publish
+    assert _cli([str(out / "toolmind"), "--repo-id", repo, "--delete-missing"], api) == 0
+    assert _parquet(api, repo) == {"unified/When2Call-00000-of-00001.parquet", "raw/When2Call-00000-of-00001.parquet"}
+
+
+def test_a_mirror_of_some_configs_does_not_delete_the_other_configs(mirror, tmp_path):
+    api = FakeHubApi()
+    publish_mirror(mirror, REPO, api=api, echo=_quiet)  # unified and raw
+    only_raw = build_sample_mirror("nestful", tmp_path / "raw", configs=["raw"])
+    with pytest.raises(PublishError, match=r"\(config unified \(train\)\) .*--configs raw.*with --configs naming"):
+        publish_mirror(only_raw, REPO, api=api, echo=_quiet)
+    assert any(p.startswith("unified/") for p in _parquet(api, REPO))
+    # a mirror of the same configs, or of more, has nothing to delete
+    assert not publish_mirror(mirror, REPO, api=api, echo=_quiet).committed
+    assert publish_mirror(build_sample_mirror("nestful", tmp_path / "whole"), REPO, api=api, echo=_quiet).committed
+    assert publish_mirror(only_raw, REPO, api=api, delete_missing=True, echo=_quiet).committed
+    assert {p.split("/")[0] for p in _parquet(api, REPO)} == {"raw"}
+
+
+def test_a_mirror_of_the_whole_data_deletes_the_splits_the_data_no_longer_has(tmp_path):
+    files = td.sample_files("nestful")["train"]
+    api = FakeHubApi()
+    two = build_mirror(MirrorRequest("nestful", data_files={"train": [files[0]], "test": [files[1]]}), tmp_path / "a")
+    publish_mirror(two, REPO, api=api, echo=_quiet)
+    assert any("/test-" in p for p in _parquet(api, REPO))
+    one = build_mirror(MirrorRequest("nestful", data_files={"train": [files[0]]}), tmp_path / "b")
+    assert read_manifest(one).selection == {}
+    assert publish_mirror(one, REPO, api=api, echo=_quiet).committed  # the data changed: not refused
+    assert not any("/test-" in p for p in _parquet(api, REPO))

@@ -195,7 +195,7 @@ def test_a_failed_publish_to_a_new_branch_deletes_the_branch_it_created(mirror, 
     api.create_commit = unreachable
     lines: list[str] = []
     with pytest.raises(PublishError, match="connection to the Hub failed"):
-        publish_mirror(changed, REPO, api=api, revision="dev", echo=lines.append)
+        publish_mirror(changed, REPO, api=api, delete_missing=True, revision="dev", echo=lines.append)
     assert list(api.repos[REPO].branches) == ["main"]
     assert lines[-1] == "the commit failed: deleted the branch dev this publish had created"
 
@@ -206,7 +206,7 @@ def test_a_failed_publish_to_a_new_branch_deletes_the_branch_it_created(mirror, 
 
     api.create_commit = lost_answer
     with pytest.raises(HfHubHTTPError, match="504"):
-        publish_mirror(changed, REPO, api=api, revision="dev", echo=lines.append)
+        publish_mirror(changed, REPO, api=api, delete_missing=True, revision="dev", echo=lines.append)
     assert "dev" in api.repos[REPO].branches and lines[-1].endswith("has moved since: kept")
     # a branch that existed before is never deleted
     api.create_commit = unreachable
@@ -376,7 +376,7 @@ def test_a_new_branch_starts_at_the_commit_the_plan_was_read_from(mirror, tmp_pa
         return create_branch(*args, **kwargs)
 
     api.create_branch = main_moves_first
-    assert publish_mirror(changed, REPO, api=api, revision="dev", echo=_quiet).committed
+    assert publish_mirror(changed, REPO, api=api, delete_missing=True, revision="dev", echo=_quiet).committed
     dev = api.files(REPO, "dev")
     assert set(dev) == set(mirror_files(changed)) | {".gitattributes"}
     assert all(dev[p] == (changed / p).read_bytes() for p in mirror_files(changed) if p != "README.md")
@@ -395,7 +395,7 @@ def test_a_branch_someone_creates_meanwhile_fails_the_commit_instead_of_taking_a
 
     api.create_branch = someone_else_first
     with pytest.raises(HfHubHTTPError, match="412"):
-        publish_mirror(changed, REPO, api=api, revision="dev", echo=_quiet)
+        publish_mirror(changed, REPO, api=api, delete_missing=True, revision="dev", echo=_quiet)
     assert api.files(REPO, "dev")["unified/train-00000-of-00002.parquet"] == b"theirs"
 
 

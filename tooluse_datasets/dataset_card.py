@@ -181,6 +181,8 @@ def _template_context(manifest: Manifest, repo_id: str, prose: str, data: Datase
         "figures": [f.path for f in manifest.figures],
         "validation": manifest.validation,
         "provenance": manifest.provenance,
+        "selection": manifest.selection,
+        "selection_text": manifest.selection_text(),
         "parquet": manifest.parquet,
         "license": data.license,
         "citation": source.citation.strip(),

@@ -132,6 +132,12 @@ class PublishPlan:
     foreign: list[str] = dataclasses.field(default_factory=list)
     replace_foreign: bool = False
     notes: list[str] = dataclasses.field(default_factory=list)
+    # Configs and splits (``config`` or ``config/split``) an earlier publish wrote that this mirror, built from
+    # part of the data (``--split``/``--configs``), does not have: their files are among the deletions, and
+    # the publish is refused unless ``delete_missing``.
+    missing: list[str] = dataclasses.field(default_factory=list)
+    delete_missing: bool = False
+    selection: str = ""  # the mirror's --split/--configs, for the messages
 
     @property
     def is_noop(self) -> bool:
@@ -139,7 +145,7 @@ class PublishPlan:
 
     @property
     def refused(self) -> bool:
-        return bool(self.foreign) and not self.replace_foreign
+        return (bool(self.foreign) and not self.replace_foreign) or (bool(self.missing) and not self.delete_missing)
 
     def describe(self) -> list[str]:
         where = f"{self.repo_id}@{self.revision}" if self.revision else self.repo_id
@@ -153,6 +159,10 @@ class PublishPlan:
         lines += [f"delete  {path}" for path in self.deletions]
         verb = "replace" if self.replace_foreign else "would replace (refused without --replace-foreign)"
         lines += [f"{verb}: {item}, not written by an earlier publish of this mirror" for item in self.foreign]
+        if self.missing:
+            verb = "delete" if self.delete_missing else "would delete (refused without --delete-missing)"
+            lines.append(f"{verb}: {', '.join(self.missing)}: written by an earlier publish, not in this mirror of "
+                         f"part of the data ({self.selection})")
         lines += [f"note: {note}" for note in self.notes]
         lines.append(f"{where}: {len(self.additions)} to add, {len(self.deletions)} to delete, "
                      f"{len(self.unchanged)} unchanged" + (" (nothing to commit)" if self.is_noop else ""))
@@ -169,11 +179,14 @@ class PublishResult:
 def publish_mirror(folder: str | Path, repo_id: str, *, api: Optional[HubApi] = None, dry_run: bool = False,
                    private: Optional[bool] = None, revision: Optional[str] = None, create_pr: bool = False,
                    commit_message: Optional[str] = None, echo: Callable[[str], None] = print,
-                   replace_foreign: bool = False) -> PublishResult:
+                   replace_foreign: bool = False, delete_missing: bool = False) -> PublishResult:
     """Publish the mirror in ``folder`` to the dataset repo ``repo_id`` (see the module docstring).
 
     ``replace_foreign``: also replace files (and card configs) in this mirror's place that no earlier publish
-    of it wrote, e.g. a ``push_to_hub`` to the same config name; without it such a publish is refused."""
+    of it wrote, e.g. a ``push_to_hub`` to the same config name; without it such a publish is refused.
+
+    ``delete_missing``: a mirror built from part of the data (``--split``, ``--configs``) replaces the whole
+    earlier publish, deleting its other splits and configs; without it such a publish is refused."""
     _check_repo_id(repo_id)
     if api is None:
         from huggingface_hub import HfApi
@@ -185,14 +198,22 @@ def publish_mirror(folder: str | Path, repo_id: str, *, api: Optional[HubApi] = 
     except _NETWORK_ERRORS as exc:
         raise PublishError(f"cannot reach the Hub to read {repo_id} ({type(exc).__name__}: {exc}); nothing was "
                            "published (a dry run needs the Hub too: it compares with what the repo holds)") from exc
-    plan = plan_publish(Path(folder), manifest, repo_id, revision, remote, replace_foreign)
+    plan = plan_publish(Path(folder), manifest, repo_id, revision, remote, replace_foreign, delete_missing)
     for line in plan.describe():
         echo(line)
     if plan.refused:
-        shown = "; ".join(plan.foreign[:5]) + (f"; and {len(plan.foreign) - 5} more" if len(plan.foreign) > 5 else "")
-        raise PublishError(f"{repo_id} holds what this mirror would replace, but no earlier publish of it wrote "
-                           f"({shown}): nothing was published. Replace them with --replace-foreign "
-                           f"(replace_foreign=True), or publish to another repo")
+        reasons = []
+        if plan.foreign and not plan.replace_foreign:
+            reasons.append(f"{repo_id} holds what this mirror would replace, but no earlier publish of it wrote "
+                           f"({_shown(plan.foreign)}): replace them with --replace-foreign (replace_foreign=True), "
+                           f"or publish to another repo")
+        if plan.missing and not plan.delete_missing:
+            reasons.append(f"{repo_id} holds splits or configs an earlier publish of this source wrote "
+                           f"({_shown(plan.missing)}) that this mirror does not have: it was built from part of the "
+                           f"data ({plan.selection}), and publishing it would delete them. Rebuild the mirror "
+                           f"{_rebuild_advice(plan.missing)}, or publish with --delete-missing "
+                           f"(delete_missing=True) to publish this part alone, deleting the others")
+        raise PublishError("; ".join(reasons) + "; nothing was published")
     if dry_run:
         return PublishResult(plan, committed=False)
     if plan.is_noop:
@@ -243,6 +264,19 @@ def publish_mirror(folder: str | Path, repo_id: str, *, api: Optional[HubApi] = 
     url = getattr(info, "pr_url", None) or getattr(info, "commit_url", None)
     echo(f"committed: {url}" if url else "committed")
     return PublishResult(plan, committed=True, commit_url=url)
+
+
+def _shown(items: list[str], limit: int = 5) -> str:
+    return "; ".join(items[:limit]) + (f"; and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def _rebuild_advice(missing: list[str]) -> str:
+    advice = []
+    if any(item.startswith("split ") for item in missing):
+        advice.append("without --split")
+    if any(item.startswith("config ") for item in missing):
+        advice.append("with --configs naming those configs too (or without --configs)")
+    return " and ".join(advice)
 
 
 def _network_errors() -> tuple[type, ...]:
@@ -314,12 +348,16 @@ def _delete_created_branch(api: HubApi, repo_id: str, branch: str, base: Optiona
 
 
 def plan_publish(folder: Path, manifest: Manifest, repo_id: str, revision: Optional[str],
-                 remote: RemoteState, replace_foreign: bool = False) -> PublishPlan:
+                 remote: RemoteState, replace_foreign: bool = False, delete_missing: bool = False) -> PublishPlan:
     """What to add and delete. Ours are the files the repo's previous manifest lists: those this mirror no
     longer has are deleted. Anything else in the repo is someone else's and is kept, except what this mirror
     would collide with (``foreign``): a file at a path it writes, a file inside its config folders (which
     its configs would load, or which a ``push_to_hub`` to the same config name wrote), or a ``configs`` entry
-    of the same name in the card. Those are replaced only with ``replace_foreign``."""
+    of the same name in the card. Those are replaced only with ``replace_foreign``.
+
+    A mirror built from part of the data (``manifest.selection``: ``--split``, ``--configs``) that lacks
+    configs or splits the previous manifest lists (``missing``) would delete them: only with
+    ``delete_missing``. A mirror of the whole data deletes what it no longer has (the data changed)."""
     previous = remote.manifest
     previous_files = {f.path for f in previous.files + previous.figures} if previous is not None else set()
     previous_configs = list(previous.configs) if previous is not None else []
@@ -345,8 +383,22 @@ def plan_publish(folder: Path, manifest: Manifest, repo_id: str, revision: Optio
     stale = [path for path in remote.files if path in previous_files and path not in local_paths]
     if replace_foreign:
         stale += [path for path in foreign_files if path not in local_paths]
+    missing = _missing_parts(manifest, previous) if manifest.selection and previous is not None else []
     return PublishPlan(repo_id, revision, additions, sorted(stale), unchanged, remote,
-                       foreign=foreign_files + foreign_configs, replace_foreign=replace_foreign, notes=notes)
+                       foreign=foreign_files + foreign_configs, replace_foreign=replace_foreign, notes=notes,
+                       missing=missing, delete_missing=delete_missing, selection=manifest.selection_text())
+
+
+def _missing_parts(manifest: Manifest, previous: Manifest) -> list[str]:
+    """The configs (``config``) and splits (``config/split``) of the previous publish this mirror lacks."""
+    missing = []
+    for config, entry in previous.configs.items():
+        if config not in manifest.configs:
+            missing.append(f"config {config} ({', '.join(entry.splits)})")
+        else:
+            missing += [f"split {config}/{split}" for split in entry.splits
+                        if split not in manifest.configs[config].splits]
+    return missing
 
 
 def read_remote_state(api: HubApi, repo_id: str, revision: Optional[str]) -> RemoteState:

@@ -22,6 +22,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--replace-foreign", action="store_true",
                    help="replace files and card configs in the mirror's place that no earlier publish of it wrote "
                         "(e.g. a push_to_hub to the same config name); without it such a publish is refused")
+    p.add_argument("--delete-missing", action="store_true",
+                   help="publish a mirror built from part of the data (mirror --split or --configs) although the "
+                        "repo holds other splits or configs of an earlier publish, deleting them; without it such "
+                        "a publish is refused")
     p.add_argument("--message", help="commit message (default: names the source, configs and upstream revision)")
     return p
 
@@ -36,5 +40,6 @@ def run(args: argparse.Namespace) -> int:
     for source, folder in mirrors.items():
         publish_mirror(folder, args.repo_id.replace("{source}", source), dry_run=args.dry_run,
                        private=args.private, revision=args.revision, create_pr=args.create_pr,
-                       commit_message=args.message, replace_foreign=args.replace_foreign)
+                       commit_message=args.message, replace_foreign=args.replace_foreign,
+                       delete_missing=args.delete_missing)
     return 0

@@ -290,7 +290,18 @@ def _assemble(request: MirrorRequest, features: dict[str, Features], results: di
         parquet=dataclasses.asdict(request.layout),
         license=request.license,
         files=files,
+        selection=_selection(request),
     )
+
+
+def _selection(request: MirrorRequest) -> dict:
+    """What part of the data the request asked for, when not all of it (see ``Manifest.selection``)."""
+    selection: dict = {}
+    if request.split is not None:
+        selection["split"] = request.split
+    if set(request.configs) != set(formats.FORMATS):
+        selection["configs"] = list(request.configs)
+    return selection
 
 
 def _figures(distributions: dict, folder: Path, title: str) -> list[DataFile]:

@@ -97,7 +97,18 @@ class Manifest:
     license: Optional[str] = None  # given with the mirror request; else the card uses the upstream license
     # PNG plots of the distributions (plots/<measure>.png; num_rows 0), embedded in the card; [] without matplotlib
     figures: list[DataFile] = dataclasses.field(default_factory=list)
+    # The part of the data the build was asked for, when not all of it: {"split": name} (``--split``) and/or
+    # {"configs": [...]} (``--configs`` naming fewer than every format). {} for a mirror of the whole data.
+    # Publish refuses to let such a mirror delete the other splits and configs of an earlier publish.
+    selection: dict = dataclasses.field(default_factory=dict)
     format_version: int = MANIFEST_FORMAT_VERSION
+
+    def selection_text(self) -> str:
+        """The selection as the mirror command's options (``--split X --configs a b``); '' for the whole data."""
+        parts = [f"--split {self.selection['split']}"] if self.selection.get("split") else []
+        if self.selection.get("configs"):
+            parts.append("--configs " + " ".join(self.selection["configs"]))
+        return " ".join(parts)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=1, ensure_ascii=False) + "\n"
