@@ -135,3 +135,30 @@ def test_a_mirror_of_the_whole_data_deletes_the_splits_the_data_no_longer_has(tm
     assert read_manifest(one).selection == {}
     assert publish_mirror(one, REPO, api=api, echo=_quiet).committed  # the data changed: not refused
     assert not any("/test-" in p for p in _parquet(api, REPO))
+
+
+# -- a folder of mirrors, one of which cannot be published --------------------------------------------------------
+
+
+def test_a_folder_of_mirrors_publishes_the_others_when_one_is_refused_and_says_which(tmp_path, capsys):
+    # It used to stop at the refused mirror: the ones before were published, the ones after silently not
+    # tried, and the only error said "nothing was published".
+    out = tmp_path / "mirrors"
+    assert main(["mirror", "nestful", "ms_swift", "toolmind", "--sample", "--configs", "unified",
+                 "--out", str(out)]) == 0
+    api = FakeHubApi()
+    api.create_repo("acme/nestful-tooluse", repo_type="dataset")
+    api.edit("acme/nestful-tooluse", {"unified/train-00000-of-00001.parquet": b"PAR1 someone's push_to_hub"})
+    capsys.readouterr()
+    assert _cli([str(out), "--repo-id", "acme/{source}-tooluse", "--dry-run"], api) == 2
+    err = capsys.readouterr().err
+    assert "1 of 3 mirrors were not published: nestful (acme/nestful-tooluse)" in err
+    assert "checked (dry run): ms_swift (acme/ms_swift-tooluse), toolmind (acme/toolmind-tooluse)" in err
+    assert sorted(api.repos) == ["acme/nestful-tooluse"]
+    assert _cli([str(out), "--repo-id", "acme/{source}-tooluse"], api) == 2
+    err = capsys.readouterr().err
+    assert err.count("error: ") == 2 and "--replace-foreign" in err and "Traceback" not in err
+    assert "published or already up to date: ms_swift (acme/ms_swift-tooluse), toolmind (acme/toolmind-tooluse)" \
+        in err
+    assert sorted(api.repos) == ["acme/ms_swift-tooluse", "acme/nestful-tooluse", "acme/toolmind-tooluse"]
+    assert api.files("acme/nestful-tooluse")["unified/train-00000-of-00001.parquet"] == b"PAR1 someone's push_to_hub"

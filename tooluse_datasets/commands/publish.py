@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -31,15 +32,39 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..publish import PublishError, find_mirrors, publish_mirror
+    from ..publish import PublishError, find_mirrors
 
     mirrors = find_mirrors(args.folder)
     if len(mirrors) > 1 and "{source}" not in args.repo_id:
         raise PublishError(f"{args.folder} holds {len(mirrors)} mirrors ({', '.join(mirrors)}): give a --repo-id "
                            f"with '{{source}}', e.g. org/{{source}}-tooluse")
+    if len(mirrors) == 1:
+        (source, folder), = mirrors.items()
+        _publish(args, source, folder)
+        return 0
+    # Several mirrors, each to its own repo: one that cannot be published does not stop the others, and the
+    # summary says which repos got what (a refusal's "nothing was published" is about its own repo only).
+    done, failed = [], []
     for source, folder in mirrors.items():
-        publish_mirror(folder, args.repo_id.replace("{source}", source), dry_run=args.dry_run,
-                       private=args.private, revision=args.revision, create_pr=args.create_pr,
-                       commit_message=args.message, replace_foreign=args.replace_foreign,
-                       delete_missing=args.delete_missing)
+        repo_id = args.repo_id.replace("{source}", source)
+        try:
+            _publish(args, source, folder)
+        except PublishError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            failed.append(f"{source} ({repo_id})")
+        else:
+            done.append(f"{source} ({repo_id})")
+    if failed:
+        ok, none = ("checked (dry run)", "checked") if args.dry_run else ("published or already up to date", "published")
+        raise PublishError(f"{len(failed)} of {len(mirrors)} mirrors were not published: {', '.join(failed)} (the "
+                           f"errors above say why); " + (f"{ok}: {', '.join(done)}" if done else f"none was {none}"))
     return 0
+
+
+def _publish(args: argparse.Namespace, source: str, folder) -> None:
+    from ..publish import publish_mirror
+
+    publish_mirror(folder, args.repo_id.replace("{source}", source), dry_run=args.dry_run,
+                   private=args.private, revision=args.revision, create_pr=args.create_pr,
+                   commit_message=args.message, replace_foreign=args.replace_foreign,
+                   delete_missing=args.delete_missing)
