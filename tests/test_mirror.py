@@ -184,7 +184,8 @@ def test_refuses_to_replace_a_folder_that_is_not_a_mirror(tmp_path):
     assert user_file.read_text() == "mine"
 
 
-def test_an_output_folder_that_is_a_mirror_is_refused_instead_of_nesting_a_mirror_in_it(tmp_path, capsys):
+def test_an_output_folder_that_is_a_mirror_is_refused_instead_of_nesting_a_mirror_in_it(tmp_path, capsys,
+                                                                                        monkeypatch):
     # `mirror nestful --out DIR/nestful` (DIR/nestful is the mirror, DIR the folder of mirrors) used to build
     # DIR/nestful/nestful: the refresh was in neither what publish DIR/nestful pushes nor what load_dataset reads.
     folder = build_sample_mirror("nestful", tmp_path, configs=["unified"])
@@ -198,6 +199,9 @@ def test_an_output_folder_that_is_a_mirror_is_refused_instead_of_nesting_a_mirro
     assert sorted(p.name for p in tmp_path.iterdir()) == ["nestful"]
     with pytest.raises(MirrorError, match="is a mirror"):
         build_sample_mirror("ms_swift", folder, configs=["unified"])
+    # a path through the mirror that leads back out of it is fine
+    monkeypatch.chdir(folder / "unified")
+    assert build_sample_mirror("nestful", Path("../.."), configs=["unified"]) == Path("../../nestful")
 
 
 @pytest.mark.parametrize("kwargs, message", [

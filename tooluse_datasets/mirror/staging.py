@@ -38,7 +38,7 @@ def check_out_dir(out_dir: Path, source: str) -> None:
     """The output folder holds mirrors (``<out_dir>/<source>``); it must not be a mirror itself, nor lie inside
     one: a mirror built there would nest inside the other, where neither ``publish`` nor ``load_dataset`` of
     that mirror sees it (``mirror --out DIR/<source>`` for ``--out DIR``)."""
-    folder = Path(out_dir).absolute()
+    folder = Path(os.path.abspath(out_dir))  # '..' resolved: DIR/<source>/<config>/../.. is DIR
     for candidate in (folder, *folder.parents):
         if (candidate / MANIFEST_NAME).is_file():
             inside = "is" if candidate == folder else f"is inside {candidate}, which is"
