@@ -653,6 +653,74 @@ def test_rejected_variant(native, error, field, match):
 
 
 
+def _openai_call(name, call_id=None, arguments="{}"):
+    call = {"type": "function", "function": {"arguments": arguments}}
+    if name is not None:
+        call["function"]["name"] = name
+    if call_id is not None:
+        call["id"] = call_id
+    return call
+
+
+# Rows whose raw messages are more than the file's (OpenAI calls, Anthropic blocks, the system column, ShareGPT
+# pairs): errors found in the raw messages still name the file's message, and the part of it that is wrong.
+FILE_FIELDS = [
+    pytest.param({"messages": [USER, {"role": "assistant", "content": "x", "tool_calls": [
+        _openai_call("f", "a"), _openai_call("g", "b")]}, {"role": "tool", "tool_call_id": "a", "content": "r"}, ANSWER]},
+        InvalidValueError, "messages[2]", "2 tool calls are followed by 1 results", id="OpenAI calls, too few results"),
+    pytest.param({"messages": [USER, {"role": "assistant", "content": "x", "tool_calls": [
+        _openai_call("f"), _openai_call(None)]}, {"role": "tool", "content": "r"}, {"role": "tool", "content": "s"}]},
+        MissingFieldError, "messages[1].tool_calls[1].function.name", "no name", id="OpenAI call without a name"),
+    pytest.param({"messages": [USER, {"role": "assistant", "content": "x", "tool_calls": [
+        {"name": "f", "arguments": "city=Oslo"}]}, {"role": "tool", "content": "r"}]},
+        InvalidJsonError, "messages[1].tool_calls[0].arguments", "neither JSON", id="flat OpenAI call, bad arguments"),
+    pytest.param({"messages": [USER, {"role": "assistant", "content": "x", "tool_calls": [_openai_call("f")]},
+                               {"role": "tool", "content": "r"}, {"role": "system", "content": "late"}]},
+                 InvalidValueError, "messages[3].role", "only allowed first", id="OpenAI row, late system message"),
+    pytest.param({"system": "Be brief.", "messages": [USER, CALL, CALL, RESULT, ANSWER]},
+                 InvalidValueError, "messages[3]", "2 tool calls are followed by 1 results",
+                 id="system column, too few results"),
+    pytest.param({"system": "Be brief.", "messages": [{"role": "tool_call", "content": CALL["content"]}, RESULT],
+                  "images": ["a.png"]},
+                 InvalidValueError, "messages[0].content", "fewer media tags", id="system column, tags before a call"),
+    pytest.param({"messages": [USER, {"role": "assistant", "content": [
+        {"type": "text", "text": "Checking."}, {"type": "tool_use", "id": "t1", "input": {"city": "Oslo"}}]}]},
+        MissingFieldError, "messages[1].content[1].name", "no name", id="Anthropic tool_use without a name"),
+    pytest.param({"messages": [USER, {"role": "assistant", "content": [
+        {"type": "text", "text": "Checking."}, {"type": "tool_use", "id": "t1", "name": "f", "input": "Oslo"}]}]},
+        InvalidJsonError, "messages[1].content[1].input", "neither JSON", id="Anthropic tool_use, input not an object"),
+    pytest.param({"messages": [USER, {"role": "assistant", "content": "Hi."}, {"role": "user", "content": [
+        {"type": "text", "text": "Here: "}, {"type": "tool_result", "tool_use_id": "t9", "content": "r"}]}]},
+        InvalidValueError, "messages[2].content[1].type", "without a tool_call", id="Anthropic result without a call"),
+    pytest.param({"messages": [{"human": "Hi", "gpt": "Hello"}, {"human": "Again", "gpt": ["not", "text"]}]},
+                 InvalidValueError, "messages[1].gpt", "must be a string", id="ShareGPT pair, answer not text"),
+]
+
+
+@pytest.mark.parametrize("native, error, field, match", FILE_FIELDS)
+def test_errors_in_expanded_messages_name_the_files_message(native, error, field, match):
+    with pytest.raises(error, match=re.escape(match)) as info:
+        convert(native)
+    assert type(info.value) is error and info.value.field == field
+
+
+def test_read_errors_name_the_files_message_when_loading_and_validating(tmp_path, cache_dir):
+    """The same fields in a load's skip report (map-style and streaming) and in `validate`'s read errors."""
+    rows = [p.values[0] for p in FILE_FIELDS]
+    expected = [p.values[2] for p in FILE_FIELDS]
+    path = write_jsonl(tmp_path / "expanded.jsonl", rows + [{"messages": [USER, ANSWER]}])
+    for streaming in (False, True):
+        report = td.SkipReport(keep_all=True)
+        ds = td.load("ms_swift", data_files=path, split="train", on_error="skip", report=report, streaming=streaming,
+                     cache_dir=cache_dir)
+        assert len(list(ds)) == 1
+        assert [(r["row"], r["field"]) for r in report.rows] == list(enumerate(expected))
+    skipped = tmp_path / "skipped.jsonl"
+    result = td.validate("ms_swift", data_files=path, skipped_rows=str(skipped))
+    assert result.failures() == {"read": len(rows)}
+    assert [json.loads(line)["field"] for line in skipped.read_text().splitlines()] == expected
+
+
 def test_rejected_response_repeating_the_answer_of_a_trajectory_with_calls_is_a_valid_pair(tmp_path, cache_dir):
     """ms-swift compares a one-message rejected_response list with the chosen response only when that is one
     message too (``_compat_rejected_response``): a rejected answer given without the lookup, in the same words

@@ -72,10 +72,24 @@ class Message:
     extra: dict = dataclasses.field(default_factory=dict)
     tool_calls: Optional[list] = None  # OpenAI assistant calls, consumed by normalize_provider_formats
     media: dict = dataclasses.field(default_factory=dict)  # kind -> URLs from content blocks, in tag order
+    # Where in the file this message comes from, for errors found in the raw messages (see file_field): the
+    # field of the file (default: the message itself), and (raw suffix, file suffix) pairs for the parts
+    # spelled differently there (an OpenAI call's ``.content.name`` is ``.function.name``...).
+    origin: Optional[str] = None
+    renames: tuple = ()
 
     @property
     def where(self) -> str:
         return f"messages[{self.index}]"
+
+    def file_field(self, suffix: str) -> str:
+        """The field of the file holding ``messages[k]{suffix}`` of the raw row, this message being raw
+        message ``k``: the raw list counts the messages that calls, blocks and the system column expand to,
+        the file counts its own."""
+        for raw, file in self.renames:
+            if suffix == raw or suffix.startswith((raw + ".", raw + "[")):
+                return (self.origin or self.where) + file + suffix[len(raw):]
+        return (self.origin or self.where) + suffix
 
     def as_raw(self) -> dict:
         return {"role": self.role, "content": self.content, "loss": self.loss, "loss_scale": self.loss_scale,
@@ -84,6 +98,12 @@ class Message:
 
 def native_to_raw(native: dict) -> dict:
     """One row of a file -> the raw row ``{messages, tools, images, audios, videos, extra}``."""
+    return traced_native_to_raw(native)[0]
+
+
+def traced_native_to_raw(native: dict) -> tuple[dict, list[Message]]:
+    """:func:`native_to_raw`, and the :class:`Message` each raw message was made from (its ``file_field``
+    names the part of the file an error in that raw message is about)."""
     row = dict(native)
     messages_column, messages_value = take_column(row, MESSAGES_COLUMNS)
     if messages_column is None:
@@ -109,10 +129,10 @@ def native_to_raw(native: dict) -> dict:
         if messages[0].role == "system":
             row[system_column] = system  # ms-swift ignores it when messages[0] is a system message; keep it
         else:
-            messages.insert(0, Message(-1, "system", system))
+            messages.insert(0, Message(-1, "system", system, origin=system_column, renames=((".content", ""),)))
     raw_messages = [m.as_raw() for m in messages]
     check_rejected_response(row, raw_messages)
-    return {"messages": raw_messages, "tools": tools, **media, "extra": row}
+    return {"messages": raw_messages, "tools": tools, **media, "extra": row}, messages
 
 
 # --------------------------------------------------------------------------------------------------
@@ -261,6 +281,8 @@ def sharegpt_pairs(messages: list[dict]) -> list[Message]:
     out = []
     for i, pair in enumerate(messages):
         fields = dict(pair)
+        user_key = last_key(fields, SHAREGPT_USER_KEYS)
+        assistant_key = last_key(fields, SHAREGPT_ASSISTANT_KEYS)
         user = pop_alias(fields, SHAREGPT_USER_KEYS)
         assistant = pop_alias(fields, SHAREGPT_ASSISTANT_KEYS)
         if user is _MISSING or user is None:
@@ -268,8 +290,16 @@ def sharegpt_pairs(messages: list[dict]) -> list[Message]:
         if assistant is _MISSING or assistant is None:
             raise MissingFieldError("a role-less (ShareGPT) pair needs an assistant/gpt/bot text",
                                     field=f"messages[{i}].assistant")
-        out += [Message(i, "user", user, extra=fields), Message(i, "assistant", assistant)]
+        out += [Message(i, "user", user, extra=fields, renames=((".content", f".{user_key}"), (".role", f".{user_key}"))),
+                Message(i, "assistant", assistant,
+                        renames=((".content", f".{assistant_key}"), (".role", f".{assistant_key}")))]
     return out
+
+
+def last_key(fields: dict, keys: tuple[str, ...]) -> Optional[str]:
+    """The key :func:`pop_alias` takes its value from."""
+    present = [key for key in keys if key in fields]
+    return present[-1] if present else None
 
 
 def pop_alias(fields: dict, keys: tuple[str, ...]) -> Any:
@@ -331,7 +361,9 @@ def openai_call_turn(m: Message) -> tuple[list[Message], list]:
             arguments = parsed if ok else arguments
         storable(arguments, f"{m.where}.tool_calls[{k}].function.arguments")
         extra = {key: value for key, value in call.items() if key not in ("type", "function", "name", "arguments")}
-        calls.append(Message(m.index, "tool_call", {"name": function.get("name"), "arguments": arguments}, extra=extra))
+        function_field = ".function" if "function" in call else ""
+        calls.append(Message(m.index, "tool_call", {"name": function.get("name"), "arguments": arguments}, extra=extra,
+                             origin=f"{m.where}.tool_calls[{k}]", renames=((".content", function_field),)))
         ids.append(call.get("id"))
     return _call_turn(m, text, media, calls), ids
 
@@ -359,7 +391,8 @@ def anthropic_call_turn(m: Message) -> tuple[list[Message], list]:
             arguments = block.get("input", {})  # as ms-swift: a tool_use without input has no arguments
             storable(arguments, f"{m.where}.content[{k}].input")
             produced.append(Message(m.index, "tool_call", {"name": block.get("name"), "arguments": arguments},
-                                    extra=extra))
+                                    extra=extra, origin=f"{m.where}.content[{k}]",
+                                    renames=((".content.arguments", ".input"), (".content", ""), (".role", ".type"))))
             ids.append(block.get("id"))
         else:
             texts.append(block_text(block, f"{m.where}.content[{k}]", media))
@@ -412,7 +445,8 @@ def anthropic_results(m: Message, call_ids: list) -> list[Message]:
             elif is_block_list(content):
                 content, result_media = content_text(content, f"{where}.content")
             extra = {key: value for key, value in block.items() if key not in ("type", "content")}
-            out.append(Message(m.index, "tool_response", content, extra=extra, media=result_media))
+            out.append(Message(m.index, "tool_response", content, extra=extra, media=result_media, origin=where,
+                               renames=((".role", ".type"),)))
             if n + 1 == lead:
                 out = in_call_order(out, call_ids, "tool_use_id")
         else:

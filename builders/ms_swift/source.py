@@ -22,18 +22,19 @@ from the canonical form live there. ``from_unified`` rebuilds each unified messa
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Iterator, Optional
 
 from datasets import Features, Json, List, Value
 
 from tooluse_datasets.codec import json_bytes, python_json_text
-from tooluse_datasets.errors import ConversionError, InvalidValueError, JsonValueError
+from tooluse_datasets.errors import ConversionError, InvalidValueError, JsonValueError, ToolUseDataError
 from tooluse_datasets.schema import complete_row, message, tool_call, unified_row
 from tooluse_datasets.shards import PARQUET, RawBatch, Shard, file_stem, read_shard
 from tooluse_datasets.source import RowContext, Source, SplitPlan
 
 from .common import common_unified
-from .native import ORIGINAL_KEY, RESULT_ROLES, drop_arrow_nulls, native_to_raw
+from .native import ORIGINAL_KEY, RESULT_ROLES, Message, drop_arrow_nulls, traced_native_to_raw
 from .parsing import (json_text, missing_media_tags, parse_call, parse_tool, split_pre_call_text,
                       split_think)
 from .upstream import CITATION, DESCRIPTION, UPSTREAM
@@ -76,8 +77,17 @@ class MsSwiftSource(Source):
                 batch.items = [(n, row if not isinstance(row, dict) else drop_arrow_nulls(row)) for n, row in batch.items]
             yield batch
 
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
+        state.pop("_traced", None)
+        return state
+
     def to_raw(self, native: dict, ctx: RowContext) -> dict:
-        return native_to_raw(native)
+        raw, messages = traced_native_to_raw(native)
+        # Errors found in the raw messages by to_unified (called next, on this row) name the file's messages,
+        # not the raw list's (which counts the messages calls, blocks and the system column expand to).
+        self._traced = (raw["messages"], messages)
+        return raw
 
     def native_to_unified(self, native: dict, ctx: RowContext) -> Optional[dict]:
         subset = file_stem(ctx.file)
@@ -89,8 +99,14 @@ class MsSwiftSource(Source):
 
     def to_unified(self, raw: dict, ctx: RowContext) -> dict:
         tools = [parse_tool(tool, f"tools[{i}]") for i, tool in enumerate(raw["tools"])]
-        tagged = with_default_tags(raw["messages"], raw)
-        turns = group_turns(tagged)
+        try:
+            tagged = with_default_tags(raw["messages"], raw)
+            turns = group_turns(tagged)
+        except ToolUseDataError as exc:
+            traced = getattr(self, "_traced", None)
+            if traced is not None and traced[0] is raw["messages"]:  # a raw row this source made of a file row
+                raise in_file_fields(exc, traced[1])
+            raise
         if tagged is not raw["messages"]:  # the message given tags is compared as the file wrote it (kept in meta)
             written = {id(t): m for t, m in zip(tagged, raw["messages"]) if t is not m}
             turns = [(m, [written.get(id(x), x) for x in raw_slice]) for m, raw_slice in turns]
@@ -237,6 +253,18 @@ def with_default_tags(messages: list[dict], raw: dict) -> list[dict]:
     out = list(messages)
     out[k] = {**target, "content": prefix + target["content"]}
     return out
+
+
+_RAW_MESSAGE_FIELD = re.compile(r"messages\[(\d+)\]")
+
+
+def in_file_fields(exc: ToolUseDataError, messages: list[Message]) -> ToolUseDataError:
+    """``exc`` naming the file's field instead of a raw message's (``messages`` being the :class:`Message`
+    each raw message came from)."""
+    match = _RAW_MESSAGE_FIELD.match(exc.field or "")
+    if match is not None and int(match.group(1)) < len(messages):
+        exc.field = messages[int(match.group(1))].file_field(exc.field[match.end():])
+    return exc
 
 
 def text_of(m: dict, where: str) -> str:
