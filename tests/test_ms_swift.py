@@ -1004,6 +1004,28 @@ WRITER_REJECTS = [
 ]
 
 
+def test_grounding_rows_are_not_written_without_their_objects(tmp_path, cache_dir):
+    """ms-swift replaces <ref-object>/<bbox> tags with the entries of the row's `objects` column; a swift row
+    without that column would be trained on the tags as literal text. Such rows are a ConversionError naming
+    meta.objects (skipped and counted with on_error="skip"); the other rows of the file are written."""
+    grounding = {"messages": [{"role": "user", "content": "<image>Where is <ref-object>?"},
+                              {"role": "assistant", "content": "<bbox>"}], "images": ["cat.png"],
+                 "objects": {"ref": ["the cat"], "bbox": [[10, 20, 200, 220]], "bbox_type": "real"}}
+    plain = {"messages": [USER, ANSWER]}
+    path = write_jsonl(tmp_path / "grounding.jsonl", [grounding, plain])
+    unified = td.load("ms_swift", data_files=path, split="train", cache_dir=cache_dir)
+    assert unified[0]["meta"]["objects"] == grounding["objects"]  # the reader keeps them
+    with pytest.raises(ConversionError, match="grounding objects") as info:
+        unified_to_swift(unified[0])
+    assert info.value.field == "meta.objects"
+    report = td.SkipReport(keep_all=True)
+    swift = td.load("ms_swift", "swift", data_files=path, split="train", on_error="skip", report=report,
+                    cache_dir=cache_dir)
+    assert [r["messages"] for r in swift] == [[USER, ANSWER]]
+    assert [(r["row"], r["reason"]) for r in report.rows] == [(0, "ConversionError:meta.objects")]
+    assert unified_to_swift({**unified[1], "meta": {"objects": None}})["messages"] == [USER, ANSWER]
+
+
 @pytest.mark.parametrize("row, field, match", WRITER_REJECTS)
 def test_writer_rejects_rows_it_cannot_write_faithfully(row, field, match):
     with pytest.raises(ConversionError, match=re.escape(match)) as info:

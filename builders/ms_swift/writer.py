@@ -13,6 +13,9 @@ Every row has the same five columns and no nulls::
   ``tool_call`` message per call, content ``{"name", "arguments"}`` as JSON text, then its results as
   ``tool_response`` messages in call order (matched by ``tool_call_id``). A turn whose calls have no
   results is written as it is (call-only SFT, as NESTFUL rows are).
+* Grounding rows (``objects`` in ``meta``, read from ms-swift's ``objects`` column) are a
+  :class:`ConversionError`: written without ``objects``, their ``<ref-object>``/``<bbox>`` tags would be
+  trained on as text.
 * Not representable, hence not written: call ids, ``tool_call_id`` and ``name`` on tool messages
   (ms-swift pairs results with calls by position), ``meta`` (``loss``, ``rejected_response``, ``label``...
   need every row of a file to agree, so a per-row writer cannot emit them), ``call_graph``.
@@ -49,6 +52,7 @@ def unified_to_swift(row: dict) -> dict:
     """One unified row -> one ``swift`` row (see the module docstring for the rules)."""
     validate_unified(row, require_known_tools=False)
     row = complete_row(row)
+    check_no_objects(row.get("meta"))
     messages = swift_messages(row["messages"])
     tools = [spaced_dumps(swift_tool(tool, f"tools[{i}]"), f"tools[{i}]") for i, tool in enumerate(row["tools"])]
     out = {"messages": messages, "tools": spaced_list_text(tools)}
@@ -122,6 +126,18 @@ def swift_tool(tool: dict, field: str) -> dict:
     elif not isinstance(parameters, dict):
         raise ConversionError("tool parameters must be a JSON Schema object", field=f"{field}.function.parameters")
     return {**tool, "function": function}
+
+
+def check_no_objects(meta: Any) -> None:
+    """A grounding row (ms-swift's ``objects`` column, kept in ``meta``) is not written: its ``<ref-object>`` and
+    ``<bbox>`` tags stand for entries of ``objects``, and without that column ms-swift trains on the tags as
+    text. The column cannot be added to ``swift`` rows: ms-swift needs it as an object in the rows that have it
+    (null or absent elsewhere; JSON text or ``{}`` make it drop the row), which one column type for every row of
+    every source, in JSON Lines and Parquet alike, cannot give."""
+    if isinstance(meta, dict) and meta.get("objects") is not None:
+        raise ConversionError("the row has grounding objects (ms-swift's objects column), which swift rows do not "
+                              "carry; without them ms-swift would train on its <ref-object>/<bbox> tags as text "
+                              "(load it with on_error='skip' to leave such rows out)", field="meta.objects")
 
 
 def check_media_tags(messages: list[dict], media: list[Any], column: str, tag: str) -> None:
