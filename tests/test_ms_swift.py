@@ -721,6 +721,37 @@ def test_read_errors_name_the_files_message_when_loading_and_validating(tmp_path
     assert [json.loads(line)["field"] for line in skipped.read_text().splitlines()] == expected
 
 
+XLAM_ROW = {"id": 0, "query": "Where can I find live giveaways for beta access?",
+            "answers": json.dumps([{"name": "live_giveaways_by_type", "arguments": {"type": "beta"}}]),
+            "tools": json.dumps([{"name": "live_giveaways_by_type", "description": "Live giveaways by type.",
+                                  "parameters": {"type": {"description": "beta, game or loot", "type": "str"}}}])}
+CHATML_FUNCTIONS = json.dumps(BARE_NEWS, indent=4)
+CHATML_ROW = {"system_message": "You are a helpful assistant with access to the following functions.",
+              "function_description": CHATML_FUNCTIONS, "conversations": [
+                  {"from": "system", "value": "You are a helpful assistant with access to the following functions.\n"
+                                              + CHATML_FUNCTIONS},
+                  {"from": "human", "value": "Latest news for Chile?"},
+                  {"from": "function-call", "value": "{\"name\": \"get_news_headlines\", \"arguments\": '{\"country\": \"Chile\"}'}"},
+                  {"from": "function-response", "value": "{\"headlines\": [\"Rain in Santiago\"]}"},
+                  {"from": "gpt", "value": "Rain in Santiago."}]}
+
+
+def test_hub_layouts_ms_swift_converts_with_its_own_preprocessors(tmp_path, cache_dir):
+    """ms-swift's registered xlam-function-calling-60k and function-calling-chatml datasets go through
+    preprocessors of their own; their Hub files are read here as `swift sft --dataset file` reads them. xLAM's
+    query/answers rows have no messages: the error names the layout. function-calling-chatml's tools live in its
+    function_description column, which only the registered preprocessor reads: here tools stay empty and the
+    column is kept in meta (ms-swift 4.6, given the file as a path, drops it)."""
+    with pytest.raises(MissingFieldError, match="xlam-function-calling-60k") as info:
+        convert(XLAM_ROW)
+    assert info.value.field == "messages"
+    row = td.load("ms_swift", data_files=write_jsonl(tmp_path / "chatml.jsonl", [CHATML_ROW]), split="train",
+                  cache_dir=cache_dir)[0]
+    assert row["tools"] == [] and row["meta"]["function_description"] == CHATML_FUNCTIONS
+    assert row["messages"][0]["role"] == "system" and CHATML_FUNCTIONS in row["messages"][0]["content"]
+    assert unified_calls(row) == [{"name": "get_news_headlines", "arguments": {"country": "Chile"}}]
+
+
 def test_rejected_response_repeating_the_answer_of_a_trajectory_with_calls_is_a_valid_pair(tmp_path, cache_dir):
     """ms-swift compares a one-message rejected_response list with the chosen response only when that is one
     message too (``_compat_rejected_response``): a rejected answer given without the lookup, in the same words

@@ -108,7 +108,7 @@ def traced_native_to_raw(native: dict) -> tuple[dict, list[Message]]:
     messages_column, messages_value = take_column(row, MESSAGES_COLUMNS)
     if messages_column is None:
         raise MissingFieldError("an ms-swift agent row needs a messages column (messages, conversations or "
-                                "conversation)", field="messages")
+                                "conversation)" + layout_hint(row), field="messages")
     system_column, system = take_column(row, SYSTEM_COLUMNS)
     tools = normalize_tools(row.pop("tools", None))
     media = {kind: media_list(take_column(row, names)[1], kind) for kind, names in MEDIA_COLUMNS.items()}
@@ -138,6 +138,20 @@ def traced_native_to_raw(native: dict) -> tuple[dict, list[Message]]:
 # --------------------------------------------------------------------------------------------------
 # Columns
 # --------------------------------------------------------------------------------------------------
+
+
+def layout_hint(row: dict) -> str:
+    """What a row without messages is, when it is the Hub layout of a dataset ms-swift registers with a
+    preprocessor of its own (see upstream.py), else ''."""
+    columns = {key.lower() for key in row if isinstance(key, str)}
+    if {"query", "answers"} <= columns:
+        return ("; query/answers columns are the layout of Salesforce/xlam-function-calling-60k, which ms-swift "
+                "turns into tool_call messages only through its registered dataset (swift sft --dataset "
+                "LLM-Research/xlam-function-calling-60k), not from a file")
+    if "target_action_reprs" in columns:
+        return ("; this is the layout of osunlp/Multimodal-Mind2Web, whose conversations ms-swift builds only "
+                "through its registered dataset (swift sft --dataset swift/Multimodal-Mind2Web), not from a file")
+    return ""
 
 
 def take_column(row: dict, names: tuple[str, ...]) -> tuple[Optional[str], Any]:
