@@ -22,7 +22,10 @@ MESSAGES_COLUMNS = ("messages", "conversations", "conversation")
 SYSTEM_COLUMNS = ("system", "system_prompt")
 MEDIA_COLUMNS = {"images": ("images", "image"), "audios": ("audios", "audio"), "videos": ("videos", "video")}
 
-# ms-swift's role aliases (MessagesPreprocessor); hyphens are turned into underscores before the lookup.
+# ms-swift's role names and aliases (MessagesPreprocessor.to_std_messages). Only the function_call /
+# function_response / observation(s) aliases are also matched with hyphens for underscores (function-call);
+# "tool-call" or "tool-response" stay unknown roles, whose rows ms-swift drops.
+HYPHENATED_ALIASES = ("function_call", "function_response", "observation", "observations")
 ROLE_ALIASES = {
     "system": "system",
     "user": "user",
@@ -270,7 +273,9 @@ def standard_message(message: dict, index: int) -> Message:
         raise MissingFieldError("message has no role (role or from)", field=f"{where}.role")
     if not isinstance(role, str):
         raise InvalidValueError(f"role must be a string, got {type(role).__name__}", field=f"{where}.role")
-    canonical = ROLE_ALIASES.get(role.replace("-", "_"))
+    canonical = ROLE_ALIASES.get(role)
+    if canonical is None and role.replace("-", "_") in HYPHENATED_ALIASES:
+        canonical = ROLE_ALIASES[role.replace("-", "_")]
     if canonical is None:
         raise InvalidValueError(f"role {role!r} is not one ms-swift accepts (system, user, assistant, tool_call, "
                                 f"tool_response, tool or an alias); ms-swift drops the row", field=f"{where}.role")
