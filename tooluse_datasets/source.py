@@ -96,6 +96,9 @@ class RowContext:
     # keys) nested less than codec.MAX_DEPTH deep: storable as they are, so the pipeline does not check
     # them again (streaming) nor look for NaN when writing them (prepare).
     values_from_text: bool = False
+    # Set by a to_raw whose raw row does not count the file's parts one for one (ms-swift: calls and blocks
+    # expand to several messages): what to_unified needs to name the file's field in an error. Source-defined.
+    origins: Any = None
 
 
 class UniqueIds:

@@ -77,16 +77,11 @@ class MsSwiftSource(Source):
                 batch.items = [(n, row if not isinstance(row, dict) else drop_arrow_nulls(row)) for n, row in batch.items]
             yield batch
 
-    def __getstate__(self) -> dict:
-        state = super().__getstate__()
-        state.pop("_traced", None)
-        return state
-
     def to_raw(self, native: dict, ctx: RowContext) -> dict:
         raw, messages = traced_native_to_raw(native)
-        # Errors found in the raw messages by to_unified (called next, on this row) name the file's messages,
-        # not the raw list's (which counts the messages calls, blocks and the system column expand to).
-        self._traced = (raw["messages"], messages)
+        # Errors found in the raw messages by to_unified (given this row's ctx) name the file's messages, not
+        # the raw list's (which counts the messages calls, blocks and the system column expand to).
+        ctx.origins = (raw["messages"], messages)
         return raw
 
     def native_to_unified(self, native: dict, ctx: RowContext) -> Optional[dict]:
@@ -103,8 +98,8 @@ class MsSwiftSource(Source):
             tagged = with_default_tags(raw["messages"], raw)
             turns = group_turns(tagged)
         except ToolUseDataError as exc:
-            traced = getattr(self, "_traced", None)
-            if traced is not None and traced[0] is raw["messages"]:  # a raw row this source made of a file row
+            traced = ctx.origins
+            if traced is not None and traced[0] is raw["messages"]:  # the raw row to_raw made of the file's row
                 raise in_file_fields(exc, traced[1])
             raise
         if tagged is not raw["messages"]:  # the message given tags is compared as the file wrote it (kept in meta)
