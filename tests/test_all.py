@@ -106,3 +106,52 @@ def test_all_refuses_data_dir_instead_of_reading_the_upstreams(tmp_path, cache_d
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ValueError, match="source 'all' takes no data_dir.*data_files"):
         td.load("all", data_dir=str(tmp_path), split="train", streaming=streaming, cache_dir=cache_dir)
+
+
+# Members for mixing by hand: one split of every source, rows without media only where TRL needs that.
+MEMBERS = {"nestful": "train", "ms_swift": "train", "toolmind": "synthetic", "llamafactory": "train"}
+
+
+@pytest.mark.parametrize("mix", ["concatenate", "interleave"])
+def test_map_style_mixes_of_sources_decode_as_their_members_and_as_the_stream(mix, cache_dir):
+    """datasets' concatenate_datasets / interleave_datasets over td.load results of several sources (the way to mix
+    them with probabilities): the mixed rows are the members' rows, in the shape they decode in (no ``images: []``,
+    no ``tool_calls: []``, which TRL takes for vision data and Hermes renders as an empty call turn), and a
+    map-style mix gives the rows of the same mix streamed. datasets merges the members' infos into one without
+    features, so the mix fell back to plain Features and rows came back with every key."""
+    import datasets
+
+    def members(streaming):
+        return [td.load(name, data_files=td.sample_files(name), split=split, streaming=streaming, cache_dir=cache_dir)
+                for name, split in MEMBERS.items()]
+
+    def mixed(parts):
+        if mix == "concatenate":
+            return datasets.concatenate_datasets(parts)
+        return datasets.interleave_datasets(parts, probabilities=[0.4, 0.3, 0.2, 0.1], seed=42,
+                                            stopping_strategy="all_exhausted")
+
+    parts = members(streaming=False)
+    alone = {row["id"]: row for part in parts for row in part}
+    rows = list(mixed(parts))
+    assert len(rows) >= len(alone) and {r["id"] for r in rows} <= set(alone)
+    assert [r for r in rows if r != alone[r["id"]]] == []
+    assert sum("images" in r for r in rows) == sum("images" in alone[r["id"]] for r in rows) > 0
+    assert list(mixed(members(streaming=True))) == rows
+    # indexing and batches of the mix decode as a td.load dataset's do
+    ds = mixed(parts)
+    assert ds[0] == rows[0] and ds[:3]["id"] == [r["id"] for r in rows[:3]]
+
+
+def test_a_mix_with_text_from_another_writer_decodes_as_foreign_text(cache_dir):
+    """One member read through td.exact (JSON text from any writer) makes the merged mix read every text that way."""
+    import datasets
+
+    lf = td.load("llamafactory", data_files=td.sample_files("llamafactory"), split="train", cache_dir=cache_dir)
+    plain = datasets.Dataset(lf.data, fingerprint="plain-llamafactory")  # features read from the Arrow schema
+    parts = [td.load("nestful", data_files=td.sample_files("nestful"), split="train", cache_dir=cache_dir),
+             td.exact(plain)]
+    assert parts[1].features.foreign_text
+    mixed = datasets.concatenate_datasets(parts)
+    assert isinstance(mixed.features, td.ExactFeatures) and mixed.features.foreign_text
+    assert list(mixed) == [row for part in parts for row in part]

@@ -173,3 +173,21 @@ def test_sft_trainer_tokenizes_every_row_exactly_and_trains(source, samples, tmp
         assert floats >= 2  # 12.5 and 0.3 among them
     result = trainer.train()
     assert result.global_step == 2
+
+
+def test_sft_trainer_takes_a_map_style_mix_of_sources_as_text_data(samples, cache_dir, tmp_path):
+    """Sources mixed by probability with datasets.interleave_datasets go to SFTTrainer as they are: the mix used to
+    come back with plain Features, every row carrying ``images: []``, and TRL refused it as vision data."""
+    parts = [td.load("nestful", data_files=td.sample_files("nestful"), split="train", cache_dir=cache_dir),
+             td.load("toolmind", data_files=td.sample_files("toolmind"), split="synthetic", cache_dir=cache_dir)]
+    mixed = datasets.interleave_datasets(parts, probabilities=[0.5, 0.5], seed=0)
+    assert not any("images" in row or any(m.get("tool_calls") == [] for m in row["messages"]) for row in mixed)
+    tokenizer = byte_tokenizer(TEMPLATES["qwen2.5"])
+    config = SFTConfig(output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=2, max_length=None,
+                       report_to="none", save_strategy="no", use_cpu=True, bf16=False, disable_tqdm=True)
+    trainer = SFTTrainer(model=tiny_model(len(tokenizer)), args=config, train_dataset=mixed,
+                         processing_class=tokenizer)
+    for row, ids in zip(mixed, trainer.train_dataset["input_ids"]):
+        assert tokenizer.decode(ids) == tokenizer.apply_chat_template(row["messages"], tools=row["tools"],
+                                                                      tokenize=False)
+    assert trainer.train().global_step == 1
