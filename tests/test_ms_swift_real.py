@@ -1,0 +1,80 @@
+"""Every source's ``export --format swift`` read by ms-swift 4.6 itself: its ``load_dataset`` and automatic
+preprocessor (what ``swift sft`` runs before tokenizing), in ms-swift's own environment
+(``benchmarks/swift_env.sh``; it pins ``datasets<4.8.5``, which cannot share ours), driven by
+``benchmarks/swift_rows.py``.
+
+Optional: runs when ``SWIFT_PYTHON`` names a Python with ``ms-swift`` 4.6 installed, e.g.
+``SWIFT_PYTHON=benchmarks/.venv-swift/bin/python``; skipped otherwise (too heavy for CI).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import tooluse_datasets as td
+from tooluse_datasets.cli import main
+from tooluse_datasets.registry import source_names
+
+from conftest import PROJECT_ROOT
+
+DRIVER = PROJECT_ROOT / "benchmarks" / "swift_rows.py"
+
+
+def swift_python() -> str:
+    python = os.environ.get("SWIFT_PYTHON")
+    if not python:
+        pytest.skip("SWIFT_PYTHON is not set (bash benchmarks/swift_env.sh, then "
+                    "SWIFT_PYTHON=benchmarks/.venv-swift/bin/python)")
+    probe = subprocess.run([python, "-c", "from importlib.metadata import version; print(version('ms-swift'))"],
+                           capture_output=True, text=True, check=False)
+    if probe.returncode or not probe.stdout.strip().startswith("4.6"):
+        pytest.skip(f"SWIFT_PYTHON={python} has no ms-swift 4.6: {(probe.stdout + probe.stderr).strip()[-200:]}")
+    return python
+
+
+def swift_rows(python: str, path: Path, streaming: bool) -> list[dict]:
+    done = subprocess.run([python, str(DRIVER), str(path)] + (["--streaming"] if streaming else []),
+                          capture_output=True, text=True, timeout=900, check=False, cwd=str(path.parent))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory) -> dict[str, list[Path]]:
+    python = swift_python()
+    folder = tmp_path_factory.mktemp("swift-export")
+    files = {}
+    for source in source_names():
+        assert main(["export", source, "--sample", "--format", "swift", "--out", str(folder)]) == 0
+        files[source] = sorted(folder.glob(f"{source}-swift-*.jsonl"))
+    return {"python": python, "files": files}
+
+
+def plain(messages: list[dict]) -> list[dict]:
+    return [{"role": m["role"], "content": m["content"]} for m in messages]
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
+@pytest.mark.parametrize("source", source_names())
+def test_ms_swift_preprocesses_every_exported_row_as_the_raw_config_reads_it(exported, source, streaming):
+    """Nothing dropped, and each row's messages (roles, contents: calls, results, answers, reasoning, system),
+    tools and media as ms-swift preprocesses them are the rows our ``raw`` config reads from the same file
+    ("the rows as ms-swift sees them after its preprocessing")."""
+    files = exported["files"][source]
+    assert files
+    for path in files:
+        ours = list(td.load("ms_swift", "raw", data_files=str(path), split="train", streaming=True))
+        theirs = swift_rows(exported["python"], path, streaming)
+        assert len(theirs) == len(ours) == sum(1 for _ in path.open(encoding="utf-8"))
+        for i, (mine, swift) in enumerate(zip(ours, theirs)):
+            assert plain(swift["messages"]) == plain(mine["messages"]), (path.name, i)
+            for column in ("images", "audios", "videos"):
+                assert swift[column] == mine[column], (path.name, i, column)
+            if not streaming:
+                # ms-swift's streaming reads tool schemas through an Arrow struct that pads and reorders their
+                # keys beyond what its Template.encode cleans; map-style keeps them verbatim.
+                assert (swift.get("tools") or []) == mine["tools"], (path.name, i)
