@@ -29,6 +29,8 @@ def swift_python() -> str:
     if not python:
         pytest.skip("SWIFT_PYTHON is not set (bash benchmarks/swift_env.sh, then "
                     "SWIFT_PYTHON=benchmarks/.venv-swift/bin/python)")
+    if os.sep in python:  # a relative path is the caller's (the driver runs in the export's folder)
+        python = os.path.abspath(python)
     probe = subprocess.run([python, "-c", "from importlib.metadata import version; print(version('ms-swift'))"],
                            capture_output=True, text=True, check=False)
     if probe.returncode or not probe.stdout.strip().startswith("4.6"):
