@@ -360,3 +360,30 @@ def test_an_unforeseen_failure_still_names_the_row_and_follows_the_policy(tmp_pa
     rows = list(td.load("nestful", data_files=str(path), split="train", streaming=streaming, on_error="skip",
                         report=report, cache_dir=cache_dir + "-skip"))
     assert [r["meta"]["sample_id"] for r in rows] == ["g"] and report.skipped == 1
+
+
+def test_parameters_named_properties_or_type_are_parameters_not_a_json_schema_wrapper():
+    """Current-format code tools name parameters as the Python function does: a map with parameters called
+    `properties` and `type` is no JSON-Schema wrapper (its values are property objects, not names -> objects)."""
+    row = json.loads(json.dumps(GOOD))
+    row["tools"] = [{"name": "add", "description": "adds",
+                     "parameters": {"properties": {"description": "The properties to set.", "type": "object"},
+                                    "type": {"description": "The kind.", "type": "string"}},
+                     "output_parameters": {"properties": {"description": "", "type": "object"}}}]
+    row["output"][0]["arguments"] = {"properties": {"a": 1}, "type": "x"}
+    unified = SOURCE.to_unified(SOURCE.to_raw(row, ctx()), ctx())
+    function = unified["tools"][0]["function"]
+    assert function["parameters"] == {"type": "object", "properties": {
+        "properties": {"description": "The properties to set.", "type": "object"},
+        "type": {"description": "The kind.", "type": "string"}}}
+    assert list(function["output_parameters"]) == ["properties"]
+    assert output_fields(row["tools"]) == {"add": ["properties"]}
+    # the Jan-2025 wrappers still unwrap, on every real row
+    for native in upstream_rows(TOY):
+        tools = SOURCE.to_unified(SOURCE.to_raw(native, ctx()), ctx())["tools"]
+        for spec, tool in zip(native["tools"], tools):
+            wrapped = spec["parameters"].get("properties")
+            if isinstance(wrapped, dict) and spec["parameters"].get("type") == "object":
+                assert list(tool["function"]["parameters"]["properties"]) == list(wrapped)
+            outputs = spec.get("output_parameters", spec.get("output_parameter"))
+            assert list(tool["function"]["output_parameters"]) == list(outputs.get("properties", outputs))

@@ -108,10 +108,25 @@ def unwrap_properties(spec: Any, field: str) -> tuple[dict, list | None]:
     """``{"properties": {...}, "required": [...], "type": "object"}`` or a plain name -> property map."""
     if not isinstance(spec, dict):
         raise InvalidValueError(f"must be a JSON object, got {type(spec).__name__}", field=field)
-    if isinstance(spec.get("properties"), dict) and set(spec) <= {
-            "properties", "required", "type", "additionalProperties"}:
+    if _is_wrapper(spec):
         return spec["properties"], spec.get("required")
     return spec, None
+
+
+_WRAPPER_KEYS = frozenset({"properties", "required", "type", "additionalProperties"})
+
+
+def _is_wrapper(spec: dict) -> bool:
+    """Whether ``spec`` is a JSON-Schema object wrapper rather than a name -> property map that happens to have
+    parameters named ``properties``, ``type`` or ``required`` (current-format code tools use the Python names):
+    a wrapper's ``properties`` maps names to property objects, its ``type`` is ``"object"`` and its ``required``
+    a list, where such parameters are property objects (``{"description": ..., "type": ...}``)."""
+    props = spec.get("properties")
+    return (isinstance(props, dict) and set(spec) <= _WRAPPER_KEYS
+            and all(isinstance(p, dict) for p in props.values())
+            and spec.get("type", "object") == "object"
+            and isinstance(spec.get("required", []), list)
+            and isinstance(spec.get("additionalProperties", True), (bool, dict)))
 
 
 def output_fields(tools: list) -> dict[str, Optional[list[str]]]:
