@@ -151,6 +151,19 @@ def test_glaive_nested_object_parameters():
     assert prop["type"] == "object" and set(prop["properties"]) == {"start_date", "end_date"}
 
 
+def test_a_json_schema_required_list_of_a_nested_object_is_kept_not_taken_for_a_flag():
+    """glaive's calculate_discounted_price: the discounts' items are objects with `required: ["type", "value"]`."""
+    specs = read_specs(v1_file(GROUP_PATHS["glaive"][1]))
+    spec = next(s for s in specs if s["name"] == "calculate_discounted_price")
+    params = v1_tool(spec)["function"]["parameters"]
+    assert params["properties"]["discounts"]["items"]["required"] == ["type", "value"]
+    assert params["required"] == ["original_price", "discounts"]
+    # a list is the object's own `required`, not a flag saying the property itself is required
+    nested = {"query_parameters": {"opts": {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}}}
+    params = v1_tool({"name": "f", **nested})["function"]["parameters"]
+    assert "required" not in params and params["properties"]["opts"]["required"] == ["a"]
+
+
 def test_used_tools_only(loaded):
     rows = list(td.load("nestful", data_files={"sgd": [v1_file(p) for p in GROUP_PATHS["sgd"]]}, split="sgd",
                         data_version="v1", v1_tools="used", on_error="skip", streaming=True))

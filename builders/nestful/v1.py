@@ -294,7 +294,9 @@ def v1_property(spec: Any) -> tuple[Any, bool]:
     """One v1 parameter -> (JSON Schema property, required?)."""
     if not isinstance(spec, dict):
         return spec, False
-    required = bool(spec.get("required")) and not spec.get("optional")
+    flag = spec.get("required")
+    # A list is JSON Schema's own `required` of an object property (its sub-properties), not this one's flag
+    required = not isinstance(flag, list) and bool(flag) and not spec.get("optional")
     out: dict = {}
     kind = spec.get("type")
     if isinstance(kind, str) and kind.strip().lower() == "enum":
@@ -322,6 +324,8 @@ def v1_property(spec: Any) -> tuple[Any, bool]:
     if isinstance(spec.get("properties"), dict):
         props, req = _properties(spec["properties"])
         out["properties"] = props
+        if isinstance(flag, list):
+            req = list(dict.fromkeys([*(n for n in flag if isinstance(n, str)), *req]))
         if req:
             out["required"] = req
     return out, required
