@@ -349,3 +349,26 @@ def test_one_group_loaded_alone_keeps_the_ids_and_subset_it_has_among_all_groups
         assert [r["id"] for r in alone] == [r["id"] for r in rows_by_group["glaive"]]
         assert {r["subset"] for r in alone} == {"v1-glaive"}
         assert alone[0]["id"] == "nestful/v1-glaive/0"
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
+def test_used_tools_of_a_row_whose_call_name_is_no_string_is_a_typed_skip_not_a_crash(tmp_path, streaming):
+    spec = [{"name": "f", "description": "d", "parameters": {"a": {"type": "string", "required": True}},
+             "output_parameters": {"x": {"type": "string"}}}]
+    good = {"input": "q", "output": [{"name": "f", "arguments": {"a": "1"}, "label": "var1"},
+                                     {"name": RESULT_CALL, "arguments": {"r": "$var1$"}}]}
+    bad = {"input": "q", "output": [{"name": ["f"], "arguments": {"a": "1"}, "label": "var1"}]}
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "x-glaive-spec.json").write_text(json.dumps(spec))
+    (data / "x-glaive-data.json").write_text(json.dumps([good, bad, {"input": "q", "output": {"name": "f"}}, good]))
+    report = SkipReport()
+    rows = list(td.load("nestful", data_dir=str(data), data_version="v1", v1_tools="used", split="train",
+                        streaming=streaming, on_error="skip", report=report, cache_dir=str(tmp_path / "cache")))
+    assert [r["id"] for r in rows] == ["nestful/v1-glaive/0", "nestful/v1-glaive/3"]
+    assert [t["function"]["name"] for t in rows[0]["tools"]] == ["f"]
+    assert report.by_reason == {"InvalidValueError:output[0].name": 1, "InvalidValueError:output": 1}
+    with pytest.raises(InvalidValueError) as info:
+        list(td.load("nestful", data_dir=str(data), data_version="v1", v1_tools="used", split="train",
+                     streaming=streaming, cache_dir=str(tmp_path / "cache2")))
+    assert (info.value.row, info.value.field) == (1, "output[0].name")

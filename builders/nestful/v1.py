@@ -177,7 +177,10 @@ def with_tools(sample: Any, specs: list[dict], group: str, tools: str = "catalog
         return sample
     catalog = specs
     if tools == "used":
-        names = {c.get("name") for c in sample.get("output") or [] if isinstance(c, dict)}
+        # (a name that is no string, a list say, names no spec: the row's own check reports it, typed)
+        output = sample.get("output")
+        names = {c["name"] for c in output if isinstance(c, dict) and isinstance(c.get("name"), str)} \
+            if isinstance(output, list) else set()
         catalog = [s for s in specs if s["name"] in names]
     return {**sample, "tools": catalog, "group": group, **({"data_file": data_file} if data_file else {})}
 
