@@ -372,3 +372,20 @@ def test_used_tools_of_a_row_whose_call_name_is_no_string_is_a_typed_skip_not_a_
         list(td.load("nestful", data_dir=str(data), data_version="v1", v1_tools="used", split="train",
                      streaming=streaming, cache_dir=str(tmp_path / "cache2")))
     assert (info.value.row, info.value.field) == (1, "output[0].name")
+
+
+def test_a_spec_parameter_with_a_null_description_fails_no_row_of_its_group(tmp_path):
+    """A null description is no description: before, it made every row of the group an unforeseen TypeError
+    naming neither the spec file nor the spec."""
+    specs = json.loads(open(v1_file(GROUP_PATHS["sgd"][1])).read())
+    name = next(iter(specs[-1]["arguments"]))
+    specs[-1]["arguments"][name]["description"] = None
+    spec_file = tmp_path / "non-executable-sgd-spec.json"
+    spec_file.write_text(json.dumps(specs))
+    report = SkipReport()
+    rows = list(td.load("nestful", data_files=[str(spec_file), v1_file(GROUP_PATHS["sgd"][0])], data_version="v1",
+                        split="train", streaming=True, on_error="skip", report=report))
+    assert len(rows) == 44 and report.skipped == 2  # sgd's two upstream defects, as with the real spec file
+    tool = next(t for t in rows[0]["tools"] if t["function"]["name"] == specs[-1]["name"])
+    assert "description" not in tool["function"]["parameters"]["properties"][name]
+    assert rows[0]["meta"]["source_tools"][-1]["arguments"][name]["description"] is None  # upstream's spec kept

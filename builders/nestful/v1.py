@@ -306,8 +306,12 @@ def v1_property(spec: Any) -> tuple[Any, bool]:
         kind = None  # the enum itself says what is allowed
     if kind is not None:
         out = json_schema_property({"type": kind})
-    if "description" in spec:
-        out["description"] = spec["description"] + (" " + out.pop("description") if out.get("description") else "")
+    description = spec.get("description")
+    if isinstance(description, str):
+        # (out's description, if any, says an unknown free-text type in words)
+        out["description"] = description + (" " + out.pop("description") if out.get("description") else "")
+    elif description is not None and not out.get("description"):
+        out["description"] = description  # kept as it is: the tool.invalid_schema rule reports what is no text
     enum = spec.get("enum") or spec.get("allowed_values") or spec.get("possible_values")
     if isinstance(enum, list) and enum:
         out["enum"] = list(enum)
