@@ -339,6 +339,27 @@ def test_integers_beyond_64_bits_and_exact_floats_are_checked_as_numbers(samples
     assert "is not of type 'integer'" in rule_findings(row, "arguments.schema")[0].message
 
 
+@pytest.mark.parametrize("draft", [None, "http://json-schema.org/draft-04/schema#",
+                                   "https://json-schema.org/draft/2020-12/schema"])
+def test_multiple_of_is_decided_on_the_decimal_values_json_holds(samples, draft):
+    """19.99 is a multiple of 0.01 and 0.3 of 0.1, although the doubles divided are not; integers beyond a
+    double's range are checked too, not a schema that "cannot be applied"."""
+    row = base(samples, SWIFT)
+    parameters = row["tools"][0]["function"]["parameters"]
+    if draft:
+        parameters["$schema"] = draft
+    arguments = _calls(row)[0]["function"]["arguments"]
+    for divisor, good, bad in [(0.01, 19.99, 19.995), (0.1, 0.3, 0.35), (1e-8, 1e-7, 1.5e-8), (0.5, 10**400, 0.25),
+                               (3, 2**70 + 2, 2**70 + 1), (0.25, 2.75, 2.7)]:
+        parameters["properties"]["amount"] = {"type": "number", "multipleOf": divisor}
+        arguments["amount"] = good
+        assert rule_findings(row, "arguments.schema") == [], (divisor, good)
+        arguments["amount"] = bad
+        found = rule_findings(row, "arguments.schema")
+        assert len(found) == 1 and found[0].field.endswith("arguments.amount"), (divisor, bad, found)
+        assert found[0].message.endswith(f"{bad!r} is not a multiple of {divisor}")
+
+
 # --------------------------------------------------------------------------------------------------
 # Rows of either shape, structural check, counter
 # --------------------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Iterable, Iterator, Optional
 
 import orjson
@@ -222,10 +223,27 @@ def _evaluated_keys(validator, instance: dict, schema: Any, evaluated: set, time
             _evaluated_keys(validator, instance, branch, evaluated, timed_out)
 
 
-# The draft's keywords that run patterns, with time limits.
+def _exact_number(value: Any) -> Fraction:
+    """A JSON number as the exact decimal it was written as: a float is read back from its shortest text
+    (what the JSON said, ``19.99``), not from its binary value (``19.989999999999998436805981327779591083526611328125``)."""
+    return Fraction(value) if isinstance(value, int) else Fraction(repr(value))
+
+
+def _multiple_of(validator, divisor, instance, schema):
+    """``multipleOf`` on the decimal values JSON holds: ``0.3`` is a multiple of ``0.1`` and ``19.99`` of
+    ``0.01`` (jsonschema divides the doubles, where ``19.99 / 0.01`` is ``1998.9999999999998``, and raises on
+    integers too large for a double)."""
+    if not validator.is_type(instance, "number") or not validator.is_type(divisor, "number") or not divisor:
+        return
+    if (_exact_number(instance) / _exact_number(divisor)).denominator != 1:
+        yield ValidationError(f"{instance!r} is not a multiple of {divisor}")
+
+
+# The draft's keywords that run patterns, with time limits, and multipleOf on exact decimals.
 _BOUNDED_KEYWORDS = {"pattern": _pattern, "patternProperties": _pattern_properties,
                      "additionalProperties": _additional_properties,
-                     "unevaluatedProperties": _unevaluated_properties}
+                     "unevaluatedProperties": _unevaluated_properties,
+                     "multipleOf": _multiple_of, "divisibleBy": _multiple_of}
 _BOUNDED = {}  # draft class -> the same class with the bounded keywords
 
 
