@@ -360,6 +360,28 @@ def test_multiple_of_is_decided_on_the_decimal_values_json_holds(samples, draft)
         assert found[0].message.endswith(f"{bad!r} is not a multiple of {divisor}")
 
 
+@pytest.mark.parametrize("pattern, good, bad", [
+    ("^\\p{L}+$", "Zoë", "Zoë1"),                          # ECMA-262 Unicode property escape
+    ("^(?<year>\\d{4})-(?<month>\\d{2})$", "2024-05", "24-05"),  # ECMA-262 named groups
+])
+def test_patterns_the_validating_engine_runs_are_valid_schemas(samples, pattern, good, bad):
+    """A pattern is checked by the engine that runs it on arguments (``regex``): Python's ``re`` refusing
+    ``\\p{L}`` or ``(?<name>...)`` does not make the tool's schema invalid."""
+    row = base(samples, SWIFT)
+    parameters = row["tools"][0]["function"]["parameters"]
+    parameters["properties"]["base"]["pattern"] = pattern
+    parameters["patternProperties"] = {pattern: {"type": "string"}}
+    for call in _calls(row):   # both calls of the row are to this tool
+        call["function"]["arguments"]["base"] = good
+    assert rule_findings(row, "tool.invalid_schema") == []
+    assert rule_findings(row, "arguments.schema") == []
+    _calls(row)[0]["function"]["arguments"]["base"] = bad
+    found = rule_findings(row, "arguments.schema")
+    assert len(found) == 1 and "does not match" in found[0].message
+    parameters["properties"]["base"]["pattern"] = "(unclosed"   # still refused
+    assert "is not a 'regex'" in rule_findings(row, "tool.invalid_schema")[0].message
+
+
 # --------------------------------------------------------------------------------------------------
 # Rows of either shape, structural check, counter
 # --------------------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from typing import Any, Iterable, Iterator, Optional
 
 import orjson
 import regex
-from jsonschema import Draft7Validator
+from jsonschema import Draft7Validator, FormatChecker
 from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.validators import extend, validator_for
 
@@ -259,7 +259,7 @@ def _compile(schema: Any) -> CompiledSchema:
         return CompiledSchema(problem=f"parameters must be a JSON Schema object, got {type_name(schema)}")
     try:
         cls = validator_for(schema, default=DEFAULT_DRAFT)
-        cls.check_schema(schema)
+        cls.check_schema(schema, format_checker=_schema_format_checker(cls))
     except SchemaError as exc:
         where = _path(exc.absolute_path)
         return CompiledSchema(problem=_short(exc.message) + (f" (at {where})" if where else ""))
@@ -270,6 +270,29 @@ def _compile(schema: Any) -> CompiledSchema:
     if declared is not None and "object" not in types:
         return CompiledSchema(problem=f"parameters must describe an object (type 'object'), not type {declared!r}")
     return CompiledSchema(validator=_bounded(cls)(schema))
+
+
+_SCHEMA_FORMAT_CHECKERS: dict = {}  # draft class -> the format checker its metaschema check uses
+
+
+def _schema_format_checker(cls) -> FormatChecker:
+    """The format checker of ``cls``'s metaschema, except that a pattern (format ``regex``: ``pattern``,
+    ``patternProperties`` keys) is compiled by the engine that runs it on arguments (``regex``), not by Python's
+    ``re``: ``re`` refuses ECMA-262 patterns that ``regex`` runs, such as ``\\p{L}`` or ``(?<year>...)``, which
+    would make a valid schema ``tool.invalid_schema``."""
+    if cls not in _SCHEMA_FORMAT_CHECKERS:
+        meta = validator_for(cls.META_SCHEMA, default=cls)
+        checker = FormatChecker(())
+        checker.checkers = dict(meta.FORMAT_CHECKER.checkers)
+        checker.checkers["regex"] = (_compiles, (regex.error,))
+        _SCHEMA_FORMAT_CHECKERS[cls] = checker
+    return _SCHEMA_FORMAT_CHECKERS[cls]
+
+
+def _compiles(pattern: object) -> bool:
+    if isinstance(pattern, str):
+        regex.compile(pattern)
+    return True
 
 
 def argument_errors(compiled: CompiledSchema, arguments: Any,
