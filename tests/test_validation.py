@@ -657,6 +657,30 @@ def test_cli_refuses_unknown_rules_and_stops_typed_on_read_errors_when_asked(age
     assert err.startswith("error: ms_swift, ") and "row 2" in err and "Traceback" not in err
 
 
+def test_fail_on_naming_a_rule_that_is_not_run_is_refused_not_passed(agent_file, tmp_path, capsys):
+    """--fail-on call.no_tools with --rules arguments.*: call.no_tools never runs, so the run used to pass
+    (exit 0) whatever the rows held. A rule id or glob of --fail-on must be among the rules run; severities,
+    'all' and 'read' select among them."""
+    from tooluse_datasets.cli import main
+
+    skipped = tmp_path / "skipped.jsonl"
+    skipped.write_text("kept\n")
+    assert main(["validate", "ms_swift", "--data-files", agent_file, "--rules", "arguments.*",
+                 "--fail-on", "call.no_tools", "--skipped-rows", str(skipped)]) == 2
+    err = capsys.readouterr().err
+    assert "'call.no_tools'" in err and "rules run do not include" in err and "Traceback" not in err
+    assert skipped.read_text() == "kept\n"           # refused before the run: the file is left as it was
+    with pytest.raises(ValueError, match="'tool.\\*'"):
+        td.validate("ms_swift", data_files=agent_file, rules="arguments.*", fail_on="arguments.schema,tool.*")
+    # rules the run includes, severities, all and read are fine
+    assert main(["validate", "ms_swift", "--data-files", agent_file, "--rules", "call.*",
+                 "--fail-on", "call.no_tools"]) == 1
+    assert main(["validate", "ms_swift", "--data-files", agent_file, "--rules", "call.no_tools",
+                 "--fail-on", "error,warning,all,read"]) == 1
+    assert main(["validate", "ms_swift", "--data-files", agent_file, "--rules", "grammar.*",
+                 "--fail-on", "error"]) == 0
+
+
 def test_validate_function_rules_selection_and_config(agent_file):
     result = td.validate("ms_swift", data_files=agent_file, rules="arguments.*")
     assert result.rules_checked == ["arguments.not_object", "arguments.schema", "arguments.unchecked",

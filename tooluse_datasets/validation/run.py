@@ -14,7 +14,8 @@ from typing import Any, Optional
 from ..errors import SkipReport
 from ..progress import progress
 from .counter import ValidationCounter
-from .registry import READ_ERRORS, RuleSelection, all_rules, select_rules, selection_items, selects_read_errors
+from .registry import (READ_ERRORS, SEVERITIES, RuleSelection, all_rules, select_rules, selection_items,
+                       selects_read_errors)
 
 DEFAULT_FAIL_ON = "error,read"
 
@@ -45,6 +46,7 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
 
     selected = select_rules(rules)
     select_rules(fail_on, default_all=False, allow_read=True)  # a typo in fail_on fails now, not after the run
+    _check_fail_on_is_run(fail_on, selected)
     builder = registry.builder_class(source)(config_name=UNIFIED, data_files=data_files, data_dir=data_dir,
                                              on_error=on_error, revision=revision, **source_options)
     plans = builder.split_plans()  # every split planned once
@@ -80,6 +82,18 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
         read.close()
         splits[plan.name] = SplitValidation(read, counter)
     return ValidationResult(source, config, splits, fail_on, [r.id for r in selected])
+
+
+def _check_fail_on_is_run(fail_on: RuleSelection, selected: list) -> None:
+    """A rule id or glob of ``fail_on`` that names none of the rules run (``rules``) could never fail the run:
+    a ValueError instead of a run that passes whatever the rows hold. Severities, ``all`` and ``read`` select
+    among the rules run, as they say."""
+    run = {r.id for r in selected}
+    unrun = [item for item in selection_items(fail_on) if item not in (READ_ERRORS, "all", *SEVERITIES)
+             and not run & {r.id for r in select_rules(item)}]
+    if unrun:
+        raise ValueError(f"fail_on names {', '.join(map(repr, unrun))}, which the rules run do not include "
+                         f"(rules: {', '.join(sorted(run))}): add it to the rules, or the run could never fail on it")
 
 
 class _RecentKeys:
