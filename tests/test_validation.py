@@ -178,6 +178,29 @@ def test_real_nestful_rows_references_are_not_checked_as_literals_and_a_broken_s
     assert "['array', 'array']" in example["message"] and example["field"].endswith("function.parameters")
 
 
+def test_v1_embedded_references_are_checked_like_whole_ones():
+    """NESTFUL v1 references inside longer strings ("5 * $var1.Exchange Rate$") are references to the v1
+    reader (call_graph edges); a wrong label or output field in one is found as in a whole-value reference."""
+    group = ("nestful", "data_v1", "executable")
+    files = [str(shared_data(*group, "executable-data.json")), str(shared_data(*group, "executable-spec.json"))]
+    rows = td.load("nestful", data_files=files, data_version="v1", split="train", streaming=True)
+    row = next(r for r in rows if r["id"] == "nestful/v1-executable/14")
+    arguments = row["messages"][1]["tool_calls"][1]["function"]["arguments"]
+    assert arguments["numbers"] == "5 * $var1.Exchange Rate$" and check_row(row) == []
+    field = "messages[1].tool_calls[1].function.arguments.numbers"
+    for value, message in [("5 * $var1.Exchange Rat$", "has no output 'Exchange Rat'"),
+                           ("5 * $var7.Exchange Rate$", "'var7', which no earlier call defines"),
+                           ("$var1.Exchange Rat$", "has no output 'Exchange Rat'")]:
+        arguments["numbers"] = value
+        found = rule_findings(row, "nestful.undefined_reference")
+        assert [f.field for f in found] == [field] and message in found[0].message, value
+    # v2 rows keep the spec's rule: only whole values are references ("$100-$200" stays literal)
+    v2 = copy.deepcopy(row)
+    v2["subset"] = "math"
+    v2["messages"][1]["tool_calls"][1]["function"]["arguments"]["numbers"] = "5 * $var7.Exchange Rate$"
+    assert rule_findings(v2, "nestful.undefined_reference") == []
+
+
 def test_real_ms_swift_doc_rows_without_tools_are_warnings_not_errors():
     rows = list(td.load("ms_swift", data_files=str(shared_data(*MS_SWIFT_DOC)), split="train", streaming=True))
     counter = ValidationCounter()

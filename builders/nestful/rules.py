@@ -14,9 +14,12 @@ from .specs import label_key, references as argument_references
       sources=("nestful",), error=UndefinedReferenceError)
 def undefined_reference(view):
     labels: dict[str, str] = {}  # label_key of each earlier call's label -> its tool name
+    # v1 rows (subset v1-<group>) also reference outputs inside longer strings ("5 * $var1.Exchange Rate$"),
+    # read as references by the v1 reader: checked the same way
+    embedded = str(view.row.get("subset") or "").startswith("v1-")
     for c in view.calls:
         if isinstance(c.arguments, dict):
-            for argument, label, output_field in argument_references(c.arguments):
+            for argument, label, output_field in argument_references(c.arguments, embedded=embedded):
                 where = f"{c.field}.function.arguments.{argument}"
                 producer = labels.get(label)
                 if producer is None:
