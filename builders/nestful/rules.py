@@ -10,7 +10,8 @@ from .specs import label_key, references as argument_references
 
 
 @rule("nestful.undefined_reference", "error", "A NESTFUL argument reference (`$var_2.result$`) names no "
-      "earlier call's label, or an output field its tool does not list in `output_parameters`.",
+      "earlier call's label, or an output field its tool does not list in `output_parameters` (v1 rows: "
+      "also references inside longer strings, `\"5 * $var1.rate$\"`).",
       sources=("nestful",), error=UndefinedReferenceError)
 def undefined_reference(view):
     labels: dict[str, str] = {}  # label_key of each earlier call's label -> its tool name
