@@ -167,7 +167,7 @@ def test_an_edited_row_is_written_as_edited_not_in_its_recorded_spelling(tmp_pat
     ([{"from": "human", "value": "a"}, {"from": "function_call", "value": '{"name": "f", "arguments": "{}"}'}],
      "conversations[1].value.arguments", "double-encoded"),
     ([{"from": "human", "value": "a"}, {"from": "gpt", "value": "see <tool_call> here"}],
-     "messages[1].content", "call parser"),
+     "conversations[1].value", "call parser"),
 ])
 def test_rows_llamafactory_would_drop_or_mistrain_are_typed_errors(tmp_path, conversations, field, message):
     path = tmp_path / "bad.jsonl"
@@ -175,6 +175,30 @@ def test_rows_llamafactory_would_drop_or_mistrain_are_typed_errors(tmp_path, con
     with pytest.raises(ToolUseDataError) as info:
         list(td.load("llamafactory", data_files=str(path), split="train", streaming=True))
     assert info.value.field == field and message in info.value.message
+
+
+@pytest.mark.parametrize("row, field", [
+    # a leading system turn is the file's turn 0: the bad turn is [2], not [1] of the turns after it
+    ({"conversations": [{"from": "system", "value": "s"}, {"from": "human", "value": "a"},
+                        {"from": "human", "value": "b"}, {"from": "gpt", "value": "c"},
+                        {"from": "human", "value": "d"}]}, "conversations[2].from"),
+    # what the writer's check finds is named in the file, not by the unified message (messages[2] here)
+    ({"system": "sys", "conversations": [{"from": "human", "value": "a"},
+                                         {"from": "gpt", "value": "see <tool_call> here"}]}, "conversations[1].value"),
+    ({"conversations": [{"from": "system", "value": "s"}, {"from": "human", "value": "a"},
+                        {"from": "function_call", "value": '[{"name": "f", "arguments": {}}, '
+                                                           '{"name": "g", "arguments": {}}]'},
+                        {"from": "observation", "value": "r1\n</tool_response>\n<tool_response>\nr2"},
+                        {"from": "gpt", "value": "x </tool_call>"}]}, "conversations[4].value"),
+])
+def test_errors_name_the_files_turn(tmp_path, row, field):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    for streaming in (True, False):
+        with pytest.raises(ToolUseDataError) as info:
+            list(td.load("llamafactory", data_files=str(path), split="train", streaming=streaming,
+                         cache_dir=str(tmp_path / "cache")))
+        assert info.value.field == field and info.value.row == 0
 
 
 def test_tools_given_as_a_list_are_refused(tmp_path):

@@ -15,6 +15,7 @@ byte are kept in ``meta["llamafactory_original"]``, so LLaMA-Factory -> unified 
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Optional
 
 from datasets import Features, Json
@@ -89,12 +90,16 @@ class LlamaFactorySource(Source):
         turns = raw["conversations"]
         system = raw["system"]
         original: dict[str, Any] = {}
+        first = 0  # the file's index of turns[0]: errors name the file's turn
         if turns and turns[0]["from"] == SYSTEM_TAG:  # LLaMA-Factory also reads a leading system turn
-            system, turns = turns[0]["value"], turns[1:]
+            system, turns, first = turns[0]["value"], turns[1:], 1
             original["system_turn"] = True
             if raw["system"]:  # shadowed by the turn (LLaMA-Factory ignores it), kept for the way back
                 original["system_column"] = raw["system"]
-        messages = ([message("system", system)] if system else []) + unified_messages(turns)
+        converted, origins = unified_messages(turns, first)
+        # The file's field of each unified message: the system column, or a turn of the conversation.
+        origins = ([("system" if first == 0 else "conversations[0]")] if system else []) + origins
+        messages = ([message("system", system)] if system else []) + converted
         tools = tools_of(raw["tools"])
         subset = file_stem(ctx.file)
         row = unified_row(id=f"llamafactory/{subset}/{ctx.row}", source="llamafactory", subset=subset, tools=tools,
@@ -103,7 +108,8 @@ class LlamaFactorySource(Source):
         try:
             written = unified_to_llamafactory(row)
         except ConversionError as exc:  # e.g. a literal <tool_call> in an answer: LLaMA-Factory aborts on it
-            raise InvalidValueError(f"LLaMA-Factory cannot train on this row: {exc.message}", field=exc.field) from None
+            raise InvalidValueError(f"LLaMA-Factory cannot train on this row: {exc.message}",
+                                    field=file_field(exc.field, origins)) from None
         changed = {str(k): t["value"] for k, (t, w) in enumerate(zip(turns, written["conversations"]))
                    if t["value"] != w["value"]}
         if changed:
@@ -139,16 +145,34 @@ def _kind(value: Any) -> str:
     return name
 
 
-def unified_messages(turns: list[dict]) -> list[dict]:
-    """Alternating sharegpt turns -> unified messages, with LLaMA-Factory's rules as typed errors."""
+def file_field(field: Optional[str], origins: list[str]) -> Optional[str]:
+    """A field of the unified row (``messages[3].content``, as the writer names it) -> the file's field it was
+    read from (``conversations[2].value``, ``system``), given each unified message's origin."""
+    match = _UNIFIED_MESSAGE.match(field or "")
+    if match is None or int(match.group(1)) >= len(origins):
+        return field
+    origin = origins[int(match.group(1))]
+    if origin == "system":
+        return origin
+    return f"{origin}.from" if match.group(2) == ".role" else f"{origin}.value"
+
+
+_UNIFIED_MESSAGE = re.compile(r"^messages\[(\d+)\](\.role)?")
+
+
+def unified_messages(turns: list[dict], first: int = 0) -> tuple[list[dict], list[str]]:
+    """Alternating sharegpt turns -> unified messages, with LLaMA-Factory's rules as typed errors, and the
+    file's turn each message comes from (``conversations[k]``; ``first``: the file's index of ``turns[0]``)."""
     if len(turns) % 2 or not turns:
         raise InvalidValueError(f"{len(turns)} turns: LLaMA-Factory needs an even, non-zero count (it drops the "
                                 f"row)", field="conversations")
     out: list[dict] = []
+    origins: list[str] = []
     calls_seen = 0
     open_calls: Optional[list[dict]] = None  # calls of the function_call right before, awaiting results
     for k, turn in enumerate(turns):
-        tag, value, where = turn["from"], turn["value"], f"conversations[{k}]"
+        tag, value, where = turn["from"], turn["value"], f"conversations[{k + first}]"
+        position = len(out)
         allowed = (EVEN_TAGS, ODD_TAGS)[k % 2]
         if tag not in allowed:
             raise InvalidValueError(f"{tag!r} at position {k}; LLaMA-Factory needs {' or '.join(allowed)} there "
@@ -168,6 +192,7 @@ def unified_messages(turns: list[dict]) -> list[dict]:
                 calls.append(tool_call(f"call_{calls_seen}", name, arguments))
                 calls_seen += 1
             out.append(message("assistant", "", reasoning_content=reasoning, tool_calls=calls))
+            origins.append(where)
             open_calls = calls
             continue
         else:  # observation
@@ -179,5 +204,6 @@ def unified_messages(turns: list[dict]) -> list[dict]:
                                         f"observation", field=f"{where}.value")
             out += [message("tool", result, tool_call_id=call["id"], name=call["function"]["name"])
                     for call, result in zip(open_calls, results)]
+        origins += [where] * (len(out) - position)
         open_calls = None
-    return out
+    return out, origins
