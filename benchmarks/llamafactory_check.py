@@ -29,6 +29,11 @@ their arguments and reports them altered.
 
 Prints one JSON line per file (``--table``: a Markdown table instead); exit status 1 if any row was dropped,
 altered, lost a call or failed under any template given.
+
+``--aligned`` checks nothing: it prints, per entry of ``DIR/dataset_info.json``, the rows as LLaMA-Factory's
+loader and converter give them (``_prompt``, ``_response``, ``_system``, ``_tools``, ``_images``...), one JSON line
+``{"entry", "rows"}`` each; any entry, whatever its columns and tags (``tests/test_llamafactory_real.py`` compares
+them with what the ``llamafactory`` source reads from the same entries).
 """
 from __future__ import annotations
 
@@ -54,6 +59,8 @@ def main() -> int:
     p.add_argument("folder", help="a folder written by `tooluse-datasets export --format llamafactory`")
     p.add_argument("--templates", default=",".join(TEXT_TEMPLATES), help="comma-separated LLaMA-Factory templates")
     p.add_argument("--table", action="store_true", help="print a Markdown table instead of JSON lines")
+    p.add_argument("--aligned", action="store_true",
+                   help="print each entry's rows as LLaMA-Factory's converter gives them (no check)")
     args = p.parse_args()
 
     # LLaMA-Factory logs and prints examples on stdout: the report keeps stdout, everything else goes to stderr.
@@ -64,6 +71,12 @@ def main() -> int:
                        "LLAMAFACTORY_VERBOSITY": "WARN"})
     try:
         checker = Checker(os.path.abspath(args.folder), work, [t for t in args.templates.split(",") if t])
+        if args.aligned:
+            for name in checker.entries:
+                rows = [dict(row) for row in checker.load_and_convert(name)]
+                report.write(json.dumps({"entry": name, "rows": rows}, ensure_ascii=False) + "\n")
+            report.flush()
+            return 0
         results = [checker.check_entry(name, entry) for name, entry in checker.entries.items()]
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -30,6 +31,8 @@ TOOL_TEMPLATES = ("default", "qwen", "qwen3", "llama3")
 LIMITED_TEMPLATES = {"mistral": "Invalid JSON format in function message",
                      "glm4": "GLM-4 does not support parallel functions"}
 THINK_OPEN = "<think>\n"
+LF_DATA = Path(__file__).parent / "data" / "llamafactory"  # LLaMA-Factory's own demo files and their entries
+RESULT_SEPARATOR = "\n</tool_response>\n<tool_response>\n"
 
 
 def llamafactory_python() -> str:
@@ -159,3 +162,79 @@ def test_the_check_reports_rows_llamafactory_drops_or_alters(tmp_path):
     qwen = report["templates"]["qwen"]
     assert qwen["rows_encoded"] == 1 and "dropped" in qwen["failed"]["0"]
     assert qwen["altered"] == {"1": ["conversations[1] call 0 (f) not found with exact arguments"]}
+
+
+def converted_by_llamafactory(python: str, folder: Path) -> dict[str, list[dict]]:
+    """Every entry of ``folder/dataset_info.json`` as LLaMA-Factory's loader and sharegpt converter give it."""
+    done = subprocess.run([python, str(DRIVER), str(folder), "--aligned"], capture_output=True, text=True,
+                          timeout=900, check=False)
+    assert done.returncode == 0 and done.stdout.strip(), done.stderr[-3000:]
+    return {report["entry"]: report["rows"] for report in map(json.loads, done.stdout.splitlines())}
+
+
+def as_converted(row: dict) -> dict:
+    """A unified row as LLaMA-Factory's converter would give the file it was read from (no reasoning in these
+    files): calls as (name, arguments), the results of a call group as one observation."""
+    messages = row["messages"]
+    system = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
+    turns: list = []
+    for m in messages[1 if system else 0:]:
+        assert m.get("reasoning_content") is None
+        if m["role"] == "tool" and turns[-1][0] == "observation" and turns[-1][2]:
+            turns[-1] = ("observation", turns[-1][1] + RESULT_SEPARATOR + m["content"], True)
+        elif m["role"] == "tool":
+            turns.append(("observation", m["content"], True))
+        elif m.get("tool_calls"):
+            turns.append(("function", [(c["function"]["name"], c["function"]["arguments"]) for c in m["tool_calls"]]))
+        else:
+            turns.append((m["role"], m["content"]))
+    return {"turns": [t[:2] for t in turns], "system": system, "tools": [t["function"]["name"] for t in row["tools"]],
+            **{c: row.get(c) or None for c in ("images", "videos", "audios")}}
+
+
+def llamafactory_reading(aligned: dict) -> dict:
+    turns = []
+    for m in aligned["_prompt"] + aligned["_response"]:
+        if m["role"] == "function":
+            calls = json.loads(m["content"])
+            turns.append(("function", [(c["name"], c["arguments"]) for c in (calls if isinstance(calls, list)
+                                                                               else [calls])]))
+        else:
+            turns.append((m["role"], m["content"]))
+    tools = json.loads(aligned["_tools"]) if aligned["_tools"] else []
+    return {"turns": turns, "system": aligned["_system"] or "",
+            "tools": [t["function"]["name"] if t.get("type") == "function" else t["name"] for t in tools],
+            "images": aligned["_images"], "videos": aligned["_videos"], "audios": aligned["_audios"]}
+
+
+def test_entries_with_their_own_columns_and_tags_read_as_llamafactory_reads_them(tmp_path):
+    """LLaMA-Factory's own demo entries (glaive tool calls, mllm_demo with messages/role/content and images) and the
+    glaive rows in OpenAI-style spelling: what the source reads from each entry is what LLaMA-Factory's converter
+    reads, turn for turn and call for call, and the export of those rows (default names) converts to the same
+    rows as the original file does."""
+    python = llamafactory_python()
+    folder = tmp_path / "data"
+    shutil.copytree(LF_DATA, folder)
+    entries = json.loads((folder / "dataset_info.json").read_text())
+    info = dict(entries)
+    unified = {}
+    for name in entries:
+        unified[name] = list(td.load("llamafactory", dataset_info=str(folder), dataset=name, split="train",
+                                     streaming=True))
+        out = tmp_path / f"export-{name}"
+        assert main(["export", "llamafactory", "--option", f"dataset_info={folder}", "--option", f"dataset={name}",
+                     "--format", "llamafactory", "--out", str(out)]) == 0
+        (entry,) = json.loads((out / "dataset_info.json").read_text()).values()
+        shutil.copy(out / entry["file_name"], folder / f"{name}-export.jsonl")
+        info[f"{name}-export"] = {**entry, "file_name": f"{name}-export.jsonl"}
+    (folder / "dataset_info.json").write_text(json.dumps(info))
+    converted = converted_by_llamafactory(python, folder)
+    for name in entries:
+        rows = converted[name]
+        assert len(rows) == len(unified[name]) > 0, name
+        assert all(r["_prompt"] and r["_response"] for r in rows), name  # the converter dropped none
+        assert [llamafactory_reading(r) for r in rows] == [as_converted(r) for r in unified[name]], name
+        assert converted[f"{name}-export"] == rows, name
+    calls = sum(len(t[1]) for r in unified["glaive_toolcall_openai_style"] for t in as_converted(r)["turns"]
+                if t[0] == "function")
+    assert calls > 5 and any(r["images"] for r in unified["mllm_demo"])

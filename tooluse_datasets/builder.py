@@ -93,6 +93,10 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         kwargs.setdefault("dataset_name", self.SOURCE_CLASS.name)
         if kwargs.get("data_files") is not None:
             kwargs["data_files"] = _path_strings(kwargs["data_files"])  # datasets takes str, not Path
+        if kwargs.get("data_files") is None and kwargs.get("data_dir") is None:
+            # Files a source option names (LLaMA-Factory's dataset_info entry): resolved here, so that datasets
+            # keys its cache on them as on data_files.
+            kwargs["data_files"] = self.data_files_from_options(kwargs)
         self._data_files_given = kwargs.get("data_files")
         if kwargs.get("data_files") is not None:
             # hf:// files at a branch are read at the commit it points at: datasets keys its cache on the URL,
@@ -154,6 +158,12 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         # datasets asks for _info() right after this; the source it describes is made from this config.
         self.source = self.SOURCE_CLASS(builder_config)
         return builder_config, config_id
+
+    @classmethod
+    def data_files_from_options(cls, config_kwargs: dict) -> Optional[list[str]]:
+        """The data files the source's options name, read when no data_files / data_dir are given (e.g. the
+        ``file_name`` of a LLaMA-Factory ``dataset_info.json`` entry); None: the options name none."""
+        return None
 
     @classmethod
     def local_inputs_digest(cls, config_kwargs: dict) -> Optional[str]:

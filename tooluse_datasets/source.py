@@ -229,7 +229,8 @@ def unknown_options_error(source: str, options_class: type, unknown: Iterable[st
     return ValueError(f"{source} has no option {', '.join(map(repr, sorted(unknown)))}; its options: {options}{note}")
 
 
-_KIND_NAMES = {bool: "true or false", int: "an integer", float: "a number", str: "a string", type(None): "null"}
+_KIND_NAMES = {bool: "true or false", int: "an integer", float: "a number", str: "a string", type(None): "null",
+               dict: "an object (a dict)"}
 
 
 def _holds(value: Any, kind: Any) -> bool:

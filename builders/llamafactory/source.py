@@ -1,7 +1,11 @@
 """LLaMA-Factory sharegpt files (``formatting: sharegpt`` in its ``dataset_info.json``) -> unified rows.
 
 ``to_raw`` takes a row as the file holds it: ``conversations`` (``from``/``value``), ``system``, ``tools`` (JSON
-text of a list), ``images``/``videos``/``audios``; other columns go to ``extra``. ``to_unified`` follows
+text of a list), ``images``/``videos``/``audios``; other columns go to ``extra``. A file with other names (an
+OpenAI-style ``messages`` list of ``role``/``content``, tags ``user``/``assistant``/``tool``...) is read through
+LLaMA-Factory's own ``columns`` and ``tags`` (options, or the entry of its ``dataset_info.json``; see
+:mod:`.layout`): the raw row restates it in the default names above (a role that is none of the file's tags is
+an error naming ``<messages>[k].<role_tag>``), and errors name the file's own fields. ``to_unified`` follows
 LLaMA-Factory 0.9.5's own reading (``SharegptDatasetConverter`` and ``FunctionFormatter``): a row it would drop
 (roles out of alternation, an odd count, a conversation not ending on gpt/function_call) or crash on (a
 ``function_call`` that is not JSON of ``{name, arguments}``, ``tools`` that are not JSON text of a list), or
@@ -15,24 +19,54 @@ byte are kept in ``meta["llamafactory_original"]``, so LLaMA-Factory -> unified 
 """
 from __future__ import annotations
 
+import dataclasses
+import logging
 import re
 from typing import Any, Optional
 
 from datasets import Features, Json
 
 from tooluse_datasets.builders.ms_swift.parsing import split_think
-from tooluse_datasets.errors import ConversionError, InvalidValueError, MissingFieldError
+from tooluse_datasets.errors import ConversionError, InvalidValueError, MissingFieldError, ToolUseDataError
 from tooluse_datasets.schema import message, tool_call, unified_row
 from tooluse_datasets.shards import file_stem
-from tooluse_datasets.source import RowContext, Source
+from tooluse_datasets.source import RowContext, Source, SourceOptions
 
+from .layout import layout_of
 from .upstream import CITATION, DESCRIPTION, UPSTREAM
-from .writer import (EVEN_TAGS, FUNCTION, GPT, HUMAN, LLAMAFACTORY_FEATURES, MEDIA_COLUMNS, ODD_TAGS, ORIGINAL_KEY,
-                     RESULT_SEPARATOR, parse_calls, split_call_thought, tools_of, unified_to_llamafactory)
+from .writer import (EVEN_TAGS, FUNCTION, GPT, HUMAN, LLAMAFACTORY_FEATURES, MEDIA_COLUMNS, OBSERVATION, ODD_TAGS,
+                     ORIGINAL_KEY, RESULT_SEPARATOR, parse_calls, split_call_thought, tools_of, unified_to_llamafactory)
 
 # The format's own columns, plus every other column of the file under its own name ({} if none).
 RAW_FEATURES = Features({**LLAMAFACTORY_FEATURES, "extra": Json()})
 SYSTEM_TAG = "system"
+logger = logging.getLogger("tooluse_datasets")
+
+
+@dataclasses.dataclass
+class LlamaFactoryOptions(SourceOptions):
+    """LLaMA-Factory's names for a file's columns and role tags; ``load("llamafactory", ..., <option>=...)`` sets
+    them (see :mod:`.layout`).
+
+    Args:
+        columns: LLaMA-Factory's ``columns`` of a ``dataset_info.json`` entry, e.g. ``{"messages": "messages",
+            "tools": "tools"}``: keys ``messages`` (default ``"conversations"``), ``system``, ``tools``,
+            ``images``, ``videos``, ``audios`` (not read unless named, as LLaMA-Factory reads an entry; their
+            columns then stay in ``extra``). None (default): every column under its default name.
+        tags: LLaMA-Factory's ``tags``: ``role_tag`` (``"from"``), ``content_tag`` (``"value"``), ``user_tag``
+            (``"human"``), ``assistant_tag`` (``"gpt"``), ``observation_tag`` (``"observation"``),
+            ``function_tag`` (``"function_call"``), ``system_tag`` (``"system"``; null: no system message in
+            the list). Keys left out keep these defaults.
+        dataset_info: a ``dataset_info.json`` (or its folder) to take ``file_name``, ``columns`` and ``tags``
+            from, with ``dataset``: the entry's name. Its ``formatting`` must be ``sharegpt``. ``file_name`` is
+            relative to the file's folder (a folder: every file in it); data_files=/data_dir= replace it.
+        dataset: the entry of ``dataset_info`` to read.
+    """
+
+    columns: Optional[dict] = None
+    tags: Optional[dict] = None
+    dataset_info: Optional[str] = None
+    dataset: Optional[str] = None
 
 
 class LlamaFactorySource(Source):
@@ -42,51 +76,122 @@ class LlamaFactorySource(Source):
     raw_features = RAW_FEATURES
     citation = CITATION
     description = DESCRIPTION
+    options_class = LlamaFactoryOptions
+
+    def __init__(self, options: Optional[LlamaFactoryOptions] = None):
+        super().__init__(options)
+        self.layout = layout_of(self.options)
+        self._file_tag = {default: file for file, default in self.layout.default_tag.items()}
+        self._warned: set[str] = set()
 
     def to_raw(self, native: dict, ctx: RowContext) -> dict:
-        conversations = native.get("conversations")
+        layout = self.layout
+        columns, role_tag, content_tag = layout.columns, layout.tags["role_tag"], layout.tags["content_tag"]
+        column = columns["messages"]
+        conversations = native.get(column)
         if conversations is None:
-            raise MissingFieldError("sharegpt rows need 'conversations'", field="conversations")
+            raise MissingFieldError(f"sharegpt rows need {column!r}{self._layout_hint(native)}", field=column)
         if not isinstance(conversations, list):
-            raise InvalidValueError("conversations must be a list of {from, value}", field="conversations")
+            raise InvalidValueError(f"{column} must be a list of {{{role_tag}, {content_tag}}}", field=column)
+        default_tag = layout.default_tag
         turns = []
         for k, turn in enumerate(conversations):
-            where = f"conversations[{k}]"
-            if not isinstance(turn, dict) or not isinstance(turn.get("from"), str):
-                raise InvalidValueError("a turn needs a 'from' tag", field=f"{where}.from")
-            if not isinstance(turn.get("value"), str):
-                raise InvalidValueError("a turn's value must be a string", field=f"{where}.value")
-            turns.append({"from": turn["from"], "value": turn["value"]})
+            where = f"{column}[{k}]"
+            if not isinstance(turn, dict) or not isinstance(turn.get(role_tag), str):
+                raise InvalidValueError(f"a turn needs a {role_tag!r} tag", field=f"{where}.{role_tag}")
+            tag = default_tag.get(turn[role_tag])
+            if tag is None:
+                raise InvalidValueError(f"{turn[role_tag]!r} is none of the file's role tags ({layout.describe_tags()}):"
+                                        f" LLaMA-Factory drops the row", field=f"{where}.{role_tag}")
+            if not isinstance(turn.get(content_tag), str):
+                raise InvalidValueError(f"a turn's {content_tag} must be a string", field=f"{where}.{content_tag}")
+            if turn.get("tool_calls") and "tool_calls" not in (role_tag, content_tag):
+                # OpenAI-style calls: LLaMA-Factory's sharegpt converter reads role and content only, and would
+                # train the turn without its calls
+                raise InvalidValueError(f"LLaMA-Factory's sharegpt reading ignores tool_calls (the turn would be "
+                                        f"trained without its calls): write each call turn as a "
+                                        f"{self._file_tag.get(FUNCTION, FUNCTION)!r} turn holding the calls' JSON",
+                                        field=f"{where}.tool_calls")
+            turns.append({"from": tag, "value": turn[content_tag]})
         # Absent or null is "none" (LLaMA-Factory reads a column missing from some rows as null); a value of
         # another type is refused, falsy ones too (0, false, [], {}): LLaMA-Factory's features hold text here.
-        system = native.get("system")
+        system = native.get(columns["system"]) if columns["system"] is not None else None
         if system is None:
             system = ""
         elif not isinstance(system, str):
-            raise InvalidValueError(f"system must be a string, got {_kind(system)}", field="system")
-        tools = native.get("tools")
+            raise InvalidValueError(f"{columns['system']} must be a string, got {_kind(system)}",
+                                    field=columns["system"])
+        tools = native.get(columns["tools"]) if columns["tools"] is not None else None
         if tools is None:
             tools = ""
         elif not isinstance(tools, str):
             why = "LLaMA-Factory fails on a list" if isinstance(tools, list) else "LLaMA-Factory reads the column as text"
-            raise InvalidValueError(f"tools must be the JSON text of a list, got {_kind(tools)} ({why})", field="tools")
+            raise InvalidValueError(f"{columns['tools']} must be the JSON text of a list, got {_kind(tools)} ({why})",
+                                    field=columns["tools"])
         raw = {"conversations": turns, "system": system, "tools": tools}
-        for column in MEDIA_COLUMNS:
-            media = native.get(column)
+        for key in MEDIA_COLUMNS:
+            name = columns[key]
+            media = native.get(name) if name is not None else None
             if media is None:
                 media = []
             elif not isinstance(media, list):
-                raise InvalidValueError(f"{column} must be a list of paths or URLs, got {_kind(media)}", field=column)
+                raise InvalidValueError(f"{name} must be a list of paths or URLs, got {_kind(media)}", field=name)
             for j, item in enumerate(media):
                 if not isinstance(item, str) or not item:
-                    raise InvalidValueError(f"{column} entries must be paths or URLs, got {_kind(item)}",
-                                            field=f"{column}[{j}]")
-            raw[column] = media
-        known = {"conversations", "system", "tools", *MEDIA_COLUMNS}
+                    raise InvalidValueError(f"{name} entries must be paths or URLs, got {_kind(item)}",
+                                            field=f"{name}[{j}]")
+            raw[key] = media
+        known = {name for name in columns.values() if name is not None}
         raw["extra"] = {k: v for k, v in native.items() if k not in known}
+        if layout.explicit_columns:
+            self._warn_unread(raw["extra"])
         return raw
 
+    def _layout_hint(self, native: dict) -> str:
+        """Where a row's conversation is under another name: which options read it."""
+        for name in ("messages", "conversations", "conversation"):
+            value = native.get(name)
+            if name != self.layout.columns["messages"] and isinstance(value, list):
+                keys = next((sorted(t) for t in value if isinstance(t, dict)), [])
+                return (f" (the row has {name!r}, turns with keys {keys}: name the columns and tags, e.g. "
+                        f"columns={{'messages': {name!r}}}, tags={{'role_tag': 'role', 'content_tag': 'content', "
+                        f"'user_tag': 'user', 'assistant_tag': 'assistant'}}, or read the file's dataset_info.json "
+                        f"entry with dataset_info= and dataset=)")
+        return ""
+
+    def _warn_unread(self, extra: dict) -> None:
+        """A column under a default name that the columns do not name: LLaMA-Factory does not read it either
+        (it stays in extra), which is rarely what was meant; said once per column."""
+        for key in ("system", "tools", *MEDIA_COLUMNS):
+            if self.layout.columns[key] is None and extra.get(key) not in (None, "", []) and key not in self._warned:
+                self._warned.add(key)
+                where = self.layout.entry or "columns="
+                logger.warning("llamafactory: the file has a %r column, which %s does not name: LLaMA-Factory does not "
+                               "read it, nor does this reader (it stays in extra / meta); add \"%s\": \"%s\" to the "
+                               "columns to read it", key, where, key, key)
+
     def to_unified(self, raw: dict, ctx: RowContext) -> dict:
+        try:
+            return self._to_unified(raw, ctx)
+        except ToolUseDataError as exc:  # named in the raw row's default names: say them as the file does
+            exc.field = self._field_in_file(exc.field)
+            raise
+
+    def _field_in_file(self, field: Optional[str]) -> Optional[str]:
+        """``conversations[2].from`` (raw, default names) -> ``messages[2].role`` (the file's names)."""
+        if not field:
+            return field
+        columns, tags = self.layout.columns, self.layout.tags
+        match = _RAW_TURN_FIELD.match(field)
+        if match:
+            part = {"from": tags["role_tag"], "value": tags["content_tag"], None: None}[match.group(2)]
+            return f"{columns['messages']}{match.group(1) or ''}{'.' + part if part else ''}{match.group(3)}"
+        match = _RAW_COLUMN_FIELD.match(field)
+        if match and columns.get(match.group(1)):
+            return f"{columns[match.group(1)]}{match.group(2)}"
+        return field
+
+    def _to_unified(self, raw: dict, ctx: RowContext) -> dict:
         turns = raw["conversations"]
         system = raw["system"]
         original: dict[str, Any] = {}
@@ -96,7 +201,7 @@ class LlamaFactorySource(Source):
             original["system_turn"] = True
             if raw["system"]:  # shadowed by the turn (LLaMA-Factory ignores it), kept for the way back
                 original["system_column"] = raw["system"]
-        converted, origins = unified_messages(turns, first)
+        converted, origins = unified_messages(turns, first, self._file_tag)
         # The file's field of each unified message: the system column, or a turn of the conversation.
         origins = ([("system" if first == 0 else "conversations[0]")] if system else []) + origins
         messages = ([message("system", system)] if system else []) + converted
@@ -158,11 +263,18 @@ def file_field(field: Optional[str], origins: list[str]) -> Optional[str]:
 
 
 _UNIFIED_MESSAGE = re.compile(r"^messages\[(\d+)\](\.role)?")
+_RAW_TURN_FIELD = re.compile(r"^conversations(\[\d+\])?(?:\.(from|value)(?=$|[.\[]))?(.*)$")
+_RAW_COLUMN_FIELD = re.compile(r"^(system|tools|images|videos|audios)((?:[.\[].*)?)$")
 
 
-def unified_messages(turns: list[dict], first: int = 0) -> tuple[list[dict], list[str]]:
+def unified_messages(turns: list[dict], first: int = 0,
+                     spell: Optional[dict] = None) -> tuple[list[dict], list[str]]:
     """Alternating sharegpt turns -> unified messages, with LLaMA-Factory's rules as typed errors, and the
-    file's turn each message comes from (``conversations[k]``; ``first``: the file's index of ``turns[0]``)."""
+    file's turn each message comes from (``conversations[k]``; ``first``: the file's index of ``turns[0]``).
+    ``spell``: the file's spelling of each default tag, for the messages of errors."""
+    def say(tag: str) -> str:
+        return (spell or {}).get(tag, tag)
+
     if len(turns) % 2 or not turns:
         raise InvalidValueError(f"{len(turns)} turns: LLaMA-Factory needs an even, non-zero count (it drops the "
                                 f"row)", field="conversations")
@@ -175,12 +287,12 @@ def unified_messages(turns: list[dict], first: int = 0) -> tuple[list[dict], lis
         position = len(out)
         allowed = (EVEN_TAGS, ODD_TAGS)[k % 2]
         if tag not in allowed:
-            raise InvalidValueError(f"{tag!r} at position {k}; LLaMA-Factory needs {' or '.join(allowed)} there "
-                                    f"(it drops the row)", field=f"{where}.from")
+            raise InvalidValueError(f"{say(tag)!r} at position {k}; LLaMA-Factory needs "
+                                    f"{' or '.join(map(say, allowed))} there (it drops the row)", field=f"{where}.from")
         if tag == HUMAN:
             if open_calls:
-                raise InvalidValueError("a human turn right after a function_call: LLaMA-Factory would train it "
-                                        "as if the calls had answered", field=f"{where}.from")
+                raise InvalidValueError(f"a {say(HUMAN)} turn right after a {say(FUNCTION)}: LLaMA-Factory would "
+                                        f"train it as if the calls had answered", field=f"{where}.from")
             out.append(message("user", value))
         elif tag == GPT:
             reasoning, content = split_think(value)
@@ -197,11 +309,12 @@ def unified_messages(turns: list[dict], first: int = 0) -> tuple[list[dict], lis
             continue
         else:  # observation
             if not open_calls:
-                raise InvalidValueError("an observation with no function_call before it", field=f"{where}.from")
+                raise InvalidValueError(f"an {say(OBSERVATION)} with no {say(FUNCTION)} before it",
+                                        field=f"{where}.from")
             results = value.split(RESULT_SEPARATOR) if len(open_calls) > 1 else [value]
             if len(results) != len(open_calls):
                 raise InvalidValueError(f"{len(open_calls)} parallel calls but {len(results)} results in the "
-                                        f"observation", field=f"{where}.value")
+                                        f"{say(OBSERVATION)} turn", field=f"{where}.value")
             out += [message("tool", result, tool_call_id=call["id"], name=call["function"]["name"])
                     for call, result in zip(open_calls, results)]
         origins += [where] * (len(out) - position)

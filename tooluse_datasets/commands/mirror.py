@@ -113,7 +113,9 @@ def _check_inputs(request) -> None:
     from ..mirror import MirrorError
     from ..registry import builder_class
 
-    if request.data_files is None and builder_class(request.source).SOURCE_CLASS.upstream is None:
+    builder_cls = builder_class(request.source)
+    if request.data_files is None and builder_cls.SOURCE_CLASS.upstream is None \
+            and builder_cls.data_files_from_options(request.source_options) is None:
         raise MirrorError(f"{request.source} has no default upstream files: pass --data-files PATH... (local "
                           f"files, globs, hf:// or https:// URLs), or --sample")
 

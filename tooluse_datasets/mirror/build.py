@@ -90,6 +90,10 @@ def build_mirror(request: MirrorRequest, out_dir: str | Path, *, engine: str = "
     target = Path(out_dir) / request.source
     check_target(target)
     check_engine(engine, num_proc, address)
+    if request.data_files is None:  # files a source option names (a LLaMA-Factory dataset_info entry)
+        named = registry.builder_class(request.source).data_files_from_options(request.source_options)
+        if named is not None:
+            request = dataclasses.replace(request, data_files=named)
     request = pin_upstream_revision(request)
     features = {config: _features(request.source, config) for config in request.configs}
     builder = _builder(request)

@@ -1,0 +1,246 @@
+"""Which columns and keys of a sharegpt file hold what: LLaMA-Factory's ``columns`` and ``tags``, given as source
+options or taken from an entry of a ``dataset_info.json``.
+
+The names and defaults are those of LLaMA-Factory 0.9.5's ``DatasetAttr`` (``data/parser.py``)::
+
+    columns: messages ("conversations"), system, tools, images, videos, audios (not read unless named)
+    tags:    role_tag ("from"), content_tag ("value"), user_tag ("human"), assistant_tag ("gpt"),
+             observation_tag ("observation"), function_tag ("function_call"), system_tag ("system")
+
+``columns=`` is read as an entry's ``columns`` is: a key left out has LLaMA-Factory's default, so ``system``,
+``tools`` and the media columns are read only when named. Without ``columns=`` (and without ``dataset_info=``)
+every column is read under its default name, as ``export --format llamafactory`` writes them.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import hashlib
+import json
+import logging
+import os
+from typing import Any, Optional
+
+from tooluse_datasets.errors import DataNotFoundError
+
+logger = logging.getLogger("tooluse_datasets")
+_SAID: set[str] = set()  # entries whose num_samples was said to be left to training
+
+DATA_CONFIG = "dataset_info.json"
+COLUMN_KEYS = ("messages", "system", "tools", "images", "videos", "audios")
+LLAMAFACTORY_COLUMNS: dict[str, Optional[str]] = {"messages": "conversations", "system": None, "tools": None,
+                                                  "images": None, "videos": None, "audios": None}
+# No columns= and no dataset_info=: every column under its default name (what the writer writes).
+READER_COLUMNS: dict[str, Optional[str]] = {key: ("conversations" if key == "messages" else key) for key in COLUMN_KEYS}
+TAGS: dict[str, Optional[str]] = {"role_tag": "from", "content_tag": "value", "user_tag": "human",
+                                  "assistant_tag": "gpt", "observation_tag": "observation",
+                                  "function_tag": "function_call", "system_tag": "system"}
+# LLaMA-Factory's other column keys: what they are, for the error that refuses them.
+OTHER_COLUMNS = {"prompt": "an alpaca column", "query": "an alpaca column", "response": "an alpaca column",
+                 "history": "an alpaca column", "chosen": "a preference (ranking) column",
+                 "rejected": "a preference (ranking) column", "kto_tag": "a KTO label column"}
+# Entry keys that say where LLaMA-Factory reads the data from, other than a local file_name (it prefers them).
+REMOTE_KEYS = ("hf_hub_url", "ms_hub_url", "om_hub_url", "script_url", "cloud_file_name")
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """The names a file uses. ``columns``: every key of COLUMN_KEYS (None: not read); ``tags``: every key of
+    TAGS (``system_tag`` may be None). ``files``: the entry's own files (``dataset_info=`` without data_files)."""
+
+    columns: dict
+    tags: dict
+    explicit_columns: bool = False  # columns named by the user or an entry (not READER_COLUMNS)
+    entry: Optional[str] = None  # "dataset_info.json entry 'x' (path)" when read from one
+    file_path: Optional[str] = None  # the entry's file_name, joined to the dataset_info.json folder
+    no_file: Optional[str] = None  # why an entry gives no local file (a Hub entry...)
+
+    def files(self) -> tuple[str, ...]:
+        """The files of the entry (for ``dataset_info=`` without data_files)."""
+        if self.file_path is None:
+            raise ValueError(self.no_file or "no dataset_info entry")
+        return entry_files(self.file_path, self.entry or "")
+
+    @property
+    def default_tag(self) -> dict[str, str]:
+        """The file's role tag -> LLaMA-Factory's default spelling of it (``"user"`` -> ``"human"``)."""
+        return {self.tags[key]: TAGS[key] for key in TAGS if key.endswith("_tag") and key not in
+                ("role_tag", "content_tag") and self.tags[key] is not None}
+
+    def describe_tags(self) -> str:
+        return ", ".join(f"{key[:-4]} {self.tags[key]!r}" for key in TAGS
+                         if key not in ("role_tag", "content_tag") and self.tags[key] is not None)
+
+
+DEFAULT_LAYOUT = Layout(columns=dict(READER_COLUMNS), tags=dict(TAGS))
+
+
+def layout_of(options: Any) -> Layout:
+    """The layout the options give (``columns``, ``tags``, ``dataset_info``, ``dataset``); ValueError naming the
+    option, key or entry that is wrong."""
+    columns, tags, info, name = options.columns, options.tags, options.dataset_info, options.dataset
+    if info is None:
+        if name is not None:
+            raise ValueError("option dataset names an entry of a dataset_info.json: give dataset_info=PATH (the file "
+                             "or its folder) too")
+        return Layout(columns=check_columns(columns, "columns") if columns is not None else dict(READER_COLUMNS),
+                      tags=check_tags(tags, "tags") if tags is not None else dict(TAGS),
+                      explicit_columns=columns is not None)
+    given = [option for option, value in (("columns", columns), ("tags", tags)) if value is not None]
+    if given:
+        raise ValueError(f"option {' and '.join(given)} and dataset_info exclude each other: the columns and tags "
+                         f"are the dataset_info.json entry's (edit the entry, or give {' and '.join(given)} without "
+                         f"dataset_info)")
+    path, entries = read_dataset_info(info)
+    if name is None:
+        raise ValueError(f"option dataset_info needs dataset=NAME, the entry to read; {path} has "
+                         f"{_listed(entries)}")
+    if name not in entries:
+        close = difflib.get_close_matches(name, list(entries), 1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"{path} has no entry {name!r}{hint}; its entries: {_listed(entries)}")
+    return entry_layout(entries[name], f"{DATA_CONFIG} entry {name!r} ({path})", os.path.dirname(path))
+
+
+def read_dataset_info(info: Any) -> tuple[str, dict]:
+    """``dataset_info=`` (the file, or the folder holding it) -> (its path, its entries)."""
+    path = os.fspath(info)
+    if os.path.isdir(path):
+        path = os.path.join(path, DATA_CONFIG)
+    try:
+        with open(path, "rb") as f:
+            entries = json.loads(f.read())
+    except FileNotFoundError:
+        raise DataNotFoundError(f"option dataset_info: {path} does not exist") from None
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"option dataset_info: {path} is not readable JSON ({exc})") from None
+    if not isinstance(entries, dict):
+        raise ValueError(f"option dataset_info: {path} must be a JSON object of entries, got {type(entries).__name__}")
+    return path, entries
+
+
+def entry_layout(entry: Any, where: str, folder: str) -> Layout:
+    """One ``dataset_info.json`` entry, as LLaMA-Factory's ``DatasetAttr.join`` reads it."""
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where} must be a JSON object, got {type(entry).__name__}")
+    formatting = entry.get("formatting", "alpaca")
+    if formatting != "sharegpt":
+        default = " (LLaMA-Factory's default where an entry names none)" if "formatting" not in entry else ""
+        raise ValueError(f"{where} has formatting {formatting!r}{default}: the llamafactory source reads sharegpt "
+                         f"entries only")
+    if entry.get("ranking"):
+        raise ValueError(f"{where} is a preference dataset (ranking: true): its rows are chosen/rejected pairs, "
+                         f"not conversations the llamafactory source reads")
+    for key in ("columns", "tags"):
+        if key in entry and not isinstance(entry[key], dict):
+            raise ValueError(f"{where}: {key} must be a JSON object, got {type(entry[key]).__name__}")
+    if entry.get("num_samples") is not None and where not in _SAID:
+        _SAID.add(where)
+        logger.warning("%s: num_samples=%r is a training setting (LLaMA-Factory samples that many rows each run); "
+                       "every row of the file is read here", where, entry["num_samples"])
+    columns = check_columns(entry.get("columns", {}), f"{where}: columns")
+    tags = check_tags(entry.get("tags", {}), f"{where}: tags")
+    remote = [key for key in REMOTE_KEYS if key in entry]
+    file_path = no_file = None
+    if remote:  # LLaMA-Factory prefers these to a file_name
+        no_file = (f"{where} is not a local file (LLaMA-Factory reads it from {remote[0]} {entry[remote[0]]!r}): "
+                   f"pass data_files= (its files) to read them with the entry's columns and tags")
+    elif not isinstance(entry.get("file_name"), str) or not entry["file_name"]:
+        no_file = f"{where} names no file_name: pass data_files="
+    else:
+        file_path = os.path.join(folder, entry["file_name"])
+    return Layout(columns=columns, tags=tags, explicit_columns=True, entry=where, file_path=file_path,
+                  no_file=no_file)
+
+
+def entry_files(local_path: str, where: str) -> tuple[str, ...]:
+    """The files LLaMA-Factory reads for an entry's ``file_name``: the file, or every file of the folder."""
+    if os.path.isdir(local_path):
+        files = sorted(os.path.join(local_path, name) for name in os.listdir(local_path))
+        files = [f for f in files if os.path.isfile(f)]
+        if not files:
+            raise DataNotFoundError(f"{where}: the folder {local_path} holds no file")
+        suffixes = sorted({os.path.splitext(f)[1] for f in files})
+        if len(suffixes) > 1:  # LLaMA-Factory: "File types should be identical."
+            raise ValueError(f"{where}: the folder {local_path} holds files of several types ({', '.join(suffixes)}); "
+                             f"LLaMA-Factory refuses it")
+        return tuple(files)
+    if not os.path.isfile(local_path):
+        raise DataNotFoundError(f"{where}: file_name {local_path} does not exist")
+    return (local_path,)
+
+
+def check_columns(columns: Any, where: str) -> dict:
+    if not isinstance(columns, dict):
+        raise ValueError(f"{where} must be a dict of LLaMA-Factory's column keys ({', '.join(COLUMN_KEYS)}), "
+                         f"got {type(columns).__name__}")
+    out = dict(LLAMAFACTORY_COLUMNS)
+    for key, value in columns.items():
+        if key in OTHER_COLUMNS:
+            raise ValueError(f"{where}: {key!r} is {OTHER_COLUMNS[key]}, which the llamafactory source does not "
+                             f"read (sharegpt conversations use {', '.join(COLUMN_KEYS)})")
+        if key not in COLUMN_KEYS:
+            raise ValueError(f"{where}: unknown key {key!r}; LLaMA-Factory's sharegpt columns are "
+                             f"{', '.join(COLUMN_KEYS)}")
+        if value is None and key != "messages":
+            out[key] = None
+            continue
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"{where}: {key!r} must name a column, got {value!r}")
+        out[key] = value
+    _check_distinct(out, where)
+    return out
+
+
+def check_tags(tags: Any, where: str) -> dict:
+    if not isinstance(tags, dict):
+        raise ValueError(f"{where} must be a dict of LLaMA-Factory's tag keys ({', '.join(TAGS)}), "
+                         f"got {type(tags).__name__}")
+    out = dict(TAGS)
+    for key, value in tags.items():
+        if key not in TAGS:
+            raise ValueError(f"{where}: unknown key {key!r}; LLaMA-Factory's sharegpt tags are {', '.join(TAGS)}")
+        if value is None and key == "system_tag":  # no system message in the list: the system column only
+            out[key] = None
+            continue
+        if not isinstance(value, str) or not value:
+            allowed = " (or null: no system message in the list)" if key == "system_tag" else ""
+            raise ValueError(f"{where}: {key!r} must be a non-empty string{allowed}, got {value!r}")
+        out[key] = value
+    _check_distinct({k: out[k] for k in ("role_tag", "content_tag")}, where)
+    _check_distinct({k: v for k, v in out.items() if k not in ("role_tag", "content_tag")}, where)
+    return out
+
+
+def _check_distinct(names: dict, where: str) -> None:
+    seen: dict[str, str] = {}
+    for key, value in names.items():
+        if value is None:
+            continue
+        if value in seen:
+            raise ValueError(f"{where}: {seen[value]!r} and {key!r} both name {value!r}, so LLaMA-Factory could not "
+                             f"tell them apart")
+        seen[value] = key
+
+
+def entry_digest(options_kwargs: dict) -> Optional[str]:
+    """A digest of the ``dataset_info.json`` entry a build reads (for the cache key: the entry's columns and
+    tags decide the rows, and the entry can be edited under the same path); None without ``dataset_info``."""
+    info, name = options_kwargs.get("dataset_info"), options_kwargs.get("dataset")
+    if info is None:
+        return None
+    try:
+        _, entries = read_dataset_info(info)
+    except (OSError, ValueError):
+        return None  # the source reports it, with its reason
+    text = json.dumps(entries.get(name), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+def _listed(entries: dict) -> str:
+    sharegpt = [name for name, entry in entries.items()
+                if isinstance(entry, dict) and entry.get("formatting") == "sharegpt"]
+    if not entries:
+        return "no entry"
+    shown = ", ".join(map(repr, sharegpt[:20])) + (", ..." if len(sharegpt) > 20 else "")
+    return f"sharegpt entries {shown}" if sharegpt else f"no sharegpt entry (of {len(entries)})"

@@ -1,0 +1,322 @@
+"""LLaMA-Factory files with their own column and tag names: the ``columns=`` / ``tags=`` options and entries of a
+``dataset_info.json`` (``dataset_info=`` + ``dataset=``), read as LLaMA-Factory 0.9.5's ``DatasetAttr`` and
+``SharegptDatasetConverter`` read them, on LLaMA-Factory's own demo files (``tests/data/llamafactory``).
+``tests/test_llamafactory_real.py`` compares the same entries with LLaMA-Factory's own converter output."""
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+
+import pytest
+
+import tooluse_datasets as td
+from tooluse_datasets.cli import main
+from tooluse_datasets.errors import DataNotFoundError, ToolUseDataError
+
+LF_DATA = Path(__file__).parent / "data" / "llamafactory"
+OPENAI_TAGS = {"role_tag": "role", "content_tag": "content", "user_tag": "user", "assistant_tag": "assistant",
+               "observation_tag": "tool", "function_tag": "function_call", "system_tag": "system"}
+OPENAI = {"columns": {"messages": "messages", "tools": "tools"}, "tags": OPENAI_TAGS}
+
+
+def entries() -> dict:
+    return json.loads((LF_DATA / "dataset_info.json").read_text())
+
+
+def entry_rows(name: str, config: str = "unified", **kwargs) -> list[dict]:
+    return list(td.load("llamafactory", config, dataset_info=str(LF_DATA), dataset=name, split="train",
+                        streaming=True, **kwargs))
+
+
+def file_rows(name: str) -> list[dict]:
+    path = LF_DATA / entries()[name]["file_name"]
+    if path.suffix == ".jsonl":
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def write_rows(tmp_path: Path, rows: list[dict], name: str = "rows.jsonl") -> str:
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return str(path)
+
+
+def without_system(row: dict) -> list[dict]:
+    return [m for m in row["messages"] if m["role"] != "system"]
+
+
+# -- LLaMA-Factory's own entries -------------------------------------------------------------------------------
+
+
+def test_the_glaive_entry_reads_as_the_default_names_do():
+    by_entry = entry_rows("glaive_toolcall_en_demo")
+    by_file = list(td.load("llamafactory", data_files=str(LF_DATA / "glaive_toolcall_en_demo.json"), split="train",
+                           streaming=True))
+    assert by_entry == by_file and len(by_entry) == 20
+    assert sum(bool(m.get("tool_calls")) for r in by_entry for m in r["messages"]) > 5
+
+
+def test_openai_style_rows_read_as_the_same_conversations():
+    """The glaive rows spelled messages/role/content with tags user/assistant/tool/function_call and a system
+    message first in every other row: the same conversations, calls and tools."""
+    sharegpt = entry_rows("glaive_toolcall_en_demo")
+    openai = entry_rows("glaive_toolcall_openai_style")
+    assert [without_system(r) for r in openai] == [r["messages"] for r in sharegpt]
+    assert [r["tools"] for r in openai] == [r["tools"] for r in sharegpt]
+    for k, (row, native) in enumerate(zip(openai, file_rows("glaive_toolcall_openai_style"))):
+        assert row["id"] == f"llamafactory/glaive_toolcall_openai_style/{k}"
+        if native["messages"][0]["role"] == "system":  # LLaMA-Factory reads a system message first as the system
+            assert row["messages"][0] == {"role": "system", "content": native["messages"][0]["content"]}
+        else:
+            assert row["messages"][0]["role"] == "user"
+
+
+def test_the_options_read_as_the_entry_does():
+    by_entry = entry_rows("glaive_toolcall_openai_style")
+    path = str(LF_DATA / "glaive_toolcall_openai_style.jsonl")
+    by_options = list(td.load("llamafactory", data_files=path, split="train", streaming=True, **OPENAI))
+    assert by_options == by_entry
+
+
+@pytest.mark.parametrize("name, column", [("mllm_demo", "images"), ("mllm_video_demo", "videos")])
+def test_mllm_demo_entries(name, column):
+    rows = entry_rows(name)
+    native = file_rows(name)
+    assert len(rows) == len(native) > 0
+    for row, original in zip(rows, native):
+        assert row[column] == original[column]
+        assert [(m["role"], m["content"]) for m in row["messages"]] == \
+               [(t["role"], t["content"]) for t in original["messages"]]
+
+
+@pytest.mark.parametrize("name", sorted(entries()))
+def test_map_style_and_streaming_are_identical(name, cache_dir):
+    for config in ("unified", "raw", "llamafactory"):
+        streamed = entry_rows(name, config)
+        prepared = list(td.load("llamafactory", config, dataset_info=str(LF_DATA), dataset=name, split="train",
+                                cache_dir=cache_dir))
+        assert prepared == streamed and streamed, config
+
+
+def test_raw_and_written_rows_use_the_default_names():
+    """raw and llamafactory rows are in LLaMA-Factory's default spelling (conversations, from/value, human/gpt/
+    function_call/observation/system), whatever the file's names; values are the file's, byte for byte."""
+    raw = entry_rows("glaive_toolcall_openai_style", "raw")
+    written = entry_rows("glaive_toolcall_openai_style", "llamafactory")
+    default = entry_rows("glaive_toolcall_en_demo", "llamafactory")
+    names = {"system": "system", "user": "human", "assistant": "gpt", "tool": "observation",
+             "function_call": "function_call"}
+    for r, native in zip(raw, file_rows("glaive_toolcall_openai_style")):
+        assert r["conversations"] == [{"from": names[m["role"]], "value": m["content"]} for m in native["messages"]]
+        assert r["tools"] == native["tools"] and r["extra"] == {}
+    assert [{**w, "system": ""} for w in written] == default  # the system message is written as the system column
+    assert all(w["system"] for w in written[::2]) and not any(w["system"] for w in written[1::2])
+
+
+def test_cli_export_of_an_entry_declares_the_default_names(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["export", "llamafactory", "--option", f"dataset_info={LF_DATA}", "--option", "dataset=mllm_demo",
+                 "--format", "llamafactory", "--out", str(out)]) == 0
+    info = json.loads((out / "dataset_info.json").read_text())
+    assert info == {"llamafactory-llamafactory-train": {
+        "file_name": "llamafactory-llamafactory-train.jsonl", "formatting": "sharegpt",
+        "columns": {"messages": "conversations", "images": "images"}}}
+    rows = [json.loads(line) for line in (out / "llamafactory-llamafactory-train.jsonl").read_text().splitlines()]
+    assert [r["images"] for r in rows] == [r["images"] for r in file_rows("mllm_demo")]
+
+
+def test_file_name_is_relative_to_the_dataset_info_folder_and_data_files_replace_it(tmp_path):
+    info = tmp_path / "conf" / "dataset_info.json"
+    info.parent.mkdir()
+    shutil.copy(LF_DATA / "glaive_toolcall_openai_style.jsonl", tmp_path / "rows.jsonl")
+    entry = {**entries()["glaive_toolcall_openai_style"], "file_name": "../rows.jsonl"}
+    info.write_text(json.dumps({"x": entry}))
+    expected = [{**r, "id": r["id"].replace("glaive_toolcall_openai_style", "rows"), "subset": "rows"}
+                for r in entry_rows("glaive_toolcall_openai_style")]
+    assert list(td.load("llamafactory", dataset_info=str(info), dataset="x", split="train", streaming=True)) == expected
+    # data_files replace the entry's file_name (which may then be absent, or a Hub entry)
+    info.write_text(json.dumps({"x": {**entry, "file_name": "gone.jsonl"},
+                                "hub": {**entry, "hf_hub_url": "someone/rows"}}))
+    for name in ("x", "hub"):
+        rows = td.load("llamafactory", dataset_info=str(info), dataset=name, split="train", streaming=True,
+                       data_files=str(tmp_path / "rows.jsonl"))
+        assert list(rows) == expected
+    with pytest.raises(DataNotFoundError, match="gone.jsonl"):
+        td.load("llamafactory", dataset_info=str(info), dataset="x", split="train", streaming=True)
+    with pytest.raises(ValueError, match="'hub'.*hf_hub_url 'someone/rows'.*data_files="):
+        td.load("llamafactory", dataset_info=str(info), dataset="hub", split="train", streaming=True)
+
+
+def test_a_folder_file_name_reads_every_file_in_it(tmp_path):
+    (tmp_path / "parts").mkdir()
+    rows = file_rows("glaive_toolcall_openai_style")
+    write_rows(tmp_path / "parts", rows[:8], "a.jsonl")
+    write_rows(tmp_path / "parts", rows[8:], "b.jsonl")
+    (tmp_path / "dataset_info.json").write_text(json.dumps(
+        {"parts": {**entries()["glaive_toolcall_openai_style"], "file_name": "parts"}}))
+    loaded = list(td.load("llamafactory", dataset_info=str(tmp_path), dataset="parts", split="train", streaming=True))
+    assert [without_system(r) for r in loaded] == [without_system(r) for r in entry_rows("glaive_toolcall_openai_style")]
+
+
+def test_an_edited_entry_is_not_served_from_the_cache(tmp_path, cache_dir):
+    shutil.copy(LF_DATA / "glaive_toolcall_openai_style.jsonl", tmp_path)
+    entry = entries()["glaive_toolcall_openai_style"]
+    (tmp_path / "dataset_info.json").write_text(json.dumps({"x": entry}))
+    first = td.load("llamafactory", dataset_info=str(tmp_path), dataset="x", split="train", cache_dir=cache_dir)[0]
+    assert first["tools"]
+    (tmp_path / "dataset_info.json").write_text(json.dumps({"x": {**entry, "columns": {"messages": "messages"}}}))
+    again = td.load("llamafactory", dataset_info=str(tmp_path), dataset="x", split="train", cache_dir=cache_dir)[0]
+    assert again["tools"] == [] and "tools" in again["meta"]  # not read, as LLaMA-Factory would not read it
+
+
+# -- what LLaMA-Factory's converter reads, and errors in the file's names ---------------------------------------
+
+
+U, A = ({"role": "user", "content": "a"}, {"role": "assistant", "content": "b"})
+CALL = {"role": "function_call", "content": '{"name": "f", "arguments": {"x": 1}}'}
+
+
+@pytest.mark.parametrize("messages, field, message", [
+    ([U, U], "messages[1].role", "'user' at position 1; LLaMA-Factory needs assistant or function_call"),
+    ([U, {"role": "human", "content": "b"}], "messages[1].role", "none of the file's role tags"),
+    ([U, {"role": "assistant", "content": 3}], "messages[1].content", "content must be a string"),
+    ([U, {"role": "assistant"}], "messages[1].content", "content must be a string"),
+    ([U, {"content": "b"}], "messages[1].role", "needs a 'role' tag"),
+    ([U, CALL, U, A], "messages[2].role", "a user turn right after a function_call"),
+    ([U, {"role": "function_call", "content": '{"name": "f", "parameters": {}}'}], "messages[1].content.arguments",
+     "parameters"),
+    ([U, {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "f", "arguments": "{}"}}]}],
+     "messages[1].tool_calls", "ignores tool_calls"),
+    ([{"role": "system", "content": "s"}, U, U, A], "messages", "3 turns"),
+    ([{"role": "system", "content": "s"}, U, {"role": "assistant", "content": "<tool_call>"}], "messages[2].content",
+     "call parser"),
+    ([U, {"role": "function_call", "content": '[{"name": "f", "arguments": {}}, {"name": "g", "arguments": {}}]'},
+      {"role": "tool", "content": "one result"}, A], "messages[2].content", "2 parallel calls but 1 results"),
+])
+def test_errors_name_the_files_own_fields(tmp_path, messages, field, message):
+    path = write_rows(tmp_path, [{"messages": messages}])
+    for streaming in (True, False):
+        with pytest.raises(ToolUseDataError) as info:
+            list(td.load("llamafactory", data_files=path, split="train", streaming=streaming,
+                         cache_dir=str(tmp_path / "cache"), **OPENAI))
+        assert (info.value.field, info.value.row) == (field, 0) and message in info.value.message, info.value
+
+
+@pytest.mark.parametrize("row, field", [({"messages": [U, A], "tools": [{"name": "f"}]}, "functions"),
+                                        ({"messages": [U, A], "tools": "[1"}, "functions"),
+                                        ({"messages": [U, A], "sys": 3}, "sys"),
+                                        ({"messages": [U, A], "pics": "a.png"}, "pics"),
+                                        ({"messages": [U, A], "pics": [""]}, "pics[0]"),
+                                        ({"messages": "hi"}, "messages"),
+                                        ({"conversations": []}, "messages")])
+def test_column_errors_name_the_files_column(tmp_path, row, field):
+    if "tools" in row:
+        row["functions"] = row.pop("tools")
+    path = write_rows(tmp_path, [row])
+    columns = {"messages": "messages", "tools": "functions", "system": "sys", "images": "pics"}
+    with pytest.raises(ToolUseDataError) as info:
+        list(td.load("llamafactory", data_files=path, split="train", streaming=True, columns=columns,
+                     tags=OPENAI_TAGS))
+    assert info.value.field == field
+
+
+def test_a_system_column_and_a_system_message(tmp_path):
+    """As LLaMA-Factory: a system message first wins over the system column; with system_tag null a system message
+    is an unknown role (LLaMA-Factory drops the row) and the column is the system."""
+    rows = [{"messages": [U, A], "sys": "from the column"},
+            {"messages": [{"role": "system", "content": "from the list"}, U, A], "sys": "shadowed"}]
+    path = write_rows(tmp_path, rows)
+    columns = {"messages": "messages", "system": "sys"}
+    loaded = list(td.load("llamafactory", data_files=path, split="train", streaming=True, columns=columns,
+                          tags=OPENAI_TAGS))
+    assert [r["messages"][0]["content"] for r in loaded] == ["from the column", "from the list"]
+    raw = list(td.load("llamafactory", "raw", data_files=path, split="train", streaming=True, columns=columns,
+                       tags=OPENAI_TAGS))
+    assert raw[1]["system"] == "shadowed" and raw[1]["conversations"][0] == {"from": "system", "value": "from the list"}
+    report = td.SkipReport(keep_all=True)
+    kept = list(td.load("llamafactory", data_files=path, split="train", streaming=True, columns=columns,
+                        tags={**OPENAI_TAGS, "system_tag": None}, on_error="skip", report=report))
+    assert [r["messages"][0]["content"] for r in kept] == ["from the column"]
+    assert [(r["row"], r["field"]) for r in report.rows] == [(1, "messages[0].role")]
+
+
+def test_columns_left_out_are_not_read_and_said_so(tmp_path, caplog):
+    path = write_rows(tmp_path, [{"messages": [U, A], "tools": "[]", "note": 1}] * 2)
+    with caplog.at_level(logging.WARNING, logger="tooluse_datasets"):
+        rows = list(td.load("llamafactory", data_files=path, split="train", streaming=True,
+                            columns={"messages": "messages"}, tags=OPENAI_TAGS))
+    assert [r["meta"] for r in rows] == [{"tools": "[]", "note": 1}] * 2
+    warned = [r.getMessage() for r in caplog.records if "'tools' column" in r.getMessage()]
+    assert len(warned) == 1 and '"tools": "tools"' in warned[0]
+
+
+def test_rows_of_another_layout_say_which_options_read_them(tmp_path):
+    path = write_rows(tmp_path, [{"messages": [U, A]}])
+    with pytest.raises(ToolUseDataError) as info:
+        list(td.load("llamafactory", data_files=path, split="train", streaming=True))
+    assert info.value.field == "conversations" and "columns={'messages': 'messages'}" in info.value.message
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"columns": {"messages": "messages", "prompt": "p"}}, "'prompt' is an alpaca column"),
+    ({"columns": {"messages": "messages", "kto_tag": "label"}}, "'kto_tag' is a KTO label column"),
+    ({"columns": {"message": "messages"}}, "unknown key 'message'"),
+    ({"columns": {"messages": None}}, "'messages' must name a column"),
+    ({"columns": {"messages": "m", "images": "m"}}, "'messages' and 'images' both name 'm'"),
+    ({"columns": "messages"}, "option columns must be an object"),
+    ({"tags": {"user": "user"}}, "unknown key 'user'"),
+    ({"tags": {"user_tag": None}}, "'user_tag' must be a non-empty string"),
+    ({"tags": {"user_tag": "gpt"}}, "'user_tag' and 'assistant_tag' both name 'gpt'"),
+    ({"dataset": "mllm_demo"}, "give dataset_info=PATH"),
+    ({"dataset_info": str(LF_DATA)}, "needs dataset=NAME"),
+    ({"dataset_info": str(LF_DATA), "dataset": "mllm_dem"}, "no entry 'mllm_dem' (did you mean 'mllm_demo'?)"),
+    ({"dataset_info": str(LF_DATA), "dataset": "mllm_demo", "tags": {}}, "tags and dataset_info exclude each other"),
+])
+def test_wrong_options_are_value_errors_naming_the_key(tmp_path, options, message):
+    path = write_rows(tmp_path, [{"messages": [U, A]}])
+    with pytest.raises(ValueError) as info:
+        td.load("llamafactory", data_files=path, split="train", streaming=True, **options)
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"file_name": "a.json"}, "entry 'x' (%s) has formatting 'alpaca' (LLaMA-Factory's default"),
+    ({"file_name": "a.json", "formatting": "openai"}, "entry 'x' (%s) has formatting 'openai'"),
+    ({"file_name": "a.json", "formatting": "sharegpt", "ranking": True}, "entry 'x' (%s) is a preference dataset"),
+    ({"file_name": "a.json", "formatting": "sharegpt", "columns": {"messages": "m", "chosen": "c"}},
+     "'chosen' is a preference (ranking) column"),
+    ({"file_name": "a.json", "formatting": "sharegpt", "tags": ["role"]}, "tags must be a JSON object"),
+    (["not", "an", "entry"], "entry 'x' (%s) must be a JSON object"),
+])
+def test_entries_that_are_not_sharegpt_conversations_are_refused_naming_the_entry(tmp_path, entry, message):
+    (tmp_path / "dataset_info.json").write_text(json.dumps({"x": entry}))
+    with pytest.raises(ValueError) as info:
+        td.load("llamafactory", dataset_info=str(tmp_path), dataset="x", split="train", streaming=True)
+    assert message.replace("%s", str(tmp_path / "dataset_info.json")) in str(info.value)
+
+
+def test_cli_options_reach_the_reader(tmp_path, capsys):
+    path = write_rows(tmp_path, [{"messages": [U, A], "tools": "[]"}])
+    assert main(["export", "llamafactory", "--data-files", path, "--format", "llamafactory", "--out",
+                 str(tmp_path / "out"), "--option", 'columns={"messages": "messages"}', "--option",
+                 'tags={"role_tag": "role", "content_tag": "content", "user_tag": "user", "assistant_tag": "assistant"}'
+                 ]) == 0
+    rows = (tmp_path / "out" / "llamafactory-llamafactory-train.jsonl").read_text().splitlines()
+    assert json.loads(rows[0])["conversations"] == [{"from": "human", "value": "a"}, {"from": "gpt", "value": "b"}]
+    assert main(["export", "llamafactory", "--format", "llamafactory", "--out", str(tmp_path / "none")]) == 2
+    assert "dataset_info= (a dataset_info.json or its folder) and dataset=" in capsys.readouterr().err
+
+
+def test_a_mirror_of_an_entry(tmp_path, capsys):
+    """``mirror`` takes the entry's file_name as the data (as load() does), and its rows are the stream's."""
+    assert main(["mirror", "llamafactory", "--option", f"dataset_info={LF_DATA}", "--option",
+                 "dataset=glaive_toolcall_openai_style", "--configs", "unified", "llamafactory",
+                 "--out", str(tmp_path / "m")]) == 0
+    folder = tmp_path / "m" / "llamafactory"
+    from datasets import load_dataset
+
+    mirrored = td.exact(load_dataset(str(folder), "unified", split="train", cache_dir=str(tmp_path / "c")))
+    assert list(mirrored) == entry_rows("glaive_toolcall_openai_style")
+    assert "glaive_toolcall_openai_style.jsonl" in (folder / "README.md").read_text()
