@@ -151,3 +151,27 @@ def test_a_folder_as_gold_data_files_is_refused_in_the_commands_terms(tmp_path, 
     assert main(["score", "nestful", str(results), "--no-win-rate", "--gold-data-files", str(folder)]) == 2
     err = capsys.readouterr().err
     assert "--gold-data-files names the folder" in err and "data_dir" not in err
+
+
+def test_stats_counts_rows_of_no_split_once_as_validate_and_export_do(tmp_path, capsys):
+    """A ToolMind file without a split column beside one with it: its rows belong to no split and are reported
+    by the first split. `stats` loaded each split on its own, so every split reported them again (7 splits:
+    21 skipped rows counted and listed for 3)."""
+    import json
+
+    pq = pytest.importorskip("pyarrow.parquet")
+    table = pq.read_table(td.sample_files("toolmind")["train"][0])
+    pq.write_table(table, tmp_path / "a.parquet")
+    pq.write_table(table.drop_columns(["split"]).slice(0, 3), tmp_path / "b.parquet")
+    files = [str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet")]
+    listing = tmp_path / "skipped.jsonl"
+    assert main(["stats", "toolmind", "--data-files", *files, "--on-error", "skip", "--skipped-rows", str(listing)]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert sum(s["read"]["skipped"] for s in stats.values()) == 3
+    assert sum(s["read"]["rows_read"] for s in stats.values()) == table.num_rows + 3
+    assert all(s["read"]["rows_read"] == s["rows"] + s["read"]["skipped"] for s in stats.values())
+    assert len(listing.read_text().splitlines()) == 3
+    assert main(["validate", "toolmind", "--data-files", *files, "--json"]) == 1
+    validated = json.loads(capsys.readouterr().out)
+    assert {name: s["read"]["skipped"] for name, s in stats.items()} == {
+        name: s["read"]["skipped"] for name, s in validated["splits"].items()}

@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..errors import SkipReport
+
 from . import add_skipped_rows_argument, add_source_arguments, data_files_for, source_options, start_skipped_rows
 
 
@@ -19,7 +21,6 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from ..distributions import plot_distributions
-    from ..errors import SkipReport
     from ..loading import load
     from ..progress import progress
     from ..stats import SplitStatistics
@@ -29,23 +30,48 @@ def run(args: argparse.Namespace) -> int:
         return load(args.source, "unified", split=split, streaming=True, data_files=data_files_for(args, args.source),
                     on_error=args.on_error, report=report, **source_options(args))
 
+    # The splits are read in one load, as `export` and `validate` read them: rows that belong to no split (a
+    # ToolMind file without a split column, a file that cannot be read) are reported once, by the first split,
+    # not once by each split loaded on its own. Each split's own `read` is what was read while it was passed.
+    skipped_rows = args.skipped_rows or None
+    shared = _SplitReports(rows_path=skipped_rows)
+    splits = stream(args.split, shared)  # arguments the data refuses (a split it lacks) fail here: nothing read yet
     if args.split:
-        stream(args.split)  # a split the data does not have is refused here, before the skipped-rows file is touched
-    names = [args.split] if args.split else list(stream())
-    skipped_rows = args.skipped_rows or None  # each split's report appends to it
-    start_skipped_rows(skipped_rows)
+        splits = {args.split: splits}
+    start_skipped_rows(skipped_rows)  # only now: a refused command leaves the file as it was
     out, distributions = {}, {}
-    for split in names:
-        read = SkipReport(rows_path=skipped_rows)  # one a split: the rows read and skipped, as `validate` gives
+    for split, ds in splits.items():
+        read = shared.current = SkipReport()  # one a split: the rows read and skipped, as `validate` gives
         counter = ValidationCounter()  # the validation rules' counts, in the same pass (see `validate`)
         stats = SplitStatistics()  # its distributions are what the plots draw
-        for row in counter.observe(progress(stream(split, read), f"{args.source}/{split}")):
+        for row in counter.observe(progress(ds, f"{args.source}/{split}")):
             stats.add(row)
-        read.close()
         distributions[split] = stats.distributions
         out[split] = {**stats.result(), "read": read.to_dict(), "validation": counter.to_dict()}
+    shared.close()
     print(json.dumps(out, indent=1, ensure_ascii=False))
     if args.plots:
         for path in plot_distributions(distributions, args.plots, title=args.source):
             print(path)
     return 0
+
+
+class _SplitReports(SkipReport):
+    """The report of a load of every split, which also counts each read and skip in the report of the split
+    being passed (``current``; splits are read one after the other). It alone writes ``--skipped-rows``."""
+
+    def __init__(self, *, rows_path=None) -> None:
+        super().__init__(rows_path=rows_path)
+        self.current = SkipReport()
+
+    def add(self, error, *, log: bool = True) -> None:
+        super().add(error, log=log)
+        self.current.add(error, log=False)
+
+    def count_read(self, n: int) -> None:
+        super().count_read(n)
+        self.current.count_read(n)
+
+    def merge(self, other: SkipReport) -> None:
+        super().merge(other)
+        self.current.merge(other)
