@@ -175,3 +175,25 @@ def test_stats_counts_rows_of_no_split_once_as_validate_and_export_do(tmp_path, 
     validated = json.loads(capsys.readouterr().out)
     assert {name: s["read"]["skipped"] for name, s in stats.items()} == {
         name: s["read"]["skipped"] for name, s in validated["splits"].items()}
+
+
+@pytest.mark.parametrize("command, option, flag", [
+    (["stats", "ms_swift", "--sample"], "on_error=skip", "--on-error"),
+    (["export", "ms_swift", "--sample", "--out", "{out}"], "report=null", "--skipped-rows"),
+    (["show", "ms_swift", "--sample"], "split=train", "--split"),
+    (["show", "ms_swift", "--sample"], "streaming=false", "the command chooses"),
+    (["export", "ms_swift", "--sample", "--out", "{out}"], "config=swift", "--format"),
+    (["stats", "ms_swift", "--sample"], "data_files=x.jsonl", "--data-files"),
+    (["validate", "ms_swift", "--sample"], "rules=error", "--rules"),
+    (["validate", "ms_swift", "--sample"], "max_examples=3", "--examples"),
+])
+def test_an_option_the_command_sets_itself_is_refused_in_one_line_not_reported_as_a_bug(command, option, flag,
+                                                                                       tmp_path, capsys):
+    """`--option on_error=skip` gave load() on_error twice: "unexpected TypeError ... (a bug ...)"."""
+    argv = [a.replace("{out}", str(tmp_path / "out")) for a in command]
+    assert main([*argv, "--option", option]) == 2
+    err = capsys.readouterr().err
+    name = option.partition("=")[0]
+    assert err.startswith(f"error: ValueError: --option {name}: not a source option") and flag in err
+    assert "bug" not in err and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()

@@ -27,15 +27,29 @@ def add_source_arguments(p: argparse.ArgumentParser, *, many: bool = False, on_e
                         "as text; repeat for several")
 
 
-def source_options(args: argparse.Namespace) -> dict:
-    """``--option NAME=VALUE`` pairs as keyword arguments (values read as JSON where they parse)."""
+# load()'s own arguments, which every data command sets from its own arguments: as --option they would be given
+# twice (a TypeError, reported as a bug). name -> what the command takes instead.
+COMMAND_ARGUMENTS = {
+    "source": "the SOURCE argument", "config": "--format (export) or --config (show, validate)", "split": "--split",
+    "streaming": "nothing: the command chooses", "data_files": "--data-files or --sample", "on_error": "--on-error",
+    "report": "--skipped-rows",
+}
+
+
+def source_options(args: argparse.Namespace, own: Optional[dict[str, str]] = None) -> dict:
+    """``--option NAME=VALUE`` pairs as keyword arguments (values read as JSON where they parse). A NAME the
+    command sets itself (:data:`COMMAND_ARGUMENTS`, and ``own``: name -> the command's argument) is refused."""
     import json
 
+    taken = {**COMMAND_ARGUMENTS, **(own or {})}
     out = {}
     for item in getattr(args, "options", None) or []:
         name, sep, text = item.partition("=")
         if not sep or not name.strip():
             raise ValueError(f"--option takes NAME=VALUE, got {item!r}")
+        if name.strip() in taken:
+            raise ValueError(f"--option {name.strip()}: not a source option but an argument the command sets; "
+                             f"give {taken[name.strip()]}")
         try:
             out[name.strip()] = json.loads(text)
         except ValueError:

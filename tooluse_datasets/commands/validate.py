@@ -50,12 +50,17 @@ def _selection(*, allow_read: bool):
     return parse
 
 
+# validate()'s arguments the command sets (beside load()'s): name -> the command's argument
+VALIDATE_ARGUMENTS = {"rules": "--rules", "fail_on": "--fail-on", "max_examples": "--examples",
+                      "skipped_rows": "--skipped-rows", "fresh_skipped_rows": "--skipped-rows"}
+
+
 def run(args: argparse.Namespace) -> int:
     from ..validation.run import validate
 
     skipped_rows = args.skipped_rows or None  # each split's report appends to it, emptied once the run is set up
     result = validate(args.source, args.config, split=args.split, data_files=data_files_for(args, args.source),
                       rules=args.rules, fail_on=args.fail_on, on_error=args.on_error, max_examples=args.examples,
-                      skipped_rows=skipped_rows, fresh_skipped_rows=True, **source_options(args))
+                      skipped_rows=skipped_rows, fresh_skipped_rows=True, **source_options(args, VALIDATE_ARGUMENTS))
     print(json.dumps(result.to_dict(), indent=1, ensure_ascii=False) if args.json else result.table())
     return 1 if result.failed else 0
