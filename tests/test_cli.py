@@ -197,3 +197,30 @@ def test_an_option_the_command_sets_itself_is_refused_in_one_line_not_reported_a
     assert err.startswith(f"error: ValueError: --option {name}: not a source option") and flag in err
     assert "bug" not in err and err.count("\n") == 1
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("command", [
+    ["stats", "ms_swift", "--sample"],                                     # print
+    ["show", "ms_swift", "--sample"],                                      # rich
+    ["demo", "--source", "ms_swift", "--streaming"],
+])
+def test_a_closed_output_pipe_stops_the_command_quietly(command):
+    """`tooluse-datasets stats ... | head`: the reader goes before the output is written. print-based commands
+    said 'error: BrokenPipeError: [Errno 32] Broken pipe' (exit 2, bad input), rich-based ones exited 1 (a
+    failed validation's status); now every command stops quietly with the status of a process killed by
+    SIGPIPE, as cat or grep in the same pipe."""
+    import os
+    import subprocess
+    import sys
+
+    read, write = os.pipe()
+    os.close(read)  # the reader has gone before the command writes anything
+    try:
+        done = subprocess.run([sys.executable, "-m", "tooluse_datasets.cli", *command], stdout=write,
+                              stderr=subprocess.PIPE, timeout=300)
+    finally:
+        os.close(write)
+    err = done.stderr.decode().replace("\r", "\n")
+    lines = [line for line in err.splitlines() if line.strip() and "examples/s" not in line]
+    assert done.returncode == 141, err
+    assert lines == []

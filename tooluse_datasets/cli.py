@@ -47,6 +47,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
+        if isinstance(exc, BrokenPipeError) and _stdout_closed():
+            # The reader of the output stopped (`| head`): nothing more to say, as for any command in a pipe. The
+            # output is pointed at /dev/null so that Python's last flush does not fail once more on the way out.
+            _silence_stdout()
+            return EXIT_BROKEN_PIPE
         message = error_line(exc)
         if message is None:  # not a failure bad input explains: a bug, whose traceback -v shows
             if args.verbose:
@@ -55,6 +60,34 @@ def main(argv: list[str] | None = None) -> int:
                        f"traceback and report it)")
         print(f"error: {message}", file=sys.stderr)
         return 2
+
+
+# A command whose output pipe was closed by its reader (`| head`) stops quietly, with the status a shell gives a
+# process killed by SIGPIPE (128 + 13), as `cat` or `grep` in the same pipe would.
+EXIT_BROKEN_PIPE = 141
+
+
+def _stdout_closed() -> bool:
+    """True if standard output is a pipe whose reader has gone (poll reports an error on it)."""
+    try:
+        import select
+
+        fd = sys.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll (Windows) or no file descriptor: take it as closed
+        return True
+
+
+def _silence_stdout() -> None:
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError):
+        pass
 
 
 # Failures that bad input or a bad environment explain (a missing or unreadable file, a value datasets or

@@ -15,12 +15,19 @@ ROLE_STYLES = {"system": "magenta", "user": "cyan", "assistant": "green", "tool"
 PIPE_WIDTH = 100
 
 
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """A closed output pipe (`| head`) goes to the command line, which stops quietly as for every command
+        (rich's own handling exits 1, the status of a failed validation)."""
+        raise BrokenPipeError
+
+
 def console_for(file=None) -> Console:
     """A console writing to ``file`` (stdout by default): colours on a terminal, plain text and a fixed width
     in a pipe."""
-    console = Console(file=file, highlight=False, soft_wrap=False)
+    console = _Console(file=file, highlight=False, soft_wrap=False)
     if not console.is_terminal:
-        console = Console(file=file, highlight=False, soft_wrap=False, width=PIPE_WIDTH, no_color=True)
+        console = _Console(file=file, highlight=False, soft_wrap=False, width=PIPE_WIDTH, no_color=True)
     return console
 
 
