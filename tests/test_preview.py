@@ -71,3 +71,23 @@ def test_demo_previews_one_row_of_every_source(capsys, cache_dir, monkeypatch):
     for source in source_names():
         assert f"{source}: " in out and f"{source}/" in out
     assert out.count("╭─ [0] ") >= len(source_names())
+
+
+def _markup_file(tmp_path):
+    """An ms-swift row whose tool name holds what rich reads as a closing markup tag."""
+    path = tmp_path / "markup.jsonl"
+    path.write_text(json.dumps({"messages": [
+        {"role": "user", "content": "look [bold]this[/bold] up"},
+        {"role": "tool_call", "content": json.dumps({"name": "lookup[/x]", "arguments": {"q": "[red]a"}})},
+        {"role": "tool_response", "content": '{"r": 1}'},
+        {"role": "assistant", "content": "done"}]}) + "\n")
+    return path
+
+
+def test_names_and_ids_in_panel_titles_are_text_not_markup(tmp_path, capsys):
+    """A result's panel title names its call and tool: as a str, rich parsed it as markup, so a tool named
+    'lookup[/x]' stopped `show` with 'unexpected MarkupError ... (a bug)'."""
+    assert main(["show", "ms_swift", "--data-files", str(_markup_file(tmp_path))]) == 0
+    out = capsys.readouterr().out
+    assert "[2] tool · result of call_0 (lookup[/x])" in out
+    assert "→ lookup[/x]  id call_0" in out and "look [bold]this[/bold] up" in out and '"q": "[red]a"' in out

@@ -92,7 +92,9 @@ def _message_panel(i: int, m: dict, edges: dict, calls_by_id: dict, max_chars: i
         body.append(_call_text(call, edges.get(call["id"], []), max_chars))
     if not body:
         body.append(Text("(empty)", style="dim"))
-    return Panel(Group(*body), title=title, title_align="left", border_style=style, expand=False)
+    # A Text title: a str one is read as rich markup, so a name or call id holding "[/x]" raised MarkupError
+    return Panel(Group(*body), title=Text(title.replace("\n", " ")), title_align="left", border_style=style,
+                 expand=False)
 
 
 def _call_text(call: dict, edges: list[dict], max_chars: int) -> Text:
