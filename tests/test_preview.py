@@ -91,3 +91,24 @@ def test_names_and_ids_in_panel_titles_are_text_not_markup(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "[2] tool · result of call_0 (lookup[/x])" in out
     assert "→ lookup[/x]  id call_0" in out and "look [bold]this[/bold] up" in out and '"q": "[red]a"' in out
+
+
+def test_terminal_control_sequences_in_the_data_are_shown_not_sent_to_the_terminal(tmp_path, capsys):
+    """An ESC in a message (clear the screen, set the window title) or a C1 CSI reached the terminal raw, and a
+    pipe got them as bytes; now they show as their escape, and `--config raw` stays JSON that parses."""
+    row = {"messages": [
+        {"role": "user", "content": "clear \x1b[2J title \x1b]0;pwned\x07 csi \x9b31m tab\tend"},
+        {"role": "tool_call", "content": json.dumps({"name": "f\x1b[31m", "arguments": {"q": "a\x9bb\x7f"}})},
+        {"role": "tool_response", "content": "ok \x1b[0m"},
+        {"role": "assistant", "content": "done"}]}
+    path = tmp_path / "controls.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    assert main(["show", "ms_swift", "--data-files", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert not any(0x7f <= ord(c) < 0xa0 or (ord(c) < 0x20 and c not in "\n") for c in out)
+    assert "clear \\u001b[2J title \\u001b]0;pwned" in out and "csi \\u009b31m" in out
+    assert "→ f\\u001b[31m" in out and '"q": "a\\u009bb\\u007f"' in out and "ok \\u001b[0m" in out
+    assert main(["show", "ms_swift", "--data-files", str(path), "--config", "raw", "--max-chars", "0"]) == 0
+    out = capsys.readouterr().out
+    assert not any(0x7f <= ord(c) < 0xa0 for c in out)
+    assert json.loads(out)["messages"][0]["content"] == row["messages"][0]["content"]

@@ -14,6 +14,16 @@ from rich.text import Text
 ROLE_STYLES = {"system": "magenta", "user": "cyan", "assistant": "green", "tool": "yellow"}
 PIPE_WIDTH = 100
 
+# Control characters in the data (an ESC starting a terminal sequence that clears the screen or sets the window
+# title, a C1 CSI) would act on the terminal, and reach a pipe as raw bytes: they are shown as their JSON escape
+# (\u001b). Line breaks and tabs stay; carriage returns, bells and the like rich drops itself.
+_CONTROLS = {c: f"\\u{c:04x}" for c in [*range(0x20), *range(0x7f, 0xa0)] if chr(c) not in "\n\t\r\x07\x08\x0b\x0c"}
+
+
+def printable(text: str) -> str:
+    """``text`` with the control characters that act on a terminal written as visible escapes."""
+    return text.translate(_CONTROLS)
+
 
 class _Console(Console):
     def on_broken_pipe(self) -> None:
@@ -49,13 +59,15 @@ def render_row(row: dict, max_chars: int = 600) -> Group:
         parts.append(_message_panel(i, m, edges, calls_by_id, max_chars))
     media = {c: row[c] for c in ("images", "audios", "videos") if row.get(c)}
     if media:
-        parts.append(Text("media: " + "; ".join(f"{c}: {', '.join(v)}" for c, v in media.items()), style="dim"))
+        parts.append(Text(printable("media: " + "; ".join(f"{c}: {', '.join(map(str, v))}" for c, v in media.items())),
+                          style="dim"))
     return Group(*parts)
 
 
 def render_json(value: Any, max_chars: int = 600) -> Text:
     """Any row (other formats) as indented JSON, long strings elided."""
-    return Text(json.dumps(_elide_strings(value, max_chars), ensure_ascii=False, indent=2))
+    # json escapes C0 controls itself; DEL and C1 controls become the same \\u escape, so the JSON still parses
+    return Text(printable(json.dumps(_elide_strings(value, max_chars), ensure_ascii=False, indent=2)))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -63,10 +75,10 @@ def render_json(value: Any, max_chars: int = 600) -> Text:
 
 def _header(row: dict) -> Text:
     header = Text()
-    header.append(str(row.get("id", "")), style="bold")
-    header.append(f"  ·  {row.get('source', '')} / {row.get('subset', '')}", style="dim")
-    names = [t.get("function", t).get("name", "?") for t in row.get("tools") or []]
-    header.append(f"\ntools ({len(names)}): " + (", ".join(names) if names else "none"), style="dim")
+    header.append(printable(str(row.get("id", ""))), style="bold")
+    header.append(printable(f"  ·  {row.get('source', '')} / {row.get('subset', '')}"), style="dim")
+    names = [str(t.get("function", t).get("name", "?")) for t in row.get("tools") or []]
+    header.append(printable(f"\ntools ({len(names)}): " + (", ".join(names) if names else "none")), style="dim")
     return header
 
 
@@ -84,16 +96,16 @@ def _message_panel(i: int, m: dict, edges: dict, calls_by_id: dict, max_chars: i
     if calls:
         title += f" · {len(calls)} call{'s' if len(calls) > 1 else ''}"
     if m.get("reasoning_content") is not None:
-        body.append(Text("thinking: ", style="italic dim") + Text(elide(m["reasoning_content"], max_chars),
+        body.append(Text("thinking: ", style="italic dim") + Text(printable(elide(m["reasoning_content"], max_chars)),
                                                                   style="italic dim"))
     if m.get("content"):
-        body.append(Text(elide(m["content"], max_chars)))
+        body.append(Text(printable(elide(m["content"], max_chars))))
     for call in calls:
         body.append(_call_text(call, edges.get(call["id"], []), max_chars))
     if not body:
         body.append(Text("(empty)", style="dim"))
     # A Text title: a str one is read as rich markup, so a name or call id holding "[/x]" raised MarkupError
-    return Panel(Group(*body), title=Text(title.replace("\n", " ")), title_align="left", border_style=style,
+    return Panel(Group(*body), title=Text(printable(title).replace("\n", " ")), title_align="left", border_style=style,
                  expand=False)
 
 
@@ -101,13 +113,13 @@ def _call_text(call: dict, edges: list[dict], max_chars: int) -> Text:
     fn = call["function"]
     text = Text()
     text.append("→ ", style="bold")
-    text.append(fn["name"], style="bold")
-    text.append(f"  id {call['id']}\n", style="dim")
-    arguments = json.dumps(_elide_strings(fn["arguments"], max_chars), ensure_ascii=False, indent=2)
+    text.append(printable(fn["name"]), style="bold")
+    text.append(printable(f"  id {call['id']}") + "\n", style="dim")
+    arguments = printable(json.dumps(_elide_strings(fn["arguments"], max_chars), ensure_ascii=False, indent=2))
     text.append("\n".join("  " + line for line in arguments.splitlines()))
     for edge in edges:
-        text.append(f"\n  ↳ {edge['argument']} ← output {edge['output_field'] or '(whole)'} of {edge['producer']}",
-                    style="blue")
+        text.append(printable(f"\n  ↳ {edge['argument']} ← output {edge['output_field'] or '(whole)'} of "
+                              f"{edge['producer']}"), style="blue")
     return text
 
 
