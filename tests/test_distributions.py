@@ -70,3 +70,28 @@ def test_the_log_scaled_plot_says_how_many_messages_are_empty(tmp_path, monkeypa
     plot_distributions({"train": dist}, tmp_path)
     assert labels[-1] == f"train (n={sum(dist.counts['content_chars'].values()):,}, {empty:,} empty)"
     assert all("empty" not in label for label in labels[:-1])  # the other measures have a linear axis
+
+
+def test_splits_share_their_bins_when_values_span_more_than_40(tmp_path, monkeypatch):
+    """Beyond 40 distinct values the bins were `40`: each split got 40 bins over its own range, so the bars of
+    two splits did not line up (the shares were of bins of different widths)."""
+    matplotlib = pytest.importorskip("matplotlib", reason="plots need the plots extra: pip install -e '.[plots]'")
+    matplotlib.use("Agg")
+    from matplotlib.axes import Axes
+
+    wide, narrow = Distributions(), Distributions()
+    wide.counts["turns"] = Counter({2: 5, 100: 1})
+    narrow.counts["turns"] = Counter({50: 3, 60: 2})
+    edges: dict[str, list] = {}
+    hist = Axes.hist
+
+    def spy(self, x, bins=None, **kw):
+        counts, bin_edges, patches = hist(self, x, bins=bins, **kw)
+        if "n=" in kw.get("label", "") and not edges.get(kw["label"]):
+            edges[kw["label"]] = list(bin_edges)
+        return counts, bin_edges, patches
+
+    monkeypatch.setattr(Axes, "hist", spy)
+    plot_distributions({"wide": wide, "narrow": narrow}, tmp_path)
+    turns = {label.split()[0]: e for label, e in edges.items()}
+    assert turns["wide"] == turns["narrow"] and turns["wide"][0] <= 2 and turns["wide"][-1] >= 100

@@ -105,4 +105,7 @@ def _bins(values: list[int], log_x: bool):
         return np.geomspace(max(low, 1), max(high, 2) + 1, 40)
     if high - low <= 40:
         return [v - 0.5 for v in range(low, high + 2)]
-    return 40
+    import numpy as np
+
+    # 40 bins over every split's range (a bare 40 would give each split 40 bins over its own range)
+    return np.linspace(low - 0.5, high + 0.5, 41)
