@@ -95,3 +95,17 @@ def test_splits_share_their_bins_when_values_span_more_than_40(tmp_path, monkeyp
     plot_distributions({"wide": wide, "narrow": narrow}, tmp_path)
     turns = {label.split()[0]: e for label, e in edges.items()}
     assert turns["wide"] == turns["narrow"] and turns["wide"][0] <= 2 and turns["wide"][-1] >= 100
+
+
+def test_plots_without_matplotlib_are_refused_up_front_in_one_line(tmp_path, capsys, monkeypatch):
+    """Without the plots extra, `stats --plots` read every row, printed the statistics, then ended with
+    'unexpected ModuleNotFoundError ... (a bug ...)'."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    assert main(["stats", "ms_swift", "--sample", "--plots", str(tmp_path / "plots")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == ("error: ValueError: --plots draws with matplotlib, which is not installed: pip install "
+                            "'tooluse-datasets[plots]'\n")
+    assert not (tmp_path / "plots").exists()

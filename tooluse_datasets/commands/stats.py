@@ -26,6 +26,13 @@ def run(args: argparse.Namespace) -> int:
     from ..stats import SplitStatistics
     from ..validation import ValidationCounter
 
+    if args.plots:  # refused before the pass, not after it (it would end as "unexpected ModuleNotFoundError")
+        import importlib.util
+
+        if importlib.util.find_spec("matplotlib") is None:
+            raise ValueError("--plots draws with matplotlib, which is not installed: pip install "
+                             "'tooluse-datasets[plots]'")
+
     def stream(split=None, report=None):
         return load(args.source, "unified", split=split, streaming=True, data_files=data_files_for(args, args.source),
                     on_error=args.on_error, report=report, **source_options(args))
