@@ -6,6 +6,7 @@ import io
 import json
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 import tooluse_datasets as td
@@ -112,3 +113,11 @@ def test_terminal_control_sequences_in_the_data_are_shown_not_sent_to_the_termin
     out = capsys.readouterr().out
     assert not any(0x7f <= ord(c) < 0xa0 for c in out)
     assert json.loads(out)["messages"][0]["content"] == row["messages"][0]["content"]
+
+
+@pytest.mark.parametrize("value", ["-5", "many"])
+def test_a_negative_or_non_numeric_max_chars_is_a_usage_error(value, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["show", "ms_swift", "--sample", "--max-chars", value])
+    assert info.value.code == 2
+    assert "--max-chars: must be a number of characters, 0 (never elide) or more" in capsys.readouterr().err
