@@ -155,3 +155,25 @@ def test_a_mix_with_text_from_another_writer_decodes_as_foreign_text(cache_dir):
     mixed = datasets.concatenate_datasets(parts)
     assert isinstance(mixed.features, td.ExactFeatures) and mixed.features.foreign_text
     assert list(mixed) == [row for part in parts for row in part]
+
+
+def test_all_names_the_files_field_of_a_member_row_as_the_member_alone_does(tmp_path, cache_dir):
+    """A member's error in an expanded row (ms-swift: OpenAI calls become several raw messages) names the file's
+    message in the mix as it does when the member is loaded alone, map-style and streaming."""
+    import json
+
+    user = {"role": "user", "content": "Weather?"}
+    calls = [{"type": "function", "id": i, "function": {"name": n, "arguments": "{}"}} for i, n in (("a", "f"), ("b", "g"))]
+    bad = {"messages": [user, {"role": "assistant", "content": "x", "tool_calls": calls},
+                        {"role": "tool", "tool_call_id": "a", "content": "r"}, {"role": "assistant", "content": "done"}]}
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in (bad, {"messages": [user, {"role": "assistant", "content": "ok"}]})))
+    fields = []
+    for name, files in (("ms_swift", [str(path)]), ("all", {"ms_swift": [str(path)]})):
+        for streaming in (False, True):
+            report = td.SkipReport(keep_all=True)
+            rows = list(td.load(name, data_files=files, split="train", streaming=streaming, on_error="skip",
+                                report=report, cache_dir=cache_dir))
+            assert len(rows) == 1
+            fields.append([(r["row"], r["field"]) for r in report.rows])
+    assert fields == [[(0, "messages[2]")]] * 4

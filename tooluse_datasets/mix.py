@@ -78,15 +78,19 @@ class MixedSource(Source):
 
     def to_raw(self, item: tuple[str, dict], ctx: RowContext) -> tuple[str, Any]:
         name, native = item
+        member_ctx = RowContext(name, ctx.file, ctx.row, ctx.split)
         try:
-            return name, self.member(name).to_raw(native, RowContext(name, ctx.file, ctx.row, ctx.split))
+            raw = self.member(name).to_raw(native, member_ctx)
         except ToolUseDataError as exc:
             raise exc.at(source=name)
+        ctx.origins = member_ctx.origins  # what the member's to_unified needs to name the file's fields
+        return name, raw
 
     def to_unified(self, item: tuple[str, Any], ctx: RowContext) -> dict:
         name, raw = item
         try:
-            return self.member(name).to_unified(raw, RowContext(name, ctx.file, ctx.row, ctx.split))
+            return self.member(name).to_unified(raw, RowContext(name, ctx.file, ctx.row, ctx.split,
+                                                                origins=ctx.origins))
         except ToolUseDataError as exc:
             raise exc.at(source=name)
 
