@@ -1185,6 +1185,19 @@ def test_execute_with_the_raw_config_is_refused_naming_the_config(streaming, fun
     assert len(list(td.load("nestful", "raw", split="train", streaming=True, data_files=str(shared_data(*ICL))))) == 3
 
 
+def test_mirror_with_execute_refuses_the_raw_config_as_export_does(functions_dir, tmp_path, capsys):
+    # The mirror's builder checked the options for its default config only: the raw config was written with
+    # upstream's rows unexecuted beside the executed ones, where load and export refuse execute with raw
+    options = ["--option", "execute=true", "--option", f"executable_functions={functions_dir}"]
+    out = tmp_path / "out"
+    code = cli.main(["mirror", "nestful", "--data-files", str(shared_data(*ICL)), "--out", str(out), *options])
+    assert code == 2 and not (out / "nestful").exists()
+    assert "config raw" in capsys.readouterr().err
+    assert cli.main(["mirror", "nestful", "--data-files", str(shared_data(*ICL)), "--out", str(out),
+                     "--configs", "unified", "swift", *options]) == 0
+    assert {"swift", "unified"} <= {p.name for p in (out / "nestful").iterdir()} and not (out / "nestful" / "raw").exists()
+
+
 @pytest.mark.parametrize("options, named", [
     ({"require_reproduced": True}, "option require_reproduced only applies to executed rows"),
     ({"calls_per_turn": "all"}, "option calls_per_turn only applies to executed rows"),

@@ -97,6 +97,7 @@ def build_mirror(request: MirrorRequest, out_dir: str | Path, *, engine: str = "
     request = pin_upstream_revision(request)
     features = {config: _features(request.source, config) for config in request.configs}
     builder = _builder(request)
+    _check_options_fit_configs(request, builder)
     plans = _split_plans(request, builder)
     source = builder.source
     provenance = build_provenance(source.upstream, request.revision, _input_paths(request, builder),
@@ -186,6 +187,19 @@ def _builder(request: MirrorRequest):
     builder_cls = registry.builder_class(request.source)
     return builder_cls(config_name=DEFAULT_CONFIG, data_files=request.data_files, on_error=request.on_error,
                        revision=request.revision, **request.source_options)
+
+
+def _check_options_fit_configs(request: MirrorRequest, builder) -> None:
+    """The source options hold for every config the mirror writes, as ``load`` of that config checks them (the
+    builder made its source for the default config only): NESTFUL's ``execute=True`` has no place in ``raw``,
+    which would otherwise be written unexecuted beside executed configs."""
+    for config in request.configs:
+        if config != builder.config.name:
+            try:
+                builder.SOURCE_CLASS(dataclasses.replace(builder.config, name=config))
+            except ValueError as exc:
+                raise MirrorError(f"{request.source}, config {config}: {exc} (mirror the other configs with "
+                                  f"--configs)") from None
 
 
 def _split_plans(request: MirrorRequest, builder) -> list[SplitPlan]:
