@@ -81,7 +81,8 @@ class LlamaFactorySource(Source):
     def __init__(self, options: Optional[LlamaFactoryOptions] = None):
         super().__init__(options)
         self.layout = layout_of(self.options)
-        self._file_tag = {default: file for file, default in self.layout.default_tag.items()}
+        self._default_tag = self.layout.default_tag  # (a property that builds the dict: once, not per row)
+        self._file_tag = {default: file for file, default in self._default_tag.items()}
         self._warned: set[str] = set()
 
     def to_raw(self, native: dict, ctx: RowContext) -> dict:
@@ -93,7 +94,7 @@ class LlamaFactorySource(Source):
             raise MissingFieldError(f"sharegpt rows need {column!r}{self._layout_hint(native)}", field=column)
         if not isinstance(conversations, list):
             raise InvalidValueError(f"{column} must be a list of {{{role_tag}, {content_tag}}}", field=column)
-        default_tag = layout.default_tag
+        default_tag = self._default_tag
         turns = []
         for k, turn in enumerate(conversations):
             where = f"{column}[{k}]"
