@@ -245,35 +245,6 @@ def _exact(ds: AnyDataset, foreign: bool) -> AnyDataset:
     return out
 
 
-def _merged_info_keeps_exact_features() -> None:
-    """``datasets.concatenate_datasets`` / ``interleave_datasets`` of map-style datasets merge their infos with
-    ``DatasetInfo.from_merge``, which drops the features of infos that differ in anything (every source's
-    description does), so a mix of ``td.load`` results fell back to plain ``Features``: its rows came back with
-    every key (``tool_calls: []``, ``images: []``: TRL took the mix for vision data). Where every merged info has
-    equal :class:`ExactFeatures`, the merged info keeps them (foreign if any of them is). Installed once per
-    process on import, like the codec's exact writer; other merges are datasets' own."""
-    from datasets.info import DatasetInfo
-
-    original = DatasetInfo.from_merge.__func__
-    if getattr(original, "_keeps_exact_features", False):
-        return
-
-    def from_merge(cls, dataset_infos):
-        merged = original(cls, dataset_infos)
-        given = [info.features for info in dataset_infos if info is not None]
-        if (merged.features is None and given and all(isinstance(f, ExactFeatures) for f in given)
-                and all(f == given[0] for f in given[1:])):
-            foreign = any(f.foreign_text for f in given)
-            merged.features = (ForeignExactFeatures if foreign else ExactFeatures)(copy.deepcopy(dict(given[0])))
-        return merged
-
-    from_merge._keeps_exact_features = True
-    DatasetInfo.from_merge = classmethod(from_merge)
-
-
-_merged_info_keeps_exact_features()
-
-
 def features(source: str, config: str = "unified") -> Features:
     """The declared features of ``source`` in ``config`` (without touching any data)."""
     builder_cls = registry.builder_class(source)
