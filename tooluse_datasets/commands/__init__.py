@@ -66,14 +66,14 @@ def data_files_for(args: argparse.Namespace, source: str):
             raise ValueError("--sample and --data-files exclude each other: give one of them")
         return sample_files(source)
     if source == MIX and args.data_files:
-        files = _files_by_source(args.data_files)
-        _refuse_folders([path for paths in files.values() for path in paths])
+        files = files_by_source(args.data_files)
+        refuse_folders([path for paths in files.values() for path in paths])
         return files
-    _refuse_folders(args.data_files or [])
+    refuse_folders(args.data_files or [])
     return args.data_files
 
 
-def _refuse_folders(paths: list[str], option: str = "--data-files") -> None:
+def refuse_folders(paths: list[str], option: str = "--data-files") -> None:
     """A folder given as --data-files (or score's --gold-data-files), said in the command's terms (load() would
     advise data_dir=, which no command takes)."""
     import os
@@ -84,7 +84,7 @@ def _refuse_folders(paths: list[str], option: str = "--data-files") -> None:
                              f"{os.path.join(path, '*.jsonl')!r}")
 
 
-def _files_by_source(items: list[str]) -> dict[str, list[str]]:
+def files_by_source(items: list[str]) -> dict[str, list[str]]:
     """``SOURCE=PATH`` items as the mapping ``load("all", data_files=...)`` takes (source name -> files)."""
     from ..registry import MIX, source_names
 

@@ -90,15 +90,15 @@ def _files_of_sources(items: list[str], sources: list[str], *, named_only: bool)
     """``--data-files SOURCE=PATH...`` for several sources: ``{source: files}``, in the order of ``sources``.
     With ``all`` (``named_only``), the sources named in the items are mirrored; with sources named on the
     command line, each of them needs files and no item may name another."""
-    from . import _files_by_source, _refuse_folders
+    from . import files_by_source, refuse_folders
     from ..mirror import MirrorError
 
     try:
-        given = _files_by_source(items)
+        given = files_by_source(items)
     except ValueError as exc:
         raise MirrorError(f"{exc}; with several sources, --data-files gives each source's own files as "
                           f"SOURCE=PATH items (or mirror one source at a time)") from None
-    _refuse_folders([path for paths in given.values() for path in paths])
+    refuse_folders([path for paths in given.values() for path in paths])
     if not named_only:
         others = sorted(set(given) - set(sources))
         missing = [s for s in sources if s not in given]

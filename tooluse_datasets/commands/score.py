@@ -99,9 +99,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.sample and args.gold_data_files:
         raise ValueError("--sample and --gold-data-files exclude each other: give one of them")
-    from . import _refuse_folders
+    from . import refuse_folders
 
-    _refuse_folders(args.gold_data_files or [], "--gold-data-files")
+    refuse_folders(args.gold_data_files or [], "--gold-data-files")
     gold = _GoldRows(sample_files("nestful") if args.sample else args.gold_data_files)
     items, any_keyed = read_result_items(args.results, gold)
     named = "--sample" if args.sample else "--gold-data-files" if args.gold_data_files else None
