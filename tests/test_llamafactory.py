@@ -315,3 +315,32 @@ def test_call_reasoning_holding_think_tags_is_split_as_llamafactory_does():
         with pytest.raises(ConversionError) as info:
             unified_to_llamafactory(_call_row(reasoning))
         assert info.value.field == "messages[1].reasoning_content"
+
+
+def test_grounding_rows_are_not_written_without_their_objects(tmp_path, cache_dir):
+    """ms-swift grounding rows (an `objects` column whose entries its <ref-object>/<bbox> tags stand for) have
+    no place in LLaMA-Factory's sharegpt rows, which would train on the tags as literal text: the llamafactory
+    writer refuses them as the swift writer does, naming meta.objects; the file's other rows are written. A
+    column named `objects` in a LLaMA-Factory file (not read by LLaMA-Factory) does not stop its own rows."""
+    grounding = {"messages": [{"role": "user", "content": "<image>Where is <ref-object>?"},
+                              {"role": "assistant", "content": "<bbox>"}], "images": ["cat.png"],
+                 "objects": {"ref": ["the cat"], "bbox": [[10, 20, 200, 220]], "bbox_type": "real"}}
+    plain = {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]}
+    path = tmp_path / "grounding.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in (grounding, plain)), encoding="utf-8")
+    unified = td.load("ms_swift", data_files=str(path), split="train", cache_dir=cache_dir)
+    with pytest.raises(ConversionError, match="grounding objects") as info:
+        unified_to_llamafactory(unified[0])
+    assert info.value.field == "meta.objects" and "LLaMA-Factory" in str(info.value)
+    report = td.SkipReport(keep_all=True)
+    rows = td.load("ms_swift", "llamafactory", data_files=str(path), split="train", on_error="skip", report=report,
+                   cache_dir=cache_dir)
+    assert [r["conversations"] for r in rows] == [[{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Hello"}]]
+    assert [(r["row"], r["reason"]) for r in report.rows] == [(0, "ConversionError:meta.objects")]
+
+    own = {"conversations": [{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Hello"}],
+           "objects": {"ref": ["x"]}}
+    lf_path = tmp_path / "lf.jsonl"
+    lf_path.write_text(json.dumps(own) + "\n", encoding="utf-8")
+    back = td.load("llamafactory", "llamafactory", data_files=str(lf_path), split="train", cache_dir=cache_dir)
+    assert [r["conversations"] for r in back] == [own["conversations"]]

@@ -24,6 +24,8 @@ Rules (from LLaMA-Factory's ``SharegptDatasetConverter``, ``FunctionFormatter``,
   fails otherwise).
 * A literal ``<tool_call>`` or ``</tool_call>`` in an answer or in reasoning makes its call parser fail: error.
 * Media: one ``<image>``/``<video>``/``<audio>`` tag per entry, as for ms-swift.
+* Grounding rows (ms-swift's ``objects`` column, in ``meta``) are an error, as in the ``swift`` writer:
+  LLaMA-Factory has no such column and would train on the ``<ref-object>``/``<bbox>`` tags as text.
 
 Not written: call ids (positional on the way back: ``call_0``, ``call_1``...), ``call_graph``, ``meta`` (except
 the original spellings of rows read from LLaMA-Factory files, so that such rows are written back byte for byte).
@@ -37,7 +39,7 @@ from datasets import Features, List, Value
 
 from tooluse_datasets.builders.ms_swift.parsing import (EMPTY_PARAMETERS, parse_tool, spaced_call_text, spaced_dumps,
                                                         spaced_list_text, split_think)
-from tooluse_datasets.builders.ms_swift.writer import MEDIA_TAGS, check_media_tags
+from tooluse_datasets.builders.ms_swift.writer import MEDIA_TAGS, check_media_tags, check_no_objects
 from tooluse_datasets.codec import loads
 from tooluse_datasets.errors import (ConversionError, InvalidJsonError, InvalidValueError, MissingFieldError,
                                      ToolUseDataError)
@@ -75,6 +77,9 @@ def unified_to_llamafactory(row: dict) -> dict:
     """One unified row -> one LLaMA-Factory sharegpt row (rules in the module docstring)."""
     validate_unified(row, require_known_tools=False)
     row = complete_row(row)
+    if row.get("source") != "llamafactory":
+        # ms-swift's grounding objects (a column of LLaMA-Factory's own files means nothing to it: kept as read)
+        check_no_objects(row.get("meta"), f"{TARGET} rows", TARGET)
     system, conversations = llamafactory_conversations(row["messages"])
     out = {"conversations": conversations, "system": system, "tools": tools_text(row["tools"])}
     messages_text = [{"content": c["value"]} for c in conversations]

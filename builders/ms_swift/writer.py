@@ -128,15 +128,16 @@ def swift_tool(tool: dict, field: str) -> dict:
     return {**tool, "function": function}
 
 
-def check_no_objects(meta: Any) -> None:
+def check_no_objects(meta: Any, rows: str = "swift rows", trainer: str = "ms-swift") -> None:
     """A grounding row (ms-swift's ``objects`` column, kept in ``meta``) is not written: its ``<ref-object>`` and
     ``<bbox>`` tags stand for entries of ``objects``, and without that column ms-swift trains on the tags as
     text. The column cannot be added to ``swift`` rows: ms-swift needs it as an object in the rows that have it
     (null or absent elsewhere; JSON text or ``{}`` make it drop the row), which one column type for every row of
-    every source, in JSON Lines and Parquet alike, cannot give."""
+    every source, in JSON Lines and Parquet alike, cannot give. Other writers whose format has no such column
+    (``llamafactory``) refuse these rows the same way: ``rows`` and ``trainer`` name them in the message."""
     if isinstance(meta, dict) and meta.get("objects") is not None:
-        raise ConversionError("the row has grounding objects (ms-swift's objects column), which swift rows do not "
-                              "carry; without them ms-swift would train on its <ref-object>/<bbox> tags as text "
+        raise ConversionError(f"the row has grounding objects (ms-swift's objects column), which {rows} do not "
+                              f"carry; without them {trainer} would train on its <ref-object>/<bbox> tags as text "
                               "(load it with on_error='skip' to leave such rows out)", field="meta.objects")
 
 
