@@ -224,3 +224,13 @@ def test_a_closed_output_pipe_stops_the_command_quietly(command):
     lines = [line for line in err.splitlines() if line.strip() and "examples/s" not in line]
     assert done.returncode == 141, err
     assert lines == []
+
+
+@pytest.mark.parametrize("command", [["stats"], ["export", "--format", "unified", "--out", "{out}"], ["mirror", "--out", "{out}"]])
+def test_split_given_twice_is_a_usage_error_not_the_last_one_read(command, tmp_path, capsys):
+    argv = [a.format(out=tmp_path / "out") for a in command]
+    with pytest.raises(SystemExit) as info:
+        main([argv[0], "toolmind", "--sample", "--split", "When2Call", "--split", "tau_train", *argv[1:]])
+    assert info.value.code == 2
+    assert "--split is given once (got 'When2Call' and 'tau_train')" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

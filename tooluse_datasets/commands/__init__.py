@@ -18,13 +18,24 @@ def add_source_arguments(p: argparse.ArgumentParser, *, many: bool = False, on_e
                    help="local files or hf:// / https:// URLs (default: the pinned upstream files); for "
                         f"{MIX}, each as SOURCE=PATH (nestful=data.jsonl ms_swift=agent.jsonl)")
     p.add_argument("--sample", action="store_true", help="use the small sample bundled with the package (offline)")
-    p.add_argument("--split", default=None, help="one split (default: all)")
+    p.add_argument("--split", default=None, action=_Once, help="one split (default: all)")
     p.add_argument("--on-error", choices=["raise", "skip"], default=on_error,
                    help=f"raise: stop at the first bad row; skip: drop, count and report bad rows (default: {on_error})")
     p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE", dest="options",
                    help="a source option, as load(source, ..., NAME=VALUE) takes it (e.g. strict=false, "
                         "split_column=null, data_version=v1, shard_bytes=33554432); VALUE is read as JSON, else "
                         "as text; repeat for several")
+
+
+class _Once(argparse.Action):
+    """An option given once: argparse would keep the last of several silently (``--split a --split b`` reading
+    only ``b``, where the user meant both)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, self.dest, None) is not None:
+            parser.error(f"{option_string} is given once (got {getattr(namespace, self.dest)!r} and {values!r}); "
+                         f"for every split leave it out")
+        setattr(namespace, self.dest, values)
 
 
 # load()'s own arguments, which every data command sets from its own arguments: as --option they would be given
