@@ -419,3 +419,10 @@ def test_a_raw_only_mirror_with_on_error_raise_builds_what_loading_raw_with_rais
     with pytest.raises(td.ToolUseDataError):
         build_mirror(MirrorRequest("nestful", configs=["raw", "unified"], data_files=files, on_error="raise",
                                    source_options={"data_version": "v1"}), tmp_path / "both")
+
+
+def test_mirror_of_a_split_the_data_lacks_names_the_splits_it_has(tmp_path, capsys):
+    from tooluse_datasets.cli import main
+
+    assert main(["mirror", "nestful", "--sample", "--split", "nope", "--out", str(tmp_path / "m")]) == 2
+    assert "nestful: no split 'nope' in the data; its splits here: train" in capsys.readouterr().err

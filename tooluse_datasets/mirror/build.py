@@ -206,9 +206,11 @@ def _split_plans(request: MirrorRequest, builder) -> list[SplitPlan]:
     # Large JSON arrays cut too, whatever the engine: the plan, and so the mirror, must not depend on it.
     plans = builder.split_plans(divide=True)
     if request.split is not None:
-        plans = [p for p in plans if p.name == request.split]
-        if not plans:
-            raise MirrorError(f"{request.source}: no split {request.split!r} in the data")
+        named = [p for p in plans if p.name == request.split]
+        if not named:
+            raise MirrorError(f"{request.source}: no split {request.split!r} in the data; its splits here: "
+                              f"{', '.join(p.name for p in plans) or 'none'}")
+        plans = named
     bad = [p.name for p in plans if not SPLIT_NAME.match(p.name)]
     if bad:
         raise MirrorError(f"{request.source}: split names {bad} are not valid Hub split names "
