@@ -832,6 +832,8 @@ class RowEncoder:
         self.features = features
         self.schema = features.arrow_schema
         self.storage_schema = pa.schema([pa.field(f.name, storage_type(f.type)) for f in self.schema])
+        self._viewed_columns = [(i, f.type) for i, (f, s) in enumerate(zip(self.schema, self.storage_schema))
+                                if f.type != s.type]
         self._encoders = {n: e for n, f in features.items() if (e := _compile_encoder(f, dumps)) is not None}
         self._parsed_encoders = {n: e for n, f in features.items()
                                  if (e := _compile_encoder(f, dumps_parsed)) is not None}
@@ -869,7 +871,13 @@ class RowEncoder:
 
     def table(self, encoded_rows: list[dict]) -> pa.Table:
         storage = pa.Table.from_pylist(encoded_rows, schema=self.storage_schema)
-        return storage.cast(self.schema)
+        # A column holding JSON leaves gets its extension type as a zero-copy view of the same buffers (its
+        # storage type has that type's layout by construction). ``storage.cast(self.schema)`` gives the same
+        # table through the cast kernels, at about 30% of from_pylist's time on unified rows (measured).
+        columns = storage.columns
+        for i, ext_type in self._viewed_columns:
+            columns[i] = pa.chunked_array([chunk.view(ext_type) for chunk in columns[i].chunks], type=ext_type)
+        return pa.Table.from_arrays(columns, schema=self.schema)
 
 
 def rows_to_table(rows: list[dict], features: Features) -> pa.Table:
