@@ -3,6 +3,7 @@ call_graph edges, upstream defects as typed errors, and loading through the buil
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -389,3 +390,27 @@ def test_a_spec_parameter_with_a_null_description_fails_no_row_of_its_group(tmp_
     tool = next(t for t in rows[0]["tools"] if t["function"]["name"] == specs[-1]["name"])
     assert "description" not in tool["function"]["parameters"]["properties"][name]
     assert rows[0]["meta"]["source_tools"][-1]["arguments"][name]["description"] is None  # upstream's spec kept
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
+def test_compressed_v1_data_and_spec_files_give_the_rows_of_the_plain_files(tmp_path, cache_dir, streaming):
+    """A spec file is told by its name once its compression suffix is off: ``executable-spec.json.gz`` is the
+    executable group's spec, not a data file of no group."""
+    import gzip
+
+    zstandard = pytest.importorskip("zstandard")
+    plain = [v1_file(p) for p in GROUP_PATHS["executable"]]
+    packed = []
+    for path, (suffix, compress) in zip(plain, [(".gz", gzip.compress),
+                                                 (".zst", zstandard.ZstdCompressor().compress)]):
+        target = tmp_path / (os.path.basename(path) + suffix)
+        target.write_bytes(compress(open(path, "rb").read()))
+        packed.append(str(target))
+    rows = {}
+    for name, files in (("plain", plain), ("packed", packed), ("spec packed", [plain[0], packed[1]])):
+        report = SkipReport()
+        split = td.load("nestful", data_files={"train": files}, data_version="v1", split="train", on_error="skip",
+                        report=report, streaming=streaming, cache_dir=f"{cache_dir}-{name}")
+        rows[name] = (list(split), report.rows_read, report.skipped)
+    assert len(rows["plain"][0]) == 85
+    assert rows["packed"] == rows["plain"] == rows["spec packed"]

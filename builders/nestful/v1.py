@@ -35,8 +35,8 @@ from tooluse_datasets.codec import loads
 from tooluse_datasets.errors import (InvalidJsonError, InvalidValueError, MissingFieldError, ToolUseDataError,
                                      json_kind)
 from tooluse_datasets.schema import message, tool_call, unified_row
-from tooluse_datasets.shards import (DOCUMENT, UTF8_BOM, RawBatch, Shard, display_path, file_stem, not_json_text, open_text_file,
-                                     read_document)
+from tooluse_datasets.shards import (COMPRESSION_SUFFIXES, DOCUMENT, UTF8_BOM, RawBatch, Shard, display_path, file_stem,
+                                     not_json_text, open_text_file, read_document)
 from tooluse_datasets.source import RowContext, Upstream, UpstreamFile
 
 from .specs import check_call, check_references, json_schema_property, label_key
@@ -79,9 +79,19 @@ class V1Group:
     group: str
 
 
+def _file_name(path: str) -> str:
+    """The lower-case name of a v1 file without compression suffixes (``executable-spec.json.gz`` ->
+    ``executable-spec.json``), as it is read: decompressed."""
+    name = os.path.basename(path.split("::")[0].split("?")[0]).lower()
+    while name.endswith(COMPRESSION_SUFFIXES):
+        name = name[: name.rindex(".")]
+    return name
+
+
 def group_of(path: str) -> Optional[str]:
-    """``executable``/``glaive``/``sgd`` from a v1 file name (``non-executable-glaive-spec.json`` -> glaive)."""
-    stem = os.path.basename(path.split("::")[0].split("?")[0]).lower()
+    """``executable``/``glaive``/``sgd`` from a v1 file name (``non-executable-glaive-spec.json`` -> glaive; a
+    compressed copy, ``...-spec.json.gz``, too)."""
+    stem = _file_name(path)
     for group in GROUP_FILES:
         if re.search(rf"(^|-){group}-(data|spec)\.json$", stem):
             return group
@@ -89,7 +99,7 @@ def group_of(path: str) -> Optional[str]:
 
 
 def is_spec_file(path: str) -> bool:
-    return os.path.basename(path.split("::")[0].split("?")[0]).lower().endswith("spec.json")
+    return _file_name(path).endswith("spec.json")
 
 
 def v1_groups(files_by_split: dict[str, Sequence[str]]) -> list[V1Group]:
