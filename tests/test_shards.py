@@ -407,3 +407,26 @@ def test_joined_batches_keep_the_rows_before_a_read_error():
     assert next(joined).items == [(0, {"a": 1}), (1, {"a": 2})]
     with pytest.raises(td.InvalidValueError):
         next(joined)
+
+
+@pytest.mark.parametrize("damage", ["not lz4", "corrupt frame"])
+@pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
+def test_a_damaged_lz4_file_is_one_reported_file_not_a_runtime_error(tmp_path, cache_dir, streaming, damage):
+    lz4_frame = pytest.importorskip("lz4.frame")
+    data = "".join(line + "\n" for line in Path(td.sample_files("ms_swift")["train"][0]).read_text().splitlines()
+                   if line).encode() * 40
+    packed = bytearray(lz4_frame.compress(data))
+    if damage == "not lz4":
+        packed = bytearray(data)
+    else:
+        middle = len(packed) // 2
+        packed[middle:middle + 16] = bytes(b ^ 0xFF for b in packed[middle:middle + 16])
+    path = tmp_path / "rows.jsonl.lz4"
+    path.write_bytes(bytes(packed))
+    report = td.SkipReport(keep_all=True)
+    list(td.load("ms_swift", data_files=[str(path)], split="train", streaming=streaming, on_error="skip",
+                 report=report, cache_dir=cache_dir))
+    assert [(r["row"], r["field"]) for r in report.rows][-1:] == [(None, "<file>")]
+    assert report.rows[-1]["file"] == str(path) and "LZ4F" in report.rows[-1]["message"]
+    with pytest.raises(td.errors.InvalidValueError, match="rows.jsonl.lz4"):
+        list(td.load("ms_swift", data_files=[str(path)], split="train", streaming=True))

@@ -627,7 +627,38 @@ def _decompressed(raw, codec: str):
     if codec not in compr:
         raise OSError(f"the file is {codec}-compressed, and reading it needs the {_CODEC_PACKAGES[codec]} package "
                       f"(pip install {_CODEC_PACKAGES[codec]})")
+    if codec == "lz4":
+        return _Lz4Reader(compr[codec](raw, mode="rb"))
     return compr[codec](raw, mode="rb")
+
+
+class _Lz4Reader:
+    """lz4's frame reader, whose errors (a corrupt frame, a file that is not lz4 at all) are RuntimeErrors:
+    here OSErrors, as the other codecs' readers raise, so that they become the typed error naming the file."""
+
+    def __init__(self, f):
+        self._f = f
+
+    def _call(self, method, *args):
+        try:
+            return getattr(self._f, method)(*args)
+        except RuntimeError as exc:
+            raise OSError(str(exc)) from None
+
+    def read(self, size: int = -1) -> bytes:
+        return self._call("read", size)
+
+    def readline(self) -> bytes:
+        return self._call("readline")
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        return self._call("seek", offset, whence)
+
+    def tell(self) -> int:
+        return self._f.tell()
+
+    def close(self) -> None:
+        self._f.close()
 
 
 class _ZstdFrames(io.RawIOBase):
