@@ -430,3 +430,26 @@ def test_a_damaged_lz4_file_is_one_reported_file_not_a_runtime_error(tmp_path, c
     assert report.rows[-1]["file"] == str(path) and "LZ4F" in report.rows[-1]["message"]
     with pytest.raises(td.errors.InvalidValueError, match="rows.jsonl.lz4"):
         list(td.load("ms_swift", data_files=[str(path)], split="train", streaming=True))
+
+
+@pytest.mark.parametrize("codec", ["bz2", "lz4"])
+@pytest.mark.parametrize("name", ["rows.jsonl", "rows.json"])
+def test_bz2_or_lz4_data_under_a_json_name_is_one_file_error_saying_what_it_holds(tmp_path, cache_dir, codec, name):
+    """As gzip, zstd and xz data named .jsonl are: one whole-file skip naming the suffix to use, not every
+    "line" of the compressed bytes reported as a row that is not UTF-8."""
+    data = Path(td.sample_files("ms_swift")["train"][0]).read_bytes() * 20
+    if codec == "bz2":
+        import bz2
+
+        packed = bz2.compress(data)
+    else:
+        packed = pytest.importorskip("lz4.frame").compress(data)
+    path = tmp_path / name
+    path.write_bytes(packed)
+    for streaming in (False, True):
+        report = td.SkipReport(keep_all=True)
+        rows = list(td.load("ms_swift", data_files=[str(path)], split="train", streaming=streaming, on_error="skip",
+                            report=report, cache_dir=f"{cache_dir}-{streaming}"))
+        assert rows == [] and (report.rows_read, report.skipped) == (1, 1)
+        assert (report.rows[0]["row"], report.rows[0]["field"]) == (None, "<file>")
+        assert f"{codec}-compressed data (name it .{codec})".replace("bz2-", "bzip2-") in report.rows[0]["message"]

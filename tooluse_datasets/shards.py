@@ -939,7 +939,9 @@ def _not_json_reason(line: bytes, exc: ValueError) -> str:
 _MAGIC = ((b"PAR1", "Parquet data (name it .parquet)"), (b"\x1f\x8b", "gzip-compressed data (name it .gz)"),
           (b"\x28\xb5\x2f\xfd", "zstd-compressed data (name it .zst)"), (b"PK\x03\x04", "a zip archive (name it .zip)"),
           (b"\xfd7zXZ\x00", "xz-compressed data (name it .xz)"),
+          (b"\x04\x22\x4d\x18", "lz4-compressed data (name it .lz4)"),
           (b"\xff\xfe", "UTF-16 text (JSON files are UTF-8)"), (b"\xfe\xff", "UTF-16 text (JSON files are UTF-8)"))
+_BZIP2_MAGIC = re.compile(rb"BZh[1-9](?:1AY&SY|\x17rE8P\x90)")
 _SNIFF_BYTES = 1024
 
 
@@ -956,6 +958,8 @@ def not_json_text(head: bytes) -> Optional[str]:
     for magic, kind in _MAGIC:
         if head.startswith(magic):
             return kind
+    if _BZIP2_MAGIC.match(head):  # "BZh", the block size, then a block's or the end's magic (no JSON text starts so)
+        return "bzip2-compressed data (name it .bz2)"
     if head[257:262] == b"ustar":  # a tar header's magic (POSIX and GNU)
         return "a tar archive (extract it and pass its files, or zip them: a .zip archive's files are read)"
     return "binary data" if b"\x00" in head else None
