@@ -120,4 +120,4 @@ def test_a_negative_or_non_numeric_max_chars_is_a_usage_error(value, capsys):
     with pytest.raises(SystemExit) as info:
         main(["show", "ms_swift", "--sample", "--max-chars", value])
     assert info.value.code == 2
-    assert "--max-chars: must be a number of characters, 0 (never elide) or more" in capsys.readouterr().err
+    assert "--max-chars: must be a number of characters, 0 or more (0: never elide)" in capsys.readouterr().err

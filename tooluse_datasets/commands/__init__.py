@@ -27,6 +27,21 @@ def add_source_arguments(p: argparse.ArgumentParser, *, many: bool = False, on_e
                         "as text; repeat for several")
 
 
+def non_negative(what: str, note: str = ""):
+    """An argparse type: a whole number, 0 or more (``what`` says of what, for the message)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = -1
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"must be {what}, 0 or more{note}; got {text!r}")
+        return value
+
+    return parse
+
+
 class _Once(argparse.Action):
     """An option given once: argparse would keep the last of several silently (``--split a --split b`` reading
     only ``b``, where the user meant both)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import add_source_arguments, data_files_for, source_options
+from . import add_source_arguments, data_files_for, non_negative, source_options
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -17,7 +17,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                        help="the N-th row (default 0), of the --split named, else counted through every split in "
                             "order")
     which.add_argument("--id", help="the row with this unified id")
-    p.add_argument("--max-chars", type=_chars, default=600, help="elide text longer than this (0: never)")
+    p.add_argument("--max-chars", type=non_negative("a number of characters", " (0: never elide)"), default=600,
+                   help="elide text longer than this (0: never)")
     return p
 
 
@@ -65,13 +66,3 @@ def _find(splits, args):
             searched[name] += 1
             n += 1
     return None, searched
-
-
-def _chars(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a number of characters, 0 (never elide) or more; got {text!r}")
-    return value

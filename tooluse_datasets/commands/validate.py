@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from . import add_skipped_rows_argument, add_source_arguments, data_files_for, source_options
+from . import add_skipped_rows_argument, add_source_arguments, data_files_for, non_negative, source_options
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -21,20 +21,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--fail-on", type=_selection(allow_read=True), default=DEFAULT_FAIL_ON, metavar="RULE,...",
                    help="exit 1 if a row fails one of these (ids, globs, error, warning, all) or, with 'read', if "
                         f"a row could not be read (default: {DEFAULT_FAIL_ON})")
-    p.add_argument("--examples", type=_count, default=3, metavar="N", help="example rows kept per rule (default: 3)")
+    p.add_argument("--examples", type=non_negative("a whole number of rows"), default=3, metavar="N",
+                   help="example rows kept per rule (default: 3)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     add_skipped_rows_argument(p)
     return p
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a whole number of rows, 0 or more; got {text!r}")
-    return value
 
 
 def _selection(*, allow_read: bool):
