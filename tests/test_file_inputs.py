@@ -307,6 +307,68 @@ def test_a_file_that_cannot_be_opened_is_one_reported_file_of_every_kind(tmp_pat
         assert result["raised"] == ["InvalidValueError", file, "<file>"], (case, result)
 
 
+def _compressed(data: bytes, codec: str) -> bytes:
+    import bz2
+    import lzma
+
+    if codec == "zst":
+        zstandard = pytest.importorskip("zstandard")
+        return zstandard.ZstdCompressor().compress(data)
+    return {"gz": gzip.compress, "xz": lzma.compress,
+            "bz2": lambda d: bz2.compress(d, compresslevel=1)}[codec](data)  # bz2: blocks of 100 KB
+
+
+def _decompressed_prefix(cut: bytes, codec: str) -> bytes:
+    """What a cut compressed file decompresses to before the cut."""
+    import bz2
+    import lzma
+    import zlib
+
+    if codec == "zst":
+        import zstandard
+
+        return zstandard.ZstdDecompressor().decompressobj().decompress(cut)
+    return {"gz": lambda: zlib.decompressobj(31), "xz": lzma.LZMADecompressor,
+            "bz2": bz2.BZ2Decompressor}[codec]().decompress(cut)
+
+
+@pytest.mark.parametrize("codec", ["gz", "zst", "xz", "bz2"])
+def test_a_small_json_array_cut_short_keeps_its_elements_before_the_cut(tmp_path, cache_dir, codec):
+    """A JSON array under the size read whole (ARRAY_WHOLE_BYTES), compressed and cut short: the elements
+    whole before the cut are rows, as in a larger array or a JSON Lines file, then one error naming the file."""
+    sample = Path(td.sample_files("ms_swift")["train"][0]).read_text().splitlines()
+    elements = [json.loads(line) for line in sample if line.strip()] * 100  # 340 KB, several zstd and bz2 blocks
+    texts = [json.dumps(e) for e in elements]
+    data = ("[" + ", ".join(texts) + "]").encode()
+    packed = _compressed(data, codec)
+    (tmp_path / "whole").mkdir()
+    (tmp_path / "cut").mkdir()
+    whole = tmp_path / "whole" / f"rows.json.{codec}"
+    whole.write_bytes(packed)
+    cut = tmp_path / "cut" / f"rows.json.{codec}"
+    # Cut inside the last blocks (the rows repeat: the data compresses to a few KB, an xz file ends in 60 bytes
+    # of index and footer)
+    cut.write_bytes(packed[:-(len(packed) // 20 if codec == "xz" else 20)])
+    # The elements whose text and comma are within the bytes the cut file decompresses to
+    prefix, end, kept = len(_decompressed_prefix(cut.read_bytes(), codec)), 1, 0
+    for text in texts:
+        end += len(text) + 1
+        if end > prefix:
+            break
+        kept, end = kept + 1, end + 1
+    assert 0 < kept < len(elements)
+    (intact, _), = load_modes([str(whole)], cache_dir + "-whole", modes={"map": {}}).values()
+    assert len(intact) == len(elements)
+    for mode, (rows, report) in load_modes([str(cut)], cache_dir).items():
+        assert rows == intact[:kept], mode
+        assert whole_file_skips(report) == [(str(cut), None, "<file>")], mode
+        assert report.skipped == 1 and report.rows_read == kept + 1, mode
+    for kwargs in MODES.values():  # on_error="raise": the typed error naming the file
+        with pytest.raises(td.InvalidValueError, match=cut.name) as caught:
+            list(td.load("ms_swift", data_files=[str(cut)], split="train", cache_dir=cache_dir + "-raise", **kwargs))
+        assert caught.value.field == "<file>"
+
+
 # --------------------------------------------------------------------------------------------------
 # 4. http(s) URLs: a second load in one process, and map-style as streaming
 # --------------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import zlib
 from pathlib import Path
 
 import pyarrow as pa
@@ -453,3 +454,34 @@ def test_bz2_or_lz4_data_under_a_json_name_is_one_file_error_saying_what_it_hold
         assert rows == [] and (report.rows_read, report.skipped) == (1, 1)
         assert (report.rows[0]["row"], report.rows[0]["field"]) == (None, "<file>")
         assert f"{codec}-compressed data (name it .{codec})".replace("bz2-", "bzip2-") in report.rows[0]["message"]
+
+
+def test_a_large_json_array_cut_short_keeps_every_element_before_the_cut(tmp_path, monkeypatch):
+    """An array read a block at a time (over ARRAY_WHOLE_BYTES; the sizes made small here) whose compressed file
+    is cut short: every element whole before the cut is a row, not only those before the last blocks read
+    ahead, then the error naming the file."""
+    from tooluse_datasets import shards
+
+    monkeypatch.setattr(shards, "ARRAY_WHOLE_BYTES", 64 << 10)
+    monkeypatch.setattr(shards, "_ARRAY_READ_BYTES", 64 << 10)
+    monkeypatch.setattr(shards, "RUN_BYTES", 16 << 10)
+    sample = Path(td.sample_files("ms_swift")["train"][0]).read_text().splitlines()
+    elements = [json.loads(line) for line in sample if line.strip()] * 300  # 1 MB
+    texts = [json.dumps(e) for e in elements]
+    packed = gzip.compress(("[" + ", ".join(texts) + "]").encode())
+    cut = tmp_path / "rows.json.gz"
+    cut.write_bytes(packed[: len(packed) * 2 // 3])
+    prefix, end, kept = len(zlib.decompressobj(31).decompress(cut.read_bytes())), 1, 0
+    for text in texts:  # the elements whose text and comma are before the cut
+        end += len(text) + 1
+        if end > prefix:
+            break
+        kept, end = kept + 1, end + 1
+    assert 0 < kept < len(elements)
+    (shard,) = plan_file(str(cut))
+    got = []
+    with pytest.raises(td.errors.InvalidValueError, match="rows.json.gz") as caught:
+        for batch in read_shard(shard, 100):
+            got += [row for _, row in batch.items]
+    assert caught.value.field == "<file>"
+    assert got == elements[:kept]

@@ -648,6 +648,9 @@ class _Lz4Reader:
     def read(self, size: int = -1) -> bytes:
         return self._call("read", size)
 
+    def read1(self, size: int = -1) -> bytes:
+        return self._call("read1", size)
+
     def readline(self) -> bytes:
         return self._call("readline")
 
@@ -712,6 +715,11 @@ class _ZstdReader:
 
     def read(self, size: int = -1) -> bytes:
         data = self._f.read(size)
+        self._position += len(data)
+        return data
+
+    def read1(self, size: int = -1) -> bytes:
+        data = self._f.read1(size)
         self._position += len(data)
         return data
 
@@ -829,6 +837,7 @@ class _CheckedReads:
 
     def __init__(self, f, path: str, raw=None):
         self._f, self._path, self._raw = f, path, raw  # raw: the file a decompressing ``f`` reads
+        self._failed: Optional[ToolUseDataError] = None  # a read error held back, after the bytes read before it
 
     def __enter__(self):
         return self
@@ -848,12 +857,38 @@ class _CheckedReads:
                                     file=display_path(self._path), field="<file>") from None
 
     def read(self, size: int = -1) -> bytes:
-        return self._call("read", size)
+        """``size`` bytes (all, if negative: then a read error is raised) unless the file ends first. A read
+        error after some of the ``size`` is held back for the next read: a buffered reader asked for many bytes
+        at once drops those it read before the error, and a reader keeps the rows they hold (a JSON array cut
+        short keeps its elements before the cut, as a JSON Lines file keeps its lines)."""
+        if self._failed is not None:
+            raise self._failed
+        if size < 0:
+            return self._call("read", size)
+        read1 = getattr(self._f, "read1", None)
+        pieces: list[bytes] = []
+        left = size
+        try:
+            while left > 0:
+                # One read of the underlying reader at a time (read1), or small reads when it has none.
+                piece = self._call("read1", left) if read1 is not None else self._call("read", min(left, 1 << 16))
+                if not piece:
+                    break
+                pieces.append(piece)
+                left -= len(piece)
+        except ToolUseDataError as exc:
+            if not pieces:
+                raise
+            self._failed = exc
+        return b"".join(pieces)
 
     def readline(self) -> bytes:
+        if self._failed is not None:
+            raise self._failed
         return self._call("readline")
 
     def seek(self, offset: int) -> int:
+        self._failed = None
         return self._call("seek", offset)
 
     def tell(self) -> int:
@@ -1047,14 +1082,19 @@ def read_document(shard: Shard, batch_size: int, resume: Optional[tuple[int, int
             yield from _array_batches(elements, batch_size)
             return
         if array:
+            after_bracket = f.tell() - len(head) + head.index(b"[") + 1  # the file offset blocks start at
             blocks, size = [head], len(head)
-            while shard.stop is None and size <= ARRAY_WHOLE_BYTES and (block := f.read(_ARRAY_READ_BYTES)):
-                blocks.append(block)
-                size += len(block)
-            if size > ARRAY_WHOLE_BYTES or shard.stop is not None:  # large, or the first piece of a cut array
+            failed: Optional[ToolUseDataError] = None
+            try:
+                while shard.stop is None and size <= ARRAY_WHOLE_BYTES and (block := f.read(_ARRAY_READ_BYTES)):
+                    blocks.append(block)
+                    size += len(block)
+            except ToolUseDataError as exc:  # cut short (a damaged compressed file): the elements read whole
+                failed = exc                 # before the damage are rows, as in a larger array, then the error
+            if size > ARRAY_WHOLE_BYTES or shard.stop is not None or failed is not None:
+                # large, the first piece of a cut array, or cut short
                 blocks[0] = head[head.index(b"[") + 1:]
-                after_bracket = f.tell() - size + len(head) - len(blocks[0])  # the file offset blocks start at
-                elements = _streamed_array(f, blocks, after_bracket, 0,
+                elements = _streamed_array(f if failed is None else _FailedReads(failed), blocks, after_bracket, 0,
                                            lambda n: n >= later and (wanted is None or wanted(n)), stop=shard.stop)
                 yield from _array_batches(elements, batch_size)
                 return
@@ -1083,6 +1123,16 @@ def read_document(shard: Shard, batch_size: int, resume: Optional[tuple[int, int
         chunk = elements[start:start + batch_size]
         items: list[NativeItem] = [(start + i, _array_row(row, start + i)) for i, row in enumerate(chunk)]
         yield RawBatch(items, [(n + 1, 0) for n, _ in items])
+
+
+class _FailedReads:
+    """A file whose every read raises the error that ended the reading of it."""
+
+    def __init__(self, error: ToolUseDataError):
+        self._error = error
+
+    def read(self, size: int = -1) -> bytes:
+        raise self._error
 
 
 def _sniffed(f) -> bytes:
@@ -1147,6 +1197,20 @@ def _streamed_array(f, blocks: list[bytes], base: int, index: int, wanted: Optio
     start and how many of its elements come before the resume point (:func:`_packed`)."""
     from .codec import loads
 
+    failed: Optional[ToolUseDataError] = None
+
+    def read(size: int = -1) -> bytes:
+        """The next bytes of ``f``; after a read error (a compressed file cut short), none: the elements whole
+        before it are still given, then the error (the element it cuts is not one)."""
+        nonlocal failed
+        if failed is not None:
+            return b""
+        try:
+            return f.read(size)
+        except ToolUseDataError as exc:
+            failed = exc
+            return b""
+
     buf = b"".join(blocks)
     blocks.clear()
     pos, eof = 0, False
@@ -1157,7 +1221,7 @@ def _streamed_array(f, blocks: list[bytes], base: int, index: int, wanted: Optio
             if not eof and len(buf) - pos < 2 * run_bytes:  # room for a whole run
                 pending = [buf[pos:]]
                 while not eof and sum(map(len, pending)) < 2 * run_bytes:
-                    pending.append(f.read(_ARRAY_READ_BYTES))
+                    pending.append(read(_ARRAY_READ_BYTES))
                     eof = not pending[-1]
                 base, buf, pos = base + pos, b"".join(pending), 0
             limit = len(buf) if stop is None else min(len(buf), stop - base)  # the comma may end at stop
@@ -1185,10 +1249,12 @@ def _streamed_array(f, blocks: list[bytes], base: int, index: int, wanted: Optio
             found = _token_delimited(buf, pos)
             if found is None:  # the element goes on past the bytes read, or cannot be delimited at all
                 if not eof:  # read at least as much again as is pending: an element is scanned O(log n) times
-                    more = f.read(max(_ARRAY_READ_BYTES, len(buf) - pos))
+                    more = read(max(_ARRAY_READ_BYTES, len(buf) - pos))
                     eof = not more
                     base, buf, pos = base + pos, buf[pos:] + more, 0
                     continue
+                if failed is not None:
+                    raise failed
                 rest = buf[pos:]  # a string that never ends, or no closing bracket: nothing after it can be cut
                 if rest.strip() and (wanted is None or wanted(index)):
                     yield index, InvalidJsonError(f"element {index} and what follows cannot be read (unterminated "
@@ -1205,7 +1271,9 @@ def _streamed_array(f, blocks: list[bytes], base: int, index: int, wanted: Optio
             return
         pos = end
         if separator == b"]":
-            rest = (buf[pos:] + f.read()).strip()
+            rest = (buf[pos:] + read()).strip()
+            if failed is not None:
+                raise failed
             if rest and (wanted is None or wanted(index)):
                 yield index, InvalidJsonError(f"{len(rest)} bytes of text after the array's end", row=index,
                                               field="<file>"), 0
