@@ -267,7 +267,7 @@ def test_rows_of_another_layout_say_which_options_read_them(tmp_path):
     ({"columns": {"messages": "m", "images": "m"}}, "'messages' and 'images' both name 'm'"),
     ({"columns": "messages"}, "option columns must be an object"),
     ({"tags": {"user": "user"}}, "unknown key 'user'"),
-    ({"tags": {"user_tag": None}}, "'user_tag' must be a non-empty string"),
+    ({"tags": {"user_tag": None}}, "'user_tag' must name a tag"),
     ({"tags": {"user_tag": "gpt"}}, "'user_tag' and 'assistant_tag' both name 'gpt'"),
     ({"dataset": "mllm_demo"}, "give dataset_info=PATH"),
     ({"dataset_info": str(LF_DATA)}, "needs dataset=NAME"),

@@ -171,44 +171,41 @@ def entry_files(local_path: str, where: str) -> tuple[str, ...]:
 
 
 def check_columns(columns: Any, where: str) -> dict:
-    if not isinstance(columns, dict):
-        raise ValueError(f"{where} must be a dict of LLaMA-Factory's column keys ({', '.join(COLUMN_KEYS)}), "
-                         f"got {type(columns).__name__}")
-    out = dict(LLAMAFACTORY_COLUMNS)
-    for key, value in columns.items():
-        if key in OTHER_COLUMNS:
-            raise ValueError(f"{where}: {key!r} is {OTHER_COLUMNS[key]}, which the llamafactory source does not "
-                             f"read (sharegpt conversations use {', '.join(COLUMN_KEYS)})")
-        if key not in COLUMN_KEYS:
-            raise ValueError(f"{where}: unknown key {key!r}; LLaMA-Factory's sharegpt columns are "
-                             f"{', '.join(COLUMN_KEYS)}")
-        if value is None and key != "messages":
-            out[key] = None
-            continue
-        if not isinstance(value, str) or not value:
-            raise ValueError(f"{where}: {key!r} must name a column, got {value!r}")
-        out[key] = value
+    out = _names(columns, LLAMAFACTORY_COLUMNS, where, "column", nullable=set(COLUMN_KEYS) - {"messages"},
+                 null_means="not read", refused=OTHER_COLUMNS)
     _check_distinct(out, where)
     return out
 
 
 def check_tags(tags: Any, where: str) -> dict:
-    if not isinstance(tags, dict):
-        raise ValueError(f"{where} must be a dict of LLaMA-Factory's tag keys ({', '.join(TAGS)}), "
-                         f"got {type(tags).__name__}")
-    out = dict(TAGS)
-    for key, value in tags.items():
-        if key not in TAGS:
-            raise ValueError(f"{where}: unknown key {key!r}; LLaMA-Factory's sharegpt tags are {', '.join(TAGS)}")
-        if value is None and key == "system_tag":  # no system message in the list: the system column only
+    out = _names(tags, TAGS, where, "tag", nullable={"system_tag"}, null_means="no system message in the list")
+    _check_distinct({k: out[k] for k in ("role_tag", "content_tag")}, where)
+    _check_distinct({k: v for k, v in out.items() if k not in ("role_tag", "content_tag")}, where)
+    return out
+
+
+def _names(given: Any, defaults: dict, where: str, kind: str, *, nullable: set, null_means: str,
+           refused: Optional[dict] = None) -> dict:
+    """``defaults`` updated with ``given`` (``columns`` or ``tags``): LLaMA-Factory's keys only, each a name, or
+    null where ``nullable``; ``refused`` keys (name -> what they are) are LLaMA-Factory's, for other formats."""
+    if not isinstance(given, dict):
+        raise ValueError(f"{where} must be a dict of LLaMA-Factory's {kind} keys ({', '.join(defaults)}), "
+                         f"got {type(given).__name__}")
+    out = dict(defaults)
+    for key, value in given.items():
+        if refused and key in refused:
+            raise ValueError(f"{where}: {key!r} is {refused[key]}, which the llamafactory source does not "
+                             f"read (sharegpt conversations use {', '.join(defaults)})")
+        if key not in defaults:
+            raise ValueError(f"{where}: unknown key {key!r}; LLaMA-Factory's sharegpt {kind}s are "
+                             f"{', '.join(defaults)}")
+        if value is None and key in nullable:
             out[key] = None
             continue
         if not isinstance(value, str) or not value:
-            allowed = " (or null: no system message in the list)" if key == "system_tag" else ""
-            raise ValueError(f"{where}: {key!r} must be a non-empty string{allowed}, got {value!r}")
+            allowed = f" (or null: {null_means})" if key in nullable else ""
+            raise ValueError(f"{where}: {key!r} must name a {kind}{allowed}, got {value!r}")
         out[key] = value
-    _check_distinct({k: out[k] for k in ("role_tag", "content_tag")}, where)
-    _check_distinct({k: v for k, v in out.items() if k not in ("role_tag", "content_tag")}, where)
     return out
 
 
