@@ -507,3 +507,25 @@ def test_a_stream_left_unfinished_at_interpreter_exit_prints_nothing(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split() == ["toolmind/synthetic/0", "ms_swift/array/0"]
     assert "Exception ignored" not in done.stderr and "Traceback" not in done.stderr, done.stderr[-3000:]
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_a_data_dir_holding_an_export_mirror_metadata_or_a_cache_reads_only_its_rows(tmp_path, streaming):
+    # An export folder for LLaMA-Factory holds its dataset_info.json beside the rows; a folder may also hold a
+    # mirror's hidden manifest, a cache folder or __pycache__: none of them is rows.
+    from tooluse_datasets.cli import main
+
+    folder = tmp_path / "lf"
+    assert main(["export", "nestful", "--sample", "--format", "llamafactory", "--out", str(folder)]) == 0
+    assert (folder / "dataset_info.json").is_file()
+    (folder / ".tooluse-datasets.json").write_text('{"configs": []}')
+    for hidden in (".cache", "__pycache__"):
+        (folder / hidden).mkdir()
+        (folder / hidden / "x.json").write_text('{"not": "a row"}')
+    report = td.SkipReport()
+    ds = td.load("llamafactory", data_dir=str(folder), split="train", streaming=streaming, on_error="skip",
+                 report=report, cache_dir=str(tmp_path / "cache"))
+    rows = list(ds)
+    assert len(rows) == 5 and report.skipped == 0
+    assert rows == list(td.load("llamafactory", data_files=str(folder / "nestful-llamafactory-train.jsonl"),
+                                split="train", streaming=True))

@@ -102,10 +102,19 @@ def hf_files_at_commits(data_files: Any) -> Any:
     return data_files if commit is None else f"{HF_DATASETS}{repo}@{commit}/" + "/".join(parts[head:])
 
 
+# Files a data folder may hold that are no rows: LLaMA-Factory's dataset registry (an export folder has one beside
+# its JSON Lines files) and datasets' own metadata (a cache or save_to_disk folder).
+NOT_DATA_FILES = frozenset({"dataset_info.json", "dataset_infos.json", "dataset_dict.json"})
+
+
 def data_dir_files(data_dir: str, patterns: Iterable[str]) -> list[str]:
-    """The data files of a ``data_dir`` folder: those matching the source's patterns, sorted."""
+    """The data files of a ``data_dir`` folder: those matching the source's patterns, sorted; not the files of
+    :data:`NOT_DATA_FILES`, nor those under a name starting with ``.`` or ``__`` (a mirror's manifest, a cache
+    folder, ``__pycache__``), as datasets leaves them out of a data folder."""
     base = Path(data_dir)
-    return sorted({str(p) for pattern in patterns for p in base.glob(pattern) if p.is_file()})
+    found = {p for pattern in patterns for p in base.glob(pattern) if p.is_file()}
+    return sorted(str(p) for p in found if p.name not in NOT_DATA_FILES
+                  and not any(part.startswith((".", "__")) for part in p.relative_to(base).parts))
 
 
 def files_digest(paths: Iterable[str]) -> str:
