@@ -99,14 +99,10 @@ class Message:
                 "name": self.name, "extra": self.extra}
 
 
-def native_to_raw(native: dict) -> dict:
-    """One row of a file -> the raw row ``{messages, tools, images, audios, videos, extra}``."""
-    return traced_native_to_raw(native)[0]
-
-
-def traced_native_to_raw(native: dict) -> tuple[dict, list[Message]]:
-    """:func:`native_to_raw`, and the :class:`Message` each raw message was made from (its ``file_field``
-    names the part of the file an error in that raw message is about)."""
+def native_to_raw(native: dict) -> tuple[dict, list[Message]]:
+    """One row of a file -> the raw row ``{messages, tools, images, audios, videos, extra}``, and the
+    :class:`Message` each raw message was made from (its ``file_field`` names the part of the file an error in
+    that raw message is about)."""
     row = dict(native)
     messages_column, messages_value = take_column(row, MESSAGES_COLUMNS)
     if messages_column is None:

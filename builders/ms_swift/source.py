@@ -34,7 +34,7 @@ from tooluse_datasets.shards import PARQUET, RawBatch, Shard, file_stem, read_sh
 from tooluse_datasets.source import RowContext, Source, SplitPlan
 
 from .common import common_unified
-from .native import ORIGINAL_KEY, RESULT_ROLES, Message, drop_arrow_nulls, traced_native_to_raw
+from .native import ORIGINAL_KEY, RESULT_ROLES, Message, drop_arrow_nulls, native_to_raw
 from .parsing import (json_text, missing_media_tags, parse_call, parse_tool, split_pre_call_text,
                       split_think)
 from .upstream import CITATION, DESCRIPTION, UPSTREAM
@@ -78,7 +78,7 @@ class MsSwiftSource(Source):
             yield batch
 
     def to_raw(self, native: dict, ctx: RowContext) -> dict:
-        raw, messages = traced_native_to_raw(native)
+        raw, messages = native_to_raw(native)
         # Errors found in the raw messages by to_unified (given this row's ctx) name the file's messages, not
         # the raw list's (which counts the messages calls, blocks and the system column expand to).
         ctx.origins = (raw["messages"], messages)
