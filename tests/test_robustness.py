@@ -783,6 +783,30 @@ def test_repeated_nestful_ids_do_not_depend_on_shards_workers_or_resuming(tmp_pa
         assert [i for i in ids if i.startswith("dup")] == ["dup#5", "dup#8"], shard_bytes
 
 
+@pytest.mark.parametrize("sample_ids", [["s#2", "s", "s"], ["s", "s", "s#1"], ["s#1", "s#1", "s"]])
+def test_an_upstream_id_that_looks_like_a_repeat_never_shares_an_id_with_one(tmp_path, cache_dir, sample_ids):
+    """'s#2' at row 0 and the repeat of 's' at row 2 both used to be 's#2': one of the two rows was lost to any
+    user keying on ids (a mirror's dedup, score's gold lookup). Ids are unique, read whole, cut or prepared."""
+    good = Path(td.sample_files("nestful")["train"][0]).read_text().splitlines()
+    lines = []
+    for i, sample_id in enumerate(sample_ids):
+        row = json.loads(good[i])
+        row["sample_id"] = sample_id
+        lines.append(json.dumps(row))
+    path = tmp_path / "ids.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    whole = [r["id"] for r in td.load("nestful", data_files=str(path), split="train", streaming=True)]
+    cut = [r["id"] for r in td.load("nestful", data_files=str(path), split="train", streaming=True,
+                                    shard_bytes=path.stat().st_size // 3)]
+    prepared = [r["id"] for r in td.load("nestful", data_files=str(path), split="train", cache_dir=cache_dir)]
+    assert len(set(whole)) == len(whole) == 3 and whole == cut == prepared
+    # An id without the look of a suffix is kept as it is by its first holder.
+    assert all(row_id.endswith("#%d" % row) for row, row_id in enumerate(whole)
+               if sample_ids[row].rpartition("#")[2].isdigit() or sample_ids[row] in sample_ids[:row])
+    assert [r["meta"]["sample_id"] for r in td.load("nestful", data_files=str(path), split="train",
+                                                   streaming=True)] == sample_ids  # upstream's value kept
+
+
 def test_a_source_copied_while_it_primes_ids_primes_them_again_in_the_copy(tmp_path):
     """Workers get the source pickled (by a pool's feeder thread) while this process may be priming the file's
     ids: a copy caught with some of the file's ids but the file not yet marked primed primes its own, so a

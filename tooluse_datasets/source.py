@@ -101,10 +101,15 @@ class RowContext:
     origins: Any = None
 
 
+_LOOKS_SUFFIXED = re.compile(r"#[0-9]+\Z")  # what UniqueIds appends to a repeat
+
+
 class UniqueIds:
     """Row ids taken from upstream ids (NESTFUL's ``sample_id``), made unique within each file: the first row
     holding an id keeps it, a later row of the same file repeating it gets ``#<row>`` (its row number in the
-    file). Where each id was first seen is remembered, so converting the same rows again (another pass over
+    file). A first holder whose id already ends in ``#<digits>`` gets ``#<row>`` too: otherwise ``"s#2"`` at row
+    0 and the repeat of ``"s"`` at row 2 would share an id. So an id ending in ``#<digits>`` always reads back as
+    (upstream id, row), which is unique within a file. Where each id was first seen is remembered, so converting the same rows again (another pass over
     a stream, another config) gives the same ids. A reader that starts past a file's first row (a later shard,
     a resumed stream, a worker process) first tells it the file's ids with :meth:`prime_file`."""
 
@@ -138,7 +143,9 @@ class UniqueIds:
         first = self._primed_rows.get(key)
         if first is None:
             first = self._seen_rows.setdefault(key, ctx.row)
-        return row_id if first == ctx.row else f"{row_id}#{ctx.row}"
+        if first == ctx.row and not _LOOKS_SUFFIXED.search(row_id):
+            return row_id
+        return f"{row_id}#{ctx.row}"
 
     def for_another_process(self) -> "UniqueIds":
         """A copy for a worker process: the files primed so far (so the worker does not read their ids again),
