@@ -219,6 +219,31 @@ def test_tools_of_another_type_are_refused_without_calling_them_a_list(tmp_path,
     assert info.value.field == "tools" and "fails on a list" not in info.value.message
 
 
+@pytest.mark.parametrize("column", ["images", "videos", "audios"])
+def test_one_media_path_given_as_a_string_reads_as_a_list_of_it(tmp_path, cache_dir, column):
+    """LLaMA-Factory wraps a lone path in a list (its converter's _find_medias); such files were refused."""
+    path = tmp_path / "one_path.jsonl"
+    tag = {"images": "<image>", "videos": "<video>", "audios": "<audio>"}[column]
+    path.write_text(json.dumps({"conversations": [{"from": "human", "value": f"{tag}what is it?"},
+                                                  {"from": "gpt", "value": "a cat"}], column: "cat.bin"}) + "\n")
+    for streaming in (True, False):
+        row = next(iter(td.load("llamafactory", data_files=str(path), split="train", streaming=streaming,
+                                cache_dir=cache_dir)))
+        assert row[column] == ["cat.bin"]
+    raw = next(iter(td.load("llamafactory", "raw", data_files=str(path), split="train", streaming=True)))
+    assert raw[column] == ["cat.bin"]
+
+
+@pytest.mark.parametrize("media", ["", 0, False, {}, {"path": "a.png"}, [""], [["a.png"]]])
+def test_media_values_llamafactory_cannot_open_are_refused(tmp_path, media):
+    path = tmp_path / "bad_media.jsonl"
+    path.write_text(json.dumps({"conversations": [{"from": "human", "value": "<image>a"},
+                                                  {"from": "gpt", "value": "b"}], "images": media}) + "\n")
+    with pytest.raises(InvalidValueError, match="path") as info:
+        list(td.load("llamafactory", data_files=str(path), split="train", streaming=True))
+    assert info.value.field.startswith("images") and info.value.row == 0
+
+
 def test_writer_refuses_what_llamafactory_would_mistrain(cache_dir):
     base = td.load("nestful", data_files=td.sample_files("nestful"), split="train", cache_dir=cache_dir)[0]
     row = td.complete_row(base)

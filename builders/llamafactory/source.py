@@ -135,8 +135,10 @@ class LlamaFactorySource(Source):
             media = native.get(name) if name is not None else None
             if media is None:
                 media = []
+            elif isinstance(media, str) and media:
+                media = [media]  # as LLaMA-Factory reads one path
             elif not isinstance(media, list):
-                raise InvalidValueError(f"{name} must be a list of paths or URLs, got {_kind(media)}", field=name)
+                raise InvalidValueError(f"{name} must be a path or URL, or a list of them, got {_kind(media)}", field=name)
             for j, item in enumerate(media):
                 if not isinstance(item, str) or not item:
                     raise InvalidValueError(f"{name} entries must be paths or URLs, got {_kind(item)}",
