@@ -1226,3 +1226,36 @@ def test_writer_never_writes_an_empty_block(tmp_path):
         with pytest.raises(ConversionError) as err:
             write_toolmind_row(_foreign(messages))
         assert err.value.field == field
+
+
+def test_a_call_whose_arguments_quote_the_closing_tag_is_one_call(tmp_path, cache_dir):
+    # "</tool_call>" inside a JSON string of the call (code or prompts about tool calls) ends no block: the row
+    # reads as the card wrote it, the toolmind config gives it back byte for byte, and a foreign row with such
+    # an argument that the writer accepts reads back with the same arguments.
+    arguments = {"code": "print('<tool_call>{}</tool_call>')", "note": "</tool_call> <tool_call>"}
+    msgs = conversation()
+    msgs[3]["content"] = "<tool_call>" + json.dumps({"name": "get_time", "arguments": arguments}) + "</tool_call>"
+    native = native_row(msgs)
+    row = convert(native)
+    assert [c["function"]["arguments"] for m in row["messages"] for c in m.get("tool_calls", [])] == [arguments]
+    assert "source_messages" not in row["meta"]
+    path = write_parquet(tmp_path / "tag.parquet", [native])
+    for streaming in (True, False):
+        ds = td.load("toolmind", "toolmind", data_files=path, split="synthetic", streaming=streaming,
+                     **({} if streaming else {"cache_dir": cache_dir}))
+        assert [r["messages"] for r in ds] == [native["messages"]]
+    foreign = _foreign([message("user", "run it"), message("assistant", "", reasoning_content="Run the code.",
+                                                            tool_calls=[tool_call("a", "get_time", arguments)]),
+                        message("tool", "ok", tool_call_id="a", name="get_time"), message("assistant", "Done.")])
+    out = write_toolmind_row(foreign)
+    back = convert({"messages": out["messages"], "split": out["split"], "bridges": out["bridges"]})
+    assert [c["function"]["arguments"] for m in back["messages"] for c in m.get("tool_calls", [])] == [arguments]
+    # Packed calls (strict=False) are still told apart, a tag quoted in one of them included.
+    second = json.dumps({"name": "get_time", "arguments": {"tz": "</tool_call>"}})
+    packed = conversation()
+    packed[3]["content"] = (packed[3]["content"] + "\n<tool_call>" + second + "</tool_call>")
+    packed[4:5] = [packed[4], dict(packed[4])]
+    lenient = ToolMindSource(ToolMindOptions(strict=False))
+    calls = [c["function"]["arguments"] for m in convert(native_row(packed), lenient)["messages"]
+             for c in m.get("tool_calls", [])]
+    assert calls == [{"tz": "Europe/Paris"}, {"tz": "</tool_call>"}]
