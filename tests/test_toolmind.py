@@ -1259,3 +1259,16 @@ def test_a_call_whose_arguments_quote_the_closing_tag_is_one_call(tmp_path, cach
     calls = [c["function"]["arguments"] for m in convert(native_row(packed), lenient)["messages"]
              for c in m.get("tool_calls", [])]
     assert calls == [{"tz": "Europe/Paris"}, {"tz": "</tool_call>"}]
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_a_split_value_named_all_gets_a_split_of_its_own_in_both_modes(tmp_path, cache_dir, streaming):
+    # "all" is datasets' keyword for the union of the splits; map-style preparing refused it with a bare
+    # ValueError while a stream loaded it. It gets a hashed name, as colliding names do; the value stays in subset.
+    rows = [native_row(conversation(), split) for split in ("synthetic", "all", "ALL")]
+    path = write_parquet(tmp_path / "all.parquet", rows)
+    ds = td.load("toolmind", data_files=path, streaming=streaming, **({} if streaming else {"cache_dir": cache_dir}))
+    names = {name: [r["subset"] for r in split] for name, split in ds.items()}
+    assert names["synthetic"] == ["synthetic"]
+    assert sorted(v for name, values in names.items() if name != "synthetic" for v in values) == ["ALL", "all"]
+    assert all(name.lower() != "all" for name in names)

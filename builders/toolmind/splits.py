@@ -211,7 +211,8 @@ def split_names(values: set) -> dict[Optional[str], str]:
     taken: set[str] = set()
     for value in sorted(values, key=table_order):
         name = hf_split_name(value)
-        if len(name) > MAX_SPLIT_NAME or name in taken:
+        # "all" (any case) is datasets' keyword for the union of the splits: no split may be named so.
+        if len(name) > MAX_SPLIT_NAME or name in taken or name.lower() == "all":
             digest = hashlib.sha1(repr(value).encode()).hexdigest()[:8]
             name = f"{name[:MAX_SPLIT_NAME - 9]}_{digest}"
         names[value] = name
