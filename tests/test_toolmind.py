@@ -1272,3 +1272,30 @@ def test_a_split_value_named_all_gets_a_split_of_its_own_in_both_modes(tmp_path,
     assert names["synthetic"] == ["synthetic"]
     assert sorted(v for name, values in names.items() if name != "synthetic" for v in values) == ["ALL", "all"]
     assert all(name.lower() != "all" for name in names)
+
+
+def test_a_bridge_read_back_is_reused_only_where_it_still_bridges_to_the_same_tool(tmp_path):
+    # Rows written in toolmind form and read back keep their bridge texts by position. Dropping the first exchange
+    # (splitting a multi-turn row) shifts the positions: the first call's bridge ("... `get_time` ...") must not
+    # end up before a call of another tool. Unedited rows still come back byte for byte.
+    tools = TOOLS + [{"type": "function", "function": {"name": "get_date", "description": "Today's date",
+                                                        "parameters": {"type": "object", "properties": {}}}}]
+    row = _foreign([
+        message("user", "Time?"), message("assistant", "", tool_calls=[tool_call("a", "get_time", {"tz": "UTC"})]),
+        message("tool", "10:00", tool_call_id="a", name="get_time"),
+        message("assistant", "10:00.", reasoning_content="Known."),
+        message("user", "Date?"), message("assistant", "", tool_calls=[tool_call("b", "get_date", {})]),
+        message("tool", "May 1", tool_call_id="b", name="get_date"),
+        message("assistant", "May 1.", reasoning_content="Known.")], tools=tools)
+    out = write_toolmind_row(row)
+    assert out["bridges"] == [2, 8]
+    path = write_jsonl(tmp_path / "out.jsonl", [{"messages": out["messages"], "split": out["split"],
+                                                 "bridges": out["bridges"]}])
+    back = next(iter(td.load("toolmind", data_files=path, streaming=True)["other_x"]))
+    assert write_toolmind_row(back)["messages"] == out["messages"]
+    system, turns = back["messages"][:1], back["messages"][1:]
+    second = dict(back, messages=system + turns[4:])
+    written = json.loads(write_toolmind_row(second)["messages"])
+    bridge = written[2]["content"]
+    assert written[3]["role"] == "tool_call" and "get_date" in written[3]["content"]
+    assert "get_date" in bridge and "get_time" not in bridge

@@ -232,7 +232,13 @@ class _Writer:
         index = len(self.out.messages)
         stored = (self.style.bridge_texts or {}).get(str(index))
         self.out.bridges.append(index)
-        self._emit("reasoning", P.wrap(stored if isinstance(stored, str) else self._bridge_text(kind, name, index),
+        # A bridge read back at this position is reused only where it still fits: what it bridges to (a call of
+        # this tool, or an answer) may have changed since (turns dropped before it shift the positions). A call
+        # bridge fits either call kind: parallel calls read back as calls of their own.
+        kinds = ("answer",) if kind == "answer" else ("call", "next_call")
+        fits = isinstance(stored, str) and any(stored == t.format(name=name) for k in kinds
+                                               for t in BRIDGE_TEMPLATES[k])
+        self._emit("reasoning", P.wrap(stored if fits else self._bridge_text(kind, name, index),
                                        "think", self.style.padding))
 
     def _bridge_text(self, kind: str, name: Optional[str], index: int) -> str:
