@@ -282,3 +282,30 @@ def test_one_value_json_cannot_hold_leaves_the_others_of_its_column_exact():
     mapped = Dataset.from_dict({"i": [0]}).map(lambda r: {"j": {"nan": math.nan, "x": 0.30000000000000004}},
                                               features=Features({"i": Value("int64"), "j": Json()}))
     assert mapped.data.column("j").to_pylist() == ['{"nan":null,"x":0.30000000000000004}']
+
+
+def test_plain_json_columns_built_from_python_values_store_them_exactly(tmp_path):
+    """Dataset.from_list / from_dict / from_generator with features encode each value with Json.encode_example,
+    whose own version (pandas' ujson) keeps 10 significant digits: 3.141592653589793 became 3.1415926536, -0.0
+    became 0.0. Rows rebuilt with td.UNIFIED_FEATURES (a stream collected into a Dataset) went that way."""
+    import datasets
+
+    values = {f"v{i}": v for i, v in enumerate(EXACT_VALUES)}
+    features = Features({"v": Json()})
+    built = [
+        Dataset.from_list([{"v": values}], features=features),
+        Dataset.from_dict({"v": [values]}, features=features),
+        Dataset.from_generator(lambda: iter([{"v": values}]), features=features, cache_dir=str(tmp_path / "gen")),
+    ]
+    for ds in built:
+        assert bits(ds[0]["v"]) == bits(values)
+        assert bits(td.exact(ds)[0]["v"]) == bits(values)
+    # text follows datasets' rule: JSON text is stored as it is, other text as a JSON string
+    texts = Dataset.from_dict({"v": ['{"x": 0.30000000000000004}', "not json"]}, features=features)
+    assert bits([texts[0]["v"], texts[1]["v"]]) == bits([{"x": 0.30000000000000004}, "not json"])
+
+    row = td.complete_row(next(iter(td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train",
+                                            cache_dir=str(tmp_path / "cache")))))
+    row["meta"] = values
+    rebuilt = datasets.Dataset.from_list([row], features=td.UNIFIED_FEATURES)
+    assert bits(td.exact(rebuilt)[0]["meta"]) == bits(values)

@@ -439,6 +439,14 @@ def _exact_decode_example(self: Json, example_data: Any, token_per_repo_id: Any 
         return _DATASETS_WRITER["decode_example"](self, example_data, token_per_repo_id)
 
 
+def _exact_encode_example(self: Json, example_data: Any) -> Any:
+    """datasets' ``Json.encode_example`` (how ``Features.encode_example``/``encode_batch`` store a Python value of a
+    plain ``Json()`` column: ``Dataset.from_list``, ``from_dict`` and ``from_generator`` with features, ``add_item``),
+    by the rules of :func:`_exact_json_encode_field`. Its own uses pandas' ujson: 10 significant digits
+    (``3.141592653589793`` became ``3.1415926536``, ``-0.0`` became ``0.0``), and no integer beyond 64 bits."""
+    return _exact_json_encode_field(example_data, [])
+
+
 def _is_json_text(text: str) -> bool:
     try:
         loads(text)
@@ -449,7 +457,8 @@ def _is_json_text(text: str) -> bool:
 
 def _install_exact_writer() -> dict[str, Callable]:
     """Make datasets' Arrow writer store Json values exactly, once per process (importing this package):
-    :func:`_exact_json_encode_field` and :func:`_exact_cast_storage` replace its two lossy steps. Features do
+    :func:`_exact_json_encode_field` and :func:`_exact_cast_storage` replace its two lossy steps, and
+    :func:`_exact_encode_example` the encoding of Python values by ``Features`` (``Dataset.from_list``...). Features do
     not reach them (the writer rebuilds its Json features from the Arrow schema), hence the replacement.
     Returns datasets' own functions; a datasets without them is left as it is."""
     import datasets.arrow_writer as arrow_writer
@@ -458,11 +467,14 @@ def _install_exact_writer() -> dict[str, Callable]:
         return _DATASETS_WRITER
     originals = {"json_encode_field": getattr(arrow_writer, "json_encode_field", None),
                  "cast_storage": getattr(Json, "cast_storage", None),
+                 "encode_example": getattr(Json, "encode_example", None),
                  "decode_example": getattr(Json, "decode_example", None)}
     if originals["json_encode_field"] is not None:
         arrow_writer.json_encode_field = _exact_json_encode_field
     if originals["cast_storage"] is not None:
         Json.cast_storage = _exact_cast_storage
+    if originals["encode_example"] is not None:
+        Json.encode_example = _exact_encode_example
     if originals["decode_example"] is not None:
         Json.decode_example = _exact_decode_example
     return originals
