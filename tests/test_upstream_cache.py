@@ -197,3 +197,49 @@ def test_hf_data_files_at_a_branch_are_read_at_its_commit(monkeypatch):
 
     monkeypatch.setattr(cache_keys, "hub_head_commit", unreachable)
     assert cache_keys.hf_files_at_commits(given) == given  # offline: the URLs as given, datasets decides
+
+
+def test_offline_a_split_is_served_from_the_cache_the_latest_load_read(hub, cache_dir, monkeypatch):
+    """All splits prepared at the old commit, then the branch moved and one split was read (a cache of its
+    own at the new commit): offline, the same load served the old commit's cache of all splits."""
+    up, _ = hub
+    td.load("toolmind", cache_dir=cache_dir)
+    up.head[0] = NEW
+    online = td.load("toolmind", split="xlam_function_calling_60k", cache_dir=cache_dir)
+    assert len(online) == 1
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    offline = td.load("toolmind", split="xlam_function_calling_60k", cache_dir=cache_dir)
+    assert list(offline) == list(online)
+    # a load of all splits has the old commit's cache only
+    assert sum(_sizes(td.load("toolmind", cache_dir=cache_dir)).values()) == 21
+
+
+def test_offline_a_branch_moved_back_serves_the_commit_read_last(hub, cache_dir, monkeypatch):
+    """The branch moved on and back: online, the cache of the first commit serves again; offline, the cache
+    prepared last (the other commit's) served instead."""
+    up, _ = hub
+    td.load("toolmind", cache_dir=cache_dir)
+    up.head[0] = NEW
+    td.load("toolmind", cache_dir=cache_dir)
+    up.head[0] = OLD
+    online = td.load("toolmind", cache_dir=cache_dir)
+    assert sum(_sizes(online).values()) == 21
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert _sizes(td.load("toolmind", cache_dir=cache_dir)) == _sizes(online)
+
+
+def test_offline_a_folder_datasets_did_not_finish_is_not_served(hub, cache_dir, monkeypatch):
+    """datasets prepares into "<folder>.incomplete" and renames it at the end; a process killed before the
+    rename leaves it (its dataset_info.json may be written already): offline it was taken for a cache."""
+    import os
+
+    ds = td.load("toolmind", cache_dir=cache_dir)
+    folder = os.path.dirname(ds["synthetic"].cache_files[0]["filename"])
+    left = folder.rsplit("-", 1)[0] + "-" + "c" * 16 + ".incomplete"
+    shutil.copytree(folder, left)
+    os.remove(os.path.join(left, "toolmind-synthetic.arrow"))
+    os.utime(os.path.join(left, "dataset_info.json"))  # the newest
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    offline = td.load("toolmind", cache_dir=cache_dir)
+    assert os.path.dirname(offline["synthetic"].cache_files[0]["filename"]) == folder
+    assert len(offline["synthetic"]) == 9

@@ -38,6 +38,8 @@ from .validation.filtering import rule_check
 logger = logging.getLogger("tooluse_datasets")
 
 SKIP_REPORT_GLOB = "skips-*.json"  # skips-<split>-<job tag>.json
+# Beside a prepared split read at a branch's commit: touched by each load that reads it (see mark_read).
+LAST_READ_FILE = "last-read"
 # Beside each job's report: every row it skipped, one JSON object per line (file, row, field, reason, message).
 SKIPPED_ROWS_SUFFIX = ".rows.jsonl"
 
@@ -183,20 +185,35 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         return self._upstream_commits.get(source.name, self.config.revision)
 
     def _build_cache_dir(self):
-        # Upstream commits that could not be resolved (offline, no network): the newest cache prepared from
-        # this config at some commit serves, as datasets serves a Hub dataset's cache offline. Without one,
-        # preparing reports that the upstream cannot be reached.
+        # Upstream commits that could not be resolved (offline, no network): the cache of this config that the
+        # latest load read or prepared (at whichever commit the branch then pointed at) serves, as datasets serves
+        # a Hub dataset's cache offline. Without one, preparing reports that the upstream cannot be reached.
+        self.offline_cache_read_at: Optional[int] = None
         if getattr(self, "_upstream_unresolved", False) and \
                 not datasets.utils.file_utils.is_remote_url(self._cache_dir_root):
             versions = Path(self._cache_dir_root, self._relative_data_dir(with_version=True, with_hash=False))
+            # a folder datasets has not renamed yet (a prepare killed before its end) is no cache
             prepared = [d for d in versions.glob(f"{glob.escape(self.hash)}-*")
-                        if (d / datasets.config.DATASET_INFO_FILENAME).exists()]
+                        if not d.name.endswith(".incomplete") and (d / datasets.config.DATASET_INFO_FILENAME).exists()]
             if prepared:
-                newest = max(prepared, key=lambda d: (d / datasets.config.DATASET_INFO_FILENAME).stat().st_mtime)
+                latest = max(prepared, key=last_read)
                 logger.warning("%s: upstream revision not resolved (offline?); using the cache prepared from it "
-                               "before (%s)", self.SOURCE_CLASS.name, newest)
-                self.hash = newest.name
+                               "before (%s)", self.SOURCE_CLASS.name, latest)
+                self.hash = latest.name
+                self.offline_cache_read_at = last_read(latest)
         return super()._build_cache_dir()
+
+    def mark_read(self) -> None:
+        """Note that a load read this prepared cache at the upstream commit resolved now: offline, the cache the
+        latest load read serves (not the one prepared last: a branch moved back to a commit whose cache was
+        there already, a split read from a cache of all splits). Nothing to note for data that names no branch;
+        a cache folder that cannot be written is left as it is."""
+        if not self._upstream_commits or self._upstream_unresolved:
+            return
+        try:
+            Path(self.cache_dir, LAST_READ_FILE).touch()
+        except OSError:
+            pass
 
     # -- datasets hooks -----------------------------------------------------------------------------
 
@@ -391,6 +408,17 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                 job.rows = [json.loads(line) for line in rows_file.read_bytes().splitlines() if line]
             report.merge(job)
         return report
+
+
+def last_read(folder: Path) -> int:
+    """When a load last read or prepared the cache ``folder`` (nanoseconds; 0 if unknown)."""
+    times = [0]
+    for name in (LAST_READ_FILE, datasets.config.DATASET_INFO_FILENAME):
+        try:
+            times.append(Path(folder, name).stat().st_mtime_ns)
+        except OSError:
+            pass
+    return max(times)
 
 
 def _path_strings(data_files, top: bool = True):

@@ -95,6 +95,13 @@ def load(
             every = builder.split_names()
             if every is None or not set(every) <= set(names):
                 builder = make_builder(prepare_splits=names)
+        elif not streaming and names and "prepare_splits" not in config_kwargs and \
+                builder.offline_cache_read_at is not None:
+            # Offline, a cache of all splits was found: a cache of just these splits that a later load read (at
+            # the commit the branch had moved on to) serves instead.
+            own = make_builder(prepare_splits=names)
+            if own.offline_cache_read_at is not None and own.offline_cache_read_at > builder.offline_cache_read_at:
+                builder = own
     if streaming:
         if report is not None:
             builder.skip_report = report
@@ -109,6 +116,7 @@ def load(
         if isinstance(exc.__cause__, DataNotFoundError):
             raise exc.__cause__ from exc
         raise
+    builder.mark_read()
     if names:
         builder.check_split_names(names, builder.info.splits)  # a build read from the cache: checked here
     prepared = builder.prepared_skip_report(split, with_rows=report is not None and report.wants_rows)
