@@ -1070,3 +1070,35 @@ def test_a_bad_row_in_a_worker_process_raises_its_typed_error_naming_file_row_an
     with pytest.raises(td.InvalidJsonError) as info:
         td.load("ms_swift", data_files=str(path), split="train", cache_dir=cache_dir, num_proc=2, shard_bytes=500)
     assert (info.value.file, info.value.row, info.value.field) == (str(path), 3, "<line>")
+
+
+def test_a_prepare_killed_before_its_end_leaves_nothing_counted_in_the_next(tmp_path, cache_dir):
+    """datasets prepares into "<folder>.incomplete" and reuses one that a killed prepare (kill -9, out of memory)
+    left. Its skip reports were counted with the next prepare's whenever that one named its jobs otherwise
+    (another num_proc): 10 bad rows were reported as 20, in every later load from the cache too."""
+    import glob
+    import os
+    import shutil
+
+    sample = td.sample_files("ms_swift")["train"][0]
+    lines = Path(sample).read_text().splitlines()
+    bad = '{"messages": [{"role": "user"}]}'
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n".join(lines + [bad, bad]) + "\n")
+    # what a prepare leaves behind: its reports and Arrow files, in the folder datasets had not renamed yet
+    killed = td.load("ms_swift", data_files=str(path), split="train", on_error="skip", cache_dir=str(tmp_path / "k"))
+    folder = os.path.dirname(killed.cache_files[0]["filename"])
+    left = os.path.join(folder.replace(str(tmp_path / "k"), cache_dir) + ".incomplete")
+    os.makedirs(os.path.dirname(left))
+    shutil.copytree(folder, left)
+    os.remove(os.path.join(left, "dataset_info.json"))
+    for name in glob.glob(os.path.join(left, "skips-*")):
+        os.rename(name, name.replace("skips-train-", "skips-train-0"))  # another job's name
+
+    report = td.SkipReport()
+    ds = td.load("ms_swift", data_files=str(path), split="train", on_error="skip", report=report, cache_dir=cache_dir)
+    assert os.path.dirname(ds.cache_files[0]["filename"]) == left[:-len(".incomplete")]
+    assert (report.rows_read, report.skipped, len(ds)) == (len(lines) + 2, 2, len(lines))
+    again = td.SkipReport()
+    td.load("ms_swift", data_files=str(path), split="train", on_error="skip", report=again, cache_dir=cache_dir)
+    assert (again.rows_read, again.skipped) == (len(lines) + 2, 2)

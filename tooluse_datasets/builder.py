@@ -16,6 +16,7 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Iterable, Iterator, Optional
@@ -311,6 +312,19 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
             raise DataNotFoundError(f"{self.source.name}: no data files matching {list(self.source.local_patterns)} "
                                     f"under data_dir={data_dir!r}")
         return found
+
+    def _download_and_prepare(self, dl_manager, *args, **kwargs):
+        # datasets prepares into "<folder>.incomplete" (the builder lock held) and renames it at the end, but reuses
+        # one that a killed prepare (kill -9, out of memory) left: its skip reports would be counted with the new
+        # ones (another num_proc names its jobs otherwise), its Arrow files left beside the new ones.
+        if self._output_dir.endswith(".incomplete") and os.path.isdir(self._output_dir):
+            for entry in os.scandir(self._output_dir):
+                logger.info("%s: removing %s, left by a prepare that did not finish", self.SOURCE_CLASS.name, entry.path)
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path)
+                else:
+                    os.remove(entry.path)
+        return super()._download_and_prepare(dl_manager, *args, **kwargs)
 
     def _prepare_split(self, split_generator, *args, **kwargs):
         # Tell _generate_tables (possibly in worker processes) where to leave per-shard skip reports.
