@@ -309,3 +309,32 @@ def test_plain_json_columns_built_from_python_values_store_them_exactly(tmp_path
     row["meta"] = values
     rebuilt = datasets.Dataset.from_list([row], features=td.UNIFIED_FEATURES)
     assert bits(td.exact(rebuilt)[0]["meta"]) == bits(values)
+
+
+@pytest.mark.parametrize("value", [{"s": "\udc00"}, {"big": 2**70, "s": "\udc00"}, {"big": 2**70, "\ud800": 1},
+                                   [2**70, ["\ud83d"]]], ids=["alone", "with-big-int", "key", "nested"])
+def test_a_lone_surrogate_is_refused_with_or_without_an_integer_beyond_64_bits(value):
+    """orjson refuses a string that is not UTF-8 text; the stdlib, which writes values holding an integer beyond
+    64 bits, wrote it as it is, and the text then failed where it was stored or read."""
+    with pytest.raises(td.JsonValueError, match="surrogate"):
+        dumps(value)
+
+
+def test_ms_swift_arguments_with_a_big_integer_and_a_lone_surrogate_are_a_skip_naming_the_field(tmp_path, cache_dir):
+    tools = json.dumps([{"type": "function", "function": {"name": "f", "description": "d",
+                                                          "parameters": {"type": "object", "properties": {}}}}])
+    # a Python literal (ms-swift reads one where the text is not JSON): JSON text refuses the escape itself
+    arguments = "{'big': 123456789012345678901234567890, 's': '\\udc00'}"
+    row = {"tools": tools, "messages": [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c", "type": "function",
+                                                             "function": {"name": "f", "arguments": arguments}}]},
+        {"role": "tool", "tool_call_id": "c", "content": "r"}, {"role": "assistant", "content": "done"}]}
+    path = tmp_path / "surrogate.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    for streaming in (False, True):
+        report = td.SkipReport()
+        ds = td.load("ms_swift", data_files=str(path), split="train", on_error="skip", report=report,
+                     streaming=streaming, cache_dir=cache_dir)
+        assert list(ds) == []
+        assert list(report.by_reason) == ["InvalidValueError:messages[1].tool_calls[0].function.arguments"]

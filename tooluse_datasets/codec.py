@@ -71,9 +71,19 @@ def dumps(value: Any) -> str:
         # keys that orjson refuses, so check the whole value first.
         _check_json_value(value, "$")
         try:
-            return BIG_INT_MARK + json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+            text = BIG_INT_MARK + json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         except ValueError as exc:  # Python writes no integer text longer than sys.get_int_max_str_digits()
             raise JsonValueError(f"an integer is too long to write as text ({_digit_limit_reason(exc)})") from None
+        # The stdlib writes a lone surrogate (a string or key that is not UTF-8 text) as it is, which orjson
+        # refuses: refused here too, as the value without the big integer would be, not left to fail later
+        # where the text is stored or read.
+        if not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                raise JsonValueError("value is not JSON-serializable: a string holds a lone surrogate "
+                                     "(not UTF-8 text)") from None
+        return text
     if b"null" in data and (b":null" in data or b",null" in data or b"[null" in data or data == b"null") \
             and _has_non_finite(value):
         # orjson writes NaN and infinities as null: refuse them instead of changing the value. (Only a
