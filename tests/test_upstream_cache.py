@@ -243,3 +243,38 @@ def test_offline_a_folder_datasets_did_not_finish_is_not_served(hub, cache_dir, 
     offline = td.load("toolmind", cache_dir=cache_dir)
     assert os.path.dirname(offline["synthetic"].cache_files[0]["filename"]) == folder
     assert len(offline["synthetic"]) == 9
+
+
+def test_download_mode_reads_files_rewritten_with_their_size_and_time_kept(tmp_path, cache_dir):
+    """The cache is keyed on the files' paths, sizes and modification times (as datasets keys it): a file
+    rewritten with all three kept (cp -p, rsync -a) is served from the cache until download_mode asks for a new
+    prepare, which then serves later loads and counts its reads once."""
+    import json
+    import os
+
+    path = tmp_path / "data.jsonl"
+    shutil.copy(td.sample_files("ms_swift")["train"][0], path)
+    before = td.load("ms_swift", data_files=str(path), split="train", cache_dir=cache_dir)[0]["messages"][0]["content"]
+    stat = path.stat()
+    lines = path.read_text().splitlines()
+    row = json.loads(lines[0])
+    row["messages"][0]["content"] = "Z" + row["messages"][0]["content"][1:]
+    lines[0] = json.dumps(row, ensure_ascii=False)
+    path.write_text("\n".join(lines) + "\n")
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert path.stat().st_size == stat.st_size and before[0] != "Z"
+
+    def first_content(**kwargs):
+        return td.load("ms_swift", data_files=str(path), split="train", cache_dir=cache_dir,
+                       **kwargs)[0]["messages"][0]["content"]
+
+    assert first_content() == before  # served from the cache, as datasets would
+    assert first_content(download_mode="reuse_cache_if_exists") == "Z" + before[1:]
+    assert first_content() == "Z" + before[1:]
+    report = td.SkipReport()
+    td.load("ms_swift", data_files=str(path), cache_dir=cache_dir, download_mode="force_redownload", report=report)
+    assert report.rows_read == len(lines) and report.skipped == 0
+    with pytest.raises(ValueError, match="download_mode must be one of"):
+        td.load("ms_swift", data_files=str(path), cache_dir=cache_dir, download_mode="again")
+    with pytest.raises(ValueError, match="map-style"):
+        td.load("ms_swift", data_files=str(path), streaming=True, download_mode="force_redownload")

@@ -9,7 +9,7 @@ import logging
 from typing import Any, Iterator, Optional, Union
 
 import pyarrow as pa
-from datasets import Dataset, DatasetDict, Features, IterableDataset, IterableDatasetDict
+from datasets import Dataset, DatasetDict, DownloadMode, Features, IterableDataset, IterableDatasetDict
 from datasets import config as datasets_config
 from datasets.exceptions import DatasetGenerationError
 from datasets.formatting import query_table
@@ -40,6 +40,7 @@ def load(
     num_proc: Optional[int] = None,
     report: Optional[SkipReport] = None,
     validate: Any = None,
+    download_mode: Optional[str] = None,
     **config_kwargs: Any,
 ) -> AnyDataset:
     """Load a source in one format.
@@ -65,6 +66,11 @@ def load(
         validate: validation rules to enforce (ids, globs, ``"error"``, ``"warning"`` or ``"all"``; see
             ``tooluse_datasets.validation``): rows breaking one are dropped and counted in ``report`` as
             ``RuleViolationError:<rule>`` (``on_error="skip"``), or the first one raises. Unified config only.
+        download_mode: map-style only, as in ``datasets.load_dataset``: ``"reuse_dataset_if_exists"`` (default),
+            ``"reuse_cache_if_exists"`` (prepare again from the downloaded files) or ``"force_redownload"``
+            (download and prepare again). The cache is keyed on the data files' paths, sizes and modification
+            times, as datasets keys it: files rewritten with all three kept (``cp -p``, ``rsync -a``) need
+            ``"reuse_cache_if_exists"`` to be read again.
         config_kwargs: source-specific options (e.g. ToolMind's ``messages_column``).
 
     JSON columns (``tools``, ``arguments``, ``meta``...) come back as Python values decoded exactly,
@@ -76,6 +82,7 @@ def load(
 
     names = splits_read(split)
     _check_arguments(source, config, split, names, streaming, num_proc, report)
+    download_mode = _download_mode(download_mode, streaming)
     _check_source_options(source, builder_cls, config_kwargs)
     if inspect.isgenerator(validate):
         validate = tuple(validate)  # part of the config, which datasets pickles: a generator cannot be
@@ -89,7 +96,8 @@ def load(
             builder = make_builder(prepare_splits=names)  # a split the data lacks: our error, naming those it has
         else:
             builder = make_builder()
-        if not streaming and names and "prepare_splits" not in config_kwargs and not builder.is_prepared():
+        if not streaming and names and "prepare_splits" not in config_kwargs and \
+                (download_mode != DownloadMode.REUSE_DATASET_IF_EXISTS or not builder.is_prepared()):
             # Only the splits read are converted (into a cache of their own), unless every split is cached
             # already or they are every split (one cache then serves this load and a load of all splits).
             every = builder.split_names()
@@ -108,7 +116,7 @@ def load(
         builder.stream_num_proc = num_proc
         return _exact(builder.as_streaming_dataset(split=split), foreign=False)
     try:
-        builder.download_and_prepare(num_proc=num_proc)
+        builder.download_and_prepare(num_proc=num_proc, download_mode=download_mode)
     except DatasetGenerationError as exc:
         # Row errors leave the builder as themselves (ToolUseBuilder._prepare_split_single); a missing-data
         # error cannot (datasets would turn that OSError into "Cannot find data file"), so it is unwrapped
@@ -143,6 +151,20 @@ def _check_arguments(source: str, config: Any, split: Any, names: Optional[tuple
     if streaming and names and "[" in split:
         raise ValueError(f"a stream reads whole splits; split={split!r} has a slice (datasets streams none): stream "
                          f"{'+'.join(names)!r} and take rows with .skip(n) / .take(n)")
+
+
+def _download_mode(value: Any, streaming: bool) -> DownloadMode:
+    if value is None:
+        return DownloadMode.REUSE_DATASET_IF_EXISTS
+    try:
+        mode = DownloadMode(value)
+    except ValueError:
+        raise ValueError(f"download_mode must be one of {', '.join(m.value for m in DownloadMode)}, got {value!r}") \
+            from None
+    if streaming and mode != DownloadMode.REUSE_DATASET_IF_EXISTS:
+        raise ValueError("download_mode applies to map-style loads: a stream prepares nothing and reads the files "
+                         "each time")
+    return mode
 
 
 def _check_source_options(source: str, builder_cls: type, given: dict) -> None:
