@@ -25,3 +25,13 @@ def test_ci_runs_exactly_the_readme_test_command():
     setup_and_demo, tests = commands[0], commands[1]
     assert "tooluse-datasets demo" in setup_and_demo and "pytest" in tests
     assert tests in (PROJECT_ROOT / ".ci" / "run").read_text()
+
+
+def test_readme_tables_are_not_cut_by_a_line_break():
+    """A table row wrapped onto the next line ends the table there: the rest of the row shows as a paragraph."""
+    lines = README.splitlines()
+    in_code = False
+    for number, (line, following) in enumerate(zip(lines, lines[1:]), start=2):
+        in_code ^= line.startswith("```")
+        if not in_code and line.startswith("|") and following.strip() and not following.startswith("|"):
+            raise AssertionError(f"README.md line {number} continues a table row: {following[:80]!r}")
