@@ -319,6 +319,30 @@ def test_ray_workers_running_elsewhere_write_the_parts_of_a_relative_out_folder(
     assert _digests(job / folder) == reference["ms_swift"]
 
 
+def test_ray_workers_running_elsewhere_read_a_relative_executable_functions_folder(tmp_path, monkeypatch):
+    """A relative path in a source option (NESTFUL's executable_functions) names a folder where the build was
+    started: Ray tasks running in a copy of the working folder (or on other nodes) must read that folder, as a
+    local build does, not fail every shard with 'not a NESTFUL executable_functions folder'."""
+    ray = pytest.importorskip("ray", reason="Ray is the optional extra 'ray' (pip install 'tooluse-datasets[ray]')")
+    from conftest import shared_data
+
+    functions = shared_data("nestful", "data_v2", "executable_functions")
+    job = tmp_path / "job"
+    job.mkdir()
+    os.symlink(functions, job / "functions")  # on a shared filesystem, left out of the job's package
+    monkeypatch.chdir(job)
+    request = MirrorRequest("nestful", configs=["unified"], data_files=td.sample_files("nestful"),
+                            source_options={"execute": True, "executable_functions": "functions"})
+    local = build_mirror(request, job / "local")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"working_dir": ".", "excludes": ["functions", "local", "mirrors"]})
+    try:
+        folder = build_mirror(request, "mirrors", engine="ray", num_proc=2)
+    finally:
+        ray.shutdown()
+    assert _digests(job / folder) == _digests(local)
+
+
 def test_on_error_raise_names_the_first_bad_row_in_plan_order_whatever_the_engine(tmp_path):
     """Two workers: the second shard starts with a bad row, the first ends with one after many good rows. The
     second shard fails first, but the build's answer is the bad row a single process meets: the first one."""

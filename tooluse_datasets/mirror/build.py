@@ -12,6 +12,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import os
 import re
 import time
 from pathlib import Path
@@ -40,6 +41,10 @@ logger = logging.getLogger("tooluse_datasets")
 FIGURES_DIR = "plots"
 
 DEFAULT_CONFIG = "unified"
+# Source options that name a local file or folder, read by the shard tasks: workers may run in another folder
+# (Ray's runtime_env working_dir, other nodes), so a relative path is made absolute here, as --out and the data
+# files are.
+PATH_OPTIONS = ("executable_functions", "dataset_info")
 # The Hub and datasets reject other split names (datasets/naming.py); checked before anything is written.
 SPLIT_NAME = re.compile(r"^\w+(\.\w+)*$")
 
@@ -90,6 +95,7 @@ def build_mirror(request: MirrorRequest, out_dir: str | Path, *, engine: str = "
     target = Path(out_dir) / request.source
     check_target(target)
     check_engine(engine, num_proc, address)
+    request = _absolute_path_options(request)
     if request.data_files is None:  # files a source option names (a LLaMA-Factory dataset_info entry)
         named = registry.builder_class(request.source).data_files_from_options(request.source_options)
         if named is not None:
@@ -181,6 +187,16 @@ def pin_upstream_revision(request: MirrorRequest, resolve=None) -> MirrorRequest
 # --------------------------------------------------------------------------------------------------
 # Planning
 # --------------------------------------------------------------------------------------------------
+
+
+def _absolute_path_options(request: MirrorRequest) -> MirrorRequest:
+    """The request with its local path options (:data:`PATH_OPTIONS`) absolute."""
+    options = dict(request.source_options)
+    for name in PATH_OPTIONS:
+        value = options.get(name)
+        if isinstance(value, (str, os.PathLike)) and "://" not in os.fspath(value):
+            options[name] = os.path.abspath(os.path.expanduser(os.fspath(value)))
+    return request if options == request.source_options else dataclasses.replace(request, source_options=options)
 
 
 def _builder(request: MirrorRequest):
