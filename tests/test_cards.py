@@ -15,7 +15,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 import tooluse_datasets as td
 from tooluse_datasets.dataset_card import (BEGIN_MARKER, END_MARKER, merge_cards, render_card, size_category,
                                            split_front_matter)
-from tooluse_datasets.mirror import read_manifest, shorten
+from tooluse_datasets.mirror import MirrorRequest, build_mirror, read_manifest, shorten
 from tooluse_datasets.registry import builder_class
 
 from mirror_support import build_sample_mirror, reference_rows
@@ -260,3 +260,29 @@ def test_a_license_given_with_the_mirror_replaces_the_upstream_one(tmp_path):
     assert card.data.license == "cc-by-4.0"
     license_section = _section(card.text, "## License")
     assert "`cc-by-4.0`" in license_section and "license of the upstream data" not in license_section
+
+
+def test_the_card_states_the_source_options_the_mirror_was_built_with(tmp_path, monkeypatch):
+    """Source options decide the rows (ToolMind's strict, NESTFUL's data_version, LLaMA-Factory's columns...): the
+    manifest records them and the card states them, in the rebuild command of a partial mirror too; a local
+    path by its name, so the mirror does not depend on where it was built."""
+    mirror = build_sample_mirror("toolmind", tmp_path / "a", configs=["unified", "raw"],
+                                 source_options={"strict": False, "shard_bytes": 3000})
+    manifest = read_manifest(mirror)
+    assert manifest.options == {"shard_bytes": 3000, "strict": False}
+    text = (mirror / "README.md").read_text(encoding="utf-8")
+    assert "source options `shard_bytes=3000`, `strict=false`" in text
+    assert "`tooluse-datasets mirror toolmind --configs unified raw --option shard_bytes=3000 --option strict=false`" \
+        in text
+
+    info = Path(__file__).parent / "data" / "llamafactory"
+    monkeypatch.chdir(info.parent)
+    options = {"dataset_info": "llamafactory", "dataset": "mllm_demo"}
+    first = build_mirror(MirrorRequest("llamafactory", configs=["unified"], source_options=options), tmp_path / "b")
+    assert read_manifest(first).options == {"dataset": "mllm_demo", "dataset_info": "llamafactory"}
+    assert "source options `dataset=mllm_demo`, `dataset_info=llamafactory`" in (first / "README.md").read_text()
+    absolute = {**options, "dataset_info": str(info / "dataset_info.json")}
+    second = build_mirror(MirrorRequest("llamafactory", configs=["unified"], source_options=absolute),
+                          tmp_path / "c")
+    assert read_manifest(second).options["dataset_info"] == "dataset_info.json"
+    assert str(info) not in (second / "README.md").read_text()

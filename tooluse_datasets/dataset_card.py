@@ -25,7 +25,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 from . import registry
 from .codec import dumps
 from .mirror.manifest import README_NAME as README_FILE
-from .mirror.manifest import Manifest, MirrorError
+from .mirror.manifest import Manifest, MirrorError, option_value_text
 from .schema import schema_table
 
 BEGIN_MARKER = ("<!-- BEGIN tooluse-datasets generated section: replaced on every publish; "
@@ -183,6 +183,8 @@ def _template_context(manifest: Manifest, repo_id: str, prose: str, data: Datase
         "provenance": manifest.provenance,
         "selection": manifest.selection,
         "selection_text": manifest.selection_text(),
+        "options": [f"{name}={option_value_text(value)}" for name, value in manifest.options.items()],
+        "options_text": manifest.options_text(),
         "parquet": manifest.parquet,
         "license": data.license,
         "citation": source.citation.strip(),

@@ -327,6 +327,7 @@ def _assemble(request: MirrorRequest, features: dict[str, Features], results: di
         license=request.license,
         files=files,
         selection=_selection(request),
+        options=_portable_options(request),
     )
 
 
@@ -338,6 +339,13 @@ def _selection(request: MirrorRequest) -> dict:
     if set(request.configs) != set(formats.FORMATS):
         selection["configs"] = list(request.configs)
     return selection
+
+
+def _portable_options(request: MirrorRequest) -> dict:
+    """The source options of the request, in name order, local paths by their name (the manifest, and so the
+    card, must not depend on the machine)."""
+    return {name: display_input(os.fspath(value)) if name in PATH_OPTIONS and isinstance(value, (str, os.PathLike))
+            else value for name, value in sorted(request.source_options.items())}
 
 
 def _figures(distributions: dict, folder: Path, title: str) -> list[DataFile]:

@@ -101,6 +101,10 @@ class Manifest:
     # {"configs": [...]} (``--configs`` naming fewer than every format). {} for a mirror of the whole data.
     # Publish refuses to let such a mirror delete the other splits and configs of an earlier publish.
     selection: dict = dataclasses.field(default_factory=dict)
+    # The source options the build was given (``--option NAME=VALUE``, ``--shard-size``): they decide the rows
+    # (NESTFUL's data_version or execute, ToolMind's strict, LLaMA-Factory's columns...), so the card states
+    # them. A local path is given by its name, as the inputs are. {} when none was given.
+    options: dict = dataclasses.field(default_factory=dict)
     format_version: int = MANIFEST_FORMAT_VERSION
 
     def selection_text(self) -> str:
@@ -109,6 +113,13 @@ class Manifest:
         if self.selection.get("configs"):
             parts.append("--configs " + " ".join(self.selection["configs"]))
         return " ".join(parts)
+
+    def options_text(self) -> str:
+        """The source options as the mirror command's ``--option NAME=VALUE`` arguments; '' without any."""
+        import shlex
+
+        return " ".join(f"--option {shlex.quote(f'{name}={option_value_text(value)}')}"
+                        for name, value in self.options.items())
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=1, ensure_ascii=False) + "\n"
@@ -128,6 +139,17 @@ class Manifest:
 
     def features(self, config: str) -> Features:
         return Features.from_dict(self.configs[config].features)
+
+
+def option_value_text(value: Any) -> str:
+    """A source option's value as ``--option NAME=VALUE`` takes it (JSON, or text where JSON would not read it
+    back as that text)."""
+    if isinstance(value, str):
+        try:
+            json.loads(value)
+        except ValueError:
+            return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
 def read_manifest(folder: str | Path) -> Manifest:
