@@ -166,6 +166,46 @@ def test_an_interrupted_build_leaves_the_previous_mirror_and_the_next_run_finish
         {rel: _sha(clean / rel) for rel in mirror_files(clean)}
 
 
+def test_an_interrupted_build_reuses_no_shard_after_a_local_file_an_option_names_was_edited(tmp_path, monkeypatch):
+    """A LLaMA-Factory entry (or NESTFUL's functions folder) edited under the same path between an interrupted run
+    and its rerun: the shards staged under the old entry are not reused, and the mirror equals a clean build."""
+    import shutil
+
+    data = Path(__file__).parent / "data" / "llamafactory"
+    shutil.copy(data / "glaive_toolcall_openai_style.jsonl", tmp_path)
+    info = tmp_path / "dataset_info.json"
+    shutil.copy(data / "dataset_info.json", info)
+
+    def build(out: Path) -> Path:
+        options = {"dataset_info": str(info), "dataset": "glaive_toolcall_openai_style", "shard_bytes": 20_000}
+        return build_mirror(MirrorRequest("llamafactory", configs=["unified"], source_options=options), out)
+
+    original = engines_module.convert_shard
+    calls = []
+    stop = [True]
+
+    def interrupted(task):
+        calls.append(task.key)
+        if len(calls) == 2 and stop and stop.pop():
+            raise KeyboardInterrupt
+        return original(task)
+
+    monkeypatch.setattr(engines_module, "convert_shard", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        build(tmp_path / "out")
+    assert (tmp_path / "out" / ".llamafactory.partial").is_dir()
+    entries = json.loads(info.read_text())
+    del entries["glaive_toolcall_openai_style"]["columns"]["tools"]  # the tools column no longer read as tools
+    info.write_text(json.dumps(entries))
+    calls.clear()
+    resumed = build(tmp_path / "out")
+    assert len(calls) >= 3 and calls[0] == "train-00000"  # every shard converted again
+    monkeypatch.undo()
+    clean = build(tmp_path / "clean")
+    assert {rel: _sha(resumed / rel) for rel in mirror_files(resumed)} == \
+        {rel: _sha(clean / rel) for rel in mirror_files(clean)}
+
+
 def test_a_new_build_replaces_the_old_mirror_completely(tmp_path):
     out = tmp_path / "out"
     build_sample_mirror("nestful", out, configs=["unified", "raw"])

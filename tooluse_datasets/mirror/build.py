@@ -243,8 +243,8 @@ def _input_paths(request: MirrorRequest, builder) -> list[str]:
 
 
 def _build_description(request: MirrorRequest, builder, provenance, plans: list[SplitPlan]) -> dict:
-    """What makes two builds the same (their staging can be shared): the request, the source's options, the
-    inputs' sha256, the plan and the code."""
+    """What makes two builds the same (their staging can be shared): the request, the source's options and the
+    local files they name, the inputs' sha256, the plan and the code."""
     from ..builder import _code_hash
 
     options = builder.source.options
@@ -252,6 +252,8 @@ def _build_description(request: MirrorRequest, builder, provenance, plans: list[
         "source": request.source, "configs": list(request.configs), "split": request.split,
         "on_error": request.on_error, "revision": request.revision, "layout": dataclasses.asdict(request.layout),
         "options": {f.name: repr(getattr(options, f.name)) for f in dataclasses.fields(builder.source.options_class)},
+        # local files an option names (NESTFUL's functions, a LLaMA-Factory entry), edited under the same path
+        "local_inputs": type(builder).local_inputs_digest(request.source_options),
         "inputs": [dataclasses.asdict(i) for i in provenance.inputs],
         "plan": hashlib.sha256(repr(plans).encode()).hexdigest(),
         "code": _code_hash(), "versions": provenance.versions,
