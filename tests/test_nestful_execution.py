@@ -1198,6 +1198,19 @@ def test_mirror_with_execute_refuses_the_raw_config_as_export_does(functions_dir
     assert {"swift", "unified"} <= {p.name for p in (out / "nestful").iterdir()} and not (out / "nestful" / "raw").exists()
 
 
+def test_mirror_with_a_folder_that_holds_no_functions_is_refused_before_any_shard(tmp_path, capsys):
+    # Each shard task used to find it: a mirror "shard failure" advising a retry that could never work, with a
+    # hint about --data-files, which were fine
+    (tmp_path / "functions").mkdir()
+    out = tmp_path / "out"
+    code = cli.main(["mirror", "nestful", "--data-files", str(shared_data(*ICL)), "--out", str(out), "--configs",
+                     "unified", "--option", "execute=true", "--option", f"executable_functions={tmp_path / 'functions'}"])
+    err = capsys.readouterr().err
+    assert code == 2 and not out.exists()
+    assert "is not a NESTFUL executable_functions folder" in err
+    assert "shards failed" not in err and "--data-files" not in err
+
+
 @pytest.mark.parametrize("options, named", [
     ({"require_reproduced": True}, "option require_reproduced only applies to executed rows"),
     ({"calls_per_turn": "all"}, "option calls_per_turn only applies to executed rows"),

@@ -27,11 +27,15 @@ class Builder(ToolUseBuilder):
     def local_inputs_digest(cls, config_kwargs: dict) -> Optional[str]:
         # Executed rows hold what the functions of a local executable_functions folder returned: the folder's
         # files are part of the cache key, so an edited function (another checkout at the same path) is run
-        # again instead of the cached results served. (The default, pinned folder is checked by checksum.)
+        # again instead of the cached results served. (The default, pinned folder is checked by checksum.) The
+        # folder is checked first: one that is not a functions folder fails the load or mirror here, not in
+        # every shard (as a mirror's shard failure, "retry", that no retry mends).
         folder = config_kwargs.get("executable_functions")
         if not config_kwargs.get("execute") or folder is None:
             return None
-        return tree_digest(folder)
+        from .execution import check_functions_dir
+
+        return tree_digest(check_functions_dir(folder))
 
 
 NestfulBuilder = Builder
