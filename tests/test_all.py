@@ -177,3 +177,24 @@ def test_all_names_the_files_field_of_a_member_row_as_the_member_alone_does(tmp_
             assert len(rows) == 1
             fields.append([(r["row"], r["field"]) for r in report.rows])
     assert fields == [[(0, "messages[2]")]] * 4
+
+
+@pytest.mark.parametrize("streaming", [True, False], ids=["streaming", "map"])
+def test_all_writer_refusals_name_the_member_source(cache_dir, streaming):
+    """A row a writer refuses (config toolmind/llamafactory of the mix) is named and counted under its member
+    source, as when the member is loaded alone: it said source 'all'."""
+    files = {name: td.sample_files(name) for name in ("nestful", "ms_swift")}
+    with pytest.raises(td.ConversionError) as info:
+        list(td.load("all", "toolmind", data_files=files, split="train", streaming=True))
+    assert (info.value.source, info.value.row, info.value.field) == ("nestful", 0, "messages[1].tool_calls[0]")
+    for config in ("toolmind", "llamafactory"):
+        expected = []
+        for name, member_files in files.items():
+            report = td.SkipReport(keep_all=True)
+            list(td.load(name, config, data_files=member_files, split="train", streaming=True, on_error="skip",
+                         report=report))
+            expected += [(r["source"], r["file"], r["row"], r["field"]) for r in report.rows]
+        report = td.SkipReport(keep_all=True)
+        list(td.load("all", config, data_files=files, split="train", streaming=streaming, on_error="skip",
+                     report=report, cache_dir=cache_dir))
+        assert expected and sorted((r["source"], r["file"], r["row"], r["field"]) for r in report.rows) == sorted(expected)

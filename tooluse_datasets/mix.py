@@ -84,6 +84,9 @@ class MixedSource(Source):
         except ToolUseDataError as exc:
             raise exc.at(source=name)
         ctx.origins = member_ctx.origins  # what the member's to_unified needs to name the file's fields
+        # Errors of the row's later steps (a writer refusing it, a value its columns cannot store) name the
+        # member source too, as they do when the member is loaded alone.
+        ctx.source = name
         return name, raw
 
     def to_unified(self, item: tuple[str, Any], ctx: RowContext) -> dict:

@@ -261,7 +261,7 @@ class ShardConverter:
         # A reader bug or a shape no check foresaw must still name the row and follow the error policy;
         # the original exception stays chained as the cause.
         error = exc if isinstance(exc, ToolUseDataError) else unexpected(exc)
-        error.at(file=ctx.file, row=ctx.row, source=self.source.name)
+        error.at(file=ctx.file, row=ctx.row, source=ctx.source)  # a mix's row names its member source
         if self.on_error == "raise" and not self.counted_only.issuperset(configs):
             if error is exc:
                 raise error
