@@ -121,3 +121,33 @@ def test_a_negative_or_non_numeric_max_chars_is_a_usage_error(value, capsys):
         main(["show", "ms_swift", "--sample", "--max-chars", value])
     assert info.value.code == 2
     assert "--max-chars: must be a number of characters, 0 or more (0: never elide)" in capsys.readouterr().err
+
+
+def test_plain_text_lines_quoting_the_data_send_no_control_characters_to_the_terminal(tmp_path, capsys, caplog):
+    """`show` escaped an ESC in the data, but `validate`'s table (a rule message naming the tool and argument
+    key), `export`'s skipped rows and the skipped-row log lines printed it raw: a tool name could clear the
+    screen or set the window title of whoever checked the data."""
+    tool = "f\x1b[2J\x1b]0;pwned\x07"
+    row = {"messages": [
+        {"role": "user", "content": "q"},
+        {"role": "tool_call", "content": json.dumps({"name": tool, "arguments": {"k\x1b[31m": 1}})},
+        {"role": "assistant", "content": "done"}],
+        "tools": [{"type": "function", "function": {"name": tool, "description": "d",
+                                                    "parameters": {"type": "object", "properties": {}}}}]}
+    path = tmp_path / "controls.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+
+    def raw_controls(text):
+        return [c for c in text if 0x7f <= ord(c) < 0xa0 or (ord(c) < 0x20 and c not in "\n\t")]
+
+    assert main(["validate", "ms_swift", "--data-files", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "declares no parameter" in out and "f\\u001b[2J\\u001b]0;pwned\\u0007" in out
+    assert raw_controls(out) == []
+    with caplog.at_level("WARNING", logger="tooluse_datasets"):
+        assert main(["export", "ms_swift", "--data-files", str(path), "--format", "toolmind", "--out",
+                     str(tmp_path / "out"), "--on-error", "skip"]) == 1
+    out = capsys.readouterr().out
+    assert "has no result" in out and "f\\u001b[2J" in out and raw_controls(out) == []
+    logged = [r.getMessage() for r in caplog.records if "skipped row" in r.getMessage()]
+    assert logged and all("f\\u001b[2J" in line and raw_controls(line) == [] for line in logged)

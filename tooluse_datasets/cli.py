@@ -13,7 +13,7 @@ import sys
 
 from datasets.exceptions import DatasetsError
 
-from .errors import DataNotFoundError, ToolUseDataError
+from .errors import DataNotFoundError, ToolUseDataError, plain_printable
 
 
 
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise
             message = (f"unexpected {type(exc).__name__}: {_first_line(exc)} (a bug: rerun with -v for the "
                        f"traceback and report it)")
-        print(f"error: {message}", file=sys.stderr)
+        print(f"error: {plain_printable(message)}", file=sys.stderr)
         return 2
 
 

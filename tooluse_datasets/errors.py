@@ -20,6 +20,18 @@ OnError = Literal["raise", "skip"]
 ON_ERROR_VALUES = ("raise", "skip")
 
 
+# Messages quote the data (a tool name, an argument key): printed as plain text on a terminal (the lines of
+# `validate`, `export`'s skipped rows, error and log lines), a control character in them (an ESC starting a
+# sequence that clears the screen or sets the window title, a carriage return, a C1 CSI) would act on the
+# terminal. Every control character but the line break and the tab is written as its escape (\u001b).
+_PLAIN_CONTROLS = {c: f"\\u{c:04x}" for c in [*range(0x20), *range(0x7f, 0xa0)] if chr(c) not in "\n\t"}
+
+
+def plain_printable(text: Any) -> str:
+    """``text`` safe to print as plain text on a terminal: control characters written as visible escapes."""
+    return str(text).translate(_PLAIN_CONTROLS)
+
+
 def json_kind(value: Any) -> str:
     """A value's JSON type as messages name it (``object``, ``array``, ``null``...), not Python's name for it."""
     if isinstance(value, bool):
@@ -223,7 +235,7 @@ class SkipReport:
         if not log:
             return
         if self.skipped <= 10:
-            logger.warning("skipped row: %s", error)
+            logger.warning("skipped row: %s", plain_printable(error))  # it quotes the data
         elif self.skipped == 11:
             logger.warning("more rows skipped; see the skip report for counts")
 

@@ -147,8 +147,10 @@ def start_skipped_rows(path: Optional[str]) -> None:
 
 
 def print_skips(report) -> None:
+    from ..errors import plain_printable
+
     print(report.summary())
     for e in report.examples:
-        print(f"  {e.error}: {e.file} row {e.row} field {e.field!r}: {e.message}")
+        print(plain_printable(f"  {e.error}: {e.file} row {e.row} field {e.field!r}: {e.message}"))
     if report.rows_path and report.skipped:
         print(f"every skipped row: {report.rows_path}")

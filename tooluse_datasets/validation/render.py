@@ -2,6 +2,7 @@
 rows the reader skipped, then the verdict."""
 from __future__ import annotations
 
+from ..errors import plain_printable
 from .registry import all_rules, selection_items
 
 MAX_SHOWN_CHARS = 160
@@ -40,7 +41,8 @@ def render_table(result) -> str:
         lines.append(f"\nFAILED (fail on {fail_on}): {what}")
     else:
         lines.append(f"\nPASSED (fail on {fail_on})")
-    return "\n".join(lines)
+    # ids, fields, file names and messages quote the data: no control character of theirs reaches the terminal
+    return plain_printable("\n".join(lines))
 
 
 def _columns(header: list[str], rows: list[list]) -> list[str]:
