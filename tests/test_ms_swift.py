@@ -646,6 +646,25 @@ REJECTED = [
                  ConversionError, "videos[0]", "list of frames", id="video as frame list has no unified form"),
     pytest.param({"messages": [USER, ANSWER], "ms_swift_original": {}},
                  InvalidValueError, "ms_swift_original", "reserved", id="reserved column name"),
+    # ids that contradict the calls': ms-swift pairs such results by position, the second 'a' with call 'b'
+    pytest.param({"messages": [USER, {"role": "assistant", "content": "", "tool_calls": [
+        {"type": "function", "id": "a", "function": {"name": "f", "arguments": "{}"}},
+        {"type": "function", "id": "b", "function": {"name": "g", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "a", "content": "ra"}, {"role": "tool", "tool_call_id": "a", "content": "r2"},
+        ANSWER]}, InvalidValueError, "messages[3].tool_call_id", "answers a call already answered",
+        id="OpenAI call answered twice"),
+    pytest.param({"messages": [USER, {"role": "assistant", "content": "", "tool_calls": [
+        {"type": "function", "id": "a", "function": {"name": "f", "arguments": "{}"}},
+        {"type": "function", "id": "b", "function": {"name": "g", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "zz", "content": "ra"}, {"role": "tool", "tool_call_id": "b", "content": "rb"},
+        ANSWER]}, InvalidValueError, "messages[2].tool_call_id", "names no call of its turn",
+        id="OpenAI result naming no call"),
+    pytest.param({"messages": [USER, {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "a", "name": "f", "input": {}}, {"type": "tool_use", "id": "b", "name": "g", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "b", "content": "rb"},
+                                     {"type": "tool_result", "tool_use_id": "b", "content": "rb2"}]}, ANSWER]},
+        InvalidValueError, "messages[2].content[1].tool_use_id", "answers a call already answered",
+        id="Anthropic call answered twice"),
 ]
 
 

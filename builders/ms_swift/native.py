@@ -477,11 +477,24 @@ def anthropic_results(m: Message, call_ids: list) -> list[Message]:
 
 def in_call_order(results: list[Message], call_ids: list, id_key: str) -> list[Message]:
     """Results re-sorted into call order when every call has an id and the results answer exactly those
-    ids (ms-swift 4.6); otherwise kept as given (they then pair with calls by position)."""
+    ids (ms-swift 4.6); otherwise kept as given (they then pair with calls by position). One result per call
+    whose ids contradict the calls' (a call answered twice, an id no call of the turn has) is refused:
+    ms-swift would pair them by position, against what the ids say."""
     result_ids = [r.extra.get(id_key) for r in results]
     ids_usable = all(isinstance(x, str) for x in call_ids + result_ids) and len(set(call_ids)) == len(call_ids)
-    if not ids_usable or sorted(call_ids) != sorted(result_ids):
+    if not ids_usable:
         return results
+    if sorted(call_ids) != sorted(result_ids):
+        if len(results) != len(call_ids):
+            return results  # a count mismatch: refused where results are paired, naming the turn
+        seen: set = set()
+        for r, result_id in zip(results, result_ids):
+            if result_id not in call_ids or result_id in seen:
+                why = "answers a call already answered" if result_id in seen else "names no call of its turn"
+                raise InvalidValueError(f"{id_key} {result_id!r} {why} (the turn's calls: "
+                                        f"{', '.join(map(repr, call_ids))}); ms-swift would pair the results by "
+                                        f"position, against their ids", field=r.file_field(f".{id_key}"))
+            seen.add(result_id)
     position = {call_id: k for k, call_id in enumerate(call_ids)}
     return sorted(results, key=lambda r: position[r.extra[id_key]])
 
