@@ -151,3 +151,26 @@ def test_plain_text_lines_quoting_the_data_send_no_control_characters_to_the_ter
     assert "has no result" in out and "f\\u001b[2J" in out and raw_controls(out) == []
     logged = [r.getMessage() for r in caplog.records if "skipped row" in r.getMessage()]
     assert logged and all("f\\u001b[2J" in line and raw_controls(line) == [] for line in logged)
+
+
+def test_bidirectional_overrides_in_the_data_are_shown_as_escapes(tmp_path, capsys):
+    """A right-to-left override in a tool name reversed the rest of the line on terminals that apply it ("Trojan
+    source"): show and the plain-text commands write it as its escape; right-to-left text itself stays."""
+    tool = "get\u202eerehw\u202c_x"
+    row = {"messages": [
+        {"role": "user", "content": "שלום \u2067isolated\u2069"},
+        {"role": "tool_call", "content": json.dumps({"name": tool, "arguments": {}})},
+        {"role": "tool_response", "content": "ok"},
+        {"role": "assistant", "content": "done"}],
+        "tools": [{"type": "function", "function": {"name": "other", "description": "d",
+                                                    "parameters": {"type": "object", "properties": {}}}}]}
+    path = tmp_path / "bidi.jsonl"
+    path.write_text(json.dumps(row, ensure_ascii=False) + "\n")
+    bidi = {chr(c) for c in [*range(0x202a, 0x202f), *range(0x2066, 0x206a)]}
+    assert main(["show", "ms_swift", "--data-files", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert not bidi & set(out)
+    assert "get\\u202eerehw\\u202c_x" in out and "שלום \\u2067isolated\\u2069" in out
+    assert main(["validate", "ms_swift", "--data-files", str(path)]) == 1  # call.unknown_tool names the tool
+    out = capsys.readouterr().out
+    assert "get\\u202eerehw\\u202c_x" in out and not bidi & set(out)

@@ -24,7 +24,11 @@ ON_ERROR_VALUES = ("raise", "skip")
 # `validate`, `export`'s skipped rows, error and log lines), a control character in them (an ESC starting a
 # sequence that clears the screen or sets the window title, a carriage return, a C1 CSI) would act on the
 # terminal. Every control character but the line break and the tab is written as its escape (\u001b).
-_PLAIN_CONTROLS = {c: f"\\u{c:04x}" for c in [*range(0x20), *range(0x7f, 0xa0)] if chr(c) not in "\n\t"}
+# Bidirectional overrides and isolates (U+202A-202E, U+2066-2069) are escaped too: on a terminal that applies
+# them, a tool name holding one reverses the text after it ("Trojan source").
+BIDI_CONTROLS = (*range(0x202a, 0x202f), *range(0x2066, 0x206a))
+_PLAIN_CONTROLS = {c: f"\\u{c:04x}" for c in [*range(0x20), *range(0x7f, 0xa0), *BIDI_CONTROLS]
+                   if chr(c) not in "\n\t"}
 
 
 def plain_printable(text: Any) -> str:
