@@ -409,3 +409,64 @@ def test_a_nestful_stream_from_the_start_learns_its_ids_as_it_reads(tmp_path, mo
     # num_proc worker gets its own copy; a worker read the ids again for every shard)
     assert [r["id"] for r in stream(shard_bytes=2_000)] == streamed
     assert len(passes) == 1
+
+
+def _swift_with_bad_rows(tmp_path: Path) -> str:
+    """400 lines of real ms-swift rows, with unparsable lines and rows of an unknown role among them."""
+    good = [line for f in td.sample_files("ms_swift")["train"] for line in Path(f).read_text().splitlines() if line]
+    lines = []
+    for i in range(400):
+        if i % 23 == 5:
+            lines.append('{"messages": [')
+        elif i % 31 == 7:
+            lines.append(json.dumps({"messages": [{"role": "bogus", "content": "x"}]}))
+        else:
+            lines.append(good[i % len(good)])
+    path = tmp_path / "swift_mixed.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+@pytest.mark.parametrize("transform", ["map", "batched_map", "filter", "numpy"])
+@pytest.mark.parametrize("stop_after", [1, 130, 300])
+def test_a_stream_with_a_transform_resumed_with_its_report_counts_each_row_once(tmp_path, transform, stop_after):
+    """A map, a filter or a format makes datasets read the stream as Arrow batches and, on resume, read the
+    batch the state was taken in again from its start (or a map's batch); the report counted those rows and
+    skips a second time (125 rows and 4 skips too many after one row, 3096 read for 2971 lines)."""
+    path = _swift_with_bad_rows(tmp_path)
+    size = Path(path).stat().st_size
+
+    def stream(report):
+        ds = td.load("ms_swift", split="train", data_files=path, on_error="skip", report=report, streaming=True,
+                     shard_bytes=size // 4)
+        if transform == "map":
+            return ds.map(lambda r: {"n": len(r["messages"])})
+        if transform == "batched_map":
+            return ds.map(lambda b: {"n": [len(m) for m in b["messages"]]}, batched=True, batch_size=50)
+        if transform == "filter":
+            return ds.filter(lambda r: len(r["messages"]) % 3 != 0)
+        return ds.with_format("numpy")
+
+    whole_report = td.SkipReport()
+    whole = [r["id"] for r in stream(whole_report)]
+    assert whole_report.skipped > 20 and whole_report.rows_read == 400
+
+    report = td.SkipReport(keep_all=True)
+    ds = stream(report)
+    iterator = iter(ds)
+    head = [next(iterator)["id"] for _ in range(min(stop_after, len(whole) - 1))]
+    state = ds.state_dict()
+    iterator.close()
+    resumed = stream(report)
+    resumed.load_state_dict(state)
+    rest = [r["id"] for r in resumed]
+    assert head + rest == whole
+    assert (report.rows_read, report.skipped) == (whole_report.rows_read, whole_report.skipped)
+    rows = [r["row"] for r in report.rows]
+    assert sorted(rows) == sorted(set(rows)) and len(rows) == report.skipped  # each skipped line listed once
+
+    # A second pass over the same stream is read, and counted, again.
+    again = td.SkipReport()
+    twice = stream(again)
+    assert [r["id"] for r in twice] == [r["id"] for r in twice] == whole
+    assert again.rows_read == 800

@@ -53,6 +53,10 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         # workaround for pyarrow's dataset fragments, which shuffling and interleaving read from threads); our
         # readers use ParquetFile, not fragments, and the base class has no default for a leaf iterable.
         self._sleep_on_threads_shutdown = False
+        # How far the report has counted this stream (see _note_counted): a resume that reads rows again from an
+        # earlier state (datasets' map, filter, formats and shuffle replay from one) does not count them twice.
+        self._counted: Optional[tuple[int, int]] = None
+        self._iterated = False
 
     # -- what datasets asks of an examples iterable ------------------------------------------------
 
@@ -92,11 +96,34 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         return self._with_shards(resharded(self.shards, self.source.options.shard_bytes))
 
     def _init_state_dict(self) -> dict:
+        self._note_counted()
         # "shards" names the shard list the positions refer to: loaded into a stream planned otherwise (other
         # files, another shard_bytes), a state would silently skip or repeat rows, so _start refuses it.
         self._state_dict = {"shard_idx": 0, "position": None, "shards": self._shards_signature(),
                             "type": self.__class__.__name__}
         return self._state_dict
+
+    def load_state_dict(self, state_dict: dict) -> dict:
+        self._note_counted()
+        return super().load_state_dict(state_dict)
+
+    def _note_counted(self) -> None:
+        """Remember the furthest state loaded into this stream before it starts reading: the rows before it were
+        counted in the report already. datasets loads the saved (latest) state first, then, where a layer above
+        replays from an earlier state (a map or filter batch, the Arrow batch a format or ``map`` slices rows
+        from, a shuffle's prefetched row), loads that one and reads again from there: those rows are handed out
+        to that layer again, but not counted again. A new pass over the stream (after one was read) counts
+        afresh."""
+        if self._iterated:
+            self._counted, self._iterated = None, False
+            return
+        state = getattr(self, "_state_dict", None)
+        if not state or state.get("shards") != self._shards_signature():
+            return
+        position = state.get("position")
+        mark = (state["shard_idx"], position[0] if position is not None else 0)
+        if self._counted is None or mark > self._counted:
+            self._counted = mark
 
     def _shards_signature(self) -> str:
         """The number of shards and a digest of their files' names (not folders: data moved elsewhere still
@@ -114,9 +141,11 @@ class ShardExamplesIterable(_BaseExamplesIterable):
                               row_check=self.row_check)
 
     def _skips(self) -> Optional["SkipsInOrder"]:
-        return SkipsInOrder(self.report) if self.report is not None else None
+        return SkipsInOrder(self.report, counted=self._counted) if self.report is not None else None
 
     def _start(self) -> tuple[int, Optional[tuple[int, int]]]:
+        self._note_counted()
+        self._iterated = True
         state = self._state_dict
         if not state:
             return 0, None
@@ -148,9 +177,10 @@ class ShardExamplesIterable(_BaseExamplesIterable):
 
     def _shards_here(self, first_shard: int, resume: Optional[tuple[int, int]], *, arrow: bool) -> Iterator:
         # Tables go out whole, each with the state after it, so their reads and skips are counted as they
-        # are converted; Python rows go out one by one, a few converted ahead (see SkipsInOrder).
-        skips = None if arrow else self._skips()
-        converter = self._converter(self.report if arrow else skips)
+        # are converted (a batch at a time: SkipsInOrder.batch_done); Python rows go out one by one, a few
+        # converted ahead (see SkipsInOrder).
+        skips = self._skips()
+        converter = self._converter(skips)
         for shard_idx in range(first_shard, len(self.shards)):
             yield from self._converted_here(converter, shard_idx, resume if shard_idx == first_shard else None,
                                             arrow=arrow, skips=skips)
@@ -160,10 +190,14 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         """One shard converted in this process: its Python rows one by one, each with the state after it, or
         (``arrow``) its batches' tables, each with the state after the batch."""
         state = self._state_dict
+        if skips is not None:
+            skips.shard = shard_idx
         most_rows = None if arrow else piece_rows(self.source, handed_out=True)
         for batch_idx, batch in enumerate(converter.batches(self.split, self.shards[shard_idx], arrow=arrow,
                                                             resume=resume, most_rows=most_rows)):
             if arrow:
+                if skips is not None:
+                    skips.batch_done(batch.end[0])
                 if state:
                     state["position"] = batch.end
                 table = batch.rows[self.config]
@@ -176,8 +210,11 @@ class ShardExamplesIterable(_BaseExamplesIterable):
                 skips.passed_all()
             if state:
                 state["position"] = batch.end
-        if skips is not None:
-            skips.passed_all()  # a shard that could not be read at all: its one skip
+        if skips is not None:  # a shard that could not be read at all: its one skip
+            if arrow:
+                skips.batch_done(None)
+            else:
+                skips.passed_all()
         if state:
             state["shard_idx"], state["position"] = shard_idx + 1, None
 
@@ -220,6 +257,7 @@ class ShardExamplesIterable(_BaseExamplesIterable):
                 if next_shard < len(self.shards):
                     submit()
                 if skips is not None:
+                    skips.shard = shard_idx
                     skips.add_all(errors)
                 done = 0
                 for encoded in pieces:
@@ -266,11 +304,19 @@ class SkipsInOrder:
     rows ahead of the consumer (a piece at a time in this process, a whole shard in a worker), so rows read
     and skipped reach the user's ``report`` only as the consumer passes them: a report then never counts rows
     the consumer has not reached, and a stream stopped, saved and resumed with the same report counts every
-    row once (rows read = rows handed out + rows skipped)."""
+    row once (rows read = rows handed out + rows skipped). Arrow tables go out a batch at a time: a batch's
+    reads and skips are counted when its table does (``batch_done``).
 
-    def __init__(self, report: Optional[SkipReport]):
+    ``counted``: ``(shard, row)`` of a resumed stream, whose report counted every row of the shards before
+    ``shard`` and the rows of ``shard`` numbered below ``row`` already; rows read again from an earlier state
+    (a layer of datasets replaying from one) are not counted again. ``shard``: the shard being handed out."""
+
+    def __init__(self, report: Optional[SkipReport], counted: Optional[tuple[int, int]] = None):
         self.report = report
         self.pending: list[ToolUseDataError] = []  # in row order, as the converter meets them
+        self.counted = counted
+        self.shard = 0
+        self.converted = 0  # rows the converter read (counted a batch at a time for Arrow tables)
 
     # -- what the converter calls ----------------------------------------------------------------------
 
@@ -279,7 +325,9 @@ class SkipsInOrder:
         self.pending.append(error)
 
     def count_read(self, n: int) -> None:
-        """Rows are counted as they are passed instead (passing, passed_all)."""
+        """Python rows are counted as they are passed instead (passing, passed_all); Arrow tables a batch at a
+        time (batch_done)."""
+        self.converted += n
 
     # -- what the hand-out calls -----------------------------------------------------------------------
 
@@ -295,7 +343,8 @@ class SkipsInOrder:
                 passed += 1
             self._skipped(pending[:passed])
             del pending[:passed]
-        self.report.count_read(1)
+        if self._fresh(row):
+            self.report.count_read(1)
 
     def passed_all(self) -> None:
         """The consumer is past every row converted so far (the end of a batch or a shard)."""
@@ -303,7 +352,26 @@ class SkipsInOrder:
             self._skipped(self.pending)
             self.pending = []
 
+    def batch_done(self, end_row: Optional[int]) -> None:
+        """An Arrow batch of the shard goes out, its rows ending before row ``end_row`` (None: a shard that could
+        not be read, its one error): its reads and skips are counted, unless a resumed stream counted them."""
+        if self._fresh(end_row - 1 if end_row is not None else None):
+            self.report.count_read(self.converted)
+            for error in self.pending:
+                self.report.add(error)
+        self.converted, self.pending = 0, []
+
+    def _fresh(self, row: Optional[int]) -> bool:
+        """Whether row ``row`` of the current shard (None: the shard's whole-file error) is not counted yet."""
+        if self.counted is None:
+            return True
+        shard, first = self.counted
+        if self.shard != shard:
+            return self.shard > shard
+        return row is None or row >= first
+
     def _skipped(self, errors: list[ToolUseDataError]) -> None:
+        errors = [error for error in errors if self._fresh(error.row)]
         self.report.count_read(len(errors))
         for error in errors:
             self.report.add(error)
