@@ -470,3 +470,41 @@ def test_a_stream_with_a_transform_resumed_with_its_report_counts_each_row_once(
     twice = stream(again)
     assert [r["id"] for r in twice] == [r["id"] for r in twice] == whole
     assert again.rows_read == 800
+
+
+def test_a_state_resumed_on_a_json_lines_file_edited_since_is_refused_not_read_from_mid_line(tmp_path):
+    """A state records the byte offset of the next line. A file edited in place (a row fixed above that point)
+    moved its lines: the stream resumed in the middle of a line, reported that tail as a bad row and lost the
+    real row (with on_error="raise", an InvalidJsonError about a row that is fine). Rows appended to the file
+    still resume."""
+    path = Path(_swift_with_bad_rows(tmp_path))
+    lines = path.read_text().splitlines()
+
+    def stream():
+        return td.load("ms_swift", split="train", data_files=str(path), on_error="skip", streaming=True)
+
+    ds = stream()
+    iterator = iter(ds)
+    head = [next(iterator)["id"] for _ in range(3)]
+    state = ds.state_dict()
+    iterator.close()
+
+    appended = path.read_text() + lines[0] + "\n"
+    path.write_text(appended)
+    resumed = stream()
+    resumed.load_state_dict(state)
+    rest = [r["id"] for r in resumed]
+    assert head + rest == [r["id"] for r in stream()] and rest[-1] == "ms_swift/swift_mixed/400"
+
+    first = json.loads(lines[0])
+    first["messages"] = first["messages"][:1]  # the first row made shorter: every later line moved
+    path.write_text("\n".join([json.dumps(first)] + lines[1:]) + "\n")
+    resumed = stream()
+    resumed.load_state_dict(state)
+    with pytest.raises(ValueError, match="is not the start of a line: the file changed"):
+        next(iter(resumed))
+    path.write_text("\n".join(lines[:2]) + "\n")  # cut short before the saved offset
+    resumed = stream()
+    resumed.load_state_dict(state)
+    with pytest.raises(ValueError, match="past the end of the file"):
+        next(iter(resumed))

@@ -912,7 +912,10 @@ def read_lines(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] 
     with open_text_file(shard.file) as f:
         if resume is not None:
             row, offset = resume
-            f.seek(offset)
+            if offset:
+                _check_line_start(f, shard.file, offset)
+            else:
+                f.seek(offset)
         else:
             if shard.start and not_json_text(f.read(_SNIFF_BYTES)):
                 return  # the file's first shard reports it as a whole
@@ -958,6 +961,18 @@ def read_lines(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] 
         _remember_line_number(shard.file, offset, row)
         if items:
             yield RawBatch(items, positions)
+
+
+def _check_line_start(f, path: str, offset: int) -> None:
+    """Move ``f`` to ``offset``, where a saved stream resumes: the start of a line (after a newline) or the end of
+    a file whose last line has none. Elsewhere the file was edited since the state was saved, and reading on
+    would take the rest of a line for a row (a bad row reported, the real one lost, rows numbered wrongly)."""
+    f.seek(offset - 1)
+    before = f.read(1)
+    if before != b"\n" and (not before or f.read(1)):
+        raise ValueError(f"{display_path(path)}: a saved stream resumes at byte {offset}, which "
+                         f"{'is past the end of the file' if not before else 'is not the start of a line'}: the "
+                         "file changed since the state_dict was saved; a state resumes the data it was taken from")
 
 
 def _not_json_reason(line: bytes, exc: ValueError) -> str:
