@@ -9,7 +9,7 @@ import logging
 from typing import Any, Iterator, Optional, Union
 
 import pyarrow as pa
-from datasets import Dataset, DatasetDict, DownloadMode, Features, IterableDataset, IterableDatasetDict
+from datasets import BuilderConfig, Dataset, DatasetDict, DownloadMode, Features, IterableDataset, IterableDatasetDict
 from datasets import config as datasets_config
 from datasets.exceptions import DatasetGenerationError
 from datasets.formatting import query_table
@@ -174,7 +174,10 @@ def _check_source_options(source: str, builder_cls: type, given: dict) -> None:
 
     from .source import unknown_options_error
 
-    unknown = set(given) - {f.name for f in dataclasses.fields(builder_cls.BUILDER_CONFIG_CLASS)}
+    # datasets' own BuilderConfig fields are no source options: name= would replace the config argument (raw
+    # rows under config="unified", or in an export's swift file), version= and description= were ignored.
+    base = {f.name for f in dataclasses.fields(BuilderConfig)}
+    unknown = set(given) - ({f.name for f in dataclasses.fields(builder_cls.BUILDER_CONFIG_CLASS)} - base)
     if unknown:
         own = [p.name for p in inspect.signature(load).parameters.values() if p.kind is p.KEYWORD_ONLY]
         raise unknown_options_error(source, builder_cls.SOURCE_CLASS.options_class, unknown,

@@ -44,6 +44,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     return p
 
 
+# Builder settings the command takes as arguments of its own: as --option they would be given twice
+MIRROR_ARGUMENTS = {"revision": "--revision"}
+
+
 def run(args: argparse.Namespace) -> int:
     from ..mirror import MirrorError, MirrorRequest, ParquetLayout, build_mirror, read_manifest
     from ..registry import source_names
@@ -58,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         sources = list(files_by_source)
     layout = ParquetLayout(row_group_rows=args.row_group_rows, row_group_bytes=_size(args.row_group_size),
                            shard_bytes=_size(args.max_shard_size))
-    options = {**source_options(args), **({"shard_bytes": _size(args.shard_size)} if args.shard_size else {})}
+    options = {**source_options(args, MIRROR_ARGUMENTS), **({"shard_bytes": _size(args.shard_size)} if args.shard_size else {})}
     if args.skipped_rows and len(sources) > 1 and "{source}" not in args.skipped_rows:
         raise MirrorError("--skipped-rows names one file per source: put '{source}' in it")
     requests = [MirrorRequest(source, configs=args.configs,

@@ -95,6 +95,7 @@ def build_mirror(request: MirrorRequest, out_dir: str | Path, *, engine: str = "
     target = Path(out_dir) / request.source
     check_target(target)
     check_engine(engine, num_proc, address)
+    _check_source_options(request)
     request = _absolute_path_options(request)
     if request.data_files is None:  # files a source option names (a LLaMA-Factory dataset_info entry)
         named = registry.builder_class(request.source).data_files_from_options(request.source_options)
@@ -187,6 +188,18 @@ def pin_upstream_revision(request: MirrorRequest, resolve=None) -> MirrorRequest
 # --------------------------------------------------------------------------------------------------
 # Planning
 # --------------------------------------------------------------------------------------------------
+
+
+def _check_source_options(request: MirrorRequest) -> None:
+    """``source_options`` are the source's own options: anything else (the builder's ``revision``, given twice, or
+    datasets' ``name``, silently ignored) is refused listing them, as ``load`` refuses it."""
+    from ..source import unknown_options_error
+
+    options_class = registry.builder_class(request.source).SOURCE_CLASS.options_class
+    unknown = set(request.source_options) - {f.name for f in dataclasses.fields(options_class)}
+    if unknown:
+        raise unknown_options_error(request.source, options_class, unknown,
+                                    also="the mirror's revision, on_error, split and configs are its own arguments")
 
 
 def _absolute_path_options(request: MirrorRequest) -> MirrorRequest:

@@ -1,0 +1,57 @@
+"""Names that are no source options are refused, not applied or ignored silently.
+
+``load()`` took datasets' own ``BuilderConfig`` fields as options: ``name="raw"`` replaced the config argument (an
+export ``--format swift --option name=raw`` wrote raw rows into ``nestful-swift-train.jsonl``), ``version=`` and
+``description=`` were ignored. The mirror passed any ``--option`` to its builder: ``revision`` was given twice
+(reported as a bug), others were ignored.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import tooluse_datasets as td
+from tooluse_datasets.cli import main
+from tooluse_datasets.mirror import MirrorRequest, build_mirror
+
+
+@pytest.mark.parametrize("name, value", [("name", "raw"), ("version", "9.9.9"), ("description", "mine")])
+@pytest.mark.parametrize("streaming", [False, True])
+def test_load_refuses_datasets_config_fields_as_options(name, value, streaming, cache_dir):
+    with pytest.raises(ValueError, match=f"nestful has no option '{name}'; its options: batch_size"):
+        td.load("nestful", data_files=td.sample_files("nestful"), split="train", streaming=streaming,
+                cache_dir=cache_dir, **{name: value})
+
+
+def test_an_export_with_option_name_writes_no_rows_of_another_format(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["export", "nestful", "--sample", "--format", "swift", "--out", str(out),
+                 "--option", "name=raw"]) == 2
+    err = capsys.readouterr().err
+    assert "nestful has no option 'name'" in err and "bug" not in err
+    assert not (out / "nestful-swift-train.jsonl").exists()
+    # the options the source has still work
+    assert main(["export", "nestful", "--sample", "--format", "swift", "--out", str(out),
+                 "--option", "batch_size=2"]) == 0
+    first = json.loads((out / "nestful-swift-train.jsonl").read_text().splitlines()[0])
+    assert set(first) == {"messages", "tools", "images", "audios", "videos"}
+
+
+@pytest.mark.parametrize("option, message", [
+    ("revision=abc", "--option revision: not a source option but an argument the command sets; give --revision"),
+    ("validate=error", "nestful has no option 'validate'; its options: batch_size"),
+    ("name=raw", "nestful has no option 'name'; its options: batch_size"),
+])
+def test_mirror_refuses_what_is_no_source_option_in_one_line(option, message, tmp_path, capsys):
+    assert main(["mirror", "nestful", "--sample", "--out", str(tmp_path / "m"), "--option", option]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "bug" not in err and err.count("\n") == 1
+    assert not (tmp_path / "m" / "nestful").exists()
+
+
+def test_build_mirror_refuses_a_request_with_an_unknown_option(tmp_path):
+    request = MirrorRequest("nestful", configs=["unified"], data_files=td.sample_files("nestful"),
+                            source_options={"revision": "abc"})
+    with pytest.raises(ValueError, match="nestful has no option 'revision'"):
+        build_mirror(request, tmp_path / "m")
