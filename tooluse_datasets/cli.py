@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
             # output is pointed at /dev/null so that Python's last flush does not fail once more on the way out.
             _silence_stdout()
             return EXIT_BROKEN_PIPE
-        message = error_line(exc)
+        message = error_line(exc, args.command)
         if message is None:  # not a failure bad input explains: a bug, whose traceback -v shows
             if args.verbose:
                 raise
@@ -95,9 +95,10 @@ def _silence_stdout() -> None:
 INPUT_ERRORS = (OSError, ValueError, DatasetsError)
 
 
-def error_line(exc: BaseException) -> str | None:
+def error_line(exc: BaseException, command: str | None = None) -> str | None:
     """The one-line message for a failure on bad input: the package's typed error (also when datasets wrapped
-    it), else the exception's type and first line; None if nothing in the chain is an input error."""
+    it), else the exception's type and first line; None if nothing in the chain is an input error. ``command``
+    (the subcommand that failed) has missing-data advice given in its own arguments."""
     seen, chain = set(), []
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
@@ -106,10 +107,28 @@ def error_line(exc: BaseException) -> str | None:
         current = current.__cause__  # raised "from" it (datasets wraps a generator's error so)
     typed = next((e for e in chain if isinstance(e, _typed_errors())), None)
     if typed is not None:
-        return str(typed)
+        return _in_command_terms(str(typed), command) if isinstance(typed, DataNotFoundError) else str(typed)
     if isinstance(exc, INPUT_ERRORS):
         return f"{type(exc).__name__}: {_first_line(exc)}"
     return None
+
+
+def _in_command_terms(message: str, command: str | None) -> str:
+    """A missing-data message of load() advises its Python arguments (``data_files=``, ``data_dir=``, several lines
+    of calls); a command takes ``--data-files`` (score: ``--gold-data-files``) or ``--sample``, and no data_dir."""
+    if command is None:
+        return message
+    files = "--gold-data-files" if command == "score" else "--data-files"
+    hint = f"give local files with {files} PATH... (globs, hf:// or https:// URLs too), or the bundled sample with --sample"
+    head, sep, _ = message.partition("\nPoint at local files instead")
+    if sep:  # the upstream data cannot be reached (offline)
+        return f"{head} {hint[0].upper()}{hint[1:]}"
+    head, sep, rest = message.partition(" has no default upstream files: pass data_files=")
+    if sep:  # a source without upstream files (ms_swift, llamafactory)
+        entry = (", or a dataset_info.json entry with --option dataset_info=PATH --option dataset=NAME"
+                 if "dataset_info=" in rest else "")
+        return f"{head} has no default upstream files: {hint}{entry}"
+    return message
 
 
 def _typed_errors() -> tuple[type, ...]:

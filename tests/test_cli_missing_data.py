@@ -1,0 +1,58 @@
+"""A command without its data says what to pass in the command's own arguments, on one line.
+
+export, stats, validate, show, verify and score printed load()'s advice: five lines of Python calls
+(``tooluse_datasets.load('nestful', data_dir='path/to/folder')``), or ``pass data_files= ... or data_dir=``,
+which no command takes; mirror alone said ``--data-files`` / ``--sample``.
+"""
+from __future__ import annotations
+
+import pytest
+
+from tooluse_datasets.cli import main
+
+
+@pytest.fixture
+def offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+
+
+def _one_line_in_command_terms(err: str, files_flag: str = "--data-files") -> None:
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert files_flag in err and "--sample" in err
+    assert "tooluse_datasets.load" not in err and "data_dir" not in err and "data_files=" not in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["stats", "nestful"],
+    ["validate", "nestful"],
+    ["show", "nestful"],
+    ["verify", "nestful"],
+    ["export", "nestful", "--format", "swift", "--out", "{out}"],
+])
+def test_unreachable_upstream_data_is_one_line_naming_the_commands_arguments(argv, offline, tmp_path, capsys,
+                                                                           cache_dir):
+    argv = [a.replace("{out}", str(tmp_path / "out")) for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "cannot reach the upstream data" in err
+    _one_line_in_command_terms(err)
+
+
+def test_score_names_its_gold_files_argument(offline, tmp_path, capsys, cache_dir):
+    predictions = tmp_path / "pred.jsonl"
+    predictions.write_text('{"sample_id": "x", "calls": []}\n')
+    assert main(["score", "nestful", str(predictions), "--no-win-rate"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot reach the upstream data" in err
+    _one_line_in_command_terms(err, "--gold-data-files")
+
+
+@pytest.mark.parametrize("source", ["ms_swift", "llamafactory"])
+def test_a_source_without_upstream_files_names_the_commands_arguments(source, capsys):
+    assert main(["stats", source]) == 2
+    err = capsys.readouterr().err
+    assert "has no default upstream files" in err
+    _one_line_in_command_terms(err)
+    if source == "llamafactory":
+        assert "--option dataset_info=" in err and "--option dataset=" in err
