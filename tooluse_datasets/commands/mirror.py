@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
             if "data_files=" not in str(unreachable):  # another input than the data (NESTFUL's functions folder)
                 raise MirrorError(str(unreachable)) from exc
             # The builder's message names Python arguments (data_files=, data_dir=): say it in options.
-            raise MirrorError(f"{str(unreachable).splitlines()[0]}\nPoint at local files with --data-files "
+            raise MirrorError(f"{str(unreachable).splitlines()[0]} Point at local files with --data-files "
                               f"PATH... (globs, hf:// or https:// URLs too), or mirror the bundled sample with "
                               f"--sample") from exc
         _print_summary(folder, read_manifest(folder))

@@ -118,5 +118,5 @@ def _offline(url: str, why: str) -> DataNotFoundError:
         f"nestful: cannot fetch the executable functions ({url}): {why}.\n"
         f"Point at a local copy of data_v2/executable_functions instead, e.g.\n"
         f"    executable_functions='path/to/NESTFUL/data_v2/executable_functions'\n"
-        f"    (command line: verify --executable-functions DIR; export, mirror and the other commands "
+        f"    (command line: verify and score --executable-functions DIR; export, mirror and the other commands "
         f"--option executable_functions=DIR)")
