@@ -14,7 +14,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                        "Validation rules); exit 1 if a rule chosen with --fail-on fails")
     add_source_arguments(p, on_error="skip")
     p.add_argument("--config", default="unified",
-                   help="also report the rows that cannot be read in this format (raw, swift, toolmind); the "
+                   help="also report the rows that cannot be read in this format (raw, swift, toolmind, llamafactory); the "
                         "rules always check the unified rows (default: unified)")
     p.add_argument("--rules", type=_selection(allow_read=False), default=None, metavar="RULE,...",
                    help="rules to run: ids, globs such as 'arguments.*', error, warning (default: all)")
