@@ -1263,3 +1263,52 @@ def test_cli_timeout_gives_at_least_its_seconds_of_cpu(functions_dir, capsys):
     assert limits_from(argparse.Namespace(timeout=2.4, memory_mb=4096)).cpu_seconds == 3
     assert cli.main(["verify", "nestful", "--data-files", str(shared_data(*ICL)), "--executable-functions",
                      functions_dir, "--timeout", "2.4"]) == 0
+
+
+@pytest.mark.parametrize("field, value", [("timeout", 1e12), ("grace", 1e12), ("memory_mb", 10**30),
+                                          ("file_size_mb", 2**43), ("disk_mb", 2**50)])
+def test_sandbox_limits_past_what_the_sandbox_can_apply_are_refused_naming_the_field(field, value):
+    # timeout=1e12 used to raise a bare OverflowError from the parent's wait in the middle of a load; memory_mb
+    # of 2**43 or more failed every sample of the batch with the sandbox's setrlimit traceback
+    with pytest.raises(ValueError, match=f"SandboxLimits.{field} must be at most"):
+        SandboxLimits(**{field: value})
+
+
+def test_the_longest_limits_the_sandbox_takes_run(evil_dir):
+    # a deadline weeks away: the parent waits for the child in steps (poll takes a C int of milliseconds)
+    (result,) = run_sequences([one_call("add", 1, 2)], evil_dir,
+                              SandboxLimits(timeout=1e8, grace=1e8, cpu_seconds=10**8, memory_mb=2**43 - 1))
+    assert result.ok and result.results[0]["value"] == 3
+
+
+@pytest.mark.parametrize("option, value", [("execution_timeout", 1e12), ("execution_memory_mb", 10**30)])
+def test_execution_options_past_what_the_sandbox_can_apply_are_refused_naming_the_option(option, value,
+                                                                                        functions_dir):
+    # execution_timeout=1e12 used to stop the load with "OverflowError: timestamp too large to convert to C
+    # _PyTime_t"; execution_memory_mb=10**30 skipped every row as a SandboxError with setrlimit's traceback
+    with pytest.raises(ValueError, match=f"option {option} must be at most"):
+        td.load("nestful", data_files=str(shared_data(*ICL)), streaming=True, execute=True,
+                executable_functions=functions_dir, **{option: value})
+
+
+def test_a_timeout_of_weeks_loads(functions_dir):
+    # 3e6 s is past what poll() waits at once (a C int of milliseconds, about 24 days): an OverflowError before
+    rows = list(td.load("nestful", data_files=str(shared_data(*ICL)), split="train", streaming=True, execute=True,
+                        executable_functions=functions_dir, execution_timeout=3e6))
+    assert len(rows) == 3 and all(row["meta"]["execution"]["reproduces_gold"] for row in rows)
+
+
+@pytest.mark.parametrize("command", ["verify", "score"])
+@pytest.mark.parametrize("flag, value", [("--timeout", "1e12"), ("--memory-mb", str(10**30))])
+def test_cli_limits_past_what_the_sandbox_can_apply_are_usage_errors(command, flag, value, functions_dir, tmp_path,
+                                                                     capsys):
+    # --timeout 1e12 was "unexpected OverflowError ... (a bug)"; --memory-mb 10**30 a sandbox that could not start
+    results = tmp_path / "results.jsonl"
+    results.write_text("")
+    args = (["verify", "nestful", "--data-files", str(shared_data(*ICL))] if command == "verify"
+            else ["score", "nestful", str(results)])
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([*args, "--executable-functions", functions_dir, flag, value])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}: must be at most" in err and "Traceback" not in err

@@ -28,6 +28,7 @@ from tooluse_datasets.shards import RawBatch, Shard, display_path, file_version,
 from tooluse_datasets.source import RowContext, Source, SourceOptions, SplitPlan, ids_in_file, ids_of_rows
 
 from .executed import CALLS_PER_TURN
+from .execution.sandbox import MAXIMA as SANDBOX_MAXIMA
 from .specs import CALL_KEYS, check_call, check_references, from_openai_tool, label_key, to_openai_tool
 from .upstream import CITATION, DESCRIPTION, UPSTREAM
 from .v1 import TOOLS_MODES
@@ -106,12 +107,15 @@ class NestfulSource(Source):
             raise ValueError(f"v1_tools must be one of {TOOLS_MODES}, got {opts.v1_tools!r}")
         if opts.calls_per_turn not in CALLS_PER_TURN:
             raise ValueError(f"calls_per_turn must be one of {CALLS_PER_TURN}, got {opts.calls_per_turn!r}")
-        for name in ("execution_timeout", "execution_memory_mb"):
+        for name, limit in (("execution_timeout", "timeout"), ("execution_memory_mb", "memory_mb")):
             value = getattr(opts, name)
             # (its type is checked already) 0, a negative number, NaN or infinity would fail every row in the
             # sandbox, or (a negative memory size) leave the sandbox without a memory limit
             if isinstance(value, (int, float)) and not (math.isfinite(value) and value > 0):
                 raise ValueError(f"option {name} must be a positive finite number, got {value!r}")
+            # a value past what the sandbox can apply failed every row (or the load) with an OverflowError
+            if isinstance(value, (int, float)) and value > SANDBOX_MAXIMA[limit]:
+                raise ValueError(f"option {name} must be at most {SANDBOX_MAXIMA[limit]:.15g}, got {value!r}")
         if opts.execute and opts.data_version == "v1":
             raise ValueError("v1 rows have no gold answers and their APIs are live services: execute=True needs v2")
         # Options that only mean something with another option: set without it, they would be ignored without a

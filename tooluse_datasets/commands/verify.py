@@ -28,15 +28,16 @@ def add_execution_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--executable-functions", metavar="DIR",
                    help="local data_v2/executable_functions folder (default: the pinned upstream one, downloaded "
                         "once and cached)")
-    p.add_argument("--timeout", type=_positive(float), default=10.0,
+    p.add_argument("--timeout", type=_positive(float, "timeout"), default=10.0,
                    help="seconds per sample (default: 10, as upstream)")
-    p.add_argument("--memory-mb", type=_positive(int), default=4096,
+    p.add_argument("--memory-mb", type=_positive(int, "memory_mb"), default=4096,
                    help="address space of the sandbox (default: 4096)")
 
 
-def _positive(kind):
+def _positive(kind, limit: str):
     """An argparse type: a positive finite number of ``kind`` (0, a negative or an endless limit would not
-    limit: a negative memory size wraps to no limit at all, NaN fails every sample)."""
+    limit: a negative memory size wraps to no limit at all, NaN fails every sample), at most what the sandbox
+    can apply as its ``limit`` (``SandboxLimits`` field)."""
     def parse(text: str):
         try:
             value = kind(text)
@@ -44,6 +45,10 @@ def _positive(kind):
             raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
         if not (math.isfinite(value) and value > 0):
             raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text!r}")
+        from ..builders.nestful.execution.sandbox import MAXIMA  # (here: the parser is built for every command)
+
+        if value > MAXIMA[limit]:
+            raise argparse.ArgumentTypeError(f"must be at most {MAXIMA[limit]:.15g}, got {text!r}")
         return value
 
     parse.__name__ = kind.__name__

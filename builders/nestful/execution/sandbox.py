@@ -118,6 +118,11 @@ REASONS: dict[str, str] = {
 }
 STATUSES = ("ok", "error", "refused", "limit", "crashed")
 ISOLATION = ("network", "filesystem", "processes")  # what the ready event reports, kept in each SequenceResult
+# The largest limits the sandbox can apply: seconds the child's timer (setitimer) takes, and megabytes whose
+# bytes fit the kernel's resource limits (a C long). Past them the parent's wait or the child's setrlimit
+# overflowed: a raw OverflowError, or every sample of the batch failing with the sandbox's traceback.
+MAXIMA: dict[str, float] = {"timeout": 1e8, "grace": 1e8, "cpu_seconds": 10**8, "memory_mb": 2**43 - 1,
+                            "file_size_mb": 2**43 - 1, "disk_mb": 2**43 - 1}
 # Longest silence allowed from the child while no sample runs (starting up, between samples, exiting),
 # counted from its last message; a running sample has its own limit (timeout + grace).
 IDLE_SECONDS = 60.0
@@ -173,6 +178,8 @@ class SandboxLimits:
             if not number or not math.isfinite(value) or value < 0 or (value == 0 and name != "grace"):
                 least = "0 or more" if name == "grace" else "positive"
                 raise ValueError(f"SandboxLimits.{name} must be a {least} finite number, got {value!r}")
+            if value > MAXIMA.get(name, math.inf):
+                raise ValueError(f"SandboxLimits.{name} must be at most {MAXIMA[name]:.15g}, got {value!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -489,7 +496,8 @@ class _EventReader:
             timeout = deadline - time.monotonic()
             if timeout <= 0:
                 return self.TIMEOUT
-            if not self.poller.poll(max(1, int(timeout * 1000))):
+            # (in steps of at most a minute: poll takes milliseconds as a C int, about 24 days)
+            if not self.poller.poll(max(1, int(min(timeout, 60.0) * 1000))):
                 continue
             chunk = os.read(self.fd, 1 << 16)
             if not chunk:
