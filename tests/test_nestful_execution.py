@@ -490,6 +490,18 @@ def test_what_a_batch_writes_in_all_is_bounded_and_left_nowhere(evil_dir, kernel
     assert "No space left" in results[1].detail
 
 
+def test_each_sample_has_the_whole_sample_area_whatever_the_earlier_ones_wrote(evil_dir, kernel_isolation):
+    """The files a sample wrote go with it: the next sample of the batch gets the whole sample area. (They used to
+    stay until the batch ended: the second sample ran out of space because of the first, and a row's outcome
+    depended on which rows shared its batch.)"""
+    import dataclasses
+
+    limits = dataclasses.replace(FAST, disk_mb=8, file_size_mb=4)
+    results = run_sequences([one_call("fill_the_disk", 2, 3), one_call("fill_the_disk", 2, 3),
+                             one_call("fill_the_disk", 2, 3)], evil_dir, limits)
+    assert [(r.status, r.detail) for r in results] == [("ok", "")] * 3
+
+
 def test_a_sample_past_the_audit_hook_plants_nothing_for_the_next_one(evil_dir, kernel_isolation):
     """The sample area is writable to the kernel: a sample that switches the hook off can write in the next
     sample's folder before it exists. Each sample's folder is made fresh."""

@@ -915,11 +915,15 @@ def main():
     threads = os_threads()
     for index, sample in enumerate(request["samples"]):
         channel.send({"event": "start", "index": index, "time": time.time()})
-        result = run_sample(sample, functions, policy, limits, root,
-                            os.path.join(work_area, str(request["first"] + index)))
+        workdir = os.path.join(work_area, str(request["first"] + index))
+        result = run_sample(sample, functions, policy, limits, root, workdir)
         os.chdir(root)
         if pid_namespace:
             end_other_processes(policy)
+        with policy.unchecked():
+            # What the sample wrote goes with it (before its result, so the time is the sample's): the sample
+            # area (disk_mb) is for each sample whole, not what the earlier samples of its batch left of it.
+            shutil.rmtree(workdir, ignore_errors=True)
         channel.send(dict(result, event="result", index=index))
         if os_threads() > threads:
             # A thread the sample started still runs. The write policy is the process's, so it could write in
