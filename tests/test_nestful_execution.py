@@ -194,6 +194,11 @@ def segfault(x):
 def hard_exit(x):
     os._exit(x)
 
+def shout(mb):
+    sys.stdout.write("x" * (mb << 20))
+    sys.stdout.flush()
+    return mb
+
 def eat_memory(n):
     return len(bytearray(n))
 
@@ -488,6 +493,19 @@ def test_what_a_batch_writes_in_all_is_bounded_and_left_nowhere(evil_dir, kernel
     results = run_sequences([one_call("fill_the_disk", 1, 3), one_call("fill_the_disk", 3, 3)], evil_dir, limits)
     assert (results[0].status, results[1].status, results[1].reason) == ("ok", "error", "exception")
     assert "No space left" in results[1].detail
+
+
+def test_what_earlier_samples_printed_does_not_use_up_the_file_size_of_later_ones(evil_dir):
+    """stdout and stderr go to one log bounded by RLIMIT_FSIZE; it used to be kept for the whole batch, so a sample
+    that printed 3 MB of a 4 MB bound made the next one that printed as much fail ("File too large")."""
+    import dataclasses
+
+    limits = dataclasses.replace(FAST, file_size_mb=4)
+    results = run_sequences([one_call("shout", 3), one_call("shout", 3), one_call("shout", 5), one_call("hard_exit", 3)],
+                            evil_dir, limits)
+    assert [(r.status, r.reason) for r in results[:3]] == [("ok", None), ("ok", None), ("error", "exception")]
+    assert "File too large" in results[2].detail  # a sample's own output is bounded all the same
+    assert results[3].reason == "crash" and "xxxx" not in results[3].detail  # the log quoted is the crashed one's
 
 
 def test_each_sample_has_the_whole_sample_area_whatever_the_earlier_ones_wrote(evil_dir, kernel_isolation):

@@ -855,6 +855,25 @@ def run_sample(sample, functions, policy, limits, root, workdir):
     return dict(outcome, results=trace, answer=answer, win=win, notes=notes)
 
 
+def fresh_log(policy):
+    """Empty the log before a sample. stdout and stderr are one file (the parent's log, whose end it quotes when a
+    sample crashes), bounded by RLIMIT_FSIZE: kept for the whole batch, what the earlier samples printed used up
+    the bound of the later ones (a sample printing a few MB failed with "File too large" after one that printed
+    60), and a crash quoted the output of other samples."""
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()  # (what an earlier sample left in the buffers: dropped by the truncation below)
+        except Exception:  # a sample may have closed or replaced them
+            pass
+    with policy.unchecked():
+        for fd in (1, 2):
+            try:
+                os.ftruncate(fd, 0)
+                os.lseek(fd, 0, os.SEEK_SET)  # (one offset for both: the parent opened the log once)
+            except OSError:  # closed or replaced by a sample, or not a file
+                pass
+
+
 def end_other_processes(policy):
     """End every process a sample left running, setsid or not, before the next sample starts (it could write in
     that sample's folder, or on the result channel). Only in the batch's PID namespace, whose init is the
@@ -914,6 +933,7 @@ def main():
     channel.send(dict(isolation, event="ready", pid=os.getpid()))
     threads = os_threads()
     for index, sample in enumerate(request["samples"]):
+        fresh_log(policy)
         channel.send({"event": "start", "index": index, "time": time.time()})
         workdir = os.path.join(work_area, str(request["first"] + index))
         result = run_sample(sample, functions, policy, limits, root, workdir)
