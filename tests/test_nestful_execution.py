@@ -1044,6 +1044,18 @@ def test_verify_command_json(functions_dir, capsys):
     assert all(out[kind] for kind in ("network", "filesystem", "processes"))  # what the sandbox achieved, or why not
 
 
+@pytest.mark.parametrize("text", ["", "\n\n", "[]"])
+def test_verify_command_fails_when_there_is_nothing_to_verify(text, functions_dir, tmp_path, capsys):
+    # An empty file (a glob that matched the wrong file, an export that wrote nothing) used to pass: exit 0
+    path = tmp_path / ("rows.json" if text == "[]" else "rows.jsonl")
+    path.write_text(text)
+    for extra in ([], ["--json"]):
+        code = cli.main(["verify", "nestful", "--data-files", str(path), "--executable-functions", functions_dir,
+                         *extra])
+        assert code == 1
+        assert "no rows: nothing was verified" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("as_json", [False, True])
 def test_verify_command_fails_when_rows_were_skipped(as_json, functions_dir, tmp_path, capsys):
     # With --on-error skip, a row that cannot be read is not verified: the run used to exit 0 ("all reproduce")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 
 from . import data_files_for, print_skips
 
@@ -75,5 +76,9 @@ def run(args: argparse.Namespace) -> int:
         print(report.table())
         if skips.skipped:
             print_skips(skips)
+    if not report.rows and not report.skipped:
+        # (an empty file, blank lines, an empty array): nothing was verified, which is no pass
+        print("error: the data files hold no rows: nothing was verified", file=sys.stderr)
+        return 1
     # A row that could not be read was not verified: the run fails, as validate fails on unreadable rows
     return 0 if report.reproduced == report.rows and not report.skipped else 1
