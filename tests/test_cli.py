@@ -234,3 +234,14 @@ def test_split_given_twice_is_a_usage_error_not_the_last_one_read(command, tmp_p
     assert info.value.code == 2
     assert "--split is given once (got 'When2Call' and 'tau_train')" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+
+def test_data_files_given_twice_reads_both_not_the_last_one(capsys):
+    # argparse kept the last --data-files list silently: `--data-files a --data-files b` validated b alone
+    from conftest import shared_data
+
+    icl = str(shared_data("nestful", "src", "icl_examples.json"))  # 3 rows
+    current = str(shared_data("nestful", "third_party", "reconstructed_current_v2", "rows_github_native_format.jsonl"))
+    assert main(["validate", "nestful", "--data-files", icl, "--data-files", current]) == 0
+    assert "5 rows read" in capsys.readouterr().out

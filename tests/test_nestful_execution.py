@@ -1044,6 +1044,14 @@ def test_verify_command_json(functions_dir, capsys):
     assert all(out[kind] for kind in ("network", "filesystem", "processes"))  # what the sandbox achieved, or why not
 
 
+def test_verify_command_reads_every_data_files_flag(functions_dir, capsys):
+    # argparse kept the last --data-files list silently: the toy file below was not verified at all
+    code = cli.main(["verify", "nestful", "--data-files", str(shared_data(*TOY)), "--data-files",
+                     str(shared_data(*CURRENT)), "--executable-functions", functions_dir, "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1 and (out["rows"], out["reproduced"]) == (66, 65)
+
+
 @pytest.mark.parametrize("text", ["", "\n\n", "[]"])
 def test_verify_command_fails_when_there_is_nothing_to_verify(text, functions_dir, tmp_path, capsys):
     # An empty file (a glob that matched the wrong file, an export that wrote nothing) used to pass: exit 0

@@ -14,7 +14,7 @@ def add_source_arguments(p: argparse.ArgumentParser, *, many: bool = False, on_e
         p.add_argument("sources", nargs="+", metavar="SOURCE", help=f"{names} (or {MIX})")
     else:
         p.add_argument("source", metavar="SOURCE", help=f"{names} or {MIX} (every source in one schema)")
-    p.add_argument("--data-files", nargs="+", metavar="PATH",
+    p.add_argument("--data-files", nargs="+", action="extend", metavar="PATH",
                    help="local files or hf:// / https:// URLs (default: the pinned upstream files); for "
                         f"{MIX}, each as SOURCE=PATH (nestful=data.jsonl ms_swift=agent.jsonl)")
     p.add_argument("--sample", action="store_true", help="use the small sample bundled with the package (offline)")

@@ -28,7 +28,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="fix upstream's win-check bugs (a failed execution matching a gold 0/False, float digits "
                         "after an exponent, True == 1, nested tuples); default: the official figures")
     p.add_argument("--no-win-rate", action="store_true", help="skip execution (win_rate is null)")
-    p.add_argument("--gold-data-files", nargs="+", metavar="PATH",
+    p.add_argument("--gold-data-files", nargs="+", action="extend", metavar="PATH",
                    help="NESTFUL files for keyed predictions (refused for a file in upstream's shape, whose lines "
                         "carry their own gold)")
     p.add_argument("--sample", action="store_true",
