@@ -508,3 +508,47 @@ def test_a_state_resumed_on_a_json_lines_file_edited_since_is_refused_not_read_f
     resumed.load_state_dict(state)
     with pytest.raises(ValueError, match="past the end of the file"):
         next(iter(resumed))
+
+
+def test_stream_workers_end_when_the_process_that_started_them_is_killed(tmp_path):
+    """A training process killed outright (kill -9, out of memory) left its streaming workers waiting for ever,
+    each holding its memory: they now end within seconds of it."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "stream.py"
+    script.write_text(
+        "import multiprocessing, os, sys\n"
+        "import tooluse_datasets as td\n"
+        "if __name__ == '__main__':\n"
+        f"    ds = td.load('ms_swift', data_files=td.sample_files('ms_swift'), split='train', streaming=True,\n"
+        "                 num_proc=2, shard_bytes=600)\n"
+        "    rows = iter(ds)\n"
+        "    next(rows)\n"
+        "    with open(sys.argv[1], 'w') as f:\n"
+        "        f.write(' '.join(str(p.pid) for p in multiprocessing.active_children()))\n"
+        "    os._exit(0)\n")
+    # (no pipes: workers left running would hold them open, and the run would wait for them)
+    pid_file, log = tmp_path / "pids", tmp_path / "log"
+    with open(log, "w") as err:
+        done = subprocess.run([sys.executable, str(script), str(pid_file)], stdout=subprocess.DEVNULL, stderr=err,
+                              timeout=300)
+    pids = [int(p) for p in pid_file.read_text().split()] if pid_file.exists() else []
+    assert done.returncode == 0 and pids, log.read_text()[-2000:]
+
+    def alive(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+
+    deadline = time.monotonic() + 30
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = [pid for pid in pids if alive(pid)]
+    for pid in left:
+        os.kill(pid, 9)
+    assert not left

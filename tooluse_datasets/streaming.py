@@ -33,6 +33,7 @@ from .errors import JsonValueError, SkipReport, ToolUseDataError
 from .pipeline import ShardConverter, gc_paused, piece_rows
 from .shards import Shard, display_path, resharded
 from .source import Source, SplitPlan
+from .workers import exit_with_parent
 
 
 class ShardExamplesIterable(_BaseExamplesIterable):
@@ -235,7 +236,8 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         ``num_proc``; where it is spawn or forkserver, the usual ``if __name__ == "__main__":`` guard applies),
         handed out in order. Stopping early cancels the shards not started and does not wait for the others."""
         state = self._state_dict
-        pool = concurrent.futures.ProcessPoolExecutor(self.num_proc, mp_context=multiprocessing.get_context())
+        pool = concurrent.futures.ProcessPoolExecutor(self.num_proc, mp_context=multiprocessing.get_context(),
+                                                      initializer=exit_with_parent)
         try:
             pending: collections.deque = collections.deque()
             next_shard = first_shard + 1

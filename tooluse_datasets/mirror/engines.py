@@ -25,6 +25,7 @@ import sys
 from typing import Iterator, Optional, Sequence, Union
 
 from ..errors import ToolUseDataError
+from ..workers import exit_with_parent
 from .manifest import MirrorError
 from .shard_task import ShardTask, convert_shard
 
@@ -148,7 +149,8 @@ def _run_here(tasks: Sequence[ShardTask]) -> Iterator[tuple[ShardTask, Outcome]]
 def _run_pool(tasks: Sequence[ShardTask], num_proc: int) -> Iterator[tuple[ShardTask, Outcome]]:
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    with ProcessPoolExecutor(max_workers=min(num_proc, len(tasks)), mp_context=_pool_context(tasks[0])) as pool:
+    with ProcessPoolExecutor(max_workers=min(num_proc, len(tasks)), mp_context=_pool_context(tasks[0]),
+                             initializer=exit_with_parent) as pool:
         futures = {pool.submit(convert_shard, task): (position, task) for position, task in enumerate(tasks)}
         bad_row = _FirstBadRow()
         try:
