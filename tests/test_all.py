@@ -143,6 +143,31 @@ def test_map_style_mixes_of_sources_decode_as_their_members_and_as_the_stream(mi
     assert ds[0] == rows[0] and ds[:3]["id"] == [r["id"] for r in rows[:3]]
 
 
+@pytest.mark.parametrize("mix", ["concatenate", "interleave"])
+def test_map_and_filter_of_a_streamed_mix_see_rows_in_their_decoded_shape(mix, cache_dir):
+    """datasets gives a mix of streams plain Features rebuilt from the members', and every map, filter or format
+    of the mix (TRL's own tokenizing map) decodes through them: rows came back with every key (``images: []``,
+    ``tool_calls: []``, ``reasoning_content: None``), so TRL refused a mix filtered after mixing as vision data and
+    Hermes-3 rendered plain answers as empty call turns. The mix keeps the members' exact features."""
+    import datasets
+
+    parts = [td.load(name, data_files=td.sample_files(name), split=split, streaming=True, cache_dir=cache_dir)
+             for name, split in MEMBERS.items()]
+    mixed = (datasets.concatenate_datasets(parts) if mix == "concatenate"
+             else datasets.interleave_datasets(parts, probabilities=[0.4, 0.3, 0.2, 0.1], seed=42,
+                                               stopping_strategy="all_exhausted"))
+    assert isinstance(mixed.features, td.ExactFeatures)
+    rows = list(mixed)
+    assert sum("images" in r for r in rows) > 0
+    assert list(mixed.filter(lambda r: True)) == rows
+    seen = list(mixed.map(lambda r: {"seen": td.dumps(r["messages"])}))
+    assert [td.loads(r["seen"]) for r in seen] == [r["messages"] for r in rows]
+    text = list(mixed.filter(lambda r: not r.get("images")))
+    assert text == [r for r in rows if "images" not in r]
+    assert not any("images" in r or any(m.get("tool_calls") == [] or "reasoning_content" in m
+                                        and m["reasoning_content"] is None for m in r["messages"]) for r in text)
+
+
 def test_a_mix_with_text_from_another_writer_decodes_as_foreign_text(cache_dir):
     """One member read through td.exact (JSON text from any writer) makes the merged mix read every text that way."""
     import datasets

@@ -191,3 +191,28 @@ def test_sft_trainer_takes_a_map_style_mix_of_sources_as_text_data(samples, cach
         assert tokenizer.decode(ids) == tokenizer.apply_chat_template(row["messages"], tools=row["tools"],
                                                                       tokenize=False)
     assert trainer.train().global_step == 1
+
+
+def test_sft_trainer_tokenizes_a_streamed_mix_of_sources_as_each_row_renders(cache_dir, tmp_path):
+    """A mix of streams goes to SFTTrainer as it is, and TRL's own tokenizing map reads its rows in the shape they
+    decode in: with the plain Features datasets gives a mix of streams, every answer carried ``tool_calls: []``
+    and Hermes-3 (``tool_calls is not defined``) trained on an empty call turn in place of each final answer;
+    filtered after mixing, the mix carried ``images: []`` and TRL refused it as vision data."""
+    parts = [td.load("toolmind", data_files=td.sample_files("toolmind"), split="synthetic", streaming=True,
+                     cache_dir=cache_dir),
+             td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train", streaming=True,
+                     cache_dir=cache_dir)]
+    tokenizer = byte_tokenizer(TEMPLATES["hermes3"])
+    config = SFTConfig(output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=2, max_length=None,
+                       report_to="none", save_strategy="no", use_cpu=True, bf16=False, disable_tqdm=True)
+    for mixed in (datasets.interleave_datasets(parts), datasets.concatenate_datasets(parts),
+                  datasets.interleave_datasets(parts).filter(lambda row: not row.get("images"))):
+        trainer = SFTTrainer(model=tiny_model(len(tokenizer)), args=config, train_dataset=mixed,
+                             processing_class=tokenizer)
+        rows, prepared = list(mixed), list(trainer.train_dataset)
+        assert [r["id"] for r in prepared] == [r["id"] for r in rows] and len(rows) >= 10
+        for row, p in zip(rows, prepared):
+            text = tokenizer.decode(p["input_ids"])
+            assert text == tokenizer.apply_chat_template(row["messages"], tools=row["tools"], tokenize=False)
+            assert_rendered(row, text, "hermes3")
+    assert trainer.train().global_step == 1

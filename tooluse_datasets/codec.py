@@ -705,7 +705,51 @@ def _install_merged_info_features() -> None:
     DatasetInfo.from_merge = classmethod(from_merge)
 
 
+def _merged_exact_features(given: list) -> Optional["ExactFeatures"]:
+    """The :class:`ExactFeatures` a mix of datasets with these features keeps: where every member has equal
+    ``ExactFeatures`` (foreign if any of them is), else None."""
+    if not given or not all(isinstance(f, ExactFeatures) for f in given) or any(f != given[0] for f in given[1:]):
+        return None
+    foreign = any(f.foreign_text for f in given)
+    return (ForeignExactFeatures if foreign else ExactFeatures)(copy.deepcopy(dict(given[0])))
+
+
+def _install_mixed_stream_features() -> None:
+    """``concatenate_datasets`` / ``interleave_datasets`` of streams set the mix's features to a plain
+    ``Features`` rebuilt from the members' (not through ``DatasetInfo.from_merge``). Iterating the mix reads the
+    members' rows as they are, but every ``map``, ``filter`` or format of it (TRL's own tokenizing ``map``)
+    decodes through the mix's features: its rows came back with every key (``images: []``, ``tool_calls: []``,
+    ``reasoning_content: None``), so TRL took a filtered mix for vision data and Hermes-3 rendered each plain
+    answer as an empty call turn. Where every member has equal :class:`ExactFeatures` and the mix has the same
+    columns, the mix keeps them (as map-style mixes do above). Installed once per process on import."""
+    from datasets import combine, iterable_dataset
+
+    def keeping(original):
+        if getattr(original, "_keeps_exact_features", False):
+            return original
+
+        def mix(dsets, *args, **kwargs):
+            out = original(dsets, *args, **kwargs)
+            exact = _merged_exact_features([d.features for d in dsets])
+            if exact is not None and out.features is not None and dict(out.features) == dict(exact):
+                out._info.features = exact
+            return out
+
+        mix._keeps_exact_features = True
+        mix.__wrapped__ = original
+        mix.__name__ = original.__name__
+        mix.__doc__ = original.__doc__
+        return mix
+
+    for name in ("_concatenate_iterable_datasets", "_interleave_iterable_datasets"):
+        wrapped = keeping(getattr(iterable_dataset, name))
+        setattr(iterable_dataset, name, wrapped)
+        if hasattr(combine, name):
+            setattr(combine, name, wrapped)
+
+
 _install_merged_info_features()
+_install_mixed_stream_features()
 
 
 def _is_empty(value: Any) -> bool:
