@@ -742,6 +742,8 @@ def _install_mixed_stream_features() -> None:
         return mix
 
     for name in ("_concatenate_iterable_datasets", "_interleave_iterable_datasets"):
+        if getattr(iterable_dataset, name, None) is None:
+            continue  # a datasets without it: left as it is
         wrapped = keeping(getattr(iterable_dataset, name))
         setattr(iterable_dataset, name, wrapped)
         if hasattr(combine, name):
