@@ -306,7 +306,7 @@ def test_cli_options_reach_the_reader(tmp_path, capsys):
     rows = (tmp_path / "out" / "llamafactory-llamafactory-train.jsonl").read_text().splitlines()
     assert json.loads(rows[0])["conversations"] == [{"from": "human", "value": "a"}, {"from": "gpt", "value": "b"}]
     assert main(["export", "llamafactory", "--format", "llamafactory", "--out", str(tmp_path / "none")]) == 2
-    assert "dataset_info= (a dataset_info.json or its folder) and dataset=" in capsys.readouterr().err
+    assert "--option dataset_info=PATH --option dataset=NAME" in capsys.readouterr().err
 
 
 def test_a_mirror_of_an_entry(tmp_path, capsys):

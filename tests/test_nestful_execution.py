@@ -993,16 +993,11 @@ def test_offline_without_a_local_folder_is_one_clear_error(monkeypatch):
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
 def test_loading_with_a_folder_that_is_not_the_functions_is_that_clear_error(tmp_path, cache_dir, streaming):
-    """Map-style, datasets wraps it in DatasetGenerationError; load() hands back the error itself."""
-    ds = td.load("nestful", data_files=td.sample_files("nestful"), split="train", execute=True,
-                 executable_functions=str(tmp_path), streaming=streaming, cache_dir=cache_dir) \
-        if streaming else None
+    """The folder is checked when the builder is made, in both modes (a stream used to find it at its first row;
+    map-style, datasets wrapped it in DatasetGenerationError): load() raises the error itself."""
     with pytest.raises(DataNotFoundError, match="is not a NESTFUL executable_functions folder"):
-        if streaming:
-            next(iter(ds))
-        else:
-            td.load("nestful", data_files=td.sample_files("nestful"), split="train", execute=True,
-                    executable_functions=str(tmp_path), cache_dir=cache_dir)
+        td.load("nestful", data_files=td.sample_files("nestful"), split="train", execute=True,
+                executable_functions=str(tmp_path), streaming=streaming, cache_dir=cache_dir)
 
 
 # --------------------------------------------------------------------------------------------------
