@@ -320,3 +320,43 @@ def test_a_mirror_of_an_entry(tmp_path, capsys):
     mirrored = td.exact(load_dataset(str(folder), "unified", split="train", cache_dir=str(tmp_path / "c")))
     assert list(mirrored) == entry_rows("glaive_toolcall_openai_style")
     assert "glaive_toolcall_openai_style.jsonl" in (folder / "README.md").read_text()
+
+
+# -- an entry's columns and tags have no defaults for the keys they leave out (DatasetAttr.join) -----------------
+
+
+MLLM_TAGS = {"role_tag": "role", "content_tag": "content", "user_tag": "user", "assistant_tag": "assistant"}
+
+
+def test_tags_an_entry_leaves_out_are_no_tags_as_llamafactory_reads_them(tmp_path):
+    """mllm_demo's tags name no observation, function or system tag: LLaMA-Factory 0.9.5 then has none (it drops
+    a row holding such a turn, a leading system message too), where the defaults would read them."""
+    system = {"role": "system", "content": "Be brief."}
+    call = {"role": "function_call", "content": '{"name": "w", "arguments": {}}'}
+    rows = [{"messages": [system, U, A]},
+            {"messages": [U, call, {"role": "observation", "content": "sunny"}, A]},
+            {"messages": [U, A]}]
+    write_rows(tmp_path, rows)
+    (tmp_path / "dataset_info.json").write_text(json.dumps({"x": {
+        "file_name": "rows.jsonl", "formatting": "sharegpt", "columns": {"messages": "messages"}, "tags": MLLM_TAGS}}))
+    loaded = list(td.load("llamafactory", dataset_info=str(tmp_path), dataset="x", split="train", streaming=True,
+                          on_error="skip"))
+    assert [r["id"] for r in loaded] == ["llamafactory/rows/2"]
+    for row, field in ((0, "messages[0].role"), (1, "messages[1].role")):
+        path = write_rows(tmp_path, [rows[row]], "one.jsonl")
+        with pytest.raises(ToolUseDataError, match="none of the file's role tags") as info:
+            list(td.load("llamafactory", dataset_info=str(tmp_path), dataset="x", data_files=path, split="train",
+                         streaming=True))
+        assert info.value.field == field
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"columns": {"tools": "tools"}}, "columns names no 'messages' column"),
+    ({"tags": {"role_tag": "role", "content_tag": "content"}}, "tags name no 'user_tag' and no 'assistant_tag'"),
+    ({"tags": {"user_tag": "user", "assistant_tag": "assistant"}}, "tags name no 'role_tag' and no 'content_tag'"),
+])
+def test_an_entry_leaving_out_names_llamafactory_cannot_do_without_is_refused(tmp_path, entry, message):
+    (tmp_path / "dataset_info.json").write_text(json.dumps({"x": {"file_name": "a.json", "formatting": "sharegpt",
+                                                                  **entry}}))
+    with pytest.raises(ValueError, match=message):
+        td.load("llamafactory", dataset_info=str(tmp_path), dataset="x", split="train", streaming=True)

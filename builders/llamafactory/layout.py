@@ -7,9 +7,13 @@ The names and defaults are those of LLaMA-Factory 0.9.5's ``DatasetAttr`` (``dat
     tags:    role_tag ("from"), content_tag ("value"), user_tag ("human"), assistant_tag ("gpt"),
              observation_tag ("observation"), function_tag ("function_call"), system_tag ("system")
 
-``columns=`` is read as an entry's ``columns`` is: a key left out has LLaMA-Factory's default, so ``system``,
-``tools`` and the media columns are read only when named. Without ``columns=`` (and without ``dataset_info=``)
-every column is read under its default name, as ``export --format llamafactory`` writes them.
+``columns=`` and ``tags=``: a key left out has the default above, so ``system``, ``tools`` and the media columns
+are read only when named. Without ``columns=`` (and without ``dataset_info=``) every column is read under its
+default name, as ``export --format llamafactory`` writes them. An entry's ``columns`` and ``tags`` are read as
+``DatasetAttr.join`` reads them: when the entry has ``tags``, a tag it leaves out is null, not its default (no
+``observation``/``function_call``/``system`` turn then; a leading system message is a turn LLaMA-Factory drops
+the row over), and ``columns`` or ``tags`` that leave out ``messages``, ``role_tag``, ``content_tag``,
+``user_tag`` or ``assistant_tag`` (LLaMA-Factory fails on, or drops, every row) are a ValueError.
 """
 from __future__ import annotations
 
@@ -39,6 +43,8 @@ TAGS: dict[str, Optional[str]] = {"role_tag": "from", "content_tag": "value", "u
 OTHER_COLUMNS = {"prompt": "an alpaca column", "query": "an alpaca column", "response": "an alpaca column",
                  "history": "an alpaca column", "chosen": "a preference (ranking) column",
                  "rejected": "a preference (ranking) column", "kto_tag": "a KTO label column"}
+# Tags an entry may leave out (None to LLaMA-Factory: no such turn); the others it cannot do without.
+ENTRY_NULLABLE_TAGS = ("observation_tag", "function_tag", "system_tag")
 # Entry keys that say where LLaMA-Factory reads the data from, other than a local file_name (it prefers them).
 REMOTE_KEYS = ("hf_hub_url", "ms_hub_url", "om_hub_url", "script_url", "cloud_file_name")
 
@@ -139,7 +145,24 @@ def entry_layout(entry: Any, where: str, folder: str) -> Layout:
         logger.warning("%s: num_samples=%r is a training setting (LLaMA-Factory samples that many rows each run); "
                        "every row of the file is read here", where, entry["num_samples"])
     columns = check_columns(entry.get("columns", {}), f"{where}: columns")
-    tags = check_tags(entry.get("tags", {}), f"{where}: tags")
+    if "columns" in entry and entry["columns"].get("messages") is None:
+        # DatasetAttr.join sets every column key from the entry's columns, None where left out: LLaMA-Factory
+        # then reads the conversation from no column, and fails on the first row
+        raise ValueError(f"{where}: columns names no 'messages' column; LLaMA-Factory reads an entry's columns "
+                         f"without defaults and fails on every row (add \"messages\": \"conversations\")")
+    tags = dict(TAGS)
+    if "tags" in entry:
+        # Likewise for tags: a tag the entry's tags leave out is None to LLaMA-Factory, not its default; so a
+        # file whose tags name no observation_tag, function_tag or system_tag has no such turns (LLaMA-Factory
+        # drops rows holding them, and reads a leading system turn as a turn, not as the system prompt).
+        tags = check_tags({**{key: None for key in TAGS}, **entry["tags"]}, f"{where}: tags", nullable=tuple(TAGS))
+        missing = [key for key in TAGS if key not in ENTRY_NULLABLE_TAGS and tags[key] is None]
+        if missing:
+            fails = {"role_tag", "content_tag"} & set(missing)
+            raise ValueError(f"{where}: tags name no {' and no '.join(map(repr, missing))}; LLaMA-Factory reads an "
+                             f"entry's tags without defaults (a tag left out is null), so it "
+                             f"{'fails on' if fails else 'drops'} every conversation: add "
+                             f"{', '.join(f'{key!r}: {TAGS[key]!r}' for key in missing)} to the entry's tags")
     remote = [key for key in REMOTE_KEYS if key in entry]
     file_path = no_file = None
     if remote:  # LLaMA-Factory prefers these to a file_name
@@ -177,8 +200,9 @@ def check_columns(columns: Any, where: str) -> dict:
     return out
 
 
-def check_tags(tags: Any, where: str) -> dict:
-    out = _names(tags, TAGS, where, "tag", nullable={"system_tag"}, null_means="no system message in the list")
+def check_tags(tags: Any, where: str, nullable: tuple = ("system_tag",)) -> dict:
+    null_means = "no system message in the list" if tuple(nullable) == ("system_tag",) else "no such turn in the list"
+    out = _names(tags, TAGS, where, "tag", nullable=set(nullable), null_means=null_means)
     _check_distinct({k: out[k] for k in ("role_tag", "content_tag")}, where)
     _check_distinct({k: v for k, v in out.items() if k not in ("role_tag", "content_tag")}, where)
     return out
