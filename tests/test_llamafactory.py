@@ -369,3 +369,28 @@ def test_grounding_rows_are_not_written_without_their_objects(tmp_path, cache_di
     lf_path.write_text(json.dumps(own) + "\n", encoding="utf-8")
     back = td.load("llamafactory", "llamafactory", data_files=str(lf_path), split="train", cache_dir=cache_dir)
     assert [r["conversations"] for r in back] == [own["conversations"]]
+
+
+@pytest.mark.parametrize("name, arguments, field", [
+    ("f", {"text": "use <tool_call>{...}</tool_call> tags"}, "messages[1].tool_calls[0].function.arguments"),
+    ("f", {"a": "<tool_call>", "b": "</tool_call>"}, "messages[1].tool_calls[0].function.arguments"),
+])
+def test_a_call_holding_llamafactorys_tool_call_words_is_refused(tmp_path, name, arguments, field):
+    # FunctionFormatter searches a function_call value for <tool_call>(.*?)</tool_call> (every template's
+    # tool_call_words) before anything else, and parses what is between as the calls: not JSON, the run stops.
+    row = _call_row(None)
+    row["messages"][1]["tool_calls"][0]["function"].update(name=name, arguments=arguments)
+    with pytest.raises(ConversionError) as info:
+        unified_to_llamafactory(row)
+    assert info.value.field == field and "<tool_call>...</tool_call>" in info.value.message
+    turns = [{"from": "human", "value": "a"},
+             {"from": "function_call", "value": json.dumps({"name": name, "arguments": arguments})},
+             {"from": "observation", "value": "r"}, {"from": "gpt", "value": "b"}]
+    path = tmp_path / "calls.jsonl"
+    path.write_text(json.dumps({"conversations": turns}) + "\n")
+    with pytest.raises(ToolUseDataError) as info:
+        list(td.load("llamafactory", data_files=str(path), split="train", streaming=True))
+    assert info.value.field == "conversations[1].value" and info.value.row == 0
+    # one marker alone is not a match for LLaMA-Factory: the call is written
+    row["messages"][1]["tool_calls"][0]["function"]["arguments"] = {"text": "a <tool_call> tag"}
+    assert "a <tool_call> tag" in unified_to_llamafactory(row)["conversations"][1]["value"]

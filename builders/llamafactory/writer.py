@@ -22,7 +22,9 @@ Rules (from LLaMA-Factory's ``SharegptDatasetConverter``, ``FunctionFormatter``,
 * ``tools`` is JSON text of a list (a plain list crashes training); every tool has ``parameters.properties``
   (``{}`` added where a tool has none), enum values are strings and ``items`` an object (its ReAct tool prompt
   fails otherwise).
-* A literal ``<tool_call>`` or ``</tool_call>`` in an answer or in reasoning makes its call parser fail: error.
+* A literal ``<tool_call>`` or ``</tool_call>`` in an answer or in reasoning makes its call parser fail: error;
+  so does a call whose name or arguments hold ``<tool_call>`` and then ``</tool_call>`` (its function formatter
+  parses the text between them as the calls).
 * Media: one ``<image>``/``<video>``/``<audio>`` tag per entry, as for ms-swift.
 * Grounding rows (ms-swift's ``objects`` column, in ``meta``) are an error, as in the ``swift`` writer:
   LLaMA-Factory has no such column and would train on the ``<ref-object>``/``<bbox>`` tags as text.
@@ -57,6 +59,9 @@ THINK_OPEN, THINK_CLOSE = "<think>\n", "\n</think>\n\n"
 # searched, not anchored); the rest, with that thought removed, must be the calls' JSON.
 _CALL_THOUGHT = re.compile(re.escape(THINK_OPEN) + "(.*?)" + re.escape(THINK_CLOSE), re.DOTALL)
 CALL_MARKERS = ("<tool_call>", "</tool_call>")
+# What LLaMA-Factory's FunctionFormatter searches a function_call value for first (every template's default
+# tool_call_words): found, the text between the markers is parsed as the calls' JSON instead of the value.
+_TOOL_CALL_SPAN = re.compile(re.escape(CALL_MARKERS[0]) + ".*?" + re.escape(CALL_MARKERS[1]), re.DOTALL)
 # Rows read from LLaMA-Factory files keep here the values the writer would not spell the same way.
 ORIGINAL_KEY = "llamafactory_original"
 MEDIA_COLUMNS = ("images", "videos", "audios")
@@ -167,7 +172,15 @@ def calls_text(calls: list[dict], where: str) -> str:
                                   f"double-encoded)", field=f"{where}.tool_calls[{j}].function.arguments")
         spelled.append(spaced_call_text(call["function"]["name"], arguments,
                                         f"{where}.tool_calls[{j}].function.arguments"))
-    return spelled[0] if len(spelled) == 1 else spaced_list_text(spelled)
+    text = spelled[0] if len(spelled) == 1 else spaced_list_text(spelled)
+    span = _TOOL_CALL_SPAN.search(text)
+    if span:  # LLaMA-Factory would parse the text between the markers as the calls (not JSON: it stops)
+        j = next(j for j, call in enumerate(calls) if CALL_MARKERS[0] in spelled[j])
+        part = "name" if CALL_MARKERS[0] in calls[j]["function"]["name"] else "arguments"
+        raise ConversionError(f"a call holding {CALL_MARKERS[0]}...{CALL_MARKERS[1]} makes {TARGET}'s function "
+                              f"formatter read the text between them as the calls (it fails on the row)",
+                              field=f"{where}.tool_calls[{j}].function.{part}")
+    return text
 
 
 def observation_text(results: list[dict], first: int) -> str:
