@@ -360,3 +360,19 @@ def test_an_entry_leaving_out_names_llamafactory_cannot_do_without_is_refused(tm
                                                                   **entry}}))
     with pytest.raises(ValueError, match=message):
         td.load("llamafactory", dataset_info=str(tmp_path), dataset="x", split="train", streaming=True)
+
+
+def test_a_folder_of_json_and_jsonl_files_reads_as_llamafactory_reads_it(tmp_path):
+    # LLaMA-Factory's loader types files by extension (FILEEXT2TYPE): .json and .jsonl are both json, so a folder
+    # holding both is one dataset to it; a .parquet beside them is another type, which it refuses.
+    (tmp_path / "parts").mkdir()
+    rows = file_rows("glaive_toolcall_en_demo")
+    (tmp_path / "parts" / "a.json").write_text(json.dumps(rows[:4]))
+    write_rows(tmp_path / "parts", rows[4:6], "b.jsonl")
+    (tmp_path / "dataset_info.json").write_text(json.dumps(
+        {"parts": {**entries()["glaive_toolcall_en_demo"], "file_name": "parts"}}))
+    loaded = list(td.load("llamafactory", dataset_info=str(tmp_path), dataset="parts", split="train", streaming=True))
+    assert [r["messages"] for r in loaded] == [r["messages"] for r in entry_rows("glaive_toolcall_en_demo")[:6]]
+    (tmp_path / "parts" / "c.parquet").write_bytes(b"")
+    with pytest.raises(ValueError, match=r"several types \(.json, .jsonl, .parquet\)"):
+        td.load("llamafactory", dataset_info=str(tmp_path), dataset="parts", split="train", streaming=True)

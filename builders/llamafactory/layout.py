@@ -45,6 +45,8 @@ OTHER_COLUMNS = {"prompt": "an alpaca column", "query": "an alpaca column", "res
                  "rejected": "a preference (ranking) column", "kto_tag": "a KTO label column"}
 # Tags an entry may leave out (None to LLaMA-Factory: no such turn); the others it cannot do without.
 ENTRY_NULLABLE_TAGS = ("observation_tag", "function_tag", "system_tag")
+# LLaMA-Factory's FILEEXT2TYPE (extras/constants.py): a file's extension -> the datasets loader it reads it with.
+FILE_TYPES = {"arrow": "arrow", "csv": "csv", "json": "json", "jsonl": "json", "parquet": "parquet", "txt": "text"}
 # Entry keys that say where LLaMA-Factory reads the data from, other than a local file_name (it prefers them).
 REMOTE_KEYS = ("hf_hub_url", "ms_hub_url", "om_hub_url", "script_url", "cloud_file_name")
 
@@ -183,8 +185,10 @@ def entry_files(local_path: str, where: str) -> tuple[str, ...]:
         files = [f for f in files if os.path.isfile(f)]
         if not files:
             raise DataNotFoundError(f"{where}: the folder {local_path} holds no file")
+        # LLaMA-Factory: "File types should be identical.", by its loader's type (.json and .jsonl are both json)
+        types = {FILE_TYPES.get(os.path.splitext(f)[1][1:], os.path.splitext(f)[1]) for f in files}
         suffixes = sorted({os.path.splitext(f)[1] for f in files})
-        if len(suffixes) > 1:  # LLaMA-Factory: "File types should be identical."
+        if len(types) > 1:
             raise ValueError(f"{where}: the folder {local_path} holds files of several types ({', '.join(suffixes)}); "
                              f"LLaMA-Factory refuses it")
         return tuple(files)
