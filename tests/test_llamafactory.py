@@ -394,3 +394,25 @@ def test_a_call_holding_llamafactorys_tool_call_words_is_refused(tmp_path, name,
     # one marker alone is not a match for LLaMA-Factory: the call is written
     row["messages"][1]["tool_calls"][0]["function"]["arguments"] = {"text": "a <tool_call> tag"}
     assert "a <tool_call> tag" in unified_to_llamafactory(row)["conversations"][1]["value"]
+
+
+def test_parallel_results_that_would_split_back_differently_are_refused():
+    from tooluse_datasets.schema import message, tool_call, unified_row
+    calls = [tool_call("c0", "f", {}), tool_call("c1", "g", {})]
+
+    def row(first: str, second: str) -> dict:
+        return unified_row(id="t/0", source="t", subset="s", tools=[], messages=[
+            message("user", "hi"), message("assistant", "", tool_calls=calls),
+            message("tool", first, tool_call_id="c0", name="f"), message("tool", second, tool_call_id="c1", name="g"),
+            message("assistant", "done")])
+
+    # the first result ends in all of the separator but its last newline: joined, the separator is found there
+    with pytest.raises(ConversionError) as info:
+        unified_to_llamafactory(row("a" + RESULT_SEPARATOR[:-1], "b"))
+    assert info.value.field == "messages[2].content"
+    ctx = RowContext("llamafactory", "x.jsonl", 0, "train")
+    source = LlamaFactorySource()
+    for first, second in (("a\n</tool_response>", "b"), ("", "</tool_response>\n<tool_response>\nb"), ("a\n", "b")):
+        written = unified_to_llamafactory(row(first, second))
+        back = source.to_unified(source.to_raw(written, ctx), ctx)
+        assert [m["content"] for m in back["messages"][2:4]] == [first, second]

@@ -184,12 +184,20 @@ def calls_text(calls: list[dict], where: str) -> str:
 
 
 def observation_text(results: list[dict], first: int) -> str:
+    contents = [r["content"] for r in results]
+    text = RESULT_SEPARATOR.join(contents)
     if len(results) > 1:
         for k, result in enumerate(results):
             if RESULT_SEPARATOR in result["content"]:
                 raise ConversionError("a tool result contains the separator of parallel results, so it could "
                                       "not be split back", field=f"messages[{first + k}].content")
-    return RESULT_SEPARATOR.join(r["content"] for r in results)
+        # A result ending in the start of the separator makes one with the separator after it, found first
+        split = text.split(RESULT_SEPARATOR)
+        if split != contents:
+            k = next(k for k, (a, b) in enumerate(zip(split, contents)) if a != b)
+            raise ConversionError("a tool result ends in part of the separator of parallel results, so it could "
+                                  "not be split back", field=f"messages[{first + k}].content")
+    return text
 
 
 def tools_text(tools: list[dict]) -> str:
