@@ -416,3 +416,23 @@ def test_parallel_results_that_would_split_back_differently_are_refused():
         written = unified_to_llamafactory(row(first, second))
         back = source.to_unified(source.to_raw(written, ctx), ctx)
         assert [m["content"] for m in back["messages"][2:4]] == [first, second]
+
+
+@pytest.mark.parametrize("tools", ['[{"name": "a"}]',
+                                   '[{"type": "function", "function": {"name": "a", "parameters": {"type": "object"}}}]',
+                                   '[{"name": "a", "parameters": {"type": "object", "properties": {"x": {"enum": [1]}}}}]'])
+def test_a_tools_spelling_the_default_tool_prompt_fails_on_is_not_written_back(tmp_path, tools):
+    # LLaMA-Factory's DefaultToolUtils.tool_formatter reads tool["parameters"]["properties"] (KeyError otherwise,
+    # which stops the run): such a file is read, but written with parameters.properties, not in its spelling.
+    turns = [{"from": "human", "value": "q"}, {"from": "function_call", "value": '{"name": "a", "arguments": {}}'},
+             {"from": "observation", "value": "r"}, {"from": "gpt", "value": "b"}]
+    path = tmp_path / "tools.jsonl"
+    path.write_text(json.dumps({"conversations": turns, "tools": tools}) + "\n")
+    if "enum" in tools:
+        with pytest.raises(ToolUseDataError, match="enum"):
+            list(td.load("llamafactory", "llamafactory", data_files=str(path), split="train", streaming=True))
+        return
+    [written] = td.load("llamafactory", "llamafactory", data_files=str(path), split="train", streaming=True)
+    assert written["conversations"] == turns and written["tools"] != tools
+    assert accepted_by_llamafactory(written) == [("a", "{}")]
+    assert json.loads(written["tools"])[0]["function"]["parameters"]["properties"] == {}

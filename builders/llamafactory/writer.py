@@ -30,7 +30,9 @@ Rules (from LLaMA-Factory's ``SharegptDatasetConverter``, ``FunctionFormatter``,
   LLaMA-Factory has no such column and would train on the ``<ref-object>``/``<bbox>`` tags as text.
 
 Not written: call ids (positional on the way back: ``call_0``, ``call_1``...), ``call_graph``, ``meta`` (except
-the original spellings of rows read from LLaMA-Factory files, so that such rows are written back byte for byte).
+the original spellings of rows read from LLaMA-Factory files, so that such rows are written back byte for byte;
+but not a ``tools`` spelling LLaMA-Factory's default tool prompt fails on, such as a tool without
+``parameters.properties``: that is written by the rules above).
 """
 from __future__ import annotations
 
@@ -254,9 +256,36 @@ def with_originals(out: dict, row: dict) -> dict:
                 and _respelled(conversations[k]["from"], value) == conversations[k]["value"]:
             conversations[k]["value"] = value
     tools = original.get("tools")
-    if isinstance(tools, str) and _respelled_tools(tools) == out["tools"]:
+    if isinstance(tools, str) and _respelled_tools(tools) == out["tools"] and _default_tool_prompt_reads(tools):
         out["tools"] = tools
     return out
+
+
+def _default_tool_prompt_reads(text: str) -> bool:
+    """Whether LLaMA-Factory's default (ReAct) tool prompt, ``DefaultToolUtils.tool_formatter``, reads the tools
+    text as it is: each tool (or its ``function``) with a ``name``, ``parameters.properties`` an object of objects,
+    enum values strings and ``items`` objects. A recorded spelling it would fail on (KeyError: 'parameters') is
+    not put back: the tools are written as the rules above spell them."""
+    try:
+        tools = loads(text)
+    except ValueError:
+        return False
+    if not isinstance(tools, list):
+        return False
+    for tool in tools:
+        if not isinstance(tool, dict):
+            return False
+        function = tool.get("function", "") if tool.get("type") == "function" else tool
+        parameters = function.get("parameters") if isinstance(function, dict) else None
+        if not isinstance(function.get("name") if isinstance(function, dict) else None, str) \
+                or not isinstance(parameters, dict) or not isinstance(parameters.get("properties"), dict) \
+                or not isinstance(parameters.get("required", []), list):
+            return False
+        for spec in parameters["properties"].values():
+            if not isinstance(spec, dict) or (spec.get("enum") and not all(isinstance(v, str) for v in spec["enum"])) \
+                    or (spec.get("items") and not isinstance(spec["items"], dict)):
+                return False
+    return True
 
 
 def _respelled(tag: str, value: str) -> Optional[str]:
