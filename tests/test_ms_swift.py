@@ -573,6 +573,9 @@ CALL = {"role": "tool_call", "content": call_json("get_weather", {"city": "Oslo"
 RESULT = {"role": "tool_response", "content": "2 C"}
 ANSWER = {"role": "assistant", "content": "2 C in Oslo."}
 
+CALLS_A_B = {"role": "assistant", "content": "", "tool_calls": [
+    {"type": "function", "id": "a", "function": {"name": "f", "arguments": "{}"}},
+    {"type": "function", "id": "b", "function": {"name": "g", "arguments": "{}"}}]}
 REJECTED = [
     pytest.param({"messages": [USER, {"role": "function", "content": "2 C"}]},
                  InvalidValueError, "messages[1].role", "not one ms-swift accepts", id="OpenAI legacy function role"),
@@ -647,18 +650,14 @@ REJECTED = [
     pytest.param({"messages": [USER, ANSWER], "ms_swift_original": {}},
                  InvalidValueError, "ms_swift_original", "reserved", id="reserved column name"),
     # ids that contradict the calls': ms-swift pairs such results by position, the second 'a' with call 'b'
-    pytest.param({"messages": [USER, {"role": "assistant", "content": "", "tool_calls": [
-        {"type": "function", "id": "a", "function": {"name": "f", "arguments": "{}"}},
-        {"type": "function", "id": "b", "function": {"name": "g", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "a", "content": "ra"}, {"role": "tool", "tool_call_id": "a", "content": "r2"},
-        ANSWER]}, InvalidValueError, "messages[3].tool_call_id", "answers a call already answered",
-        id="OpenAI call answered twice"),
-    pytest.param({"messages": [USER, {"role": "assistant", "content": "", "tool_calls": [
-        {"type": "function", "id": "a", "function": {"name": "f", "arguments": "{}"}},
-        {"type": "function", "id": "b", "function": {"name": "g", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "zz", "content": "ra"}, {"role": "tool", "tool_call_id": "b", "content": "rb"},
-        ANSWER]}, InvalidValueError, "messages[2].tool_call_id", "names no call of its turn",
-        id="OpenAI result naming no call"),
+    pytest.param({"messages": [USER, CALLS_A_B, {"role": "tool", "tool_call_id": "a", "content": "ra"},
+                               {"role": "tool", "tool_call_id": "a", "content": "r2"}, ANSWER]},
+                 InvalidValueError, "messages[3].tool_call_id", "answers a call already answered",
+                 id="OpenAI call answered twice"),
+    pytest.param({"messages": [USER, CALLS_A_B, {"role": "tool", "tool_call_id": "zz", "content": "ra"},
+                               {"role": "tool", "tool_call_id": "b", "content": "rb"}, ANSWER]},
+                 InvalidValueError, "messages[2].tool_call_id", "names no call of its turn",
+                 id="OpenAI result naming no call"),
     pytest.param({"messages": [USER, {"role": "assistant", "content": [
         {"type": "tool_use", "id": "a", "name": "f", "input": {}}, {"type": "tool_use", "id": "b", "name": "g", "input": {}}]},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "b", "content": "rb"},

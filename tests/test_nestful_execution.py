@@ -1283,12 +1283,20 @@ def test_export_raw_with_execute_is_a_usage_error(functions_dir, tmp_path, capsy
     assert "not 'raw'" in capsys.readouterr().err
 
 
+POSITIVE = "must be a positive finite number, got"
+AT_MOST = "must be at most"
+
+
 @pytest.mark.parametrize("command", ["verify", "score"])
-@pytest.mark.parametrize("flag, value", [("--timeout", "-1"), ("--timeout", "0"), ("--timeout", "nan"),
-                                         ("--timeout", "inf"), ("--memory-mb", "-5"), ("--memory-mb", "0")])
-def test_cli_limits_that_would_not_limit_are_usage_errors(command, flag, value, functions_dir, tmp_path, capsys):
+@pytest.mark.parametrize("flag, value, message", [
+    ("--timeout", "-1", POSITIVE), ("--timeout", "0", POSITIVE), ("--timeout", "nan", POSITIVE),
+    ("--timeout", "inf", POSITIVE), ("--memory-mb", "-5", POSITIVE), ("--memory-mb", "0", POSITIVE),
+    ("--timeout", "1e12", AT_MOST), ("--memory-mb", str(10**30), AT_MOST)])
+def test_cli_limits_the_sandbox_cannot_apply_are_usage_errors(command, flag, value, message, functions_dir,
+                                                              tmp_path, capsys):
     # --memory-mb -5 ran without a memory limit; --timeout -1 reported every sample as a crash with the
-    # sandbox's traceback, nan a bare ValueError, inf "unexpected OverflowError ... (a bug)"
+    # sandbox's traceback, nan a bare ValueError, inf and 1e12 "unexpected OverflowError ... (a bug)";
+    # --memory-mb 10**30 gave a sandbox that could not start
     results = tmp_path / "results.jsonl"
     results.write_text("")
     args = (["verify", "nestful", "--data-files", str(shared_data(*ICL))] if command == "verify"
@@ -1297,7 +1305,7 @@ def test_cli_limits_that_would_not_limit_are_usage_errors(command, flag, value, 
         cli.main([*args, "--executable-functions", functions_dir, flag, value])
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
-    assert f"argument {flag}: must be a positive finite number, got {value!r}" in err and "Traceback" not in err
+    assert f"argument {flag}: {message}" in err and "Traceback" not in err
 
 
 def test_cli_timeout_gives_at_least_its_seconds_of_cpu(functions_dir, capsys):
@@ -1343,17 +1351,3 @@ def test_a_timeout_of_weeks_loads(functions_dir):
     assert len(rows) == 3 and all(row["meta"]["execution"]["reproduces_gold"] for row in rows)
 
 
-@pytest.mark.parametrize("command", ["verify", "score"])
-@pytest.mark.parametrize("flag, value", [("--timeout", "1e12"), ("--memory-mb", str(10**30))])
-def test_cli_limits_past_what_the_sandbox_can_apply_are_usage_errors(command, flag, value, functions_dir, tmp_path,
-                                                                     capsys):
-    # --timeout 1e12 was "unexpected OverflowError ... (a bug)"; --memory-mb 10**30 a sandbox that could not start
-    results = tmp_path / "results.jsonl"
-    results.write_text("")
-    args = (["verify", "nestful", "--data-files", str(shared_data(*ICL))] if command == "verify"
-            else ["score", "nestful", str(results)])
-    with pytest.raises(SystemExit) as exit_info:
-        cli.main([*args, "--executable-functions", functions_dir, flag, value])
-    assert exit_info.value.code == 2
-    err = capsys.readouterr().err
-    assert f"argument {flag}: must be at most" in err and "Traceback" not in err
