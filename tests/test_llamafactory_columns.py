@@ -284,6 +284,7 @@ def test_wrong_options_are_value_errors_naming_the_key(tmp_path, options, messag
 @pytest.mark.parametrize("entry, message", [
     ({"file_name": "a.json"}, "entry 'x' (%s) has formatting 'alpaca' (LLaMA-Factory's default"),
     ({"file_name": "a.json", "formatting": "openai"}, "entry 'x' (%s) has formatting 'openai'"),
+    ({"file_name": "a.json", "formatting": "openai"}, "read with the ms_swift source"),
     ({"file_name": "a.json", "formatting": "sharegpt", "ranking": True}, "entry 'x' (%s) is a preference dataset"),
     ({"file_name": "a.json", "formatting": "sharegpt", "columns": {"messages": "m", "chosen": "c"}},
      "'chosen' is a preference (ranking) column"),

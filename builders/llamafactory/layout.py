@@ -134,8 +134,10 @@ def entry_layout(entry: Any, where: str, folder: str) -> Layout:
     formatting = entry.get("formatting", "alpaca")
     if formatting != "sharegpt":
         default = " (LLaMA-Factory's default where an entry names none)" if "formatting" not in entry else ""
+        hint = (" (OpenAI-style messages with tool_calls read with the ms_swift source: "
+                "td.load('ms_swift', data_files=...))" if formatting == "openai" else "")
         raise ValueError(f"{where} has formatting {formatting!r}{default}: the llamafactory source reads sharegpt "
-                         f"entries only")
+                         f"entries only{hint}")
     if entry.get("ranking"):
         raise ValueError(f"{where} is a preference dataset (ranking: true): its rows are chosen/rejected pairs, "
                          f"not conversations the llamafactory source reads")
