@@ -144,6 +144,14 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         unknown = sorted(set(config_kwargs) - known)
         if unknown:
             raise unknown_options_error(self.SOURCE_CLASS.name, self.SOURCE_CLASS.options_class, unknown)
+        # datasets hashes every option passed into the cache folder's name, also one passed at its default value:
+        # load() passes on_error="raise", revision=None and validate=None, so a builder made with the same data
+        # (NestfulBuilder(config_name="raw", data_files=...)) prepared into another folder and load() converted
+        # every row again. Options at the predefined config's own value are left out of the key.
+        predefined = self.builder_configs.get(config_name if config_name is not None else self.DEFAULT_CONFIG_NAME)
+        if predefined is not None:
+            config_kwargs = {key: value for key, value in config_kwargs.items()
+                             if key in ("data_files", "data_dir") or not _is_default(value, getattr(predefined, key))}
         builder_config, config_id = super()._create_builder_config(config_name, custom_features, config_id,
                                                                    **config_kwargs)
         check_on_error(builder_config.on_error)  # datasets sets load() options after the config's own checks
@@ -422,6 +430,16 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                 job.rows = [json.loads(line) for line in rows_file.read_bytes().splitlines() if line]
             report.merge(job)
         return report
+
+
+def _is_default(value: Any, default: Any) -> bool:
+    """Whether an option's ``value`` is its ``default`` (same type too: ``True`` is not a default of ``1``)."""
+    if value is None or default is None:
+        return value is None and default is None
+    try:
+        return type(value) is type(default) and bool(value == default)
+    except Exception:  # a value that does not compare (an array): keep it in the key
+        return False
 
 
 def last_read(folder: Path) -> int:
