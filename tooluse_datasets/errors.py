@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 import threading
 from collections import Counter
 from pathlib import Path
@@ -216,7 +217,13 @@ class SkipReport:
         self.examples: list[SkippedRow] = []
         self.keep_all = keep_all
         self.rows: list[dict[str, Any]] = []
-        self.rows_path = str(rows_path) if rows_path is not None else None
+        if rows_path is not None and not isinstance(rows_path, (str, os.PathLike)):
+            # str() of any value made a path of it: rows_path=b"skipped.jsonl" appended to "./b'skipped.jsonl'"
+            raise TypeError(f"rows_path must be a path (str or pathlib.Path), got {rows_path!r:.80} "
+                            f"({type(rows_path).__name__})")
+        self.rows_path = os.fspath(rows_path) if rows_path is not None else None
+        if isinstance(self.rows_path, bytes):
+            raise TypeError(f"rows_path must be a path (str or pathlib.Path), got {rows_path!r:.80}")
         self._rows_file = None
         self._lock = threading.Lock()
 

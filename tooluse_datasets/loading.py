@@ -80,6 +80,7 @@ def load(
     from .cache_keys import one_head_commit_per_load
     from .source import splits_read  # with the builder: importing the package stays light
 
+    check_argument_types(config=config, split=split, data_dir=data_dir, cache_dir=cache_dir, streaming=streaming)
     names = splits_read(split)
     _check_arguments(source, config, split, names, streaming, num_proc, report)
     download_mode = _download_mode(download_mode, streaming)
@@ -151,6 +152,31 @@ def _check_arguments(source: str, config: Any, split: Any, names: Optional[tuple
     if streaming and names and "[" in split:
         raise ValueError(f"a stream reads whole splits; split={split!r} has a slice (datasets streams none): stream "
                          f"{'+'.join(names)!r} and take rows with .skip(n) / .take(n)")
+
+
+def check_argument_types(**arguments: Any) -> None:
+    """A TypeError naming the argument for a value of the wrong type, before anything is read: datasets would
+    fail deep inside (``unhashable type: 'dict'`` after preparing every split, for ``split=["train"]``), or
+    write into a folder named after the value's repr (``cache_dir=b"/data"`` made ``./b'/data'``)."""
+    import os
+
+    from datasets import NamedSplit, ReadInstruction
+
+    for name, value in arguments.items():
+        if value is None:
+            continue
+        if name == "config":
+            ok, wanted = isinstance(value, str), "a format name (str)"
+        elif name == "split":
+            ok = isinstance(value, (str, ReadInstruction, NamedSplit))
+            wanted = "one split name or expression (str, e.g. 'train' or 'train[:10%]+test'), or None for every split"
+        elif name == "streaming":
+            ok, wanted = isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)), "True or False"
+        else:  # folders
+            ok = isinstance(value, (str, os.PathLike)) and isinstance(os.fspath(value), str)
+            wanted = "a path (str or pathlib.Path)"
+        if not ok:
+            raise TypeError(f"{name} must be {wanted}, got {value!r:.80} ({type(value).__name__})")
 
 
 def _download_mode(value: Any, streaming: bool) -> DownloadMode:
@@ -281,6 +307,7 @@ def _exact(ds: AnyDataset, foreign: bool) -> AnyDataset:
 def features(source: str, config: str = "unified") -> Features:
     """The declared features of ``source`` in ``config`` (without touching any data)."""
     builder_cls = registry.builder_class(source)
+    check_argument_types(config=config)
     _check_format(source, config)
     return builder_cls(config_name=config, data_files={"train": []}).info.features
 
