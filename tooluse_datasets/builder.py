@@ -132,6 +132,12 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
             if isinstance(exc, DataNotFoundError) or self._data_files_given is None:
                 raise
             raise DataNotFoundError(f"{self.SOURCE_CLASS.name}: {exc} (data_files={self._data_files_given!r})") from exc
+        except Exception as exc:  # resolving hf:// files offline, or with the Hub unreachable
+            if self._data_files_given is None or not _is_network_error(exc):
+                raise
+            raise DataNotFoundError(f"{self.SOURCE_CLASS.name}: cannot reach the data files: {_why(exc)} "
+                                    f"(data_files={self._data_files_given!r}); offline, pass local copies of the "
+                                    f"files") from exc
         self.skip_report = SkipReport()
         # Worker processes that convert the next shards ahead while streaming (set by load(num_proc=...)).
         self.stream_num_proc: Optional[int] = None
@@ -279,7 +285,15 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         """Files given in ``data_files`` as they are read: http(s) URLs in place, others downloaded (``hf://``),
         zip archives replaced by their files. A file given twice (overlapping globs, most likely) is a
         ValueError: its rows would load twice, with the same ids."""
-        resolved = with_archive_files(_downloaded(dl_manager, list(files)))
+        try:
+            resolved = with_archive_files(_downloaded(dl_manager, list(files)))
+        except DataNotFoundError:
+            raise
+        except Exception as exc:  # a download cut short, the Hub unreachable: not a raw HTTP traceback
+            if not (isinstance(exc, (ConnectionError, TimeoutError, FileNotFoundError)) or _is_network_error(exc)):
+                raise
+            raise DataNotFoundError(f"{self.source.name}: cannot download the data files of {where}: {_why(exc)} "
+                                    f"(data_files={self._data_files_given!r})") from exc
         seen: set = set()
         repeated = next((f for f in resolved if f in seen or seen.add(f)), None)
         if repeated is not None:
@@ -308,10 +322,10 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                 _check_reachable(url for urls in files.values() for url in urls)
             return files
         except (ConnectionError, OSError, TimeoutError) as exc:
-            raise _offline_error(source, where, f"{type(exc).__name__}: {exc}") from exc
+            raise _offline_error(source, where, _why(exc)) from exc
         except Exception as exc:  # huggingface_hub/httpx raise their own types when there is no network
-            if any(word in type(exc).__name__.lower() for word in ("offline", "connect", "timeout", "network")):
-                raise _offline_error(source, where, str(exc)) from exc
+            if _is_network_error(exc):
+                raise _offline_error(source, where, _why(exc)) from exc
             raise
 
     def _glob_data_dir(self, data_dir: str) -> list[str]:
@@ -506,6 +520,28 @@ def write_batches(tables: Iterable[pa.Table], rows: int) -> Iterator[pa.Table]:
         if table.num_rows:
             yield from (group.combine_chunks() for group in groups.add(table))
     yield from (group.combine_chunks() for group in groups.finish())
+
+
+# Packages of the HTTP stacks that huggingface_hub, fsspec and datasets read files with: their errors (a connection
+# refused or dropped, a transfer cut short) are not all OSErrors (httpx's RemoteProtocolError is not).
+_HTTP_PACKAGES = ("httpx", "httpcore", "h11", "aiohttp", "requests", "urllib3")
+
+
+def _is_network_error(exc: BaseException) -> bool:
+    """Whether ``exc`` says the data could not be fetched (no network, offline mode, a transfer cut short) rather
+    than what is in it."""
+    if isinstance(exc, (ConnectionError, TimeoutError)):
+        return True
+    for cls in type(exc).__mro__:
+        root = cls.__module__.split(".")[0].rstrip("0123456789")  # httpx2, httpcore2: huggingface_hub's vendored copies
+        if root in _HTTP_PACKAGES:
+            return True
+    return any(word in type(exc).__name__.lower() for word in ("offline", "connect", "timeout", "network"))
+
+
+def _why(exc: BaseException) -> str:
+    """``exc`` as one line for an error message: its type and its text."""
+    return f"{type(exc).__name__}: {exc}".rstrip(".")
 
 
 def _offline_error(source: Source, where: str, why: str) -> DataNotFoundError:
