@@ -1,5 +1,5 @@
 """Hub failures on the real read path, offline: olah (as in tests/test_hub_olah.py) serves a ToolMind-shaped repo
-on 127.0.0.1 behind a small proxy that can cut every file transfer in half, and loads run
+on 127.0.0.1 behind a small proxy that can cut every file transfer in half or answer 403 "gated", and loads run
 in a subprocess with ``HF_ENDPOINT`` pointed at the proxy. Each failure is a ``DataNotFoundError`` saying what
 happened (not a raw httpx traceback), and a download cut short leaves nothing a later load takes for complete.
 """
@@ -45,13 +45,25 @@ LOADER = textwrap.dedent("""
 
 
 class _Proxy(BaseHTTPRequestHandler):
-    """Forwards to olah; ``mode`` "cut" sends half of each file body and drops the connection."""
+    """Forwards to olah; ``mode`` "cut" sends half of each file body and drops the connection, "gated" answers
+    every request as the Hub answers for a gated repo the caller has no access to."""
 
     protocol_version = "HTTP/1.1"
     upstream_port = 0
     mode = "pass"
 
     def _forward(self):
+        if self.mode == "gated":
+            body = b'{"error":"Access to dataset is restricted. You must be authenticated to access it."}'
+            self.send_response(403)
+            self.send_header("X-Error-Code", "GatedRepo")
+            self.send_header("X-Error-Message", "Access to dataset is restricted.")
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+            return
         length = int(self.headers.get("Content-Length") or 0)
         sent = self.rfile.read(length) if length else None
         conn = http.client.HTTPConnection("127.0.0.1", self.upstream_port, timeout=30)
@@ -142,6 +154,16 @@ def test_a_download_cut_short_is_a_typed_error_and_leaves_nothing_complete(hub, 
     assert "RemoteProtocolError" in cut["message"] and "peer closed connection" in cut["message"]
     proxy.mode = "pass"
     assert _load(endpoint, repo_id, tmp_path, upstream=upstream) == {"rows": 21}
+
+
+@pytest.mark.parametrize("upstream", [False, True], ids=["hf-data-files", "upstream"])
+def test_a_gated_repo_is_a_typed_error_that_says_it_is_gated(hub, tmp_path, upstream):
+    endpoint, repo_id, proxy = hub
+    proxy.mode = "gated"
+    for streaming in (False, True):
+        got = _load(endpoint, repo_id, tmp_path, upstream=upstream, streaming=streaming)
+        assert got.get("error") == "DataNotFoundError", got
+        assert "gated" in got["message"] and "HF_TOKEN" in got["message"]
 
 
 def test_hf_data_files_offline_or_the_hub_unreachable_are_typed_errors(hub, tmp_path):

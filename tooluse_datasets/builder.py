@@ -131,7 +131,8 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         except FileNotFoundError as exc:  # datasets resolving a path that does not exist: "Unable to find '...'"
             if isinstance(exc, DataNotFoundError) or self._data_files_given is None:
                 raise
-            raise DataNotFoundError(f"{self.SOURCE_CLASS.name}: {exc} (data_files={self._data_files_given!r})") from exc
+            raise DataNotFoundError(f"{self.SOURCE_CLASS.name}: {exc}{_hub_hint(exc)} (data_files="
+                                    f"{self._data_files_given!r})") from exc
         except Exception as exc:  # resolving hf:// files offline, or with the Hub unreachable
             if self._data_files_given is None or not _is_network_error(exc):
                 raise
@@ -539,9 +540,21 @@ def _is_network_error(exc: BaseException) -> bool:
     return any(word in type(exc).__name__.lower() for word in ("offline", "connect", "timeout", "network"))
 
 
+def _hub_hint(exc: BaseException) -> str:
+    """What the Hub's answer behind ``exc`` means, where the message does not say: huggingface_hub's file system
+    words a gated repo (403) as "repository not found"."""
+    seen = exc
+    while seen is not None:
+        if type(seen).__name__ == "GatedRepoError":
+            return (" [the Hub answered 403: the repo is gated; accept its access conditions on its page, then log "
+                    "in with a token of that account (HF_TOKEN or `hf auth login`)]")
+        seen = seen.__cause__ or seen.__context__
+    return ""
+
+
 def _why(exc: BaseException) -> str:
-    """``exc`` as one line for an error message: its type and its text."""
-    return f"{type(exc).__name__}: {exc}".rstrip(".")
+    """``exc`` as one line for an error message: its type, its text, and what a Hub answer behind it means."""
+    return f"{type(exc).__name__}: {exc}".rstrip(".") + _hub_hint(exc)
 
 
 def _offline_error(source: Source, where: str, why: str) -> DataNotFoundError:
