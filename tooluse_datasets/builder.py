@@ -543,12 +543,14 @@ def _is_network_error(exc: BaseException) -> bool:
 def _hub_hint(exc: BaseException) -> str:
     """What the Hub's answer behind ``exc`` means, where the message does not say: huggingface_hub's file system
     words a gated repo (403) as "repository not found"."""
-    seen = exc
-    while seen is not None:
-        if type(seen).__name__ == "GatedRepoError":
+    seen: set[int] = set()
+    current: Optional[BaseException] = exc
+    while current is not None and id(current) not in seen:  # (a chain can loop back on itself)
+        if type(current).__name__ == "GatedRepoError":
             return (" [the Hub answered 403: the repo is gated; accept its access conditions on its page, then log "
                     "in with a token of that account (HF_TOKEN or `hf auth login`)]")
-        seen = seen.__cause__ or seen.__context__
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
     return ""
 
 
