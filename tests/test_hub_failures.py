@@ -23,7 +23,8 @@ pytest.importorskip("olah", reason="olah is not installed (pip install 'tooluse-
 
 import tooluse_datasets as td  # noqa: E402
 
-from test_hub_olah import LOADER_TIMEOUT, _free_port, _git_repo_from, _stop, _wait_until_serving  # noqa: E402
+from test_hub_olah import (LOADER_TIMEOUT, _free_port, _git_repo_from, _olah_config, _stop,  # noqa: E402
+                           _wait_until_serving)
 
 LOADER = textwrap.dedent("""
     import dataclasses, json, sys
@@ -101,18 +102,7 @@ def hub(tmp_path):
     sample = Path(td.sample_files("toolmind")["train"][0]).read_bytes()
     _git_repo_from({"data.parquet": sample}, tmp_path / "mirrors" / "datasets" / repo_id)
     port = _free_port()
-    config = tmp_path / "olah.toml"
-    config.write_text(textwrap.dedent(f"""
-        [basic]
-        host = "127.0.0.1"
-        port = {port}
-        repos-path = "{tmp_path / 'olah-repos'}"
-        mirrors-path = ["{tmp_path / 'mirrors'}"]
-        metadata-cache-ttl = 0
-
-        [accessibility]
-        offline = true
-    """))
+    config = _olah_config(tmp_path, port)
     log = tmp_path / "olah.log"
     handler = type("Proxy", (_Proxy,), {"upstream_port": port, "mode": "pass"})
     proxy = ThreadingHTTPServer(("127.0.0.1", 0), handler)

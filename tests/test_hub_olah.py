@@ -75,6 +75,23 @@ def _git_repo_from(files: dict[str, bytes], repo: Path) -> None:
     _git(repo, "commit", "-q", "-m", "published by tooluse-datasets")
 
 
+def _olah_config(folder: Path, port: int) -> Path:
+    """An olah config serving, offline, the git repositories under ``folder/mirrors`` on ``port``."""
+    config = folder / "olah.toml"
+    config.write_text(textwrap.dedent(f"""
+        [basic]
+        host = "127.0.0.1"
+        port = {port}
+        repos-path = "{folder / 'olah-repos'}"
+        mirrors-path = ["{folder / 'mirrors'}"]
+        metadata-cache-ttl = 0
+
+        [accessibility]
+        offline = true
+    """))
+    return config
+
+
 def _wait_until_serving(url: str, server: subprocess.Popen, log: Path) -> None:
     deadline = time.monotonic() + SERVER_START_TIMEOUT
     while time.monotonic() < deadline:
@@ -109,18 +126,7 @@ def test_a_published_mirror_loads_from_a_hub_endpoint_in_both_modes(tmp_path, ca
     _git_repo_from(api.files(repo_id), tmp_path / "mirrors" / "datasets" / repo_id)
 
     port = _free_port()
-    config = tmp_path / "olah.toml"
-    config.write_text(textwrap.dedent(f"""
-        [basic]
-        host = "127.0.0.1"
-        port = {port}
-        repos-path = "{tmp_path / 'olah-repos'}"
-        mirrors-path = ["{tmp_path / 'mirrors'}"]
-        metadata-cache-ttl = 0
-
-        [accessibility]
-        offline = true
-    """))
+    config = _olah_config(tmp_path, port)
     log = tmp_path / "olah.log"
     endpoint = f"http://127.0.0.1:{port}"
     with open(log, "wb") as log_file:
