@@ -30,6 +30,7 @@ from datasets.exceptions import DatasetGenerationError
 from . import formats
 from .cache_keys import data_dir_digest, data_dir_files, hf_files_at_commits, upstream_commits
 from .errors import DataNotFoundError, OnError, SkipReport, ToolUseDataError, check_on_error
+from .network import failure_text, hub_hint, is_network_error
 from .pipeline import UNIFIED, ShardConverter, TableGroups, config_features
 from .shards import Shard, balanced, cut_documents, display_path, with_archive_files
 from .source import Source, SourceOptions, SplitPlan, Upstream, splits_read, unknown_options_error
@@ -131,12 +132,12 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         except FileNotFoundError as exc:  # datasets resolving a path that does not exist: "Unable to find '...'"
             if isinstance(exc, DataNotFoundError) or self._data_files_given is None:
                 raise
-            raise DataNotFoundError(f"{self.SOURCE_CLASS.name}: {exc}{_hub_hint(exc)} (data_files="
+            raise DataNotFoundError(f"{self.SOURCE_CLASS.name}: {exc}{hub_hint(exc)} (data_files="
                                     f"{self._data_files_given!r})") from exc
         except Exception as exc:  # resolving hf:// files offline, or with the Hub unreachable
-            if self._data_files_given is None or not _is_network_error(exc):
+            if self._data_files_given is None or not is_network_error(exc):
                 raise
-            raise DataNotFoundError(f"{self.SOURCE_CLASS.name}: cannot reach the data files: {_why(exc)} "
+            raise DataNotFoundError(f"{self.SOURCE_CLASS.name}: cannot reach the data files: {failure_text(exc)} "
                                     f"(data_files={self._data_files_given!r}); offline, pass local copies of the "
                                     f"files") from exc
         self.skip_report = SkipReport()
@@ -291,10 +292,10 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         except DataNotFoundError:
             raise
         except Exception as exc:  # a download cut short, the Hub unreachable: not a raw HTTP traceback
-            if not (isinstance(exc, (ConnectionError, TimeoutError, FileNotFoundError)) or _is_network_error(exc)):
+            if not (isinstance(exc, (ConnectionError, TimeoutError, FileNotFoundError)) or is_network_error(exc)):
                 raise
-            raise DataNotFoundError(f"{self.source.name}: cannot download the data files of {where}: {_why(exc)} "
-                                    f"(data_files={self._data_files_given!r})") from exc
+            raise DataNotFoundError(f"{self.source.name}: cannot download the data files of {where}: "
+                                    f"{failure_text(exc)} (data_files={self._data_files_given!r})") from exc
         seen: set = set()
         repeated = next((f for f in resolved if f in seen or seen.add(f)), None)
         if repeated is not None:
@@ -323,10 +324,10 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                 _check_reachable(url for urls in files.values() for url in urls)
             return files
         except (ConnectionError, OSError, TimeoutError) as exc:
-            raise _offline_error(source, where, _why(exc)) from exc
+            raise _offline_error(source, where, failure_text(exc)) from exc
         except Exception as exc:  # huggingface_hub/httpx raise their own types when there is no network
-            if _is_network_error(exc):
-                raise _offline_error(source, where, _why(exc)) from exc
+            if is_network_error(exc):
+                raise _offline_error(source, where, failure_text(exc)) from exc
             raise
 
     def _glob_data_dir(self, data_dir: str) -> list[str]:
@@ -521,42 +522,6 @@ def write_batches(tables: Iterable[pa.Table], rows: int) -> Iterator[pa.Table]:
         if table.num_rows:
             yield from (group.combine_chunks() for group in groups.add(table))
     yield from (group.combine_chunks() for group in groups.finish())
-
-
-# Packages of the HTTP stacks that huggingface_hub, fsspec and datasets read files with: their errors (a connection
-# refused or dropped, a transfer cut short) are not all OSErrors (httpx's RemoteProtocolError is not).
-_HTTP_PACKAGES = ("httpx", "httpcore", "h11", "aiohttp", "requests", "urllib3")
-
-
-def _is_network_error(exc: BaseException) -> bool:
-    """Whether ``exc`` says the data could not be fetched (no network, offline mode, a transfer cut short) rather
-    than what is in it."""
-    if isinstance(exc, (ConnectionError, TimeoutError)):
-        return True
-    for cls in type(exc).__mro__:
-        root = cls.__module__.split(".")[0].rstrip("0123456789")  # httpx2, httpcore2: huggingface_hub's vendored copies
-        if root in _HTTP_PACKAGES:
-            return True
-    return any(word in type(exc).__name__.lower() for word in ("offline", "connect", "timeout", "network"))
-
-
-def _hub_hint(exc: BaseException) -> str:
-    """What the Hub's answer behind ``exc`` means, where the message does not say: huggingface_hub's file system
-    words a gated repo (403) as "repository not found"."""
-    seen: set[int] = set()
-    current: Optional[BaseException] = exc
-    while current is not None and id(current) not in seen:  # (a chain can loop back on itself)
-        if type(current).__name__ == "GatedRepoError":
-            return (" [the Hub answered 403: the repo is gated; accept its access conditions on its page, then log "
-                    "in with a token of that account (HF_TOKEN or `hf auth login`)]")
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return ""
-
-
-def _why(exc: BaseException) -> str:
-    """``exc`` as one line for an error message: its type, its text, and what a Hub answer behind it means."""
-    return f"{type(exc).__name__}: {exc}".rstrip(".") + _hub_hint(exc)
 
 
 def _offline_error(source: Source, where: str, why: str) -> DataNotFoundError:

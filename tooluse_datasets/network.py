@@ -1,0 +1,40 @@
+"""What a failed fetch means: whether an exception says the data could not be fetched (no network, offline
+mode, a transfer cut short) rather than what is in it, and what a Hub answer behind it means, in one line."""
+from __future__ import annotations
+
+from typing import Optional
+
+# Packages of the HTTP stacks that huggingface_hub, fsspec and datasets read files with: their errors (a connection
+# refused or dropped, a transfer cut short) are not all OSErrors (httpx's RemoteProtocolError is not).
+_HTTP_PACKAGES = ("httpx", "httpcore", "h11", "aiohttp", "requests", "urllib3")
+
+
+def is_network_error(exc: BaseException) -> bool:
+    """Whether ``exc`` says the data could not be fetched (no network, offline mode, a transfer cut short) rather
+    than what is in it."""
+    if isinstance(exc, (ConnectionError, TimeoutError)):
+        return True
+    for cls in type(exc).__mro__:
+        root = cls.__module__.split(".")[0].rstrip("0123456789")  # httpx2, httpcore2: huggingface_hub's vendored copies
+        if root in _HTTP_PACKAGES:
+            return True
+    return any(word in type(exc).__name__.lower() for word in ("offline", "connect", "timeout", "network"))
+
+
+def hub_hint(exc: BaseException) -> str:
+    """What the Hub's answer behind ``exc`` means, where the message does not say: huggingface_hub's file system
+    words a gated repo (403) as "repository not found"."""
+    seen: set[int] = set()
+    current: Optional[BaseException] = exc
+    while current is not None and id(current) not in seen:  # (a chain can loop back on itself)
+        if type(current).__name__ == "GatedRepoError":
+            return (" [the Hub answered 403: the repo is gated; accept its access conditions on its page, then log "
+                    "in with a token of that account (HF_TOKEN or `hf auth login`)]")
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return ""
+
+
+def failure_text(exc: BaseException) -> str:
+    """``exc`` as one line for an error message: its type, its text, and what a Hub answer behind it means."""
+    return f"{type(exc).__name__}: {exc}".rstrip(".") + hub_hint(exc)
