@@ -47,13 +47,25 @@ LOADER = textwrap.dedent("""
 
 class _Proxy(BaseHTTPRequestHandler):
     """Forwards to olah; ``mode`` "cut" sends half of each file body and drops the connection, "gated" answers
-    every request as the Hub answers for a gated repo the caller has no access to."""
+    every request as the Hub answers for a gated repo the caller has no access to, "missing" answers requests for
+    the data file as the Hub answers for a file the revision does not have."""
 
     protocol_version = "HTTP/1.1"
     upstream_port = 0
     mode = "pass"
 
     def _forward(self):
+        if self.mode == "missing" and "data.parquet" in self.path:
+            body = b'{"error":"Entry not found"}'
+            self.send_response(404)
+            self.send_header("X-Error-Code", "EntryNotFound")
+            self.send_header("X-Error-Message", "Entry not found")
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+            return
         if self.mode == "gated":
             body = b'{"error":"Access to dataset is restricted. You must be authenticated to access it."}'
             self.send_response(403)
@@ -154,6 +166,7 @@ def test_a_gated_repo_is_a_typed_error_that_says_it_is_gated(hub, tmp_path, upst
         got = _load(endpoint, repo_id, tmp_path, upstream=upstream, streaming=streaming)
         assert got.get("error") == "DataNotFoundError", got
         assert "gated" in got["message"] and "HF_TOKEN" in got["message"]
+        assert "does not exist" not in got["message"]
 
 
 def test_hf_data_files_offline_or_the_hub_unreachable_are_typed_errors(hub, tmp_path):
@@ -166,3 +179,12 @@ def test_hf_data_files_offline_or_the_hub_unreachable_are_typed_errors(hub, tmp_
         down = _load(f"http://127.0.0.1:{_free_port()}", repo_id, tmp_path, streaming=streaming)
         assert down.get("error") == "DataNotFoundError", down
         assert "Connection refused" in down["message"]
+
+
+def test_an_upstream_file_missing_at_the_revision_says_so_not_that_the_hub_is_unreachable(hub, tmp_path):
+    # map-style said "cannot reach the upstream data ... 404", suggesting a network problem
+    endpoint, repo_id, proxy = hub
+    proxy.mode = "missing"
+    got = _load(endpoint, repo_id, tmp_path, upstream=True)
+    assert got.get("error") == "DataNotFoundError", got
+    assert "does not exist at that revision" in got["message"] and "cannot reach" not in got["message"]

@@ -14,6 +14,9 @@ def is_network_error(exc: BaseException) -> bool:
     than what is in it."""
     if isinstance(exc, (ConnectionError, TimeoutError)):
         return True
+    status = _answered_status(exc)
+    if status is not None and status < 500:
+        return False  # the server answered (404, 403...): the data is not there, whatever the transport
     for cls in type(exc).__mro__:
         root = cls.__module__.split(".")[0].rstrip("0123456789")  # httpx2, httpcore2: huggingface_hub's vendored copies
         if root in _HTTP_PACKAGES:
@@ -21,17 +24,35 @@ def is_network_error(exc: BaseException) -> bool:
     return any(word in type(exc).__name__.lower() for word in ("offline", "connect", "timeout", "network"))
 
 
+def _answered_status(exc: BaseException) -> Optional[int]:
+    """The HTTP status of the answer an HTTP error carries (httpx/requests ``response``, aiohttp ``status``)."""
+    response = getattr(exc, "response", None)
+    status = getattr(response, "status_code", None) if response is not None else getattr(exc, "status", None)
+    return status if isinstance(status, int) and not isinstance(status, bool) else None
+
+
+def network_error_in_chain(exc: BaseException) -> bool:
+    """Whether ``exc`` or an exception it was raised from or during is a network error (:func:`is_network_error`):
+    a FileNotFoundError may stand for an unreachable host (fsspec's HTTP file system) or for a real 404."""
+    return any(is_network_error(e) for e in _chain(exc))
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions it was raised from or during, each once (a chain can loop back on itself)."""
+    chain: list[BaseException] = []
+    current: Optional[BaseException] = exc
+    while current is not None and all(current is not e for e in chain):
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
 def hub_hint(exc: BaseException) -> str:
     """What the Hub's answer behind ``exc`` means, where the message does not say: huggingface_hub's file system
     words a gated repo (403) as "repository not found"."""
-    seen: set[int] = set()
-    current: Optional[BaseException] = exc
-    while current is not None and id(current) not in seen:  # (a chain can loop back on itself)
-        if type(current).__name__ == "GatedRepoError":
-            return (" [the Hub answered 403: the repo is gated; accept its access conditions on its page, then log "
-                    "in with a token of that account (HF_TOKEN or `hf auth login`)]")
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
+    if any(type(e).__name__ == "GatedRepoError" for e in _chain(exc)):
+        return (" [the Hub answered 403: the repo is gated; accept its access conditions on its page, then log "
+                "in with a token of that account (HF_TOKEN or `hf auth login`)]")
     return ""
 
 
