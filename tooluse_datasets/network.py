@@ -14,7 +14,7 @@ def is_network_error(exc: BaseException) -> bool:
     than what is in it."""
     if isinstance(exc, (ConnectionError, TimeoutError)):
         return True
-    status = _answered_status(exc)
+    status = answered_status(exc)
     if status is not None and status < 500:
         return False  # the server answered (404, 403...): the data is not there, whatever the transport
     for cls in type(exc).__mro__:
@@ -24,7 +24,7 @@ def is_network_error(exc: BaseException) -> bool:
     return any(word in type(exc).__name__.lower() for word in ("offline", "connect", "timeout", "network"))
 
 
-def _answered_status(exc: BaseException) -> Optional[int]:
+def answered_status(exc: BaseException) -> Optional[int]:
     """The HTTP status of the answer an HTTP error carries (httpx/requests ``response``, aiohttp ``status``)."""
     response = getattr(exc, "response", None)
     status = getattr(response, "status_code", None) if response is not None else getattr(exc, "status", None)
