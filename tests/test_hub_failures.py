@@ -54,29 +54,23 @@ class _Proxy(BaseHTTPRequestHandler):
     upstream_port = 0
     mode = "pass"
 
+    def _hub_error(self, status: int, code: str, message: str) -> None:
+        """An error answer as the Hub gives it (huggingface_hub reads the X-Error-* headers)."""
+        body = json.dumps({"error": message}).encode()
+        self.send_response(status)
+        self.send_header("X-Error-Code", code)
+        self.send_header("X-Error-Message", message)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
     def _forward(self):
         if self.mode == "missing" and "data.parquet" in self.path:
-            body = b'{"error":"Entry not found"}'
-            self.send_response(404)
-            self.send_header("X-Error-Code", "EntryNotFound")
-            self.send_header("X-Error-Message", "Entry not found")
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(body)
-            return
+            return self._hub_error(404, "EntryNotFound", "Entry not found")
         if self.mode == "gated":
-            body = b'{"error":"Access to dataset is restricted. You must be authenticated to access it."}'
-            self.send_response(403)
-            self.send_header("X-Error-Code", "GatedRepo")
-            self.send_header("X-Error-Message", "Access to dataset is restricted.")
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(body)
-            return
+            return self._hub_error(403, "GatedRepo", "Access to dataset is restricted.")
         length = int(self.headers.get("Content-Length") or 0)
         sent = self.rfile.read(length) if length else None
         conn = http.client.HTTPConnection("127.0.0.1", self.upstream_port, timeout=30)
