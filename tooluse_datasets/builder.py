@@ -30,7 +30,7 @@ from datasets.exceptions import DatasetGenerationError
 from . import formats
 from .cache_keys import data_dir_digest, data_dir_files, hf_files_at_commits, upstream_commits
 from .errors import DataNotFoundError, OnError, SkipReport, ToolUseDataError, check_on_error
-from .network import answered_status, failure_text, hub_hint, is_network_error, network_error_in_chain
+from .network import answered_in_chain, failure_text, hub_hint, is_network_error
 from .pipeline import UNIFIED, ShardConverter, TableGroups, config_features
 from .shards import Shard, balanced, cut_documents, display_path, with_archive_files
 from .source import Source, SourceOptions, SplitPlan, Upstream, splits_read, unknown_options_error
@@ -324,11 +324,11 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                 _check_reachable(url for urls in files.values() for url in urls)
             return files
         except Exception as exc:  # huggingface_hub/httpx raise their own types, not always OSErrors
-            if (isinstance(exc, FileNotFoundError) or answered_status(exc) is not None) \
-                    and not network_error_in_chain(exc):
+            status = answered_in_chain(exc)
+            if status is not None and status < 500:
                 # the host answered, without the file: not a network problem (a 404 at this revision, or a 403
                 # for a gated repo, which hub_hint words)
-                what = "cannot be read" if hub_hint(exc) else "does not exist at that revision"
+                what = "cannot be read" if hub_hint(exc) or status != 404 else "does not exist at that revision"
                 raise DataNotFoundError(f"{source.name}: a file of the upstream data ({where}) {what}: "
                                         f"{failure_text(exc)}") from exc
             if isinstance(exc, OSError) or is_network_error(exc):

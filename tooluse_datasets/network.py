@@ -31,10 +31,10 @@ def answered_status(exc: BaseException) -> Optional[int]:
     return status if isinstance(status, int) and not isinstance(status, bool) else None
 
 
-def network_error_in_chain(exc: BaseException) -> bool:
-    """Whether ``exc`` or an exception it was raised from or during is a network error (:func:`is_network_error`):
-    a FileNotFoundError may stand for an unreachable host (fsspec's HTTP file system) or for a real 404."""
-    return any(is_network_error(e) for e in _chain(exc))
+def answered_in_chain(exc: BaseException) -> Optional[int]:
+    """The HTTP status of the first answer behind ``exc`` or an exception it was raised from or during: a
+    FileNotFoundError may stand for a 404 answer or for an unreachable host (fsspec's HTTP file system)."""
+    return next((status for e in _chain(exc) if (status := answered_status(e)) is not None), None)
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
