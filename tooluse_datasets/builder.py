@@ -292,7 +292,7 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         except DataNotFoundError:
             raise
         except Exception as exc:  # a download cut short, the Hub unreachable: not a raw HTTP traceback
-            if not (isinstance(exc, (ConnectionError, TimeoutError, FileNotFoundError)) or is_network_error(exc)):
+            if not (isinstance(exc, FileNotFoundError) or is_network_error(exc)):  # (connection errors included)
                 raise
             raise DataNotFoundError(f"{self.source.name}: cannot download the data files of {where}: "
                                     f"{failure_text(exc)} (data_files={self._data_files_given!r})") from exc
