@@ -146,6 +146,33 @@ def test_a_json_array_with_one_bad_element_keeps_the_others(tmp_path, cache_dir,
     assert [(e.row, e.field) for e in report.examples] == [(1, "<element>")]
 
 
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"], ids=["plain", "bom"])
+def test_a_trailing_comma_in_a_json_array_is_one_file_error_naming_its_byte_not_an_element(tmp_path, cache_dir,
+                                                                                          array_mode, bom):
+    """``[{...}, {...},]`` is not JSON: the comma is reported where it is (its byte in the file, a BOM counted),
+    the elements before it are rows, and no phantom empty element is parsed (whose error said only that an
+    empty document is not JSON)."""
+    from conftest import shared_data
+
+    rows = [json.loads(line) for line in shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl")
+            .read_text(encoding="utf-8").splitlines() if line.strip()]
+    text = bom + ("[\n" + ",\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + ",\n]\n").encode()
+    path = tmp_path / "agent.json"
+    path.write_bytes(text)
+    comma = text.rindex(b",")
+    results = load_both("ms_swift", str(path), cache_dir)
+    assert results["map"][0] == results["stream"][0]
+    assert results["map"][1].examples == results["stream"][1].examples
+    splits, report = results["map"]
+    assert len(splits["train"]) == len(rows)
+    assert report.rows_read == len(rows) + 1 and report.skipped == 1
+    [error] = report.examples
+    assert (error.error, error.file, error.row, error.field) == ("InvalidJsonError", str(path), len(rows), "<file>")
+    assert f"trailing comma after the last element (byte {comma})" in error.message
+    with pytest.raises(td.InvalidJsonError, match=f"row {len(rows)}, field '<file>': trailing comma .*byte {comma}"):
+        list(td.load("ms_swift", data_files=str(path), split="train", streaming=True))
+
+
 def test_rows_that_are_not_objects_or_not_utf8_are_named_in_json_terms_and_by_byte(tmp_path):
     """Messages said 'a JSON NoneType/list' and, for a Latin-1 line, 'str is not valid UTF-8: surrogates not
     allowed: line 1 column 1 (char 0)' (no byte, a wrong place)."""

@@ -221,7 +221,8 @@ def test_a_json_file_holding_one_object_over_several_lines_is_one_row(tmp_path):
 # -- JSON arrays cut for workers (prepare with num_proc) --------------------------------------------------
 
 # Elements of every kind the reader tells apart: brackets in strings, nesting deeper than the element regex,
-# a non-object, non-ASCII text, NaN (an error at its index), a blank element; a BOM and white space around.
+# a non-object, non-ASCII text, NaN (an error at its index), a trailing comma (a file error after the last element);
+# a BOM and white space around.
 ARRAY_ELEMENTS = [json.dumps({"a": "]}\\\"[", "b": [1.5, None]}), json.dumps({"deep": [[[[[[[[[[{"x": 1}]]]]]]]]]]}),
                   "7", json.dumps({"c": "\u00e9\n"}, ensure_ascii=False), '{"d": NaN}', json.dumps({"e": [[[]]]})]
 ARRAY_TEXT = "\ufeff [\n  " + ",\n  ".join(ARRAY_ELEMENTS * 3 + [""]) + "\n] \n"
@@ -250,7 +251,7 @@ def test_json_array_pieces_cover_every_element_once(tmp_path, target_bytes, deli
     path = tmp_path / "rows.json"
     path.write_text(ARRAY_TEXT, encoding="utf-8")
     whole = _items([whole_file_shard(str(path))])
-    assert len(whole) == 19 and whole[4] == (4, "error <element>") and whole[-1] == (18, "error <element>")
+    assert len(whole) == 19 and whole[4] == (4, "error <element>") and whole[-1] == (18, "error <file>")
     pieces = cut_array(str(path), target_bytes)
     assert all(p.kind == DOCUMENT for p in pieces)
     if target_bytes < 200:

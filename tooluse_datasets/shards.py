@@ -1133,7 +1133,7 @@ def read_document(shard: Shard, batch_size: int, resume: Optional[tuple[int, int
     except (ValueError, RecursionError):
         # One bad element (a truncated value, NaN, 1e400, a lone surrogate escape...) must not cost the others:
         # delimit the elements and parse each on its own.
-        elements = list(_array_elements(data))
+        elements = list(_array_elements(data, after_bracket - data.index(b"[") - 1))
     for start in range(later, len(elements), batch_size):
         chunk = elements[start:start + batch_size]
         items: list[NativeItem] = [(start + i, _array_row(row, start + i)) for i, row in enumerate(chunk)]
@@ -1279,8 +1279,14 @@ def _streamed_array(f, blocks: list[bytes], base: int, index: int, wanted: Optio
             text, separator, end = buf[pos:found], buf[found:found + 1], found + 1
         if not (separator == b"]" and index == 0 and not text.strip()):  # "[]" holds no element
             if wanted is None or wanted(index):
-                yield index, _parse_element(loads, text, index) if parse else None, \
-                    base + end if separator == b"," else 0
+                if not parse:
+                    element = None
+                elif separator == b"]" and not text.strip():  # "[{...},]": a comma and no element after it
+                    element = InvalidJsonError(f"trailing comma after the last element (byte {base + pos - 1}); "
+                                               "JSON allows none: remove it", row=index, field="<file>")
+                else:
+                    element = _parse_element(loads, text, index)
+                yield index, element, base + end if separator == b"," else 0
             index += 1
         if stop is not None and separator == b"," and base + end >= stop:
             return
@@ -1371,14 +1377,14 @@ def _array_row(element, index: int) -> Union[dict, ToolUseDataError]:
 _ARRAY_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|["\[\]{},]', re.DOTALL)
 
 
-def _array_elements(data: bytes) -> Iterator[Any]:
+def _array_elements(data: bytes, offset: int = 0) -> Iterator[Any]:
     """The elements of a JSON array that does not parse as a whole: each element's text is found by
     matching brackets outside strings, then parsed alone; an element that does not parse is an
     :class:`InvalidJsonError` at its index. Where the text stops being delimitable (an unterminated string,
     a missing bracket), the rest of the file is one error at the index it starts at. (The streamed reader over
-    text already in memory.)"""
+    text already in memory; ``offset``: the file offset ``data`` starts at, for the byte offsets errors name.)"""
     opened = data.index(b"[") + 1
-    return (value for _, value, _ in _streamed_array(io.BytesIO(), [data[opened:]], opened, 0, None))
+    return (value for _, value, _ in _streamed_array(io.BytesIO(), [data[opened:]], offset + opened, 0, None))
 
 
 def _parse_element(loads, text: bytes, index: int) -> Any:
