@@ -173,6 +173,46 @@ def test_a_trailing_comma_in_a_json_array_is_one_file_error_naming_its_byte_not_
         list(td.load("ms_swift", data_files=str(path), split="train", streaming=True))
 
 
+def _wrapped_rows_file(tmp_path: Path, source: str) -> tuple[Path, str, list]:
+    """A JSON file of one object holding a source's real rows in a list under a key: ToolMind's graph_syn rows
+    as ADP commits them (``{"_provenance": ..., "rows": [...]}``, read by ms-swift and by ToolMind with
+    ``messages_column="conversations"``), or a source's sample rows as ``{"version": 1, "data": [...]}``."""
+    from conftest import shared_data
+
+    if source in ("ms_swift", "toolmind"):
+        path = shared_data("toolmind", "nanbeige_toolmind_graphsyn_raw_sample.json")
+        return path, "rows", json.loads(path.read_text(encoding="utf-8"))["rows"]
+    rows = [json.loads(line) for line in Path(td.sample_files(source)["train"][0]).read_text().splitlines()
+            if line.strip()]
+    path = tmp_path / "wrapped.json"
+    path.write_text(json.dumps({"version": 1, "data": rows}, indent=2))
+    return path, "data", rows
+
+
+@pytest.mark.parametrize("source", ["ms_swift", "toolmind", "llamafactory", "nestful"])
+def test_a_json_object_wrapping_the_rows_is_refused_naming_the_key_that_holds_them(tmp_path, cache_dir, source):
+    """A file ``{"data": [row, ...]}`` was one row refused for a missing messages field (its rows not counted, the
+    message no help): the error names the key holding the rows and what to do, the same in both modes; the
+    rows saved as the advice says load whole."""
+    options = {"messages_column": "conversations"} if source == "toolmind" else {}
+    path, key, rows = _wrapped_rows_file(tmp_path, source)
+    results = load_both(source, str(path), cache_dir, **options)
+    assert results["map"][1].examples == results["stream"][1].examples
+    for mode, (splits, report) in results.items():
+        assert sum(map(len, splits.values())) == 0 and report.rows_read == report.skipped == 1, mode
+    [error] = results["map"][1].examples
+    assert (error.error, error.file, error.row, error.field) == ("InvalidValueError", str(path), 0, key)
+    assert f"its {key!r} holds a list of {len(rows)} rows" in error.message and "top-level array" in error.message
+    with pytest.raises(td.InvalidValueError, match=f"{re.escape(str(path))}, row 0, field '{key}'"):
+        td.load(source, data_files=str(path), split="train", streaming=True, **options).take(1).__iter__().__next__()
+    if source != "toolmind":  # (ToolMind's own roles are not graph_syn's OpenAI ones)
+        fixed = tmp_path / "rows.json"
+        fixed.write_text(json.dumps(rows))
+        loaded = load_both(source, str(fixed), f"{cache_dir}/fixed", **options)
+        assert loaded["map"][0] == loaded["stream"][0]
+        assert len(loaded["map"][0]["train"]) == len(rows) and loaded["map"][1].skipped == 0
+
+
 def test_rows_that_are_not_objects_or_not_utf8_are_named_in_json_terms_and_by_byte(tmp_path):
     """Messages said 'a JSON NoneType/list' and, for a Latin-1 line, 'str is not valid UTF-8: surrogates not
     allowed: line 1 column 1 (char 0)' (no byte, a wrong place)."""

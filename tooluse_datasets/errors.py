@@ -111,6 +111,23 @@ class InvalidValueError(ToolUseDataError):
     """A field is present but its value breaks the format (wrong type, unknown role, bad wrapper...)."""
 
 
+def wrapped_rows_error(row: dict, keys: tuple[str, ...]) -> Optional[InvalidValueError]:
+    """The error for an object that holds rows instead of being one: it has none of ``keys`` (what a row of the
+    source has), but under another key a list of objects that have them, as a JSON file written
+    ``{"version": 1, "data": [row, ...]}`` is read (one object, one row). datasets' json builder reads such rows
+    with ``field="data"``; here the object is refused naming that key, where it would otherwise be one bogus row
+    refused for a missing field, its rows never counted. None for an object that is no such wrapper."""
+    if any(key in row for key in keys):
+        return None
+    for name, value in row.items():
+        if isinstance(value, list) and any(isinstance(v, dict) and any(k in v for k in keys) for v in value):
+            return InvalidValueError(
+                f"the row has no {keys[0]!r} but its {name!r} holds a list of {len(value)} rows: rows wrapped in "
+                f"an object are not read (a JSON object is one row); make them the file's top-level array (the "
+                f"list in {name!r} alone) or its lines (JSON Lines)", field=name)
+    return None
+
+
 class UndefinedReferenceError(ToolUseDataError):
     """A call refers to the output of a call that does not exist (or comes later)."""
 

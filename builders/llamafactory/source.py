@@ -27,7 +27,8 @@ from typing import Any, Optional
 from datasets import Features, Json
 
 from tooluse_datasets.builders.ms_swift.parsing import split_think
-from tooluse_datasets.errors import ConversionError, InvalidValueError, MissingFieldError, ToolUseDataError
+from tooluse_datasets.errors import (ConversionError, InvalidValueError, MissingFieldError, ToolUseDataError,
+                                     wrapped_rows_error)
 from tooluse_datasets.schema import message, tool_call, unified_row
 from tooluse_datasets.shards import file_stem
 from tooluse_datasets.source import RowContext, Source, SourceOptions
@@ -91,7 +92,8 @@ class LlamaFactorySource(Source):
         column = columns["messages"]
         conversations = native.get(column)
         if conversations is None:
-            raise MissingFieldError(f"sharegpt rows need {column!r}{self._layout_hint(native)}", field=column)
+            raise wrapped_rows_error(native, (column,)) or MissingFieldError(
+                f"sharegpt rows need {column!r}{self._layout_hint(native)}", field=column)
         if not isinstance(conversations, list):
             raise InvalidValueError(f"{column} must be a list of {{{role_tag}, {content_tag}}}", field=column)
         default_tag = self._default_tag

@@ -14,7 +14,7 @@ import dataclasses
 from typing import Any, Optional
 
 from tooluse_datasets.codec import try_loads
-from tooluse_datasets.errors import InvalidValueError, MissingFieldError
+from tooluse_datasets.errors import InvalidValueError, MissingFieldError, wrapped_rows_error
 
 from .parsing import parse_json_or_literal, storable
 
@@ -106,8 +106,9 @@ def native_to_raw(native: dict) -> tuple[dict, list[Message]]:
     row = dict(native)
     messages_column, messages_value = take_column(row, MESSAGES_COLUMNS)
     if messages_column is None:
-        raise MissingFieldError("an ms-swift agent row needs a messages column (messages, conversations or "
-                                "conversation)" + layout_hint(row), field="messages")
+        raise wrapped_rows_error(row, MESSAGES_COLUMNS) or MissingFieldError(
+            "an ms-swift agent row needs a messages column (messages, conversations or conversation)"
+            + layout_hint(row), field="messages")
     system_column, system = take_column(row, SYSTEM_COLUMNS)
     tools = normalize_tools(row.pop("tools", None))
     media = {kind: media_list(take_column(row, names)[1], kind) for kind, names in MEDIA_COLUMNS.items()}

@@ -22,7 +22,8 @@ from typing import Any, Iterator, Optional
 from datasets import Features, Json, List, Value
 
 from tooluse_datasets.codec import loads_json_or_literal, try_loads
-from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, MissingFieldError, ToolUseDataError
+from tooluse_datasets.errors import (InvalidJsonError, InvalidValueError, MissingFieldError, ToolUseDataError,
+                                     wrapped_rows_error)
 from tooluse_datasets.schema import complete_row, message, tool_call, unified_row
 from tooluse_datasets.shards import RawBatch, Shard, display_path, file_version, joined_batches, starts_file
 from tooluse_datasets.source import RowContext, Source, SourceOptions, SplitPlan, ids_in_file, ids_of_rows
@@ -34,6 +35,7 @@ from .upstream import CITATION, DESCRIPTION, UPSTREAM
 from .v1 import TOOLS_MODES
 
 FIELDS = ("sample_id", "input", "output", "tools", "gold_answer")
+ROW_KEYS = FIELDS[:4]  # what every row has
 
 RAW_FEATURES = Features(
     {
@@ -218,9 +220,10 @@ class NestfulSource(Source):
             from .v1 import v1_to_raw
 
             return v1_to_raw(native, ctx)
-        for key in ("sample_id", "input", "output", "tools"):
+        for key in ROW_KEYS:
             if native.get(key) is None:
-                raise MissingFieldError(f"NESTFUL rows need {key!r}", field=key)
+                raise wrapped_rows_error(native, ROW_KEYS) or MissingFieldError(f"NESTFUL rows need {key!r}",
+                                                                                 field=key)
         sample_id = native["sample_id"]
         if isinstance(sample_id, bool) or not isinstance(sample_id, (str, int)) or sample_id == "":
             # The id names the row (``nestful/<domain>/<sample_id>``): text or a number, never str() of a list.

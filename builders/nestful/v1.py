@@ -33,7 +33,7 @@ from typing import Any, Iterator, Optional, Sequence
 
 from tooluse_datasets.codec import loads
 from tooluse_datasets.errors import (InvalidJsonError, InvalidValueError, MissingFieldError, ToolUseDataError,
-                                     json_kind)
+                                     json_kind, wrapped_rows_error)
 from tooluse_datasets.schema import message, tool_call, unified_row
 from tooluse_datasets.shards import (COMPRESSION_SUFFIXES, DOCUMENT, UTF8_BOM, RawBatch, Shard, display_path, file_stem,
                                      not_json_text, open_text_file, read_document)
@@ -260,7 +260,8 @@ def v1_to_raw(native: dict, ctx: RowContext) -> dict:
         raise InvalidValueError("a v1 sample must be a JSON object", field="<row>")
     for key in ("input", "output"):
         if native.get(key) is None:
-            raise MissingFieldError(f"v1 samples need {key!r}", field=key)
+            raise wrapped_rows_error(native, ("input", "output")) or MissingFieldError(f"v1 samples need {key!r}",
+                                                                                       field=key)
     if not isinstance(native["input"], str):
         raise InvalidValueError("input must be a string", field="input")
     if not isinstance(native["output"], list) or not all(isinstance(c, dict) for c in native["output"]):

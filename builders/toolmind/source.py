@@ -26,7 +26,7 @@ import orjson
 from datasets import Features, Json, List, Value
 
 from tooluse_datasets.codec import loads as codec_loads, may_nest_deep, python_json_text
-from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, MissingFieldError
+from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, MissingFieldError, wrapped_rows_error
 from tooluse_datasets.schema import complete_row, message, tool_call, unified_row
 from tooluse_datasets.shards import RawBatch, Shard, display_path, file_stem, joined_batches
 from tooluse_datasets.source import RowContext, Source, SourceOptions, SplitPlan, ids_in_file
@@ -161,7 +161,7 @@ class ToolMindSource(Source):
         opts = self.options
         column = opts.messages_column
         if native.get(column) is None:
-            raise MissingFieldError(f"row has no {column!r}", field=column)
+            raise wrapped_rows_error(native, (column,)) or MissingFieldError(f"row has no {column!r}", field=column)
         messages, encoding, verbatim = decode_messages(native[column], column)
         split_value = native.get(opts.split_column) if opts.split_column else None
         if split_value is not None and not isinstance(split_value, str):
