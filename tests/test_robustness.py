@@ -173,6 +173,30 @@ def test_a_trailing_comma_in_a_json_array_is_one_file_error_naming_its_byte_not_
         list(td.load("ms_swift", data_files=str(path), split="train", streaming=True))
 
 
+def test_an_array_element_that_is_not_utf8_is_named_by_its_byte_in_the_file(tmp_path, cache_dir, array_mode):
+    """As for a JSON Lines line: the element's error names the bad byte and where it is in the file, where it
+    said 'str is not valid UTF-8: surrogates not allowed: line 1 column 1 (char 0)'."""
+    from conftest import shared_data
+
+    rows = [json.loads(line) for line in shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl")
+            .read_text(encoding="utf-8").splitlines() if line.strip()]
+    elements = [json.dumps(r, ensure_ascii=False).encode() for r in rows]
+    elements[3] = elements[3].replace(b'"role": "user"', b'"role": "user", "note": "caf\xe9"', 1)  # Latin-1 text
+    assert b"\xe9" in elements[3]
+    text = b"\xef\xbb\xbf[\n" + b",\n".join(elements) + b"\n]\n"
+    path = tmp_path / "agent.json"
+    path.write_bytes(text)
+    results = load_both("ms_swift", str(path), cache_dir)
+    assert results["map"][0] == results["stream"][0]
+    assert results["map"][1].examples == results["stream"][1].examples
+    splits, report = results["map"]
+    assert len(splits["train"]) == len(rows) - 1 and report.rows_read == len(rows) and report.skipped == 1
+    [error] = report.examples
+    assert (error.row, error.field) == (3, "<element>")
+    bad_byte = text.index(b"\xe9")
+    assert error.message == f"element is not UTF-8 text (byte 0xe9 at byte {bad_byte} of the file; JSON files are UTF-8)"
+
+
 def _wrapped_rows_file(tmp_path: Path, source: str) -> tuple[Path, str, list]:
     """A JSON file of one object holding a source's real rows in a list under a key: ToolMind's graph_syn rows
     as ADP commits them (``{"_provenance": ..., "rows": [...]}``, read by ms-swift and by ToolMind with

@@ -975,13 +975,15 @@ def _check_line_start(f, path: str, offset: int) -> None:
                          "file changed since the state_dict was saved; a state resumes the data it was taken from")
 
 
-def _not_json_reason(line: bytes, exc: ValueError) -> str:
+def _not_json_reason(line: bytes, exc: ValueError, start: Optional[int] = None) -> str:
     """Why a line is not JSON: bytes that are not UTF-8 are named by value and place (orjson says only that
-    the text is not UTF-8, at a position in characters it could not decode), else the parser's message."""
+    the text is not UTF-8, at a position in characters it could not decode), else the parser's message.
+    ``start``: the file offset of the text (an array element), which then names its byte in the file."""
     try:
         line.decode("utf-8")
     except UnicodeDecodeError as bad:
-        return f"UTF-8 text (byte 0x{line[bad.start]:02x} at byte {bad.start} of the line; JSON files are UTF-8)"
+        where = f"byte {bad.start} of the line" if start is None else f"byte {start + bad.start} of the file"
+        return f"UTF-8 text (byte 0x{line[bad.start]:02x} at {where}; JSON files are UTF-8)"
     return f"valid JSON ({exc})"
 
 
@@ -1285,7 +1287,7 @@ def _streamed_array(f, blocks: list[bytes], base: int, index: int, wanted: Optio
                     element = InvalidJsonError(f"trailing comma after the last element (byte {base + pos - 1}); "
                                                "JSON allows none: remove it", row=index, field="<file>")
                 else:
-                    element = _parse_element(loads, text, index)
+                    element = _parse_element(loads, text, index, base + pos)
                 yield index, element, base + end if separator == b"," else 0
             index += 1
         if stop is not None and separator == b"," and base + end >= stop:
@@ -1387,10 +1389,11 @@ def _array_elements(data: bytes, offset: int = 0) -> Iterator[Any]:
     return (value for _, value, _ in _streamed_array(io.BytesIO(), [data[opened:]], offset + opened, 0, None))
 
 
-def _parse_element(loads, text: bytes, index: int) -> Any:
+def _parse_element(loads, text: bytes, index: int, start: int) -> Any:
+    """The value of an array element's ``text`` (at file offset ``start``), or the error saying why it has none."""
     try:
         return loads(text)
     except ValueError as exc:
-        return InvalidJsonError(f"element is not valid JSON ({exc})", row=index, field="<element>")
+        return InvalidJsonError(f"element is not {_not_json_reason(text, exc, start)}", row=index, field="<element>")
     except RecursionError:
         return InvalidJsonError("element nests values too deeply to read", row=index, field="<element>")
