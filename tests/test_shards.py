@@ -218,6 +218,31 @@ def test_a_json_file_holding_one_object_over_several_lines_is_one_row(tmp_path):
     assert report.skipped == 1 and [e.row for e in report.examples] == [0]
 
 
+@pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
+def test_one_object_over_several_lines_that_is_not_json_is_one_file_error_not_an_error_a_line(tmp_path, cache_dir,
+                                                                                              streaming):
+    """A pretty-printed object with one stray comma (hand-edited JSON) was read as JSON Lines: every line of it a
+    row that is not JSON (101 errors for one row). It is one error for the file, saying where the parser stopped."""
+    from conftest import shared_data
+
+    row = json.loads(shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl").read_text().splitlines()[1])
+    text = json.dumps(row, indent=2)
+    text = text[:text.rindex("\n")] + ",\n}\n"  # a trailing comma after the last key
+    path = tmp_path / "one.json"
+    path.write_text(text)
+    report = td.SkipReport()
+    rows = list(td.load("ms_swift", data_files=str(path), split="train", streaming=streaming, on_error="skip",
+                        report=report, cache_dir=cache_dir))
+    assert rows == [] and report.rows_read == report.skipped == 1
+    [error] = report.examples
+    assert (error.error, error.file, error.row, error.field) == ("InvalidJsonError", str(path), 0, "<file>")
+    line = text.count("\n") - 1  # the comma's line
+    assert error.message.startswith("file holds one JSON object written over several lines that is not valid JSON (")
+    assert f"line {line} column" in error.message
+    path.write_text(json.dumps(row, indent=2))  # the same object without the comma: one row
+    assert len(list(td.load("ms_swift", data_files=str(path), split="train", streaming=True))) == 1
+
+
 # -- JSON arrays cut for workers (prepare with num_proc) --------------------------------------------------
 
 # Elements of every kind the reader tells apart: brackets in strings, nesting deeper than the element regex,

@@ -28,6 +28,7 @@ import dataclasses
 import datetime
 import functools
 import io
+import itertools
 import logging
 import os
 import re
@@ -1119,12 +1120,13 @@ def read_document(shard: Shard, batch_size: int, resume: Optional[tuple[int, int
         document = None
         if not array and head.lstrip().startswith(b"{"):
             # A first line that is not a JSON value of its own may open one object written over several lines.
+            start = f.tell() - len(head)
             if b"\n" not in head:
                 head += f.readline()
             if not try_loads(head.lstrip().split(b"\n", 1)[0])[0]:
-                document = try_loads(head + f.read())[1]
+                document = _multiline_object(head + f.read(), start)
     if not array:
-        if isinstance(document, dict):
+        if document is not None:
             if not resume or resume[0] == 0:
                 yield RawBatch([(0, document)], [(1, 0)])
             return
@@ -1140,6 +1142,32 @@ def read_document(shard: Shard, batch_size: int, resume: Optional[tuple[int, int
         chunk = elements[start:start + batch_size]
         items: list[NativeItem] = [(start + i, _array_row(row, start + i)) for i, row in enumerate(chunk)]
         yield RawBatch(items, [(n + 1, 0) for n, _ in items])
+
+
+# Lines after the first of a .json file looked at to tell JSON Lines from one object written over several lines.
+_LINES_TO_TELL = 64
+
+
+def _multiline_object(text: bytes, start: int) -> Union[dict, ToolUseDataError, None]:
+    """The object of a ``.json`` file whose first line is not JSON alone (``text``, from file offset ``start``):
+    one object written over several lines; or, when that does not parse and none of the next lines is an object
+    of its own either, the error saying why, for the whole file (read as lines, each line of it would be a row
+    that is not JSON: a pretty-printed object with one stray comma was a hundred errors). None: the file is JSON
+    Lines with a bad first line, whose other lines are rows."""
+    from .codec import loads, try_loads
+
+    try:
+        value = loads(text)
+    except (ValueError, RecursionError) as exc:
+        rest = (line for line in itertools.islice(io.BytesIO(text), 1, None) if line.strip())
+        later = list(itertools.islice(rest, _LINES_TO_TELL))
+        if not later or any(isinstance(try_loads(line)[1], dict) for line in later):
+            return None  # (one line alone: a bad line of JSON Lines as much as a bad object)
+        why = f"is not {_not_json_reason(text, exc, start)}" if isinstance(exc, ValueError) else \
+            "nests values too deeply to read"
+        return InvalidJsonError(f"file holds one JSON object written over several lines that {why}", row=0,
+                                field="<file>")
+    return value if isinstance(value, dict) else None
 
 
 class _FailedReads:
