@@ -161,6 +161,35 @@ def test_loading_snippets_name_the_repo_and_configs(card):
     assert "SFTTrainer" in loading  # TRL
 
 
+def _swift_sft_loads(card_text: str, folder: Path, cache_dir: str) -> dict[str, int]:
+    """Rows per split that the card's `swift sft` command trains on, read as ms-swift 4.6 reads them
+    (swift.dataset.loader): `--dataset <repo>:<subset>`, the splits `--custom_dataset_info` registers for that
+    repo, else `train` alone (an unregistered dataset's default), each through
+    ``datasets.load_dataset(repo, subset, split=...)``; the repo is read from the local mirror."""
+    import shlex
+
+    from datasets import load_dataset
+
+    section = _section(card_text, "### ms-swift")
+    command = shlex.split(re.search(r"```bash\n(.*?)\n```", section, re.DOTALL).group(1).replace("\\\n", " "))
+    options = {command[i]: command[i + 1] for i in range(len(command) - 1) if command[i].startswith("--")}
+    repo, subset = options["--dataset"].split(":")
+    registered = json.loads(options.get("--custom_dataset_info", "[]"))
+    splits = next((info["split"] for info in registered if info["hf_dataset_id"] == repo), ["train"])
+    return {split: len(load_dataset(str(folder), subset, split=split, cache_dir=cache_dir)) for split in splits}
+
+
+@pytest.mark.parametrize("source", ["nestful", "toolmind"])
+def test_the_swift_sft_snippet_trains_on_every_split_of_the_swift_config(source, tmp_path, cache_dir):
+    """ms-swift reads only `train` of a dataset it does not know: ToolMind's splits (synthetic, xlam...) need
+    naming, or `swift sft` stops at an unknown split."""
+    repo = f"acme/{source}-tooluse"
+    folder = build_sample_mirror(source, tmp_path, configs=["unified", "swift"], repo_id=repo)
+    swift = read_manifest(folder).configs["swift"]
+    assert _swift_sft_loads((folder / "README.md").read_text(), folder, cache_dir) == \
+        {split: entry.num_examples for split, entry in swift.splits.items()}
+
+
 def test_provenance_lists_every_input_with_its_sha256(card, mirror):
     prov = read_manifest(mirror).provenance
     section = _section(card.text, "## Provenance")

@@ -188,7 +188,18 @@ def _template_context(manifest: Manifest, repo_id: str, prose: str, data: Datase
         "parquet": manifest.parquet,
         "license": data.license,
         "citation": source.citation.strip(),
+        **_swift_snippet_context(manifest, repo_id),
     }
+
+
+def _swift_snippet_context(manifest: Manifest, repo_id: str) -> dict:
+    """The splits of the ``swift`` config, and the ``--custom_dataset_info`` that names them: ms-swift loads only
+    the ``train`` split of a dataset it has not registered, so a mirror without one needs its splits named."""
+    import json
+
+    splits = list(manifest.configs["swift"].splits) if "swift" in manifest.configs else []
+    info = [{"hf_dataset_id": repo_id, "split": splits}]
+    return {"swift_splits": splits, "swift_dataset_info": json.dumps(info, ensure_ascii=False)}
 
 
 def feature_types(features: Features) -> list[tuple[str, str]]:
