@@ -291,6 +291,36 @@ def test_a_license_given_with_the_mirror_replaces_the_upstream_one(tmp_path):
     assert "`cc-by-4.0`" in license_section and "license of the upstream data" not in license_section
 
 
+def _ms_swift_files() -> list[str]:
+    from conftest import shared_data
+
+    return sorted(str(path) for path in shared_data("ms_swift").glob("*.jsonl"))
+
+
+@pytest.mark.parametrize("given, hub_id", [("MIT", "mit"), ("Apache-2.0", "apache-2.0"), ("CC-BY-4.0", "cc-by-4.0")])
+def test_a_license_given_in_another_case_is_written_as_the_hubs_id(given, hub_id, tmp_path):
+    """The Hub's license ids are lower case and it refuses a README with any other value at publish time:
+    an SPDX spelling of one of them is the same license."""
+    from tooluse_datasets.cli import main
+
+    assert main(["mirror", "ms_swift", "--data-files", *_ms_swift_files(), "--license", given,
+                 "--out", str(tmp_path)]) == 0
+    card = DatasetCard.load(tmp_path / "ms_swift" / "README.md")
+    assert card.data.license == hub_id and read_manifest(tmp_path / "ms_swift").license == hub_id
+    assert f"`{hub_id}`, as given for the data files" in _section(card.text, "## License")
+
+
+@pytest.mark.parametrize("given", ["Apache 2.0", "gpl-2.0-or-later", ""])
+def test_a_license_the_hub_refuses_is_refused_before_anything_is_built(given, tmp_path, capsys):
+    from tooluse_datasets.cli import main
+
+    assert main(["mirror", "ms_swift", "--data-files", *_ms_swift_files(), "--license", given,
+                 "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"the license {given!r} (--license) is not an id the Hub accepts" in err and "other" in err
+    assert not (tmp_path / "out").exists()
+
+
 def test_the_card_states_the_source_options_the_mirror_was_built_with(tmp_path, monkeypatch):
     """Source options decide the rows (ToolMind's strict, NESTFUL's data_version, LLaMA-Factory's columns...): the
     manifest records them and the card states them, in the rebuild command of a partial mirror too; a local

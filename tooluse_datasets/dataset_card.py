@@ -41,6 +41,32 @@ BASE_TAGS = ["tool-use", "function-calling", "tool-calling", "agent", "tooluse-d
 SIZE_CATEGORIES = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
                    (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B")]
 
+# The Hub's license ids: it refuses a commit whose README has another `license` ("license" must be one of ...).
+# A license of one's own is `other` (with `license_name` and `license_link` in the card on the Hub).
+HUB_LICENSES = (
+    "apache-2.0", "mit", "openrail", "bigscience-openrail-m", "creativeml-openrail-m", "bigscience-bloom-rail-1.0",
+    "bigcode-openrail-m", "afl-3.0", "artistic-2.0", "bsl-1.0", "bsd", "bsd-2-clause", "bsd-3-clause",
+    "bsd-3-clause-clear", "c-uda", "cc", "cc0-1.0", "cc-by-2.0", "cc-by-2.5", "cc-by-3.0", "cc-by-4.0", "cc-by-sa-3.0",
+    "cc-by-sa-4.0", "cc-by-nc-2.0", "cc-by-nc-3.0", "cc-by-nc-4.0", "cc-by-nd-4.0", "cc-by-nc-nd-3.0", "cc-by-nc-nd-4.0",
+    "cc-by-nc-sa-2.0", "cc-by-nc-sa-3.0", "cc-by-nc-sa-4.0", "cdla-sharing-1.0", "cdla-permissive-1.0",
+    "cdla-permissive-2.0", "wtfpl", "ecl-2.0", "epl-1.0", "epl-2.0", "etalab-2.0", "eupl-1.1", "eupl-1.2", "agpl-3.0",
+    "gfdl", "gpl", "gpl-2.0", "gpl-3.0", "lgpl", "lgpl-2.1", "lgpl-3.0", "isc", "h-research", "intel-research",
+    "lppl-1.3c", "ms-pl", "apple-ascl", "apple-amlr", "mpl-2.0", "odc-by", "odbl", "openmdw-1.0", "openrail++",
+    "osl-3.0", "postgresql", "ofl-1.1", "ncsa", "unlicense", "zlib", "pddl", "lgpl-lr", "deepfloyd-if-license",
+    "fair-noncommercial-research-license", "llama2", "llama3", "llama3.1", "llama3.2", "llama3.3", "llama4",
+    "grok2-community", "gemma", "unknown", "other",
+)
+
+
+def hub_license(value: str) -> str:
+    """``value`` as the Hub's license id (its ids are lower case; the SPDX spelling ``MIT`` is ``mit``), checked
+    before a mirror is built rather than refused by the Hub when it is published."""
+    if value.strip().lower() in HUB_LICENSES:
+        return value.strip().lower()
+    raise MirrorError(f"the license {value!r} (--license) is not an id the Hub accepts (it refuses the card on publish): "
+                      f"give one of {', '.join(HUB_LICENSES)}; for a license of your own, give 'other' and name "
+                      f"it in the card on the Hub (license_name, license_link)")
+
 
 # --------------------------------------------------------------------------------------------------
 # Rendering

@@ -21,7 +21,7 @@ from typing import Any, Optional, Sequence
 from datasets import Features
 
 from .. import formats, registry
-from ..dataset_card import render_card
+from ..dataset_card import hub_license, render_card
 from ..distributions import plot_distributions
 from ..errors import SkipReport, ToolUseDataError, check_on_error, json_text_bytes
 from ..progress import progress
@@ -81,6 +81,8 @@ class MirrorRequest:
             check_on_error(self.on_error)
         except ValueError as exc:
             raise MirrorError(str(exc)) from None
+        if self.license is not None:
+            self.license = hub_license(self.license)
 
 
 def build_mirror(request: MirrorRequest, out_dir: str | Path, *, engine: str = "local",
