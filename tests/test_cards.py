@@ -94,6 +94,24 @@ def test_size_categories(rows, label):
     assert size_category(rows) == label
 
 
+def _label_bounds(label: str) -> tuple[float, float]:
+    """``(lower, upper)`` row counts of a Hub size category label (``1K<n<10K``, ``n<1K``, ``n>1T``)."""
+    scale = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "T": 10**12}
+    number = lambda text: int(text[:-1]) * scale[text[-1]] if text[-1] in scale else int(text)
+    if label.startswith("n<"):
+        return 0, number(label[2:])
+    if label.startswith("n>"):
+        return number(label[2:]), float("inf")
+    low, _, high = label.split("<")
+    return number(low), number(high)
+
+
+@pytest.mark.parametrize("rows", [10**k + d for k in range(3, 14) for d in (-1, 0)])
+def test_the_size_category_holds_the_row_count(rows):
+    low, high = _label_bounds(size_category(rows))
+    assert low <= rows < high
+
+
 # -- body --------------------------------------------------------------------------------------------------
 
 

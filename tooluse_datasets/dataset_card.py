@@ -39,7 +39,8 @@ MERGED_LIST_KEYS = ("tags", "task_categories", "task_ids", "language", "source_d
 OWNED_KEYS = ("configs", "dataset_info")
 BASE_TAGS = ["tool-use", "function-calling", "tool-calling", "agent", "tooluse-datasets"]
 SIZE_CATEGORIES = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
-                   (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B")]
+                   (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B"),
+                   (10**10, "1B<n<10B"), (10**11, "10B<n<100B"), (10**12, "100B<n<1T")]
 
 # The Hub's license ids: it refuses a commit whose README has another `license` ("license" must be one of ...).
 # A license of one's own is `other` (with `license_name` and `license_link` in the card on the Hub).
