@@ -552,3 +552,43 @@ def test_stream_workers_end_when_the_process_that_started_them_is_killed(tmp_pat
     for pid in left:
         os.kill(pid, 9)
     assert not left
+
+
+def _toolmind_with_a_bad_row_per_split(tmp_path: Path) -> str:
+    """The ToolMind sample's rows as JSON Lines, each followed by a copy whose first role ToolMind does not have."""
+    import pyarrow.parquet as pq
+
+    lines = []
+    for row in pq.read_table(td.sample_files("toolmind")["train"][0]).to_pylist():
+        lines.append(json.dumps(row))
+        lines.append(json.dumps(dict(row, messages=row["messages"].replace('"role": "system"', '"role": "bogus"', 1))))
+    path = tmp_path / "toolmind_bad_rows.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+@pytest.mark.parametrize("join", ["split expression", "concatenate_datasets", "interleave_datasets"])
+def test_a_report_counts_the_streams_datasets_joins(tmp_path, join):
+    """datasets deep-copies the streams it joins (a split 'a+b', concatenate_datasets, interleave_datasets): the
+    report passed to load() used to be copied with them, so it said 0 rows read and none skipped while rows
+    were dropped (`export --split a+b --on-error skip` printed that summary)."""
+    from datasets import concatenate_datasets, interleave_datasets
+
+    path = _toolmind_with_a_bad_row_per_split(tmp_path)
+    splits = ["When2Call", "tau_train"]
+    alone = td.SkipReport()
+    rows = [r["id"] for split in splits
+            for r in td.load("toolmind", split=split, data_files=path, streaming=True, on_error="skip", report=alone)]
+    assert alone.skipped == len(rows) > 0  # every row has its bad copy
+
+    report = td.SkipReport()
+    if join == "split expression":
+        joined = td.load("toolmind", split="+".join(splits), data_files=path, streaming=True, on_error="skip",
+                         report=report)
+    else:
+        parts = [td.load("toolmind", split=split, data_files=path, streaming=True, on_error="skip", report=report)
+                 for split in splits]
+        joined = (concatenate_datasets(parts) if join == "concatenate_datasets" else
+                  interleave_datasets(parts, stopping_strategy="all_exhausted_without_replacement"))
+    assert sorted(r["id"] for r in joined) == sorted(rows)
+    assert (report.rows_read, report.skipped, report.by_reason) == (alone.rows_read, alone.skipped, alone.by_reason)

@@ -79,6 +79,17 @@ class ShardExamplesIterable(_BaseExamplesIterable):
     def iter_arrow(self):
         return self._iter_arrow
 
+    def __deepcopy__(self, memo: dict) -> "ShardExamplesIterable":
+        # The report is the caller's, filled as rows pass: datasets deep-copies examples iterables where it
+        # joins streams (a split 'a+b', concatenate_datasets, interleave_datasets), and a copy of the report
+        # would count every read and skip where no one looks.
+        if self.report is not None:
+            memo[id(self.report)] = self.report
+        clone = self.__class__.__new__(self.__class__)
+        memo[id(self)] = clone
+        clone.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        return clone
+
     def _with_shards(self, shards: list[Shard]) -> "ShardExamplesIterable":
         return ShardExamplesIterable(self.source, self.config, self.split, shards, on_error=self.on_error,
                                      report=self.report, features=self._features, num_proc=self.num_proc,
