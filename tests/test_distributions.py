@@ -109,3 +109,18 @@ def test_plots_without_matplotlib_are_refused_up_front_in_one_line(tmp_path, cap
     assert captured.err == ("error: ValueError: --plots draws with matplotlib, which is not installed: pip install "
                             "'tooluse-datasets[plots]'\n")
     assert not (tmp_path / "plots").exists()
+
+
+def test_a_plots_folder_that_cannot_be_made_stops_stats_before_the_pass(tmp_path, capsys, monkeypatch):
+    """A --plots path that is a file was found only when drawing, after every row was read and the statistics
+    printed: the run failed (exit 2) having printed what looked like its result. The folder is made first now."""
+    pytest.importorskip("matplotlib", reason="plots need the plots extra: pip install -e '.[plots]'")
+    taken = tmp_path / "plots"
+    taken.write_text("a file, not a folder\n")
+    counted = []
+    monkeypatch.setattr(SplitStatistics, "add", lambda self, row: counted.append(row))
+    assert main(["stats", "ms_swift", "--sample", "--plots", str(taken)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and not counted  # no row passed, no statistics printed
+    assert captured.err.startswith("error: FileExistsError: ") and str(taken) in captured.err
+    assert taken.read_text() == "a file, not a folder\n"

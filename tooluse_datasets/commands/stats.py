@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from ..errors import SkipReport
 
@@ -46,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
     if args.split:
         splits = {args.split: splits}
     start_skipped_rows(skipped_rows)  # only now: a refused command leaves the file as it was
+    if args.plots:  # made now, so that a folder that cannot be made stops the run before the pass, not after it
+        Path(args.plots).mkdir(parents=True, exist_ok=True)
     out, distributions = {}, {}
     for split, ds in splits.items():
         read = shared.current = SkipReport()  # one a split: the rows read and skipped, as `validate` gives
