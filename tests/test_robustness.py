@@ -1037,6 +1037,9 @@ def test_a_format_that_does_not_exist_is_refused_listing_the_formats(config, hin
         td.load("toolmind", config, data_files=td.sample_files("toolmind"), streaming=True)
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         td.features("toolmind", config)
+    # validate() said "format 'sharegpt' has no writer; writers: [...]", as if raw were not a format either
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        td.validate("toolmind", config, data_files=td.sample_files("toolmind"))
 
 
 @pytest.mark.parametrize("name, meant", [("ToolMind", "toolmind"), ("ms-swift", "ms_swift"),

@@ -143,7 +143,7 @@ def load(
 def _check_arguments(source: str, config: Any, split: Any, names: Optional[tuple[str, ...]], streaming: bool,
                      num_proc: Any, report: Any) -> None:
     """Arguments datasets would refuse late (at the first row) or deep inside, with messages about itself."""
-    _check_format(source, config)
+    check_format(source, config)
     if num_proc is not None and (type(num_proc) is not int or num_proc < 1):
         # datasets: a ZeroDivisionError (0), "Invalid batch size -2" (-1), a TypeError (1.5, "2")
         raise ValueError(f"num_proc must be a positive integer or None, got {num_proc!r}")
@@ -215,7 +215,7 @@ _FORMAT_ALIASES = {"sharegpt": "llamafactory", "llama_factory": "llamafactory", 
                    "ms_swift": "swift", "ms-swift": "swift", "openai": "unified", "native": "raw"}
 
 
-def _check_format(source: str, config: Any) -> None:
+def check_format(source: str, config: Any) -> None:
     """datasets' "BuilderConfig 'x' not found" does not say that configs are formats, nor which one was meant."""
     if config in FORMATS:
         return
@@ -308,7 +308,7 @@ def features(source: str, config: str = "unified") -> Features:
     """The declared features of ``source`` in ``config`` (without touching any data)."""
     builder_cls = registry.builder_class(source)
     check_argument_types(config=config)
-    _check_format(source, config)
+    check_format(source, config)
     return builder_cls(config_name=config, data_files={"train": []}).info.features
 
 

@@ -42,10 +42,11 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
     are checked and the splits planned (a run refused for its arguments leaves it as it was). Other arguments
     are those of :func:`tooluse_datasets.load`."""
     from .. import registry
-    from ..loading import check_argument_types
+    from ..loading import check_argument_types, check_format
     from ..pipeline import UNIFIED, ShardConverter, config_features
 
     check_argument_types(config=config, split=split, data_dir=data_dir, skipped_rows=skipped_rows)
+    check_format(source, config)  # as load() says it (every format, the one meant), before any reading
 
     selected = select_rules(rules)
     select_rules(fail_on, default_all=False, allow_read=True)  # a typo in fail_on fails now, not after the run
