@@ -174,3 +174,14 @@ def test_bidirectional_overrides_in_the_data_are_shown_as_escapes(tmp_path, caps
     assert main(["validate", "ms_swift", "--data-files", str(path)]) == 1  # call.unknown_tool names the tool
     out = capsys.readouterr().out
     assert "get\\u202eerehw\\u202c_x" in out and not bidi & set(out)
+
+
+def test_demo_takes_several_sources_after_one_source_flag_as_the_readme_writes_it(capsys):
+    """README: `demo [--source S ...]`; `--source nestful ms_swift` was a usage error (the flag took one value
+    and had to be repeated). Both spellings name the same sources now."""
+    assert main(["demo", "--source", "nestful", "ms_swift", "--streaming"]) == 0
+    together = capsys.readouterr().out
+    assert main(["demo", "--source", "nestful", "--source", "ms_swift", "--streaming"]) == 0
+    assert capsys.readouterr().out == together
+    shown = [line.split(":")[0] for line in together.splitlines() if line.startswith("== ")]
+    assert shown == ["== nestful", "== ms_swift"]

@@ -8,7 +8,8 @@ from ..errors import SkipReport
 
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="load the bundled samples of every source offline and show unified rows")
-    p.add_argument("--source", action="append", help="only these sources (default: all)")
+    p.add_argument("--source", nargs="+", action="extend", metavar="SOURCE",
+                   help="only these sources, e.g. --source nestful ms_swift (default: all)")
     p.add_argument("--streaming", action="store_true", help="stream instead of preparing an Arrow cache")
     return p
 
