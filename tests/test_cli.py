@@ -226,6 +226,29 @@ def test_a_closed_output_pipe_stops_the_command_quietly(command):
     assert lines == []
 
 
+def test_a_failure_whose_error_pipe_is_closed_too_keeps_its_exit_status():
+    """`tooluse-datasets ... 2>&1 | head`: once the reader has gone, the error line cannot be written either; the
+    BrokenPipeError of writing it escaped and the process ended with status 1 (a failed validation's status)
+    instead of 2 (bad input)."""
+    import os
+    import subprocess
+    import sys
+
+    missing = "/nonexistent/nestful_data.jsonl"
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run([sys.executable, "-m", "tooluse_datasets.cli", "stats", "nestful", "--data-files",
+                               missing], stdout=write, stderr=write, timeout=300)
+    finally:
+        os.close(write)
+    assert done.returncode == 2
+    # the same run with a reader: the one line the closed pipe lost
+    shown = subprocess.run([sys.executable, "-m", "tooluse_datasets.cli", "stats", "nestful", "--data-files",
+                            missing], capture_output=True, text=True, timeout=300)
+    assert shown.returncode == 2 and shown.stderr.startswith("error: ") and missing in shown.stderr
+
+
 @pytest.mark.parametrize("command", [["stats"], ["export", "--format", "unified", "--out", "{out}"], ["mirror", "--out", "{out}"]])
 def test_split_given_twice_is_a_usage_error_not_the_last_one_read(command, tmp_path, capsys):
     argv = [a.format(out=tmp_path / "out") for a in command]

@@ -58,13 +58,22 @@ def main(argv: list[str] | None = None) -> int:
                 raise
             message = (f"unexpected {type(exc).__name__}: {_first_line(exc)} (a bug: rerun with -v for the "
                        f"traceback and report it)")
-        print(f"error: {plain_printable(message)}", file=sys.stderr)
+        _print_error(f"error: {plain_printable(message)}")
         return 2
 
 
 # A command whose output pipe was closed by its reader (`| head`) stops quietly, with the status a shell gives a
 # process killed by SIGPIPE (128 + 13), as `cat` or `grep` in the same pipe would.
 EXIT_BROKEN_PIPE = 141
+
+
+def _print_error(line: str) -> None:
+    """``line`` on standard error. If that is a pipe its reader closed too (`2>&1 | head`), the exit status alone
+    tells the failure: the BrokenPipeError would escape main and end the process with status 1 instead."""
+    try:
+        print(line, file=sys.stderr)
+    except OSError:
+        pass
 
 
 def _stdout_closed() -> bool:
