@@ -302,11 +302,17 @@ def test_cli_mirror_builds_one_folder_per_source(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["--sample", "--data-files", "x.jsonl"], "exclude each other"),
-    (["--sample", "--configs", "unified", "--max-shard-size", "lots"], "is not a size"),
-    (["--sample", "--configs", "unified", "--row-group-rows", "0"], "must be positive"),
+    (["--sample", "--configs", "unified", "--max-shard-size", "lots"], "argument --max-shard-size: 'lots' is not a size"),
+    # a bound that is not positive names its option, not the layout object it would have made
+    (["--sample", "--configs", "unified", "--row-group-rows", "0"], "argument --row-group-rows: must be at least 1"),
+    (["--sample", "--configs", "unified", "--row-group-size", "0"], "argument --row-group-size: a size must be at least"),
+    (["--sample", "--configs", "unified", "--num-proc", "0"], "argument --num-proc: must be at least 1, got 0"),
 ])
 def test_cli_mirror_bad_arguments_exit_with_an_error(tmp_path, capsys, argv, message):
-    rc = main(["mirror", "nestful", "--out", str(tmp_path), *argv])
+    try:
+        rc = main(["mirror", "nestful", "--out", str(tmp_path), *argv])
+    except SystemExit as exc:  # a usage error argparse reports itself
+        rc = exc.code
     assert rc == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "nestful").exists()

@@ -24,11 +24,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
                                      "source name); publish renders the card for its own --repo-id anyway")
     p.add_argument("--license", help="license for the card when the data is not the source's upstream "
                                      "(e.g. your own ms-swift files); default: the upstream license")
-    p.add_argument("--max-shard-size", default="500MB",
+    p.add_argument("--max-shard-size", type=_size, default="500MB",
                    help="uncompressed Arrow bytes per Parquet file (default 500MB)")
-    p.add_argument("--row-group-rows", type=int, default=1000, help="rows per Parquet row group (default 1000)")
-    p.add_argument("--row-group-size", default="64MB", help="uncompressed bytes per row group (default 64MB)")
-    p.add_argument("--shard-size", default=None,
+    p.add_argument("--row-group-rows", type=_positive_int, default=1000, help="rows per Parquet row group (default 1000)")
+    p.add_argument("--row-group-size", type=_size, default="64MB", help="uncompressed bytes per row group (default 64MB)")
+    p.add_argument("--shard-size", type=_size, default=None,
                    help="uncompressed bytes of input per shard task (Parquet row groups are grouped up to it, JSON "
                         "Lines cut at line ends; default 16MiB); each shard writes its own Parquet file(s)")
     p.add_argument("--skipped-rows", metavar="FILE",
@@ -37,7 +37,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--engine", choices=["local", "ray"], default="local",
                    help="where shard tasks run: local (this process, or --num-proc processes) or ray (a running "
                         "cluster at --address, else a local Ray); the mirror is the same either way")
-    p.add_argument("--num-proc", type=int, default=None, metavar="N",
+    p.add_argument("--num-proc", type=_positive_int, default=None, metavar="N",
                    help="shard tasks run at once (local: processes; ray: default all CPUs of the cluster)")
     p.add_argument("--address", default=None,
                    help="Ray cluster address (e.g. auto, or ray://head:10001) for --engine ray")
@@ -60,9 +60,9 @@ def run(args: argparse.Namespace) -> int:
         # Several sources (or all): each source's own files as SOURCE=PATH items, as every command reads all.
         files_by_source = _files_of_sources(args.data_files, sources, named_only=args.sources == ["all"])
         sources = list(files_by_source)
-    layout = ParquetLayout(row_group_rows=args.row_group_rows, row_group_bytes=_size(args.row_group_size),
-                           shard_bytes=_size(args.max_shard_size))
-    options = {**source_options(args, MIRROR_ARGUMENTS), **({"shard_bytes": _size(args.shard_size)} if args.shard_size else {})}
+    layout = ParquetLayout(row_group_rows=args.row_group_rows, row_group_bytes=args.row_group_size,
+                           shard_bytes=args.max_shard_size)
+    options = {**source_options(args, MIRROR_ARGUMENTS), **({"shard_bytes": args.shard_size} if args.shard_size else {})}
     if args.skipped_rows and len(sources) > 1 and "{source}" not in args.skipped_rows:
         raise MirrorError("--skipped-rows names one file per source: put '{source}' in it")
     requests = [MirrorRequest(source, configs=args.configs,
@@ -138,15 +138,27 @@ def _data_not_found(exc: BaseException):
     return None
 
 
+# argparse types: a value they refuse is a usage error naming its option (exit 2), before anything is read
 def _size(text: str) -> int:
     from datasets.utils.py_utils import convert_file_size_to_int
 
-    from ..mirror import MirrorError
-
     try:
-        return int(text) if text.isdigit() else convert_file_size_to_int(text)
+        size = int(text) if text.isdigit() else convert_file_size_to_int(text)
     except ValueError:
-        raise MirrorError(f"{text!r} is not a size (e.g. 500MB, 1GB, 1000000)") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 500MB, 1GB, 1000000)") from None
+    if size < 1:
+        raise argparse.ArgumentTypeError(f"a size must be at least 1 byte, got {text!r}")
+    return size
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def _print_summary(folder, manifest) -> None:
