@@ -448,6 +448,17 @@ def test_http_files_of_every_kind_load_map_style_as_streaming_as_local_files(htt
         assert rows == local and report.skipped == 0, mode
 
 
+def test_a_host_that_cannot_be_resolved_is_a_typed_error_naming_the_data_files(cache_dir):
+    """fsspec's FTP file system connects when it is made, and a host name that does not resolve raised a bare
+    socket.gaierror ("Name or service not known") naming neither the files nor what to do (.invalid never
+    resolves: RFC 2606)."""
+    url = "ftp://nowhere.invalid/rows.jsonl"
+    for mode, kwargs in MODES.items():
+        with pytest.raises(td.DataNotFoundError, match="cannot reach the data files") as caught:
+            td.load("ms_swift", data_files=url, split="train", cache_dir=f"{cache_dir}-{mode}", **kwargs)
+        assert url in str(caught.value), mode
+
+
 # --------------------------------------------------------------------------------------------------
 # 5. A Parquet cell that is not UTF-8 names its column
 # --------------------------------------------------------------------------------------------------

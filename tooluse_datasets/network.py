@@ -2,6 +2,7 @@
 mode, a transfer cut short) rather than what is in it, and what a Hub answer behind it means, in one line."""
 from __future__ import annotations
 
+import socket
 from typing import Optional
 
 # Packages of the HTTP stacks that huggingface_hub, fsspec and datasets read files with: their errors (a connection
@@ -12,7 +13,7 @@ _HTTP_PACKAGES = ("httpx", "httpcore", "h11", "aiohttp", "requests", "urllib3")
 def is_network_error(exc: BaseException) -> bool:
     """Whether ``exc`` says the data could not be fetched (no network, offline mode, a transfer cut short) rather
     than what is in it."""
-    if isinstance(exc, (ConnectionError, TimeoutError)):
+    if isinstance(exc, (ConnectionError, TimeoutError, socket.gaierror)):  # gaierror: a host name not resolved
         return True
     status = answered_status(exc)
     if status is not None and status < 500:
