@@ -236,6 +236,26 @@ def test_per_source_prose_front_matter_is_metadata_not_text():
     assert meta["language"] == ["en"] and "---" not in body.splitlines()[0]
 
 
+def test_a_nestful_v1_mirror_is_introduced_as_v1_not_as_the_current_data(tmp_path):
+    """The prose comes from the card the build's options choose: a data_version=v1 mirror (300 samples in the
+    splits executable, glaive and sgd) used to be introduced as v2's 1861 samples in a single split, train."""
+    from conftest import shared_data
+
+    files = sorted(str(p) for p in shared_data("nestful", "data_v1").glob("*/*.json"))
+    folder = build_mirror(MirrorRequest("nestful", configs=["unified"], data_files=files, on_error="skip",
+                                        source_options={"data_version": "v1"}), tmp_path)
+    card = DatasetCard.load(folder / "README.md")
+    prose = card.text.split(BEGIN_MARKER, 1)[1].split("## ", 1)[0]
+    splits = list(read_manifest(folder).configs["unified"].splits)
+    assert sorted(splits) == ["executable", "glaive", "sgd"]
+    assert "NESTFUL v1" in prose and all(f"`{split}`" in prose for split in splits)
+    assert "single split" not in prose
+    assert card.data.pretty_name == "NESTFUL v1 (tool-use mirror)"
+    # a v2 mirror keeps the card of the current data
+    v2 = build_sample_mirror("nestful", tmp_path / "v2", configs=["unified"])
+    assert "1861 samples" in (v2 / "README.md").read_text()
+
+
 def test_every_registered_source_has_prose():
     from importlib import resources
 

@@ -76,7 +76,7 @@ def hub_license(value: str) -> str:
 
 def render_card(manifest: Manifest, repo_id: Optional[str] = None) -> str:
     """The full README.md (YAML front matter + generated body) of a mirror, for ``repo_id``."""
-    prose_meta, prose = source_prose(manifest.source)
+    prose_meta, prose = source_prose(manifest.source, manifest.options)
     data = card_metadata(manifest, prose_meta)
     body = _template().render(**_template_context(manifest, repo_id or PLACEHOLDER_REPO_ID, prose, data))
     return _compose(data, f"{BEGIN_MARKER}\n{body.strip()}\n{END_MARKER}\n")
@@ -141,12 +141,14 @@ def _union(first: list, second: Any) -> list:
     return list(dict.fromkeys([*first, *second]))
 
 
-def source_prose(source: str) -> tuple[dict, str]:
-    """The source folder's ``card.md``: optional YAML front matter (extra card metadata such as ``language`` or
-    ``tags``) and the Markdown prose that introduces the source. Falls back to the source's description."""
-    path = resources.files(registry.SOURCES[source]) / "card.md"
+def source_prose(source: str, options: Optional[dict] = None) -> tuple[dict, str]:
+    """The source folder's ``card.md`` (or the card its ``options`` choose: NESTFUL v1's): optional YAML front
+    matter (extra card metadata such as ``language`` or ``tags``) and the Markdown prose that introduces the
+    source. Falls back to the source's description."""
+    source_class = registry.builder_class(source).SOURCE_CLASS
+    path = resources.files(registry.SOURCES[source]) / source_class.card_file(options or {})
     if not path.is_file():
-        return {}, registry.builder_class(source).SOURCE_CLASS.description
+        return {}, source_class.description
     meta, body = split_front_matter(path.read_text(encoding="utf-8"))
     return meta, body.strip()
 

@@ -286,6 +286,12 @@ class Source(abc.ABC):
     # Glob patterns tried under ``data_dir=`` when no data_files are given.
     local_patterns: ClassVar[tuple[str, ...]] = ("**/*.jsonl", "**/*.json", "**/*.parquet")
 
+    @classmethod
+    def card_file(cls, options: dict) -> str:
+        """The file in the source's folder whose prose introduces a mirror built with ``options`` (the options
+        given, as the manifest records them): a source whose options read another dataset says so there."""
+        return "card.md"
+
     def __init__(self, options: Optional[SourceOptions] = None):
         self.options = options if options is not None else self.options_class()
         check_options(self.options, self.options_class)

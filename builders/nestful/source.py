@@ -100,6 +100,10 @@ class NestfulSource(Source):
     description = DESCRIPTION
     options_class = NestfulOptions
 
+    @classmethod
+    def card_file(cls, options: dict) -> str:
+        return "card_v1.md" if options.get("data_version") == "v1" else "card.md"  # the 2024 data: other splits
+
     def __init__(self, options: Optional[NestfulOptions] = None):
         super().__init__(options)
         opts = self.options
