@@ -56,3 +56,17 @@ def test_a_source_without_upstream_files_names_the_commands_arguments(source, ca
     _one_line_in_command_terms(err)
     if source == "llamafactory":
         assert "--option dataset_info=" in err and "--option dataset=" in err
+
+
+@pytest.mark.parametrize("argv", [["verify", "nestful", "--sample"],
+                                  ["export", "nestful", "--sample", "--option", "execute=true", "--out", "{out}"]])
+def test_unreachable_executable_functions_are_one_line_naming_the_commands_arguments(argv, offline, tmp_path, capsys,
+                                                                                     cache_dir):
+    """Offline, NESTFUL's executable functions cannot be fetched: the advice was load()'s, four lines of a
+    Python keyword argument; a command names its own flag for the folder."""
+    argv = [a.replace("{out}", str(tmp_path / "out")) for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: nestful: cannot fetch the executable functions") and err.count("\n") == 1, err
+    assert "--executable-functions DIR" in err and "--option executable_functions=DIR" in err
+    assert "executable_functions='" not in err

@@ -116,17 +116,20 @@ def error_line(exc: BaseException, command: str | None = None) -> str | None:
         current = current.__cause__  # raised "from" it (datasets wraps a generator's error so)
     typed = next((e for e in chain if isinstance(e, _typed_errors())), None)
     if typed is not None:
-        return _in_command_terms(str(typed), command) if isinstance(typed, DataNotFoundError) else str(typed)
+        return _in_command_terms(typed, command) if isinstance(typed, DataNotFoundError) else str(typed)
     if isinstance(exc, INPUT_ERRORS):
         return f"{type(exc).__name__}: {_first_line(exc)}"
     return None
 
 
-def _in_command_terms(message: str, command: str | None) -> str:
+def _in_command_terms(error: DataNotFoundError, command: str | None) -> str:
     """A missing-data message of load() advises its Python arguments (``data_files=``, ``data_dir=``, several lines
     of calls); a command takes ``--data-files`` (score: ``--gold-data-files``) or ``--sample``, and no data_dir."""
+    message = str(error)
     if command is None:
         return message
+    if hint := getattr(error, "command_hint", None):
+        return f"{message.splitlines()[0]} {hint}"
     files = "--gold-data-files" if command == "score" else "--data-files"
     hint = f"give local files with {files} PATH... (globs, hf:// or https:// URLs too), or the bundled sample with --sample"
     head, sep, _ = message.partition("\nPoint at local files instead")

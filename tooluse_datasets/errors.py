@@ -179,7 +179,13 @@ class ExecutionError(ToolUseDataError):
 
 
 class DataNotFoundError(FileNotFoundError):
-    """Source data cannot be reached (offline, missing files); the message says how to point at local files."""
+    """Source data cannot be reached (offline, missing files); the message says how to point at local files.
+    ``command_hint``: that advice in the command line's terms, where it differs from the Python one (the commands
+    print the message's first line and it)."""
+
+    def __init__(self, message: str = "", *, command_hint: Optional[str] = None):
+        super().__init__(message)
+        self.command_hint = command_hint
 
 
 @dataclasses.dataclass

@@ -119,4 +119,6 @@ def _offline(url: str, why: str) -> DataNotFoundError:
         f"Point at a local copy of data_v2/executable_functions instead, e.g.\n"
         f"    executable_functions='path/to/NESTFUL/data_v2/executable_functions'\n"
         f"    (command line: verify and score --executable-functions DIR; export, mirror and the other commands "
-        f"--option executable_functions=DIR)")
+        f"--option executable_functions=DIR)",
+        command_hint="Point at a local copy of data_v2/executable_functions: --executable-functions DIR (verify, "
+                     "score) or --option executable_functions=DIR (the other commands)")
