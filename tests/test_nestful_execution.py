@@ -18,7 +18,8 @@ import pytest
 import tooluse_datasets as td
 from tooluse_datasets import cli
 from tooluse_datasets.builders.ms_swift.source import MsSwiftSource
-from tooluse_datasets.builders.nestful.executed import execute_rows, executed_row, execution_job, gold_calls
+from tooluse_datasets.builders.nestful.executed import (execute_rows, executed_row, execution_error, execution_job,
+                                                        gold_calls)
 from tooluse_datasets.builders.nestful.execution import (SandboxError, SandboxLimits, SequenceJob, SequenceResult,
                                                          archive_url, executable_functions, run_sequences)
 from tooluse_datasets.builders.nestful.execution.functions import FUNCTIONS_PATH
@@ -724,6 +725,32 @@ def test_crashes_kill_the_child_not_the_caller_and_the_batch_goes_on(evil_dir):
     # Upstream's bug: a failed execution is False, and False == 0 counts as a win; the corrected check does not.
     assert (results[4].win_upstream, results[4].win_corrected) == (True, False)
     assert results[5].answer["value"] == 5
+
+
+def after_a_sum(name, *args):
+    """A two-call sequence whose second call is ``name``: add(1, 2), then name(*args)."""
+    calls = [{"name": "add", "label": "$var_1", "arguments": {"a": 1, "b": 2}},
+             {"name": name, "label": "$var_2", "arguments": {f"arg_{i}": a for i, a in enumerate(args)}}]
+    return SequenceJob(calls, {"add": ["result"], name: ["result"]})
+
+
+def test_a_sample_that_kills_the_sandbox_is_charged_to_the_call_that_was_running(evil_dir):
+    """A crash, a kill past the timer and the CPU limit end the sandbox process, so no result of the child says
+    which call ran: the parent follows the calls as they start. (The failure used to name no call: the row's error
+    field was ``output`` instead of ``output[1]``.)"""
+    import dataclasses
+
+    cpu = dataclasses.replace(FAST, timeout=30, cpu_seconds=1, grace=30)
+    results = run_sequences([after_a_sum("segfault", 1), after_a_sum("hard_exit", 3),
+                             after_a_sum("loop_swallowing_the_timer", 1)], evil_dir, FAST)
+    results += run_sequences([after_a_sum("burn_cpu_swallowing", 1)], evil_dir, cpu)
+    assert [(r.status, r.reason, r.failed_call) for r in results] == [
+        ("crashed", "crash", 1), ("crashed", "crash", 1), ("limit", "timeout", 1), ("limit", "timeout", 1)]
+    for result, name in zip(results, ["segfault", "hard_exit", "loop_swallowing_the_timer", "burn_cpu_swallowing"]):
+        assert result.detail.startswith(f"{name}: "), result.detail
+    assert "SIGSEGV" in results[0].detail and "status 3" in results[1].detail and "SIGXCPU" in results[3].detail
+    # The executed row's error names the call, as for any other failure.
+    assert execution_error(results[0]).field == "output[1]"
 
 
 def test_results_that_are_not_json_values_are_rendered_and_typed(evil_dir):

@@ -8,8 +8,8 @@ with the stdlib's exact encoder (shortest round-trip floats, integers of any siz
 
 Protocol: the parent writes one JSON request on stdin (functions folder, import path, limits, samples);
 this process answers on file descriptor RESULT_FD with one JSON object per line: ``ready`` (how the
-sandbox was set up), then for each sample ``start`` (so the parent knows which sample a crash or hang
-belongs to) and ``result``. stdout/stderr go to a log file the parent owns.
+sandbox was set up), then for each sample ``start`` and ``call`` before each call runs (so the parent knows
+which sample and call a crash or hang belongs to), and ``result``. stdout/stderr go to a log file the parent owns.
 
 Processes: this process reads the request, isolates itself (:func:`isolate`: namespaces, a read-only file
 system but the sample area) and, with a new PID namespace, forks a reaper (PID 1 there) that forks the
@@ -564,7 +564,9 @@ def resolve(value, env, call_index):
                           call_index) from None
 
 
-def execute(calls, output_fields, functions, trace, max_chars):
+def execute(calls, output_fields, functions, trace, max_chars, on_call=lambda index: None):
+    """Run ``calls``; ``on_call(i)`` is told before call ``i`` loads its module and runs (a crash or kill then
+    leaves no result of ours, and the parent still knows which call it was)."""
     if not isinstance(calls, list):
         raise StepFailure(MALFORMED, f"the calls are a JSON {type(calls).__name__}, not a list")
     env = {}
@@ -582,6 +584,7 @@ def execute(calls, output_fields, functions, trace, max_chars):
         if not isinstance(arguments, dict):
             raise StepFailure(MALFORMED, "arguments is not an object", i)
         values = [resolve(v, env, i) for v in arguments.values()]
+        on_call(i)
         function = functions.load(name, i)
         try:
             result = function(*values)
@@ -779,7 +782,7 @@ class Channel:
             view = view[os.write(self.fd, view):]
 
 
-def run_sample(sample, functions, policy, limits, root, workdir):
+def run_sample(sample, functions, policy, limits, root, workdir, channel):
     # Each sample writes in its own folder only: not the batch's root (where the logs the parent reads are),
     # not another sample's folder. HOME and TMPDIR point into it.
     tmp = os.path.join(workdir, "tmp")
@@ -810,7 +813,8 @@ def run_sample(sample, functions, policy, limits, root, workdir):
     try:
         if not calls:
             raise StepFailure(NO_CALLS, "no calls")
-        value = execute(calls, sample["output_fields"], functions, trace, limits["max_result_chars"])
+        value = execute(calls, sample["output_fields"], functions, trace, limits["max_result_chars"],
+                        on_call=lambda i: channel.send({"event": "call", "index": i}))
         ok = True
     except StepFailure as failure:
         outcome.update(status="refused" if failure.reason == WRITE else "error", reason=failure.reason,
@@ -936,7 +940,7 @@ def main():
         fresh_log(policy)
         channel.send({"event": "start", "index": index, "time": time.time()})
         workdir = os.path.join(work_area, str(request["first"] + index))
-        result = run_sample(sample, functions, policy, limits, root, workdir)
+        result = run_sample(sample, functions, policy, limits, root, workdir, channel)
         os.chdir(root)
         if pid_namespace:
             end_other_processes(policy)

@@ -46,9 +46,10 @@ sqlite's ``ATTACH``, ``_posixsubprocess``), so the kernel is the barrier and the
   child: the next samples run in a fresh one, where the thread cannot write in their folders.
 * **the result channel**: sample code runs in the process that reports results and can write to the pipe
   (its number is the child's argument). This process takes only well-formed events of the protocol, in
-  sequence (``ready``; per sample ``start`` then its ``result``; ``restart`` between samples), and lines
-  no longer than a result can be; anything else kills the child and charges the sample that last started
-  (``crashed``, reason ``protocol``), and the batch goes on in a fresh child. A forged result in correct
+  sequence (``ready``; per sample ``start``, ``call`` as each of its calls starts, then its ``result``;
+  ``restart`` between samples), and lines no longer than a result can be; anything else kills the child and
+  charges the sample that last started (``crashed``, reason ``protocol``), and the batch goes on in a fresh
+  child. A crash, kill or CPU limit is charged to the call that last started (``failed_call``). A forged result in correct
   sequence cannot be told apart: a sample can report any result for itself (upstream's ``eval``-based
   functions already let a prediction compute any answer), and, by writing results for the samples after
   it in its child and then exiting, for those too.
@@ -295,6 +296,7 @@ def _run_child(jobs, first, results, functions_dir, limits, root) -> int:
     os.close(write_fd)
     reader = _EventReader(read_fd)
     isolation, current, started, done = {}, None, 0.0, first
+    running = None  # the call of the current sample that last started (the child says so before each call)
     killed_for, killed_idle, restart = None, False, False
     try:
         _feed(proc, payload)
@@ -326,7 +328,14 @@ def _run_child(jobs, first, results, functions_dir, limits, root) -> int:
             elif kind == "start":
                 if current is not None or event.get("index") != done - first or type(event["index"]) is not int:
                     raise _Tampered(f"a start of sample {event.get('index')!r} out of sequence")
-                current, started = done, time.monotonic()
+                current, started, running = done, time.monotonic(), None
+            elif kind == "call":
+                expected = 0 if running is None else running + 1
+                calls = jobs[current].calls if current is not None else None
+                if (current is None or type(event.get("index")) is not int or event["index"] != expected
+                        or not isinstance(calls, list) or expected >= len(calls)):
+                    raise _Tampered(f"a start of call {event.get('index')!r} out of sequence")
+                running = expected
             elif kind == "result":
                 if current is None or event.get("index") != current - first or type(event["index"]) is not int:
                     raise _Tampered(f"a result of sample {event.get('index')!r} out of sequence")
@@ -349,8 +358,10 @@ def _run_child(jobs, first, results, functions_dir, limits, root) -> int:
         charged = current if current is not None else done - 1
         if charged < first:
             raise SandboxError(f"the sandbox's result channel carried {tampered} before any sample ran") from None
-        results[charged] = SequenceResult("crashed", "protocol", f"the sample wrote to the sandbox's result channel "
-                                          f"({tampered}); the sandbox was killed", **isolation)
+        at = running if charged == current else None
+        results[charged] = SequenceResult("crashed", "protocol", _at_call(jobs[charged], at, "the sample wrote to the "
+                                          f"sandbox's result channel ({tampered}); the sandbox was killed"),
+                                          failed_call=at, **isolation)
         return charged + 1
     except BaseException:  # KeyboardInterrupt, SandboxError...: end the child now, do not wait for its sample
         _kill(proc)
@@ -365,21 +376,30 @@ def _run_child(jobs, first, results, functions_dir, limits, root) -> int:
         if done == first and not isolation:
             raise SandboxError(f"the sandbox exited with status {returncode} before running a sample; "
                                f"log: {_tail(log_path)}")
-        current = done  # died between samples: charge the next one
+        current, running = done, None  # died between samples: charge the next one (no call of it started)
+    at = running  # the call that started last (None: none had): the failure is that call's
     if killed_idle:
         results[current] = SequenceResult("crashed", "crash", f"the sandbox was silent for {IDLE_SECONDS:g} s "
                                           "before this sample started; killed", **isolation)
     elif killed_for is not None:
         results[current] = SequenceResult(
-            "limit", "timeout", f"killed after {limits.timeout + limits.grace:g} s: the sample ignored its "
-            f"{limits.timeout:g} s timer", **isolation)
+            "limit", "timeout", _at_call(jobs[current], at, f"killed after {limits.timeout + limits.grace:g} s: the "
+                                         f"sample ignored its {limits.timeout:g} s timer"), failed_call=at, **isolation)
     elif returncode == -signal.SIGXCPU:
-        results[current] = SequenceResult("limit", "timeout", f"CPU limit of {limits.cpu_seconds} s (SIGXCPU)",
-                                          **isolation)
+        results[current] = SequenceResult("limit", "timeout", _at_call(jobs[current], at, f"CPU limit of "
+                                          f"{limits.cpu_seconds} s (SIGXCPU)"), failed_call=at, **isolation)
     else:
-        results[current] = SequenceResult("crashed", "crash", f"the sandbox process {_exit_text(returncode)}; "
-                                          f"log: {_tail(log_path)}", **isolation)
+        results[current] = SequenceResult("crashed", "crash", _at_call(jobs[current], at, f"the sandbox process "
+                                          f"{_exit_text(returncode)}; log: {_tail(log_path)}"), failed_call=at,
+                                          **isolation)
     return current + 1
+
+
+def _at_call(job: SequenceJob, index: Optional[int], detail: str) -> str:
+    """``detail`` led by the name of the job's call ``index`` (as the child words a call's exception), when known."""
+    call = job.calls[index] if index is not None and isinstance(job.calls, list) else None
+    name = call.get("name") if isinstance(call, dict) else None
+    return f"{name[:200]}: {detail}" if isinstance(name, str) else detail  # (a row's tool name may be any length)
 
 
 def _feed(proc: subprocess.Popen, payload: bytes) -> None:
