@@ -186,6 +186,10 @@ def loop_swallowing_the_timer(x):
         except BaseException:
             pass
 
+def leave_the_group_and_hang(x):
+    os.setsid()  # no audit event: the sandbox's process group no longer holds this process
+    loop_swallowing_the_timer(x)
+
 def burn_cpu_swallowing(x):
     loop_swallowing_the_timer(x)
 
@@ -268,10 +272,40 @@ def look_later(name, seconds):
     time.sleep(seconds)
     return os.path.exists(name)
 
+def hang_after_the_result(x):
+    # The sample's process sends its result, flushes its output and ends: an output whose flush stops the process
+    # keeps it from ending. (Stopping itself is no signal to another process.)
+    class Stopping:
+        def write(self, text):
+            return len(text)
+
+        def flush(self):
+            os.kill(os.getpid(), signal.SIGSTOP)
+
+    sys.stdout = Stopping()
+    return x
+
 def delay_the_exit(seconds):
     import atexit
     atexit.register(time.sleep, seconds)  # the interpreter runs it when the batch ends
     return seconds
+
+def leave_state(value):
+    import builtins
+    import types
+    os.environ["NESTFUL_LEFT"] = value
+    builtins.nestful_left = value
+    sys.modules["nestful_left"] = types.ModuleType("nestful_left")
+    return value
+
+def find_state(x):
+    import builtins
+    return [os.environ.get("NESTFUL_LEFT"), hasattr(builtins, "nestful_left"), "nestful_left" in sys.modules]
+
+def hoard(mb):
+    import math
+    math.nestful_hoard = bytearray(mb << 20)  # kept by a module, past the sample
+    return mb
 
 # -- the parent's result channel: its number is the child's argument ------------------------------------
 
@@ -668,9 +702,21 @@ def test_a_sandbox_that_does_not_exit_after_its_last_result_keeps_the_results(ev
     assert time.monotonic() - started < 15
 
 
+def test_a_sample_whose_process_does_not_end_after_its_result_keeps_it_and_blames_no_other(evil_dir, monkeypatch):
+    """The sandbox waits for a sample's process to end before the next sample: one that hangs after its result
+    (here stopped by the output it left) is killed once the sandbox has been silent too long. Its result stands, and the
+    next sample runs in a fresh sandbox rather than being charged with the silence."""
+    from tooluse_datasets.builders.nestful.execution import sandbox
+
+    monkeypatch.setattr(sandbox, "IDLE_SECONDS", 3.0)
+    results = run_sequences([one_call("hang_after_the_result", 1, gold="1"), one_call("add", 1, 2, gold="3")],
+                            evil_dir, FAST)
+    assert [(r.status, r.win_corrected) for r in results] == [("ok", True), ("ok", True)]
+
+
 def test_a_thread_left_running_cannot_write_in_the_next_samples_folder(evil_dir):
-    """The write policy is per process: a sample that leaves a thread behind ends its child, and the next
-    sample runs in a fresh one, where no thread of the first plants a file in its folder."""
+    """The write policy is per process: each sample runs in a process of its own, which ends with the sample and
+    its threads, so no thread of the first plants a file in the next sample's folder."""
     results = run_sequences([one_call("leave_a_writer", "planted.txt", 0.1),
                              one_call("look_later", "planted.txt", 0.4), one_call("add", 1, 2, gold="3")],
                             evil_dir, FAST)
@@ -679,8 +725,7 @@ def test_a_thread_left_running_cannot_write_in_the_next_samples_folder(evil_dir)
 
 
 def test_a_thread_the_threading_module_does_not_count_ends_the_child_too(evil_dir):
-    """The sandbox counts the process's threads as the kernel does: a thread of _thread.start_new_thread is not
-    in threading.active_count()."""
+    """A thread of _thread.start_new_thread (not in threading.active_count()) ends with its sample's process too."""
     results = run_sequences([one_call("leave_a_raw_writer", "planted.txt", 0.1),
                              one_call("look_later", "planted.txt", 0.4)], evil_dir, FAST)
     assert [(r.status, r.reason) for r in results] == [("ok", None)] * 2
@@ -705,6 +750,19 @@ def test_an_interrupt_in_the_caller_ends_the_sandbox_at_once(evil_dir, marked):
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     assert time.monotonic() - started < 5
+    assert alive(marked) == []
+
+
+def test_a_hanging_sample_in_a_session_of_its_own_ends_with_the_batch_without_kernel_isolation(evil_dir, marked):
+    """Each sample runs in a process forked from the sandbox's, which may leave the process group the sandbox
+    is killed by (os.setsid raises no audit event): it dies with the process it was forked from."""
+    import dataclasses
+
+    limits = dataclasses.replace(FAST, kernel_isolation=False, network_namespace=False)
+    results = run_sequences([one_call("leave_the_group_and_hang", 1), one_call("add", 1, 2, gold="3")], evil_dir,
+                            limits)
+    assert [(r.status, r.reason) for r in results] == [("limit", "timeout"), ("ok", None)]
+    time.sleep(0.5)
     assert alive(marked) == []
 
 
@@ -751,6 +809,34 @@ def test_a_sample_that_kills_the_sandbox_is_charged_to_the_call_that_was_running
     assert "SIGSEGV" in results[0].detail and "status 3" in results[1].detail and "SIGXCPU" in results[3].detail
     # The executed row's error names the call, as for any other failure.
     assert execution_error(results[0]).field == "output[1]"
+
+
+PATCH_ISQRT = "__import__('math').__setattr__('isqrt', lambda n: 0) or 'patched'"
+
+
+def test_what_a_sample_changes_in_the_interpreter_does_not_reach_the_next_one(real_rows, functions_dir):
+    """Upstream's functions run in the sandbox's interpreter and may change it: a prediction calling upstream's
+    eval-based is_string_value can patch the math module basic_functions.py imports. A row's outcome must not
+    depend on which samples ran before it in its batch (it did: the gold row calling sqrt then divided by 0)."""
+    row = next(r for r in real_rows if r["meta"]["sample_id"] == "6ae58ffa-f086-4aa5-9bc9-e2beeec685cc")
+    patch = SequenceJob([{"name": "is_string_value", "label": "$var1", "arguments": {"variable_name": PATCH_ISQRT}}],
+                        {"is_string_value": ["result"]})
+    (alone,) = run_sequences([execution_job(row)], functions_dir)
+    assert alone.ok and alone.win_upstream
+    results = run_sequences([patch, execution_job(row)], functions_dir)
+    assert results[0].ok and results[0].answer["value"] is True  # the patch ran
+    assert (results[1].status, results[1].reason, results[1].answer) == (alone.status, alone.reason, alone.answer)
+    assert results[1].win_upstream
+
+
+def test_environment_builtins_modules_and_memory_a_sample_leaves_do_not_reach_the_next_one(evil_dir):
+    import dataclasses
+
+    limits = dataclasses.replace(FAST, memory_mb=1024, timeout=10)  # (time to fill 600 MB on a loaded machine)
+    results = run_sequences([one_call("leave_state", "x"), one_call("find_state", 1), one_call("hoard", 600),
+                             one_call("eat_memory", 600 << 20)], evil_dir, limits)
+    assert [(r.status, r.reason) for r in results] == [("ok", None)] * 4, [r.describe() for r in results]
+    assert results[1].answer["value"] == [None, False, False]
 
 
 def test_results_that_are_not_json_values_are_rendered_and_typed(evil_dir):

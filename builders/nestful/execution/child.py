@@ -8,13 +8,15 @@ with the stdlib's exact encoder (shortest round-trip floats, integers of any siz
 
 Protocol: the parent writes one JSON request on stdin (functions folder, import path, limits, samples);
 this process answers on file descriptor RESULT_FD with one JSON object per line: ``ready`` (how the
-sandbox was set up), then for each sample ``start`` and ``call`` before each call runs (so the parent knows
-which sample and call a crash or hang belongs to), and ``result``. stdout/stderr go to a log file the parent owns.
+sandbox was set up), then for each sample ``start``, ``call`` before each call runs (so the parent knows
+which sample and call a crash or hang belongs to), ``result``, and ``ended`` (how the sample's process
+ended: a sample without a result crashed). stdout/stderr go to a log file the parent owns.
 
 Processes: this process reads the request, isolates itself (:func:`isolate`: namespaces, a read-only file
 system but the sample area) and, with a new PID namespace, forks a reaper (PID 1 there) that forks the
 worker (:func:`enter_pid_namespace`); only the worker keeps RESULT_FD, drops its capabilities, installs
-the audit hook and runs the samples. Without a PID namespace this process is the worker.
+the audit hook and runs each sample in a process of its own, forked from it (:func:`run_forked`): what a
+sample changes in the interpreter ends with it. Without a PID namespace this process is the worker.
 
 What a sample runs is the official executor's semantics (spec section 9): for each call, the tool's
 ``output_parameters`` keys (exactly one), arguments positionally in key order with ``$label.field$``
@@ -24,6 +26,7 @@ call's result. Any failure is a failure of the whole sequence.
 """
 import contextlib
 import errno
+import functools
 import importlib.util
 import json
 import math
@@ -206,6 +209,7 @@ _MOUNT_OPTIONS = {b"nosuid": _MS_NOSUID, b"nodev": _MS_NODEV, b"noexec": _MS_NOE
 READ_ONLY = "read-only"  # the file system status when everything but the sample area is read-only
 
 
+@functools.lru_cache(maxsize=None)  # loaded once: each sample's process asks for it again (_die_with_parent)
 def _libc():
     import ctypes
 
@@ -467,15 +471,6 @@ def drop_capabilities():
         return ""
     except Exception as exc:
         return f"{type(exc).__name__}: {exc}"
-
-
-def os_threads():
-    """Threads of this process as the kernel counts them (``_thread.start_new_thread`` threads included,
-    which ``threading.active_count`` does not see)."""
-    try:
-        return len(os.listdir("/proc/self/task"))
-    except OSError:
-        return threading.active_count()
 
 
 def set_limits(limits):
@@ -935,27 +930,66 @@ def main():
     policy = Policy([root])
     sys.addaudithook(policy)  # from here on, and irremovably, every sample runs under the policy
     channel.send(dict(isolation, event="ready", pid=os.getpid()))
-    threads = os_threads()
     for index, sample in enumerate(request["samples"]):
         fresh_log(policy)
         channel.send({"event": "start", "index": index, "time": time.time()})
         workdir = os.path.join(work_area, str(request["first"] + index))
-        result = run_sample(sample, functions, policy, limits, root, workdir, channel)
-        os.chdir(root)
+        status = run_forked(sample, functions, policy, limits, root, workdir, channel, index)
         if pid_namespace:
             end_other_processes(policy)
         with policy.unchecked():
-            # What the sample wrote goes with it (before its result, so the time is the sample's): the sample
-            # area (disk_mb) is for each sample whole, not what the earlier samples of its batch left of it.
+            # What the sample wrote goes with it: the sample area (disk_mb) is for each sample whole, not what
+            # the earlier samples of its batch left of it.
             shutil.rmtree(workdir, ignore_errors=True)
-        channel.send(dict(result, event="result", index=index))
-        if os_threads() > threads:
-            # A thread the sample started still runs. The write policy is the process's, so it could write in
-            # the next sample's folder: the next samples get a fresh interpreter (and this one does not wait
-            # for the thread to end).
-            channel.send({"event": "restart"})
-            os._exit(0)
+        # How the sample's process ended; the parent charges a sample that sent no result (a crash) with it.
+        channel.send({"event": "ended", "index": index, "status": status, "log": log_tail(request["log"])})
     return 0
+
+
+def run_forked(sample, functions, policy, limits, root, workdir, channel, index):
+    """Run one sample in a process forked from this one, which sends the sample's events and result and exits:
+    whatever the sample changes in the interpreter (modules, builtins, environment, the working folder, memory
+    it keeps, threads it leaves running) goes with its process, so no sample's outcome depends on which
+    samples ran before it in its batch. Returns how the process ended: its exit status, or minus the signal
+    that ended it."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()  # (or the sample's process would write it again)
+    worker = os.getpid()
+    with policy.unchecked():
+        pid = os.fork()
+    if pid == 0:
+        # Killed with this process: the sandbox is ended by its process group, which the sample may leave
+        # (os.setsid raises no audit event); without a PID namespace it would outlive the batch.
+        _die_with_parent()
+        if os.getppid() != worker:  # (this process ended before that took effect)
+            os._exit(1)
+        code = 0
+        try:
+            result = run_sample(sample, functions, policy, limits, root, workdir, channel)
+            channel.send(dict(result, event="result", index=index))
+        except BaseException:  # the sandbox's own failure: said in the log, which the parent quotes
+            import traceback
+
+            traceback.print_exc()
+            code = 70
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # closed or replaced by the sample
+                pass
+        os._exit(code)  # not exit(): no exit hooks of the sample's, no waiting for its threads
+    _, wait_status = os.waitpid(pid, 0)
+    return -os.WTERMSIG(wait_status) if os.WIFSIGNALED(wait_status) else os.WEXITSTATUS(wait_status)
+
+
+def log_tail(path, size=600):
+    """The end of the log (the sample's stdout and stderr), for the parent to quote when the sample crashed."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.fstat(f.fileno()).st_size - size))
+            return f.read(size).decode("utf-8", "replace")
+    except OSError:
+        return "(no log)"
 
 
 if __name__ == "__main__":

@@ -41,25 +41,29 @@ sqlite's ``ATTACH``, ``_posixsubprocess``), so the kernel is the barrier and the
   databases (``file:`` URIs included) outside that folder: the batch's root with the logs this process
   reads, other samples' folders (which the kernel leaves writable: only the hook keeps samples apart),
   anywhere else (``write_outside_workdir``). A refusal counts even if upstream code catches the error; the
-  check runs per thread, so a thread upstream code starts is checked like the main one. A sample that
-  leaves a thread running (counted as the kernel counts them, ``_thread`` threads included) ends its
-  child: the next samples run in a fresh one, where the thread cannot write in their folders.
+  check runs per thread, so a thread upstream code starts is checked like the main one.
+* **samples apart**: each sample runs in a process of its own, forked from the worker before it ran any
+  upstream code, and gone when the sample ends: what a sample changes in the interpreter (modules, builtins,
+  environment variables, the working folder, random state, memory it keeps, threads it leaves running) does
+  not reach the next one, so a row's outcome does not depend on the rows sharing its batch. The cost is a
+  fork per sample (milliseconds) and each sample importing what it needs (numpy, pandas, torch) itself.
 * **the result channel**: sample code runs in the process that reports results and can write to the pipe
   (its number is the child's argument). This process takes only well-formed events of the protocol, in
-  sequence (``ready``; per sample ``start``, ``call`` as each of its calls starts, then its ``result``;
-  ``restart`` between samples), and lines no longer than a result can be; anything else kills the child and
-  charges the sample that last started (``crashed``, reason ``protocol``), and the batch goes on in a fresh
-  child. A crash, kill or CPU limit is charged to the call that last started (``failed_call``). A forged result in correct
-  sequence cannot be told apart: a sample can report any result for itself (upstream's ``eval``-based
+  sequence (``ready``; per sample ``start``, ``call`` as each of its calls starts, its ``result``, then
+  ``ended``), and lines no longer than a result can be; anything else kills the child and charges the
+  sample that last started (``crashed``, reason ``protocol``), and the batch goes on in a fresh child. A
+  crash, kill or CPU limit is charged to the call that last started (``failed_call``). A forged result in
+  correct sequence cannot be told apart: a sample can report any result for itself (upstream's ``eval``-based
   functions already let a prediction compute any answer), and, by writing results for the samples after
   it in its child and then exiting, for those too.
 * **time**: ``timeout`` seconds of wall-clock per sample (upstream: 10) with a timer in the child; the
   parent kills the child if a sample outlives ``timeout + grace`` (code that swallows the timer, hangs in C
   or writes to the result channel without ending a line), and ``RLIMIT_CPU`` ends it after
   ``cpu_seconds`` of CPU (reason ``timeout`` either way).
-* **memory** (``RLIMIT_AS``), file size (``RLIMIT_FSIZE``), open files, and no core dumps.
-* **crashes**: a segfault, ``os._exit``, an abort or a kill ends the child, not the caller; the sample
-  is reported ``crashed`` with the exit status and the batch continues in a new child.
+* **memory** (``RLIMIT_AS``, each sample's process), file size (``RLIMIT_FSIZE``), open files, and no core
+  dumps.
+* **crashes**: a segfault, ``os._exit``, an abort or a kill ends the sample's process, not the caller; the
+  sample is reported ``crashed`` with the exit status and the batch goes on.
 * **environment**: a clean environment (no tokens, proxies or ``PYTHON*`` variables), ``-I`` (no
   user site, no script folder or working directory on ``sys.path``), ``-S`` (no ``.pth`` processing:
   the package itself is not importable in the child); ``sys.path`` is this process's, so numpy,
@@ -275,14 +279,14 @@ def _run_child(jobs, first, results, functions_dir, limits, root) -> int:
     """One child for ``jobs[first:]``; returns the index of the first job it did not finish."""
     request = {
         "functions_dir": functions_dir, "sys_path": child_sys_path(), "root": root, "first": first,
-        "limits": dataclasses.asdict(limits),
+        "limits": dataclasses.asdict(limits), "log": os.path.join(root, f"child-{first}.log"),
         "samples": [{"calls": j.calls, "output_fields": j.output_fields, "gold": j.gold} for j in jobs[first:]],
     }
     # The request goes out with the stdlib: predictions may hold NaN, which json.loads accepted upstream, and
     # lone surrogates, which UTF-8 cannot encode: ASCII with escapes, which the child's json.loads restores.
     payload = json.dumps(request, ensure_ascii=True).encode("ascii")
     read_fd, write_fd = os.pipe()
-    log_path = os.path.join(root, f"child-{first}.log")
+    log_path = request["log"]
     with open(log_path, "wb") as log:
         try:
             proc = subprocess.Popen(
@@ -297,7 +301,8 @@ def _run_child(jobs, first, results, functions_dir, limits, root) -> int:
     reader = _EventReader(read_fd)
     isolation, current, started, done = {}, None, 0.0, first
     running = None  # the call of the current sample that last started (the child says so before each call)
-    killed_for, killed_idle, restart = None, False, False
+    ending = None  # the sample that sent its result, until the child says its process ended
+    killed_for, killed_idle = None, False
     try:
         _feed(proc, payload)
         heard = time.monotonic()
@@ -326,7 +331,8 @@ def _run_child(jobs, first, results, functions_dir, limits, root) -> int:
                     raise _Tampered(f"a {kind!r} event where the sandbox reports how it is set up")
                 isolation = {k: event[k] for k in ISOLATION}
             elif kind == "start":
-                if current is not None or event.get("index") != done - first or type(event["index"]) is not int:
+                if (current is not None or ending is not None or event.get("index") != done - first
+                        or type(event["index"]) is not int):
                     raise _Tampered(f"a start of sample {event.get('index')!r} out of sequence")
                 current, started, running = done, time.monotonic(), None
             elif kind == "call":
@@ -342,12 +348,18 @@ def _run_child(jobs, first, results, functions_dir, limits, root) -> int:
                 if not _well_formed_result(event):
                     raise _Tampered("a result that is not one the sandbox writes")
                 results[current] = _result(event, isolation)
-                current, done = None, current + 1
-            elif kind == "restart" and current is None and done > first:
-                # A sample left a thread running: the child exits now; the next samples need a fresh one.
-                restart = True
-                _kill(proc)
-                break
+                current, done, ending = None, current + 1, current
+            elif kind == "ended":
+                status, log_text = event.get("status"), event.get("log")
+                if type(event.get("index")) is not int or type(status) is not int or not isinstance(log_text, str):
+                    raise _Tampered("an end of a sample that is not one the sandbox writes")
+                if current is not None and event["index"] == current - first:
+                    # The sample's process ended without a result: a crash, or the CPU limit.
+                    results[current] = _ended(jobs[current], running, status, _one_line(log_text), limits, isolation)
+                    current, done = None, current + 1
+                elif ending is None or event["index"] != ending - first:
+                    raise _Tampered(f"an end of sample {event['index']!r} out of sequence")
+                ending = None
             else:
                 raise _Tampered(f"a {kind!r} event out of sequence")
     except _Tampered as tampered:
@@ -370,7 +382,9 @@ def _run_child(jobs, first, results, functions_dir, limits, root) -> int:
         raise
     reader.close()
     returncode = _reap(proc)
-    if done == len(jobs) or (restart and current is None):
+    if done == len(jobs) or (current is None and ending is not None):
+        # Every sample done, or killed after a result whose process did not end (the sample stopped it): that
+        # result stands, no sample is charged, the rest run in a fresh child.
         return done
     if current is None:
         if done == first and not isolation:
@@ -385,14 +399,19 @@ def _run_child(jobs, first, results, functions_dir, limits, root) -> int:
         results[current] = SequenceResult(
             "limit", "timeout", _at_call(jobs[current], at, f"killed after {limits.timeout + limits.grace:g} s: the "
                                          f"sample ignored its {limits.timeout:g} s timer"), failed_call=at, **isolation)
-    elif returncode == -signal.SIGXCPU:
-        results[current] = SequenceResult("limit", "timeout", _at_call(jobs[current], at, f"CPU limit of "
-                                          f"{limits.cpu_seconds} s (SIGXCPU)"), failed_call=at, **isolation)
     else:
-        results[current] = SequenceResult("crashed", "crash", _at_call(jobs[current], at, f"the sandbox process "
-                                          f"{_exit_text(returncode)}; log: {_tail(log_path)}"), failed_call=at,
-                                          **isolation)
+        results[current] = _ended(jobs[current], at, returncode, _tail(log_path), limits, isolation)
     return current + 1
+
+
+def _ended(job: SequenceJob, at: Optional[int], returncode: int, log: str, limits: SandboxLimits,
+           isolation: dict) -> SequenceResult:
+    """The result of a sample whose process ended before its result (the sample's own, or the sandbox's)."""
+    if returncode == -signal.SIGXCPU:
+        return SequenceResult("limit", "timeout", _at_call(job, at, f"CPU limit of {limits.cpu_seconds} s (SIGXCPU)"),
+                              failed_call=at, **isolation)
+    return SequenceResult("crashed", "crash", _at_call(job, at, f"the sandbox process {_exit_text(returncode)}; "
+                                                                f"log: {log}"), failed_call=at, **isolation)
 
 
 def _at_call(job: SequenceJob, index: Optional[int], detail: str) -> str:
@@ -414,7 +433,7 @@ class _Tampered(Exception):
     """The child's result channel carried what the child does not write: sample code wrote to it."""
 
 
-# The longest line the child writes outside a result (ready, start, restart, fatal) is far shorter.
+# The longest line the child writes outside a result (ready, start, call, ended, fatal) is far shorter.
 SMALL_LINE_BYTES = 1 << 20
 
 
@@ -486,7 +505,11 @@ def _tail(path: str, size: int = 600) -> str:
         data = Path(path).read_bytes()[-size:]
     except OSError:
         return "(no log)"
-    lines = (line.strip() for line in data.decode("utf-8", "replace").splitlines())
+    return _one_line(data.decode("utf-8", "replace"))
+
+
+def _one_line(text: str) -> str:
+    lines = (line.strip() for line in text.splitlines())
     return " | ".join(line for line in lines if line) or "(empty)"
 
 
