@@ -1299,3 +1299,33 @@ def test_a_bridge_read_back_is_reused_only_where_it_still_bridges_to_the_same_to
     bridge = written[2]["content"]
     assert written[3]["role"] == "tool_call" and "get_date" in written[3]["content"]
     assert "get_date" in bridge and "get_time" not in bridge
+
+
+@pytest.mark.parametrize("with_tools", [True, False])
+def test_a_foreign_system_prompt_that_lists_a_tool_in_its_text_reads_back_as_it_was(tmp_path, with_tools):
+    # A glaive system prompt (real, row 25475: a tool spelled out as pretty JSON in the text) and BUTTON's real
+    # template (a <tool> block) as the system message of real ms-swift rows: the toolmind writer's text must
+    # read back as the same system message and tools, not with the text's tools moved into `tools`.
+    native = json.loads(shared_data("toolmind", "source_native_samples.json").read_text())
+    button = native["button_instruct"]
+    prompts = [native["glaive_function_calling_v2"]["row_25475_exact"]["system"],
+               button["system_template_verbatim"].replace("{parallel}", button["parallel_placeholder_values_verbatim"]["off"])
+               .replace("{tool_list}", json.dumps([t["function"] for t in TOOLS])),
+               "  Answer in this shape:\n{\"name\": \"reply\", \"description\": \"the answer\"}\n"]
+    lines = shared_data("ms_swift", "agent_support_doc_examples_en.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = []
+    for prompt in prompts:
+        row = json.loads(lines[1])  # user, assistant, tool_call, tool_response, assistant
+        if not with_tools:
+            row = {"messages": [m for m in row["messages"] if m["role"] in ("user", "assistant")][:1] + [
+                {"role": "assistant", "content": row["messages"][-1]["content"]}]}
+        row["messages"].insert(0, {"role": "system", "content": prompt})
+        rows.append(row)
+    original = list(td.load("ms_swift", data_files=write_jsonl(tmp_path / "swift.jsonl", rows), split="train"))
+    assert original[0]["tools"] if with_tools else not original[0]["tools"]
+    written = write_jsonl(tmp_path / "toolmind.jsonl", [TOOLMIND_FORMAT.write(row) for row in original])
+    back = list(td.load("toolmind", data_files=written, split="ms_swift_swift", streaming=True))
+    for before, after in zip(original, back, strict=True):
+        assert after["messages"][0] == before["messages"][0]
+        assert codec.dumps(after["tools"]) == codec.dumps(before["tools"])
+        assert [m["role"] for m in after["messages"]] == [m["role"] for m in before["messages"]]

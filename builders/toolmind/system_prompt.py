@@ -14,6 +14,12 @@ parameters}``), with JSON-Schema parameters or xLAM-style parameter blocks (``{"
 "type": "str", "default"}}``, also under ``"arguments"``, When2Call's ``"type": "dict"``). Parsing never
 fails: when nothing is found the row gets ``tools=[]`` and a flag. The exact text is kept by the caller, so
 none of this normalisation has to be reversible.
+
+Rows from other sources are written in one layout (:func:`render_system_prompt`): protocol, catalog, instructions.
+Where the scan would read that text back otherwise (instructions holding a line of JSON that looks like a tool,
+a ``<tools>`` block, a lead-in line or surrounding whitespace; tools the scan would normalise or merge), the
+writer adds an ``## Instructions`` heading (:func:`render_marked_system_prompt`), and a text in exactly that
+marked layout is read as it says: each catalog line one tool as written, the rest the instructions verbatim.
 """
 from __future__ import annotations
 
@@ -41,6 +47,8 @@ PROTOCOL_TEXT = (
     "5. When done or if no tool is needed, give the final answer inside <answer>...</answer>."
 )
 TOOLS_HEADING = "## Available Tools"
+# Starts the instructions where the writer marks them (render_marked_system_prompt): what follows is their text.
+INSTRUCTIONS_HEADING = "## Instructions"
 
 # Where a tool catalog can start: a JSON array/object opening a line, or right after <tools> or <tool>. (Searched
 # as "\n" + text: a pattern with a literal first character is scanned ~10x faster than one using ^.)
@@ -62,6 +70,9 @@ class SystemPrompt:
 
 def parse_system_prompt(text: str) -> SystemPrompt:
     """Tools and domain instructions of a system text. Never raises."""
+    marked = _parse_marked(text)
+    if marked is not None:
+        return marked
     spans, tools, scanned = _scan_tool_catalog(text)
     if not spans:
         return SystemPrompt([], _strip_protocol(text).strip(), False)
@@ -105,6 +116,42 @@ def render_system_prompt(tools: list[dict], instructions: str) -> str:
     if instructions:
         parts.append(instructions)
     return "\n\n".join(parts)
+
+
+def render_marked_system_prompt(tools: list[dict], instructions: str) -> str:
+    """:func:`render_system_prompt` with the instructions under :data:`INSTRUCTIONS_HEADING` (also when empty),
+    which :func:`parse_system_prompt` reads back as written whatever they hold."""
+    catalog = render_system_prompt(tools, "")
+    return f"{catalog}\n\n{INSTRUCTIONS_HEADING}\n\n{instructions}"
+
+
+def _parse_marked(text: str) -> Optional[SystemPrompt]:
+    """The tools and instructions of a text in exactly the marked layout, else None. The layout is checked
+    before any JSON is read (most texts fail at the first character compared), and each catalog line must be
+    an OpenAI function tool spelled as the writer spells it."""
+    head = PROTOCOL_TEXT + "\n\n"
+    if not text.startswith(head):
+        return None
+    pos = len(head)
+    lines: list[str] = []
+    if text.startswith(TOOLS_HEADING + "\n\n", pos):
+        start = pos + len(TOOLS_HEADING) + 2
+        end = text.find("\n\n", start)
+        if end < 0:
+            return None
+        lines, pos = text[start:end].split("\n"), end + 2
+    if not text.startswith(INSTRUCTIONS_HEADING + "\n\n", pos):
+        return None
+    tools = []
+    for line in lines:
+        ok, tool = try_loads(line)
+        if not (ok and isinstance(tool, dict) and tool.get("type") == "function"
+                and isinstance(tool.get("function"), dict) and isinstance(tool["function"].get("name"), str)
+                and json.dumps(tool, ensure_ascii=False) == line):
+            return None
+        tools.append(tool)
+    scanned = any(may_nest_deep(line) for line in lines)  # as the scan says of deep values (SystemPrompt.scanned)
+    return SystemPrompt(tools, text[pos + len(INSTRUCTIONS_HEADING) + 2:], bool(tools), scanned)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from tooluse_datasets.schema import complete_row
 from tooluse_datasets.validation import validate_unified
 
 from . import protocol as P
-from .system_prompt import parse_system_prompt, render_system_prompt
+from .system_prompt import parse_system_prompt, render_marked_system_prompt, render_system_prompt
 
 TOOLMIND_FEATURES = Features(
     {
@@ -279,10 +279,16 @@ class _Writer:
         meta = row.get("meta")
         if row.get("source") == "toolmind" and isinstance(meta, dict) and isinstance(meta.get("system"), str):
             # The exact upstream text, unless tools or instructions were edited since it was read.
-            original = parse_system_prompt(meta["system"])
-            if json_bytes(original.tools) == json_bytes(row["tools"]) and original.instructions == instructions:
+            if _reads_as(meta["system"], row["tools"], instructions):
                 return meta["system"]
-        return render_system_prompt(row["tools"], instructions)
+        # The plain layout where the reader gets the same tools and instructions back from it (real rows of
+        # every source do); else the marked one, which it reads as written.
+        for render in (render_system_prompt, render_marked_system_prompt):
+            text = render(row["tools"], instructions)
+            if _reads_as(text, row["tools"], instructions):
+                return text
+        raise ConversionError("the system prompt would not read back as these tools and instructions (a tool or "
+                              "the text holds characters JSON cannot carry)", field="tools")
 
 
 def _match_results(i: int, calls: list[dict], messages: list[dict],
@@ -316,6 +322,14 @@ def _match_results(i: int, calls: list[dict], messages: list[dict],
             raise ConversionError(f"call {calls[k]['id']!r} ({calls[k]['function']['name']}) has no result; ToolMind "
                                   "needs a tool_output after every tool_call", field=f"messages[{i}].tool_calls[{k}]")
     return results, end
+
+
+def _reads_as(system_text: str, tools: list[dict], instructions: str) -> bool:
+    """Whether the reader gets exactly these tools and instructions from a system text."""
+    prompt = parse_system_prompt(system_text)
+    # Tool by tool: a tool may nest as deep as storage allows, the list around it one level deeper.
+    return prompt.instructions == instructions and len(prompt.tools) == len(tools) and all(
+        json_bytes(a) == json_bytes(b) for a, b in zip(prompt.tools, tools))  # 1, 1.0, True differ
 
 
 def _unwrapped_text(content: str, tag: str) -> Optional[str]:
