@@ -43,7 +43,8 @@ from datasets import Features, List, Value
 
 from tooluse_datasets.builders.ms_swift.parsing import (EMPTY_PARAMETERS, parse_tool, spaced_call_text, spaced_dumps,
                                                         spaced_list_text, split_think)
-from tooluse_datasets.builders.ms_swift.writer import MEDIA_TAGS, check_media_tags, check_no_objects
+from tooluse_datasets.builders.ms_swift.writer import (MEDIA_TAGS, check_media_tags, check_no_objects,
+                                                       check_think_block_closes_once)
 from tooluse_datasets.codec import loads
 from tooluse_datasets.errors import (ConversionError, InvalidJsonError, InvalidValueError, MissingFieldError,
                                      ToolUseDataError)
@@ -118,6 +119,8 @@ def llamafactory_conversations(messages: list[dict]) -> tuple[str, list[dict]]:
         calls = m["tool_calls"]
         if not calls:
             check_no_call_markers(m["content"], f"{where}.content")
+            # (A call turn's thought is found by its whole spelling instead: checked below.)
+            check_think_block_closes_once(m["reasoning_content"], f"{where}.reasoning_content", TARGET)
             out.append({"from": GPT, "value": with_reasoning(m["reasoning_content"], m["content"], where)})
             sources.append(i)
             continue

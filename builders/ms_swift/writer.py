@@ -95,6 +95,7 @@ def turn_messages(m: dict, where: str) -> list[dict]:
     reasoning = m.get("reasoning_content")
     if reasoning is not None and not isinstance(reasoning, str):
         raise InvalidValueError("reasoning_content must be a string", field=f"{where}.reasoning_content")
+    check_think_block_closes_once(reasoning, f"{where}.reasoning_content", "ms-swift")
     calls = m.get("tool_calls") or []
     visible = content + "\n" if calls and content else content
     text = join_think(reasoning, visible)
@@ -104,6 +105,15 @@ def turn_messages(m: dict, where: str) -> list[dict]:
         out.append({"role": "tool_call", "content": call_text(function["name"], function["arguments"],
                                                               f"{where}.tool_calls[{j}].function.arguments")})
     return out
+
+
+def check_think_block_closes_once(reasoning: Any, field: str, target: str) -> None:
+    """Reasoning is written inside ``<think>...</think>``, whose first ``</think>`` ends it (for the trainer's
+    template and for our reader): reasoning holding one would come back cut there, the rest taken for the
+    turn's text. There is no escape in that spelling, so such a row is refused."""
+    if isinstance(reasoning, str) and "</think>" in reasoning:
+        raise ConversionError(f"reasoning containing '</think>' would end the think block early ({target} and the "
+                              "reader take the rest for the turn's text)", field=field)
 
 
 def results_in_call_order(messages: list[dict], turn: int, end: int) -> list[dict]:
