@@ -1140,3 +1140,27 @@ def test_a_row_that_cannot_be_stored_is_reported_and_the_batch_kept(tmp_path, ca
     with pytest.raises(td.JsonValueError, match="NaN") as info:
         td.load("ms_swift", data_files=str(path), split="train", cache_dir=str(tmp_path / "raise"))
     assert info.value.row == 3 and info.value.field.startswith("tools")
+
+
+@pytest.mark.parametrize("ids", [(1, 2), (101, "call_gwy"), (True, False)])
+def test_openai_call_ids_that_are_not_strings_never_pair_results_against_what_they_say(tmp_path, ids):
+    # The bundled OpenAI-style row answers its two calls in reverse order, naming them by id. With the same ids
+    # as numbers (or mixed, or booleans) results pair by position, so results that name the other call are a
+    # typed error, not each paired silently with the other city's call; given in call order, they load.
+    lines = Path(td.sample_files("ms_swift")["train"][1]).read_text(encoding="utf-8").splitlines()
+    row = json.loads(lines[1])
+    calls, results = row["messages"][1]["tool_calls"], row["messages"][2:4]
+    assert [c["id"] for c in calls] == [r["tool_call_id"] for r in reversed(results)]
+    for call, result, new in zip(calls, reversed(results), ids):
+        call["id"] = result["tool_call_id"] = new
+    path = tmp_path / "numbered.jsonl"
+    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    with pytest.raises(InvalidValueError) as err:
+        list(td.load("ms_swift", data_files=str(path), split="train", streaming=True))
+    assert err.value.field == "messages[2].tool_call_id" and err.value.row == 0
+    row["messages"][2:4] = reversed(results)
+    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    (loaded,) = td.load("ms_swift", data_files=str(path), split="train", streaming=True)
+    answers = [m["content"] for m in loaded["messages"] if m["role"] == "tool"]
+    assert [c["function"]["arguments"]["city"] for c in loaded["messages"][1]["tool_calls"]] == ["Bergen", "Galway"]
+    assert [a.split(":")[0] for a in answers] == ["Bergen", "Galway"]

@@ -484,6 +484,7 @@ def in_call_order(results: list[Message], call_ids: list, id_key: str) -> list[M
     result_ids = [r.extra.get(id_key) for r in results]
     ids_usable = all(isinstance(x, str) for x in call_ids + result_ids) and len(set(call_ids)) == len(call_ids)
     if not ids_usable:
+        _check_positions_agree(results, call_ids, result_ids, id_key)
         return results
     if sorted(call_ids) != sorted(result_ids):
         if len(results) != len(call_ids):
@@ -498,6 +499,17 @@ def in_call_order(results: list[Message], call_ids: list, id_key: str) -> list[M
             seen.add(result_id)
     position = {call_id: k for k, call_id in enumerate(call_ids)}
     return sorted(results, key=lambda r: position[r.extra[id_key]])
+
+
+def _check_positions_agree(results: list[Message], call_ids: list, result_ids: list, id_key: str) -> None:
+    """Results whose ids are not all strings pair with the calls by position. Where a result and the call at its
+    position both give an id (a number, say) and the two differ, the row says one pairing and position another
+    (ms-swift re-sorts by ids only under its own conditions): refused, not paired silently against its ids."""
+    for r, call_id, result_id in zip(results, call_ids, result_ids):
+        if call_id is not None and result_id is not None and (type(call_id), call_id) != (type(result_id), result_id):
+            raise InvalidValueError(f"{id_key} {result_id!r} is not the id of the call it answers by position "
+                                    f"({call_id!r}), and ids that are not all strings are not used to pair results; "
+                                    f"give the ids as strings, or the results in call order", field=r.file_field(f".{id_key}"))
 
 
 def with_block_text(m: Message) -> Message:
