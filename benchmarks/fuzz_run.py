@@ -51,7 +51,8 @@ def row_times(source: str, specs: list) -> tuple[list[tuple[float, str, int]], f
     document is parsed whole before its first row), and the slowest shard read."""
     from tooluse_datasets import registry
     from tooluse_datasets.pipeline import ShardConverter
-    from tooluse_datasets.shards import RawBatch, display_path
+    from tooluse_datasets.shards.paths import display_path
+    from tooluse_datasets.shards.shard import RawBatch
 
     builder = registry.builder_class(source)(config_name="unified", data_files=[s.path for s in specs],
                                              on_error="skip")

@@ -79,7 +79,8 @@ def test_the_fuzz_files_hold_what_their_specs_say(tmp_path):
     element), so that arrays with a bad element, a cut last element or text after them are checked too."""
     import pyarrow.parquet as pq
 
-    from tooluse_datasets.shards import read_shard, whole_file_shard
+    from tooluse_datasets.shards.plan import whole_file_shard
+    from tooluse_datasets.shards.reading import read_shard
 
     seeds = fuzz_rows.seed_rows("ms_swift", None)
     kinds = set()
@@ -109,7 +110,7 @@ def test_mutated_json_arrays_read_alike_whole_one_by_one_in_runs_and_in_pieces(m
     import json
 
     import tooluse_datasets as td
-    from tooluse_datasets import shards
+    from tooluse_datasets.shards import documents, plan, reading
 
     def shown(value):
         if isinstance(value, td.ToolUseDataError):
@@ -117,7 +118,7 @@ def test_mutated_json_arrays_read_alike_whole_one_by_one_in_runs_and_in_pieces(m
         return json.dumps(value, sort_keys=True)
 
     def items(shard_list, resume=None):
-        return [(n, shown(v)) for s in shard_list for b in shards.read_shard(s, 5, resume) for n, v in b.items]
+        return [(n, shown(v)) for s in shard_list for b in reading.read_shard(s, 5, resume) for n, v in b.items]
 
     seeds = fuzz_rows.seed_rows("ms_swift", SHARED_DATA)
     compared = runs = 0
@@ -128,20 +129,20 @@ def test_mutated_json_arrays_read_alike_whole_one_by_one_in_runs_and_in_pieces(m
             for spec in specs:
                 if spec.kind != "json" or spec.whole_file_error:
                     continue
-                whole = shards.whole_file_shard(spec.path)
+                whole = plan.whole_file_shard(spec.path)
                 expected = items([whole])
                 with monkeypatch.context() as m:
-                    m.setattr(shards, "ARRAY_WHOLE_BYTES", 0)
-                    m.setattr(shards, "_ARRAY_READ_BYTES", 64)
-                    m.setattr(shards, "RUN_BYTES", 0)
+                    m.setattr(documents, "ARRAY_WHOLE_BYTES", 0)
+                    m.setattr(documents, "_ARRAY_READ_BYTES", 64)
+                    m.setattr(documents, "RUN_BYTES", 0)
                     assert items([whole]) == expected, (seed, spec.path, "one by one")
-                    m.setattr(shards, "RUN_BYTES", 2000)
+                    m.setattr(documents, "RUN_BYTES", 2000)
                     assert items([whole]) == expected, (seed, spec.path, "in runs")
-                    positions = [p for b in shards.read_shard(whole, 5) for p in b.positions]
+                    positions = [p for b in reading.read_shard(whole, 5) for p in b.positions]
                     runs += sum(offset < 0 for _, offset in positions)
                     for position in positions[:: max(1, len(positions) // 4)]:
                         rest = items([whole], resume=position)
                         assert rest == [(n, v) for n, v in expected if n >= position[0]], (seed, position)
-                    assert items(shards.cut_array(spec.path, 3000)) == expected, (seed, spec.path, "pieces")
+                    assert items(plan.cut_array(spec.path, 3000)) == expected, (seed, spec.path, "pieces")
                 compared += 1
     assert compared >= 20 and runs > 0  # arrays were compared, and runs were read

@@ -106,7 +106,8 @@ def test_every_skipped_row_is_listed_with_file_row_and_reason_map_style_and_stre
 
 
 def _document_items(path: Path) -> list:
-    from tooluse_datasets.shards import DOCUMENT, Shard, read_shard
+    from tooluse_datasets.shards.reading import read_shard
+    from tooluse_datasets.shards.shard import DOCUMENT, Shard
 
     return [item for batch in read_shard(Shard(str(path), DOCUMENT), 2) for item in batch.items]
 
@@ -116,18 +117,18 @@ def array_mode(request, monkeypatch):
     """JSON arrays are parsed whole up to ARRAY_WHOLE_BYTES, else read element by element: every array test runs
     both ways, the streamed way in 5-byte reads (elements span many), and also without the element regex (token
     by token only, as on Python 3.10); and in runs of elements parsed together, a few short elements a run."""
-    from tooluse_datasets import shards
+    from tooluse_datasets.shards import documents
 
     if request.param != "whole":
-        monkeypatch.setattr(shards, "ARRAY_WHOLE_BYTES", 0)
-        monkeypatch.setattr(shards, "_ARRAY_READ_BYTES", 5)
+        monkeypatch.setattr(documents, "ARRAY_WHOLE_BYTES", 0)
+        monkeypatch.setattr(documents, "_ARRAY_READ_BYTES", 5)
     if request.param == "streamed-by-tokens":
-        monkeypatch.setattr(shards, "_ELEMENT", None)
+        monkeypatch.setattr(documents, "_ELEMENT", None)
     if request.param == "streamed-in-runs":
-        monkeypatch.setattr(shards, "_ARRAY_READ_BYTES", 50)
-        monkeypatch.setattr(shards, "RUN_BYTES", 120)
+        monkeypatch.setattr(documents, "_ARRAY_READ_BYTES", 50)
+        monkeypatch.setattr(documents, "RUN_BYTES", 120)
     else:
-        monkeypatch.setattr(shards, "RUN_BYTES", 0)
+        monkeypatch.setattr(documents, "RUN_BYTES", 0)
     return request.param
 
 
@@ -296,7 +297,8 @@ def test_a_large_json_array_is_read_element_by_element_with_the_same_rows(tmp_pa
     """An array over ARRAY_WHOLE_BYTES is read a block at a time: its first rows come before the file is read
     through, memory holds one element and a block, and rows, errors and numbers are those of the whole parse
     (an element nested deeper than the regex follows, a blank element is an error, a BOM is skipped)."""
-    from tooluse_datasets import shards
+    from tooluse_datasets.shards import documents
+    from tooluse_datasets.shards.shard import DOCUMENT, Shard
 
     path = tmp_path / "data.json"
     path.write_text(MIXED_ARRAY + " " * 100_000, encoding="utf-8")  # white space after the array is no error
@@ -318,12 +320,12 @@ def test_a_large_json_array_is_read_element_by_element_with_the_same_rows(tmp_pa
         read_at_first_row.append(counted)
         return opened
 
-    real_open = shards.open_text_file
-    monkeypatch.setattr(shards, "open_text_file", counting_open)
-    monkeypatch.setattr(shards, "ARRAY_WHOLE_BYTES", 64)
-    monkeypatch.setattr(shards, "_ARRAY_READ_BYTES", 32)
-    monkeypatch.setattr(shards, "RUN_BYTES", 256)  # a run is read before it is parsed: twice this ahead
-    batches = shards.read_document(shards.Shard(str(path), shards.DOCUMENT), 2)
+    real_open = documents.open_text_file
+    monkeypatch.setattr(documents, "open_text_file", counting_open)
+    monkeypatch.setattr(documents, "ARRAY_WHOLE_BYTES", 64)
+    monkeypatch.setattr(documents, "_ARRAY_READ_BYTES", 32)
+    monkeypatch.setattr(documents, "RUN_BYTES", 256)  # a run is read before it is parsed: twice this ahead
+    batches = documents.read_document(Shard(str(path), DOCUMENT), 2)
     first = next(batches)
     assert read_at_first_row[0].total < 2_000  # the 1 KB sniff and a few blocks, of 100 KB
     streamed = [(n, v if isinstance(v, dict) else str(v)) for batch in [first, *batches] for n, v in batch.items]
@@ -333,18 +335,19 @@ def test_a_large_json_array_is_read_element_by_element_with_the_same_rows(tmp_pa
 def test_a_large_json_array_resumes_after_any_row(tmp_path, monkeypatch, array_mode):
     """A streamed array's positions hold the byte offset after each element and its comma, so a resume seeks
     there (the last element's is 0: the array is read again, its elements skipped)."""
-    from tooluse_datasets import shards
+    from tooluse_datasets.shards import documents
+    from tooluse_datasets.shards.shard import DOCUMENT, Shard
 
     path = tmp_path / "data.json"
     path.write_text(MIXED_ARRAY, encoding="utf-8")
-    shard = shards.Shard(str(path), shards.DOCUMENT)
-    batches = list(shards.read_document(shard, 3))
+    shard = Shard(str(path), DOCUMENT)
+    batches = list(documents.read_document(shard, 3))
     items = [item for batch in batches for item in batch.items]
     positions = [p for batch in batches for p in batch.positions]
     if array_mode != "whole":  # (negative: inside a run of elements parsed together)
         assert all(offset != 0 for _, offset in positions[:-1]) and positions[-1] == (8, 0)
     for position in positions:
-        rest = [item for batch in shards.read_document(shard, 3, resume=position) for item in batch.items]
+        rest = [item for batch in documents.read_document(shard, 3, resume=position) for item in batch.items]
         assert [(n, str(v)) for n, v in rest] == [(n, str(v)) for n, v in items if n >= position[0]]
 
 
@@ -369,28 +372,29 @@ def test_runs_of_elements_parsed_together_give_the_rows_errors_and_resumes_of_on
     """A large array is read in runs of elements parsed by one orjson call where the guessed boundary holds;
     a wrong guess, or a run holding what the exact reader treats apart, falls back to one element at a time.
     Rows, errors, numbering and every resume point are those of reading each element alone."""
-    from tooluse_datasets import shards
+    from tooluse_datasets.shards import documents
+    from tooluse_datasets.shards.shard import DOCUMENT, Shard
 
     path = tmp_path / "data.json"
     path.write_text(_rows_alike(layout), encoding="utf-8")
-    shard = shards.Shard(str(path), shards.DOCUMENT)
-    monkeypatch.setattr(shards, "ARRAY_WHOLE_BYTES", 0)
+    shard = Shard(str(path), DOCUMENT)
+    monkeypatch.setattr(documents, "ARRAY_WHOLE_BYTES", 0)
 
     def read(resume=None) -> tuple[list, list]:
-        batches = list(shards.read_document(shard, 4, resume=resume))
+        batches = list(documents.read_document(shard, 4, resume=resume))
         items = [(n, v if isinstance(v, dict) else f"error {v.field}") for b in batches for n, v in b.items]
         return items, [p for b in batches for p in b.positions]
 
-    monkeypatch.setattr(shards, "RUN_BYTES", 0)
+    monkeypatch.setattr(documents, "RUN_BYTES", 0)
     alone, _ = read()
     assert [v for _, v in alone].count("error <element>") == 3 and len(alone) == 40
     assert alone[7][1]["big"] == 123456789012345678901234567890  # exact
     calls = []
-    real_run = shards._element_run
-    monkeypatch.setattr(shards, "_element_run", lambda *a: calls.append(real_run(*a)) or calls[-1])
-    monkeypatch.setattr(shards, "_ARRAY_READ_BYTES", 97)
+    real_run = documents._element_run
+    monkeypatch.setattr(documents, "_element_run", lambda *a: calls.append(real_run(*a)) or calls[-1])
+    monkeypatch.setattr(documents, "_ARRAY_READ_BYTES", 97)
     for run_bytes in (300, 700, 1 << 20):
-        monkeypatch.setattr(shards, "RUN_BYTES", run_bytes)
+        monkeypatch.setattr(documents, "RUN_BYTES", run_bytes)
         calls.clear()
         items, positions = read()
         assert items == alone, run_bytes
@@ -399,8 +403,8 @@ def test_runs_of_elements_parsed_together_give_the_rows_errors_and_resumes_of_on
             assert any(offset < 0 for _, offset in positions)  # ...and positions point inside them
         for position in positions:
             assert read(position)[0] == [(n, v) for n, v in alone if n >= position[0]], (run_bytes, position)
-    monkeypatch.setattr(shards, "_INTO_BITS", 2)  # runs of 4 elements or more cannot be resumed into: not taken
-    monkeypatch.setattr(shards, "RUN_BYTES", 700)
+    monkeypatch.setattr(documents, "_INTO_BITS", 2)  # runs of 4 elements or more cannot be resumed into: not taken
+    monkeypatch.setattr(documents, "RUN_BYTES", 700)
     calls.clear()
     items, positions = read()
     assert items == alone and all(len(values) < 4 for _, values in calls if values is not None)

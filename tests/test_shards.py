@@ -13,7 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import tooluse_datasets as td
-from tooluse_datasets.shards import DOCUMENT, LINES, PARQUET, plan_file, read_shard
+from tooluse_datasets.shards.plan import plan_file
+from tooluse_datasets.shards.reading import read_shard
+from tooluse_datasets.shards.shard import DOCUMENT, LINES, PARQUET
 
 
 def _rows_read(path: str, target_bytes: int) -> tuple[list, list[int]]:
@@ -168,7 +170,7 @@ def test_an_option_set_to_none_is_applied(cache_dir):
 def test_shard_counts_are_rounded_to_a_multiple_world_sizes_divide(tmp_path, groups, expected):
     """split_dataset_by_node only hands out whole shards when their number is a multiple of the world size:
     adjacent row groups are merged so that 2, 4, 6 or 12 divide it, and every row is still read once."""
-    from tooluse_datasets.shards import balanced
+    from tooluse_datasets.shards.plan import balanced
 
     path = tmp_path / "rows.parquet"
     _parquet(path, groups * 3, 3)
@@ -186,7 +188,7 @@ def test_shard_counts_of_many_files_reach_the_largest_multiple_their_merges_allo
     """Only shards of one file merge. 20 shards whose merges all lie in one file still become 12 (runs of
     three shards merge where two would not do); where 12 or 6 is out of reach the next multiple is taken,
     and where none is (three one-group files) nothing is merged. Every row is read once, in order."""
-    from tooluse_datasets.shards import balanced
+    from tooluse_datasets.shards.plan import balanced
 
     planned, rows = [], []
     for f, groups in enumerate(groups_per_file):
@@ -261,17 +263,17 @@ def _items(shards) -> list:
 @pytest.fixture(params=["regex", "by-tokens"])
 def delimiting(request, monkeypatch):
     """Elements are found by one regex match each, or token by token (deep elements; everything on 3.10)."""
-    from tooluse_datasets import shards
+    from tooluse_datasets.shards import documents
 
     if request.param == "by-tokens":
-        monkeypatch.setattr(shards, "_ELEMENT", None)
-    monkeypatch.setattr(shards, "_ARRAY_READ_BYTES", 7)  # elements span many reads
+        monkeypatch.setattr(documents, "_ELEMENT", None)
+    monkeypatch.setattr(documents, "_ARRAY_READ_BYTES", 7)  # elements span many reads
     return request.param
 
 
 @pytest.mark.parametrize("target_bytes", [1, 60, 200, 10**9])
 def test_json_array_pieces_cover_every_element_once(tmp_path, target_bytes, delimiting):
-    from tooluse_datasets.shards import cut_array, whole_file_shard
+    from tooluse_datasets.shards.plan import cut_array, whole_file_shard
 
     path = tmp_path / "rows.json"
     path.write_text(ARRAY_TEXT, encoding="utf-8")
@@ -289,7 +291,8 @@ def test_json_array_pieces_cover_every_element_once(tmp_path, target_bytes, deli
 
 def test_a_piece_of_a_json_array_resumes_after_any_of_its_rows(tmp_path, delimiting):
     """Resuming inside a piece gives the rest of that piece only, not the pieces after it."""
-    from tooluse_datasets.shards import cut_array, read_document
+    from tooluse_datasets.shards.documents import read_document
+    from tooluse_datasets.shards.plan import cut_array
 
     path = tmp_path / "rows.json"
     path.write_text(ARRAY_TEXT, encoding="utf-8")
@@ -311,7 +314,7 @@ def test_a_piece_of_a_json_array_resumes_after_any_of_its_rows(tmp_path, delimit
     ("[]", 1), ('[{"only": 1}]', 1),
 ])
 def test_json_files_that_cannot_be_cut_further_read_as_before(tmp_path, text, pieces):
-    from tooluse_datasets.shards import cut_array, whole_file_shard
+    from tooluse_datasets.shards.plan import cut_array, whole_file_shard
 
     path = tmp_path / "rows.json"
     path.write_text(text)
@@ -321,7 +324,7 @@ def test_json_files_that_cannot_be_cut_further_read_as_before(tmp_path, text, pi
 
 
 def test_balancing_merges_touching_pieces_of_an_array(tmp_path):
-    from tooluse_datasets.shards import balanced, cut_array
+    from tooluse_datasets.shards.plan import balanced, cut_array
 
     path = tmp_path / "rows.json"
     path.write_text(json.dumps([{"i": i} for i in range(7)]))
@@ -371,7 +374,7 @@ def test_json_rows_are_read_a_few_at_a_time_and_joined_where_a_batch_step_wants_
     while it is still in the CPU's caches; NESTFUL with execute=True (one sandbox process per batch) joins them
     back into batch_size rows, and no row is lost or reordered either way."""
     from tooluse_datasets.builders.nestful.source import NestfulOptions, NestfulSource
-    from tooluse_datasets.shards import JSON_BATCH_ROWS
+    from tooluse_datasets.shards.reading import JSON_BATCH_ROWS
     from tooluse_datasets.source import SplitPlan
 
     lines = Path(td.sample_files("nestful")["train"][0]).read_text().splitlines()
@@ -423,7 +426,8 @@ def test_prepare_writes_batch_size_rows_a_record_batch_though_rows_convert_a_few
 
 
 def test_joined_batches_keep_the_rows_before_a_read_error():
-    from tooluse_datasets.shards import RawBatch, joined_batches
+    from tooluse_datasets.shards.batches import joined_batches
+    from tooluse_datasets.shards.shard import RawBatch
 
     def broken():
         yield RawBatch([(0, {"a": 1})], [(1, 10)])
@@ -486,11 +490,11 @@ def test_a_large_json_array_cut_short_keeps_every_element_before_the_cut(tmp_pat
     """An array read a block at a time (over ARRAY_WHOLE_BYTES; the sizes made small here) whose compressed file
     is cut short: every element whole before the cut is a row, not only those before the last blocks read
     ahead, then the error naming the file."""
-    from tooluse_datasets import shards
+    from tooluse_datasets.shards import documents
 
-    monkeypatch.setattr(shards, "ARRAY_WHOLE_BYTES", 64 << 10)
-    monkeypatch.setattr(shards, "_ARRAY_READ_BYTES", 64 << 10)
-    monkeypatch.setattr(shards, "RUN_BYTES", 16 << 10)
+    monkeypatch.setattr(documents, "ARRAY_WHOLE_BYTES", 64 << 10)
+    monkeypatch.setattr(documents, "_ARRAY_READ_BYTES", 64 << 10)
+    monkeypatch.setattr(documents, "RUN_BYTES", 16 << 10)
     sample = Path(td.sample_files("ms_swift")["train"][0]).read_text().splitlines()
     elements = [json.loads(line) for line in sample if line.strip()] * 300  # 1 MB
     texts = [json.dumps(e) for e in elements]

@@ -21,7 +21,7 @@ from tooluse_datasets.errors import (ConversionError, InvalidJsonError, InvalidV
                                      SkipReport)
 from tooluse_datasets.schema import message, tool_call, unified_row
 from tooluse_datasets.validation import validate_unified
-from tooluse_datasets.shards import plan_file
+from tooluse_datasets.shards.plan import plan_file
 from tooluse_datasets.source import RowContext, SplitPlan
 
 from conftest import SHARED_DATA, benchmark_module, count_calls, shared_data
@@ -530,7 +530,7 @@ def test_jsonl_splits_read_their_own_byte_ranges(tmp_path, monkeypatch, layout, 
     split's shards hold its own lines and no other split's, so reading one split, or all seven, reads no line
     twice; where splits interleave, a range also spans the other lines between two of its own (unparsed).
     Either way every row is read by one split, once, numbered from the file's start without counting lines."""
-    from tooluse_datasets import shards as shard_module
+    from tooluse_datasets.shards import lines as line_reader
 
     good = native_row(conversation())
     values = ["synthetic"] * 6 + ["tau-train"] * 4 + ["When2Call"] * 3
@@ -544,7 +544,7 @@ def test_jsonl_splits_read_their_own_byte_ranges(tmp_path, monkeypatch, layout, 
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line) + 1)
-    monkeypatch.setattr(shard_module, "_count_lines_before", lambda *a: pytest.fail("a planned range counted lines"))
+    monkeypatch.setattr(line_reader, "_count_lines_before", lambda *a: pytest.fail("a planned range counted lines"))
 
     source = ToolMindSource(ToolMindOptions(shard_bytes=shard_bytes))
     plans = source.plan({"train": [str(path)]})

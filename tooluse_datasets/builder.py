@@ -32,7 +32,10 @@ from .cache_keys import data_dir_digest, data_dir_files, hf_files_at_commits, up
 from .errors import DataNotFoundError, OnError, SkipReport, ToolUseDataError, check_on_error
 from .network import answered_in_chain, failure_text, hub_hint, is_network_error
 from .pipeline import UNIFIED, ShardConverter, TableGroups, config_features
-from .shards import Shard, balanced, cut_documents, display_path, with_archive_files
+from .shards.files import with_archive_files
+from .shards.paths import display_path
+from .shards.plan import balanced, cut_documents
+from .shards.shard import Shard
 from .source import Source, SourceOptions, SplitPlan, Upstream, splits_read, unknown_options_error
 from .streaming import ShardExamplesIterable
 from .validation.filtering import rule_check
@@ -514,8 +517,8 @@ def _check_reachable(urls: Iterable[str]) -> None:
         fs.info(path)
 
 
-# Rows are converted a few dozen at a time (see shards.JSON_BATCH_ROWS), but each table handed to datasets is one
-# record batch of the cache file, and reading the file back (memory-mapped) maps ~64 KB of it into the process
+# Rows are converted a few dozen at a time (see shards.reading.JSON_BATCH_ROWS), but each table handed to datasets is
+# one record batch of the cache file, and reading the file back (memory-mapped) maps ~64 KB of it into the process
 # for every batch: 64-row tables put 156 MB more into RSS than 1,000-row ones for 124K ToolMind rows.
 WRITE_BATCH_BYTES = 8 << 20
 

@@ -17,7 +17,7 @@ import datasets
 from . import registry
 from .builder import ToolUseBuilder
 from .errors import DataNotFoundError, ToolUseDataError
-from .shards import RawBatch, Shard
+from .shards.shard import RawBatch, Shard
 from .source import RowContext, Source, SourceOptions, SplitPlan
 
 SPLIT = "train"

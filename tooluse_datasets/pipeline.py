@@ -31,7 +31,8 @@ from datasets import Features
 from .codec import RowEncoder
 from .errors import InvalidValueError, SkipReport, ToolUseDataError, check_on_error
 from .schema import UNIFIED_FEATURES
-from .shards import RawBatch, Shard, display_path
+from .shards.paths import display_path
+from .shards.shard import RawBatch, Shard
 from .source import RowContext, Source, SplitPlan
 
 RAW, UNIFIED = "raw", "unified"

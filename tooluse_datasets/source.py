@@ -26,8 +26,11 @@ import pyarrow as pa
 from datasets import Features
 
 from .errors import ToolUseDataError
-from .shards import (DEFAULT_TARGET_BYTES, RawBatch, Shard, file_suffix, open_parquet, plan_file, read_shard,
-                     whole_file_shard)
+from .shards.parquet import open_parquet
+from .shards.paths import file_suffix
+from .shards.plan import DEFAULT_TARGET_BYTES, plan_file, whole_file_shard
+from .shards.reading import read_shard
+from .shards.shard import RawBatch, Shard
 
 
 @dataclasses.dataclass(frozen=True)

@@ -31,7 +31,9 @@ from datasets.iterable_dataset import _BaseExamplesIterable
 from .codec import json_bytes, loads_stored
 from .errors import JsonValueError, SkipReport, ToolUseDataError
 from .pipeline import ShardConverter, gc_paused, piece_rows
-from .shards import Shard, display_path, resharded
+from .shards.paths import display_path
+from .shards.plan import resharded
+from .shards.shard import Shard
 from .source import Source, SplitPlan
 from .workers import exit_with_parent
 

@@ -30,7 +30,7 @@ from tooluse_datasets.builders.ms_swift.parsing import split_think
 from tooluse_datasets.errors import (ConversionError, InvalidValueError, MissingFieldError, ToolUseDataError,
                                      wrapped_rows_error)
 from tooluse_datasets.schema import message, tool_call, unified_row
-from tooluse_datasets.shards import file_stem
+from tooluse_datasets.shards.paths import file_stem
 from tooluse_datasets.source import RowContext, Source, SourceOptions
 
 from .layout import layout_of

@@ -30,7 +30,9 @@ from datasets import Features, Json, List, Value
 from tooluse_datasets.codec import json_bytes, python_json_text
 from tooluse_datasets.errors import ConversionError, InvalidValueError, JsonValueError, ToolUseDataError
 from tooluse_datasets.schema import complete_row, message, tool_call, unified_row
-from tooluse_datasets.shards import PARQUET, RawBatch, Shard, file_stem, read_shard
+from tooluse_datasets.shards.paths import file_stem
+from tooluse_datasets.shards.reading import read_shard
+from tooluse_datasets.shards.shard import PARQUET, RawBatch, Shard
 from tooluse_datasets.source import RowContext, Source, SplitPlan
 
 from .common import common_unified

@@ -33,7 +33,8 @@ from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Union
 from tooluse_datasets.codec import dumps, loads
 from tooluse_datasets.errors import (InvalidJsonError, InvalidValueError, JsonValueError, MissingFieldError,
                                      ToolUseDataError, json_kind)
-from tooluse_datasets.shards import first_line, open_text_file
+from tooluse_datasets.shards.files import open_text_file
+from tooluse_datasets.shards.json_text import first_line
 
 from .execution import SandboxLimits, SequenceJob, SequenceResult, executable_functions, run_sequences
 from .specs import output_fields

@@ -25,7 +25,11 @@ from tooluse_datasets.codec import loads_json_or_literal, try_loads
 from tooluse_datasets.errors import (InvalidJsonError, InvalidValueError, MissingFieldError, ToolUseDataError,
                                      wrapped_rows_error)
 from tooluse_datasets.schema import complete_row, message, tool_call, unified_row
-from tooluse_datasets.shards import RawBatch, Shard, display_path, file_version, joined_batches, starts_file
+from tooluse_datasets.shards.batches import joined_batches
+from tooluse_datasets.shards.lines import file_version
+from tooluse_datasets.shards.paths import display_path
+from tooluse_datasets.shards.plan import starts_file
+from tooluse_datasets.shards.shard import RawBatch, Shard
 from tooluse_datasets.source import RowContext, Source, SourceOptions, SplitPlan, ids_in_file, ids_of_rows
 
 from .executed import CALLS_PER_TURN

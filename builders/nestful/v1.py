@@ -35,8 +35,11 @@ from tooluse_datasets.codec import loads
 from tooluse_datasets.errors import (InvalidJsonError, InvalidValueError, MissingFieldError, ToolUseDataError,
                                      json_kind, wrapped_rows_error)
 from tooluse_datasets.schema import message, tool_call, unified_row
-from tooluse_datasets.shards import (COMPRESSION_SUFFIXES, DOCUMENT, UTF8_BOM, RawBatch, Shard, display_path, file_stem,
-                                     not_json_text, open_text_file, read_document)
+from tooluse_datasets.shards.documents import read_document
+from tooluse_datasets.shards.files import open_text_file
+from tooluse_datasets.shards.json_text import UTF8_BOM, not_json_text
+from tooluse_datasets.shards.paths import COMPRESSION_SUFFIXES, display_path, file_stem
+from tooluse_datasets.shards.shard import DOCUMENT, RawBatch, Shard
 from tooluse_datasets.source import RowContext, Upstream, UpstreamFile
 
 from .specs import check_call, check_references, json_schema_property, label_key
@@ -200,7 +203,7 @@ def with_tools(sample: Any, specs: list[dict], group: str, tools: str = "catalog
 
 def v1_plan(files_by_split: dict[str, Sequence[str]], shard_bytes: int) -> list:
     """One split per group; its shards are the data files, its selection the group (with the spec file)."""
-    from tooluse_datasets.shards import plan_file
+    from tooluse_datasets.shards.plan import plan_file
     from tooluse_datasets.source import SplitPlan
 
     return [SplitPlan(g.name, tuple(s for f in g.data_files for s in plan_file(f, shard_bytes)), g)

@@ -28,7 +28,9 @@ from datasets import Features, Json, List, Value
 from tooluse_datasets.codec import loads as codec_loads, may_nest_deep, python_json_text
 from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, MissingFieldError, wrapped_rows_error
 from tooluse_datasets.schema import complete_row, message, tool_call, unified_row
-from tooluse_datasets.shards import RawBatch, Shard, display_path, file_stem, joined_batches
+from tooluse_datasets.shards.batches import joined_batches
+from tooluse_datasets.shards.paths import display_path, file_stem
+from tooluse_datasets.shards.shard import RawBatch, Shard
 from tooluse_datasets.source import RowContext, Source, SourceOptions, SplitPlan, ids_in_file
 
 from . import protocol as P
@@ -42,8 +44,8 @@ BRIDGES_COLUMN = "bridges"  # written by our `toolmind` writer: indices of reaso
 SHARD_KEY = "@shard"
 
 # Rows read at a time, and at most converted together whatever batch_size says (as JSON rows are read:
-# shards.JSON_BATCH_ROWS). Regrouped into 1,000-row batches of up to 4M characters, the first row of a stream
-# waited for ~600 rows to be read and decoded; now for 64 (typically 7-8 instead of 8-9 ms CPU on generated
+# shards.reading.JSON_BATCH_ROWS). Regrouped into 1,000-row batches of up to 4M characters, the first row of a
+# stream waited for ~600 rows to be read and decoded; now for 64 (typically 7-8 instead of 8-9 ms CPU on generated
 # rows of ~8K characters; more with longer rows). Throughput is the same.
 READ_BATCH_ROWS = 64
 

@@ -30,10 +30,13 @@ import pyarrow.parquet as pq
 
 from tooluse_datasets import codec
 from tooluse_datasets.errors import InvalidValueError, MissingFieldError, ToolUseDataError
-from tooluse_datasets.shards import (LINES, PARQUET, NativeItem, RawBatch, Shard, cut_at_lines, display_path,
-                                     file_suffix, UnreadableRows, iter_parquet_batches, open_parquet,
-                                     parquet_batch_rows, parquet_row_offsets, plan_file, plan_parquet, read_lines,
-                                     read_shard, file_version, whole_file_shard)
+from tooluse_datasets.shards.lines import file_version, read_lines
+from tooluse_datasets.shards.parquet import (UnreadableRows, iter_parquet_batches, open_parquet, parquet_batch_rows,
+                                             parquet_row_offsets)
+from tooluse_datasets.shards.paths import display_path, file_suffix
+from tooluse_datasets.shards.plan import cut_at_lines, plan_file, plan_parquet, whole_file_shard
+from tooluse_datasets.shards.reading import read_shard
+from tooluse_datasets.shards.shard import LINES, PARQUET, NativeItem, RawBatch, Shard
 from tooluse_datasets.source import SplitPlan
 
 from .upstream import hf_split_name, table_order

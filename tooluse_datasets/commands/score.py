@@ -79,7 +79,7 @@ def _located_rows(data_files) -> list[tuple[tuple[str, int], dict]]:
     """``((file, row), raw row)`` of every gold row, in the order ``load("nestful", "raw")`` gives them."""
     from .. import registry
     from ..pipeline import RAW, ShardConverter
-    from ..shards import display_path
+    from ..shards.paths import display_path
 
     builder = registry.builder_class("nestful")(config_name=RAW, data_files=data_files)
     located = []

@@ -18,7 +18,7 @@ from typing import Any
 from ..codec import ExactFeatures
 from ..errors import SkipReport
 from ..pipeline import UNIFIED, ShardConverter, config_features
-from ..shards import Shard
+from ..shards.shard import Shard
 from ..source import Source, SplitPlan
 from ..stats import SplitStatistics
 from ..validation import ValidationCounter

@@ -1,0 +1,151 @@
+"""Parquet shards read: the file opened for streaming reads, record batches of a shard's row groups (a row
+group that cannot be read is an error a row), and rows as the values a JSON file would give."""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import functools
+import uuid
+from typing import Any, Iterator, Optional, Union
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from datasets.utils.file_utils import xopen
+
+from ..errors import InvalidValueError
+from .paths import display_path
+from .shard import NativeItem, Shard
+
+
+def open_parquet(path: str) -> pq.ParquetFile:
+    """A Parquet file opened for streaming reads; a typed error naming the file if it is not Parquet.
+
+    ``pre_buffer=False``: the default keeps compressed column chunks buffered until the read ends, which makes
+    peak memory grow with the file; ``buffer_size``: read column chunks in 1 MiB pieces instead of whole."""
+    try:
+        return pq.ParquetFile(xopen(path, "rb"), pre_buffer=False, buffer_size=1 << 20)
+    except (pa.ArrowInvalid, OSError) as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise InvalidValueError(f"file cannot be read as Parquet ({exc})", file=display_path(path),
+                                field="<file>") from None
+
+
+def parquet_row_offsets(metadata: pq.FileMetaData) -> list[int]:
+    """Row number (in the file) of the first row of each row group."""
+    offsets, total = [], 0
+    for rg in range(metadata.num_row_groups):
+        offsets.append(total)
+        total += metadata.row_group(rg).num_rows
+    return offsets
+
+
+@dataclasses.dataclass
+class UnreadableRows:
+    """Rows ``[first, stop)`` of row group ``row_group`` that could not be read (a damaged page...)."""
+
+    row_group: int
+    first: int
+    stop: int
+    reason: str
+
+    def items(self) -> list[NativeItem]:
+        """One error per row, so that every row of the file is still counted (read = returned + skipped)."""
+        return [(n, InvalidValueError(f"row group {self.row_group} cannot be read ({self.reason})", row=n,
+                                      field="<row group>")) for n in range(self.first, self.stop)]
+
+
+def iter_parquet_batches(pf: pq.ParquetFile, shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] = None
+                         ) -> Iterator[tuple[Union[pa.RecordBatch, UnreadableRows], int]]:
+    """``(record batch, row number of its first row)`` over the shard's row groups, from ``resume`` on. The
+    rows of a row group that cannot be read come as one :class:`UnreadableRows` in place of batches, and
+    reading goes on with the next row group."""
+    offsets = parquet_row_offsets(pf.metadata)
+    skip_to = resume[0] if resume else 0
+    for rg in shard.row_groups:
+        first = offsets[rg]
+        stop = first + pf.metadata.row_group(rg).num_rows
+        if stop <= skip_to:
+            continue
+        try:
+            batches = pf.iter_batches(batch_size=batch_size, row_groups=[rg])
+            for record_batch in batches:
+                n = record_batch.num_rows
+                if first + n <= skip_to:
+                    first += n
+                    continue
+                if first < skip_to:
+                    record_batch, first = record_batch.slice(skip_to - first), skip_to
+                yield record_batch, first
+                first += record_batch.num_rows
+        except GeneratorExit:  # named first: see _batched
+            raise
+        except (pa.ArrowInvalid, OSError) as exc:
+            start = max(first, skip_to)  # the rows already handed out are not reported again
+            yield UnreadableRows(rg, start, stop, str(exc)), start
+
+
+def parquet_batch_rows(record_batch: pa.RecordBatch, first_row: int) -> list[NativeItem]:
+    """``(row number, row dict)`` of a record batch; a row that cannot become Python values is an error."""
+    try:
+        rows = record_batch.to_pylist()
+    except (UnicodeDecodeError, pa.ArrowInvalid):
+        # One bad cell (invalid UTF-8) must not take the batch down: convert row by row, report the bad ones.
+        rows = []
+        for i in range(record_batch.num_rows):
+            try:
+                rows.append(record_batch.slice(i, 1).to_pylist()[0])
+            except (UnicodeDecodeError, pa.ArrowInvalid) as exc:
+                rows.append(_undecodable_row(record_batch.slice(i, 1), exc))
+    if _holds_non_json_values(record_batch.schema):
+        rows = [row if isinstance(row, InvalidValueError) else _as_json_values(row) for row in rows]
+    return [(first_row + i, row) for i, row in enumerate(rows)]
+
+
+def _undecodable_row(row: pa.RecordBatch, exc: Exception) -> InvalidValueError:
+    """The error of a one-row record batch that cannot become Python values, naming the first column whose cell
+    cannot (a string that is not UTF-8)."""
+    for name, column in zip(row.schema.names, row.columns):
+        try:
+            column.to_pylist()
+        except (UnicodeDecodeError, pa.ArrowInvalid) as cell_exc:
+            exc = cell_exc
+            return InvalidValueError(f"cell cannot be decoded ({type(exc).__name__}: {exc})", field=name)
+    return InvalidValueError(f"row cannot be decoded ({type(exc).__name__}: {exc})")
+
+
+# Arrow types whose Python values (datetime, date, time, UUID objects; a map's entries as tuples) orjson
+# writes as JSON text without complaint: prepare stored that text while a stream handed out the objects.
+# Rows holding them get the values of that text instead, so both modes give the same rows.
+@functools.lru_cache(maxsize=256)
+def _holds_non_json_values(schema: pa.Schema) -> bool:
+    return any(_non_json_type(field.type) for field in schema)
+
+
+def _non_json_type(arrow_type: pa.DataType) -> bool:
+    if isinstance(arrow_type, pa.BaseExtensionType):
+        return _non_json_type(arrow_type.storage_type) or arrow_type.extension_name == "arrow.uuid"
+    if pa.types.is_timestamp(arrow_type) or pa.types.is_date(arrow_type) or pa.types.is_time(arrow_type) \
+            or pa.types.is_map(arrow_type):
+        return True
+    if pa.types.is_struct(arrow_type):
+        return any(_non_json_type(field.type) for field in arrow_type)
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type) or pa.types.is_fixed_size_list(arrow_type):
+        return _non_json_type(arrow_type.value_type)
+    return False
+
+
+def _as_json_values(value: Any) -> Any:
+    """``value`` as orjson writes it: dates and times in ISO 8601 (``isoformat``, orjson's spelling), UUIDs as
+    their hex text, tuples as lists. Other values are left to the conversions' own checks (a nanosecond
+    timestamp, which orjson refuses, stays a row that cannot be stored)."""
+    kind = type(value)
+    if kind is dict:
+        return {k: _as_json_values(v) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [_as_json_values(v) for v in value]
+    if kind is datetime.datetime or kind is datetime.date or kind is datetime.time:
+        return value.isoformat()
+    if kind is uuid.UUID:
+        return str(value)
+    return value

@@ -1,0 +1,35 @@
+"""A shard's rows, read by its kind: Parquet, JSON Lines, or a JSON document."""
+from __future__ import annotations
+
+from typing import Callable, Iterator, Optional
+
+from .documents import read_document
+from .lines import read_lines
+from .parquet import UnreadableRows, iter_parquet_batches, open_parquet, parquet_batch_rows
+from .shard import LINES, PARQUET, RawBatch, Shard
+
+
+def read_shard(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] = None,
+               wanted: Optional[Callable[[int], bool]] = None) -> Iterator[RawBatch]:
+    """Generic rows of a shard: Parquet rows as dicts, JSON Lines, or a JSON document (an array of objects or
+    one object). ``resume``: a position from a previous :class:`RawBatch`; rows before it are not read.
+    ``wanted``: a JSON line whose row number it refuses is passed over unparsed (not a row of the output).
+    Batches hold ``batch_size`` rows, JSON rows at most :data:`JSON_BATCH_ROWS`."""
+    if shard.kind == PARQUET:
+        pf = open_parquet(shard.file)
+        for record_batch, first_row in iter_parquet_batches(pf, shard, batch_size, resume):
+            if isinstance(record_batch, UnreadableRows):
+                rows = record_batch.items()
+            else:
+                rows = parquet_batch_rows(record_batch, first_row)
+            yield RawBatch(rows, [(n + 1, 0) for n, _ in rows])
+    elif shard.kind == LINES:
+        yield from read_lines(shard, min(batch_size, JSON_BATCH_ROWS), resume, wanted)
+    else:
+        yield from read_document(shard, min(batch_size, JSON_BATCH_ROWS), resume, wanted)
+
+
+# JSON rows are parsed as they are read, and a batch is converted before the next is read: a batch of this many
+# rows is still in the CPU's caches when it converts (ms-swift rows prepared: 2.0-2.2 s CPU for 30K rows, against
+# 2.3-2.8 s in batches of 1,000). A source whose batch step wants larger batches joins them (joined_batches).
+JSON_BATCH_ROWS = 125

@@ -1,0 +1,48 @@
+"""What a shard is (:class:`Shard`: one data file and a region of it, of one of three kinds) and what reading
+it yields (:class:`RawBatch`)."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional, Union
+
+from ..errors import ToolUseDataError
+from .paths import display_path
+
+NativeItem = tuple[int, Union[dict, ToolUseDataError]]
+
+PARQUET, LINES, DOCUMENT = "parquet", "lines", "document"
+
+
+@dataclasses.dataclass(frozen=True)
+class Shard:
+    """A region of one data file. ``row_groups`` for Parquet; ``start``/``stop`` (bytes) for JSON Lines
+    (``stop=None``: to the end; ``first_row``: the row number of the line at ``start``, when the planner
+    knows it); a ``DOCUMENT`` shard is the whole file."""
+
+    file: str
+    kind: str
+    row_groups: tuple[int, ...] = ()
+    start: int = 0
+    stop: Optional[int] = None
+    first_row: Optional[int] = None
+
+    @property
+    def name(self) -> str:
+        """Human-readable, for progress and error messages."""
+        where = display_path(self.file)
+        if self.kind == PARQUET and self.row_groups:
+            groups = self.row_groups
+            span = f"{groups[0]}" if len(groups) == 1 else f"{groups[0]}-{groups[-1]}"
+            return f"{where} (row groups {span})"
+        if self.kind == LINES and (self.start or self.stop is not None):
+            return f"{where} (bytes {self.start}-{'' if self.stop is None else self.stop})"
+        return where
+
+
+@dataclasses.dataclass
+class RawBatch:
+    """Rows read from a shard. ``positions[i]`` is where reading resumes after ``items[i]``: the next row
+    number, and for JSON Lines the byte offset of the next line."""
+
+    items: list[NativeItem]
+    positions: list[tuple[int, int]]
