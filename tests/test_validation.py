@@ -475,6 +475,13 @@ def test_every_writer_names_the_field_of_a_row_a_user_broke(samples, fmt):
         (lambda r: _calls(r)[0]["function"].update(arguments={"x": 10**5000}),
          "messages[2].tool_calls[0].function.arguments"),
         (lambda r: r["tools"][0]["function"]["parameters"].update(default=float("inf")), "tools[0]"),
+        # a lone surrogate (text decoded with surrogateescape): swift and llamafactory rows failed when written
+        # out, naming no field, and toolmind wrote it escaped, as JSON its reader refuses
+        (lambda r: r["messages"][1].update(content="caf\udce9"), "messages[1].content"),
+        (lambda r: r["messages"][1].update(name="b\ud83d"), "messages[1].name"),
+        (lambda r: r["messages"][2].update(reasoning_content="x\udfff"), "messages[2].reasoning_content"),
+        (lambda r: _calls(r)[0]["function"].update(arguments={"x": "\ud800"}),
+         "messages[2].tool_calls[0].function.arguments"),
     ]
     for mutate, field in cases:
         row = base(samples, SWIFT)

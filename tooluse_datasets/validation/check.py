@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from ..codec import dumps
-from ..errors import JsonValueError
+from ..errors import InvalidValueError, JsonValueError
 from .registry import Finding, Rule, all_rules, get_rule, structural_rules
 from .view import RowView
 
@@ -42,7 +42,30 @@ def validate_unified(row: dict, *, require_known_tools: bool = True) -> None:
     rules = [r for r in structural_rules() if require_known_tools or r.id != "call.unknown_tool"]
     for finding in check_row(row, rules):
         raise get_rule(finding.rule).error(finding.message, field=finding.field)
+    _check_text(row)
     _check_json_values(row)
+
+
+def _check_text(row: dict) -> None:
+    """Every text field of the row is Unicode text, or InvalidValueError naming it: a string built in Python may
+    hold a lone surrogate (``"\\ud800"``), which no UTF-8 file can carry. Written, it failed later naming no
+    field (swift, llamafactory) or came out escaped as JSON that the reader then refuses (toolmind)."""
+    texts = [(key, row.get(key)) for key in ("id", "source", "subset")]
+    for i, m in enumerate(row["messages"]):
+        texts += [(f"messages[{i}].{key}", m.get(key)) for key in ("content", "reasoning_content", "name",
+                                                                   "tool_call_id")]
+        for k, call in enumerate(m.get("tool_calls") or ()):
+            texts += [(f"messages[{i}].tool_calls[{k}].id", call.get("id")),
+                      (f"messages[{i}].tool_calls[{k}].function.name", call["function"].get("name"))]
+    for field, text in texts:
+        if isinstance(text, str) and not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise InvalidValueError(f"lone surrogate \\u{ord(text[exc.start]):04x} at character {exc.start}: not "
+                                        "Unicode text, which no UTF-8 file can hold (text decoded with "
+                                        "errors='surrogateescape' or sliced between a surrogate pair)",
+                                        field=field) from None
 
 
 def _check_json_values(row: dict) -> None:
