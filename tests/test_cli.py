@@ -92,6 +92,22 @@ def test_validate_and_stats_refusing_their_arguments_leave_the_skipped_rows_file
     assert listing.read_text() == '{"kept": "from the last run"}\n'
 
 
+def test_export_whose_skipped_rows_file_cannot_be_written_leaves_no_output_folder(tmp_path, capsys):
+    """The output folder was made before the skipped-rows file was opened: a path that cannot be written (its
+    folder is a file) stopped the run and left an empty folder behind."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    out = tmp_path / "out"
+    assert main(["export", "ms_swift", "--sample", "--out", str(out), "--on-error", "skip",
+                 "--skipped-rows", str(blocker / "skipped.jsonl")]) == 2
+    assert capsys.readouterr().err.startswith("error: ")
+    assert not out.exists()
+    out.mkdir()  # a folder that was there stays
+    assert main(["export", "ms_swift", "--sample", "--out", str(out), "--on-error", "skip",
+                 "--skipped-rows", str(blocker / "skipped.jsonl")]) == 2
+    assert out.is_dir()
+
+
 def test_validate_names_the_splits_there_are_when_asked_for_another(capsys):
     assert main(["validate", "ms_swift", "--sample", "--split", "nope"]) == 2
     assert capsys.readouterr().err == "error: ValueError: ms_swift has no split 'nope'; its splits here: train\n"

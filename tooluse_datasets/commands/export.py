@@ -40,8 +40,14 @@ def run(args: argparse.Namespace) -> int:
     # An existing dataset_info.json is read before any row, so that a broken one stops the run up front.
     info = _read_dataset_info(out / DATASET_INFO) if args.format == "llamafactory" else None
     # Planned, nothing read yet: only now are the output folder and the skipped-rows file touched.
+    made = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
-    start_skipped_rows(report.rows_path)
+    try:
+        start_skipped_rows(report.rows_path)
+    except BaseException:
+        if made:  # (a skipped-rows file that cannot be written leaves no empty output folder behind)
+            out.rmdir()
+        raise
     if args.split:
         splits = {args.split: splits}
     registered: dict[str, Optional[dict]] = {}
