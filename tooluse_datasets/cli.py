@@ -14,6 +14,7 @@ import sys
 from datasets.exceptions import DatasetsError
 
 from .errors import DataNotFoundError, ToolUseDataError, plain_printable
+from .source import UnknownOptionError
 
 
 
@@ -117,6 +118,11 @@ def error_line(exc: BaseException, command: str | None = None) -> str | None:
     typed = next((e for e in chain if isinstance(e, _typed_errors())), None)
     if typed is not None:
         return _in_command_terms(typed, command) if isinstance(typed, DataNotFoundError) else str(typed)
+    if isinstance(exc, UnknownOptionError) and command is not None:
+        # (load()'s note lists its Python keywords, report= and download_mode= among them, which no command takes)
+        from .commands import other_options_note
+
+        return f"ValueError: {exc.listing} ({other_options_note(command)})"
     if isinstance(exc, INPUT_ERRORS):
         return f"{type(exc).__name__}: {_first_line(exc)}"
     return None

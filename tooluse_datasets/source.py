@@ -230,13 +230,23 @@ def check_options(options: Any, options_class: type) -> None:
             raise ValueError(f"option {name} must be positive, got {getattr(options, name)!r}")
 
 
-def unknown_options_error(source: str, options_class: type, unknown: Iterable[str], also: str = "") -> ValueError:
+class UnknownOptionError(ValueError):
+    """Options a source does not have. ``listing`` is the message without its note on other arguments (what
+    load() itself takes), which the command line says in its own terms."""
+
+    def __init__(self, listing: str, note: str = ""):
+        super().__init__(f"{listing} ({note})" if note else listing)
+        self.listing = listing
+
+
+def unknown_options_error(source: str, options_class: type, unknown: Iterable[str],
+                          also: str = "") -> UnknownOptionError:
     """The error for options a source does not have: it lists the source's own options (the fields of its
     options class), not the builder config's other fields (load()'s arguments, internals); ``also`` adds a
     note in parentheses (e.g. what load() itself takes)."""
     options = ", ".join(sorted(f.name for f in dataclasses.fields(options_class)))
-    note = f" ({also})" if also else ""
-    return ValueError(f"{source} has no option {', '.join(map(repr, sorted(unknown)))}; its options: {options}{note}")
+    return UnknownOptionError(f"{source} has no option {', '.join(map(repr, sorted(unknown)))}; its options: "
+                              f"{options}", also)
 
 
 _KIND_NAMES = {bool: "true or false", int: "an integer", float: "a number", str: "a string", type(None): "null",

@@ -62,6 +62,19 @@ COMMAND_ARGUMENTS = {
 }
 
 
+# load()'s own keywords that --option passes on, by command (the others: LOAD_KEYWORDS)
+LOAD_KEYWORDS = ("num_proc", "validate", "revision", "cache_dir")
+COMMAND_LOAD_KEYWORDS = {"validate": ("revision", "cache_dir"), "mirror": ()}
+
+
+def other_options_note(command: str) -> str:
+    """What --option takes besides the source's options, for a command's message refusing an unknown one."""
+    keywords = COMMAND_LOAD_KEYWORDS.get(command, LOAD_KEYWORDS)
+    if not keywords:
+        return "--option takes the source's options only"
+    return f"--option also takes {', '.join(keywords)}"
+
+
 def source_options(args: argparse.Namespace, own: Optional[dict[str, str]] = None) -> dict:
     """``--option NAME=VALUE`` pairs as keyword arguments (values read as JSON where they parse). A NAME the
     command sets itself (:data:`COMMAND_ARGUMENTS`, and ``own``: name -> the command's argument) is refused."""
