@@ -53,6 +53,28 @@ def test_plot_function_takes_the_accumulators_of_any_splits(tmp_path, cache_dir)
     assert [p.name for p in written] == [name for name, _, _ in MEASURES.values()]
 
 
+def test_a_plot_cut_off_while_saved_leaves_no_picture_under_its_name(tmp_path, monkeypatch):
+    """The PNGs were saved straight to their final names: a save that failed midway (a full disk, Ctrl-C) left a
+    truncated picture there, which a mirror card would embed."""
+    pytest.importorskip("matplotlib", reason="plots need the plots extra: pip install -e '.[plots]'")
+    from matplotlib.figure import Figure
+
+    saved = Figure.savefig
+
+    def cut_off(self, fname, **kwargs):
+        saved(self, fname, **kwargs)
+        with open(fname, "r+b") as f:
+            f.truncate(100)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", cut_off)
+    dist = Distributions()
+    dist.add(next(iter(td.load("nestful", data_files=td.sample_files("nestful"), split="train", streaming=True))))
+    with pytest.raises(OSError, match="No space left"):
+        plot_distributions({"train": dist}, tmp_path / "plots")
+    assert list((tmp_path / "plots").iterdir()) == []
+
+
 def test_the_log_scaled_plot_says_how_many_messages_are_empty(tmp_path, monkeypatch):
     """Content length is drawn on a log scale, which has no place for 0: call turns (no content) would vanish
     from the plot while still counting in its shares, so their number is in the legend."""

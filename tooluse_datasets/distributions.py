@@ -7,6 +7,7 @@ results merge. :func:`plot_distributions` needs matplotlib (the ``plots`` extra)
 """
 from __future__ import annotations
 
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -91,8 +92,13 @@ def plot_distributions(by_split: dict[str, Distributions], out_dir: str | Path, 
             ax.legend(fontsize=7)
         fig.tight_layout()
         path = out / file_name
-        fig.savefig(path, format="png", metadata={"Software": None})
-        plt.close(fig)
+        partial = path.with_name(path.name + ".partial")
+        try:
+            fig.savefig(partial, format="png", metadata={"Software": None})
+            os.replace(partial, path)  # an interrupted run leaves no cut-off picture under the final name
+        finally:
+            partial.unlink(missing_ok=True)
+            plt.close(fig)
         written.append(path)
     return written
 
