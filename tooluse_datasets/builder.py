@@ -29,7 +29,7 @@ from datasets.exceptions import DatasetGenerationError
 
 from . import formats
 from .cache_keys import data_dir_digest, data_dir_files, hf_files_at_commits, upstream_commits
-from .errors import DataNotFoundError, OnError, SkipReport, ToolUseDataError, check_on_error
+from .errors import LOCAL_FILES_HINT, DataNotFoundError, OnError, SkipReport, ToolUseDataError, check_on_error
 from .network import answered_in_chain, failure_text, hub_hint, is_network_error
 from .pipeline import UNIFIED, ShardConverter, TableGroups, config_features
 from .shards.files import with_archive_files
@@ -311,8 +311,8 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         up = source.upstream
         if up is None:
             raise DataNotFoundError(
-                f"{source.name} has no default upstream files: pass data_files= (local paths, hf:// or https:// "
-                f"URLs) or data_dir=.")
+                f"{source.name} has no default upstream files.\nPass data_files= (local paths, hf:// or https:// "
+                f"URLs) or data_dir=.", command_hint=LOCAL_FILES_HINT)
         revision = self.upstream_revision(source)
         where = up.describe(revision)
         if os.environ.get("HF_HUB_OFFLINE") == "1" or os.environ.get("HF_DATASETS_OFFLINE") == "1":
@@ -538,7 +538,8 @@ def _offline_error(source: Source, where: str, why: str) -> DataNotFoundError:
         f"Point at local files instead, for example:\n"
         f"    tooluse_datasets.load({source.name!r}, data_files='path/to/file')\n"
         f"    tooluse_datasets.load({source.name!r}, data_dir='path/to/folder')\n"
-        f"or try the bundled sample: tooluse_datasets.load({source.name!r}, data_files=tooluse_datasets.sample_files({source.name!r}))")
+        f"or try the bundled sample: tooluse_datasets.load({source.name!r}, data_files=tooluse_datasets.sample_files({source.name!r}))",
+        command_hint=LOCAL_FILES_HINT)
 
 
 _CODE_HASH: Optional[str] = None

@@ -130,23 +130,13 @@ def error_line(exc: BaseException, command: str | None = None) -> str | None:
 
 def _in_command_terms(error: DataNotFoundError, command: str | None) -> str:
     """A missing-data message of load() advises its Python arguments (``data_files=``, ``data_dir=``, several lines
-    of calls); a command takes ``--data-files`` (score: ``--gold-data-files``) or ``--sample``, and no data_dir."""
+    of calls); a command prints its first line and the error's advice in the command's own arguments
+    (``--data-files``, score's ``--gold-data-files``)."""
     message = str(error)
-    if command is None:
+    if command is None or error.command_hint is None:
         return message
-    if hint := getattr(error, "command_hint", None):
-        return f"{message.splitlines()[0]} {hint}"
     files = "--gold-data-files" if command == "score" else "--data-files"
-    hint = f"give local files with {files} PATH... (globs, hf:// or https:// URLs too), or the bundled sample with --sample"
-    head, sep, _ = message.partition("\nPoint at local files instead")
-    if sep:  # the upstream data cannot be reached (offline)
-        return f"{head} {hint[0].upper()}{hint[1:]}"
-    head, sep, rest = message.partition(" has no default upstream files: pass data_files=")
-    if sep:  # a source without upstream files (ms_swift, llamafactory)
-        entry = (", or a dataset_info.json entry with --option dataset_info=PATH --option dataset=NAME"
-                 if "dataset_info=" in rest else "")
-        return f"{head} has no default upstream files: {hint}{entry}"
-    return message
+    return f"{message.splitlines()[0]} {error.command_hint.format(files=files)}"
 
 
 def _typed_errors() -> tuple[type, ...]:

@@ -181,11 +181,16 @@ class ExecutionError(ToolUseDataError):
 class DataNotFoundError(FileNotFoundError):
     """Source data cannot be reached (offline, missing files); the message says how to point at local files.
     ``command_hint``: that advice in the command line's terms, where it differs from the Python one (the commands
-    print the message's first line and it)."""
+    print the message's first line and it, ``{files}`` replaced by the command's option for data files)."""
 
     def __init__(self, message: str = "", *, command_hint: Optional[str] = None):
         super().__init__(message)
         self.command_hint = command_hint
+
+
+# The command-line advice for missing source data, in DataNotFoundError.command_hint's terms.
+LOCAL_FILES_HINT = ("Give local files with {files} PATH... (globs, hf:// or https:// URLs too), or the bundled sample "
+                    "with --sample")
 
 
 @dataclasses.dataclass

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from tooluse_datasets.builder import ToolUseBuilder, ToolUseConfig
-from tooluse_datasets.errors import DataNotFoundError
+from tooluse_datasets.errors import LOCAL_FILES_HINT, DataNotFoundError
 
 from .layout import entry_digest, layout_of
 from .source import LlamaFactoryOptions, LlamaFactorySource
@@ -47,8 +47,10 @@ class Builder(ToolUseBuilder):
 
     def _download_upstream(self, dl_manager, source):
         raise DataNotFoundError(
-            f"{source.name} has no default upstream files: pass data_files= (local paths, hf:// or https:// URLs) or "
-            f"data_dir=, or dataset_info= (a dataset_info.json or its folder) and dataset= (its entry)")
+            f"{source.name} has no default upstream files.\nPass data_files= (local paths, hf:// or https:// URLs) or "
+            f"data_dir=, or dataset_info= (a dataset_info.json or its folder) and dataset= (its entry)",
+            command_hint=f"{LOCAL_FILES_HINT}, or a dataset_info.json entry with --option dataset_info=PATH "
+                         f"--option dataset=NAME")
 
 
 LlamaFactoryBuilder = Builder
