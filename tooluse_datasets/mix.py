@@ -78,7 +78,7 @@ class MixedSource(Source):
 
     def to_raw(self, item: tuple[str, dict], ctx: RowContext) -> tuple[str, Any]:
         name, native = item
-        member_ctx = RowContext(name, ctx.file, ctx.row, ctx.split)
+        member_ctx = RowContext(name, ctx.file, ctx.row, ctx.split, file_label=ctx.file_label)
         try:
             raw = self.member(name).to_raw(native, member_ctx)
         except ToolUseDataError as exc:
@@ -93,7 +93,7 @@ class MixedSource(Source):
         name, raw = item
         try:
             return self.member(name).to_unified(raw, RowContext(name, ctx.file, ctx.row, ctx.split,
-                                                                origins=ctx.origins))
+                                                                origins=ctx.origins, file_label=ctx.file_label))
         except ToolUseDataError as exc:
             raise exc.at(source=name)
 

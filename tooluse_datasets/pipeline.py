@@ -124,6 +124,7 @@ class ShardConverter:
         """The converted batches of one shard: the source's batches, cut into pieces of at most ``most_rows``
         rows (a consumer that hands out each piece before the next is converted; see streaming)."""
         file = display_path(shard.file)
+        label = shard.file_label
         try:
             batches = _pieces(self.source.read(shard, split, resume), most_rows)
             while True:
@@ -133,7 +134,7 @@ class ShardConverter:
                         break
                     if not raw_batch.items:
                         continue  # nothing read, no position to record
-                    converted = self._convert(raw_batch, file, split.name, arrow, keep_unified)
+                    converted = self._convert(raw_batch, file, label, split.name, arrow, keep_unified)
                 yield converted
         except GeneratorExit:  # a consumer that stopped early; named first, so that a stream left unfinished
             raise              # until interpreter exit, when module names may be gone, closes quietly
@@ -145,7 +146,8 @@ class ShardConverter:
                 self.reports[config].count_read(1)
                 self.reports[config].add(exc, log=i == 0)
 
-    def _convert(self, batch: RawBatch, file: str, split: str, arrow: bool, keep_unified: bool) -> ConvertedBatch:
+    def _convert(self, batch: RawBatch, file: str, label: str, split: str, arrow: bool,
+                 keep_unified: bool) -> ConvertedBatch:
         out: dict[str, list] = {c: [] for c in self.configs}
         positions: dict[str, list] = {c: [] for c in self.configs}
         unified_rows: Optional[list[dict]] = [] if keep_unified else None
@@ -153,7 +155,7 @@ class ShardConverter:
         # see most_rows), one table per batch.
         pieces = _pieces([batch], piece_rows(self.source, handed_out=False)) if arrow else [batch]
         for piece in pieces:
-            self._convert_rows(piece.items, piece.positions, file, split, arrow, out, positions, unified_rows)
+            self._convert_rows(piece.items, piece.positions, file, label, split, arrow, out, positions, unified_rows)
         for config in self.configs:
             self.reports[config].count_read(len(batch.items))
         rows: dict[str, Any] = out
@@ -162,12 +164,12 @@ class ShardConverter:
         end = batch.positions[-1]
         return ConvertedBatch(rows, positions, end, unified_rows)
 
-    def _convert_rows(self, items: list, item_positions: list, file: str, split: str, arrow: bool,
+    def _convert_rows(self, items: list, item_positions: list, file: str, label: str, split: str, arrow: bool,
                       out: dict[str, list], positions: dict[str, list], unified_rows: Optional[list]) -> None:
         source = self.source
         converted = []  # (ctx, position, raw, unified) of the rows that converted
         for (row_number, item), position in zip(items, item_positions):
-            ctx = RowContext(source.name, file, row_number, split)
+            ctx = RowContext(source.name, file, row_number, split, file_label=label)
             raw = unified = None
             try:
                 if isinstance(item, ToolUseDataError):

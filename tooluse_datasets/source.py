@@ -27,7 +27,7 @@ from datasets import Features
 
 from .errors import ToolUseDataError
 from .shards.parquet import open_parquet
-from .shards.paths import file_suffix
+from .shards.paths import file_labels, file_stem, file_suffix
 from .shards.plan import DEFAULT_TARGET_BYTES, plan_file, whole_file_shard
 from .shards.reading import read_shard
 from .shards.shard import RawBatch, Shard
@@ -102,6 +102,13 @@ class RowContext:
     # Set by a to_raw whose raw row does not count the file's parts one for one (ms-swift: calls and blocks
     # expand to several messages): what to_unified needs to name the file's field in an error. Source-defined.
     origins: Any = None
+    # The file's name in ids and subsets (ms-swift, LLaMA-Factory): its stem, or its path where files of the
+    # load share a stem (Shard.label, given by the pipeline). None: the stem.
+    file_label: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        if self.file_label is None:
+            self.file_label = file_stem(self.file)
 
 
 _LOOKS_SUFFIXED = re.compile(r"#[0-9]+\Z")  # what UniqueIds appends to a repeat
@@ -277,6 +284,16 @@ class SplitPlan:
     selection: Any = None
 
 
+def with_file_labels(plans: list[SplitPlan], files_by_split: dict[str, list[str]]) -> list[SplitPlan]:
+    """``plans`` with each shard labelled with its file's name in row ids and subsets, decided over the files
+    of every split (:func:`~tooluse_datasets.shards.paths.file_labels`): ids are unique across the splits of a
+    load too, and a load of one split names its rows as a load of all does."""
+    labels = file_labels(path for files in files_by_split.values() for path in files)
+    return [dataclasses.replace(plan, shards=tuple(dataclasses.replace(shard, label=labels.get(shard.file))
+                                                   for shard in plan.shards))
+            for plan in plans]
+
+
 def splits_read(split: Any) -> Optional[tuple[str, ...]]:
     """The split names a ``split`` argument reads (``"train"``, ``"train[:10%]+test"``), sorted; None for all of
     them (None, ``"all"``, or a ``ReadInstruction`` object)."""
@@ -319,10 +336,12 @@ class Source(abc.ABC):
         return state
 
     def plan(self, files_by_split: dict[str, list[str]]) -> list[SplitPlan]:
-        """Map data files to HF splits and cut them into shards. Default: one split per data_files key.
-        Sources with a split column override this."""
-        return [SplitPlan(split, tuple(shard for path in files for shard in plan_file(path, self.options.shard_bytes)))
-                for split, files in files_by_split.items()]
+        """Map data files to HF splits and cut them into shards, labelled with their file's name in ids
+        (:func:`with_file_labels`). Default: one split per data_files key. Sources with a split column override
+        this."""
+        return with_file_labels(
+            [SplitPlan(split, tuple(shard for path in files for shard in plan_file(path, self.options.shard_bytes)))
+             for split, files in files_by_split.items()], files_by_split)
 
     def split_names(self, files_by_split: dict[str, list[str]]) -> Optional[list[str]]:
         """The splits :meth:`plan` makes of these files when their names alone tell (no file is read), else None.

@@ -25,7 +25,8 @@ class LlamaFactoryConfig(ToolUseConfig, LlamaFactoryOptions):
 
 class Builder(ToolUseBuilder):
     """``LlamaFactoryBuilder(config_name="unified" | "raw" | "llamafactory" | ..., data_files=...)``: one split per
-    data_files key (default ``train``), subset = file stem. There is no default upstream: pass data_files, or
+    data_files key (default ``train``), subset = file stem (its path where files of the load share a stem: see
+    ``shards.paths.file_labels``). There is no default upstream: pass data_files, or
     ``dataset_info=`` and ``dataset=`` (the entry's file_name)."""
 
     SOURCE_CLASS = LlamaFactorySource

@@ -30,7 +30,6 @@ from tooluse_datasets.builders.ms_swift.parsing import split_think
 from tooluse_datasets.errors import (ConversionError, InvalidValueError, MissingFieldError, ToolUseDataError,
                                      wrapped_rows_error)
 from tooluse_datasets.schema import message, tool_call, unified_row
-from tooluse_datasets.shards.paths import file_stem
 from tooluse_datasets.source import RowContext, Source, SourceOptions
 
 from .layout import layout_of
@@ -211,7 +210,7 @@ class LlamaFactorySource(Source):
         origins = ([("system" if first == 0 else "conversations[0]")] if system else []) + origins
         messages = ([message("system", system)] if system else []) + converted
         tools = tools_of(raw["tools"])
-        subset = file_stem(ctx.file)
+        subset = ctx.file_label
         row = unified_row(id=f"llamafactory/{subset}/{ctx.row}", source="llamafactory", subset=subset, tools=tools,
                           messages=messages, images=raw["images"], videos=raw["videos"], audios=raw["audios"],
                           meta=dict(raw["extra"]))

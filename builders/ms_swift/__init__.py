@@ -11,7 +11,8 @@ SOURCE = MsSwiftSource()
 
 class Builder(ToolUseBuilder):
     """``MsSwiftBuilder(config_name="unified" | "raw" | "swift" | ..., data_files=...)``: one split per
-    data_files key (default ``train``), subset = file stem. There is no default upstream: pass data_files."""
+    data_files key (default ``train``), subset = file stem (its path where files of the load share a stem: see
+    ``shards.paths.file_labels``). There is no default upstream: pass data_files."""
 
     SOURCE_CLASS = MsSwiftSource
 

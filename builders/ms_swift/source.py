@@ -30,7 +30,6 @@ from datasets import Features, Json, List, Value
 from tooluse_datasets.codec import json_bytes, python_json_text
 from tooluse_datasets.errors import ConversionError, InvalidValueError, JsonValueError, ToolUseDataError
 from tooluse_datasets.schema import complete_row, message, tool_call, unified_row
-from tooluse_datasets.shards.paths import file_stem
 from tooluse_datasets.shards.reading import read_shard
 from tooluse_datasets.shards.shard import PARQUET, RawBatch, Shard
 from tooluse_datasets.source import RowContext, Source, SplitPlan
@@ -87,7 +86,7 @@ class MsSwiftSource(Source):
         return raw
 
     def native_to_unified(self, native: dict, ctx: RowContext) -> Optional[dict]:
-        subset = file_stem(ctx.file)
+        subset = ctx.file_label
         row = common_unified(native, f"ms_swift/{subset}/{ctx.row}", subset)
         ctx.values_from_text = row is not None  # its tools and calls are JSON text, or checked lists
         return row
@@ -121,7 +120,7 @@ class MsSwiftSource(Source):
         meta = dict(raw["extra"])
         if original:
             meta[ORIGINAL_KEY] = original
-        subset = file_stem(ctx.file)
+        subset = ctx.file_label
         return unified_row(
             id=f"ms_swift/{subset}/{ctx.row}",
             source="ms_swift",

@@ -29,9 +29,9 @@ from tooluse_datasets.codec import loads as codec_loads, may_nest_deep, python_j
 from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, MissingFieldError, wrapped_rows_error
 from tooluse_datasets.schema import complete_row, message, tool_call, unified_row
 from tooluse_datasets.shards.batches import joined_batches
-from tooluse_datasets.shards.paths import display_path, file_stem
+from tooluse_datasets.shards.paths import display_path
 from tooluse_datasets.shards.shard import RawBatch, Shard
-from tooluse_datasets.source import RowContext, Source, SourceOptions, SplitPlan, ids_in_file
+from tooluse_datasets.source import RowContext, Source, SourceOptions, SplitPlan, ids_in_file, with_file_labels
 
 from . import protocol as P
 from .splits import SplitSelection, plan_splits, read_split_rows
@@ -56,7 +56,8 @@ RAW_FEATURES = Features(
         # The `split` column verbatim (source dataset identifier); null when the file has none.
         "split": Value("string"),
         # The `id_column` value if one is configured, else the row's position: "<row>", or
-        # "<file stem>/<row>" when several files feed the split.
+        # "<file>/<row>" when several files feed the split (<file>: the stem, or the file's path where files of
+        # the load share a stem; see Shard.label).
         "id": Value("string"),
         # Indices of bridge reasoning turns, from a `bridges` column (our writer's output); [] otherwise.
         "bridges": List(Value("int32")),
@@ -135,14 +136,14 @@ class ToolMindSource(Source):
                                 column_required=opts.split_column != ToolMindOptions.split_column,
                                 wanted=getattr(opts, "prepare_splits", None))
             if plans is not None:
-                return plans
+                return with_file_labels(plans, files_by_split)
         return [SplitPlan(plan.name, plan.shards, SplitSelection(None, False, False, len(files) > 1))
                 for plan, files in zip(super().plan(files_by_split), files_by_split.values())]
 
     def read(self, shard: Shard, split: SplitPlan, resume: Optional[tuple[int, int]] = None) -> Iterator[RawBatch]:
         opts = self.options
         selection: Optional[SplitSelection] = split.selection
-        stem = file_stem(shard.file) if selection is not None and selection.stem_ids else None
+        stem = shard.file_label if selection is not None and selection.stem_ids else None
         if opts.id_column:
             # A repeated id gets "#<row>" after its first holder in the file, whichever part of it is read.
             self.unique_ids.prime_file(display_path(shard.file), ids_in_file(shard.file, opts.id_column))

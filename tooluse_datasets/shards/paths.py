@@ -3,9 +3,17 @@ name says compressed or zip archive."""
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
+import re
+from collections import Counter
+from typing import Iterable
 
 COMPRESSION_SUFFIXES = (".gz", ".zst", ".bz2", ".xz", ".lz4", ".zip")
+HF_DATASETS = "hf://datasets/"
+# A file huggingface_hub downloaded: <cache>/datasets--<owner>--<name>/snapshots/<commit>/<path in the repo> (repo
+# ids cannot hold "--").
+_HUB_CACHE_FILE = re.compile(r"(?:^|/)datasets--([^/]+)/snapshots/[^/]+/(.+)$")
 
 
 def display_path(path: str) -> str:
@@ -37,6 +45,73 @@ def file_stem(path: str) -> str:
     """``data/agent_rows.jsonl.gz`` -> ``agent_rows``: the file's name without data and compression suffixes."""
     name = path.split("::")[0][len("zip://"):] if is_archive_member(path) else display_path(path).split("?")[0]
     return os.path.splitext(_without_compression(os.path.basename(name)))[0] or "default"
+
+
+def file_labels(paths: Iterable[str]) -> dict[str, str]:
+    """The name each file of one load has in row ids and subsets (ms-swift, LLaMA-Factory, ToolMind): its stem,
+    unless another file of the load shares that stem (``a/data.jsonl`` and ``b/data.jsonl``, one name in two
+    zip archives or two hf:// repo folders). Those are named by their path below the folder they share, without
+    data and compression suffixes (``a/data``, ``b/data``); where that still leaves two names alike, their path
+    below it as written, then (paths differing in a URL query alone) with a digest of the path. So the names
+    are unique and depend on the paths alone, not on their order. A path given twice (one file feeding two
+    splits) is one file, with one name."""
+    files = list(dict.fromkeys(paths))
+    shown = {path: _named_path(path) for path in files}
+    stems = Counter(file_stem(where) for where in set(shown.values()))
+    labels = {path: file_stem(where) for path, where in shown.items()}
+    sharing = [path for path in files if stems[labels[path]] > 1]
+    if not sharing:
+        return labels
+    labels.update(_below_common_folder({path: shown[path] for path in sharing}, keep_suffixes=False))
+    repeated = _repeated(labels, shown)
+    if repeated:  # e.g. data.json and data.jsonl in one folder
+        labels.update(_below_common_folder({path: shown[path] for path in repeated}, keep_suffixes=True))
+        repeated = _repeated(labels, shown)
+    for path in repeated:  # URLs that differ in their query alone
+        labels[path] += "-" + hashlib.sha1(shown[path].encode()).hexdigest()[:8]
+    return labels
+
+
+def _named_path(path: str) -> str:
+    """The path a file's name is taken from: a zip archive's member as a file in a folder named after the
+    archive (``<archive>/<member>``); a Hub file as ``hf://datasets/<repo>/<path>``, whether streamed from its URL
+    or downloaded into huggingface_hub's cache (as prepare does), and without the revision, so that the name does
+    not change with the commit a branch points at."""
+    if is_archive_member(path):
+        member, archive = path[len("zip://"):].split("::", 1)
+        return f"{_named_path(archive)}/{member.lstrip('/')}"
+    where = display_path(path)
+    if where.startswith(HF_DATASETS):
+        parts = where[len(HF_DATASETS):].split("/")
+        head = 1 if "@" in parts[0] else 2  # <owner>/<name>[@rev]/<path>, or <name>@<rev>/<path>
+        return HF_DATASETS + "/".join(["/".join(parts[:head]).partition("@")[0], *parts[head:]])
+    cached = _HUB_CACHE_FILE.search(where)
+    if cached:
+        return f"{HF_DATASETS}{cached.group(1).replace('--', '/')}/{cached.group(2)}"
+    return where
+
+
+def _below_common_folder(paths: dict[str, str], keep_suffixes: bool) -> dict[str, str]:
+    """Each path's part below the deepest folder all of ``paths`` (file -> named path) share; without data and
+    compression suffixes (in folder names too: a zip archive's) unless ``keep_suffixes``."""
+    parts = {path: where.split("?")[0].split("/") if not keep_suffixes else where.split("/")
+             for path, where in paths.items()}
+    common = len(os.path.commonprefix([p[:-1] for p in parts.values()]))
+    out = {}
+    for path, p in parts.items():
+        below = p[common:]
+        if not keep_suffixes:
+            below = [_without_compression(folder) for folder in below[:-1]] + [file_stem(paths[path])]
+        out[path] = "/".join(below).lstrip("/")  # a local path beside a URL: no leading "/"
+    return out
+
+
+def _repeated(labels: dict[str, str], shown: dict[str, str]) -> list[str]:
+    """The files whose label another file (another named path) has too."""
+    holders: dict[str, set] = {}
+    for path, label in labels.items():
+        holders.setdefault(label, set()).add(shown[path])
+    return [path for path, label in labels.items() if len(holders[label]) > 1]
 
 
 def _without_compression(name: str) -> str:

@@ -6,7 +6,7 @@ import dataclasses
 from typing import Optional, Union
 
 from ..errors import ToolUseDataError
-from .paths import display_path
+from .paths import display_path, file_stem
 
 NativeItem = tuple[int, Union[dict, ToolUseDataError]]
 
@@ -17,7 +17,9 @@ PARQUET, LINES, DOCUMENT = "parquet", "lines", "document"
 class Shard:
     """A region of one data file. ``row_groups`` for Parquet; ``start``/``stop`` (bytes) for JSON Lines
     (``stop=None``: to the end; ``first_row``: the row number of the line at ``start``, when the planner
-    knows it); a ``DOCUMENT`` shard is the whole file."""
+    knows it); a ``DOCUMENT`` shard is the whole file. ``label``: the file's name in row ids and subsets, decided
+    where the load's files are planned (:func:`~.paths.file_labels`; None: its stem), so every reader of the
+    shard (a worker, a resumed stream, another node) names its rows alike."""
 
     file: str
     kind: str
@@ -25,6 +27,12 @@ class Shard:
     start: int = 0
     stop: Optional[int] = None
     first_row: Optional[int] = None
+    label: Optional[str] = None
+
+    @property
+    def file_label(self) -> str:
+        """The file's name in row ids and subsets: ``label``, else the file's stem."""
+        return self.label if self.label is not None else file_stem(self.file)
 
     @property
     def name(self) -> str:
