@@ -592,3 +592,37 @@ def test_a_report_counts_the_streams_datasets_joins(tmp_path, join):
                   interleave_datasets(parts, stopping_strategy="all_exhausted_without_replacement"))
     assert sorted(r["id"] for r in joined) == sorted(rows)
     assert (report.rows_read, report.skipped, report.by_reason) == (alone.rows_read, alone.skipped, alone.by_reason)
+
+
+def test_take_n_counts_the_n_rows_it_hands_out(tmp_path):
+    """datasets' take(n) pulled one more row from the stream before stopping: the report counted it, and the
+    bad lines before it, as read (n + 1 + skips for n rows handed out). It now counts what a loop stopping
+    after n rows counts: read = handed out + skipped."""
+    from conftest import shared_data
+
+    good = [line for f in sorted(shared_data("ms_swift").glob("*.jsonl")) for line in f.read_text().splitlines()
+            if line.strip()]
+    lines = []
+    for i, line in enumerate(good):  # real upstream rows, a bad line after every third
+        lines.append(line)
+        if i % 3 == 2:
+            lines.append('{"messages": [')
+    path = tmp_path / "agent.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+
+    def stream(report):
+        return td.load("ms_swift", split="train", data_files=str(path), on_error="skip", report=report,
+                       streaming=True)
+
+    for n in range(1, len(good)):
+        taken_report = td.SkipReport()
+        taken = [r["id"] for r in stream(taken_report).take(n)]
+        looped_report = td.SkipReport()
+        looped = []
+        for row in stream(looped_report):
+            looped.append(row["id"])
+            if len(looped) == n:
+                break
+        assert taken == looped and len(taken) == n
+        assert (taken_report.rows_read, taken_report.skipped) == (looped_report.rows_read, looped_report.skipped)
+        assert taken_report.rows_read == n + taken_report.skipped == n + (n - 1) // 3

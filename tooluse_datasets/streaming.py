@@ -19,6 +19,7 @@ import collections
 import concurrent.futures
 import copy
 import hashlib
+import itertools
 import json
 import multiprocessing
 import os
@@ -390,3 +391,27 @@ class SkipsInOrder:
         self.report.count_read(len(errors))
         for error in errors:
             self.report.add(error)
+
+
+def _install_take_that_stops_at_n() -> None:
+    """datasets' ``take(n)`` asks its stream for one more row after the n-th before it stops: a stream of ours
+    converts that row and counts it (and the skips before it) in the report, which then said n + 1 rows read
+    for n handed out. ``take`` here stops right after its n-th row, as a loop that breaks there does; the rows
+    and the take's state are datasets' own (this is its method, cut off after n rows), and the stream's state
+    is the position after the n-th row instead of one row further. Installed once per process on import."""
+    from datasets.iterable_dataset import TakeExamplesIterable
+
+    original = TakeExamplesIterable.__iter__
+    if getattr(original, "_stops_at_n", False):
+        return
+
+    def __iter__(self):
+        taken = self._state_dict["taken"] if self._state_dict else 0
+        yield from itertools.islice(original(self), max(self.n - taken, 0))
+
+    __iter__._stops_at_n = True
+    __iter__.__wrapped__ = original
+    TakeExamplesIterable.__iter__ = __iter__
+
+
+_install_take_that_stops_at_n()
