@@ -409,6 +409,37 @@ def test_every_skipped_row_can_be_listed_beside_a_mirror_build(tmp_path):
     assert manifest.configs["unified"].splits["train"].skipped["skipped"] == len(unified)
 
 
+
+def test_a_skipped_rows_listing_cut_off_midway_leaves_the_previous_complete_one(tmp_path, monkeypatch):
+    """--skipped-rows was written straight to its name: a build stopped while listing (Ctrl-C, a full disk) left a
+    truncated list there, which read as the complete list of a build. It is now written aside and renamed."""
+    from conftest import shared_data
+
+    good = [line for f in sorted(shared_data("ms_swift").glob("*.jsonl")) for line in f.read_text().splitlines()
+            if line.strip()]
+    data = tmp_path / "agent.jsonl"
+    data.write_text("\n".join(line for row in good for line in (row, '{"messages": [')) + "\n")
+    listing = tmp_path / "skipped.jsonl"
+    request = MirrorRequest("ms_swift", configs=["unified"], data_files=[str(data)], skipped_rows=str(listing))
+    build_mirror(request, tmp_path / "out")
+    complete = listing.read_bytes()
+    assert len(complete.splitlines()) == len(good)
+
+    written = []
+    original = build_module.json_text_bytes
+
+    def interrupted(record):
+        written.append(record)
+        if len(written) == 3:
+            raise KeyboardInterrupt
+        return original(record)
+
+    monkeypatch.setattr(build_module, "json_text_bytes", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        build_mirror(request, tmp_path / "out")
+    assert listing.read_bytes() == complete
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["agent.jsonl", "out", "skipped.jsonl"]
+
 def test_a_row_that_cannot_be_read_is_logged_once_however_many_configs_skip_it(tmp_path, caplog):
     good = Path(td.sample_files("nestful")["train"][0]).read_text().splitlines()
     data = tmp_path / "data.jsonl"

@@ -141,16 +141,23 @@ def build_mirror(request: MirrorRequest, out_dir: str | Path, *, engine: str = "
 
 
 def _list_skipped_rows(request: MirrorRequest, tasks: list[ShardTask], parts_dir: Path, out: Path) -> None:
-    """Every row a shard task skipped, config by config in plan order, into one JSON lines file."""
+    """Every row a shard task skipped, config by config in plan order, into one JSON lines file (written under a
+    ``.partial`` name and renamed when complete: a listing cut off midway must not pass for the whole one)."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "wb") as f:
-        for config in request.configs:
-            for task in tasks:
-                path = skipped_rows_file(parts_dir, config, task.key)
-                if path.is_file():
-                    for line in path.read_bytes().splitlines():
-                        record = {"config": config, "split": task.split.name, **json.loads(line)}
-                        f.write(json_text_bytes(record) + b"\n")
+    partial = out.with_name(out.name + ".partial")
+    try:
+        with open(partial, "wb") as f:
+            for config in request.configs:
+                for task in tasks:
+                    path = skipped_rows_file(parts_dir, config, task.key)
+                    if path.is_file():
+                        for line in path.read_bytes().splitlines():
+                            record = {"config": config, "split": task.split.name, **json.loads(line)}
+                            f.write(json_text_bytes(record) + b"\n")
+        os.replace(partial, out)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
 
 
 def _run_shards(source: str, tasks: list[ShardTask], build: dict, staging: Staging,
