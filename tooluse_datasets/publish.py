@@ -427,7 +427,8 @@ def _download_text(api: HubApi, repo_id: str, filename: str, revision: str) -> O
             path = api.hf_hub_download(repo_id, filename, repo_type=REPO_TYPE, revision=revision, local_dir=tmp)
         except EntryNotFoundError:
             return None
-        return Path(path).read_text(encoding="utf-8")
+        # utf-8-sig: an editor's byte order mark would hide the card's YAML front matter from every parser.
+        return Path(path).read_text(encoding="utf-8-sig")
 
 
 def _parse_previous_manifest(text: Optional[str]) -> Optional[Manifest]:
