@@ -51,3 +51,30 @@ def test_a_card_saved_with_a_byte_order_mark_keeps_the_users_metadata_and_gains_
         < published.index(END_MARKER) < published.index("## Contact")
     assert not any("cannot be read" in line for line in lines)
     assert not publish_mirror(mirror, REPO, api=api, echo=_quiet).committed
+
+
+def test_a_card_that_is_not_utf8_is_refused_naming_it_and_the_byte(mirror, capsys):
+    # It failed with a bare UnicodeDecodeError naming neither the repo nor the file.
+    from test_publish import _cli
+
+    # the user's text saved as Latin-1 by their editor: "Café" is b"Caf\xe9"
+    api = _published_then_edited(mirror, lambda card: _with_user_text(card).encode() + "Café\n".encode("latin-1"))
+    head = api.commits(REPO)[-1].sha
+    assert _cli([str(mirror), "--repo-id", REPO], api) == 2
+    err = capsys.readouterr().err
+    first_bad_byte = api.files(REPO)["README.md"].rindex(b"Caf") + 3
+    assert f"the README.md in {REPO} is not UTF-8" in err and f"byte {first_bad_byte}" in err
+    assert "save it as UTF-8" in err and "UnicodeDecodeError" not in err and "a bug" not in err
+    assert api.commits(REPO)[-1].sha == head
+
+
+def test_a_manifest_in_the_repo_that_is_not_utf8_only_costs_the_list_of_previous_files(mirror, caplog):
+    # As any damaged manifest in the repo (README): it stopped the publish with a bare UnicodeDecodeError.
+    from tooluse_datasets.mirror import MANIFEST_NAME
+
+    api = FakeHubApi()
+    publish_mirror(mirror, REPO, api=api, echo=_quiet)
+    api.edit(REPO, {MANIFEST_NAME: b"\xff\xfe{}"})
+    result = publish_mirror(mirror, REPO, api=api, replace_foreign=True, echo=_quiet)
+    assert result.committed and api.files(REPO)[MANIFEST_NAME] == (mirror / MANIFEST_NAME).read_bytes()
+    assert any(MANIFEST_NAME in r.getMessage() and "ignoring" in r.getMessage() for r in caplog.records)

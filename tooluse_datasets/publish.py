@@ -415,27 +415,45 @@ def read_remote_state(api: HubApi, repo_id: str, revision: Optional[str]) -> Rem
         if hasattr(entry, "blob_id"):  # RepoFile; RepoFolder entries have no content
             lfs = getattr(entry, "lfs", None)
             files[entry.path] = RemoteFile(entry.path, entry.size, lfs.sha256 if lfs else None, entry.blob_id)
-    card = _download_text(api, repo_id, README_NAME, head) if README_NAME in files else None
-    manifest_text = _download_text(api, repo_id, MANIFEST_NAME, head) if MANIFEST_NAME in files else None
-    manifest = _parse_previous_manifest(manifest_text)
+    card = _card_text(_download(api, repo_id, README_NAME, head), repo_id) if README_NAME in files else None
+    manifest = _parse_previous_manifest(_download(api, repo_id, MANIFEST_NAME, head)) \
+        if MANIFEST_NAME in files else None
     return RemoteState(True, True, head, files, card, manifest)
 
 
-def _download_text(api: HubApi, repo_id: str, filename: str, revision: str) -> Optional[str]:
+def _download(api: HubApi, repo_id: str, filename: str, revision: str) -> Optional[bytes]:
     with tempfile.TemporaryDirectory() as tmp:
         try:
             path = api.hf_hub_download(repo_id, filename, repo_type=REPO_TYPE, revision=revision, local_dir=tmp)
         except EntryNotFoundError:
             return None
-        # utf-8-sig: an editor's byte order mark would hide the card's YAML front matter from every parser.
-        return Path(path).read_text(encoding="utf-8-sig")
+        return Path(path).read_bytes()
 
 
-def _parse_previous_manifest(text: Optional[str]) -> Optional[Manifest]:
-    if text is None:
+def _text(data: bytes) -> str:
+    """A text file of the repo as a string with ``\n`` line ends (UnicodeDecodeError if it is not UTF-8).
+    utf-8-sig: an editor's byte order mark would hide the card's YAML front matter from every parser."""
+    return data.decode("utf-8-sig").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _card_text(data: Optional[bytes], repo_id: str) -> Optional[str]:
+    if data is None:
         return None
     try:
-        return Manifest.from_json(text)
+        return _text(data)
+    except UnicodeDecodeError as exc:
+        # The merge keeps the user's text, so it must be read as written: refused rather than guessed at.
+        start = exc.start + (3 if data.startswith(b"\xef\xbb\xbf") else 0)
+        raise PublishError(f"the {README_NAME} in {repo_id} is not UTF-8 text (byte {start}: "
+                           f"{data[start:start + 1]!r}): save it as UTF-8 on the Hub, then publish again; nothing "
+                           f"was published") from None
+
+
+def _parse_previous_manifest(data: Optional[bytes]) -> Optional[Manifest]:
+    if data is None:
+        return None
+    try:
+        return Manifest.from_json(_text(data))
     except (MirrorError, ValueError, TypeError, KeyError, AttributeError) as exc:
         # An older or hand-edited manifest only costs us the list of our previous files.
         logger.warning("ignoring the repo's %s (%s): no file in the repo is taken for one of this mirror's",
