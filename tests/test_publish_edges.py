@@ -162,3 +162,34 @@ def test_a_folder_of_mirrors_publishes_the_others_when_one_is_refused_and_says_w
         in err
     assert sorted(api.repos) == ["acme/ms_swift-tooluse", "acme/nestful-tooluse", "acme/toolmind-tooluse"]
     assert api.files("acme/nestful-tooluse")["unified/train-00000-of-00001.parquet"] == b"PAR1 someone's push_to_hub"
+
+
+def test_a_folder_of_mirrors_publishes_the_others_when_the_hub_refuses_one_and_says_which(tmp_path, capsys):
+    # A Hub error for one repo (no write access to it, say) stopped the loop: the mirrors after it were not
+    # tried, and the error named neither the mirror nor the repo.
+    from huggingface_hub.errors import HfHubHTTPError
+
+    from fake_hub import http_response
+
+    out = tmp_path / "mirrors"
+    assert main(["mirror", "nestful", "ms_swift", "toolmind", "--sample", "--configs", "unified",
+                 "--out", str(out)]) == 0
+    api = FakeHubApi()
+    create_commit = api.create_commit
+
+    def refusing_ms_swift(repo_id, *args, **kwargs):
+        if repo_id == "acme/ms_swift-tooluse":
+            raise HfHubHTTPError("403 Forbidden: you do not have write access to acme/ms_swift-tooluse",
+                                 response=http_response(403, repo_id))
+        return create_commit(repo_id, *args, **kwargs)
+
+    api.create_commit = refusing_ms_swift
+    capsys.readouterr()
+    assert _cli([str(out), "--repo-id", "acme/{source}-tooluse"], api) == 2
+    err = capsys.readouterr().err
+    assert "error: ms_swift (acme/ms_swift-tooluse): HfHubHTTPError: 403 Forbidden" in err
+    assert "1 of 3 mirrors were not published: ms_swift (acme/ms_swift-tooluse)" in err
+    assert "published or already up to date: nestful (acme/nestful-tooluse), toolmind (acme/toolmind-tooluse)" \
+        in err
+    assert sorted(api.repos) == ["acme/nestful-tooluse", "acme/toolmind-tooluse"]  # the one created was deleted
+    assert "Traceback" not in err and "a bug" not in err
