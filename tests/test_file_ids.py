@@ -137,6 +137,25 @@ def test_toolmind_files_sharing_a_stem_give_unique_ids_alone_and_in_the_mix(tmp_
     assert sorted(i for i in _ids(mixed) if i.startswith("toolmind/")) == alone[True]
 
 
+def test_toolmind_files_of_two_splits_holding_one_split_value_give_unique_ids(tmp_path, cache_dir):
+    """ToolMind ids are positions in a file: two files given as two splits, both holding rows of one ``split``
+    value, gave each position's id twice (``toolmind/synthetic/0`` in both), though their stems differ."""
+    sample = Path(td.sample_files("toolmind")["train"][0])
+    x, y = _copies(sample, tmp_path, ["x.parquet", "y.parquet"])
+    data_files = {"train": x, "test": y}
+    for streaming in (False, True):
+        splits = td.load("toolmind", data_files=data_files, streaming=streaming, cache_dir=cache_dir)
+        ids = {name: _ids(ds) for name, ds in splits.items()}
+        assert len(ids["train"]) == len(ids["test"]) == 21
+        assert len(set(ids["train"]) | set(ids["test"])) == 42
+        assert all(i.split("/")[2] == "x" for i in ids["train"]) and all(i.split("/")[2] == "y" for i in ids["test"])
+        alone = td.load("toolmind", data_files=data_files, split="test", streaming=streaming, cache_dir=cache_dir)
+        assert _ids(alone) == ids["test"]
+    # One file given for both splits is one file: its rows keep the one-file ids in each.
+    once = td.load("toolmind", data_files={"train": x, "test": x}, split="test", cache_dir=cache_dir)
+    assert _ids(once) == [f"toolmind/{s}/{i}" for i, s in enumerate(once["subset"])]
+
+
 def test_ms_swift_files_sharing_a_stem_keep_their_ids_in_the_mix(tmp_path):
     files = _copies(SAMPLES["ms_swift"], tmp_path, ["a/data.jsonl", "b/data.jsonl"])
     alone = _ids(td.load("ms_swift", data_files=files, split="train", streaming=True))

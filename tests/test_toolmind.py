@@ -323,7 +323,7 @@ def test_files_without_a_split_column_use_data_files_splits(tmp_path):
     ds = td.load("toolmind", data_files=files, streaming=True)
     assert {name: len(list(d)) for name, d in ds.items()} == {"train": 2, "test": 1}
     r = next(iter(ds["test"]))
-    assert r["subset"] == "test" and r["id"] == "toolmind/test/0" and r["meta"]["no_split_value"] is True
+    assert r["subset"] == "test" and r["id"] == "toolmind/test/b/0" and r["meta"]["no_split_value"] is True
     raw = next(iter(td.load("toolmind", "raw", data_files=files, split="test", streaming=True)))
     assert raw["split"] is None
 

@@ -56,7 +56,7 @@ RAW_FEATURES = Features(
         # The `split` column verbatim (source dataset identifier); null when the file has none.
         "split": Value("string"),
         # The `id_column` value if one is configured, else the row's position: "<row>", or
-        # "<file>/<row>" when several files feed the split (<file>: the stem, or the file's path where files of
+        # "<file>/<row>" when the load has several files (<file>: the stem, or the file's path where files of
         # the load share a stem; see Shard.label).
         "id": Value("string"),
         # Indices of bridge reasoning turns, from a `bridges` column (our writer's output); [] otherwise.
@@ -137,8 +137,11 @@ class ToolMindSource(Source):
                                 wanted=getattr(opts, "prepare_splits", None))
             if plans is not None:
                 return with_file_labels(plans, files_by_split)
-        return [SplitPlan(plan.name, plan.shards, SplitSelection(None, False, False, len(files) > 1))
-                for plan, files in zip(super().plan(files_by_split), files_by_split.values())]
+        # Ids are positions in a file: with several files in the load (in one split or across splits) they carry
+        # the file's name, else two files' rows at one position would share an id.
+        several = len({path for files in files_by_split.values() for path in files}) > 1
+        return [SplitPlan(plan.name, plan.shards, SplitSelection(None, False, False, several))
+                for plan in super().plan(files_by_split)]
 
     def read(self, shard: Shard, split: SplitPlan, resume: Optional[tuple[int, int]] = None) -> Iterator[RawBatch]:
         opts = self.options

@@ -55,7 +55,7 @@ class SplitSelection:
     value: Optional[str]        # the `split` value (None: null cells)
     select: bool                # filter on the split column (files shared by several splits)
     report_unassigned: bool     # JSON rows that belong to no split are reported here (the first split only)
-    stem_ids: bool              # several files feed the split: ids carry the file stem
+    stem_ids: bool              # the load has several files: ids carry the file's name (Shard.file_label)
     unassigned: frozenset = frozenset()  # files with no split column while others have one: rows reported
     # JSON files: (path, bitmap of the row numbers this split reads), from planning; other lines go unparsed
     json_rows: tuple = ()
