@@ -122,3 +122,35 @@ def test_iterating_a_prepared_split_gives_datasets_own_rows_in_the_same_key_orde
         assert len(ds) < 2 or isinstance(ds.select(list(reversed(range(len(ds))))), ExactDataset)
         # a format or chosen columns take datasets' own path
         assert [r["id"] for r in ds.with_format(columns=["id"])] == [r["id"] for r in own]
+
+
+# Column operations that keep every column's type: datasets rebuilds the features of their result as a plain
+# ``Features``, whose rows came back with every key (an answer with ``tool_calls: []`` renders as an empty call
+# turn under Hermes-3's template, ``images: []`` makes TRL take a text dataset for vision data).
+COLUMN_OPERATIONS = {
+    "select_columns": (lambda d: d.select_columns(["id", "messages", "tools", "images"]), "id"),
+    "rename_column": (lambda d: d.rename_column("id", "row_id"), "row_id"),
+    "rename_columns": (lambda d: d.rename_columns({"id": "row_id"}), "row_id"),
+    "flatten_indices": (lambda d: d.shuffle(seed=0).flatten_indices(), "id"),
+}
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
+@pytest.mark.parametrize("operation", sorted(COLUMN_OPERATIONS))
+@pytest.mark.parametrize("source", ["ms_swift", "toolmind"])
+def test_column_operations_keep_the_chat_shape_and_the_rows(source, operation, streaming, cache_dir):
+    ds = td.load(source, data_files=td.sample_files(source), cache_dir=cache_dir)
+    ds = next(iter(ds.values()))
+    if streaming:
+        if operation == "flatten_indices":
+            pytest.skip("streams have no indices mapping")
+        ds = ds.to_iterable_dataset()
+    apply, id_column = COLUMN_OPERATIONS[operation]
+    before = {r["id"]: r for r in ds}
+    after = list(apply(ds))
+    assert len(after) == len(before)
+    for row in after:
+        assert_chat_shape(row)
+        original = before[row[id_column]]
+        assert row["messages"] == original["messages"] and row["tools"] == original["tools"]
+        assert row.get("images") == original.get("images")

@@ -216,3 +216,20 @@ def test_sft_trainer_tokenizes_a_streamed_mix_of_sources_as_each_row_renders(cac
             assert text == tokenizer.apply_chat_template(row["messages"], tools=row["tools"], tokenize=False)
             assert_rendered(row, text, "hermes3")
     assert trainer.train().global_step == 1
+
+
+def test_sft_trainer_renders_every_answer_after_select_columns(samples, tmp_path):
+    """Keeping only the columns training reads (``select_columns(["messages", "tools"])``) keeps the rows' shape:
+    the result's features used to be rebuilt as plain ``Features``, every answer then carried ``tool_calls: []``
+    and Hermes-3 rendered it as an empty call turn, so the trainer never saw a final answer."""
+    ds = samples["toolmind"].select_columns(["messages", "tools"])
+    tokenizer = byte_tokenizer(TEMPLATES["hermes3"])
+    config = SFTConfig(output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=2, max_length=None,
+                       report_to="none", save_strategy="no", use_cpu=True, bf16=False, disable_tqdm=True)
+    trainer = SFTTrainer(model=tiny_model(len(tokenizer)), args=config, train_dataset=ds, processing_class=tokenizer)
+    answers = 0
+    for row, ids in zip(samples["toolmind"], trainer.train_dataset["input_ids"]):
+        text = tokenizer.decode(ids)
+        assert_rendered(row, text, "hermes3")
+        answers += sum(1 for m in row["messages"] if m["role"] == "assistant" and not m.get("tool_calls"))
+    assert answers >= 10

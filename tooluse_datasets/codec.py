@@ -594,8 +594,9 @@ class ExactFeatures(Features):
     generic recursion. Under the tensor formats (``with_format("numpy")``, torch, jax, tensorflow) datasets
     hands them numpy values, which they decode to the same exact values, in the shape datasets' own decoding
     gives a plain ``Json()`` column there. The subclass survives ``copy``, ``reorder_fields_as`` and pickling,
-    so ``shuffle``, ``select``, ``filter`` and ``to_iterable_dataset`` keep it; where datasets builds fresh ``Features``
-    (e.g. the output of ``map``), the ``ExactJson`` leaves still decode exactly.
+    so ``shuffle``, ``select``, ``filter`` and ``to_iterable_dataset`` keep it (``select_columns``, ``rename_column(s)``
+    and ``flatten_indices`` through the wrappers installed below); where datasets builds fresh ``Features`` (e.g. the
+    output of ``map``), the ``ExactJson`` leaves still decode exactly.
     """
 
     def __init__(self, *args, **kwargs):
@@ -750,8 +751,42 @@ def _install_mixed_stream_features() -> None:
             setattr(combine, name, wrapped)
 
 
+def _install_column_operations_keeping_features() -> None:
+    """``select_columns``, ``rename_column``, ``rename_columns`` (map-style and streaming) and ``flatten_indices``
+    rebuild the dataset's features as a plain ``Features`` of the same column types, so their rows came back with
+    every key: after ``ds.select_columns(["messages", "tools"])`` Hermes-3 rendered each final answer
+    (``tool_calls: []``) as an empty call turn, and a kept ``images: []`` made TRL take the text for vision data.
+    Their result keeps the class of the features it came from (recompiled for its columns). Installed once per
+    process on import."""
+    from datasets import Dataset, IterableDataset
+
+    def keeping(original):
+        if getattr(original, "_keeps_exact_features", False):
+            return original
+
+        def operation(self, *args, **kwargs):
+            out = original(self, *args, **kwargs)
+            given, made = self._info.features, out._info.features
+            if isinstance(given, ExactFeatures) and made is not None and not isinstance(made, ExactFeatures):
+                out._info.features = type(given)(dict(made))
+            return out
+
+        operation._keeps_exact_features = True
+        operation.__wrapped__ = original
+        operation.__name__ = original.__name__
+        operation.__doc__ = original.__doc__
+        return operation
+
+    for cls, names in ((Dataset, ("select_columns", "rename_column", "rename_columns", "flatten_indices")),
+                       (IterableDataset, ("select_columns", "rename_column", "rename_columns"))):
+        for name in names:
+            if getattr(cls, name, None) is not None:  # a datasets without it: left as it is
+                setattr(cls, name, keeping(getattr(cls, name)))
+
+
 _install_merged_info_features()
 _install_mixed_stream_features()
+_install_column_operations_keeping_features()
 
 
 def _is_empty(value: Any) -> bool:
