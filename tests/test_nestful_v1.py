@@ -265,10 +265,14 @@ def test_a_spec_element_that_is_no_spec_is_reported_once_and_the_other_specs_are
     rows, report = load_skipping(files, tmp_path, streaming)
     # Both data files load in full with the 39 good specs; the two bad elements are skips naming the spec file.
     assert len(rows) == 170 and all(len(r["tools"]) == 39 for r in rows)
-    # two data files of one stem in one group: ids carry the stem and the file's place (were 85 ids for 170 rows)
+    # two data files of one stem in one group: ids carry the file's path below their common folder (were 85 ids
+    # for 170 rows), whatever order the files are given in (they carried the file's place in the list)
     assert len({r["id"] for r in rows}) == 170
-    assert {r["id"].rsplit("/", 1)[0] for r in rows} == {"nestful/v1-executable/executable-data-0",
-                                                         "nestful/v1-executable/executable-data-1"}
+    assert {r["id"].rsplit("/", 1)[0] for r in rows} == {"nestful/v1-executable/copy0/executable-data",
+                                                         "nestful/v1-executable/copy1/executable-data"}
+    *data, spec = files["executable"]
+    swapped, _ = load_skipping({"executable": [*data[::-1], spec]}, tmp_path / "swapped", streaming)
+    assert sorted(r["id"] for r in swapped) == sorted(r["id"] for r in rows)
     assert (report.rows_read, report.skipped) == (172, 2)
     assert [(r["file"], r["row"], r["field"]) for r in report.rows] == [(spec_path, 0, "<row>"), (spec_path, 40, "name")]
     with pytest.raises(InvalidValueError, match="a spec must be a JSON object, not a JSON number") as info:

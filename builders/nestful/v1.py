@@ -38,7 +38,7 @@ from tooluse_datasets.schema import message, tool_call, unified_row
 from tooluse_datasets.shards.documents import read_document
 from tooluse_datasets.shards.files import open_text_file
 from tooluse_datasets.shards.json_text import UTF8_BOM, not_json_text
-from tooluse_datasets.shards.paths import COMPRESSION_SUFFIXES, display_path, file_stem
+from tooluse_datasets.shards.paths import COMPRESSION_SUFFIXES, display_path, file_labels, file_stem
 from tooluse_datasets.shards.shard import DOCUMENT, RawBatch, Shard
 from tooluse_datasets.source import RowContext, Upstream, UpstreamFile
 
@@ -225,21 +225,15 @@ def with_specs(batches: Iterator, group: V1Group, tools: str, shard: Shard, resu
         catalog, unreadable = None, exc
     if catalog is not None and catalog.problems and resume is None and _opens_group(shard, group):
         yield RawBatch([(e.row, e) for e in catalog.problems], [(0, 0)] * len(catalog.problems))
-    # Ids are <group>/<row>: with several data files in the group, the file's stem tells rows apart (its
-    # position in the group where two files share a stem).
-    stem = _file_label(shard.file, group.data_files) if len(group.data_files) > 1 else None
+    # Ids are <group>/<row>: with several data files in the group, the file's name tells rows apart (its stem, or
+    # its path where two files of the group share a stem: file_labels).
+    stem = file_labels(group.data_files).get(shard.file, file_stem(shard.file)) if len(group.data_files) > 1 else None
     for batch in batches:
         if catalog is None:
             items = [(n, s if isinstance(s, ToolUseDataError) else _no_specs(unreadable, group)) for n, s in batch.items]
         else:
             items = [(n, with_tools(s, catalog.specs, group.group, tools, data_file=stem)) for n, s in batch.items]
         yield dataclasses.replace(batch, items=items)
-
-
-def _file_label(path: str, data_files: Sequence[str]) -> str:
-    stems = [file_stem(f) for f in data_files]
-    stem = file_stem(path)
-    return stem if stems.count(stem) == 1 or path not in data_files else f"{stem}-{data_files.index(path)}"
 
 
 def _opens_group(shard: Shard, group: V1Group) -> bool:
