@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import json
 import math
 import re
@@ -680,6 +681,22 @@ class ForeignExactFeatures(ExactFeatures):
     foreign_text = True
 
 
+def _keeping_exact_features(original: Callable, keep: Callable[..., None]) -> Callable:
+    """datasets' ``original`` followed by ``keep(result, *args)``, which puts exact features back on the result
+    where datasets rebuilt plain ones. Marked, so that installing twice (the module reloaded) wraps once."""
+    if getattr(original, "_keeps_exact_features", False):
+        return original
+
+    @functools.wraps(original)
+    def keeping(*args, **kwargs):
+        out = original(*args, **kwargs)
+        keep(out, *args)
+        return out
+
+    keeping._keeps_exact_features = True
+    return keeping
+
+
 def _install_merged_info_features() -> None:
     """``datasets.concatenate_datasets`` / ``interleave_datasets`` of map-style datasets merge their infos with
     ``DatasetInfo.from_merge``, which drops the features of infos that differ in anything (every source's
@@ -689,21 +706,11 @@ def _install_merged_info_features() -> None:
     process on import, like the exact writer above; other merges are datasets' own."""
     from datasets.info import DatasetInfo
 
-    original = DatasetInfo.from_merge.__func__
-    if getattr(original, "_keeps_exact_features", False):
-        return
+    def keep(merged, cls, dataset_infos):
+        if merged.features is None:
+            merged.features = _merged_exact_features([info.features for info in dataset_infos if info is not None])
 
-    def from_merge(cls, dataset_infos):
-        merged = original(cls, dataset_infos)
-        given = [info.features for info in dataset_infos if info is not None]
-        if (merged.features is None and given and all(isinstance(f, ExactFeatures) for f in given)
-                and all(f == given[0] for f in given[1:])):
-            foreign = any(f.foreign_text for f in given)
-            merged.features = (ForeignExactFeatures if foreign else ExactFeatures)(copy.deepcopy(dict(given[0])))
-        return merged
-
-    from_merge._keeps_exact_features = True
-    DatasetInfo.from_merge = classmethod(from_merge)
+    DatasetInfo.from_merge = classmethod(_keeping_exact_features(DatasetInfo.from_merge.__func__, keep))
 
 
 def _merged_exact_features(given: list) -> Optional["ExactFeatures"]:
@@ -725,27 +732,15 @@ def _install_mixed_stream_features() -> None:
     columns, the mix keeps them (as map-style mixes do above). Installed once per process on import."""
     from datasets import combine, iterable_dataset
 
-    def keeping(original):
-        if getattr(original, "_keeps_exact_features", False):
-            return original
-
-        def mix(dsets, *args, **kwargs):
-            out = original(dsets, *args, **kwargs)
-            exact = _merged_exact_features([d.features for d in dsets])
-            if exact is not None and out.features is not None and dict(out.features) == dict(exact):
-                out._info.features = exact
-            return out
-
-        mix._keeps_exact_features = True
-        mix.__wrapped__ = original
-        mix.__name__ = original.__name__
-        mix.__doc__ = original.__doc__
-        return mix
+    def keep(out, dsets, *args):
+        exact = _merged_exact_features([d.features for d in dsets])
+        if exact is not None and out.features is not None and dict(out.features) == dict(exact):
+            out._info.features = exact
 
     for name in ("_concatenate_iterable_datasets", "_interleave_iterable_datasets"):
         if getattr(iterable_dataset, name, None) is None:
             continue  # a datasets without it: left as it is
-        wrapped = keeping(getattr(iterable_dataset, name))
+        wrapped = _keeping_exact_features(getattr(iterable_dataset, name), keep)
         setattr(iterable_dataset, name, wrapped)
         if hasattr(combine, name):
             setattr(combine, name, wrapped)
@@ -760,28 +755,16 @@ def _install_column_operations_keeping_features() -> None:
     process on import."""
     from datasets import Dataset, IterableDataset
 
-    def keeping(original):
-        if getattr(original, "_keeps_exact_features", False):
-            return original
-
-        def operation(self, *args, **kwargs):
-            out = original(self, *args, **kwargs)
-            given, made = self._info.features, out._info.features
-            if isinstance(given, ExactFeatures) and made is not None and not isinstance(made, ExactFeatures):
-                out._info.features = type(given)(dict(made))
-            return out
-
-        operation._keeps_exact_features = True
-        operation.__wrapped__ = original
-        operation.__name__ = original.__name__
-        operation.__doc__ = original.__doc__
-        return operation
+    def keep(out, self, *args):
+        given, made = self._info.features, out._info.features
+        if isinstance(given, ExactFeatures) and made is not None and not isinstance(made, ExactFeatures):
+            out._info.features = type(given)(dict(made))
 
     for cls, names in ((Dataset, ("select_columns", "rename_column", "rename_columns", "flatten_indices")),
                        (IterableDataset, ("select_columns", "rename_column", "rename_columns"))):
         for name in names:
             if getattr(cls, name, None) is not None:  # a datasets without it: left as it is
-                setattr(cls, name, keeping(getattr(cls, name)))
+                setattr(cls, name, _keeping_exact_features(getattr(cls, name), keep))
 
 
 _install_merged_info_features()
