@@ -267,6 +267,40 @@ def test_schemas_that_cannot_be_applied_are_findings_not_crashes(samples):
     assert rule_findings(row, "arguments.schema") == []    # said once, by tool.invalid_schema
 
 
+@pytest.mark.parametrize("parameters", [
+    {"type": "object", "properties": {"base": {"$ref": "https://example.com/currency.json"}}},
+    # a relative reference against a remote base URI reaches the network too
+    {"$id": "https://example.com/tools/rates.json", "type": "object", "properties": {"base": {"$ref": "currency.json"}}},
+])
+def test_a_ref_outside_the_schema_is_never_fetched(samples, monkeypatch, parameters):
+    """Schemas come with the data: a `$ref` to a URL must not make validation download it (jsonschema's default
+    registry does, with urllib)."""
+    import urllib.request
+
+    fetched = []
+
+    def urlopen(request, *args, **kwargs):
+        fetched.append(getattr(request, "full_url", request))
+        raise OSError("offline")
+
+    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
+    row = base(samples, SWIFT)
+    row["tools"][0]["function"]["parameters"] = parameters
+    found = rule_findings(row, "arguments.schema")
+    assert fetched == []
+    assert [f.field for f in found] == ["messages[2].tool_calls[0].function.arguments",
+                                        "messages[2].tool_calls[1].function.arguments"]
+    assert all("cannot be applied" in f.message and "Unresolvable" in f.message for f in found)
+    # references inside the schema still resolve
+    row["tools"][0]["function"]["parameters"] = {
+        "type": "object", "definitions": {"code": {"type": "string", "minLength": 3}},
+        "properties": {"base": {"$ref": "#/definitions/code"}, "quote": {"$ref": "#/definitions/code"}}}
+    _calls(row)[0]["function"]["arguments"].update(base="US")
+    assert [f.field for f in rule_findings(row, "arguments.schema")] == [
+        "messages[2].tool_calls[0].function.arguments.base"]
+    assert fetched == []
+
+
 def test_a_pattern_that_backtracks_leaves_its_value_unchecked_instead_of_stalling(samples):
     row = base(samples, SWIFT)
     parameters = row["tools"][0]["function"]["parameters"]

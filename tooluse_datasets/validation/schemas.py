@@ -30,6 +30,7 @@ import regex
 from jsonschema import Draft7Validator, FormatChecker
 from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.validators import extend, validator_for
+from referencing import Registry
 
 from ..codec import dumps
 
@@ -269,7 +270,12 @@ def _compile(schema: Any) -> CompiledSchema:
     types = declared if isinstance(declared, list) else [declared]
     if declared is not None and "object" not in types:
         return CompiledSchema(problem=f"parameters must describe an object (type 'object'), not type {declared!r}")
-    return CompiledSchema(validator=_bounded(cls)(schema))
+    # An empty registry: references resolve inside the schema (and to the drafts' metaschemas, which jsonschema
+    # adds) and nowhere else. jsonschema's default registry downloads any other URI a `$ref` names.
+    return CompiledSchema(validator=_bounded(cls)(schema, registry=_NO_RETRIEVAL))
+
+
+_NO_RETRIEVAL = Registry()
 
 
 _SCHEMA_FORMAT_CHECKERS: dict = {}  # draft class -> the format checker its metaschema check uses
