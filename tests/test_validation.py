@@ -865,6 +865,23 @@ def test_filter_selection_rules_and_raise_mode(mixed_file, cache_dir):
         filter_dataset(td.load("ms_swift", "raw", data_files=mixed_file, split="train", streaming=True), "error")
 
 
+@pytest.mark.parametrize("column", ["meta", "call_graph", "subset"])
+def test_filtering_a_dataset_without_a_unified_column_is_refused_not_emptied(mixed_file, cache_dir, column):
+    """row.fields fails every row lacking a unified column, whatever the rules selected: a dataset whose `meta`
+    was removed lost all its rows to `row.fields` when filtered on `arguments.schema`. It is refused, naming
+    the column; media columns may be left out."""
+    from tooluse_datasets.validation import filter_dataset
+
+    ds = td.load("ms_swift", data_files=mixed_file, split="train", cache_dir=cache_dir)
+    report = td.SkipReport()
+    with pytest.raises(ValueError, match=rf"lacks \['{column}'\]"):
+        filter_dataset(ds.remove_columns(column), "arguments.schema", report=report)
+    assert report.skipped == 0
+    kept = filter_dataset(ds.remove_columns(["images", "audios", "videos"]), "arguments.schema", report=report)
+    assert [r["id"] for r in kept] == ["ms_swift/mixed/0", "ms_swift/mixed/2", "ms_swift/mixed/3"]
+    assert dict(report.by_reason) == {"RuleViolationError:arguments.schema": 1}
+
+
 @pytest.mark.parametrize("streaming", [False, True], ids=["map", "streaming"])
 def test_rows_dropped_by_validate_are_listed_with_their_file_row_and_row_id(mixed_file, streaming, cache_dir,
                                                                             tmp_path):

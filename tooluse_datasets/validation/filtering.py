@@ -19,11 +19,15 @@ from datasets import Dataset, DatasetDict, IterableDataset, IterableDatasetDict
 
 from ..codec import ExactFeatures
 from ..errors import RuleViolationError, SkipReport, check_on_error
+from ..schema import MEDIA_COLUMNS, UNIFIED_FEATURES
 from .check import check_row
 from .registry import Rule, RuleSelection, select_rules
 
 FILTER_BATCH_ROWS = 256  # unified rows of long conversations are large; batches stay small
-_UNIFIED_COLUMNS = ("id", "source", "tools", "messages")
+# Every unified column but the media ones (decoded rows leave those out when empty): ``row.fields`` fails a row
+# without one whatever the rules selected, so a dataset lacking one (``remove_columns("meta")``) would lose every
+# row. It is refused instead.
+_UNIFIED_COLUMNS = tuple(c for c in UNIFIED_FEATURES if c not in MEDIA_COLUMNS)
 
 
 def filter_dataset(ds: Any, rules: RuleSelection, *, on_error: str = "skip", report: Optional[SkipReport] = None,
