@@ -882,6 +882,20 @@ def test_filtering_a_dataset_without_a_unified_column_is_refused_not_emptied(mix
     assert dict(report.by_reason) == {"RuleViolationError:arguments.schema": 1}
 
 
+def test_filtering_a_stream_whose_features_map_dropped_says_so(mixed_file):
+    """A stream's features are unknown after map(); filter_dataset said the dataset lacked every unified column."""
+    from tooluse_datasets.validation import filter_dataset
+
+    stream = td.load("ms_swift", data_files=mixed_file, split="train", streaming=True)
+    mapped = stream.map(lambda row: {"n_messages": len(row["messages"])})
+    assert mapped.features is None and next(iter(mapped))["id"] == "ms_swift/mixed/0"
+    with pytest.raises(ValueError, match=r"are unknown.*filter before map\(\)") as err:
+        filter_dataset(mapped, "arguments.schema")
+    assert "lacks" not in str(err.value)
+    assert [r["id"] for r in filter_dataset(stream, "arguments.schema").map(
+        lambda row: {"n_messages": len(row["messages"])})] == ["ms_swift/mixed/0", "ms_swift/mixed/2", "ms_swift/mixed/3"]
+
+
 @pytest.mark.parametrize("streaming", [False, True], ids=["map", "streaming"])
 def test_rows_dropped_by_validate_are_listed_with_their_file_row_and_row_id(mixed_file, streaming, cache_dir,
                                                                             tmp_path):

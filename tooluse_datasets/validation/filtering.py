@@ -49,7 +49,10 @@ def filter_dataset(ds: Any, rules: RuleSelection, *, on_error: str = "skip", rep
     if isinstance(ds, (DatasetDict, IterableDatasetDict)):
         return type(ds)({name: filter_dataset(split, selected_ids(selected), on_error=on_error, report=report,
                                               batch_size=batch_size) for name, split in ds.items()})
-    missing = [c for c in _UNIFIED_COLUMNS if c not in (ds.features or {})]
+    if ds.features is None:  # datasets forgets a stream's features in map(): "lacks every column" would mislead
+        raise ValueError("validation rules decode unified rows by their features, and this dataset's are unknown "
+                         "(a stream after map() has none): filter before map(), or load the split map-style")
+    missing = [c for c in _UNIFIED_COLUMNS if c not in ds.features]
     if missing:
         raise ValueError(f"validation rules check unified rows; this dataset lacks {missing} (load config='unified')")
     keep = _RowFilter(ds.features, selected, on_error, report)
