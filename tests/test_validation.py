@@ -248,6 +248,33 @@ def test_unknown_keys_depend_on_what_the_schema_says():
         ("", "Additional properties are not allowed ('units' was unexpected)", True)]
 
 
+@pytest.mark.parametrize("draft", ["https://json-schema.org/draft/2019-09/schema",
+                                   "https://json-schema.org/draft/2020-12/schema"])
+def test_unevaluated_properties_says_what_other_keys_are_taken_like_additional_properties(samples, draft):
+    """In 2019-09 and later, `unevaluatedProperties` decides the keys `properties` does not declare: `false`
+    makes them an error (and only that), `true` or a schema declares they are taken (no warning)."""
+    row = base(samples, SWIFT)
+    parameters = row["tools"][0]["function"]["parameters"]
+    parameters["$schema"] = draft
+    _undeclared(row)                                                   # invented=1 on the first call
+    where = "messages[2].tool_calls[0].function.arguments"
+
+    def found():
+        return [(f.rule, f.field) for f in check_row(row) if f.rule.startswith("arguments.")]
+
+    assert found() == [("arguments.undeclared_key", f"{where}.invented")]          # left unset: a warning
+    parameters["unevaluatedProperties"] = False
+    assert found() == [("arguments.schema", where)]
+    for taken in (True, {"type": "integer"}):
+        parameters["unevaluatedProperties"] = taken
+        assert found() == []
+    parameters["unevaluatedProperties"] = {"type": "string"}
+    assert found() == [("arguments.schema", where)]                    # the message names the key
+    # draft-07 has no such keyword: it is ignored there, so the key is still undeclared
+    parameters.update({"$schema": "http://json-schema.org/draft-07/schema#", "unevaluatedProperties": False})
+    assert found() == [("arguments.undeclared_key", f"{where}.invented")]
+
+
 def test_one_compiled_validator_per_distinct_schema():
     a = {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
     b = {"required": ["x"], "properties": {"x": {"type": "integer"}}, "type": "object"}  # same, other key order

@@ -324,19 +324,28 @@ def argument_errors(compiled: CompiledSchema, arguments: Any,
 def undeclared_keys(schema: Any, arguments: Any) -> list[str]:
     """Top-level argument keys the schema does not declare although it lists its parameters.
 
-    Reported only where the schema leaves extra keys allowed by default (``additionalProperties`` absent):
-    with ``additionalProperties: false`` an extra key breaks the schema itself (``arguments.schema``); with
-    ``additionalProperties: true`` or a schema, or a matching ``patternProperties`` pattern, the tool
+    Reported only where the schema leaves extra keys allowed by default (``additionalProperties`` absent, and
+    ``unevaluatedProperties`` too in drafts that have it): with ``false`` an extra key breaks the schema itself
+    (``arguments.schema``); with ``true`` or a schema, or a matching ``patternProperties`` pattern, the tool
     declares that it takes other keys. A schema without ``properties`` declares nothing, so nothing is
     undeclared.
     """
     if not (isinstance(schema, dict) and isinstance(arguments, dict) and isinstance(schema.get("properties"), dict)):
         return []
-    if "additionalProperties" in schema:
+    if "additionalProperties" in schema or ("unevaluatedProperties" in schema and _has_unevaluated(schema)):
         return []
     properties = schema["properties"]
     patterns = [p for p in (schema.get("patternProperties") or {}) if isinstance(p, str)]
     return [key for key in arguments if key not in properties and not any(_matches(p, key) for p in patterns)]
+
+
+def _has_unevaluated(schema: dict) -> bool:
+    """Whether the schema's draft has ``unevaluatedProperties`` (2019-09 and later), which then says what other
+    keys are taken as ``additionalProperties`` does (draft-07 ignores the keyword, and so do we)."""
+    try:
+        return "unevaluatedProperties" in validator_for(schema, default=DEFAULT_DRAFT).VALIDATORS
+    except Exception:  # an unusable $schema: tool.invalid_schema says why
+        return False
 
 
 def _matches(pattern: str, key: str) -> bool:
