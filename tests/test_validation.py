@@ -275,6 +275,31 @@ def test_unevaluated_properties_says_what_other_keys_are_taken_like_additional_p
     assert found() == [("arguments.undeclared_key", f"{where}.invented")]
 
 
+def test_arguments_to_a_tool_without_parameters_are_undeclared_as_the_readers_make_it(samples):
+    """A tool without `parameters` takes none: the readers write it as `{"type": "object", "properties": {}}`,
+    whose calls' keys are undeclared. A row built without the key gave no finding at all for the same calls."""
+    def undeclared(parameters):
+        row = base(samples, SWIFT)
+        function = row["tools"][0]["function"]
+        function.pop("parameters")
+        if parameters is not None:
+            function["parameters"] = parameters
+        return [(f.field, f.message) for f in rule_findings(row, "arguments.undeclared_key")]
+
+    as_read = undeclared({"type": "object", "properties": {}})
+    assert as_read == [(f"messages[2].tool_calls[{i}].function.arguments.{key}",
+                        f"get_exchange_rate declares no parameter {key!r}") for i in (0, 1) for key in ("base", "quote")]
+    assert undeclared(None) == as_read
+    assert ms_swift_tool_without_parameters() == {"type": "object", "properties": {}}
+
+
+def ms_swift_tool_without_parameters() -> dict:
+    """What the ms-swift reader makes of a tool given without parameters."""
+    from tooluse_datasets.builders.ms_swift.parsing import parse_tool
+
+    return parse_tool({"name": "now", "description": "The time"}, "tools[0]")["function"]["parameters"]
+
+
 def test_one_compiled_validator_per_distinct_schema():
     a = {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
     b = {"required": ["x"], "properties": {"x": {"type": "integer"}}, "type": "object"}  # same, other key order

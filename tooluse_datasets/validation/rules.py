@@ -238,11 +238,16 @@ def _schema_checks(view: RowView) -> list[tuple[str, str, str, bool]]:
       "tool lists what it reads: likely an invented parameter).")
 def arguments_undeclared_key(view: RowView) -> Findings:
     for c in view.calls:
-        function = _called_function(view, c.name)
-        if function is None:
-            continue
-        for key in undeclared_keys(function["parameters"], c.arguments):
+        entry = view.functions.get(c.name) if isinstance(c.name, str) else None
+        if entry is None:
+            continue  # call.unknown_tool / call.no_tools say why
+        parameters = entry[1].get("parameters")
+        # a tool without parameters takes none, as the readers write it ({"type": "object", "properties": {}})
+        for key in undeclared_keys(_NO_PARAMETERS if parameters is None else parameters, c.arguments):
             yield f"{c.field}.function.arguments.{key}", f"{c.name} declares no parameter {key!r}"
+
+
+_NO_PARAMETERS = {"type": "object", "properties": {}}
 
 
 def _called_function(view: RowView, name: Any) -> Optional[dict]:
