@@ -154,3 +154,20 @@ def test_column_operations_keep_the_chat_shape_and_the_rows(source, operation, s
         original = before[row[id_column]]
         assert row["messages"] == original["messages"] and row["tools"] == original["tools"]
         assert row.get("images") == original.get("images")
+
+
+@pytest.mark.parametrize("source", ["ms_swift", "toolmind"])
+def test_a_stream_without_some_columns_goes_through_arrow_steps(source):
+    """A stream's remove_columns was datasets' Python map, handing on decoded values (a ``meta`` dict): an Arrow
+    step after it (``with_format("arrow")``, ``filter_dataset``) failed with ArrowInvalid."""
+    from tooluse_datasets.validation import filter_dataset
+
+    stream = next(iter(td.load(source, data_files=td.sample_files(source), streaming=True).values()))
+    expected = [{k: v for k, v in row.items() if k not in ("images", "meta")} for row in stream]
+    removed = stream.remove_columns(["images", "meta"])
+    assert "meta" not in removed.features and list(removed) == expected
+    tables = list(removed.with_format("arrow").iter(batch_size=4))
+    assert sum(t.num_rows for t in tables) == len(expected) and "meta" not in tables[0].column_names
+    kept = filter_dataset(stream.remove_columns("images"), "arguments.schema")
+    kept_ids = [r["id"] for r in kept]
+    assert kept_ids and kept_ids == [r["id"] for r in expected if r["id"] in set(kept_ids)]

@@ -765,6 +765,30 @@ def _install_column_operations_keeping_features() -> None:
         for name in names:
             if getattr(cls, name, None) is not None:  # a datasets without it: left as it is
                 setattr(cls, name, _keeping_exact_features(getattr(cls, name), keep))
+    IterableDataset.remove_columns = _removing_by_selecting(IterableDataset.remove_columns)
+
+
+def _removing_by_selecting(original: Callable) -> Callable:
+    """A stream's ``remove_columns`` is datasets' Python ``map``, which hands on our rows as decoded values (a
+    ``meta`` dict, not its JSON text): an Arrow step after it (``with_format("arrow")``, ``filter_dataset``)
+    built tables from them and failed (ArrowInvalid: cannot mix struct and non-struct). With exact features it
+    selects the other columns instead, which passes Arrow tables through as they are read."""
+    if getattr(original, "_selects_the_rest", False):
+        return original
+
+    @functools.wraps(original)
+    def remove_columns(self, column_names):
+        features = self._info.features
+        if not isinstance(features, ExactFeatures):
+            return original(self, column_names)
+        removed = [column_names] if isinstance(column_names, str) else list(column_names)
+        missing = [c for c in removed if c not in features]
+        if missing:  # datasets' own error for it
+            return original(self, column_names)
+        return self.select_columns([c for c in features if c not in removed])
+
+    remove_columns._selects_the_rest = True
+    return remove_columns
 
 
 _install_merged_info_features()
