@@ -838,6 +838,28 @@ def test_what_a_sample_changes_in_the_interpreter_does_not_reach_the_next_one(re
     assert results[1].win_upstream
 
 
+def test_an_argument_upstream_cannot_write_as_text_fails_the_sequence_there(real_rows, functions_dir):
+    """Upstream's executor writes every argument with str() before the call: an integer past Python's 4,300-digit
+    limit for int -> str (a runaway prediction computes one: power(10, 5000)) fails the sequence at the call that
+    receives it, as in upstream's scorer, whatever that call would return; a smaller one goes through."""
+    from tooluse_datasets.builders.nestful.specs import output_fields
+
+    tools = [t for r in real_rows for t in r["tools"] if t["function"]["name"] in ("power", "remainder")]
+    fields = output_fields(tools)
+    assert set(fields) == {"power", "remainder"}
+
+    def chain(exponent):
+        return SequenceJob([{"name": "power", "label": "$var_1", "arguments": {"arg_0": 10, "arg_1": exponent}},
+                            {"name": "remainder", "label": "$var_2",
+                             "arguments": {"arg_0": "$var_1.result$", "arg_1": 7}}],
+                           fields, json.dumps(10 ** exponent % 7))
+
+    runaway, small = run_sequences([chain(5000), chain(1000)], functions_dir)
+    assert (runaway.status, runaway.reason, runaway.failed_call) == ("error", "exception", 1), runaway.describe()
+    assert "4300" in runaway.detail and not runaway.win_upstream and not runaway.win_corrected
+    assert small.ok and small.answer["value"] == 10 ** 1000 % 7 and small.win_upstream and small.win_corrected
+
+
 def test_environment_builtins_modules_and_memory_a_sample_leaves_do_not_reach_the_next_one(evil_dir):
     import dataclasses
 

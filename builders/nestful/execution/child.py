@@ -559,6 +559,19 @@ def resolve(value, env, call_index):
                           call_index) from None
 
 
+def written(value, call_index):
+    """``value``, once upstream's executor could write it with ``str()``, as it does every argument before the
+    call: an integer past Python's int -> str limit (4,300 digits, computed by a runaway prediction) fails the
+    sequence there, as it does upstream."""
+    try:
+        str(value)
+    except MemoryError:
+        raise
+    except Exception as exc:
+        raise StepFailure(EXCEPTION, f"an argument cannot be written as text: {_describe(exc)}", call_index) from None
+    return value
+
+
 def execute(calls, output_fields, functions, trace, max_chars, on_call=lambda index: None):
     """Run ``calls``; ``on_call(i)`` is told before call ``i`` loads its module and runs (a crash or kill then
     leaves no result of ours, and the parent still knows which call it was)."""
@@ -578,7 +591,7 @@ def execute(calls, output_fields, functions, trace, max_chars, on_call=lambda in
             raise StepFailure(NO_OUTPUTS, f"tool {name!r} has no output_parameters", i)
         if not isinstance(arguments, dict):
             raise StepFailure(MALFORMED, "arguments is not an object", i)
-        values = [resolve(v, env, i) for v in arguments.values()]
+        values = [written(resolve(v, env, i), i) for v in arguments.values()]
         on_call(i)
         function = functions.load(name, i)
         try:
