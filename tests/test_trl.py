@@ -233,3 +233,52 @@ def test_sft_trainer_renders_every_answer_after_select_columns(samples, tmp_path
         assert_rendered(row, text, "hermes3")
         answers += sum(1 for m in row["messages"] if m["role"] == "assistant" and not m.get("tool_calls"))
     assert answers >= 10
+
+
+TEMPLATE_NAMES = {"qwen2.5": "Qwen2.5", "qwen3": "Qwen3", "hermes3": "Hermes 3", "llama3.1": "Llama 3.1"}
+
+
+def test_mirror_card_names_the_templates_plain_rows_break_and_its_remedy_renders_every_answer(tmp_path):
+    """A mirror read with plain ``load_dataset`` gives messages with every key (``tool_calls: []`` on answers).
+    The card's TRL section named only Llama 3.1 as hurt by that, while Hermes 3 (``tool_calls is not defined``)
+    silently rendered every final answer as an empty call turn. Every template whose rendering of the plain rows
+    differs from the chat shape must be named there, and the remedy it gives must render every answer."""
+    from mirror_support import build_sample_mirror
+
+    folder = build_sample_mirror("ms_swift", tmp_path / "mirrors", configs=["unified"])
+    cache_dir = str(tmp_path / "cache")
+    plain = datasets.load_dataset(str(folder), "unified", split="train", cache_dir=cache_dir)
+    plain = plain.select_columns(["messages", "tools"])  # the card's snippet
+    remedied = td.exact(plain)
+    reference = list(td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train", cache_dir=cache_dir))
+
+    def rendered(tokenizer, messages, tools):
+        try:
+            return tokenizer.apply_chat_template(messages, tools=tools, tokenize=False)
+        except TemplateError as exc:
+            return exc
+
+    hurt = set()
+    for template, text in TEMPLATES.items():
+        tokenizer = byte_tokenizer(text)
+        for row, plain_row, fixed in zip(reference, plain, remedied):
+            expected = rendered(tokenizer, row["messages"], row["tools"])
+            assert str(rendered(tokenizer, fixed["messages"], fixed["tools"])) == str(expected)
+            if str(rendered(tokenizer, plain_row["messages"], plain_row["tools"])) != str(expected):
+                hurt.add(template)
+    assert "hermes3" in hurt  # the silent one: final answers lost
+
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    trl = card[card.index("### TRL"):card.index("### ms-swift") if "### ms-swift" in card else card.index("## Schema")]
+    assert [TEMPLATE_NAMES[t] for t in sorted(hurt) if TEMPLATE_NAMES[t] not in trl] == []
+    assert "tooluse_datasets.exact(train)" in trl
+
+    # The remedy through TRL's own map: every final answer reaches the tokens Hermes 3 trains on.
+    tokenizer = byte_tokenizer(TEMPLATES["hermes3"])
+    config = SFTConfig(output_dir=str(tmp_path / "out"), max_steps=1, per_device_train_batch_size=2, max_length=None,
+                       report_to="none", save_strategy="no", use_cpu=True, bf16=False, disable_tqdm=True)
+    trainer = SFTTrainer(model=tiny_model(len(tokenizer)), args=config, train_dataset=remedied,
+                         processing_class=tokenizer)
+    for row, ids in zip(reference, trainer.train_dataset["input_ids"]):
+        if refusal("hermes3", row) is None:
+            assert_rendered(row, tokenizer.decode(ids), "hermes3")
