@@ -73,3 +73,20 @@ def test_an_unknown_option_on_the_command_line_lists_what_option_takes_there(com
     # load() itself still names its own keywords
     with pytest.raises(ValueError, match=r"load\(\) itself also takes .*download_mode"):
         td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train", streaming=True, nope=1)
+
+
+def test_validate_refuses_loads_validate_filter_instead_of_ignoring_it(tmp_path, capsys):
+    """``validate --option validate=...`` (and ``td.validate(..., validate=...)``) went to the builder, which took
+    it as load()'s filter of failing rows and never applied it: the run went on as if it was not given, while
+    the command's own note says --option takes only revision and cache_dir there."""
+    from conftest import shared_data
+
+    data = str(shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl"))
+    assert main(["validate", "ms_swift", "--data-files", data, "--option", "validate=error"]) == 2
+    err = capsys.readouterr().err
+    assert "--option validate: not a source option but an argument the command sets; give --rules" in err
+    assert err.count("\n") == 1
+    with pytest.raises(ValueError, match="rules="):
+        td.validate("ms_swift", data_files=data, validate="error")
+    rows = sum(1 for line in open(data, encoding="utf-8") if line.strip())
+    assert td.validate("ms_swift", data_files=data, rules="error").to_dict()["total"]["validation"]["checked"] == rows

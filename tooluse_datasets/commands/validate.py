@@ -43,7 +43,7 @@ def _selection(*, allow_read: bool):
 
 # validate()'s arguments the command sets (beside load()'s): name -> the command's argument
 VALIDATE_ARGUMENTS = {"rules": "--rules", "fail_on": "--fail-on", "max_examples": "--examples",
-                      "skipped_rows": "--skipped-rows", "fresh_skipped_rows": "--skipped-rows"}
+                      "skipped_rows": "--skipped-rows", "fresh_skipped_rows": "--skipped-rows", "validate": "--rules"}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -46,6 +46,9 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
     from ..pipeline import UNIFIED, ShardConverter, config_features
 
     check_argument_types(config=config, split=split, data_dir=data_dir, skipped_rows=skipped_rows)
+    if "validate" in source_options:  # load()'s filter of failing rows: the builder would take it and never apply it
+        raise ValueError("validate() checks every row against rules= and drops none: load()'s validate= does not "
+                         "apply here; give the rules to check as rules=")
     check_format(source, config)  # as load() says it (every format, the one meant), before any reading
 
     selected = select_rules(rules)
