@@ -3,7 +3,10 @@ worker processes share out; a state dict resumes at the next row without convert
 after sharding); ``num_proc`` streams the same rows; skip counts add up under ``num_proc=2``."""
 from __future__ import annotations
 
+import gc
 import json
+import multiprocessing
+import os
 from pathlib import Path
 
 import pytest
@@ -626,3 +629,30 @@ def test_take_n_counts_the_n_rows_it_hands_out(tmp_path):
         assert taken == looped and len(taken) == n
         assert (taken_report.rows_read, taken_report.skipped) == (looped_report.rows_read, looped_report.skipped)
         assert taken_report.rows_read == n + taken_report.skipped == n + (n - 1) // 3
+
+
+class _CollectedWhere:
+    """Cyclic garbage that records which process collected it (a stand-in for what a stopped stream leaves: its
+    worker pool, whose collection takes a lock that pool's manager thread may hold when the next pool forks)."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.cycle = self
+
+    def __del__(self):
+        (self.folder / f"collected-in-{os.getpid()}").touch()
+
+
+def test_workers_forked_for_a_stream_never_collect_the_parents_garbage(toolmind_file, tmp_path):
+    """Workers forked for ``num_proc`` inherited the caller's uncollected garbage and collected it themselves,
+    running its finalizers: a worker pool of a stream stopped earlier took that pool's lock, held by its manager
+    thread in the parent when the worker was forked, and the worker hung for ever (seen on 3.13)."""
+    if multiprocessing.get_start_method() != "fork":
+        pytest.skip("workers start from a fresh interpreter with this start method")
+    ds = _stream(toolmind_file, num_proc=2)
+    gc.collect()
+    _CollectedWhere(tmp_path)  # garbage from here on, collected at the next collection of its generation
+    rows = list(ds)
+    gc.collect()
+    assert len(rows) > 0
+    assert [p.name for p in tmp_path.iterdir()] == [f"collected-in-{os.getpid()}"]
