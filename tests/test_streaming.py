@@ -646,7 +646,9 @@ class _CollectedWhere:
 def test_workers_forked_for_a_stream_never_collect_the_parents_garbage(toolmind_file, tmp_path):
     """Workers forked for ``num_proc`` inherited the caller's uncollected garbage and collected it themselves,
     running its finalizers: a worker pool of a stream stopped earlier took that pool's lock, held by its manager
-    thread in the parent when the worker was forked, and the worker hung for ever (seen on 3.13)."""
+    thread in the parent when the worker was forked, and the worker hung for ever (seen on 3.13). The caller's
+    own collector is untouched: it collects the garbage (on 3.12, whose interpreter starts with frozen objects,
+    a freeze of the caller's heap would never have been undone)."""
     if multiprocessing.get_start_method() != "fork":
         pytest.skip("workers start from a fresh interpreter with this start method")
     ds = _stream(toolmind_file, num_proc=2)

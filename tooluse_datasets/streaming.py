@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
-import contextlib
 import copy
-import gc
 import hashlib
 import itertools
 import json
@@ -38,7 +36,7 @@ from .shards.paths import display_path
 from .shards.plan import resharded
 from .shards.shard import Shard
 from .source import Source, SplitPlan
-from .workers import exit_with_parent
+from .workers import exit_with_parent, forking_workers
 
 
 class ShardExamplesIterable(_BaseExamplesIterable):
@@ -265,7 +263,7 @@ class ShardExamplesIterable(_BaseExamplesIterable):
                     self.on_error, self.row_check)))
                 next_shard += 1
 
-            with _garbage_kept_from_forks():  # the first submit starts the workers
+            with forking_workers():  # the first submit starts the workers
                 while next_shard < len(self.shards) and len(pending) < self.num_proc + 1:
                     submit()
             skips = self._skips()
@@ -291,22 +289,6 @@ class ShardExamplesIterable(_BaseExamplesIterable):
                     state["shard_idx"], state["position"] = shard_idx + 1, None
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
-
-
-@contextlib.contextmanager
-def _garbage_kept_from_forks():
-    """Workers forked meanwhile (the fork start method) never collect the caller's uncollected garbage: it is
-    frozen out of the collector while they start. Its finalizers are the caller's to run. A worker pool of a
-    stream stopped earlier is such garbage, and its collection takes a lock which that pool's manager thread
-    may hold at the fork: a worker that collected it waited for ever. A caller that froze objects itself keeps
-    these frozen too (unfreezing would release its own)."""
-    frozen_before = gc.get_freeze_count()
-    gc.freeze()
-    try:
-        yield
-    finally:
-        if not frozen_before:
-            gc.unfreeze()
 
 
 def _convert_shard_rows(source: Source, config: str, split: SplitPlan, shard: Shard, on_error: str,

@@ -3,12 +3,20 @@
 A pool's workers wait on a pipe whose write end they inherited themselves, so a parent killed outright
 (``kill -9``, the out-of-memory killer, ``os._exit``) leaves them waiting for ever, each holding its memory.
 Given as a pool's ``initializer``, :func:`exit_with_parent` makes a worker end within a second of its parent.
+
+A worker forked from the caller (the fork start method) inherits its uncollected garbage too. Collecting it there
+runs finalizers of the caller's objects in the worker, and one of them can wait for ever: a stopped stream's
+worker pool, collected, takes a lock its manager thread held at the fork. Workers started within
+:func:`forking_workers` leave such garbage to the caller.
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import threading
 import time
+from typing import Iterator
 
 CHECK_SECONDS = 1.0
 
@@ -26,3 +34,27 @@ def exit_with_parent() -> None:
                 os._exit(1)
 
     threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
+_forking_workers = False
+
+
+@contextlib.contextmanager
+def forking_workers() -> Iterator[None]:
+    """Processes forked meanwhile freeze what they inherit out of the garbage collector (the caller's own
+    collector is left as it is)."""
+    global _forking_workers
+    _forking_workers = True
+    try:
+        yield
+    finally:
+        _forking_workers = False
+
+
+def _freeze_inherited() -> None:
+    if _forking_workers:  # this process was just forked, by a worker pool started in forking_workers()
+        gc.freeze()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_freeze_inherited)
