@@ -317,6 +317,14 @@ def test_schemas_that_cannot_be_applied_are_findings_not_crashes(samples):
     row["tools"][0]["function"]["parameters"] = ["base", "quote"]
     assert "got list" in rule_findings(row, "tool.invalid_schema")[0].message
     assert rule_findings(row, "arguments.schema") == []    # said once, by tool.invalid_schema
+    # a $schema that is not a string: jsonschema's AttributeError text was the finding's message
+    for draft, kind in ((5, "int"), (None, "null"), (["draft-07"], "list")):
+        row = base(samples, SWIFT)
+        row["tools"][0]["function"]["parameters"]["$schema"] = draft
+        found = rule_findings(row, "tool.invalid_schema")
+        assert len(found) == 1 and found[0].message.endswith(f"$schema must be a string naming a JSON Schema "
+                                                              f"draft, got {kind}"), found
+        assert rule_findings(row, "arguments.schema") == []
 
 
 @pytest.mark.parametrize("parameters", [

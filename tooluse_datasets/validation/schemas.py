@@ -258,6 +258,9 @@ def _bounded(cls):
 def _compile(schema: Any) -> CompiledSchema:
     if not isinstance(schema, dict):
         return CompiledSchema(problem=f"parameters must be a JSON Schema object, got {type_name(schema)}")
+    if "$schema" in schema and not isinstance(schema["$schema"], str):  # jsonschema fails on it with an AttributeError
+        return CompiledSchema(problem=f"$schema must be a string naming a JSON Schema draft, got "
+                                      f"{type_name(schema['$schema'])}")
     try:
         cls = validator_for(schema, default=DEFAULT_DRAFT)
         cls.check_schema(schema, format_checker=_schema_format_checker(cls))
