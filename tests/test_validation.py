@@ -317,6 +317,13 @@ def test_schemas_that_cannot_be_applied_are_findings_not_crashes(samples):
     row["tools"][0]["function"]["parameters"] = ["base", "quote"]
     assert "got list" in rule_findings(row, "tool.invalid_schema")[0].message
     assert rule_findings(row, "arguments.schema") == []    # said once, by tool.invalid_schema
+    # a second tool of the same name with a broken schema: it was reported only as tool.duplicate_name
+    row = base(samples, SWIFT)
+    twin = copy.deepcopy(row["tools"][0])
+    twin["function"]["parameters"] = {"type": "object", "properties": {"base": {"type": "currency"}}}
+    row["tools"].append(twin)
+    assert [f.field for f in rule_findings(row, "tool.invalid_schema")] == [f"tools[{len(row['tools']) - 1}].function.parameters"]
+    assert rule_findings(row, "tool.duplicate_name")
     # a $schema that is not a string: jsonschema's AttributeError text was the finding's message
     for draft, kind in ((5, "int"), (None, "null"), (["draft-07"], "list")):
         row = base(samples, SWIFT)

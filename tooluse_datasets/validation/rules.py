@@ -109,9 +109,12 @@ def tool_duplicate_name(view: RowView) -> Findings:
 @rule("tool.invalid_schema", "error", "A tool's `parameters` is not a valid JSON Schema for an object "
       "(checked against its draft's metaschema); its calls' arguments cannot be checked.")
 def tool_invalid_schema(view: RowView) -> Findings:
-    for name, (i, function) in view.functions.items():
-        if "parameters" not in function or function["parameters"] is None:
-            continue  # a tool without parameters takes none (OpenAI); nothing to compile
+    # Every tool, not only the first of each name (view.functions): a broken second tool of a name would
+    # otherwise be reported only as tool.duplicate_name.
+    for i, tool in enumerate(view.tools):
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if not isinstance(function, dict) or function.get("parameters") is None:
+            continue  # not a function tool (tool.not_function says so), or no parameters: it takes none (OpenAI)
         problem = compile_parameters(function["parameters"]).problem
         if problem:
             yield f"tools[{i}].function.parameters", problem
