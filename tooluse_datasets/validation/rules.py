@@ -242,10 +242,10 @@ def _schema_checks(view: RowView) -> list[tuple[str, str, str, bool]]:
       "but the tool lists what it reads: likely an invented parameter).")
 def arguments_undeclared_key(view: RowView) -> Findings:
     for c in view.calls:
-        entry = view.functions.get(c.name) if isinstance(c.name, str) else None
-        if entry is None:
+        function = view.function(c.name)
+        if function is None:
             continue  # call.unknown_tool / call.no_tools say why
-        parameters = entry[1].get("parameters")
+        parameters = function.get("parameters")
         # a tool without parameters takes none, as the readers write it ({"type": "object", "properties": {}})
         for key in undeclared_keys(_NO_PARAMETERS if parameters is None else parameters, c.arguments):
             yield f"{c.field}.function.arguments.{key}", f"{c.name} declares no parameter {key!r}"
@@ -256,10 +256,8 @@ _NO_PARAMETERS = {"type": "object", "properties": {}}
 
 def _called_function(view: RowView, name: Any) -> Optional[dict]:
     """The called tool's function object when it has parameters to check against."""
-    entry = view.functions.get(name) if isinstance(name, str) else None
-    if entry is None or entry[1].get("parameters") is None:
-        return None
-    return entry[1]
+    function = view.function(name)
+    return None if function is None or function.get("parameters") is None else function
 
 
 # -- pairing of calls and results -------------------------------------------------------------------------

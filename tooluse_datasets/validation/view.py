@@ -73,6 +73,11 @@ class RowView:
                 out.setdefault(function["name"], (i, function))
         return out
 
+    def function(self, name: Any) -> Optional[dict]:
+        """The ``function`` object of the first tool named ``name``; None if no tool has that name."""
+        entry = self.functions.get(name) if isinstance(name, str) else None
+        return None if entry is None else entry[1]
+
     @cached_property
     def call_ids(self) -> set:
         return {c.id for c in self.calls if isinstance(c.id, str) and c.id}
