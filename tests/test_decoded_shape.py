@@ -3,6 +3,7 @@ a message key that is null or empty is absent, ``role``/``content`` are always t
 media has no media keys (TRL takes a row with an ``images`` key for vision data)."""
 from __future__ import annotations
 
+import datasets
 import pytest
 
 import tooluse_datasets as td
@@ -132,6 +133,9 @@ COLUMN_OPERATIONS = {
     "rename_column": (lambda d: d.rename_column("id", "row_id"), "row_id"),
     "rename_columns": (lambda d: d.rename_columns({"id": "row_id"}), "row_id"),
     "flatten_indices": (lambda d: d.shuffle(seed=0).flatten_indices(), "id"),
+    # a cast of one column (images to datasets.Image for vision training, say) or of the whole features
+    "cast_column": (lambda d: d.cast_column("id", datasets.Value("large_string")), "id"),
+    "cast": (lambda d: d.cast(d.features.copy()), "id"),
 }
 
 

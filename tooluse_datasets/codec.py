@@ -747,9 +747,9 @@ def _install_mixed_stream_features() -> None:
 
 
 def _install_column_operations_keeping_features() -> None:
-    """``select_columns``, ``rename_column``, ``rename_columns`` (map-style and streaming) and ``flatten_indices``
-    rebuild the dataset's features as a plain ``Features`` of the same column types, so their rows came back with
-    every key: after ``ds.select_columns(["messages", "tools"])`` Hermes-3 rendered each final answer
+    """``select_columns``, ``rename_column``, ``rename_columns``, ``cast_column``, ``cast`` (map-style and
+    streaming) and ``flatten_indices`` rebuild the dataset's features as a plain ``Features``, so their rows came
+    back with every key: after ``ds.select_columns(["messages", "tools"])`` Hermes-3 rendered each final answer
     (``tool_calls: []``) as an empty call turn, and a kept ``images: []`` made TRL take the text for vision data.
     Their result keeps the class of the features it came from (recompiled for its columns). Installed once per
     process on import."""
@@ -760,8 +760,9 @@ def _install_column_operations_keeping_features() -> None:
         if isinstance(given, ExactFeatures) and made is not None and not isinstance(made, ExactFeatures):
             out._info.features = type(given)(dict(made))
 
-    for cls, names in ((Dataset, ("select_columns", "rename_column", "rename_columns", "flatten_indices")),
-                       (IterableDataset, ("select_columns", "rename_column", "rename_columns"))):
+    for cls, names in ((Dataset, ("select_columns", "rename_column", "rename_columns", "flatten_indices",
+                                  "cast_column", "cast")),
+                       (IterableDataset, ("select_columns", "rename_column", "rename_columns", "cast_column", "cast"))):
         for name in names:
             if getattr(cls, name, None) is not None:  # a datasets without it: left as it is
                 setattr(cls, name, _keeping_exact_features(getattr(cls, name), keep))
