@@ -41,7 +41,8 @@ def accepted_by_llamafactory(row: dict) -> list[tuple[str, str]]:
         assert isinstance(tools, list)
         for tool in tools:
             tool = tool.get("function", "") if tool.get("type") == "function" else tool
-            for param in tool["parameters"]["properties"].values():  # DefaultToolUtils.tool_formatter
+            for name, param in tool["parameters"]["properties"].items():  # DefaultToolUtils.tool_formatter
+                name in tool["parameters"].get("required", [])  # noqa: B015 - a TypeError where it is not a list
                 ", ".join(param.get("enum") or [])
                 (param.get("items") or {}).get("type", "")
     calls = []
@@ -436,3 +437,42 @@ def test_a_tools_spelling_the_default_tool_prompt_fails_on_is_not_written_back(t
     assert written["conversations"] == turns and written["tools"] != tools
     assert accepted_by_llamafactory(written) == [("a", "{}")]
     assert json.loads(written["tools"])[0]["function"]["parameters"]["properties"] == {}
+
+
+def _ms_swift_sample_with_required(tmp_path, required) -> Path:
+    """The first ms-swift sample row with its tool's ``required`` replaced."""
+    native = json.loads(Path(td.sample_files("ms_swift")["train"][0]).read_text().splitlines()[0])
+    tools = json.loads(native["tools"])
+    tools[0]["function"]["parameters"]["required"] = required
+    path = tmp_path / "required.jsonl"
+    path.write_text(json.dumps({**native, "tools": json.dumps(tools)}) + "\n")
+    return path
+
+
+def test_tools_with_a_null_required_are_written_so_the_default_tool_prompt_reads_them(tmp_path):
+    # DefaultToolUtils.tool_formatter tests `name in parameters.get("required", [])`: a null required is a
+    # TypeError that stops LLaMA-Factory's whole run (seen with LLaMA-Factory 0.9.5 itself), so it is left out.
+    path = _ms_swift_sample_with_required(tmp_path, None)
+    [row] = td.load("ms_swift", data_files=str(path), split="train", streaming=True)
+    assert row["tools"][0]["function"]["parameters"]["required"] is None
+    written = unified_to_llamafactory(row)
+    assert accepted_by_llamafactory(written) == unified_calls(row)
+    parameters = json.loads(written["tools"])[0]["function"]["parameters"]
+    assert "required" not in parameters and parameters["properties"] == row["tools"][0]["function"]["parameters"][
+        "properties"]
+    # A LLaMA-Factory file holding such tools reads, and is written back in the spelling its tool prompt reads.
+    lf_tools = json.loads(written["tools"])
+    lf_tools[0]["function"]["parameters"]["required"] = None
+    lf_path = tmp_path / "lf.jsonl"
+    lf_path.write_text(json.dumps({"conversations": written["conversations"], "system": written["system"],
+                                   "tools": json.dumps(lf_tools)}) + "\n")
+    [again] = td.load("llamafactory", "llamafactory", data_files=str(lf_path), split="train", streaming=True)
+    assert again["tools"] == written["tools"] and accepted_by_llamafactory(again) == unified_calls(row)
+
+
+@pytest.mark.parametrize("required", ["base", 5, {"base": True}])
+def test_a_required_that_is_not_a_list_is_refused_naming_it(tmp_path, required):
+    path = _ms_swift_sample_with_required(tmp_path, required)
+    with pytest.raises(ConversionError, match="required as a list") as info:
+        list(td.load("ms_swift", "llamafactory", data_files=str(path), split="train", streaming=True))
+    assert info.value.field == "tools[0].function.parameters.required" and info.value.row == 0

@@ -20,8 +20,8 @@ Rules (from LLaMA-Factory's ``SharegptDatasetConverter``, ``FunctionFormatter``,
   ``tool_call_id``), parallel results joined with ``\\n</tool_response>\\n<tool_response>\\n`` as LLaMA-Factory's
   own OpenAI converter does; a result containing that separator could not be split back, so it is an error.
 * ``tools`` is JSON text of a list (a plain list crashes training); every tool has ``parameters.properties``
-  (``{}`` added where a tool has none), enum values are strings and ``items`` an object (its ReAct tool prompt
-  fails otherwise).
+  (``{}`` added where a tool has none), ``required`` a list (a null one left out), enum values are strings and
+  ``items`` an object (its ReAct tool prompt fails otherwise).
 * A literal ``<tool_call>`` or ``</tool_call>`` in an answer or in reasoning makes its call parser fail: error;
   so does a call whose name or arguments hold ``<tool_call>`` and then ``</tool_call>`` (its function formatter
   parses the text between them as the calls).
@@ -213,8 +213,8 @@ def tools_text(tools: list[dict]) -> str:
 
 
 def react_ready_tool(tool: dict, field: str) -> dict:
-    """A tool as LLaMA-Factory's default (ReAct) tool prompt reads it: ``parameters.properties`` present, enum
-    values strings, ``items`` objects."""
+    """A tool as LLaMA-Factory's default (ReAct) tool prompt reads it: ``parameters.properties`` present,
+    ``required`` a list or absent, enum values strings, ``items`` objects."""
     function = tool["function"]
     parameters = function.get("parameters")
     if parameters is None:
@@ -223,6 +223,13 @@ def react_ready_tool(tool: dict, field: str) -> dict:
         raise ConversionError("tool parameters must be a JSON Schema object", field=f"{field}.function.parameters")
     if "properties" not in parameters:
         parameters = {**parameters, "properties": {}}
+    # Its tool prompt tests `name in parameters.get("required", [])`: null (none required) fails the whole run
+    # with a TypeError, so it is left out; text would match substrings, another value would fail.
+    if "required" in parameters and parameters["required"] is None:
+        parameters = {key: value for key, value in parameters.items() if key != "required"}
+    elif not isinstance(parameters.get("required", []), list):
+        raise ConversionError(f"{TARGET}'s tool prompt reads required as a list of names",
+                              field=f"{field}.function.parameters.required")
     properties = parameters["properties"]
     if not isinstance(properties, dict):
         raise ConversionError("tool parameters.properties must be an object",
