@@ -476,3 +476,25 @@ def test_a_required_that_is_not_a_list_is_refused_naming_it(tmp_path, required):
     with pytest.raises(ConversionError, match="required as a list") as info:
         list(td.load("ms_swift", "llamafactory", data_files=str(path), split="train", streaming=True))
     assert info.value.field == "tools[0].function.parameters.required" and info.value.row == 0
+
+
+@pytest.mark.parametrize("enum", [5, True, "USD", {"USD": "dollar"}])
+def test_an_enum_that_is_not_a_list_is_refused_naming_it(tmp_path, enum):
+    # DefaultToolUtils.tool_formatter joins the enum: a number fails, a text is joined letter by letter
+    # ("U, S, D"); it was a TypeError here, reported without its field.
+    native = json.loads(Path(td.sample_files("ms_swift")["train"][0]).read_text().splitlines()[0])
+    tools = json.loads(native["tools"])
+    tools[0]["function"]["parameters"]["properties"]["base"]["enum"] = enum
+    path = tmp_path / "enum.jsonl"
+    path.write_text(json.dumps({**native, "tools": json.dumps(tools)}) + "\n")
+    field = "tools[0].function.parameters.properties.base.enum"
+    with pytest.raises(ConversionError, match="list of strings") as info:
+        list(td.load("ms_swift", "llamafactory", data_files=str(path), split="train", streaming=True))
+    assert info.value.field == field and info.value.row == 0
+    # The same tools in a LLaMA-Factory file: refused by the reader, naming the same field.
+    lf_path = tmp_path / "lf.jsonl"
+    lf_path.write_text(json.dumps({"conversations": [{"from": "human", "value": "q"}, {"from": "gpt", "value": "a"}],
+                                   "tools": json.dumps(tools)}) + "\n")
+    with pytest.raises(InvalidValueError, match="list of strings") as info:
+        list(td.load("llamafactory", data_files=str(lf_path), split="train", streaming=True))
+    assert info.value.field == field and info.value.row == 0

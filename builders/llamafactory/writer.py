@@ -238,8 +238,9 @@ def react_ready_tool(tool: dict, field: str) -> dict:
         where = f"{field}.function.parameters.properties.{name}"
         if not isinstance(spec, dict):
             raise ConversionError("a parameter schema must be an object", field=where)
-        if spec.get("enum") and not all(isinstance(v, str) for v in spec["enum"]):
-            raise ConversionError(f"{TARGET}'s tool prompt joins enum values as text; non-string values fail",
+        if spec.get("enum") and not _string_list(spec["enum"]):
+            raise ConversionError(f"{TARGET}'s tool prompt joins enum values as text; an enum must be a list of "
+                                  f"strings (another value fails, or a text is joined letter by letter)",
                                   field=f"{where}.enum")
         if spec.get("items") is not None and not isinstance(spec["items"], dict):
             raise ConversionError(f"{TARGET}'s tool prompt reads items as an object", field=f"{where}.items")
@@ -292,10 +293,14 @@ def _default_tool_prompt_reads(text: str) -> bool:
                 or not isinstance(parameters.get("required", []), list):
             return False
         for spec in parameters["properties"].values():
-            if not isinstance(spec, dict) or (spec.get("enum") and not all(isinstance(v, str) for v in spec["enum"])) \
+            if not isinstance(spec, dict) or (spec.get("enum") and not _string_list(spec["enum"])) \
                     or (spec.get("items") and not isinstance(spec["items"], dict)):
                 return False
     return True
+
+
+def _string_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
 def _respelled(tag: str, value: str) -> Optional[str]:
