@@ -59,6 +59,8 @@ def accepted_by_llamafactory(row: dict) -> list[tuple[str, str]]:
             assert turns[k - 1]["from"] == "function_call", "observation without a call"
         if turn["from"] == "gpt":
             assert "<tool_call>" not in turn["value"]
+        if turn["from"] == "human":  # StringFormatter.apply fills {{idx}} in after the content: altered
+            assert "{{idx}}" not in turn["value"]
     return calls
 
 
@@ -498,3 +500,31 @@ def test_an_enum_that_is_not_a_list_is_refused_naming_it(tmp_path, enum):
     with pytest.raises(InvalidValueError, match="list of strings") as info:
         list(td.load("llamafactory", data_files=str(lf_path), split="train", streaming=True))
     assert info.value.field == field and info.value.row == 0
+
+
+def test_a_user_turn_holding_the_user_formatters_placeholder_is_refused(tmp_path):
+    # LLaMA-Factory's user formatter is applied with content= then idx=: "{{idx}}" in the user's own text becomes
+    # the turn number under every template (seen with LLaMA-Factory 0.9.5 itself: the turn is not verbatim).
+    native = json.loads(Path(td.sample_files("ms_swift")["train"][0]).read_text().splitlines()[0])
+    assert native["messages"][1]["role"] == "user"
+    native["messages"][1]["content"] = "In Vue, why does {{idx}} print nothing in my v-for? " + native["messages"][1][
+        "content"]
+    path = tmp_path / "idx.jsonl"
+    path.write_text(json.dumps(native) + "\n")
+    [row] = td.load("ms_swift", data_files=str(path), split="train", streaming=True)
+    with pytest.raises(ConversionError, match="turn number") as info:
+        unified_to_llamafactory(row)
+    assert info.value.field == "messages[1].content"
+    # Such a turn in a LLaMA-Factory file: refused by the reader, naming the file's turn.
+    lf_path = tmp_path / "lf.jsonl"
+    lf_path.write_text(json.dumps({"conversations": [{"from": "system", "value": "s"},
+                                                     {"from": "human", "value": "hi"}, {"from": "gpt", "value": "a"},
+                                                     {"from": "human", "value": row["messages"][1]["content"]},
+                                                     {"from": "gpt", "value": "b"}]}) + "\n")
+    with pytest.raises(InvalidValueError, match="turn number") as info:
+        list(td.load("llamafactory", data_files=str(lf_path), split="train", streaming=True))
+    assert info.value.field == "conversations[3].value" and info.value.row == 0
+    # Spelled otherwise ("{{ idx }}", as Vue writes it), the text is not LLaMA-Factory's placeholder: written.
+    spaced = {**row, "messages": [{**m, "content": m["content"].replace("{{idx}}", "{{ idx }}")} for m in row[
+        "messages"]]}
+    assert accepted_by_llamafactory(unified_to_llamafactory(spaced)) == unified_calls(row)

@@ -22,6 +22,7 @@ Rules (from LLaMA-Factory's ``SharegptDatasetConverter``, ``FunctionFormatter``,
 * ``tools`` is JSON text of a list (a plain list crashes training); every tool has ``parameters.properties``
   (``{}`` added where a tool has none), ``required`` a list (a null one left out), enum values are strings and
   ``items`` an object (its ReAct tool prompt fails otherwise).
+* ``{{idx}}`` in a user turn is an error: LLaMA-Factory's user formatter replaces it with the turn number.
 * A literal ``<tool_call>`` or ``</tool_call>`` in an answer or in reasoning makes its call parser fail: error;
   so does a call whose name or arguments hold ``<tool_call>`` and then ``</tool_call>`` (its function formatter
   parses the text between them as the calls).
@@ -65,6 +66,9 @@ CALL_MARKERS = ("<tool_call>", "</tool_call>")
 # What LLaMA-Factory's FunctionFormatter searches a function_call value for first (every template's default
 # tool_call_words): found, the text between the markers is parsed as the calls' JSON instead of the value.
 _TOOL_CALL_SPAN = re.compile(re.escape(CALL_MARKERS[0]) + ".*?" + re.escape(CALL_MARKERS[1]), re.DOTALL)
+# LLaMA-Factory's user formatter fills this placeholder in with the turn number, in the human turn's text too
+# (StringFormatter.apply replaces each keyword after the content is in).
+USER_TURN_PLACEHOLDER = "{{idx}}"
 # Rows read from LLaMA-Factory files keep here the values the writer would not spell the same way.
 ORIGINAL_KEY = "llamafactory_original"
 MEDIA_COLUMNS = ("images", "videos", "audios")
@@ -113,6 +117,10 @@ def llamafactory_conversations(messages: list[dict]) -> tuple[str, list[dict]]:
             raise ConversionError("tool result does not directly follow the assistant turn whose call it answers",
                                   field=f"{where}.role")
         if m["role"] == "user":
+            if USER_TURN_PLACEHOLDER in m["content"]:
+                raise ConversionError(f"{TARGET} replaces {USER_TURN_PLACEHOLDER} in a human turn with the turn "
+                                      f"number (its user formatter fills it in), so the turn would be trained "
+                                      f"altered", field=f"{where}.content")
             out.append({"from": HUMAN, "value": m["content"]})
             sources.append(i)
             continue
