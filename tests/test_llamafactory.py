@@ -528,3 +528,16 @@ def test_a_user_turn_holding_the_user_formatters_placeholder_is_refused(tmp_path
     spaced = {**row, "messages": [{**m, "content": m["content"].replace("{{idx}}", "{{ idx }}")} for m in row[
         "messages"]]}
     assert accepted_by_llamafactory(unified_to_llamafactory(spaced)) == unified_calls(row)
+
+
+def test_an_image_without_its_tag_is_refused_as_llamafactorys_rule(tmp_path):
+    # LLaMA-Factory's vision plugins fail on a row whose images and <image> tags do not match one for one;
+    # the reason named ms-swift, which the row has nothing to do with.
+    lines = Path(td.sample_files("llamafactory")["train"][0]).read_text().splitlines()
+    native = next(json.loads(line) for line in lines if json.loads(line).get("images"))
+    native["conversations"][0]["value"] = native["conversations"][0]["value"].replace("<image>", "")
+    path = tmp_path / "untagged.jsonl"
+    path.write_text(json.dumps(native) + "\n")
+    with pytest.raises(InvalidValueError, match="LLaMA-Factory needs one tag per entry") as info:
+        list(td.load("llamafactory", data_files=str(path), split="train", streaming=True))
+    assert info.value.field == "images" and "ms-swift" not in info.value.message

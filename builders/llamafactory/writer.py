@@ -97,7 +97,7 @@ def unified_to_llamafactory(row: dict) -> dict:
     messages_text = [{"content": c["value"]} for c in conversations]
     for column in MEDIA_COLUMNS:
         out[column] = list(row.get(column) or [])
-        check_media_tags(messages_text, out[column], column, MEDIA_TAGS[column])
+        check_media_tags(messages_text, out[column], column, MEDIA_TAGS[column], TARGET)
     return with_originals(out, row)
 
 

@@ -151,14 +151,15 @@ def check_no_objects(meta: Any, rows: str = "swift rows", trainer: str = "ms-swi
                               "(load it with on_error='skip' to leave such rows out)", field="meta.objects")
 
 
-def check_media_tags(messages: list[dict], media: list[Any], column: str, tag: str) -> None:
+def check_media_tags(messages: list[dict], media: list[Any], column: str, tag: str, target: str = "ms-swift") -> None:
     """Rule 9: as many tags as media. With fewer, ms-swift would prepend the missing tags to the first
-    message (changing the row). Rows without media of a kind may contain the tag as plain text."""
+    message (changing the row; LLaMA-Factory's vision plugins fail on it). Rows without media of a kind may
+    contain the tag as plain text."""
     if not media:
         return
     tags = sum(m["content"].count(tag) for m in messages)
     if tags != len(media):
-        raise ConversionError(f"{len(media)} {column} but {tags} {tag} tags in the messages; ms-swift needs one "
+        raise ConversionError(f"{len(media)} {column} but {tags} {tag} tags in the messages; {target} needs one "
                               f"tag per entry", field=column)
 
 
