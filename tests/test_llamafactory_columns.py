@@ -189,6 +189,9 @@ CALL = {"role": "function_call", "content": '{"name": "f", "arguments": {"x": 1}
      "parameters"),
     ([U, {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "f", "arguments": "{}"}}]}],
      "messages[1].tool_calls", "ignores tool_calls"),
+    # OpenAI's own spelling of a call turn (content null): the calls are the reason, not the content
+    ([U, {"role": "assistant", "content": None, "tool_calls": [{"function": {"name": "f", "arguments": "{}"}}]}],
+     "messages[1].tool_calls", "ignores tool_calls"),
     ([{"role": "system", "content": "s"}, U, U, A], "messages", "3 turns"),
     ([{"role": "system", "content": "s"}, U, {"role": "assistant", "content": "<tool_call>"}], "messages[2].content",
      "call parser"),

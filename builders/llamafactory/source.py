@@ -105,8 +105,7 @@ class LlamaFactorySource(Source):
             if tag is None:
                 raise InvalidValueError(f"{turn[role_tag]!r} is none of the file's role tags ({layout.describe_tags()}):"
                                         f" LLaMA-Factory drops the row", field=f"{where}.{role_tag}")
-            if not isinstance(turn.get(content_tag), str):
-                raise InvalidValueError(f"a turn's {content_tag} must be a string", field=f"{where}.{content_tag}")
+            # (Calls first: an OpenAI-style call turn's content is usually null, and the calls are the reason.)
             if turn.get("tool_calls") and "tool_calls" not in (role_tag, content_tag):
                 # OpenAI-style calls: LLaMA-Factory's sharegpt converter reads role and content only, and would
                 # train the turn without its calls
@@ -114,6 +113,8 @@ class LlamaFactorySource(Source):
                                         f"trained without its calls): write each call turn as a "
                                         f"{self._file_tag.get(FUNCTION, FUNCTION)!r} turn holding the calls' JSON",
                                         field=f"{where}.tool_calls")
+            if not isinstance(turn.get(content_tag), str):
+                raise InvalidValueError(f"a turn's {content_tag} must be a string", field=f"{where}.{content_tag}")
             turns.append({"from": tag, "value": turn[content_tag]})
         # Absent or null is "none" (LLaMA-Factory reads a column missing from some rows as null); a value of
         # another type is refused, falsy ones too (0, false, [], {}): LLaMA-Factory's features hold text here.
