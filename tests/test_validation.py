@@ -368,6 +368,99 @@ def test_a_ref_outside_the_schema_is_never_fetched(samples, monkeypatch, paramet
     assert fetched == []
 
 
+def _with_references(row, **changes) -> dict:
+    """The row's first tool's parameters, updated with `changes`."""
+    parameters = row["tools"][0]["function"]["parameters"]
+    parameters.update(changes)
+    return parameters
+
+
+_DRAFT_2020 = "https://json-schema.org/draft/2020-12/schema"
+# Schemas whose own references jsonschema can never apply: it raises (RecursionError, PointerToNowhere) on
+# every call that reaches them, which blamed each call's arguments instead of the tool.
+_BROKEN_REFERENCES = {
+    "the root refers to itself": {"$ref": "#"},
+    "allOf applies the root to itself": {"allOf": [{"$ref": "#"}]},
+    "a $defs entry refers to itself": {
+        "$schema": _DRAFT_2020, "$defs": {"currency": {"$ref": "#/$defs/currency"}},
+        "properties": {"base": {"$ref": "#/$defs/currency"}, "quote": {"type": "string"}}},
+    "two definitions alias each other": {
+        "definitions": {"code": {"$ref": "#/definitions/currency"}, "currency": {"$ref": "#/definitions/code"}},
+        "properties": {"base": {"$ref": "#/definitions/code"}, "quote": {"type": "string"}}},
+    "anyOf falls back to itself": {
+        "definitions": {"code": {"anyOf": [{"type": "string", "pattern": "^[a-z]{3}$"},
+                                           {"$ref": "#/definitions/code"}]}},
+        "properties": {"base": {"$ref": "#/definitions/code"}, "quote": {"type": "string"}}},
+    "a pointer into nothing": {"properties": {"base": {"$ref": "#/definitions/currency"}, "quote": {"type": "string"}}},
+}
+
+
+@pytest.mark.parametrize("case", list(_BROKEN_REFERENCES))
+def test_a_schema_whose_references_never_resolve_or_loop_is_one_invalid_schema_finding(samples, case):
+    """A `$ref` that loops without descending into the value, or that points nowhere in the schema, breaks
+    the tool, not its calls: one tool.invalid_schema naming the tool, and no arguments.schema on each call
+    (it was "the tool's schema cannot be applied (RecursionError ...)" once per call)."""
+    from jsonschema.validators import validator_for
+    from referencing import Registry
+
+    row = base(samples, SWIFT)
+    parameters = _with_references(row, **_BROKEN_REFERENCES[case])
+    arguments = _calls(row)[0]["function"]["arguments"]
+    with pytest.raises(Exception):  # what jsonschema itself does with it: it cannot apply it
+        list(validator_for(parameters)(parameters, registry=Registry()).iter_errors(arguments))
+    found = rule_findings(row, "tool.invalid_schema")
+    assert [f.field for f in found] == ["tools[0].function.parameters"], found
+    assert "$ref" in found[0].message
+    assert [f for f in check_row(row) if f.rule.startswith("arguments.")] == []
+
+
+def test_a_loop_in_an_unused_definition_is_an_invalid_schema_too(samples):
+    """Like any other broken part of a schema (the metaschema check covers unused definitions too), a looping
+    definition no property refers to yet makes the schema invalid."""
+    row = base(samples, SWIFT)
+    _with_references(row, definitions={"code": {"$ref": "#/definitions/code"}})
+    assert [f.field for f in rule_findings(row, "tool.invalid_schema")] == ["tools[0].function.parameters"]
+
+
+_RECURSIVE_BUT_VALID = {
+    # a tree: children are nodes, each level one deeper in the arguments
+    "a tree node": ({"$schema": _DRAFT_2020,
+                     "properties": {"base": {"type": "string"}, "quote": {"$ref": "#/$defs/node"}},
+                     "$defs": {"node": {"type": "object", "properties": {
+                         "code": {"type": "string"},
+                         "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}}},
+                    {"code": "EUR", "children": [{"code": "JPY", "children": [{"code": "GBP"}]}]},
+                    {"code": "EUR", "children": [{"code": "JPY", "children": [{"code": 5}]}]},
+                    "quote.children[0].children[0].code"),
+    # {"$ref": "#"} under properties: the root again, one level down
+    "the root under a property": ({"properties": {"base": {"type": "string"}, "quote": {"$ref": "#"}},
+                                   "required": ["base"]},
+                                  {"base": "EUR", "quote": {"base": "JPY", "quote": {"base": "GBP"}}},
+                                  {"base": 5}, "quote.base"),
+    # draft-07 ignores a $ref's siblings: the allOf that would loop is never applied
+    "a loop beside a draft-07 $ref": ({"definitions": {"code": {"$ref": "#/definitions/iso", "allOf": [
+        {"$ref": "#/definitions/code"}]}, "iso": {"type": "string"}},
+        "properties": {"base": {"type": "string"}, "quote": {"$ref": "#/definitions/code"}}}, "EUR", 5, "quote"),
+    # a plain-name fragment declared by a draft-07 $id
+    "a $id anchor": ({"definitions": {"iso": {"$id": "#iso", "type": "string"}},
+                      "properties": {"base": {"type": "string"}, "quote": {"$ref": "#iso"}}}, "EUR", 5, "quote"),
+}
+
+
+@pytest.mark.parametrize("case", list(_RECURSIVE_BUT_VALID))
+def test_recursive_schemas_that_descend_keep_checking_calls(samples, case):
+    row = base(samples, SWIFT)
+    changes, good, bad, wrong = _RECURSIVE_BUT_VALID[case]
+    _with_references(row, **changes)
+    for call in _calls(row):
+        call["function"]["arguments"]["quote"] = good
+    assert rule_findings(row, "tool.invalid_schema") == []
+    assert rule_findings(row, "arguments.schema") == []
+    _calls(row)[0]["function"]["arguments"]["quote"] = bad
+    assert [f.field for f in rule_findings(row, "arguments.schema")] == [
+        f"messages[2].tool_calls[0].function.arguments.{wrong}"]
+
+
 def test_a_pattern_that_backtracks_leaves_its_value_unchecked_instead_of_stalling(samples):
     row = base(samples, SWIFT)
     parameters = row["tools"][0]["function"]["parameters"]

@@ -13,10 +13,12 @@ The draft is the one a schema names in ``$schema``, else draft-07: what function
 usually written against (tuple ``items`` lists, ``definitions``), and its metaschema check costs a seventh
 of 2020-12's, which matters with tens of thousands of distinct tools. ``format`` is an annotation (not
 asserted), as the JSON Schema specification says. References are resolved only inside the schema: no
-schema is ever fetched. A schema's patterns (``pattern``, ``patternProperties`` and the keys
-``additionalProperties`` and ``unevaluatedProperties`` weigh against them) come with the data, so they run
-with a time limit (the ``regex`` engine's timeout): a pattern that backtracks catastrophically on an
-argument leaves it not checked (a warning of its own) instead of stalling validation.
+schema is ever fetched; one that points to nothing there, or a loop of references that never descends into
+the value, makes the schema unusable (``references.py``), not each call that reaches it. A schema's patterns
+(``pattern``, ``patternProperties`` and the keys ``additionalProperties`` and ``unevaluatedProperties`` weigh
+against them) come with the data, so they run with a time limit (the ``regex`` engine's timeout): a pattern
+that backtracks catastrophically on an argument leaves it not checked (a warning of its own) instead of
+stalling validation.
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ from jsonschema.validators import extend, validator_for
 from referencing import Registry
 
 from ..codec import dumps
+from .references import reference_problem
 
 DEFAULT_DRAFT = Draft7Validator
 # Distinct schemas kept compiled; ToolMind has tens of thousands of tools. Past this many the cache starts
@@ -65,7 +68,7 @@ def compile_parameters(schema: Any) -> CompiledSchema:
     key = schema_key(schema)
     compiled = _cache.get(key)
     if compiled is None:
-        compiled = _compile(schema)
+        compiled = _compile(schema, has_refs='"$ref"' in key)
         with _cache_lock:
             if len(_cache) >= MAX_CACHED_SCHEMAS:
                 _cache.clear()
@@ -255,7 +258,7 @@ def _bounded(cls):
     return _BOUNDED[cls]
 
 
-def _compile(schema: Any) -> CompiledSchema:
+def _compile(schema: Any, has_refs: bool = True) -> CompiledSchema:
     if not isinstance(schema, dict):
         return CompiledSchema(problem=f"parameters must be a JSON Schema object, got {type_name(schema)}")
     if "$schema" in schema and not isinstance(schema["$schema"], str):  # jsonschema fails on it with an AttributeError
@@ -275,7 +278,12 @@ def _compile(schema: Any) -> CompiledSchema:
         return CompiledSchema(problem=f"parameters must describe an object (type 'object'), not type {declared!r}")
     # An empty registry: references resolve inside the schema (and to the drafts' metaschemas, which jsonschema
     # adds) and nowhere else. jsonschema's default registry downloads any other URI a `$ref` names.
-    return CompiledSchema(validator=_bounded(cls)(schema, registry=_NO_RETRIEVAL))
+    validator = _bounded(cls)(schema, registry=_NO_RETRIEVAL)
+    try:  # (the walk costs a tenth of the metaschema check: skipped when no key is "$ref")
+        problem = reference_problem(validator) if has_refs else None
+    except Exception as exc:  # a pathological reference: unusable, said why
+        problem = f"{type(exc).__name__}: {exc}"
+    return CompiledSchema(problem=_short(problem)) if problem else CompiledSchema(validator=validator)
 
 
 _NO_RETRIEVAL = Registry()

@@ -1,0 +1,120 @@
+"""A tool schema's own ``$ref``s, checked once when the schema is compiled: one that points nowhere in the
+document it names, or a loop of references that applies a schema to the same value again without
+descending into it.
+
+jsonschema resolves a reference only when a value reaches it, so such a schema passes its metaschema check
+and then fails on every call (a ``PointerToNowhere``, or a ``RecursionError`` after a thousand frames) as if
+the calls were wrong. The schema is what is broken: JSON Schema 2020-12 (section 9.4.1) says a schema must not
+run into an infinite loop against an instance. A reference that descends first is ordinary recursion and
+valid: a tree node whose ``children`` items ``$ref`` the node, or ``{"$ref": "#"}`` under ``properties``.
+
+Only ``$ref`` is followed: ``$dynamicRef`` and ``$recursiveRef`` resolve against the dynamic scope, which a
+static walk does not know. A reference to another document (never fetched) is left to the calls that reach
+it, as before.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator, Optional
+
+import referencing
+import referencing.jsonschema
+from referencing.exceptions import InvalidAnchor, NoSuchAnchor, PointerToNowhere, Unresolvable
+
+# Lookups that found the document but nothing at the pointer or anchor in it: never resolvable.
+_NOWHERE = (PointerToNowhere, NoSuchAnchor, InvalidAnchor)
+# Keywords that apply their subschemas to the value itself (in place), by draft keyword name.
+_IN_PLACE_VALUE = ("not",)
+_IN_PLACE_LIST = ("allOf", "anyOf", "oneOf")
+_IN_PLACE_MAP = ("dependentSchemas", "dependencies")   # draft-07 `dependencies` may also list property names
+
+
+class _BrokenReference(Exception):
+    pass
+
+
+def reference_problem(validator: Any) -> Optional[str]:
+    """Why ``validator``'s schema cannot apply its own references, or None. ``validator`` is a jsonschema
+    validator built with the registry its calls are checked with (references resolve as they would)."""
+    cls = type(validator)
+    specification = referencing.jsonschema.specification_with(
+        dialect_id=cls.ID_OF(cls.META_SCHEMA) or "urn:unknown-dialect", default=referencing.Specification.OPAQUE)
+    done: set[int] = set()   # ids of subschemas from which no loop is reachable
+    try:
+        for schema, resolver in _subschemas(validator.schema, validator._resolver, specification):
+            loop = _loop_from(schema, resolver, cls, specification, done)
+            if loop:
+                return (f"$ref {' -> '.join(repr(ref) for ref in loop)} loops: it applies a schema again to the "
+                        f"same value, never descending into it")
+    except _BrokenReference as exc:
+        return str(exc)
+    return None
+
+
+def _subschemas(schema: Any, resolver: Any, specification: Any) -> Iterator[tuple[dict, Any]]:
+    """Every subschema of ``schema`` (itself included) with the resolver its references resolve with."""
+    stack = [(schema, resolver)]
+    while stack:
+        schema, resolver = stack.pop()
+        if not isinstance(schema, dict):
+            continue
+        yield schema, resolver
+        for sub in specification.subresources_of(schema):
+            stack.append((sub, resolver.in_subresource(specification.create_resource(sub))))
+
+
+def _loop_from(start: dict, resolver: Any, cls: Any, specification: Any, done: set[int]) -> list[str]:
+    """The references of a loop of in-place applications reachable from ``start``, or [] (depth first, with an
+    explicit stack: chains of references may be long)."""
+    if id(start) in done:
+        return []
+    on_path = {id(start): 0}
+    path: list[tuple[dict, Optional[str]]] = [(start, None)]   # (schema, the $ref that led to it)
+    pending = [_in_place(start, resolver, cls, specification)]
+    while pending:
+        step = next(pending[-1], None)
+        if step is None:
+            pending.pop()
+            schema, _ = path.pop()
+            del on_path[id(schema)]
+            done.add(id(schema))
+            continue
+        ref, sub, sub_resolver = step
+        if not isinstance(sub, dict) or id(sub) in done:
+            continue
+        if id(sub) in on_path:
+            return [r for _, r in path[on_path[id(sub)] + 1:] if r is not None] + ([ref] if ref is not None else [])
+        on_path[id(sub)] = len(path)
+        path.append((sub, ref))
+        pending.append(_in_place(sub, sub_resolver, cls, specification))
+    return []
+
+
+def _in_place(schema: dict, resolver: Any, cls: Any, specification: Any) -> Iterator[tuple[Optional[str], Any, Any]]:
+    """``(the $ref followed or None, subschema, its resolver)`` for each subschema that jsonschema applies to the
+    value ``schema`` is applied to: the keywords the draft applies (draft-07 and earlier ignore a ``$ref``'s
+    siblings), as jsonschema descends into them."""
+    for keyword, value in cls._APPLICABLE_VALIDATORS(schema):
+        if keyword not in cls.VALIDATORS:
+            continue
+        if keyword == "$ref" and isinstance(value, str):
+            try:
+                resolved = resolver.lookup(value)
+            except _NOWHERE as exc:
+                raise _BrokenReference(f"$ref {value!r} points to nothing ({type(exc).__name__})")
+            except Unresolvable:
+                continue  # another document, never fetched: the calls that reach it say so
+            yield value, resolved.contents, resolved.resolver
+            continue
+        if keyword in _IN_PLACE_VALUE:
+            subs = [value]
+        elif keyword in _IN_PLACE_LIST and isinstance(value, list):
+            subs = value
+        elif keyword in _IN_PLACE_MAP and isinstance(value, dict):
+            subs = list(value.values())
+        elif keyword == "if":   # then and else are applied by if
+            subs = [value] + [schema[k] for k in ("then", "else") if k in schema]
+        else:
+            continue
+        for sub in subs:
+            if isinstance(sub, dict):
+                yield None, sub, resolver.in_subresource(specification.create_resource(sub))
