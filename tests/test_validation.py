@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import shutil
 
 import pytest
@@ -1040,6 +1041,56 @@ def test_filtering_a_dataset_without_a_unified_column_is_refused_not_emptied(mix
     kept = filter_dataset(ds.remove_columns(["images", "audios", "videos"]), "arguments.schema", report=report)
     assert [r["id"] for r in kept] == ["ms_swift/mixed/0", "ms_swift/mixed/2", "ms_swift/mixed/3"]
     assert dict(report.by_reason) == {"RuleViolationError:arguments.schema": 1}
+
+
+@pytest.fixture
+def nestful_some_broken(tmp_path) -> str:
+    """The real NESTFUL toy rows (one of which has a tool schema that is no JSON Schema), where in every third
+    row whose first call passes a number as `arg_0` that number is text instead (arguments.schema)."""
+    first_number = re.compile(r'("arguments": \{"arg_0": )(-?[0-9][0-9.]*)')
+    lines = shared_data(*NESTFUL_TOY).read_text().splitlines()
+    broken = set([i for i, line in enumerate(lines) if first_number.search(line)][::3])
+    path = tmp_path / "toy_data.jsonl"
+    path.write_text("".join((first_number.sub(r'\1"\2 apples"', line, count=1) if i in broken else line) + "\n"
+                            for i, line in enumerate(lines)))
+    return str(path)
+
+
+@pytest.mark.parametrize("resumed_in", ["a new stream", "the same stream"])
+def test_a_filtered_stream_resumed_mid_batch_counts_each_skip_once(nestful_some_broken, resumed_in):
+    """filter_dataset checks a batch of rows before handing them out; a stream resumed from a state taken in
+    the middle of a batch checks that batch again (datasets replays it from its start), and its skips were
+    counted again in the same report. Saved after any row and resumed with the same report, the counts are
+    one uninterrupted pass's (the load's reads included, in one report)."""
+    from tooluse_datasets.validation import filter_dataset
+
+    def stream(report):
+        loaded = td.load("nestful", data_files=nestful_some_broken, split="train", streaming=True, report=report)
+        return filter_dataset(loaded, "error", report=report, batch_size=8)
+
+    whole = td.SkipReport()
+    ids = [row["id"] for row in stream(whole)]
+    assert whole.skipped >= 4 and set(whole.by_reason) == {"RuleViolationError:arguments.schema",
+                                                            "RuleViolationError:tool.invalid_schema"}
+    assert whole.rows_read == len(ids) + whole.skipped
+    for stop in range(1, len(ids), 5):
+        report = td.SkipReport()
+        first = stream(report)
+        seen = []
+        for row in first:
+            seen.append(row["id"])
+            if len(seen) == stop:
+                break
+        state = first.state_dict()
+        second = first if resumed_in == "the same stream" else stream(report)
+        second.load_state_dict(state)
+        seen += [row["id"] for row in second]
+        assert seen == ids
+        assert report.to_dict() == whole.to_dict(), stop
+    # a new pass over a stream read once counts its skips again, as a load() stream's report does
+    again = stream(report := td.SkipReport())
+    list(again), list(again)
+    assert report.skipped == 2 * whole.skipped
 
 
 def test_filtering_a_stream_whose_features_map_dropped_says_so(mixed_file):

@@ -8,6 +8,10 @@ float encoding). Map-style, ``Dataset.filter`` on the Arrow format builds an ind
 from a cache, so the skip report is filled on every call); streaming, the same filter runs on Arrow batches
 as rows are read. A row it drops is named by its source and unified id (``row_id`` in the skip record):
 loaded rows hold neither the file nor the row number they were read from.
+
+A stream resumed from a saved state checks the batch in progress again (datasets replays a filter batch from
+its start); its skips were counted when the state was saved, so they are not counted again, as a resumed
+``load()`` stream does not count its rows twice (``ShardExamplesIterable._note_counted``).
 """
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from typing import Any, Optional
 
 import pyarrow as pa
 from datasets import Dataset, DatasetDict, IterableDataset, IterableDatasetDict
+from datasets.iterable_dataset import FilteredExamplesIterable
 
 from ..codec import ExactFeatures
 from ..errors import RuleViolationError, SkipReport, check_on_error
@@ -64,7 +69,8 @@ def filter_dataset(ds: Any, rules: RuleSelection, *, on_error: str = "skip", rep
                                **fmt["format_kwargs"])
     if isinstance(ds, IterableDataset):
         format_type = ds._formatting.format_type if ds._formatting is not None else None
-        return ds.with_format("arrow").filter(keep, batched=True, batch_size=batch_size).with_format(format_type)
+        return ds.with_format("arrow").filter(keep, with_indices=True, batched=True,
+                                              batch_size=batch_size).with_format(format_type)
     raise TypeError(f"filter_dataset takes a datasets Dataset or IterableDataset, got {type(ds).__name__}")
 
 
@@ -80,17 +86,55 @@ class _RowFilter:
         self.rules = rules
         self.on_error = on_error
         self.report = report
+        # Rows of the stream (by index in the pass) whose skips the report has: those a saved state had checked.
+        self.counted = 0
+        self._checked = False
 
-    def __call__(self, batch: pa.Table) -> list[bool]:
+    def note_state(self, state: Optional[dict]) -> None:
+        """Before the filter's state is replaced (see _install_filter_that_notes_counted): remember the furthest
+        row a loaded state had checked. datasets loads the saved (latest) state first, then replays the batch in
+        progress from its start; those rows were counted when the state was saved. A new pass over the stream
+        (after one was checked) counts afresh."""
+        if self._checked:
+            self.counted, self._checked = 0, False
+        elif state:
+            self.counted = max(self.counted, state.get("previous_state_example_idx") or 0)
+
+    def __call__(self, batch: pa.Table, indices: Optional[list[int]] = None) -> list[bool]:
         keep = []
-        for stored in batch.to_pylist():
+        for i, stored in enumerate(batch.to_pylist()):
             error = first_violation(self.decoder.decode_example(stored), self.rules)
             if error is not None:
                 if self.on_error == "raise":
                     raise error
-                self.report.add(error)
+                if indices is None or indices[i] >= self.counted:
+                    self.report.add(error)
             keep.append(error is None)
+        self._checked = True
         return keep
+
+
+def _install_filter_that_notes_counted() -> None:
+    """datasets' stream filter tells a row filter of ours each state it is about to replace, as its state is
+    reset or loaded (``_init_state_dict`` runs first in both): the only moment the furthest state loaded is
+    seen before the filter replays from an earlier one. Its copies (``shard_data_sources`` for nodes and
+    workers, ``shuffle_data_sources``) keep the same row filter, so they tell it too. Other filters are
+    untouched. Installed once per process on import."""
+    original = FilteredExamplesIterable._init_state_dict
+    if getattr(original, "_notes_counted", False):
+        return
+
+    def _init_state_dict(self):
+        if isinstance(self.mask_function, _RowFilter):
+            self.mask_function.note_state(self._state_dict)
+        return original(self)
+
+    _init_state_dict._notes_counted = True
+    _init_state_dict.__wrapped__ = original
+    FilteredExamplesIterable._init_state_dict = _init_state_dict
+
+
+_install_filter_that_notes_counted()
 
 
 def rule_check(rules: RuleSelection):
