@@ -423,6 +423,25 @@ def test_a_loop_in_an_unused_definition_is_an_invalid_schema_too(samples):
     assert [f.field for f in rule_findings(row, "tool.invalid_schema")] == ["tools[0].function.parameters"]
 
 
+def test_a_reference_walk_that_fails_leaves_the_schema_to_its_calls(samples, monkeypatch):
+    """The walk reads jsonschema internals; should it fail (a jsonschema that changed them), the tool is not
+    declared broken: its calls are checked as before, each saying what it meets."""
+    from tooluse_datasets.validation import schemas
+
+    def walk_fails(validator):
+        raise AttributeError("'Draft7Validator' object has no attribute '_resolver'")
+
+    monkeypatch.setattr(schemas, "reference_problem", walk_fails)
+    monkeypatch.setattr(schemas, "_cache", {})
+    row = base(samples, SWIFT)
+    _with_references(row, definitions={"iso": {"type": "string"}}, properties={
+        "base": {"$ref": "#/definitions/iso"}, "quote": {"type": "string"}})
+    assert rule_findings(row, "tool.invalid_schema") == []
+    _calls(row)[0]["function"]["arguments"]["base"] = 5
+    assert [f.field for f in rule_findings(row, "arguments.schema")] == [
+        "messages[2].tool_calls[0].function.arguments.base"]
+
+
 _RECURSIVE_BUT_VALID = {
     # a tree: children are nodes, each level one deeper in the arguments
     "a tree node": ({"$schema": _DRAFT_2020,
