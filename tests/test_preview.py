@@ -185,3 +185,22 @@ def test_demo_takes_several_sources_after_one_source_flag_as_the_readme_writes_i
     assert capsys.readouterr().out == together
     shown = [line.split(":")[0] for line in together.splitlines() if line.startswith("== ")]
     assert shown == ["== nestful", "== ms_swift"]
+
+
+def test_show_refuses_a_negative_row_before_reading_any_row(capsys, monkeypatch):
+    """``--row -1`` was taken: every row of the data was read looking for row -1 (a whole upstream split), then
+    the command said the split has no row -1, or stopped at an unrelated bad row on the way."""
+    from conftest import shared_data
+    from tooluse_datasets.builders.ms_swift.source import MsSwiftSource
+
+    files = [str(p) for p in sorted(shared_data("ms_swift").glob("*.jsonl"))]
+    reads = []
+    original = MsSwiftSource.read
+    monkeypatch.setattr(MsSwiftSource, "read", lambda self, *a, **kw: reads.append(1) or original(self, *a, **kw))
+    with pytest.raises(SystemExit) as exit_:
+        main(["show", "ms_swift", "--data-files", *files, "--row", "-1"])
+    assert exit_.value.code == 2
+    assert "argument --row: must be a row number, 0 or more; got '-1'" in capsys.readouterr().err
+    assert not reads
+    assert main(["show", "ms_swift", "--data-files", *files, "--row", "0"]) == 0  # 0 is still the first row
+    assert "ms_swift/agent_support_doc_examples_en/0" in capsys.readouterr().out

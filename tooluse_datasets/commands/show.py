@@ -13,7 +13,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--config", default="unified", help="format to show (default unified: the conversation view; "
                                                         "other formats are shown as JSON)")
     which = p.add_mutually_exclusive_group()
-    which.add_argument("--row", type=int, default=0, metavar="N",
+    # a negative N names no row: refused up front, not after a pass over every row looking for it
+    which.add_argument("--row", type=non_negative("a row number"), default=0, metavar="N",
                        help="the N-th row (default 0), of the --split named, else counted through every split in "
                             "order")
     which.add_argument("--id", help="the row with this unified id")
