@@ -307,6 +307,9 @@ def test_cli_mirror_builds_one_folder_per_source(tmp_path, capsys):
     (["--sample", "--configs", "unified", "--row-group-rows", "0"], "argument --row-group-rows: must be at least 1"),
     (["--sample", "--configs", "unified", "--row-group-size", "0"], "argument --row-group-size: a size must be at least"),
     (["--sample", "--configs", "unified", "--num-proc", "0"], "argument --num-proc: must be at least 1, got 0"),
+    # two sizes for the same thing: --option shard_bytes was dropped without a word
+    (["--sample", "--configs", "unified", "--shard-size", "1MB", "--option", "shard_bytes=60000"],
+     "--shard-size and --option shard_bytes both set the input shard size: give one"),
 ])
 def test_cli_mirror_bad_arguments_exit_with_an_error(tmp_path, capsys, argv, message):
     try:

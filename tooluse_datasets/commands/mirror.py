@@ -62,7 +62,11 @@ def run(args: argparse.Namespace) -> int:
         sources = list(files_by_source)
     layout = ParquetLayout(row_group_rows=args.row_group_rows, row_group_bytes=args.row_group_size,
                            shard_bytes=args.max_shard_size)
-    options = {**source_options(args, MIRROR_ARGUMENTS), **({"shard_bytes": args.shard_size} if args.shard_size else {})}
+    options = source_options(args, MIRROR_ARGUMENTS)
+    if args.shard_size:
+        if "shard_bytes" in options:  # both given, one would be dropped without a word
+            raise MirrorError("--shard-size and --option shard_bytes both set the input shard size: give one")
+        options["shard_bytes"] = args.shard_size
     if args.skipped_rows and len(sources) > 1 and "{source}" not in args.skipped_rows:
         raise MirrorError("--skipped-rows names one file per source: put '{source}' in it")
     requests = [MirrorRequest(source, configs=args.configs,
