@@ -39,6 +39,7 @@ from tooluse_datasets.errors import ExecutionError, ToolUseDataError
 from tooluse_datasets.schema import complete_row, message, tool_call
 
 from .execution import REASONS, SandboxLimits, SequenceJob, SequenceResult, executable_functions, run_sequences
+from .gold import has_gold_answer
 from .specs import output_fields
 
 CALLS_PER_TURN = ("one", "all")
@@ -53,7 +54,7 @@ def gold_calls(row: dict) -> list[dict]:
 def execution_job(row: dict) -> SequenceJob:
     """What the sandbox runs for a unified NESTFUL row: its gold calls, checked against its gold answer."""
     meta = row.get("meta") or {}
-    if "gold_answer" not in meta or meta.get("gold_answer") is None:
+    if not has_gold_answer(meta):  # (a null gold answer is one: its sequence must give None)
         raise ExecutionError("no_gold: the row has no gold_answer to reproduce", field="gold_answer")
     return SequenceJob(gold_calls(row), output_fields(row["tools"]), dumps(meta["gold_answer"]))
 

@@ -37,6 +37,7 @@ from tooluse_datasets.shards.files import open_text_file
 from tooluse_datasets.shards.json_text import first_line
 
 from .execution import SandboxLimits, SequenceJob, SequenceResult, executable_functions, run_sequences
+from .gold import NULL_TEXT, has_gold_answer
 from .specs import output_fields
 
 PARSERS = ("json", "hermes", "calls")
@@ -308,8 +309,8 @@ class ScoreItem:
     (text, an already-parsed list of calls, or :data:`NO_PREDICTION`). ``gold_answer``: JSON text (as in
     upstream's result files; a string answer is its JSON text, ``'"HELLO"'``), or the value itself (as
     ``load("nestful", "raw")`` gives it; written with ``codec.dumps``), or None when there is none (the row is
-    then not checked for a win). ``file`` and ``row``: where it was read (:func:`read_results` sets them), so
-    an error in it names its line."""
+    then not checked for a win; a gold answer that is JSON null is the text ``"null"``, as upstream writes it).
+    ``file`` and ``row``: where it was read (:func:`read_results` sets them), so an error in it names its line."""
 
     sample_id: Optional[str]
     gold_calls: list
@@ -618,6 +619,8 @@ def _item(gold: dict, sample_id: Any, prediction: Any, *, answer_is_text: bool, 
     # In upstream's result files (string fields) gold_answer is json.dumps of the value; a line in the GitHub
     # form (output a list: native fields, spec §2) and package rows hold the value, which may be a string.
     is_text = answer_is_text and isinstance(answer, str) and isinstance(gold["output"], str)
+    if answer is None and has_gold_answer(gold):  # a null answer, which upstream's pipeline writes "null" and counts
+        answer, is_text = NULL_TEXT, True
     gold_text = _gold_answer_text(answer, is_text=is_text, sample_id=sample_id, file=path, row=row)
     calls = _json_value(gold["output"], "output", sample_id, row, path)
     tools = _json_value(gold["tools"], "tools", sample_id, row, path)

@@ -21,9 +21,8 @@ from typing import Any, Iterator, Optional
 
 from datasets import Features, Json, List, Value
 
-from tooluse_datasets.codec import loads_json_or_literal, try_loads
-from tooluse_datasets.errors import (InvalidJsonError, InvalidValueError, MissingFieldError, ToolUseDataError,
-                                     wrapped_rows_error)
+from tooluse_datasets.codec import try_loads
+from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, MissingFieldError, wrapped_rows_error
 from tooluse_datasets.schema import complete_row, message, tool_call, unified_row
 from tooluse_datasets.shards.batches import joined_batches
 from tooluse_datasets.shards.lines import file_version
@@ -34,6 +33,7 @@ from tooluse_datasets.source import RowContext, Source, SourceOptions, SplitPlan
 
 from .executed import CALLS_PER_TURN
 from .execution.sandbox import MAXIMA as SANDBOX_MAXIMA
+from .gold import NULL_TEXT, decode_gold_answer, has_gold_answer, stored_as_text
 from .specs import CALL_KEYS, check_call, check_references, from_openai_tool, label_key, to_openai_tool
 from .upstream import CITATION, DESCRIPTION, UPSTREAM
 from .v1 import TOOLS_MODES
@@ -49,7 +49,8 @@ RAW_FEATURES = Features(
         "tools": List(Json()),
         "gold_answer": Json(),
         # The upstream text of gold_answer when the source stored it as a string (HF parquet); null for
-        # the GitHub JSONL, where gold_answer is native JSON. Keeps HF rows reproducible to the byte.
+        # the GitHub JSONL, where gold_answer is native JSON. Keeps HF rows reproducible to the byte. A GitHub
+        # gold answer that is JSON null is "null" here: an answer, told from a row without gold_answer.
         "gold_answer_text": Value("string"),
         # Columns beyond the five NESTFUL defines (null when none): kept, never dropped silently.
         "extra": Json(),
@@ -248,14 +249,17 @@ class NestfulSource(Source):
             if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
                 raise InvalidValueError("a tool spec must be an object with a name", field=f"tools[{i}]")
         gold = native.get("gold_answer")
-        gold_text = gold if isinstance(gold, str) and _stored_as_text(native) else None
+        if isinstance(gold, str) and stored_as_text(native):
+            gold_text, gold = gold, decode_gold_answer(gold)  # (HF) decoded, its upstream text kept
+        else:  # (GitHub) the value itself; a null answer keeps its text, so it is not taken for a missing one
+            gold_text = NULL_TEXT if gold is None and has_gold_answer(native) else None
         extra = {k: v for k, v in native.items() if k not in FIELDS}
         return {
             "sample_id": str(sample_id),
             "input": native["input"],
             "output": output,
             "tools": tools,
-            "gold_answer": decode_gold_answer(gold) if gold_text is not None else gold,
+            "gold_answer": gold,
             "gold_answer_text": gold_text,
             "extra": extra or None,
         }
@@ -345,23 +349,6 @@ def _json_field(native: dict, key: str, expected: type) -> Any:
     if not isinstance(value, expected):
         raise InvalidValueError(f"{key} must be a JSON {expected.__name__}, got {type(value).__name__}", field=key)
     return value
-
-
-def _stored_as_text(native: dict) -> bool:
-    """HF parquet rows store every structured column as text; GitHub rows store them natively."""
-    return isinstance(native.get("output"), str) or isinstance(native.get("tools"), str)
-
-
-def decode_gold_answer(text: str) -> Any:
-    """json -> ``ast.literal_eval`` -> the text itself. Never ``eval``.
-
-    A value JSON cannot hold (sets, complex, NaN...) stays the text; tuples become lists, which is what
-    the official pipeline's ``json.dumps`` makes of them.
-    """
-    try:
-        return loads_json_or_literal(text)
-    except ToolUseDataError:
-        return text
 
 
 def infer_domain(output: list[dict]) -> str:

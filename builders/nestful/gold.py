@@ -1,0 +1,44 @@
+"""NESTFUL gold answers: decoding HF's text, and whether a row has one at all. A JSON ``null`` gold answer is an
+answer: upstream's pipeline writes every gold answer as ``json.dumps`` of the row's value (``src/eval.py``), so a
+null one reaches its scorer as the text ``null``, which it parses and counts. Only a row without ``gold_answer``
+has none. Both are ``None`` once decoded, so the package's rows keep the difference in ``gold_answer_text``."""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from tooluse_datasets.codec import loads_json_or_literal
+from tooluse_datasets.errors import ToolUseDataError
+
+NULL_TEXT = "null"  # json.dumps(None): the text of a null gold answer in upstream's result files
+
+
+def decode_gold_answer(text: str) -> Any:
+    """json -> ``ast.literal_eval`` -> the text itself. Never ``eval``.
+
+    A value JSON cannot hold (sets, complex, NaN...) stays the text; tuples become lists, which is what
+    the official pipeline's ``json.dumps`` makes of them.
+    """
+    try:
+        return loads_json_or_literal(text)
+    except ToolUseDataError:
+        return text
+
+
+def stored_as_text(row: Mapping) -> bool:
+    """HF parquet rows (and upstream's result files) store every structured column as text; GitHub rows store
+    them natively."""
+    return isinstance(row.get("output"), str) or isinstance(row.get("tools"), str)
+
+
+def has_gold_answer(row: Mapping) -> bool:
+    """``row``: an upstream row (GitHub or HF form), a line of a result file, a raw row of the package or a
+    unified row's ``meta``."""
+    if row.get("gold_answer") is not None:
+        return True
+    if "gold_answer_text" in row:
+        # The package's rows: a null answer keeps its text (HF's, or "null" for GitHub's null), which decodes
+        # to null; without a text, or with one that says otherwise (a gold_answer set to None), there is none.
+        text = row["gold_answer_text"]
+        return isinstance(text, str) and decode_gold_answer(text) is None
+    # Upstream's own rows: in JSON a null is the answer; in a text column (HF) a null cell holds no text at all.
+    return "gold_answer" in row and not stored_as_text(row)
