@@ -152,6 +152,20 @@ def test_rows_without_a_gold_answer_are_left_out_of_the_win_rate_and_noted(math_
     assert alone.win_rate is None and any("win_rate is null" in n for n in alone.notes)
 
 
+def test_keyed_gold_rows_in_hfs_string_form_score_as_their_github_form(tmp_path, functions_dir):
+    """Rows as HF's parquet holds them (every structured column as text; what datasets.load_dataset gives) are
+    gold rows too: their gold_answer text is read as the loader reads it, not as a string answer ("40.0" was the
+    string "40.0", so the right calls lost every win without a word)."""
+    github = rows(("nestful", "third_party", "reconstructed_current_v2", "rows_github_native_format.jsonl"))
+    hf = rows(("nestful", "third_party", "reconstructed_current_v2", "rows_hf_string_format.jsonl"))
+    assert [r["gold_answer"] for r in hf] == ["40.0", "3"]
+    path = write_lines(tmp_path / "predictions.jsonl", [{"sample_id": r["sample_id"], "calls": r["output"]} for r in github])
+    as_github = score_file(path, gold_rows={r["sample_id"]: r for r in github}, executable_functions_dir=functions_dir)
+    as_hf = score_file(path, gold_rows={r["sample_id"]: r for r in hf}, executable_functions_dir=functions_dir)
+    assert [s.win for s in as_hf.samples] == [s.win for s in as_github.samples] == [True, True]
+    assert [i.gold_answer for i in read_results(path, gold_rows={r["sample_id"]: r for r in hf})] == ["40.0", "3"]
+
+
 def test_a_gold_answer_that_cannot_be_checked_is_refused_before_anything_runs(math_row):
     for gold, error in [("a is greater", InvalidJsonError), (math.nan, JsonValueError), ({1, 2}, JsonValueError)]:
         items = [ScoreItem("fine", math_row["output"], math_row["tools"], "40.0", "[]"),

@@ -37,7 +37,7 @@ from tooluse_datasets.shards.files import open_text_file
 from tooluse_datasets.shards.json_text import first_line
 
 from .execution import SandboxLimits, SequenceJob, SequenceResult, executable_functions, run_sequences
-from .gold import NULL_TEXT, has_gold_answer
+from .gold import NULL_TEXT, decode_gold_answer, has_gold_answer
 from .specs import output_fields
 
 PARSERS = ("json", "hermes", "calls")
@@ -618,8 +618,12 @@ def _item(gold: dict, sample_id: Any, prediction: Any, *, answer_is_text: bool, 
     answer = gold["gold_answer"]
     # In upstream's result files (string fields) gold_answer is json.dumps of the value; a line in the GitHub
     # form (output a list: native fields, spec §2) and package rows hold the value, which may be a string.
-    is_text = answer_is_text and isinstance(answer, str) and isinstance(gold["output"], str)
-    if answer is None and has_gold_answer(gold):  # a null answer, which upstream's pipeline writes "null" and counts
+    text_form = isinstance(answer, str) and isinstance(gold["output"], str)
+    is_text = answer_is_text and text_form
+    if text_form and not answer_is_text:
+        # A gold row as HF's parquet holds it (a keyed prediction's): its text read as the loader reads it
+        answer = decode_gold_answer(answer)
+    if answer is None and (text_form or has_gold_answer(gold)):  # a null answer: upstream writes "null", counts it
         answer, is_text = NULL_TEXT, True
     gold_text = _gold_answer_text(answer, is_text=is_text, sample_id=sample_id, file=path, row=row)
     calls = _json_value(gold["output"], "output", sample_id, row, path)
@@ -639,7 +643,8 @@ def read_results(path: Union[str, os.PathLike], gold_rows: Optional[Mapping[str,
       upstream's scorer (a sample_id on several such lines is scored on each);
     * predictions keyed by ``sample_id`` (``generated_text`` text, or ``calls``/``prediction``: text or an
       already-parsed list), joined to ``gold_rows`` (sample_id -> raw NESTFUL row, e.g. from
-      ``tooluse_datasets.load("nestful", "raw")``). The gold rows are the benchmark: a sample_id predicted
+      ``tooluse_datasets.load("nestful", "raw")``, or an upstream row in the GitHub or HF form, whose
+      ``gold_answer`` text is decoded as the loader decodes it). The gold rows are the benchmark: a sample_id predicted
       on two lines is an error naming both, and each gold row no line predicts is an item with
       :data:`NO_PREDICTION` (scored as a wrong answer), after the file's items.
 
