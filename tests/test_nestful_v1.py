@@ -396,6 +396,36 @@ def test_a_spec_parameter_with_a_null_description_fails_no_row_of_its_group(tmp_
     assert rows[0]["meta"]["source_tools"][-1]["arguments"][name]["description"] is None  # upstream's spec kept
 
 
+@pytest.mark.parametrize("parameters", [None, [], "none"])
+def test_a_spec_whose_parameters_are_no_object_is_reported_once_and_fails_only_the_rows_calling_it(tmp_path,
+                                                                                                  parameters):
+    """One spec that cannot become a tool (its parameters null, a list, text) made every row of its group a skip, each
+    naming the row's own tools[i] (the group's 44 loadable sgd rows lost); it is now left out and reported once,
+    naming the spec file and index, as a spec without a name is, and only the rows calling it are skips."""
+    specs = json.loads(open(v1_file(GROUP_PATHS["sgd"][1])).read())
+    samples = json.loads(open(v1_file(GROUP_PATHS["sgd"][0])).read())
+    broken = next(i for i, s in enumerate(specs) if "arguments" in s)
+    specs[broken]["arguments"] = parameters
+    callers = {n for n, sample in enumerate(samples) if any(c["name"] == specs[broken]["name"] for c in sample["output"])}
+    assert 0 < len(callers) < len(samples)
+    spec_file = tmp_path / "non-executable-sgd-spec.json"
+    spec_file.write_text(json.dumps(specs))
+
+    def row_numbers(spec_path, tools="catalog", report=None):
+        rows = td.load("nestful", data_files={"sgd": [v1_file(GROUP_PATHS["sgd"][0]), spec_path]}, data_version="v1",
+                       v1_tools=tools, split="sgd", streaming=True, on_error="skip", report=report or SkipReport())
+        return {int(r["id"].rsplit("/", 1)[1]): r for r in rows}
+
+    loadable = set(row_numbers(v1_file(GROUP_PATHS["sgd"][1])))  # with the real spec file (44: 2 upstream defects)
+    for tools in ("catalog", "used"):
+        report = SkipReport(keep_all=True)
+        rows = row_numbers(str(spec_file), tools, report)
+        assert set(rows) == loadable - callers
+        assert all(specs[broken]["name"] not in [t["function"]["name"] for t in r["tools"]] for r in rows.values())
+        assert [(r["row"], r["field"]) for r in report.rows if r["file"] == str(spec_file)] == [(broken, "arguments")]
+        assert {r["row"] for r in report.rows if r["error"] == "UnknownToolError"} == callers & loadable
+
+
 @pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
 def test_compressed_v1_data_and_spec_files_give_the_rows_of_the_plain_files(tmp_path, cache_dir, streaming):
     """A spec file is told by its name once its compression suffix is off: ``executable-spec.json.gz`` is the

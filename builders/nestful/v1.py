@@ -134,15 +134,16 @@ def v1_groups(files_by_split: dict[str, Sequence[str]]) -> list[V1Group]:
 
 @dataclasses.dataclass
 class SpecCatalog:
-    """A group's spec file as read: the specs, and an error for each element that is no spec (skipped at its
-    index, as a data file's bad array elements are, while the others are used)."""
+    """A group's spec file as read: the specs, and an error for each element that is no spec or no tool can be made
+    of (skipped at its index, as a data file's bad array elements are, while the others are used)."""
 
     specs: list[dict]
     problems: list[ToolUseDataError]
 
 
 def read_spec_catalog(path: str) -> SpecCatalog:
-    """The specs of a v1 spec file. A file that is not a JSON array at all raises a typed error naming it."""
+    """The specs of a v1 spec file: elements that are no spec, or that no tool can be made of, are problems. A file
+    that is not a JSON array at all raises a typed error naming it."""
     where = dict(file=display_path(path), field="<file>")
     with open_text_file(path) as f:
         data = f.read().removeprefix(UTF8_BOM)
@@ -171,6 +172,11 @@ def read_spec_catalog(path: str) -> SpecCatalog:
             problems.append(InvalidValueError("a spec needs its name as a string", file=display_path(path), row=i,
                                               field="name"))
         else:
+            try:
+                v1_tool(spec, field="")  # one spec no tool can be made of would fail every row given the catalog
+            except ToolUseDataError as exc:
+                problems.append(exc.at(file=display_path(path), row=i))
+                continue
             specs.append(spec)
     return SpecCatalog(specs, problems)
 
@@ -360,7 +366,7 @@ def v1_tool(spec: dict, field: str = "tools[]") -> dict:
     key = next((k for k in PARAMETER_KEYS if k in spec), None)
     params = spec.get(key) if key else {}
     if not isinstance(params, dict):
-        raise InvalidValueError("parameters must be a JSON object", field=f"{field}.{key}")
+        raise InvalidValueError("parameters must be a JSON object", field=f"{field}.{key}" if field else key)
     props, required = _properties(params)
     parameters: dict = {"type": "object", "properties": props}
     if required:
