@@ -1172,6 +1172,19 @@ def test_verify_names_the_reason_of_a_row_without_gold_answer_once(real_rows, fu
     assert "no_gold: no_gold" not in report.table()
 
 
+def test_verify_names_a_v1_row_by_its_id(functions_dir):
+    """v1 rows have no gold answer and a null sample_id: each failure names the row by its unified id (it was
+    None, so the table listed rows nobody could find)."""
+    folder = shared_data("nestful", "data_v1", "executable")
+    files = [str(folder / name) for name in ("executable-data.json", "executable-spec.json")]
+    rows = list(td.load("nestful", data_files={"train": files}, data_version="v1", split="train",
+                        streaming=True).take(2))
+    report = verify_rows(rows, functions_dir=functions_dir)
+    assert [f["sample_id"] for f in report.failures] == [r["id"] for r in rows]
+    assert [f["reason"] for f in report.failures] == ["no_gold", "no_gold"]
+    assert f"{rows[0]['id']} (" in report.table()
+
+
 def test_verify_command_json(functions_dir, capsys):
     files = [str(shared_data(*TOY)), str(shared_data(*CURRENT))]
     code = cli.main(["verify", "nestful", "--data-files", *files, "--executable-functions", functions_dir, "--json"])

@@ -110,7 +110,8 @@ def _count(report: VerifyReport, counts: dict, row: dict, reproduced: bool, fail
         report.reproduced += 1
     else:
         meta = row.get("meta") or {}
-        report.failures.append({"sample_id": meta.get("sample_id", row.get("id")), "category": category,
+        # v1 rows have a null sample_id: their unified id names them
+        report.failures.append({"sample_id": meta.get("sample_id") or row.get("id"), "category": category,
                                 "gold_answer": meta.get("gold_answer"), **failure})
 
 
