@@ -107,7 +107,8 @@ def tool_duplicate_name(view: RowView) -> Findings:
 
 
 @rule("tool.invalid_schema", "error", "A tool's `parameters` is not a valid JSON Schema for an object "
-      "(checked against its draft's metaschema); its calls' arguments cannot be checked.")
+      "(checked against its draft's metaschema; a `$ref` that points to nothing in it or loops without "
+      "descending counts too); its calls' arguments cannot be checked.")
 def tool_invalid_schema(view: RowView) -> Findings:
     # Every tool, not only the first of each name (view.functions): a broken second tool of a name would
     # otherwise be reported only as tool.duplicate_name.
