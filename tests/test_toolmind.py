@@ -625,6 +625,27 @@ def test_tool_catalog_layouts_from_real_toolmind_tools(graphsyn_tools, layout):
     assert prompt.instructions == "# Domain\nBe polite."
 
 
+@pytest.mark.parametrize("layout", ["array", "lines", "tools_block", "pretty"])
+def test_an_openai_declaration_with_only_a_name_is_a_tool_and_keeps_its_catalog(graphsyn_tools, layout):
+    """OpenAI makes a function's description and parameters optional (and sibling cleaners strip null schema
+    fields): {"type": "function", "function": {"name": ...}} declares a tool. Refused, it took the whole
+    catalog with it where the catalog is one JSON array (tools = [], every call to an unknown tool)."""
+    bare = {"type": "function", "function": {"name": graphsyn_tools[1]["function"]["name"]}}
+    tools = [graphsyn_tools[0], bare]
+    msgs = conversation()
+    msgs[0]["content"] = f"{PROTOCOL_TEXT}\n\n{gen._catalog_text(tools, layout, ensure_ascii=True)}\n\n# Domain\nBe polite."
+    native = native_row(msgs)
+    row = convert(native)
+    assert [t["function"]["name"] for t in row["tools"]] == [t["function"]["name"] for t in tools]
+    assert row["tools"][1] == {"type": "function", "function": {"name": bare["function"]["name"],
+                                                                "parameters": {"type": "object", "properties": {}}}}
+    assert "tools_not_found" not in row["meta"] and row["messages"][0]["content"] == "# Domain\nBe polite."
+    assert write_toolmind_row(row)["messages"] == native["messages"]
+    # an OpenAI-style call in prose names its arguments: still no tool
+    call = {"type": "function", "function": {"name": "get_time", "arguments": '{"tz": "UTC"}'}}
+    assert parse_system_prompt(PROTOCOL_TEXT + "\n\nExample call:\n" + json.dumps(call) + "\n").tools == []
+
+
 def test_bare_xlam_when2call_and_glaive_tools_from_real_samples():
     native = json.loads(shared_data("toolmind", "source_native_samples.json").read_text())
     xlam = parse_system_prompt(PROTOCOL_TEXT + "\n\n" + native["xlam_function_calling_60k"]["row_xlam_origin_via_argilla_merge"]["tools"])

@@ -334,8 +334,11 @@ def normalize_tool(obj: Any) -> Optional[dict]:
     if not isinstance(name, str) or not name:
         return None
     params_key = _parameters_key(base)
-    if params_key is None and "description" not in base:
-        return None  # {"name": ...} alone is as likely a call example as a tool
+    # {"name": ...} alone is as likely a call example as a tool; an OpenAI declaration is a tool whatever it
+    # leaves out (description and parameters are optional there), unless it names arguments, as calls do.
+    declared = base is fn and obj.get("type") == "function" and "arguments" not in fn
+    if params_key is None and "description" not in base and not declared:
+        return None
     function: dict = {"name": name}
     if "description" in base:
         function["description"] = base["description"]
