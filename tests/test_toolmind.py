@@ -746,6 +746,26 @@ def test_malformed_row_raises_a_typed_error_naming_row_and_field(tmp_path, case)
     assert "bad.parquet" in str(err.value) and "row 1" in str(err.value)
 
 
+def test_text_after_a_closed_wrapper_is_named_as_such_not_as_an_unterminated_block(tmp_path):
+    """A tool result with the assistant's reply run on after it (glaive's FUNCTION RESPONSE, then its
+    ASSISTANT text) is closed: the error names the text after </tool_response>, the file, row and field."""
+    native = json.loads(shared_data("toolmind", "source_native_samples.json").read_text())
+    turns = native["glaive_function_calling_v2"]["row_25475_exact"]["chat"].split("\n\n\n")
+    result = next(t for t in turns if t.startswith("FUNCTION RESPONSE: "))[len("FUNCTION RESPONSE: "):]
+    reply = turns[turns.index(f"FUNCTION RESPONSE: {result}") + 1][len("ASSISTANT: "):]
+    msgs = conversation()
+    msgs[4]["content"] = f"<tool_response>{result}</tool_response>\n{reply}"
+    path = write_parquet(tmp_path / "mixed.parquet", [native_row(conversation()), native_row(msgs)])
+    with pytest.raises(InvalidValueError) as err:
+        list(td.load("toolmind", data_files=path, split="synthetic", streaming=True))
+    assert (err.value.row, err.value.field) == (1, "messages[4].content") and "mixed.parquet" in str(err.value)
+    assert "text after the closing </tool_response>" in err.value.message and reply[:20] in err.value.message
+    assert "unterminated" not in err.value.message
+    msgs[4]["content"] = f"<tool_response>{result}"  # a block that is not closed is still called unterminated
+    with pytest.raises(InvalidValueError, match="unterminated <tool_response>"):
+        convert(native_row(msgs))
+
+
 def test_malformed_rows_are_counted_and_skipped(tmp_path, cache_dir):
     rows = [native_row(conversation())] + [_malformed_native(c) for c in sorted(MALFORMED)] + [native_row(conversation())]
     path = write_parquet(tmp_path / "bad.parquet", rows)

@@ -108,6 +108,12 @@ def unwrap(content: str, tag: str, padding: str, field: str) -> Unwrapped:
         shown = s[:40] + ("..." if len(s) > 40 else "")
         raise InvalidValueError(f"content must be wrapped in {open_tag}...{close_tag}, got {shown!r}", field=field)
     if len(s) < len(open_tag) + len(close_tag) or not s.endswith(close_tag):
+        closed = s.rfind(close_tag, len(open_tag))
+        if closed >= 0:  # closed, then text: a result or answer with prose after it is no unterminated block
+            after = s[closed + len(close_tag):]
+            shown = after[:40] + ("..." if len(after) > 40 else "")
+            raise InvalidValueError(f"text after the closing {close_tag}: {shown!r} (the content must be one "
+                                    f"{open_tag}...{close_tag} block and nothing else)", field=field)
         raise InvalidValueError(f"unterminated {open_tag} wrapper: the content does not end with {close_tag}",
                                 field=field)
     inner = s[len(open_tag): len(s) - len(close_tag)]
