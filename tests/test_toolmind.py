@@ -702,6 +702,22 @@ def test_viewer_cell_parses_as_far_as_it_goes_then_fails_typed():
         decode_messages(two_complete, "messages")
 
 
+def test_a_complete_text_orjson_refuses_is_not_called_truncated():
+    """A lone surrogate (\\ud800) in a bundled sample row's text: orjson refuses it, Python's json reads every message; the
+    error said "truncated?" and sent the user looking for a cut that is not there."""
+    import pyarrow.parquet as pq
+
+    text = pq.read_table(td.sample_files("toolmind")["train"][0], columns=["messages"]).column(0)[0].as_py()
+    messages = json.loads(text)
+    messages[1]["content"] += "\ud800"
+    text = json.dumps(messages)
+    assert "\\ud800" in text
+    with pytest.raises(InvalidJsonError) as err:
+        decode_messages(text, "messages")
+    assert "truncated?" not in str(err.value)
+    assert f"not truncated: {len(messages)} message(s) read up to the closing ']'" in str(err.value)
+
+
 def test_card_role_table_examples_parse_until_the_placeholder_json():
     excerpt = json.loads(shared_data("toolmind", "cleaned_variant_card_and_viewer_excerpts.json").read_text())
     examples = {role: text.split(" — ")[0].strip("`") for role, text in excerpt["toolmind_cleaned_card"]["message_roles_table"]}

@@ -373,6 +373,10 @@ def describe_truncation(text: str) -> str:
             break
         role = value.get("role") if isinstance(value, dict) else type(value).__name__
         complete.append(role if isinstance(role, str) else "?")
+    if pos < len(text) and text[pos] == "]":
+        # Every message reads with Python's json, up to the closing bracket: nothing is cut off; the text
+        # holds what orjson refuses (a lone surrogate such as \ud800) or something after the list.
+        return f"not truncated: {len(complete)} message(s) read up to the closing ']' by Python's json"
     cut_role = None
     rest = text[pos:]
     marker = '"role": "'
