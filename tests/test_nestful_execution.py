@@ -4,6 +4,7 @@ complete trajectories (chat template, toolmind, swift), the functions folder dow
 Upstream functions are only ever run in the sandbox's child process, never imported here."""
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import subprocess
@@ -393,6 +394,14 @@ def detach_a_writer(path, delay):
     os.close(error_w)
     os.read(error_r, 1)  # closed on exec
     return pid
+
+def leave_shared_memory(key):
+    """A System V shared memory segment (no audit event, and it outlives every process unless removed)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    shmid = libc.shmget(key, 1 << 20, 0o1000 | 0o600)  # IPC_CREAT
+    if shmid < 0:
+        raise OSError(ctypes.get_errno(), "shmget")
+    return shmid
 '''
 
 
@@ -516,6 +525,28 @@ def test_processes_a_sample_starts_end_with_the_batch_even_in_a_new_session(evil
     assert alive(marked) == []
     time.sleep(2.5)
     assert not planted.exists()
+
+
+def system_v_segments(key: int) -> list[str]:
+    """Lines of /proc/sysvipc/shm (this process's IPC namespace, the caller's) whose key is ``key``."""
+    with open("/proc/sysvipc/shm") as f:
+        return [line for line in f if line.split()[0] == str(key)]
+
+
+def test_shared_memory_a_sample_leaves_ends_with_the_batch(evil_dir, kernel_isolation):
+    """System V IPC objects belong to an IPC namespace, not to a process or a file system: a segment a sample
+    creates (through ctypes: no audit event) used to stay in the caller's namespace after the batch, holding its
+    memory on the machine past every limit. The batch has an IPC namespace of its own, gone with it."""
+    import random
+
+    key = random.randrange(1 << 24, 1 << 30)
+    try:
+        (result,) = run_sequences([one_call("leave_shared_memory", key)], evil_dir, FAST)
+        assert result.ok, result.describe()  # the sample made its segment...
+        assert system_v_segments(key) == []  # ...which is not the caller's
+    finally:
+        for line in system_v_segments(key):  # (the old sandbox's leftover: removed, IPC_RMID)
+            ctypes.CDLL(None).shmctl(int(line.split()[1]), 0, None)
 
 
 def test_a_process_a_sample_leaves_running_ends_before_the_next_sample(evil_dir, kernel_isolation):

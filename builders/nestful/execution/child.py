@@ -200,7 +200,8 @@ def _show(path):
 # -- isolation ---------------------------------------------------------------------------------------------
 
 
-_CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWNET = 0x00020000, 0x10000000, 0x20000000, 0x40000000
+_CLONE_NEWNS, _CLONE_NEWIPC, _CLONE_NEWUSER = 0x00020000, 0x08000000, 0x10000000
+_CLONE_NEWPID, _CLONE_NEWNET = 0x20000000, 0x40000000
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REMOUNT = 1, 2, 4, 8, 32
 _MS_NOATIME, _MS_NODIRATIME, _MS_BIND, _MS_REC, _MS_PRIVATE, _MS_RELATIME = 1024, 2048, 4096, 16384, 1 << 18, 1 << 21
 # Per-mount options of /proc/self/mountinfo a remount must keep (in a user namespace they are locked).
@@ -223,8 +224,8 @@ def _errno_text(ctypes):
 
 
 def isolate(network_mode, kernel_mode, work, disk_mb):
-    """Kernel isolation of this process, as far as the kernel allows: one ``unshare`` into new network, mount
-    and PID namespaces (and a user namespace when not root, mapping our own uid/gid); then every mount made
+    """Kernel isolation of this process, as far as the kernel allows: one ``unshare`` into new network, mount,
+    IPC and PID namespaces (and a user namespace when not root, mapping our own uid/gid); then every mount made
     read-only except ``work`` (the batch's sample area, a tmpfs of ``disk_mb``). The PID namespace takes effect for the children
     forked next (:func:`enter_pid_namespace`). ``None``: try and fall back; ``False``: do not try.
 
@@ -249,7 +250,9 @@ def isolate(network_mode, kernel_mode, work, disk_mb):
             return {k: v or f"unavailable: {unusable}" for k, v in status.items()}, False
     attempts = []
     if want_kernel:
-        attempts.append((_CLONE_NEWNS | _CLONE_NEWPID | (_CLONE_NEWNET if want_net else 0), True))
+        # (IPC too: System V segments and POSIX message queues outlive their processes; in the caller's IPC
+        # namespace they would hold memory past the batch and carry data between samples and batches)
+        attempts.append((_CLONE_NEWNS | _CLONE_NEWPID | _CLONE_NEWIPC | (_CLONE_NEWNET if want_net else 0), True))
     if want_net:
         attempts.append((_CLONE_NEWNET, False))  # the network alone, as a fallback
     kernel_done, failure = False, ""

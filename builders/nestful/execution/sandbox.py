@@ -12,7 +12,7 @@ can switch it off (its state is reachable through ``gc``) or go around it (``dir
 sqlite's ``ATTACH``, ``_posixsubprocess``), so the kernel is the barrier and the hook the report.
 
 * **kernel isolation** (``kernel_isolation``; reported per result as ``network``, ``filesystem``,
-  ``processes``): the child ``unshare``-s new network, mount and PID namespaces (plus a user namespace
+  ``processes``): the child ``unshare``-s new network, mount, IPC and PID namespaces (plus a user namespace
   when not root, mapping its own uid/gid); makes mount propagation private, remounts every mount point
   read-only (keeping its nosuid/nodev/noexec/atime flags) but the batch's sample area (``<root>/work``, a
   new tmpfs of ``disk_mb``, gone with the namespace) and checks it by writing (EROFS outside, success
@@ -154,7 +154,7 @@ class SandboxLimits:
         grace: seconds past ``timeout`` before the parent kills a sample that ignores its timer.
         network_namespace: ``None`` try a network namespace and fall back to the audit hook alone;
             ``True`` require one (error if unavailable); ``False`` do not try.
-        kernel_isolation: mount and PID namespaces (a read-only file system but the batch's sample area,
+        kernel_isolation: mount, IPC and PID namespaces (a read-only file system but the batch's sample area,
             every process a sample starts ends with the sample) and no capabilities: ``None`` try them and
             fall back to the audit hook alone; ``True`` require them (error if unavailable); ``False`` do
             not try.
