@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import stat
 import subprocess
 import sys
 import tarfile
@@ -395,6 +396,10 @@ def detach_a_writer(path, delay):
     os.read(error_r, 1)  # closed on exec
     return pid
 
+def open_for_writing(path):
+    os.close(os.open(path, os.O_WRONLY))
+    return path
+
 def leave_shared_memory(key):
     """A System V shared memory segment (no audit event, and it outlives every process unless removed)."""
     libc = ctypes.CDLL(None, use_errno=True)
@@ -512,6 +517,26 @@ def test_writes_past_the_audit_hook_meet_a_read_only_file_system(evil_dir, kerne
                          ("error", "exception"), refused]
     assert "Read-only file system" in results[7].detail and "cross-device" in results[10].detail
     assert got[14] == ("ok", None) and results[14].answer["value"] != 0  # the shell's writes failed
+
+
+def test_device_files_past_the_audit_hook_cannot_be_opened_for_writing_but_the_harmless_ones(evil_dir,
+                                                                                          kernel_isolation, tmp_path):
+    """A read-only mount stops writes to files, not to devices: a sample running as root, with the hook switched off,
+    opened /dev/kmsg (the kernel's log), unmounted disks and loop devices, or a device file anywhere else, for
+    writing. Device files are refused on every mount but /dev/null, /dev/zero, /dev/full, /dev/random,
+    /dev/urandom and /dev/tty."""
+    node = tmp_path / "null-elsewhere"
+    try:
+        os.mknod(node, 0o600 | stat.S_IFCHR, os.makedev(1, 3))  # /dev/null's numbers
+    except PermissionError:
+        pytest.skip("making a device file needs root")
+    jobs = [one_call("without_the_audit_hook", "open_for_writing", path)
+            for path in (str(node), "/dev/kmsg", "/dev/null", "/dev/zero", "/dev/urandom")]
+    results = run_sequences(jobs, evil_dir, FAST)
+    for res in results[:2]:
+        assert (res.status, res.reason) == ("error", "exception") and "Permission denied" in res.detail, res.describe()
+    assert [(r.status, r.answer["value"]) for r in results[2:]] == [
+        ("ok", "/dev/null"), ("ok", "/dev/zero"), ("ok", "/dev/urandom")]
 
 
 def test_processes_a_sample_starts_end_with_the_batch_even_in_a_new_session(evil_dir, kernel_isolation, tmp_path,

@@ -208,6 +208,9 @@ _MS_NOATIME, _MS_NODIRATIME, _MS_BIND, _MS_REC, _MS_PRIVATE, _MS_RELATIME = 1024
 _MOUNT_OPTIONS = {b"nosuid": _MS_NOSUID, b"nodev": _MS_NODEV, b"noexec": _MS_NOEXEC, b"noatime": _MS_NOATIME,
                   b"nodiratime": _MS_NODIRATIME, b"relatime": _MS_RELATIME}
 READ_ONLY = "read-only"  # the file system status when everything but the sample area is read-only
+# The device files a sample may open. A read-only mount stops writes to files, not to devices (a disk, the
+# kernel's log): every other device file, on every mount, is refused (nodev).
+_HARMLESS_DEVICES = (b"/dev/null", b"/dev/zero", b"/dev/full", b"/dev/random", b"/dev/urandom", b"/dev/tty")
 
 
 @functools.lru_cache(maxsize=None)  # loaded once: each sample's process asks for it again (_die_with_parent)
@@ -331,7 +334,8 @@ def _mounts():
 
 def _read_only_except(ctypes, libc, work, disk_mb):
     """Every mount point read-only but ``work``, a new tmpfs of ``disk_mb`` megabytes (what the samples of a
-    batch may write in all; it ends with the namespace, leaving nothing behind). Returns the filesystem status;
+    batch may write in all; it ends with the namespace, leaving nothing behind), and without devices but the
+    harmless ones (``_HARMLESS_DEVICES``). Returns the filesystem status;
     checked by writing: outside ``work`` a new file must fail with EROFS, inside it must succeed."""
     work_b = os.fsencode(os.path.realpath(work))
     if libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:  # nothing we mount leaks out
@@ -339,11 +343,13 @@ def _read_only_except(ctypes, libc, work, disk_mb):
     size = f"size={int(disk_mb)}m,mode=0700".encode()
     if libc.mount(b"tmpfs", work_b, b"tmpfs", _MS_NOSUID | _MS_NODEV, size) != 0:
         return f"unavailable: cannot mount the sample area ({_errno_text(ctypes)})"
+    # Each harmless device a mount of its own (bound onto itself), which alone keeps devices usable.
+    devices = {d for d in _HARMLESS_DEVICES if os.path.exists(d) and libc.mount(d, d, None, _MS_BIND, None) == 0}
     failed = []
     for point, options in _mounts():
         if point == work_b:
             continue
-        flags = _MS_REMOUNT | _MS_BIND | _MS_RDONLY
+        flags = _MS_REMOUNT | _MS_BIND | _MS_RDONLY | (0 if point in devices else _MS_NODEV)
         for name, flag in _MOUNT_OPTIONS.items():
             if name in options:
                 flags |= flag

@@ -16,7 +16,8 @@ sqlite's ``ATTACH``, ``_posixsubprocess``), so the kernel is the barrier and the
   when not root, mapping its own uid/gid); makes mount propagation private, remounts every mount point
   read-only (keeping its nosuid/nodev/noexec/atime flags) but the batch's sample area (``<root>/work``, a
   new tmpfs of ``disk_mb``, gone with the namespace) and checks it by writing (EROFS outside, success
-  inside). It then forks
+  inside). Every mount is also ``nodev`` but for /dev/null, /dev/zero, /dev/full, /dev/random, /dev/urandom
+  and /dev/tty (each bound onto itself): a read-only mount does not stop writes to a device. It then forks
   a reaper, PID 1 of the new PID namespace, which forks the worker that runs the samples and waits for it;
   the child the parent started exits with the worker's status or re-raises the signal that ended it.
   After each sample the worker ends every other process of the namespace (``kill(-1)``), and when the
