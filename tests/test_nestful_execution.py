@@ -396,6 +396,25 @@ def detach_a_writer(path, delay):
     os.read(error_r, 1)  # closed on exec
     return pid
 
+class EqualToAll:
+    """An answer whose own comparison reaches out (the win check compares the answer with the gold: ==)."""
+    def __init__(self, action):
+        self.action = action
+
+    def __eq__(self, other):
+        try:
+            if self.action == "network":
+                socket.create_connection(("example.com", 80), timeout=1)
+            else:
+                while True:
+                    pass
+        except BaseException:
+            pass
+        return True
+
+def compares_by_its_own(action):
+    return EqualToAll(action)
+
 def open_for_writing(path):
     os.close(os.open(path, os.O_WRONLY))
     return path
@@ -730,6 +749,18 @@ def test_a_sample_that_dribbles_bytes_on_the_channel_is_still_killed_in_time(evi
     (result,) = run_sequences([one_call("dribble", 12)], evil_dir, SandboxLimits(timeout=2, grace=1, memory_mb=1024))
     assert (result.status, result.reason) == ("limit", "timeout") and "killed after 3 s" in result.detail
     assert time.monotonic() - started < 8
+
+
+def test_an_answer_compared_with_the_gold_runs_under_the_timer_and_the_refusals(evil_dir):
+    """The win check compares the answer with the gold (upstream's ``==``), which runs the answer's own ``__eq__``:
+    that ran after the timer was stopped and the refusals were read, so a network access there went unreported
+    (``ok``, and a win), and an endless loop there ran until the parent killed the sandbox."""
+    network, loop = run_sequences([one_call("compares_by_its_own", "network", gold="1"),
+                                   one_call("compares_by_its_own", "loop", gold="1")], evil_dir, FAST)
+    assert (network.status, network.reason, network.win_upstream) == ("refused", "network", False)
+    assert (loop.status, loop.reason, loop.win_upstream) == ("limit", "timeout", False)
+    assert "swallowed" in loop.detail  # the timer stopped it (every 0.2 s), not the parent's kill
+    assert network.failed_call == loop.failed_call == 0  # the answer is the last call's, not a call past the end
 
 
 def test_endless_loops_are_stopped_whether_or_not_they_swallow_the_timer(evil_dir):

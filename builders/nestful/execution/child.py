@@ -827,32 +827,45 @@ def run_sample(sample, functions, policy, limits, root, workdir, channel):
     # The first signal at the limit, then every 0.2 s in case upstream code swallows it (bare except).
     signal.setitimer(signal.ITIMER_REAL, float(limits["timeout"]), 0.2)
     calls = sample["calls"]
+    gold, has_gold, matched, compared = None, False, None, []
+    if sample.get("gold") is not None:
+        try:
+            gold, has_gold = json.loads(sample["gold"]), True
+        except (TypeError, ValueError, RecursionError) as exc:  # TypeError: a value, not its JSON text
+            notes.append(f"the gold answer is not JSON text ({_describe(exc)}); no win check")
+    # The call a failure belongs to: the one running, or the last once all ran (what runs after it is the answer's).
+    charged = lambda: min(len(trace), len(calls) - 1) if trace else 0  # noqa: E731
     try:
         if not calls:
             raise StepFailure(NO_CALLS, "no calls")
         value = execute(calls, sample["output_fields"], functions, trace, limits["max_result_chars"],
                         on_call=lambda i: channel.send({"event": "call", "index": i}))
+        if has_gold:
+            # Upstream's win check compares the answer itself (==: the answer's own __eq__ may run, upstream code):
+            # under the timer, and before the refusals are read.
+            matched = upstream_win(True, value, gold, compared)
         ok = True
     except StepFailure as failure:
         outcome.update(status="refused" if failure.reason == WRITE else "error", reason=failure.reason,
                        detail=failure.detail, failed_call=failure.call_index)
     except SampleTimeout:
-        outcome.update(status="limit", reason=TIMEOUT, detail=f"over {limits['timeout']} s", failed_call=len(trace))
+        outcome.update(status="limit", reason=TIMEOUT, detail=f"over {limits['timeout']} s", failed_call=charged())
     except MemoryError:
-        outcome.update(status="limit", reason=MEMORY, detail=f"over {limits['memory_mb']} MB", failed_call=len(trace))
+        outcome.update(status="limit", reason=MEMORY, detail=f"over {limits['memory_mb']} MB", failed_call=charged())
     except BaseException as exc:
         outcome.update(status="refused" if _read_only(exc) else "error", reason=WRITE if _read_only(exc) else EXCEPTION,
-                       detail=_describe(exc), failed_call=len(trace))
+                       detail=_describe(exc), failed_call=charged())
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0, 0)
     if fired and outcome["reason"] != TIMEOUT:
-        outcome.update(status="limit", reason=TIMEOUT, detail=f"over {limits['timeout']} s (timer swallowed)")
+        outcome.update(status="limit", reason=TIMEOUT, detail=f"over {limits['timeout']} s (timer swallowed)",
+                       failed_call=outcome["failed_call"] if outcome["failed_call"] is not None else charged())
         ok = False
     if policy.violations:
         # A refusal decides the outcome even when upstream code caught the error and carried on.
         reason, detail = policy.violations[0]
         outcome.update(status="refused", reason=reason, detail=detail,
-                       failed_call=outcome["failed_call"] if outcome["failed_call"] is not None else len(trace))
+                       failed_call=outcome["failed_call"] if outcome["failed_call"] is not None else charged())
         ok = False
     answer = trace[-1] if ok and trace else None
     if ok and answer is not None and "omitted" in answer:
@@ -862,15 +875,12 @@ def run_sample(sample, functions, policy, limits, root, workdir, channel):
         if "omitted" in entry and outcome["status"] == "ok":
             outcome.update(status="error", reason=TOO_LARGE, detail=f"result is {entry['omitted']}", failed_call=k)
     win = {"upstream": None, "corrected": None}
-    if sample.get("gold") is not None:
-        try:
-            gold = json.loads(sample["gold"])
-        except (TypeError, ValueError, RecursionError) as exc:  # TypeError: a value, not its JSON text
-            notes.append(f"the gold answer is not JSON text ({_describe(exc)}); no win check")
-        else:
-            # Upstream returns False before executing an empty prediction (no False == 0 win there).
-            win["upstream"] = bool(calls) and upstream_win(ok, value, gold, notes)
-            win["corrected"] = corrected_win(ok, answer, gold)
+    if has_gold:
+        # Upstream returns False before executing an empty prediction (no False == 0 win there).
+        win["upstream"] = bool(calls) and (matched if ok else upstream_win(False, value, gold, notes))
+        win["corrected"] = corrected_win(ok, answer, gold)
+        if ok:
+            notes += compared
     if len(outcome["detail"]) > 2000:  # a prediction's name or reference may be any length; the parent bounds lines
         outcome["detail"] = outcome["detail"][:2000] + "..."
     return dict(outcome, results=trace, answer=answer, win=win, notes=notes)
