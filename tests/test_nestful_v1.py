@@ -448,3 +448,25 @@ def test_compressed_v1_data_and_spec_files_give_the_rows_of_the_plain_files(tmp_
         rows[name] = (list(split), report.rows_read, report.skipped)
     assert len(rows["plain"][0]) == 85
     assert rows["packed"] == rows["plain"] == rows["spec packed"]
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
+def test_var_result_arguments_that_are_no_object_are_a_typed_skip(tmp_path, cache_dir, streaming):
+    """var_result's arguments name the outputs that make the answer (an object in every upstream sample); a string
+    or a list there was kept in meta.result unchecked, its references unread."""
+    data_path, spec_path = GROUP_PATHS["sgd"]
+    samples = json.loads(open(v1_file(data_path)).read())
+    last = {n: len(s["output"]) - 1 for n, s in enumerate(samples)}
+    assert all(samples[n]["output"][i]["name"] == RESULT_CALL for n, i in last.items())
+    samples[0]["output"][last[0]]["arguments"] = "$var1.result$"
+    samples[1]["output"][last[1]]["arguments"] = ["$var1$"]
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "non-executable-sgd-data.json").write_text(json.dumps(samples))
+    (data / "non-executable-sgd-spec.json").write_text(open(v1_file(spec_path)).read())
+    report = SkipReport()
+    rows = list(td.load("nestful", data_dir=str(data), data_version="v1", split="train", streaming=streaming,
+                        on_error="skip", report=report, cache_dir=cache_dir))
+    assert len(rows) == 44 - 2  # (2 of the 46 upstream rows are defects of their own)
+    skipped = {(e.row, e.field) for e in report.examples if "var_result" in e.message}
+    assert skipped == {(0, f"output[{last[0]}].arguments"), (1, f"output[{last[1]}].arguments")}

@@ -282,8 +282,10 @@ def v1_to_unified(raw: dict, ctx: RowContext) -> dict:
         name = call.get("name")
         if name == RESULT_CALL and "label" not in call:
             result = call.get("arguments")
-            check_references(result if isinstance(result, dict) else {}, producers, f"output[{i}].arguments",
-                             embedded=True)
+            if result is not None and not isinstance(result, dict):  # (its references would go unread)
+                raise InvalidValueError(f"{RESULT_CALL} arguments must be a JSON object of outputs, not a JSON "
+                                        f"{json_kind(result)}", field=f"output[{i}].arguments")
+            check_references(result or {}, producers, f"output[{i}].arguments", embedded=True)
             continue
         label, name, arguments = check_call(call, i, producers=producers,
                                             catalog=catalog, catalog_name=f"the {group} specs")
