@@ -129,6 +129,24 @@ def write_outside(path):
         f.write("x")
     return 1
 
+def change_through_a_descriptor(path, how):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        {"fchmod": lambda: os.fchmod(fd, 0o777), "fchown": lambda: os.fchown(fd, os.getuid(), os.getgid()),
+         "utime": lambda: os.utime(fd, (0, 0))}[how]()
+    finally:
+        os.close(fd)
+    return 1
+
+def change_own_file_through_a_descriptor(name):
+    with open(name, "w") as f:
+        f.write("x")
+    fd = os.open(name, os.O_RDONLY)
+    os.fchmod(fd, 0o600)
+    os.utime(fd, (0, 0))
+    os.close(fd)
+    return os.stat(name).st_mtime
+
 def fill_the_disk(files, mb):
     for k in range(files):
         with open(f"fill-{k}", "wb") as f:
@@ -463,6 +481,26 @@ def test_network_files_processes_and_signals_are_refused_and_reported(evil_dir, 
     assert results[2].win_corrected is False
     # Writing inside the sample's own work folder is allowed; each sample has a fresh one.
     assert "/work/" in results[-1].answer["value"] and str(tmp_path) not in results[-1].answer["value"]
+
+
+def test_a_file_outside_changed_through_a_descriptor_is_refused_without_kernel_isolation(evil_dir, tmp_path):
+    """The hook checks chmod, chown and utime by path; given a descriptor (os.fchmod on a file opened for reading
+    outside) they carry an integer, which it let through: a file outside went from 0600 to 0777."""
+    import dataclasses
+    import stat
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep")
+    victim.chmod(0o600)
+    os.utime(victim, (1_000_000, 1_000_000))
+    limits = dataclasses.replace(FAST, kernel_isolation=False, network_namespace=False)
+    jobs = [one_call("change_through_a_descriptor", str(victim), how) for how in ("fchmod", "fchown", "utime")]
+    jobs.append(one_call("change_own_file_through_a_descriptor", "mine.txt"))
+    results = run_sequences(jobs, evil_dir, limits)
+    assert [(r.status, r.reason) for r in results] == [("refused", "write_outside_workdir")] * 3 + [("ok", None)]
+    assert "descriptor" in results[0].detail and str(victim) in results[0].detail
+    assert stat.S_IMODE(victim.stat().st_mode) == 0o600 and victim.stat().st_mtime == 1_000_000
+    assert results[-1].answer["value"] == 0
 
 
 @pytest.fixture(scope="module")

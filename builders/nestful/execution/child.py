@@ -152,8 +152,16 @@ class Policy:
             dir_fds = _DIR_FDS.get(event, {})
             for p in positions:
                 path = args[p] if len(args) > p else None
+                if isinstance(path, int):
+                    # A descriptor (os.fchmod, os.fchown, os.utime(fd), os.ftruncate): a file opened for reading
+                    # outside may not be changed through it; the file it names is checked.
+                    target = _descriptor_target(path)
+                    if target is None or not self.inside(target):
+                        return WRITE, (f"{event} on descriptor {path} ({_show(target) if target else 'no file'}) "
+                                       f"refused: outside the sample's work folder")
+                    continue
                 dir_fd = args[dir_fds[p]] if p in dir_fds and len(args) > dir_fds[p] else None
-                if path is not None and not isinstance(path, int) and not self.inside(path, dir_fd):
+                if path is not None and not self.inside(path, dir_fd):
                     return WRITE, f"{event} on {_show(path)} refused: outside the sample's work folder"
         return None
 
@@ -172,6 +180,15 @@ class Policy:
                 return False
         real = os.path.realpath(os.path.join(base, text))
         return any(real == root or real.startswith(root + os.sep) for root in self.allowed)
+
+
+def _descriptor_target(fd):
+    """The absolute path an open descriptor names, or None (a pipe, a socket, an anonymous file, no such fd)."""
+    try:
+        target = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+    return target if target.startswith("/") else None
 
 
 def _database_path(db):
