@@ -186,14 +186,23 @@ def read_specs(path: str) -> list[dict]:
     return read_spec_catalog(path).specs
 
 
+# The keys with_tools attaches to a sample (upstream samples have none of them).
+ATTACHED_KEYS = ("tools", "group", "data_file")
+
+
 def with_tools(sample: Any, specs: list[dict], group: str, tools: str = "catalog",
                data_file: Optional[str] = None) -> Any:
     """A v1 sample with its tools (the group's catalog, or the specs its calls name) and group attached (and
-    ``data_file``, its file's stem, when the group has several)."""
+    ``data_file``, its file's stem, when the group has several). A sample holding one of those keys itself is an
+    error item: its value would be replaced without a word (or, ``data_file``, end up in the row's id)."""
     if tools not in TOOLS_MODES:
         raise ValueError(f"tools must be one of {TOOLS_MODES}, got {tools!r}")
     if not isinstance(sample, dict):
         return sample
+    own = next((key for key in ATTACHED_KEYS if key in sample), None)
+    if own is not None:
+        return InvalidValueError(f"a v1 sample holds its own {own!r} key, which the loader sets from the group's "
+                                 f"files (upstream samples have none)", field=own)
     catalog = specs
     if tools == "used":
         # (a name that is no string, a list say, names no spec: the row's own check reports it, typed)
