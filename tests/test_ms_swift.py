@@ -414,14 +414,13 @@ ACCEPTED = [
                 {"type": "tool_use", "id": "t2", "name": "get_weather", "input": {"city": "Rome"}}]},
             {"role": "user", "content": [
                 {"type": "tool_result", "tool_use_id": "t2", "content": "Rome: 20 C"},
-                {"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "Oslo: 2 C"}]},
-                {"type": "text", "text": "Also, which is warmer?"}]},
+                {"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "Oslo: 2 C"}]}]},
             {"role": "assistant", "content": [{"type": "text", "text": "Rome is warmer."}]}]},
         [("user", "Weather in Oslo and Rome?"), ("assistant", "Checking both.", None),
          ("call", "call_0", "get_weather", {"city": "Oslo"}), ("call", "call_1", "get_weather", {"city": "Rome"}),
          ("tool", "call_0", "get_weather", "Oslo: 2 C"), ("tool", "call_1", "get_weather", "Rome: 20 C"),
-         ("user", "Also, which is warmer?"), ("assistant", "Rome is warmer.", None)],
-        {}, id="Anthropic tool_use/tool_result blocks, results re-sorted, text after results"),
+         ("assistant", "Rome is warmer.", None)],
+        {}, id="Anthropic tool_use/tool_result blocks, results re-sorted"),
     pytest.param(
         {"image": "photos/cat.png", "audio": ["clips/purr.wav"], "video": "clips/jump.mp4",
          "messages": [{"role": "user", "content": "<image><audio>Is this cat happy?"},
@@ -612,6 +611,13 @@ REJECTED = [
                  id="tool result first"),
     pytest.param({"messages": [USER, ANSWER, {"role": "tool", "content": "late"}]}, InvalidValueError,
                  "messages[2].role", "without a tool_call", id="tool result after an answer"),
+    pytest.param({"messages": [USER, CALL, RESULT, {"role": "user", "content": "And Bergen?"}, ANSWER]},
+                 InvalidValueError, "messages[3].role", "right after tool results", id="user message after results"),
+    pytest.param({"messages": [USER, {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "t1", "name": "get_weather", "input": {"city": "Oslo"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "2 C"},
+                                     {"type": "text", "text": "And Bergen?"}]}, ANSWER]},
+        InvalidValueError, "messages[2].role", "right after tool results", id="Anthropic text after results"),
     pytest.param({"messages": [USER, {"role": "system", "content": "late system"}, ANSWER]},
                  InvalidValueError, "messages[1].role", "only allowed first", id="system not first"),
     pytest.param({"messages": []}, MissingFieldError, "messages", "empty", id="empty messages"),
@@ -725,6 +731,54 @@ def test_errors_in_expanded_messages_name_the_files_message(native, error, field
     with pytest.raises(error, match=re.escape(match)) as info:
         convert(native)
     assert type(info.value) is error and info.value.field == field
+
+
+def with_user_after_results(row: dict) -> dict:
+    """A doc row with the user speaking again right after its tool results: as a text block after the
+    tool_result (Anthropic), or as a user message before the final answer."""
+    row = copy.deepcopy(row)
+    messages = row["messages"]
+    follow_up = "And tomorrow?"
+    for k, m in enumerate(messages):
+        if isinstance(m["content"], list) and m["content"][-1].get("type") == "tool_result":
+            m["content"].append({"type": "text", "text": follow_up})
+            return row
+        if m["role"] in ("tool", "tool_response") and messages[k + 1]["role"] not in ("tool", "tool_response"):
+            messages.insert(k + 1, {"role": "user", "content": follow_up})
+            return row
+    raise AssertionError("no tool results in the row")
+
+
+def test_a_user_message_right_after_tool_results_is_refused_as_ms_swift_cannot_encode_it(tmp_path, cache_dir):
+    """ms-swift's template pairs each user or result turn with the assistant turn after it: results followed by
+    a user message make it pair the results with that user message, which fails (``AssertionError:
+    response_role: "user"``), and ``swift sft`` drops the row. Read from a file, such a row is an error naming
+    the user message (counted with on_error="skip"); the swift writer refuses to write one."""
+    en = native_rows(shared_data("ms_swift", "agent_support_doc_examples_en.jsonl"))
+    custom = native_rows(shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl"))
+    parallel, anthropic = en[0], custom[2]  # parallel calls, plain rows; an Anthropic tool_use/tool_result row
+    for native, field in [(with_user_after_results(parallel), "messages[5].role"),
+                          (with_user_after_results(anthropic), "messages[1].role")]:
+        with pytest.raises(InvalidValueError, match="right after tool results") as info:
+            convert(native)
+        assert info.value.field == field
+    path = write_jsonl(tmp_path / "follow_up.jsonl", [parallel, with_user_after_results(parallel), anthropic,
+                                                      with_user_after_results(anthropic)])
+    report = td.SkipReport(keep_all=True)
+    rows = td.load("ms_swift", data_files=path, split="train", on_error="skip", report=report, cache_dir=cache_dir)
+    assert [r["id"] for r in rows] == ["ms_swift/follow_up/0", "ms_swift/follow_up/2"]
+    assert [(r["row"], r["reason"]) for r in report.rows] == [(1, "InvalidValueError:messages[5].role"),
+                                                              (3, "InvalidValueError:messages[1].role")]
+
+    unified = copy.deepcopy(rows[0])  # user, 2 calls, 2 results, answer
+    unified["messages"].insert(4, message("user", "And tomorrow?"))
+    with pytest.raises(ConversionError, match="right after tool results") as info:
+        unified_to_swift(unified)
+    assert info.value.field == "messages[4].role"
+    del unified["messages"][5:]  # a row ending on that user message fails in ms-swift the same way
+    with pytest.raises(ConversionError, match="right after tool results"):
+        unified_to_swift(unified)
+    assert unified_to_swift(rows[0])["messages"] == parallel["messages"]
 
 
 def test_read_errors_name_the_files_message_when_loading_and_validating(tmp_path, cache_dir):

@@ -113,8 +113,8 @@ def common_unified(native: dict, row_id: str, subset: str) -> Optional[dict]:
                         "name": call["function"]["name"]})
             results += 1
             i += 1
-        if results and results != len(calls):
-            return None
+        if results and (results != len(calls) or (i < n and messages[i].get("role") == "user")):
+            return None  # a count mismatch, or a user message right after the results: the general stages refuse
     tools = _plain_tools(native.get("tools"))  # last: a row refused above has not paid for its tools
     if tools is None:
         return None

@@ -39,7 +39,7 @@ from .native import ORIGINAL_KEY, RESULT_ROLES, Message, drop_arrow_nulls, nativ
 from .parsing import (json_text, missing_media_tags, parse_call, parse_tool, split_pre_call_text,
                       split_think)
 from .upstream import CITATION, DESCRIPTION, UPSTREAM
-from .writer import turn_messages
+from .writer import USER_AFTER_RESULTS, turn_messages
 
 RAW_MESSAGE = {
     "role": Value("string"),  # one of system, user, assistant, tool_call, tool_response, tool
@@ -161,8 +161,8 @@ def group_turns(messages: list[dict]) -> list[tuple[dict, list[dict]]]:
     """Raw messages -> ``[(unified message, the raw messages it came from)]``.
 
     Rows ms-swift would fail to encode or would train on in a way unified rows cannot state (a system
-    message after the first, results without calls, results whose count differs from the calls') raise
-    a typed error naming the message.
+    message after the first, results without calls, results whose count differs from the calls', a user
+    message right after results) raise a typed error naming the message.
     """
     turns: list[tuple[dict, list[dict]]] = []
     calls_seen = 0
@@ -205,6 +205,8 @@ def group_turns(messages: list[dict]) -> list[tuple[dict, list[dict]]]:
             for call, result in zip(calls, results):
                 turns.append((message("tool", json_text(result["content"]), tool_call_id=call["id"],
                                       name=call["function"]["name"]), [result]))
+            if results and i < n and messages[i]["role"] == "user":
+                raise InvalidValueError(USER_AFTER_RESULTS, field=f"messages[{i}].role")
         else:
             raise InvalidValueError(f"{role} message without a tool_call before it; a result must follow the "
                                     f"calls it answers", field=f"{where}.role")

@@ -48,6 +48,12 @@ SWIFT_FEATURES = Features(
 )
 
 
+# ms-swift's template pairs each user or result turn with the assistant turn after it (Template._swift_encode):
+# results followed by a user message fail to encode ("response_role: user"), and swift sft drops the row.
+USER_AFTER_RESULTS = ("a user message right after tool results: ms-swift needs an assistant message after the "
+                      "results, fails to encode the row and drops it")
+
+
 def unified_to_swift(row: dict) -> dict:
     """One unified row -> one ``swift`` row (see the module docstring for the rules)."""
     validate_unified(row, require_known_tools=False)
@@ -76,7 +82,10 @@ def swift_messages(messages: list[dict]) -> list[dict]:
             raise ConversionError("tool result does not directly follow the assistant turn whose call it answers",
                                   field=f"{where}.role")
         out += turn_messages(m, where)
-        out += [{"role": "tool_response", "content": r["content"]} for r in results_in_call_order(messages, i, end)]
+        results = results_in_call_order(messages, i, end)
+        out += [{"role": "tool_response", "content": r["content"]} for r in results]
+        if results and end < len(messages) and messages[end]["role"] == "user":
+            raise ConversionError(USER_AFTER_RESULTS, field=f"messages[{end}].role")
     return out
 
 
