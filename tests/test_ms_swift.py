@@ -781,6 +781,43 @@ def test_a_user_message_right_after_tool_results_is_refused_as_ms_swift_cannot_e
     assert unified_to_swift(rows[0])["messages"] == parallel["messages"]
 
 
+def respelled(message: dict, role_key: str = "role", role: str = None, content_key: str = "content") -> dict:
+    """``message`` with its role and content under other (ms-swift alias) keys, its other keys kept."""
+    out = {role_key: message["role"] if role is None else role, content_key: message["content"]}
+    out.update((k, v) for k, v in message.items() if k not in ("role", "content"))
+    return out
+
+
+def test_provider_calls_spelled_with_aliases_ms_swift_does_not_convert_are_refused(tmp_path, cache_dir):
+    """ms-swift converts OpenAI ``tool_calls`` and Anthropic blocks before it reads key and role aliases: it
+    converts ``tool_calls`` only on ``"role": "assistant"`` messages, reading their text from ``content``, and
+    Anthropic blocks only under ``content``. Elsewhere it drops the calls (``"role": "gpt"``, ``"from"``), drops the
+    text beside them (``"value"``), or trains on ``<tool_use>``/``<tool_result>`` as literal text. Such rows are an
+    error naming the field, not calls ms-swift never sees; the doc rows as written still read."""
+    custom = native_rows(shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl"))
+    openai, anthropic = custom[0], custom[2]
+    call_turn = openai["messages"][1]
+    with_text = {**call_turn, "content": "Let me check."}
+    variants = [
+        ({"messages": [openai["messages"][0], respelled(call_turn, role="gpt"), *openai["messages"][2:]]},
+         "messages[1].tool_calls"),
+        ({"messages": [respelled(m, "from", content_key="value") for m in openai["messages"]]}, "messages[1].tool_calls"),
+        ({"messages": [openai["messages"][0], respelled(with_text, content_key="value"), *openai["messages"][2:]]},
+         "messages[1].value"),
+        ({"messages": [respelled(m, content_key="value") for m in anthropic["messages"]]}, "messages[0].value"),
+    ]
+    for native, field in variants:
+        with pytest.raises(InvalidValueError, match="ms-swift") as info:
+            convert(native)
+        assert info.value.field == field, native
+    path = write_jsonl(tmp_path / "aliases.jsonl", [openai, anthropic] + [native for native, _ in variants])
+    report = td.SkipReport(keep_all=True)
+    rows = td.load("ms_swift", "raw", data_files=path, split="train", on_error="skip", report=report,
+                   cache_dir=cache_dir)
+    assert len(rows) == 2 and [r["row"] for r in report.rows] == [2, 3, 4, 5]
+    assert [m["role"] for m in rows[0]["messages"]] == ["user", "tool_call", "tool"]
+
+
 def test_read_errors_name_the_files_message_when_loading_and_validating(tmp_path, cache_dir):
     """The same fields in a load's skip report (map-style and streaming) and in `validate`'s read errors."""
     rows = [p.values[0] for p in FILE_FIELDS]

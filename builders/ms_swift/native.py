@@ -285,11 +285,32 @@ def standard_message(message: dict, index: int) -> Message:
         if calls is not None and not isinstance(calls, list):
             raise InvalidValueError("tool_calls must be a list", field=f"{where}.tool_calls")
         out.tool_calls = calls or None
+    check_provider_keys(message, where, out.tool_calls)
     out.extra = fields
     if out.content is None and not out.tool_calls:
         raise MissingFieldError("message content is null or missing; ms-swift drops the row",
                                 field=f"{where}.content")
     return out
+
+
+def check_provider_keys(message: dict, where: str, calls: Optional[list]) -> None:
+    """ms-swift converts OpenAI calls and Anthropic blocks before it reads key and role aliases
+    (``MessagesPreprocessor.normalize_provider_messages``): ``tool_calls`` only on a ``"role": "assistant"``
+    message, with its text taken from ``content``, and Anthropic blocks only under ``content``. Spelled with
+    the aliases, it drops the calls or the text beside them, or trains on the blocks as ``<tool_use>`` and
+    ``<tool_result>`` text: refused rather than read as calls ms-swift never sees."""
+    if calls and message.get("role") != "assistant":
+        raise InvalidValueError(f"tool_calls on a message whose role is not given as \"role\": \"assistant\" "
+                                f"(here {last_key(message, ROLE_KEYS)}: {message[last_key(message, ROLE_KEYS)]!r}); "
+                                f"ms-swift drops these calls", field=f"{where}.tool_calls")
+    value = message.get("value")
+    if calls and value is not None and value != "":
+        raise InvalidValueError("text under value beside tool_calls; ms-swift reads only content there and drops "
+                                "it", field=f"{where}.value")
+    if is_block_list(value) and any(b.get("type") in ("tool_use", "tool_result") for b in value):
+        raise InvalidValueError("Anthropic tool_use/tool_result blocks under value; ms-swift converts them only "
+                                "under content and trains on them here as <tool_use>/<tool_result> text",
+                                field=f"{where}.value")
 
 
 def sharegpt_pairs(messages: list[dict]) -> list[Message]:
