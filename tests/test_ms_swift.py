@@ -805,6 +805,10 @@ def test_provider_calls_spelled_with_aliases_ms_swift_does_not_convert_are_refus
         ({"messages": [openai["messages"][0], respelled(with_text, content_key="value"), *openai["messages"][2:]]},
          "messages[1].value"),
         ({"messages": [respelled(m, content_key="value") for m in anthropic["messages"]]}, "messages[0].value"),
+        # the from key: ms-swift's Anthropic conversion reads message["role"] for text beside the blocks (KeyError)
+        ({"messages": [respelled(m, "from") for m in anthropic["messages"]]}, "messages[0].from"),
+        # a row with OpenAI calls is converted as OpenAI only: its Anthropic blocks are trained on as text
+        ({"messages": openai["messages"] + anthropic["messages"]}, "messages[3].content"),
     ]
     for native, field in variants:
         with pytest.raises(InvalidValueError, match="ms-swift") as info:
@@ -814,7 +818,7 @@ def test_provider_calls_spelled_with_aliases_ms_swift_does_not_convert_are_refus
     report = td.SkipReport(keep_all=True)
     rows = td.load("ms_swift", "raw", data_files=path, split="train", on_error="skip", report=report,
                    cache_dir=cache_dir)
-    assert len(rows) == 2 and [r["row"] for r in report.rows] == [2, 3, 4, 5]
+    assert len(rows) == 2 and [r["row"] for r in report.rows] == [2, 3, 4, 5, 6, 7]
     assert [m["role"] for m in rows[0]["messages"]] == ["user", "tool_call", "tool"]
 
 

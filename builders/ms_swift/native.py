@@ -53,6 +53,7 @@ SHAREGPT_ASSISTANT_KEYS = ("assistant", "gpt", "bot")
 # {"type": "text", "text"}, {"type": K, K: url} and {"type": K_url, K_url: url | {"url"}} for K in image,
 # audio, video (ms-swift's remove_messages_media), and Anthropic {"type": "image", "source": {...}}.
 BLOCK_MEDIA_KINDS = {"image": "images", "audio": "audios", "video": "videos"}
+ANTHROPIC_TOOL_BLOCKS = ("tool_use", "tool_result")
 CONTENT_BLOCK_TYPES = ("text",) + tuple(BLOCK_MEDIA_KINDS) + tuple(f"{k}_url" for k in BLOCK_MEDIA_KINDS)
 
 # Key of the unified ``meta`` where the reader keeps the ms-swift text the unified fields cannot reproduce
@@ -258,7 +259,9 @@ def standard_messages(messages: list[dict]) -> list[Message]:
     """Key and role aliases -> :class:`Message`; role-less ShareGPT pairs are expanded."""
     if not any(key in messages[0] for key in ROLE_KEYS + CONTENT_KEYS):
         return sharegpt_pairs(messages)
-    return [standard_message(m, i) for i, m in enumerate(messages)]
+    out = [standard_message(m, i) for i, m in enumerate(messages)]
+    check_one_provider_format(messages)
+    return out
 
 
 def standard_message(message: dict, index: int) -> Message:
@@ -307,10 +310,32 @@ def check_provider_keys(message: dict, where: str, calls: Optional[list]) -> Non
     if calls and value is not None and value != "":
         raise InvalidValueError("text under value beside tool_calls; ms-swift reads only content there and drops "
                                 "it", field=f"{where}.value")
-    if is_block_list(value) and any(b.get("type") in ("tool_use", "tool_result") for b in value):
+    if has_tool_blocks(value):
         raise InvalidValueError("Anthropic tool_use/tool_result blocks under value; ms-swift converts them only "
                                 "under content and trains on them here as <tool_use>/<tool_result> text",
                                 field=f"{where}.value")
+    content = message.get("content")
+    if "role" not in message and has_tool_blocks(content) \
+            and any(b.get("type") not in ANTHROPIC_TOOL_BLOCKS for b in content):
+        raise InvalidValueError("Anthropic blocks beside tool_use/tool_result blocks in a message whose role is "
+                                "given under from; ms-swift's conversion reads role there and drops the row",
+                                field=f"{where}.from")
+
+
+def check_one_provider_format(messages: list[dict]) -> None:
+    """ms-swift converts a row as OpenAI when any of its messages has ``tool_calls``, else as Anthropic: in a row
+    with OpenAI calls, Anthropic tool blocks stay blocks, trained on as ``<tool_use>``/``<tool_result>`` text."""
+    if not any(m.get("tool_calls") for m in messages):
+        return
+    for i, m in enumerate(messages):
+        if has_tool_blocks(m.get("content")):
+            raise InvalidValueError("Anthropic tool_use/tool_result blocks in a row with OpenAI tool_calls; ms-swift "
+                                    "converts such a row as OpenAI only and trains on these blocks as text",
+                                    field=f"messages[{i}].content")
+
+
+def has_tool_blocks(value: Any) -> bool:
+    return is_block_list(value) and any(b.get("type") in ANTHROPIC_TOOL_BLOCKS for b in value)
 
 
 def sharegpt_pairs(messages: list[dict]) -> list[Message]:
