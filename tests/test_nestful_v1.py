@@ -450,23 +450,29 @@ def test_compressed_v1_data_and_spec_files_give_the_rows_of_the_plain_files(tmp_
     assert rows["packed"] == rows["plain"] == rows["spec packed"]
 
 
+def load_edited_sgd(samples: list, tmp_path, cache_dir, streaming) -> tuple[list[dict], SkipReport]:
+    """The sgd group with its data file's samples replaced by ``samples`` (edited upstream ones), loaded with
+    skips counted."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "non-executable-sgd-data.json").write_text(json.dumps(samples))
+    (data / "non-executable-sgd-spec.json").write_text(open(v1_file(GROUP_PATHS["sgd"][1])).read())
+    report = SkipReport()
+    rows = list(td.load("nestful", data_dir=str(data), data_version="v1", split="train", streaming=streaming,
+                        on_error="skip", report=report, cache_dir=cache_dir))
+    return rows, report
+
+
 @pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
 def test_var_result_arguments_that_are_no_object_are_a_typed_skip(tmp_path, cache_dir, streaming):
     """var_result's arguments name the outputs that make the answer (an object in every upstream sample); a string
     or a list there was kept in meta.result unchecked, its references unread."""
-    data_path, spec_path = GROUP_PATHS["sgd"]
-    samples = json.loads(open(v1_file(data_path)).read())
+    samples = json.loads(open(v1_file(GROUP_PATHS["sgd"][0])).read())
     last = {n: len(s["output"]) - 1 for n, s in enumerate(samples)}
     assert all(samples[n]["output"][i]["name"] == RESULT_CALL for n, i in last.items())
     samples[0]["output"][last[0]]["arguments"] = "$var1.result$"
     samples[1]["output"][last[1]]["arguments"] = ["$var1$"]
-    data = tmp_path / "data"
-    data.mkdir()
-    (data / "non-executable-sgd-data.json").write_text(json.dumps(samples))
-    (data / "non-executable-sgd-spec.json").write_text(open(v1_file(spec_path)).read())
-    report = SkipReport()
-    rows = list(td.load("nestful", data_dir=str(data), data_version="v1", split="train", streaming=streaming,
-                        on_error="skip", report=report, cache_dir=cache_dir))
+    rows, report = load_edited_sgd(samples, tmp_path, cache_dir, streaming)
     assert len(rows) == 44 - 2  # (2 of the 46 upstream rows are defects of their own)
     skipped = {(e.row, e.field) for e in report.examples if "var_result" in e.message}
     assert skipped == {(0, f"output[{last[0]}].arguments"), (1, f"output[{last[1]}].arguments")}
@@ -476,18 +482,11 @@ def test_var_result_arguments_that_are_no_object_are_a_typed_skip(tmp_path, cach
 def test_a_sample_holding_a_key_the_loader_sets_is_a_typed_skip(tmp_path, cache_dir, streaming):
     """The loader attaches the group's tools, its name and (several files) the file's stem to each sample: a
     sample's own tools or group were replaced without a word, and its own data_file ended up in the row id."""
-    data_path, spec_path = GROUP_PATHS["sgd"]
-    samples = json.loads(open(v1_file(data_path)).read())
+    samples = json.loads(open(v1_file(GROUP_PATHS["sgd"][0])).read())
     samples[0]["tools"] = [{"name": "own_tool"}]
     samples[1]["group"] = "mine"
     samples[2]["data_file"] = "../x"
-    data = tmp_path / "data"
-    data.mkdir()
-    (data / "non-executable-sgd-data.json").write_text(json.dumps(samples))
-    (data / "non-executable-sgd-spec.json").write_text(open(v1_file(spec_path)).read())
-    report = SkipReport()
-    rows = list(td.load("nestful", data_dir=str(data), data_version="v1", split="train", streaming=streaming,
-                        on_error="skip", report=report, cache_dir=cache_dir))
+    rows, report = load_edited_sgd(samples, tmp_path, cache_dir, streaming)
     own = {(e.row, e.field) for e in report.examples if "its own" in e.message}
     assert own == {(0, "tools"), (1, "group"), (2, "data_file")}
     assert all(e.file and e.file.endswith("non-executable-sgd-data.json") for e in report.examples if "its own" in e.message)
