@@ -3,6 +3,7 @@ text holding integers beyond 64 bits) decodes it exactly, and text that is not J
 column, in both modes. Datasets loaded by ``td.load`` keep the fast decoders that trust the mark."""
 from __future__ import annotations
 
+import copy
 import pickle
 
 import datasets
@@ -64,3 +65,15 @@ def test_decode_row_with_plain_features_reads_unmarked_big_integers_exactly():
     assert [repr(v) for v in rows] == [repr(v) for v in EXPECTED]
     with pytest.raises(td.InvalidJsonError):
         td.decode_row({"j": '{"x": NaN}'}, plain)
+
+
+def test_decode_row_leaves_the_raw_row_as_it_was(tmp_path):
+    """decode_row gives a new row: the raw row handed to it (its messages' structs, the JSON text in them) is not
+    decoded in place, so it can be decoded again, with any features."""
+    ds = td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train", cache_dir=str(tmp_path / "c"))
+    raw_rows = ds.data.to_pylist()
+    originals = copy.deepcopy(raw_rows)
+    for i, raw in enumerate(raw_rows):
+        for features in (ds.features, datasets.Features(ds.features), ds.features):
+            assert td.decode_row(raw, features) == ds[i]
+        assert raw == originals[i]

@@ -847,9 +847,10 @@ def _chat_shape(decode_messages: Optional[Decoder]) -> Decoder:
 def decode_row(row: dict, features: Features) -> dict:
     """Decode one row read as raw storage values (JSON leaves as text) into Python values, exactly. Plain
     ``features`` say nothing of who wrote the text: it is read as :func:`tooluse_datasets.exact` reads such a
-    dataset (an unmarked integer beyond 64 bits stays an integer)."""
+    dataset (an unmarked integer beyond 64 bits stays an integer). ``row`` is left as it is: the decoders work in
+    place, here on a copy of its lists and structs."""
     exact = features if isinstance(features, ExactFeatures) else ForeignExactFeatures(features)
-    return exact.decode_example(dict(row))
+    return exact.decode_example(copy.deepcopy(row))
 
 
 # --------------------------------------------------------------------------------------------------
