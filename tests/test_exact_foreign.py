@@ -77,3 +77,20 @@ def test_decode_row_leaves_the_raw_row_as_it_was(tmp_path):
         for features in (ds.features, datasets.Features(ds.features), ds.features):
             assert td.decode_row(raw, features) == ds[i]
         assert raw == originals[i]
+
+
+@pytest.mark.parametrize("text", ['{"x": 1', "NaN", ' {"x": NaN}', ' [-Infinity, 18446744073709551616]'])
+def test_td_load_features_refuse_stored_text_that_is_not_json_naming_the_column(tmp_path, text):
+    """Text in a JSON column of a td.load dataset (whose ExactFeatures trust the mark) that is not JSON, in a raw row
+    given to decode_row or in the table itself: an InvalidJsonError naming the column, as with plain features, not
+    orjson's bare error nor a NaN read from marked text."""
+    ds = td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train", cache_dir=str(tmp_path / "c"))
+    row = ds.data.slice(0, 1).to_pylist()[0]
+    for features in (ds.features, datasets.Features(ds.features)):
+        with pytest.raises(td.InvalidJsonError) as info:
+            td.decode_row({**row, "meta": text}, features)
+        assert info.value.field == "meta"
+    table = ds.data.table.set_column(ds.data.column_names.index("meta"), "meta", pa.array([text] * len(ds), pa.json_()))
+    with pytest.raises(td.InvalidJsonError) as info:
+        list(datasets.Dataset(table, info=ds.info))
+    assert info.value.field == "meta"

@@ -247,9 +247,9 @@ def python_json_text(value: Any, ensure_ascii: bool = False, *, check_circular: 
 
 def loads_stored(text: str | bytes) -> Any:
     """Parse text written by :func:`dumps` (our Arrow columns) or :func:`json_bytes`: only marked text needs
-    the stdlib."""
+    the stdlib (held to orjson's rule: no NaN or Infinity)."""
     if text[:1] in (BIG_INT_MARK, b" "):
-        return json.loads(text)
+        return json.loads(text, parse_constant=_refuse_constant)
     return orjson.loads(text)
 
 
@@ -503,8 +503,12 @@ def _decode_stored(value: Any) -> Any:
         return loads_stored(value)
     # orjson takes exact str/bytes only, not numpy.str_: retried as such. (A dict is a KeyError from Python 3.12 on,
     # where slices hash: loads_stored's text[:1] looks the slice up as a key.)
-    except (orjson.JSONDecodeError, TypeError, KeyError):
-        return loads_stored(_stored_text(value))
+    except (ValueError, TypeError, KeyError):
+        text = _stored_text(value)
+    try:
+        return loads_stored(text)
+    except ValueError as exc:  # not JSON (text edited or written by others): named like _decode_foreign names it
+        raise InvalidJsonError(f"stored text is not JSON ({str(exc)[:120]})") from None
 
 
 def _decode_foreign(value: Any) -> Any:
