@@ -120,13 +120,16 @@ def _install_filter_that_notes_counted() -> None:
     seen before the filter replays from an earlier one. Its copies (``shard_data_sources`` for nodes and
     workers, ``shuffle_data_sources``) keep the same row filter, so they tell it too. Other filters are
     untouched. Installed once per process on import."""
-    original = FilteredExamplesIterable._init_state_dict
-    if getattr(original, "_notes_counted", False):
-        return
+    original = getattr(FilteredExamplesIterable, "_init_state_dict", None)
+    if original is None or getattr(original, "_notes_counted", False):
+        return  # (a datasets without it: left as it is)
 
     def _init_state_dict(self):
-        if isinstance(self.mask_function, _RowFilter):
-            self.mask_function.note_state(self._state_dict)
+        # (getattr: every other filter of the process runs through here too, and must not fail on a datasets
+        # whose attributes are named otherwise)
+        mask_function = getattr(self, "mask_function", None)
+        if isinstance(mask_function, _RowFilter):
+            mask_function.note_state(getattr(self, "_state_dict", None))
         return original(self)
 
     _init_state_dict._notes_counted = True
