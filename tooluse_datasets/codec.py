@@ -35,6 +35,7 @@ import orjson
 import pyarrow as pa
 from datasets import Features, Json, LargeList, List
 
+from .arrow_memory import package_memory_pool
 from .errors import InvalidJsonError, JsonValueError
 from .schema import MEDIA_COLUMNS, MESSAGE
 
@@ -986,7 +987,11 @@ class RowEncoder:
         return out
 
     def table(self, encoded_rows: list[dict]) -> pa.Table:
-        storage = pa.Table.from_pylist(encoded_rows, schema=self.storage_schema)
+        # Column by column (what from_pylist does) to allocate from the package's pool.
+        pool = package_memory_pool()
+        storage = pa.Table.from_arrays(
+            [pa.array([row.get(field.name) for row in encoded_rows], field.type, memory_pool=pool)
+             for field in self.storage_schema], schema=self.storage_schema)
         # A column holding JSON leaves gets its extension type as a zero-copy view of the same buffers (its
         # storage type has that type's layout by construction). ``storage.cast(self.schema)`` gives the same
         # table through the cast kernels, at about 30% of from_pylist's time on unified rows (measured).

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from datasets.utils.file_utils import xopen
 
+from ..arrow_memory import default_pool, package_memory_pool
 from ..errors import InvalidValueError
 from .paths import display_path
 from .shard import NativeItem, Shard
@@ -21,9 +22,12 @@ def open_parquet(path: str) -> pq.ParquetFile:
     """A Parquet file opened for streaming reads; a typed error naming the file if it is not Parquet.
 
     ``pre_buffer=False``: the default keeps compressed column chunks buffered until the read ends, which makes
-    peak memory grow with the file; ``buffer_size``: read column chunks in 1 MiB pieces instead of whole."""
+    peak memory grow with the file; ``buffer_size``: read column chunks in 1 MiB pieces instead of whole. The
+    reader allocates from the package's pool
+    (:func:`~tooluse_datasets.arrow_memory.package_memory_pool`)."""
     try:
-        return pq.ParquetFile(xopen(path, "rb"), pre_buffer=False, buffer_size=1 << 20)
+        with default_pool(package_memory_pool()):
+            return pq.ParquetFile(xopen(path, "rb"), pre_buffer=False, buffer_size=1 << 20)
     except (pa.ArrowInvalid, OSError) as exc:
         if isinstance(exc, FileNotFoundError):
             raise
