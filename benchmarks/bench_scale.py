@@ -81,6 +81,13 @@ GIB = 1024 ** 3
 
 CHILD_ENV = {"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
              "TOKENIZERS_PARALLELISM": "false"}
+# References (the parse bounds, pyarrow's first batch, ms-swift) allocate Arrow memory from jemalloc: under
+# pyarrow's default, mimalloc, on a kernel giving transparent huge pages on request, a bare iter_batches +
+# orjson.loads loop took 0.66 s in some runs and 2.9-3.1 s in others on the same 30K rows (the kernel zeroing
+# refaulted 2 MiB pages), which made ratios to it measure the kernel, not the code. Our own measurements keep
+# the user's default environment (the package picks its pool itself: tooluse_datasets/arrow_memory.py).
+REFERENCE_ENV = {"ARROW_DEFAULT_MEMORY_POOL": "jemalloc"}
+REFERENCE_KINDS = {"parquet_bound", "jsonl_bound", "pyarrow_first_batch", "output_floor"}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -392,13 +399,14 @@ class MeasureError(RuntimeError):
 
 def run_child(kind: str, timeout: float, **kwargs) -> dict:
     cmd = [sys.executable, __file__, "--child", kind, "--child-kwargs", json.dumps(kwargs)]
-    return _run_json(cmd, timeout, f"{kind}({', '.join(f'{k}={v}' for k, v in kwargs.items())})")
+    return _run_json(cmd, timeout, f"{kind}({', '.join(f'{k}={v}' for k, v in kwargs.items())})",
+                     reference=kind in REFERENCE_KINDS)
 
 
-def _run_json(cmd: list[str], timeout: float, what: str) -> dict:
+def _run_json(cmd: list[str], timeout: float, what: str, reference: bool = False) -> dict:
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO,
-                             env={**os.environ, **CHILD_ENV, **CODE_ENV})
+                             env={**os.environ, **CHILD_ENV, **CODE_ENV, **(REFERENCE_ENV if reference else {})})
     except subprocess.TimeoutExpired:
         raise MeasureError(f"{what}: no result after {timeout:.0f} s") from None
     lines = out.stdout.strip().splitlines()
@@ -559,7 +567,7 @@ class Bench:
                 raise MeasureError(f"no ms-swift venv at {SWIFT_PYTHON}; bash benchmarks/swift_env.sh makes it")
             self.log(f"  measuring ms-swift {'streaming' if streaming else 'map-style'}")
             cmd = [str(SWIFT_PYTHON), str(SWIFT_DRIVER), self.swift_file] + (["--streaming"] if streaming else [])
-            runs = [_run_json(cmd, self.timeout, "ms-swift driver") for _ in range(self.args.repeat)]
+            runs = [_run_json(cmd, self.timeout, "ms-swift driver", reference=True) for _ in range(self.args.repeat)]
             self._memo[key] = min(runs, key=self.t)
         return self._memo[key]
 
