@@ -49,6 +49,9 @@ it needs ``datasets<4.8.5``); without it the ms-swift rows compare against the p
 an installed package and put first on the path of every measurement) instead of the working tree, so "before"
 and "after" can be measured on the same machine state: ``--code HEAD~3`` then no ``--code``.
 
+The references (the parse bounds, pyarrow's first batch, ms-swift) run with ``ARROW_DEFAULT_MEMORY_POOL=jemalloc``
+(see ``REFERENCE_ENV``); our measurements run in the environment the benchmark was started in.
+
 Timings on a shared 2-core machine are noisy: compare the ratios of one run, not numbers across runs. Every
 ratio is shown by wall time and by CPU time (``--clock`` picks the one judged against the target; CPU time
 barely moves when other jobs load the machine), and ``--repeat N`` keeps the fastest of N runs per measure.
