@@ -274,6 +274,23 @@ def test_a_branch_or_tag_given_as_revision_is_resolved_to_its_commit(monkeypatch
     assert provenance.hub_head_commit("someone/data") == "someone/data:main"
 
 
+def test_nestfuls_github_branch_given_as_revision_is_resolved_through_github(monkeypatch):
+    from tooluse_datasets.mirror import MirrorRequest
+    from tooluse_datasets.mirror import build as build_module
+    from tooluse_datasets.mirror import provenance
+
+    asked: list[tuple] = []
+
+    def github_head(repo, revision="main"):
+        asked.append((repo, revision))
+        return "4" * 40
+
+    monkeypatch.setattr(provenance, "github_head_commit", github_head)
+    request = MirrorRequest("nestful", configs=["unified"], revision="main")
+    assert build_module.pin_upstream_revision(request).revision == "4" * 40
+    assert asked == [("IBM/NESTFUL", "main")]
+
+
 # -- 3. which rows the card's statistics describe -------------------------------------------------------------
 
 

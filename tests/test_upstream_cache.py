@@ -26,12 +26,14 @@ OLD, NEW = "a" * 40, "b" * 40
 
 @dataclasses.dataclass(frozen=True)
 class LocalHub(Upstream):
-    """An ``hf`` upstream whose files at each commit are local files; ``main`` is ``head[0]``."""
+    """An upstream whose files at each commit are local files; ``main`` is ``head[0]``, no revision the pin if
+    there is one."""
 
     files_at: dict = dataclasses.field(default_factory=dict)
     head: list = dataclasses.field(default_factory=list)
 
     def urls(self, revision=None):
+        revision = revision or self.revision
         commit = revision if revision not in (None, "main") else self.head[0]
         return {"train": [self.files_at[commit]]}
 
@@ -278,3 +280,39 @@ def test_download_mode_reads_files_rewritten_with_their_size_and_time_kept(tmp_p
         td.load("ms_swift", data_files=str(path), cache_dir=cache_dir, download_mode="again")
     with pytest.raises(ValueError, match="map-style"):
         td.load("ms_swift", data_files=str(path), streaming=True, download_mode="force_redownload")
+
+
+def test_nestful_read_at_a_github_branch_is_keyed_on_the_commit_it_points_at(tmp_path, monkeypatch, cache_dir):
+    from tooluse_datasets.builders.nestful.source import NestfulSource
+
+    lines = open(td.sample_files("nestful")["train"][0], encoding="utf-8").read().splitlines(keepends=True)
+    old, new = tmp_path / "old.jsonl", tmp_path / "new.jsonl"
+    old.write_text("".join(lines), encoding="utf-8")
+    new.write_text("".join(lines[:2]), encoding="utf-8")
+    up = LocalHub(host="github", repo="someone/nestful", revision=OLD,
+                  files=(UpstreamFile(split="train", path="data.jsonl"),),
+                  files_at={OLD: str(old), NEW: str(new)}, head=[OLD])
+    monkeypatch.setattr(NestfulSource, "upstream", up)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    resolved = []
+
+    def github_head(repo, revision="main"):
+        resolved.append((repo, revision))
+        return up.head[0]
+
+    def no_hub(repo, revision="main"):
+        raise AssertionError("a GitHub upstream was looked up on the Hub")
+
+    monkeypatch.setattr(cache_keys, "github_head_commit", github_head)
+    monkeypatch.setattr(cache_keys, "hub_head_commit", no_hub)
+    assert len(td.load("nestful", split="train", revision="main", cache_dir=cache_dir)) == len(lines)
+    up.head[0] = NEW  # the branch moves on
+    after = td.load("nestful", split="train", revision="main", cache_dir=cache_dir)
+    assert len(after) == 2
+    assert list(after) == list(td.load("nestful", split="train", revision="main", streaming=True))
+    assert resolved and set(resolved) == {("someone/nestful", "main")}
+    # the pinned revision is read as it is, without asking GitHub
+    resolved.clear()
+    assert len(td.load("nestful", split="train", cache_dir=cache_dir)) == len(lines)
+    assert resolved == []

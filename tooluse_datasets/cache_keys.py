@@ -1,7 +1,7 @@
 """What a prepared split's cache is keyed on beyond datasets' own key, so that it is never served stale:
 
-* the commit an upstream branch or tag points at (ToolMind's unpinned ``main``, ``revision="main"``,
-  ``hf://datasets/<repo>@main/...`` data files): a cache keyed on the branch name would serve the first
+* the commit an upstream branch or tag points at (ToolMind's unpinned ``main``, ``revision="main"`` of the Hub or
+  of NESTFUL's GitHub repository, ``hf://datasets/<repo>@main/...`` data files): a cache keyed on the branch name would serve the first
   commit's rows for ever after the branch moved on;
 * the files of a local folder the rows come from (``data_dir``, NESTFUL's ``executable_functions``): their names,
   sizes and modification times, which datasets' key does not hold.
@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-from .source import COMMIT_ID, Upstream, hub_head_commit
+from .source import COMMIT_ID, Upstream, github_head_commit, hub_head_commit
 
 logger = logging.getLogger("tooluse_datasets")
 
@@ -41,36 +41,38 @@ def one_head_commit_per_load():
         _LOAD_HEAD_COMMITS.reset(token)
 
 
-def branch_commit(repo: str, revision: str) -> Optional[str]:
-    """The commit a branch or tag of a Hub dataset repo points at now; None where it cannot be known (offline
-    mode, no network, no such repo or revision: reading the files then reports why)."""
+def branch_commit(repo: str, revision: str, host: str = "hf") -> Optional[str]:
+    """The commit a branch or tag of a Hub dataset repo (``host="hf"``) or a GitHub repository
+    (``host="github"``) points at now; None where it cannot be known (offline mode, no network, no such repo or
+    revision: reading the files then reports why)."""
     if os.environ.get("HF_HUB_OFFLINE") == "1" or os.environ.get("HF_DATASETS_OFFLINE") == "1":
         return None
     known = _LOAD_HEAD_COMMITS.get()
-    if known is not None and (repo, revision) in known:
-        return known[repo, revision]
+    if known is not None and (host, repo, revision) in known:
+        return known[host, repo, revision]
     try:
-        commit = hub_head_commit(repo, revision)
+        commit = hub_head_commit(repo, revision) if host == "hf" else github_head_commit(repo, revision)
     except Exception as exc:  # huggingface_hub raises its own types when offline or not found
         logger.info("cannot resolve %s of %s to a commit: %s: %s", revision, repo, type(exc).__name__, exc)
         return None
     if not (isinstance(commit, str) and COMMIT_ID.match(commit)):
         return None
     if known is not None:
-        known[repo, revision] = commit
+        known[host, repo, revision] = commit
     return commit
 
 
 def upstream_commits(upstreams: dict[str, Upstream], revision: Optional[str]) -> tuple[dict[str, str], bool]:
-    """``({source: commit}, unresolved)``: the commit each Hub upstream read at a branch or tag (``revision``,
-    else its own pin, else ``main``) points at now; ``unresolved``: one of them could not be resolved."""
+    """``({source: commit}, unresolved)``: the commit each upstream (Hub or GitHub) read at a branch or tag
+    (``revision``, else its own pin, else ``main``) points at now; ``unresolved``: one of them could not be
+    resolved."""
     commits: dict[str, str] = {}
     unresolved = False
     for name, up in upstreams.items():
         wanted = revision or up.revision or "main"
-        if up.host != "hf" or COMMIT_ID.match(wanted):
+        if up.host not in ("hf", "github") or COMMIT_ID.match(wanted):
             continue
-        commit = branch_commit(up.repo, wanted)
+        commit = branch_commit(up.repo, wanted, up.host)
         if commit is None:
             unresolved = True
             continue

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-import re
 import os
+import re
 import typing
+import urllib.parse
+import urllib.request
 from typing import Any, ClassVar, Iterable, Iterator, Optional
 
 import pyarrow as pa
@@ -85,6 +87,25 @@ def hub_head_commit(repo: str, revision: str = "main") -> str:
     from huggingface_hub import HfApi
 
     return HfApi().dataset_info(repo, revision=revision).sha
+
+
+GITHUB_API = "https://api.github.com"
+
+
+def github_head_commit(repo: str, revision: str = "main") -> str:
+    """The commit a branch or tag of a GitHub repository points at now: GitHub's REST API answers a commit's URL
+    asked with ``Accept: application/vnd.github.sha`` with its bare id. ``GITHUB_TOKEN``, if set, is sent (the
+    anonymous rate limit is 60 requests an hour). Raises ``urllib.error.URLError`` / ``OSError`` when GitHub
+    cannot be reached or answers with an error, ``ValueError`` when its answer is not a commit id."""
+    url = f"{GITHUB_API}/repos/{repo}/commits/{urllib.parse.quote(revision, safe='')}"
+    headers = {"Accept": "application/vnd.github.sha", "User-Agent": "tooluse-datasets"}
+    if os.environ.get("GITHUB_TOKEN"):
+        headers["Authorization"] = f"Bearer {os.environ['GITHUB_TOKEN']}"
+    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30) as answer:
+        commit = answer.read(128).decode("ascii", "replace").strip()
+    if not COMMIT_ID.match(commit):
+        raise ValueError(f"GitHub answered {commit[:60]!r} for {revision!r} of {repo}, not a commit id")
+    return commit
 
 
 @dataclasses.dataclass

@@ -13,7 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Callable, Optional, Union
 
-from ..source import COMMIT_ID, hub_head_commit
+from ..source import COMMIT_ID, github_head_commit, hub_head_commit
 from .manifest import InputFile, MirrorError, Provenance
 
 if TYPE_CHECKING:
@@ -145,12 +145,13 @@ def upstream_url(up) -> str:
 
 
 def pin_upstream_revision(request, upstream, resolve: Optional[Callable[..., str]] = None):
-    """``request`` reading a Hub upstream at a commit: the commit ``main`` points at now when neither the
-    request nor the source pins a revision, the commit a branch or tag name given as the request's revision
-    points at now; a full commit id is used as it is. Every config and split then reads the same commit, a
+    """``request`` reading an upstream (Hub or GitHub) at a commit: the commit ``main`` points at now when
+    neither the request nor the source pins a revision, the commit a branch or tag name given as the request's
+    revision points at now; a full commit id is used as it is. Every config and split then reads the same commit, a
     resumed build reads the same data, and the card names the commit.
 
-    ``resolve(repo, revision)``, the commit a branch or tag points at: default :func:`hub_head_commit`."""
+    ``resolve(repo, revision)``, the commit a branch or tag points at: default :func:`hub_head_commit`, or
+    :func:`github_head_commit` for a GitHub upstream (NESTFUL)."""
     up = upstream
     if request.data_files is not None or up is None:
         return request
@@ -159,14 +160,14 @@ def pin_upstream_revision(request, upstream, resolve: Optional[Callable[..., str
     if request.revision is not None and COMMIT_ID.match(request.revision):
         return request
     wanted = request.revision or "main"
-    if up.host != "hf":
+    if up.host not in ("hf", "github"):
         logger.warning("%s: upstream %s is read at %s, which cannot be resolved to a commit", request.source,
                        up.describe(request.revision), wanted)
         return request
-    resolve = resolve or hub_head_commit
+    resolve = resolve or (hub_head_commit if up.host == "hf" else github_head_commit)
     try:
         commit = resolve(up.repo, wanted)
-    except Exception as exc:  # huggingface_hub raises its own types when offline or not found
+    except Exception as exc:  # huggingface_hub and urllib raise their own types when offline or not found
         hint = "pass --revision or local --data-files" if request.revision is None else \
             "pass a full commit id as --revision, or local --data-files"
         raise MirrorError(f"{request.source}: cannot resolve {wanted!r} of {up.describe()} to a commit "
