@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import enum
 import json
 import math
 import struct
+import uuid
 
 import pyarrow as pa
 import pytest
@@ -109,6 +111,31 @@ class _Point:
 def test_non_json_values_are_refused_with_a_typed_error(bad):
     with pytest.raises(td.JsonValueError):
         dumps(bad)
+
+
+class _Colour(enum.Enum):
+    RED = "red"
+    ID = uuid.UUID(int=7)
+    PAIR = (1, 2)
+    NAN = math.nan
+
+
+@pytest.mark.parametrize("value", [uuid.UUID("12345678-1234-5678-1234-567812345678"), _Colour.RED, _Colour.ID,
+                                   _Colour.PAIR, {"k": [_Colour.RED, uuid.UUID(int=1)]}],
+                         ids=["uuid", "enum", "enum-of-uuid", "enum-of-tuple", "nested"])
+def test_uuids_and_enums_are_written_alike_with_or_without_an_integer_beyond_64_bits(value):
+    """orjson writes a UUID as its text and an enum member as its value; the stdlib path (a value that also holds
+    an integer beyond 64 bits) refused them, so one value was stored or refused depending on its neighbour."""
+    alone = loads(dumps(value))
+    assert alone == json.loads(json.dumps(value, default=lambda o: str(o) if isinstance(o, uuid.UUID) else o.value))
+    assert loads(dumps([value, 2**70])) == [alone, 2**70]
+
+
+@pytest.mark.parametrize("value", [_Colour.NAN, {"k": [_Colour.NAN]}, [_Colour.NAN, 2**70]],
+                         ids=["alone", "nested", "with-big-int"])
+def test_an_enum_whose_value_is_nan_is_refused_not_written_as_null(value):
+    with pytest.raises(td.JsonValueError, match="NaN and infinities are refused"):
+        dumps(value)
 
 
 def test_nulls_are_fine_alongside_the_non_finite_check():
