@@ -884,6 +884,57 @@ def test_rejected_response_repeating_the_answer_of_a_trajectory_with_calls_is_a_
     assert ds[0]["meta"]["rejected_response"] == native["rejected_response"]
 
 
+def _doc_call() -> tuple[dict, dict]:
+    """The doc's OpenAI row (a call written with ``content: null``): its question, and its call."""
+    user, call = native_rows(shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl"))[0]["messages"][:2]
+    assert call["content"] is None and len(call["tool_calls"]) == 1
+    return user, call
+
+
+def _edited_call(content=None, arguments=None) -> dict:
+    call = copy.deepcopy(_doc_call()[1])
+    call["content"] = content
+    if arguments is not None:
+        call["tool_calls"][0]["function"]["arguments"] = arguments
+    return call
+
+
+@pytest.mark.parametrize("rejected, equal", [
+    pytest.param(lambda: _edited_call(), True, id="the same call, content null"),
+    pytest.param(lambda: _edited_call(content=""), True, id="the same call, content empty"),
+    pytest.param(lambda: _edited_call(arguments={"city": "Beijing"}), True, id="the same arguments as an object"),
+    pytest.param(lambda: _edited_call(content="I will check."), False, id="the same call after text"),
+    pytest.param(lambda: _edited_call(arguments='{"city": "Paris"}'), False, id="another argument"),
+])
+def test_rejected_call_equal_to_the_chosen_call_is_refused_as_ms_swift_drops_it(rejected, equal, tmp_path, cache_dir):
+    """ms-swift compares a one-message rejected response with a one-message chosen one after reading OpenAI
+    ``tool_calls`` as call messages (``normalize_openai_tool_calls``): the chosen call repeated, with null or empty
+    content, is equal to it and ms-swift drops the row (tests/test_ms_swift_real.py runs ms-swift on these)."""
+    user, call = _doc_call()
+    native = {"messages": [user, call], "rejected_response": [rejected()]}
+    if equal:
+        with pytest.raises(InvalidValueError, match="equals the chosen response") as info:
+            convert(native)
+        assert info.value.field == "rejected_response"
+        report = td.SkipReport()
+        ds = td.load("ms_swift", "raw", data_files=write_jsonl(tmp_path / "dpo.jsonl", [native]), split="train",
+                     on_error="skip", report=report, cache_dir=cache_dir)
+        assert len(ds) == 0 and list(report.by_reason) == ["InvalidValueError:rejected_response"]
+    else:
+        raw, _ = convert(native)
+        assert raw["extra"]["rejected_response"] == native["rejected_response"]
+
+
+def test_a_rejected_call_without_a_name_is_a_typed_error():
+    """ms-swift reads the rejected call's name to compare it (a KeyError, the row dropped)."""
+    user, call = _doc_call()
+    nameless = copy.deepcopy(call)
+    del nameless["tool_calls"][0]["function"]["name"]
+    with pytest.raises(InvalidValueError, match="needs a function name") as info:
+        convert({"messages": [user, call], "rejected_response": [nameless]})
+    assert info.value.field == "rejected_response[0].tool_calls[0]"
+
+
 def _tool_use(block_id: str, city: str) -> dict:
     return {"type": "tool_use", "id": block_id, "name": "get_weather", "input": {"city": city}}
 

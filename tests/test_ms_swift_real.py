@@ -19,7 +19,7 @@ import tooluse_datasets as td
 from tooluse_datasets.cli import main
 from tooluse_datasets.registry import source_names
 
-from conftest import PROJECT_ROOT
+from conftest import PROJECT_ROOT, shared_data
 
 DRIVER = PROJECT_ROOT / "benchmarks" / "swift_rows.py"
 
@@ -38,8 +38,8 @@ def swift_python() -> str:
     return python
 
 
-def swift_rows(python: str, path: Path, streaming: bool) -> list[dict]:
-    done = subprocess.run([python, str(DRIVER), str(path)] + (["--streaming"] if streaming else []),
+def swift_rows(python: str, path: Path, streaming: bool, *flags: str) -> list[dict]:
+    done = subprocess.run([python, str(DRIVER), str(path), *flags] + (["--streaming"] if streaming else []),
                           capture_output=True, text=True, timeout=900, check=False, cwd=str(path.parent))
     assert done.returncode == 0, done.stderr[-3000:]
     return [json.loads(line) for line in done.stdout.splitlines()]
@@ -80,3 +80,41 @@ def test_ms_swift_preprocesses_every_exported_row_as_the_raw_config_reads_it(exp
                 # ms-swift's streaming reads tool schemas through an Arrow struct that pads and reorders their
                 # keys beyond what its Template.encode cleans; map-style keeps them verbatim.
                 assert (swift.get("tools") or []) == mine["tools"], (path.name, i)
+
+
+def test_a_dpo_row_is_refused_where_ms_swift_finds_its_rejected_call_equal_to_the_chosen_one(tmp_path):
+    """DPO rows built from the doc's OpenAI call (``content: null``), the chosen response that call and the rejected
+    one a variant of it: ms-swift's ``TemplateInputs.from_dict`` (the first step of ``Template.encode``) fails on
+    exactly the rows our reader refuses with a typed error naming ``rejected_response``, and no others."""
+    python = swift_python()
+    doc_row = json.loads(shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl").read_text().splitlines()[0])
+    user, call = doc_row["messages"][:2]
+
+    def variant(content=None, arguments=None, name=True):
+        rejected = json.loads(json.dumps(call))
+        rejected["content"] = content
+        function = rejected["tool_calls"][0]["function"]
+        if arguments is not None:
+            function["arguments"] = arguments
+        if not name:
+            del function["name"]
+        return rejected
+
+    variants = [variant(), variant(content=""), variant(arguments={"city": "Beijing"}),
+                variant(content="I will check."), variant(arguments='{"city": "Paris"}'), variant(name=False),
+                {"role": "assistant", "content": "Sunny"}]
+    path = tmp_path / "dpo.jsonl"
+    path.write_text("".join(json.dumps({"messages": [user, call], "rejected_response": [rejected]}) + "\n"
+                            for rejected in variants))
+    theirs = swift_rows(python, path, False, "--template-inputs")
+    assert len(theirs) == len(variants)
+    dropped_by_swift = [i for i, row in enumerate(theirs) if row["template_inputs_error"]]
+    assert dropped_by_swift == [0, 1, 2, 5]  # the same call three ways, and a call without a name
+
+    report = td.SkipReport()
+    kept = list(td.load("ms_swift", "raw", data_files=str(path), split="train", streaming=True,
+                        on_error="skip", report=report))
+    kept_rejected = [row["extra"]["rejected_response"][0] for row in kept]
+    assert [i for i, v in enumerate(variants) if v not in kept_rejected] == dropped_by_swift
+    assert report.by_reason == {"InvalidValueError:rejected_response": 3,
+                                "InvalidValueError:rejected_response[0].tool_calls[0]": 1}

@@ -11,6 +11,7 @@ unknown columns) is kept in ``extra`` so nothing is lost.
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any, Optional
 
 from tooluse_datasets.codec import try_loads
@@ -208,9 +209,10 @@ def check_rejected_response(extra: dict, messages: list[dict]) -> None:
     the chosen response.
 
     "Equal" is ms-swift's test: a string equal to the last message's content; a list of one message whose
-    content equals that of the chosen response when the chosen response (everything after the last user
-    message) is one message too. A one-message rejected response that repeats the final answer of a chosen
-    trajectory with tool calls differs from it, and ms-swift trains on the pair."""
+    contents (its OpenAI ``tool_calls`` read as call messages, see :func:`rejected_contents`) equal that of the
+    chosen response when the chosen response (everything after the last user message) is one message too. A
+    one-message rejected response that repeats the final answer of a chosen trajectory with tool calls differs
+    from it, and ms-swift trains on the pair."""
     if "rejected_response" not in extra:
         return
     rejected = extra["rejected_response"]
@@ -229,9 +231,36 @@ def check_rejected_response(extra: dict, messages: list[dict]) -> None:
             raise InvalidValueError("rejected_response may not contain user messages", field=f"rejected_response[{k}]")
     last_user = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=-1)
     chosen = messages[last_user + 1:]
-    if len(rejected) == 1 and len(chosen) == 1 and rejected[0].get("content") == chosen[0]["content"]:
+    if len(rejected) == 1 and len(chosen) == 1 and rejected_contents(rejected[0]) == [chosen[0]["content"]]:
         raise InvalidValueError("rejected_response equals the chosen response; ms-swift drops such rows",
                                 field="rejected_response")
+
+
+def rejected_contents(message: dict) -> list:
+    """The contents ms-swift compares for a one-message rejected response (``normalize_openai_tool_calls``,
+    which the chosen messages went through on reading): an assistant message's OpenAI ``tool_calls`` become one
+    ``{"name", "arguments"}`` per call, after its text if it has any. So a rejected call written with
+    ``content: null`` (or ``""``) that repeats the chosen call is equal to it."""
+    calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+    if not calls:
+        return [message.get("content")]
+    if not isinstance(calls, list):
+        raise InvalidValueError("rejected_response tool_calls must be a list of calls; ms-swift drops such rows",
+                                field="rejected_response[0].tool_calls")
+    contents = [message["content"]] if message.get("content") else []
+    for j, call in enumerate(calls):
+        function = call.get("function", call) if isinstance(call, dict) else None
+        if not isinstance(function, dict) or "name" not in function:
+            raise InvalidValueError("a rejected_response tool call needs a function name; ms-swift drops such rows",
+                                    field=f"rejected_response[0].tool_calls[{j}]")
+        arguments = function.get("arguments", {})
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)  # ms-swift's reading: text that is not JSON stays text
+            except ValueError:
+                pass
+        contents.append({"name": function["name"], "arguments": arguments})
+    return contents
 
 
 # --------------------------------------------------------------------------------------------------
