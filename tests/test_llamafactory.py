@@ -502,6 +502,35 @@ def test_an_enum_that_is_not_a_list_is_refused_naming_it(tmp_path, enum):
     assert info.value.field == field and info.value.row == 0
 
 
+@pytest.mark.parametrize("items", [[], False], ids=["empty list", "false"])
+def test_a_falsy_items_the_default_tool_prompt_skips_is_read_and_written(tmp_path, items):
+    """DefaultToolUtils.tool_formatter tests ``param.get("items")`` by truth: a falsy one is skipped and the row
+    trains as if it were absent (LLaMA-Factory 0.9.5 encodes such rows, tests/test_llamafactory_real.py). It was
+    refused by the writer, and so by the reader, which checks that a row can be written back."""
+    demo = json.loads((Path(__file__).parent / "data" / "llamafactory" / "glaive_toolcall_en_demo.json").read_text())
+    native = next(row for row in demo if '"items"' in row["tools"])
+    tools = json.loads(native["tools"])
+    specs = [spec for tool in tools for spec in tool["parameters"]["properties"].values() if "items" in spec]
+    for spec in specs:
+        spec["items"] = items
+    native = {**native, "tools": json.dumps(tools)}
+    path = tmp_path / "items.jsonl"
+    path.write_text(json.dumps(native) + "\n")
+    [row] = td.load("llamafactory", data_files=str(path), split="train", streaming=True)
+    assert [spec["items"] for tool in row["tools"] for spec in tool["function"]["parameters"]["properties"].values()
+            if "items" in spec] == [items] * len(specs)
+    [written] = td.load("llamafactory", "llamafactory", data_files=str(path), split="train", streaming=True)
+    assert written["tools"] == native["tools"] and written["conversations"] == native["conversations"]
+    assert accepted_by_llamafactory(written) == unified_calls(row) != []
+    # a truthy items that is not an object fails its tool prompt: still refused, naming it
+    for spec in specs:
+        spec["items"] = ["string"]
+    path.write_text(json.dumps({**native, "tools": json.dumps(tools)}) + "\n")
+    with pytest.raises(InvalidValueError, match="reads items as an object") as info:
+        list(td.load("llamafactory", data_files=str(path), split="train", streaming=True))
+    assert info.value.field.endswith(".items") and info.value.row == 0
+
+
 def test_a_user_turn_holding_the_user_formatters_placeholder_is_refused(tmp_path):
     # LLaMA-Factory's user formatter is applied with content= then idx=: "{{idx}}" in the user's own text becomes
     # the turn number under every template (seen with LLaMA-Factory 0.9.5 itself: the turn is not verbatim).

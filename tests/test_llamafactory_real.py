@@ -238,3 +238,34 @@ def test_entries_with_their_own_columns_and_tags_read_as_llamafactory_reads_them
     calls = sum(len(t[1]) for r in unified["glaive_toolcall_openai_style"] for t in as_converted(r)["turns"]
                 if t[0] == "function")
     assert calls > 5 and any(r["images"] for r in unified["mllm_demo"])
+
+
+def test_a_falsy_items_in_a_tool_parameter_trains_and_is_written_back_as_it_is(tmp_path):
+    """LLaMA-Factory's default tool prompt skips a falsy ``items`` (``[]``, ``false``): it loads, converts and encodes
+    such rows with every call intact; the source reads them and writes them back byte for byte."""
+    python = llamafactory_python()
+    demo = json.loads((LF_DATA / "glaive_toolcall_en_demo.json").read_text())
+    native = next(row for row in demo if '"items"' in row["tools"])
+    rows = []
+    for items in ([], False):
+        tools = json.loads(native["tools"])
+        for tool in tools:
+            for spec in tool["parameters"]["properties"].values():
+                if "items" in spec:
+                    spec["items"] = items
+        rows.append({**native, "tools": json.dumps(tools)})
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    written = list(td.load("llamafactory", "llamafactory", data_files=str(folder / "items.jsonl"), split="train",
+                           streaming=True))
+    assert [(w["conversations"], w["tools"]) for w in written] == [(r["conversations"], r["tools"]) for r in rows]
+    (folder / "dataset_info.json").write_text(json.dumps({"items": {
+        "file_name": "items.jsonl", "formatting": "sharegpt", "columns": {"messages": "conversations", "tools": "tools"}}}))
+    returncode, reports = run_driver(python, folder, TOOL_TEMPLATES)
+    report = reports["items.jsonl"]
+    assert returncode == 0 and report["ok"] and report["converter_rejected"] == []
+    for template in TOOL_TEMPLATES:
+        outcome = report["templates"][template]
+        assert outcome["failed"] == {} and outcome["altered"] == {} and outcome["rows_encoded"] == len(rows)
+        assert outcome["calls"] == outcome["calls_intact"] == expected_counts(rows)["calls"] > 0

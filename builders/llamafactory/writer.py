@@ -21,7 +21,7 @@ Rules (from LLaMA-Factory's ``SharegptDatasetConverter``, ``FunctionFormatter``,
   own OpenAI converter does; a result containing that separator could not be split back, so it is an error.
 * ``tools`` is JSON text of a list (a plain list crashes training); every tool has ``parameters.properties``
   (``{}`` added where a tool has none), ``required`` a list (a null one left out), enum values are strings and
-  ``items`` an object (its ReAct tool prompt fails otherwise).
+  ``items`` an object (its ReAct tool prompt fails otherwise; it skips a falsy ``enum`` or ``items``).
 * ``{{idx}}`` in a user turn is an error: LLaMA-Factory's user formatter replaces it with the turn number.
 * A literal ``<tool_call>`` or ``</tool_call>`` in an answer or in reasoning makes its call parser fail: error;
   so does a call whose name or arguments hold ``<tool_call>`` and then ``</tool_call>`` (its function formatter
@@ -250,7 +250,8 @@ def react_ready_tool(tool: dict, field: str) -> dict:
             raise ConversionError(f"{TARGET}'s tool prompt joins enum values as text; an enum must be a list of "
                                   f"strings (another value fails, or a text is joined letter by letter)",
                                   field=f"{where}.enum")
-        if spec.get("items") is not None and not isinstance(spec["items"], dict):
+        # Tested by truth, as its tool prompt tests it: a falsy items ([], false) is skipped there, the row trains.
+        if spec.get("items") and not isinstance(spec["items"], dict):
             raise ConversionError(f"{TARGET}'s tool prompt reads items as an object", field=f"{where}.items")
     if parameters is function.get("parameters"):
         return tool
