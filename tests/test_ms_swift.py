@@ -670,6 +670,12 @@ REJECTED = [
                                      {"type": "tool_result", "tool_use_id": "b", "content": "rb2"}]}, ANSWER]},
         InvalidValueError, "messages[2].content[1].tool_use_id", "answers a call already answered",
         id="Anthropic call answered twice"),
+    # ms-swift reads each rejected message's role, and the content of a one-message rejected response it compares
+    pytest.param({"messages": [USER, ANSWER], "rejected_response": [{"content": "Rainy"}]},
+                 InvalidValueError, "rejected_response[0].role", "has no role", id="rejected message without role"),
+    pytest.param({"messages": [USER, ANSWER], "rejected_response": [{"role": "assistant"}]},
+                 InvalidValueError, "rejected_response[0].content", "has no content",
+                 id="one rejected message without content"),
 ]
 
 

@@ -118,3 +118,26 @@ def test_a_dpo_row_is_refused_where_ms_swift_finds_its_rejected_call_equal_to_th
     assert [i for i, v in enumerate(variants) if v not in kept_rejected] == dropped_by_swift
     assert report.by_reason == {"InvalidValueError:rejected_response": 3,
                                 "InvalidValueError:rejected_response[0].tool_calls[0]": 1}
+
+
+def test_a_dpo_row_whose_rejected_message_lacks_role_or_content_is_refused_where_ms_swift_drops_it(tmp_path):
+    """ms-swift reads every rejected message's role, and the content of a one-message rejected response it compares
+    with the chosen one: a KeyError in ``TemplateInputs.from_dict`` drops those rows. Ours refuses the same rows."""
+    python = swift_python()
+    chosen = [{"role": "user", "content": "Weather in Oslo?"}, {"role": "assistant", "content": "Sunny"}]
+    variants = [[{"content": "Rainy"}], [{"role": "assistant"}],
+                [{"role": "assistant", "content": "Rainy"}, {"role": "assistant"}],
+                [{"role": "assistant", "content": "Rainy"}]]
+    path = tmp_path / "dpo.jsonl"
+    path.write_text("".join(json.dumps({"messages": chosen, "rejected_response": rejected}) + "\n"
+                            for rejected in variants))
+    theirs = swift_rows(python, path, False, "--template-inputs")
+    dropped_by_swift = [i for i, row in enumerate(theirs) if row["template_inputs_error"]]
+    assert dropped_by_swift == [0, 1]
+
+    report = td.SkipReport()
+    kept = list(td.load("ms_swift", "raw", data_files=str(path), split="train", streaming=True,
+                        on_error="skip", report=report))
+    assert [row["extra"]["rejected_response"] for row in kept] == [variants[i] for i in (2, 3)]
+    assert report.by_reason == {"InvalidValueError:rejected_response[0].role": 1,
+                                "InvalidValueError:rejected_response[0].content": 1}

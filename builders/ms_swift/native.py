@@ -227,10 +227,17 @@ def check_rejected_response(extra: dict, messages: list[dict]) -> None:
         raise InvalidValueError("rejected_response must be a string or a list of messages",
                                 field="rejected_response")
     for k, m in enumerate(rejected):
+        if "role" not in m:  # ms-swift reads every rejected message's role (a KeyError drops the row)
+            raise InvalidValueError("a rejected_response message has no role; ms-swift drops such rows",
+                                    field=f"rejected_response[{k}].role")
         if m.get("role") == "user":
             raise InvalidValueError("rejected_response may not contain user messages", field=f"rejected_response[{k}]")
     last_user = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=-1)
     chosen = messages[last_user + 1:]
+    if len(rejected) == 1 and len(chosen) == 1 and "content" not in rejected[0] and not rejected[0].get("tool_calls"):
+        # ms-swift compares its content with the chosen one's (a KeyError drops the row)
+        raise InvalidValueError("the rejected_response message has no content; ms-swift drops such rows",
+                                field="rejected_response[0].content")
     if len(rejected) == 1 and len(chosen) == 1 and rejected_contents(rejected[0]) == [chosen[0]["content"]]:
         raise InvalidValueError("rejected_response equals the chosen response; ms-swift drops such rows",
                                 field="rejected_response")
@@ -257,7 +264,7 @@ def rejected_contents(message: dict) -> list:
         if isinstance(arguments, str):
             try:
                 arguments = json.loads(arguments)  # ms-swift's reading: text that is not JSON stays text
-            except ValueError:
+            except (ValueError, RecursionError):  # (nested too deep: compared as text)
                 pass
         contents.append({"name": function["name"], "arguments": arguments})
     return contents
