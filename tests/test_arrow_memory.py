@@ -1,13 +1,16 @@
 """The Arrow memory pool the package's reads and tables allocate from (see tooluse_datasets/arrow_memory.py)."""
 from __future__ import annotations
 
+import concurrent.futures
 import sys
+import threading
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from datasets import Features, Json, Value
+from datasets import Features, Json, Value, interleave_datasets
 
+import tooluse_datasets as td
 from tooluse_datasets import arrow_memory
 from tooluse_datasets.codec import RowEncoder
 from tooluse_datasets.shards.parquet import open_parquet
@@ -70,3 +73,47 @@ def test_parquet_reads_and_tables_allocate_from_the_package_pool(tmp_path, fresh
     rows = [encoder.encode_row({"id": str(i), "args": {"text": "y" * 1000}}) for i in range(200)]
     built = _allocated_while(pool, lambda: encoder.table(rows))
     assert built >= 200 * 1000
+
+
+@needs_mimalloc_default
+def test_files_opened_by_several_threads_at_once_leave_the_default_pool_as_it_was(tmp_path, fresh_choice):
+    # datasets' interleave_datasets fetches the next row of each stream in a thread of its own, so streams
+    # open their Parquet files at the same time: swaps of the default pool must not interleave.
+    fresh_choice.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
+    pool = arrow_memory.package_memory_pool()
+    sample = str(tmp_path / "rows.parquet")  # large enough for its reads to stand out in the pool's count
+    pq.write_table(pa.table({"messages": ["x" * 5000] * 200}), sample)
+    threads = 8
+    start = threading.Barrier(threads)
+
+    def open_often(_):
+        start.wait()
+        return [open_parquet(sample) for _ in range(25)]
+
+    with concurrent.futures.ThreadPoolExecutor(threads) as executor:
+        opened = [pf for pfs in executor.map(open_often, range(threads)) for pf in pfs]
+    assert pa.default_memory_pool().backend_name == "mimalloc"
+    # each reader keeps the pool it was made with: the package's, whichever thread's swap was in place
+    # (read in one thread: the pool's count of allocations made in Arrow's own threads lagged in some runs)
+    assert all(_allocated_while(pool, lambda: pf.read_row_group(0, use_threads=False)) >= 200 * 5000
+               for pf in opened)
+
+
+@needs_mimalloc_default
+def test_interleaved_streams_leave_the_default_pool_as_it_was(fresh_choice):
+    fresh_choice.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
+    sample = td.sample_files("toolmind")["train"]
+    ids = {row["id"] for row in td.load("toolmind", data_files=sample, split="synthetic", streaming=True)}
+    for _ in range(5):
+        streams = [td.load("toolmind", data_files=sample, split="synthetic", streaming=True) for _ in range(4)]
+        assert {row["id"] for row in interleave_datasets(streams)} == ids
+        assert pa.default_memory_pool().backend_name == "mimalloc"
+
+
+def test_nested_use_restores_the_pool_of_each_level():
+    before = pa.default_memory_pool().backend_name
+    with arrow_memory.default_pool(pa.system_memory_pool()):
+        with arrow_memory.default_pool(pa.system_memory_pool()):
+            assert pa.default_memory_pool().backend_name == "system"
+        assert pa.default_memory_pool().backend_name == "system"
+    assert pa.default_memory_pool().backend_name == before

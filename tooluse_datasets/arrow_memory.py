@@ -5,6 +5,7 @@ import contextlib
 import functools
 import os
 import sys
+import threading
 from typing import Iterator, Optional
 
 import pyarrow as pa
@@ -27,16 +28,23 @@ def package_memory_pool() -> Optional[pa.MemoryPool]:
     return pa.jemalloc_memory_pool() if "jemalloc" in pa.supported_memory_backends() else pa.system_memory_pool()
 
 
+# pyarrow's default pool is one for the process: threads swapping it at once (datasets' interleave_datasets
+# reads each stream in a thread of its own) would save each other's swap as the pool to restore, and the last
+# to finish would leave the package's pool the process default. Reentrant: a nested use is no deadlock.
+_swapping = threading.RLock()
+
+
 @contextlib.contextmanager
 def default_pool(pool: Optional[pa.MemoryPool]) -> Iterator[None]:
     """``pool`` as pyarrow's default while an object that keeps its creation-time default is made (a
-    ``ParquetReader``: ``ParquetFile`` takes no pool). None: nothing changes."""
+    ``ParquetReader``: ``ParquetFile`` takes no pool), one thread at a time. None: nothing changes."""
     if pool is None:
         yield
         return
-    previous = pa.default_memory_pool()
-    pa.set_memory_pool(pool)
-    try:
-        yield
-    finally:
-        pa.set_memory_pool(previous)
+    with _swapping:
+        previous = pa.default_memory_pool()
+        pa.set_memory_pool(pool)
+        try:
+            yield
+        finally:
+            pa.set_memory_pool(previous)

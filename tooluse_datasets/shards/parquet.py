@@ -26,8 +26,9 @@ def open_parquet(path: str) -> pq.ParquetFile:
     reader allocates from the package's pool
     (:func:`~tooluse_datasets.arrow_memory.package_memory_pool`)."""
     try:
+        source = xopen(path, "rb")  # opened before the pool swap, which holds a lock
         with default_pool(package_memory_pool()):
-            return pq.ParquetFile(xopen(path, "rb"), pre_buffer=False, buffer_size=1 << 20)
+            return pq.ParquetFile(source, pre_buffer=False, buffer_size=1 << 20)
     except (pa.ArrowInvalid, OSError) as exc:
         if isinstance(exc, FileNotFoundError):
             raise
