@@ -22,9 +22,9 @@ needs_mimalloc_default = pytest.mark.skipif(
 
 @pytest.fixture
 def fresh_choice(monkeypatch):
-    arrow_memory.package_memory_pool.cache_clear()
+    arrow_memory.replacement_pool.cache_clear()
     yield monkeypatch
-    arrow_memory.package_memory_pool.cache_clear()
+    arrow_memory.replacement_pool.cache_clear()
 
 
 @needs_mimalloc_default
@@ -117,3 +117,30 @@ def test_nested_use_restores_the_pool_of_each_level():
             assert pa.default_memory_pool().backend_name == "system"
         assert pa.default_memory_pool().backend_name == "system"
     assert pa.default_memory_pool().backend_name == before
+
+
+@needs_mimalloc_default
+def test_a_pool_the_user_sets_after_the_first_read_is_kept(tmp_path, fresh_choice):
+    fresh_choice.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
+    path = tmp_path / "rows.parquet"
+    pq.write_table(pa.table({"messages": ["x" * 5000] * 200}), path)
+    open_parquet(str(path))  # the package has chosen its pool
+    before, users = pa.default_memory_pool(), pa.system_memory_pool()
+    pa.set_memory_pool(users)
+    try:
+        pf = open_parquet(str(path))
+        assert _allocated_while(users, lambda: pf.read_row_group(0, use_threads=False)) >= 200 * 5000
+        encoder = RowEncoder(Features({"id": Value("string"), "args": Json()}))
+        rows = [encoder.encode_row({"id": str(i), "args": {"text": "y" * 1000}}) for i in range(200)]
+        assert _allocated_while(users, lambda: encoder.table(rows)) >= 200 * 1000
+        assert pa.default_memory_pool().backend_name == "system"
+    finally:
+        pa.set_memory_pool(before)
+
+
+def test_without_jemalloc_the_system_allocator_replaces_mimalloc(fresh_choice):
+    fresh_choice.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
+    fresh_choice.setattr(sys, "platform", "linux")
+    fresh_choice.setattr(pa, "supported_memory_backends", lambda: ["mimalloc", "system"])
+    fresh_choice.setattr(pa, "default_memory_pool", pa.mimalloc_memory_pool)
+    assert arrow_memory.package_memory_pool().backend_name == "system"

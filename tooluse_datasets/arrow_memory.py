@@ -11,19 +11,29 @@ from typing import Iterator, Optional
 import pyarrow as pa
 
 
-@functools.lru_cache(maxsize=1)
 def package_memory_pool() -> Optional[pa.MemoryPool]:
     """jemalloc (else the system allocator) where pyarrow's default is mimalloc on Linux, unless
-    ``ARROW_DEFAULT_MEMORY_POOL`` states the user's choice; None keeps pyarrow's default.
+    ``ARROW_DEFAULT_MEMORY_POOL`` states the user's choice; None keeps pyarrow's default. Asked at each use, so
+    that a pool the user sets with ``pa.set_memory_pool`` after the package's first read is kept too (one
+    set to mimalloc cannot be told from pyarrow's default, and is replaced).
 
     Conversion frees and allocates Arrow buffers a batch at a time (decoded pages, built tables), and mimalloc
     backs them with transparent huge pages where the kernel offers them on request (``madvise``, common on
     Linux): each purge and refault zeroes 2 MiB in the kernel. Measured on 30K ToolMind rows, that was a fifth
     to a quarter of preparing's CPU time, and three quarters of a bare ``iter_batches`` + ``orjson.loads``
     loop's, in some runs and not others."""
-    if os.environ.get("ARROW_DEFAULT_MEMORY_POOL") or not sys.platform.startswith("linux"):
+    pool = replacement_pool()
+    # The default is the package's own pool while another thread opens a file (default_pool).
+    if pool is None or pa.default_memory_pool().backend_name not in ("mimalloc", pool.backend_name):
         return None
-    if pa.default_memory_pool().backend_name != "mimalloc":
+    return pool
+
+
+@functools.lru_cache(maxsize=1)
+def replacement_pool() -> Optional[pa.MemoryPool]:
+    """The pool that replaces mimalloc: jemalloc, else the system allocator; None off Linux or where
+    ``ARROW_DEFAULT_MEMORY_POOL`` is set."""
+    if os.environ.get("ARROW_DEFAULT_MEMORY_POOL") or not sys.platform.startswith("linux"):
         return None
     return pa.jemalloc_memory_pool() if "jemalloc" in pa.supported_memory_backends() else pa.system_memory_pool()
 
