@@ -17,11 +17,12 @@ def package_memory_pool() -> Optional[pa.MemoryPool]:
     that a pool the user sets with ``pa.set_memory_pool`` after the package's first read is kept too (one
     set to mimalloc cannot be told from pyarrow's default, and is replaced).
 
-    Conversion frees and allocates Arrow buffers a batch at a time (decoded pages, built tables), and mimalloc
-    backs them with transparent huge pages where the kernel offers them on request (``madvise``, common on
-    Linux): each purge and refault zeroes 2 MiB in the kernel. Measured on 30K ToolMind rows, that was a fifth
-    to a quarter of preparing's CPU time, and three quarters of a bare ``iter_batches`` + ``orjson.loads``
-    loop's, in some runs and not others."""
+    Conversion frees and allocates Arrow buffers a batch at a time (the arrays a Parquet reader decodes, the
+    tables prepare builds), and mimalloc backs them with transparent huge pages where the kernel offers them on
+    request (``madvise``, common on Linux): each purge and refault zeroes 2 MiB in the kernel. Measured on 30K
+    ToolMind rows, that was a fifth to a quarter of preparing's CPU time, and three quarters of a bare
+    ``iter_batches`` + ``orjson.loads`` loop's, in some runs and not others. (A reader still decompresses pages
+    into Arrow's built-in default pool, which no Python call changes: ``ARROW_DEFAULT_MEMORY_POOL`` does.)"""
     pool = replacement_pool()
     # The default is the package's own pool while another thread opens a file (default_pool).
     if pool is None or pa.default_memory_pool().backend_name not in ("mimalloc", pool.backend_name):
