@@ -215,30 +215,75 @@ def test_an_option_the_command_sets_itself_is_refused_in_one_line_not_reported_a
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("unbuffered", [False, True])  # a shell's default, and PYTHONUNBUFFERED=1
 @pytest.mark.parametrize("command", [
     ["stats", "ms_swift", "--sample"],                                     # print
     ["show", "ms_swift", "--sample"],                                      # rich
     ["demo", "--source", "ms_swift", "--streaming"],
 ])
-def test_a_closed_output_pipe_stops_the_command_quietly(command):
+def test_a_closed_output_pipe_stops_the_command_quietly(command, unbuffered):
     """`tooluse-datasets stats ... | head`: the reader goes before the output is written. print-based commands
     said 'error: BrokenPipeError: [Errno 32] Broken pipe' (exit 2, bad input), rich-based ones exited 1 (a
     failed validation's status); now every command stops quietly with the status of a process killed by
-    SIGPIPE, as cat or grep in the same pipe."""
+    SIGPIPE, as cat or grep in the same pipe. Without PYTHONUNBUFFERED, output print() left buffered failed at
+    exit instead: "Exception ignored ... BrokenPipeError" and status 120."""
     import os
     import subprocess
     import sys
 
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"
     read, write = os.pipe()
     os.close(read)  # the reader has gone before the command writes anything
     try:
         done = subprocess.run([sys.executable, "-m", "tooluse_datasets.cli", *command], stdout=write,
-                              stderr=subprocess.PIPE, timeout=300)
+                              stderr=subprocess.PIPE, timeout=300, env=env)
     finally:
         os.close(write)
     err = done.stderr.decode().replace("\r", "\n")
     lines = [line for line in err.splitlines() if line.strip() and "examples/s" not in line]
     assert done.returncode == 141, err
+    assert lines == []
+
+
+@pytest.mark.skipif(not hasattr(__import__("fcntl"), "F_SETPIPE_SZ"), reason="needs Linux's F_SETPIPE_SZ")
+@pytest.mark.parametrize("unbuffered", [False, True])  # a shell's default, and PYTHONUNBUFFERED=1
+@pytest.mark.parametrize("command", [
+    ["stats", "toolmind", "--sample"],                                     # print
+    ["validate", "toolmind", "--sample", "--json"],
+    ["show", "toolmind", "--sample", "--row", "0", "--max-chars", "0"],    # rich
+])
+def test_a_reader_that_goes_while_the_output_is_written_stops_the_command_quietly(command, unbuffered):
+    """`tooluse-datasets show ... | head -1`: head reads the first block and goes while the command is still
+    writing. The write in progress wrote part of its text, a short count Python's layers ignore: the rest was
+    dropped without an error and the command exited 0, not with the 141 cat would give."""
+    import fcntl
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    read, write = os.pipe()
+    fcntl.fcntl(write, fcntl.F_SETPIPE_SZ, 4096)  # smaller than each output: the command is still writing it
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "tooluse_datasets.cli", *command], stdout=write,
+                                stderr=subprocess.PIPE, env=env)
+        os.close(write)
+        write = None
+        first = os.read(read, 100)  # the command has started writing its output ...
+        os.close(read)  # ... and the reader goes, as head does
+        read = None
+        err = proc.communicate(timeout=300)[1].decode().replace("\r", "\n")
+    finally:
+        for fd in (read, write):
+            if fd is not None:
+                os.close(fd)
+    assert first
+    lines = [line for line in err.splitlines() if line.strip() and "examples/s" not in line]
+    assert proc.returncode == 141, err
     assert lines == []
 
 

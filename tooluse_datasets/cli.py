@@ -6,9 +6,13 @@ Each subcommand is a module under ``tooluse_datasets/commands/`` exposing ``add_
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import io
 import logging
+import os
 import pkgutil
+import stat
 import sys
 
 from datasets.exceptions import DatasetsError
@@ -43,8 +47,13 @@ def main(argv: list[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):  # text quoting bad input (a lone surrogate) must still print
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
+    _stdout_written_whole()
     try:
-        return int(args._run(args) or 0)
+        status = int(args._run(args) or 0)
+        # Output still buffered would otherwise be written at exit, where a reader gone meanwhile is Python's
+        # "Exception ignored ... BrokenPipeError" and status 120.
+        sys.stdout.flush()
+        return status
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
@@ -90,9 +99,42 @@ def _stdout_closed() -> bool:
         return True
 
 
-def _silence_stdout() -> None:
-    import os
+class _WholeWrites(io.FileIO):
+    """Standard output whose ``write`` writes everything it is given or raises. When the pipe's reader goes while a
+    large write waits (`| head` on one long row or report), the system call writes part of it; Python's text and
+    buffered layers ignore that short count, so the rest was dropped without an error and the command exited 0."""
 
+    def write(self, data) -> int:
+        view = memoryview(data).cast("B")
+        done = 0
+        while done < len(view):
+            written = super().write(view[done:])  # a reader gone now is a BrokenPipeError
+            if written is None:  # a non-blocking output that is full, as the buffered layer reports it
+                raise BlockingIOError(errno.EAGAIN, "standard output would block", done)
+            done += written
+        return done
+
+
+def _stdout_written_whole() -> None:
+    """Point sys.stdout, when it is a pipe or socket (the outputs that take part of a write), at the same file
+    descriptor through _WholeWrites, buffered as it was (PYTHONUNBUFFERED, -u)."""
+    stdout = sys.stdout
+    try:
+        fd = stdout.fileno()
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+            return
+        stdout.flush()
+    except (AttributeError, OSError, ValueError):  # no file descriptor (output captured in memory)
+        return
+    raw = _WholeWrites(fd, "w", closefd=False)
+    unbuffered = isinstance(getattr(stdout, "buffer", None), io.RawIOBase)
+    sys.stdout = io.TextIOWrapper(raw if unbuffered else io.BufferedWriter(raw), encoding=stdout.encoding,
+                                  errors="backslashreplace", line_buffering=stdout.line_buffering,
+                                  write_through=unbuffered)
+
+
+def _silence_stdout() -> None:
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
