@@ -923,6 +923,99 @@ def test_lenient_mode_reads_what_strict_refuses_and_keeps_it(tmp_path):
     assert P.fsm_violation([m["role"] for m in written]) is None
 
 
+@pytest.fixture(scope="module")
+def graphsyn_unified(tmp_path_factory):
+    """The real graph_syn rows of Nanbeige/ToolMind (the cleaned dataset's origin): OpenAI messages, read by the
+    ms-swift reader. Like every upstream turn-level row, each ends on a call."""
+    rows = json.loads(shared_data("toolmind", "nanbeige_toolmind_graphsyn_raw_sample.json").read_text())["rows"]
+    path = tmp_path_factory.mktemp("graphsyn") / "graphsyn.json"
+    path.write_text(json.dumps(rows))
+    return list(td.load("ms_swift", data_files=str(path), split="train", streaming=True))
+
+
+@pytest.fixture(scope="module")
+def graphsyn_card_rows(graphsyn_unified):
+    """The graph_syn rows in the card's message form, as the cleaned dataset converted them: a reasoning turn
+    before each call and answer (a bridge where the row has none), one tool_call and one tool_output per call.
+    Rows 0 and 3 replay one dialogue: system, user, reasoning, tool_call, tool_output, reasoning, answer, user,
+    reasoning, tool_call."""
+    return [toolmind_messages(row, allow_trailing_call=True).messages for row in graphsyn_unified]
+
+
+# role -> (index of its message in the first exchange of rows 0 and 3, index of the real text packed into it)
+PACKED_BLOCKS = {"reasoning": (5, 8), "tool_output": (4, 4), "answer": (6, 6)}
+
+
+@pytest.mark.parametrize("role", sorted(PACKED_BLOCKS))
+def test_several_blocks_in_one_message_are_refused_when_strict_and_kept_whole_when_lenient(
+        tmp_path, cache_dir, graphsyn_card_rows, role):
+    """The card wraps each reasoning, result and answer turn in one block (several results are several
+    tool_output turns; consecutive reasoning turns were merged). A message packing two blocks, here the real
+    texts of graph_syn rows 0 and 3, was read as one text even in strict mode."""
+    index, real = PACKED_BLOCKS[role]
+    tag = P.WRAPPER_TAG[role]
+    row0, row3 = graphsyn_card_rows[0], graphsyn_card_rows[3]
+    good = row0[:7]  # the first exchange, ending on its answer
+    packed = [dict(m) for m in good]
+    packed[index] = {"role": role, "content": f"{row0[real]['content']}\n{row3[real]['content']}"}
+    field = f"messages[{index}].content"
+    path = write_parquet(tmp_path / "packed.parquet", [native_row(good), native_row(packed)])
+
+    with pytest.raises(InvalidValueError) as err:
+        list(td.load("toolmind", data_files=path, split="synthetic", streaming=True))
+    assert (err.value.row, err.value.field) == (1, field) and "packed.parquet" in str(err.value)
+    assert f"2 <{tag}> blocks in one message" in err.value.message
+    report = SkipReport()
+    strict_rows = list(td.load("toolmind", data_files=path, split="synthetic", on_error="skip", report=report,
+                               cache_dir=cache_dir))
+    assert [r["id"] for r in strict_rows] == ["toolmind/synthetic/0"]
+    assert report.skipped == 1 and dict(report.by_reason) == {f"InvalidValueError:{field}": 1}
+
+    # strict=False: read, kept whole and written back exactly; the grammar rule names the message
+    lenient = list(td.load("toolmind", data_files=path, split="synthetic", streaming=True, strict=False))
+    assert "source_messages" not in lenient[0]["meta"] and lenient[1]["meta"]["source_messages"] == packed
+    raw = list(td.load("toolmind", "raw", data_files=path, split="synthetic", streaming=True, strict=False))
+    assert [r["messages"] for r in raw] == [good, packed]
+    source = ToolMindSource(ToolMindOptions(strict=False))
+    ctx = RowContext("toolmind", "t", 1, "")
+    native_raw = source.to_raw(native_row(packed), ctx)
+    assert source.from_unified(source.to_unified(native_raw, ctx)) == native_raw
+    result = td.validate("toolmind", data_files=path, strict=False).to_dict()["total"]["validation"]
+    found = result["rules"]["toolmind.grammar"]
+    assert (found["rows"], found["findings"]) == (1, 1)
+    assert [(e["id"], e["field"]) for e in found["examples"]] == [("toolmind/synthetic/1",
+                                                                   f"meta.source_messages[{index}].content")]
+    assert f"2 <{tag}> blocks in one {role} message" == found["examples"][0]["message"]
+    # ... and the toolmind format, whose rows pass strict reading, refuses to write it that way
+    with pytest.raises(ConversionError, match=f"several <{tag}> blocks"):
+        write_toolmind_row(lenient[1])
+    # An empty block among them is invalid content, refused in both modes as an empty message is.
+    packed[index]["content"] = f"{row0[real]['content']}\n<{tag}> </{tag}>"
+    for strict in (True, False):
+        with pytest.raises(InvalidValueError, match=f"<{tag}> block") as err:
+            convert(native_row(packed), ToolMindSource(ToolMindOptions(strict=strict)))
+        assert err.value.field == field
+
+
+def test_the_writer_refuses_text_that_would_read_back_as_several_blocks(graphsyn_unified):
+    """Unified text holding a block seam (two results in one tool message, written the Hermes way) was written
+    as is: a ToolMind row the strict reader refuses. Each such field is named."""
+    row = graphsyn_unified[0]
+    roles = [m["role"] for m in row["messages"]]
+    result_at, answer_at, last = roles.index("tool"), roles.index("assistant", roles.index("tool")), len(roles) - 1
+    assert toolmind_messages(row, allow_trailing_call=True).messages  # the row as it is writes
+    second_result = graphsyn_unified[3]["messages"][result_at]["content"]
+    edits = {f"messages[{result_at}].content": (result_at, "content", "</tool_response>\n<tool_response>"),
+             f"messages[{answer_at}].content": (answer_at, "content", "</answer>\n<answer>"),
+             f"messages[{last}].reasoning_content": (last, "reasoning_content", "</think><think>")}
+    for field, (i, key, seam) in edits.items():
+        edited = json.loads(json.dumps(row))
+        edited["messages"][i][key] += f"{seam}{second_result}"
+        with pytest.raises(ConversionError, match="several") as err:
+            toolmind_messages(edited, allow_trailing_call=True)
+        assert err.value.field == field
+
+
 def test_unknown_option_and_bad_values_are_refused():
     with pytest.raises(ValueError):
         td.load("toolmind", data_files=td.sample_files("toolmind"), streaming=True, arguments_key="args")

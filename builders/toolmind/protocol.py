@@ -6,6 +6,7 @@ parses the other renders back byte for byte.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
@@ -127,6 +128,23 @@ def unwrap(content: str, tag: str, padding: str, field: str) -> Unwrapped:
 
 def wrap(text: str, tag: str, padding: str = "") -> str:
     return f"<{tag}>{padding}{text}{padding}</{tag}>"
+
+
+# Where a message closes one block and opens the next ("</think>\n<think>"): the card wraps each reasoning,
+# result and answer turn in one block (several results are several tool_output turns, consecutive reasoning
+# turns were merged), so a message holding several is outside its grammar. A tag only quoted in the text
+# ("Reason inside <think>...</think> tags") is no seam.
+_BLOCK_SEAMS = {tag: re.compile(rf"</{tag}>\s*<{tag}>") for tag in WRAPPER_TAG.values()}
+
+
+def block_count(text: str, tag: str) -> int:
+    """How many ``<tag>`` blocks a message's content (or the text inside its outer tags) holds: 1 + its seams."""
+    return 1 + len(_BLOCK_SEAMS[tag].findall(text))
+
+
+def blocks(text: str, tag: str) -> list[str]:
+    """The texts of the blocks inside a message's outer tags (one for a message the card's grammar allows)."""
+    return [block.strip() for block in _BLOCK_SEAMS[tag].split(text)]
 
 
 # --------------------------------------------------------------------------------------------------

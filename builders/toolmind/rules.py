@@ -20,5 +20,13 @@ def outside_grammar(view):
         yield f"meta.source_messages[{violation.index}].role", violation.message
     for i, m in enumerate(original):
         content = m.get("content") if isinstance(m, dict) else None
-        if roles[i] == "tool_call" and isinstance(content, str) and content.count("<tool_call>") > 1:
-            yield f"meta.source_messages[{i}].content", f"{content.count('<tool_call>')} calls in one tool_call message"
+        if not isinstance(content, str):
+            continue
+        if roles[i] == "tool_call":
+            if content.count("<tool_call>") > 1:
+                yield f"meta.source_messages[{i}].content", f"{content.count('<tool_call>')} calls in one tool_call message"
+        elif roles[i] in P.WRAPPER_TAG:
+            tag = P.WRAPPER_TAG[roles[i]]
+            if P.block_count(content, tag) > 1:
+                yield (f"meta.source_messages[{i}].content",
+                       f"{P.block_count(content, tag)} <{tag}> blocks in one {roles[i]} message")

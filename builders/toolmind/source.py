@@ -83,9 +83,10 @@ class ToolMindOptions(SourceOptions):
             no splits. None: the files have no such column (HF splits = data_files keys).
         id_column: column with a row id (``"uuid"`` for Toucan / Nemotron siblings); default: row position.
         arguments_key: key of the call arguments inside ``<tool_call>`` (``"parameters"`` for DR-Tulu).
-        strict: enforce the card's grammar (default): its transition FSM and one call per ``tool_call``
-            message. False converts any role sequence unified can express and keeps the original messages in
-            ``meta`` (the validation rule ``toolmind.grammar`` reports such rows). Content the card calls invalid
+        strict: enforce the card's grammar (default): its transition FSM, one call per ``tool_call``
+            message and one ``<think>``, ``<tool_response>`` or ``<answer>`` block per message. False converts
+            any role sequence unified can express and keeps the original messages in ``meta`` (the validation
+            rule ``toolmind.grammar`` reports such rows). Content the card calls invalid
             is refused in both modes: an empty ``<think>``, ``<tool_call>``, ``<tool_response>`` or ``<answer>``
             block, and a call that does not parse or lacks ``name`` or ``arguments_key`` (an object).
         allow_trailing_call: accept rows that end on a ``tool_call`` (text_to_terminal samples).
@@ -483,7 +484,7 @@ class _RowParser:
         self.out.append(message("user", content))
 
     def _reasoning(self, i: int, content: str, where: str) -> None:
-        text = self._unwrap(i, content, "think", where)
+        text = self._unwrap_block(i, content, "think", where)
         if i in self.bridge_indices:
             self.bridge_texts[str(i)] = text
             return
@@ -521,7 +522,7 @@ class _RowParser:
         self.out.append(message("assistant", "", reasoning_content=self._take_reasoning(), tool_calls=calls))
 
     def _tool_output(self, i: int, content: str, where: str) -> None:
-        text = self._unwrap(i, content, "tool_response", where)
+        text = self._unwrap_block(i, content, "tool_response", where)
         if not self.open_calls:
             raise InvalidValueError("tool_output without a preceding tool_call it could answer",
                                     field=f"{self.column}[{i}].role")
@@ -529,7 +530,7 @@ class _RowParser:
         self.out.append(message("tool", text, tool_call_id=call_id, name=name))
 
     def _answer(self, i: int, content: str, where: str) -> None:
-        text = self._unwrap(i, content, "answer", where)
+        text = self._unwrap_block(i, content, "answer", where)
         self.out.append(message("assistant", text, reasoning_content=self._take_reasoning()))
 
     # -- helpers -------------------------------------------------------------------------------------
@@ -543,6 +544,24 @@ class _RowParser:
         if not unwrapped.exact:
             self.content[str(i)] = content
         return unwrapped.text
+
+    def _unwrap_block(self, i: int, content: str, tag: str, where: str) -> str:
+        """The text of a message the card wraps in one block. Several (``<think>a</think>\\n<think>b</think>``)
+        are outside its grammar, as several calls in one tool_call message are: refused when strict, else
+        kept as one text (the row kept whole); an empty one among them is invalid content in both modes."""
+        text = self._unwrap(i, content, tag, where)
+        if f"</{tag}>" not in text:
+            return text
+        found = P.blocks(text, tag)
+        if len(found) > 1:
+            if self.opts.strict:
+                raise InvalidValueError(f"{len(found)} <{tag}> blocks in one message (the card wraps each turn in "
+                                        "one block)", field=where)
+            if not all(found):
+                raise InvalidValueError(f"empty <{tag}> block among the blocks of one message (the card rejects "
+                                        "empty blocks)", field=where)
+            self.canonical = False
+        return text
 
     def _take_reasoning(self) -> Optional[str]:
         text, self.reasoning = self.reasoning, None
@@ -560,8 +579,8 @@ _WRAPPERS = {role: (f"<{tag}>", f"</{tag}>") for role, tag in P.WRAPPER_TAG.item
 
 def _parse_card_row(messages: list[dict], opts: ToolMindOptions, ensure_ascii: bool) -> Optional[ParsedRow]:
     """The common case in one tight loop: a row the card's FSM accepts, every wrapper exactly
-    ``<tag>text</tag>``, one call per ``tool_call`` message. Anything else returns None and goes through
-    :class:`_RowParser`, which gives the same result for such rows and reports what is wrong with others."""
+    ``<tag>text</tag>`` and one block (one call per ``tool_call`` message). Anything else returns None and goes
+    through :class:`_RowParser`, which gives the same result for such rows and reports what is wrong with others."""
     if len(messages) < 2 or messages[-1]["role"] != "answer":
         return None
     system_text = messages[0]["content"]
@@ -585,13 +604,11 @@ def _parse_card_row(messages: list[dict], opts: ToolMindOptions, ensure_ascii: b
                 len(content) <= len(open_tag) + len(close_tag):
             return None
         text = content[len(open_tag):-len(close_tag)]
-        if text[0].isspace() or text[-1].isspace():
-            return None
+        if text[0].isspace() or text[-1].isspace() or close_tag in text:
+            return None  # (a closing tag inside: a call quoting it, or several blocks the card has no room for)
         if role == "reasoning":
             reasoning = text
         elif role == "tool_call":
-            if "</tool_call>" in text:
-                return None
             try:
                 call = loads(text)
             except ValueError:

@@ -197,37 +197,39 @@ class _Writer:
                 raise ConversionError("assistant turn has neither content nor tool calls; ToolMind cannot write an "
                                       "empty answer (the card rejects empty <answer> blocks)",
                                       field=f"messages[{i}].content")
-            self._reasoning(reasoning, "answer", None)
-            self._wrapped("answer", content)
+            self._reasoning(reasoning, "answer", None, f"messages[{i}].reasoning_content")
+            self._wrapped("answer", content, f"messages[{i}].content")
             self.last = "answer"
             return i + 1
+        reasoning_field = f"messages[{i}].reasoning_content"
         if m.get("content"):
             # Text said alongside calls has no ToolMind slot before a call except the reasoning turn.
             reasoning = "\n\n".join(t for t in (reasoning, m["content"]) if t)
+            reasoning_field = f"messages[{i}]"
         results, next_index = _match_results(i, calls, messages, self.allow_trailing_call)
         for k, (call, result) in enumerate(zip(calls, results)):
             name = call["function"]["name"]
-            self._reasoning(reasoning if k == 0 else None, "call" if k == 0 else "next_call", name)
+            self._reasoning(reasoning if k == 0 else None, "call" if k == 0 else "next_call", name, reasoning_field)
             self._call(i, k, call)
             if result is None:
                 self.last = "tool_call"
             else:
+                j = next(j for j in range(i + 1, next_index) if messages[j] is result)
                 if not (result["content"] or "").strip():
-                    j = next(j for j in range(i + 1, next_index) if messages[j] is result)
                     raise ConversionError("empty tool result: an empty <tool_response> block is refused on reading "
                                           "(as the card's other empty blocks are), and ToolMind has no other way "
                                           "to say it", field=f"messages[{j}].content")
-                self._wrapped("tool_output", result["content"])
+                self._wrapped("tool_output", result["content"], f"messages[{j}].content")
                 self.last = "tool_output"
         return next_index
 
     # -- messages ------------------------------------------------------------------------------------
 
-    def _reasoning(self, text: Optional[str], kind: str, name: Optional[str]) -> None:
+    def _reasoning(self, text: Optional[str], kind: str, name: Optional[str], field: str) -> None:
         # Empty reasoning (a "<think>\n\n</think>" turn) is no reasoning: the card rejects empty <think> blocks,
         # so the FSM's reasoning turn is a marked bridge, as for a turn without any.
         if text is not None and text.strip():
-            self._wrapped("reasoning", text)
+            self._wrapped("reasoning", text, field)
             return
         index = len(self.out.messages)
         stored = (self.style.bridge_texts or {}).get(str(index))
@@ -258,8 +260,14 @@ class _Writer:
         body = P.render_call(name, arguments, self.style.call_key, self.style.ensure_ascii)
         self._emit("tool_call", P.wrap(body, "tool_call", self.style.padding))
 
-    def _wrapped(self, role: str, text: str) -> None:
+    def _wrapped(self, role: str, text: str, field: str) -> None:
         tag = P.WRAPPER_TAG[role]
+        if P.block_count(text, tag) > 1:
+            # "a</think>\n<think>b" would be written as two <think> blocks in one message: outside the card's
+            # grammar (one block per turn), so the reader refuses it.
+            raise ConversionError(f"text closing a <{tag}> block and opening another would be read back as several "
+                                  f"<{tag}> blocks in one {role} message, which the card's grammar has no room for",
+                                  field=field)
         original = self._override(role)
         if original is not None and _unwrapped_text(original, tag) == text:
             self._emit(role, original)
