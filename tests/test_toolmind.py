@@ -20,7 +20,7 @@ from tooluse_datasets.builders.toolmind.writer import TOOLMIND_FORMAT, toolmind_
 from tooluse_datasets.errors import (ConversionError, InvalidJsonError, InvalidValueError, MissingFieldError,
                                      SkipReport)
 from tooluse_datasets.schema import message, tool_call, unified_row
-from tooluse_datasets.validation import validate_unified
+from tooluse_datasets.validation import check_row, validate_unified
 from tooluse_datasets.shards.plan import plan_file
 from tooluse_datasets.source import RowContext, SplitPlan
 
@@ -995,6 +995,32 @@ def test_several_blocks_in_one_message_are_refused_when_strict_and_kept_whole_wh
         with pytest.raises(InvalidValueError, match=f"<{tag}> block") as err:
             convert(native_row(packed), ToolMindSource(ToolMindOptions(strict=strict)))
         assert err.value.field == field
+
+
+def test_the_grammar_rule_takes_a_trailing_call_the_load_allowed_as_within_the_grammar(tmp_path, graphsyn_card_rows):
+    """graph_syn rows end on a call, as text_to_terminal's do: read with allow_trailing_call=True, that ending is
+    within the load's grammar. A row kept whole for something else (here its last tool_call message packs both
+    of its real calls) was also reported by td.validate for ending on a call."""
+    row0 = graphsyn_card_rows[0]
+    packed = [dict(m) for m in row0]
+    packed[-1]["content"] = f"{row0[3]['content']}\n{row0[-1]['content']}"
+    path = write_parquet(tmp_path / "trailing.parquet", [native_row(row0), native_row(packed)])
+    last = len(row0) - 1
+
+    def findings(**options):
+        rows = td.load("toolmind", data_files=path, split="synthetic", streaming=True, strict=False, **options)
+        found = [[(f.field, f.message) for f in check_row(row) if f.rule == "toolmind.grammar"] for row in rows]
+        rule = td.validate("toolmind", data_files=path, strict=False, **options).to_dict()
+        counts = rule["total"]["validation"]["rules"].get("toolmind.grammar", {})
+        assert (counts.get("rows", 0), counts.get("findings", 0)) == (sum(map(bool, found)), sum(map(len, found)))
+        return found
+
+    calls = (f"meta.source_messages[{last}].content", "2 calls in one tool_call message")
+    assert findings(allow_trailing_call=True) == [[], [calls]]
+    # Without the option the ending is outside the grammar: still reported, for both rows
+    ending = (f"meta.source_messages[{last}].role",
+              "a conversation ending on 'tool_call' breaks the ToolMind FSM (it must end on ['answer'])")
+    assert findings() == [[ending], [ending, calls]]
 
 
 def test_the_writer_refuses_text_that_would_read_back_as_several_blocks(graphsyn_unified):

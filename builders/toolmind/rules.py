@@ -15,7 +15,8 @@ def outside_grammar(view):
     if not isinstance(original, list):
         return  # the reader kept no original: the row passed the grammar when it was read
     roles = [m.get("role") if isinstance(m, dict) else None for m in original]
-    violation = P.fsm_violation(roles)
+    # A row read with allow_trailing_call (text_to_terminal) may end on a call: the reader marks such rows.
+    violation = P.fsm_violation(roles, allow_trailing_call=meta.get("trailing_call_allowed") is True)
     if violation is not None:
         yield f"meta.source_messages[{violation.index}].role", violation.message
     for i, m in enumerate(original):

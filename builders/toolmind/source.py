@@ -242,6 +242,8 @@ class ToolMindSource(Source):
         else:
             # Outside the card's grammar our writer would not rebuild this sequence: keep it whole.
             meta["source_messages"] = messages
+            if opts.allow_trailing_call and messages and messages[-1]["role"] == "tool_call":
+                meta["trailing_call_allowed"] = True  # the load's grammar: toolmind.grammar checks the row by it
         if raw["extra"]:
             meta["extra"] = raw["extra"]
         return unified_row(id=f"toolmind/{subset}/{raw['id']}", source="toolmind", subset=subset,
