@@ -1023,6 +1023,24 @@ def test_the_grammar_rule_takes_a_trailing_call_the_load_allowed_as_within_the_g
     assert findings() == [[ending], [ending, calls]]
 
 
+def test_the_grammar_rule_counts_the_calls_of_a_message_as_the_reader_does(tmp_path, graphsyn_card_rows):
+    """A call whose arguments quote ``<tool_call>`` (here the card's real protocol text) is one call to the reader,
+    but the rule counted every ``<tool_call>`` in the text: a row kept whole for another reason (ending on a
+    call) was also reported for packing 2 calls in one message."""
+    excerpt = json.loads(shared_data("toolmind", "cleaned_variant_card_and_viewer_excerpts.json").read_text())
+    protocol = excerpt["toolmind_cleaned_viewer"]["decoded_system_prompt_prefix"]
+    assert protocol.count("<tool_call>") == 1
+    msgs = [dict(m) for m in graphsyn_card_rows[0]]
+    call = json.loads(P.unwrap(msgs[-1]["content"], "tool_call", "", "content").text)
+    call["arguments"]["note"] = protocol
+    msgs[-1]["content"] = P.wrap(json.dumps(call), "tool_call")
+    path = write_parquet(tmp_path / "quoted.parquet", [native_row(msgs)])
+    [row] = td.load("toolmind", data_files=path, split="synthetic", streaming=True, strict=False)
+    assert [c["function"]["arguments"]["note"] for c in row["messages"][-1]["tool_calls"]] == [protocol]
+    found = [f.field for f in check_row(row) if f.rule == "toolmind.grammar"]
+    assert found == [f"meta.source_messages[{len(msgs) - 1}].role"]  # its ending only
+
+
 def test_the_writer_refuses_text_that_would_read_back_as_several_blocks(graphsyn_unified):
     """Unified text holding a block seam (two results in one tool message, written the Hermes way) was written
     as is: a ToolMind row the strict reader refuses. Each such field is named."""

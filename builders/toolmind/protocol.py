@@ -204,3 +204,36 @@ def parse_call(text: str, field: str, *, arguments_key: str, tolerant: bool = Fa
         raise InvalidValueError(f"tool call {key} must be a JSON object, got {type(arguments).__name__}",
                                 field=f"{field}.{key}")
     return ParsedCall(name, arguments, key)
+
+
+_BETWEEN_CALLS = re.compile(r"\s*</tool_call>\s*<tool_call>\s*")
+
+
+def scan_call_blocks(text: str) -> Optional[list[str]]:
+    """The blocks of ``<tool_call>`` text as consecutive JSON values separated by ``</tool_call> <tool_call>``
+    (whitespace allowed), or None if the text is not that."""
+    blocks: list[str] = []
+    pos = 0
+    while True:
+        try:
+            _value, end = BALANCED_DECODER.raw_decode(text, pos)
+        except (ValueError, RecursionError):
+            return None
+        blocks.append(text[pos:end])
+        if end == len(text):
+            return blocks
+        between = _BETWEEN_CALLS.match(text, end)
+        if between is None or between.end() == len(text):
+            return None
+        pos = between.end()
+
+
+def call_count(content: str) -> int:
+    """How many calls a ``tool_call`` message holds, as the reader splits them: a call whose arguments quote
+    ``<tool_call>`` is one call."""
+    s = content.strip()
+    if s.startswith("<tool_call>") and s.endswith("</tool_call>"):
+        scanned = scan_call_blocks(s[len("<tool_call>"):-len("</tool_call>")].strip())
+        if scanned is not None:
+            return len(scanned)
+    return max(content.count("<tool_call>"), 1)

@@ -24,8 +24,9 @@ def outside_grammar(view):
         if not isinstance(content, str):
             continue
         if roles[i] == "tool_call":
-            if content.count("<tool_call>") > 1:
-                yield f"meta.source_messages[{i}].content", f"{content.count('<tool_call>')} calls in one tool_call message"
+            calls = P.call_count(content)
+            if calls > 1:
+                yield f"meta.source_messages[{i}].content", f"{calls} calls in one tool_call message"
         elif roles[i] in P.WRAPPER_TAG:
             tag = P.WRAPPER_TAG[roles[i]]
             if P.block_count(content, tag) > 1:

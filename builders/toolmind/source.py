@@ -17,7 +17,6 @@ raw -> unified -> raw is exact and the ``toolmind`` writer reproduces upstream r
 """
 from __future__ import annotations
 
-import re
 from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
@@ -655,7 +654,7 @@ def _split_call_blocks(text: str, where: str) -> list[str]:
     # A call whose arguments quote the tag ({"code": "print('</tool_call>')"}) is one block: blocks end where
     # their JSON values end, not at any "</tool_call>" in the text. Text that does not scan so (a block that is
     # not JSON) is cut at every closing tag, for the parse of each piece to report.
-    scanned = _scan_call_blocks(text)
+    scanned = P.scan_call_blocks(text)
     if scanned is not None:
         return scanned
     parts = [p.strip() for p in text.split("</tool_call>")]
@@ -664,25 +663,3 @@ def _split_call_blocks(text: str, where: str) -> list[str]:
         raise InvalidValueError("empty <tool_call> block (or a stray </tool_call>) among the calls of one message "
                                 "(the card rejects empty blocks)", field=where)
     return blocks
-
-
-_BETWEEN_CALLS = re.compile(r"\s*</tool_call>\s*<tool_call>\s*")
-
-
-def _scan_call_blocks(text: str) -> Optional[list[str]]:
-    """The blocks of ``<tool_call>`` text as consecutive JSON values separated by ``</tool_call> <tool_call>``
-    (whitespace allowed), or None if the text is not that."""
-    blocks: list[str] = []
-    pos = 0
-    while True:
-        try:
-            _value, end = P.BALANCED_DECODER.raw_decode(text, pos)
-        except (ValueError, RecursionError):
-            return None
-        blocks.append(text[pos:end])
-        if end == len(text):
-            return blocks
-        between = _BETWEEN_CALLS.match(text, end)
-        if between is None or between.end() == len(text):
-            return None
-        pos = between.end()
