@@ -6,9 +6,12 @@ from tooluse_datasets.validation.registry import rule
 from . import protocol as P
 
 
-@rule("toolmind.grammar", "warning", "A ToolMind row outside the card's grammar, kept whole in "
-      "`meta.source_messages` (read with `strict=False`): a role sequence its transition FSM rejects, or "
-      "several calls in one `tool_call` message (the card: one tool per turn).", sources=("toolmind",))
+@rule("toolmind.grammar", "warning",
+      "A ToolMind row outside the card's grammar, kept whole in `meta.source_messages` (read with "
+      "`strict=False`): a role sequence its transition FSM rejects (ending on a call is within it for rows "
+      "read with `allow_trailing_call=True`), several calls in one `tool_call` message (the card: one tool "
+      "per turn), or several `<think>`, `<tool_response>` or `<answer>` blocks in one message (the card: "
+      "one block per turn).", sources=("toolmind",))
 def outside_grammar(view):
     meta = view.row.get("meta")
     original = meta.get("source_messages") if isinstance(meta, dict) else None
