@@ -51,7 +51,13 @@ def hub(tmp_path, monkeypatch):
     up = LocalHub(host="hf", repo="someone/toolmind", revision=None,
                   files=(UpstreamFile(split="train", path="data.parquet"),),
                   files_at={OLD: str(old), NEW: str(new)}, head=[OLD])
-    monkeypatch.setattr(ToolMindSource, "upstream", up)
+    return up, _install_upstream(monkeypatch, ToolMindSource, up, "hub_head_commit")
+
+
+def _install_upstream(monkeypatch, source_class, up: LocalHub, resolver: str) -> list:
+    """``up`` as ``source_class``'s upstream, online, its branch heads answered by ``cache_keys.<resolver>``;
+    returns the list of ``(repo, revision)`` looked up."""
+    monkeypatch.setattr(source_class, "upstream", up)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
     resolved = []
@@ -60,8 +66,8 @@ def hub(tmp_path, monkeypatch):
         resolved.append((repo, revision))
         return up.head[0]
 
-    monkeypatch.setattr(cache_keys, "hub_head_commit", head_commit)
-    return up, resolved
+    monkeypatch.setattr(cache_keys, resolver, head_commit)
+    return resolved
 
 
 def _sizes(ds):
@@ -292,19 +298,11 @@ def test_nestful_read_at_a_github_branch_is_keyed_on_the_commit_it_points_at(tmp
     up = LocalHub(host="github", repo="someone/nestful", revision=OLD,
                   files=(UpstreamFile(split="train", path="data.jsonl"),),
                   files_at={OLD: str(old), NEW: str(new)}, head=[OLD])
-    monkeypatch.setattr(NestfulSource, "upstream", up)
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
-    resolved = []
-
-    def github_head(repo, revision="main"):
-        resolved.append((repo, revision))
-        return up.head[0]
+    resolved = _install_upstream(monkeypatch, NestfulSource, up, "github_head_commit")
 
     def no_hub(repo, revision="main"):
         raise AssertionError("a GitHub upstream was looked up on the Hub")
 
-    monkeypatch.setattr(cache_keys, "github_head_commit", github_head)
     monkeypatch.setattr(cache_keys, "hub_head_commit", no_hub)
     assert len(td.load("nestful", split="train", revision="main", cache_dir=cache_dir)) == len(lines)
     up.head[0] = NEW  # the branch moves on
