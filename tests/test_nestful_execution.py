@@ -848,6 +848,22 @@ def test_a_sample_whose_process_does_not_end_after_its_result_keeps_it_and_blame
     assert [(r.status, r.win_corrected) for r in results] == [("ok", True), ("ok", True)]
 
 
+def test_a_sample_whose_process_does_not_end_after_its_result_is_ended_promptly(evil_dir, monkeypatch):
+    """After a sample's result only its process's exit and the worker's clean-up remain: the sandbox waits
+    ENDING_SECONDS for them, not the idle limit meant for a slow start (60 s, raised here so that waiting for it
+    shows). Every result stands, the hanging sample's and those of the samples around it."""
+    from tooluse_datasets.builders.nestful.execution import sandbox
+
+    monkeypatch.setattr(sandbox, "IDLE_SECONDS", 40.0)
+    started = time.monotonic()
+    results = run_sequences([one_call("add", 1, 2, gold="3"), one_call("hang_after_the_result", 7, gold="7"),
+                             one_call("add", 2, 2, gold="4")], evil_dir, FAST)
+    seconds = time.monotonic() - started
+    assert [(r.status, r.answer["value"], r.win_corrected) for r in results] == [("ok", 3, True), ("ok", 7, True),
+                                                                                ("ok", 4, True)]
+    assert seconds < 20, seconds
+
+
 def test_a_thread_left_running_cannot_write_in_the_next_samples_folder(evil_dir):
     """The write policy is per process: each sample runs in a process of its own, which ends with the sample and
     its threads, so no thread of the first plants a file in the next sample's folder."""

@@ -132,6 +132,11 @@ MAXIMA: dict[str, float] = {"timeout": 1e8, "grace": 1e8, "cpu_seconds": 10**8, 
 # Longest silence allowed from the child while no sample runs (starting up, between samples, exiting),
 # counted from its last message; a running sample has its own limit (timeout + grace).
 IDLE_SECONDS = 60.0
+# Longest wait, after a sample's result, for the child to say the sample's process ended. That process only
+# flushes its output and exits, then the worker ends what the sample left and removes its folder: seconds at
+# most. Past it the child is killed (the result stands, the rest run in a fresh child), not left to the idle
+# limit, which has to allow for a slow start.
+ENDING_SECONDS = 5.0
 
 
 class SandboxError(ExecutionError):
@@ -311,13 +316,13 @@ def _run_child(jobs, first, results, functions_dir, limits, root) -> int:
             if current is not None:
                 deadline, longest = started + limits.timeout + limits.grace, _longest_line(jobs[current], limits)
             else:
-                deadline, longest = heard + IDLE_SECONDS, SMALL_LINE_BYTES
+                deadline, longest = heard + (IDLE_SECONDS if ending is None else ENDING_SECONDS), SMALL_LINE_BYTES
             event = reader.next(deadline, longest)
             if event is _EventReader.TIMEOUT:
                 if current is None and done == first:
                     raise SandboxError(f"the sandbox did not start within {IDLE_SECONDS:g} s; log: {_tail(log_path)}")
-                # A sample that hangs, or a child that does not go on after a result (e.g. an exit hook a
-                # sample registered keeps it from exiting): kill it; the results it sent stand.
+                # A sample that hangs, a sample's process that does not end after its result, or a child that
+                # does not go on after it: kill it; the results it sent stand.
                 killed_for, killed_idle = current, current is None
                 _kill(proc)
                 break
