@@ -641,6 +641,75 @@ def test_a_process_a_sample_leaves_running_ends_before_the_next_sample(evil_dir,
     assert results[1].answer["value"] is False
 
 
+FORK_THROUGH_LIBC = """
+import ctypes, os, time
+
+def fork_through_libc(n, seconds):
+    libc = ctypes.CDLL(None, use_errno=True)  # libc's fork: no audit event
+    made = refused = 0
+    for _ in range(n):
+        pid = libc.fork()
+        if pid == 0:
+            time.sleep(seconds)
+            os._exit(0)
+        made, refused = made + (pid > 0), refused + (pid < 0)
+    return [made, refused]
+"""
+
+
+def test_processes_forked_through_native_code_are_bounded_while_the_sample_runs():
+    """libc's fork through ctypes raises no audit event: a sample could start processes without number until its
+    time ran out (the PID namespace ends them only after it). RLIMIT_NPROC bounds the tasks of the batch's user
+    namespace. The kernel does not apply it to root: run as nobody then (reading this interpreter wherever it is,
+    a capability the sandbox drops). The forked children sleep: none may outlive the batch, and those of a sample
+    are gone before the next one starts (until reaped, they counted against the next sample's limit)."""
+    import shutil
+    import tempfile
+    import uuid
+
+    from tooluse_datasets.builders.nestful.execution.child import MAX_TASKS
+
+    prefix = []
+    if os.geteuid() == 0:
+        if not shutil.which("setpriv"):
+            pytest.skip("running as nobody needs setpriv")
+        caps = "+dac_override,+dac_read_search"
+        prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", f"--inh-caps={caps}",
+                  f"--ambient-caps={caps}"]
+        if subprocess.run(prefix + [sys.executable, "-c", ""], capture_output=True).returncode != 0:
+            pytest.skip("cannot run this interpreter as nobody here")
+    forks, mark = MAX_TASKS + 40, uuid.uuid4().hex
+    with tempfile.TemporaryDirectory(prefix="nestful-forks-") as folder:  # (pytest's folders are the user's only)
+        os.chmod(folder, 0o755)
+        for name, text in (("basic_functions.py", ""), ("forks.py", FORK_THROUGH_LIBC),
+                           ("func_file_map.json", json.dumps({"fork_through_libc": "forks.py"}))):
+            with open(os.path.join(folder, name), "w") as f:
+                f.write(text)
+            os.chmod(os.path.join(folder, name), 0o644)
+        script = textwrap.dedent(f"""
+            import json
+            from tooluse_datasets.builders.nestful.execution import sandbox
+            clean = sandbox.clean_environment
+            sandbox.clean_environment = lambda root: dict(clean(root), NESTFUL_TEST_MARK={mark!r})
+            calls = [[{{"name": "fork_through_libc", "label": "$var_1", "arguments": {{"n": n, "seconds": 60}}}}]
+                     for n in [{forks}, 5] * 4]
+            jobs = [sandbox.SequenceJob(c, {{"fork_through_libc": ["result"]}}) for c in calls]
+            results = sandbox.run_sequences(jobs, {folder!r}, sandbox.SandboxLimits(timeout=5, grace=1, memory_mb=1024))
+            print(json.dumps([[r.status, r.processes, r.answer, r.detail] for r in results]))
+        """)
+        run = subprocess.run(prefix + [sys.executable, "-c", script], capture_output=True, text=True, cwd="/",
+                             timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    results = json.loads(run.stdout)
+    if results[0][1] != "namespace":
+        pytest.skip(f"no PID namespace for a user that is not root here ({results[0][1]})")
+    assert [status for status, _, _, _ in results] == ["ok"] * 8, results
+    made, refused = results[0][2]["value"]
+    assert made <= MAX_TASKS - 4 and refused == forks - made  # (the child, reaper, worker and sample count too)
+    assert [answer["value"] for _, _, answer, _ in results] == [[made, refused], [5, 0]] * 4
+    assert alive_after_kill(f"NESTFUL_TEST_MARK={mark}") == []
+
+
 def test_what_a_batch_writes_in_all_is_bounded_and_left_nowhere(evil_dir, kernel_isolation):
     """RLIMIT_FSIZE bounds each file; the sample area, a tmpfs of disk_mb, bounds them all, and ends with the
     batch."""

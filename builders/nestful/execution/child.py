@@ -499,7 +499,13 @@ def drop_capabilities():
         return f"{type(exc).__name__}: {exc}"
 
 
-def set_limits(limits):
+# Processes and threads (tasks) the batch's user namespace may hold: the child, the reaper, the worker and a
+# sample's process, plus what a sample starts. Forks through native code (ctypes' libc.fork) raise no audit
+# event; this bounds them while the sample runs, the PID namespace ends them after it.
+MAX_TASKS = 64
+
+
+def set_limits(limits, own_user_namespace=False):
     def lower(kind, value):
         soft, hard = resource.getrlimit(kind)
         if hard != resource.RLIM_INFINITY:
@@ -510,6 +516,10 @@ def set_limits(limits):
     lower(resource.RLIMIT_AS, int(limits["memory_mb"]) << 20)
     lower(resource.RLIMIT_FSIZE, int(limits["file_size_mb"]) << 20)
     lower(resource.RLIMIT_NOFILE, 256)
+    if own_user_namespace:
+        # Counted per user in each user namespace: in ours, the batch's own tasks only (outside it, every process
+        # of the user on the machine). The kernel does not apply it to root (uid 0 of the machine).
+        lower(resource.RLIMIT_NPROC, MAX_TASKS)
 
 
 def cpu_budget(seconds):
@@ -934,13 +944,23 @@ def end_other_processes(policy):
             os.kill(-1, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):  # no other process
             pass
-        while True:  # reap those that were ours
+        # Until they are reaped (by us, or by the reaper: orphans) they count against RLIMIT_NPROC: the next
+        # sample would find fewer processes than the limit allows. A killed process is reaped in milliseconds;
+        # one stuck in the kernel is not waited for long (the parent allows ENDING_SECONDS for all of this).
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            while True:  # reap those that were ours
+                try:
+                    pid, _ = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                if pid == 0:
+                    break
             try:
-                pid, _ = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
+                os.kill(-1, 0)  # (a process not yet reaped still receives it)
+            except (ProcessLookupError, PermissionError):
+                return
+            time.sleep(0.002)
 
 
 def main():
@@ -975,7 +995,7 @@ def main():
             channel.send({"event": "fatal", "detail": f"kernel isolation was required: {isolation['filesystem']}"})
             return 3
     functions = Functions(request["functions_dir"])
-    set_limits(limits)
+    set_limits(limits, own_user_namespace=pid_namespace and os.geteuid() != 0)
     policy = Policy([root])
     sys.addaudithook(policy)  # from here on, and irremovably, every sample runs under the policy
     channel.send(dict(isolation, event="ready", pid=os.getpid()))

@@ -61,8 +61,10 @@ sqlite's ``ATTACH``, ``_posixsubprocess``), so the kernel is the barrier and the
   parent kills the child if a sample outlives ``timeout + grace`` (code that swallows the timer, hangs in C
   or writes to the result channel without ending a line), and ``RLIMIT_CPU`` ends it after
   ``cpu_seconds`` of CPU (reason ``timeout`` either way).
-* **memory** (``RLIMIT_AS``, each sample's process), file size (``RLIMIT_FSIZE``), open files, and no core
-  dumps.
+* **memory** (``RLIMIT_AS``, each sample's process), file size (``RLIMIT_FSIZE``), open files, no core
+  dumps, and with a user namespace of the batch's own (not root) ``RLIMIT_NPROC`` (``child.MAX_TASKS``
+  processes and threads in the namespace: bounds what native code forks, which no audit event sees; the
+  kernel does not apply it to root).
 * **crashes**: a segfault, ``os._exit``, an abort or a kill ends the sample's process, not the caller; the
   sample is reported ``crashed`` with the exit status and the batch goes on.
 * **environment**: a clean environment (no tokens, proxies or ``PYTHON*`` variables), ``-I`` (no
@@ -76,7 +78,8 @@ which native code does not ask); a sample past the hook writing in other samples
 runs (each sample's folder is made fresh, so nothing planted there reaches a later sample). Without kernel isolation (``unavailable``): native code (C extensions, ``ctypes``), or code that
 switches the hook off, opening sockets when no network namespace could be made, writing files, or starting
 processes that outlive the batch; running as root, file permissions then protect nothing the hook does not.
-CPU use by other threads beyond the limits above; anything seccomp would add.
+CPU use by other threads beyond the limits above; as root, how many processes native code (``ctypes``' libc
+``fork``) starts while its sample runs (they end with the sample); anything seccomp would add.
 """
 from __future__ import annotations
 
