@@ -8,6 +8,7 @@ import threading
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import shared_data
 from datasets import Features, Json, Value, interleave_datasets
 
 import tooluse_datasets as td
@@ -144,3 +145,23 @@ def test_without_jemalloc_the_system_allocator_replaces_mimalloc(fresh_choice):
     fresh_choice.setattr(pa, "supported_memory_backends", lambda: ["mimalloc", "system"])
     fresh_choice.setattr(pa, "default_memory_pool", pa.mimalloc_memory_pool)
     assert arrow_memory.package_memory_pool().backend_name == "system"
+
+
+@needs_mimalloc_default
+def test_prepared_record_batches_are_joined_in_the_package_pool(fresh_choice):
+    # Prepare joins a batch's tables into one record batch (builder.write_batches): under mimalloc that copy
+    # refaulted huge pages a batch at a time, as the tables themselves did before they moved to this pool.
+    from tooluse_datasets.builder import write_batches
+    from tooluse_datasets.schema import UNIFIED_FEATURES
+
+    fresh_choice.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
+    pool = arrow_memory.package_memory_pool()
+    files = [str(p) for p in sorted(shared_data("ms_swift").glob("*.jsonl"))]
+    rows = list(td.load("ms_swift", data_files=files, split="train", streaming=True))
+    encoder = RowEncoder(UNIFIED_FEATURES)
+    tables = [encoder.table([encoder.encode_row(row)]) for row in rows]
+    joined = []
+    grown = _allocated_while(pool, lambda: joined.extend(write_batches(tables, rows=1000)) or joined)
+    assert [t.num_rows for t in joined] == [len(rows)] and len(rows) > 1
+    assert joined[0].column("messages").num_chunks == 1
+    assert grown >= joined[0].nbytes

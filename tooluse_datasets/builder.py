@@ -28,6 +28,7 @@ from datasets.download.streaming_download_manager import StreamingDownloadManage
 from datasets.exceptions import DatasetGenerationError
 
 from . import formats
+from .arrow_memory import package_memory_pool
 from .cache_keys import data_dir_digest, data_dir_files, hf_files_at_commits, upstream_commits
 from .errors import LOCAL_FILES_HINT, DataNotFoundError, OnError, SkipReport, ToolUseDataError, check_on_error
 from .network import answered_in_chain, failure_text, hub_hint, is_network_error
@@ -526,10 +527,13 @@ WRITE_BATCH_BYTES = 8 << 20
 def write_batches(tables: Iterable[pa.Table], rows: int) -> Iterator[pa.Table]:
     """``tables`` regrouped into tables of ``rows`` rows (or about WRITE_BATCH_BYTES), each one record batch."""
     groups = TableGroups(rows, WRITE_BATCH_BYTES)
+    # Joined in the package's pool, as the tables were built: under mimalloc (pyarrow's default on Linux) each
+    # batch's copy refaulted huge pages the kernel zeroed (mimalloc's page faults were 3% of ms-swift prepare).
+    pool = package_memory_pool()
     for table in tables:
         if table.num_rows:
-            yield from (group.combine_chunks() for group in groups.add(table))
-    yield from (group.combine_chunks() for group in groups.finish())
+            yield from (group.combine_chunks(memory_pool=pool) for group in groups.add(table))
+    yield from (group.combine_chunks(memory_pool=pool) for group in groups.finish())
 
 
 def _offline_error(source: Source, where: str, why: str) -> DataNotFoundError:
