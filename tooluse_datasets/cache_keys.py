@@ -1,8 +1,8 @@
 """What a prepared split's cache is keyed on beyond datasets' own key, so that it is never served stale:
 
-* the commit an upstream branch or tag points at (ToolMind's unpinned ``main``, ``revision="main"`` of the Hub or
-  of NESTFUL's GitHub repository, ``hf://datasets/<repo>@main/...`` data files): a cache keyed on the branch name would serve the first
-  commit's rows for ever after the branch moved on;
+* the commit an upstream branch or tag points at (ToolMind's unpinned ``main``, ``revision="main"`` of the Hub
+  or of NESTFUL's GitHub repository, ``hf://datasets/<repo>@main/...`` data files): a cache keyed on the branch
+  name would serve the first commit's rows for ever after the branch moved on;
 * the files of a local folder the rows come from (``data_dir``, NESTFUL's ``executable_functions``): their names,
   sizes and modification times, which datasets' key does not hold.
 
