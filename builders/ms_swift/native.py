@@ -234,11 +234,13 @@ def check_rejected_response(extra: dict, messages: list[dict]) -> None:
             raise InvalidValueError("rejected_response may not contain user messages", field=f"rejected_response[{k}]")
     last_user = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=-1)
     chosen = messages[last_user + 1:]
-    if len(rejected) == 1 and len(chosen) == 1 and "content" not in rejected[0] and not rejected[0].get("tool_calls"):
-        # ms-swift compares its content with the chosen one's (a KeyError drops the row)
+    if len(rejected) != 1 or len(chosen) != 1:
+        return
+    # One message against one: ms-swift compares their contents (a KeyError on a missing one drops the row).
+    if "content" not in rejected[0] and not rejected[0].get("tool_calls"):
         raise InvalidValueError("the rejected_response message has no content; ms-swift drops such rows",
                                 field="rejected_response[0].content")
-    if len(rejected) == 1 and len(chosen) == 1 and rejected_contents(rejected[0]) == [chosen[0]["content"]]:
+    if rejected_contents(rejected[0]) == [chosen[0]["content"]]:
         raise InvalidValueError("rejected_response equals the chosen response; ms-swift drops such rows",
                                 field="rejected_response")
 

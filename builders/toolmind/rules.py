@@ -32,6 +32,6 @@ def outside_grammar(view):
                 yield f"meta.source_messages[{i}].content", f"{calls} calls in one tool_call message"
         elif roles[i] in P.WRAPPER_TAG:
             tag = P.WRAPPER_TAG[roles[i]]
-            if P.block_count(content, tag) > 1:
-                yield (f"meta.source_messages[{i}].content",
-                       f"{P.block_count(content, tag)} <{tag}> blocks in one {roles[i]} message")
+            blocks = P.block_count(content, tag)
+            if blocks > 1:
+                yield f"meta.source_messages[{i}].content", f"{blocks} <{tag}> blocks in one {roles[i]} message"
