@@ -29,6 +29,7 @@ import pyarrow as pa
 from datasets import Features
 
 from .codec import RowEncoder
+from .columnar import TableBuilder
 from .errors import InvalidValueError, SkipReport, ToolUseDataError, check_on_error
 from .schema import UNIFIED_FEATURES
 from .shards.paths import display_path
@@ -148,7 +149,8 @@ class ShardConverter:
 
     def _convert(self, batch: RawBatch, file: str, label: str, split: str, arrow: bool,
                  keep_unified: bool) -> ConvertedBatch:
-        out: dict[str, list] = {c: [] for c in self.configs}
+        # Into Arrow, each config's rows go to a TableBuilder as they are converted; else they are kept as rows.
+        out: dict[str, Any] = {c: self._encoders[c].builder() if arrow else [] for c in self.configs}
         positions: dict[str, list] = {c: [] for c in self.configs}
         unified_rows: Optional[list[dict]] = [] if keep_unified else None
         # Into Arrow, a batch's rows are converted a piece at a time too (Python rows come in pieces already:
@@ -165,7 +167,7 @@ class ShardConverter:
         return ConvertedBatch(rows, positions, end, unified_rows)
 
     def _convert_rows(self, items: list, item_positions: list, file: str, label: str, split: str, arrow: bool,
-                      out: dict[str, list], positions: dict[str, list], unified_rows: Optional[list]) -> None:
+                      out: dict[str, Any], positions: dict[str, list], unified_rows: Optional[list]) -> None:
         source = self.source
         converted = []  # (ctx, position, raw, unified) of the rows that converted
         for (row_number, item), position in zip(items, item_positions):
@@ -205,8 +207,7 @@ class ShardConverter:
                     row = raw if config == RAW else unified if config == UNIFIED else self._writers[config](unified)
                     from_text = ctx.values_from_text and config == UNIFIED  # storable as they are
                     if arrow:
-                        encoder = self._encoders[config]
-                        out[config].append(encoder.encode_parsed_row(row) if from_text else encoder.encode_row(row))
+                        out[config].add(row, parsed=from_text)
                     else:
                         if not from_text:
                             self._encoders[config].check_row(row)
@@ -241,15 +242,15 @@ class ShardConverter:
             out.append((ctx, position, raw, row))
         return out
 
-    def _table(self, config: str, encoded: list[dict], file: str, split: str, positions: list) -> pa.Table:
-        encoder = self._encoders[config]
+    def _table(self, config: str, rows: TableBuilder, file: str, split: str, positions: list) -> pa.Table:
         try:
-            return encoder.table(encoded)
+            return rows.table()
         except STORAGE_ERRORS:
             pass
         # A value Arrow cannot store in its column: find the rows, report them, keep the others.
+        encoder = self._encoders[config]
         kept = []
-        for row, (next_row, _) in zip(encoded, positions):
+        for row, (next_row, _) in zip(rows.encoded_rows(), positions):
             try:
                 encoder.table([row])
             except STORAGE_ERRORS as exc:
