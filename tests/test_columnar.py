@@ -7,7 +7,7 @@ import math
 
 import pyarrow as pa
 import pytest
-from datasets import Features, Json, List, Value
+from datasets import Features, Json, LargeList, List, Value
 
 import tooluse_datasets as td
 from tooluse_datasets.codec import RowEncoder
@@ -175,7 +175,7 @@ def test_generated_rows_give_the_same_table_or_the_same_refusal(batch, parsed):
 
 def test_a_nested_schema_of_other_types_gives_the_same_table():
     features = Features({"a": List({"b": List(Json()), "n": Value("int64"), "s": {"j": Json(), "f": Value("float32")}}),
-                         "big": List(List(Json()))})
+                         "big": LargeList(List(Json()))})
     encoder = RowEncoder(features)
     assert ColumnPlan.compile(encoder.schema, encoder.storage_schema) is not None
     rows = [{"a": [{"b": [1, None, {"k": 2}], "n": 5, "s": {"j": [1.5], "f": 0.25}}, None, {"n": None}],
@@ -184,3 +184,12 @@ def test_a_nested_schema_of_other_types_gives_the_same_table():
             {"a": [{"s": None}], "big": [[None]]}]
     assert_same(encoder, rows, parsed=False)
     assert_same(encoder, rows + [{"a": [{"n": "five"}]}], parsed=False)  # a number column given text
+
+
+def test_a_struct_holding_json_beside_another_extension_type_gives_the_same_table():
+    from datasets import Array2D
+
+    features = Features({"s": {"grid": Array2D((2, 2), "int32"), "j": Json()}, "grids": List(Array2D((1, 2), "int32"))})
+    encoder = RowEncoder(features)
+    rows = [{"s": {"grid": [[1, 2], [3, 4]], "j": {"k": [1]}}, "grids": [[[5, 6]]]}, {"s": None, "grids": None}]
+    assert_same(encoder, rows, parsed=False)
