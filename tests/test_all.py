@@ -1,9 +1,13 @@
 """source="all": every source in one schema and one split, read by each source's own code."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections import Counter
 
 import pytest
+from conftest import shared_data
 
 import tooluse_datasets as td
 
@@ -223,3 +227,28 @@ def test_all_writer_refusals_name_the_member_source(cache_dir, streaming):
         list(td.load("all", config, data_files=files, split="train", streaming=streaming, on_error="skip",
                      report=report, cache_dir=cache_dir))
         assert expected and sorted((r["source"], r["file"], r["row"], r["field"]) for r in report.rows) == sorted(expected)
+
+
+_UNFINISHED_MIX_SCRIPT = '''
+import sys
+import tooluse_datasets as td
+
+files = {"ms_swift": sys.argv[1:], "nestful": td.sample_files("nestful")}
+# The iterator is kept in a global: it is still open when the interpreter exits.
+rows = iter(td.load("all", data_files=files, split="train", streaming=True))
+print(next(rows)["id"])
+'''
+
+
+def test_a_stream_of_all_left_unfinished_at_interpreter_exit_prints_nothing(tmp_path):
+    swift_files = sorted(str(p) for p in shared_data("ms_swift").glob("*.jsonl"))
+    script = tmp_path / "unfinished_mix.py"
+    script.write_text(_UNFINISHED_MIX_SCRIPT)
+    env = dict(os.environ, HF_DATASETS_CACHE=str(tmp_path / "hf-cache"), HF_HUB_OFFLINE="1")
+    done = subprocess.run([sys.executable, str(script), *swift_files], capture_output=True, text=True, env=env,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    first = next(iter(td.load("all", data_files={"ms_swift": swift_files, "nestful": td.sample_files("nestful")},
+                              split="train", streaming=True)))
+    assert done.stdout.split() == [first["id"]]
+    assert "Exception ignored" not in done.stderr and "Traceback" not in done.stderr, done.stderr[-3000:]

@@ -73,6 +73,8 @@ class MixedSource(Source):
                 batch.items = [(row, item.at(source=name) if isinstance(item, ToolUseDataError) else (name, item))
                                for row, item in batch.items]
                 yield batch
+        except GeneratorExit:  # a consumer that stopped early; named first, so that a stream left unfinished
+            raise              # until interpreter exit, when module names may be gone (None), closes quietly
         except ToolUseDataError as exc:
             raise exc.at(source=name)
 
