@@ -224,6 +224,20 @@ def test_refuses_to_replace_a_folder_that_is_not_a_mirror(tmp_path):
     assert user_file.read_text() == "mine"
 
 
+def test_a_file_where_the_mirror_or_its_output_folder_goes_is_a_mirror_error(tmp_path, capsys):
+    # A file at OUT/<source> (or at OUT, or above it) ended the command with a bare NotADirectoryError.
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "nestful").write_text("mine")
+    (tmp_path / "file").write_text("mine too")
+    for out, says in ((tmp_path / "out", "is a file, not a mirror"), (tmp_path / "file", "cannot be made"),
+                      (tmp_path / "file" / "below", "cannot be made")):
+        code = main(["mirror", "nestful", "--sample", "--configs", "unified", "--out", str(out)])
+        err = capsys.readouterr().err
+        assert code == 2 and "Traceback" not in err and "NotADirectoryError" not in err, err
+        assert says in err, err
+    assert (tmp_path / "out" / "nestful").read_text() == "mine" and (tmp_path / "file").read_text() == "mine too"
+
+
 def test_an_output_folder_that_is_a_mirror_is_refused_instead_of_nesting_a_mirror_in_it(tmp_path, capsys,
                                                                                         monkeypatch):
     # `mirror nestful --out DIR/nestful` (DIR/nestful is the mirror, DIR the folder of mirrors) used to build

@@ -40,6 +40,9 @@ def check_out_dir(out_dir: Path, source: str) -> None:
     that mirror sees it (``mirror --out DIR/<source>`` for ``--out DIR``)."""
     folder = Path(os.path.abspath(out_dir))  # '..' resolved: DIR/<source>/<config>/../.. is DIR
     for candidate in (folder, *folder.parents):
+        if candidate.exists() and not candidate.is_dir():
+            raise MirrorError(f"the output folder (--out) {out_dir} cannot be made: {candidate} is a file")
+    for candidate in (folder, *folder.parents):
         if (candidate / MANIFEST_NAME).is_file():
             inside = "is" if candidate == folder else f"is inside {candidate}, which is"
             raise MirrorError(f"the output folder (--out) {out_dir} {inside} a mirror ({MANIFEST_NAME} found), "
@@ -50,6 +53,8 @@ def check_out_dir(out_dir: Path, source: str) -> None:
 
 
 def check_target(target: Path) -> None:
+    if target.exists() and not target.is_dir():
+        raise MirrorError(f"{target} exists and is a file, not a mirror; refusing to replace it")
     if target.exists() and not (target / MANIFEST_NAME).is_file() and any(target.iterdir()):
         raise MirrorError(f"{target} exists and is not a mirror (no {MANIFEST_NAME}); refusing to replace it")
 
