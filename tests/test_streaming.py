@@ -658,3 +658,45 @@ def test_workers_forked_for_a_stream_never_collect_the_parents_garbage(toolmind_
     gc.collect()
     assert len(rows) > 0
     assert [p.name for p in tmp_path.iterdir()] == [f"collected-in-{os.getpid()}"]
+
+
+@pytest.mark.parametrize("formatted", [False, True], ids=["rows", "arrow"])
+@pytest.mark.parametrize("world_size", [3, 5])
+def test_nodes_that_keep_every_nth_row_share_the_skip_report_out(tmp_path, world_size, formatted):
+    """A shard count the world size does not divide: datasets has every node read every row and keep every
+    world_size-th. Each node used to count the whole split's reads and skips (and list every skipped row in a
+    shared rows_path), so the nodes' reports added up to world_size times the split's. Now each node counts the
+    rows it keeps and the skipped rows just before them: the reports add up to the split's, and each skipped
+    row is listed once."""
+    path = _with_bad_rows(tmp_path)
+    shard_bytes = len(Path(path).read_bytes()) // 4
+    whole = td.SkipReport(keep_all=True)
+    ids = [r["id"] for r in td.load("nestful", split="train", data_files=path, on_error="skip", report=whole,
+                                     streaming=True, shard_bytes=shard_bytes)]
+    listing = tmp_path / "skipped.jsonl"
+    kept, reports = [], []
+    for rank in range(world_size):
+        report = td.SkipReport(rows_path=str(listing))
+        ds = td.load("nestful", split="train", data_files=path, on_error="skip", report=report, streaming=True,
+                     shard_bytes=shard_bytes)
+        assert ds.n_shards % world_size != 0  # the every-nth-row fallback
+        node = split_dataset_by_node(ds, rank=rank, world_size=world_size)
+        if formatted:
+            node = node.with_format("arrow")
+            rows = [i for table in node.iter(batch_size=7) for i in table.column("id").to_pylist()]
+        else:
+            rows = [r["id"] for r in node]
+        report.close()
+        assert report.rows_read == len(rows) + report.skipped, rank  # read = handed out + skipped, per node
+        kept += rows
+        reports.append(report)
+    assert sorted(kept) == sorted(ids)
+    assert sum(r.rows_read for r in reports) == whole.rows_read
+    assert sum(r.skipped for r in reports) == whole.skipped == 7 + 5
+    by_reason = {}
+    for report in reports:
+        for reason, count in report.by_reason.items():
+            by_reason[reason] = by_reason.get(reason, 0) + count
+    assert by_reason == dict(whole.by_reason)
+    listed = sorted(json.loads(line)["row"] for line in listing.read_text().splitlines())
+    assert listed == sorted(r["row"] for r in whole.rows)

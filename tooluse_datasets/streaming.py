@@ -31,6 +31,8 @@ from datasets.iterable_dataset import _BaseExamplesIterable
 
 from .codec import json_bytes, loads_stored
 from .errors import JsonValueError, SkipReport, ToolUseDataError
+from . import node_share
+from .node_share import NodeShare
 from .pipeline import ShardConverter, gc_paused, piece_rows
 from .shards.paths import display_path
 from .shards.plan import resharded
@@ -42,9 +44,12 @@ from .workers import exit_with_parent, forking_workers
 class ShardExamplesIterable(_BaseExamplesIterable):
     def __init__(self, source: Source, config: str, split: SplitPlan, shards: list[Shard], *, on_error: str,
                  report: Optional[SkipReport], features: Features, num_proc: Optional[int] = None,
-                 row_check: Optional[Callable[[dict], Optional[Exception]]] = None):
+                 row_check: Optional[Callable[[dict], Optional[Exception]]] = None,
+                 node_share: Optional[tuple[int, int]] = None):
         super().__init__()
         self.row_check = row_check
+        # (nodes, node) when nodes split this stream row by row: the report counts this node's share only.
+        self.node_share = node_share
         self.source = source
         self.config = config
         self.split = split
@@ -96,7 +101,15 @@ class ShardExamplesIterable(_BaseExamplesIterable):
     def _with_shards(self, shards: list[Shard]) -> "ShardExamplesIterable":
         return ShardExamplesIterable(self.source, self.config, self.split, shards, on_error=self.on_error,
                                      report=self.report, features=self._features, num_proc=self.num_proc,
-                                     row_check=self.row_check)
+                                     row_check=self.row_check, node_share=self.node_share)
+
+    def shared_by_nodes(self, nodes: int, node: int) -> "ShardExamplesIterable":
+        # datasets' step over this stream: every node reads every row and keeps every nodes-th (node_share).
+        if self.node_share is not None:
+            return self
+        clone = self._with_shards(self.shards)
+        clone.node_share = (nodes, node)
+        return clone
 
     def shuffle_data_sources(self, generator: np.random.Generator) -> "ShardExamplesIterable":
         order = copy.deepcopy(generator).permutation(len(self.shards))
@@ -115,7 +128,7 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         # "shards" names the shard list the positions refer to: loaded into a stream planned otherwise (other
         # files, another shard_bytes), a state would silently skip or repeat rows, so _start refuses it.
         self._state_dict = {"shard_idx": 0, "position": None, "shards": self._shards_signature(),
-                            "type": self.__class__.__name__}
+                            "node_rows": 0, "type": self.__class__.__name__}
         return self._state_dict
 
     def load_state_dict(self, state_dict: dict) -> dict:
@@ -156,7 +169,12 @@ class ShardExamplesIterable(_BaseExamplesIterable):
                               row_check=self.row_check)
 
     def _skips(self) -> Optional["SkipsInOrder"]:
-        return SkipsInOrder(self.report, counted=self._counted) if self.report is not None else None
+        if self.report is None:
+            return None
+        share = None
+        if self.node_share is not None:
+            share = NodeShare(*self.node_share, handed=(self._state_dict or {}).get("node_rows", 0))
+        return SkipsInOrder(self.report, counted=self._counted, share=share)
 
     def _start(self) -> tuple[int, Optional[tuple[int, int]]]:
         self._note_counted()
@@ -211,11 +229,12 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         for batch_idx, batch in enumerate(converter.batches(self.split, self.shards[shard_idx], arrow=arrow,
                                                             resume=resume, most_rows=most_rows)):
             if arrow:
+                table = batch.rows[self.config]
                 if skips is not None:
-                    skips.batch_done(batch.end[0])
+                    skips.batch_done(batch.end[0], table.num_rows)
+                    skips.note_share(state)
                 if state:
                     state["position"] = batch.end
-                table = batch.rows[self.config]
                 if table.num_rows:
                     yield f"{shard_idx}_{batch_idx}", table
                 continue
@@ -227,7 +246,7 @@ class ShardExamplesIterable(_BaseExamplesIterable):
                 state["position"] = batch.end
         if skips is not None:  # a shard that could not be read at all: its one skip
             if arrow:
-                skips.batch_done(None)
+                skips.batch_done(None, 0)
             else:
                 skips.passed_all()
         if state:
@@ -240,6 +259,7 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         for row, position in zip(rows, positions):
             if skips is not None:
                 skips.passing(position[0] - 1)
+                skips.note_share(state)
             if state:
                 state["shard_idx"], state["position"] = shard_idx, position
             yield (shard_idx, position[0] - 1), row  # the key: shard and row in its file
@@ -326,10 +346,13 @@ class SkipsInOrder:
 
     ``counted``: ``(shard, row)`` of a resumed stream, whose report counted every row of the shards before
     ``shard`` and the rows of ``shard`` numbered below ``row`` already; rows read again from an earlier state
-    (a layer of datasets replaying from one) are not counted again. ``shard``: the shard being handed out."""
+    (a layer of datasets replaying from one) are not counted again. ``shard``: the shard being handed out.
+    ``share``: the part of the rows this node counts, when nodes split the stream row by row (:mod:`.node_share`)."""
 
-    def __init__(self, report: Optional[SkipReport], counted: Optional[tuple[int, int]] = None):
+    def __init__(self, report: Optional[SkipReport], counted: Optional[tuple[int, int]] = None,
+                 share: Optional[NodeShare] = None):
         self.report = report
+        self.share = share
         self.pending: list[ToolUseDataError] = []  # in row order, as the converter meets them
         self.counted = counted
         self.shard = 0
@@ -353,30 +376,47 @@ class SkipsInOrder:
 
     def passing(self, row: int) -> None:
         """Row ``row`` of the file is handed out: the skips before it, then the row itself, have been read."""
+        ours = self.share is None or self.share.keeps_next()
         pending = self.pending
         if pending and pending[0].row is not None and pending[0].row < row:
             passed = 1
             while passed < len(pending) and pending[passed].row is not None and pending[passed].row < row:
                 passed += 1
-            self._skipped(pending[:passed])
+            if ours:
+                self._skipped(pending[:passed])
             del pending[:passed]
-        if self._fresh(row):
+        if self.share is not None:
+            self.share.hand_out()
+        if ours and self._fresh(row):
             self.report.count_read(1)
 
     def passed_all(self) -> None:
         """The consumer is past every row converted so far (the end of a batch or a shard)."""
         if self.pending:
-            self._skipped(self.pending)
+            if self.share is None or self.share.keeps_next():
+                self._skipped(self.pending)
             self.pending = []
 
-    def batch_done(self, end_row: Optional[int]) -> None:
-        """An Arrow batch of the shard goes out, its rows ending before row ``end_row`` (None: a shard that could
-        not be read, its one error): its reads and skips are counted, unless a resumed stream counted them."""
+    def batch_done(self, end_row: Optional[int], rows_out: int) -> None:
+        """An Arrow batch of the shard goes out, ``rows_out`` rows ending before row ``end_row`` (None: a shard
+        that could not be read, its one error): its reads and skips are counted, unless a resumed stream counted
+        them. A node's share is the rows of the table it keeps, and the batch's other reads (its skips) if it
+        keeps the table's first row."""
+        read, errors = self.converted, self.pending
+        if self.share is not None:
+            ours = self.share.keeps_next()
+            read = self.share.hand_out(rows_out) + (self.converted - rows_out if ours else 0)
+            errors = errors if ours else []
         if self._fresh(end_row - 1 if end_row is not None else None):
-            self.report.count_read(self.converted)
-            for error in self.pending:
+            self.report.count_read(read)
+            for error in errors:
                 self.report.add(error)
         self.converted, self.pending = 0, []
+
+    def note_share(self, state: Optional[dict]) -> None:
+        """Keep the node's place among the rows handed out in the stream's state, so a resume goes on from it."""
+        if state and self.share is not None:
+            state["node_rows"] = self.share.handed
 
     def _fresh(self, row: Optional[int]) -> bool:
         """Whether row ``row`` of the current shard (None: the shard's whole-file error) is not counted yet."""
@@ -416,3 +456,4 @@ def _install_take_that_stops_at_n() -> None:
 
 
 _install_take_that_stops_at_n()
+node_share.install()
