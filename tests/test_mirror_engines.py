@@ -429,3 +429,34 @@ def test_an_address_where_no_ray_cluster_answers_is_refused_at_once_and_stages_n
                      address=address if given == "argument" else None)
     assert time.monotonic() - started < 30
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_a_build_that_fails_taking_the_results_stops_its_ray_at_once(tmp_path, monkeypatch):
+    """A failure in this process while shard results come in (a full disk saving one) used to leave the Ray
+    started for the build running, its other tasks still converting, as long as the error was kept (a terminal's
+    progress bar let go of the engine's generator without closing it): the next build in the session then ran
+    on that leftover Ray and left it running too."""
+    import io
+
+    ray = pytest.importorskip("ray", reason="Ray is the optional extra 'ray' (pip install 'tooluse-datasets[ray]')")
+    if ray.is_initialized():
+        ray.shutdown()
+
+    class Terminal(io.StringIO):  # stderr on a terminal: the progress bar is shown
+        def isatty(self):
+            return True
+
+    def full_disk(self, key, task_id, result):
+        raise OSError(28, "No space left on device")
+
+    # Ray reads its auth mode once per process: as the cluster test before it, whatever the order.
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    monkeypatch.setattr("tooluse_datasets.mirror.staging.Staging.save_result", full_disk)
+    with pytest.raises(OSError, match="No space left") as info:
+        build_mirror(_requests()["ms_swift"], tmp_path / "out", engine="ray", num_proc=2)
+    try:
+        assert not ray.is_initialized(), "the Ray started for the build is still running"
+    finally:
+        del info
+        ray.shutdown()

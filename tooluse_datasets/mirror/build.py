@@ -173,14 +173,21 @@ def _run_shards(source: str, tasks: list[ShardTask], build: dict, staging: Stagi
     failures = []
     start = time.monotonic()
     outcomes = run_tasks(todo, **engine_options)
-    for finished, (task, outcome) in enumerate(progress(outcomes, f"mirror {source}", len(todo)), 1):
-        if isinstance(outcome, ShardFailure):
-            failures.append(outcome)
-            continue
-        staging.save_result(task.key, task_ids[task.key], outcome)
-        results[task.key] = outcome
-        logger.info("%s: %d/%d shards done (%s shard %d) after %.1fs", source, finished, len(todo),
-                    task.split.name, task.index, time.monotonic() - start)
+    try:
+        for finished, (task, outcome) in enumerate(progress(outcomes, f"mirror {source}", len(todo)), 1):
+            if isinstance(outcome, ShardFailure):
+                failures.append(outcome)
+                continue
+            staging.save_result(task.key, task_ids[task.key], outcome)
+            results[task.key] = outcome
+            logger.info("%s: %d/%d shards done (%s shard %d) after %.1fs", source, finished, len(todo),
+                        task.split.name, task.index, time.monotonic() - start)
+    finally:
+        # Stopped here (a result that cannot be saved, Ctrl-C): the engine cancels its tasks and stops the Ray or
+        # pool it started now, not whenever the error (which holds this frame) is let go of.
+        close = getattr(outcomes, "close", None)
+        if close is not None:
+            close()
     if failures:
         raise ShardsFailedError(f"{source}: {len(failures)} of {len(tasks)} shards failed; the others are kept in "
                                 f"{staging.folder} and running the same build again retries only the failed "
