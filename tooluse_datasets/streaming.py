@@ -31,8 +31,7 @@ from datasets.iterable_dataset import _BaseExamplesIterable
 
 from .codec import json_bytes, loads_stored
 from .errors import JsonValueError, SkipReport, ToolUseDataError
-from . import node_share
-from .node_share import NodeShare
+from .node_share import NodeShare, install as share_skips_among_nodes
 from .pipeline import ShardConverter, gc_paused, piece_rows
 from .shards.paths import display_path
 from .shards.plan import resharded
@@ -456,4 +455,4 @@ def _install_take_that_stops_at_n() -> None:
 
 
 _install_take_that_stops_at_n()
-node_share.install()
+share_skips_among_nodes()
