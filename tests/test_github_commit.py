@@ -63,3 +63,14 @@ def test_an_answer_that_is_no_commit_id_is_an_error(github):
 def test_an_unknown_revision_is_githubs_error(github):
     with pytest.raises(urllib.error.HTTPError):
         source.github_head_commit("IBM/NESTFUL", "nope")
+
+
+def test_head_commit_asks_the_upstreams_own_host(github, monkeypatch):
+    def no_hub(repo, revision="main"):
+        raise AssertionError("a GitHub upstream was looked up on the Hub")
+
+    monkeypatch.setattr(source, "hub_head_commit", no_hub)
+    assert source.head_commit("github", "IBM/NESTFUL", "main") == COMMIT
+    assert github[-1][0] == "/repos/IBM/NESTFUL/commits/main"
+    with pytest.raises(ValueError, match="unknown host 'gitlab'"):
+        source.head_commit("gitlab", "IBM/NESTFUL", "main")

@@ -229,8 +229,8 @@ def test_the_dry_run_for_a_new_repo_on_a_branch_says_the_branch_is_created(mirro
 
 def test_a_branch_or_tag_given_as_revision_is_resolved_to_its_commit(monkeypatch):
     from tooluse_datasets.mirror import MirrorError, MirrorRequest
+    from tooluse_datasets import source
     from tooluse_datasets.mirror import build as build_module
-    from tooluse_datasets.mirror import provenance
     from tooluse_datasets.source import Upstream, UpstreamFile
 
     pinned = Upstream(host="hf", repo="someone/data", revision="a" * 40,
@@ -270,14 +270,16 @@ def test_a_branch_or_tag_given_as_revision_is_resolved_to_its_commit(monkeypatch
             return type("Info", (), {"sha": f"{repo}:{revision}"})()
 
     monkeypatch.setattr(huggingface_hub, "HfApi", Api)
-    assert provenance.hub_head_commit("someone/data", "v1.0") == "someone/data:v1.0"
-    assert provenance.hub_head_commit("someone/data") == "someone/data:main"
+    assert source.hub_head_commit("someone/data", "v1.0") == "someone/data:v1.0"
+    assert source.hub_head_commit("someone/data") == "someone/data:main"
+    request = MirrorRequest("nestful", configs=["unified"], revision="v1.0")
+    assert build_module.pin_upstream_revision(request).revision == "someone/data:v1.0"
 
 
 def test_nestfuls_github_branch_given_as_revision_is_resolved_through_github(monkeypatch):
     from tooluse_datasets.mirror import MirrorRequest
+    from tooluse_datasets import source
     from tooluse_datasets.mirror import build as build_module
-    from tooluse_datasets.mirror import provenance
 
     asked: list[tuple] = []
 
@@ -285,7 +287,11 @@ def test_nestfuls_github_branch_given_as_revision_is_resolved_through_github(mon
         asked.append((repo, revision))
         return "4" * 40
 
-    monkeypatch.setattr(provenance, "github_head_commit", github_head)
+    def no_hub(repo, revision="main"):
+        raise AssertionError("a GitHub upstream was looked up on the Hub")
+
+    monkeypatch.setattr(source, "github_head_commit", github_head)
+    monkeypatch.setattr(source, "hub_head_commit", no_hub)
     request = MirrorRequest("nestful", configs=["unified"], revision="main")
     assert build_module.pin_upstream_revision(request).revision == "4" * 40
     assert asked == [("IBM/NESTFUL", "main")]

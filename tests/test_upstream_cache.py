@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import tooluse_datasets as td
-from tooluse_datasets import cache_keys
+from tooluse_datasets import cache_keys, source
 from tooluse_datasets.builders.toolmind.source import ToolMindSource
 from tooluse_datasets.source import Upstream, UpstreamFile
 
@@ -55,7 +55,8 @@ def hub(tmp_path, monkeypatch):
 
 
 def _install_upstream(monkeypatch, source_class, up: LocalHub, resolver: str) -> list:
-    """``up`` as ``source_class``'s upstream, online, its branch heads answered by ``cache_keys.<resolver>``;
+    """``up`` as ``source_class``'s upstream, online, its branch heads answered by ``source.<resolver>`` (the
+    Hub's or GitHub's lookup, which ``source.head_commit`` chooses by host);
     returns the list of ``(repo, revision)`` looked up."""
     monkeypatch.setattr(source_class, "upstream", up)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
@@ -66,7 +67,7 @@ def _install_upstream(monkeypatch, source_class, up: LocalHub, resolver: str) ->
         resolved.append((repo, revision))
         return up.head[0]
 
-    monkeypatch.setattr(cache_keys, resolver, head_commit)
+    monkeypatch.setattr(source, resolver, head_commit)
     return resolved
 
 
@@ -123,7 +124,7 @@ def test_the_hub_unreachable_the_newest_cache_serves(hub, cache_dir, monkeypatch
     def unreachable(repo, revision="main"):
         raise ConnectionError("Name or service not known")
 
-    monkeypatch.setattr(cache_keys, "hub_head_commit", unreachable)
+    monkeypatch.setattr(source, "hub_head_commit", unreachable)
     assert sum(_sizes(td.load("toolmind", cache_dir=cache_dir)).values()) == 21
 
 
@@ -186,7 +187,7 @@ def test_hf_data_files_at_a_branch_are_read_at_its_commit(monkeypatch):
         asked.append((repo, revision))
         return {"main": "a" * 40, "v1.0": "c" * 40}[revision]
 
-    monkeypatch.setattr(cache_keys, "hub_head_commit", head_commit)
+    monkeypatch.setattr(source, "hub_head_commit", head_commit)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
     pinned = "hf://datasets/o/n@" + "b" * 40 + "/x.jsonl"
@@ -203,7 +204,7 @@ def test_hf_data_files_at_a_branch_are_read_at_its_commit(monkeypatch):
     def unreachable(repo, revision="main"):
         raise OSError("no network")
 
-    monkeypatch.setattr(cache_keys, "hub_head_commit", unreachable)
+    monkeypatch.setattr(source, "hub_head_commit", unreachable)
     assert cache_keys.hf_files_at_commits(given) == given  # offline: the URLs as given, datasets decides
 
 
@@ -303,7 +304,7 @@ def test_nestful_read_at_a_github_branch_is_keyed_on_the_commit_it_points_at(tmp
     def no_hub(repo, revision="main"):
         raise AssertionError("a GitHub upstream was looked up on the Hub")
 
-    monkeypatch.setattr(cache_keys, "hub_head_commit", no_hub)
+    monkeypatch.setattr(source, "hub_head_commit", no_hub)
     assert len(td.load("nestful", split="train", revision="main", cache_dir=cache_dir)) == len(lines)
     up.head[0] = NEW  # the branch moves on
     after = td.load("nestful", split="train", revision="main", cache_dir=cache_dir)

@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-from .source import COMMIT_ID, Upstream, github_head_commit, hub_head_commit
+from .source import COMMIT_ID, Upstream, head_commit
 
 logger = logging.getLogger("tooluse_datasets")
 
@@ -51,7 +51,7 @@ def branch_commit(repo: str, revision: str, host: str = "hf") -> Optional[str]:
     if known is not None and (host, repo, revision) in known:
         return known[host, repo, revision]
     try:
-        commit = hub_head_commit(repo, revision) if host == "hf" else github_head_commit(repo, revision)
+        commit = head_commit(host, repo, revision)
     except Exception as exc:  # huggingface_hub raises its own types when offline or not found
         logger.info("cannot resolve %s of %s to a commit: %s: %s", revision, repo, type(exc).__name__, exc)
         return None

@@ -108,6 +108,16 @@ def github_head_commit(repo: str, revision: str = "main") -> str:
     return commit
 
 
+def head_commit(host: str, repo: str, revision: str = "main") -> str:
+    """The commit a branch or tag of an upstream points at now, asked of its host: the Hub (``host="hf"``) or
+    GitHub (``host="github"``). Raises what that lookup raises, ``ValueError`` for any other host."""
+    if host == "hf":
+        return hub_head_commit(repo, revision)
+    if host == "github":
+        return github_head_commit(repo, revision)
+    raise ValueError(f"unknown host {host!r}: cannot resolve {revision!r} of {repo} to a commit")
+
+
 @dataclasses.dataclass
 class RowContext:
     """Where a row comes from; errors raised by conversions get these filled in by the pipeline."""

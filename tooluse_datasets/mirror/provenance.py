@@ -13,7 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Callable, Optional, Union
 
-from ..source import COMMIT_ID, github_head_commit, hub_head_commit
+from ..source import COMMIT_ID, head_commit
 from .manifest import InputFile, MirrorError, Provenance
 
 if TYPE_CHECKING:
@@ -150,8 +150,8 @@ def pin_upstream_revision(request, upstream, resolve: Optional[Callable[..., str
     revision points at now; a full commit id is used as it is. Every config and split then reads the same commit, a
     resumed build reads the same data, and the card names the commit.
 
-    ``resolve(repo, revision)``, the commit a branch or tag points at: default :func:`hub_head_commit`, or
-    :func:`github_head_commit` for a GitHub upstream (NESTFUL)."""
+    ``resolve(repo, revision)``, the commit a branch or tag points at: default :func:`.source.head_commit`,
+    which asks the upstream's host (the Hub, or GitHub for NESTFUL)."""
     up = upstream
     if request.data_files is not None or up is None:
         return request
@@ -164,9 +164,8 @@ def pin_upstream_revision(request, upstream, resolve: Optional[Callable[..., str
         logger.warning("%s: upstream %s is read at %s, which cannot be resolved to a commit", request.source,
                        up.describe(request.revision), wanted)
         return request
-    resolve = resolve or (hub_head_commit if up.host == "hf" else github_head_commit)
     try:
-        commit = resolve(up.repo, wanted)
+        commit = resolve(up.repo, wanted) if resolve is not None else head_commit(up.host, up.repo, wanted)
     except Exception as exc:  # huggingface_hub and urllib raise their own types when offline or not found
         hint = "pass --revision or local --data-files" if request.revision is None else \
             "pass a full commit id as --revision, or local --data-files"
