@@ -491,3 +491,36 @@ def test_a_sample_holding_a_key_the_loader_sets_is_a_typed_skip(tmp_path, cache_
     assert own == {(0, "tools"), (1, "group"), (2, "data_file")}
     assert all(e.file and e.file.endswith("non-executable-sgd-data.json") for e in report.examples if "its own" in e.message)
     assert len(rows) == 44 - 3 and not any("../x" in r["id"] for r in rows)
+
+
+@pytest.mark.parametrize("streaming, tools", [(True, "catalog"), (True, "used"), (False, "catalog")],
+                         ids=["streaming-catalog", "streaming-used", "map-style-catalog"])
+def test_each_spec_becomes_a_tool_once_per_catalog_read_not_again_for_every_row(monkeypatch, cache_dir, streaming,
+                                                                                 tools):
+    """A spec was made a tool when its catalog was read (to check it), then again for every row given it: the
+    catalog (70 glaive specs) 155 times over. The rows now take the tools made when the catalog was read."""
+    from tooluse_datasets.builders.nestful import v1
+
+    specs = {group: read_specs(v1_file(paths[1])) for group, paths in GROUP_PATHS.items()}
+    made = []
+    convert = v1.v1_tool
+
+    def counted(spec, field="tools[]"):
+        made.append(spec["name"])
+        return convert(spec, field)
+
+    monkeypatch.setattr(v1, "v1_tool", counted)
+    splits = td.load("nestful", data_files={"train": [v1_file(p) for paths in GROUP_PATHS.values() for p in paths]},
+                     data_version="v1", v1_tools=tools, on_error="skip", report=SkipReport(), streaming=streaming,
+                     cache_dir=cache_dir)
+    rows = {group: list(split) for group, split in splits.items()}
+    assert {g: len(r) for g, r in rows.items()} == {"executable": 85, "glaive": 155, "sgd": 44}
+    assert sorted(made) == sorted(s["name"] for group in specs.values() for s in group)  # once each, on reading
+    for group, group_rows in rows.items():
+        by_name = {s["name"]: convert(s) for s in specs[group]}
+        for row in group_rows:
+            source_tools = json.loads(row["meta"])["source_tools"] if isinstance(row["meta"], str) else \
+                row["meta"]["source_tools"]
+            assert row["tools"] == [by_name[s["name"]] for s in source_tools]
+        if streaming:  # each row its own tools, as when each row made them: editing one leaves the next as it was
+            assert not {id(t) for t in group_rows[0]["tools"]} & {id(t) for t in group_rows[1]["tools"]}

@@ -173,12 +173,43 @@ def read_spec_catalog(path: str) -> SpecCatalog:
                                               field="name"))
         else:
             try:
-                v1_tool(spec, field="")  # one spec no tool can be made of would fail every row given the catalog
+                # one spec no tool can be made of would fail every row given the catalog
+                tool = v1_tool(spec, field="")
             except ToolUseDataError as exc:
                 problems.append(exc.at(file=display_path(path), row=i))
                 continue
             specs.append(spec)
+            _remember_tool(spec, tool)
     return SpecCatalog(specs, problems)
+
+
+# The tool each spec of the catalogs read lately became, by the spec's id (the spec is kept with it, so its id
+# names no other object): a row's tools are its catalog's spec objects themselves (with_tools), which
+# v1_to_unified takes from here instead of converting the whole catalog again for every row.
+_CATALOG_TOOLS: dict[int, tuple[dict, dict]] = {}
+CATALOG_TOOLS_KEPT = 4096  # specs; v1's three catalogs have 139
+
+
+def _remember_tool(spec: dict, tool: dict) -> None:
+    if len(_CATALOG_TOOLS) >= CATALOG_TOOLS_KEPT:
+        _CATALOG_TOOLS.clear()  # (the rows of a catalog no longer here make its tools again: the same tools)
+    _CATALOG_TOOLS[id(spec)] = (spec, tool)
+
+
+def catalog_tool(spec: Any, field: str) -> dict:
+    """The tool of a spec: a copy of the one made when its catalog was read (each row its own, as when each row made
+    it: a streamed row edited in place does not change the next), else made now (a raw row from elsewhere)."""
+    known = _CATALOG_TOOLS.get(id(spec))
+    return _json_copy(known[1]) if known is not None and known[0] is spec else v1_tool(spec, field)
+
+
+def _json_copy(value: Any) -> Any:
+    """A copy of a JSON value's dicts and lists (twice as fast as making the tool again; copy.deepcopy is slower)."""
+    if type(value) is dict:
+        return {k: _json_copy(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_json_copy(v) for v in value]
+    return value
 
 
 def read_specs(path: str) -> list[dict]:
@@ -310,7 +341,7 @@ def v1_to_unified(raw: dict, ctx: RowContext) -> dict:
     data_file = (raw.get("extra") or {}).get("data_file")
     return unified_row(
         id=f"nestful/v1-{group}/{f'{data_file}/' if data_file else ''}{ctx.row}", source="nestful", subset=f"v1-{group}",
-        tools=[v1_tool(spec, f"tools[{i}]") for i, spec in enumerate(raw["tools"])],
+        tools=[catalog_tool(spec, f"tools[{i}]") for i, spec in enumerate(raw["tools"])],
         messages=[message("user", raw["input"]), message("assistant", "", tool_calls=calls)],
         call_graph=graph, meta=meta)
 
