@@ -365,3 +365,33 @@ def test_ms_swift_arguments_with_a_big_integer_and_a_lone_surrogate_are_a_skip_n
                      streaming=streaming, cache_dir=cache_dir)
         assert list(ds) == []
         assert list(report.by_reason) == ["InvalidValueError:messages[1].tool_calls[0].function.arguments"]
+
+
+def test_each_patch_into_datasets_wraps_datasets_own_function_once():
+    """The four patches into datasets (exact features kept by merges, mixes and column operations, a stream's
+    remove_columns, take stopping at n, the row filter noting its state) are installed once per process:
+    installing one again keeps the installed patch, never a patch of the patch."""
+    from datasets import IterableDataset
+    from datasets.info import DatasetInfo
+    from datasets.iterable_dataset import FilteredExamplesIterable, TakeExamplesIterable
+
+    from tooluse_datasets import codec, streaming
+    from tooluse_datasets.validation import filtering
+
+    def installed():
+        return {"_keeps_exact_features": [DatasetInfo.from_merge.__func__, Dataset.select_columns,
+                                          IterableDataset.cast],
+                "_selects_the_rest": [IterableDataset.remove_columns],
+                "_stops_at_n": [TakeExamplesIterable.__iter__],
+                "_notes_counted": [FilteredExamplesIterable._init_state_dict]}
+
+    before = installed()
+    for install in (codec._install_merged_info_features, codec._install_column_operations_keeping_features,
+                    streaming._install_take_that_stops_at_n, filtering._install_filter_that_notes_counted):
+        install()
+    assert installed() == before
+    for mark, patches in before.items():
+        for patch in patches:
+            assert getattr(patch, mark) and not getattr(patch.__wrapped__, mark, False)
+            assert patch.__name__ == patch.__wrapped__.__name__
+            assert codec.patched_once(patch, lambda *args: None, mark) is patch

@@ -710,20 +710,26 @@ class ForeignExactFeatures(ExactFeatures):
     foreign_text = True
 
 
+def patched_once(original: Callable, patch: Callable, mark: str) -> Callable:
+    """``patch``, a replacement for datasets' ``original`` that calls it, as it is installed: with ``original``'s
+    name and doc, ``__wrapped__`` set to it (``functools.wraps``), and marked ``mark``; ``original`` itself when it
+    is that patch already (the module installing it reloaded), so each patch wraps datasets' function once."""
+    if getattr(original, mark, False):
+        return original
+    functools.wraps(original)(patch)
+    setattr(patch, mark, True)
+    return patch
+
+
 def _keeping_exact_features(original: Callable, keep: Callable[..., None]) -> Callable:
     """datasets' ``original`` followed by ``keep(result, *args)``, which puts exact features back on the result
-    where datasets rebuilt plain ones. Marked, so that installing twice (the module reloaded) wraps once."""
-    if getattr(original, "_keeps_exact_features", False):
-        return original
-
-    @functools.wraps(original)
+    where datasets rebuilt plain ones."""
     def keeping(*args, **kwargs):
         out = original(*args, **kwargs)
         keep(out, *args)
         return out
 
-    keeping._keeps_exact_features = True
-    return keeping
+    return patched_once(original, keeping, "_keeps_exact_features")
 
 
 def _install_merged_info_features() -> None:
@@ -803,10 +809,6 @@ def _removing_by_selecting(original: Callable) -> Callable:
     ``meta`` dict, not its JSON text): an Arrow step after it (``with_format("arrow")``, ``filter_dataset``)
     built tables from them and failed (ArrowInvalid: cannot mix struct and non-struct). With exact features it
     selects the other columns instead, which passes Arrow tables through as they are read."""
-    if getattr(original, "_selects_the_rest", False):
-        return original
-
-    @functools.wraps(original)
     def remove_columns(self, column_names):
         features = self._info.features
         if not isinstance(features, ExactFeatures):
@@ -817,8 +819,7 @@ def _removing_by_selecting(original: Callable) -> Callable:
             return original(self, column_names)
         return self.select_columns([c for c in features if c not in removed])
 
-    remove_columns._selects_the_rest = True
-    return remove_columns
+    return patched_once(original, remove_columns, "_selects_the_rest")
 
 
 _install_merged_info_features()

@@ -29,7 +29,7 @@ import numpy as np
 from datasets import Features
 from datasets.iterable_dataset import _BaseExamplesIterable
 
-from .codec import json_bytes, loads_stored
+from .codec import json_bytes, loads_stored, patched_once
 from .errors import JsonValueError, SkipReport, ToolUseDataError
 from .node_share import NodeShare, install as share_skips_among_nodes
 from .pipeline import ShardConverter, gc_paused, piece_rows
@@ -442,16 +442,12 @@ def _install_take_that_stops_at_n() -> None:
     from datasets.iterable_dataset import TakeExamplesIterable
 
     original = TakeExamplesIterable.__iter__
-    if getattr(original, "_stops_at_n", False):
-        return
 
     def __iter__(self):
         taken = self._state_dict["taken"] if self._state_dict else 0
         yield from itertools.islice(original(self), max(self.n - taken, 0))
 
-    __iter__._stops_at_n = True
-    __iter__.__wrapped__ = original
-    TakeExamplesIterable.__iter__ = __iter__
+    TakeExamplesIterable.__iter__ = patched_once(original, __iter__, "_stops_at_n")
 
 
 _install_take_that_stops_at_n()

@@ -22,7 +22,7 @@ import pyarrow as pa
 from datasets import Dataset, DatasetDict, IterableDataset, IterableDatasetDict
 from datasets.iterable_dataset import FilteredExamplesIterable
 
-from ..codec import ExactFeatures
+from ..codec import ExactFeatures, patched_once
 from ..errors import RuleViolationError, SkipReport, check_on_error
 from ..schema import MEDIA_COLUMNS, UNIFIED_FEATURES
 from .check import check_row
@@ -121,7 +121,7 @@ def _install_filter_that_notes_counted() -> None:
     workers, ``shuffle_data_sources``) keep the same row filter, so they tell it too. Other filters are
     untouched. Installed once per process on import."""
     original = getattr(FilteredExamplesIterable, "_init_state_dict", None)
-    if original is None or getattr(original, "_notes_counted", False):
+    if original is None:
         return  # (a datasets without it: left as it is)
 
     def _init_state_dict(self):
@@ -132,9 +132,7 @@ def _install_filter_that_notes_counted() -> None:
             mask_function.note_state(getattr(self, "_state_dict", None))
         return original(self)
 
-    _init_state_dict._notes_counted = True
-    _init_state_dict.__wrapped__ = original
-    FilteredExamplesIterable._init_state_dict = _init_state_dict
+    FilteredExamplesIterable._init_state_dict = patched_once(original, _init_state_dict, "_notes_counted")
 
 
 _install_filter_that_notes_counted()
