@@ -17,6 +17,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 
+from .codec import patched_once
+
 
 @dataclasses.dataclass
 class NodeShare:
@@ -68,12 +70,8 @@ def install() -> None:
     from datasets.iterable_dataset import StepExamplesIterable
 
     original = StepExamplesIterable.__init__
-    if getattr(original, "_shares_reports", False):
-        return
 
     def __init__(self, ex_iterable, step: int, offset: int):
         original(self, shared_by_nodes(ex_iterable, step, offset), step, offset)
 
-    __init__._shares_reports = True
-    __init__.__wrapped__ = original
-    StepExamplesIterable.__init__ = __init__
+    StepExamplesIterable.__init__ = patched_once(original, __init__, "_shares_reports")
