@@ -522,5 +522,24 @@ def test_each_spec_becomes_a_tool_once_per_catalog_read_not_again_for_every_row(
             source_tools = json.loads(row["meta"])["source_tools"] if isinstance(row["meta"], str) else \
                 row["meta"]["source_tools"]
             assert row["tools"] == [by_name[s["name"]] for s in source_tools]
-        if streaming:  # each row its own tools, as when each row made them: editing one leaves the next as it was
-            assert not {id(t) for t in group_rows[0]["tools"]} & {id(t) for t in group_rows[1]["tools"]}
+        if streaming:  # each row its own tools and specs: editing one row in place leaves the next as it was
+            first, second = group_rows[0], group_rows[1]
+            assert not {id(t) for t in first["tools"]} & {id(t) for t in second["tools"]}
+            assert first["meta"]["source_tools"] is not second["meta"]["source_tools"]
+            assert not {id(s) for s in first["meta"]["source_tools"]} & {id(s) for s in second["meta"]["source_tools"]}
+
+
+@pytest.mark.parametrize("config", ["unified", "raw"])
+def test_a_streamed_row_edited_in_place_leaves_the_next_rows_specs_as_they_were(config):
+    # Every row of a group was given its catalog's spec objects themselves: editing one streamed row's
+    # meta.source_tools (unified) or tools (raw) changed every row after it.
+    files = [v1_file(p) for paths in GROUP_PATHS.values() for p in paths]
+    rows = iter(td.load("nestful", config, data_files={"train": files}, data_version="v1", on_error="skip",
+                        report=SkipReport(), streaming=True)["glaive"])
+    specs = (lambda row: row["meta"]["source_tools"]) if config == "unified" else (lambda row: row["tools"])
+    first = next(rows)
+    description = specs(first)[0]["description"]
+    specs(first)[0]["description"] += "?"
+    specs(first).append({"name": "mine"})
+    second = next(rows)
+    assert specs(second)[0]["description"] == description and specs(second)[-1]["name"] != "mine"

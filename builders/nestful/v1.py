@@ -31,9 +31,9 @@ import os
 import re
 from typing import Any, Iterator, Optional, Sequence
 
-from tooluse_datasets.codec import loads
-from tooluse_datasets.errors import (InvalidJsonError, InvalidValueError, MissingFieldError, ToolUseDataError,
-                                     json_kind, wrapped_rows_error)
+from tooluse_datasets.codec import dumps, dumps_parsed, loads, loads_stored
+from tooluse_datasets.errors import (InvalidJsonError, InvalidValueError, JsonValueError, MissingFieldError,
+                                     ToolUseDataError, json_kind, wrapped_rows_error)
 from tooluse_datasets.schema import message, tool_call, unified_row
 from tooluse_datasets.shards.documents import read_document
 from tooluse_datasets.shards.files import open_text_file
@@ -183,33 +183,32 @@ def read_spec_catalog(path: str) -> SpecCatalog:
     return SpecCatalog(specs, problems)
 
 
-# The tool each spec of the catalogs read lately became, by the spec's id (the spec is kept with it, so its id
-# names no other object): a row's tools are its catalog's spec objects themselves (with_tools), which
-# v1_to_unified takes from here instead of converting the whole catalog again for every row.
-_CATALOG_TOOLS: dict[int, tuple[dict, dict]] = {}
+# A spec's JSON text -> its tool's, for the specs of the catalogs read lately, so that no spec is made a tool
+# again for every row given its catalog. Each row gets its own specs (with_tools) and tools (catalog_tool), read
+# back from JSON text at C speed: a streamed row edited in place does not change the next.
+_CATALOG_TOOLS: dict[str, str] = {}
 CATALOG_TOOLS_KEPT = 4096  # specs; v1's three catalogs have 139
 
 
 def _remember_tool(spec: dict, tool: dict) -> None:
     if len(_CATALOG_TOOLS) >= CATALOG_TOOLS_KEPT:
         _CATALOG_TOOLS.clear()  # (the rows of a catalog no longer here make its tools again: the same tools)
-    _CATALOG_TOOLS[id(spec)] = (spec, tool)
+    _CATALOG_TOOLS[dumps_parsed(spec)] = dumps(tool)
 
 
 def catalog_tool(spec: Any, field: str) -> dict:
-    """The tool of a spec: a copy of the one made when its catalog was read (each row its own, as when each row made
-    it: a streamed row edited in place does not change the next), else made now (a raw row from elsewhere)."""
-    known = _CATALOG_TOOLS.get(id(spec))
-    return _json_copy(known[1]) if known is not None and known[0] is spec else v1_tool(spec, field)
+    """The tool of a spec: read back from the one made when its catalog was read, else made now (a raw row
+    from elsewhere)."""
+    try:
+        known = _CATALOG_TOOLS.get(dumps_parsed(spec))
+    except (JsonValueError, TypeError):  # not JSON (a raw row from elsewhere): v1_tool says what is wrong
+        known = None
+    return loads_stored(known) if known is not None else v1_tool(spec, field)
 
 
-def _json_copy(value: Any) -> Any:
-    """A copy of a JSON value's dicts and lists (twice as fast as making the tool again; copy.deepcopy is slower)."""
-    if type(value) is dict:
-        return {k: _json_copy(v) for k, v in value.items()}
-    if type(value) is list:
-        return [_json_copy(v) for v in value]
-    return value
+def _own_copies(specs: list[dict]) -> list[dict]:
+    """Specs a row has to itself (they came from JSON text, so their text reads back to the same values)."""
+    return [loads_stored(dumps_parsed(spec)) for spec in specs]
 
 
 def read_specs(path: str) -> list[dict]:
@@ -241,7 +240,7 @@ def with_tools(sample: Any, specs: list[dict], group: str, tools: str = "catalog
         names = {c["name"] for c in output if isinstance(c, dict) and isinstance(c.get("name"), str)} \
             if isinstance(output, list) else set()
         catalog = [s for s in specs if s["name"] in names]
-    return {**sample, "tools": catalog, "group": group, **({"data_file": data_file} if data_file else {})}
+    return {**sample, "tools": _own_copies(catalog), "group": group, **({"data_file": data_file} if data_file else {})}
 
 
 # -- the builder's hooks (NestfulSource.plan / read with data_version="v1") ---------------------------------
