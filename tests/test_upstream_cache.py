@@ -11,6 +11,7 @@ Loads of a ``data_dir``, whose files are found only when the splits are planned:
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 
 import pyarrow.parquet as pq
@@ -113,7 +114,9 @@ def test_offline_the_newest_cache_of_the_branch_serves(hub, cache_dir, monkeypat
     assert _sizes(td.load("toolmind", cache_dir=cache_dir)) == {"synthetic": 9, "xlam_function_calling_60k": 1}
     assert len(td.load("toolmind", split="synthetic", cache_dir=cache_dir)) == 9
     assert resolved == []
-    # nothing cached: the clear offline error, as before
+    # nothing cached, nor downloaded (here the upstream's files are local ones): the clear offline error
+    for path in up.files_at.values():
+        os.remove(path)
     with pytest.raises(td.DataNotFoundError, match="offline mode is on"):
         td.load("toolmind", cache_dir=cache_dir + "-empty")
 
@@ -240,7 +243,6 @@ def test_offline_a_branch_moved_back_serves_the_commit_read_last(hub, cache_dir,
 def test_offline_a_folder_datasets_did_not_finish_is_not_served(hub, cache_dir, monkeypatch):
     """datasets prepares into "<folder>.incomplete" and renames it at the end; a process killed before the
     rename leaves it (its dataset_info.json may be written already): offline it was taken for a cache."""
-    import os
 
     ds = td.load("toolmind", cache_dir=cache_dir)
     folder = os.path.dirname(ds["synthetic"].cache_files[0]["filename"])
@@ -259,7 +261,6 @@ def test_download_mode_reads_files_rewritten_with_their_size_and_time_kept(tmp_p
     rewritten with all three kept (cp -p, rsync -a) is served from the cache until download_mode asks for a new
     prepare, which then serves later loads and counts its reads once."""
     import json
-    import os
 
     path = tmp_path / "data.jsonl"
     shutil.copy(td.sample_files("ms_swift")["train"][0], path)

@@ -29,9 +29,11 @@ from datasets.exceptions import DatasetGenerationError
 
 from . import formats
 from .arrow_memory import package_memory_pool
-from .cache_keys import data_dir_digest, data_dir_files, hf_files_at_commits, upstream_commits
+from .cache_keys import (cached_upstream_commits, commits_digest, data_dir_digest, data_dir_files,
+                         hf_files_at_commits, upstream_commits)
 from .errors import LOCAL_FILES_HINT, DataNotFoundError, OnError, SkipReport, ToolUseDataError, check_on_error
 from .network import answered_in_chain, failure_text, hub_hint, is_network_error
+from .offline import OFFLINE_HINT, local_copy, offline_mode, remember_ref
 from .pipeline import UNIFIED, ShardConverter, TableGroups, config_features
 from .shards.files import with_archive_files
 from .shards.paths import display_path
@@ -115,14 +117,15 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         # its rows for ever after the branch moved on (while a stream read the new ones).
         self._upstream_commits: dict[str, str] = {}
         self._upstream_unresolved = False
+        self._hash_parts: Optional[tuple[str, str]] = None  # (before, after) the commits' part of the key
         if kwargs.get("hash") is None:
             kwargs["hash"] = _code_hash()
             if kwargs.get("data_files") is None and kwargs.get("data_dir") is None:
                 self._upstream_commits, self._upstream_unresolved = upstream_commits(
                     self.upstreams(), kwargs.get("revision"))
+                self._hash_parts = (kwargs["hash"], "")
                 if self._upstream_commits:
-                    pins = ",".join(f"{name}@{commit}" for name, commit in sorted(self._upstream_commits.items()))
-                    kwargs["hash"] += "-" + hashlib.sha1(pins.encode()).hexdigest()[:16]
+                    kwargs["hash"] += "-" + commits_digest(self._upstream_commits)
             elif kwargs.get("data_files") is None:
                 # data_dir: its files are found when the splits are planned, so datasets' cache key (which holds
                 # data_files with their modification times) knows none of them; a file edited or added in the
@@ -131,6 +134,8 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
             local = self.local_inputs_digest(kwargs)
             if local:
                 kwargs["hash"] += "-" + local
+                if self._hash_parts is not None:
+                    self._hash_parts = (self._hash_parts[0], "-" + local)
         try:
             super().__init__(*args, **kwargs)
         except FileNotFoundError as exc:  # datasets resolving a path that does not exist: "Unable to find '...'"
@@ -222,6 +227,15 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                                "before (%s)", self.SOURCE_CLASS.name, latest)
                 self.hash = latest.name
                 self.offline_cache_read_at = last_read(latest)
+            elif offline_mode() and self._hash_parts is not None:
+                # Nothing prepared: offline, a Hub branch is the commit huggingface_hub's cache records (the one an
+                # online load downloaded), as huggingface_hub resolves it; prepared from that download, into the
+                # cache an online load at that commit prepares.
+                cached = cached_upstream_commits(self.upstreams(), self.config.revision)
+                if cached:
+                    self._upstream_commits = cached
+                    before, after = self._hash_parts
+                    self.hash = f"{before}-{commits_digest(cached)}{after}"
         return super()._build_cache_dir()
 
     def mark_read(self) -> None:
@@ -316,8 +330,8 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                 f"URLs) or data_dir=.", command_hint=LOCAL_FILES_HINT)
         revision = self.upstream_revision(source)
         where = up.describe(revision)
-        if os.environ.get("HF_HUB_OFFLINE") == "1" or os.environ.get("HF_DATASETS_OFFLINE") == "1":
-            raise _offline_error(source, where, "offline mode is on")
+        if offline_mode():
+            return self._offline_upstream_copies(source, up.urls(revision), where)
         if up.revision is None and self.config.revision is None:
             logger.warning("%s: upstream revision is not pinned; reading %s", source.name, up.describe(revision))
         try:
@@ -326,6 +340,9 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                 # Streaming "downloads" nothing: without this look, an unreachable host surfaces at the first
                 # row as a bare FileNotFoundError, or after datasets' 20 read retries of 5 s each.
                 _check_reachable(url for urls in files.values() for url in urls)
+            elif up.host == "hf" and source.name in self._upstream_commits:
+                # offline, the branch is the commit these downloads were made at (see offline.remember_ref)
+                remember_ref(up.repo, self.config.revision or up.revision or "main", revision)
             return files
         except Exception as exc:  # huggingface_hub/httpx raise their own types, not always OSErrors
             status = answered_in_chain(exc)
@@ -338,6 +355,17 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
             if isinstance(exc, OSError) or is_network_error(exc):
                 raise _offline_error(source, where, failure_text(exc)) from exc
             raise
+
+    def _offline_upstream_copies(self, source: Source, urls: dict[str, list[str]], where: str) -> dict[str, list[str]]:
+        """Offline: the copies of the upstream files that an online map-style load downloaded (a stream reads
+        them too); none kept, one clear error saying what to do."""
+        copies = {split: [local_copy(url, self._cache_downloaded_dir) for url in files] for split, files in urls.items()}
+        missing = [url for split, files in urls.items() for url, copy in zip(files, copies[split]) if copy is None]
+        if missing:
+            raise _offline_error(source, where, f"offline mode is on, and no copy of {missing[0]} was downloaded "
+                                                f"by an earlier load ({OFFLINE_HINT})")
+        logger.info("%s: offline, reading the upstream files downloaded before (%s)", source.name, where)
+        return copies
 
     def _glob_data_dir(self, data_dir: str) -> list[str]:
         found = data_dir_files(data_dir, self.source.local_patterns)

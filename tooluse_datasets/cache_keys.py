@@ -19,11 +19,10 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
+from .offline import HF_DATASETS, cached_ref, hf_url_parts, offline_mode
 from .source import COMMIT_ID, Upstream, head_commit
 
 logger = logging.getLogger("tooluse_datasets")
-
-HF_DATASETS = "hf://datasets/"
 
 # (repo, branch or tag) -> commit, within one load (loading.load makes its builder twice: to see what is cached,
 # then to prepare the splits read)
@@ -45,7 +44,7 @@ def branch_commit(repo: str, revision: str, host: str = "hf") -> Optional[str]:
     """The commit a branch or tag of a Hub dataset repo (``host="hf"``) or a GitHub repository
     (``host="github"``) points at now; None where it cannot be known (offline mode, no network, no such repo or
     revision: reading the files then reports why)."""
-    if os.environ.get("HF_HUB_OFFLINE") == "1" or os.environ.get("HF_DATASETS_OFFLINE") == "1":
+    if offline_mode():
         return None
     known = _LOAD_HEAD_COMMITS.get()
     if known is not None and (host, repo, revision) in known:
@@ -69,8 +68,8 @@ def upstream_commits(upstreams: dict[str, Upstream], revision: Optional[str]) ->
     commits: dict[str, str] = {}
     unresolved = False
     for name, up in upstreams.items():
-        wanted = revision or up.revision or "main"
-        if up.host not in ("hf", "github") or COMMIT_ID.match(wanted):
+        wanted = _wanted_revision(up, revision)
+        if wanted is None:
             continue
         commit = branch_commit(up.repo, wanted, up.host)
         if commit is None:
@@ -81,6 +80,36 @@ def upstream_commits(upstreams: dict[str, Upstream], revision: Optional[str]) ->
     return commits, unresolved
 
 
+def cached_upstream_commits(upstreams: dict[str, Upstream], revision: Optional[str]) -> Optional[dict[str, str]]:
+    """Offline: the commit huggingface_hub's cache records for each upstream read at a branch or tag (the one an
+    online load downloaded last), as huggingface_hub resolves a branch offline; None if one of them has none (a
+    GitHub branch has no such record)."""
+    commits: dict[str, str] = {}
+    for name, up in upstreams.items():
+        wanted = _wanted_revision(up, revision)
+        if wanted is None:
+            continue
+        commit = cached_ref(up.repo, wanted) if up.host == "hf" else None
+        if commit is None or not COMMIT_ID.match(commit):
+            return None
+        commits[name] = commit
+    return commits
+
+
+def _wanted_revision(up: Upstream, revision: Optional[str]) -> Optional[str]:
+    """The branch or tag an upstream is read at (``revision``, else its pin, else ``main``); None: a commit."""
+    wanted = revision or up.revision or "main"
+    if up.host not in ("hf", "github") or COMMIT_ID.match(wanted):
+        return None
+    return wanted
+
+
+def commits_digest(commits: dict[str, str]) -> str:
+    """The part of a cache key that names the upstream commits read."""
+    pins = ",".join(f"{name}@{commit}" for name, commit in sorted(commits.items()))
+    return hashlib.sha1(pins.encode()).hexdigest()[:16]
+
+
 def hf_files_at_commits(data_files: Any) -> Any:
     """``data_files`` with each ``hf://datasets/<repo>[@<branch or tag>]/<path>`` at the commit the branch or tag
     points at now. A URL at a commit, a revision spelled with escapes (``refs%2Fpr%2F1``), and any URL whose
@@ -89,19 +118,17 @@ def hf_files_at_commits(data_files: Any) -> Any:
         return {key: hf_files_at_commits(files) for key, files in data_files.items()}
     if isinstance(data_files, (list, tuple)):
         return [hf_files_at_commits(f) for f in data_files]
-    if not isinstance(data_files, str) or not data_files.startswith(HF_DATASETS):
+    parts = hf_url_parts(data_files)
+    if parts is None:
         return data_files
-    parts = data_files[len(HF_DATASETS):].split("/")
-    # <owner>/<name>[@rev]/<path>, or a repo without owner, <name>@<rev>/<path>
-    head = 1 if "@" in parts[0] else 2
-    if len(parts) <= head:
-        return data_files
-    repo, _, revision = "/".join(parts[:head]).partition("@")
+    repo, revision, path = parts
     revision = revision or "main"
     if COMMIT_ID.match(revision) or "%" in revision:
         return data_files
     commit = branch_commit(repo, revision)
-    return data_files if commit is None else f"{HF_DATASETS}{repo}@{commit}/" + "/".join(parts[head:])
+    if commit is None or not COMMIT_ID.match(commit):
+        return data_files
+    return f"{HF_DATASETS}{repo}@{commit}/{path}"
 
 
 # Files a data folder may hold that are no rows: LLaMA-Factory's dataset registry (an export folder has one beside

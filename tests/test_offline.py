@@ -1,0 +1,190 @@
+"""Offline loads after an online one (``HF_HUB_OFFLINE=1`` / ``HF_DATASETS_OFFLINE=1``), as huggingface_hub serves
+its cache offline: a prepared cache serves; a config or split not prepared yet is prepared from the files an online
+map-style load downloaded; a stream reads those downloads too. Nothing downloaded (a stream downloads nothing) is
+one ``DataNotFoundError`` saying what to do.
+
+The Hub is olah serving a ToolMind-shaped repo on 127.0.0.1 (as in tests/test_hub_failures.py); offline loads run
+with ``HF_ENDPOINT`` at a port nothing listens on, so a request would fail. NESTFUL's GitHub upstream (an https
+file) is a local HTTP server, stopped before the offline loads.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import http.server
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+import tooluse_datasets as td
+from tooluse_datasets import offline
+
+LOADER = textwrap.dedent("""
+    import dataclasses, json, sys
+    import tooluse_datasets as td
+    from tooluse_datasets.builders.toolmind.source import ToolMindSource
+
+    repo, kwargs = sys.argv[1], json.loads(sys.argv[2])
+    if kwargs.pop("upstream", False):  # ToolMind's own upstream (its unpinned main), at this repo
+        ToolMindSource.upstream = dataclasses.replace(ToolMindSource.upstream, repo=repo)
+    else:
+        kwargs["data_files"] = kwargs.get("data_files", f"hf://datasets/{repo}/data.parquet").format(repo=repo)
+    try:
+        ds = td.load("toolmind", **kwargs)
+        splits = {"": ds} if kwargs.get("split") else ds
+        out = {"rows": {name: list(split) for name, split in splits.items()}}
+        if not kwargs.get("streaming"):
+            out["cache"] = sorted({f["filename"].rsplit("/", 1)[0] for split in splits.values()
+                                   for f in split.cache_files})
+    except Exception as exc:
+        out = {"error": type(exc).__name__, "message": str(exc)}
+    sys.stdout.write(td.dumps(out))
+""")
+
+
+@pytest.fixture
+def hub(tmp_path):
+    """``load(**kwargs)`` in a subprocess against olah serving a ToolMind-shaped repo; ``load(offline=True, ...)``
+    with HF_HUB_OFFLINE=1 and the Hub endpoint at a port nothing listens on."""
+    pytest.importorskip("olah", reason="olah is not installed (pip install 'tooluse-datasets[test]' or olah==0.5.4)")
+    from test_hub_olah import LOADER_TIMEOUT, _free_port, _git_repo_from, _olah_config, _stop, _wait_until_serving
+
+    assert shutil.which("git"), "git is needed to serve a repository with olah"
+    repo_id = f"tooluse-test/toolmind-offline-{os.urandom(5).hex()}"
+    sample = Path(td.sample_files("toolmind")["train"][0]).read_bytes()
+    _git_repo_from({"data.parquet": sample}, tmp_path / "mirrors" / "datasets" / repo_id)
+    port = _free_port()
+    log = tmp_path / "olah.log"
+
+    def load(offline: bool = False, env=None, hf_home="hf-home", **kwargs):
+        endpoint = f"http://127.0.0.1:{_free_port() if offline else port}"
+        run_env = {**os.environ, "HF_ENDPOINT": endpoint, "HF_HOME": str(tmp_path / hf_home),
+                   "HF_DATASETS_CACHE": str(tmp_path / "hf-datasets"), "HF_HUB_DISABLE_TELEMETRY": "1",
+                   "HF_UPDATE_DOWNLOAD_COUNTS": "0", "HF_HUB_DISABLE_XET": "1", "HF_HUB_ETAG_TIMEOUT": "5",
+                   "HF_HUB_DOWNLOAD_TIMEOUT": "5"}
+        for key in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_TOKEN"):
+            run_env.pop(key, None)
+        run_env.update({"HF_HUB_OFFLINE": "1"} if offline else {})
+        run_env.update(env or {})
+        kwargs.setdefault("cache_dir", str(tmp_path / "cache"))
+        done = subprocess.run([sys.executable, "-c", LOADER, repo_id, json.dumps(kwargs)], env=run_env,
+                              capture_output=True, timeout=LOADER_TIMEOUT, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr.decode()[-4000:]
+        return td.loads(done.stdout)
+
+    with open(log, "wb") as log_file:
+        server = subprocess.Popen([sys.executable, "-m", "olah.server", "-c", str(_olah_config(tmp_path, port))],
+                                  cwd=tmp_path, stdout=log_file, stderr=subprocess.STDOUT)
+        try:
+            _wait_until_serving(f"http://127.0.0.1:{port}/api/datasets/{repo_id}/revision/main", server, log)
+            yield load
+        finally:
+            _stop(server)
+
+
+def _all_rows(got: dict) -> list:
+    assert "rows" in got, got
+    return [row for rows in got["rows"].values() for row in rows]
+
+
+def test_upstream_offline_after_an_online_load_prepared_or_not_and_streamed(hub, tmp_path):
+    """ToolMind's upstream read at its branch: online, one split was loaded map-style. Offline, that split comes
+    from its cache; the other splits, another format and another cache folder are prepared from the file that load
+    downloaded (into the cache an online load at that commit prepares); a stream reads the same file."""
+    online = hub(upstream=True, split="tau_train")
+    assert len(_all_rows(online)) == 2
+    every = hub(upstream=True, cache_dir=str(tmp_path / "reference"))  # the rows of every split, online
+    assert sum(map(len, every["rows"].values())) == 21
+
+    assert hub(offline=True, upstream=True, split="tau_train") == online
+    prepared = hub(offline=True, upstream=True)
+    assert prepared["rows"] == every["rows"]
+    # the folder an online load of the same commit prepared into (an online load later reuses it)
+    assert [Path(p).name for p in prepared["cache"]] == [Path(p).name for p in every["cache"]]
+    assert hub(offline=True, upstream=True, streaming=True)["rows"] == every["rows"]
+    raw = hub(offline=True, upstream=True, config="raw", env={"HF_HUB_OFFLINE": "", "HF_DATASETS_OFFLINE": "1"})
+    assert len(_all_rows(raw)) == 21 and set(raw["rows"]) == set(every["rows"])
+    assert hub(offline=True, upstream=True, cache_dir=str(tmp_path / "other"))["rows"] == every["rows"]
+
+
+def test_upstream_offline_with_nothing_downloaded_is_one_error_that_says_what_to_do(hub):
+    """Nothing downloaded (no online load, or only streams, which download nothing): offline, neither mode has a
+    copy to read. One typed error, not retries."""
+    for streaming in (False, True):
+        got = hub(offline=True, upstream=True, streaming=streaming, hf_home="nothing-downloaded")
+        assert got.get("error") == "DataNotFoundError", got
+        assert "offline mode is on" in got["message"] and "no copy of hf://datasets/" in got["message"]
+        assert "map-style" in got["message"] and "hf download" in got["message"]
+
+
+class _Files(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def github(tmp_path, monkeypatch):
+    """NESTFUL's upstream (an https file at a commit) served from a local HTTP server: ``(upstream, stop)``."""
+    from tooluse_datasets.builders.nestful.source import NestfulSource
+    from tooluse_datasets.source import Upstream, UpstreamFile
+
+    folder = tmp_path / "github"
+    folder.mkdir()
+    shutil.copy(td.sample_files("nestful")["train"][0], folder / "nestful_data.jsonl")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Files, directory=str(folder)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    @dataclasses.dataclass(frozen=True)
+    class LocalGitHub(Upstream):
+        def urls(self, revision=None):
+            return {"train": [f"http://127.0.0.1:{server.server_port}/{revision or self.revision}/nestful_data.jsonl"]}
+
+    (folder / NestfulSource.upstream.revision).mkdir()
+    shutil.copy(folder / "nestful_data.jsonl", folder / NestfulSource.upstream.revision)
+    up = LocalGitHub(host="github", repo="someone/nestful", revision=NestfulSource.upstream.revision,
+                     files=(UpstreamFile(split="train", path="nestful_data.jsonl"),))
+    monkeypatch.setattr(NestfulSource, "upstream", up)
+    for key in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(key, raising=False)
+
+    def stop():
+        server.shutdown()
+        server.server_close()
+
+    yield up, stop
+    stop()
+
+
+def test_https_upstream_offline_reads_the_file_an_online_load_downloaded(github, cache_dir, monkeypatch):
+    up, stop = github
+    online = td.load("nestful", split="train", cache_dir=cache_dir)
+    sample = td.sample_files("nestful")["train"][0]
+    assert list(online) == list(td.load("nestful", data_files=sample, split="train"))
+    stop()  # offline: the GitHub file cannot be had any more
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert list(td.load("nestful", split="train", cache_dir=cache_dir)) == list(online)  # prepared
+    assert list(td.load("nestful", split="train", cache_dir=cache_dir, streaming=True)) == list(online)
+    raw = td.load("nestful", "raw", split="train", cache_dir=cache_dir)  # not prepared: from the download
+    assert [row["sample_id"] for row in raw] == [row["id"].rsplit("/", 1)[1] for row in online]
+    # another revision was never downloaded: the typed error, naming the file
+    with pytest.raises(td.DataNotFoundError, match="no copy of http://127.0.0.1:.*/" + "c" * 40):
+        td.load("nestful", split="train", cache_dir=cache_dir, revision="c" * 40)
+
+
+@pytest.mark.parametrize("env, on", [({"HF_HUB_OFFLINE": "1"}, True), ({"HF_HUB_OFFLINE": "true"}, True),
+                                     ({"HF_DATASETS_OFFLINE": "ON"}, True), ({"TRANSFORMERS_OFFLINE": "1"}, True),
+                                     ({"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "0"}, False),
+                                     ({"HF_HUB_OFFLINE": "0"}, False), ({}, False)])
+def test_offline_mode_is_read_as_datasets_reads_it(monkeypatch, env, on):
+    for key in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert offline.offline_mode() is on
