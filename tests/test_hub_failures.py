@@ -167,9 +167,11 @@ def test_hf_data_files_offline_or_the_hub_unreachable_are_typed_errors(hub, tmp_
     endpoint, repo_id, _ = hub
     assert _load(endpoint, repo_id, tmp_path) == {"rows": 21}
     for streaming in (False, True):
-        offline = _load(endpoint, repo_id, tmp_path, streaming=streaming, env={"HF_HUB_OFFLINE": "1"})
+        # offline, what a load downloaded serves (tests/test_offline.py); nothing downloaded here
+        offline = _load(endpoint, repo_id, tmp_path, streaming=streaming,
+                        env={"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "nothing-downloaded")})
         assert offline.get("error") == "DataNotFoundError", offline
-        assert "offline mode is enabled" in offline["message"] and "hf://datasets/" in offline["message"]
+        assert "offline, no copy of hf://datasets/" in offline["message"]
         down = _load(f"http://127.0.0.1:{_free_port()}", repo_id, tmp_path, streaming=streaming)
         assert down.get("error") == "DataNotFoundError", down
         assert "Connection refused" in down["message"]

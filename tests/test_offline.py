@@ -124,6 +124,40 @@ def test_upstream_offline_with_nothing_downloaded_is_one_error_that_says_what_to
         assert "map-style" in got["message"] and "hf download" in got["message"]
 
 
+def test_hf_data_files_offline_after_an_online_load_prepared_or_not_and_streamed(hub, tmp_path):
+    """hf:// data files at a branch, loaded once online map-style: offline, the cache prepared then serves (the same
+    folder: datasets' key asked the Hub about each file, which offline failed), another format is prepared from the
+    downloaded file, and a stream reads it."""
+    online = hub()
+    assert sum(map(len, online["rows"].values())) == 21
+    prepared = hub(offline=True)
+    assert prepared == online
+    assert hub(offline=True, split="tau_train")["rows"][""] == online["rows"]["tau_train"]
+    assert hub(offline=True, streaming=True)["rows"] == online["rows"]
+    raw = hub(offline=True, config="raw")
+    assert len(_all_rows(raw)) == 21 and set(raw["rows"]) == set(online["rows"])
+
+
+def test_hf_data_files_offline_that_cannot_be_served_are_one_error_saying_why(hub):
+    for streaming in (False, True):
+        nothing = hub(offline=True, streaming=streaming, hf_home="nothing-downloaded")
+        assert nothing.get("error") == "DataNotFoundError", nothing
+        assert "offline, no copy of hf://datasets/" in nothing["message"] and "map-style" in nothing["message"]
+    assert "rows" in hub()  # downloaded now; but a glob is listed by the Hub only
+    globbed = hub(offline=True, data_files="hf://datasets/{repo}/*.parquet")
+    assert globbed.get("error") == "DataNotFoundError", globbed
+    assert "glob" in globbed["message"] and "cannot be listed" in globbed["message"]
+
+
+def test_https_data_files_offline_are_refused_before_any_request(monkeypatch):
+    """They are read where they are, never kept: offline there is nothing to read (datasets' own check of the URL
+    would have gone to the network, offline mode or not)."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    for streaming in (False, True):
+        with pytest.raises(td.DataNotFoundError, match="http.s. data files are read where they are"):
+            td.load("ms_swift", data_files="https://127.0.0.1:9/agent.jsonl", split="train", streaming=streaming)
+
+
 class _Files(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass

@@ -24,16 +24,17 @@ from typing import Any, ClassVar, Iterable, Iterator, Optional
 import datasets
 import pyarrow as pa
 from datasets.builder import Key
+from datasets.data_files import sanitize_patterns
 from datasets.download.streaming_download_manager import StreamingDownloadManager
 from datasets.exceptions import DatasetGenerationError
 
 from . import formats
 from .arrow_memory import package_memory_pool
-from .cache_keys import (cached_upstream_commits, commits_digest, data_dir_digest, data_dir_files,
+from .cache_keys import (branches_read, cached_upstream_commits, commits_digest, data_dir_digest, data_dir_files,
                          hf_files_at_commits, upstream_commits)
 from .errors import LOCAL_FILES_HINT, DataNotFoundError, OnError, SkipReport, ToolUseDataError, check_on_error
 from .network import answered_in_chain, failure_text, hub_hint, is_network_error
-from .offline import OFFLINE_HINT, local_copy, offline_mode, remember_ref
+from .offline import OFFLINE_HINT, local_copy, offline_data_files, offline_mode, remember_ref
 from .pipeline import UNIFIED, ShardConverter, TableGroups, config_features
 from .shards.files import with_archive_files
 from .shards.paths import display_path
@@ -108,10 +109,12 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
             # keys its cache on them as on data_files.
             kwargs["data_files"] = self.data_files_from_options(kwargs)
         self._data_files_given = kwargs.get("data_files")
+        self._hf_branches_read: dict[tuple[str, str], str] = {}
         if kwargs.get("data_files") is not None:
             # hf:// files at a branch are read at the commit it points at: datasets keys its cache on the URL,
             # so "main" would serve the rows of the commit first read for ever after the branch moved on.
             kwargs["data_files"] = hf_files_at_commits(kwargs["data_files"])
+            self._hf_branches_read = branches_read(self._data_files_given, kwargs["data_files"])
         # Upstream files read at a branch or tag (ToolMind's `main`) are read at the commit it points at now,
         # and that commit is part of the cache key: the Arrow cache of an earlier commit would otherwise serve
         # its rows for ever after the branch moved on (while a stream read the new ones).
@@ -137,6 +140,14 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                 if self._hash_parts is not None:
                     self._hash_parts = (self._hash_parts[0], "-" + local)
         try:
+            if offline_mode() and kwargs.get("data_files") is not None:
+                # datasets asks the Hub about each hf:// file for its cache key: offline, made from what is cached
+                try:
+                    kwargs["data_files"] = offline_data_files(sanitize_patterns(kwargs["data_files"]),
+                                                              kwargs.get("base_path"))
+                except ValueError as exc:
+                    raise DataNotFoundError(f"{self.SOURCE_CLASS.name}: {exc} (data_files="
+                                            f"{self._data_files_given!r})") from None
             super().__init__(*args, **kwargs)
         except FileNotFoundError as exc:  # datasets resolving a path that does not exist: "Unable to find '...'"
             if isinstance(exc, DataNotFoundError) or self._data_files_given is None:
@@ -306,7 +317,13 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         zip archives replaced by their files. A file given twice (overlapping globs, most likely) is a
         ValueError: its rows would load twice, with the same ids."""
         try:
-            resolved = with_archive_files(_downloaded(dl_manager, list(files)))
+            if offline_mode():  # the copies an online load downloaded (checked when the builder was made)
+                resolved = with_archive_files([local_copy(f) or f for f in files])
+            else:
+                resolved = with_archive_files(_downloaded(dl_manager, list(files)))
+                if not isinstance(dl_manager, StreamingDownloadManager):
+                    for (repo, branch), commit in self._hf_branches_read.items():
+                        remember_ref(repo, branch, commit)  # offline, the branch is the commit downloaded
         except DataNotFoundError:
             raise
         except Exception as exc:  # a download cut short, the Hub unreachable: not a raw HTTP traceback

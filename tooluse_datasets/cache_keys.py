@@ -125,10 +125,24 @@ def hf_files_at_commits(data_files: Any) -> Any:
     revision = revision or "main"
     if COMMIT_ID.match(revision) or "%" in revision:
         return data_files
-    commit = branch_commit(repo, revision)
+    # offline, the commit huggingface_hub's cache records for the branch (the one an online load downloaded)
+    commit = cached_ref(repo, revision) if offline_mode() else branch_commit(repo, revision)
     if commit is None or not COMMIT_ID.match(commit):
         return data_files
     return f"{HF_DATASETS}{repo}@{commit}/{path}"
+
+
+def branches_read(given: Any, at_commits: Any) -> dict[tuple[str, str], str]:
+    """``{(repo, branch or tag): commit}`` of the ``hf://`` data files that :func:`hf_files_at_commits` turned from
+    ``given`` into ``at_commits`` (the same shape)."""
+    if isinstance(given, dict):
+        return {k: v for key in given for k, v in branches_read(given[key], at_commits[key]).items()}
+    if isinstance(given, (list, tuple)):
+        return {k: v for g, a in zip(given, at_commits) for k, v in branches_read(g, a).items()}
+    before, after = hf_url_parts(given), hf_url_parts(at_commits)
+    if before is None or after is None or before[1] == after[1]:
+        return {}
+    return {(before[0], before[1] or "main"): after[1]}
 
 
 # Files a data folder may hold that are no rows: LLaMA-Factory's dataset registry (an export folder has one beside

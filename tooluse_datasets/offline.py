@@ -12,15 +12,18 @@ A stream online downloads nothing: offline it reads the copies a map-style load 
 from __future__ import annotations
 
 import os
-from typing import Optional
+from glob import has_magic
+from typing import Any, Optional
+
+from .network import is_network_error
+from .source import COMMIT_ID
 
 HF_DATASETS = "hf://datasets/"
 _TRUE = {"1", "ON", "YES", "TRUE"}  # huggingface_hub's and datasets' spellings of "on"
 
 # What to do offline when no copy of a remote file was kept
-OFFLINE_HINT = ("load it once online map-style (td.load(..., streaming=False) downloads the files; a stream downloads "
-                "nothing), or download the files (`hf download <repo> --repo-type dataset`) and pass local paths as "
-                "data_files=")
+OFFLINE_HINT = ("load it once online map-style, which downloads the files (a stream downloads nothing), or download "
+                "them (`hf download <repo> --repo-type dataset`) and pass their local paths")
 
 
 def offline_mode() -> bool:
@@ -100,3 +103,44 @@ def local_copy(url: str, downloads_dir: Optional[str] = None) -> Optional[str]:
         found = os.path.join(downloads_dir, hash_url_to_filename(url))
         return found if os.path.isfile(found) else None
     return url if "://" not in url and os.path.isfile(url) else None
+
+
+def offline_data_files(data_files: dict[str, list[str]], base_path: Optional[str] = None) -> dict[str, Any]:
+    """Offline, ``{split: files}`` as datasets' ``DataFilesList`` (files and what its cache key holds of each), made
+    without asking the Hub: an ``hf://`` file at a commit is keyed on ``(repo, commit)``, as datasets keys it online
+    (so a cache prepared online serves), other files as datasets resolves them. datasets asks the Hub for every
+    ``hf://`` file, which fails offline. An ``hf://`` file at a branch no load downloaded, an ``hf://`` glob (only the
+    Hub lists a repo's files), an http(s) file (read where it is, never kept) and a file of another remote file system
+    are ValueErrors saying why; a local path that does not exist is datasets' FileNotFoundError."""
+    from datasets.data_files import DataFilesList
+
+    out = {}
+    for split, patterns in data_files.items():
+        files, origins = [], []
+        for pattern in patterns:
+            parts = hf_url_parts(pattern)
+            if parts is not None:
+                repo, revision, path = parts
+                if has_magic(path):
+                    raise ValueError(f"offline, the hf:// glob {pattern!r} cannot be listed (only the Hub lists a "
+                                     f"repo's files): name the files, or download them (`hf download {repo} "
+                                     f"--repo-type dataset`) and pass local paths")
+                if revision is None or not COMMIT_ID.match(revision) or local_copy(pattern) is None:
+                    raise ValueError(f"offline, no copy of {pattern} was downloaded by an earlier load ({OFFLINE_HINT})")
+                files.append(pattern)
+                origins.append((repo, revision))
+            elif pattern.startswith(("http://", "https://")):
+                raise ValueError(f"offline, {pattern} cannot be read: http(s) data files are read where they are, "
+                                 f"no copy is kept; download it and pass its local path")
+            else:
+                try:
+                    resolved = DataFilesList.from_patterns([pattern], base_path=base_path)
+                except Exception as exc:  # another remote file system (hf://buckets/, s3://): it asked the network
+                    if not is_network_error(exc):
+                        raise
+                    raise ValueError(f"offline, {pattern} cannot be read ({type(exc).__name__}: {exc}); pass local "
+                                     f"copies of the files") from None
+                files.extend(resolved)
+                origins.extend(resolved.origin_metadata)
+        out[split] = DataFilesList(files, origins)
+    return out
