@@ -32,6 +32,14 @@ LOADER = textwrap.dedent("""
     from tooluse_datasets.builders.toolmind.source import ToolMindSource
 
     repo, kwargs = sys.argv[1], json.loads(sys.argv[2])
+    if "cli" in kwargs:  # a command, its output kept
+        import contextlib, io
+        from tooluse_datasets.cli import main
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = main([arg.format(repo=repo) for arg in kwargs["cli"]])
+        sys.stdout.write(td.dumps({"status": status, "out": out.getvalue(), "err": err.getvalue()}))
+        sys.exit(0)
     if kwargs.pop("upstream", False):  # ToolMind's own upstream (its unpinned main), at this repo
         ToolMindSource.upstream = dataclasses.replace(ToolMindSource.upstream, repo=repo)
     else:
@@ -136,6 +144,18 @@ def test_hf_data_files_offline_after_an_online_load_prepared_or_not_and_streamed
     assert hub(offline=True, streaming=True)["rows"] == online["rows"]
     raw = hub(offline=True, config="raw")
     assert len(_all_rows(raw)) == 21 and set(raw["rows"]) == set(online["rows"])
+
+
+def test_commands_offline_read_what_an_online_load_downloaded(hub, tmp_path):
+    """The commands stream: offline, they read the files an online map-style load downloaded, or say what to do."""
+    assert "rows" in hub(split="synthetic")
+    files = ["--data-files", "hf://datasets/{repo}/data.parquet"]
+    export = hub(offline=True, cli=["export", "toolmind", *files, "--format", "swift", "--out", str(tmp_path / "out")])
+    assert export["status"] == 0 and "21 rows read, none skipped" in export["out"], export
+    assert len((tmp_path / "out" / "toolmind-swift-synthetic.jsonl").read_text().splitlines()) == 9
+    nothing = hub(offline=True, hf_home="nothing-downloaded", cli=["show", "toolmind", *files])
+    assert nothing["status"] != 0 and "Traceback" not in nothing["err"], nothing
+    assert "offline, no copy of hf://datasets/" in nothing["err"]
 
 
 def test_hf_data_files_offline_that_cannot_be_served_are_one_error_saying_why(hub):
