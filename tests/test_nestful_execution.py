@@ -1339,6 +1339,38 @@ def test_a_different_functions_map_is_refused_for_the_pinned_revision(tmp_path, 
         executable_functions(archive=str(path), cache_dir=cache_dir)
 
 
+def test_a_downloaded_archive_serves_again_without_a_request_and_offline(tmp_path, cache_dir, functions_dir,
+                                                                        monkeypatch):
+    # Each load asked the host for the archive's ETag, and offline the copy downloaded before was refused.
+    import functools
+    import http.server
+    import threading
+
+    archive = pinned_archive(tmp_path, functions_dir)
+    requests = []
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            requests.append(self.command)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                             functools.partial(Handler, directory=os.path.dirname(archive)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/{os.path.basename(archive)}"
+    try:
+        folder = executable_functions(archive=url, cache_dir=cache_dir)
+        fetched = len(requests)
+        assert fetched and executable_functions(archive=url, cache_dir=cache_dir) == folder
+        assert len(requests) == fetched  # the copy, without asking again
+    finally:
+        server.shutdown()
+        server.server_close()
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert executable_functions(archive=url, cache_dir=cache_dir) == folder
+    with pytest.raises(DataNotFoundError, match="no earlier load downloaded it"):
+        executable_functions(archive=url.replace(".tar.gz", "-other.tar.gz"), cache_dir=cache_dir)
+
+
 def test_offline_without_a_local_folder_is_one_clear_error(monkeypatch):
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     with pytest.raises(DataNotFoundError, match="--executable-functions"):

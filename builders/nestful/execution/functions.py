@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Optional
 
 from tooluse_datasets.errors import DataNotFoundError, json_kind
+from tooluse_datasets.offline import local_copy, offline_mode
 
 from ..upstream import UPSTREAM
 
@@ -90,11 +91,14 @@ def executable_functions(path: str | os.PathLike | None = None, *, revision: Opt
         return check_functions_dir(path)
     url = archive or archive_url(revision)
     remote = "://" in url and not url.startswith("file://")
-    if remote and (os.environ.get("HF_HUB_OFFLINE") == "1" or os.environ.get("HF_DATASETS_OFFLINE") == "1"):
-        raise _offline(url, "offline mode is on")
-    from datasets import DownloadConfig, DownloadManager
+    from datasets import DownloadConfig, DownloadManager, config
 
-    manager = DownloadManager(dataset_name="nestful", download_config=DownloadConfig(cache_dir=cache_dir))
+    # An archive at a URL is taken as immutable (the pinned one is a commit's, its map checked below): without
+    # ETags a download made once is used again without a request, and offline that copy serves.
+    if remote and offline_mode() and local_copy(url, cache_dir or str(config.DOWNLOADED_DATASETS_PATH)) is None:
+        raise _offline(url, "offline mode is on, and no earlier load downloaded it")
+    manager = DownloadManager(dataset_name="nestful",
+                              download_config=DownloadConfig(cache_dir=cache_dir, use_etag=False))
     try:
         extracted = Path(manager.download_and_extract(url))
     except (ConnectionError, OSError, TimeoutError) as exc:
