@@ -213,6 +213,10 @@ def leave_the_group_and_hang(x):
 def burn_cpu_swallowing(x):
     loop_swallowing_the_timer(x)
 
+def cpu_budget_left(x):
+    import resource
+    return resource.getrlimit(resource.RLIMIT_CPU)[0] - time.process_time()
+
 def segfault(x):
     ctypes.string_at(0)
 
@@ -989,6 +993,17 @@ def test_the_cpu_limit_ends_a_sample_that_outlives_its_timer(evil_dir):
     limits = SandboxLimits(timeout=30, cpu_seconds=1, grace=30, memory_mb=1024)
     (result,) = run_sequences([one_call("burn_cpu_swallowing", 1)], evil_dir, limits)
     assert (result.status, result.reason) == ("limit", "timeout") and "SIGXCPU" in result.detail
+
+
+def test_a_longer_timeout_gives_as_many_cpu_seconds_unless_they_are_set(evil_dir):
+    # SandboxLimits(timeout=30) used to keep the default 10 CPU seconds: score(), verify() and run_sequences()
+    # stopped a CPU-bound sample at a third of the time asked for (the CLI and td.load never went below the timer)
+    longer = SandboxLimits(timeout=30, grace=0.6, memory_mb=1024)
+    assert (longer.cpu_seconds, SandboxLimits().cpu_seconds, SandboxLimits(timeout=2.4).cpu_seconds) == (30, 10, 3)
+    (result,) = run_sequences([one_call("cpu_budget_left", 0)], evil_dir, longer)
+    assert result.ok and 29 < result.answer["value"] < 31  # (the budget counts from the CPU used, rounded up)
+    (result,) = run_sequences([one_call("cpu_budget_left", 0)], evil_dir, SandboxLimits(timeout=30, cpu_seconds=2))
+    assert result.ok and result.answer["value"] < 3
 
 
 def test_crashes_kill_the_child_not_the_caller_and_the_batch_goes_on(evil_dir):

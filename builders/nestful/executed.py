@@ -30,7 +30,6 @@ with ``require_reproduced=True`` so is a row whose answer differs from the gold.
 """
 from __future__ import annotations
 
-import math
 import os
 from typing import Any, Optional, Sequence, Union
 
@@ -138,7 +137,6 @@ def execute_rows(rows: Sequence[dict], *, functions_dir: Union[str, os.PathLike,
 
 def execute_with_options(rows: Sequence[dict], options) -> list[Union[dict, ToolUseDataError]]:
     """:func:`execute_rows` with a NESTFUL source's options (``execute=True`` loads)."""
-    limits = SandboxLimits(timeout=options.execution_timeout, cpu_seconds=max(1, math.ceil(options.execution_timeout)),
-                           memory_mb=options.execution_memory_mb)
+    limits = SandboxLimits(timeout=options.execution_timeout, memory_mb=options.execution_memory_mb)
     return execute_rows(rows, functions_dir=options.executable_functions, limits=limits,
                         calls_per_turn=options.calls_per_turn, require_reproduced=options.require_reproduced)

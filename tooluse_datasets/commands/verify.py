@@ -59,8 +59,8 @@ def _positive(kind, limit: str):
 def limits_from(args: argparse.Namespace):
     from ..builders.nestful.execution import SandboxLimits
 
-    # CPU seconds rounded up, as td.load(..., execution_timeout=...) does: never below the wall-clock timer
-    return SandboxLimits(timeout=args.timeout, cpu_seconds=max(1, math.ceil(args.timeout)), memory_mb=args.memory_mb)
+    # (CPU seconds: the timeout rounded up, SandboxLimits' default: never below the wall-clock timer)
+    return SandboxLimits(timeout=args.timeout, memory_mb=args.memory_mb)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -157,7 +157,8 @@ class SandboxLimits:
 
     Args:
         timeout: wall-clock seconds per sample (upstream's ``signal.alarm(10)``).
-        cpu_seconds: CPU seconds per sample (``RLIMIT_CPU``).
+        cpu_seconds: CPU seconds per sample (``RLIMIT_CPU``); default (None): ``timeout`` rounded up, so a
+            longer timeout is not cut short by the CPU limit.
         memory_mb: address space of the sandbox process (``RLIMIT_AS``); numpy/pandas imports fit.
         file_size_mb: largest file the sample may write (``RLIMIT_FSIZE``).
         grace: seconds past ``timeout`` before the parent kills a sample that ignores its timer.
@@ -173,7 +174,7 @@ class SandboxLimits:
     """
 
     timeout: float = 10.0
-    cpu_seconds: int = 10
+    cpu_seconds: Optional[int] = None
     memory_mb: int = 4096
     file_size_mb: int = 64
     grace: float = 5.0
@@ -188,12 +189,17 @@ class SandboxLimits:
         # sandbox for every sample. Refused here, naming the field.
         for name in ("timeout", "cpu_seconds", "memory_mb", "file_size_mb", "grace", "max_result_chars", "disk_mb"):
             value = getattr(self, name)
+            if name == "cpu_seconds" and value is None:
+                continue
             number = isinstance(value, (int, float)) and not isinstance(value, bool)
             if not number or not math.isfinite(value) or value < 0 or (value == 0 and name != "grace"):
                 least = "0 or more" if name == "grace" else "positive"
                 raise ValueError(f"SandboxLimits.{name} must be a {least} finite number, got {value!r}")
             if value > MAXIMA.get(name, math.inf):
                 raise ValueError(f"SandboxLimits.{name} must be at most {MAXIMA[name]:.15g}, got {value!r}")
+        if self.cpu_seconds is None:
+            # Never below the wall-clock timer: a sample given 30 s must not be stopped after 10 s of CPU.
+            object.__setattr__(self, "cpu_seconds", max(1, math.ceil(self.timeout)))
 
 
 @dataclasses.dataclass(frozen=True)
