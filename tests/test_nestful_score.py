@@ -290,6 +290,26 @@ def test_score_says_which_predictions_the_sandbox_stopped_and_samples_work_in_th
     assert json.loads(capsys.readouterr().out)["stopped_by_sandbox"] == {"memory": 1, "timeout": 1}
 
 
+def test_score_says_how_isolated_the_predictions_ran(tmp_path, math_row, functions_dir, capsys):
+    # Predictions are a model's: with upstream's eval-based functions they run code of its choosing. verify said
+    # which isolation the sandbox achieved; score did not, so a run with the audit hook alone looked the same.
+    from tooluse_datasets.builders.nestful.execution import SandboxLimits, run_sequences
+    from tooluse_datasets.builders.nestful.execution.sandbox import SequenceJob
+
+    off = SandboxLimits(kernel_isolation=False, network_namespace=False)
+    result = score([item(math_row, json.dumps(math_row["output"]))], executable_functions_dir=functions_dir, limits=off)
+    assert result.to_dict()["isolation"] == {"network": "off", "filesystem": "off", "processes": "off"}
+    assert "  network isolation: off" in result.table().splitlines()
+    (ran,) = run_sequences([SequenceJob([], {})], functions_dir)  # what this machine allows by default
+    path = write_lines(tmp_path / "output.jsonl", [upstream_line(math_row, json.dumps(math_row["output"]))])
+    assert cli.main(["score", "nestful", path, "--executable-functions", functions_dir, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["isolation"] == {
+        "network": ran.network, "filesystem": ran.filesystem, "processes": ran.processes}
+    assert cli.main(["score", "nestful", path, "--no-win-rate"]) == 0
+    assert "isolation" not in capsys.readouterr().out  # nothing ran
+    assert score_file(path, win_rate=False).to_dict()["isolation"] is None
+
+
 def test_keyed_predictions_join_the_gold_rows_and_score_the_same(tmp_path, math_row, functions_dir, capsys):
     # One prediction per gold row of the file: the math row exactly (an already-parsed list), the code row
     # unparsable text.

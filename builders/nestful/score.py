@@ -37,6 +37,7 @@ from tooluse_datasets.shards.files import open_text_file
 from tooluse_datasets.shards.json_text import first_line
 
 from .execution import SandboxLimits, SequenceJob, SequenceResult, executable_functions, run_sequences
+from .execution.sandbox import ISOLATION
 from .gold import NULL_TEXT, decode_gold_answer, has_gold_answer
 from .specs import output_fields
 
@@ -351,6 +352,9 @@ class NestfulScores:
     notes: list = dataclasses.field(default_factory=list)
     missing_predictions: int = 0  # gold rows without a prediction, scored as wrong answers
     missing_gold_answers: int = 0  # rows without a gold answer, left out of the win rate
+    # The isolation the sandbox achieved for the predictions (network, filesystem, processes: "namespace"/
+    # "read-only", "off", or why not), as verify reports it; None when nothing ran
+    isolation: Optional[dict] = None
 
     METRICS = ("n_rows", "parse_errors", "f1_intent", "f1_slot", "partial_sequence_accuracy",
                "full_sequence_accuracy", "win_rate")
@@ -361,6 +365,7 @@ class NestfulScores:
                    parser=self.parser, corrected=self.corrected, notes=self.notes,
                    missing_predictions=self.missing_predictions, missing_gold_answers=self.missing_gold_answers)
         out["stopped_by_sandbox"] = self.stopped_by_sandbox()
+        out["isolation"] = self.isolation
         if samples:
             out["samples"] = [_sample_dict(s) for s in self.samples]
         return out
@@ -388,6 +393,7 @@ class NestfulScores:
         mode = "corrected" if self.corrected else "official (upstream bugs matched)"
         lines = [f"NESTFUL scores, parser {self.parser}, win check {mode}"]
         lines += [f"  {k.ljust(width)}  {v}" for k, v in rows]
+        lines += [f"  {kind} isolation: {value}" for kind, value in (self.isolation or {}).items()]
         lines += [f"  note: {n}" for n in self.notes]
         if samples:
             for sample in self.samples:
@@ -445,6 +451,7 @@ def score(items: Iterable[ScoreItem], *, parser: str = "json", corrected: bool =
     samples: list[SampleScore] = []
     notes: list[str] = []
     jobs: list[tuple[SampleScore, SequenceJob]] = []
+    isolation: Optional[dict] = None
     for position, (item, answer) in enumerate(zip(items, answers)):
         missing = item.prediction is NO_PREDICTION
         parsed = ParsedPrediction([], []) if missing else parse_prediction(item.prediction, parser)
@@ -477,6 +484,8 @@ def score(items: Iterable[ScoreItem], *, parser: str = "json", corrected: bool =
     if jobs:
         folder = executable_functions(executable_functions_dir, cache_dir=cache_dir)
         for (sample, _), result in zip(jobs, run_sequences([job for _, job in jobs], folder, limits)):
+            # Predictions run code of the model's choosing (upstream's eval-based functions): say how isolated
+            isolation = isolation or {kind: getattr(result, kind) for kind in ISOLATION}
             sample.execution = result
             sample.win = bool(result.win_corrected if corrected else result.win_upstream)
             notes += [f"{sample.sample_id}: {n}" for n in result.notes]
@@ -496,7 +505,7 @@ def score(items: Iterable[ScoreItem], *, parser: str = "json", corrected: bool =
         p_intent=intent[0] if intent else None, r_intent=intent[1] if intent else None,
         p_slot=slot[0] if slot else None, r_slot=slot[1] if slot else None,
         corrected=corrected, parser=parser, samples=samples, notes=notes,
-        missing_predictions=missing_predictions, missing_gold_answers=n - len(checked))
+        missing_predictions=missing_predictions, missing_gold_answers=n - len(checked), isolation=isolation)
 
 
 def _gold_answer_text(answer: Any, *, is_text: bool, sample_id: Any, file: Optional[str], row: Optional[int]
