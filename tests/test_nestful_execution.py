@@ -5,6 +5,7 @@ Upstream functions are only ever run in the sandbox's child process, never impor
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import json
 import os
 import stat
@@ -490,7 +491,6 @@ def test_network_files_processes_and_signals_are_refused_and_reported(evil_dir, 
 def test_a_file_outside_changed_through_a_descriptor_is_refused_without_kernel_isolation(evil_dir, tmp_path):
     """The hook checks chmod, chown and utime by path; given a descriptor (os.fchmod on a file opened for reading
     outside) they carry an integer, which it let through: a file outside went from 0600 to 0777."""
-    import dataclasses
     import stat
 
     victim = tmp_path / "victim.txt"
@@ -717,7 +717,6 @@ def test_processes_forked_through_native_code_are_bounded_while_the_sample_runs(
 def test_what_a_batch_writes_in_all_is_bounded_and_left_nowhere(evil_dir, kernel_isolation):
     """RLIMIT_FSIZE bounds each file; the sample area, a tmpfs of disk_mb, bounds them all, and ends with the
     batch."""
-    import dataclasses
 
     limits = dataclasses.replace(FAST, disk_mb=8, file_size_mb=4)
     results = run_sequences([one_call("fill_the_disk", 1, 3), one_call("fill_the_disk", 3, 3)], evil_dir, limits)
@@ -728,7 +727,6 @@ def test_what_a_batch_writes_in_all_is_bounded_and_left_nowhere(evil_dir, kernel
 def test_what_earlier_samples_printed_does_not_use_up_the_file_size_of_later_ones(evil_dir):
     """stdout and stderr go to one log bounded by RLIMIT_FSIZE; it used to be kept for the whole batch, so a sample
     that printed 3 MB of a 4 MB bound made the next one that printed as much fail ("File too large")."""
-    import dataclasses
 
     limits = dataclasses.replace(FAST, file_size_mb=4)
     results = run_sequences([one_call("shout", 3), one_call("shout", 3), one_call("shout", 5), one_call("hard_exit", 3)],
@@ -742,7 +740,6 @@ def test_each_sample_has_the_whole_sample_area_whatever_the_earlier_ones_wrote(e
     """The files a sample wrote go with it: the next sample of the batch gets the whole sample area. (They used to
     stay until the batch ended: the second sample ran out of space because of the first, and a row's outcome
     depended on which rows shared its batch.)"""
-    import dataclasses
 
     limits = dataclasses.replace(FAST, disk_mb=8, file_size_mb=4)
     results = run_sequences([one_call("fill_the_disk", 2, 3), one_call("fill_the_disk", 2, 3),
@@ -785,7 +782,6 @@ def test_a_user_namespace_whose_ids_cannot_be_mapped_is_not_entered(tmp_path):
 
 
 def test_kernel_isolation_is_a_switch_and_is_reported(evil_dir):
-    import dataclasses
 
     (off,) = run_sequences([one_call("add", 1, 2)], evil_dir,
                            dataclasses.replace(FAST, kernel_isolation=False, network_namespace=False))
@@ -804,7 +800,6 @@ def test_a_sample_that_writes_to_the_result_channel_is_charged_and_the_batch_goe
     """What the sandbox does not write (a line that is not one of its events, a fatal error once it runs, a
     result out of sequence, a line longer than any result can be) ends the child; the sample that last started is
     charged with ``protocol``, the next ones run in a fresh child."""
-    import dataclasses
 
     jobs = [one_call("forge_the_next_result", 1), one_call("raises", 1, gold="3"),  # the first of its child
             one_call("write_to_the_parent", "not json\n"), one_call("add", 1, 2, gold="3"),
@@ -979,7 +974,6 @@ def test_an_interrupt_in_the_caller_ends_the_sandbox_at_once(evil_dir, marked):
 def test_a_hanging_sample_in_a_session_of_its_own_ends_with_the_batch_without_kernel_isolation(evil_dir, marked):
     """Each sample runs in a process forked from the sandbox's, which may leave the process group the sandbox
     is killed by (os.setsid raises no audit event): it dies with the process it was forked from."""
-    import dataclasses
 
     limits = dataclasses.replace(FAST, kernel_isolation=False, network_namespace=False)
     results = run_sequences([one_call("leave_the_group_and_hang", 1), one_call("add", 1, 2, gold="3")], evil_dir,
@@ -999,7 +993,9 @@ def test_a_longer_timeout_gives_as_many_cpu_seconds_unless_they_are_set(evil_dir
     # SandboxLimits(timeout=30) used to keep the default 10 CPU seconds: score(), verify() and run_sequences()
     # stopped a CPU-bound sample at a third of the time asked for (the CLI and td.load never went below the timer)
     longer = SandboxLimits(timeout=30, grace=0.6, memory_mb=1024)
-    assert (longer.cpu_seconds, SandboxLimits().cpu_seconds, SandboxLimits(timeout=2.4).cpu_seconds) == (30, 10, 3)
+    assert (longer.cpu_limit, SandboxLimits().cpu_limit, SandboxLimits(timeout=2.4).cpu_limit) == (30, 10, 3)
+    assert dataclasses.replace(SandboxLimits(), timeout=30).cpu_limit == 30  # not the default's 10 copied
+    assert SandboxLimits(timeout=30, cpu_seconds=2).cpu_limit == 2
     (result,) = run_sequences([one_call("cpu_budget_left", 0)], evil_dir, longer)
     assert result.ok and 29 < result.answer["value"] < 31  # (the budget counts from the CPU used, rounded up)
     (result,) = run_sequences([one_call("cpu_budget_left", 0)], evil_dir, SandboxLimits(timeout=30, cpu_seconds=2))
@@ -1030,7 +1026,6 @@ def test_a_sample_that_kills_the_sandbox_is_charged_to_the_call_that_was_running
     """A crash, a kill past the timer and the CPU limit end the sandbox process, so no result of the child says
     which call ran: the parent follows the calls as they start. (The failure used to name no call: the row's error
     field was ``output`` instead of ``output[1]``.)"""
-    import dataclasses
 
     cpu = dataclasses.replace(FAST, timeout=30, cpu_seconds=1, grace=30)
     results = run_sequences([after_a_sum("segfault", 1), after_a_sum("hard_exit", 3),
@@ -1086,7 +1081,6 @@ def test_an_argument_upstream_cannot_write_as_text_fails_the_sequence_there(real
 
 
 def test_environment_builtins_modules_and_memory_a_sample_leaves_do_not_reach_the_next_one(evil_dir):
-    import dataclasses
 
     limits = dataclasses.replace(FAST, memory_mb=1024, timeout=10)  # (time to fill 600 MB on a loaded machine)
     results = run_sequences([one_call("leave_state", "x"), one_call("find_state", 1), one_call("hoard", 600),
@@ -1727,7 +1721,7 @@ def test_cli_timeout_gives_at_least_its_seconds_of_cpu(functions_dir, capsys):
     from tooluse_datasets.commands.verify import limits_from
     import argparse
 
-    assert limits_from(argparse.Namespace(timeout=2.4, memory_mb=4096)).cpu_seconds == 3
+    assert limits_from(argparse.Namespace(timeout=2.4, memory_mb=4096)).cpu_limit == 3
     assert cli.main(["verify", "nestful", "--data-files", str(shared_data(*ICL)), "--executable-functions",
                      functions_dir, "--timeout", "2.4"]) == 0
 

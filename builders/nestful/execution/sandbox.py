@@ -197,9 +197,13 @@ class SandboxLimits:
                 raise ValueError(f"SandboxLimits.{name} must be a {least} finite number, got {value!r}")
             if value > MAXIMA.get(name, math.inf):
                 raise ValueError(f"SandboxLimits.{name} must be at most {MAXIMA[name]:.15g}, got {value!r}")
-        if self.cpu_seconds is None:
-            # Never below the wall-clock timer: a sample given 30 s must not be stopped after 10 s of CPU.
-            object.__setattr__(self, "cpu_seconds", max(1, math.ceil(self.timeout)))
+
+    @property
+    def cpu_limit(self) -> int:
+        """The CPU seconds a sample gets: ``cpu_seconds``, else the timeout rounded up (never below the wall-clock
+        timer: a sample given 30 s must not be stopped after 10 s of CPU). Worked out here, not stored, so that
+        ``dataclasses.replace(limits, timeout=30)`` of a default moves it too."""
+        return self.cpu_seconds if self.cpu_seconds is not None else max(1, math.ceil(self.timeout))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -294,7 +298,7 @@ def _run_child(jobs, first, results, functions_dir, limits, root) -> int:
     """One child for ``jobs[first:]``; returns the index of the first job it did not finish."""
     request = {
         "functions_dir": functions_dir, "sys_path": child_sys_path(), "root": root, "first": first,
-        "limits": dataclasses.asdict(limits), "log": os.path.join(root, f"child-{first}.log"),
+        "limits": {**dataclasses.asdict(limits), "cpu_seconds": limits.cpu_limit}, "log": os.path.join(root, f"child-{first}.log"),
         "samples": [{"calls": j.calls, "output_fields": j.output_fields, "gold": j.gold} for j in jobs[first:]],
     }
     # The request goes out with the stdlib: predictions may hold NaN, which json.loads accepted upstream, and
@@ -423,7 +427,7 @@ def _ended(job: SequenceJob, at: Optional[int], returncode: int, log: str, limit
            isolation: dict) -> SequenceResult:
     """The result of a sample whose process ended before its result (the sample's own, or the sandbox's)."""
     if returncode == -signal.SIGXCPU:
-        return SequenceResult("limit", "timeout", _at_call(job, at, f"CPU limit of {limits.cpu_seconds} s (SIGXCPU)"),
+        return SequenceResult("limit", "timeout", _at_call(job, at, f"CPU limit of {limits.cpu_limit} s (SIGXCPU)"),
                               failed_call=at, **isolation)
     return SequenceResult("crashed", "crash", _at_call(job, at, f"the sandbox process {_exit_text(returncode)}; "
                                                                 f"log: {log}"), failed_call=at, **isolation)
