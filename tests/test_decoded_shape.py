@@ -175,3 +175,31 @@ def test_a_stream_without_some_columns_goes_through_arrow_steps(source):
     kept = filter_dataset(stream.remove_columns("images"), "arguments.schema")
     kept_ids = [r["id"] for r in kept]
     assert kept_ids and kept_ids == [r["id"] for r in expected if r["id"] in set(kept_ids)]
+
+
+@pytest.mark.parametrize("source", sorted(td.SOURCES))
+def test_a_stream_renamed_twice_gives_the_rows_map_style_gives(source, cache_dir):
+    """A stream's rename is datasets' Python map over decoded rows, and the rows it hands on are encoded again by
+    the features, where datasets encodes a list only when encoding its first element changes it. Messages under
+    another name keep every key, so a first message without calls looked encoded already and the calls after it
+    kept their decoded arguments: a second rename (``conversation`` then ``functions``, say) failed on every row
+    with "a stored JSON value is dict, not JSON text"."""
+    from tooluse_datasets.schema import complete_message
+
+    def renamed(ds):
+        return ds.rename_column("messages", "conversation").rename_column("tools", "functions")
+
+    def same_form(row):  # an empty list may come back as null on a stream (absent means [] for lists)
+        return {**row, "conversation": [complete_message(m) for m in row["conversation"]],
+                **{column: row.get(column) or [] for column in td.MEDIA_COLUMNS}}
+
+    files = td.sample_files(source)
+    expected = [row for ds in td.load(source, data_files=files, cache_dir=cache_dir).values() for row in renamed(ds)]
+    streamed = [row for ds in td.load(source, data_files=files, streaming=True).values() for row in renamed(ds)]
+    assert [same_form(row) for row in streamed] == [same_form(row) for row in expected]
+    assert any(c["function"]["arguments"] for row in streamed for m in row["conversation"]
+               for c in m["tool_calls"] or [])  # calls after a first message without any, decoded once
+    batches = [b for ds in td.load(source, data_files=files, streaming=True).values()
+               for b in renamed(ds).iter(batch_size=4)]
+    assert [same_form({"conversation": c}) for b in batches for c in b["conversation"]] == \
+        [same_form({"conversation": row["conversation"]}) for row in expected]

@@ -37,6 +37,7 @@ import numpy as np
 import orjson
 import pyarrow as pa
 from datasets import Features, Json, LargeList, List
+from datasets.features.features import cast_to_python_objects, encode_nested_example
 
 from .arrow_memory import package_memory_pool
 from .columnar import ColumnPlan, TableBuilder
@@ -645,6 +646,7 @@ class ExactFeatures(Features):
             self.omitted_empty_media = tuple(c for c in MEDIA_COLUMNS if c in self)
         # (column, decoder of python values, decoder of numpy values): one tuple per decoded column, for the loops
         self._column_decoders = [(n, d, self._numpy_decoders[n]) for n, d in self._decoders.items()]
+        self._json_columns = frozenset(name for name, f in self.items() if _holds_json(f))
 
     # Whether the JSON text may come from writers other than this package's (see ForeignExactFeatures).
     foreign_text = False
@@ -657,6 +659,29 @@ class ExactFeatures(Features):
 
     def reorder_fields_as(self, other: Features) -> "ExactFeatures":
         return type(self)(super().reorder_fields_as(other))
+
+    # Decoded rows are encoded again where a stream hands them on through its features (a rename, a typed map).
+    # datasets encodes a list only when encoding its first non-empty element changes it: messages kept with
+    # every key (under another name than "messages") whose first message holds no JSON value went on unencoded,
+    # the arguments of later calls still decoded, and decoding them again failed. Columns holding JSON values
+    # are encoded element by element.
+
+    def encode_example(self, example: dict) -> dict:
+        example = cast_to_python_objects(example)
+        return {name: self._encode(name, example.get(name)) for name in self}
+
+    def encode_column(self, column: list, column_name: str) -> list:
+        return [self._encode(column_name, value) for value in cast_to_python_objects(column)]
+
+    def encode_batch(self, batch: dict) -> dict:
+        if set(batch) != set(self):
+            raise ValueError(f"Column mismatch between batch {set(batch)} and features {set(self)}")
+        return {name: self.encode_column(column, name) for name, column in batch.items()}
+
+    def _encode(self, name: str, value: Any) -> Any:
+        if name in self._json_columns:
+            return _encode_whole(self[name], value)
+        return encode_nested_example(self[name], value, level=1)
 
     # Rows, columns and batches come as Python values (python format) or numpy ones (the tensor formats); the
     # python ones take the fast decoders, chosen by one type test per column.
@@ -699,6 +724,29 @@ class ExactFeatures(Features):
             if name in batch and all(_is_empty(v) for v in batch[name]):
                 del batch[name]
         return batch
+
+
+def _holds_json(feature: Any) -> bool:
+    if isinstance(feature, Json):
+        return True
+    if isinstance(feature, (List, LargeList)):
+        return _holds_json(feature.feature)
+    if isinstance(feature, dict):
+        return any(_holds_json(f) for f in feature.values())
+    return False
+
+
+def _encode_whole(feature: Any, value: Any) -> Any:
+    """datasets' ``encode_nested_example`` without its shortcut: every element of every list is encoded."""
+    if value is None:
+        return None
+    if isinstance(feature, dict):
+        return {key: _encode_whole(f, value.get(key)) for key, f in feature.items()}
+    if isinstance(feature, (List, LargeList)):
+        return [_encode_whole(feature.feature, v) for v in value]
+    if hasattr(feature, "encode_example"):
+        return feature.encode_example(value)
+    return value
 
 
 class ForeignExactFeatures(ExactFeatures):
