@@ -19,7 +19,8 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-from .offline import HF_DATASETS, cached_ref, hf_url_parts, offline_mode
+from .offline import cached_ref, offline_mode
+from .shards.paths import HF_DATASETS, hf_url_parts
 from .source import COMMIT_ID, Upstream, head_commit
 
 logger = logging.getLogger("tooluse_datasets")

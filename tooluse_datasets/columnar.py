@@ -259,9 +259,6 @@ class TableBuilder:
         else:
             self._encoded = []
 
-    def __len__(self) -> int:
-        return len(self.rows)
-
     def add(self, row: dict, *, parsed: bool) -> None:
         """Add a row, or raise what :meth:`RowEncoder.encode_row` raises for it (then it is not added).
         ``parsed``: its JSON leaves were read from JSON text (see :func:`~tooluse_datasets.codec.dumps_parsed`)."""

@@ -16,9 +16,9 @@ from glob import has_magic
 from typing import Any, Optional
 
 from .network import is_network_error
+from .shards.paths import hf_url_parts
 from .source import COMMIT_ID
 
-HF_DATASETS = "hf://datasets/"
 _TRUE = {"1", "ON", "YES", "TRUE"}  # huggingface_hub's and datasets' spellings of "on"
 
 # What to do offline when no copy of a remote file was kept
@@ -33,19 +33,6 @@ def offline_mode() -> bool:
     if value is None:
         value = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE")
     return (value or "").strip().upper() in _TRUE
-
-
-def hf_url_parts(url: str) -> Optional[tuple[str, Optional[str], str]]:
-    """``(repo, revision or None, path)`` of ``hf://datasets/<owner>/<name>[@<revision>]/<path>`` (or of a repo
-    without owner, ``<name>@<revision>/<path>``); None for anything else."""
-    if not isinstance(url, str) or not url.startswith(HF_DATASETS):
-        return None
-    parts = url[len(HF_DATASETS):].split("/")
-    head = 1 if "@" in parts[0] else 2
-    if len(parts) <= head:
-        return None
-    repo, _, revision = "/".join(parts[:head]).partition("@")
-    return repo, revision or None, "/".join(parts[head:])
 
 
 def _repo_cache(repo: str) -> str:

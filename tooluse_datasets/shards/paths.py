@@ -7,13 +7,26 @@ import hashlib
 import os
 import re
 from collections import Counter
-from typing import Iterable
+from typing import Iterable, Optional
 
 COMPRESSION_SUFFIXES = (".gz", ".zst", ".bz2", ".xz", ".lz4", ".zip")
 HF_DATASETS = "hf://datasets/"
 # A file huggingface_hub downloaded: <cache>/datasets--<owner>--<name>/snapshots/<commit>/<path in the repo> (repo
 # ids cannot hold "--").
 _HUB_CACHE_FILE = re.compile(r"(?:^|/)datasets--([^/]+)/snapshots/[^/]+/(.+)$")
+
+
+def hf_url_parts(url: str) -> Optional[tuple[str, Optional[str], str]]:
+    """``(repo, revision or None, path)`` of ``hf://datasets/<owner>/<name>[@<revision>]/<path>`` (or of a repo
+    without owner, ``<name>@<revision>/<path>``); None for anything else."""
+    if not isinstance(url, str) or not url.startswith(HF_DATASETS):
+        return None
+    parts = url[len(HF_DATASETS):].split("/")
+    head = 1 if "@" in parts[0] else 2
+    if len(parts) <= head:
+        return None
+    repo, _, revision = "/".join(parts[:head]).partition("@")
+    return repo, revision or None, "/".join(parts[head:])
 
 
 def display_path(path: str) -> str:
@@ -81,10 +94,10 @@ def _named_path(path: str) -> str:
         member, archive = path[len("zip://"):].split("::", 1)
         return f"{_named_path(archive)}/{member.lstrip('/')}"
     where = display_path(path)
-    if where.startswith(HF_DATASETS):
-        parts = where[len(HF_DATASETS):].split("/")
-        head = 1 if "@" in parts[0] else 2  # <owner>/<name>[@rev]/<path>, or <name>@<rev>/<path>
-        return HF_DATASETS + "/".join(["/".join(parts[:head]).partition("@")[0], *parts[head:]])
+    hub_file = hf_url_parts(where)
+    if hub_file is not None:
+        repo, _revision, file_path = hub_file
+        return f"{HF_DATASETS}{repo}/{file_path}"
     cached = _HUB_CACHE_FILE.search(where)
     if cached:
         return f"{HF_DATASETS}{cached.group(1).replace('--', '/')}/{cached.group(2)}"
