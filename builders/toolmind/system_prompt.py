@@ -132,16 +132,15 @@ def _parse_marked(text: str) -> Optional[SystemPrompt]:
     head = PROTOCOL_TEXT + "\n\n"
     if not text.startswith(head):
         return None
-    pos = len(head)
-    lines: list[str] = []
+    pos = catalog_start = len(head)
     if text.startswith(TOOLS_HEADING + "\n\n", pos):
-        start = pos + len(TOOLS_HEADING) + 2
-        end = text.find("\n\n", start)
-        if end < 0:
+        catalog_start = pos + len(TOOLS_HEADING) + 2
+        pos = text.find("\n\n", catalog_start) + 2
+        if pos < 2:
             return None
-        lines, pos = text[start:end].split("\n"), end + 2
     if not text.startswith(INSTRUCTIONS_HEADING + "\n\n", pos):
-        return None
+        return None  # (checked before the catalog is split: the card's own texts have no such heading)
+    lines = text[catalog_start:pos - 2].split("\n") if pos > catalog_start else []
     tools = []
     for line in lines:
         ok, tool = try_loads(line)
