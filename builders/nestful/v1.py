@@ -139,6 +139,9 @@ class SpecCatalog:
 
     specs: list[dict]
     problems: list[ToolUseDataError]
+    # Each spec's JSON text, written once when the file is read: every row given the catalog gets its own specs
+    # read back from these (with_tools), and the tool cache is keyed by them.
+    texts: list[str] = dataclasses.field(default_factory=list)
 
 
 def read_spec_catalog(path: str) -> SpecCatalog:
@@ -161,7 +164,7 @@ def read_spec_catalog(path: str) -> SpecCatalog:
     if not isinstance(elements, list):
         raise InvalidValueError(f"a v1 spec file must hold a JSON array of specs, not a JSON "
                                 f"{json_kind(elements)}", **where)
-    specs, problems = [], []
+    specs, texts, problems = [], [], []
     for i, spec in enumerate(elements):
         if isinstance(spec, ToolUseDataError):
             problems.append(spec.at(file=display_path(path), row=i))
@@ -178,9 +181,11 @@ def read_spec_catalog(path: str) -> SpecCatalog:
             except ToolUseDataError as exc:
                 problems.append(exc.at(file=display_path(path), row=i))
                 continue
+            text = dumps_parsed(spec)
             specs.append(spec)
-            _remember_tool(spec, tool)
-    return SpecCatalog(specs, problems)
+            texts.append(text)
+            _remember_tool(text, tool)
+    return SpecCatalog(specs, problems, texts)
 
 
 # A spec's JSON text -> its tool's, for the specs of the catalogs read lately, so that no spec is made a tool
@@ -190,10 +195,10 @@ _CATALOG_TOOLS: dict[str, str] = {}
 CATALOG_TOOLS_KEPT = 4096  # specs; v1's three catalogs have 139
 
 
-def _remember_tool(spec: dict, tool: dict) -> None:
+def _remember_tool(spec_text: str, tool: dict) -> None:
     if len(_CATALOG_TOOLS) >= CATALOG_TOOLS_KEPT:
         _CATALOG_TOOLS.clear()  # (the rows of a catalog no longer here make its tools again: the same tools)
-    _CATALOG_TOOLS[dumps_parsed(spec)] = dumps(tool)
+    _CATALOG_TOOLS[spec_text] = dumps(tool)
 
 
 def catalog_tool(spec: Any, field: str) -> dict:
@@ -206,11 +211,6 @@ def catalog_tool(spec: Any, field: str) -> dict:
     return loads_stored(known) if known is not None else v1_tool(spec, field)
 
 
-def _own_copies(specs: list[dict]) -> list[dict]:
-    """Specs a row has to itself (they came from JSON text, so their text reads back to the same values)."""
-    return [loads_stored(dumps_parsed(spec)) for spec in specs]
-
-
 def read_specs(path: str) -> list[dict]:
     """The usable specs of a v1 spec file (elements that are no spec left out: see :func:`read_spec_catalog`)."""
     return read_spec_catalog(path).specs
@@ -220,7 +220,7 @@ def read_specs(path: str) -> list[dict]:
 ATTACHED_KEYS = ("tools", "group", "data_file")
 
 
-def with_tools(sample: Any, specs: list[dict], group: str, tools: str = "catalog",
+def with_tools(sample: Any, catalog: SpecCatalog, group: str, tools: str = "catalog",
                data_file: Optional[str] = None) -> Any:
     """A v1 sample with its tools (the group's catalog, or the specs its calls name) and group attached (and
     ``data_file``, its file's stem, when the group has several). A sample holding one of those keys itself is an
@@ -233,14 +233,16 @@ def with_tools(sample: Any, specs: list[dict], group: str, tools: str = "catalog
     if own is not None:
         return InvalidValueError(f"a v1 sample holds its own {own!r} key, which the loader sets from the group's "
                                  f"files (upstream samples have none)", field=own)
-    catalog = specs
+    texts = catalog.texts
     if tools == "used":
         # (a name that is no string, a list say, names no spec: the row's own check reports it, typed)
         output = sample.get("output")
         names = {c["name"] for c in output if isinstance(c, dict) and isinstance(c.get("name"), str)} \
             if isinstance(output, list) else set()
-        catalog = [s for s in specs if s["name"] in names]
-    return {**sample, "tools": _own_copies(catalog), "group": group, **({"data_file": data_file} if data_file else {})}
+        texts = [text for spec, text in zip(catalog.specs, texts) if spec["name"] in names]
+    # Specs the row has to itself: a streamed row edited in place does not change the next.
+    own = [loads_stored(text) for text in texts]
+    return {**sample, "tools": own, "group": group, **({"data_file": data_file} if data_file else {})}
 
 
 # -- the builder's hooks (NestfulSource.plan / read with data_version="v1") ---------------------------------
@@ -277,7 +279,7 @@ def with_specs(batches: Iterator, group: V1Group, tools: str, shard: Shard, resu
         if catalog is None:
             items = [(n, s if isinstance(s, ToolUseDataError) else _no_specs(unreadable, group)) for n, s in batch.items]
         else:
-            items = [(n, with_tools(s, catalog.specs, group.group, tools, data_file=stem)) for n, s in batch.items]
+            items = [(n, with_tools(s, catalog, group.group, tools, data_file=stem)) for n, s in batch.items]
         yield dataclasses.replace(batch, items=items)
 
 
