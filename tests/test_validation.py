@@ -276,6 +276,26 @@ def test_unevaluated_properties_says_what_other_keys_are_taken_like_additional_p
     assert found() == [("arguments.undeclared_key", f"{where}.invented")]
 
 
+@pytest.mark.parametrize("keyword", ["allOf", "anyOf", "oneOf", "if"])
+def test_a_parameter_declared_in_a_subschema_the_arguments_must_match_is_declared(samples, keyword):
+    """A tool may declare some parameters in subschemas applied to the arguments themselves (``oneOf``
+    alternatives, an ``if``/``then``): those are parameters it reads, not invented ones. Only a key no such
+    subschema declares is ``arguments.undeclared_key``."""
+    row = base(samples, SWIFT)
+    parameters = row["tools"][0]["function"]["parameters"]
+    quote = parameters["properties"].pop("quote")
+    parameters["required"] = ["base"]
+    branch = {"properties": {"quote": quote}}
+    if keyword == "if":
+        parameters.update({"if": {"required": ["base"]}, "then": branch})
+    else:
+        parameters[keyword] = [branch] if keyword != "oneOf" else [branch, {"required": ["amount"]}]
+    assert [(f.rule, f.field) for f in check_row(row) if f.rule.startswith("arguments.")] == []
+    _undeclared(row)                                                   # invented=1 on the first call
+    assert [(f.rule, f.field) for f in check_row(row) if f.rule.startswith("arguments.")] == [
+        ("arguments.undeclared_key", "messages[2].tool_calls[0].function.arguments.invented")]
+
+
 def test_arguments_to_a_tool_without_parameters_are_undeclared_as_the_readers_make_it(samples):
     """A tool without `parameters` takes none: the readers write it as `{"type": "object", "properties": {}}`,
     whose calls' keys are undeclared. A row built without the key gave no finding at all for the same calls."""

@@ -333,7 +333,9 @@ def argument_errors(compiled: CompiledSchema, arguments: Any,
 
 
 def undeclared_keys(schema: Any, arguments: Any) -> list[str]:
-    """Top-level argument keys the schema does not declare although it lists its parameters.
+    """Top-level argument keys the schema does not declare although it lists its parameters (in ``properties``,
+    its own or those of a subschema applied to the arguments themselves: ``allOf``/``anyOf``/``oneOf``,
+    ``if``/``then``/``else``, ``dependentSchemas``).
 
     Reported only where the schema leaves extra keys allowed by default (``additionalProperties`` absent, and
     ``unevaluatedProperties`` too in drafts that have it): with ``false`` an extra key breaks the schema itself
@@ -345,9 +347,31 @@ def undeclared_keys(schema: Any, arguments: Any) -> list[str]:
         return []
     if "additionalProperties" in schema or ("unevaluatedProperties" in schema and _has_unevaluated(schema)):
         return []
-    properties = schema["properties"]
-    patterns = [p for p in (schema.get("patternProperties") or {}) if isinstance(p, str)]
+    properties: set = set()
+    patterns: list[str] = []
+    for part in _applied_in_place(schema):
+        properties.update(part.get("properties") if isinstance(part.get("properties"), dict) else ())
+        patterns += [p for p in (part.get("patternProperties") or {}) if isinstance(p, str)]
     return [key for key in arguments if key not in properties and not any(_matches(p, key) for p in patterns)]
+
+
+# Keywords whose subschemas apply to the arguments object itself: a parameter one of them declares (a oneOf
+# alternative, an if/then) is one the tool reads. ``not`` is left out: what it lists is what the tool refuses.
+_IN_PLACE_LISTS = ("allOf", "anyOf", "oneOf")
+_IN_PLACE_ONES = ("if", "then", "else")
+_IN_PLACE_MAPS = ("dependentSchemas", "dependencies")  # (draft-07 dependencies may also list names: skipped)
+
+
+def _applied_in_place(schema: dict) -> Iterator[dict]:
+    """``schema`` and every subschema applied to the same value through the keywords above (not through ``$ref``)."""
+    stack = [schema]
+    while stack:
+        part = stack.pop()
+        yield part
+        subs = [sub for key in _IN_PLACE_LISTS if isinstance(part.get(key), list) for sub in part[key]]
+        subs += [part[key] for key in _IN_PLACE_ONES if key in part]
+        subs += [sub for key in _IN_PLACE_MAPS if isinstance(part.get(key), dict) for sub in part[key].values()]
+        stack += [sub for sub in subs if isinstance(sub, dict)]
 
 
 def _has_unevaluated(schema: dict) -> bool:
