@@ -238,7 +238,8 @@ def _schema_checks(view: RowView) -> list[tuple[str, str, str, bool]]:
 
 
 @rule("arguments.undeclared_key", "warning", "A call passes a top-level argument its tool's schema does not "
-      "declare in `properties` while leaving `additionalProperties` (and, from draft 2019-09, "
+      "declare in `properties` (its own, or those of an `allOf`/`anyOf`/`oneOf`, `if`/`then`/`else` or "
+      "`dependentSchemas` subschema) while leaving `additionalProperties` (and, from draft 2019-09, "
       "`unevaluatedProperties`) unset, or any argument to a tool without `parameters` (allowed by JSON Schema, "
       "but the tool lists what it reads: likely an invented parameter).")
 def arguments_undeclared_key(view: RowView) -> Findings:
