@@ -570,3 +570,14 @@ def test_an_image_without_its_tag_is_refused_as_llamafactorys_rule(tmp_path):
     with pytest.raises(InvalidValueError, match="LLaMA-Factory needs one tag per entry") as info:
         list(td.load("llamafactory", data_files=str(path), split="train", streaming=True))
     assert info.value.field == "images" and "ms-swift" not in info.value.message
+
+
+def test_a_video_given_as_its_frames_is_refused_saying_so(tmp_path):
+    # LLaMA-Factory takes a video as the list of its frame images; the unified schema holds one file per video.
+    path = tmp_path / "frames.jsonl"
+    path.write_text(json.dumps({"conversations": [{"from": "human", "value": "<video>what happens?"},
+                                                  {"from": "gpt", "value": "a cat jumps"}],
+                                "videos": [["f1.jpg", "f2.jpg"]]}) + "\n")
+    with pytest.raises(InvalidValueError, match="list of frame images") as info:
+        list(td.load("llamafactory", data_files=str(path), split="train", streaming=True))
+    assert (info.value.field, info.value.row) == ("videos[0]", 0)

@@ -143,7 +143,11 @@ class LlamaFactorySource(Source):
                 raise InvalidValueError(f"{name} must be a path or URL, or a list of them, got {_kind(media)}", field=name)
             for j, item in enumerate(media):
                 if not isinstance(item, str) or not item:
-                    raise InvalidValueError(f"{name} entries must be paths or URLs, got {_kind(item)}",
+                    # LLaMA-Factory also takes a video as the list of its frames' images: one path per video here.
+                    frames = key == "videos" and isinstance(item, list) and item and all(isinstance(f, str) for f in item)
+                    why = (" (a video given as a list of frame images, which the unified schema cannot hold: one "
+                           "file or URL per video)") if frames else ""
+                    raise InvalidValueError(f"{name} entries must be paths or URLs, got {_kind(item)}{why}",
                                             field=f"{name}[{j}]")
             raw[key] = media
         known = {name for name in columns.values() if name is not None}
