@@ -254,6 +254,10 @@ def check_row(row: dict, encoded: dict, tokenizer, counts: dict) -> list[str]:
     span_index = 0
     for k, turn in enumerate(turns):
         value, tag = turn["value"], turn["from"]
+        if tag == "system":  # a leading system turn (files from elsewhere; exports use the system column)
+            if value not in text:
+                problems.append(f"conversations[{k}] (system) not in the input")
+            continue
         if tag in ("human", "observation"):
             found = find_in_order(text, media_free_pieces(value), cursor)
             if tag == "observation":
