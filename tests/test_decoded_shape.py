@@ -198,8 +198,29 @@ def test_a_stream_renamed_twice_gives_the_rows_map_style_gives(source, cache_dir
     streamed = [row for ds in td.load(source, data_files=files, streaming=True).values() for row in renamed(ds)]
     assert [same_form(row) for row in streamed] == [same_form(row) for row in expected]
     assert any(c["function"]["arguments"] for row in streamed for m in row["conversation"]
-               for c in m["tool_calls"] or [])  # calls after a first message without any, decoded once
+               for c in m.get("tool_calls") or [])  # calls after a first message without any, decoded once
     batches = [b for ds in td.load(source, data_files=files, streaming=True).values()
                for b in renamed(ds).iter(batch_size=4)]
     assert [same_form({"conversation": c}) for b in batches for c in b["conversation"]] == \
         [same_form({"conversation": row["conversation"]}) for row in expected]
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
+@pytest.mark.parametrize("source", sorted(td.SOURCES))
+def test_renamed_messages_decode_as_messages_did(source, streaming, cache_dir):
+    """The chat shape was keyed on the column's name: under another name (``conversation``) messages came back
+    with every key (``tool_calls: []``, ``reasoning_content: None``) and rows with ``images: []`` (map-style) or
+    ``images: None`` (streaming), where the same rows under ``messages`` had neither."""
+    import orjson
+
+    files = td.sample_files(source)
+    loaded = td.load(source, data_files=files, streaming=streaming, **({} if streaming else {"cache_dir": cache_dir}))
+    for ds in loaded.values():
+        expected = [{("conversation" if k == "messages" else k): v for k, v in row.items()} for row in ds]
+        renamed = ds.rename_column("messages", "conversation")
+        rows = list(renamed)
+        assert rows and orjson.dumps(rows) == orjson.dumps(expected)  # values and key order, row by row
+        for row in rows:
+            assert_chat_shape({**row, "messages": row["conversation"]})
+        assert call_arguments({"messages": r["conversation"]} for r in rows) == call_arguments(
+            {"messages": r["conversation"]} for r in expected)

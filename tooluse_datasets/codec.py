@@ -638,11 +638,14 @@ class ExactFeatures(Features):
         self._decoders = {name: d for name, f in self.items() if (d := _compile_decoder(f, foreign=foreign)) is not None}
         self._numpy_decoders = {name: _compile_decoder(self[name], from_numpy=True, foreign=foreign)
                                 for name in self._decoders}
-        # Unified rows decode in the shape chat templates and TRL expect (see _chat_shape).
+        # Unified rows decode in the shape chat templates and TRL expect (see _chat_shape). Messages are known by
+        # their type, not their name: renamed ("conversation"), they decode as they did under "messages".
+        self.chat_columns = tuple(name for name, f in self.items() if _is_unified_messages(f))
         self.omitted_empty_media: tuple[str, ...] = ()
-        if _is_unified_messages(self.get("messages")):
-            for decoders in (self._decoders, self._numpy_decoders):
-                decoders["messages"] = _chat_shape(decoders.get("messages"))
+        if self.chat_columns:
+            for name in self.chat_columns:
+                for decoders in (self._decoders, self._numpy_decoders):
+                    decoders[name] = _chat_shape(decoders.get(name))
             self.omitted_empty_media = tuple(c for c in MEDIA_COLUMNS if c in self)
         # (column, decoder of python values, decoder of numpy values): one tuple per decoded column, for the loops
         self._column_decoders = [(n, d, self._numpy_decoders[n]) for n, d in self._decoders.items()]
@@ -661,9 +664,9 @@ class ExactFeatures(Features):
         return type(self)(super().reorder_fields_as(other))
 
     # Decoded rows are encoded again where a stream hands them on through its features (a rename, a typed map).
-    # datasets encodes a list only when encoding its first non-empty element changes it: messages kept with
-    # every key (under another name than "messages") whose first message holds no JSON value went on unencoded,
-    # the arguments of later calls still decoded, and decoding them again failed. Columns holding JSON values
+    # datasets encodes a list only when encoding its first non-empty element changes it: messages whose first
+    # message holds no JSON value went on unencoded, the arguments of later calls still decoded, and decoding
+    # them again failed. Columns holding JSON values
     # are encoded element by element.
 
     def encode_example(self, example: dict) -> dict:
