@@ -94,3 +94,60 @@ def test_td_load_features_refuse_stored_text_that_is_not_json_naming_the_column(
     with pytest.raises(td.InvalidJsonError) as info:
         list(datasets.Dataset(table, info=ds.info))
     assert info.value.field == "meta"
+
+
+def _ms_swift_file_with_marked_looking_strings(tmp_path) -> tuple[str, str, str]:
+    """A real ms-swift row whose tool description and call argument are strings starting with the mark character
+    (a space) and a long run of digits: stored text like a marked integer beyond 64 bits, were it not quoted."""
+    import json
+
+    from conftest import shared_data
+
+    row = json.loads(shared_data("ms_swift", "agent_support_doc_examples_en.jsonl").read_text().splitlines()[0])
+    description, city = " 123456789012345678901234", " 98765432109876543210987"
+    tools = json.loads(row["tools"])
+    tools[0]["function"]["description"] = description
+    row["tools"] = json.dumps(tools)
+    call = json.loads(row["messages"][1]["content"])
+    call["arguments"]["city"] = city
+    row["messages"][1]["content"] = json.dumps(call)
+    path = tmp_path / "marked.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    return str(path), description, city
+
+
+def test_strings_starting_with_the_mark_character_round_trip_map_style_and_streamed(tmp_path):
+    path, description, city = _ms_swift_file_with_marked_looking_strings(tmp_path)
+    mapped = td.load("ms_swift", data_files=path, split="train", cache_dir=str(tmp_path / "c"))
+    streamed = td.load("ms_swift", data_files=path, split="train", streaming=True)
+    raw_streamed = next(streamed.with_format("arrow").iter(batch_size=1)).to_pylist()  # td.load's own Arrow path
+    for rows in (list(mapped), list(streamed), [td.decode_row(r, mapped.features) for r in mapped.data.to_pylist()],
+                 [td.decode_row(r, streamed.features) for r in raw_streamed]):
+        (row,) = rows
+        assert row["tools"][0]["function"]["description"] == description
+        assert row["messages"][1]["tool_calls"][0]["function"]["arguments"] == {"city": city}
+
+
+# Stored text starting with the mark, as no writer of the package writes it: each is a typed error naming the
+# column (the marked path once read 1e400 as inf, a lone surrogate as a str, and raised RecursionError when deep).
+CRAFTED_MARKED_TEXTS = [(" 1e400", td.JsonValueError), (' {"a": [-1e400]}', td.JsonValueError),
+                        (' "\\ud800"', td.InvalidJsonError), (" " + "[" * 100_000 + "]" * 100_000, td.InvalidJsonError),
+                        (" " + "[" * 1_000 + "18446744073709551616" + "]" * 1_000, td.JsonValueError)]
+
+
+@pytest.mark.parametrize("text, error", CRAFTED_MARKED_TEXTS, ids=["1e400", "-1e400 inside", "lone surrogate",
+                                                                    "deeper than orjson reads", "deep big integer"])
+def test_marked_text_is_read_exactly_or_refused_with_a_typed_error(tmp_path, text, error):
+    path, _, _ = _ms_swift_file_with_marked_looking_strings(tmp_path)
+    mapped = td.load("ms_swift", data_files=path, split="train", cache_dir=str(tmp_path / "c"))
+    streamed = td.load("ms_swift", data_files=path, split="train", streaming=True)
+    (raw_mapped,) = mapped.data.to_pylist()
+    (raw_streamed,) = next(streamed.with_format("arrow").iter(batch_size=1)).to_pylist()
+    for raw, features in ((raw_mapped, mapped.features), (raw_streamed, streamed.features)):
+        with pytest.raises(error) as info:
+            td.decode_row({**raw, "meta": text}, features)
+        assert info.value.field == "meta"
+    table = mapped.data.table.set_column(mapped.data.column_names.index("meta"), "meta", pa.array([text], pa.json_()))
+    with pytest.raises(error) as info:
+        list(datasets.Dataset(table, info=mapped.info))
+    assert info.value.field == "meta"

@@ -271,9 +271,10 @@ def python_json_text(value: Any, ensure_ascii: bool = False, *, check_circular: 
 
 def loads_stored(text: str | bytes) -> Any:
     """Parse text written by :func:`dumps` (our Arrow columns) or :func:`json_bytes`: only marked text needs
-    the stdlib (held to orjson's rule: no NaN or Infinity)."""
+    the exact reader. The mark is not trusted further: marked text is read by :func:`loads`, held to every rule
+    of unmarked text (no NaN, infinity or lone surrogate; too deep a value a typed error)."""
     if text[:1] in (BIG_INT_MARK, b" "):
-        return json.loads(text, parse_constant=_refuse_constant)
+        return loads(text)
     return orjson.loads(text)
 
 
@@ -527,12 +528,16 @@ def _decode_stored(value: Any) -> Any:
         return None
     try:
         return loads_stored(value)
+    except JsonValueError:  # JSON text holding what JSON values cannot (1e400): named as it is
+        raise
     # orjson takes exact str/bytes only, not numpy.str_: retried as such. (A dict is a KeyError from Python 3.12 on,
     # where slices hash: loads_stored's text[:1] looks the slice up as a key.)
     except (ValueError, TypeError, KeyError):
         text = _stored_text(value)
     try:
         return loads_stored(text)
+    except JsonValueError:
+        raise
     except ValueError as exc:  # not JSON (text edited or written by others): named like _decode_foreign names it
         raise InvalidJsonError(f"stored text is not JSON ({str(exc)[:120]})") from None
 
