@@ -370,7 +370,7 @@ def test_ms_swift_arguments_with_a_big_integer_and_a_lone_surrogate_are_a_skip_n
 def test_each_patch_into_datasets_wraps_datasets_own_function_once():
     """The patches into datasets (exact features kept by merges, mixes and column operations, a stream's
     remove_columns, take stopping at n, the row filter noting its state, a step over rows sharing skip reports
-    among nodes) are installed once per process:
+    among nodes, add_item encoding the item) are installed once per process:
     installing one again keeps the installed patch, never a patch of the patch."""
     from datasets import IterableDataset
     from datasets.info import DatasetInfo
@@ -385,12 +385,13 @@ def test_each_patch_into_datasets_wraps_datasets_own_function_once():
                 "_selects_the_rest": [IterableDataset.remove_columns],
                 "_stops_at_n": [TakeExamplesIterable.__iter__],
                 "_notes_counted": [FilteredExamplesIterable._init_state_dict],
-                "_shares_reports": [StepExamplesIterable.__init__]}
+                "_shares_reports": [StepExamplesIterable.__init__],
+                "_encodes_the_item": [Dataset.add_item]}
 
     before = installed()
     for install in (codec._install_merged_info_features, codec._install_column_operations_keeping_features,
                     streaming._install_take_that_stops_at_n, filtering._install_filter_that_notes_counted,
-                    node_share.install):
+                    node_share.install, codec._install_add_item_encoding_the_item):
         install()
     assert installed() == before
     for mark, patches in before.items():

@@ -224,3 +224,39 @@ def test_renamed_messages_decode_as_messages_did(source, streaming, cache_dir):
             assert_chat_shape({**row, "messages": row["conversation"]})
         assert call_arguments({"messages": r["conversation"]} for r in rows) == call_arguments(
             {"messages": r["conversation"]} for r in expected)
+
+
+@pytest.mark.parametrize("source", sorted(td.SOURCES))
+def test_add_item_takes_a_decoded_row_of_every_source(source, cache_dir):
+    """datasets' add_item infers the item's Arrow types from its values: a JSON value (a dict) became a struct, which
+    it tried to align with the Json() column (AttributeError: 'ExactJson' object has no attribute 'items')."""
+    import orjson
+
+    for ds in td.load(source, data_files=td.sample_files(source), cache_dir=cache_dir).values():
+        rows = list(ds)
+        for added in (rows[-1], complete_row(rows[0])):  # the decoded shape, and the one with every key
+            grown = ds.add_item(added)
+            assert len(grown) == len(ds) + 1 and isinstance(grown.features, td.ExactFeatures)
+            # the same values bit for bit (floats, big integers, key order) in the decoded shape, stored as
+            # prepare stores them (every key, [] for an empty list)
+            assert orjson.dumps(list(grown)) == orjson.dumps(rows + [grown[len(ds)]])
+            assert orjson.dumps(grown[len(ds)]) == orjson.dumps(rows[-1] if added is rows[-1] else rows[0])
+            stored = grown.data.slice(len(ds)).to_pylist()[0]
+            original = ds.data.slice(len(ds) - 1 if added is rows[-1] else 0, 1).to_pylist()[0]
+            assert stored == original
+        assert call_arguments(grown.select(range(len(ds), len(ds) + 1))) == call_arguments(rows[:1])
+
+
+def test_add_item_refuses_what_the_columns_cannot_hold_naming_the_field(nestful):
+    row = complete_row(nestful[0])
+    with pytest.raises(td.JsonValueError) as info:
+        nestful.add_item({**row, "meta": {"x": float("nan")}})
+    assert info.value.field == "meta"
+    with pytest.raises(ValueError, match="not_a_column"):
+        nestful.add_item({**row, "not_a_column": 1})
+
+
+def test_add_item_keeps_integers_beyond_64_bits_and_floats_exact(nestful):
+    meta = {**nestful[0]["meta"], "big": [2**70, -(10**30)], "f": 0.1 + 0.2, "z": -0.0, "s": " 123456789012345678901234"}
+    added = nestful.add_item({**nestful[0], "meta": meta})[len(nestful)]["meta"]
+    assert td.dumps(added) == td.dumps(meta) and [type(v) for v in added["big"]] == [int, int]

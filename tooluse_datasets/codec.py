@@ -676,7 +676,9 @@ class ExactFeatures(Features):
 
     def encode_example(self, example: dict) -> dict:
         example = cast_to_python_objects(example)
-        return {name: self._encode(name, example.get(name)) for name in self}
+        # A decoded unified row has no media keys where it has no media: an absent media column is empty.
+        return {name: self._encode(name, example.get(name, [] if name in self.omitted_empty_media else None))
+                for name in self}
 
     def encode_column(self, column: list, column_name: str) -> list:
         return [self._encode(column_name, value) for value in cast_to_python_objects(column)]
@@ -688,7 +690,10 @@ class ExactFeatures(Features):
 
     def _encode(self, name: str, value: Any) -> Any:
         if name in self._json_columns:
-            return _encode_whole(self[name], value)
+            try:
+                return _encode_whole(self[name], value)
+            except JsonValueError as exc:
+                raise exc.at(field=name) from None
         return encode_nested_example(self[name], value, level=1)
 
     # Rows, columns and batches come as Python values (python format) or numpy ones (the tensor formats); the
@@ -749,7 +754,9 @@ def _encode_whole(feature: Any, value: Any) -> Any:
     if value is None:
         return None
     if isinstance(feature, dict):
-        return {key: _encode_whole(f, value.get(key)) for key, f in feature.items()}
+        # an absent key means empty (decoded messages leave empty keys out): [] for a list, as RowEncoder writes it
+        return {key: _encode_whole(f, value.get(key, [] if isinstance(f, (List, LargeList)) else None))
+                for key, f in feature.items()}
     if isinstance(feature, (List, LargeList)):
         return [_encode_whole(feature.feature, v) for v in value]
     if hasattr(feature, "encode_example"):
@@ -878,9 +885,32 @@ def _removing_by_selecting(original: Callable) -> Callable:
     return patched_once(original, remove_columns, "_selects_the_rest")
 
 
+def _install_add_item_encoding_the_item() -> None:
+    """datasets' ``Dataset.add_item`` makes the item's table from its Python values, with Arrow's inferred types: a
+    JSON value that is a dict became a struct, which it then tried to align with the ``Json()`` column
+    (AttributeError: 'ExactJson' object has no attribute 'items'), so no row of ours could be added. With exact
+    features the item is encoded by them first (JSON leaves as text, exactly; absent empty keys as a prepared
+    row stores them), and datasets aligns and casts that text as it does any. Installed once per process."""
+    from datasets import Dataset
+
+    original = Dataset.add_item
+
+    def add_item(self, item, *args, **kwargs):
+        features = self._info.features
+        if isinstance(features, ExactFeatures) and isinstance(item, dict):
+            unknown = [k for k in item if k not in features]
+            if unknown:  # datasets' own add_item fails on them in Arrow (schemas differ)
+                raise ValueError(f"add_item: {unknown} are not columns of the dataset (columns: {list(features)})")
+            item = features.encode_example(item)
+        return original(self, item, *args, **kwargs)
+
+    Dataset.add_item = patched_once(original, add_item, "_encodes_the_item")
+
+
 _install_merged_info_features()
 _install_mixed_stream_features()
 _install_column_operations_keeping_features()
+_install_add_item_encoding_the_item()
 
 
 def _is_empty(value: Any) -> bool:
