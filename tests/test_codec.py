@@ -369,8 +369,8 @@ def test_ms_swift_arguments_with_a_big_integer_and_a_lone_surrogate_are_a_skip_n
 
 def test_each_patch_into_datasets_wraps_datasets_own_function_once():
     """The patches into datasets (exact features kept by merges, mixes and column operations, a stream's
-    remove_columns, take stopping at n, the row filter noting its state, a step over rows sharing skip reports
-    among nodes, add_item encoding the item) are installed once per process:
+    remove_columns and rename_columns, take stopping at n, the row filter noting its state, a step over rows sharing
+    skip reports among nodes, add_item encoding the item) are installed once per process:
     installing one again keeps the installed patch, never a patch of the patch."""
     from datasets import IterableDataset
     from datasets.info import DatasetInfo
@@ -386,7 +386,7 @@ def test_each_patch_into_datasets_wraps_datasets_own_function_once():
                 "_stops_at_n": [TakeExamplesIterable.__iter__],
                 "_notes_counted": [FilteredExamplesIterable._init_state_dict],
                 "_shares_reports": [StepExamplesIterable.__init__],
-                "_encodes_the_item": [Dataset.add_item]}
+                "_encodes_the_item": [Dataset.add_item], "_renames_absent_media": [IterableDataset.rename_columns]}
 
     before = installed()
     for install in (codec._install_merged_info_features, codec._install_column_operations_keeping_features,

@@ -226,6 +226,25 @@ def test_renamed_messages_decode_as_messages_did(source, streaming, cache_dir):
             {"messages": r["conversation"]} for r in expected)
 
 
+@pytest.mark.parametrize("mapping", [{"images": "pictures"}, {"images": "pictures", "videos": "clips"}])
+def test_a_renamed_media_column_streams_as_it_reads_map_style(mapping, cache_dir):
+    """Decoded rows leave an empty media list out, and datasets' stream rename needs the key in every row: renaming
+    ``images`` failed on the first row without images (ValueError: columns {'images'} are not in the dataset)."""
+    import orjson
+
+    files = td.sample_files("ms_swift")
+    stream = td.load("ms_swift", data_files=files, split="train", streaming=True)
+    stored = td.load("ms_swift", data_files=files, split="train", cache_dir=cache_dir)
+    renamed = [ds.rename_columns(mapping) if len(mapping) > 1 else ds.rename_column(*next(iter(mapping.items())))
+               for ds in (stream, stored)]
+    streamed, mapped = (list(ds) for ds in renamed)
+    assert streamed and orjson.dumps(streamed) == orjson.dumps(mapped)  # values and key order
+    # the row with an image keeps it under its new name; the others hold the empty list it stood for
+    original = list(stream)
+    assert [r["pictures"] for r in streamed] == [r.get("images", []) for r in original]
+    assert any(r["pictures"] for r in streamed) and isinstance(renamed[0].features, td.ExactFeatures)
+
+
 @pytest.mark.parametrize("source", sorted(td.SOURCES))
 def test_add_item_takes_a_decoded_row_of_every_source(source, cache_dir):
     """datasets' add_item infers the item's Arrow types from its values: a JSON value (a dict) became a struct, which

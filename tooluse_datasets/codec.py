@@ -865,6 +865,29 @@ def _install_column_operations_keeping_features() -> None:
             if getattr(cls, name, None) is not None:  # a datasets without it: left as it is
                 setattr(cls, name, _keeping_exact_features(getattr(cls, name), keep))
     IterableDataset.remove_columns = _removing_by_selecting(IterableDataset.remove_columns)
+    IterableDataset.rename_columns = _renaming_absent_media(IterableDataset.rename_columns)  # rename_column's too
+
+
+def _renaming_absent_media(original: Callable) -> Callable:
+    """A stream's ``rename_columns`` is datasets' Python ``map``, which requires every renamed key in every row:
+    our decoded rows leave an empty media list out, so renaming ``images`` failed on the first row without
+    images (ValueError: columns {'images'} are not in the dataset). With exact features such a key is renamed
+    as the empty list it stands for."""
+    def rename_columns(self, column_mapping):
+        features = self._info.features
+        empty = [c for c in column_mapping if isinstance(features, ExactFeatures) and c in features.omitted_empty_media]
+        if not empty:
+            return original(self, column_mapping)
+        from datasets.iterable_dataset import _rename_columns_fn
+
+        def rename(example):
+            return _rename_columns_fn({**{c: [] for c in empty}, **example}, column_mapping)
+
+        out = self.map(rename, remove_columns=list(column_mapping))
+        out._info.features = type(features)({column_mapping.get(c, c): f for c, f in features.items()})
+        return out
+
+    return patched_once(original, rename_columns, "_renames_absent_media")
 
 
 def _removing_by_selecting(original: Callable) -> Callable:
