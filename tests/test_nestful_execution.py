@@ -8,6 +8,7 @@ import ctypes
 import dataclasses
 import json
 import os
+import pickle
 import stat
 import subprocess
 import sys
@@ -1515,7 +1516,7 @@ def test_load_with_execute_gives_executed_rows_and_counts_the_failure(functions_
     mapped = td.load("nestful", cache_dir=cache_dir, report=report, **options)
     streamed = list(td.load("nestful", streaming=True, **options))
     assert len(mapped) == 65 and list(mapped) == streamed
-    assert (report.rows_read, report.skipped, dict(report.by_reason)) == (66, 1, {"ExecutionError:output[0]": 1})
+    assert (report.rows_read, report.skipped, dict(report.by_reason)) == (66, 1, {"ExecutionError:network": 1})
     plain = {r["meta"]["sample_id"]: r for r in td.load("nestful", data_files=files, split="train", cache_dir=cache_dir)}
     for row in streamed:
         assert row["meta"]["execution"]["reproduces_gold"] is True
@@ -1524,6 +1525,87 @@ def test_load_with_execute_gives_executed_rows_and_counts_the_failure(functions_
     with pytest.raises(ExecutionError, match="network"):
         td.load("nestful", data_files=files, split="train", execute=True, executable_functions=functions_dir,
                 cache_dir=cache_dir + "-raise")
+
+
+def failing_executions(tmp_path):
+    """Real rows whose execution fails for three reasons, at different calls: the toy row that needs the network
+    (output[0]), a real math row (which reproduces) and copies of it broken in three ways: a division by zero at
+    output[0], a list times a float at output[1], a gold answer its calls do not give. Returns the file and, per
+    sample_id, its row number and the (reason, field) its skip must have."""
+    network = next(line for line in shared_data(*TOY).read_text().splitlines() if NETWORK_ROW in line)
+    math_row = json.loads(shared_data(*CURRENT).read_text().splitlines()[0])
+    rows = [json.loads(network), math_row]
+    for suffix, change in (("zero", lambda r: r["output"][0]["arguments"].update(arg_1=0)),
+                           ("list", lambda r: r["output"][1]["arguments"].update(arg_1=[1])),
+                           ("gold", lambda r: r.update(gold_answer=r["gold_answer"] + 1))):
+        broken = json.loads(json.dumps(math_row))
+        broken["sample_id"] += f"-{suffix}"
+        change(broken)
+        rows.append(broken)
+    path = tmp_path / "executions.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    expected = {NETWORK_ROW: ("network", "output[0]"), f"{math_row['sample_id']}-zero": ("exception", "output[0]"),
+                f"{math_row['sample_id']}-list": ("exception", "output[1]"),
+                f"{math_row['sample_id']}-gold": ("gold_mismatch", "gold_answer")}
+    return path, {r["sample_id"]: (i, *expected[r["sample_id"]]) for i, r in enumerate(rows) if r["sample_id"] in expected}
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_a_failed_execution_is_reported_with_its_row_id_and_counted_by_reason(streaming, functions_dir, cache_dir,
+                                                                              tmp_path, caplog):
+    """An execution skip used to carry no row id (row_id None in the skipped rows) and was counted by the call
+    that failed (ExecutionError:output[0], ExecutionError:output[1]...): two rows failing for the same reason
+    were two reasons, and one row could not be found by its id. Now each names its unified id, file and row, and
+    is counted under its error type and why it failed, as a validation skip is counted by rule."""
+    path, expected = failing_executions(tmp_path)
+    options = dict(data_files=str(path), split="train", execute=True, executable_functions=functions_dir,
+                   require_reproduced=True, on_error="skip", streaming=streaming)
+    if not streaming:
+        options["cache_dir"] = cache_dir
+    report = SkipReport(keep_all=True)
+    rows = list(td.load("nestful", report=report, **options))
+    assert [r["meta"]["sample_id"] for r in rows] == [json.loads(shared_data(*CURRENT).read_text().splitlines()[0])
+                                                      ["sample_id"]]
+    assert (report.rows_read, report.skipped) == (5, 4)
+    assert dict(report.by_reason) == {"ExecutionError:network": 1, "ExecutionError:exception": 2,
+                                      "ExecutionError:gold_mismatch": 1}
+    by_id = {r["row_id"]: r for r in report.rows}
+    assert sorted(by_id) == sorted(f"nestful/{'code' if i == NETWORK_ROW else 'math'}/{i}" for i in expected)
+    for row_id, record in by_id.items():
+        row, cause, field = expected[row_id.rsplit("/", 1)[1]]
+        assert (record["file"], record["row"], record["field"]) == (str(path), row, field)
+        assert (record["error"], record["reason"]) == ("ExecutionError", f"ExecutionError:{cause}")
+        assert record["message"].startswith(f"{cause}: ")
+    assert sorted(e.row_id for e in report.examples) == sorted(by_id)
+    # The log line names the row by its id too
+    assert f"row id 'nestful/code/{NETWORK_ROW}', {path}, row 0, field 'output[0]': network:" in caplog.text
+    if not streaming:  # a second load from the cache reports the same rows
+        again = SkipReport(keep_all=True)
+        td.load("nestful", report=again, **options)
+        assert (again.skipped, dict(again.by_reason)) == (report.skipped, dict(report.by_reason))
+        assert sorted(r["row_id"] for r in again.rows) == sorted(by_id)
+    # Raised, the error names the row's id and keeps it across processes (num_proc, DataLoader workers)
+    with pytest.raises(ExecutionError) as raised:
+        list(td.load("nestful", **dict(options, on_error="raise", cache_dir=cache_dir + "-raise")))
+    assert raised.value.row_id == f"nestful/code/{NETWORK_ROW}"
+    assert str(raised.value).startswith(f"row id 'nestful/code/{NETWORK_ROW}', {path}, row 0, field 'output[0]'")
+    copied = pickle.loads(pickle.dumps(raised.value))
+    assert (type(copied), str(copied), copied.reason) == (ExecutionError, str(raised.value), "ExecutionError:network")
+
+
+def test_a_sandbox_failing_for_a_whole_batch_names_each_row_by_its_id(monkeypatch, functions_dir, tmp_path):
+    """A sandbox that cannot run (here: its interpreter cannot be started) fails each row of its batch, each
+    named by its own id, file and row and counted under one reason."""
+    from tooluse_datasets.builders.nestful.execution import sandbox
+
+    path, _ = failing_executions(tmp_path)
+    monkeypatch.setattr(sandbox.sys, "executable", str(tmp_path / "no-such-python"))
+    report = SkipReport(keep_all=True)
+    rows = list(td.load("nestful", data_files=str(path), split="train", streaming=True, execute=True,
+                        executable_functions=functions_dir, on_error="skip", report=report))
+    assert rows == [] and report.skipped == 5 and dict(report.by_reason) == {"SandboxError:sandbox": 5}
+    ids = [json.loads(line)["sample_id"] for line in path.read_text().splitlines()]
+    assert [(r["row"], r["row_id"].rsplit("/", 1)[1]) for r in report.rows] == list(enumerate(ids))
 
 
 def test_load_with_execute_exports_toolmind_and_swift_trajectories(functions_dir, cache_dir):

@@ -158,15 +158,20 @@ class RuleViolationError(ToolUseDataError):
 
     @property
     def location(self) -> str:
-        if self.row_id is None:
-            return super().location
-        # The unified id starts with the source's name: it stands in for the source.
-        where = ToolUseDataError("", file=self.file, row=self.row, field=self.field).location
-        return ", ".join(part for part in (f"row id {self.row_id!r}", where) if part)
+        return _location_with_id(self)
 
     def __reduce__(self):
         return _rebuild_rule_violation, (self.message, self.rule, self.row_id, self.file, self.row, self.field,
                                          self.source)
+
+
+def _location_with_id(error: ToolUseDataError) -> str:
+    """Where an error about a unified row is: its id first (it starts with the source's name, so it stands in
+    for the source), then file, row and field."""
+    row_id = getattr(error, "row_id", None)
+    where = ToolUseDataError("", file=error.file, row=error.row, field=error.field,
+                             source=error.source if row_id is None else None).location
+    return ", ".join(part for part in (f"row id {row_id!r}" if row_id is not None else "", where) if part)
 
 
 def _rebuild_rule_violation(message, rule, row_id, file, row, field, source):
@@ -175,7 +180,34 @@ def _rebuild_rule_violation(message, rule, row_id, file, row, field, source):
 
 class ExecutionError(ToolUseDataError):
     """Executing a row's calls failed or the sandbox stopped it; the message starts with the reason
-    (``network``, ``timeout``, ``exception``...; see the NESTFUL execution section of the README)."""
+    (``network``, ``timeout``, ``exception``...; see the NESTFUL execution section of the README). ``row_id``:
+    the unified id of the row executed, where known."""
+
+    def __init__(self, message: str, *, row_id: Optional[str] = None, **location: Any):
+        super().__init__(message, **location)
+        self.row_id = row_id
+
+    @property
+    def cause(self) -> str:
+        """Why the execution failed: the message's leading reason (``network``, ``timeout``, ``no_gold``...)."""
+        head, sep, _ = self.message.partition(": ")
+        return head if sep and head and " " not in head else "-"
+
+    @property
+    def reason(self) -> str:  # counted by why it failed, not by the call that failed (output[0], output[3]...)
+        return f"{type(self).__name__}:{self.cause}"
+
+    @property
+    def location(self) -> str:
+        return _location_with_id(self)
+
+    def __reduce__(self):
+        return _rebuild_execution_error, (type(self), self.message, self.row_id, self.file, self.row, self.field,
+                                          self.source)
+
+
+def _rebuild_execution_error(cls, message, row_id, file, row, field, source):
+    return cls(message, row_id=row_id, file=file, row=row, field=field, source=source)
 
 
 class DataNotFoundError(FileNotFoundError):
@@ -200,19 +232,20 @@ class SkippedRow:
     file: Optional[str]
     row: Optional[int]
     field: Optional[str]
-    row_id: Optional[str] = None  # the unified id of a row dropped by validation (older saved reports lack it)
+    row_id: Optional[str] = None  # the unified id of a row dropped by validation or execution (older reports lack it)
 
 
 def row_id_of(error: "ToolUseDataError") -> Optional[str]:
-    """The unified id of the row ``error`` is about, where the error knows it (:class:`RuleViolationError`)."""
+    """The unified id of the row ``error`` is about, where the error knows it (:class:`RuleViolationError`,
+    :class:`ExecutionError`)."""
     return getattr(error, "row_id", None)
 
 
 def skipped_row_record(error: "ToolUseDataError") -> dict[str, Any]:
     """One skipped row as the JSON object of a skipped-rows file: where (source, file, row, field) and why
-    (error type, the reason it is counted under, message). A row that breaks a validation rule also has
-    ``row_id``, its unified id (the only place to find it when it was dropped from a dataset already loaded,
-    whose rows no longer hold their file and row number)."""
+    (error type, the reason it is counted under, message). A row that breaks a validation rule or whose
+    execution fails also has ``row_id``, its unified id (the only place to find it when it was dropped from a
+    dataset already loaded, whose rows no longer hold their file and row number)."""
     record: dict[str, Any] = {"source": error.source, "file": error.file, "row": error.row}
     row_id = row_id_of(error)
     if row_id is not None:
@@ -230,7 +263,8 @@ def json_text_bytes(value: Any, **options: Any) -> bytes:
 class SkipReport:
     """Counts rows skipped under ``on_error="skip"``, by error type and field, keeping the first examples.
 
-    Every skipped row (source, file, row, field, reason, message; ``row_id`` for a row dropped by validation)
+    Every skipped row (source, file, row, field, reason, message; ``row_id`` for a row dropped by validation or
+    execution)
     can be kept too: ``keep_all=True`` keeps them in ``rows``; ``rows_path`` appends each as one JSON line to
     that file as it is skipped (constant memory; the file is created at the first skip). Thread-safe; merge
     reports from worker processes with :meth:`merge` or :meth:`load`.

@@ -30,6 +30,7 @@ with ``require_reproduced=True`` so is a row whose answer differs from the gold.
 """
 from __future__ import annotations
 
+import copy
 import os
 from typing import Any, Optional, Sequence, Union
 
@@ -123,8 +124,14 @@ def execute_rows(rows: Sequence[dict], *, functions_dir: Union[str, os.PathLike,
             positions.append(i)
         except ToolUseDataError as error:
             out[i] = error
-    for i, result in zip(positions, run_sequences(jobs, folder, limits)):
+    try:
+        results = run_sequences(jobs, folder, limits)
+    except ToolUseDataError as error:  # the sandbox itself failed: the error of each row that was to run
+        results = [error] * len(jobs)
+    for i, result in zip(positions, results):
         try:
+            if isinstance(result, ToolUseDataError):
+                raise copy.copy(result)
             out[i] = executed_row(rows[i], result, calls_per_turn=calls_per_turn,
                                   require_reproduced=require_reproduced)
         except ToolUseDataError as error:
@@ -132,6 +139,11 @@ def execute_rows(rows: Sequence[dict], *, functions_dir: Union[str, os.PathLike,
         except Exception as exc:  # a result no check foresaw (the child's channel is upstream code's to write)
             out[i] = ExecutionError(f"exception: the sandbox's result cannot be read ({type(exc).__name__}: "
                                     f"{exc})", field="output")
+    for row, error in zip(rows, out):
+        if isinstance(error, ExecutionError) and error.row_id is None:
+            # The executed config's rows are unified rows: a failed one is named by its id, as a row dropped by
+            # validation is (file and row number alone do not find it in a dataset already loaded).
+            error.row_id = row.get("id")
     return out  # type: ignore[return-value]
 
 
