@@ -1,5 +1,6 @@
 """``tooluse-datasets verify nestful``: execute every gold call sequence in the sandbox and report, per category,
-how many reproduce their gold answer (exit 1 if any does not, or if a row could not be read)."""
+how many reproduce their gold answer (exit 1 if any does not, or if a row could not be read; rows listed with
+``--expect-failures``/``--expect-failure`` may fail, and must)."""
 from __future__ import annotations
 
 import argparse
@@ -20,6 +21,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--on-error", choices=["raise", "skip"], default="raise",
                    help="raise: stop at the first unreadable row; skip: go on, count and report them (not verified: "
                         "exit 1 all the same) (default: raise)")
+    p.add_argument("--expect-failures", metavar="FILE",
+                   help="ids of rows known not to reproduce, one a line (the sample_id, as failures are named), "
+                        "each with an optional '# reason': they are reported as expected and do not fail the run; "
+                        "a listed row that reproduces fails it (take it off the list), and so does a listed id no "
+                        "row has (exit 2)")
+    p.add_argument("--expect-failure", action="append", default=[], metavar="ID",
+                   help="one id known not to reproduce, as in --expect-failures; repeat for several")
     add_execution_arguments(p)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     return p
@@ -64,12 +72,19 @@ def limits_from(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..builders.nestful.expected_failures import read_expected_failures
     from ..builders.nestful.verify import verify
     from ..errors import SkipReport
 
+    # (read before any row runs: a list that cannot be read is refused up front)
+    expected = read_expected_failures(args.expect_failures) if args.expect_failures else {}
+    for name in args.expect_failure:
+        if not name.strip():
+            raise ValueError("--expect-failure takes an id, got an empty one")
+        expected.setdefault(name.strip(), "")
     skips = SkipReport()
     report = verify(data_files_for(args, args.source), functions_dir=args.executable_functions,
-                    limits=limits_from(args), on_error=args.on_error, report=skips)
+                    limits=limits_from(args), on_error=args.on_error, report=skips, expected_failures=expected)
     if args.json:
         print(json.dumps(dict(report.to_dict(), unreadable_rows=skips.to_dict()), ensure_ascii=False, indent=1))
     else:
@@ -80,5 +95,12 @@ def run(args: argparse.Namespace) -> int:
         # (an empty file, blank lines, an empty array): nothing was verified, which is no pass
         print("error: the data files hold no rows: nothing was verified", file=sys.stderr)
         return 1
+    if report.expected_not_in_data:
+        # A list that names rows the data does not have is a list for other data (or a typo): not a pass
+        from ..errors import plain_printable
+
+        print(plain_printable(f"error: ids listed as expected failures that no row verified has: "
+                              f"{', '.join(report.expected_not_in_data)}"), file=sys.stderr)
+        return 2
     # A row that could not be read was not verified: the run fails, as validate fails on unreadable rows
-    return 0 if report.reproduced == report.rows and not report.skipped else 1
+    return 0 if report.passed else 1

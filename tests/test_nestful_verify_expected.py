@@ -1,0 +1,140 @@
+"""`verify` with expected failures (--expect-failures FILE, --expect-failure ID, expected_failures= in Python), so
+that it can gate CI on data where some gold sequences are known not to reproduce. On the real rows: the toy row
+that needs the network, and real math rows broken on purpose. Upstream functions run only in the sandbox."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tooluse_datasets import cli
+from tooluse_datasets.builders.nestful.expected_failures import read_expected_failures
+from tooluse_datasets.builders.nestful.verify import verify
+
+from conftest import shared_data
+
+TOY = ("nestful", "third_party", "AtakanTekparmak_NESTFUL_27c2028", "data_v2", "toy_data.jsonl")
+CURRENT = ("nestful", "third_party", "reconstructed_current_v2", "rows_github_native_format.jsonl")
+FUNCTIONS = ("nestful", "data_v2", "executable_functions")
+NETWORK_ROW = "fa57c28a-e9d8-44fb-a358-a9404a557d5b"  # get_url_content("https://www.example.com"): refused
+
+
+@pytest.fixture(scope="module")
+def functions_dir():
+    return str(shared_data(*FUNCTIONS))
+
+
+@pytest.fixture
+def rows_file(tmp_path):
+    """The network row, a real math row (reproduces) and a copy of it dividing by zero (fails): ids in order."""
+    network = json.loads(next(line for line in shared_data(*TOY).read_text().splitlines() if NETWORK_ROW in line))
+    math_row = json.loads(shared_data(*CURRENT).read_text().splitlines()[0])
+    broken = json.loads(json.dumps(math_row))
+    broken["sample_id"] += "-zero"
+    broken["output"][0]["arguments"]["arg_1"] = 0
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in (network, math_row, broken)))
+    return path, [NETWORK_ROW, math_row["sample_id"], broken["sample_id"]]
+
+
+def run_verify(path, functions_dir, capsys, *extra):
+    code = cli.main(["verify", "nestful", "--data-files", str(path), "--executable-functions", functions_dir,
+                     "--json", *extra])
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out) if captured.out else None, captured.err
+
+
+def test_listed_failures_are_expected_and_pass_the_run(rows_file, functions_dir, tmp_path, capsys):
+    path, (network, passing, broken) = rows_file
+    listing = tmp_path / "expected.txt"
+    listing.write_text(f"# known upstream failures\n\n{network}   # needs the network\n{broken}\n")
+    code, out, _ = run_verify(path, functions_dir, capsys, "--expect-failures", str(listing))
+    assert code == 0 and out["passed"] is True
+    assert (out["rows"], out["reproduced"], out["failures"]) == (3, 1, [])
+    assert [(f["sample_id"], f["reason"], f["expected_reason"]) for f in out["expected_failures"]] == [
+        (network, "network", "needs the network"), (broken, "exception", "")]
+    assert out["unexpected_passes"] == [] and out["expected_not_in_data"] == []
+    # The table says which failures were expected, and why
+    assert cli.main(["verify", "nestful", "--data-files", str(path), "--executable-functions", functions_dir,
+                     "--expect-failure", network, "--expect-failure", broken]) == 0
+    table = capsys.readouterr().out
+    assert "expected failures (2, listed):" in table
+    assert f"  {network} (code): network: network access refused (urllib.Request) [expected]" in table
+    assert f"  {broken} (math): exception: divide: ZeroDivisionError: division by zero [expected]" in table
+
+
+def test_an_unlisted_failure_still_fails_the_run(rows_file, functions_dir, capsys):
+    path, (network, _, broken) = rows_file
+    code, out, _ = run_verify(path, functions_dir, capsys, "--expect-failure", network)
+    assert code == 1 and out["passed"] is False
+    assert [f["sample_id"] for f in out["failures"]] == [broken]
+    assert [f["sample_id"] for f in out["expected_failures"]] == [network]
+
+
+def test_a_listed_row_that_reproduces_fails_the_run_so_the_list_stays_honest(rows_file, functions_dir, tmp_path,
+                                                                            capsys):
+    path, (network, passing, broken) = rows_file
+    listing = tmp_path / "expected.txt"
+    listing.write_text(f"{network}\n{broken}\n{passing}  # was broken upstream once\n")
+    code, out, _ = run_verify(path, functions_dir, capsys, "--expect-failures", str(listing))
+    assert code == 1 and out["passed"] is False and out["failures"] == []
+    assert out["unexpected_passes"] == [{"sample_id": passing, "category": "math",
+                                         "expected_reason": "was broken upstream once"}]
+    cli.main(["verify", "nestful", "--data-files", str(path), "--executable-functions", functions_dir,
+              "--expect-failures", str(listing)])
+    table = capsys.readouterr().out
+    assert "listed as expected failures but reproduce (1): take them off the list" in table
+    assert f"  {passing} (math) [expected: was broken upstream once]" in table
+
+
+def test_listed_ids_that_no_row_has_are_an_error_naming_them(rows_file, functions_dir, tmp_path, capsys):
+    path, (network, _, broken) = rows_file
+    listing = tmp_path / "expected.txt"
+    listing.write_text(f"{network}\n{broken}\nd448887d-not-in-this-file  # one of upstream's four\n")
+    code, out, err = run_verify(path, functions_dir, capsys, "--expect-failures", str(listing),
+                                "--expect-failure", "typo-id")
+    assert code == 2
+    assert "error: ids listed as expected failures that no row verified has: d448887d-not-in-this-file, typo-id" in err
+    assert out["expected_not_in_data"] == ["d448887d-not-in-this-file", "typo-id"] and out["passed"] is False
+
+
+def test_the_python_api_takes_ids_or_ids_with_reasons(rows_file, functions_dir):
+    path, (network, passing, broken) = rows_file
+    report = verify(str(path), functions_dir=functions_dir, expected_failures={network: "network", broken: ""})
+    assert report.passed and [f["sample_id"] for f in report.expected_failures] == [network, broken]
+    report = verify(str(path), functions_dir=functions_dir, expected_failures=[network, passing, "absent"])
+    assert not report.passed
+    assert [f["sample_id"] for f in report.failures] == [broken]
+    assert [p["sample_id"] for p in report.unexpected_passes] == [passing]
+    assert report.expected_not_in_data == ["absent"]
+    assert verify(str(path), functions_dir=functions_dir).passed is False  # nothing listed: as before
+    with pytest.raises(TypeError, match="expected_failures takes ids"):
+        verify(str(path), functions_dir=functions_dir, expected_failures=network)  # one id, not its characters
+
+
+def test_list_files_are_read_line_by_line_with_comments(tmp_path):
+    listing = tmp_path / "expected.txt"
+    listing.write_bytes("\ufeff# header\r\n  a-1  \r\ns#2 # an id may hold '#'\r\n\r\nb#3\t#\tspaced  \r\na-1 # again\n"
+                        .encode())
+    assert read_expected_failures(listing) == {"a-1": "", "s#2": "an id may hold '#'", "b#3": "spaced"}
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"a-1\nb-2 c-3  # two ids\n", r"expected\.txt', line 2: one id a line, got 'b-2 c-3'"),
+    (b"a-1\n\xff\xfe\n", r"expected\.txt' is not UTF-8 text \(byte 4\)"),
+])
+def test_a_list_that_cannot_be_read_is_refused_before_any_row_runs(content, message, rows_file, tmp_path, capsys,
+                                                                   monkeypatch):
+    from tooluse_datasets.builders.nestful import verify as verify_module
+
+    listing = tmp_path / "expected.txt"
+    listing.write_bytes(content)
+    with pytest.raises(ValueError, match=message):
+        read_expected_failures(listing)
+    monkeypatch.setattr(verify_module, "run_sequences", lambda *a, **k: pytest.fail("rows ran"))
+    path, _ = rows_file
+    assert cli.main(["verify", "nestful", "--data-files", str(path), "--expect-failures", str(listing)]) == 2
+    assert "error: ValueError: " in capsys.readouterr().err
+    assert cli.main(["verify", "nestful", "--data-files", str(path), "--expect-failures",
+                     str(tmp_path / "absent.txt")]) == 2
+    assert "No such file or directory" in capsys.readouterr().err
