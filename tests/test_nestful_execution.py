@@ -1803,7 +1803,7 @@ def test_cli_timeout_gives_at_least_its_seconds_of_cpu(functions_dir, capsys):
     from tooluse_datasets.commands.verify import limits_from
     import argparse
 
-    assert limits_from(argparse.Namespace(timeout=2.4, memory_mb=4096)).cpu_limit == 3
+    assert limits_from(argparse.Namespace(timeout=2.4, memory_mb=4096, kernel_isolation=False)).cpu_limit == 3
     assert cli.main(["verify", "nestful", "--data-files", str(shared_data(*ICL)), "--executable-functions",
                      functions_dir, "--timeout", "2.4"]) == 0
 

@@ -149,6 +149,7 @@ def execute_rows(rows: Sequence[dict], *, functions_dir: Union[str, os.PathLike,
 
 def execute_with_options(rows: Sequence[dict], options) -> list[Union[dict, ToolUseDataError]]:
     """:func:`execute_rows` with a NESTFUL source's options (``execute=True`` loads)."""
-    limits = SandboxLimits(timeout=options.execution_timeout, memory_mb=options.execution_memory_mb)
+    limits = SandboxLimits(timeout=options.execution_timeout, memory_mb=options.execution_memory_mb,
+                           kernel_isolation=True if options.execution_kernel_isolation else None)
     return execute_rows(rows, functions_dir=options.executable_functions, limits=limits,
                         calls_per_turn=options.calls_per_turn, require_reproduced=options.require_reproduced)

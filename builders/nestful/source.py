@@ -74,6 +74,9 @@ class NestfulOptions(SourceOptions):
             downloaded once and cached.
         execution_timeout: seconds per row (upstream: 10); also its CPU seconds.
         execution_memory_mb: address space of the sandbox process.
+        execution_kernel_isolation: require the sandbox's kernel isolation (``SandboxLimits(kernel_isolation=
+            True)``): where the machine cannot isolate, each row is a ``SandboxError`` saying so. Default: used
+            where available, else the audit hook alone.
         calls_per_turn: ``"one"`` assistant turn per call (default) or ``"all"`` calls in one turn.
         require_reproduced: also refuse rows whose gold calls do not give the gold answer.
     """
@@ -84,13 +87,14 @@ class NestfulOptions(SourceOptions):
     executable_functions: Optional[str] = None
     execution_timeout: float = 10.0
     execution_memory_mb: int = 4096
+    execution_kernel_isolation: bool = False
     calls_per_turn: str = "one"
     require_reproduced: bool = False
 
 
 # The options of execute=True (NestfulOptions): each is refused without it
-EXECUTION_OPTIONS = ("executable_functions", "execution_timeout", "execution_memory_mb", "calls_per_turn",
-                     "require_reproduced")
+EXECUTION_OPTIONS = ("executable_functions", "execution_timeout", "execution_memory_mb",
+                     "execution_kernel_isolation", "calls_per_turn", "require_reproduced")
 
 # The first row of each sample_id of the files read in this process (NestfulSource._prime_ids), by file version
 _FIRST_ROWS: dict[tuple, dict[str, int]] = {}

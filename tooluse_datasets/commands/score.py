@@ -99,6 +99,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.sample and args.gold_data_files:
         raise ValueError("--sample and --gold-data-files exclude each other: give one of them")
+    if args.kernel_isolation and args.no_win_rate:  # nothing runs: the requirement would be checked nowhere
+        raise ValueError("--kernel-isolation applies to the executions of the win rate, which --no-win-rate skips: "
+                         "give one of them")
     from . import refuse_folders
 
     refuse_folders(args.gold_data_files or [], "--gold-data-files")

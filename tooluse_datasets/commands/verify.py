@@ -41,6 +41,10 @@ def add_execution_arguments(p: argparse.ArgumentParser) -> None:
                    help="seconds per sample (default: 10, as upstream)")
     p.add_argument("--memory-mb", type=_positive(int, "memory_mb"), default=4096,
                    help="address space of the sandbox (default: 4096)")
+    p.add_argument("--kernel-isolation", action="store_true",
+                   help="require the kernel's isolation (network, mount, IPC and PID namespaces, a read-only file "
+                        "system): where the machine cannot give it, stop with an error before any sample runs "
+                        "(default: use it where available, else the audit hook alone)")
 
 
 def _positive(kind, limit: str):
@@ -68,7 +72,9 @@ def limits_from(args: argparse.Namespace):
     from ..builders.nestful.execution import SandboxLimits
 
     # (CPU seconds: the timeout rounded up, SandboxLimits' default: never below the wall-clock timer)
-    return SandboxLimits(timeout=args.timeout, memory_mb=args.memory_mb)
+    # --kernel-isolation requires it (True); without the flag it is tried, falling back to the hook (None)
+    return SandboxLimits(timeout=args.timeout, memory_mb=args.memory_mb,
+                         kernel_isolation=True if args.kernel_isolation else None)
 
 
 def run(args: argparse.Namespace) -> int:
