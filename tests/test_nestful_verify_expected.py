@@ -138,3 +138,16 @@ def test_a_list_that_cannot_be_read_is_refused_before_any_row_runs(content, mess
     assert cli.main(["verify", "nestful", "--data-files", str(path), "--expect-failures",
                      str(tmp_path / "absent.txt")]) == 2
     assert "No such file or directory" in capsys.readouterr().err
+
+
+def test_the_table_shows_control_characters_of_an_id_as_escapes(tmp_path, functions_dir, capsys):
+    """The table quotes sample ids and failure details from the data: a terminal control sequence in an id (ESC
+    [2J clears the screen) is printed as a visible escape, never sent to the terminal."""
+    row = json.loads(shared_data(*CURRENT).read_text().splitlines()[0])
+    row["sample_id"] = "evil\x1b[2J"
+    row["output"][0]["arguments"]["arg_1"] = 0  # divides by zero: a failure, listed in the table
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    assert cli.main(["verify", "nestful", "--data-files", str(path), "--executable-functions", functions_dir]) == 1
+    out = capsys.readouterr().out
+    assert "evil\\u001b[2J" in out and "\x1b" not in out

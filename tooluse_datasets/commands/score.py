@@ -6,7 +6,7 @@ import argparse
 import json
 from collections.abc import Mapping
 
-from ..errors import InvalidValueError
+from ..errors import InvalidValueError, plain_printable
 from .verify import add_execution_arguments, limits_from
 
 
@@ -115,5 +115,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(scores.to_dict(samples=args.samples), ensure_ascii=False))
     else:
-        print(scores.table(samples=args.samples))
+        print(plain_printable(scores.table(samples=args.samples)))  # sample ids quote the data
     return 0

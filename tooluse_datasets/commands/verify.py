@@ -8,6 +8,7 @@ import json
 import math
 import sys
 
+from ..errors import plain_printable
 from . import data_files_for, print_skips
 
 
@@ -94,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(dict(report.to_dict(), unreadable_rows=skips.to_dict()), ensure_ascii=False, indent=1))
     else:
-        print(report.table())
+        print(plain_printable(report.table()))  # ids and details quote the data
         if skips.skipped:
             print_skips(skips)
     if not report.rows and not report.skipped:
@@ -103,8 +104,6 @@ def run(args: argparse.Namespace) -> int:
         return 1
     if report.expected_not_in_data:
         # A list that names rows the data does not have is a list for other data (or a typo): not a pass
-        from ..errors import plain_printable
-
         print(plain_printable(f"error: ids listed as expected failures that no row verified has: "
                               f"{', '.join(report.expected_not_in_data)}"), file=sys.stderr)
         return 2
