@@ -520,3 +520,43 @@ def test_mirror_of_a_split_the_data_lacks_names_the_splits_it_has(tmp_path, caps
 
     assert main(["mirror", "nestful", "--sample", "--split", "nope", "--out", str(tmp_path / "m")]) == 2
     assert "nestful: no split 'nope' in the data; its splits here: train" in capsys.readouterr().err
+
+
+def _sample_splits(source: str, cache_dir: str) -> list[str]:
+    return list(td.load(source, "unified", data_files=td.sample_files(source), cache_dir=cache_dir))
+
+
+@pytest.mark.parametrize("split", ["train", "synthetic"])
+def test_mirror_all_with_a_split_some_sources_lack_builds_nothing_and_names_every_one(tmp_path, capsys, cache_dir,
+                                                                                       split):
+    """Every source is checked before any is built: ``mirror all --split S`` used to build the sources that have
+    S, then stop at the first that has not, naming only that one."""
+    lacking = {s: _sample_splits(s, cache_dir) for s in source_names()}
+    lacking = {s: splits for s, splits in lacking.items() if split not in splits}
+    assert lacking and len(lacking) < len(source_names())  # some sources have the split, some have not
+    out = tmp_path / "out"
+    rc = main(["mirror", "all", "--sample", "--split", split, "--configs", "unified", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert not out.exists() or not any(out.iterdir()), "a source was built before the command refused"
+    for source, splits in lacking.items():
+        assert f"{source} (its splits: {', '.join(splits)})" in err
+    for source in set(source_names()) - set(lacking):
+        assert f"{source} (its splits" not in err
+    assert "nothing was built" in err
+
+
+def test_mirror_of_several_sources_data_files_with_a_split_one_lacks_builds_nothing(tmp_path, capsys, cache_dir):
+    items = [f"nestful={p}" for p in td.sample_files("nestful")["train"]] + \
+        [f"toolmind={p}" for p in td.sample_files("toolmind")["train"]]
+    out = tmp_path / "out"
+    rc = main(["mirror", "nestful", "toolmind", "--data-files", *items, "--split", "train", "--configs", "unified",
+               "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert not out.exists() or not any(out.iterdir())
+    assert f"toolmind (its splits: {', '.join(_sample_splits('toolmind', cache_dir))})" in err
+    assert "nestful (its splits" not in err
+    # the sources that have it still mirror, as the message advises
+    assert main(["mirror", "nestful", "--data-files", *td.sample_files("nestful")["train"], "--split", "train",
+                 "--configs", "unified", "--out", str(out)]) == 0

@@ -3,6 +3,7 @@ reads and ``publish`` pushes. One folder per source: ``OUT/<source>/`` (layout i
 from __future__ import annotations
 
 import argparse
+import contextlib
 
 from . import add_source_arguments, data_files_for, source_options
 
@@ -49,7 +50,9 @@ MIRROR_ARGUMENTS = {"revision": "--revision"}
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..mirror import MirrorError, MirrorRequest, ParquetLayout, build_mirror, read_manifest
+    from ..mirror import (MirrorError, MirrorRequest, MissingSplitError, ParquetLayout, build_planned_mirror,
+                          plan_mirror, read_manifest)
+    from ..mirror.engines import check_engine
     from ..registry import source_names
 
     sources = source_names() if args.sources == ["all"] else args.sources
@@ -77,23 +80,51 @@ def run(args: argparse.Namespace) -> int:
                               skipped_rows=args.skipped_rows.replace("{source}", source) if args.skipped_rows
                               else None)
                 for source in sources]
+    check_engine(args.engine, args.num_proc, args.address)
+    # Every source is checked and planned before any is built: a split (or config) one of them lacks stops
+    # the command at once, naming every such source, instead of after building the others.
+    plans, missing = [], []
     for request in requests:
         _check_inputs(request)
         try:
-            folder = build_mirror(request, args.out, engine=args.engine, num_proc=args.num_proc,
-                                  address=args.address)
-        except Exception as exc:
-            unreachable = _data_not_found(exc)
-            if unreachable is None:
-                raise
-            if "data_files=" not in str(unreachable):  # another input than the data (NESTFUL's functions folder)
-                raise MirrorError(str(unreachable)) from exc
-            # The builder's message names Python arguments (data_files=, data_dir=): say it in options.
-            raise MirrorError(f"{str(unreachable).splitlines()[0]} Point at local files with --data-files "
-                              f"PATH... (globs, hf:// or https:// URLs too), or mirror the bundled sample with "
-                              f"--sample") from exc
+            with _data_errors_explained():
+                plans.append(plan_mirror(request, args.out))
+        except MissingSplitError as exc:
+            missing.append(exc)
+    if missing:
+        raise MirrorError(_missing_split_message(missing, len(requests)))
+    for plan in plans:
+        with _data_errors_explained():
+            folder = build_planned_mirror(plan, engine=args.engine, num_proc=args.num_proc, address=args.address)
         _print_summary(folder, read_manifest(folder))
     return 0
+
+
+def _missing_split_message(missing: list, count: int) -> str:
+    if count == 1:
+        return str(missing[0])
+    lacking = ", ".join(f"{e.source} (its splits: {', '.join(e.available) or 'none'})" for e in missing)
+    return (f"no split {missing[0].split!r} in {lacking}; nothing was built: mirror the sources that have it, or "
+            f"leave --split out")
+
+
+@contextlib.contextmanager
+def _data_errors_explained():
+    """Data that cannot be found, said in the command's options (the builder's message names Python
+    arguments: data_files=, data_dir=)."""
+    from ..mirror import MirrorError
+
+    try:
+        yield
+    except Exception as exc:
+        unreachable = _data_not_found(exc)
+        if unreachable is None:
+            raise
+        if "data_files=" not in str(unreachable):  # another input than the data (NESTFUL's functions folder)
+            raise MirrorError(str(unreachable)) from exc
+        raise MirrorError(f"{str(unreachable).splitlines()[0]} Point at local files with --data-files "
+                          f"PATH... (globs, hf:// or https:// URLs too), or mirror the bundled sample with "
+                          f"--sample") from exc
 
 
 def _files_of_sources(items: list[str], sources: list[str], *, named_only: bool) -> dict[str, list[str]]:

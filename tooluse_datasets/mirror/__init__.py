@@ -20,6 +20,7 @@ from typing import Any
 
 _EXPORTS = {
     "build_mirror": "build", "MirrorRequest": "build", "pin_upstream_revision": "build",
+    "plan_mirror": "build", "build_planned_mirror": "build", "MirrorPlan": "build", "MissingSplitError": "build",
     "ENGINES": "engines", "ShardsFailedError": "engines",
     "MANIFEST_NAME": "manifest", "README_NAME": "manifest", "SHARD_FILE": "manifest", "Manifest": "manifest",
     "MirrorError": "manifest", "read_manifest": "manifest", "mirror_files": "manifest",

@@ -93,10 +93,38 @@ def build_mirror(request: MirrorRequest, out_dir: str | Path, *, engine: str = "
     running cluster, else a local Ray with ``num_proc`` CPUs). The mirror is the same whatever runs it. A build
     that stops midway leaves the previous mirror in place, and running it again finishes it, reusing the
     shards already done (:mod:`.staging`)."""
+    check_engine(engine, num_proc, address)  # before anything is read: a typo costs nothing
+    return _build(plan_mirror(request, out_dir), engine=engine, num_proc=num_proc, address=address)
+
+
+@dataclasses.dataclass
+class MirrorPlan:
+    """A request checked and planned (:func:`plan_mirror`), nothing converted or staged yet: several sources
+    are all planned before any is built, so that a split or config one of them lacks stops the command
+    before it has built the others."""
+
+    request: MirrorRequest  # with its upstream revision pinned and local paths absolute
+    target: Path
+    features: dict[str, Features]
+    builder: Any
+    splits: list[SplitPlan]
+
+
+class MissingSplitError(MirrorError):
+    """The split asked for is not in the source's data (``available``: the splits it has)."""
+
+    def __init__(self, source: str, split: str, available: list[str]):
+        self.source, self.split, self.available = source, split, available
+        super().__init__(f"{source}: no split {split!r} in the data; its splits here: "
+                         f"{', '.join(available) or 'none'}")
+
+
+def plan_mirror(request: MirrorRequest, out_dir: str | Path) -> MirrorPlan:
+    """Check ``request`` against its data and plan its splits (raises :class:`MirrorError`, e.g.
+    :class:`MissingSplitError`); the files' names are resolved and their metadata read, no row is converted."""
     check_out_dir(Path(out_dir), request.source)
     target = Path(out_dir) / request.source
     check_target(target)
-    check_engine(engine, num_proc, address)
     _check_source_options(request)
     request = _absolute_path_options(request)
     if request.data_files is None:  # files a source option names (a LLaMA-Factory dataset_info entry)
@@ -107,7 +135,18 @@ def build_mirror(request: MirrorRequest, out_dir: str | Path, *, engine: str = "
     features = {config: _features(request.source, config) for config in request.configs}
     builder = _builder(request)
     _check_options_fit_configs(request, builder)
-    plans = _split_plans(request, builder)
+    return MirrorPlan(request, target, features, builder, _split_plans(request, builder))
+
+
+def build_planned_mirror(plan: MirrorPlan, *, engine: str = "local", num_proc: Optional[int] = None,
+                         address: Optional[str] = None) -> Path:
+    """Build the mirror :func:`plan_mirror` planned (see :func:`build_mirror`)."""
+    check_engine(engine, num_proc, address)
+    return _build(plan, engine=engine, num_proc=num_proc, address=address)
+
+
+def _build(plan: MirrorPlan, **engine_options) -> Path:
+    request, target, features, builder, plans = plan.request, plan.target, plan.features, plan.builder, plan.splits
     source = builder.source
     provenance = build_provenance(source.upstream, request.revision, _input_paths(request, builder),
                                   from_upstream=request.data_files is None)
@@ -119,8 +158,7 @@ def build_mirror(request: MirrorRequest, out_dir: str | Path, *, engine: str = "
         tasks = [ShardTask(source, tuple(request.configs), slim_split(plan), shard, index, request.on_error,
                            request.layout, str(staging.parts.absolute()))
                  for plan in plans for index, shard in enumerate(plan.shards)]
-        results = _run_shards(request.source, tasks, build, staging, engine=engine, num_proc=num_proc,
-                              address=address)
+        results = _run_shards(request.source, tasks, build, staging, **engine_options)
         merged = {plan.name: [results[t.key] for t in tasks if t.split.name == plan.name] for plan in plans}
         manifest = _assemble(request, features, merged, staging, provenance, source)
         if request.skipped_rows:
@@ -253,8 +291,7 @@ def _split_plans(request: MirrorRequest, builder) -> list[SplitPlan]:
     if request.split is not None:
         named = [p for p in plans if p.name == request.split]
         if not named:
-            raise MirrorError(f"{request.source}: no split {request.split!r} in the data; its splits here: "
-                              f"{', '.join(p.name for p in plans) or 'none'}")
+            raise MissingSplitError(request.source, request.split, [p.name for p in plans])
         plans = named
     bad = [p.name for p in plans if not SPLIT_NAME.match(p.name)]
     if bad:
