@@ -22,6 +22,7 @@ from tooluse_datasets.formats import FORMATS
 from tooluse_datasets.registry import source_names
 from tooluse_datasets.source import Upstream, UpstreamFile
 
+from conftest import count_calls
 from mirror_support import build_sample_mirror, mirror_rows, reference_rows
 
 SHARD_NAME = re.compile(r"^(?P<config>\w+)/(?P<split>\w+(\.\w+)*)-(?P<i>\d{5})-of-(?P<n>\d{5})\.parquet$")
@@ -560,3 +561,70 @@ def test_mirror_of_several_sources_data_files_with_a_split_one_lacks_builds_noth
     # the sources that have it still mirror, as the message advises
     assert main(["mirror", "nestful", "--data-files", *td.sample_files("nestful")["train"], "--split", "train",
                  "--configs", "unified", "--out", str(out)]) == 0
+
+
+# A build killed (os._exit: no finally, no except) between moving the old mirror aside and moving the new one in.
+KILLED_BETWEEN_RENAMES = """
+import os, sys
+import tooluse_datasets as td
+from tooluse_datasets.mirror import MirrorRequest, build_mirror, staging
+
+rename = os.rename
+def rename_then_die(src, dst):
+    if str(src).endswith(".nestful.partial"):
+        os._exit(9)
+    rename(src, dst)
+staging.os.rename = rename_then_die
+build_mirror(MirrorRequest("nestful", configs=sys.argv[2].split(","), data_files=td.sample_files("nestful")),
+             sys.argv[1])
+"""
+
+
+def _kill_between_renames(out: Path, configs: list[str]) -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", KILLED_BETWEEN_RENAMES, str(out), ",".join(configs)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 9, proc.stderr
+    names = sorted(p.name for p in out.iterdir())
+    assert "nestful" not in names and ".nestful.partial" in names and any(".nestful.old-" in n for n in names)
+
+
+def _shas(folder: Path) -> dict[str, str]:
+    return {rel: _sha(folder / rel) for rel in mirror_files(folder)}
+
+
+def test_a_build_killed_between_its_renames_is_completed_by_the_next_build(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    build_sample_mirror("nestful", out, configs=["unified"])
+    _kill_between_renames(out, ["unified", "raw"])
+    clean = build_sample_mirror("nestful", tmp_path / "clean", configs=["unified", "raw"])
+    # the staged mirror was complete: the next build moves it in (its data are what a clean build writes)
+    calls = count_calls(monkeypatch, build_module.Staging, "commit")
+    folder = build_sample_mirror("nestful", out, configs=["unified", "raw"])
+    assert calls["commit"] == 1
+    assert sorted(p.name for p in out.iterdir()) == ["nestful"]
+    assert _shas(folder) == _shas(clean)
+
+
+def test_a_build_killed_between_its_renames_is_put_back_by_publish(tmp_path):
+    from fake_hub import FakeHubApi
+    from tooluse_datasets.publish import find_mirrors, publish_mirror
+
+    out = tmp_path / "out"
+    old = _shas(build_sample_mirror("nestful", out, configs=["unified"]))
+    new = _shas(build_sample_mirror("nestful", tmp_path / "new", configs=["unified", "raw"]))
+    _kill_between_renames(out, ["unified", "raw"])
+    assert find_mirrors(out) == {"nestful": out / "nestful"}  # a folder of mirrors: the staged one moved in
+    assert sorted(p.name for p in out.iterdir()) == ["nestful"] and _shas(out / "nestful") == new
+
+    # a staged mirror that is not complete is never moved in: the old mirror is put back
+    out2 = tmp_path / "out2"
+    build_sample_mirror("nestful", out2, configs=["unified"])
+    _kill_between_renames(out2, ["unified", "raw"])
+    (out2 / ".nestful.partial" / "raw" / "train-00000-of-00002.parquet").unlink()
+    result = publish_mirror(out2 / "nestful", "org/nestful", api=FakeHubApi(), dry_run=True, echo=lambda _: None)
+    assert _shas(out2 / "nestful") == old
+    assert sorted(f.path for f in result.plan.additions) == sorted(old)
+    assert not any(".nestful.old-" in p.name for p in out2.iterdir())

@@ -39,6 +39,7 @@ from huggingface_hub.utils import sha as hub_sha
 from .dataset_card import CardMarkersError, card_config_names, merge_cards, render_card
 from .mirror.manifest import MANIFEST_NAME, README_NAME, Manifest, MirrorError, read_manifest
 from .mirror.provenance import hash_file, sha256_file
+from .mirror.staging import recover_swap, recover_swaps_in
 
 logger = logging.getLogger("tooluse_datasets")
 
@@ -461,6 +462,7 @@ def _parse_previous_manifest(data: Optional[bytes]) -> Optional[Manifest]:
 
 
 def _verified_manifest(folder: Path) -> Manifest:
+    recover_swap(folder)  # a build stopped while replacing the mirror: the complete one is put in place
     try:
         manifest = read_manifest(folder)
     except MirrorError as exc:
@@ -506,6 +508,9 @@ def find_mirrors(folder: str | Path) -> dict[str, Path]:
     """``{source: path}``: the folder itself if it is a mirror, else the mirrors directly inside it (what
     ``tooluse-datasets mirror SOURCE... --out DIR`` wrote)."""
     root = Path(folder)
+    # A build stopped while replacing a mirror leaves it only under a hidden name: put it back in place first.
+    recover_swap(root)
+    recover_swaps_in(root)
     if (root / MANIFEST_NAME).is_file():
         return {read_manifest(root).source: root}
     subs = [sub for sub in sorted(root.iterdir())

@@ -35,7 +35,7 @@ from .parts import ParquetLayout
 from .provenance import build_provenance, display_input, hash_file
 from .provenance import pin_upstream_revision as _pin_revision
 from .shard_task import ShardResult, ShardTask, skipped_rows_file, slim_split
-from .staging import Staging, check_out_dir, check_target
+from .staging import Staging, check_out_dir, check_target, recover_swap
 
 logger = logging.getLogger("tooluse_datasets")
 FIGURES_DIR = "plots"
@@ -124,6 +124,7 @@ def plan_mirror(request: MirrorRequest, out_dir: str | Path) -> MirrorPlan:
     :class:`MissingSplitError`); the files' names are resolved and their metadata read, no row is converted."""
     check_out_dir(Path(out_dir), request.source)
     target = Path(out_dir) / request.source
+    recover_swap(target)  # a build stopped while replacing the mirror there
     check_target(target)
     _check_source_options(request)
     request = _absolute_path_options(request)

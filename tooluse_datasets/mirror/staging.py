@@ -11,16 +11,23 @@ A build that stops (an error, Ctrl-C, SIGKILL, a failed worker) leaves the targe
 staging. The next build of the same input (same ``.build.json``) reuses every finished shard whose parts are
 intact and runs only the others; a build of different input starts the staging afresh. The lock keeps two
 builds from writing one staging folder; the kernel releases it when its process dies, however it dies.
+
+A complete build moves the old mirror aside (``.<source>.old-<pid>``), moves the staging folder in and deletes
+the old one. A build stopped between those steps (SIGKILL, power loss) leaves no mirror at ``<source>``:
+:func:`recover_swap`, run by the next build and by ``publish``, moves the staged mirror in if every file of it
+matches its manifest, else the old one back, and deletes what was moved aside.
 """
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Optional
 
-from .manifest import MANIFEST_NAME, MirrorError
+from .manifest import MANIFEST_NAME, README_NAME, MirrorError, read_manifest
 from .parts import WrittenPart
 from .provenance import hash_file
 
@@ -29,9 +36,64 @@ LOCK_FILE = ".lock"
 RESULTS_DIR = ".shards"
 PARTS_DIR = ".parts"
 
+logger = logging.getLogger("tooluse_datasets")
+# What a swap leaves beside DIR/<source>: its staging folder, or the old mirror moved aside
+SWAP_LEFTOVER = re.compile(r"^\.(.+)\.(?:partial|old-\d+)$")
+
 
 def staging_path(target: Path) -> Path:
     return target.with_name(f".{target.name}.partial")
+
+
+def moved_aside_paths(target: Path) -> list[Path]:
+    """Old mirrors a build moved aside (:func:`_swap_into_place`), the most recently moved first."""
+    olds = [p for p in target.parent.glob(f".{target.name}.old-*") if p.is_dir()]
+    return sorted(olds, key=lambda p: p.stat().st_ctime, reverse=True)  # a rename updates a folder's ctime
+
+
+def recover_swap(target: Path) -> None:
+    """Finish the swap of a build stopped between moving the old mirror aside and moving the new one in (no
+    mirror at ``target``): move the staged mirror in if it is complete, else the old mirror back; then delete
+    the old mirrors moved aside. A half-written mirror is never put in place."""
+    target = Path(os.path.abspath(target))  # "." has no name to put beside it
+    olds = moved_aside_paths(target)
+    if not target.exists():
+        staged = staging_path(target)
+        if _is_complete_mirror(staged):
+            os.rename(staged, target)
+            logger.warning("%s: a build stopped just before moving its new mirror in; moved it in now", target)
+        else:
+            old = next((old for old in olds if _is_complete_mirror(old)), None)
+            if old is None:
+                return
+            os.rename(old, target)
+            logger.warning("%s: a build stopped while replacing this mirror; the previous mirror was put back",
+                           target)
+    for old in moved_aside_paths(target):
+        shutil.rmtree(old, ignore_errors=True)  # replaced, or half deleted when the build stopped
+
+
+def recover_swaps_in(out_dir: Path) -> None:
+    """:func:`recover_swap` for every mirror in ``out_dir`` a build may have been stopped replacing."""
+    names = {m.group(1) for child in (out_dir.iterdir() if out_dir.is_dir() else ())
+             for m in [SWAP_LEFTOVER.match(child.name)] if m}
+    for name in sorted(names):
+        recover_swap(out_dir / name)
+
+
+def _is_complete_mirror(folder: Path) -> bool:
+    """A finished build (no bookkeeping of a running one) whose every file matches the manifest."""
+    if not folder.is_dir() or (folder / BUILD_FILE).exists() or not (folder / README_NAME).is_file():
+        return False
+    try:
+        manifest = read_manifest(folder)
+    except MirrorError:
+        return False
+    for f in manifest.files + manifest.figures:
+        path = folder / f.path
+        if not path.is_file() or path.stat().st_size != f.num_bytes or hash_file(path)[0] != f.sha256:
+            return False
+    return True
 
 
 def check_out_dir(out_dir: Path, source: str) -> None:
@@ -79,7 +141,8 @@ class Staging:
         text = json.dumps(build, indent=1, sort_keys=True, ensure_ascii=False)
         build_file = staging.folder / BUILD_FILE
         if not build_file.is_file() or build_file.read_text(encoding="utf-8") != text:
-            for child in staging.folder.iterdir():
+            # The build file last: a staging folder without one is a finished build (recover_swap).
+            for child in sorted(staging.folder.iterdir(), key=lambda child: child.name == BUILD_FILE):
                 if child.name != LOCK_FILE:
                     shutil.rmtree(child) if child.is_dir() else child.unlink()
             _write_atomically(build_file, text)
