@@ -358,6 +358,13 @@ def test_cli_mirror_all_reads_each_sources_own_files_given_as_source_path_items(
         err = capsys.readouterr().err
         assert rc != 0 and (message is None or message in err), (argv, err)
     assert not (tmp_path / "b").exists() or not any((tmp_path / "b").iterdir())
+    # one source may take its files as SOURCE=PATH items too (it was "Unable to find '.../nestful=...'")
+    rc = main(["mirror", "nestful", "--out", str(tmp_path / "c"), "--configs", "unified", "--data-files",
+               *items[:len(nestful)]])
+    assert rc == 0, capsys.readouterr().err
+    assert read_manifest(tmp_path / "c" / "nestful").configs["unified"].num_examples == 5
+    rc = main(["mirror", "nestful", "--out", str(tmp_path / "d"), "--configs", "unified", "--data-files", items[-1]])
+    assert rc == 2 and "not mirrored (ms_swift)" in capsys.readouterr().err
 
 
 UNPINNED_HUB_UPSTREAM = Upstream(host="hf", repo="someone/data", revision=None,
