@@ -245,6 +245,27 @@ def test_one_object_over_several_lines_that_is_not_json_is_one_file_error_not_an
     assert len(list(td.load("ms_swift", data_files=str(path), split="train", streaming=True))) == 1
 
 
+@pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
+def test_json_lines_in_a_json_file_whose_first_row_holds_what_json_refuses_are_a_row_each(tmp_path, cache_dir,
+                                                                                         streaming):
+    """A first line that is a whole value to Python's json but not to the exact reader (-Infinity) was taken for
+    the start of an object over several lines: with no later line an object of its own (a row that is a string),
+    the file was one error and its other rows were never counted."""
+    from conftest import shared_data
+
+    lines = shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    first["messages"][0]["content"] = float("-inf")  # json.dumps writes -Infinity
+    path = tmp_path / "rows.json"
+    path.write_text("\n".join([json.dumps(first), json.dumps("a row that is a string")]) + "\n")
+    report = td.SkipReport()
+    rows = list(td.load("ms_swift", data_files=str(path), split="train", streaming=streaming, on_error="skip",
+                        report=report, cache_dir=cache_dir))
+    assert rows == [] and report.rows_read == report.skipped == 2
+    assert [(e.error, e.row, e.field != "<file>") for e in report.examples] == [
+        ("InvalidJsonError", 0, True), ("InvalidJsonError", 1, True)]
+
+
 # -- JSON arrays cut for workers (prepare with num_proc) --------------------------------------------------
 
 # Elements of every kind the reader tells apart: brackets in strings, nesting deeper than the element regex,

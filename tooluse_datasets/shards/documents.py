@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import json
 import re
 from typing import Any, Callable, Iterator, Optional, Union
 
@@ -73,7 +74,8 @@ def read_document(shard: Shard, batch_size: int, resume: Optional[tuple[int, int
             start = f.tell() - len(head)
             if b"\n" not in head:
                 head += f.readline()
-            if not try_loads(head.lstrip().split(b"\n", 1)[0])[0]:
+            first = head.lstrip().split(b"\n", 1)[0]
+            if not try_loads(first)[0] and not _one_value_leniently(first):
                 document = _multiline_object(head + f.read(), start)
     if not array:
         if document is not None:
@@ -96,6 +98,17 @@ def read_document(shard: Shard, batch_size: int, resume: Optional[tuple[int, int
 
 # Lines after the first of a .json file looked at to tell JSON Lines from one object written over several lines.
 _LINES_TO_TELL = 64
+
+
+def _one_value_leniently(line: bytes) -> bool:
+    """The line is one value to Python's json, which also takes what the exact reader refuses (NaN, -Infinity,
+    1e400, a lone surrogate escape): a bad row of JSON Lines, not the first line of an object written over
+    several lines (whose other lines, read as one object, would make the file one error instead of a row each)."""
+    try:
+        json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def _multiline_object(text: bytes, start: int) -> Union[dict, ToolUseDataError, None]:
