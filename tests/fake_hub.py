@@ -13,7 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-import httpx2 as httpx  # huggingface_hub's own HTTP client (a dependency of it): the error responses it builds
+try:  # huggingface_hub's own HTTP client (a dependency of it): the error responses it builds
+    import httpx2 as httpx  # huggingface_hub 2
+except ImportError:
+    import httpx  # huggingface_hub 1, the oldest the package supports
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 from huggingface_hub.errors import (EntryNotFoundError, HfHubHTTPError, RepositoryNotFoundError,
                                     RevisionNotFoundError)
