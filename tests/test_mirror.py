@@ -635,3 +635,64 @@ def test_a_build_killed_between_its_renames_is_put_back_by_publish(tmp_path):
     assert _shas(out2 / "nestful") == old
     assert sorted(f.path for f in result.plan.additions) == sorted(old)
     assert not any(".nestful.old-" in p.name for p in out2.iterdir())
+
+
+# A build paused between its renames (old mirror moved aside, if any; staged mirror not yet moved in) until the
+# test lets it go: a live swap, which a recovery in another process must wait for, not take for a stopped one.
+PAUSED_BETWEEN_RENAMES = """
+import os, sys, time
+import tooluse_datasets as td
+from tooluse_datasets.mirror import MirrorRequest, build_mirror, staging
+
+out, paused, go = sys.argv[1], sys.argv[2], sys.argv[3]
+rename = os.rename
+def rename_after_go(src, dst):
+    if str(src).endswith(".nestful.partial"):
+        open(paused, "w").close()
+        while not os.path.exists(go):
+            time.sleep(0.05)
+    rename(src, dst)
+staging.os.rename = rename_after_go
+build_mirror(MirrorRequest("nestful", configs=["unified", "raw"], data_files=td.sample_files("nestful")), out)
+"""
+
+
+@pytest.mark.parametrize("replacing", [True, False], ids=["replacing-a-mirror", "first-build"])
+def test_a_recovery_waits_for_a_live_swap_instead_of_taking_it_over(tmp_path, replacing):
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from tooluse_datasets.mirror.staging import recover_swap
+
+    out = tmp_path / "out"
+    if replacing:
+        build_sample_mirror("nestful", out, configs=["unified"])
+    new = _shas(build_sample_mirror("nestful", tmp_path / "new", configs=["unified", "raw"]))
+    paused, go = tmp_path / "paused", tmp_path / "go"
+    proc = subprocess.Popen([sys.executable, "-c", PAUSED_BETWEEN_RENAMES, str(out), str(paused), str(go)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not paused.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        # mid-swap: no mirror at out/nestful, the staged one complete beside it (what a stopped build leaves)
+        during = sorted(p.name for p in out.iterdir() if not p.name.endswith(".lock"))
+        assert "nestful" not in during and ".nestful.partial" in during
+        recovery = threading.Thread(target=recover_swap, args=(out / "nestful",))
+        recovery.start()
+        recovery.join(1.5)
+        assert recovery.is_alive()  # waiting for the build's swap
+        assert sorted(p.name for p in out.iterdir() if not p.name.endswith(".lock")) == during
+        go.touch()
+        recovery.join(60)
+        assert not recovery.is_alive()
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        go.touch()
+        proc.kill() if proc.poll() is None else None
+    assert proc.returncode == 0, stderr  # the build finished its own swap (no OSError from a rename taken over)
+    assert sorted(p.name for p in out.iterdir()) == ["nestful"]
+    assert _shas(out / "nestful") == new

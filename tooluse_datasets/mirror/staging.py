@@ -15,17 +15,20 @@ builds from writing one staging folder; the kernel releases it when its process 
 A complete build moves the old mirror aside (``.<source>.old-<pid>``), moves the staging folder in and deletes
 the old one. A build stopped between those steps (SIGKILL, power loss) leaves no mirror at ``<source>``:
 :func:`recover_swap`, run by the next build and by ``publish``, moves the staged mirror in if every file of it
-matches its manifest, else the old one back, and deletes what was moved aside.
+matches its manifest, else the old one back, and deletes what was moved aside. Both hold the swap lock
+(``.<source>.lock``, beside ``<source>/``), so a recovery never takes a live build's swap for a stopped one, nor
+two builds' swaps interleave; the kernel releases it when its holder dies.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import re
 import shutil
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 from .manifest import MANIFEST_NAME, README_NAME, MirrorError, read_manifest
 from .parts import WrittenPart
@@ -45,6 +48,10 @@ def staging_path(target: Path) -> Path:
     return target.with_name(f".{target.name}.partial")
 
 
+def swap_lock_path(target: Path) -> Path:
+    return target.with_name(f".{target.name}.lock")
+
+
 def moved_aside_paths(target: Path) -> list[Path]:
     """Old mirrors a build moved aside (:func:`_swap_into_place`), the most recently moved first."""
     olds = [p for p in target.parent.glob(f".{target.name}.old-*") if p.is_dir()]
@@ -56,6 +63,13 @@ def recover_swap(target: Path) -> None:
     mirror at ``target``): move the staged mirror in if it is complete, else the old mirror back; then delete
     the old mirrors moved aside. A half-written mirror is never put in place."""
     target = Path(os.path.abspath(target))  # "." has no name to put beside it
+    if not moved_aside_paths(target) and (target.exists() or not staging_path(target).is_dir()):
+        return  # nothing to recover: nothing is written (a mirror in a read-only folder can be published)
+    with swap_lock(target):  # a build swapping now finishes first; what it leaves is then looked at afresh
+        _recover_swap(target)
+
+
+def _recover_swap(target: Path) -> None:
     olds = moved_aside_paths(target)
     if not target.exists():
         staged = staging_path(target)
@@ -94,6 +108,31 @@ def _is_complete_mirror(folder: Path) -> bool:
         if not path.is_file() or path.stat().st_size != f.num_bytes or hash_file(path)[0] != f.sha256:
             return False
     return True
+
+
+@contextlib.contextmanager
+def swap_lock(target: Path) -> Iterator[None]:
+    """Hold the lock of ``target``'s swap (waiting for its holder), and delete its file when done."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no advisory locks; one build per folder is on the user
+        yield
+        return
+    path = swap_lock_path(target)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        os.close(fd)  # its holder deleted this file while we waited: lock the one now at the path
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)  # while still held, so that no one locks the file it deletes after us
+        os.close(fd)
 
 
 def check_out_dir(out_dir: Path, source: str) -> None:
@@ -136,8 +175,9 @@ class Staging:
         """Lock the staging folder of ``target``; keep what it holds if it was left by a build of ``build``
         (a JSON-able description of the input and options), else empty it."""
         staging = cls(target)
-        staging.folder.mkdir(parents=True, exist_ok=True)
-        staging._lock()
+        with swap_lock(target):  # not the staging folder of a build that is moving it into place now
+            staging.folder.mkdir(parents=True, exist_ok=True)
+            staging._lock()
         text = json.dumps(build, indent=1, sort_keys=True, ensure_ascii=False)
         build_file = staging.folder / BUILD_FILE
         if not build_file.is_file() or build_file.read_text(encoding="utf-8") != text:
@@ -181,11 +221,14 @@ class Staging:
     def commit(self) -> None:
         """Remove the bookkeeping and put the staging folder in the target's place (the old mirror, if any, is
         moved aside first and deleted once the new one is in place)."""
-        shutil.rmtree(self.parts)
-        shutil.rmtree(self._results)
-        (self.folder / BUILD_FILE).unlink()
-        (self.folder / LOCK_FILE).unlink()
-        _swap_into_place(self.folder, self.target)
+        # Locked from before the build file goes: from then on recover_swap would take the folder for a
+        # finished build stopped mid-swap, and another build's open would empty it.
+        with swap_lock(self.target):
+            shutil.rmtree(self.parts)
+            shutil.rmtree(self._results)
+            (self.folder / BUILD_FILE).unlink()
+            (self.folder / LOCK_FILE).unlink()
+            _swap_into_place(self.folder, self.target)
         self._unlock()
 
     def discard(self) -> None:
