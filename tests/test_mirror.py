@@ -696,3 +696,27 @@ def test_a_recovery_waits_for_a_live_swap_instead_of_taking_it_over(tmp_path, re
     assert proc.returncode == 0, stderr  # the build finished its own swap (no OSError from a rename taken over)
     assert sorted(p.name for p in out.iterdir()) == ["nestful"]
     assert _shas(out / "nestful") == new
+
+
+def test_reading_a_mirror_a_build_was_stopped_replacing_says_what_is_left_and_what_to_run(tmp_path):
+    from tooluse_datasets import mirror
+
+    out = tmp_path / "out"
+    build_sample_mirror("nestful", out, configs=["unified"])
+    _kill_between_renames(out, ["unified", "raw"])
+    left = sorted(p.name for p in out.iterdir() if not p.name.endswith(".lock"))
+    with pytest.raises(mirror.StoppedSwapError) as caught:
+        mirror.read_manifest(out / "nestful")
+    message = str(caught.value)
+    old = next(name for name in left if ".nestful.old-" in name)
+    assert ".nestful.partial (the new mirror, staged)" in message and f"{old} (the old one, moved aside)" in message
+    assert "tooluse-datasets mirror" in message and "recover_swap" in message
+    assert sorted(p.name for p in out.iterdir() if not p.name.endswith(".lock")) == left  # a reader moves nothing
+    # what the message says to run puts the complete (new) mirror in place
+    mirror.recover_swap(out / "nestful")
+    assert sorted(mirror.read_manifest(out / "nestful").configs) == ["raw", "unified"]
+    assert sorted(p.name for p in out.iterdir()) == ["nestful"]
+    # a folder that is simply not there, nothing beside it: the usual message
+    with pytest.raises(mirror.MirrorError, match="is not a mirror") as caught:
+        mirror.read_manifest(out / "toolmind")
+    assert not isinstance(caught.value, mirror.StoppedSwapError)

@@ -7,11 +7,12 @@ Modules, one job each:
 * :mod:`.parts`: Parquet parts within the layout's bounds;
 * :mod:`.shard_task`: converting one shard into every config's parts, statistics and validation counts;
 * :mod:`.engines`: running shard tasks here, in a process pool or on Ray;
-* :mod:`.staging`: the hidden staging folder, resuming, and the atomic swap;
+* :mod:`.staging`: the hidden staging folder, resuming, and the atomic swap (and its recovery);
+* :mod:`.hidden_paths`: the hidden names a build uses beside a mirror;
 * :mod:`.provenance`: upstream pin, input checksums, versions;
 * :mod:`.build`: ``build_mirror``, which plans, runs, merges and writes the card.
 
-Names are resolved on first use, so importing :mod:`.manifest` (the dataset card does) loads nothing else.
+Names are resolved on first use, so importing :mod:`.manifest` (the dataset card does) loads nothing of the build.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ _EXPORTS = {
     "ENGINES": "engines", "ShardsFailedError": "engines",
     "MANIFEST_NAME": "manifest", "README_NAME": "manifest", "SHARD_FILE": "manifest", "Manifest": "manifest",
     "MirrorError": "manifest", "read_manifest": "manifest", "mirror_files": "manifest",
+    "StoppedSwapError": "manifest", "recover_swap": "staging",
     "ParquetLayout": "parts",
     "sha256_file": "provenance", "hash_file": "provenance",
     "shorten": "examples",

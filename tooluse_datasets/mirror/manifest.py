@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any, Optional
 
 from datasets import Features
+
+from .hidden_paths import moved_aside_paths, staging_path
 
 MANIFEST_NAME = ".tooluse-datasets.json"
 README_NAME = "README.md"
@@ -30,6 +33,22 @@ SHARD_FILE = re.compile(r"^(?P<config>[^/]+)/(?P<split>\w+(?:\.\w+)*)-(?P<index>
 
 class MirrorError(Exception):
     """A mirror cannot be built or read (bad arguments, an unusable target folder, an integrity failure)."""
+
+
+class StoppedSwapError(MirrorError):
+    """No mirror at ``target``: a build was stopped while replacing it, and ``leftovers`` (its staged mirror,
+    the old one moved aside) wait beside it for ``staging.recover_swap``."""
+
+    def __init__(self, target: Path, leftovers: list[Path]):
+        self.target, self.leftovers = target, leftovers
+        staged = staging_path(target)
+        names = ", ".join(f"{p.name} ({'the new mirror, staged' if p == staged else 'the old one, moved aside'})"
+                          for p in leftovers)
+        super().__init__(
+            f"{target} is missing: a build was stopped while replacing it, which left in {target.parent}: {names}. "
+            f"The next `tooluse-datasets mirror` of {target.name} into {target.parent}, or `tooluse-datasets "
+            f"publish` of it, puts the complete one in place first; to do only that: python -c \"from "
+            f"tooluse_datasets.mirror import recover_swap; recover_swap({str(target)!r})\"")
 
 
 def data_file_name(config: str, split: str, index: int, count: int) -> str:
@@ -155,6 +174,11 @@ def option_value_text(value: Any) -> str:
 def read_manifest(folder: str | Path) -> Manifest:
     path = Path(folder) / MANIFEST_NAME
     if not path.is_file():
+        target = Path(os.path.abspath(folder))
+        # A reader leaves the folders as they are (recover_swap moves them); it says what happened and what to run.
+        leftovers = [p for p in [staging_path(target), *moved_aside_paths(target)] if p.is_dir()]
+        if not target.exists() and leftovers:
+            raise StoppedSwapError(target, leftovers)
         raise MirrorError(f"{folder} is not a mirror: {MANIFEST_NAME} is missing "
                           f"(build one with `tooluse-datasets mirror`)")
     try:

@@ -25,11 +25,11 @@ import contextlib
 import json
 import logging
 import os
-import re
 import shutil
 from pathlib import Path
 from typing import Iterator, Optional
 
+from .hidden_paths import SWAP_LEFTOVER, moved_aside_paths, staging_path, swap_lock_path
 from .manifest import MANIFEST_NAME, README_NAME, MirrorError, read_manifest
 from .parts import WrittenPart
 from .provenance import hash_file
@@ -40,22 +40,6 @@ RESULTS_DIR = ".shards"
 PARTS_DIR = ".parts"
 
 logger = logging.getLogger("tooluse_datasets")
-# What a swap leaves beside DIR/<source>: its staging folder, or the old mirror moved aside
-SWAP_LEFTOVER = re.compile(r"^\.(.+)\.(?:partial|old-\d+)$")
-
-
-def staging_path(target: Path) -> Path:
-    return target.with_name(f".{target.name}.partial")
-
-
-def swap_lock_path(target: Path) -> Path:
-    return target.with_name(f".{target.name}.lock")
-
-
-def moved_aside_paths(target: Path) -> list[Path]:
-    """Old mirrors a build moved aside (:func:`_swap_into_place`), the most recently moved first."""
-    olds = [p for p in target.parent.glob(f".{target.name}.old-*") if p.is_dir()]
-    return sorted(olds, key=lambda p: p.stat().st_ctime, reverse=True)  # a rename updates a folder's ctime
 
 
 def recover_swap(target: Path) -> None:
