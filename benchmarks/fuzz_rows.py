@@ -491,12 +491,16 @@ def _write_lines(path: Path, rows: list[MutatedRow], mutator: Mutator, *, ascii:
         if i is not None:
             row_of[i] = line
         line += text.count(b"\n") + 1
-    if as_document and _one_object_over_lines(content.removeprefix(bom)):
+    read_as = _json_file_read_as(content.removeprefix(bom)) if as_document else "lines"
+    if read_as == "object":
         # One object written over several lines (a pretty-printed row alone in the file): a .json file holding
         # one object is one row, numbered 0.
         (i, _), = [e for e in entries if e[0] is not None]
         return FileSpec(str(path), "json", 1, row_span=1, generated=len(rows), row_of=[0],
                         markers={0: rows[i].markers} if rows[i].markers else {}, mutations={0: rows[i].mutations})
+    if read_as == "error":  # taken for one object over several lines that does not parse: one error, row 0
+        return FileSpec(str(path), "json", 1, row_span=1, generated=len(rows),
+                        mutations={0: [m for r in rows for m in r.mutations]})
     unconverted = ("truncated line", "not an object", "pretty-printed line", "text after the object")
     return FileSpec(str(path), "jsonl", count_lines(content), row_span=line + 1, generated=len(rows), row_of=row_of,
                     markers={row_of[i]: r.markers for i, r in enumerate(rows)
@@ -504,13 +508,27 @@ def _write_lines(path: Path, rows: list[MutatedRow], mutator: Mutator, *, ascii:
                     mutations={row_of[i]: r.mutations for i, r in enumerate(rows)})
 
 
-def _one_object_over_lines(text: bytes) -> bool:
-    """What the reader takes for one object in a .json file: its first line is no JSON value of its own, and
-    the whole text is one object (parsed as the reader parses: no NaN, nesting as deep as it allows)."""
+def _json_file_read_as(text: bytes) -> str:
+    """How the reader takes a .json file that is no JSON array: ``"object"``, one object written over several
+    lines (its first line is no JSON value of its own, even to Python's json, and the whole text is one object,
+    parsed as the reader parses: no NaN, nesting as deep as it allows); ``"error"``, such a first line, a text that
+    is not one object, and none of the next 64 lines an object of its own (one error for the file); else
+    ``"lines"`` (JSON Lines)."""
     from tooluse_datasets.codec import try_loads
 
     text = text.lstrip()
-    return text.startswith(b"{") and not try_loads(text.split(b"\n", 1)[0])[0] and isinstance(try_loads(text)[1], dict)
+    first = text.split(b"\n", 1)[0]
+    if not text.startswith(b"{") or try_loads(first)[0]:
+        return "lines"
+    try:
+        json.loads(first)
+        return "lines"  # a bad row of JSON Lines (NaN, -Infinity...), whole on its line
+    except (ValueError, RecursionError):
+        pass
+    if isinstance(try_loads(text)[1], dict):
+        return "object"
+    later = [line for line in text.split(b"\n")[1:] if line.strip()][:64]
+    return "lines" if not later or any(isinstance(try_loads(line)[1], dict) for line in later) else "error"
 
 
 def _write_array(path: Path, rows: list[MutatedRow], oddity: int, *, ascii: bool, newline: bytes, bom: bytes,
