@@ -329,3 +329,50 @@ def test_data_files_given_twice_reads_both_not_the_last_one(capsys):
     current = str(shared_data("nestful", "third_party", "reconstructed_current_v2", "rows_github_native_format.jsonl"))
     assert main(["validate", "nestful", "--data-files", icl, "--data-files", current]) == 0
     assert "5 rows read" in capsys.readouterr().out
+
+
+def _input_folder(tmp_path):
+    """A folder holding a real ms-swift file and one bad row (so that skipping writes --skipped-rows)."""
+    import shutil
+
+    from conftest import shared_data
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    shutil.copy(shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl"), folder / "agent.jsonl")
+    with open(folder / "agent.jsonl", "a") as f:
+        f.write('{"messages": [{"role": "bogus", "content": "x"}]}\n')
+    return folder
+
+
+def test_export_run_again_into_its_input_folder_refuses_to_read_its_last_output_as_data(tmp_path, capsys):
+    """--out inside the folder the --data-files glob reads: the second run's glob matches the first run's output,
+    which would be read as input rows (twice as many rows each run) and replaced while read."""
+    folder = _input_folder(tmp_path)
+    argv = ["export", "ms_swift", "--data-files", str(folder / "*.jsonl"), "--format", "swift", "--out", str(folder),
+            "--on-error", "skip"]
+    assert main(argv) == 0
+    written = folder / "ms_swift-swift-train.jsonl"
+    first = written.read_bytes()
+    capsys.readouterr()
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1 and captured.err.startswith("error: ")
+    assert "--out" in captured.err and str(written) in captured.err and "--data-files" in captured.err
+    assert written.read_bytes() == first
+
+
+@pytest.mark.parametrize("command", [
+    ["stats"], ["validate"], ["export", "--out", "{out}"], ["mirror", "--out", "{out}"],
+])
+def test_a_skipped_rows_file_that_the_data_files_read_is_refused_not_read_back_as_rows(command, tmp_path, capsys):
+    folder = _input_folder(tmp_path)
+    listing = folder / "skipped.jsonl"
+    argv = [command[0], "ms_swift", "--data-files", str(folder / "*.jsonl"), "--on-error", "skip",
+            "--skipped-rows", str(listing), *[a.replace("{out}", str(tmp_path / "out")) for a in command[1:]]]
+    listing.write_text('{"kept": "from the last run"}\n')
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "--skipped-rows" in err and str(listing) in err
+    assert listing.read_text() == '{"kept": "from the last run"}\n' and not (tmp_path / "out").exists()

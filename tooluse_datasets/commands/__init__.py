@@ -123,6 +123,25 @@ def refuse_folders(paths: list[str], option: str = "--data-files") -> None:
                              f"{os.path.join(path, '*.jsonl')!r}")
 
 
+def refuse_writing_inputs(data_files, outputs: dict[str, list]) -> None:
+    """An output file (option -> the paths it writes) that the local ``data_files`` (a list, or source -> list)
+    name: a rerun with ``--out`` in the folder its glob reads would read its last output as rows (and replace
+    it while read), a ``--skipped-rows`` file would be read back as bad rows."""
+    import glob
+    import os
+
+    groups = data_files.values() if isinstance(data_files, dict) else [data_files or []]
+    patterns = [p for group in groups for p in ([group] if isinstance(group, str) else group)]
+    inputs = {os.path.realpath(path) for pattern in patterns
+              if isinstance(pattern, str) and "://" not in pattern and "::" not in pattern
+              for path in [pattern, *glob.glob(os.path.expanduser(pattern), recursive=True)] if os.path.exists(path)}
+    for option, paths in outputs.items():
+        for path in paths:
+            if path and os.path.realpath(path) in inputs:
+                raise ValueError(f"{option} would write {str(path)!r}, which --data-files reads as input: write "
+                                 f"it outside the files --data-files names")
+
+
 def files_by_source(items: list[str]) -> dict[str, list[str]]:
     """``SOURCE=PATH`` items as the mapping ``load("all", data_files=...)`` takes (source name -> files)."""
     from ..registry import MIX, source_names

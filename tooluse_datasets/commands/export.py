@@ -10,8 +10,8 @@ from typing import Optional
 
 import orjson
 
-from . import (add_skipped_rows_argument, add_source_arguments, data_files_for, print_skips, skip_report_for,
-               source_options, start_skipped_rows)
+from . import (add_skipped_rows_argument, add_source_arguments, data_files_for, print_skips, refuse_writing_inputs,
+               skip_report_for, source_options, start_skipped_rows)
 from ..errors import InvalidJsonError, InvalidValueError
 from ..progress import progress
 
@@ -33,10 +33,15 @@ def run(args: argparse.Namespace) -> int:
     from ..loading import load
 
     report = skip_report_for(args)
-    splits = load(args.source, args.format, split=args.split, streaming=True,
-                  data_files=data_files_for(args, args.source), on_error=args.on_error, report=report,
-                  **source_options(args))
+    data_files = data_files_for(args, args.source)
+    splits = load(args.source, args.format, split=args.split, streaming=True, data_files=data_files,
+                  on_error=args.on_error, report=report, **source_options(args))
     out = Path(args.out)
+    # (a rerun with --out in the folder a --data-files glob reads would read its last output as rows)
+    outputs = [out / _file_name(args, split) for split in ([args.split] if args.split else splits)]
+    if args.format == "llamafactory":
+        outputs.append(out / DATASET_INFO)
+    refuse_writing_inputs(data_files, {"--out": outputs, "--skipped-rows": [report.rows_path]})
     # An existing dataset_info.json is read before any row, so that a broken one stops the run up front.
     info = _read_dataset_info(out / DATASET_INFO) if args.format == "llamafactory" else None
     # Planned, nothing read yet: only now are the output folder and the skipped-rows file touched.
@@ -53,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     registered: dict[str, Optional[dict]] = {}
     written = 0
     for split, ds in splits.items():
-        path = out / f"{args.source}-{args.format}-{split}.jsonl"
+        path = out / _file_name(args, split)
         tmp = path.with_suffix(".jsonl.partial")
         n = 0
         used: set[str] = set()
@@ -81,6 +86,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: no rows to export ({args.source}, format {args.format})", file=sys.stderr)
         return 1
     return 0
+
+
+def _file_name(args: argparse.Namespace, split: str) -> str:
+    return f"{args.source}-{args.format}-{split}.jsonl"
 
 
 def _llamafactory_columns(row: dict) -> set[str]:

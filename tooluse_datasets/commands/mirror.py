@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 
-from . import add_source_arguments, data_files_for, source_options
+from . import add_source_arguments, data_files_for, refuse_writing_inputs, source_options
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -81,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
                               skipped_rows=args.skipped_rows.replace("{source}", source) if args.skipped_rows
                               else None)
                 for source in sources]
+    for request in requests:  # (a skipped-rows file the data files read would be read back as bad rows)
+        refuse_writing_inputs(request.data_files, {"--skipped-rows": [request.skipped_rows]})
     check_engine(args.engine, args.num_proc, args.address)
     # Every source is checked and planned before any is built: a split (or config) one of them lacks stops
     # the command at once, naming every such source, instead of after building the others.

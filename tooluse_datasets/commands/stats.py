@@ -7,7 +7,8 @@ from pathlib import Path
 
 from ..errors import SkipReport
 
-from . import add_skipped_rows_argument, add_source_arguments, data_files_for, source_options, start_skipped_rows
+from . import (add_skipped_rows_argument, add_source_arguments, data_files_for, refuse_writing_inputs, source_options,
+               start_skipped_rows)
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -46,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     splits = stream(args.split, shared)  # arguments the data refuses (a split it lacks) fail here: nothing read yet
     if args.split:
         splits = {args.split: splits}
+    refuse_writing_inputs(data_files_for(args, args.source), {"--skipped-rows": [skipped_rows]})
     start_skipped_rows(skipped_rows)  # only now: a refused command leaves the file as it was
     if args.plots:  # made now, so that a folder that cannot be made stops the run before the pass, not after it
         Path(args.plots).mkdir(parents=True, exist_ok=True)

@@ -4,7 +4,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from . import add_skipped_rows_argument, add_source_arguments, data_files_for, non_negative, source_options
+from . import (add_skipped_rows_argument, add_source_arguments, data_files_for, non_negative, refuse_writing_inputs,
+               source_options)
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -50,7 +51,9 @@ def run(args: argparse.Namespace) -> int:
     from ..validation.run import validate
 
     skipped_rows = args.skipped_rows or None  # each split's report appends to it, emptied once the run is set up
-    result = validate(args.source, args.config, split=args.split, data_files=data_files_for(args, args.source),
+    data_files = data_files_for(args, args.source)
+    refuse_writing_inputs(data_files, {"--skipped-rows": [skipped_rows]})
+    result = validate(args.source, args.config, split=args.split, data_files=data_files,
                       rules=args.rules, fail_on=args.fail_on, on_error=args.on_error, max_examples=args.examples,
                       skipped_rows=skipped_rows, fresh_skipped_rows=True, **source_options(args, VALIDATE_ARGUMENTS))
     print(json.dumps(result.to_dict(), indent=1, ensure_ascii=False) if args.json else result.table())
