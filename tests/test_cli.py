@@ -376,3 +376,20 @@ def test_a_skipped_rows_file_that_the_data_files_read_is_refused_not_read_back_a
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "--skipped-rows" in err and str(listing) in err
     assert listing.read_text() == '{"kept": "from the last run"}\n' and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("config", ["raw", "swift", "llamafactory"])
+def test_show_id_in_a_format_whose_rows_carry_no_id_is_refused_not_reported_missing(config, capsys):
+    """The row is there, but the format's rows have no id column to match: 'no id ... (6 rows)' after reading
+    every row was wrong; the refusal says how to show it."""
+    unified_id = next(iter(td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train",
+                                   streaming=True)))["id"]
+    assert main(["show", "ms_swift", "--sample", "--config", config, "--id", unified_id]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1 and captured.err.startswith("error: ")
+    assert f"--config {config}" in captured.err and "--config unified" in captured.err and "--row" in captured.err
+
+
+def test_show_id_finds_the_row_in_a_format_that_carries_the_unified_id(capsys):
+    assert main(["show", "toolmind", "--sample", "--config", "toolmind", "--id", "toolmind/When2Call/17"]) == 0
+    assert '"id": "toolmind/When2Call/17"' in capsys.readouterr().out

@@ -24,9 +24,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..loading import load
+    from ..loading import features, load
     from ..preview import console_for, render_json, render_row
 
+    if args.id is not None and "id" not in features(args.source, args.config):
+        # No row of this format could match: "no id" after a pass over every row would say the row is missing
+        raise ValueError(f"--id finds a row by its unified id, which rows of --config {args.config} do not carry: "
+                         f"show it with --config unified, or pick it by position with --row N")
     options = source_options(args)
     if args.id is None:
         # Rows are converted a few at a time: read one at a time, so that with --on-error raise a bad row
