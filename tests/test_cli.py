@@ -393,3 +393,17 @@ def test_show_id_in_a_format_whose_rows_carry_no_id_is_refused_not_reported_miss
 def test_show_id_finds_the_row_in_a_format_that_carries_the_unified_id(capsys):
     assert main(["show", "toolmind", "--sample", "--config", "toolmind", "--id", "toolmind/When2Call/17"]) == 0
     assert '"id": "toolmind/When2Call/17"' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, verbose", [
+    (["stats", "ms_swift", "--sample"], False),
+    (["-v", "stats", "ms_swift", "--sample"], True),
+    (["stats", "ms_swift", "--sample", "-v"], True),       # where a user adds it to rerun, as a bug's error asks
+    (["show", "ms_swift", "--verbose", "--sample"], True),
+])
+def test_verbose_is_taken_before_or_after_the_subcommand(argv, verbose, capsys):
+    from tooluse_datasets.cli import build_parser
+
+    assert build_parser().parse_args(argv).verbose is verbose
+    assert main(argv) == 0
+    assert "ms_swift" in capsys.readouterr().out

@@ -37,6 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
     for name in command_names():
         module = importlib.import_module(f"tooluse_datasets.commands.{name}")
         p = module.add_parser(sub)
+        # also after the subcommand, where one adds it to rerun a command (as a bug's error line asks); SUPPRESS
+        # keeps a -v given before the subcommand
+        p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                       help="log progress (as before the subcommand)")
         p.set_defaults(_run=module.run)
     return parser
 
