@@ -407,3 +407,29 @@ def test_verbose_is_taken_before_or_after_the_subcommand(argv, verbose, capsys):
     assert build_parser().parse_args(argv).verbose is verbose
     assert main(argv) == 0
     assert "ms_swift" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["export", "ms_swift", "--sample", "--out", ""], "--out"),
+    (["export", "ms_swift", "--sample", "--out", "o", "--skipped-rows", ""], "--skipped-rows"),
+    (["stats", "ms_swift", "--sample", "--plots", ""], "--plots"),
+    (["stats", "ms_swift", "--sample", "--skipped-rows", ""], "--skipped-rows"),
+    (["validate", "ms_swift", "--sample", "--skipped-rows", ""], "--skipped-rows"),
+    (["mirror", "ms_swift", "--sample", "--out", ""], "--out"),
+    (["mirror", "ms_swift", "--sample", "--out", "o", "--skipped-rows", ""], "--skipped-rows"),
+    (["verify", "nestful", "--sample", "--expect-failures", ""], "--expect-failures"),
+    (["verify", "nestful", "--sample", "--executable-functions", ""], "--executable-functions"),
+    (["score", "nestful", "r.jsonl", "--sample", "--executable-functions", ""], "--executable-functions"),
+    (["publish", "", "--repo-id", "org/x", "--dry-run"], "DIR"),
+])
+def test_an_empty_path_is_a_usage_error_not_no_file_or_the_current_folder(argv, option, tmp_path, monkeypatch,
+                                                                          capsys):
+    """`--out "$OUT"` with OUT unset: the export went to the current folder, the skipped rows, plots and expected
+    failures were silently not written or read, publish published the mirrors of the current folder."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {option}: " in err and "empty" in err
+    assert list(tmp_path.iterdir()) == []

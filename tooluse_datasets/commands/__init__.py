@@ -42,6 +42,14 @@ def non_negative(what: str, note: str = ""):
     return parse
 
 
+def a_path(text: str) -> str:
+    """An argparse type: a path, never empty (``--out "$OUT"`` with OUT unset meant the current folder, and an
+    empty --skipped-rows, --plots or --expect-failures no file at all, without a word)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a path, got an empty one (an unset shell variable?)")
+    return text
+
+
 class _Once(argparse.Action):
     """An option given once: argparse would keep the last of several silently (``--split a --split b`` reading
     only ``b``, where the user meant both)."""
@@ -158,7 +166,7 @@ def files_by_source(items: list[str]) -> dict[str, list[str]]:
 
 
 def add_skipped_rows_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--skipped-rows", metavar="FILE",
+    p.add_argument("--skipped-rows", metavar="FILE", type=a_path,
                    help="write every skipped row to FILE, one JSON object per line (source, file, row, field, error, "
                         "reason, message); the summary lists the first 20")
 

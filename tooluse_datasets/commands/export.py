@@ -10,8 +10,8 @@ from typing import Optional
 
 import orjson
 
-from . import (add_skipped_rows_argument, add_source_arguments, data_files_for, print_skips, refuse_writing_inputs,
-               skip_report_for, source_options, start_skipped_rows)
+from . import (a_path, add_skipped_rows_argument, add_source_arguments, data_files_for, print_skips,
+               refuse_writing_inputs, skip_report_for, source_options, start_skipped_rows)
 from ..errors import InvalidJsonError, InvalidValueError
 from ..progress import progress
 
@@ -22,8 +22,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("export", help="write a source in one format to JSONL files (one per split)")
     add_source_arguments(p)
     p.add_argument("--format", default="unified", help="unified, raw, swift, toolmind, llamafactory")
-    p.add_argument("--out", required=True, help="output folder; files are <source>-<format>-<split>.jsonl (and "
-                                                "dataset_info.json for llamafactory)")
+    p.add_argument("--out", required=True, type=a_path,
+                   help="output folder; files are <source>-<format>-<split>.jsonl (and dataset_info.json for "
+                        "llamafactory)")
     add_skipped_rows_argument(p)
     return p
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 
-from . import add_source_arguments, data_files_for, refuse_writing_inputs, source_options
+from . import a_path, add_source_arguments, data_files_for, refuse_writing_inputs, source_options
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -17,7 +17,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                     "and .tooluse-datasets.json (manifest). Rows that cannot be read or written in a format are "
                     "skipped and counted in the card unless --on-error raise; a format with no row left is omitted.")
     add_source_arguments(p, many=True, on_error="skip")
-    p.add_argument("--out", required=True, metavar="DIR", help="output folder; each source goes to DIR/<source>")
+    p.add_argument("--out", required=True, metavar="DIR", type=a_path,
+                   help="output folder; each source goes to DIR/<source>")
     p.add_argument("--configs", nargs="+", choices=list(FORMATS), default=list(FORMATS), metavar="CONFIG",
                    help=f"formats to write (default: all of {', '.join(FORMATS)})")
     p.add_argument("--revision", help="upstream revision to read instead of the pinned one")
@@ -32,7 +33,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--shard-size", type=_size, default=None,
                    help="uncompressed bytes of input per shard task (Parquet row groups are grouped up to it, JSON "
                         "Lines cut at line ends; default 16MiB); each shard writes its own Parquet file(s)")
-    p.add_argument("--skipped-rows", metavar="FILE",
+    p.add_argument("--skipped-rows", metavar="FILE", type=a_path,
                    help="write every skipped row to FILE, one JSON object per line (config, split, file, row, field, "
                         "reason, message); '{source}' is replaced by the source name (needed with several sources)")
     p.add_argument("--engine", choices=["local", "ray"], default="local",

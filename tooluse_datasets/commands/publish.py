@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from . import a_path
+
 
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser(
@@ -12,7 +14,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                     "of files an earlier publish of the mirror wrote that it no longer has; files of others are kept, "
                     "and replacing one is refused unless --replace-foreign. An unchanged mirror makes no commit. The token comes from huggingface_hub "
                     "(HF_TOKEN or `hf auth login`).")
-    p.add_argument("folder", metavar="DIR", help="a mirror (DIR/<source> from `mirror`) or a folder of mirrors")
+    p.add_argument("folder", metavar="DIR", type=a_path,
+                   help="a mirror (DIR/<source> from `mirror`) or a folder of mirrors")
     p.add_argument("--repo-id", required=True,
                    help="target dataset repo, e.g. org/nestful-tooluse; '{source}' is replaced by the source name "
                         "(required when DIR holds several mirrors)")

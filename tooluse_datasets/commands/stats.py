@@ -7,16 +7,17 @@ from pathlib import Path
 
 from ..errors import SkipReport
 
-from . import (add_skipped_rows_argument, add_source_arguments, data_files_for, refuse_writing_inputs, source_options,
-               start_skipped_rows)
+from . import (a_path, add_skipped_rows_argument, add_source_arguments, data_files_for, refuse_writing_inputs,
+               source_options, start_skipped_rows)
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("stats", help="print per-split statistics of a source (unified) and its validation rule counts")
     add_source_arguments(p)
-    p.add_argument("--plots", metavar="DIR", help="also draw the distributions (turns, calls and tools per row, "
-                                                  "content lengths; one line per split) as PNG files in DIR "
-                                                  "(needs the plots extra: pip install 'tooluse-datasets[plots]')")
+    p.add_argument("--plots", metavar="DIR", type=a_path,
+                   help="also draw the distributions (turns, calls and tools per row, content lengths; one line "
+                        "per split) as PNG files in DIR (needs the plots extra: pip install "
+                        "'tooluse-datasets[plots]')")
     add_skipped_rows_argument(p)
     return p
 

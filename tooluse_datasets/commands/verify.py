@@ -9,7 +9,7 @@ import math
 import sys
 
 from ..errors import plain_printable
-from . import data_files_for, print_skips
+from . import a_path, data_files_for, print_skips
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -22,7 +22,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--on-error", choices=["raise", "skip"], default="raise",
                    help="raise: stop at the first unreadable row; skip: go on, count and report them (not verified: "
                         "exit 1 all the same) (default: raise)")
-    p.add_argument("--expect-failures", metavar="FILE",
+    p.add_argument("--expect-failures", metavar="FILE", type=a_path,
                    help="ids of rows known not to reproduce, one a line (the sample_id, as failures are named), "
                         "each with an optional '# reason': they are reported as expected and do not fail the run; "
                         "a listed row that reproduces fails it (take it off the list), and so does a listed id no "
@@ -35,7 +35,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def add_execution_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--executable-functions", metavar="DIR",
+    p.add_argument("--executable-functions", metavar="DIR", type=a_path,
                    help="local data_v2/executable_functions folder (default: the pinned upstream one, downloaded "
                         "once and cached)")
     p.add_argument("--timeout", type=_positive(float, "timeout"), default=10.0,
