@@ -433,3 +433,32 @@ def test_an_empty_path_is_a_usage_error_not_no_file_or_the_current_folder(argv, 
     err = capsys.readouterr().err
     assert f"argument {option}: " in err and "empty" in err
     assert list(tmp_path.iterdir()) == []
+
+
+def _with_closed(fd: int, argv: list[str], cwd):
+    """The command run with standard output (1) or error (2) closed, as `>&-` or `2>&-` leave them."""
+    import subprocess
+    import sys
+
+    return subprocess.run(["sh", "-c", f'exec "$@" {fd}>&-', "sh", sys.executable, "-m", "tooluse_datasets.cli",
+                           *argv], capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+def test_a_closed_standard_error_does_not_make_the_command_fail(tmp_path):
+    """Standard error closed (2>&-, a daemon): the progress check on it was 'unexpected AttributeError ... (a
+    bug)', and that line went to standard output. The command runs; a failure is told by the exit status."""
+    import json
+
+    done = _with_closed(2, ["stats", "ms_swift", "--sample"], tmp_path)
+    assert done.returncode == 0 and json.loads(done.stdout)["train"]["rows"] == _rows("ms_swift", "train")
+    failed = _with_closed(2, ["stats", "ms_swift", "--data-files", "missing.jsonl"], tmp_path)
+    assert failed.returncode == 2 and failed.stdout == ""
+
+
+def test_a_closed_standard_output_is_refused_before_the_command_runs(tmp_path):
+    """Standard output closed (>&-): the command ran, its output went nowhere, then 'unexpected AttributeError'."""
+    done = _with_closed(1, ["export", "ms_swift", "--sample", "--out", "out"], tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1
+    assert "standard output is closed" in done.stderr
+    assert not (tmp_path / "out").exists()

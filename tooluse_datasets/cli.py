@@ -47,6 +47,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if sys.stderr is None:
+        # Closed (2>&-): Python has no stream for it. Messages are dropped, as on an error pipe whose reader went,
+        # and the exit status tells a failure (they would go to standard output, print's default, or fail).
+        sys.stderr = open(os.devnull, "w")
+    if sys.stdout is None:  # closed (>&-): whatever the command printed would go nowhere, without a word
+        _print_error("error: standard output is closed: nothing the command prints could be read (to discard it, "
+                     "redirect it to /dev/null)")
+        return 2
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     for stream in (sys.stdout, sys.stderr):  # text quoting bad input (a lone surrogate) must still print
         if hasattr(stream, "reconfigure"):
