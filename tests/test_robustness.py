@@ -1007,6 +1007,19 @@ def test_a_split_the_data_lacks_is_refused_naming_the_splits_it_has_in_both_mode
         td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train[:2]", streaming=True)
 
 
+def test_a_stream_of_one_split_named_twice_is_refused_not_read_twice(tmp_path, capsys):
+    """``split="train+train"`` streamed every row twice under the same ids (``export --split train+train`` wrote
+    12 rows for 6)."""
+    from tooluse_datasets.cli import main
+
+    files = td.sample_files("ms_swift")
+    with pytest.raises(ValueError, match=r"names 'train' more than once"):
+        td.load("ms_swift", data_files=files, split="train+train", streaming=True)
+    assert main(["export", "ms_swift", "--sample", "--split", "train + train", "--out", str(tmp_path)]) == 2
+    assert "more than once" in capsys.readouterr().err and not list(tmp_path.iterdir())
+    assert len(list(td.load("ms_swift", data_files=files, split="train", streaming=True))) == 6
+
+
 @pytest.mark.parametrize("streaming", [False, True])
 def test_a_data_file_that_does_not_exist_is_a_data_not_found_error_naming_source_and_path(streaming, tmp_path):
     missing = tmp_path / "missing.jsonl"

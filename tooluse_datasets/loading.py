@@ -152,6 +152,12 @@ def _check_arguments(source: str, config: Any, split: Any, names: Optional[tuple
     if streaming and names and "[" in split:
         raise ValueError(f"a stream reads whole splits; split={split!r} has a slice (datasets streams none): stream "
                          f"{'+'.join(names)!r} and take rows with .skip(n) / .take(n)")
+    if streaming and names:
+        parts = [part.strip() for part in split.split("+")]
+        twice = sorted({part for part in parts if parts.count(part) > 1})
+        if twice:  # every row of it twice, under the same ids
+            raise ValueError(f"split={split!r} names {', '.join(map(repr, twice))} more than once: a stream reads "
+                             f"whole splits, so each of its rows would come twice with the same id")
 
 
 def check_argument_types(**arguments: Any) -> None:
