@@ -462,3 +462,16 @@ def test_a_closed_standard_output_is_refused_before_the_command_runs(tmp_path):
     assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1
     assert "standard output is closed" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("argv", [["demo", "--source", "ms_swift", "ms_swift"],
+                                  ["demo", "--source", "ms_swift", "--source", "nestful", "--source", "ms_swift"],
+                                  ["mirror", "ms_swift", "ms_swift", "--sample", "--configs", "unified"]])
+def test_a_source_named_twice_is_a_usage_error_not_read_twice(argv, tmp_path, capsys):
+    """``mirror ms_swift ms_swift`` built the same mirror twice and ``demo --source ms_swift ms_swift`` showed it
+    twice."""
+    out = ["--out", str(tmp_path / "m")] if argv[0] == "mirror" else []
+    with pytest.raises(SystemExit) as exit_info:
+        main([*argv, *out])
+    assert exit_info.value.code == 2 and "names ms_swift more than once" in capsys.readouterr().err
+    assert not (tmp_path / "m").exists()

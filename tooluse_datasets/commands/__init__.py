@@ -11,7 +11,7 @@ def add_source_arguments(p: argparse.ArgumentParser, *, many: bool = False, on_e
 
     names = ", ".join(source_names())
     if many:
-        p.add_argument("sources", nargs="+", metavar="SOURCE", help=f"{names} (or {MIX})")
+        p.add_argument("sources", nargs="+", metavar="SOURCE", action=Distinct, help=f"{names} (or {MIX})")
     else:
         p.add_argument("source", metavar="SOURCE", help=f"{names} or {MIX} (every source in one schema)")
     p.add_argument("--data-files", nargs="+", action="extend", metavar="PATH",
@@ -59,6 +59,18 @@ class _Once(argparse.Action):
             parser.error(f"{option_string} is given once (got {getattr(namespace, self.dest)!r} and {values!r}); "
                          f"for every split leave it out")
         setattr(namespace, self.dest, values)
+
+
+class Distinct(argparse.Action):
+    """Source names, each given once (repeated options extend the list): a name given twice would be read, and
+    built or shown, twice."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        names = list(getattr(namespace, self.dest, None) or []) + list(values)
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            parser.error(f"{option_string or self.metavar} names {', '.join(twice)} more than once")
+        setattr(namespace, self.dest, names)
 
 
 # load()'s own arguments, which every data command sets from its own arguments: as --option they would be given

@@ -4,11 +4,12 @@ from __future__ import annotations
 import argparse
 
 from ..errors import SkipReport
+from . import Distinct
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="load the bundled samples of every source offline and show unified rows")
-    p.add_argument("--source", nargs="+", action="extend", metavar="SOURCE",
+    p.add_argument("--source", nargs="+", action=Distinct, metavar="SOURCE",
                    help="only these sources, e.g. --source nestful ms_swift (default: all)")
     p.add_argument("--streaming", action="store_true", help="stream instead of preparing an Arrow cache")
     return p
