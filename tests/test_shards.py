@@ -245,19 +245,22 @@ def test_one_object_over_several_lines_that_is_not_json_is_one_file_error_not_an
     assert len(list(td.load("ms_swift", data_files=str(path), split="train", streaming=True))) == 1
 
 
+@pytest.mark.parametrize("refused", ["-Infinity", "1" * 5000], ids=["-Infinity", "5000-digit integer"])
 @pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
 def test_json_lines_in_a_json_file_whose_first_row_holds_what_json_refuses_are_a_row_each(tmp_path, cache_dir,
-                                                                                         streaming):
-    """A first line that is a whole value to Python's json but not to the exact reader (-Infinity) was taken for
-    the start of an object over several lines: with no later line an object of its own (a row that is a string),
-    the file was one error and its other rows were never counted."""
+                                                                                         streaming, refused):
+    """A first line that is a whole value, but one the exact reader refuses (-Infinity; an integer past Python's
+    4300-digit limit, which Python's json refuses too), was taken for the start of an object over several lines:
+    with no later line an object of its own (a row that is a string), the file was one error and its other rows
+    were never counted."""
     from conftest import shared_data
 
     lines = shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl").read_text().splitlines()
     first = json.loads(lines[0])
-    first["messages"][0]["content"] = float("-inf")  # json.dumps writes -Infinity
+    first["messages"][0]["content"] = "REFUSED"
     path = tmp_path / "rows.json"
-    path.write_text("\n".join([json.dumps(first), json.dumps("a row that is a string")]) + "\n")
+    path.write_text("\n".join([json.dumps(first).replace('"REFUSED"', refused),
+                                json.dumps("a row that is a string")]) + "\n")
     report = td.SkipReport()
     rows = list(td.load("ms_swift", data_files=str(path), split="train", streaming=streaming, on_error="skip",
                         report=report, cache_dir=cache_dir))

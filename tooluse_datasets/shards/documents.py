@@ -102,10 +102,11 @@ _LINES_TO_TELL = 64
 
 def _one_value_leniently(line: bytes) -> bool:
     """The line is one value to Python's json, which also takes what the exact reader refuses (NaN, -Infinity,
-    1e400, a lone surrogate escape): a bad row of JSON Lines, not the first line of an object written over
-    several lines (whose other lines, read as one object, would make the file one error instead of a row each)."""
+    1e400, a lone surrogate escape; integers past Python's digit limit, kept as text): a bad row of JSON Lines,
+    not the first line of an object written over several lines (whose other lines, read as one object, would
+    make the file one error instead of a row each)."""
     try:
-        json.loads(line)
+        json.loads(line, parse_int=str)
     except (ValueError, RecursionError):
         return False
     return True
