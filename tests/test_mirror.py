@@ -720,3 +720,28 @@ def test_reading_a_mirror_a_build_was_stopped_replacing_says_what_is_left_and_wh
     with pytest.raises(mirror.MirrorError, match="is not a mirror") as caught:
         mirror.read_manifest(out / "toolmind")
     assert not isinstance(caught.value, mirror.StoppedSwapError)
+
+
+def test_reading_a_mirror_whose_first_build_was_interrupted_is_not_taken_for_a_stopped_swap(tmp_path, monkeypatch):
+    """A first build interrupted before its swap (Ctrl-C while writing the card) keeps its unfinished staging folder
+    to resume from. Reading the mirror said a build was stopped while replacing it and that ``recover_swap`` puts
+    the staged mirror in place, which it rightly does not (the staged build is unfinished): the same advice again
+    after following it."""
+    from tooluse_datasets import mirror
+
+    out = tmp_path / "out"
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        patched.setattr(build_module, "render_card", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            build_sample_mirror("nestful", out, configs=["unified"])
+    assert sorted(p.name for p in out.iterdir()) == [".nestful.partial"]  # kept to resume from
+    mirror.recover_swap(out / "nestful")  # an unfinished build is never moved in
+    with pytest.raises(mirror.MirrorError, match="is not a mirror") as caught:
+        mirror.read_manifest(out / "nestful")
+    assert not isinstance(caught.value, mirror.StoppedSwapError)
+    # running the build again finishes it
+    assert list(mirror.read_manifest(build_sample_mirror("nestful", out, configs=["unified"])).configs) == ["unified"]

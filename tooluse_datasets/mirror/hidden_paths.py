@@ -1,5 +1,6 @@
 """The hidden names a build uses beside its mirror ``DIR/<source>``: its staging folder, the old mirror it moves
-aside while swapping the new one in, and the swap lock (see :mod:`.staging`). Apart from the staging module so
+aside while swapping the new one in, the swap lock, and the file that marks a staging folder unfinished (see
+:mod:`.staging`). Apart from the staging module so
 that reading a mirror (:mod:`.manifest`, which staging imports) can name what a stopped swap left."""
 from __future__ import annotations
 
@@ -8,6 +9,10 @@ from pathlib import Path
 
 # What a swap leaves beside DIR/<source>: its staging folder, or the old mirror moved aside
 SWAP_LEFTOVER = re.compile(r"^\.(.+)\.(?:partial|old-\d+)$")
+
+# The staging folder's record of the build writing it: commit deletes it just before the swap, so a staging folder
+# without it holds a finished build, and one with it a build to resume
+BUILD_FILE = ".build.json"
 
 
 def staging_path(target: Path) -> Path:
@@ -22,3 +27,11 @@ def moved_aside_paths(target: Path) -> list[Path]:
     """Old mirrors a build moved aside (``staging._swap_into_place``), the most recently moved first."""
     olds = [p for p in target.parent.glob(f".{target.name}.old-*") if p.is_dir()]
     return sorted(olds, key=lambda p: p.stat().st_ctime, reverse=True)  # a rename updates a folder's ctime
+
+
+def stopped_swap_leftovers(target: Path) -> list[Path]:
+    """What a build stopped mid-swap left beside ``target``: its staging folder if it holds a finished build, and
+    the old mirrors moved aside (an unfinished staging folder is a build to run again, not a swap to recover)."""
+    staged = staging_path(target)
+    finished = staged.is_dir() and not (staged / BUILD_FILE).exists()
+    return ([staged] if finished else []) + moved_aside_paths(target)

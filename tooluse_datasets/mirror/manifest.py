@@ -22,7 +22,7 @@ from typing import Any, Optional
 
 from datasets import Features
 
-from .hidden_paths import moved_aside_paths, staging_path
+from .hidden_paths import staging_path, stopped_swap_leftovers
 
 MANIFEST_NAME = ".tooluse-datasets.json"
 README_NAME = "README.md"
@@ -176,7 +176,7 @@ def read_manifest(folder: str | Path) -> Manifest:
     if not path.is_file():
         target = Path(os.path.abspath(folder))
         # A reader leaves the folders as they are (recover_swap moves them); it says what happened and what to run.
-        leftovers = [p for p in [staging_path(target), *moved_aside_paths(target)] if p.is_dir()]
+        leftovers = stopped_swap_leftovers(target)
         if not target.exists() and leftovers:
             raise StoppedSwapError(target, leftovers)
         raise MirrorError(f"{folder} is not a mirror: {MANIFEST_NAME} is missing "

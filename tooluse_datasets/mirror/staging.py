@@ -29,12 +29,11 @@ import shutil
 from pathlib import Path
 from typing import Iterator, Optional
 
-from .hidden_paths import SWAP_LEFTOVER, moved_aside_paths, staging_path, swap_lock_path
+from .hidden_paths import BUILD_FILE, SWAP_LEFTOVER, moved_aside_paths, staging_path, swap_lock_path
 from .manifest import MANIFEST_NAME, README_NAME, MirrorError, read_manifest
 from .parts import WrittenPart
 from .provenance import hash_file
 
-BUILD_FILE = ".build.json"
 LOCK_FILE = ".lock"
 RESULTS_DIR = ".shards"
 PARTS_DIR = ".parts"
