@@ -279,3 +279,19 @@ def test_add_item_keeps_integers_beyond_64_bits_and_floats_exact(nestful):
     meta = {**nestful[0]["meta"], "big": [2**70, -(10**30)], "f": 0.1 + 0.2, "z": -0.0, "s": " 123456789012345678901234"}
     added = nestful.add_item({**nestful[0], "meta": meta})[len(nestful)]["meta"]
     assert td.dumps(added) == td.dumps(meta) and [type(v) for v in added["big"]] == [int, int]
+
+
+def test_a_stream_with_a_renamed_media_column_pickles_as_the_stream_does():
+    """Renaming a media column on a stream mapped it with a function local to the rename: the stream could no longer
+    be pickled (AttributeError: Can't pickle local object), as a torch DataLoader worker started by spawn (macOS's
+    and Windows' default) pickles it, where the stream before the rename went."""
+    import pickle
+
+    import orjson
+
+    stream = td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train", streaming=True)
+    renamed = stream.rename_column("images", "pictures")
+    again = pickle.loads(pickle.dumps(renamed))
+    assert isinstance(again.features, td.ExactFeatures) and list(again.features) == list(renamed.features)
+    rows = list(again)
+    assert any(r["pictures"] for r in rows) and orjson.dumps(rows) == orjson.dumps(list(renamed))

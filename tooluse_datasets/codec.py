@@ -878,16 +878,20 @@ def _renaming_absent_media(original: Callable) -> Callable:
         empty = [c for c in column_mapping if isinstance(features, ExactFeatures) and c in features.omitted_empty_media]
         if not empty:
             return original(self, column_mapping)
-        from datasets.iterable_dataset import _rename_columns_fn
-
-        def rename(example):
-            return _rename_columns_fn({**{c: [] for c in empty}, **example}, column_mapping)
-
+        # (a module function, not a closure: the stream stays picklable, as a spawned DataLoader worker needs)
+        rename = functools.partial(_rename_with_empty_media, empty=tuple(empty), column_mapping=column_mapping)
         out = self.map(rename, remove_columns=list(column_mapping))
         out._info.features = type(features)({column_mapping.get(c, c): f for c, f in features.items()})
         return out
 
     return patched_once(original, rename_columns, "_renames_absent_media")
+
+
+def _rename_with_empty_media(example: dict, empty: tuple, column_mapping: dict) -> dict:
+    """datasets' stream rename of one row, a media key the row leaves out (``empty``) taken as its empty list."""
+    from datasets.iterable_dataset import _rename_columns_fn
+
+    return _rename_columns_fn({**{c: [] for c in empty}, **example}, column_mapping)
 
 
 def _removing_by_selecting(original: Callable) -> Callable:
