@@ -521,7 +521,7 @@ def _json_file_read_as(text: bytes) -> str:
     if not text.startswith(b"{") or try_loads(first)[0]:
         return "lines"
     try:
-        json.loads(first)
+        json.loads(first, parse_int=str)  # (integers past Python's digit limit too)
         return "lines"  # a bad row of JSON Lines (NaN, -Infinity...), whole on its line
     except (ValueError, RecursionError):
         pass
