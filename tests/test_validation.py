@@ -296,6 +296,21 @@ def test_a_parameter_declared_in_a_subschema_the_arguments_must_match_is_declare
         ("arguments.undeclared_key", "messages[2].tool_calls[0].function.arguments.invented")]
 
 
+@pytest.mark.parametrize("where", ["top level", "allOf branch"])
+def test_a_broken_pattern_properties_is_the_schemas_finding_not_a_row_that_could_not_be_checked(samples, where):
+    """``patternProperties: 5`` made arguments.undeclared_key fail on the row ("the row could not be checked
+    (TypeError: 'int' object is not iterable)"); the schema's own finding says what is wrong."""
+    row = base(samples, SWIFT)
+    parameters = row["tools"][0]["function"]["parameters"]
+    if where == "top level":
+        parameters["patternProperties"] = 5
+    else:
+        parameters["allOf"] = [{"patternProperties": 5}]
+    findings = check_row(row)
+    assert not [f for f in findings if "could not be checked" in f.message]
+    assert any(f.rule == "tool.invalid_schema" for f in findings)
+
+
 def test_arguments_to_a_tool_without_parameters_are_undeclared_as_the_readers_make_it(samples):
     """A tool without `parameters` takes none: the readers write it as `{"type": "object", "properties": {}}`,
     whose calls' keys are undeclared. A row built without the key gave no finding at all for the same calls."""

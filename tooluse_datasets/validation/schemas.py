@@ -351,7 +351,8 @@ def undeclared_keys(schema: Any, arguments: Any) -> list[str]:
     patterns: list[str] = []
     for part in _applied_in_place(schema):
         properties.update(part.get("properties") if isinstance(part.get("properties"), dict) else ())
-        patterns += [p for p in (part.get("patternProperties") or {}) if isinstance(p, str)]
+        pattern_map = part.get("patternProperties")  # (not an object in a broken schema: tool.invalid_schema says so)
+        patterns += [p for p in pattern_map if isinstance(p, str)] if isinstance(pattern_map, dict) else []
     return [key for key in arguments if key not in properties and not any(_matches(p, key) for p in patterns)]
 
 
