@@ -25,7 +25,8 @@ def read_expected_failures(path: Union[str, os.PathLike]) -> dict[str, str]:
     """id -> reason (the line's comment, ``""`` without one) of a list file; a file that is not UTF-8 text, or a
     line holding more than one id, is a ``ValueError`` naming the file and line."""
     try:
-        text = open(path, "rb").read().decode("utf-8-sig")
+        with open(path, "rb") as f:
+            text = f.read().decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ValueError(f"expected failures file {os.fspath(path)!r} is not UTF-8 text (byte {exc.start})") from None
     expected: dict[str, str] = {}
