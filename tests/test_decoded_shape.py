@@ -245,6 +245,18 @@ def test_a_renamed_media_column_streams_as_it_reads_map_style(mapping, cache_dir
     assert any(r["pictures"] for r in streamed) and isinstance(renamed[0].features, td.ExactFeatures)
 
 
+def test_renaming_a_stream_column_onto_another_is_refused_as_map_style_refuses_it(cache_dir):
+    """Decoded rows leave empty media out, so datasets' stream rename did not see that ``videos`` was taken: the
+    renamed ``images`` replaced the ``videos`` column without a word."""
+    files = td.sample_files("ms_swift")
+    stream = td.load("ms_swift", data_files=files, split="train", streaming=True)
+    stored = td.load("ms_swift", data_files=files, split="train", cache_dir=cache_dir)
+    for ds in (stored, stream):
+        with pytest.raises(ValueError):
+            list(ds.rename_column("images", "videos"))
+    assert len(list(stream.rename_column("images", "pictures"))) == 6  # a free name is taken as before
+
+
 @pytest.mark.parametrize("source", sorted(td.SOURCES))
 def test_add_item_takes_a_decoded_row_of_every_source(source, cache_dir):
     """datasets' add_item infers the item's Arrow types from its values: a JSON value (a dict) became a struct, which
