@@ -14,9 +14,10 @@ ended: a sample without a result crashed). stdout/stderr go to a log file the pa
 
 Processes: this process reads the request, isolates itself (:func:`isolate`: namespaces, a read-only file
 system but the sample area) and, with a new PID namespace, forks a reaper (PID 1 there) that forks the
-worker (:func:`enter_pid_namespace`); only the worker keeps RESULT_FD, drops its capabilities, installs
-the audit hook and runs each sample in a process of its own, forked from it (:func:`run_forked`): what a
-sample changes in the interpreter ends with it. Without a PID namespace this process is the worker.
+worker (:func:`enter_pid_namespace`); only the worker keeps RESULT_FD, becomes another user when root
+(:func:`leave_root`), drops its capabilities, installs the audit hook and runs each sample in a process of its
+own, forked from it (:func:`run_forked`): what a sample changes in the interpreter ends with it. Without a PID
+namespace this process is the worker.
 
 What a sample runs is the official executor's semantics (spec section 9): for each call, the tool's
 ``output_parameters`` keys (exactly one), arguments positionally in key order with ``$label.field$``
@@ -464,20 +465,15 @@ def _exit_by_signal(signum):
     os._exit(128 + signum)  # a signal whose default action does not end a process
 
 
-def drop_capabilities():
-    """No new privileges (setuid binaries do not grant any), an empty capability bounding set, and empty
-    effective/permitted/inheritable sets: sample code cannot remount, enter other namespaces, or override
-    file permissions. Returns "" when the effective and permitted sets are empty afterwards, else why not."""
+def drop_capabilities(keep=0):
+    """No new privileges (setuid binaries do not grant any), a capability bounding set of ``keep`` only, and
+    effective/permitted sets of ``keep`` (inheritable and ambient empty): sample code cannot remount, enter other
+    namespaces, override file permissions or go back to root. Returns "" when the effective and permitted sets
+    are exactly ``keep`` afterwards, else why not."""
     try:
         ctypes, libc = _libc()
         libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
-        try:
-            with open("/proc/sys/kernel/cap_last_cap") as f:
-                last = int(f.read())
-        except (OSError, ValueError):
-            last = 63
-        for cap in range(last + 1):
-            libc.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP (needs CAP_SETPCAP: without it there is little to drop)
+        _drop_bounding_set(libc, keep)
         libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
 
         class Header(ctypes.Structure):
@@ -488,24 +484,95 @@ def drop_capabilities():
                         ("inheritable", ctypes.c_uint32)]
 
         header, data = Header(0x20080522, 0), (Data * 2)()  # _LINUX_CAPABILITY_VERSION_3: two 32-bit words
+        for word in range(2):
+            data[word].effective = data[word].permitted = (keep >> (32 * word)) & 0xFFFFFFFF
         if libc.capset(ctypes.byref(header), data) != 0:
             return f"capset failed ({_errno_text(ctypes)})"
         with open("/proc/self/status") as f:
             held = [line.split()[1] for line in f if line.startswith(("CapEff:", "CapPrm:"))]
-        if any(int(h, 16) for h in held):
+        if any(int(h, 16) != keep for h in held):
             return "capabilities remain after capset"
         return ""
     except Exception as exc:
         return f"{type(exc).__name__}: {exc}"
 
 
+def _drop_bounding_set(libc, keep):
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as f:
+            last = int(f.read())
+    except (OSError, ValueError):
+        last = 63
+    for cap in range(last + 1):
+        if not keep >> cap & 1:
+            libc.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP (needs CAP_SETPCAP: without it there is little to drop)
+
+
+# What a sample that no longer runs as root keeps: reading files and searching folders whatever their permissions
+# (CAP_DAC_READ_SEARCH), as root did: the functions folder and the interpreter's packages may be where only root
+# reads (/root/.cache, a venv under /root). Writing, signalling, and the exemption from RLIMIT_NPROC are gone.
+READ_ANYWHERE = 1 << 2
+# The ids a sample runs as when the caller is root, tried in turn: first one of the batch's own (this base plus the
+# child's process id, in 0x70000000-0x7fffffff, which no distribution or systemd hands out), which no process
+# outside the batch has, so RLIMIT_NPROC counts the batch's tasks alone; then nobody, for a user namespace that
+# maps few ids (a rootless container).
+BATCH_IDS, NOBODY = 0x70000000, 65534
+
+
+def leave_root(candidates, work):
+    """As root, with what needs root done (namespaces, mounts, the sample area): become the first of ``candidates``
+    (uid = gid, no supplementary groups) that the user namespace maps, owning ``work``, the sample area; keep
+    every capability for now (:func:`drop_capabilities` keeps ``READ_ANYWHERE`` alone), and the bounding set
+    only that. Returns ``(uid, "")``, or ``(None, why)`` still root as before."""
+    try:
+        ctypes, libc = _libc()
+    except Exception as exc:
+        return None, f"{type(exc).__name__}: {exc}"
+    _drop_bounding_set(libc, READ_ANYWHERE)
+    failures = []
+    for uid in candidates:
+        try:
+            os.chown(work, uid, uid)
+            os.chmod(work, 0o700)
+        except OSError as exc:
+            failures.append(f"uid {uid}: {exc.strerror}")
+            continue
+        libc.prctl(8, 1, 0, 0, 0)  # PR_SET_KEEPCAPS: the permitted set outlives setuid (cleared below)
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+        except OSError as exc:
+            failures.append(f"uid {uid}: {exc.strerror}")
+            with contextlib.suppress(OSError):
+                os.setresgid(0, 0, 0)
+                os.chown(work, 0, 0)
+            continue
+        finally:
+            libc.prctl(8, 0, 0, 0, 0)
+        if os.getresuid() != (uid,) * 3 or os.getresgid() != (uid,) * 3 or os.getgroups():
+            return None, f"ids after setuid {os.getresuid()}/{os.getresgid()}"
+        return uid, ""
+    return None, f"no other user to run as ({'; '.join(failures)})"
+
+
+def root_regained():
+    """Whether this process can become root again (after :func:`drop_capabilities`, it must not)."""
+    try:
+        os.setresuid(0, 0, 0)
+    except PermissionError:
+        return False
+    return True
+
+
 # Processes and threads (tasks) the batch's user namespace may hold: the child, the reaper, the worker and a
-# sample's process, plus what a sample starts. Forks through native code (ctypes' libc.fork) raise no audit
+# sample's process, plus what a sample starts (for a root caller, the batch's user: the worker, the sample's
+# process and what it starts). Forks through native code (ctypes' libc.fork) raise no audit
 # event; this bounds them while the sample runs, the PID namespace ends them after it.
 MAX_TASKS = 64
 
 
-def set_limits(limits, own_user_namespace=False):
+def set_limits(limits, limit_tasks=False):
     def lower(kind, value):
         soft, hard = resource.getrlimit(kind)
         if hard != resource.RLIM_INFINITY:
@@ -516,9 +583,10 @@ def set_limits(limits, own_user_namespace=False):
     lower(resource.RLIMIT_AS, int(limits["memory_mb"]) << 20)
     lower(resource.RLIMIT_FSIZE, int(limits["file_size_mb"]) << 20)
     lower(resource.RLIMIT_NOFILE, 256)
-    if own_user_namespace:
-        # Counted per user in each user namespace: in ours, the batch's own tasks only (outside it, every process
-        # of the user on the machine). The kernel does not apply it to root (uid 0 of the machine).
+    if limit_tasks:
+        # Counted per user in each user namespace: in the batch's own, or for the batch's own uid (see leave_root),
+        # the batch's tasks only (otherwise every process of the user on the machine). The kernel does not apply it
+        # to root (uid 0 of the machine), which is why a root caller's samples run as another user.
         lower(resource.RLIMIT_NPROC, MAX_TASKS)
 
 
@@ -833,7 +901,7 @@ def run_sample(sample, functions, policy, limits, root, workdir, channel):
     with policy.unchecked():  # not by widening the allowed roots: a thread an earlier sample left running
         # would write in the batch's root meanwhile. A folder made fresh: an earlier sample that got past the
         # hook may have planted files for this one.
-        shutil.rmtree(workdir, ignore_errors=True)
+        remove_folder(workdir)
         os.makedirs(tmp)
     os.environ["HOME"], os.environ["TMPDIR"] = workdir, tmp
     tempfile.tempdir = None
@@ -913,6 +981,18 @@ def run_sample(sample, functions, policy, limits, root, workdir, channel):
     return dict(outcome, results=trace, answer=answer, win=win, notes=notes)
 
 
+def remove_folder(path):
+    """Remove a sample's folder, whatever it made read-only: not running as root, we cannot empty a folder the
+    sample took its own write permission from (its files stayed, and used up the sample area of the next ones).
+    Its owner can give it back. (Only the sample's own files can be changed so: a folder swapped for a link to one
+    elsewhere belongs to another user.)"""
+    if os.geteuid() != 0:
+        for folder, _, _ in os.walk(path):
+            with contextlib.suppress(OSError):
+                os.chmod(folder, 0o700)
+    shutil.rmtree(path, ignore_errors=True)
+
+
 def fresh_log(policy):
     """Empty the log before a sample. stdout and stderr are one file (the parent's log, whose end it quotes when a
     sample crashes), bounded by RLIMIT_FSIZE: kept for the whole batch, what the earlier samples printed used up
@@ -972,6 +1052,7 @@ def main():
     sys.dont_write_bytecode = True
     sys.path[:] = [p for p in request["sys_path"] if p]
     limits = request["limits"]
+    batch_id = BATCH_IDS + os.getpid()  # (this process's id in the caller's PID namespace: unique while it runs)
     root = request["root"]
     work_area = os.path.join(root, "work")
     os.makedirs(work_area, exist_ok=True)
@@ -987,15 +1068,32 @@ def main():
         return 3
     if pid_namespace:
         enter_pid_namespace(channel.fd)  # from here on: the worker, in the new PID namespace
-    dropped = drop_capabilities()
+    user, as_root = None, ""
+    if os.geteuid() == 0 and limits.get("kernel_isolation") is not False:
+        # Root's samples would write wherever file permissions allow root, signal any process, and fork without
+        # RLIMIT_NPROC: the worker and its samples run as another user (root was needed up to here only).
+        user, as_root = leave_root((batch_id, NOBODY), work_area)
+    dropped = drop_capabilities(READ_ANYWHERE if user is not None else 0)
+    if user is not None and not dropped and root_regained():
+        dropped = as_root = "root could be regained"
+    if pid_namespace:
+        _die_with_parent()  # (a change of user clears it)
     if dropped and isolation["filesystem"] == READ_ONLY:
         # With capabilities, sample code could make the file system writable again.
         isolation["filesystem"] = f"unavailable: capabilities not dropped ({dropped})"
         if limits.get("kernel_isolation") is True:
             channel.send({"event": "fatal", "detail": f"kernel isolation was required: {isolation['filesystem']}"})
             return 3
+    if as_root and isolation["processes"] == "namespace":
+        # Bounded by the PID namespace after the sample, not by RLIMIT_NPROC while it runs; file permissions
+        # protect nothing the read-only file system does not.
+        isolation["processes"] = f"partial: samples run as root ({as_root})"
+        if limits.get("kernel_isolation") is True:
+            channel.send({"event": "fatal",
+                          "detail": f"kernel isolation was required: processes {isolation['processes']}"})
+            return 3
     functions = Functions(request["functions_dir"])
-    set_limits(limits, own_user_namespace=pid_namespace and os.geteuid() != 0)
+    set_limits(limits, limit_tasks=os.geteuid() != 0 and (pid_namespace or user is not None))
     policy = Policy([root])
     sys.addaudithook(policy)  # from here on, and irremovably, every sample runs under the policy
     channel.send(dict(isolation, event="ready", pid=os.getpid()))
@@ -1009,7 +1107,7 @@ def main():
         with policy.unchecked():
             # What the sample wrote goes with it: the sample area (disk_mb) is for each sample whole, not what
             # the earlier samples of its batch left of it.
-            shutil.rmtree(workdir, ignore_errors=True)
+            remove_folder(workdir)
         # How the sample's process ended; the parent charges a sample that sent no result (a crash) with it.
         channel.send({"event": "ended", "index": index, "status": status, "log": log_tail(request["log"])})
     return 0

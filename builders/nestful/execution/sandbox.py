@@ -24,8 +24,16 @@ sqlite's ``ATTACH``, ``_posixsubprocess``), so the kernel is the barrier and the
   batch ends, or the parent kills the process group, the namespace ends with whatever is left, ``setsid``
   or not. Before any sample, the worker sets no-new-privileges,
   empties its capability bounding set and drops every capability, so sample code cannot remount, enter
-  other namespaces or override file permissions. Any step that fails falls back to the hook alone and
-  says so (``unavailable: ...`` / ``partial: ...``); ``kernel_isolation=True`` makes that an error.
+  other namespaces or override file permissions. When the caller is root, the worker first becomes a user of
+  the batch's own (uid = gid = ``child.BATCH_IDS`` + the child's process id, no supplementary groups; else
+  ``nobody``, 65534, where a user namespace maps few ids), owner of the sample area, and keeps one capability,
+  reading files whatever their permissions (``CAP_DAC_READ_SEARCH``: the functions folder and the
+  interpreter's packages may be where only root reads): its samples write only where file permissions let that
+  user, signal only its processes, are held by ``RLIMIT_NPROC`` and cannot become root again. This is done even
+  where no namespace could be made (Docker's default seccomp profile refuses ``unshare``). Any step that fails
+  falls back to the hook alone and says so (``unavailable: ...`` / ``partial: ...``; a root caller's samples
+  that could not change user: ``processes`` ``partial: samples run as root (...)``);
+  ``kernel_isolation=True`` makes that an error.
 * **network**: in the new network namespace no interface is up and nothing, native code included,
   reaches a network (``network_namespace``: the same None/True/False switch; when the full isolation
   is refused, a network namespace alone is still tried). The hook refuses socket creation, connects,
@@ -62,9 +70,9 @@ sqlite's ``ATTACH``, ``_posixsubprocess``), so the kernel is the barrier and the
   or writes to the result channel without ending a line), and ``RLIMIT_CPU`` ends it after
   ``cpu_seconds`` of CPU (reason ``timeout`` either way).
 * **memory** (``RLIMIT_AS``, each sample's process), file size (``RLIMIT_FSIZE``), open files, no core
-  dumps, and with a user namespace of the batch's own (not root) ``RLIMIT_NPROC`` (``child.MAX_TASKS``
-  processes and threads in the namespace: bounds what native code forks, which no audit event sees; the
-  kernel does not apply it to root).
+  dumps, and with a user namespace of the batch's own (not root) or a root caller's batch user,
+  ``RLIMIT_NPROC`` (``child.MAX_TASKS`` processes and threads of that user: bounds what native code forks,
+  which no audit event sees).
 * **crashes**: a segfault, ``os._exit``, an abort or a kill ends the sample's process, not the caller; the
   sample is reported ``crashed`` with the exit status and the batch goes on.
 * **environment**: a clean environment (no tokens, proxies or ``PYTHON*`` variables), ``-I`` (no
@@ -76,10 +84,12 @@ What it does not stop: reading any file the user can read; connecting to Unix so
 through the file system (a read-only mount does not prevent it; the hook refuses creating the socket,
 which native code does not ask); a sample past the hook writing in other samples' folders of the batch while it
 runs (each sample's folder is made fresh, so nothing planted there reaches a later sample). Without kernel isolation (``unavailable``): native code (C extensions, ``ctypes``), or code that
-switches the hook off, opening sockets when no network namespace could be made, writing files, or starting
-processes that outlive the batch; running as root, file permissions then protect nothing the hook does not.
-CPU use by other threads beyond the limits above; as root, how many processes native code (``ctypes``' libc
-``fork``) starts while its sample runs (they end with the sample); anything seccomp would add.
+switches the hook off, opening sockets when no network namespace could be made, writing files the sample's user
+may write, or starting processes that outlive the batch. A root caller's samples that could not change user
+(``partial: samples run as root``): file permissions protect nothing the read-only file system and the hook do
+not, and how many processes native code (``ctypes``' libc ``fork``) starts while its sample runs is bounded only
+by the PID namespace (they end with the sample). CPU use by other threads beyond the limits above; anything
+seccomp would add.
 """
 from __future__ import annotations
 
