@@ -160,6 +160,17 @@ def write_inside(name):
         f.write("x")
     return os.path.dirname(os.path.abspath(name))
 
+def relative_file_work(folder):
+    """What upstream functions do with a folder they are given (os.makedirs, os.remove, os.rename, os.rmdir)."""
+    os.makedirs(os.path.join(folder, "sub"))
+    with open(os.path.join(folder, "sub", "a.txt"), "w") as f:
+        f.write("x")
+    os.rename(os.path.join(folder, "sub", "a.txt"), os.path.join(folder, "b.txt"))
+    os.chmod(os.path.join(folder, "b.txt"), 0o600)
+    os.remove(os.path.join(folder, "b.txt"))
+    os.rmdir(os.path.join(folder, "sub"))
+    return sorted(os.listdir(folder))
+
 def write_in_home(name):
     with open(os.path.join(os.environ["HOME"], name), "w") as f:
         f.write("x")
@@ -487,6 +498,21 @@ def test_network_files_processes_and_signals_are_refused_and_reported(evil_dir, 
     assert results[2].win_corrected is False
     # Writing inside the sample's own work folder is allowed; each sample has a fresh one.
     assert "/work/" in results[-1].answer["value"] and str(tmp_path) not in results[-1].answer["value"]
+
+
+def test_relative_paths_in_the_work_folder_are_allowed_and_outside_it_refused(evil_dir, tmp_path):
+    """os.mkdir, os.remove, os.rename, os.chmod... raise their audit event with dir_fd -1 when none is given; the
+    hook took -1 for a descriptor, found no folder behind it and refused every relative path: a real function
+    making an output folder it is given by name (os.makedirs("out")) failed with write_outside_workdir."""
+    outside = os.path.relpath(tmp_path, "/")
+    jobs = [one_call("relative_file_work", "."), one_call("relative_file_work", "out"),
+            one_call("relative_file_work", "../../../../../../../../" + outside)]
+    for limits in (FAST, dataclasses.replace(FAST, kernel_isolation=False, network_namespace=False)):
+        results = run_sequences(jobs, evil_dir, limits)
+        assert [(r.status, r.detail, r.answer["value"] if r.answer else None) for r in results[:2]] == [
+            ("ok", "", ["tmp"]), ("ok", "", [])]
+        assert (results[2].status, results[2].reason) == ("refused", "write_outside_workdir")
+        assert os.listdir(tmp_path) == []
 
 
 def test_a_file_outside_changed_through_a_descriptor_is_refused_without_kernel_isolation(evil_dir, tmp_path):

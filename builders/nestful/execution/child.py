@@ -174,7 +174,8 @@ class Policy:
         if text in (os.devnull,):
             return True
         base = os.getcwd()
-        if isinstance(dir_fd, int) and not os.path.isabs(text):
+        # (-1: no dir_fd given, as the os functions' events say it; a relative path is then the working folder's)
+        if isinstance(dir_fd, int) and dir_fd >= 0 and not os.path.isabs(text):
             try:
                 base = os.readlink(f"/proc/self/fd/{dir_fd}")
             except OSError:
