@@ -14,7 +14,7 @@ import platform
 import shutil
 import subprocess
 import sys
-import textwrap
+import time
 
 import pytest
 
@@ -77,6 +77,17 @@ def fill(mb):
         f.write(b"x" * (mb << 20))
     return mb
 
+def detach_a_writer(path, seconds):
+    """A process in a session of its own (out of the sandbox's process group) that writes ``path`` later; libc
+    only, so no audit event sees it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.fork() == 0:
+        libc.setsid()
+        time.sleep(seconds)
+        libc.close(libc.open(path.encode(), os.O_WRONLY | os.O_CREAT, 0o644))
+        os._exit(0)
+    return 1
+
 def fork_through_libc(n, seconds):
     libc = ctypes.CDLL(None, use_errno=True)  # libc's fork: no audit event
     made = refused = 0
@@ -88,7 +99,8 @@ def fork_through_libc(n, seconds):
         made, refused = made + (pid > 0), refused + (pid < 0)
     return [made, refused]
 '''
-NAMES = ("who", "regain_root", "write_natively", "write_here", "lock_a_full_folder", "fill", "fork_through_libc")
+NAMES = ("who", "regain_root", "write_natively", "write_here", "lock_a_full_folder", "fill", "detach_a_writer",
+         "fork_through_libc")
 
 
 @pytest.fixture(scope="module")
@@ -247,3 +259,25 @@ def test_what_a_sample_locked_is_still_removed_before_the_next_sample(probes_dir
     if results[0].filesystem != "read-only":
         pytest.skip(f"no sample area of disk_mb here ({results[0].filesystem})")
     assert [(r.status, r.detail) for r in results] == [("ok", "")] * 4
+
+
+def test_without_namespaces_what_a_sample_leaves_running_ends_with_it(probes_dir, tmp_path_factory):
+    """No PID namespace: processes a sample left (in a session of their own, out of the sandbox's process group)
+    lived past the batch, and as the batch's user they held its RLIMIT_NPROC budget: the next sample could not
+    start its own. As the batch's own user, the worker ends them after each sample (kill(-1) reaches that user's
+    processes alone) and reaps them."""
+    if platform.machine() not in ("x86_64", "aarch64"):
+        pytest.skip(f"the seccomp filter of this test is written for x86_64 and aarch64, not {platform.machine()}")
+    shared = tmp_path_factory.mktemp("anyone")
+    shared.chmod(0o777)  # (the batch's user may write here: only its processes' ending keeps the file away)
+    planted = shared / "planted.txt"
+    started = time.monotonic()
+    results = run_in(NO_UNSHARE, [job("fork_through_libc", MAX_TASKS, 60), job("fork_through_libc", 5, 0),
+                                  job("detach_a_writer", str(planted), 1.5)] + [job("who")] * 10, probes_dir)
+    assert "unshare failed" in results[0]["processes"] and [r["status"] for r in results] == ["ok"] * 13, results
+    assert results[1]["answer"]["value"] == [5, 0]
+    # Waiting for the ended processes is not waiting out its 2 s bound after every sample (kill(-1, 0) outside a
+    # PID namespace succeeds while any process of the machine is there).
+    assert time.monotonic() - started < 15
+    time.sleep(2.5)
+    assert not planted.exists()

@@ -1013,12 +1013,14 @@ def fresh_log(policy):
                 pass
 
 
-def end_other_processes(policy):
+def end_other_processes(policy, batch_user=False):
     """End every process a sample left running, setsid or not, before the next sample starts (it could write in
     that sample's folder, or on the result channel). Only in the batch's PID namespace, whose init is the
     reaper, our parent: there ``kill(-1)`` reaches every process of the namespace but init and this one, and
-    none outside it."""
-    if os.getppid() != 1:  # not the worker of a PID namespace: kill(-1) would reach the user's every process
+    none outside it; or as the batch's own user (``batch_user``, a root caller's: see :func:`leave_root`), which
+    no process outside the batch is: there it reaches the batch's processes alone (this one a subreaper, so
+    that it reaps them)."""
+    if os.getppid() != 1 and not batch_user:  # kill(-1) would reach the user's every process
         return
     with policy.unchecked():
         try:
@@ -1034,13 +1036,16 @@ def end_other_processes(policy):
                 try:
                     pid, _ = os.waitpid(-1, os.WNOHANG)
                 except ChildProcessError:
+                    if batch_user:  # (every process of the batch's user came to us, the subreaper: all reaped)
+                        return
                     break
                 if pid == 0:
                     break
-            try:
-                os.kill(-1, 0)  # (a process not yet reaped still receives it)
-            except (ProcessLookupError, PermissionError):
-                return
+            if not batch_user:  # (outside a PID namespace kill(-1, 0) succeeds while any process is there)
+                try:
+                    os.kill(-1, 0)  # (a process not yet reaped still receives it)
+                except (ProcessLookupError, PermissionError):
+                    return
             time.sleep(0.002)
 
 
@@ -1079,6 +1084,10 @@ def main():
         dropped = as_root = "root could be regained"
     if pid_namespace:
         _die_with_parent()  # (a change of user clears it)
+    batch_user = user == batch_id and not pid_namespace  # (with a PID namespace, the namespace ends them)
+    if batch_user:
+        # What a sample leaves behind comes to us when its parent ends, to be reaped (as the reaper does).
+        _libc()[1].prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
     if dropped and isolation["filesystem"] == READ_ONLY:
         # With capabilities, sample code could make the file system writable again.
         isolation["filesystem"] = f"unavailable: capabilities not dropped ({dropped})"
@@ -1103,8 +1112,8 @@ def main():
         channel.send({"event": "start", "index": index, "time": time.time()})
         workdir = os.path.join(work_area, str(request["first"] + index))
         status = run_forked(sample, functions, policy, limits, root, workdir, channel, index)
-        if pid_namespace:
-            end_other_processes(policy)
+        if pid_namespace or batch_user:
+            end_other_processes(policy, batch_user)
         with policy.unchecked():
             # What the sample wrote goes with it: the sample area (disk_mb) is for each sample whole, not what
             # the earlier samples of its batch left of it.

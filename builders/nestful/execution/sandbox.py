@@ -30,7 +30,9 @@ sqlite's ``ATTACH``, ``_posixsubprocess``), so the kernel is the barrier and the
   reading files whatever their permissions (``CAP_DAC_READ_SEARCH``: the functions folder and the
   interpreter's packages may be where only root reads): its samples write only where file permissions let that
   user, signal only its processes, are held by ``RLIMIT_NPROC`` and cannot become root again. This is done even
-  where no namespace could be made (Docker's default seccomp profile refuses ``unshare``). Any step that fails
+  where no namespace could be made (Docker's default seccomp profile refuses ``unshare``); there, as the batch's
+  own user, the worker is a subreaper and ends every process of that user after each sample, as the PID
+  namespace would (``kill(-1)`` reaches that user's processes alone). Any step that fails
   falls back to the hook alone and says so (``unavailable: ...`` / ``partial: ...``; a root caller's samples
   that could not change user: ``processes`` ``partial: samples run as root (...)``);
   ``kernel_isolation=True`` makes that an error.
@@ -85,8 +87,8 @@ through the file system (a read-only mount does not prevent it; the hook refuses
 which native code does not ask); a sample past the hook writing in other samples' folders of the batch while it
 runs (each sample's folder is made fresh, so nothing planted there reaches a later sample). Without kernel isolation (``unavailable``): native code (C extensions, ``ctypes``), or code that
 switches the hook off, opening sockets when no network namespace could be made, writing files the sample's user
-may write, or starting processes that outlive the batch. A root caller's samples that could not change user
-(``partial: samples run as root``): file permissions protect nothing the read-only file system and the hook do
+may write, or starting processes that outlive the batch (but as a root caller's batch user). A root caller's
+samples that could not change user (``partial: samples run as root``): file permissions protect nothing the read-only file system and the hook do
 not, and how many processes native code (``ctypes``' libc ``fork``) starts while its sample runs is bounded only
 by the PID namespace (they end with the sample). CPU use by other threads beyond the limits above; anything
 seccomp would add.
