@@ -22,6 +22,7 @@ from tooluse_datasets.builders.nestful.execution import SandboxLimits, SequenceJ
 from tooluse_datasets.builders.nestful.execution.child import MAX_TASKS
 
 from conftest import shared_data
+from test_nestful_execution import FORK_THROUGH_LIBC
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="what a root caller's samples may do: the tests run as root")
 
@@ -87,18 +88,7 @@ def detach_a_writer(path, seconds):
         libc.close(libc.open(path.encode(), os.O_WRONLY | os.O_CREAT, 0o644))
         os._exit(0)
     return 1
-
-def fork_through_libc(n, seconds):
-    libc = ctypes.CDLL(None, use_errno=True)  # libc's fork: no audit event
-    made = refused = 0
-    for _ in range(n):
-        pid = libc.fork()
-        if pid == 0:
-            time.sleep(seconds)
-            os._exit(0)
-        made, refused = made + (pid > 0), refused + (pid < 0)
-    return [made, refused]
-'''
+''' + FORK_THROUGH_LIBC  # (the native fork loop the sandbox's own tests use)
 NAMES = ("who", "regain_root", "write_natively", "write_here", "lock_a_full_folder", "fill", "detach_a_writer",
          "fork_through_libc")
 
