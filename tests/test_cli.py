@@ -475,3 +475,14 @@ def test_a_source_named_twice_is_a_usage_error_not_read_twice(argv, tmp_path, ca
         main([*argv, *out])
     assert exit_info.value.code == 2 and "names ms_swift more than once" in capsys.readouterr().err
     assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.parametrize("content", ["", "\n\n", "[]"])
+def test_validate_of_data_without_rows_fails_as_verify_does(content, tmp_path, capsys):
+    """An empty file validated 0 rows and exited 0: a CI gate on an accidentally emptied file passed. Nothing
+    checked is no pass (verify already said so)."""
+    path = tmp_path / ("empty.json" if content == "[]" else "empty.jsonl")
+    path.write_text(content)
+    assert main(["validate", "ms_swift", "--data-files", str(path)]) == 1
+    assert "holds no rows: nothing was validated" in capsys.readouterr().err
+    assert main(["validate", "ms_swift", "--sample"]) == 0  # rows, none failing: a pass as before
