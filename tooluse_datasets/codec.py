@@ -875,13 +875,14 @@ def _renaming_absent_media(original: Callable) -> Callable:
     as the empty list it stands for."""
     def rename_columns(self, column_mapping):
         features = self._info.features
-        if isinstance(features, ExactFeatures):
-            # Rows leave empty media out, so datasets' row check misses a name taken by such a column: the renamed
-            # column would replace it without a word (map-style refuses it, as here)
-            taken = [new for new in column_mapping.values() if new in features and new not in column_mapping]
-            if taken:
-                raise ValueError(f"cannot rename to {', '.join(map(repr, taken))}: already a column of the dataset")
-        empty = [c for c in column_mapping if isinstance(features, ExactFeatures) and c in features.omitted_empty_media]
+        if not isinstance(features, ExactFeatures):
+            return original(self, column_mapping)
+        # Rows leave empty media out, so datasets' row check misses a name taken by such a column: the renamed
+        # column would replace it without a word (map-style refuses it, as here)
+        taken = [new for new in column_mapping.values() if new in features and new not in column_mapping]
+        if taken:
+            raise ValueError(f"cannot rename to {', '.join(map(repr, taken))}: already a column of the dataset")
+        empty = [c for c in column_mapping if c in features.omitted_empty_media]
         if not empty:
             return original(self, column_mapping)
         # (a module function, not a closure: the stream stays picklable, as a spawned DataLoader worker needs)
