@@ -126,12 +126,13 @@ def execute_rows(rows: Sequence[dict], *, functions_dir: Union[str, os.PathLike,
             out[i] = error
     try:
         results = run_sequences(jobs, folder, limits)
-    except ToolUseDataError as error:  # the sandbox itself failed: the error of each row that was to run
-        results = [error] * len(jobs)
+    except ToolUseDataError as error:  # the sandbox itself failed: each row that was to run gets its own copy
+        results = [copy.copy(error) for _ in jobs]
     for i, result in zip(positions, results):
+        if isinstance(result, ToolUseDataError):
+            out[i] = result
+            continue
         try:
-            if isinstance(result, ToolUseDataError):
-                raise copy.copy(result)
             out[i] = executed_row(rows[i], result, calls_per_turn=calls_per_turn,
                                   require_reproduced=require_reproduced)
         except ToolUseDataError as error:
