@@ -1213,3 +1213,44 @@ def test_a_prepare_killed_before_its_end_leaves_nothing_counted_in_the_next(tmp_
     again = td.SkipReport()
     td.load("ms_swift", data_files=str(path), split="train", on_error="skip", report=again, cache_dir=cache_dir)
     assert (again.rows_read, again.skipped) == (len(lines) + 2, 2)
+
+
+@pytest.mark.parametrize("name", ["data.jsonl", "data.jsonl.gz", "data.json"])
+def test_a_nul_byte_in_the_first_row_costs_that_row_not_the_file(tmp_path, cache_dir, name):
+    """A raw NUL byte inside the first row's text is that row's error, as it is in any later row: the sniff
+    that refuses binary files (UTF-16, an image named .jsonl) must not take the file's other rows with it."""
+    import gzip
+
+    from conftest import shared_data
+
+    lines = shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl").read_bytes().splitlines()
+    quote = lines[0].index(b'": "') + 4
+    damaged = [lines[0][:quote] + b"\x00" + lines[0][quote:]] + lines[1:]
+    clean = [b""] + lines[1:]  # the bad row left out, the others keeping their row numbers
+    write = (lambda path, data: path.write_bytes(gzip.compress(data))) if name.endswith(".gz") else \
+        (lambda path, data: path.write_bytes(data))
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "clean").mkdir()
+    write(tmp_path / "bad" / name, b"\n".join(damaged) + b"\n")
+    write(tmp_path / "clean" / name, b"\n".join(clean) + b"\n")
+    expected = load_both("ms_swift", str(tmp_path / "clean" / name), cache_dir + "-clean")
+    results = load_both("ms_swift", str(tmp_path / "bad" / name), cache_dir)
+    for mode in ("map", "stream"):
+        splits, report = results[mode]
+        assert splits == expected[mode][0] and sum(map(len, splits.values())) == len(lines) - 1
+        assert (report.rows_read, report.skipped) == (len(lines), 1)
+        assert [(e.file, e.row, e.field) for e in report.examples] == [(str(tmp_path / "bad" / name), 0, "<line>")]
+    with pytest.raises(td.InvalidJsonError, match=r"row 0, field '<line>'"):
+        list(td.load("ms_swift", data_files=str(tmp_path / "bad" / name), split="train", streaming=True))
+
+
+@pytest.mark.parametrize("content", [b'{\x00"\x00a\x00"\x00:\x001\x00}\x00\n\x00', b'\x00{\x00"\x00a\x00"\x00:\x001\x00}\n',
+                                     b"\x00" * 4096], ids=["utf16le", "utf16be", "zeroed"])
+def test_binary_files_named_jsonl_stay_one_file_error(tmp_path, content):
+    path = tmp_path / "data.jsonl"
+    path.write_bytes(content)
+    report = td.SkipReport()
+    assert list(td.load("ms_swift", data_files=str(path), split="train", streaming=True, on_error="skip",
+                        report=report)) == []
+    assert [(e.row, e.field) for e in report.examples] == [(None, "<file>")]
+    assert "not JSON text" in report.examples[0].message

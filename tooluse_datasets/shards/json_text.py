@@ -50,4 +50,9 @@ def not_json_text(head: bytes) -> Optional[str]:
         return "bzip2-compressed data (name it .bz2)"
     if head[257:262] == b"ustar":  # a tar header's magic (POSIX and GNU)
         return "a tar archive (extract it and pass its files, or zip them: a .zip archive's files are read)"
-    return "binary data" if b"\x00" in head else None
+    if b"\x00" not in head:
+        return None
+    # A NUL byte after an opening brace that is not itself followed by one (UTF-16's every other byte) is a bad
+    # byte in a row of JSON text: that row's error, not the whole file's.
+    text = head.removeprefix(UTF8_BOM).lstrip()
+    return None if text[:1] == b"{" and text[1:2] != b"\x00" else "binary data"
