@@ -486,3 +486,39 @@ def test_validate_of_data_without_rows_fails_as_verify_does(content, tmp_path, c
     assert main(["validate", "ms_swift", "--data-files", str(path)]) == 1
     assert "holds no rows: nothing was validated" in capsys.readouterr().err
     assert main(["validate", "ms_swift", "--sample"]) == 0  # rows, none failing: a pass as before
+
+
+def _help_defaults_missing() -> list[str]:
+    """Every option of every subcommand whose default (a value the user gets without giving the option) its
+    --help text does not state, as ``command --option: default``."""
+    import argparse
+
+    from tooluse_datasets.cli import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    missing = []
+    for name, sub in sorted(commands.items()):
+        for action in sub._actions:
+            default = action.default
+            # (None, False: nothing given; an empty list: a repeatable option given no times; SUPPRESS: not set)
+            if action.help in (None, argparse.SUPPRESS) or default in (None, False, argparse.SUPPRESS, []):
+                continue
+            text = sub._get_formatter()._expand_help(action)
+            values = default if isinstance(default, (list, tuple)) else [default]
+            stated = "default" in text and all(
+                str(value) in text.partition("default")[2]
+                or (isinstance(value, float) and f"{value:g}" in text.partition("default")[2]) for value in values)
+            if not stated:
+                missing.append(f"{name} {'/'.join(action.option_strings) or action.dest}: {default!r}")
+    return missing
+
+
+def test_every_option_with_a_default_states_it_in_its_help():
+    assert _help_defaults_missing() == []
+
+
+def test_help_states_the_default_as_the_user_reads_it(capsys):
+    with pytest.raises(SystemExit):
+        main(["export", "--help"])
+    assert "(default: unified)" in " ".join(capsys.readouterr().out.split())  # (as wrapped to the width)

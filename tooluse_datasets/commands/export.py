@@ -21,7 +21,7 @@ DATASET_INFO = "dataset_info.json"
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("export", help="write a source in one format to JSONL files (one per split)")
     add_source_arguments(p)
-    p.add_argument("--format", default="unified", help="unified, raw, swift, toolmind, llamafactory")
+    p.add_argument("--format", default="unified", help="unified, raw, swift, toolmind, llamafactory (default: %(default)s)")
     p.add_argument("--out", required=True, type=a_path,
                    help="output folder; files are <source>-<format>-<split>.jsonl (and dataset_info.json for "
                         "llamafactory)")

@@ -38,7 +38,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "reason, message); '{source}' is replaced by the source name (needed with several sources)")
     p.add_argument("--engine", choices=["local", "ray"], default="local",
                    help="where shard tasks run: local (this process, or --num-proc processes) or ray (a running "
-                        "cluster at --address, else a local Ray); the mirror is the same either way")
+                        "cluster at --address, else a local Ray); the mirror is the same either way (default: %(default)s)")
     p.add_argument("--num-proc", type=_positive_int, default=None, metavar="N",
                    help="shard tasks run at once (local: processes; ray: default all CPUs of the cluster)")
     p.add_argument("--address", default=None,

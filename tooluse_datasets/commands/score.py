@@ -23,7 +23,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("results", metavar="RESULT.jsonl", help="one JSON object per line")
     p.add_argument("--parser", choices=["json", "hermes", "calls"], default="json",
                    help="json: a JSON list of calls; hermes: <tool_call>{...}</tool_call> blocks; calls: already "
-                        "parsed (scored like json); a line whose prediction is a list is always read as calls")
+                        "parsed (scored like json); a line whose prediction is a list is always read as calls (default: %(default)s)")
     p.add_argument("--corrected", action="store_true",
                    help="fix upstream's win-check bugs (a failed execution matching a gold 0/False, float digits "
                         "after an exponent, True == 1, nested tuples); default: the official figures")

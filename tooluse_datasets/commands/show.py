@@ -19,7 +19,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                             "order")
     which.add_argument("--id", help="the row with this unified id")
     p.add_argument("--max-chars", type=non_negative("a number of characters", " (0: never elide)"), default=600,
-                   help="elide text longer than this (0: never)")
+                   help="elide text longer than this (0: never; default: %(default)s)")
     return p
 
 
