@@ -722,6 +722,31 @@ def test_reading_a_mirror_a_build_was_stopped_replacing_says_what_is_left_and_wh
     assert not isinstance(caught.value, mirror.StoppedSwapError)
 
 
+@pytest.mark.parametrize("folder", ["it's a \"mirror\" of $HOME", "back\\slash `x` $(false)"])
+def test_the_recovery_line_a_stopped_swap_suggests_runs_in_the_shell_for_any_path(tmp_path, folder):
+    """The message's ``python -c ...`` line for a mirror in a folder whose name holds quotes, ``$`` or spaces: the
+    path was put in double quotes as Python's repr, which the shell ended early or expanded (`$HOME`)."""
+    import os
+    import subprocess
+    import sys
+
+    from tooluse_datasets import mirror
+
+    out = tmp_path / folder / "out"
+    build_sample_mirror("nestful", out, configs=["unified"])
+    _kill_between_renames(out, ["unified", "raw"])
+    with pytest.raises(mirror.StoppedSwapError) as caught:
+        mirror.read_manifest(out / "nestful")
+    line = str(caught.value).partition("to do only that: ")[2]
+    assert line.startswith("python -c ")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}  # this python
+    done = subprocess.run(["bash", "-c", line], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    # it did what the message says: the complete (new) mirror in place, nothing left beside it
+    assert sorted(mirror.read_manifest(out / "nestful").configs) == ["raw", "unified"]
+    assert sorted(p.name for p in out.iterdir()) == ["nestful"]
+
+
 def test_reading_a_mirror_whose_first_build_was_interrupted_is_not_taken_for_a_stopped_swap(tmp_path, monkeypatch):
     """A first build interrupted before its swap (Ctrl-C while writing the card) keeps its unfinished staging folder
     to resume from. Reading the mirror said a build was stopped while replacing it and that ``recover_swap`` puts

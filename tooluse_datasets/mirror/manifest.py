@@ -17,6 +17,7 @@ import dataclasses
 import json
 import os
 import re
+import shlex
 from pathlib import Path
 from typing import Any, Optional
 
@@ -44,11 +45,12 @@ class StoppedSwapError(MirrorError):
         staged = staging_path(target)
         names = ", ".join(f"{p.name} ({'the new mirror, staged' if p == staged else 'the old one, moved aside'})"
                           for p in leftovers)
+        # quoted for the shell: a path holding quotes, `$` or spaces must not break the line or be expanded
+        recover = shlex.quote(f"from tooluse_datasets.mirror import recover_swap; recover_swap({str(target)!r})")
         super().__init__(
             f"{target} is missing: a build was stopped while replacing it, which left in {target.parent}: {names}. "
             f"The next `tooluse-datasets mirror` of {target.name} into {target.parent}, or `tooluse-datasets "
-            f"publish` of it, puts the complete one in place first; to do only that: python -c \"from "
-            f"tooluse_datasets.mirror import recover_swap; recover_swap({str(target)!r})\"")
+            f"publish` of it, puts the complete one in place first; to do only that: python -c {recover}")
 
 
 def data_file_name(config: str, split: str, index: int, count: int) -> str:
