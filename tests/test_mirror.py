@@ -747,6 +747,38 @@ def test_the_recovery_line_a_stopped_swap_suggests_runs_in_the_shell_for_any_pat
     assert sorted(p.name for p in out.iterdir()) == ["nestful"]
 
 
+@pytest.mark.parametrize("vanishes", ["after its first stat", "before any stat"])
+def test_an_old_mirror_deleted_by_another_build_while_listed_is_skipped(tmp_path, monkeypatch, vanishes):
+    """moved_aside_paths lists old mirrors without the swap lock (a reader naming what a stopped swap left): one
+    that another build's recovery deletes between the listing and the stat is skipped, never a raw
+    FileNotFoundError."""
+    import os
+    import shutil
+
+    from tooluse_datasets.mirror import hidden_paths
+
+    target = tmp_path / "nestful"
+    kept, gone = tmp_path / ".nestful.old-111", tmp_path / ".nestful.old-222"
+    kept.mkdir()
+    gone.mkdir()
+    stat = Path.stat
+
+    def stat_while_deleted(self, *args, **kwargs):
+        if self != gone or not os.path.exists(self):
+            return stat(self, *args, **kwargs)
+        if vanishes == "before any stat":
+            shutil.rmtree(gone)
+            return stat(self, *args, **kwargs)
+        info = stat(self, *args, **kwargs)
+        shutil.rmtree(gone)  # the other build's recovery, just after this process looked at it
+        return info
+
+    monkeypatch.setattr(Path, "stat", stat_while_deleted)
+    listed = hidden_paths.moved_aside_paths(target)
+    assert kept in listed and not gone.exists()
+    assert kept in hidden_paths.stopped_swap_leftovers(target)
+
+
 def test_reading_a_mirror_whose_first_build_was_interrupted_is_not_taken_for_a_stopped_swap(tmp_path, monkeypatch):
     """A first build interrupted before its swap (Ctrl-C while writing the card) keeps its unfinished staging folder
     to resume from. Reading the mirror said a build was stopped while replacing it and that ``recover_swap`` puts

@@ -5,6 +5,7 @@ that reading a mirror (:mod:`.manifest`, which staging imports) can name what a 
 from __future__ import annotations
 
 import re
+import stat
 from pathlib import Path
 
 # What a swap leaves beside DIR/<source>: its staging folder, or the old mirror moved aside
@@ -25,8 +26,15 @@ def swap_lock_path(target: Path) -> Path:
 
 def moved_aside_paths(target: Path) -> list[Path]:
     """Old mirrors a build moved aside (``staging._swap_into_place``), the most recently moved first."""
-    olds = [p for p in target.parent.glob(f".{target.name}.old-*") if p.is_dir()]
-    return sorted(olds, key=lambda p: p.stat().st_ctime, reverse=True)  # a rename updates a folder's ctime
+    moved: list[tuple[float, Path]] = []
+    for path in target.parent.glob(f".{target.name}.old-*"):
+        try:  # read without the swap lock: another build's recovery may delete one between the listing and here
+            info = path.stat()
+        except FileNotFoundError:
+            continue
+        if stat.S_ISDIR(info.st_mode):
+            moved.append((info.st_ctime, path))  # a rename updates a folder's ctime
+    return [path for _, path in sorted(moved, key=lambda item: item[0], reverse=True)]
 
 
 def stopped_swap_leftovers(target: Path) -> list[Path]:
