@@ -522,3 +522,58 @@ def test_help_states_the_default_as_the_user_reads_it(capsys):
     with pytest.raises(SystemExit):
         main(["export", "--help"])
     assert "(default: unified)" in " ".join(capsys.readouterr().out.split())  # (as wrapped to the width)
+
+
+def _demo_stderr(tmp_path, terminal: bool = False, **env_vars) -> str:
+    """``demo --source nestful`` in a fresh process with a fresh datasets cache (so that a split is prepared, the
+    step datasets draws a bar for); its standard error read from a pipe, or from a terminal (a pty)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_DISABLE_PROGRESS_BARS")}
+    env.update(HF_DATASETS_CACHE=str(tmp_path / "cache"), **env_vars)
+    command = [sys.executable, "-m", "tooluse_datasets.cli", "demo", "--source", "nestful"]
+    if not terminal:
+        done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done.stderr.decode()
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))  # (0 columns: bars cut to nothing)
+    with subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=follower, env=env) as process:
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal's other end closed: the process ended
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        assert process.wait(timeout=300) == 0
+    os.close(leader)
+    return b"".join(chunks).decode(errors="replace")
+
+
+def test_library_progress_bars_are_drawn_on_a_terminal_only(tmp_path):
+    """datasets' tqdm bars ("Generating train split: ...") went to standard error whatever it was: a CI log or a
+    `2> file` got every update."""
+    assert "examples/s" not in _demo_stderr(tmp_path / "pipe")
+    assert "Generating train split" in _demo_stderr(tmp_path / "terminal", terminal=True)
+    # the usual switches still decide: forced on in a pipe, off on a terminal
+    assert "Generating train split" in _demo_stderr(tmp_path / "forced", HF_DATASETS_DISABLE_PROGRESS_BARS="0")
+    assert "examples/s" not in _demo_stderr(tmp_path / "off", terminal=True, HF_DATASETS_DISABLE_PROGRESS_BARS="1")
+
+
+def test_a_command_run_in_process_leaves_the_progress_bar_setting_as_it_was(capsys):
+    import datasets
+
+    assert datasets.is_progress_bar_enabled()
+    assert main(["stats", "nestful", "--sample"]) == 0
+    assert datasets.is_progress_bar_enabled()

@@ -18,6 +18,7 @@ import sys
 from datasets.exceptions import DatasetsError
 
 from .errors import DataNotFoundError, ToolUseDataError, plain_printable
+from .progress import library_bars_on_terminal_only
 from .source import UnknownOptionError
 
 
@@ -61,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
             stream.reconfigure(errors="backslashreplace")
     _stdout_written_whole()
     try:
-        status = int(args._run(args) or 0)
+        with library_bars_on_terminal_only():
+            status = int(args._run(args) or 0)
         # Output still buffered would otherwise be written at exit, where a reader gone meanwhile is Python's
         # "Exception ignored ... BrokenPipeError" and status 120.
         sys.stdout.flush()
