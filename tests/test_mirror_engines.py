@@ -28,7 +28,7 @@ from tooluse_datasets.mirror import provenance as provenance_module
 from tooluse_datasets.formats import FORMATS
 from tooluse_datasets.source import Upstream, UpstreamFile
 
-from conftest import count_calls
+from conftest import count_calls, shared_data
 from fake_hub import FakeHubApi
 from mirror_support import build_sample_mirror
 
@@ -183,6 +183,69 @@ KILLED_BUILD = textwrap.dedent("""
         request = MirrorRequest("toolmind", data_files=td.sample_files("toolmind"), source_options={"shard_bytes": 1})
         build_mirror(request, sys.argv[1])
 """)
+
+
+def _descendants(pid: int) -> set[int]:
+    """The processes ``pid`` started, and theirs (Linux /proc): a pool's fork server and its workers."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:  # ended meanwhile
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from Linux's /proc")
+def test_sigint_to_the_build_process_alone_stops_its_workers_at_once(tmp_path):
+    """``kill -INT <pid>`` (a job runner, not a terminal's Ctrl-C, which reaches the workers too) took as long as
+    the shards being converted (about 8 s): the pool's shutdown waited for each worker to finish its shard. Now
+    the build stops at once with 130 and leaves no worker behind, and nothing under the mirror's name."""
+    rows = [line for f in sorted(shared_data("ms_swift").glob("*.jsonl"))
+            for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+    data = tmp_path / "agent.jsonl"
+    data.write_text("\n".join(rows * 3000) + "\n", encoding="utf-8")  # real rows, shards of seconds each
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "tooluse_datasets.cli", "mirror", "ms_swift", "--data-files", str(data),
+               "--num-proc", "2", "--shard-size", "4MB", "--configs", "unified", "--out", str(out)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(_descendants(process.pid)) < 3 and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)  # the fork server, its resource tracker and a worker: shards are being converted
+        workers = _descendants(process.pid)
+        assert len(workers) >= 3 and process.poll() is None, "the build did not start its workers"
+        time.sleep(1)
+        sent = time.monotonic()
+        os.kill(process.pid, signal.SIGINT)  # this process alone, not its group
+        _, stderr = process.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=30)
+    assert process.returncode == 130, stderr.decode()
+    assert took < 5, f"stopping took {took:.1f}s"
+    deadline = time.monotonic() + 5  # (the fork server ends when it sees its parent gone)
+    while any(_running(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [pid for pid in workers if _running(pid)], "worker processes left running"
+    # nothing under the final name; what is staged is a build to resume, not a mirror
+    assert not (out / "ms_swift").exists()
+    assert not out.exists() or set(os.listdir(out)) <= {".ms_swift.partial"}
 
 
 def test_a_build_killed_midway_leaves_no_partial_mirror_and_the_next_run_finishes_it(reference, tmp_path, monkeypatch):

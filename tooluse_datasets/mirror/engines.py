@@ -174,8 +174,21 @@ def _run_pool(tasks: Sequence[ShardTask], num_proc: int) -> Iterator[tuple[Shard
                     yield task, result
             bad_row.raise_it()
         except BaseException:  # also GeneratorExit: the caller stopped
+            _stop_workers(pool)
             pool.shutdown(wait=True, cancel_futures=True)
             raise
+
+
+def _stop_workers(pool) -> None:
+    """End the pool's workers now: their running shards are no longer wanted (the staging keeps only finished
+    shards), and shutdown would wait for each to finish, seconds, when the caller stopped. A terminal's Ctrl-C
+    reaches the workers too, but a SIGINT sent to this process alone (``kill -INT``, a job runner) does not."""
+    terminate = getattr(pool, "terminate_workers", None)  # Python 3.14
+    if terminate is not None:
+        terminate()
+        return
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.terminate()
 
 
 def _pool_context(task: ShardTask):
