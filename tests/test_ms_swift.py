@@ -828,6 +828,36 @@ def test_provider_calls_spelled_with_aliases_ms_swift_does_not_convert_are_refus
     assert [m["role"] for m in rows[0]["messages"]] == ["user", "tool_call", "tool"]
 
 
+def test_a_list_content_with_an_element_that_is_not_an_object_is_refused_where_ms_swift_drops_the_row(
+        tmp_path, cache_dir):
+    """Without OpenAI ``tool_calls``, ms-swift looks for Anthropic blocks by reading ``type`` from the elements of
+    every list content: a tool result given as ``[10, 72]`` fails there and ms-swift drops the row (checked with
+    ms-swift 4.6 in ``test_ms_swift_real.py``). It is an error naming the element, not the text ``"[10, 72]"``; a
+    result that is a list of objects, or any list in a row converted as OpenAI, still reads."""
+    doc = native_rows(shared_data("ms_swift", "agent_support_doc_examples_en.jsonl"))[0]
+
+    def with_result(content):
+        row = copy.deepcopy(doc)
+        row["messages"][3]["content"] = content
+        return row
+
+    for content, field in (([10, 72], "messages[3].content[0]"), (["Beijing", {"aqi": 10}], "messages[3].content[0]"),
+                           ([{"aqi": 10}, 72], "messages[3].content[1]")):
+        with pytest.raises(InvalidValueError, match="ms-swift") as info:
+            convert(with_result(content))
+        assert info.value.field == field
+    _, unified = convert(with_result([{"aqi": 10}]))
+    assert unified["messages"][2]["content"] == '[{"aqi": 10}]'
+
+    path = write_jsonl(tmp_path / "results.jsonl", [doc, with_result([10, 72]), with_result([{"aqi": 10}])])
+    for streaming in (False, True):
+        report = td.SkipReport(keep_all=True)
+        rows = list(td.load("ms_swift", data_files=path, split="train", on_error="skip", report=report,
+                            streaming=streaming, cache_dir=cache_dir))
+        assert [r["messages"][2]["content"] for r in rows] == [doc["messages"][3]["content"], '[{"aqi": 10}]']
+        assert [(r["row"], r["field"]) for r in report.rows] == [(1, "messages[3].content[0]")]
+
+
 def test_read_errors_name_the_files_message_when_loading_and_validating(tmp_path, cache_dir):
     """The same fields in a load's skip report (map-style and streaming) and in `validate`'s read errors."""
     rows = [p.values[0] for p in FILE_FIELDS]

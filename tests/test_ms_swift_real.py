@@ -141,3 +141,28 @@ def test_a_dpo_row_whose_rejected_message_lacks_role_or_content_is_refused_where
     assert [row["extra"]["rejected_response"] for row in kept] == [variants[i] for i in (2, 3)]
     assert report.by_reason == {"InvalidValueError:rejected_response[0].role": 1,
                                 "InvalidValueError:rejected_response[0].content": 1}
+
+
+def test_tool_results_given_as_lists_are_refused_exactly_where_ms_swift_drops_the_row(tmp_path):
+    """A result whose list holds an element that is not an object fails ms-swift's provider-format detection and the
+    row is dropped; ours refuses the same rows (naming the element) and reads the others."""
+    python = swift_python()
+    doc = json.loads(shared_data("ms_swift", "agent_support_doc_examples_en.jsonl").read_text().splitlines()[0])
+    results = ["text", [{"aqi": 10}], [10, 72], [], ["Beijing"], [{"aqi": 10}, 72], {"aqi": 10}]
+    rows = []
+    for k, content in enumerate(results):
+        row = json.loads(json.dumps(doc))
+        row["messages"][0]["content"] = f"variant {k}"
+        row["messages"][3]["content"] = content
+        rows.append(row)
+    path = tmp_path / "results.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    kept_by_swift = [int(row["messages"][0]["content"].split()[1]) for row in swift_rows(python, path, False)]
+    assert kept_by_swift == [0, 1, 3, 6]
+
+    report = td.SkipReport()
+    kept = list(td.load("ms_swift", "raw", data_files=str(path), split="train", streaming=True, on_error="skip",
+                        report=report))
+    assert [int(row["messages"][0]["content"].split()[1]) for row in kept] == kept_by_swift
+    assert report.by_reason == {"InvalidValueError:messages[3].content[0]": 2,
+                                "InvalidValueError:messages[3].content[1]": 1}

@@ -299,6 +299,7 @@ def standard_messages(messages: list[dict]) -> list[Message]:
         return sharegpt_pairs(messages)
     out = [standard_message(m, i) for i, m in enumerate(messages)]
     check_one_provider_format(messages)
+    check_block_lists_detectable(messages)
     return out
 
 
@@ -370,6 +371,26 @@ def check_one_provider_format(messages: list[dict]) -> None:
             raise InvalidValueError("Anthropic tool_use/tool_result blocks in a row with OpenAI tool_calls; ms-swift "
                                     "converts such a row as OpenAI only and trains on these blocks as text",
                                     field=f"messages[{i}].content")
+
+
+def check_block_lists_detectable(messages: list[dict]) -> None:
+    """In a row without OpenAI ``tool_calls``, ms-swift looks for Anthropic blocks by reading ``type`` from each
+    element of every list ``content``, in order, until it finds one (``normalize_provider_messages``). An element
+    it reaches that is not an object (a tool result ``[1, 2]``) fails there, and ms-swift drops the row."""
+    if any(m.get("tool_calls") for m in messages):
+        return
+    for i, m in enumerate(messages):
+        content = m.get("content")
+        if not isinstance(content, list):
+            continue
+        for k, block in enumerate(content):
+            if not isinstance(block, dict):
+                raise InvalidValueError(f"a list content has an element that is not an object "
+                                        f"({type(block).__name__}); ms-swift fails reading it as a content block "
+                                        f"and drops the row (give a JSON result as text)",
+                                        field=f"messages[{i}].content[{k}]")
+            if block.get("type") in ANTHROPIC_TOOL_BLOCKS or (block.get("type") == "image" and "source" in block):
+                return  # ms-swift converts the row as Anthropic from here
 
 
 def has_tool_blocks(value: Any) -> bool:
