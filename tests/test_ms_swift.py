@@ -858,6 +858,30 @@ def test_a_list_content_with_an_element_that_is_not_an_object_is_refused_where_m
         assert [(r["row"], r["field"]) for r in report.rows] == [(1, "messages[3].content[0]")]
 
 
+def test_a_messages_column_named_in_other_case_is_refused_as_ms_swift_drops_the_file_rows(tmp_path, cache_dir):
+    """ms-swift picks its messages preprocessor only for a column named exactly messages, conversations or
+    conversation; with ``Messages`` it reads the file as query/response rows and drops every row (checked with
+    ms-swift 4.6 in ``test_ms_swift_real.py``). Such a row is a ``MissingFieldError`` saying so, while the other
+    columns (``System``, ``Images``) are still found in any case, as ms-swift renames them."""
+    doc = native_rows(shared_data("ms_swift", "agent_support_doc_examples_en.jsonl"))[1]
+    renamed = [{("Messages" if k == "messages" else k): v for k, v in doc.items()},
+               {("CONVERSATIONS" if k == "messages" else k): v for k, v in doc.items()}]
+    for native, column in zip(renamed, ("Messages", "CONVERSATIONS")):
+        with pytest.raises(MissingFieldError, match=f"'{column}'.*exact") as info:
+            convert(native)
+        assert info.value.field == "messages"
+    other_case = {"messages": doc["messages"], "tools": doc["tools"], "System": "Be brief.", "Images": doc["images"]}
+    raw, unified = convert(other_case)
+    assert raw["images"] == doc["images"] and unified["messages"][0] == {"role": "system", "content": "Be brief."}
+
+    path = write_jsonl(tmp_path / "cased.jsonl", [doc, *renamed, other_case])
+    for streaming in (False, True):
+        report = td.SkipReport(keep_all=True)
+        rows = list(td.load("ms_swift", data_files=path, split="train", on_error="skip", report=report,
+                            streaming=streaming, cache_dir=cache_dir))
+        assert len(rows) == 2 and [(r["row"], r["field"]) for r in report.rows] == [(1, "messages"), (2, "messages")]
+
+
 def test_read_errors_name_the_files_message_when_loading_and_validating(tmp_path, cache_dir):
     """The same fields in a load's skip report (map-style and streaming) and in `validate`'s read errors."""
     rows = [p.values[0] for p in FILE_FIELDS]

@@ -166,3 +166,25 @@ def test_tool_results_given_as_lists_are_refused_exactly_where_ms_swift_drops_th
     assert [int(row["messages"][0]["content"].split()[1]) for row in kept] == kept_by_swift
     assert report.by_reason == {"InvalidValueError:messages[3].content[0]": 2,
                                 "InvalidValueError:messages[3].content[1]": 1}
+
+
+def test_ms_swift_drops_every_row_whose_messages_column_is_named_in_other_case(tmp_path):
+    """With ``Messages`` instead of ``messages`` ms-swift's automatic preprocessor reads the file as query/response
+    rows and deletes every one (no messages); its ``System``/``Images`` columns are renamed in any case. Our reader
+    refuses the first row and reads the second as ms-swift does."""
+    python = swift_python()
+    doc = json.loads(shared_data("ms_swift", "agent_support_doc_examples_en.jsonl").read_text().splitlines()[1])
+    cased = tmp_path / "cased.jsonl"
+    cased.write_text(json.dumps({("Messages" if k == "messages" else k): v for k, v in doc.items()}) + "\n")
+    done = subprocess.run([python, str(DRIVER), str(cased)], capture_output=True, text=True, timeout=900,
+                          check=False, cwd=str(tmp_path))
+    assert done.stdout == "" and "messages: []" in done.stderr and "the data will be deleted" in done.stderr
+    with pytest.raises(td.MissingFieldError, match="'Messages'"):
+        td.load("ms_swift", "raw", data_files=str(cased), split="train", streaming=True).__iter__().__next__()
+
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"messages": doc["messages"], "tools": doc["tools"], "System": "Be brief.",
+                                 "Images": doc["images"]}) + "\n")
+    theirs = swift_rows(python, other, False)
+    ours = list(td.load("ms_swift", "raw", data_files=str(other), split="train", streaming=True))
+    assert plain(theirs[0]["messages"]) == plain(ours[0]["messages"]) and theirs[0]["images"] == ours[0]["images"]

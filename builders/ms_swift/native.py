@@ -106,11 +106,15 @@ def native_to_raw(native: dict) -> tuple[dict, list[Message]]:
     :class:`Message` each raw message was made from (its ``file_field`` names the part of the file an error in
     that raw message is about)."""
     row = dict(native)
-    messages_column, messages_value = take_column(row, MESSAGES_COLUMNS)
+    # Unlike the other columns, the messages column is found by its exact name: ms-swift picks its messages
+    # preprocessor only when a column is named so (AutoPreprocessor), and drops every row of a file that has
+    # "Messages" instead.
+    messages_column = next((name for name in MESSAGES_COLUMNS if name in row), None)
     if messages_column is None:
         raise wrapped_rows_error(row, MESSAGES_COLUMNS) or MissingFieldError(
             "an ms-swift agent row needs a messages column (messages, conversations or conversation)"
             + layout_hint(row), field="messages")
+    messages_value = row.pop(messages_column)
     system_column, system = take_column(row, SYSTEM_COLUMNS)
     tools = normalize_tools(row.pop("tools", None))
     media = {kind: media_list(take_column(row, names)[1], kind) for kind, names in MEDIA_COLUMNS.items()}
@@ -144,7 +148,11 @@ def native_to_raw(native: dict) -> tuple[dict, list[Message]]:
 
 def layout_hint(row: dict) -> str:
     """What a row without messages is, when it is the Hub layout of a dataset ms-swift registers with a
-    preprocessor of its own (see upstream.py), else ''."""
+    preprocessor of its own (see upstream.py), or has its messages under a name in other case, else ''."""
+    misspelled = [key for key in row if isinstance(key, str) and key.lower() in MESSAGES_COLUMNS]
+    if misspelled:
+        return (f"; the row has {misspelled[0]!r}, but ms-swift reads messages only from a column of one of these "
+                f"exact (lowercase) names, and drops every row of a file without one")
     columns = {key.lower() for key in row if isinstance(key, str)}
     if {"query", "answers"} <= columns:
         return ("; query/answers columns are the layout of Salesforce/xlam-function-calling-60k, which ms-swift "
