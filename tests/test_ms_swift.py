@@ -858,6 +858,56 @@ def test_a_list_content_with_an_element_that_is_not_an_object_is_refused_where_m
         assert [(r["row"], r["field"]) for r in report.rows] == [(1, "messages[3].content[0]")]
 
 
+def anthropic_variants() -> list[tuple[dict, str | None]]:
+    """The real Anthropic doc row (image, tool_use, and a tool_result of image and text blocks), changed one block
+    at a time: (row, the field refused, or None for a row ms-swift converts)."""
+    doc = native_rows(shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl"))[3]
+
+    def changed(edit) -> dict:
+        row = copy.deepcopy(doc)
+        edit(row["messages"])
+        return row
+
+    url_image = {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}
+    return [
+        (doc, None),
+        (changed(lambda m: m[0]["content"].__setitem__(1, url_image)), None),
+        (changed(lambda m: m[0]["content"].append({"type": "image_url", "image_url": {"url": "a.png"}})),
+         "messages[0].content[2].type"),
+        (changed(lambda m: m[0]["content"].__setitem__(1, {"type": "image", "image": "a.png"})),
+         "messages[0].content[1].source"),
+        (changed(lambda m: m[0]["content"][1]["source"].pop("media_type")), "messages[0].content[1].source"),
+        (changed(lambda m: m[2]["content"][0]["content"].append({"a": 1})),
+         "messages[2].content[0].content[2].type"),
+        (changed(lambda m: m[2]["content"][0]["content"].append({"type": "tool_use", "name": "f", "input": {}})),
+         "messages[2].content[0].content[2].type"),
+        (changed(lambda m: m[2]["content"][0].__setitem__("content", "A sunny beach.")), None),
+    ]
+
+
+def test_blocks_ms_swift_cannot_convert_in_an_anthropic_row_are_refused(tmp_path, cache_dir):
+    """A row with tool_use/tool_result (or Anthropic image) blocks is converted by ms-swift as Anthropic, block by
+    block: text, image (with a base64 or URL source), tool_use and tool_result only, and a tool_result's list of
+    text and image blocks only. Any other block makes ms-swift drop the row (checked with ms-swift 4.6 in
+    ``test_ms_swift_real.py``): refused here naming the block, the other rows read."""
+    variants = anthropic_variants()
+    for native, field in variants:
+        if field is None:
+            convert(native)
+            continue
+        with pytest.raises(InvalidValueError, match="ms-swift") as info:
+            convert(native)
+        assert info.value.field == field
+    path = write_jsonl(tmp_path / "anthropic.jsonl", [native for native, _ in variants])
+    for streaming in (False, True):
+        report = td.SkipReport(keep_all=True)
+        rows = list(td.load("ms_swift", data_files=path, split="train", on_error="skip", report=report,
+                            streaming=streaming, cache_dir=cache_dir))
+        assert len(rows) == sum(field is None for _, field in variants)
+        assert [(r["row"], r["field"]) for r in report.rows] == [
+            (k, field) for k, (_, field) in enumerate(variants) if field is not None]
+
+
 def test_a_messages_column_named_in_other_case_is_refused_as_ms_swift_drops_the_file_rows(tmp_path, cache_dir):
     """ms-swift picks its messages preprocessor only for a column named exactly messages, conversations or
     conversation; with ``Messages`` it reads the file as query/response rows and drops every row (checked with

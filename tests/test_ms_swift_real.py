@@ -168,6 +168,34 @@ def test_tool_results_given_as_lists_are_refused_exactly_where_ms_swift_drops_th
                                 "InvalidValueError:messages[3].content[1]": 1}
 
 
+def test_blocks_in_an_anthropic_row_are_refused_exactly_where_ms_swift_drops_the_row(tmp_path):
+    """ms-swift converts a row with tool_use/tool_result blocks block by block and drops it on a block it cannot
+    convert (an image_url block, an image without a source, a tool_result list holding other blocks); ours refuses
+    the same rows and reads the others."""
+    from test_ms_swift import anthropic_variants
+
+    python = swift_python()
+    variants = anthropic_variants()
+    rows = []
+    for k, (native, _) in enumerate(variants):
+        row = json.loads(json.dumps(native))
+        row["messages"][0]["content"][0]["text"] = f"variant {k}"
+        rows.append(row)
+    path = tmp_path / "anthropic.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    def variant(row: dict) -> int:  # the first message's text is "variant <k>", then the image's tag
+        return int(row["messages"][0]["content"].split("variant ")[1].split("<")[0])
+
+    kept_by_swift = [variant(row) for row in swift_rows(python, path, False)]
+    assert kept_by_swift == [k for k, (_, field) in enumerate(variants) if field is None]
+
+    report = td.SkipReport()
+    kept = list(td.load("ms_swift", "raw", data_files=str(path), split="train", streaming=True, on_error="skip",
+                        report=report))
+    assert [variant(row) for row in kept] == kept_by_swift
+    assert report.skipped == len(variants) - len(kept_by_swift)
+
+
 def test_ms_swift_drops_every_row_whose_messages_column_is_named_in_other_case(tmp_path):
     """With ``Messages`` instead of ``messages`` ms-swift's automatic preprocessor reads the file as query/response
     rows and deletes every one (no messages); its ``System``/``Images`` columns are renamed in any case. Our reader

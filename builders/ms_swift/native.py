@@ -307,7 +307,8 @@ def standard_messages(messages: list[dict]) -> list[Message]:
         return sharegpt_pairs(messages)
     out = [standard_message(m, i) for i, m in enumerate(messages)]
     check_one_provider_format(messages)
-    check_block_lists_detectable(messages)
+    if anthropic_row(messages):
+        check_anthropic_blocks(messages)
     return out
 
 
@@ -381,12 +382,14 @@ def check_one_provider_format(messages: list[dict]) -> None:
                                     field=f"messages[{i}].content")
 
 
-def check_block_lists_detectable(messages: list[dict]) -> None:
-    """In a row without OpenAI ``tool_calls``, ms-swift looks for Anthropic blocks by reading ``type`` from each
-    element of every list ``content``, in order, until it finds one (``normalize_provider_messages``). An element
-    it reaches that is not an object (a tool result ``[1, 2]``) fails there, and ms-swift drops the row."""
+def anthropic_row(messages: list[dict]) -> bool:
+    """Whether ms-swift converts the row as Anthropic: it has no OpenAI ``tool_calls`` and a list ``content``
+    holds a ``tool_use``/``tool_result`` block or an ``image`` block with a ``source``. ms-swift looks for these
+    by reading ``type`` from each element of every list ``content``, in order, until it finds one
+    (``normalize_provider_messages``): an element it reaches that is not an object (a tool result ``[1, 2]``)
+    fails there, and ms-swift drops the row."""
     if any(m.get("tool_calls") for m in messages):
-        return
+        return False
     for i, m in enumerate(messages):
         content = m.get("content")
         if not isinstance(content, list):
@@ -398,7 +401,43 @@ def check_block_lists_detectable(messages: list[dict]) -> None:
                                         f"and drops the row (give a JSON result as text)",
                                         field=f"messages[{i}].content[{k}]")
             if block.get("type") in ANTHROPIC_TOOL_BLOCKS or (block.get("type") == "image" and "source" in block):
-                return  # ms-swift converts the row as Anthropic from here
+                return True
+    return False
+
+
+def check_anthropic_blocks(messages: list[dict]) -> None:
+    """In a row ms-swift converts as Anthropic (``anthropic_to_messages``), every list ``content`` is read block by
+    block: only text, image (with a base64 or URL ``source``), tool_use and tool_result blocks, and a tool_result's
+    list content of text and image blocks only. Any other block (``image_url``, ``audio``...) makes ms-swift drop
+    the row: refused here, naming the block."""
+    def check(blocks: list, where: str, allowed: tuple[str, ...]) -> None:
+        for k, block in enumerate(blocks):
+            field = f"{where}[{k}]"
+            if not isinstance(block, dict):
+                raise InvalidValueError(f"a content block must be an object, got {type(block).__name__}; ms-swift "
+                                        f"drops the row", field=field)
+            kind = block.get("type")
+            if kind not in allowed:
+                raise InvalidValueError(f"content block type {kind!r} in a row ms-swift converts as Anthropic (it has "
+                                        f"tool_use/tool_result or Anthropic image blocks), where ms-swift takes "
+                                        f"{', '.join(allowed)} blocks only and drops the row", field=f"{field}.type")
+            if kind == "image" and not _anthropic_image_source(block.get("source")):
+                raise InvalidValueError("an Anthropic image block needs a source of type base64 (with media_type "
+                                        "and data) or url (with a url); ms-swift drops the row", field=f"{field}.source")
+            if kind == "tool_result" and isinstance(block.get("content"), list):
+                check(block["content"], f"{field}.content", ("text", "image"))
+
+    for i, m in enumerate(messages):
+        if isinstance(m.get("content"), list):
+            check(m["content"], f"messages[{i}].content", ("text", "image", "tool_use", "tool_result"))
+
+
+def _anthropic_image_source(source: Any) -> bool:
+    if not isinstance(source, dict):
+        return False
+    if source.get("type") == "base64":
+        return bool(source.get("media_type")) and bool(source.get("data"))
+    return source.get("type") == "url" and bool(source.get("url"))
 
 
 def has_tool_blocks(value: Any) -> bool:
