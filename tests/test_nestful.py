@@ -10,6 +10,7 @@ from tooluse_datasets.builder import ToolUseBuilder
 from tooluse_datasets.builders.nestful.specs import output_fields
 from tooluse_datasets.codec import dumps
 from tooluse_datasets.source import RowContext
+from tooluse_datasets.validation import check_row, get_rule
 
 from conftest import shared_data
 from hermes_template import render
@@ -387,3 +388,17 @@ def test_parameters_named_properties_or_type_are_parameters_not_a_json_schema_wr
                 assert list(tool["function"]["parameters"]["properties"]) == list(wrapped)
             outputs = spec.get("output_parameters", spec.get("output_parameter"))
             assert list(tool["function"]["output_parameters"]) == list(outputs.get("properties", outputs))
+
+
+def test_a_value_with_text_after_the_closing_dollar_is_no_reference():
+    """The spec's rule matches the whole value: "$var_1.result$\\n" (a line end after the closing `$`) is no
+    reference, and upstream's executor fails on it (field "result$\\n"). Python's `$` also matched before a final
+    newline, so it was a call_graph edge to var_1's `result`, and the arguments.schema rule left it unchecked."""
+    first = json.loads(json.dumps(upstream_rows(GITHUB_CURRENT)[0]))  # 3a4b7b77: divide -> multiply -> add
+    first["output"][1]["arguments"]["arg_0"] = "$var_1.result$\n"
+    row = SOURCE.to_unified(SOURCE.to_raw(first, ctx()), ctx())
+    assert row["messages"][1]["tool_calls"][1]["function"]["arguments"]["arg_0"] == "$var_1.result$\n"
+    assert row["call_graph"] == [
+        {"consumer": "$var_3", "argument": "arg_1", "producer": "$var_2", "output_field": "result"}]
+    findings = check_row(row, [get_rule("arguments.schema")])  # checked as the literal string it is
+    assert [f.field for f in findings] == ["messages[1].tool_calls[1].function.arguments.arg_0"]

@@ -8,8 +8,9 @@ from typing import Any, Iterator, Mapping, Optional
 
 from tooluse_datasets.errors import InvalidValueError, MissingFieldError, UndefinedReferenceError, UnknownToolError
 
-# A whole argument value that is a reference: "$var_2.result$", "$var1.output_0$", v1 "$var3$".
-REFERENCE = re.compile(r"^\$(var_?\d+)(?:\.([^$]+))?\$$")
+# A whole argument value that is a reference: "$var_2.result$", "$var1.output_0$", v1 "$var3$". Matched with
+# fullmatch: a pattern's `$` also matches before a final newline, and "$var_1.result$\n" is no reference.
+REFERENCE = re.compile(r"\$(var_?\d+)(?:\.([^$]+))?\$")
 
 # NESTFUL's free-text types -> JSON Schema. JSON Schema types (and lists of them) pass through.
 FREE_TEXT_TYPES: dict[str, dict] = {
@@ -74,7 +75,7 @@ def references(arguments: dict, *, embedded: bool = False) -> Iterator[tuple[str
     lists and objects; ``embedded``: also references inside longer strings (v1)."""
     def walk(path: str, value: Any):
         if isinstance(value, str):
-            m = REFERENCE.match(value)
+            m = REFERENCE.fullmatch(value)
             if m:
                 yield path, m.group(1), m.group(2)
             elif embedded:
