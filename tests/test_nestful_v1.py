@@ -13,7 +13,7 @@ from tooluse_datasets.builders.nestful.v1 import (GROUP_COUNTS, RESULT_CALL, rea
                                                   v1_to_unified)
 from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, SkipReport, UndefinedReferenceError
 from tooluse_datasets.source import RowContext
-from tooluse_datasets.validation import check_row
+from tooluse_datasets.validation import check_row, get_rule
 
 from conftest import shared_data
 from hermes_template import render
@@ -543,3 +543,31 @@ def test_a_streamed_row_edited_in_place_leaves_the_next_rows_specs_as_they_were(
     specs(first).append({"name": "mine"})
     second = next(rows)
     assert specs(second)[0]["description"] == description and specs(second)[-1]["name"] != "mine"
+
+
+@pytest.mark.parametrize("config", ["unified", "raw"])
+@pytest.mark.parametrize("tools", ["catalog", "used"])
+def test_a_spec_listed_twice_alike_is_one_tool_of_the_row(config, tools):
+    """glaive's spec file lists 6 specs twice, identical (search_product three times): every glaive row had 70
+    tools, 6 of them a second tool of the same name (tool.duplicate_name, so validate="all" dropped all 155
+    rows), the model shown the same schema twice. Each distinct spec is now one tool, in the file's order."""
+    specs = json.loads(open(v1_file(GROUP_PATHS["glaive"][1])).read())
+    distinct = []
+    for spec in specs:
+        if spec not in distinct:
+            distinct.append(spec)
+    assert len(specs) == 70 and len(distinct) == 64  # the upstream file: 6 repeats
+    assert len({s["name"] for s in distinct}) == 64  # and each repeat is identical to its first copy
+    rows = list(td.load("nestful", config, data_files={"glaive": [v1_file(p) for p in GROUP_PATHS["glaive"]]},
+                        split="glaive", data_version="v1", v1_tools=tools, on_error="skip", streaming=True))
+    assert len(rows) == (155 if config == "unified" else 169)
+    for row in rows:
+        source_tools = row["meta"]["source_tools"] if config == "unified" else row["tools"]
+        output = row["meta"]["source_output"] if config == "unified" else row["output"]
+        called = {c["name"] for c in output}
+        assert source_tools == [s for s in distinct if tools == "catalog" or s["name"] in called]
+        names = [s["name"] for s in source_tools]
+        assert len(names) == len(set(names))
+        if config == "unified":
+            assert [t["function"]["name"] for t in row["tools"]] == names
+            assert not check_row(row, [get_rule("tool.duplicate_name")])

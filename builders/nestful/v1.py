@@ -8,7 +8,8 @@
 | ``sgd`` | 46 / 30 | ``arguments`` with ``required``, ``allowed_values``, ``default_value`` |
 
 A v1 sample has no ``sample_id``, ``tools`` or ``gold_answer``: its tools are its group's spec file (the whole
-catalog, or with the option ``v1_tools="used"`` only the specs its calls name), and it ends with a ``var_result``
+catalog, or with the option ``v1_tools="used"`` only the specs its calls name; a spec the file lists twice alike is
+one tool), and it ends with a ``var_result``
 pseudo-call naming the outputs that make the answer. Labels have no ``$`` (``var1``).
 
 Mapping: every spec becomes an OpenAI function tool whose ``parameters`` is a JSON Schema object
@@ -240,8 +241,10 @@ def with_tools(sample: Any, catalog: SpecCatalog, group: str, tools: str = "cata
         names = {c["name"] for c in output if isinstance(c, dict) and isinstance(c.get("name"), str)} \
             if isinstance(output, list) else set()
         texts = [text for spec, text in zip(catalog.specs, texts) if spec["name"] in names]
-    # Specs the row has to itself: a streamed row edited in place does not change the next.
-    own = [loads_stored(text) for text in texts]
+    # Specs the row has to itself: a streamed row edited in place does not change the next. A spec the file
+    # lists again, identical (glaive lists 6 twice), is one tool: a second copy adds nothing but a second tool
+    # of the same name in the row.
+    own = [loads_stored(text) for text in dict.fromkeys(texts)]
     return {**sample, "tools": own, "group": group, **({"data_file": data_file} if data_file else {})}
 
 
