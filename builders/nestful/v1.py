@@ -9,8 +9,7 @@
 
 A v1 sample has no ``sample_id``, ``tools`` or ``gold_answer``: its tools are its group's spec file (the whole
 catalog, or with the option ``v1_tools="used"`` only the specs its calls name; a spec the file lists twice alike is
-one tool), and it ends with a ``var_result``
-pseudo-call naming the outputs that make the answer. Labels have no ``$`` (``var1``).
+one tool), and it ends with a ``var_result`` pseudo-call naming the outputs that make the answer. Labels have no ``$`` (``var1``).
 
 Mapping: every spec becomes an OpenAI function tool whose ``parameters`` is a JSON Schema object
 (per-property ``required`` flags collected into ``required``; ``optional: true`` means not required;
