@@ -9,6 +9,7 @@ import tooluse_datasets as td
 from tooluse_datasets.builder import ToolUseBuilder
 from tooluse_datasets.builders.nestful.specs import output_fields
 from tooluse_datasets.codec import dumps
+from tooluse_datasets.schema import message, unified_row
 from tooluse_datasets.source import RowContext
 from tooluse_datasets.validation import check_row, get_rule
 
@@ -116,6 +117,28 @@ def test_tools_become_openai_json_schema_and_keep_output_parameters():
     wrapped = next(t for t in code_row["tools"] if "required" in t["parameters"])
     fn = next(t["function"] for t in code_tools if t["function"]["name"] == wrapped["name"])
     assert fn["parameters"]["required"] == wrapped["parameters"]["required"]
+
+
+def test_free_text_types_nested_in_items_properties_and_type_lists_become_json_schema():
+    """Specs nest free-text types too ("list" of "float" items, an "int or float" in a list of types): mapped
+    where they are, so the tool's schema is valid JSON Schema (tool.invalid_schema) and arguments are checked
+    against the types meant (arguments.schema); a type list holding a compound or unknown name is described."""
+    row = json.loads(json.dumps(next(r for r in upstream_rows(TOY) if r["output"][0]["label"].startswith("$var_"))))
+    spec = row["tools"][0]
+    props = spec["parameters"].get("properties", spec["parameters"])
+    name = next(iter(props))
+    props[name] = {"description": "values", "type": "list", "items": {"type": "float"}}
+    props["weights"] = {"description": "by name", "type": "dict",
+                        "properties": {"w": {"type": ["int or float", "str"]}, "v": {"type": ["list of int", "str"]}}}
+    tool = next(t["function"] for t in SOURCE.to_unified(SOURCE.to_raw(row, ctx()), ctx())["tools"]
+                if t["function"]["name"] == spec["name"])
+    mapped = tool["parameters"]["properties"]
+    assert mapped[name] == {"type": "array", "items": {"type": "number"}, "description": "values"}
+    assert mapped["weights"]["properties"] == {"w": {"type": ["number", "string"]},
+                                               "v": {"description": "(type: ['list of int', 'str'])"}}
+    unified = unified_row(id="x", source="nestful", subset="toy", tools=[{"type": "function", "function": tool}],
+                          messages=[message("user", "q")])
+    assert check_row(unified, [get_rule("tool.invalid_schema")]) == []
 
 
 @pytest.mark.parametrize("name", list(ALL_REAL))

@@ -153,6 +153,8 @@ def output_fields(tools: list) -> dict[str, Optional[list[str]]]:
 
 
 def json_schema_property(prop: Any) -> Any:
+    """A NESTFUL property as JSON Schema: free-text types mapped (``"int or float"`` -> ``number``), also in a
+    list of types and in the property's ``items`` and ``properties``, where specs nest them too."""
     if not isinstance(prop, dict):
         return prop
     out = dict(prop)
@@ -162,11 +164,35 @@ def json_schema_property(prop: Any) -> Any:
         if mapped is not None:
             out = {**mapped, **{k: v for k, v in out.items() if k not in mapped}}
         else:
-            # Unknown free text: not a JSON Schema type; say it in the description instead.
-            out.pop("type")
-            desc = out.get("description") or ""
-            out["description"] = f"{desc} (type: {t})".strip()
+            _type_in_description(out, t)
+    elif isinstance(t, list) and not all(x in JSON_SCHEMA_TYPES for x in t if isinstance(x, str)):
+        names = [_bare_type(x) for x in t]  # "int or float" -> "number"; else the whole list is described
+        if all(names):
+            out["type"] = list(dict.fromkeys(names))
+        else:
+            _type_in_description(out, t)
+    if isinstance(out.get("items"), dict):
+        out["items"] = json_schema_property(out["items"])
+    if isinstance(out.get("properties"), dict):
+        out["properties"] = {k: json_schema_property(v) for k, v in out["properties"].items()}
     return out
+
+
+def _bare_type(name: Any) -> Optional[str]:
+    """The JSON Schema type a type name in a list of types stands for, if it is one type alone."""
+    if not isinstance(name, str):
+        return None
+    if name in JSON_SCHEMA_TYPES:
+        return name
+    mapped = FREE_TEXT_TYPES.get(name.strip().lower())
+    return mapped["type"] if mapped is not None and len(mapped) == 1 else None
+
+
+def _type_in_description(prop: dict, t: Any) -> None:
+    """Unknown free text is not a JSON Schema type: said in the description instead."""
+    prop.pop("type")
+    desc = prop.get("description") or ""
+    prop["description"] = f"{desc} (type: {t})".strip()
 
 
 def to_openai_tool(spec: dict, field: str = "tools[]") -> dict:
