@@ -119,6 +119,18 @@ def test_tools_become_openai_json_schema_and_keep_output_parameters():
     assert fn["parameters"]["required"] == wrapped["parameters"]["required"]
 
 
+def test_a_label_with_a_closing_dollar_is_named_as_the_executor_names_it():
+    """Upstream's executor removes every `$` from a label (spec §9), so "$var_1$" is the call var_1 that
+    "$var_1.result$" reads; the loader named it "var_1$" and refused the reference as undefined."""
+    first = json.loads(json.dumps(upstream_rows(GITHUB_CURRENT)[0]))  # 3a4b7b77: divide -> multiply -> add
+    plain = SOURCE.to_unified(SOURCE.to_raw(first, ctx()), ctx())["call_graph"]
+    first["output"][0]["label"] = "$var_1$"
+    graph = SOURCE.to_unified(SOURCE.to_raw(first, ctx()), ctx())["call_graph"]
+    assert [edge["producer"] for edge in graph] == ["$var_1$" if e["producer"] == "$var_1" else e["producer"]
+                                                    for e in plain]
+    assert any(edge["producer"] == "$var_1$" for edge in graph)
+
+
 def test_free_text_types_nested_in_items_properties_and_type_lists_become_json_schema():
     """Specs nest free-text types too ("list" of "float" items, an "int or float" in a list of types): mapped
     where they are, so the tool's schema is valid JSON Schema (tool.invalid_schema) and arguments are checked

@@ -44,8 +44,9 @@ CALL_KEYS = ("name", "label", "arguments")
 
 
 def label_key(label: str) -> str:
-    """How references name a call: its label without the leading ``$`` (``$var_1`` is read as ``var_1``)."""
-    return label.lstrip("$")
+    """How references name a call: its label without its ``$`` (``$var_1`` is read as ``var_1``; upstream's executor
+    removes every ``$``, so ``$var_1$`` is ``var_1`` too, as the executor and scorer here read it)."""
+    return label.replace("$", "")
 
 
 def check_call(call: dict, i: int, *, producers: Mapping[str, str], catalog: set,
