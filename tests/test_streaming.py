@@ -700,3 +700,75 @@ def test_nodes_that_keep_every_nth_row_share_the_skip_report_out(tmp_path, world
     assert by_reason == dict(whole.by_reason)
     listed = sorted(json.loads(line)["row"] for line in listing.read_text().splitlines())
     assert listed == sorted(r["row"] for r in whole.rows)
+
+
+def test_a_shuffled_stream_with_num_proc_hands_out_every_row_and_does_not_hang(tmp_path):
+    """datasets' shuffle reads up to 10 shards at once, each from a thread of its own, and each of those streams
+    starts its num_proc workers from that thread: a worker forked while another thread was opening a Parquet
+    file inherited the package's pool-swap lock held and waited for it for ever. Run in a process of its own,
+    so a hang fails the test instead of stopping the suite."""
+    import subprocess
+    import sys
+
+    gen = benchmark_module("generate_toolmind")
+    toolmind_file = str(tmp_path / "toolmind.parquet")  # the synthetic split in 12 shards: more than 10
+    gen.write_parquet(toolmind_file, 240, gen.GeneratorOptions(seed=3, max_chars=6_000), row_group_size=9)
+    script = f"""
+import tooluse_datasets as td
+ds = td.load("toolmind", data_files={toolmind_file!r}, split="synthetic", streaming=True, num_proc=2,
+             shard_bytes=20_000)
+whole = [r["id"] for r in td.load("toolmind", data_files={toolmind_file!r}, split="synthetic", streaming=True,
+                                  shard_bytes=20_000)]
+assert ds.n_shards > 10
+shuffled = ds.shuffle(seed=1, buffer_size=10)
+for epoch in range(2):
+    shuffled.set_epoch(epoch)
+    ids = [r["id"] for r in shuffled]
+    assert sorted(ids) == sorted(whole) and ids != whole, epoch
+print("ok")
+"""
+    try:
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("a shuffled stream with num_proc=2 hung")
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-2000:]
+
+
+def test_a_process_forked_while_another_thread_swaps_the_arrow_pool_can_swap_it_too():
+    """The fork itself, made deterministic: a thread holds the swap lock while a process is forked."""
+    import threading
+
+    from tooluse_datasets import arrow_memory
+
+    if not hasattr(os, "fork"):
+        pytest.skip("needs fork")
+    holding, release = threading.Event(), threading.Event()
+
+    def hold():
+        with arrow_memory.default_pool(arrow_memory.replacement_pool() or arrow_memory.pa.system_memory_pool()):
+            holding.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    holding.wait(30)
+    try:
+        ctx = multiprocessing.get_context("fork")
+        child = ctx.Process(target=_swap_pool_once)
+        child.start()
+        child.join(30)
+        stuck = child.is_alive()
+        if stuck:
+            child.kill()
+            child.join()
+    finally:
+        release.set()
+        holder.join()
+    assert not stuck and child.exitcode == 0
+
+
+def _swap_pool_once():
+    from tooluse_datasets import arrow_memory
+
+    with arrow_memory.default_pool(arrow_memory.pa.system_memory_pool()):
+        pass

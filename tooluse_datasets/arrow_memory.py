@@ -45,6 +45,18 @@ def replacement_pool() -> Optional[pa.MemoryPool]:
 _swapping = threading.RLock()
 
 
+def _new_lock_in_child() -> None:
+    # A process forked while another thread held the lock (a stream's num_proc workers started from one of the
+    # threads datasets' shuffle or interleave_datasets reads with) would inherit it held by no thread of its
+    # own and wait for it at its first Parquet file, for ever.
+    global _swapping
+    _swapping = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_new_lock_in_child)
+
+
 @contextlib.contextmanager
 def default_pool(pool: Optional[pa.MemoryPool]) -> Iterator[None]:
     """``pool`` as pyarrow's default while an object that keeps its creation-time default is made (a
