@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import sys
 import threading
 
@@ -66,7 +67,11 @@ def test_parquet_reads_and_tables_allocate_from_the_package_pool(tmp_path, fresh
     path = tmp_path / "rows.parquet"
     pq.write_table(pa.table({"messages": ["x" * 5000] * 200}), path)
 
-    read = _allocated_while(pool, lambda: next(open_parquet(str(path)).iter_batches(batch_size=200)))
+    def first_batch():
+        with open_parquet(str(path)) as pf:
+            return next(pf.iter_batches(batch_size=200))
+
+    read = _allocated_while(pool, first_batch)
     assert read >= 200 * 5000
     assert pa.default_memory_pool().backend_name == "mimalloc"  # the user's default is left as it was
 
@@ -87,17 +92,18 @@ def test_files_opened_by_several_threads_at_once_leave_the_default_pool_as_it_wa
     threads = 8
     start = threading.Barrier(threads)
 
-    def open_often(_):
-        start.wait()
-        return [open_parquet(sample) for _ in range(25)]
+    with contextlib.ExitStack() as files:
+        def open_often(_):
+            start.wait()
+            return [files.enter_context(open_parquet(sample)) for _ in range(25)]
 
-    with concurrent.futures.ThreadPoolExecutor(threads) as executor:
-        opened = [pf for pfs in executor.map(open_often, range(threads)) for pf in pfs]
-    assert pa.default_memory_pool().backend_name == "mimalloc"
-    # each reader keeps the pool it was made with: the package's, whichever thread's swap was in place
-    # (read in one thread: the pool's count of allocations made in Arrow's own threads lagged in some runs)
-    assert all(_allocated_while(pool, lambda: pf.read_row_group(0, use_threads=False)) >= 200 * 5000
-               for pf in opened)
+        with concurrent.futures.ThreadPoolExecutor(threads) as executor:
+            opened = [pf for pfs in executor.map(open_often, range(threads)) for pf in pfs]
+        assert pa.default_memory_pool().backend_name == "mimalloc"
+        # each reader keeps the pool it was made with: the package's, whichever thread's swap was in place
+        # (read in one thread: the pool's count of allocations made in Arrow's own threads lagged in some runs)
+        assert all(_allocated_while(pool, lambda: pf.read_row_group(0, use_threads=False)) >= 200 * 5000
+                   for pf in opened)
 
 
 @needs_mimalloc_default
@@ -125,12 +131,13 @@ def test_a_pool_the_user_sets_after_the_first_read_is_kept(tmp_path, fresh_choic
     fresh_choice.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
     path = tmp_path / "rows.parquet"
     pq.write_table(pa.table({"messages": ["x" * 5000] * 200}), path)
-    open_parquet(str(path))  # the package has chosen its pool
+    with open_parquet(str(path)):
+        pass  # the package has chosen its pool
     before, users = pa.default_memory_pool(), pa.system_memory_pool()
     pa.set_memory_pool(users)
     try:
-        pf = open_parquet(str(path))
-        assert _allocated_while(users, lambda: pf.read_row_group(0, use_threads=False)) >= 200 * 5000
+        with open_parquet(str(path)) as pf:
+            assert _allocated_while(users, lambda: pf.read_row_group(0, use_threads=False)) >= 200 * 5000
         encoder = RowEncoder(Features({"id": Value("string"), "args": Json()}))
         rows = [encoder.encode_row({"id": str(i), "args": {"text": "y" * 1000}}) for i in range(200)]
         assert _allocated_while(users, lambda: encoder.table(rows)) >= 200 * 1000

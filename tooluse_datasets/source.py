@@ -25,6 +25,7 @@ import urllib.request
 from typing import Any, ClassVar, Iterable, Iterator, Optional
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from datasets import Features
 
 from .errors import ToolUseDataError
@@ -210,22 +211,26 @@ def ids_in_file(path: str, column: str) -> Iterator[tuple[int, str]]:
             yield row, str(value)
 
 
+def _parquet_column_values(pf: pq.ParquetFile, column: str) -> Iterator[tuple[int, Any]]:
+    if column not in pf.schema_arrow.names:
+        return
+    first = 0
+    for rg in range(pf.metadata.num_row_groups):
+        try:  # group by group: a damaged group's rows are reported by the reader, the others keep their ids
+            values = pf.read_row_group(rg, columns=[column]).column(column).to_pylist()
+        except (pa.ArrowInvalid, OSError, UnicodeDecodeError):
+            values = []
+        yield from enumerate(values, first)
+        first += pf.metadata.row_group(rg).num_rows
+
+
 def _column_values(path: str, column: str) -> Iterator[tuple[int, Any]]:
     if file_suffix(path) == ".parquet":
         try:
-            pf = open_parquet(path)
-        except ToolUseDataError:
-            return
-        if column not in pf.schema_arrow.names:
-            return
-        first = 0
-        for rg in range(pf.metadata.num_row_groups):
-            try:  # group by group: a damaged group's rows are reported by the reader, the others keep their ids
-                values = pf.read_row_group(rg, columns=[column]).column(column).to_pylist()
-            except (pa.ArrowInvalid, OSError, UnicodeDecodeError):
-                values = []
-            yield from enumerate(values, first)
-            first += pf.metadata.row_group(rg).num_rows
+            with open_parquet(path) as pf:
+                yield from _parquet_column_values(pf, column)
+        except ToolUseDataError:  # not Parquet: the reader reports it
+            pass
         return
     for batch in read_shard(whole_file_shard(path), 1000):
         for row, native in batch.items:

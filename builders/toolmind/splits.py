@@ -244,7 +244,11 @@ def _file_values(path: str, split_column: str, shard_bytes: int) -> Optional[_Fi
 
 
 def _parquet_values(path: str, split_column: str) -> Optional[_FileValues]:
-    pf = open_parquet(path)
+    with open_parquet(path) as pf:
+        return _parquet_file_values(path, pf, split_column)
+
+
+def _parquet_file_values(path: str, pf: pq.ParquetFile, split_column: str) -> Optional[_FileValues]:
     if split_column not in pf.schema_arrow.names:
         return None
     column_type = pf.schema_arrow.field(split_column).type
@@ -403,15 +407,15 @@ def read_split_rows(shard: Shard, split_column: Optional[str], selection: Option
         yield from _unassigned_rows(shard, column, batch_size, resume)
         return
     if shard.kind == PARQUET:
-        pf = open_parquet(shard.file)
-        for record_batch, first_row in iter_parquet_batches(pf, shard, batch_size, resume):
-            if isinstance(record_batch, UnreadableRows):
-                items = _unreadable_rows_of_split(pf, record_batch, column, selection)
-            else:
-                items = _select(record_batch, column, selection.value if column else None, first_row,
-                                report_undecodable=bool(column) and selection.report_unassigned)
-            if items:
-                yield RawBatch(items, [(n + 1, 0) for n, _ in items])
+        with open_parquet(shard.file) as pf:
+            for record_batch, first_row in iter_parquet_batches(pf, shard, batch_size, resume):
+                if isinstance(record_batch, UnreadableRows):
+                    items = _unreadable_rows_of_split(pf, record_batch, column, selection)
+                else:
+                    items = _select(record_batch, column, selection.value if column else None, first_row,
+                                    report_undecodable=bool(column) and selection.report_unassigned)
+                if items:
+                    yield RawBatch(items, [(n + 1, 0) for n, _ in items])
         return
     reports = selection.reports_errors(shard.file) if column else None
     for batch in read_shard(shard, batch_size, resume, selection.wanted_rows(shard.file) if column else None):

@@ -2,6 +2,7 @@
 group that cannot be read is an error a row), and rows as the values a JSON file would give."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import functools
@@ -18,8 +19,11 @@ from .paths import display_path
 from .shard import NativeItem, Shard
 
 
-def open_parquet(path: str) -> pq.ParquetFile:
-    """A Parquet file opened for streaming reads; a typed error naming the file if it is not Parquet.
+@contextlib.contextmanager
+def open_parquet(path: str) -> Iterator[pq.ParquetFile]:
+    """A Parquet file opened for streaming reads while the block runs (``with open_parquet(path) as pf``); a typed
+    error naming the file if it is not Parquet. The file is closed when the block ends: pyarrow leaves a file
+    object it was handed open (a ResourceWarning per shard, and a descriptor held until garbage collection).
 
     ``pre_buffer=False``: the default keeps compressed column chunks buffered until the read ends, which makes
     peak memory grow with the file; ``buffer_size``: read column chunks in 1 MiB pieces instead of whole. The
@@ -27,13 +31,25 @@ def open_parquet(path: str) -> pq.ParquetFile:
     (:func:`~tooluse_datasets.arrow_memory.package_memory_pool`)."""
     try:
         source = xopen(path, "rb")  # opened before the pool swap, which holds a lock
-        with default_pool(package_memory_pool()):
-            return pq.ParquetFile(source, pre_buffer=False, buffer_size=1 << 20)
-    except (pa.ArrowInvalid, OSError) as exc:
-        if isinstance(exc, FileNotFoundError):
-            raise
-        raise InvalidValueError(f"file cannot be read as Parquet ({exc})", file=display_path(path),
-                                field="<file>") from None
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise _not_parquet(path, exc) from None
+    try:
+        try:
+            with default_pool(package_memory_pool()):
+                pf = pq.ParquetFile(source, pre_buffer=False, buffer_size=1 << 20)
+        except (pa.ArrowInvalid, OSError) as exc:
+            if isinstance(exc, FileNotFoundError):
+                raise
+            raise _not_parquet(path, exc) from None
+        yield pf
+    finally:
+        source.close()
+
+
+def _not_parquet(path: str, exc: Exception) -> InvalidValueError:
+    return InvalidValueError(f"file cannot be read as Parquet ({exc})", file=display_path(path), field="<file>")
 
 
 def parquet_row_offsets(metadata: pq.FileMetaData) -> list[int]:

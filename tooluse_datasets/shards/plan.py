@@ -31,7 +31,8 @@ def plan_file(path: str, target_bytes: int = DEFAULT_TARGET_BYTES) -> list[Shard
     suffix = file_suffix(path)
     if suffix == ".parquet":
         try:
-            metadata = open_parquet(path).metadata
+            with open_parquet(path) as pf:
+                metadata = pf.metadata
         except InvalidValueError:
             # Not Parquet: one shard whose reading raises the same typed error, so that the error policy
             # decides (with on_error="skip" the file is one reported failure and the other files load).

@@ -16,13 +16,13 @@ def read_shard(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] 
     ``wanted``: a JSON line whose row number it refuses is passed over unparsed (not a row of the output).
     Batches hold ``batch_size`` rows, JSON rows at most :data:`JSON_BATCH_ROWS`."""
     if shard.kind == PARQUET:
-        pf = open_parquet(shard.file)
-        for record_batch, first_row in iter_parquet_batches(pf, shard, batch_size, resume):
-            if isinstance(record_batch, UnreadableRows):
-                rows = record_batch.items()
-            else:
-                rows = parquet_batch_rows(record_batch, first_row)
-            yield RawBatch(rows, [(n + 1, 0) for n, _ in rows])
+        with open_parquet(shard.file) as pf:
+            for record_batch, first_row in iter_parquet_batches(pf, shard, batch_size, resume):
+                if isinstance(record_batch, UnreadableRows):
+                    rows = record_batch.items()
+                else:
+                    rows = parquet_batch_rows(record_batch, first_row)
+                yield RawBatch(rows, [(n + 1, 0) for n, _ in rows])
     elif shard.kind == LINES:
         yield from read_lines(shard, min(batch_size, JSON_BATCH_ROWS), resume, wanted)
     else:
