@@ -1523,3 +1523,33 @@ def test_a_foreign_system_prompt_that_lists_a_tool_in_its_text_reads_back_as_it_
         assert after["messages"][0] == before["messages"][0]
         assert codec.dumps(after["tools"]) == codec.dumps(before["tools"])
         assert [m["role"] for m in after["messages"]] == [m["role"] for m in before["messages"]]
+
+
+def test_a_bridges_column_naming_a_turn_that_is_no_reasoning_is_that_rows_error(tmp_path, cache_dir, graphsyn_unified):
+    """The `bridges` column lists the reasoning turns our writer inserted. An index naming another turn (a column
+    edited, or kept while messages were filtered) was dropped without a word: the row loaded, and written back
+    lost its `bridges` value, so raw -> unified -> raw was not exact. It is a typed error naming the column."""
+    out = write_toolmind_row(dict(graphsyn_unified[0], messages=graphsyn_unified[0]["messages"][:4]))
+    messages = json.loads(out["messages"])
+    assert [messages[i]["role"] for i in out["bridges"]] == ["reasoning", "reasoning"]
+    call = next(i for i, m in enumerate(messages) if m["role"] == "tool_call")
+    good = {"messages": out["messages"], "split": out["split"], "bridges": out["bridges"]}
+    bad = dict(good, bridges=[out["bridges"][0], call])
+    path = write_parquet(tmp_path / "bridged.parquet", [good, bad])
+    with pytest.raises(InvalidValueError) as err:
+        list(td.load("toolmind", data_files=path, streaming=True)[hf_split_name(out["split"])])
+    assert (err.value.row, err.value.field) == (1, "bridges") and "bridged.parquet" in str(err.value)
+    assert f"message {call} is a 'tool_call' turn" in err.value.message
+    report = SkipReport()
+    kept = td.load("toolmind", data_files=path, on_error="skip", report=report, cache_dir=cache_dir)
+    assert [len(split) for split in kept.values()] == [1] and report.skipped == 1
+    assert dict(report.by_reason) == {"InvalidValueError:bridges": 1}
+    # a repeated index, or indices out of order, would not come back as they were either
+    ctx = RowContext("toolmind", "t", 0, "")
+    for indices in ([out["bridges"][0]] * 2, out["bridges"][::-1]):
+        with pytest.raises(InvalidValueError, match="distinct message indices") as err:
+            SOURCE.to_raw(dict(good, bridges=indices), ctx)
+        assert err.value.field == "bridges"
+    # the rows it wrote read back exactly, bridges included
+    raw = SOURCE.to_raw(good, ctx)
+    assert SOURCE.from_unified(SOURCE.to_unified(raw, ctx)) == raw

@@ -181,7 +181,7 @@ class ToolMindSource(Source):
             "messages": messages,
             "split": split_value,
             "id": self._row_key(native, ctx),
-            "bridges": _bridges(native.get(BRIDGES_COLUMN), len(messages)),
+            "bridges": _bridges(native.get(BRIDGES_COLUMN), messages),
             "extra": extra,
             "messages_encoding": encoding,
             "messages_text": verbatim,
@@ -400,11 +400,20 @@ def _messages_chars(column: str) -> Callable[[Any], int]:
     return chars
 
 
-def _bridges(value: Any, n_messages: int) -> list[int]:
+def _bridges(value: Any, messages: list[dict]) -> list[int]:
     if value is None:
         return []
-    if not isinstance(value, list) or not all(isinstance(i, int) and 0 <= i < n_messages for i in value):
-        raise InvalidValueError(f"{BRIDGES_COLUMN} must list message indices below {n_messages}", field=BRIDGES_COLUMN)
+    n_messages = len(messages)
+    if not isinstance(value, list) or not all(isinstance(i, int) and 0 <= i < n_messages for i in value) or \
+            value != sorted(set(value)):
+        raise InvalidValueError(f"{BRIDGES_COLUMN} must list distinct message indices below {n_messages}, in order",
+                                field=BRIDGES_COLUMN)
+    # Only reasoning turns are bridges: an index naming another turn would be ignored on reading and lost on writing
+    # (as a repeat or an order the writer does not give would be).
+    for i in value:
+        if messages[i]["role"] != "reasoning":
+            raise InvalidValueError(f"{BRIDGES_COLUMN} lists inserted reasoning turns, but message {i} is a "
+                                    f"{messages[i]['role']!r} turn", field=BRIDGES_COLUMN)
     return list(value)
 
 
