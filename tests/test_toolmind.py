@@ -1553,3 +1553,38 @@ def test_a_bridges_column_naming_a_turn_that_is_no_reasoning_is_that_rows_error(
     # the rows it wrote read back exactly, bridges included
     raw = SOURCE.to_raw(good, ctx)
     assert SOURCE.from_unified(SOURCE.to_unified(raw, ctx)) == raw
+
+
+@pytest.mark.parametrize("layout", ["lines", "tools_block", "pretty"])
+@pytest.mark.parametrize("broken", [0, 1, 2])
+def test_a_catalog_tool_that_is_not_json_is_flagged_not_lost_without_a_word(tmp_path, layout, broken):
+    """One tool of a catalog cut short (or mistyped) is no tool: the others were read, the row carried no flag,
+    and no validation rule could tell (a tool nobody calls in the row). It stays in the instructions, where its
+    text is, `meta.tools_unreadable` is set, and the row reads back byte for byte."""
+    samples = json.loads(shared_data("toolmind", "nanbeige_toolmind_graphsyn_raw_sample.json").read_text())["rows"]
+    tools = list({t["function"]["name"]: t for row in samples for t in row["tools"]}.values())[:3]
+    assert len(tools) == 3
+    catalog = gen._catalog_text(tools, layout, ensure_ascii=True)
+    whole = json.dumps(tools[broken], indent=4 if layout == "pretty" else None)
+    cut = whole[:-1]  # the tool's closing brace lost
+    assert catalog.count(whole) == 1
+    msgs = conversation()
+    msgs[0]["content"] = f"{PROTOCOL_TEXT}\n\n{catalog}\n\n# Domain\nBe polite."
+    read = convert(native_row(msgs))["tools"]  # (xLAM-style parameters read as JSON Schema)
+    assert [t["function"]["name"] for t in read] == [t["function"]["name"] for t in tools]
+    msgs[0]["content"] = f"{PROTOCOL_TEXT}\n\n{catalog.replace(whole, cut)}\n\n# Domain\nBe polite."
+    native = native_row(msgs)
+    for source in (SOURCE, ToolMindSource(ToolMindOptions(strict=False))):
+        row = convert(native, source)
+        assert row["tools"] == [t for k, t in enumerate(read) if k != broken]
+        assert row["meta"]["tools_unreadable"] is True and "tools_not_found" not in row["meta"]
+        assert cut in row["messages"][0]["content"] and row["messages"][0]["content"].endswith("# Domain\nBe polite.")
+        assert write_toolmind_row(row)["messages"] == native["messages"]
+    # read whole, the same text carries no flag; nor does prose after a catalog that opens a line with a bracket
+    msgs[0]["content"] = f"{PROTOCOL_TEXT}\n\n{catalog}\n\n[Note] {{name}} is the tool's name.\n{{name}} first."
+    assert "tools_unreadable" not in convert(native_row(msgs))["meta"]
+
+
+def test_generated_rows_have_no_unreadable_catalog_tool(generated_rows):
+    counts = [convert(r)["meta"].get("tools_unreadable") for r in generated_rows]
+    assert counts == [None] * len(generated_rows)

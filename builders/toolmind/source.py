@@ -225,6 +225,8 @@ class ToolMindSource(Source):
             meta["system"] = parsed.system_text
             if not parsed.tools_found:
                 meta["tools_not_found"] = True
+            if parsed.tools_unreadable:
+                meta["tools_unreadable"] = True
         if raw["messages_encoding"] != P.DEFAULT_ENCODING:
             meta["messages_encoding"] = raw["messages_encoding"]
         if raw["messages_text"] is not None:
@@ -436,6 +438,7 @@ class ParsedRow:
     # Every tool and call was read by the exact reader (not the catalog's balanced scan: SystemPrompt.scanned)
     # from text too short to nest as deep as storage allows: the row is storable as it is.
     read_exactly: bool = True
+    tools_unreadable: bool = False  # a catalog value is not JSON (SystemPrompt.unreadable)
 
 
 class _RowParser:
@@ -452,6 +455,7 @@ class _RowParser:
         self.tools: list = []
         self.system_text: Optional[str] = None
         self.tools_found = False
+        self.tools_unreadable = False
         self.read_exactly = True
         self.padding: Optional[str] = None
         self.call_key: Optional[str] = None
@@ -472,7 +476,7 @@ class _RowParser:
         self._flush_reasoning()
         return ParsedRow(self.tools, self.out, self.system_text, self.tools_found, self.padding or "",
                          self.call_key or "arguments", self.content, self.bridge_texts, self.canonical,
-                         self.read_exactly)
+                         self.read_exactly, self.tools_unreadable)
 
     # -- per role ------------------------------------------------------------------------------------
 
@@ -484,7 +488,7 @@ class _RowParser:
             return
         self.system_text = content
         prompt = parse_system_prompt(content)
-        self.tools, self.tools_found = prompt.tools, prompt.tools_found
+        self.tools, self.tools_found, self.tools_unreadable = prompt.tools, prompt.tools_found, prompt.unreadable
         self.read_exactly = self.read_exactly and not prompt.scanned
         if prompt.instructions:
             self.out.append(message("system", prompt.instructions))
@@ -651,7 +655,7 @@ def _parse_card_row(messages: list[dict], opts: ToolMindOptions, ensure_ascii: b
                 reasoning = None
             out.append(turn)
     return ParsedRow(prompt.tools, out, system_text, prompt.tools_found, "", key if calls_made else "arguments",
-                     originals, {}, True, read_exactly)
+                     originals, {}, True, read_exactly, prompt.unreadable)
 
 
 def _split_call_blocks(text: str, where: str) -> list[str]:

@@ -66,6 +66,9 @@ class SystemPrompt:
     # A tool was read by the stdlib's balanced scan, which takes 1e400 for inf and keeps lone surrogates (the
     # exact reader, orjson, refuses both): its values are not known to be storable as they are.
     scanned: bool = False
+    # A value among the catalog's is not JSON (a tool cut short or mistyped): it is left in the instructions, where
+    # its text is, and the row is flagged, so that a tool missing from `tools` does not go unnoticed.
+    unreadable: bool = False
 
 
 def parse_system_prompt(text: str) -> SystemPrompt:
@@ -73,7 +76,7 @@ def parse_system_prompt(text: str) -> SystemPrompt:
     marked = _parse_marked(text)
     if marked is not None:
         return marked
-    spans, tools, scanned = _scan_tool_catalog(text)
+    spans, tools, scanned, failed = _scan_tool_catalog(text)
     if not spans:
         return SystemPrompt([], _strip_protocol(text).strip(), False)
     head = _instructions_before(text[: spans[0][0]])
@@ -85,7 +88,8 @@ def parse_system_prompt(text: str) -> SystemPrompt:
             if not (gap := text[spans[i - 1][1]:spans[i][0]]).isspace()]
     tail = _TOOLS_CLOSE.sub("", text[spans[-1][1]:], count=1).strip()
     instructions = "\n\n".join(part for part in (head, *gaps, tail) if part)
-    return SystemPrompt(_distinct(tools), instructions, True, scanned)
+    unreadable = bool(failed) and _unreadable_in_catalog(text, spans, failed)
+    return SystemPrompt(_distinct(tools), instructions, True, scanned, unreadable)
 
 
 def _distinct(tools: list[dict]) -> list[dict]:
@@ -158,12 +162,13 @@ def _parse_marked(text: str) -> Optional[SystemPrompt]:
 # --------------------------------------------------------------------------------------------------
 
 
-def _scan_tool_catalog(text: str) -> tuple[list[tuple[int, int]], list[dict], bool]:
-    """Character spans of the JSON values that are tool definitions, the tools, in order, and whether one was
-    read by the balanced scan (see SystemPrompt.scanned)."""
+def _scan_tool_catalog(text: str) -> tuple[list[tuple[int, int]], list[dict], bool, list[int]]:
+    """Character spans of the JSON values that are tool definitions, the tools, in order, whether one was
+    read by the balanced scan (see SystemPrompt.scanned), and where a value starts that is not JSON."""
     spans: list[tuple[int, int]] = []
     tools: list[dict] = []
     scanned = False
+    failed: list[int] = []
     consumed = 0
     for start in _candidate_starts(text):
         if start < consumed:
@@ -175,6 +180,7 @@ def _scan_tool_catalog(text: str) -> tuple[list[tuple[int, int]], list[dict], bo
         if found is _NOT_ONE_VALUE:
             decoded = _decode_balanced(text, start)
             if decoded is None:
+                failed.append(start)
                 continue
             value, end = decoded
             found = _as_tools(value)
@@ -187,7 +193,27 @@ def _scan_tool_catalog(text: str) -> tuple[list[tuple[int, int]], list[dict], bo
         spans.append((start, end))
         tools.extend(found)
         consumed = end
-    return spans, tools, scanned
+    return spans, tools, scanned, failed
+
+
+# How a catalog value that is not JSON starts: an object with a key, or a list of objects (prose that opens a
+# line with a bracket, "[Note] ..." or "{name} will ...", does not).
+_JSON_START = re.compile(r'[\[{][ \t\r\n]*["{]')
+
+
+def _unreadable_in_catalog(text: str, spans: list[tuple[int, int]], failed: list[int]) -> bool:
+    """Whether a value that is not JSON (``failed``: where each starts) belongs to the catalog: one between its
+    first and last tool, right after its last (only whitespace between), or right before its first (nothing
+    but whitespace after the bracket that ends it)."""
+    first, last = spans[0][0], spans[-1][1]
+    for start in failed:
+        if not _JSON_START.match(text, start):
+            continue
+        if first < start < last or (start >= last and not text[last:start].strip()):
+            return True
+        if start < first and text[start:first].rstrip()[-1:] in ("}", "]"):
+            return True
+    return False
 
 
 # A catalog line (one JSON value filling its line) -> its tools as stored JSON text, None if it holds no tool,
