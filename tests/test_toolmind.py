@@ -1588,3 +1588,18 @@ def test_a_catalog_tool_that_is_not_json_is_flagged_not_lost_without_a_word(tmp_
 def test_generated_rows_have_no_unreadable_catalog_tool(generated_rows):
     counts = [convert(r)["meta"].get("tools_unreadable") for r in generated_rows]
     assert counts == [None] * len(generated_rows)
+
+
+@pytest.mark.parametrize("arguments, reason", [
+    ('{"x": 1e400}', "beyond the range of a double"),
+    ('{"x": NaN}', "unexpected character"),
+    ('{"x": "cut', "unexpected end of data"),
+])
+def test_a_call_that_does_not_parse_says_why(arguments, reason):
+    """A number beyond a double's range is JSON to the letter, yet not readable as one: the error says which
+    (as a NaN or a call cut short does), not only that the call "is not valid JSON"."""
+    msgs = conversation()
+    msgs[3]["content"] = '<tool_call>{"name": "get_time", "arguments": ' + arguments + '}</tool_call>'
+    with pytest.raises(InvalidJsonError, match=reason) as err:
+        convert(native_row(msgs))
+    assert err.value.field.startswith("messages[3]")

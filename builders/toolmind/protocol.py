@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
-from tooluse_datasets.codec import python_json_text, try_loads
+from tooluse_datasets.codec import loads, python_json_text, try_loads
 from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, MissingFieldError
 
 ROLES = ("system", "user", "reasoning", "tool_call", "tool_output", "answer")
@@ -182,10 +182,11 @@ def parse_call(text: str, field: str, *, arguments_key: str, tolerant: bool = Fa
     reader, in every mode). ``tolerant`` (the writer, recognising text it recorded): the other argument key is
     accepted too, and arguments given as a JSON string (glaive heritage) are decoded.
     """
-    ok, value = try_loads(text)
-    if not ok:
-        raise InvalidJsonError(f"tool call is not valid JSON: {text[:60]!r}{'...' if len(text) > 60 else ''}",
-                               field=field)
+    try:
+        value = loads(text)
+    except (ValueError, TypeError, RecursionError) as exc:  # the reason says what is wrong (a NaN, 1e400, a cut)
+        raise InvalidJsonError(f"tool call is not valid JSON ({exc}): {text[:60]!r}{'...' if len(text) > 60 else ''}",
+                               field=field) from None
     if not isinstance(value, dict):
         raise InvalidValueError(f"tool call must be a JSON object, got a {type(value).__name__}", field=field)
     name = value.get("name")
