@@ -22,6 +22,8 @@ from tooluse_datasets import cache_keys, source
 from tooluse_datasets.builders.toolmind.source import ToolMindSource
 from tooluse_datasets.source import Upstream, UpstreamFile
 
+from conftest import shared_data
+
 OLD, NEW = "a" * 40, "b" * 40
 
 
@@ -254,6 +256,37 @@ def test_offline_a_folder_datasets_did_not_finish_is_not_served(hub, cache_dir, 
     offline = td.load("toolmind", cache_dir=cache_dir)
     assert os.path.dirname(offline["synthetic"].cache_files[0]["filename"]) == folder
     assert len(offline["synthetic"]) == 9
+
+
+@pytest.mark.parametrize("how", ["data_files", "builder"])
+def test_a_data_file_rewritten_with_other_rows_and_its_time_kept_is_read_anew(tmp_path, cache_dir, how):
+    """datasets keys a local data file on its path and modification time only: a file replaced by one of
+    another size with its time kept (cp -p, rsync -a, a restored backup) was served from the cache of the rows
+    it held before. Its size is part of the key too, with td.load and with the builder used directly."""
+    from tooluse_datasets.builders.ms_swift import MsSwiftBuilder
+
+    real = shared_data("ms_swift")
+    path = tmp_path / "data.jsonl"
+    shutil.copy(real / "agent_support_doc_examples_en.jsonl", path)
+    stat = path.stat()
+
+    def loaded():
+        if how == "data_files":
+            return list(td.load("ms_swift", data_files=str(path), split="train", cache_dir=cache_dir))
+        builder = MsSwiftBuilder(data_files=str(path), cache_dir=cache_dir)
+        builder.download_and_prepare()
+        return list(td.exact(builder.as_dataset(split="train")))
+
+    def streamed():
+        return list(td.load("ms_swift", data_files=str(path), split="train", streaming=True))
+
+    assert loaded() == streamed()
+    before = streamed()
+    shutil.copy(real / "custom_dataset_doc_agent_rows_en.jsonl", path)
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert path.stat().st_size != stat.st_size and path.stat().st_mtime_ns == stat.st_mtime_ns
+    assert streamed() != before
+    assert loaded() == streamed()
 
 
 def test_download_mode_reads_files_rewritten_with_their_size_and_time_kept(tmp_path, cache_dir):

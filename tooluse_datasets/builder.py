@@ -31,7 +31,7 @@ from datasets.exceptions import DatasetGenerationError
 from . import formats
 from .arrow_memory import package_memory_pool
 from .cache_keys import (branches_read, cached_upstream_commits, commits_digest, data_dir_digest, data_dir_files,
-                         hf_files_at_commits, upstream_commits)
+                         data_files_digest, hf_files_at_commits, upstream_commits)
 from .errors import LOCAL_FILES_HINT, DataNotFoundError, OnError, SkipReport, ToolUseDataError, check_on_error
 from .network import answered_in_chain, failure_text, hub_hint, is_network_error
 from .offline import OFFLINE_HINT, local_copy, offline_data_files, offline_mode, remember_ref
@@ -222,6 +222,13 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         return self._upstream_commits.get(source.name, self.config.revision)
 
     def _build_cache_dir(self):
+        if not getattr(self, "_data_files_keyed", False):
+            # datasets keys a local data file on its path and modification time only (resolved from the globs by
+            # now): its size too, so that a file replaced with its time kept is not served from the old rows' cache.
+            self._data_files_keyed = True
+            digest = data_files_digest(self.config.data_files)
+            if digest and self.hash:
+                self.hash += "-" + digest
         # Upstream commits that could not be resolved (offline, no network): the cache of this config that the
         # latest load read or prepared (at whichever commit the branch then pointed at) serves, as datasets serves
         # a Hub dataset's cache offline. Without one, preparing reports that the upstream cannot be reached.

@@ -4,7 +4,9 @@
   or of NESTFUL's GitHub repository, ``hf://datasets/<repo>@main/...`` data files): a cache keyed on the branch
   name would serve the first commit's rows for ever after the branch moved on;
 * the files of a local folder the rows come from (``data_dir``, NESTFUL's ``executable_functions``): their names,
-  sizes and modification times, which datasets' key does not hold.
+  sizes and modification times, which datasets' key does not hold;
+* the sizes of local ``data_files``: datasets keys a local file on its path and modification time only, so a file
+  replaced by another with its time kept (``cp -p``, ``rsync -a``) was served from the cache of its old rows.
 
 Within one load (``one_head_commit_per_load``) each branch is looked up once, so the builders of that load read
 one commit.
@@ -171,6 +173,14 @@ def files_digest(paths: Iterable[str]) -> str:
     except (OSError, TypeError, ValueError):
         pass
     return digest.hexdigest()[:16]
+
+
+def data_files_digest(data_files: Any) -> Optional[str]:
+    """:func:`files_digest` of the local files among resolved ``data_files`` (a dict of split -> paths), in
+    their order; None: there are none (URLs are keyed by datasets on their commit or ETag)."""
+    local = [str(path) for files in (data_files or {}).values() for path in files
+             if "://" not in str(path) and "::" not in str(path)]
+    return files_digest(local) if local else None
 
 
 def tree_digest(folder: Any) -> str:
