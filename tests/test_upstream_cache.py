@@ -323,6 +323,37 @@ def test_download_mode_reads_files_rewritten_with_their_size_and_time_kept(tmp_p
         td.load("ms_swift", data_files=str(path), streaming=True, download_mode="force_redownload")
 
 
+@pytest.mark.parametrize("mode", ["force_redownload", "reuse_cache_if_exists"])
+def test_download_mode_with_a_split_prepares_again_the_cache_later_loads_of_it_read(tmp_path, cache_dir, mode):
+    """A split loaded with download_mode while every split is cached: the cache of every split, which later
+    loads of the split read, is prepared again, not a cache of the split alone (later loads got the old rows
+    again from the cache of every split)."""
+    import json
+
+    real = shared_data("ms_swift")
+    files = {"train": str(tmp_path / "train.jsonl"), "test": str(tmp_path / "test.jsonl")}
+    shutil.copy(real / "custom_dataset_doc_agent_rows_en.jsonl", files["train"])
+    shutil.copy(real / "agent_support_doc_examples_en.jsonl", files["test"])
+    td.load("ms_swift", data_files=files, cache_dir=cache_dir)
+    path = tmp_path / "train.jsonl"
+    stat = path.stat()
+    lines = path.read_text().splitlines()
+    row = json.loads(lines[0])
+    first = row["messages"][0]
+    first["content"] = ("Z" if first["content"][0] != "Z" else "Y") + first["content"][1:]
+    lines[0] = json.dumps(row, ensure_ascii=False)
+    path.write_text("\n".join(lines) + "\n")
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert path.stat().st_size == stat.st_size  # the cache key cannot tell: only download_mode reads it again
+    streamed = list(td.load("ms_swift", data_files=files, split="train", streaming=True))
+    assert streamed[0]["messages"][0]["content"] == first["content"]
+
+    assert list(td.load("ms_swift", data_files=files, split="train", cache_dir=cache_dir,
+                        download_mode=mode)) == streamed
+    assert list(td.load("ms_swift", data_files=files, split="train", cache_dir=cache_dir)) == streamed
+    assert list(td.load("ms_swift", data_files=files, cache_dir=cache_dir)["train"]) == streamed
+
+
 def test_nestful_read_at_a_github_branch_is_keyed_on_the_commit_it_points_at(tmp_path, monkeypatch, cache_dir):
     from tooluse_datasets.builders.nestful.source import NestfulSource
 

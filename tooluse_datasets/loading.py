@@ -97,10 +97,10 @@ def load(
             builder = make_builder(prepare_splits=names)  # a split the data lacks: our error, naming those it has
         else:
             builder = make_builder()
-        if not streaming and names and "prepare_splits" not in config_kwargs and \
-                (download_mode != DownloadMode.REUSE_DATASET_IF_EXISTS or not builder.is_prepared()):
+        if not streaming and names and "prepare_splits" not in config_kwargs and not builder.is_prepared():
             # Only the splits read are converted (into a cache of their own), unless every split is cached
-            # already or they are every split (one cache then serves this load and a load of all splits).
+            # already or they are every split (one cache then serves this load and a load of all splits). With
+            # every split cached, download_mode prepares that cache again: later loads of the split read it.
             every = builder.split_names()
             if every is None or not set(every) <= set(names):
                 builder = make_builder(prepare_splits=names)
