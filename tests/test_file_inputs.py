@@ -430,6 +430,27 @@ def test_an_http_url_loads_again_in_the_same_process_map_style_and_streaming(htt
             assert [r["id"] for r in rows] == expected, (attempt, mode)
 
 
+def test_an_http_file_changed_on_its_server_is_read_anew_map_style(http_folder, cache_dir):
+    """datasets keys an http(s) file on its ETag only, and a server that sends none (this one, Python's
+    http.server, many plain file servers) left the key without anything of the file: map-style served the rows
+    cached before the file changed, while a stream read the new ones. Its size and time are part of the key."""
+    from conftest import shared_data
+
+    real = shared_data("ms_swift")
+    folder, base = http_folder
+    url = f"{base}/data.jsonl"
+
+    def both():
+        prepared = list(td.load("ms_swift", data_files=url, split="train", cache_dir=cache_dir))
+        assert prepared == list(td.load("ms_swift", data_files=url, split="train", streaming=True))
+        return prepared
+
+    shutil.copy(real / "agent_support_doc_examples_en.jsonl", folder / "data.jsonl")
+    before = both()
+    shutil.copy(real / "custom_dataset_doc_agent_rows_en.jsonl", folder / "data.jsonl")
+    assert both() != before
+
+
 def test_http_files_of_every_kind_load_map_style_as_streaming_as_local_files(http_folder, cache_dir, tmp_path):
     folder, base = http_folder
     (folder / "lines.jsonl").write_text(swift_lines(2))

@@ -6,7 +6,9 @@
 * the files of a local folder the rows come from (``data_dir``, NESTFUL's ``executable_functions``): their names,
   sizes and modification times, which datasets' key does not hold;
 * the sizes of local ``data_files``: datasets keys a local file on its path and modification time only, so a file
-  replaced by another with its time kept (``cp -p``, ``rsync -a``) was served from the cache of its old rows.
+  replaced by another with its time kept (``cp -p``, ``rsync -a``) was served from the cache of its old rows;
+* the size and time of ``http(s)://`` data files: datasets keys them on their ETag only, and a server that sends
+  none (Python's ``http.server``, many plain file servers) left nothing of the file in the key.
 
 Within one load (``one_head_commit_per_load``) each branch is looked up once, so the builders of that load read
 one commit.
@@ -176,11 +178,34 @@ def files_digest(paths: Iterable[str]) -> str:
 
 
 def data_files_digest(data_files: Any) -> Optional[str]:
-    """:func:`files_digest` of the local files among resolved ``data_files`` (a dict of split -> paths), in
-    their order; None: there are none (URLs are keyed by datasets on their commit or ETag)."""
-    local = [str(path) for files in (data_files or {}).values() for path in files
-             if "://" not in str(path) and "::" not in str(path)]
-    return files_digest(local) if local else None
+    """A digest of what datasets' key leaves out of resolved ``data_files`` (a dict of split -> paths), in their
+    order: a local file's size (and time), an http(s) file's size, time and ETag (one metadata request each, none
+    offline); None: no such file (``hf://`` and other file systems are keyed by datasets on their commit or
+    ETag). A file that cannot be looked at is left out: reading it reports why."""
+    stamps = [stamp for files in (data_files or {}).values() for path in files
+              if (stamp := _file_stamp(str(path).rsplit("::", 1)[-1])) is not None]  # a zip:// file: its archive
+    return hashlib.sha1("\n".join(stamps).encode()).hexdigest()[:16] if stamps else None
+
+
+def _file_stamp(path: str) -> Optional[str]:
+    if path.startswith(("http://", "https://")):
+        if offline_mode():
+            return None
+        try:
+            from fsspec.core import url_to_fs
+
+            fs, fs_path = url_to_fs(path)
+            info = fs.info(fs_path)
+        except Exception:  # unreachable, refused: the read says so
+            return None
+        return f"{path}\0{info.get('size')}\0{info.get('Last-Modified')}\0{info.get('ETag')}"
+    if "://" in path:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return f"{path}\0{st.st_size}\0{st.st_mtime_ns}"
 
 
 def tree_digest(folder: Any) -> str:
