@@ -40,3 +40,24 @@ def test_options_at_their_defaults_share_the_cache_and_other_values_do_not(cache
     assert ToolMindBuilder(config_name="unified", data_files=files, cache_dir=cache_dir).cache_dir == plain.cache_dir
     for other in ({"on_error": "skip"}, {"split_column": None}, {"batch_size": 10}, {"config_name": "raw"}):
         assert ToolMindBuilder(data_files=files, cache_dir=cache_dir, **other).cache_dir != plain.cache_dir
+
+
+def test_an_upgrade_of_a_library_that_decides_rows_prepares_again(cache_dir, monkeypatch):
+    """A cache prepared under one jsonschema (what `validate=` keeps) or orjson (every value read) is not served
+    under another: their versions are in the cache key, as the package's own code is."""
+    import importlib.metadata
+
+    from tooluse_datasets import builder as builder_module
+
+    files = td.sample_files("toolmind")
+    monkeypatch.setattr(builder_module, "_CODE_HASH", None)
+    before = ToolMindBuilder(data_files=files, cache_dir=cache_dir).cache_dir
+    real_version = importlib.metadata.version
+    for library in ("jsonschema", "orjson"):
+        monkeypatch.setattr(builder_module, "_CODE_HASH", None)
+        monkeypatch.setattr(importlib.metadata, "version",
+                            lambda name, library=library: "0.0.1" if name == library else real_version(name))
+        assert ToolMindBuilder(data_files=files, cache_dir=cache_dir).cache_dir != before
+    monkeypatch.setattr(builder_module, "_CODE_HASH", None)
+    monkeypatch.setattr(importlib.metadata, "version", real_version)
+    assert ToolMindBuilder(data_files=files, cache_dir=cache_dir).cache_dir == before

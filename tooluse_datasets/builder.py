@@ -601,16 +601,26 @@ def _offline_error(source: Source, where: str, why: str) -> DataNotFoundError:
 _CODE_HASH: Optional[str] = None
 
 
+# Libraries whose version decides what rows hold: orjson reads every JSON value; jsonschema, referencing and
+# regex decide what `validate=` keeps.
+ROW_DECIDING_LIBRARIES = ("orjson", "jsonschema", "referencing", "regex")
+
+
 def _code_hash() -> str:
-    """Hash of the package source, so a code change invalidates cached Arrow files (datasets keys its
-    cache on ``hash``; with None a code change would silently reuse stale data)."""
+    """Hash of the package source and of the versions of :data:`ROW_DECIDING_LIBRARIES`, so a code change or an
+    upgrade invalidates cached Arrow files (datasets keys its cache on ``hash``; with None a code change would
+    silently reuse stale data)."""
     global _CODE_HASH
     if _CODE_HASH is None:
+        import importlib.metadata
+
         import tooluse_datasets.builders as builders_pkg
 
         digest = hashlib.sha256()
         for root in (Path(__file__).parent, Path(builders_pkg.__path__[0])):
             for p in sorted(root.rglob("*.py")):
                 digest.update(p.read_bytes())
+        for name in ROW_DECIDING_LIBRARIES:
+            digest.update(f"\0{name}=={importlib.metadata.version(name)}".encode())
         _CODE_HASH = digest.hexdigest()[:16]
     return _CODE_HASH
