@@ -1244,6 +1244,26 @@ def test_a_nul_byte_in_the_first_row_costs_that_row_not_the_file(tmp_path, cache
         list(td.load("ms_swift", data_files=str(tmp_path / "bad" / name), split="train", streaming=True))
 
 
+def test_a_nul_byte_near_the_head_costs_no_later_shard_its_rows(tmp_path, cache_dir):
+    """A file's later byte ranges decide whether it is binary from the same bytes as its first one (the first
+    line): with a first row that is not an object and a NUL byte in the second, the first range read its rows
+    while every later one returned nothing, its rows lost without a report."""
+    from conftest import shared_data
+
+    lines = shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl").read_bytes().splitlines()
+    quote = lines[0].index(b'": "') + 4
+    damaged = lines[0][:quote] + b"\x00" + lines[0][quote:]
+    rows = [b"[10, 72]", damaged] + lines * 20
+    path = tmp_path / "data.jsonl"
+    path.write_bytes(b"\n".join(rows) + b"\n")
+    results = load_both("ms_swift", str(path), cache_dir, shard_bytes=4096)
+    for mode in ("map", "stream"):
+        splits, report = results[mode]
+        assert (report.rows_read, report.skipped, len(splits["train"])) == (len(rows), 2, len(lines) * 20)
+        assert [(e.row, e.field) for e in report.examples] == [(0, "<line>"), (1, "<line>")]
+    assert results["map"][0] == results["stream"][0]
+
+
 @pytest.mark.parametrize("content", [b'{\x00"\x00a\x00"\x00:\x001\x00}\x00\n\x00', b'\x00{\x00"\x00a\x00"\x00:\x001\x00}\n',
                                      b"\x00" * 4096], ids=["utf16le", "utf16be", "zeroed"])
 def test_binary_files_named_jsonl_stay_one_file_error(tmp_path, content):

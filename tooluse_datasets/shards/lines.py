@@ -31,8 +31,10 @@ def read_lines(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] 
             else:
                 f.seek(offset)
         else:
-            if shard.start and not_json_text(f.read(_SNIFF_BYTES)):
-                return  # the file's first shard reports it as a whole
+            # The bytes first_line sniffs, the first line's: the file's first shard reports it as a whole, or
+            # reads it, and then so does this one.
+            if shard.start and not_json_text(f.read(_SNIFF_BYTES).partition(b"\n")[0]):
+                return
             offset = _first_line_start(f, shard.start)
             if shard.first_row is not None and offset == shard.start:
                 row = shard.first_row
