@@ -1264,6 +1264,35 @@ def test_a_nul_byte_near_the_head_costs_no_later_shard_its_rows(tmp_path, cache_
     assert results["map"][0] == results["stream"][0]
 
 
+@pytest.mark.parametrize("shard_bytes", [None, 2048])
+def test_a_json_array_in_utf16_without_bom_is_one_file_error(tmp_path, cache_dir, shard_bytes):
+    """A ``.json`` array written as UTF-16 without a byte-order mark ("[\\x00{\\x00...") is binary data, one file
+    error as it is in a ``.jsonl`` file; it was read as an array of bad elements, one error each that did not
+    say why (or its pieces, cut for shard_bytes), while a NUL byte inside a UTF-8 array's first element stays
+    that element's error."""
+    from conftest import shared_data
+
+    lines = shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl").read_bytes().splitlines()
+    rows = [json.loads(line) for line in lines if line.strip()] * 10
+    options = {"shard_bytes": shard_bytes} if shard_bytes else {}
+    utf16 = tmp_path / "utf16" / "data.json"
+    utf16.parent.mkdir()
+    utf16.write_bytes(json.dumps(rows).encode("utf-16-le"))
+    for mode, (splits, report) in load_both("ms_swift", str(utf16), cache_dir + "-16", **options).items():
+        assert splits == {"train": []}, mode
+        assert [(e.row, e.field) for e in report.examples] == [(None, "<file>")], mode
+        assert "not JSON text" in report.examples[0].message
+    text = json.dumps(rows).encode()
+    quote = text.index(b'": "') + 4
+    nul = tmp_path / "nul" / "data.json"
+    nul.parent.mkdir()
+    nul.write_bytes(text[:quote] + b"\x00" + text[quote:])
+    results = load_both("ms_swift", str(nul), cache_dir, **options)
+    for mode, (splits, report) in results.items():
+        assert len(splits["train"]) == len(rows) - 1, mode
+        assert [(e.row, e.field) for e in report.examples] == [(0, "<element>")], mode
+    assert results["map"][0] == results["stream"][0]
+
 @pytest.mark.parametrize("content", [b'{\x00"\x00a\x00"\x00:\x001\x00}\x00\n\x00', b'\x00{\x00"\x00a\x00"\x00:\x001\x00}\n',
                                      b"\x00" * 4096], ids=["utf16le", "utf16be", "zeroed"])
 def test_binary_files_named_jsonl_stay_one_file_error(tmp_path, content):

@@ -13,7 +13,7 @@ import orjson
 from ..errors import InvalidJsonError, ToolUseDataError, json_kind
 from .batches import _batched
 from .files import open_text_file
-from .json_text import _SNIFF_BYTES, UTF8_BOM, _not_json_reason
+from .json_text import _SNIFF_BYTES, UTF8_BOM, _not_json_reason, refuse_binary
 from .lines import read_lines
 from .shard import LINES, NativeItem, RawBatch, Shard
 
@@ -32,6 +32,8 @@ def read_document(shard: Shard, batch_size: int, resume: Optional[tuple[int, int
         # The first bytes say whether it is an array; only then is the file read on (JSON Lines is not).
         head = _sniffed(f)
         array = head.lstrip().startswith(b"[")
+        if array:  # UTF-16 without its byte-order mark ("[\x00{\x00..."): one file error, as in JSON Lines
+            refuse_binary(head, shard.file)
         data = b""
         # Where reading starts inside an array (after an element and its comma; 0: at its start), and the index
         # of the element there: a piece's start, or a position (see _streamed_array).

@@ -35,10 +35,15 @@ _SNIFF_BYTES = 1024
 
 def first_line(line: bytes, file: str) -> bytes:
     """A JSON Lines file's first line without its UTF-8 BOM; a file that is plainly not JSON text is an error."""
-    kind = not_json_text(line[:_SNIFF_BYTES])
+    refuse_binary(line, file)
+    return line.removeprefix(UTF8_BOM)
+
+
+def refuse_binary(head: bytes, file: str) -> None:
+    """A typed error naming the file if the file starting with ``head`` is plainly not JSON text."""
+    kind = not_json_text(head[:_SNIFF_BYTES])
     if kind:
         raise InvalidValueError(f"file holds {kind}, not JSON text", file=display_path(file), field="<file>")
-    return line.removeprefix(UTF8_BOM)
 
 
 def not_json_text(head: bytes) -> Optional[str]:
@@ -52,7 +57,7 @@ def not_json_text(head: bytes) -> Optional[str]:
         return "a tar archive (extract it and pass its files, or zip them: a .zip archive's files are read)"
     if b"\x00" not in head:
         return None
-    # A NUL byte after an opening brace that is not itself followed by one (UTF-16's every other byte) is a bad
-    # byte in a row of JSON text: that row's error, not the whole file's.
+    # A NUL byte after an opening brace or bracket that is not itself followed by one (UTF-16's every other byte)
+    # is a bad byte in a row of JSON text: that row's error, not the whole file's.
     text = head.removeprefix(UTF8_BOM).lstrip()
-    return None if text[:1] == b"{" and text[1:2] != b"\x00" else "binary data"
+    return None if text[:1] in (b"{", b"[") and text[1:2] != b"\x00" else "binary data"

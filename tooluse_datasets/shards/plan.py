@@ -12,6 +12,7 @@ from ..errors import InvalidValueError, ToolUseDataError
 from . import documents  # its RUN_BYTES is read when cut_array runs, as tests and tuning set it there
 from .documents import _sniffed, _streamed_array
 from .files import open_text_file
+from .json_text import not_json_text
 from .lines import _MAX_REMEMBERED_FILES, file_version
 from .parquet import open_parquet
 from .paths import file_suffix, is_compressed, is_zip_archive
@@ -207,8 +208,8 @@ def cut_array(path: str, target_bytes: int) -> list[Shard]:
     whole = [whole_file_shard(path)]
     with open_text_file(path) as f:
         head = _sniffed(f)
-        if not head.lstrip().startswith(b"["):
-            return whole
+        if not head.lstrip().startswith(b"[") or not_json_text(head):
+            return whole  # (binary data: one shard, which reports it)
         after_bracket = f.tell() - len(head) + head.index(b"[") + 1
         f.seek(after_bracket)
         pieces: list[Shard] = []
