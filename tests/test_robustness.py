@@ -1215,17 +1215,20 @@ def test_a_prepare_killed_before_its_end_leaves_nothing_counted_in_the_next(tmp_
     assert (again.rows_read, again.skipped) == (len(lines) + 2, 2)
 
 
+@pytest.mark.parametrize("where", ["in a string", "after the brace"])
 @pytest.mark.parametrize("name", ["data.jsonl", "data.jsonl.gz", "data.json"])
-def test_a_nul_byte_in_the_first_row_costs_that_row_not_the_file(tmp_path, cache_dir, name):
+def test_a_nul_byte_in_the_first_row_costs_that_row_not_the_file(tmp_path, cache_dir, name, where):
     """A raw NUL byte inside the first row's text is that row's error, as it is in any later row: the sniff
-    that refuses binary files (UTF-16, an image named .jsonl) must not take the file's other rows with it."""
+    that refuses binary files (UTF-16, an image named .jsonl) must not take the file's other rows with it, also
+    where the NUL follows the row's opening brace (UTF-16 has one after every character, not after the first
+    alone)."""
     import gzip
 
     from conftest import shared_data
 
     lines = shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl").read_bytes().splitlines()
-    quote = lines[0].index(b'": "') + 4
-    damaged = [lines[0][:quote] + b"\x00" + lines[0][quote:]] + lines[1:]
+    at = lines[0].index(b'": "') + 4 if where == "in a string" else 1
+    damaged = [lines[0][:at] + b"\x00" + lines[0][at:]] + lines[1:]
     clean = [b""] + lines[1:]  # the bad row left out, the others keeping their row numbers
     write = (lambda path, data: path.write_bytes(gzip.compress(data))) if name.endswith(".gz") else \
         (lambda path, data: path.write_bytes(data))

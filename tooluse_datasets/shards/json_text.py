@@ -57,7 +57,8 @@ def not_json_text(head: bytes) -> Optional[str]:
         return "a tar archive (extract it and pass its files, or zip them: a .zip archive's files are read)"
     if b"\x00" not in head:
         return None
-    # A NUL byte after an opening brace or bracket that is not itself followed by one (UTF-16's every other byte)
-    # is a bad byte in a row of JSON text: that row's error, not the whole file's.
+    # Text that opens with a brace or bracket holds a bad byte in a row of JSON text (that row's error, not the
+    # whole file's) unless it is UTF-16, a NUL after every character: after the first and the second alike.
     text = head.removeprefix(UTF8_BOM).lstrip()
-    return None if text[:1] in (b"{", b"[") and text[1:2] != b"\x00" else "binary data"
+    utf16 = text[1:2] == b"\x00" and text[3:4] == b"\x00"
+    return None if text[:1] in (b"{", b"[") and not utf16 else "binary data"
