@@ -1,4 +1,4 @@
-"""Chat templates of four model families, as test fixtures.
+"""Chat templates of five model families, as test fixtures.
 
 Each reproduces the logic of the public ``chat_template`` of a model's tokenizer (the parts that decide how
 system/user/assistant/tool messages, tool calls, tool results and reasoning are rendered), written out here
@@ -13,6 +13,14 @@ so that the tests need no download:
   ``tool_calls: []`` would render as an empty call turn; a call turn's text is not rendered.
 * ``LLAMA31``: meta-llama/Llama-3.1-*-Instruct. It tests ``'tool_calls' in message``, renders one call per
   assistant turn (it raises on several) as ``{"name", "parameters"}``, and tool results through ``tojson``.
+* ``MISTRAL``: mistralai/Mistral-7B-Instruct-v0.3 (the ``chat_template`` of its tokenizer_config.json; vLLM ships
+  it as vllm-project/vllm examples/tool_chat_template_mistral_official.jinja, commit
+  55ece00ba40b4e3f60c5925a2680f15f5779a6da; Mistral-Nemo and Mistral-Small-3.x apply the same id rule). It raises
+  unless every ``tool_calls[].id`` and ``tool_call_id`` is exactly 9 characters, and unless user and assistant
+  answers alternate once tool results and call turns are set aside; a call turn renders its calls only, a
+  tool result as ``{"content": …, "call_id": …}``, and the system prompt only inside the last user turn (a
+  training row that ends on an answer loses it). The tool catalog is written here with ``tojson`` (upstream
+  spells out each function's keys; same content).
 """
 from __future__ import annotations
 
@@ -368,6 +376,56 @@ LLAMA31 = r"""{{- bos_token }}
 {%- endif %}
 """
 
-TEMPLATES = {"qwen2.5": QWEN25, "qwen3": QWEN3, "hermes3": HERMES3, "llama3.1": LLAMA31}
+MISTRAL = r"""{%- if messages[0]['role'] == 'system' %}
+    {%- set system_message = messages[0]['content'] %}
+    {%- set loop_messages = messages[1:] %}
+{%- else %}
+    {%- set loop_messages = messages %}
+{%- endif %}
+{%- if tools is not defined %}
+    {%- set tools = none %}
+{%- endif %}
+{%- set user_messages = loop_messages | selectattr('role', 'equalto', 'user') | list %}
+{#- Answers and user turns must alternate; tool results and call turns (tool_calls defined) are not counted. #}
+{%- for message in loop_messages | rejectattr('role', 'equalto', 'tool') | selectattr('tool_calls', 'undefined') %}
+    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}
+        {{- raise_exception('After the optional system message, conversation roles must alternate user/assistant/user/assistant/...') }}
+    {%- endif %}
+{%- endfor %}
+{{- bos_token }}
+{%- for message in loop_messages %}
+    {%- if message['role'] == 'user' %}
+        {%- if tools is not none and message == user_messages[-1] %}
+            {{- '[AVAILABLE_TOOLS] ' + tools|tojson + '[/AVAILABLE_TOOLS]' }}
+        {%- endif %}
+        {%- if loop.last and system_message is defined %}
+            {{- '[INST] ' + system_message + '\n\n' + message['content'] + '[/INST]' }}
+        {%- else %}
+            {{- '[INST] ' + message['content'] + '[/INST]' }}
+        {%- endif %}
+    {%- elif message.tool_calls is defined %}
+        {{- '[TOOL_CALLS] [' }}
+        {%- for tool_call in message.tool_calls %}
+            {%- if tool_call.id is not defined or tool_call.id|length != 9 %}
+                {{- raise_exception('Tool call IDs should be alphanumeric strings with length 9!') }}
+            {%- endif %}
+            {{- (tool_call.function|tojson)[:-1] + ', "id": "' + tool_call.id + '"}' }}
+            {{- ', ' if not loop.last else ']' + eos_token }}
+        {%- endfor %}
+    {%- elif message['role'] == 'assistant' %}
+        {{- ' ' + message['content'] + eos_token }}
+    {%- elif message['role'] == 'tool' %}
+        {%- if message.tool_call_id is not defined or message.tool_call_id|length != 9 %}
+            {{- raise_exception('Tool call IDs should be alphanumeric strings with length 9!') }}
+        {%- endif %}
+        {{- '[TOOL_RESULTS] {"content": ' + message['content']|string + ', "call_id": "' + message.tool_call_id + '"}[/TOOL_RESULTS]' }}
+    {%- else %}
+        {{- raise_exception('Only user and assistant roles are supported, with the exception of an initial optional system message!') }}
+    {%- endif %}
+{%- endfor %}
+"""
+
+TEMPLATES = {"qwen2.5": QWEN25, "qwen3": QWEN3, "hermes3": HERMES3, "llama3.1": LLAMA31, "mistral": MISTRAL}
 SPECIAL_TOKENS = ["<|im_start|>", "<|im_end|>", "<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
-                  "<|eot_id|>", "<|endoftext|>"]
+                  "<|eot_id|>", "<|endoftext|>", "</s>", "[INST]", "[/INST]", "[TOOL_CALLS]",
+                  "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]", "[TOOL_RESULTS]", "[/TOOL_RESULTS]"]

@@ -1,0 +1,115 @@
+"""``td.short_call_ids``: Mistral's templates (Mistral-7B-Instruct-v0.3, Nemo, Small) raise unless every call id
+is exactly 9 characters, and no source writes such ids (NESTFUL ``$var_1``, ``call_0``, OpenAI ``call_…``).
+The helper rewrites them per row for ``ds.map``; every row of every source, bundled and upstream, map-style and
+streamed, must then render under the Mistral template with every user turn, call, result and answer."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytest.importorskip("transformers", reason="chat template tests need transformers (the test extra)")
+from jinja2.exceptions import TemplateError  # noqa: E402
+
+import tooluse_datasets as td  # noqa: E402
+from chat_templates import TEMPLATES  # noqa: E402
+from conftest import SHARED_DATA  # noqa: E402
+from test_trl import assert_rendered, byte_tokenizer  # noqa: E402
+
+NESTFUL_SHARED = ("nestful/third_party/AtakanTekparmak_NESTFUL_27c2028/data_v2/toy_data.jsonl",
+                  "nestful/third_party/reconstructed_current_v2/rows_github_native_format.jsonl",
+                  "nestful/third_party/reconstructed_current_v2/rows_hf_string_format.jsonl",
+                  "nestful/src/icl_examples.json")
+MS_SWIFT_SHARED = ("agent_support_doc_examples_en.jsonl", "agent_support_doc_examples_zh.jsonl",
+                   "custom_dataset_doc_agent_rows_en.jsonl")
+
+
+def _loads() -> list[tuple[str, object]]:
+    """(source, data_files): every source's bundled sample, and the upstream rows of ../shared/data."""
+    loads = [(source, td.sample_files(source)) for source in td.SOURCES]
+    if SHARED_DATA.exists():
+        loads += [("nestful", str(SHARED_DATA / rel)) for rel in NESTFUL_SHARED]
+        loads.append(("ms_swift", [str(SHARED_DATA / "ms_swift" / name) for name in MS_SWIFT_SHARED]))
+    return loads
+
+
+def _text_only(row: dict) -> bool:
+    return not any(row.get(column) for column in td.MEDIA_COLUMNS)  # rows with media need a vision model
+
+
+def _call_ids(row: dict) -> list[str]:
+    return [c["id"] for m in row["messages"] for c in m.get("tool_calls") or []]
+
+
+@pytest.fixture(scope="module")
+def mistral():
+    return byte_tokenizer(TEMPLATES["mistral"])
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
+def test_every_row_of_every_source_renders_under_mistral_after_short_call_ids(mistral, cache_dir, streaming):
+    rows = refused = 0
+    for source, files in _loads():
+        for split, ds in td.load(source, data_files=files, streaming=streaming, cache_dir=cache_dir).items():
+            mapped = ds.map(td.short_call_ids)
+            if not streaming:
+                mapped = td.exact(mapped)  # map gives fresh features: back to the chat shape
+            for row, fixed in zip(ds, mapped):
+                if not _text_only(row):
+                    continue
+                where = f"{source} {split} {row['id']}"
+                if _call_ids(row):
+                    with pytest.raises(TemplateError, match="length 9"):  # the rows as they are
+                        mistral.apply_chat_template(row["messages"], tools=row["tools"], tokenize=False)
+                    refused += 1
+                assert fixed["id"] == row["id"], where
+                text = mistral.apply_chat_template(fixed["messages"], tools=fixed["tools"], tokenize=False)
+                assert_rendered(fixed, text, "mistral")
+                rows += 1
+    assert rows >= 30 and refused >= 25
+
+
+def test_short_call_ids_pairs_every_result_with_its_call_and_is_deterministic(cache_dir):
+    checked = 0
+    for source, files in _loads():
+        for ds in td.load(source, data_files=files, cache_dir=cache_dir).values():
+            for row in ds:
+                if not _call_ids(row):
+                    continue
+                before = td.dumps(row)
+                fixed = td.short_call_ids(row)
+                assert td.dumps(row) == before  # the row itself is left alone
+                assert td.short_call_ids(row) == fixed  # the same ids every time
+                new_of = {}
+                for old, new in zip(row["messages"], fixed["messages"]):
+                    for c_old, c_new in zip(old.get("tool_calls", []), new.get("tool_calls", [])):
+                        assert re.fullmatch(r"[0-9A-Za-z]{9}", c_new["id"]), c_new["id"]
+                        assert c_new["function"] == c_old["function"] and c_new["type"] == c_old["type"]
+                        new_of[c_old["id"]] = c_new["id"]
+                    if "tool_call_id" in old:
+                        assert new["tool_call_id"] == new_of[old["tool_call_id"]], row["id"]
+                    assert {k: v for k, v in new.items() if k not in ("tool_calls", "tool_call_id")} == \
+                        {k: v for k, v in old.items() if k not in ("tool_calls", "tool_call_id")}
+                assert len(set(new_of.values())) == len(new_of)  # distinct calls keep distinct ids
+                assert {k: v for k, v in fixed.items() if k != "messages"} == \
+                    {k: v for k, v in row.items() if k != "messages"}
+                checked += 1
+    assert checked >= 25
+
+
+def test_short_call_ids_takes_complete_rows_and_a_length():
+    row = td.complete_row({"id": "r", "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "$var_1", "type": "function", "function": {"name": "f", "arguments": {}}},
+            {"id": "$var_2", "type": "function", "function": {"name": "g", "arguments": {}}}]},
+        {"role": "tool", "content": "1", "tool_call_id": "$var_2", "name": "g"},
+        {"role": "tool", "content": "2", "tool_call_id": "$var_1", "name": "f"},
+        {"role": "assistant", "content": "done"}]})
+    fixed = td.short_call_ids(row, length=12)
+    first, second = (c["id"] for c in fixed["messages"][1]["tool_calls"])
+    assert len(first) == len(second) == 12 and first != second
+    assert [m["tool_call_id"] for m in fixed["messages"][2:4]] == [second, first]
+    assert fixed["messages"][4] == row["messages"][4]  # tool_calls: [], tool_call_id: None kept as they are
+    with pytest.raises(ValueError, match="length"):
+        td.short_call_ids(row, length=0)

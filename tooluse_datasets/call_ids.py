@@ -1,0 +1,51 @@
+"""Call ids rewritten for chat templates that accept only one shape of id.
+
+Mistral's templates (Mistral-7B-Instruct-v0.3, Mistral-Nemo, Mistral-Small) raise unless every
+``tool_calls[].id`` and ``tool_call_id`` is exactly 9 characters, as Mistral's tokenizer writes them, while the
+sources keep their own ids (NESTFUL ``$var_1``, ``call_0``, OpenAI ``call_…``), which the writers and golden
+outputs depend on. :func:`short_call_ids` rewrites them per row, for ``ds.map``.
+"""
+from __future__ import annotations
+
+import hashlib
+import string
+
+ALPHABET = string.digits + string.ascii_letters
+
+
+def short_call_ids(row: dict, length: int = 9) -> dict:
+    """``row`` with every call id replaced by ``length`` alphanumeric characters, the ``tool_call_id`` of each
+    result by its call's new id (a result naming no call of the row gets an id of its own the same way).
+
+    Deterministic: the new id is a hash of the row's ``id`` and the old id, so the same row gives the same ids
+    in every run and process (``ds.map(td.short_call_ids)``, map-style or streaming); distinct old ids get
+    distinct new ones. The row is not changed in place; any message shape works (decoded or complete).
+    """
+    if not isinstance(length, int) or isinstance(length, bool) or length < 1:
+        raise ValueError(f"length must be a positive integer, got {length!r}")
+    new_ids: dict[str, str] = {}
+
+    def rewrite(old: str) -> str:
+        if old not in new_ids:
+            taken = set(new_ids.values())
+            salt = 0
+            while (candidate := _hashed_id(row.get("id"), old, salt, length)) in taken:
+                salt += 1  # two old ids of one row hashed alike: draw again, deterministically
+            new_ids[old] = candidate
+        return new_ids[old]
+
+    messages = []
+    for m in row["messages"]:
+        m = dict(m)
+        if m.get("tool_calls"):
+            m["tool_calls"] = [{**call, "id": rewrite(call.get("id"))} for call in m["tool_calls"]]
+        if m.get("tool_call_id") is not None:
+            m["tool_call_id"] = rewrite(m["tool_call_id"])
+        messages.append(m)
+    return {**row, "messages": messages}
+
+
+def _hashed_id(row_id, old_id, salt: int, length: int) -> str:
+    digest = hashlib.sha256(repr((row_id, old_id, salt)).encode("utf-8")).digest()
+    n = int.from_bytes(digest, "big")
+    return "".join(ALPHABET[(n // len(ALPHABET) ** i) % len(ALPHABET)] for i in range(length))
