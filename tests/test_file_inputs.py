@@ -451,6 +451,36 @@ def test_an_http_file_changed_on_its_server_is_read_anew_map_style(http_folder, 
     assert both() != before
 
 
+def test_an_http_file_its_server_does_not_describe_for_the_cache_key_is_an_error(http_folder, cache_dir, monkeypatch):
+    """The cache key holds an http(s) file's size, time and ETag, asked of its server after datasets asked it. When
+    that one request failed (a flaky server, a timeout) the file was left out of the key: every load it failed for
+    shared one cache, which then served the rows the file held at the first such load, also after it changed. It
+    is a DataNotFoundError naming the file; the next load reads the file as it is."""
+    from conftest import shared_data
+
+    from tooluse_datasets import cache_keys
+    from tooluse_datasets.errors import DataNotFoundError
+
+    real = shared_data("ms_swift")
+    folder, base = http_folder
+    url = f"{base}/data.jsonl"
+    looked = cache_keys.url_to_fs
+
+    def unanswered(path, **kwargs):  # this request meets no server (port 9: nothing listens)
+        return looked(path.replace(base, "http://127.0.0.1:9"), **kwargs)
+
+    def load():
+        return list(td.load("ms_swift", data_files=url, split="train", cache_dir=cache_dir))
+
+    for name in ("agent_support_doc_examples_en.jsonl", "custom_dataset_doc_agent_rows_en.jsonl"):
+        shutil.copy(real / name, folder / "data.jsonl")
+        with monkeypatch.context() as flaky:
+            flaky.setattr(cache_keys, "url_to_fs", unanswered)
+            with pytest.raises(DataNotFoundError, match="data.jsonl"):
+                load()
+        assert load() == list(td.load("ms_swift", data_files=url, split="train", streaming=True))
+
+
 def test_http_files_of_every_kind_load_map_style_as_streaming_as_local_files(http_folder, cache_dir, tmp_path):
     folder, base = http_folder
     (folder / "lines.jsonl").write_text(swift_lines(2))

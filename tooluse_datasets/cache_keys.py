@@ -23,6 +23,10 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
+from fsspec.core import url_to_fs
+
+from .errors import DataNotFoundError
+from .network import failure_text
 from .offline import cached_ref, offline_mode
 from .shards.paths import HF_DATASETS, hf_url_parts
 from .source import COMMIT_ID, Upstream, head_commit
@@ -180,8 +184,9 @@ def files_digest(paths: Iterable[str]) -> str:
 def data_files_digest(data_files: Any) -> Optional[str]:
     """A digest of what datasets' key leaves out of resolved ``data_files`` (a dict of split -> paths), in their
     order: a local file's size (and time), an http(s) file's size, time and ETag (one metadata request each, none
-    offline); None: no such file (``hf://`` and other file systems are keyed by datasets on their commit or
-    ETag). A file that cannot be looked at is left out: reading it reports why."""
+    offline; one that fails is a DataNotFoundError); None: no such file (``hf://`` and other file systems are
+    keyed by datasets on their commit or ETag). A local file that cannot be looked at is left out: reading it
+    reports why."""
     stamps = [stamp for files in (data_files or {}).values() for path in files
               if (stamp := _file_stamp(str(path).rsplit("::", 1)[-1])) is not None]  # a zip:// file: its archive
     return hashlib.sha1("\n".join(stamps).encode()).hexdigest()[:16] if stamps else None
@@ -192,12 +197,13 @@ def _file_stamp(path: str) -> Optional[str]:
         if offline_mode():
             return None
         try:
-            from fsspec.core import url_to_fs
-
             fs, fs_path = url_to_fs(path)
             info = fs.info(fs_path)
-        except Exception:  # unreachable, refused: the read says so
-            return None
+        except Exception as exc:
+            # datasets has just looked at the file: this look failing is a flaky server. Left out, the file would
+            # be keyed as in every load whose look failed, and served the rows it held at the first of them.
+            raise DataNotFoundError(f"cannot ask the server of {path} for its size, time and ETag (the cache key): "
+                                    f"{failure_text(exc.__cause__ or exc)}; try again") from exc
         return f"{path}\0{info.get('size')}\0{info.get('Last-Modified')}\0{info.get('ETag')}"
     if "://" in path:
         return None
