@@ -37,21 +37,28 @@ def exit_with_parent() -> None:
 
 
 _forking_workers = False
+# One thread forks workers at a time: datasets' shuffle and interleave_datasets read streams from threads, each
+# starting its pool, and forks from two threads at once collide (filelock >= 4.3 on Python >= 3.12 refuses a fork
+# while another thread is forking: RuntimeError), as would the flag above, one for the process.
+_forking = threading.Lock()
 
 
 @contextlib.contextmanager
 def forking_workers() -> Iterator[None]:
     """Processes forked meanwhile freeze what they inherit out of the garbage collector (the caller's own
-    collector is left as it is)."""
+    collector is left as it is); one thread at a time."""
     global _forking_workers
-    _forking_workers = True
-    try:
-        yield
-    finally:
-        _forking_workers = False
+    with _forking:
+        _forking_workers = True
+        try:
+            yield
+        finally:
+            _forking_workers = False
 
 
 def _freeze_inherited() -> None:
+    global _forking
+    _forking = threading.Lock()  # forked holding it (by this thread, gone in the child): free again
     if _forking_workers:  # this process was just forked, by a worker pool started in forking_workers()
         gc.freeze()
 
