@@ -172,13 +172,21 @@ def data_dir_files(data_dir: str, patterns: Iterable[str]) -> list[str]:
 def files_digest(paths: Iterable[str]) -> str:
     """A digest of files' names, sizes and modification times; unreadable ones end it (the reader says why)."""
     digest = hashlib.sha1()
-    try:
-        for path in paths:
-            st = os.stat(path)
-            digest.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    except (OSError, TypeError, ValueError):
-        pass
+    for path in paths:
+        stamp = _local_stamp(path)
+        if stamp is None:
+            break
+        digest.update(f"{stamp}\n".encode())
     return digest.hexdigest()[:16]
+
+
+def _local_stamp(path: Any) -> Optional[str]:
+    """A local file's name, size and modification time; None if it cannot be looked at."""
+    try:
+        st = os.stat(path)
+    except (OSError, TypeError, ValueError):
+        return None
+    return f"{path}\0{st.st_size}\0{st.st_mtime_ns}"
 
 
 def data_files_digest(data_files: Any) -> Optional[str]:
@@ -205,13 +213,7 @@ def _file_stamp(path: str) -> Optional[str]:
             raise DataNotFoundError(f"cannot ask the server of {path} for its size, time and ETag (the cache key): "
                                     f"{failure_text(exc.__cause__ or exc)}; try again") from exc
         return f"{path}\0{info.get('size')}\0{info.get('Last-Modified')}\0{info.get('ETag')}"
-    if "://" in path:
-        return None
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return f"{path}\0{st.st_size}\0{st.st_mtime_ns}"
+    return None if "://" in path else _local_stamp(path)
 
 
 def tree_digest(folder: Any) -> str:

@@ -15,7 +15,7 @@ def progress(rows: Iterable[T], description: str, total: Optional[int] = None) -
     datasets' bars are not turned off: ``HF_DATASETS_DISABLE_PROGRESS_BARS=1``, ``disable_progress_bars()``)."""
     import datasets
 
-    if not (sys.stderr.isatty() and datasets.is_progress_bar_enabled()):
+    if not (_stderr_is_terminal() and datasets.is_progress_bar_enabled()):
         yield from rows
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
