@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import struct
+import zlib
 from pathlib import Path
 
 import pytest
@@ -1306,3 +1308,48 @@ def test_binary_files_named_jsonl_stay_one_file_error(tmp_path, content):
                         report=report)) == []
     assert [(e.row, e.field) for e in report.examples] == [(None, "<file>")]
     assert "not JSON text" in report.examples[0].message
+
+
+def _png(size: int = 64) -> bytes:
+    """A valid grayscale PNG image (signature, IHDR, IDAT, IEND), as an ms-swift dataset's images folder holds."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    pixels = b"".join(b"\x00" + bytes((x * y) % 251 for x in range(size)) for y in range(size))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", size, size, 8, 0, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(pixels)) + chunk(b"IEND", b""))
+
+
+@pytest.mark.parametrize("shard_bytes", [None, 1024])
+def test_an_image_named_jsonl_is_one_file_error_not_an_error_per_line(tmp_path, cache_dir, shard_bytes):
+    """A PNG's first "line" (its signature up to the first newline byte) holds no NUL byte: sniffed as text, the
+    file was read as lines, one skipped row per newline byte in the image data (and a raised load named a
+    row, not the file). Bytes that open no JSON value and are not UTF-8 make it one file error."""
+    image = _png()
+    assert image.count(b"\n") > 2
+    path = tmp_path / "data.jsonl"
+    path.write_bytes(image)
+    options = {"shard_bytes": shard_bytes} if shard_bytes else {}
+    for mode, (splits, report) in load_both("ms_swift", str(path), cache_dir, **options).items():
+        assert splits == {"train": []}, mode
+        assert (report.rows_read, report.skipped) == (1, 1), mode
+        assert [(e.row, e.field) for e in report.examples] == [(None, "<file>")], mode
+        assert "not UTF-8 text" in report.examples[0].message
+    with pytest.raises(td.InvalidValueError, match="not JSON text") as raised:
+        td.load("ms_swift", data_files=str(path), split="train", cache_dir=cache_dir + "-raise")
+    assert (raised.value.row, raised.value.field) == (None, "<file>")
+
+
+def test_a_row_of_text_in_another_encoding_stays_that_rows_error(tmp_path, cache_dir):
+    """JSON Lines whose first row holds a Latin-1 byte still open a JSON value: that row is skipped, the file's
+    other rows are read."""
+    from conftest import shared_data
+
+    lines = shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl").read_bytes().splitlines()
+    quote = lines[0].index(b'": "') + 4
+    path = tmp_path / "data.jsonl"
+    path.write_bytes(b"\n".join([lines[0][:quote] + b"caf\xe9 " + lines[0][quote:]] + lines[1:]) + b"\n")
+    for mode, (splits, report) in load_both("ms_swift", str(path), cache_dir).items():
+        assert len(splits["train"]) == len([line for line in lines[1:] if line.strip()]), mode
+        assert [(e.row, e.field) for e in report.examples] == [(0, "<line>")], mode
+        assert "not UTF-8 text" in report.examples[0].message

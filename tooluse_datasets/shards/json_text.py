@@ -55,10 +55,21 @@ def not_json_text(head: bytes) -> Optional[str]:
         return "bzip2-compressed data (name it .bz2)"
     if head[257:262] == b"ustar":  # a tar header's magic (POSIX and GNU)
         return "a tar archive (extract it and pass its files, or zip them: a .zip archive's files are read)"
-    if b"\x00" not in head:
-        return None
     # Text that opens with a brace or bracket holds a bad byte in a row of JSON text (that row's error, not the
     # whole file's) unless it is UTF-16, a NUL after every character: after the first and the second alike.
     text = head.removeprefix(UTF8_BOM).lstrip()
+    opens_json = text[:1] in (b"{", b"[")
+    if b"\x00" not in head:
+        # Bytes that open no JSON value and are not UTF-8 (an image's header) are not rows either: one error
+        # for the file, not one for every line its bytes happen to split into.
+        return None if opens_json or _is_utf8(text) else "data that is not UTF-8 text (JSON files are UTF-8)"
     utf16 = text[1:2] == b"\x00" and text[3:4] == b"\x00"
-    return None if text[:1] in (b"{", b"[") and not utf16 else "binary data"
+    return None if opens_json and not utf16 else "binary data"
+
+
+def _is_utf8(head: bytes) -> bool:
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        return bad.reason == "unexpected end of data"  # a character cut where the sniffed bytes end
+    return True
