@@ -1420,3 +1420,31 @@ def test_openai_call_ids_that_are_not_strings_never_pair_results_against_what_th
     answers = [m["content"] for m in loaded["messages"] if m["role"] == "tool"]
     assert [c["function"]["arguments"]["city"] for c in loaded["messages"][1]["tool_calls"]] == ["Bergen", "Galway"]
     assert [a.split(":")[0] for a in answers] == ["Bergen", "Galway"]
+
+
+def test_messages_aliases_in_one_row_are_read_as_ms_swift_reads_them(tmp_path):
+    """ms-swift renames ``conversations``/``conversation`` to ``messages`` only when one of them is there (and no
+    ``messages``): a row with ``messages`` reads it and keeps the alias in ``meta``; a row with both aliases and
+    no ``messages`` is dropped by ms-swift (read from ``conversations`` here before), so it is a typed error."""
+    rows = [json.loads(line) for line in shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl")
+            .read_text().splitlines() if line.strip()]
+    sharegpt = [{"from": {"user": "human", "assistant": "gpt"}.get(m["role"], m["role"]), "value": m["content"]}
+                for m in rows[0]["messages"]]
+    both_aliases = {**{k: v for k, v in rows[0].items() if k != "messages"}, "conversations": sharegpt,
+                    "conversation": sharegpt}
+    messages_and_alias = {**rows[1], "conversations": sharegpt}
+    path = tmp_path / "data.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in (both_aliases, messages_and_alias, rows[2])) + "\n")
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text("\n".join(json.dumps(r) for r in rows[1:3]) + "\n")
+    expected = list(td.load("ms_swift", data_files=str(plain), split="train", streaming=True))
+    for streaming in (True, False):
+        report = td.SkipReport()
+        loaded = list(td.load("ms_swift", data_files=str(path), split="train", streaming=streaming,
+                              on_error="skip", report=report, cache_dir=str(tmp_path / "cache")))
+        assert [(e.row, e.field, e.error) for e in report.examples] == [(0, "conversations", "InvalidValueError")]
+        assert "drops the row" in report.examples[0].message
+        assert [r["messages"] for r in loaded] == [r["messages"] for r in expected]
+        assert loaded[0]["meta"]["conversations"] == sharegpt
+    with pytest.raises(InvalidValueError, match="both 'conversations' and 'conversation'"):
+        list(td.load("ms_swift", data_files=str(path), split="train", streaming=True))

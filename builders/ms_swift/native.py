@@ -110,6 +110,10 @@ def native_to_raw(native: dict) -> tuple[dict, list[Message]]:
     # preprocessor only when a column is named so (AutoPreprocessor), and drops every row of a file that has
     # "Messages" instead.
     messages_column = next((name for name in MESSAGES_COLUMNS if name in row), None)
+    if messages_column == "conversations" and "conversation" in row:
+        # ms-swift renames a column to messages only when one alias is there: it reads neither and drops the row.
+        raise InvalidValueError("row has both 'conversations' and 'conversation' and no 'messages': ms-swift renames "
+                                "neither to messages and drops the row; keep one of them", field="conversations")
     if messages_column is None:
         raise wrapped_rows_error(row, MESSAGES_COLUMNS) or MissingFieldError(
             "an ms-swift agent row needs a messages column (messages, conversations or conversation)"
