@@ -70,8 +70,8 @@ def row_times(source: str, specs: list) -> tuple[list[tuple[float, str, int]], f
                 for item, position in zip(batch.items, batch.positions):
                     started = time.perf_counter()
                     # the per-batch step of ShardConverter.batches, on a batch of this one row
-                    converter._convert(RawBatch([item], [position]), display_path(shard.file), plan.name,
-                                       True, False)
+                    converter._convert(RawBatch([item], [position]), display_path(shard.file), shard.file_label,
+                                       plan.name, arrow=True, keep_unified=False)
                     times.append((time.perf_counter() - started, shard.file, item[0]))
     return times, slowest_read
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import random
+import re
 import tempfile
 from pathlib import Path
 
@@ -146,3 +147,13 @@ def test_mutated_json_arrays_read_alike_whole_one_by_one_in_runs_and_in_pieces(m
                     assert items(plan.cut_array(spec.path, 3000)) == expected, (seed, spec.path, "pieces")
                 compared += 1
     assert compared >= 20 and runs > 0  # arrays were compared, and runs were read
+
+
+def test_the_scale_fuzz_run_runs(capsys):
+    """``benchmarks/fuzz_run.py`` at a tiny size: it drives the converter's per-batch step itself (to time rows
+    one by one), so a change of that step's signature must not leave the scale run broken."""
+    fuzz_run = benchmark_module("fuzz_run")
+    assert fuzz_run.main(["--rows", "24", "--files", "3", "--sources", "ms_swift", "--huge-chars", "2000"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"ms_swift: \d+ mutated rows in 3 files, .* escaped 0, typed load failures 0, unaccounted 0", out)
+    assert re.search(r"slowest row \d+ ms of [1-9][\d,]* timed", out)
