@@ -8,9 +8,11 @@ from typing import Any, Iterator, Mapping, Optional
 
 from tooluse_datasets.errors import InvalidValueError, MissingFieldError, UndefinedReferenceError, UnknownToolError
 
-# A whole argument value that is a reference: "$var_2.result$", "$var1.output_0$", v1 "$var3$". Matched with
-# fullmatch: a pattern's `$` also matches before a final newline, and "$var_1.result$\n" is no reference.
-REFERENCE = re.compile(r"\$(var_?\d+)(?:\.([^$]+))?\$")
+# A whole argument value that is a reference: "$var_2.result$", "$var1.output_0$", v1 "$var3$", and one with a
+# field but no closing `$` ("$var_1.result"), which upstream's executor and scorer read as the closed reference
+# (spec §9): so do the readers, the rules and our executor. Matched with fullmatch: a pattern's `$` also matches
+# before a final newline, and "$var_1.result$\n" is no reference.
+REFERENCE = re.compile(r"\$(var_?\d+)(?:\.([^$]+)\$?|\$)")
 
 # NESTFUL's free-text types -> JSON Schema. JSON Schema types (and lists of them) pass through.
 FREE_TEXT_TYPES: dict[str, dict] = {

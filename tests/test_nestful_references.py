@@ -1,0 +1,61 @@
+"""NESTFUL references mean one thing everywhere: the v2 reader (``call_graph``, undefined labels), the
+``nestful.undefined_reference`` rule and the sandboxed executor agree on what a reference is, which call and
+which output it names. Real rows, each changed in one place; execution goes through the package's sandbox
+(``run_sequences``), never in this process."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import tooluse_datasets as td
+from tooluse_datasets.builders.nestful.executed import execution_job
+from tooluse_datasets.builders.nestful.execution import run_sequences
+from tooluse_datasets.builders.nestful.source import NestfulSource
+from tooluse_datasets.source import RowContext
+from tooluse_datasets.validation import check_row, get_rule
+
+from conftest import shared_data
+
+CURRENT = ("nestful", "third_party", "reconstructed_current_v2", "rows_github_native_format.jsonl")
+FUNCTIONS = ("nestful", "data_v2", "executable_functions")
+SOURCE = NestfulSource()
+
+
+def current_row(index: int = 0) -> dict:
+    """A real current-format row (0: 3a4b7b77, divide -> multiply($var_1.result$) -> add($var_2.result$))."""
+    lines = shared_data(*CURRENT).read_text().splitlines()
+    return json.loads(lines[index])
+
+
+def unified(native: dict) -> dict:
+    ctx = RowContext("nestful", "test", 0, "train")
+    return SOURCE.to_unified(SOURCE.to_raw(native, ctx), ctx)
+
+
+def executed(*rows: dict):
+    return run_sequences([execution_job(r) for r in rows], str(shared_data(*FUNCTIONS)))
+
+
+def reference_findings(row: dict) -> list:
+    return check_row(row, [get_rule("nestful.undefined_reference"), get_rule("arguments.schema")])
+
+
+def test_a_reference_without_its_closing_dollar_reads_as_one_everywhere():
+    """Upstream's executor (spec §9, step 3) and scorer (grounding, the slot F1) read "$var_1.result" as the
+    reference "$var_1.result$"; the executor here resolved it and reproduced the gold answer, while the reader
+    kept it literal: no call_graph edge, and arguments.schema reported a string where a number is declared."""
+    native = current_row()
+    closed = unified(native)
+    native["output"][1]["arguments"]["arg_0"] = "$var_1.result"
+    unclosed = unified(native)
+    assert unclosed["messages"][1]["tool_calls"][1]["function"]["arguments"]["arg_0"] == "$var_1.result"  # verbatim
+    assert unclosed["call_graph"] == closed["call_graph"]
+    assert reference_findings(unclosed) == []
+    results = executed(closed, unclosed)
+    assert [r.results for r in results[1:]] == [results[0].results] and results[1].win_upstream
+
+    native["output"][1]["arguments"]["arg_0"] = "$var_7.result"  # no such call: refused as the closed form is
+    with pytest.raises(td.UndefinedReferenceError) as info:
+        unified(native)
+    assert info.value.field == "output[1].arguments.arg_0"
