@@ -59,3 +59,23 @@ def test_a_reference_without_its_closing_dollar_reads_as_one_everywhere():
     with pytest.raises(td.UndefinedReferenceError) as info:
         unified(native)
     assert info.value.field == "output[1].arguments.arg_0"
+
+
+@pytest.mark.parametrize("value, says", [
+    ("$var_1.result.value$", "divide has no output 'result.value'"),
+    ("$var_1.result[0]$", "divide has no output 'result[0]'"),
+    ("$var_1$", "reference to var_1 names no output field"),
+])
+def test_a_v2_reference_names_exactly_one_output_as_the_executor_reads_it(value, says):
+    """v2 references are `$label.field$`, field an output parameter (spec §4): upstream's executor looks the
+    whole text after the label up among the outputs, so a path into an output or a whole output fails the
+    sequence (bad_reference). The rule took the path's leading name for the output (a v1 reading) and let a
+    reference without a field pass, so rows the executor cannot run validated clean."""
+    native = current_row()
+    native["output"][1]["arguments"]["arg_0"] = value
+    row = unified(native)
+    found = check_row(row, [get_rule("nestful.undefined_reference")])
+    assert [f.field for f in found] == ["messages[1].tool_calls[1].function.arguments.arg_0"]
+    assert says in found[0].message
+    [result] = executed(row)
+    assert (result.status, result.reason, result.failed_call) == ("error", "bad_reference", 1)

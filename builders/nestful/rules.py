@@ -16,8 +16,9 @@ from .specs import label_key, references as argument_references
 def undefined_reference(view):
     labels: dict[str, str] = {}  # label_key of each earlier call's label -> its tool name
     # v1 rows (subset v1-<group>) also reference outputs inside longer strings ("5 * $var1.Exchange Rate$"),
-    # read as references by the v1 reader: checked the same way
-    embedded = str(view.row.get("subset") or "").startswith("v1-")
+    # read as references by the v1 reader: checked the same way. v2 rows are checked as upstream's executor
+    # reads them: `$label.field$` with field exactly one of the tool's outputs (no path, no whole output).
+    v1 = embedded = str(view.row.get("subset") or "").startswith("v1-")
     for c in view.calls:
         if isinstance(c.arguments, dict):
             for argument, label, output_field in argument_references(c.arguments, embedded=embedded):
@@ -26,8 +27,11 @@ def undefined_reference(view):
                 if producer is None:
                     yield where, f"reference to {label!r}, which no earlier call defines"
                     continue
+                if output_field is None and not v1:  # v2: upstream's executor reads env[label][field], no whole output
+                    yield where, f"reference to {label} names no output field ({label}.<field>, as v2 references read)"
+                    continue
                 outputs = _output_parameters(view, producer)
-                if output_field is not None and outputs is not None and not _names_an_output(output_field, outputs):
+                if output_field is not None and outputs is not None and not _names_an_output(output_field, outputs, v1):
                     yield where, (f"reference to {label}.{output_field}: {producer} has no output {output_field!r} "
                                   f"(outputs: {', '.join(map(str, outputs)) or 'none'})")
         if isinstance(c.id, str) and isinstance(c.name, str):
@@ -39,9 +43,10 @@ def undefined_reference(view):
 _PATH_STEP = re.compile(r"[.\[]")
 
 
-def _names_an_output(output_field: str, outputs: dict) -> bool:
-    """Whether ``output_field`` is an output of the tool, or a path into one (its leading name is an output)."""
-    return output_field in outputs or _PATH_STEP.split(output_field, 1)[0] in outputs
+def _names_an_output(output_field: str, outputs: dict, v1: bool) -> bool:
+    """Whether ``output_field`` is an output of the tool, or (v1) a path into one (its leading name is an output).
+    v2 has no paths: upstream's executor looks the whole text after the label up among the outputs."""
+    return output_field in outputs or v1 and _PATH_STEP.split(output_field, 1)[0] in outputs
 
 
 def _output_parameters(view, tool_name: str):
