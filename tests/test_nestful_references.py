@@ -79,3 +79,31 @@ def test_a_v2_reference_names_exactly_one_output_as_the_executor_reads_it(value,
     assert says in found[0].message
     [result] = executed(row)
     assert (result.status, result.reason, result.failed_call) == ("error", "bad_reference", 1)
+
+
+@pytest.mark.parametrize("index, value, field, says", [
+    # e3e68bf5: find_kth_largest -> convert_to_float_or_string(input_string="$var1.output_0$"), a string parameter
+    (1, "$var1.output_0$ as text", "input_string", "has no output 'output_0$ as text'"),
+    (1, "$var1.output_0$\n", "input_string", "has no output 'output_0$\\n'"),
+    (1, "$var1", "input_string", "reference to var1 names no output field"),
+    # 3a4b7b77: divide -> multiply(arg_0="$var_1.result$") -> add
+    (0, ["$var_1.result$"], "arg_0[0]", "upstream's executor reads only a whole argument value"),
+    (0, {"value": "$var_1.result$"}, "arg_0.value", "upstream's executor reads only a whole argument value"),
+])
+def test_v2_values_are_checked_as_the_executor_reads_them(index, value, field, says):
+    """What upstream's executor takes for a reference (a string that starts with `$var`, or starts and ends
+    with `$`; spec §9) is what verify and execute=True run: such a value that is no well-formed reference fails
+    with bad_reference, and a reference inside a list or object reaches the function as text. The rule passed
+    all of these (a string parameter is no type error either), so rows that cannot run validated clean."""
+    native = current_row(index)
+    call = native["output"][1]
+    name = next(iter(call["arguments"]))
+    call["arguments"][name] = value
+    row = unified(native)
+    found = check_row(row, [get_rule("nestful.undefined_reference")])
+    assert [f.field for f in found] == [f"messages[1].tool_calls[1].function.arguments.{field}"]
+    assert says in found[0].message
+    [result] = executed(row)
+    assert result.status == "error" and not result.win_upstream
+    if isinstance(value, str):
+        assert (result.reason, result.failed_call) == ("bad_reference", 1)

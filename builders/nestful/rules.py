@@ -6,7 +6,7 @@ import re
 from tooluse_datasets.errors import UndefinedReferenceError
 from tooluse_datasets.validation.registry import rule
 
-from .specs import label_key, references as argument_references
+from .specs import executor_reference, label_key, references as argument_references
 
 
 @rule("nestful.undefined_reference", "error", "A NESTFUL argument reference (`$var_2.result$`) names no "
@@ -17,11 +17,15 @@ def undefined_reference(view):
     labels: dict[str, str] = {}  # label_key of each earlier call's label -> its tool name
     # v1 rows (subset v1-<group>) also reference outputs inside longer strings ("5 * $var1.Exchange Rate$"),
     # read as references by the v1 reader: checked the same way. v2 rows are checked as upstream's executor
-    # reads them: `$label.field$` with field exactly one of the tool's outputs (no path, no whole output).
-    v1 = embedded = str(view.row.get("subset") or "").startswith("v1-")
+    # reads them (they are what verify and execute=True run): every whole argument value it takes for a
+    # reference, `$label.field$` with field exactly one of the tool's outputs (no path, no whole output).
+    v1 = str(view.row.get("subset") or "").startswith("v1-")
     for c in view.calls:
         if isinstance(c.arguments, dict):
-            for argument, label, output_field in argument_references(c.arguments, embedded=embedded):
+            if not v1:
+                yield from _nested_references(c)
+            found = argument_references(c.arguments, embedded=True) if v1 else _executor_references(c.arguments)
+            for argument, label, output_field in found:
                 where = f"{c.field}.function.arguments.{argument}"
                 producer = labels.get(label)
                 if producer is None:
@@ -36,6 +40,25 @@ def undefined_reference(view):
                                   f"(outputs: {', '.join(map(str, outputs)) or 'none'})")
         if isinstance(c.id, str) and isinstance(c.name, str):
             labels[label_key(c.id)] = c.name
+
+
+def _executor_references(arguments: dict):
+    for name, value in arguments.items():
+        read = executor_reference(value)
+        if read is not None:
+            yield (name, *read)
+
+
+def _nested_references(c):
+    """v2: a reference inside a list or object, which the reader makes an edge but upstream's executor passes to
+    the function as its text (it reads whole argument values only)."""
+    for name, value in c.arguments.items():
+        if isinstance(value, (list, dict)):
+            for argument, label, output_field in argument_references({name: value}):
+                yield (f"{c.field}.function.arguments.{argument}",
+                       f"reference to {label}{'.' + output_field if output_field else ''} inside argument {name!r}: "
+                       "upstream's executor reads only a whole argument value as a reference, so the call would get "
+                       "this text")
 
 
 # Where the output's name ends in a path into it: v1 references read inside an output ("location.name",

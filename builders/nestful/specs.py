@@ -94,6 +94,23 @@ def references(arguments: dict, *, embedded: bool = False) -> Iterator[tuple[str
         yield from walk(name, value)
 
 
+def executor_reference(value: Any) -> Optional[tuple[str, Optional[str]]]:
+    """``(label, output field or None)`` when upstream's executor reads ``value`` as a reference (spec §9: a string
+    that starts and ends with ``$``, or starts with ``$var``; the label is what comes before the first ``.``),
+    None when it passes the value as it is. The sandbox's ``child.resolve`` reads values so (it imports nothing
+    of the package); for a well-formed reference this is what :data:`REFERENCE` reads."""
+    if type(value) is not str:
+        return None
+    if value.startswith("$") and value.endswith("$"):
+        inner = value[1:-1]
+    elif value.startswith("$var"):
+        inner = value[1:]
+    else:
+        return None
+    label, dot, output_field = inner.partition(".")
+    return label, output_field if dot else None
+
+
 def check_references(arguments: dict, producers: Mapping[str, str], field: str, *, embedded: bool = False
                      ) -> list[tuple[str, str, Optional[str]]]:
     """``(argument path, producer's label, output field or None)`` of each reference in ``arguments`` (as

@@ -645,7 +645,8 @@ class Functions:
 
 def resolve(value, env, call_index):
     """A reference ``$label.field$`` (or upstream's tolerated ``$label.field`` without the closing ``$``)
-    becomes the producer's result; anything else is literal."""
+    becomes the producer's result; anything else is literal. (``specs.executor_reference`` reads values the same
+    way for the validation rule: keep the two alike.)"""
     if type(value) is not str:
         return value
     if value.startswith("$") and value.endswith("$"):
