@@ -1340,15 +1340,18 @@ def test_an_image_named_jsonl_is_one_file_error_not_an_error_per_line(tmp_path, 
     assert (raised.value.row, raised.value.field) == (None, "<file>")
 
 
-def test_a_row_of_text_in_another_encoding_stays_that_rows_error(tmp_path, cache_dir):
-    """JSON Lines whose first row holds a Latin-1 byte still open a JSON value: that row is skipped, the file's
-    other rows are read."""
+@pytest.mark.parametrize("damage", ["latin1_in_object", "surrogate_bytes_in_string"])
+def test_a_row_of_text_in_another_encoding_stays_that_rows_error(tmp_path, cache_dir, damage):
+    """JSON Lines whose first row is not UTF-8 but opens a JSON value (an object with a Latin-1 byte, a string
+    holding a surrogate's bytes) are rows: that row is skipped, the file's other rows are read."""
     from conftest import shared_data
 
     lines = shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl").read_bytes().splitlines()
     quote = lines[0].index(b'": "') + 4
+    first = {"latin1_in_object": lines[0][:quote] + b"caf\xe9 " + lines[0][quote:],
+             "surrogate_bytes_in_string": b'"\xed\xb2\x80x"'}[damage]
     path = tmp_path / "data.jsonl"
-    path.write_bytes(b"\n".join([lines[0][:quote] + b"caf\xe9 " + lines[0][quote:]] + lines[1:]) + b"\n")
+    path.write_bytes(b"\n".join([first] + lines[1:]) + b"\n")
     for mode, (splits, report) in load_both("ms_swift", str(path), cache_dir).items():
         assert len(splits["train"]) == len([line for line in lines[1:] if line.strip()]), mode
         assert [(e.row, e.field) for e in report.examples] == [(0, "<line>")], mode

@@ -58,13 +58,17 @@ def not_json_text(head: bytes) -> Optional[str]:
     # Text that opens with a brace or bracket holds a bad byte in a row of JSON text (that row's error, not the
     # whole file's) unless it is UTF-16, a NUL after every character: after the first and the second alike.
     text = head.removeprefix(UTF8_BOM).lstrip()
-    opens_json = text[:1] in (b"{", b"[")
     if b"\x00" not in head:
         # Bytes that open no JSON value and are not UTF-8 (an image's header) are not rows either: one error
         # for the file, not one for every line its bytes happen to split into.
-        return None if opens_json or _is_utf8(text) else "data that is not UTF-8 text (JSON files are UTF-8)"
+        opens_value = text[:1] in _VALUE_STARTS
+        return None if opens_value or _is_utf8(text) else "data that is not UTF-8 text (JSON files are UTF-8)"
     utf16 = text[1:2] == b"\x00" and text[3:4] == b"\x00"
-    return None if opens_json and not utf16 else "binary data"
+    return None if text[:1] in (b"{", b"[") and not utf16 else "binary data"
+
+
+# The first bytes of a JSON value: a row of JSON text, however damaged, opens with one of them.
+_VALUE_STARTS = frozenset(bytes([b]) for b in b'{["-0123456789tfn')
 
 
 def _is_utf8(head: bytes) -> bool:
