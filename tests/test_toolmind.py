@@ -1603,3 +1603,57 @@ def test_a_call_that_does_not_parse_says_why(arguments, reason):
     with pytest.raises(InvalidJsonError, match=reason) as err:
         convert(native_row(msgs))
     assert err.value.field.startswith("messages[3]")
+
+
+def _format_examples() -> dict[str, str]:
+    """Call-format examples with placeholders, as real prompts spell them: the Qwen2.5 template's system turn and
+    the card's role table (its `tool_call` example)."""
+    import re
+
+    from chat_templates import QWEN25
+    excerpt = json.loads(shared_data("toolmind", "cleaned_variant_card_and_viewer_excerpts.json").read_text())
+    card_call = dict(excerpt["toolmind_cleaned_card"]["message_roles_table"])["tool_call"].split(" — ")[0]
+    qwen = re.search(r'\{\\"name\\": <function-name>, \\"arguments\\": <args-json-object>\}', QWEN25).group()
+    return {"qwen": qwen.replace('\\"', '"'), "card": P.unwrap(card_call, "tool_call", "", "x").text}
+
+
+@pytest.mark.parametrize("layout", ["lines", "array", "pretty"])
+@pytest.mark.parametrize("example", ["qwen", "card"])
+@pytest.mark.parametrize("where", ["before", "after", "between"])
+def test_a_call_format_example_next_to_the_catalog_does_not_flag_its_tools_unreadable(tmp_path, layout, example,
+                                                                                      where):
+    """A format example with placeholders ({"name": <function-name>, ...}) is not JSON, and it is no tool either:
+    next to a catalog read whole (right before it, right after it, or in a domain prompt that lists a tool again,
+    as glaive's does) it set `meta.tools_unreadable`, which then said nothing. The flag means a catalog tool could
+    not be read: a tool cut short beside the same example still sets it."""
+    samples = json.loads(shared_data("toolmind", "nanbeige_toolmind_graphsyn_raw_sample.json").read_text())["rows"]
+    tools = list({t["function"]["name"]: t for row in samples for t in row["tools"]}.values())[:3]
+    glaive = json.loads(shared_data("toolmind", "source_native_samples.json").read_text())[
+        "glaive_function_calling_v2"]["row_25475_exact"]["system"]
+    sample = _format_examples()[example]
+    catalog = gen._catalog_text(tools, layout, ensure_ascii=True)
+    if where == "before":
+        system = f"{PROTOCOL_TEXT}\n\n{sample}\n{catalog.split(chr(10), 2)[2]}\n\n# Domain\nBe polite."
+    elif where == "after":
+        system = f"{PROTOCOL_TEXT}\n\n{catalog}\n{sample}\n\n# Domain\nBe polite."
+    else:
+        system = f"{PROTOCOL_TEXT}\n\n{catalog}\n\nCall tools like this:\n{sample}\n\n{glaive}"
+    msgs = conversation()
+    msgs[0]["content"] = system
+    native = native_row(msgs)
+    row = convert(native)
+    names = [t["function"]["name"] for t in tools] + (["detect_language"] if where == "between" else [])
+    assert [t["function"]["name"] for t in row["tools"]] == names
+    assert "tools_unreadable" not in row["meta"] and "tools_not_found" not in row["meta"]
+    assert sample in row["messages"][0]["content"]
+    assert write_toolmind_row(row)["messages"] == native["messages"]
+
+    if layout == "array":
+        return  # (one tool cut short makes the whole array no JSON: no catalog, tools_not_found)
+    whole = json.dumps(tools[1], indent=4 if layout == "pretty" else None)
+    assert system.count(whole) == 1
+    msgs[0]["content"] = system.replace(whole, whole[:-1])
+    native = native_row(msgs)
+    row = convert(native)
+    assert row["meta"]["tools_unreadable"] is True
+    assert write_toolmind_row(row)["messages"] == native["messages"]

@@ -201,18 +201,37 @@ def _scan_tool_catalog(text: str) -> tuple[list[tuple[int, int]], list[dict], bo
 _JSON_START = re.compile(r'[\[{][ \t\r\n]*["{]')
 
 
+# What a format example holds where JSON wants a value or a key: `{"name": <function-name>, ...}` (chat
+# templates), `{"name": "...", "arguments": {...}}` (the card). (A closing tag is no placeholder: a tool cut
+# short right before `</tools>` stops there.)
+_PLACEHOLDER = re.compile(r"<[^</>\n][^<>\n]*>|\.\.\.|\u2026")
+_EXPECTING_VALUE_OR_KEY = ("Expecting value", "Expecting property name enclosed in double quotes")
+
+
 def _unreadable_in_catalog(text: str, spans: list[tuple[int, int]], failed: list[int]) -> bool:
     """Whether a value that is not JSON (``failed``: where each starts) belongs to the catalog: one between its
     first and last tool, right after its last (only whitespace between), or right before its first (nothing
-    but whitespace after the bracket that ends it)."""
+    but whitespace after the bracket that ends it). A format example is none of the catalog's."""
     first, last = spans[0][0], spans[-1][1]
     for start in failed:
-        if not _JSON_START.match(text, start):
+        if not _JSON_START.match(text, start) or _is_format_example(text, start):
             continue
         if first < start < last or (start >= last and not text[last:start].strip()):
             return True
         if start < first and text[start:first].rstrip()[-1:] in ("}", "]"):
             return True
+    return False
+
+
+def _is_format_example(text: str, start: int) -> bool:
+    """Whether the value at ``start`` stops being JSON at a placeholder: an example of the call format, not a
+    tool cut short or mistyped (which stops at its end, or at the typo)."""
+    try:
+        BALANCED_DECODER.raw_decode(text, start)
+    except json.JSONDecodeError as exc:
+        return exc.msg in _EXPECTING_VALUE_OR_KEY and _PLACEHOLDER.match(text, exc.pos) is not None
+    except (ValueError, RecursionError):
+        pass
     return False
 
 
