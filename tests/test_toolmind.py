@@ -1657,3 +1657,24 @@ def test_a_call_format_example_next_to_the_catalog_does_not_flag_its_tools_unrea
     row = convert(native)
     assert row["meta"]["tools_unreadable"] is True
     assert write_toolmind_row(row)["messages"] == native["messages"]
+
+
+@pytest.mark.parametrize("layout", ["array", "lines", "tools_block", "pretty"])
+def test_a_responses_api_tool_becomes_the_chat_completions_tool_and_writes_back_byte_for_byte(graphsyn_tools, layout):
+    """OpenAI's Responses API declares a function flat: {"type": "function", "name", "description", "parameters",
+    "strict"}. Its `type` is the tool's, not the function's: it was copied into `function` as well, a key no
+    function has (and templates that render `function` print it). `strict` belongs to the function in Chat
+    Completions too, and stays there."""
+    flat = [{"type": "function", **t["function"], "strict": k == 0} for k, t in enumerate(graphsyn_tools)]
+    msgs = conversation()
+    msgs[0]["content"] = f"{PROTOCOL_TEXT}\n\n{gen._catalog_text(flat, layout, ensure_ascii=True)}\n\n# Domain\nBe polite."
+    native = native_row(msgs)
+    row = convert(native)
+    assert row["tools"] == [{"type": "function", "function": {**t["function"], "strict": k == 0}}
+                            for k, t in enumerate(graphsyn_tools)]
+    assert "tools_unreadable" not in row["meta"] and "tools_not_found" not in row["meta"]
+    assert write_toolmind_row(row)["messages"] == native["messages"]
+    # the same tools from another source are written in the Chat Completions shape and read back as they are
+    foreign = dict(row, source="ms_swift", meta={})
+    again = convert(native_row(json.loads(write_toolmind_row(foreign)["messages"])))
+    assert again["tools"] == row["tools"] and again["messages"][1:] == row["messages"][1:]

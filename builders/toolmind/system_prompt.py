@@ -387,8 +387,10 @@ def normalize_tool(obj: Any) -> Optional[dict]:
     if "description" in base:
         function["description"] = base["description"]
     function["parameters"] = to_json_schema(base.get(params_key) if params_key else None, base.get("required"))
+    # A flat declaration (OpenAI's Responses API) spells the tool's own "type" beside the function's keys.
+    flat_type = base is obj and obj.get("type") == "function"
     for key, value in base.items():
-        if key not in _FUNCTION_KEYS:
+        if key not in _FUNCTION_KEYS and not (flat_type and key == "type"):
             function[key] = value  # extras (strict, response schemas...) stay inside `function`
     if "required" in base and not isinstance(function["parameters"].get("required"), list):
         function["required"] = base["required"]
