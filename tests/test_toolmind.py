@@ -1678,3 +1678,29 @@ def test_a_responses_api_tool_becomes_the_chat_completions_tool_and_writes_back_
     foreign = dict(row, source="ms_swift", meta={})
     again = convert(native_row(json.loads(write_toolmind_row(foreign)["messages"])))
     assert again["tools"] == row["tools"] and again["messages"][1:] == row["messages"][1:]
+
+
+@pytest.mark.parametrize("layout", ["array", "lines", "tools_block", "pretty"])
+def test_a_call_example_spelled_with_parameters_is_no_tool(graphsyn_tools, layout):
+    """DR-Tulu's card (a sibling this reader takes with arguments_key="parameters") shows its call format as
+    <tool_call>{"name": "google_search", "parameters": {"query": "query text", ...}}</tool_call>, as Llama 3.1
+    spells calls. Such a line in a system prompt was read as a tool: a `google_search` whose "schema" is the
+    example's values, beside the real one of that name. Parameters that are values, not parameter
+    descriptions, make a call; a tool with a description or a schema is read as before."""
+    excerpt = json.loads(shared_data("toolmind", "cleaned_variant_card_and_viewer_excerpts.json").read_text())
+    tulu = excerpt["siblings_different_prompt_or_schema"][
+        "SupritiVijay/tool-reasoning-sft-RESEARCH-dr-tulu-sft-deep-research-agent-data-cleaned-rectified"]
+    domain = tulu["system_prefix_as_displayed"].replace("\\n", "\n").removesuffix("...")
+    example = tulu["tool_call_example_from_its_card"]
+    msgs = conversation()
+    msgs[0]["content"] = (f"{PROTOCOL_TEXT}\n\n{gen._catalog_text(graphsyn_tools, layout, ensure_ascii=True)}\n\n"
+                          f"{domain}\n\nFor example:\n{example}")
+    native = native_row(msgs)
+    row = convert(native)
+    assert row["tools"] == graphsyn_tools
+    assert row["messages"][0]["content"].endswith(f"For example:\n{example}")
+    assert write_toolmind_row(row)["messages"] == native["messages"]
+    # the same call spelled as a tool definition (parameters described) is a tool
+    described = {"name": "google_search", "parameters": {"query": {"type": "str", "description": "query text"}}}
+    assert [t["function"]["name"] for t in parse_system_prompt(f"{PROTOCOL_TEXT}\n\n{json.dumps(described)}").tools] \
+        == ["google_search"]

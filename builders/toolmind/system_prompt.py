@@ -381,7 +381,10 @@ def normalize_tool(obj: Any) -> Optional[dict]:
     # {"name": ...} alone is as likely a call example as a tool; an OpenAI declaration is a tool whatever it
     # leaves out (description and parameters are optional there), unless it names arguments, as calls do.
     declared = base is fn and obj.get("type") == "function" and "arguments" not in fn
-    if params_key is None and "description" not in base and not declared:
+    # {"name", "parameters": {"query": "text"}} is a call as Llama 3.1 and DR-Tulu spell it: its parameters
+    # are values, where a tool's describe them.
+    described = params_key == "arguments" or (params_key == "parameters" and _describes_parameters(base[params_key]))
+    if not described and "description" not in base and not declared:
         return None
     function: dict = {"name": name}
     if "description" in base:
@@ -406,6 +409,11 @@ def _parameters_key(base: dict) -> Optional[str]:
     if isinstance(args, dict) and all(isinstance(v, dict) for v in args.values()):
         return "arguments"
     return None
+
+
+def _describes_parameters(params: dict) -> bool:
+    """A JSON Schema object or an xLAM-style block (each parameter a spec object)."""
+    return _is_schema_object(params) or all(isinstance(v, dict) for v in params.values())
 
 
 def to_json_schema(params: Any, outer_required: Any = None) -> dict:
