@@ -1704,3 +1704,26 @@ def test_a_call_example_spelled_with_parameters_is_no_tool(graphsyn_tools, layou
     described = {"name": "google_search", "parameters": {"query": {"type": "str", "description": "query text"}}}
     assert [t["function"]["name"] for t in parse_system_prompt(f"{PROTOCOL_TEXT}\n\n{json.dumps(described)}").tools] \
         == ["google_search"]
+
+
+@pytest.mark.parametrize("layout", ["array", "lines", "pretty"])
+def test_a_catalog_in_a_markdown_code_fence_leaves_no_empty_fence_in_the_instructions(graphsyn_tools, layout):
+    """A catalog written inside a ```json fence (markdown, as prompts often hold JSON) was read, but the fence lines
+    and the heading above them stayed in the system message: "## Available Tools\\n\\n```json\\n\\n```" ahead of
+    the instructions, an empty code block announcing tools. The fence is left out as <tools> tags are; a code
+    block of the instructions' own, closed before the catalog or after it, is kept whole."""
+    catalog = gen._catalog_text(graphsyn_tools, layout, ensure_ascii=True)
+    heading, body = catalog.split("\n\n", 1)
+    code = "Dates look like this:\n```python\nstr(datetime.date.today())\n```"
+    for system, instructions in [
+        (f"{PROTOCOL_TEXT}\n\n{heading}\n\n```json\n{body}\n```\n\n# Domain\nBe polite.", "# Domain\nBe polite."),
+        (f"{PROTOCOL_TEXT}\n\n{code}\n\n{heading}\n```\n{body}\n```\n{code}", f"{code}\n\n{code}"),
+        (f"{PROTOCOL_TEXT}\n\n{heading}\n{body}\n\n{code}", code),
+    ]:
+        msgs = conversation()
+        msgs[0]["content"] = system
+        native = native_row(msgs)
+        row = convert(native)
+        assert row["tools"] == graphsyn_tools and "tools_unreadable" not in row["meta"]
+        assert row["messages"][0] == {"role": "system", "content": instructions}
+        assert write_toolmind_row(row)["messages"] == native["messages"]

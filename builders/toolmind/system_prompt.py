@@ -82,11 +82,15 @@ def parse_system_prompt(text: str) -> SystemPrompt:
     head = _instructions_before(text[: spans[0][0]])
     # Text between two catalog values is instructions too (a domain prompt after the catalog that repeats a
     # tool, as glaive's "SYSTEM: ... -\n{tool}" does, or a second catalog with a heading of its own): only the
-    # lines introducing the next value and a closing </tools> are left out, as around a single catalog.
-    # (Between the tools of a one-per-line catalog there is only a line break: nothing to look at.)
-    gaps = [_strip_lead_in(_TOOLS_CLOSE.sub("", gap, count=1)) for i in range(1, len(spans))
-            if not (gap := text[spans[i - 1][1]:spans[i][0]]).isspace()]
-    tail = _TOOLS_CLOSE.sub("", text[spans[-1][1]:], count=1).strip()
+    # lines introducing the next value and a closing </tools> (or code fence) are left out, as around a single
+    # catalog. (Between the tools of a one-per-line catalog there is only a line break: nothing to look at.)
+    fenced = _fences_open(text[: spans[0][0]])
+    gaps = []
+    for i in range(1, len(spans)):
+        if not (gap := text[spans[i - 1][1]:spans[i][0]]).isspace():
+            gaps.append(_strip_lead_in(_strip_close(gap, fenced)))
+            fenced = fenced != _fences_open(gap)
+    tail = _strip_close(text[spans[-1][1]:], fenced).strip()
     instructions = "\n\n".join(part for part in (head, *gaps, tail) if part)
     unreadable = bool(failed) and _unreadable_in_catalog(text, spans, failed)
     return SystemPrompt(_distinct(tools), instructions, True, scanned, unreadable)
@@ -519,12 +523,30 @@ def _instructions_before(head: str) -> str:
 
 
 def _strip_lead_in(head: str) -> str:
-    """Drop the heading / "...tags:" / ``<tools>`` (``<tool>``) lines that introduce the catalog."""
+    """Drop the heading / "...tags:" / ``<tools>`` (``<tool>``) / code fence lines that introduce the catalog."""
     lines = head.rstrip().split("\n")
     while lines:
         last = lines[-1].strip()
         if not last or last.startswith("#") or last.endswith(":") or last.endswith(("<tools>", "<tool>")):
             lines.pop()
+        elif last.startswith(_FENCE) and _fences_open("\n".join(lines)):
+            lines.pop()  # the fence the catalog is in (not one closing a code block of the instructions)
         else:
             break
     return "\n".join(lines).strip()
+
+
+_FENCE = "```"
+_FENCE_LINE = re.compile(r"^[ \t]*```", re.MULTILINE)
+_FENCE_CLOSE = re.compile(r"\A\s*```[ \t]*(?:\n|\Z)")
+
+
+def _fences_open(text: str) -> bool:
+    """Whether ``text`` leaves a markdown code fence open (an odd number of fence lines)."""
+    return _FENCE in text and len(_FENCE_LINE.findall(text)) % 2 == 1
+
+
+def _strip_close(after: str, fenced: bool) -> str:
+    """The text after a catalog value without the ``</tools>`` (``</tool>``) and, in a fence, the fence closing it."""
+    after = _TOOLS_CLOSE.sub("", after, count=1)
+    return _FENCE_CLOSE.sub("", after, count=1) if fenced else after
