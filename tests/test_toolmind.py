@@ -1727,3 +1727,26 @@ def test_a_catalog_in_a_markdown_code_fence_leaves_no_empty_fence_in_the_instruc
         assert row["tools"] == graphsyn_tools and "tools_unreadable" not in row["meta"]
         assert row["messages"][0] == {"role": "system", "content": instructions}
         assert write_toolmind_row(row)["messages"] == native["messages"]
+
+
+@pytest.mark.parametrize("lead_in", ["## Available Tools", "You may call these functions:", "<tools>"])
+def test_a_broken_array_catalog_beside_another_tool_is_flagged(graphsyn_tools, lead_in):
+    """A catalog written as one JSON array with one tool cut short is no JSON: none of its tools can be read.
+    With a tool listed again further on (glaive's domain prompt), that one tool was read and neither flag set:
+    the catalog's tools were lost without a word. A value that does not parse right where a catalog is
+    introduced sets `meta.tools_unreadable`; read whole, the same prompt sets nothing."""
+    glaive = json.loads(shared_data("toolmind", "source_native_samples.json").read_text())[
+        "glaive_function_calling_v2"]["row_25475_exact"]["system"]
+    array = json.dumps(graphsyn_tools)
+    msgs = conversation()
+    msgs[0]["content"] = f"{PROTOCOL_TEXT}\n\n{lead_in}\n{array}\n\n{glaive}"
+    row = convert(native_row(msgs))
+    assert [t["function"]["name"] for t in row["tools"]][:len(graphsyn_tools)] == \
+        [t["function"]["name"] for t in graphsyn_tools]
+    assert "tools_unreadable" not in row["meta"]
+    msgs[0]["content"] = f"{PROTOCOL_TEXT}\n\n{lead_in}\n{array[:-2]}]\n\n{glaive}"
+    native = native_row(msgs)
+    row = convert(native)
+    assert [t["function"]["name"] for t in row["tools"]] == ["detect_language"]
+    assert row["meta"]["tools_unreadable"] is True and "tools_not_found" not in row["meta"]
+    assert write_toolmind_row(row)["messages"] == native["messages"]

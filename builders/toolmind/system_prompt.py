@@ -224,7 +224,20 @@ def _unreadable_in_catalog(text: str, spans: list[tuple[int, int]], failed: list
             return True
         if start < first and text[start:first].rstrip()[-1:] in ("}", "]"):
             return True
+        if start < first and _introduces_tools(text[:start]):
+            return True  # where a catalog starts (an array cut short takes every tool in it along)
     return False
+
+
+def _introduces_tools(before: str) -> bool:
+    """Whether ``before`` ends on a line that introduces a tool catalog: ``<tools>``/``<tool>``, or a heading or a
+    line ending in ':' that names tools or functions ("## Available Tools", "You may call these functions:")."""
+    stripped = before.rstrip()
+    line = stripped[stripped.rfind("\n") + 1:].strip()
+    if line.endswith(("<tools>", "<tool>")):
+        return True
+    lowered = line.lower()
+    return (line.startswith("#") or line.endswith(":")) and ("tool" in lowered or "function" in lowered)
 
 
 def _is_format_example(text: str, start: int) -> bool:
