@@ -21,12 +21,15 @@ from tooluse_datasets.registry import source_names  # noqa: E402
 from chat_templates import SPECIAL_TOKENS, TEMPLATES  # noqa: E402
 
 # What each template renders by design (from its own logic): text beside calls, reasoning, result quoting.
-RENDERS_TEXT_BESIDE_CALLS = {"qwen2.5": True, "qwen3": True, "hermes3": False, "llama3.1": False, "mistral": False}
-RENDERS_SYSTEM_BEFORE_ANSWER = {"qwen2.5", "qwen3", "hermes3", "llama3.1"}  # Mistral: only with a last user turn
-RENDERS_REASONING = {"qwen3"}  # after the last user query only
-QUOTES_RESULTS = {"llama3.1"}  # tool results go through tojson
+RENDERS_TEXT_BESIDE_CALLS = {"qwen2.5": True, "qwen3": True, "hermes3": False, "llama3.1": False, "mistral": False,
+                             "granite": False, "llama3.2": False, "deepseekv3": True, "toolace": False,
+                             "glm4moe": True}
+RENDERS_SYSTEM_BEFORE_ANSWER = set(TEMPLATES) - {"mistral"}  # Mistral: only with a last user turn
+RENDERS_REASONING = {"qwen3", "glm4moe"}  # after the last user query only
+QUOTES_RESULTS = {"llama3.1", "llama3.2", "toolace"}  # tool results go through tojson
 EOS = {"qwen2.5": "<|im_end|>", "qwen3": "<|im_end|>", "hermes3": "<|im_end|>", "llama3.1": "<|eot_id|>",
-       "mistral": "</s>"}
+       "mistral": "</s>", "granite": "<|end_of_text|>", "llama3.2": "<|eot_id|>", "deepseekv3": "<｜end▁of▁sentence｜>",
+       "toolace": "<|eot_id|>", "glm4moe": "<|user|>"}
 # What a user does before training under a template that refuses the rows as they are.
 REMEDY = {"mistral": td.short_call_ids}
 
@@ -66,7 +69,7 @@ def refusal(template: str, row: dict):
     """The error a template's own logic raises on a row it cannot render, or None. Llama 3.1 refuses a turn
     with several calls; Hermes 3's type macro recurses forever on a type name outside its map (e.g. the
     ``null`` of NESTFUL's ``["string", "null"]``)."""
-    if template == "llama3.1" and any(len(m.get("tool_calls", [])) > 1 for m in row["messages"]):
+    if template in ("llama3.1", "llama3.2") and any(len(m.get("tool_calls", [])) > 1 for m in row["messages"]):
         return TemplateError
     if template == "mistral" and any(len(call["id"]) != 9 for m in row["messages"] for call in m.get("tool_calls", [])):
         return TemplateError
@@ -92,6 +95,20 @@ def floats_in(value) -> list[float]:
     return []
 
 
+def spelled_call(call: dict, template: str) -> str:
+    """How ``template`` writes a call's arguments: JSON (``tojson``) for most; GLM-4-MoE writes each argument as
+    ``<arg_key>``/``<arg_value>`` (strings unquoted, other values through ``tojson``); ToolACE as
+    ``key=value`` with Python's ``%s`` followed by a literal ``r`` (its template formats with ``"%sr"``)."""
+    name, arguments = call["function"]["name"], call["function"]["arguments"]
+    if template == "glm4moe":
+        pairs = "".join(f"<arg_key>{k}</arg_key>\n<arg_value>{v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}"
+                        "</arg_value>\n" for k, v in arguments.items())
+        return f"<tool_call>{name}\n{pairs}</tool_call>"
+    if template == "toolace":
+        return f"{name}(" + ", ".join(f"{k}={'%s' % (v,)}r" for k, v in arguments.items()) + ")"
+    return json.dumps(arguments, ensure_ascii=False)  # transformers' tojson
+
+
 def assert_rendered(row: dict, text: str, template: str) -> int:
     """Every message of ``row`` in ``text`` as ``template`` renders it; returns the float arguments checked."""
     messages = row["messages"]
@@ -109,8 +126,11 @@ def assert_rendered(row: dict, text: str, template: str) -> int:
             assert m["reasoning_content"].strip("\n") in text, f"{where}: reasoning not rendered"
         for call in calls:
             arguments = call["function"]["arguments"]
-            spelled = json.dumps(arguments, ensure_ascii=False)  # transformers' tojson
+            spelled = spelled_call(call, template)
             assert call["function"]["name"] in text and spelled in text, f"{where}: call not rendered"
+            if template in ("glm4moe", "toolace"):  # every value spelled exactly (%s and tojson keep floats' digits)
+                checked += len(floats_in(arguments))
+                continue
             start = text.index(spelled)
             back = json.loads(text[start:start + len(spelled)])
             originals, reread = floats_in(arguments), floats_in(back)
@@ -158,7 +178,7 @@ def test_every_message_and_every_float_renders_under_each_template(samples, temp
             floats += assert_rendered(row, text, template)
             rendered += 1
     assert rendered >= 20 and floats >= 2
-    assert (refused > 0) == (template in ("llama3.1", "hermes3", "mistral"))
+    assert (refused > 0) == (template in ("llama3.1", "llama3.2", "hermes3", "mistral"))
 
 
 @pytest.mark.parametrize("source", source_names())
@@ -246,7 +266,8 @@ def test_sft_trainer_renders_every_answer_after_select_columns(samples, tmp_path
 
 
 TEMPLATE_NAMES = {"qwen2.5": "Qwen2.5", "qwen3": "Qwen3", "hermes3": "Hermes 3", "llama3.1": "Llama 3.1",
-                  "mistral": "Mistral"}
+                  "mistral": "Mistral", "granite": "Granite", "llama3.2": "Llama 3.2", "deepseekv3": "DeepSeek-V3",
+                  "toolace": "ToolACE", "glm4moe": "GLM-4"}
 
 
 def test_mirror_card_names_the_templates_plain_rows_break_and_its_remedy_renders_every_answer(tmp_path):
