@@ -31,7 +31,7 @@ EOS = {"qwen2.5": "<|im_end|>", "qwen3": "<|im_end|>", "hermes3": "<|im_end|>", 
        "mistral": "</s>", "granite": "<|end_of_text|>", "llama3.2": "<|eot_id|>", "deepseekv3": "<｜end▁of▁sentence｜>",
        "toolace": "<|eot_id|>", "glm4moe": "<|user|>"}
 # What a user does before training under a template that refuses the rows as they are.
-REMEDY = {"mistral": td.short_call_ids}
+REMEDY = {"mistral": td.short_call_ids, "llama3.1": td.one_call_per_turn, "llama3.2": td.one_call_per_turn}
 
 
 def byte_tokenizer(template: str) -> PreTrainedTokenizerFast:

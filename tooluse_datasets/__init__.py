@@ -1,5 +1,6 @@
 """Tool-use (function-calling) training data as first-class Hugging Face datasets."""
 from .call_ids import short_call_ids
+from .call_turns import one_call_per_turn
 from .codec import ExactFeatures, ExactJson, decode_row, dumps, loads
 from .errors import (ConversionError, DataNotFoundError, InvalidJsonError, InvalidValueError, JsonValueError,
                      MissingFieldError, RuleViolationError, SkipReport, ToolUseDataError, UndefinedReferenceError,
@@ -18,7 +19,7 @@ SOURCES: tuple[str, ...] = tuple(_source_names())
 
 __all__ = [
     "load", "validate", "exact", "features", "sample_files", "SOURCES", "UNIFIED_FEATURES", "FIELD_DOCS", "validate_unified",
-    "strip_empty", "complete_row", "short_call_ids", "MEDIA_COLUMNS", "ExactFeatures", "ExactJson", "decode_row", "dumps", "loads", "SkipReport", "ToolUseDataError",
+    "strip_empty", "complete_row", "short_call_ids", "one_call_per_turn", "MEDIA_COLUMNS", "ExactFeatures", "ExactJson", "decode_row", "dumps", "loads", "SkipReport", "ToolUseDataError",
     "InvalidJsonError", "InvalidValueError", "MissingFieldError", "UndefinedReferenceError", "UnknownToolError",
     "JsonValueError", "ConversionError", "RuleViolationError", "DataNotFoundError", "__version__",
 ]

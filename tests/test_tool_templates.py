@@ -1,0 +1,112 @@
+"""Every row of every source, bundled and upstream (../shared/data), map-style and streamed, renders under every
+bundled tool-calling chat template (tests/chat_templates.py): after the template's remedy where the template
+refuses the row as it is, with every user turn, call, result and answer in the text. Llama 3.1 and 3.2 render one
+call per assistant turn and raise on the others (most NESTFUL and ToolMind rows): ``td.one_call_per_turn``
+splits such a turn into one turn per call, each followed by its own results."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("transformers", reason="chat template tests need transformers (the test extra)")
+from jinja2.exceptions import TemplateError  # noqa: E402
+
+import tooluse_datasets as td  # noqa: E402
+from chat_templates import TEMPLATES  # noqa: E402
+from test_call_ids import _loads, _text_only  # noqa: E402
+from test_trl import assert_rendered, byte_tokenizer, refusal  # noqa: E402
+
+# What a user does before training under a template that refuses rows as they are.
+REMEDY = {"mistral": td.short_call_ids, "llama3.1": td.one_call_per_turn, "llama3.2": td.one_call_per_turn}
+
+
+def _calls(row: dict) -> list[tuple[str, str]]:
+    return [(c["id"], c["function"]["name"]) for m in row["messages"] for c in m.get("tool_calls") or []]
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
+@pytest.mark.parametrize("template", ["llama3.1", "llama3.2"])
+def test_every_row_renders_under_llama_after_one_call_per_turn(template, streaming, cache_dir):
+    tokenizer = byte_tokenizer(TEMPLATES[template])
+    rows = refused = 0
+    for source, files in _loads():
+        for ds in td.load(source, data_files=files, streaming=streaming, cache_dir=cache_dir).values():
+            mapped = ds.map(td.one_call_per_turn)
+            if not streaming:
+                mapped = td.exact(mapped)  # map gives fresh features: back to the chat shape
+            for row, fixed in zip(ds, mapped):
+                if not _text_only(row):
+                    continue
+                if refusal(template, row) is not None:
+                    with pytest.raises(TemplateError, match="single tool-calls"):  # the row as it is
+                        tokenizer.apply_chat_template(row["messages"], tools=row["tools"], tokenize=False)
+                    refused += 1
+                assert fixed["id"] == row["id"] and _calls(fixed) == _calls(row)  # every call, in order
+                text = tokenizer.apply_chat_template(fixed["messages"], tools=fixed["tools"], tokenize=False)
+                if template == "llama3.1" and _starts_without_user(fixed):
+                    # Llama 3.1 puts the tools into the first turn after the system prompt, taking it for the
+                    # user's: a row that opens on a call turn (an ms-swift doc example) renders that call as text.
+                    assert _calls(fixed)[0][1] not in text
+                    continue
+                assert_rendered(fixed, text, template)
+                rows += 1
+    assert rows >= 100 and refused >= 50
+
+
+def _starts_without_user(row: dict) -> bool:
+    return next(m["role"] for m in row["messages"] if m["role"] != "system") != "user"
+
+
+def test_one_call_per_turn_puts_each_result_after_its_call_and_keeps_everything_else(cache_dir):
+    split = 0
+    for source, files in _loads():
+        for ds in td.load(source, data_files=files, cache_dir=cache_dir).values():
+            for row in ds:
+                before = td.dumps(row)
+                fixed = td.one_call_per_turn(row)
+                assert td.dumps(row) == before  # the row itself is left alone
+                assert {k: v for k, v in fixed.items() if k != "messages"} == \
+                    {k: v for k, v in row.items() if k != "messages"}
+                messages = fixed["messages"]
+                assert all(len(m.get("tool_calls") or []) <= 1 for m in messages)
+                # every other message kept, each once: results may move (after their call), nothing else does
+                others, kept = ([m for m in ms if not m.get("tool_calls")] for ms in (row["messages"], messages))
+                assert sorted(map(td.dumps, kept)) == sorted(map(td.dumps, others))
+                assert [m for m in kept if m["role"] != "tool"] == [m for m in others if m["role"] != "tool"]
+                texts = [(m["content"], m.get("reasoning_content")) for m in messages if m.get("tool_calls")]
+                originals = [(m["content"], m.get("reasoning_content")) for m in row["messages"] if m.get("tool_calls")]
+                assert [t for t in texts if t != ("", None)] == [t for t in originals if t != ("", None)]
+                # each result after its own call's turn
+                last_call = None
+                for m in messages:
+                    if m.get("tool_calls"):
+                        last_call = m["tool_calls"][0]["id"]
+                    elif m["role"] == "tool" and m.get("tool_call_id") in dict(_calls(row)):
+                        assert m["tool_call_id"] == last_call, row["id"]
+                if len(messages) > len(row["messages"]):
+                    split += 1
+    assert split >= 50
+
+
+def test_one_call_per_turn_on_a_complete_row_keeps_text_reasoning_and_stray_results():
+    row = td.complete_row({"id": "r", "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "Looking.", "reasoning_content": "two lookups", "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "f", "arguments": {"x": 1}}},
+            {"id": "b", "type": "function", "function": {"name": "g", "arguments": {}}}]},
+        {"role": "tool", "content": "from g", "tool_call_id": "b", "name": "g"},
+        {"role": "tool", "content": "from nowhere", "tool_call_id": "zzz", "name": "h"},
+        {"role": "tool", "content": "from f", "tool_call_id": "a", "name": "f"},
+        {"role": "assistant", "content": "done"}]})
+    messages = td.one_call_per_turn(row)["messages"]
+    assert [(m["role"], m["content"], m["reasoning_content"], [c["id"] for c in m["tool_calls"]], m["tool_call_id"])
+            for m in messages] == [
+        ("user", "hi", None, [], None),
+        ("assistant", "Looking.", "two lookups", ["a"], None),
+        ("tool", "from f", None, [], "a"),
+        ("assistant", "", None, ["b"], None),
+        ("tool", "from g", None, [], "b"),
+        ("tool", "from nowhere", None, [], "zzz"),  # answers no call of the turn: kept, after the turn's results
+        ("assistant", "done", None, [], None)]
+    assert set(messages[3]) == set(row["messages"][1])  # the complete shape: every key
+    text = byte_tokenizer(TEMPLATES["llama3.2"]).apply_chat_template(td.strip_empty(messages), tokenize=False)
+    assert text.index('"x": 1') < text.index("from f") < text.index('"name": "g"') < text.index("from g")
