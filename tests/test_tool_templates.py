@@ -110,3 +110,58 @@ def test_one_call_per_turn_on_a_complete_row_keeps_text_reasoning_and_stray_resu
     assert set(messages[3]) == set(row["messages"][1])  # the complete shape: every key
     text = byte_tokenizer(TEMPLATES["llama3.2"]).apply_chat_template(td.strip_empty(messages), tokenize=False)
     assert text.index('"x": 1') < text.index("from f") < text.index('"name": "g"') < text.index("from g")
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
+@pytest.mark.parametrize("template", sorted(TEMPLATES))
+def test_every_row_of_every_source_renders_under_every_template(template, streaming, cache_dir):
+    """Rows a template refuses as they are (refusal() says which and why) render after its remedy, if it has one
+    (Hermes 3's refusal, a type name outside its map, has none: those rows are counted, not rendered)."""
+    tokenizer = byte_tokenizer(TEMPLATES[template])
+    rows = refused = 0
+    for source, files in _loads():
+        for ds in td.load(source, data_files=files, streaming=streaming, cache_dir=cache_dir).values():
+            for row in ds:
+                if not _text_only(row):
+                    continue
+                if refusal(template, row) is not None:
+                    refused += 1
+                    if template not in REMEDY:
+                        continue
+                    row = REMEDY[template](row)
+                if template == "llama3.1" and _starts_without_user(row):
+                    continue  # see test_every_row_renders_under_llama_after_one_call_per_turn
+                text = tokenizer.apply_chat_template(row["messages"], tools=row["tools"], tokenize=False)
+                assert_rendered(row, text, template)
+                rows += 1
+    assert rows >= 50
+    assert (refused > 0) == (template in ("llama3.1", "llama3.2", "hermes3", "mistral"))
+
+
+TOOL_PROMPTS = {"llama3.1": "Environment: ipython", "llama3.2": "Environment: ipython",
+                "toolace": "You are an expert in composing functions"}
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
+def test_rows_without_tools_lose_the_tool_prompt_after_the_readme_recipe(streaming, cache_dir):
+    """Llama 3.1, Llama 3.2 and ToolACE test ``tools is not none``: a row's ``tools: []`` gets their tool prompt
+    (and Llama 3.1 moves the first user turn into it). README: ``ds.map(lambda r: {"tools": r["tools"] or None})``
+    (map-style through ``td.exact``) gives those rows null tools, and the templates leave the prompt out."""
+    tokenizers = {name: byte_tokenizer(TEMPLATES[name]) for name in TOOL_PROMPTS}
+    checked = 0
+    for source, files in _loads():
+        for ds in td.load(source, data_files=files, streaming=streaming, cache_dir=cache_dir).values():
+            mapped = ds.map(lambda r: {"tools": r["tools"] or None})
+            if not streaming:
+                mapped = td.exact(mapped)
+            for row, fixed in zip(ds, mapped):
+                if row["tools"] or not _text_only(row):
+                    continue
+                assert fixed["tools"] is None and fixed["messages"] == row["messages"]
+                for name, tokenizer in tokenizers.items():
+                    before = tokenizer.apply_chat_template(row["messages"], tools=row["tools"], tokenize=False)
+                    after = tokenizer.apply_chat_template(fixed["messages"], tools=fixed["tools"], tokenize=False)
+                    assert TOOL_PROMPTS[name] in before and TOOL_PROMPTS[name] not in after, (name, row["id"])
+                    assert_rendered(fixed, after, name)
+                checked += 1
+    assert checked >= 2
