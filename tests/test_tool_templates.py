@@ -68,6 +68,7 @@ def test_one_call_per_turn_puts_each_result_after_its_call_and_keeps_everything_
                     {k: v for k, v in row.items() if k != "messages"}
                 messages = fixed["messages"]
                 assert all(len(m.get("tool_calls") or []) <= 1 for m in messages)
+                assert not any(v is None for m in messages for v in m.values())  # still the decoded shape
                 # every other message kept, each once: results may move (after their call), nothing else does
                 others, kept = ([m for m in ms if not m.get("tool_calls")] for ms in (row["messages"], messages))
                 assert sorted(map(td.dumps, kept)) == sorted(map(td.dumps, others))

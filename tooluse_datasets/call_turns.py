@@ -28,8 +28,10 @@ def one_call_per_turn(row: dict) -> dict:
             split = {**messages[turn], "tool_calls": [call]}
             if k:
                 split["content"] = ""
-                if "reasoning_content" in split:
-                    split["reasoning_content"] = None  # the complete shape keeps its key
+                if "tool_call_id" in split:  # the complete shape keeps every key
+                    split["reasoning_content"] = None
+                else:
+                    split.pop("reasoning_content", None)
             out.append(split)
             out.extend(r for r in results if r.get("tool_call_id") == call.get("id"))
         out.extend(r for r in results if r.get("tool_call_id") not in ids)
