@@ -166,3 +166,60 @@ def test_rows_without_tools_lose_the_tool_prompt_after_the_readme_recipe(streami
                     assert_rendered(fixed, after, name)
                 checked += 1
     assert checked >= 2
+
+
+NO_REASONING = ("qwen2.5", "hermes3", "llama3.1", "llama3.2", "mistral", "granite", "deepseekv3", "toolace")
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
+@pytest.mark.parametrize("template", NO_REASONING)
+def test_reasoning_renders_under_templates_without_it_after_reasoning_in_content(template, streaming, cache_dir):
+    """These templates never render ``reasoning_content``; ``td.reasoning_in_content`` writes it into the turn's
+    text as a leading ``<think>`` block, which they render wherever they render the turn's text (every answer;
+    call turns where they render text beside calls)."""
+    from test_trl import RENDERS_TEXT_BESIDE_CALLS
+
+    tokenizer = byte_tokenizer(TEMPLATES[template])
+    recovered = shown = 0
+    for source, files in _loads():
+        for ds in td.load(source, data_files=files, streaming=streaming, cache_dir=cache_dir).values():
+            mapped = ds.map(td.reasoning_in_content)
+            if not streaming:
+                mapped = td.exact(mapped)
+            for row, fixed in zip(ds, mapped):
+                if not _text_only(row) or not any(m.get("reasoning_content") for m in row["messages"]):
+                    continue
+                if refusal(template, row) is not None:
+                    if template not in REMEDY:
+                        continue
+                    row, fixed = REMEDY[template](row), REMEDY[template](fixed)
+                before = tokenizer.apply_chat_template(row["messages"], tools=row["tools"], tokenize=False)
+                text = tokenizer.apply_chat_template(fixed["messages"], tools=fixed["tools"], tokenize=False)
+                assert not any(m.get("reasoning_content") for m in fixed["messages"])
+                for m, f in zip(row["messages"], fixed["messages"]):
+                    if not m.get("reasoning_content"):
+                        assert f == m
+                        continue
+                    assert f["content"] == f"<think>\n{m['reasoning_content']}\n</think>\n\n{m['content']}"
+                    if m.get("tool_calls") and not RENDERS_TEXT_BESIDE_CALLS[template]:
+                        continue
+                    assert m["reasoning_content"] not in before
+                    assert f["content"].strip() in text, (template, row["id"])
+                    recovered += 1
+                shown += 1
+    assert shown >= 10 and recovered >= 10
+
+
+def test_reasoning_in_content_keeps_the_complete_shape_and_leaves_the_row_alone():
+    row = td.complete_row({"id": "r", "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "", "reasoning_content": "look it up", "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "f", "arguments": {}}}]},
+        {"role": "tool", "content": "1", "tool_call_id": "a", "name": "f"},
+        {"role": "assistant", "content": "It is 1.", "reasoning_content": ""}]})
+    before = td.dumps(row)
+    messages = td.reasoning_in_content(row)["messages"]
+    assert td.dumps(row) == before
+    assert [set(m) for m in messages] == [set(m) for m in row["messages"]]
+    assert messages[1]["content"] == "<think>\nlook it up\n</think>\n\n" and messages[1]["reasoning_content"] is None
+    assert messages[3] == row["messages"][3]  # empty reasoning is no reasoning

@@ -5,6 +5,7 @@ from .codec import ExactFeatures, ExactJson, decode_row, dumps, loads
 from .errors import (ConversionError, DataNotFoundError, InvalidJsonError, InvalidValueError, JsonValueError,
                      MissingFieldError, RuleViolationError, SkipReport, ToolUseDataError, UndefinedReferenceError,
                      UnknownToolError)
+from .inline_reasoning import reasoning_in_content
 from .loading import exact, features, load, sample_files
 from .registry import source_names as _source_names
 from .schema import FIELD_DOCS, MEDIA_COLUMNS, UNIFIED_FEATURES, complete_row, strip_empty
@@ -19,7 +20,7 @@ SOURCES: tuple[str, ...] = tuple(_source_names())
 
 __all__ = [
     "load", "validate", "exact", "features", "sample_files", "SOURCES", "UNIFIED_FEATURES", "FIELD_DOCS", "validate_unified",
-    "strip_empty", "complete_row", "short_call_ids", "one_call_per_turn", "MEDIA_COLUMNS", "ExactFeatures", "ExactJson", "decode_row", "dumps", "loads", "SkipReport", "ToolUseDataError",
+    "strip_empty", "complete_row", "short_call_ids", "one_call_per_turn", "reasoning_in_content", "MEDIA_COLUMNS", "ExactFeatures", "ExactJson", "decode_row", "dumps", "loads", "SkipReport", "ToolUseDataError",
     "InvalidJsonError", "InvalidValueError", "MissingFieldError", "UndefinedReferenceError", "UnknownToolError",
     "JsonValueError", "ConversionError", "RuleViolationError", "DataNotFoundError", "__version__",
 ]

@@ -1,0 +1,25 @@
+"""Reasoning written into an assistant turn's text, for chat templates that have no place for it.
+
+Templates of models without a reasoning field (Qwen2.5, Llama 3.x, Hermes 3, Mistral, Granite 3.x, DeepSeek-V3,
+ToolACE) never render ``reasoning_content``, so a model trained under them never sees the reasoning of the
+rows. :func:`reasoning_in_content` moves it into ``content`` as a leading ``<think>`` block, per row, for
+``ds.map``, where a user wants the model to write its reasoning out.
+"""
+from __future__ import annotations
+
+
+def reasoning_in_content(row: dict) -> dict:
+    """``row`` with each assistant turn's ``reasoning_content`` moved to the front of its ``content`` as
+    ``"<think>\\n{reasoning}\\n</think>\\n\\n"`` (Qwen3's spelling). Turns without reasoning are unchanged; the row is
+    not changed in place; any message shape works (decoded: the key is left out; complete: it becomes null)."""
+    messages = []
+    for m in row["messages"]:
+        reasoning = m.get("reasoning_content")
+        if reasoning:
+            m = {**m, "content": f"<think>\n{reasoning}\n</think>\n\n{m['content']}"}
+            if "tool_call_id" in m:  # the complete shape keeps every key
+                m["reasoning_content"] = None
+            else:
+                del m["reasoning_content"]
+        messages.append(m)
+    return {**row, "messages": messages}
