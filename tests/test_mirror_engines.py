@@ -248,6 +248,44 @@ def test_sigint_to_the_build_process_alone_stops_its_workers_at_once(tmp_path):
     assert not out.exists() or set(os.listdir(out)) <= {".ms_swift.partial"}
 
 
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from Linux's /proc")
+def test_a_build_killed_outright_leaves_no_worker_converting_into_its_staging(tmp_path):
+    """``kill -9`` of a ``--num-proc`` build (or the out-of-memory killer) left its workers running for ever: under
+    the fork server a worker's parent is the fork server, which stays up while any worker holds its pipe, so the
+    workers never saw their parent go. They went on converting shards into the staging folder, where the next run
+    writes the same parts, and then waited, each holding its memory. Now they end within seconds of the build."""
+    rows = [line for f in sorted(shared_data("ms_swift").glob("*.jsonl"))
+            for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+    data = tmp_path / "agent.jsonl"
+    data.write_text("\n".join(rows * 3000) + "\n", encoding="utf-8")  # real rows, shards of seconds each
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "tooluse_datasets.cli", "mirror", "ms_swift", "--data-files", str(data),
+               "--num-proc", "2", "--shard-size", "4MB", "--configs", "unified", "--out", str(out)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    workers: set[int] = set()
+    try:
+        deadline = time.monotonic() + 120
+        while len(_descendants(process.pid)) < 4 and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)  # the fork server, its resource tracker and two workers: shards are being converted
+        workers = _descendants(process.pid)
+        assert len(workers) >= 4 and process.poll() is None, "the build did not start its workers"
+        time.sleep(1)
+        os.kill(process.pid, signal.SIGKILL)  # this process alone: its workers are not told
+        process.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while any(_running(pid) for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = [pid for pid in workers if _running(pid)]
+    finally:
+        for pid in workers | _descendants(process.pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    assert not left, "worker processes left running after the build was killed"
+    assert not (out / "ms_swift").exists()  # and nothing under the mirror's name
+
+
 def test_a_build_killed_midway_leaves_no_partial_mirror_and_the_next_run_finishes_it(reference, tmp_path, monkeypatch):
     out = tmp_path / "out"
     previous = build_mirror(MirrorRequest("toolmind", configs=["raw"], data_files=td.sample_files("toolmind")), out)

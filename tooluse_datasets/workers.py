@@ -2,7 +2,8 @@
 
 A pool's workers wait on a pipe whose write end they inherited themselves, so a parent killed outright
 (``kill -9``, the out-of-memory killer, ``os._exit``) leaves them waiting for ever, each holding its memory.
-Given as a pool's ``initializer``, :func:`exit_with_parent` makes a worker end within a second of its parent.
+Given as a pool's ``initializer``, :func:`exit_with_parent` makes a worker end within a second of its parent
+(or of the pool's owner, for workers started from a fork server).
 
 A worker forked from the caller (the fork start method) inherits its uncollected garbage too. Collecting it there
 runs finalizers of the caller's objects in the worker, and one of them can wait for ever: a stopped stream's
@@ -16,24 +17,37 @@ import gc
 import os
 import threading
 import time
-from typing import Iterator
+from typing import Iterator, Optional
 
 CHECK_SECONDS = 1.0
 
 
-def exit_with_parent() -> None:
+def exit_with_parent(owner: Optional[int] = None) -> None:
     """Start a daemon thread that ends this process once its parent is gone (it is then adopted: its parent id
-    changes). The parent is whichever process forked this one: the pool's owner, or under the forkserver start
-    method the fork server, which itself ends with the owner."""
+    changes), or ``owner``, the process that started the pool, if given. Under the forkserver start method the
+    parent is the fork server, which does not end with the owner: every worker holds the fork server's "alive"
+    pipe, so the server sees no end of it while a worker runs, and the worker never sees its parent go. Such a
+    pool passes ``initargs=(os.getpid(),)``."""
     parent = os.getppid()
+    # Only a fork server's workers (POSIX) have an owner other than their parent; on Windows os.kill(pid, 0)
+    # would send a Ctrl-C event.
+    owner = owner if owner != parent else None
 
     def watch() -> None:
         while True:
             time.sleep(CHECK_SECONDS)
-            if os.getppid() != parent:
+            if os.getppid() != parent or (owner is not None and not _alive(owner)):
                 os._exit(1)
 
     threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # no signal sent: only whether the process exists (and is ours: its id not reused)
+    except OSError:
+        return False
+    return True
 
 
 _forking_workers = False

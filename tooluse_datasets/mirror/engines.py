@@ -150,7 +150,7 @@ def _run_pool(tasks: Sequence[ShardTask], num_proc: int) -> Iterator[tuple[Shard
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     with ProcessPoolExecutor(max_workers=min(num_proc, len(tasks)), mp_context=_pool_context(tasks[0]),
-                             initializer=exit_with_parent) as pool:
+                             initializer=exit_with_parent, initargs=(os.getpid(),)) as pool:
         futures = {pool.submit(convert_shard, task): (position, task) for position, task in enumerate(tasks)}
         bad_row = _FirstBadRow()
         try:
