@@ -802,3 +802,29 @@ def test_reading_a_mirror_whose_first_build_was_interrupted_is_not_taken_for_a_s
     assert not isinstance(caught.value, mirror.StoppedSwapError)
     # running the build again finishes it
     assert list(mirror.read_manifest(build_sample_mirror("nestful", out, configs=["unified"])).configs) == ["unified"]
+
+
+def test_input_files_reached_through_links_are_named_as_given_like_the_rows_ids(tmp_path):
+    """Files downloaded with huggingface_hub are links in a snapshot folder to blobs named by their hash: the card
+    and manifest named each input by the blob's hash (the link resolved), while the rows' ids and subsets name the
+    file as given; and a rebuild from the listed inputs could not find them."""
+    from conftest import shared_data
+
+    blobs, snapshot = tmp_path / "cache" / "blobs", tmp_path / "cache" / "snapshots" / "0123abc"
+    blobs.mkdir(parents=True)
+    snapshot.mkdir(parents=True)
+    given = {"agent_en.jsonl": "agent_support_doc_examples_en.jsonl",
+             "custom_rows.jsonl": "custom_dataset_doc_agent_rows_en.jsonl"}
+    for name, real in given.items():
+        data = (shared_data("ms_swift") / real).read_bytes()
+        blob = blobs / hashlib.sha1(data).hexdigest()
+        blob.write_bytes(data)
+        (snapshot / name).symlink_to(Path("..", "..", "blobs", blob.name))
+    request = MirrorRequest("ms_swift", configs=["unified"], data_files=sorted(str(snapshot / n) for n in given))
+    folder = build_mirror(request, tmp_path / "out")
+    inputs = read_manifest(folder).provenance.inputs
+    assert [i.name for i in inputs] == sorted(given)
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    assert all(f"| `{name}` |" in card for name in given)
+    subsets = {row["subset"] for row in td.load("ms_swift", split="train", data_files=request.data_files)}
+    assert {f"{s}.jsonl" for s in subsets} == set(given)  # the names the rows give the files

@@ -52,7 +52,9 @@ def display_input(path: str) -> str:
     resolved = Path(path).resolve()
     if resolved.is_relative_to(builders_root):
         return SAMPLE_PREFIX + resolved.relative_to(builders_root).as_posix()
-    return resolved.name
+    # The name given, not a link's target: huggingface_hub's snapshot files link to blobs named by their hash,
+    # and the rows' ids and subsets name the file as given.
+    return Path(os.path.abspath(path)).name
 
 
 def fingerprint_input(path: str) -> InputFile:
@@ -128,7 +130,7 @@ def build_provenance(up, revision: Optional[str], input_paths: list[str], *, fro
 def _local_names(paths: list[str]) -> dict[str, str]:
     """Local inputs (not bundled samples) named by their path relative to the folder they all share, so that
     two files of the same name in different folders stay apart; a single file keeps its bare name."""
-    local = {p: Path(p).resolve() for p in paths
+    local = {p: Path(os.path.abspath(p)) for p in paths  # links not followed, as display_input
              if "://" not in p and not display_input(p).startswith(SAMPLE_PREFIX)}
     if len(local) < 2:
         return {}
