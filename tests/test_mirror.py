@@ -828,3 +828,21 @@ def test_input_files_reached_through_links_are_named_as_given_like_the_rows_ids(
     assert all(f"| `{name}` |" in card for name in given)
     subsets = {row["subset"] for row in td.load("ms_swift", split="train", data_files=request.data_files)}
     assert {f"{s}.jsonl" for s in subsets} == set(given)  # the names the rows give the files
+
+
+def test_every_skipped_row_is_listed_when_no_row_is_left_to_mirror(tmp_path, capsys):
+    """A build whose rows were all skipped (NESTFUL rows have no tool results, which ToolMind needs) stopped with
+    counts only, before writing --skipped-rows: the listing of every row and why was lost exactly when it was
+    needed (on Ray the per-row warnings stay on the workers)."""
+    from tooluse_datasets.cli import main
+
+    listing = tmp_path / "skipped.jsonl"
+    assert main(["mirror", "nestful", "--sample", "--out", str(tmp_path / "out"), "--configs", "toolmind",
+                 "--skipped-rows", str(listing)]) == 2
+    assert "no config has any row" in capsys.readouterr().err
+    rows = [json.loads(line) for line in listing.read_text().splitlines()]
+    read = [list(td.load("nestful", "raw", split="train", data_files={"train": [f]})) for f in
+            td.sample_files("nestful")["train"]]
+    assert len(rows) == sum(map(len, read)) and {r["config"] for r in rows} == {"toolmind"}
+    assert all(r["file"] and r["row"] is not None and r["field"] for r in rows)
+    assert not (tmp_path / "out" / "nestful").exists()

@@ -161,9 +161,9 @@ def _build(plan: MirrorPlan, **engine_options) -> Path:
                  for plan in plans for index, shard in enumerate(plan.shards)]
         results = _run_shards(request.source, tasks, build, staging, **engine_options)
         merged = {plan.name: [results[t.key] for t in tasks if t.split.name == plan.name] for plan in plans}
-        manifest = _assemble(request, features, merged, staging, provenance, source)
-        if request.skipped_rows:
+        if request.skipped_rows:  # before assembling: a build left with no row to mirror lists them too
             _list_skipped_rows(request, tasks, staging.parts, Path(request.skipped_rows))
+        manifest = _assemble(request, features, merged, staging, provenance, source)
         write_manifest(staging.folder, manifest)
         (staging.folder / README_NAME).write_text(render_card(manifest, request.repo_id), encoding="utf-8")
     except (ShardsFailedError, EngineUnavailableError):
