@@ -846,3 +846,21 @@ def test_every_skipped_row_is_listed_when_no_row_is_left_to_mirror(tmp_path, cap
     assert len(rows) == sum(map(len, read)) and {r["config"] for r in rows} == {"toolmind"}
     assert all(r["file"] and r["row"] is not None and r["field"] for r in rows)
     assert not (tmp_path / "out" / "nestful").exists()
+
+
+def test_a_skipped_rows_listing_inside_the_mirror_folder_is_refused_before_building(tmp_path, capsys):
+    """--skipped-rows out/<source>/skipped.jsonl was written into the folder the build then replaces whole: the
+    listing was deleted with the old mirror and the command said nothing (exit 0)."""
+    from tooluse_datasets.cli import main
+
+    out = tmp_path / "out"
+    for listing in (out / "nestful" / "skipped.jsonl", out / "nestful" / "unified" / "skipped.jsonl"):
+        rc = main(["mirror", "nestful", "--sample", "--out", str(out), "--configs", "unified", "toolmind",
+                   "--skipped-rows", str(listing)])
+        err = capsys.readouterr().err
+        assert rc == 2 and "--skipped-rows" in err and str(listing) in err, err
+        assert not out.exists() or not any(out.iterdir())  # nothing built
+    beside = out / "nestful-skipped.jsonl"  # beside the mirror is fine
+    assert main(["mirror", "nestful", "--sample", "--out", str(out), "--configs", "unified", "toolmind",
+                 "--skipped-rows", str(beside)]) == 0
+    assert len(beside.read_text().splitlines()) == 5  # NESTFUL rows have no results: every row skipped in toolmind

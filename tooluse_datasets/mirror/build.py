@@ -29,6 +29,7 @@ from ..source import SplitPlan
 from ..stats import SplitStatistics
 from ..validation import ValidationCounter
 from .engines import EngineUnavailableError, ShardFailure, ShardsFailedError, check_engine, run_tasks
+from .hidden_paths import staging_path
 from .manifest import (README_NAME, ConfigEntry, DataFile, Manifest, MirrorError, SplitEntry, data_file_name,
                        write_manifest)
 from .parts import ParquetLayout
@@ -126,6 +127,7 @@ def plan_mirror(request: MirrorRequest, out_dir: str | Path) -> MirrorPlan:
     target = Path(out_dir) / request.source
     recover_swap(target)  # a build stopped while replacing the mirror there
     check_target(target)
+    _check_listing_outside(request, target)
     _check_source_options(request)
     request = _absolute_path_options(request)
     if request.data_files is None:  # files a source option names (a LLaMA-Factory dataset_info entry)
@@ -255,6 +257,18 @@ def _check_source_options(request: MirrorRequest) -> None:
     if unknown:
         raise unknown_options_error(request.source, options_class, unknown,
                                     also="the mirror's revision, on_error, split and configs are its own arguments")
+
+
+def _check_listing_outside(request: MirrorRequest, target: Path) -> None:
+    """The ``skipped_rows`` listing must lie outside the mirror's folder (and its staging): the build replaces
+    that folder whole, and the listing would go with the old mirror."""
+    if request.skipped_rows is None:
+        return
+    listing, folder = Path(os.path.abspath(request.skipped_rows)), Path(os.path.abspath(target))
+    if listing.is_relative_to(folder) or listing.is_relative_to(staging_path(folder)):
+        raise MirrorError(f"--skipped-rows {request.skipped_rows} is inside the mirror folder {target}, which the "
+                          f"build replaces whole (the listing would be deleted with the old mirror): write it "
+                          f"outside that folder, e.g. {folder.parent / (folder.name + '-skipped.jsonl')}")
 
 
 def _absolute_path_options(request: MirrorRequest) -> MirrorRequest:
