@@ -1,0 +1,89 @@
+"""The per-row rewrites for chat templates (``td.short_call_ids``, ``td.one_call_per_turn``,
+``td.reasoning_in_content``) on every source's bundled sample, without transformers: what each promises of the
+row's structure. (Rendering under the real templates: tests/test_call_ids.py, tests/test_tool_templates.py.)"""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+import tooluse_datasets as td
+
+
+def sample_rows() -> list[dict]:
+    return [row for source in td.SOURCES
+            for ds in td.load(source, data_files=td.sample_files(source), streaming=True).values() for row in ds]
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[dict]:
+    return sample_rows()
+
+
+def _calls(row: dict) -> list[dict]:
+    return [c for m in row["messages"] for c in m.get("tool_calls") or []]
+
+
+def test_one_call_per_turn_leaves_one_call_a_turn_each_followed_by_its_results(rows):
+    split = 0
+    for row in rows:
+        before = copy.deepcopy(row)
+        out = td.one_call_per_turn(row)
+        assert row == before  # not changed in place
+        assert _calls(out) == _calls(row)  # every call, in order
+        assert [m for m in out["messages"] if m["role"] in ("system", "user")] == \
+            [m for m in row["messages"] if m["role"] in ("system", "user")]
+        # no turn has more than one call, and each call is followed by its own results
+        for i, m in enumerate(out["messages"]):
+            calls = m.get("tool_calls") or []
+            assert len(calls) <= 1
+            if calls:
+                results = []
+                for r in out["messages"][i + 1:]:
+                    if r["role"] != "tool":
+                        break
+                    results.append(r)
+                original = next(t for t in row["messages"] if calls[0] in (t.get("tool_calls") or []))
+                answered = [r for r in row["messages"] if r["role"] == "tool"
+                            and r.get("tool_call_id") == calls[0]["id"]]
+                assert [r for r in results if r.get("tool_call_id") == calls[0]["id"]] == answered
+                if original is not m and len(original["tool_calls"]) > 1:
+                    split += 1
+        # the text and reasoning of a split turn stay on its first call
+        texts = [m["content"] for m in row["messages"] if m["role"] == "assistant" and m["content"]]
+        assert [m["content"] for m in out["messages"] if m["role"] == "assistant" and m["content"]] == texts
+        assert sum(m["role"] == "tool" for m in out["messages"]) == sum(m["role"] == "tool" for m in row["messages"])
+    assert split > 0  # the samples have turns of several calls (NESTFUL, ToolMind)
+
+
+def test_reasoning_in_content_writes_each_reasoning_before_its_text(rows):
+    moved = 0
+    for row in rows:
+        before = copy.deepcopy(row)
+        out = td.reasoning_in_content(row)
+        assert row == before
+        for old, new in zip(row["messages"], out["messages"], strict=True):
+            reasoning = old.get("reasoning_content")
+            if reasoning:
+                assert new["content"] == f"<think>\n{reasoning}\n</think>\n\n{old['content']}"
+                assert "reasoning_content" not in new
+                assert {k: v for k, v in new.items() if k != "content"} == \
+                    {k: v for k, v in old.items() if k not in ("content", "reasoning_content")}
+                moved += 1
+            else:
+                assert new == old
+    assert moved > 0  # ToolMind and ms-swift samples carry reasoning
+
+
+def test_short_call_ids_rewrites_every_id_and_its_results_consistently(rows):
+    for row in rows:
+        out = td.short_call_ids(row)
+        old_ids = [c["id"] for c in _calls(row)]
+        new_ids = [c["id"] for c in _calls(out)]
+        assert all(len(i) == 9 and i.isalnum() for i in new_ids)
+        assert len(set(new_ids)) == len(set(old_ids))  # distinct calls stay distinct
+        mapping = dict(zip(old_ids, new_ids))
+        for old, new in zip(row["messages"], out["messages"], strict=True):
+            if old["role"] == "tool" and old.get("tool_call_id") in mapping:
+                assert new["tool_call_id"] == mapping[old["tool_call_id"]]
+        assert td.short_call_ids(row) == out  # the same in every run
