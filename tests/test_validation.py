@@ -1331,3 +1331,21 @@ def test_validate_raw_reports_the_rows_whose_unified_conversion_fails(capsys):
     assert (raw.read.rows_read, raw.read.skipped, dict(raw.read.by_reason)) == \
         (unified.read.rows_read, unified.read.skipped, dict(unified.read.by_reason))
     assert raw.rules.checked == unified.rules.checked == raw.read.rows_read - 14
+
+
+def test_parameters_an_xlam_style_arguments_block_describes_are_declared(tmp_path):
+    """ToolMind's graph_syn tools (real upstream rows, read as ms-swift rows) may describe their parameters
+    xLAM-style under ``arguments`` ({"city": {"type": "str", ...}}) instead of ``parameters``: the reader gives the
+    tool the empty parameters ms-swift sees, and every call's keys were called undeclared although the tool lists
+    them. A key the block does not describe is still undeclared."""
+    path = shared_data("toolmind", "nanbeige_toolmind_graphsyn_raw_sample.json")
+    rows_file = tmp_path / "graphsyn.json"
+    rows_file.write_text(json.dumps(json.loads(path.read_text(encoding="utf-8"))["rows"]))
+    rows = list(td.load("ms_swift", data_files=str(rows_file), split="train", streaming=True))
+    row = next(r for r in rows if r["id"] == "ms_swift/graphsyn/2")
+    function = row["tools"][2]["function"]
+    assert function["parameters"] == {"type": "object", "properties": {}} and "city" in function["arguments"]
+    assert [f for r in rows for f in check_row(r)] == []
+    _calls(row)[0]["function"]["arguments"]["town"] = "Boston"
+    assert [(f.field, f.message) for f in rule_findings(row, "arguments.undeclared_key")] == [
+        ("messages[1].tool_calls[0].function.arguments.town", "get_date_and_time_by_city declares no parameter 'town'")]

@@ -248,12 +248,22 @@ def arguments_undeclared_key(view: RowView) -> Findings:
         if function is None:
             continue  # call.unknown_tool / call.no_tools say why
         parameters = function.get("parameters")
+        described = _xlam_parameters(function)
         # a tool without parameters takes none, as the readers write it ({"type": "object", "properties": {}})
         for key in undeclared_keys(_NO_PARAMETERS if parameters is None else parameters, c.arguments):
-            yield f"{c.field}.function.arguments.{key}", f"{c.name} declares no parameter {key!r}"
+            if key not in described:
+                yield f"{c.field}.function.arguments.{key}", f"{c.name} declares no parameter {key!r}"
 
 
 _NO_PARAMETERS = {"type": "object", "properties": {}}
+
+
+def _xlam_parameters(function: dict) -> set:
+    """The parameters an xLAM-style block under ``arguments`` describes (``{"city": {"type": "str", ...}}``), as
+    ToolMind's graph_syn tools list theirs: the ms-swift reader keeps the block beside the empty parameters
+    ms-swift sees, and the tool does list what it reads. (A dict of values, not of specs, is no such block.)"""
+    block = function.get("arguments")
+    return set(block) if isinstance(block, dict) and all(isinstance(v, dict) for v in block.values()) else set()
 
 
 def _called_function(view: RowView, name: Any) -> Optional[dict]:
