@@ -428,6 +428,13 @@ _BROKEN_REFERENCES = {
                                            {"$ref": "#/definitions/code"}]}},
         "properties": {"base": {"$ref": "#/definitions/code"}, "quote": {"type": "string"}}},
     "a pointer into nothing": {"properties": {"base": {"$ref": "#/definitions/currency"}, "quote": {"type": "string"}}},
+    # a pointer to a value that is no schema (AttributeError / TypeError on every call that reaches it)
+    "a pointer to a description": {"properties": {"base": {"$ref": "#/properties/quote/description"},
+                                                  "quote": {"type": "string", "description": "ISO 4217 code"}}},
+    "a pointer to the required list": {"properties": {"base": {"$ref": "#/required"}, "quote": {"type": "string"}},
+                                       "required": ["base", "quote"]},
+    "a pointer to a number": {"$schema": _DRAFT_2020, "properties": {
+        "base": {"$ref": "#/properties/quote/maxLength"}, "quote": {"type": "string", "maxLength": 3}}},
 }
 
 

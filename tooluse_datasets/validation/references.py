@@ -1,5 +1,5 @@
 """A tool schema's own ``$ref``s, checked once when the schema is compiled: one that points nowhere in the
-document it names, or a loop of references that applies a schema to the same value again without
+document it names or to a value that is no schema (a description, a list), or a loop of references that applies a schema to the same value again without
 descending into it.
 
 jsonschema resolves a reference only when a value reaches it, so such a schema passes its metaschema check
@@ -103,6 +103,8 @@ def _in_place(schema: dict, resolver: Any, cls: Any, specification: Any) -> Iter
                 raise _BrokenReference(f"$ref {value!r} points to nothing ({type(exc).__name__})")
             except Unresolvable:
                 continue  # another document, never fetched: the calls that reach it say so
+            if not isinstance(resolved.contents, (dict, bool)):  # a description, a list: jsonschema fails on it
+                raise _BrokenReference(f"$ref {value!r} points to a {type(resolved.contents).__name__}, not a schema")
             yield value, resolved.contents, resolved.resolver
             continue
         if keyword in _IN_PLACE_VALUE:
