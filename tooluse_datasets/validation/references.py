@@ -1,6 +1,6 @@
 """A tool schema's own ``$ref``s, checked once when the schema is compiled: one that points nowhere in the
-document it names or to a value that is no schema (a description, a list), or a loop of references that applies a schema to the same value again without
-descending into it.
+document it names or to a value that is no schema (a description, a list), or a loop of references that applies
+a schema to the same value again without descending into it.
 
 jsonschema resolves a reference only when a value reaches it, so such a schema passes its metaschema check
 and then fails on every call (a ``PointerToNowhere``, or a ``RecursionError`` after a thousand frames) as if
