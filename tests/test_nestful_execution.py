@@ -1436,6 +1436,26 @@ def test_verify_counts_per_category_and_lists_the_failure(real_rows, functions_d
     assert "network" in report.table() and NETWORK_ROW in report.table()
 
 
+def test_verify_says_why_an_answer_equal_to_the_gold_does_not_reproduce(functions_dir):
+    """Upstream's convert_matrix_to_vector returns a numpy array: ``array == list`` is ambiguous, so the official
+    check crashes and the package counts no win, with a note. verify dropped the note and printed "gold_mismatch:
+    the gold calls give [1,2,3,4]" for a gold answer of [1, 2, 3, 4]: a report that contradicts itself."""
+    tool = {"name": "convert_matrix_to_vector", "description": "Converts a matrix to a vector.",
+            "parameters": {"A": {"type": "array", "description": "The input matrix."},
+                           "column": {"type": "boolean", "description": "Concatenate columns."}},
+            "output_parameters": {"output_0": {"type": "array", "description": "The vector."}}}
+    native = {"sample_id": "numpy-answer", "input": "Flatten [[1, 2], [3, 4]].",
+              "output": [{"name": "convert_matrix_to_vector", "arguments": {"A": [[1, 2], [3, 4]], "column": True},
+                          "label": "$var1"}], "tools": [tool], "gold_answer": [1, 2, 3, 4]}
+    source = NestfulSource()
+    report = verify_rows([source.to_unified(source.to_raw(native, ctx()), ctx())], functions_dir=functions_dir)
+    (failure,) = report.failures
+    assert (failure["reason"], failure["answer"]) == ("gold_mismatch", [1, 2, 3, 4])
+    assert "the gold calls give [1,2,3,4]" in failure["detail"]
+    assert "upstream's scorer crashes comparing the answer" in failure["detail"] and "ambiguous" in failure["detail"]
+    assert "ambiguous" in report.table()
+
+
 def test_verify_names_the_reason_of_a_row_without_gold_answer_once(real_rows, functions_dir):
     # It used to read "no_gold: no_gold: the row has no gold_answer to reproduce", and the failure lacked the
     # keys every other failure has (failed_call, answer, upstream_counts_as_win)

@@ -122,8 +122,12 @@ def verify_rows(rows: Iterable[dict], *, functions_dir: Union[str, os.PathLike, 
             reproduced = result.ok and bool(result.win_upstream)
             failure = None
             if not reproduced:
+                # A mismatch keeps the sandbox's notes: they say why an answer that reads as the gold does not
+                # count (upstream's check crashing on an ambiguous ==, a gold float without a '.')
+                mismatch = "; ".join([f"the gold calls give {dumps((result.answer or {}).get('value'))}",
+                                      *result.notes])
                 failure = {"status": result.status, "reason": result.reason or "gold_mismatch",
-                           "detail": result.detail or f"the gold calls give {dumps((result.answer or {}).get('value'))}",
+                           "detail": result.detail or mismatch,
                            "failed_call": result.failed_call, "answer": (result.answer or {}).get("value"),
                            "upstream_counts_as_win": bool(result.win_upstream)}
             _count(report, counts, row, reproduced, failure, expected, seen)
