@@ -1436,10 +1436,9 @@ def test_verify_counts_per_category_and_lists_the_failure(real_rows, functions_d
     assert "network" in report.table() and NETWORK_ROW in report.table()
 
 
-def test_verify_says_why_an_answer_equal_to_the_gold_does_not_reproduce(functions_dir):
-    """Upstream's convert_matrix_to_vector returns a numpy array: ``array == list`` is ambiguous, so the official
-    check crashes and the package counts no win, with a note. verify dropped the note and printed "gold_mismatch:
-    the gold calls give [1,2,3,4]" for a gold answer of [1, 2, 3, 4]: a report that contradicts itself."""
+def numpy_answer_row() -> dict:
+    """A unified row whose gold calls run upstream's convert_matrix_to_vector, which returns a numpy array:
+    ``array == list`` is ambiguous, so the official check crashes and the package counts no win, with a note."""
     tool = {"name": "convert_matrix_to_vector", "description": "Converts a matrix to a vector.",
             "parameters": {"A": {"type": "array", "description": "The input matrix."},
                            "column": {"type": "boolean", "description": "Concatenate columns."}},
@@ -1448,12 +1447,28 @@ def test_verify_says_why_an_answer_equal_to_the_gold_does_not_reproduce(function
               "output": [{"name": "convert_matrix_to_vector", "arguments": {"A": [[1, 2], [3, 4]], "column": True},
                           "label": "$var1"}], "tools": [tool], "gold_answer": [1, 2, 3, 4]}
     source = NestfulSource()
-    report = verify_rows([source.to_unified(source.to_raw(native, ctx()), ctx())], functions_dir=functions_dir)
+    return source.to_unified(source.to_raw(native, ctx()), ctx())
+
+
+def test_verify_says_why_an_answer_equal_to_the_gold_does_not_reproduce(functions_dir):
+    # verify dropped the note and printed "gold_mismatch: the gold calls give [1,2,3,4]" for a gold answer of
+    # [1, 2, 3, 4]: a report that contradicts itself
+    report = verify_rows([numpy_answer_row()], functions_dir=functions_dir)
     (failure,) = report.failures
     assert (failure["reason"], failure["answer"]) == ("gold_mismatch", [1, 2, 3, 4])
     assert "the gold calls give [1,2,3,4]" in failure["detail"]
     assert "upstream's scorer crashes comparing the answer" in failure["detail"] and "ambiguous" in failure["detail"]
     assert "ambiguous" in report.table()
+
+
+def test_a_gold_mismatch_error_of_an_executed_row_says_why_the_answer_does_not_count(functions_dir):
+    # It read "the gold calls give [1,2,3,4], not the gold answer [1,2,3,4]", without the reason
+    row = numpy_answer_row()
+    (result,) = run_sequences([execution_job(row)], functions_dir)
+    with pytest.raises(ExecutionError) as info:
+        executed_row(row, result, require_reproduced=True)
+    assert info.value.message.startswith("gold_mismatch: the gold calls give [1,2,3,4], not the gold answer [1,2,3,4]")
+    assert "upstream's scorer crashes comparing the answer" in info.value.message and "ambiguous" in info.value.message
 
 
 def test_verify_names_the_reason_of_a_row_without_gold_answer_once(real_rows, functions_dir):

@@ -77,8 +77,10 @@ def executed_row(row: dict, result: SequenceResult, *, calls_per_turn: str = "on
     if not result.ok:
         raise execution_error(result)
     if require_reproduced and not result.win_upstream:
-        raise ExecutionError(f"gold_mismatch: the gold calls give {dumps(result.answer['value'])}, not the gold "
-                             f"answer {dumps(row['meta']['gold_answer'])}", field="gold_answer")
+        # (with the sandbox's notes: why an answer that reads as the gold does not count, as verify says it)
+        raise ExecutionError("; ".join([f"gold_mismatch: the gold calls give {dumps(result.answer['value'])}, not "
+                                        f"the gold answer {dumps(row['meta']['gold_answer'])}", *result.notes]),
+                             field="gold_answer")
     complete = complete_row(row)
     calls = [c for m in complete["messages"] if m["role"] == "assistant" for c in m["tool_calls"]]
     if len(result.results) != len(calls):
