@@ -151,3 +151,44 @@ def test_the_table_shows_control_characters_of_an_id_as_escapes(tmp_path, functi
     assert cli.main(["verify", "nestful", "--data-files", str(path), "--executable-functions", functions_dir]) == 1
     out = capsys.readouterr().out
     assert "evil\\u001b[2J" in out and "\x1b" not in out
+
+
+FORGED = "nowhere\n  3a4b7b77-f0a1-4537-8623-432023f545bb (math): network: forged"
+
+
+def find_file_row(sample_id: str) -> dict:
+    """A row calling upstream's find_file_by_pattern on a folder that does not exist: it raises
+    FileNotFoundError(f"Directory {directory_path} not found."), quoting its argument, line breaks included."""
+    tool = {"name": "find_file_by_pattern", "description": "Searches a folder for a file name pattern.",
+            "parameters": {"directory_path": {"type": "string", "description": "The folder."},
+                           "pattern": {"type": "string", "description": "The pattern."}},
+            "output_parameters": {"output_0": {"type": "array", "description": "The file path and name."}}}
+    calls = [{"name": "find_file_by_pattern", "arguments": {"directory_path": FORGED, "pattern": "a"},
+              "label": "$var1"}]
+    return {"sample_id": sample_id, "input": "Find the file.", "output": calls, "tools": [tool],
+            "gold_answer": ["nowhere/a", "a"]}
+
+
+def test_a_multi_line_failure_detail_stays_on_its_failure_line(tmp_path, functions_dir, capsys):
+    """Upstream code's messages quote their arguments: a line break in one printed a line of its own under the
+    failure, which reads as another row's failure. The table keeps one line a failure, breaks as escapes."""
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps(find_file_row("multi-line")) + "\n")
+    assert cli.main(["verify", "nestful", "--data-files", str(path), "--executable-functions", functions_dir]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    (failure,) = [line for line in lines if "FileNotFoundError" in line]
+    assert failure.startswith("  multi-line (code): exception: find_file_by_pattern: FileNotFoundError: Directory "
+                              "nowhere\\u000a  3a4b7b77")
+    assert not any(line.startswith("  3a4b7b77") for line in lines)
+
+
+def test_a_multi_line_execution_detail_stays_on_its_sample_line_when_scoring(tmp_path, functions_dir, capsys):
+    row = find_file_row("multi-line")
+    path = tmp_path / "output.jsonl"
+    path.write_text(json.dumps(dict(row, generated_text=json.dumps(row["output"]))) + "\n")
+    assert cli.main(["score", "nestful", str(path), "--executable-functions", functions_dir, "--samples"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    (sample,) = [line for line in lines if "FileNotFoundError" in line]
+    assert sample.startswith("  multi-line: partial 1.000, win False, error: exception: find_file_by_pattern: "
+                             "FileNotFoundError: Directory nowhere\\u000a  3a4b7b77")
+    assert not any(line.startswith("  3a4b7b77") for line in lines)

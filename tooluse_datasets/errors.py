@@ -37,6 +37,12 @@ def plain_printable(text: Any) -> str:
     return str(text).translate(_PLAIN_CONTROLS)
 
 
+def one_line(text: Any) -> str:
+    """``text`` for one line of a printed table: its line breaks written as visible escapes too (a detail quoting a
+    multi-line message would otherwise print lines that read as other rows of the table)."""
+    return str(text).replace("\r", "\\u000d").replace("\n", "\\u000a")
+
+
 def json_kind(value: Any) -> str:
     """A value's JSON type as messages name it (``object``, ``array``, ``null``...), not Python's name for it."""
     if isinstance(value, bool):

@@ -32,7 +32,7 @@ from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 from tooluse_datasets.codec import dumps, loads
 from tooluse_datasets.errors import (InvalidJsonError, InvalidValueError, JsonValueError, MissingFieldError,
-                                     ToolUseDataError, json_kind)
+                                     ToolUseDataError, json_kind, one_line)
 from tooluse_datasets.shards.files import open_text_file
 from tooluse_datasets.shards.json_text import first_line
 
@@ -394,7 +394,8 @@ class NestfulScores:
         lines = [f"NESTFUL scores, parser {self.parser}, win check {mode}"]
         lines += [f"  {k.ljust(width)}  {v}" for k, v in rows]
         lines += [f"  {kind} isolation: {value}" for kind, value in (self.isolation or {}).items()]
-        lines += [f"  note: {n}" for n in self.notes]
+        # One line a note and a sample: ids and details quote the data and upstream's messages, line breaks included
+        lines += [one_line(f"  note: {n}") for n in self.notes]
         if samples:
             for sample in self.samples:
                 d = _sample_dict(sample)
@@ -402,10 +403,10 @@ class NestfulScores:
                 ran = "" if execution is None else (
                     f", {execution['status']}" + (f": {execution['reason']}: {execution['detail']}"
                                                   if execution["reason"] else ""))
-                lines.append(f"  {sample.sample_id}: partial {sample.partial_sequence_accuracy:.3f}, "
-                             f"{'parse error, ' if sample.parse_error else ''}"
-                             f"{'no prediction, ' if sample.missing_prediction else ''}"
-                             f"win {'n/a' if sample.win is None else sample.win}{ran}")
+                lines.append(one_line(f"  {sample.sample_id}: partial {sample.partial_sequence_accuracy:.3f}, "
+                                      f"{'parse error, ' if sample.parse_error else ''}"
+                                      f"{'no prediction, ' if sample.missing_prediction else ''}"
+                                      f"win {'n/a' if sample.win is None else sample.win}{ran}"))
         return "\n".join(lines)
 
 

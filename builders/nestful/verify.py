@@ -15,7 +15,7 @@ from collections import Counter
 from typing import Any, Iterable, Optional, Union
 
 from tooluse_datasets.codec import dumps
-from tooluse_datasets.errors import ToolUseDataError
+from tooluse_datasets.errors import ToolUseDataError, one_line
 from tooluse_datasets.progress import progress
 
 from .executed import execution_job
@@ -69,17 +69,19 @@ class VerifyReport:
         if self.unexpected_passes:
             lines.append(f"listed as expected failures but reproduce ({len(self.unexpected_passes)}): take them "
                          f"off the list")
-            lines += [f"  {p['sample_id']} ({p['category']})" + _expected_note(p) for p in self.unexpected_passes]
+            lines += [one_line(f"  {p['sample_id']} ({p['category']})" + _expected_note(p))
+                      for p in self.unexpected_passes]
         if self.expected_not_in_data:
             lines.append(f"listed as expected failures but no row verified has them "
-                         f"({len(self.expected_not_in_data)}): {', '.join(self.expected_not_in_data)}")
+                         f"({len(self.expected_not_in_data)}): {one_line(', '.join(self.expected_not_in_data))}")
         return "\n".join(lines)
 
 
 def _failure_line(f: dict) -> str:
-    return (f"  {f['sample_id']} ({f['category']}): {f['reason']}: {f['detail']}"
-            + (" [upstream's scorer counts it as a win]" if f.get("upstream_counts_as_win") else "")
-            + _expected_note(f))
+    # One line a failure: ids and details quote the data and upstream's messages, line breaks included
+    return one_line(f"  {f['sample_id']} ({f['category']}): {f['reason']}: {f['detail']}"
+                    + (" [upstream's scorer counts it as a win]" if f.get("upstream_counts_as_win") else "")
+                    + _expected_note(f))
 
 
 def _expected_note(item: dict) -> str:
