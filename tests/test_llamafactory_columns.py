@@ -262,6 +262,27 @@ def test_rows_of_another_layout_say_which_options_read_them(tmp_path):
     assert info.value.field == "conversations" and "columns={'messages': 'messages'}" in info.value.message
 
 
+def test_preference_rows_are_refused_as_preference_pairs_not_as_rows_llamafactory_drops(tmp_path):
+    """LLaMA-Factory's preference (DPO) rows, made from its glaive demo: a prompt of odd length and the chosen and
+    rejected answers. LLaMA-Factory trains them under a ranking entry; the error says what they are."""
+    demo = file_rows("glaive_toolcall_en_demo")
+    rows = [{"conversations": row["conversations"][:1], "chosen": row["conversations"][1],
+             "rejected": {"from": "gpt", "value": "I cannot help with that."}, "tools": row["tools"]}
+            for row in demo[:3]]
+    rows.append(demo[3])  # a conversation among them reads as one
+    path = write_rows(tmp_path, rows)
+    with pytest.raises(ToolUseDataError) as info:
+        list(td.load("llamafactory", data_files=path, split="train", streaming=True))
+    assert info.value.row == 0 and info.value.field == "chosen"
+    assert "a preference row" in info.value.message and "ranking: true" in info.value.message
+    assert "drops" not in info.value.message
+    report = td.SkipReport()
+    kept = list(td.load("llamafactory", data_files=path, split="train", streaming=True, on_error="skip",
+                        report=report))
+    assert [row["id"] for row in kept] == ["llamafactory/rows/3"]
+    assert report.skipped == 3 and report.by_reason == {"InvalidValueError:chosen": 3}
+
+
 @pytest.mark.parametrize("options, message", [
     ({"columns": {"messages": "messages", "prompt": "p"}}, "'prompt' is an alpaca column"),
     ({"columns": {"messages": "messages", "kto_tag": "label"}}, "'kto_tag' is a KTO label column"),

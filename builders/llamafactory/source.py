@@ -40,6 +40,7 @@ from .writer import (EVEN_TAGS, FUNCTION, GPT, HUMAN, LLAMAFACTORY_FEATURES, MED
 # The format's own columns, plus every other column of the file under its own name ({} if none).
 RAW_FEATURES = Features({**LLAMAFACTORY_FEATURES, "extra": Json()})
 SYSTEM_TAG = "system"
+PREFERENCE_COLUMNS = ("chosen", "rejected")  # the columns of its preference rows (DPO, ORPO...)
 logger = logging.getLogger("tooluse_datasets")
 
 
@@ -210,6 +211,13 @@ class LlamaFactorySource(Source):
             original["system_turn"] = True
             if raw["system"]:  # shadowed by the turn (LLaMA-Factory ignores it), kept for the way back
                 original["system_column"] = raw["system"]
+        if len(turns) % 2 and all(column in raw["extra"] for column in PREFERENCE_COLUMNS):
+            # LLaMA-Factory's own preference files: a prompt of odd length, answered by chosen and rejected. It
+            # trains them under a ranking entry; an odd-count error would wrongly say that it drops them.
+            raise InvalidValueError(f"a preference row (a prompt of {len(turns)} turns, with 'chosen' and "
+                                    f"'rejected'): LLaMA-Factory trains it only as a ranking dataset (ranking: true "
+                                    f"in its dataset_info.json entry); the llamafactory source reads conversations, "
+                                    f"not preference pairs", field="chosen")
         converted, origins = unified_messages(turns, first, self._file_tag)
         # The file's field of each unified message: the system column, or a turn of the conversation.
         origins = ([("system" if first == 0 else "conversations[0]")] if system else []) + origins
