@@ -4,8 +4,10 @@
 ``tests/test_llamafactory_real.py`` compares the same entries with LLaMA-Factory's own converter output."""
 from __future__ import annotations
 
+import ast
 import json
 import logging
+import re
 import shutil
 from pathlib import Path
 
@@ -281,6 +283,22 @@ def test_preference_rows_are_refused_as_preference_pairs_not_as_rows_llamafactor
                         report=report))
     assert [row["id"] for row in kept] == ["llamafactory/rows/3"]
     assert report.skipped == 3 and report.by_reason == {"InvalidValueError:chosen": 3}
+
+
+def test_turns_spelled_with_role_and_content_say_which_tags_read_them(tmp_path):
+    """LLaMA-Factory's OpenAI-style demo rows under the default column name: the tags the error suggests read them
+    as the file's own entry does."""
+    rows = [{"conversations": row["messages"], "tools": row["tools"]}
+            for row in file_rows("glaive_toolcall_openai_style")]
+    path = write_rows(tmp_path, rows)
+    with pytest.raises(ToolUseDataError) as info:
+        list(td.load("llamafactory", data_files=path, split="train", streaming=True))
+    assert info.value.field == "conversations[0].from"
+    suggested = ast.literal_eval(re.search(r"tags=(\{.*?\})", info.value.message).group(1))
+    read = list(td.load("llamafactory", data_files=path, split="train", streaming=True,
+                        columns={"messages": "conversations", "tools": "tools"},
+                        tags=suggested))
+    assert [row["messages"] for row in read] == [row["messages"] for row in entry_rows("glaive_toolcall_openai_style")]
 
 
 @pytest.mark.parametrize("options, message", [

@@ -101,7 +101,8 @@ class LlamaFactorySource(Source):
         for k, turn in enumerate(conversations):
             where = f"{column}[{k}]"
             if not isinstance(turn, dict) or not isinstance(turn.get(role_tag), str):
-                raise InvalidValueError(f"a turn needs a {role_tag!r} tag", field=f"{where}.{role_tag}")
+                raise InvalidValueError(f"a turn needs a {role_tag!r} tag{self._tags_hint(turn)}",
+                                        field=f"{where}.{role_tag}")
             tag = default_tag.get(turn[role_tag])
             if tag is None:
                 raise InvalidValueError(f"{turn[role_tag]!r} is none of the file's role tags ({layout.describe_tags()}):"
@@ -167,6 +168,15 @@ class LlamaFactorySource(Source):
                         f"columns={{'messages': {name!r}}}, tags={{'role_tag': 'role', 'content_tag': 'content', "
                         f"'user_tag': 'user', 'assistant_tag': 'assistant'}}, or read the file's dataset_info.json "
                         f"entry with dataset_info= and dataset=)")
+        return ""
+
+    def _tags_hint(self, turn: Any) -> str:
+        """Where turns spell their role and text OpenAI's way (``role``/``content``): which options read them."""
+        if isinstance(turn, dict) and isinstance(turn.get("role"), str) and "content" in turn:
+            return (" (the turn has 'role' and 'content': name the file's tags, e.g. tags={'role_tag': 'role', "
+                    "'content_tag': 'content', 'user_tag': 'user', 'assistant_tag': 'assistant', "
+                    "'observation_tag': 'tool'}, or read its dataset_info.json entry with dataset_info= and "
+                    "dataset=)")
         return ""
 
     def _warn_unread(self, extra: dict) -> None:
