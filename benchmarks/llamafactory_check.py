@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import struct
 import sys
@@ -49,6 +50,7 @@ TEXT_TEMPLATES = ("default", "qwen", "qwen3", "llama3")
 VISION_TEMPLATE = "llava"  # Qwen2-VL's processor needs torchvision's video processor, which CPU torch lacks
 MEDIA_TAGS = {"images": "<image>", "videos": "<video>", "audios": "<audio>"}
 THINK_OPEN, THINK_CLOSE = "<think>\n", "\n</think>\n\n"
+TOOL_CALL_SPAN = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)  # templates' default tool_call_words
 IGNORE_INDEX = -100
 DROPPED = "dropped by LLaMA-Factory's supervised processor (no valid prompt/response after conversion)"
 IMAGE_TOKEN = "<image>"  # LLaVA's image token, added whole so the text decodes back as written
@@ -321,9 +323,14 @@ def find_in_order(text: str, pieces: list[str], start: int):
 
 
 def split_function_value(value: str) -> tuple[str | None, list[tuple[str, object]]]:
-    """A function_call value as the file holds it: optional <think> block, then JSON of a call or a list."""
+    """A function_call value as the file holds it: optional <think> block, then JSON of a call or a list, that
+    JSON maybe between <tool_call> and </tool_call> (FunctionFormatter, default tool_call_words, parses the text
+    between them as the calls and keeps the rest before them)."""
     thought = None
-    if value.startswith(THINK_OPEN) and THINK_CLOSE in value:
+    span = TOOL_CALL_SPAN.search(value)
+    if span:
+        thought, value = value.replace(span.group(0), "") or None, span.group(1)
+    elif value.startswith(THINK_OPEN) and THINK_CLOSE in value:
         end = value.index(THINK_CLOSE) + len(THINK_CLOSE)
         thought, value = value[:end], value[end:]
     parsed = json.loads(value)

@@ -581,3 +581,43 @@ def test_a_video_given_as_its_frames_is_refused_saying_so(tmp_path):
     with pytest.raises(InvalidValueError, match="list of frame images") as info:
         list(td.load("llamafactory", data_files=str(path), split="train", streaming=True))
     assert (info.value.field, info.value.row) == ("videos[0]", 0)
+
+
+def test_calls_spelled_in_tool_call_tags_read_as_llamafactorys_function_formatter_reads_them(tmp_path, cache_dir):
+    # FunctionFormatter parses the text between <tool_call> and </tool_call> (every template's default
+    # tool_call_words) as the calls, and trains the rest of the value before them as it is. LLaMA-Factory's glaive
+    # demo with its calls spelled Qwen's way reads as the file itself, and is written back as spelled.
+    demo = json.loads((Path(__file__).parent / "data" / "llamafactory" / "glaive_toolcall_en_demo.json").read_text())
+    tagged = [{**row, "conversations": [
+        {**turn, "value": f"<tool_call>\n{turn['value']}\n</tool_call>"} if turn["from"] == "function_call" else turn
+        for turn in row["conversations"]]} for row in demo]
+    calls = sum(turn["from"] == "function_call" for row in demo for turn in row["conversations"])
+    assert calls > 5
+    for rows, name in ((demo, "plain.json"), (tagged, "tagged.json")):
+        (tmp_path / name).write_text(json.dumps(rows))
+    plain = td.load("llamafactory", data_files=str(tmp_path / "plain.json"), split="train", streaming=True)
+    read = td.load("llamafactory", data_files=str(tmp_path / "tagged.json"), split="train", streaming=True)
+    assert [r["messages"] for r in read] == [r["messages"] for r in plain]
+    written = td.load("llamafactory", "llamafactory", data_files=str(tmp_path / "tagged.json"), split="train",
+                      cache_dir=cache_dir)
+    assert [r["conversations"] for r in written] == [r["conversations"] for r in tagged]
+    # The rest of the value may be a thought in LLaMA-Factory's spelling only: other text would be trained before
+    # the calls, and a second block is such text (only the first is read as calls).
+    first = next(row for row in tagged if row["conversations"][1]["from"] == "function_call")
+    human, call, after = first["conversations"][0], first["conversations"][1]["value"], first["conversations"][2:]
+
+    def with_call(value: str) -> Path:
+        path = tmp_path / "one.json"
+        path.write_text(json.dumps([{**first, "conversations": [human, {"from": "function_call", "value": value},
+                                                                  *after]}]))
+        return path
+
+    thought = with_call(f"<think>\nWhy.\n</think>\n\n{call}")
+    (row,) = td.load("llamafactory", data_files=str(thought), split="train", streaming=True)
+    turn = next(m for m in row["messages"] if m.get("tool_calls"))
+    assert turn["reasoning_content"] == "Why." and turn["content"] == ""
+    for value in (f"Let me look.\n{call}", f"{call}\n{call}", f"{call}\n"):
+        with pytest.raises(InvalidValueError) as info:
+            list(td.load("llamafactory", data_files=str(with_call(value)), split="train", streaming=True))
+        assert info.value.field == "conversations[1].value"
+        assert "text beside the <tool_call> block" in info.value.message

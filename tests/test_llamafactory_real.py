@@ -269,3 +269,29 @@ def test_a_falsy_items_in_a_tool_parameter_trains_and_is_written_back_as_it_is(t
         outcome = report["templates"][template]
         assert outcome["failed"] == {} and outcome["altered"] == {} and outcome["rows_encoded"] == len(rows)
         assert outcome["calls"] == outcome["calls_intact"] == expected_counts(rows)["calls"] > 0
+
+
+def test_calls_spelled_in_tool_call_tags_are_read_exported_and_trained_intact(tmp_path):
+    """LLaMA-Factory's glaive demo with each function_call spelled Qwen's way (``<tool_call>\\n{...}\\n</tool_call>``,
+    which its FunctionFormatter reads under every template's default tool_call_words): the source reads every row,
+    the export writes them as spelled, and LLaMA-Factory loads, converts and encodes each with every call intact."""
+    python = llamafactory_python()
+    demo = json.loads((LF_DATA / "glaive_toolcall_en_demo.json").read_text())
+    tagged = [{**row, "conversations": [
+        {**turn, "value": f"<tool_call>\n{turn['value']}\n</tool_call>"} if turn["from"] == "function_call" else turn
+        for turn in row["conversations"]]} for row in demo]
+    source = tmp_path / "tagged.json"
+    source.write_text(json.dumps(tagged))
+    out = tmp_path / "export"
+    assert main(["export", "llamafactory", "--data-files", str(source), "--format", "llamafactory",
+                 "--out", str(out)]) == 0
+    (entry,) = json.loads((out / "dataset_info.json").read_text()).values()
+    written = [json.loads(line) for line in (out / entry["file_name"]).read_text().splitlines()]
+    assert [row["conversations"] for row in written] == [row["conversations"] for row in tagged]
+    returncode, reports = run_driver(python, out, TOOL_TEMPLATES)
+    report = reports[entry["file_name"]]
+    assert returncode == 0 and report["ok"] and report["converter_rejected"] == []
+    for template in TOOL_TEMPLATES:
+        outcome = report["templates"][template]
+        assert outcome["failed"] == {} and outcome["altered"] == {} and outcome["rows_encoded"] == len(tagged)
+        assert outcome["calls"] == outcome["calls_intact"] == expected_counts(demo)["calls"] > 5

@@ -12,7 +12,8 @@ LLaMA-Factory 0.9.5's own reading (``SharegptDatasetConverter`` and ``FunctionFo
 that it would mistrain on (an observation with no call before it, a call followed by a human turn, results that
 do not match the calls' count) raises a typed error naming the field.
 
-A ``function_call`` becomes one assistant turn with its calls (ids ``call_0``, ``call_1``... over the row) and a
+A ``function_call`` becomes one assistant turn with its calls (ids ``call_0``, ``call_1``... over the row; those
+between ``<tool_call>`` and ``</tool_call>`` where the value holds them, as LLaMA-Factory reads them) and a
 leading ``<think>`` block as reasoning; the ``observation`` after it becomes one tool message per call (parallel
 results split on LLaMA-Factory's separator). Spellings the ``llamafactory`` writer would not reproduce byte for
 byte are kept in ``meta["llamafactory_original"]``, so LLaMA-Factory -> unified -> LLaMA-Factory is exact.
@@ -35,7 +36,7 @@ from tooluse_datasets.source import RowContext, Source, SourceOptions
 from .layout import layout_of
 from .upstream import CITATION, DESCRIPTION, UPSTREAM
 from .writer import (EVEN_TAGS, FUNCTION, GPT, HUMAN, LLAMAFACTORY_FEATURES, MEDIA_COLUMNS, OBSERVATION, ODD_TAGS,
-                     ORIGINAL_KEY, RESULT_SEPARATOR, parse_calls, split_call_thought, tools_of, unified_to_llamafactory)
+                     ORIGINAL_KEY, RESULT_SEPARATOR, read_call_value, tools_of, unified_to_llamafactory)
 
 # The format's own columns, plus every other column of the file under its own name ({} if none).
 RAW_FEATURES = Features({**LLAMAFACTORY_FEATURES, "extra": Json()})
@@ -325,9 +326,9 @@ def unified_messages(turns: list[dict], first: int = 0,
             reasoning, content = split_think(value)
             out.append(message("assistant", content, reasoning_content=reasoning))
         elif tag == FUNCTION:
-            reasoning, text = split_call_thought(value)
+            reasoning, parsed = read_call_value(value, f"{where}.value")
             calls = []
-            for j, (name, arguments) in enumerate(parse_calls(text, f"{where}.value")):
+            for j, (name, arguments) in enumerate(parsed):
                 calls.append(tool_call(f"call_{calls_seen}", name, arguments))
                 calls_seen += 1
             out.append(message("assistant", "", reasoning_content=reasoning, tool_calls=calls))

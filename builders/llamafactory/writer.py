@@ -65,7 +65,7 @@ _CALL_THOUGHT = re.compile(re.escape(THINK_OPEN) + "(.*?)" + re.escape(THINK_CLO
 CALL_MARKERS = ("<tool_call>", "</tool_call>")
 # What LLaMA-Factory's FunctionFormatter searches a function_call value for first (every template's default
 # tool_call_words): found, the text between the markers is parsed as the calls' JSON instead of the value.
-_TOOL_CALL_SPAN = re.compile(re.escape(CALL_MARKERS[0]) + ".*?" + re.escape(CALL_MARKERS[1]), re.DOTALL)
+_TOOL_CALL_SPAN = re.compile(re.escape(CALL_MARKERS[0]) + "(.*?)" + re.escape(CALL_MARKERS[1]), re.DOTALL)
 # LLaMA-Factory's user formatter fills this placeholder in with the turn number, in the human turn's text too
 # (StringFormatter.apply replaces each keyword after the content is in).
 USER_TURN_PLACEHOLDER = "{{idx}}"
@@ -317,9 +317,11 @@ def _respelled(tag: str, value: str) -> Optional[str]:
     if tag not in (GPT, FUNCTION):
         return value  # human and observation values are written as they are read
     try:
-        reasoning, text = split_call_thought(value) if tag == FUNCTION else split_think(value)
         if tag == FUNCTION:
-            text = calls_text([tool_call("", name, arguments) for name, arguments in parse_calls(text, "")], "")
+            reasoning, calls = read_call_value(value, "")
+            text = calls_text([tool_call("", name, arguments) for name, arguments in calls], "")
+        else:
+            reasoning, text = split_think(value)
         return with_reasoning(reasoning, text, "")
     except ToolUseDataError:
         return None
@@ -347,6 +349,27 @@ def columns_used(row: dict) -> set[str]:
 
 
 # -- how LLaMA-Factory reads a value (the reader, source.py, uses these too) -------------------------
+
+
+def read_call_value(value: str, field: str) -> tuple[Optional[str], list[tuple[str, dict]]]:
+    """A function_call value -> (reasoning or None, [(name, arguments)]), as LLaMA-Factory's FunctionFormatter
+    reads it under its templates' default tool_call_words: where the value holds ``<tool_call>...</tool_call>``
+    (Qwen's spelling of a call), the text between the first pair is the calls' JSON, and the rest is trained as it
+    is before the calls, so it may only be a thought spelled ``<think>\\n...\\n</think>\\n\\n`` (other text, a
+    second block too, is an error); otherwise :func:`split_call_thought` finds the thought and the rest is JSON."""
+    span = _TOOL_CALL_SPAN.search(value)
+    if span is None:
+        reasoning, text = split_call_thought(value)
+        return reasoning, parse_calls(text, field)
+    calls = parse_calls(span.group(1), field)
+    rest = value.replace(span.group(0), "")  # (every copy, as LLaMA-Factory removes it)
+    reasoning, other = split_call_thought(rest)
+    if other or (reasoning is not None and rest != f"{THINK_OPEN}{reasoning}{THINK_CLOSE}"):
+        raise InvalidValueError(f"text beside the {CALL_MARKERS[0]} block of a function_call (a second block too: "
+                                f"only the first is read as calls): LLaMA-Factory trains it as it is before the "
+                                f"calls; only a thought spelled {THINK_OPEN!r}...{THINK_CLOSE!r} may go with the "
+                                f"block", field=field)
+    return reasoning, calls
 
 
 def split_call_thought(value: str) -> tuple[Optional[str], str]:
