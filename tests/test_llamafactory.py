@@ -24,6 +24,8 @@ from tooluse_datasets.builders.llamafactory.source import LlamaFactorySource
 from tooluse_datasets.builders.llamafactory.writer import RESULT_SEPARATOR, unified_to_llamafactory
 from tooluse_datasets.source import RowContext
 
+from conftest import shared_data
+
 THOUGHT = re.compile(r"<think>\n(.*?)\n</think>\n\n", re.DOTALL)
 EVEN, ODD = ("human", "observation"), ("gpt", "function_call")
 
@@ -57,8 +59,6 @@ def accepted_by_llamafactory(row: dict) -> list[tuple[str, str]]:
             assert k + 1 == len(turns) or turns[k + 1]["from"] == "observation", "call followed by a human turn"
         if turn["from"] == "observation":
             assert turns[k - 1]["from"] == "function_call", "observation without a call"
-        if turn["from"] == "gpt":
-            assert "<tool_call>" not in turn["value"]
         if turn["from"] == "human":  # StringFormatter.apply fills {{idx}} in after the content: altered
             assert "{{idx}}" not in turn["value"]
     return calls
@@ -169,8 +169,6 @@ def test_an_edited_row_is_written_as_edited_not_in_its_recorded_spelling(tmp_pat
      "conversations[1].value.arguments", "parameters"),
     ([{"from": "human", "value": "a"}, {"from": "function_call", "value": '{"name": "f", "arguments": "{}"}'}],
      "conversations[1].value.arguments", "double-encoded"),
-    ([{"from": "human", "value": "a"}, {"from": "gpt", "value": "see <tool_call> here"}],
-     "conversations[1].value", "call parser"),
 ])
 def test_rows_llamafactory_would_drop_or_mistrain_are_typed_errors(tmp_path, conversations, field, message):
     path = tmp_path / "bad.jsonl"
@@ -186,13 +184,15 @@ def test_rows_llamafactory_would_drop_or_mistrain_are_typed_errors(tmp_path, con
                         {"from": "human", "value": "b"}, {"from": "gpt", "value": "c"},
                         {"from": "human", "value": "d"}]}, "conversations[2].from"),
     # what the writer's check finds is named in the file, not by the unified message (messages[2] here)
-    ({"system": "sys", "conversations": [{"from": "human", "value": "a"},
-                                         {"from": "gpt", "value": "see <tool_call> here"}]}, "conversations[1].value"),
+    ({"system": "sys", "conversations": [{"from": "human", "value": "a"}, {"from": "gpt", "value": "b"},
+                                         {"from": "human", "value": "turn {{idx}}"},
+                                         {"from": "gpt", "value": "c"}]}, "conversations[2].value"),
     ({"conversations": [{"from": "system", "value": "s"}, {"from": "human", "value": "a"},
                         {"from": "function_call", "value": '[{"name": "f", "arguments": {}}, '
                                                            '{"name": "g", "arguments": {}}]'},
                         {"from": "observation", "value": "r1\n</tool_response>\n<tool_response>\nr2"},
-                        {"from": "gpt", "value": "x </tool_call>"}]}, "conversations[4].value"),
+                        {"from": "gpt", "value": "x"}, {"from": "human", "value": "{{idx}}"},
+                        {"from": "gpt", "value": "y"}]}, "conversations[5].value"),
 ])
 def test_errors_name_the_files_turn(tmp_path, row, field):
     path = tmp_path / "bad.jsonl"
@@ -621,3 +621,28 @@ def test_calls_spelled_in_tool_call_tags_read_as_llamafactorys_function_formatte
             list(td.load("llamafactory", data_files=str(with_call(value)), split="train", streaming=True))
         assert info.value.field == "conversations[1].value"
         assert "text beside the <tool_call> block" in info.value.message
+
+
+def test_answers_quoting_the_tool_call_tags_are_trained_as_written(tmp_path, cache_dir):
+    # Only a function_call value is parsed for calls (FunctionFormatter); LLaMA-Factory trains an answer, and its
+    # reasoning, as written, <tool_call> tags included. Here a glaive demo answer quotes the ToolMind card's line.
+    card = json.loads(shared_data("toolmind", "cleaned_variant_card_and_viewer_excerpts.json").read_text())
+    quote = card["toolmind_cleaned_card"]["message_roles_table"][3][1]
+    assert quote.startswith("<tool_call>") and "</tool_call>" in quote
+    demo = json.loads((Path(__file__).parent / "data" / "llamafactory" / "glaive_toolcall_en_demo.json").read_text())
+    row = demo[0]
+    last = row["conversations"][-1]
+    assert last["from"] == "gpt"
+    quoting = {**row, "conversations": [*row["conversations"][:-1],
+                                        {"from": "gpt", "value": f"<think>\nThey asked about {quote}\n</think>\n\n"
+                                                                 f"{last['value']} Calls look like {quote}"}]}
+    path = tmp_path / "quoting.json"
+    path.write_text(json.dumps([quoting]))
+    (unified,) = td.load("llamafactory", data_files=str(path), split="train", streaming=True)
+    answer = unified["messages"][-1]
+    assert answer["content"].endswith(f"Calls look like {quote}") and answer["reasoning_content"].endswith(quote)
+    (written,) = td.load("llamafactory", "llamafactory", data_files=str(path), split="train", cache_dir=cache_dir)
+    assert written["conversations"] == quoting["conversations"]
+    assert accepted_by_llamafactory(written) == unified_calls(unified)
+    unified["meta"] = {}  # as from another source: written by the rules, not from a recorded spelling
+    assert unified_to_llamafactory(unified)["conversations"] == quoting["conversations"]

@@ -195,8 +195,8 @@ CALL = {"role": "function_call", "content": '{"name": "f", "arguments": {"x": 1}
     ([U, {"role": "assistant", "content": None, "tool_calls": [{"function": {"name": "f", "arguments": "{}"}}]}],
      "messages[1].tool_calls", "ignores tool_calls"),
     ([{"role": "system", "content": "s"}, U, U, A], "messages", "3 turns"),
-    ([{"role": "system", "content": "s"}, U, {"role": "assistant", "content": "<tool_call>"}], "messages[2].content",
-     "call parser"),
+    ([{"role": "system", "content": "s"}, U, A, {"role": "user", "content": "{{idx}}"}, A], "messages[3].content",
+     "{{idx}}"),
     ([U, {"role": "function_call", "content": '[{"name": "f", "arguments": {}}, {"name": "g", "arguments": {}}]'},
       {"role": "tool", "content": "one result"}, A], "messages[2].content", "2 parallel calls but 1 results"),
 ])

@@ -295,3 +295,27 @@ def test_calls_spelled_in_tool_call_tags_are_read_exported_and_trained_intact(tm
         outcome = report["templates"][template]
         assert outcome["failed"] == {} and outcome["altered"] == {} and outcome["rows_encoded"] == len(tagged)
         assert outcome["calls"] == outcome["calls_intact"] == expected_counts(demo)["calls"] > 5
+
+
+def test_answers_quoting_the_tool_call_tags_are_trained_verbatim(tmp_path):
+    """An answer, and its reasoning, holding literal ``<tool_call>`` tags (only a function_call value is parsed
+    for calls): exported and encoded by LLaMA-Factory with every answer verbatim in its trained span."""
+    python = llamafactory_python()
+    demo = json.loads((LF_DATA / "glaive_toolcall_en_demo.json").read_text())
+    quote = '<tool_call>{"name": "...", "arguments": {...}}</tool_call>'
+    rows = [{**row, "conversations": [*row["conversations"][:-1], {
+        "from": "gpt", "value": f"<think>\nQuoting {quote}\n</think>\n\n{row['conversations'][-1]['value']} {quote}"}]}
+        for row in demo if row["conversations"][-1]["from"] == "gpt"]
+    source = tmp_path / "quoting.json"
+    source.write_text(json.dumps(rows))
+    out = tmp_path / "export"
+    assert main(["export", "llamafactory", "--data-files", str(source), "--format", "llamafactory",
+                 "--out", str(out)]) == 0
+    (entry,) = json.loads((out / "dataset_info.json").read_text()).values()
+    returncode, reports = run_driver(python, out, TOOL_TEMPLATES)
+    report = reports[entry["file_name"]]
+    assert returncode == 0 and report["ok"] and report["rows_in_file"] == len(rows) > 5
+    for template in TOOL_TEMPLATES:
+        outcome = report["templates"][template]
+        assert outcome["failed"] == {} and outcome["altered"] == {} and outcome["rows_encoded"] == len(rows)
+        assert outcome["answers"] == outcome["answers_intact"] == expected_counts(rows)["answers"]

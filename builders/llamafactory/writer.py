@@ -23,9 +23,9 @@ Rules (from LLaMA-Factory's ``SharegptDatasetConverter``, ``FunctionFormatter``,
   (``{}`` added where a tool has none), ``required`` a list (a null one left out), enum values are strings and
   ``items`` an object (its ReAct tool prompt fails otherwise; it skips a falsy ``enum`` or ``items``).
 * ``{{idx}}`` in a user turn is an error: LLaMA-Factory's user formatter replaces it with the turn number.
-* A literal ``<tool_call>`` or ``</tool_call>`` in an answer or in reasoning makes its call parser fail: error;
-  so does a call whose name or arguments hold ``<tool_call>`` and then ``</tool_call>`` (its function formatter
-  parses the text between them as the calls).
+* A call turn whose reasoning holds a literal ``<tool_call>`` or ``</tool_call>``, or whose name or arguments hold
+  ``<tool_call>`` and then ``</tool_call>``, is an error: its function formatter parses the text between them as
+  the calls. Answers (and their reasoning) are trained as written, those tags included.
 * Media: one ``<image>``/``<video>``/``<audio>`` tag per entry, as for ms-swift.
 * Grounding rows (ms-swift's ``objects`` column, in ``meta``) are an error, as in the ``swift`` writer:
   LLaMA-Factory has no such column and would train on the ``<ref-object>``/``<bbox>`` tags as text.
@@ -126,10 +126,10 @@ def llamafactory_conversations(messages: list[dict]) -> tuple[str, list[dict]]:
             continue
         calls = m["tool_calls"]
         if not calls:
-            check_no_call_markers(m["content"], f"{where}.content")
-            # (A call turn's thought is found by its whole spelling instead: checked below.)
+            # (Answers are trained as written, <tool_call> tags too: only a function_call value is parsed. A call
+            # turn's thought is found by its whole spelling instead: checked below.)
             check_think_block_closes_once(m["reasoning_content"], f"{where}.reasoning_content", TARGET)
-            out.append({"from": GPT, "value": with_reasoning(m["reasoning_content"], m["content"], where)})
+            out.append({"from": GPT, "value": with_reasoning(m["reasoning_content"], m["content"])})
             sources.append(i)
             continue
         if m["content"]:
@@ -138,7 +138,9 @@ def llamafactory_conversations(messages: list[dict]) -> tuple[str, list[dict]]:
         if m["reasoning_content"] is not None and THINK_CLOSE in m["reasoning_content"] + THINK_CLOSE[:-1]:
             raise ConversionError(f"reasoning containing {THINK_CLOSE!r} ends {TARGET}'s thought early in a call turn "
                                   f"(the rest is not JSON: it fails on the row)", field=f"{where}.reasoning_content")
-        out.append({"from": FUNCTION, "value": with_reasoning(m["reasoning_content"], calls_text(calls, where), where)})
+        if m["reasoning_content"] is not None:
+            check_no_call_markers(m["reasoning_content"], f"{where}.reasoning_content")
+        out.append({"from": FUNCTION, "value": with_reasoning(m["reasoning_content"], calls_text(calls, where))})
         sources.append(i)
         results = results_in_call_order(messages, i, end, target=TARGET)
         if results:
@@ -163,17 +165,18 @@ def check_alternation(conversations: list[dict], sources: list[int]) -> None:
                               f"function_call); it drops other rows", field="messages")
 
 
-def with_reasoning(reasoning: Optional[str], text: str, where: str) -> str:
+def with_reasoning(reasoning: Optional[str], text: str) -> str:
     if reasoning is None:
         return text
-    check_no_call_markers(reasoning, f"{where}.reasoning_content")
     return f"{THINK_OPEN}{reasoning}{THINK_CLOSE}{text}"
 
 
 def check_no_call_markers(text: str, field: str) -> None:
     for marker in CALL_MARKERS:
         if marker in text:
-            raise ConversionError(f"a literal {marker} makes {TARGET}'s call parser fail", field=field)
+            raise ConversionError(f"a literal {marker} in a call turn's reasoning: {TARGET}'s function formatter "
+                                  f"reads the text between {CALL_MARKERS[0]} and {CALL_MARKERS[1]} as the calls",
+                                  field=field)
 
 
 def calls_text(calls: list[dict], where: str) -> str:
@@ -322,7 +325,7 @@ def _respelled(tag: str, value: str) -> Optional[str]:
             text = calls_text([tool_call("", name, arguments) for name, arguments in calls], "")
         else:
             reasoning, text = split_think(value)
-        return with_reasoning(reasoning, text, "")
+        return with_reasoning(reasoning, text)
     except ToolUseDataError:
         return None
 
