@@ -18,6 +18,8 @@ import tooluse_datasets as td
     ({"cache_dir": b"cache"}, "cache_dir"),
     ({"data_dir": b"folder", "data_files": None}, "data_dir"),
     ({"data_dir": {"train": "folder"}, "data_files": None}, "data_dir"),
+    ({"revision": 3}, "revision"),
+    ({"revision": ["main"]}, "revision"),
 ])
 def test_a_wrong_type_is_a_type_error_naming_the_argument_and_nothing_is_prepared(tmp_path, monkeypatch, arguments,
                                                                                      named):
@@ -35,6 +37,26 @@ def test_validate_and_features_refuse_a_wrong_type_naming_it():
         td.validate("ms_swift", {"name": "raw"}, data_files=td.sample_files("ms_swift"))
     with pytest.raises(TypeError, match="^split must be"):
         td.validate("ms_swift", split=["train"], data_files=td.sample_files("ms_swift"))
+
+
+@pytest.mark.parametrize("revision", [3, b"main"])
+def test_a_revision_of_the_wrong_type_is_named_before_the_upstream_is_resolved(revision, monkeypatch):
+    """Upstream files resolved their revision first: "expected string or bytes-like object, got 'int'"."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    for source in ("nestful", "toolmind"):
+        with pytest.raises(TypeError, match="^revision must be a branch, tag or commit"):
+            td.load(source, split="train", streaming=True, revision=revision)
+    with pytest.raises(TypeError, match="^revision must be"):
+        td.validate("nestful", revision=revision)
+
+
+def test_an_empty_revision_is_refused_not_read_as_the_pinned_one(monkeypatch):
+    """``revision=""`` (an unset shell variable) silently read the pinned revision (ToolMind: ``main``)."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    with pytest.raises(ValueError, match="^revision is empty"):
+        td.load("toolmind", split="train", streaming=True, revision="")
 
 
 @pytest.mark.parametrize("split", [datasets.Split.TRAIN, datasets.ReadInstruction("train", to=2, unit="abs")])

@@ -80,7 +80,8 @@ def load(
     from .cache_keys import one_head_commit_per_load
     from .source import splits_read  # with the builder: importing the package stays light
 
-    check_argument_types(config=config, split=split, data_dir=data_dir, cache_dir=cache_dir, streaming=streaming)
+    check_argument_types(config=config, split=split, data_dir=data_dir, cache_dir=cache_dir, streaming=streaming,
+                         revision=revision)
     names = splits_read(split)
     _check_arguments(source, config, split, names, streaming, num_proc, report)
     download_mode = _download_mode(download_mode, streaming)
@@ -178,6 +179,10 @@ def check_argument_types(**arguments: Any) -> None:
             wanted = "one split name or expression (str, e.g. 'train' or 'train[:10%]+test'), or None for every split"
         elif name == "streaming":
             ok, wanted = isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)), "True or False"
+        elif name == "revision":  # resolving it failed deep inside ("expected string or bytes-like object")
+            ok, wanted = isinstance(value, str), "a branch, tag or commit (str), or None for the pinned one"
+            if ok and not value.strip():  # an unset shell variable: read as no revision, the pinned one
+                raise ValueError("revision is empty: give a branch, tag or commit, or None for the pinned one")
         else:  # folders
             ok = isinstance(value, (str, os.PathLike)) and isinstance(os.fspath(value), str)
             wanted = "a path (str or pathlib.Path)"

@@ -45,7 +45,7 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
     from ..loading import check_argument_types, check_format
     from ..pipeline import UNIFIED, ShardConverter, config_features
 
-    check_argument_types(config=config, split=split, data_dir=data_dir, skipped_rows=skipped_rows)
+    check_argument_types(config=config, split=split, data_dir=data_dir, skipped_rows=skipped_rows, revision=revision)
     if "validate" in source_options:  # load()'s filter of failing rows: the builder would take it and never apply it
         raise ValueError("validate() checks every row against rules= and drops none: load()'s validate= does not "
                          "apply here; give the rules to check as rules=")
