@@ -215,6 +215,24 @@ def test_an_option_the_command_sets_itself_is_refused_in_one_line_not_reported_a
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("command", [["stats", "nestful"], ["validate", "nestful"]])
+@pytest.mark.parametrize("revision", ["1.0", "1234567"])  # a tag, a short commit of digits
+def test_a_revision_option_is_read_as_text_not_as_a_json_number(command, revision, monkeypatch, capsys):
+    """`--option revision=1.0` read 1.0 as JSON: "unexpected TypeError ... (a bug ...)" from resolving it."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    assert main([*command, "--option", f"revision={revision}"]) == 2  # offline: the upstream at that revision
+    err = capsys.readouterr().err
+    assert err.startswith("error: nestful: cannot reach the upstream data") and f"@ {revision}" in err
+    assert "bug" not in err and "TypeError" not in err
+
+
+def test_a_cache_dir_option_is_read_as_a_path_not_as_a_json_number(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["stats", "ms_swift", "--sample", "--option", "cache_dir=2024"]) == 0
+    assert '"rows": 6' in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("unbuffered", [False, True])  # a shell's default, and PYTHONUNBUFFERED=1
 @pytest.mark.parametrize("command", [
     ["stats", "ms_swift", "--sample"],                                     # print

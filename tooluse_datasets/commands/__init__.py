@@ -84,6 +84,9 @@ COMMAND_ARGUMENTS = {
 
 # load()'s own keywords that --option passes on, by command (the others: LOAD_KEYWORDS)
 LOAD_KEYWORDS = ("num_proc", "validate", "revision", "cache_dir")
+# of them, those whose value is text as given: read as JSON, a tag `1.0`, a commit prefix of digits or a folder
+# `2024` would be a number
+TEXT_KEYWORDS = ("revision", "cache_dir")
 COMMAND_LOAD_KEYWORDS = {"validate": ("revision", "cache_dir"), "mirror": ()}
 
 
@@ -96,8 +99,9 @@ def other_options_note(command: str) -> str:
 
 
 def source_options(args: argparse.Namespace, own: Optional[dict[str, str]] = None) -> dict:
-    """``--option NAME=VALUE`` pairs as keyword arguments (values read as JSON where they parse). A NAME the
-    command sets itself (:data:`COMMAND_ARGUMENTS`, and ``own``: name -> the command's argument) is refused."""
+    """``--option NAME=VALUE`` pairs as keyword arguments (values read as JSON where they parse, but those of
+    :data:`TEXT_KEYWORDS` as given). A NAME the command sets itself (:data:`COMMAND_ARGUMENTS`, and ``own``:
+    name -> the command's argument) is refused."""
     import json
 
     taken = {**COMMAND_ARGUMENTS, **(own or {})}
@@ -109,6 +113,9 @@ def source_options(args: argparse.Namespace, own: Optional[dict[str, str]] = Non
         if name.strip() in taken:
             raise ValueError(f"--option {name.strip()}: not a source option but an argument the command sets; "
                              f"give {taken[name.strip()]}")
+        if name.strip() in TEXT_KEYWORDS:
+            out[name.strip()] = text
+            continue
         try:
             out[name.strip()] = json.loads(text)
         except ValueError:
