@@ -169,7 +169,7 @@ def plan_splits(files: list[str], split_column: str, shard_bytes: int, *,
         which = "the file has no" if one else f"none of the {len(files)} files has a"
         raise MissingFieldError(f"split_column={split_column!r}: {which} column of text by that name; pass the "
                                 f"column naming each row's source dataset, or split_column=None",
-                                file=display_path(files[0]) if one else None, field=split_column)
+                                file=display_path(files[0]) if one else None, field=split_column, source="toolmind")
     if not with_column and unreadable and wanted and "train" not in wanted:
         # No file could tell its splits: the splits asked for cannot be found because of this error (the
         # files would load as one `train` split, each row reported), not because the data lacks them.
