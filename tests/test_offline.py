@@ -232,6 +232,28 @@ def test_https_upstream_offline_reads_the_file_an_online_load_downloaded(github,
         td.load("nestful", split="train", cache_dir=cache_dir, revision="c" * 40)
 
 
+@pytest.mark.parametrize("streaming", [False, True])
+def test_https_upstream_offline_with_nothing_downloaded_advises_fetching_that_url_not_the_hub(cache_dir, monkeypatch,
+                                                                                            streaming):
+    """NESTFUL's upstream is a GitHub file: the advice was `hf download <repo> --repo-type dataset`, a Hub command
+    that cannot fetch it."""
+    from tooluse_datasets.builders.nestful.source import NestfulSource
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    [url] = NestfulSource.upstream.urls()["train"]
+    assert url.startswith("https://raw.githubusercontent.com/")
+    with pytest.raises(td.DataNotFoundError) as err:
+        td.load("nestful", split="train", cache_dir=cache_dir, streaming=streaming)
+    message = str(err.value)
+    assert f"no copy of {url} was downloaded" in message and "map-style" in message
+    assert "hf download" not in message and f"download it (`curl -fLO {url}`) and pass its local path" in message
+
+
+def test_hub_upstream_offline_advice_names_the_repo_and_revision_to_download():
+    hint = offline.offline_hint("hf://datasets/someone/tools@main/data/train.parquet")
+    assert "`hf download someone/tools --repo-type dataset --revision main`" in hint and "<repo>" not in hint
+
+
 @pytest.mark.parametrize("env, on", [({"HF_HUB_OFFLINE": "1"}, True), ({"HF_HUB_OFFLINE": "true"}, True),
                                      ({"HF_DATASETS_OFFLINE": "ON"}, True), ({"TRANSFORMERS_OFFLINE": "1"}, True),
                                      ({"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "0"}, False),

@@ -34,7 +34,7 @@ from .cache_keys import (branches_read, cached_upstream_commits, commits_digest,
                          data_files_digest, hf_files_at_commits, upstream_commits)
 from .errors import LOCAL_FILES_HINT, DataNotFoundError, OnError, SkipReport, ToolUseDataError, check_on_error
 from .network import answered_in_chain, failure_text, hub_hint, is_network_error
-from .offline import OFFLINE_HINT, local_copy, offline_data_files, offline_mode, remember_ref
+from .offline import local_copy, offline_data_files, offline_hint, offline_mode, remember_ref
 from .pipeline import UNIFIED, ShardConverter, TableGroups, config_features
 from .shards.files import with_archive_files
 from .shards.paths import display_path
@@ -387,7 +387,7 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         missing = [url for split, files in urls.items() for url, copy in zip(files, copies[split]) if copy is None]
         if missing:
             raise _offline_error(source, where, f"offline mode is on, and no copy of {missing[0]} was downloaded "
-                                                f"by an earlier load ({OFFLINE_HINT})")
+                                                f"by an earlier load ({offline_hint(missing[0])})")
         logger.info("%s: offline, reading the upstream files downloaded before (%s)", source.name, where)
         return copies
 

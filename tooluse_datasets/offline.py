@@ -21,10 +21,6 @@ from .source import COMMIT_ID
 
 _TRUE = {"1", "ON", "YES", "TRUE"}  # huggingface_hub's and datasets' spellings of "on"
 
-# What to do offline when no copy of a remote file was kept
-OFFLINE_HINT = ("load it once online map-style, which downloads the files (a stream downloads nothing), or download "
-                "them (`hf download <repo> --repo-type dataset`) and pass their local paths")
-
 
 def offline_mode() -> bool:
     """Whether offline mode is on: ``HF_DATASETS_OFFLINE`` if set, else ``HF_HUB_OFFLINE`` (or
@@ -33,6 +29,19 @@ def offline_mode() -> bool:
     if value is None:
         value = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE")
     return (value or "").strip().upper() in _TRUE
+
+
+def offline_hint(url: str) -> str:
+    """What to do offline when no copy of the remote file ``url`` was kept: the download command fits where it
+    lives (a Hub command cannot fetch NESTFUL's GitHub file)."""
+    hf = hf_url_parts(url)
+    if hf is None:
+        how = f"download it (`curl -fLO {url}`) and pass its local path"
+    else:
+        repo, revision, _ = hf
+        at = f" --revision {revision}" if revision else ""
+        how = f"download the files (`hf download {repo} --repo-type dataset{at}`) and pass their local paths"
+    return f"load it once online map-style, which downloads the files (a stream downloads nothing), or {how}"
 
 
 def _repo_cache(repo: str) -> str:
@@ -113,7 +122,8 @@ def offline_data_files(data_files: dict[str, list[str]], base_path: Optional[str
                                      f"repo's files): name the files, or download them (`hf download {repo} "
                                      f"--repo-type dataset`) and pass local paths")
                 if revision is None or not COMMIT_ID.match(revision) or local_copy(pattern) is None:
-                    raise ValueError(f"offline, no copy of {pattern} was downloaded by an earlier load ({OFFLINE_HINT})")
+                    raise ValueError(f"offline, no copy of {pattern} was downloaded by an earlier load "
+                                     f"({offline_hint(pattern)})")
                 files.append(pattern)
                 origins.append((repo, revision))
             elif pattern.startswith(("http://", "https://")):
