@@ -453,6 +453,21 @@ def test_an_empty_path_is_a_usage_error_not_no_file_or_the_current_folder(argv, 
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("argv", [
+    ["mirror", "ms_swift", "--sample", "--out", "o", "--revision", ""],
+    ["publish", "o", "--repo-id", "org/x", "--dry-run", "--revision", ""],
+])
+def test_an_empty_revision_is_a_usage_error_not_another_revision(argv, tmp_path, monkeypatch, capsys):
+    """`--revision "$REV"` with REV unset: mirror resolved NESTFUL's `main` instead of its pinned commit."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --revision: " in err and "empty" in err
+    assert list(tmp_path.iterdir()) == []
+
+
 def _with_closed(fd: int, argv: list[str], cwd):
     """The command run with standard output (1) or error (2) closed, as `>&-` or `2>&-` leave them."""
     import subprocess

@@ -50,6 +50,15 @@ def a_path(text: str) -> str:
     return text
 
 
+
+def a_revision(text: str) -> str:
+    """An argparse type: a branch, tag or commit, never empty (``--revision "$REV"`` with REV unset made mirror read
+    NESTFUL's ``main``, not its pinned commit)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a branch, tag or commit, got an empty one "
+                                         "(an unset shell variable?)")
+    return text
+
 class _Once(argparse.Action):
     """An option given once: argparse would keep the last of several silently (``--split a --split b`` reading
     only ``b``, where the user meant both)."""

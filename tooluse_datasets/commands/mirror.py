@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 
-from . import a_path, add_source_arguments, data_files_for, refuse_writing_inputs, source_options
+from . import a_path, a_revision, add_source_arguments, data_files_for, refuse_writing_inputs, source_options
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -21,7 +21,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="output folder; each source goes to DIR/<source>")
     p.add_argument("--configs", nargs="+", choices=list(FORMATS), default=list(FORMATS), metavar="CONFIG",
                    help=f"formats to write (default: all of {', '.join(FORMATS)})")
-    p.add_argument("--revision", help="upstream revision to read instead of the pinned one")
+    p.add_argument("--revision", type=a_revision, help="upstream revision to read instead of the pinned one")
     p.add_argument("--repo-id", help="repo id used in the card's loading snippets ({source} is replaced by the "
                                      "source name); publish renders the card for its own --repo-id anyway")
     p.add_argument("--license", help="license for the card when the data is not the source's upstream "

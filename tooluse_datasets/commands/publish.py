@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import a_path
+from . import a_path, a_revision
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -21,7 +21,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "(required when DIR holds several mirrors)")
     p.add_argument("--dry-run", action="store_true", help="print the planned operations and change nothing")
     p.add_argument("--private", action="store_true", default=None, help="create the repo private (new repos only)")
-    p.add_argument("--revision", help="branch to commit to (created from the default branch if missing)")
+    p.add_argument("--revision", type=a_revision,
+                   help="branch to commit to (created from the default branch if missing)")
     p.add_argument("--create-pr", action="store_true", help="open a pull request instead of committing to the branch")
     p.add_argument("--replace-foreign", action="store_true",
                    help="replace files and card configs in the mirror's place that no earlier publish of it wrote "
