@@ -50,7 +50,6 @@ def a_path(text: str) -> str:
     return text
 
 
-
 def a_revision(text: str) -> str:
     """An argparse type: a branch, tag or commit, never empty (``--revision "$REV"`` with REV unset made mirror read
     NESTFUL's ``main``, not its pinned commit)."""
@@ -58,6 +57,7 @@ def a_revision(text: str) -> str:
         raise argparse.ArgumentTypeError("expected a branch, tag or commit, got an empty one "
                                          "(an unset shell variable?)")
     return text
+
 
 class _Once(argparse.Action):
     """An option given once: argparse would keep the last of several silently (``--split a --split b`` reading
