@@ -209,18 +209,23 @@ def _running(pid: int) -> bool:
         return False
 
 
+def _long_num_proc_build(tmp_path: Path, out: Path) -> list[str]:
+    """The command of a two-worker mirror build of real ms-swift rows whose shards take seconds each."""
+    rows = [line for f in sorted(shared_data("ms_swift").glob("*.jsonl"))
+            for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+    data = tmp_path / "agent.jsonl"
+    data.write_text("\n".join(rows * 3000) + "\n", encoding="utf-8")
+    return [sys.executable, "-m", "tooluse_datasets.cli", "mirror", "ms_swift", "--data-files", str(data),
+            "--num-proc", "2", "--shard-size", "4MB", "--configs", "unified", "--out", str(out)]
+
+
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from Linux's /proc")
 def test_sigint_to_the_build_process_alone_stops_its_workers_at_once(tmp_path):
     """``kill -INT <pid>`` (a job runner, not a terminal's Ctrl-C, which reaches the workers too) took as long as
     the shards being converted (about 8 s): the pool's shutdown waited for each worker to finish its shard. Now
     the build stops at once with 130 and leaves no worker behind, and nothing under the mirror's name."""
-    rows = [line for f in sorted(shared_data("ms_swift").glob("*.jsonl"))
-            for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
-    data = tmp_path / "agent.jsonl"
-    data.write_text("\n".join(rows * 3000) + "\n", encoding="utf-8")  # real rows, shards of seconds each
     out = tmp_path / "out"
-    command = [sys.executable, "-m", "tooluse_datasets.cli", "mirror", "ms_swift", "--data-files", str(data),
-               "--num-proc", "2", "--shard-size", "4MB", "--configs", "unified", "--out", str(out)]
+    command = _long_num_proc_build(tmp_path, out)
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     try:
         deadline = time.monotonic() + 120
@@ -254,13 +259,8 @@ def test_a_build_killed_outright_leaves_no_worker_converting_into_its_staging(tm
     the fork server a worker's parent is the fork server, which stays up while any worker holds its pipe, so the
     workers never saw their parent go. They went on converting shards into the staging folder, where the next run
     writes the same parts, and then waited, each holding its memory. Now they end within seconds of the build."""
-    rows = [line for f in sorted(shared_data("ms_swift").glob("*.jsonl"))
-            for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
-    data = tmp_path / "agent.jsonl"
-    data.write_text("\n".join(rows * 3000) + "\n", encoding="utf-8")  # real rows, shards of seconds each
     out = tmp_path / "out"
-    command = [sys.executable, "-m", "tooluse_datasets.cli", "mirror", "ms_swift", "--data-files", str(data),
-               "--num-proc", "2", "--shard-size", "4MB", "--configs", "unified", "--out", str(out)]
+    command = _long_num_proc_build(tmp_path, out)
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     workers: set[int] = set()
     try:
