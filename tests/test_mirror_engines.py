@@ -254,11 +254,13 @@ def test_sigint_to_the_build_process_alone_stops_its_workers_at_once(tmp_path):
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from Linux's /proc")
-def test_a_build_killed_outright_leaves_no_worker_converting_into_its_staging(tmp_path):
+@pytest.mark.parametrize("reaped", [True, False], ids=["reaped", "left_a_zombie"])
+def test_a_build_killed_outright_leaves_no_worker_converting_into_its_staging(tmp_path, reaped):
     """``kill -9`` of a ``--num-proc`` build (or the out-of-memory killer) left its workers running for ever: under
     the fork server a worker's parent is the fork server, which stays up while any worker holds its pipe, so the
     workers never saw their parent go. They went on converting shards into the staging folder, where the next run
-    writes the same parts, and then waited, each holding its memory. Now they end within seconds of the build."""
+    writes the same parts, and then waited, each holding its memory. Now they end within seconds of the build,
+    also while the build is a zombie its caller has not waited for (a ``Popen`` without ``wait()``)."""
     out = tmp_path / "out"
     command = _long_num_proc_build(tmp_path, out)
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
@@ -271,7 +273,8 @@ def test_a_build_killed_outright_leaves_no_worker_converting_into_its_staging(tm
         assert len(workers) >= 4 and process.poll() is None, "the build did not start its workers"
         time.sleep(1)
         os.kill(process.pid, signal.SIGKILL)  # this process alone: its workers are not told
-        process.wait(timeout=30)
+        if reaped:
+            process.wait(timeout=30)
         deadline = time.monotonic() + 10
         while any(_running(pid) for pid in workers) and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -282,6 +285,7 @@ def test_a_build_killed_outright_leaves_no_worker_converting_into_its_staging(tm
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        process.wait(timeout=30)
     assert not left, "worker processes left running after the build was killed"
     assert not (out / "ms_swift").exists()  # and nothing under the mirror's name
 

@@ -47,7 +47,12 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)  # no signal sent: only whether the process exists (and is ours: its id not reused)
     except OSError:
         return False
-    return True
+    # A process killed but not yet waited for by its caller (a Popen without wait()) still exists, as a zombie.
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rpartition(b")")[2].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True  # no /proc (macOS): the process exists
 
 
 _forking_workers = False
