@@ -234,10 +234,10 @@ def _introduces_tools(before: str) -> bool:
     line ending in ':' that names tools or functions ("## Available Tools", "You may call these functions:")."""
     stripped = before.rstrip()
     line = stripped[stripped.rfind("\n") + 1:].strip()
-    if line.endswith(("<tools>", "<tool>")):
-        return True
+    if not _is_lead_in(line):
+        return False
     lowered = line.lower()
-    return (line.startswith("#") or line.endswith(":")) and ("tool" in lowered or "function" in lowered)
+    return line.endswith(_TOOLS_TAGS) or "tool" in lowered or "function" in lowered
 
 
 def _is_format_example(text: str, start: int) -> bool:
@@ -535,12 +535,20 @@ def _instructions_before(head: str) -> str:
     return _strip_lead_in(_strip_protocol(head))
 
 
+_TOOLS_TAGS = ("<tools>", "<tool>")
+
+
+def _is_lead_in(line: str) -> bool:
+    """A (stripped) line that may introduce a catalog: a heading, a line ending in ':', or one ending in a tools tag."""
+    return line.startswith("#") or line.endswith(":") or line.endswith(_TOOLS_TAGS)
+
+
 def _strip_lead_in(head: str) -> str:
     """Drop the heading / "...tags:" / ``<tools>`` (``<tool>``) / code fence lines that introduce the catalog."""
     lines = head.rstrip().split("\n")
     while lines:
         last = lines[-1].strip()
-        if not last or last.startswith("#") or last.endswith(":") or last.endswith(("<tools>", "<tool>")):
+        if not last or _is_lead_in(last):
             lines.pop()
         elif last.startswith(_FENCE) and _fences_open("\n".join(lines)):
             lines.pop()  # the fence the catalog is in (not one closing a code block of the instructions)
