@@ -1042,6 +1042,37 @@ def test_crashes_kill_the_child_not_the_caller_and_the_batch_goes_on(evil_dir):
     assert results[5].answer["value"] == 5
 
 
+# Modules of our own whose top level needs more memory than the sandbox allows (1024 MB in these tests): directly,
+# and wrapped in an ImportError as libraries wrap a dependency's failure (pandas: "Unable to import required
+# dependency numpy"); and one that fails to load for another reason.
+GREEDY_MODULES = {
+    "greedy_tables.py": "TABLE = bytearray(2 << 30)\n\ndef greedy_tables(x):\n    return x\n",
+    "wrapped_tables.py": ("try:\n    TABLE = bytearray(2 << 30)\nexcept MemoryError as exc:\n"
+                          "    raise ImportError('wrapped_tables needs its tables') from exc\n\n"
+                          "def wrapped_tables(x):\n    return x\n"),
+    "missing_dependency.py": "import no_such_module_anywhere\n\ndef missing_dependency(x):\n    return x\n",
+}
+
+
+def test_a_module_that_runs_out_of_memory_while_loading_is_the_memory_limit_naming_the_module(tmp_path):
+    # It used to be "import_error" when a library wrapped the MemoryError (a limit read as a broken module), and
+    # "over 1024 MB" with nothing saying the module's own top level took it.
+    (tmp_path / "basic_functions.py").write_text("def add(a, b):\n    return a + b\n")
+    for file_name, code in GREEDY_MODULES.items():
+        (tmp_path / file_name).write_text(code)
+    (tmp_path / "func_file_map.json").write_text(json.dumps({f[:-3]: f for f in GREEDY_MODULES}))
+    jobs = [dataclasses.replace(after_a_sum(name, "$var_1.result$"), gold="3")
+            for name in ("greedy_tables", "wrapped_tables", "missing_dependency")]
+    greedy, wrapped, missing = run_sequences(jobs, tmp_path, dataclasses.replace(FAST, timeout=10))
+    for result, file_name in ((greedy, "greedy_tables.py"), (wrapped, "wrapped_tables.py")):
+        assert (result.status, result.reason, result.failed_call) == ("limit", "memory", 1), result.describe()
+        assert result.detail.startswith(f"over 1024 MB while loading {file_name} (MemoryError")
+        assert result.win_upstream is False and result.win_corrected is False
+    # A module that cannot load for another reason is still an import error.
+    assert (missing.status, missing.reason, missing.failed_call) == ("error", "import_error", 1)
+    assert "missing_dependency.py" in missing.detail and "no_such_module_anywhere" in missing.detail
+
+
 def after_a_sum(name, *args):
     """A two-call sequence whose second call is ``name``: add(1, 2), then name(*args)."""
     calls = [{"name": "add", "label": "$var_1", "arguments": {"a": 1, "b": 2}},

@@ -631,16 +631,45 @@ class Functions:
             module = importlib.util.module_from_spec(spec)
             sys.modules[file_name] = module
             spec.loader.exec_module(module)
-        except (SampleTimeout, MemoryError):
+        except SampleTimeout:
             raise
         except BaseException as exc:
             if _read_only(exc):
                 raise StepFailure(WRITE, f"loading {file_name}: {_describe(exc)}", call_index) from None
+            cause = _out_of_memory(exc)
+            if cause is not None:
+                # The memory limit, hit while the module ran its top level (or loaded a C extension it imports):
+                # a limit like a sample's MemoryError, not a module that cannot load.
+                said = _describe(cause) if str(cause) else type(cause).__name__
+                raise StepFailure(MEMORY, f"while loading {file_name} ({said})", call_index) from None
             raise StepFailure(IMPORT_ERROR, f"loading {file_name}: {_describe(exc)}", call_index) from None
         try:
             return getattr(module, name)
         except (AttributeError, TypeError):
             raise StepFailure(UNKNOWN_FUNCTION, f"{file_name} defines no {name!r}", call_index) from None
+
+
+# What the dynamic loader says when mapping a C extension or its libraries fails for want of address space
+# (RLIMIT_AS), as ImportError's message: "libopenblas.so: failed to map segment from shared object". (Not "cannot
+# allocate memory in static TLS block": that is a fixed table of the loader, full whatever the limit.)
+_LOADER_OUT_OF_MEMORY = ("failed to map segment from shared object", "cannot allocate memory")
+
+
+def _out_of_memory(exc):
+    """The error that says ``exc`` is the memory limit: the earliest of ``exc`` and the errors it was raised from
+    (a library wrapping its failure in an ImportError, as pandas does with numpy's) that is a MemoryError,
+    ENOMEM, or the loader's words for it; None when none is."""
+    found, seen = None, set()
+    while exc is not None and id(exc) not in seen and len(seen) < 50:
+        seen.add(id(exc))
+        if isinstance(exc, MemoryError) or (isinstance(exc, OSError) and exc.errno == errno.ENOMEM):
+            found = exc
+        elif isinstance(exc, ImportError):
+            text = str(exc).lower()
+            if "static tls" not in text and any(words in text for words in _LOADER_OUT_OF_MEMORY):
+                found = exc
+        exc = exc.__cause__ or exc.__context__
+    return found  # (the first cause: what a wrapping library's message quotes, said plainly)
 
 
 def resolve(value, env, call_index):
@@ -943,8 +972,12 @@ def run_sample(sample, functions, policy, limits, root, workdir, channel):
             matched = upstream_win(True, value, gold, compared)
         ok = True
     except StepFailure as failure:
-        outcome.update(status="refused" if failure.reason == WRITE else "error", reason=failure.reason,
-                       detail=failure.detail, failed_call=failure.call_index)
+        if failure.reason == MEMORY:  # (a module that ran out of memory while loading: the limit, named)
+            outcome.update(status="limit", reason=MEMORY, detail=f"over {limits['memory_mb']} MB {failure.detail}",
+                           failed_call=failure.call_index)
+        else:
+            outcome.update(status="refused" if failure.reason == WRITE else "error", reason=failure.reason,
+                           detail=failure.detail, failed_call=failure.call_index)
     except SampleTimeout:
         outcome.update(status="limit", reason=TIMEOUT, detail=f"over {limits['timeout']} s", failed_call=charged())
     except MemoryError:

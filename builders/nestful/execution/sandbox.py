@@ -122,7 +122,7 @@ REASONS: dict[str, str] = {
     "write_outside_workdir": "the sandbox refused a write outside the sample's work folder",
     "signal": "the sandbox refused to signal another process",
     "timeout": "the sample ran past its time or CPU limit",
-    "memory": "the sample ran out of its memory limit (MemoryError)",
+    "memory": "the sample ran out of its memory limit (MemoryError; also while a function's module loaded)",
     "crash": "the sandbox process died (segfault, os._exit, abort, kill)",
     "no_calls": "the sequence has no calls",
     "malformed_call": "a call lacks name/label/arguments or is not an object",
