@@ -107,3 +107,35 @@ def test_v2_values_are_checked_as_the_executor_reads_them(index, value, field, s
     assert result.status == "error" and not result.win_upstream
     if isinstance(value, str):
         assert (result.reason, result.failed_call) == ("bad_reference", 1)
+
+
+def relabelled(native: dict, old: str, new: str) -> dict:
+    """``native`` with every ``$<old>N`` label, in the labels and in the references, spelled ``$<new>N``."""
+    return json.loads(json.dumps(native).replace(f'"${old}', f'"${new}'))
+
+
+def test_calls_labelled_otherwise_than_var_n_are_referenced_as_upstream_executes_them():
+    """Upstream's executor removes the `$`s of any label and resolves any `$<label>.<field>$` (spec §9), and so
+    did the sandbox here (the row reproduced its gold); the reader knew only `$var_N` labels: a row labelling its
+    calls `$step_1` had no call_graph edge, and arguments.schema took its references for literal strings where
+    numbers are declared."""
+    native = relabelled(current_row(), "var_", "step_")
+    assert [c["label"] for c in native["output"]] == ["$step_1", "$step_2", "$step_3"]
+    row = unified(native)
+    assert row["call_graph"] == [
+        {"consumer": "$step_2", "argument": "arg_0", "producer": "$step_1", "output_field": "result"},
+        {"consumer": "$step_3", "argument": "arg_1", "producer": "$step_2", "output_field": "result"}]
+    assert reference_findings(row) == []
+    [result] = executed(row)
+    assert result.ok and result.win_upstream
+
+    # A label no earlier call defines is the rule's finding (the executor fails on it), and a text that only
+    # looks like one stays literal for the reader (no edge; "$100-$200" is a price).
+    native["output"][2]["arguments"]["arg_1"] = "$step_9.result$"
+    row = unified(native)
+    assert row["call_graph"][1:] == []
+    found = check_row(row, [get_rule("nestful.undefined_reference")])
+    assert [(f.field, "no earlier call defines" in f.message) for f in found] == [
+        ("messages[1].tool_calls[2].function.arguments.arg_1", True)]
+    [result] = executed(row)
+    assert (result.status, result.reason, result.failed_call) == ("error", "bad_reference", 2)

@@ -23,7 +23,7 @@ def undefined_reference(view):
     for c in view.calls:
         if isinstance(c.arguments, dict):
             if not v1:
-                yield from _nested_references(c)
+                yield from _nested_references(c, labels)
             found = argument_references(c.arguments, embedded=True) if v1 else _executor_references(c.arguments)
             for argument, label, output_field in found:
                 where = f"{c.field}.function.arguments.{argument}"
@@ -49,12 +49,12 @@ def _executor_references(arguments: dict):
             yield (name, *read)
 
 
-def _nested_references(c):
+def _nested_references(c, labels):
     """v2: a reference inside a list or object, which the reader makes an edge but upstream's executor passes to
-    the function as its text (it reads whole argument values only)."""
+    the function as its text (it reads whole argument values only). ``labels``: the earlier calls' label keys."""
     for name, value in c.arguments.items():
         if isinstance(value, (list, dict)):
-            for argument, label, output_field in argument_references({name: value}):
+            for argument, label, output_field in argument_references({name: value}, labels=labels):
                 yield (f"{c.field}.function.arguments.{argument}",
                        f"reference to {label}{'.' + output_field if output_field else ''} inside argument {name!r}: "
                        "upstream's executor reads only a whole argument value as a reference, so the call would get "

@@ -4,7 +4,7 @@ executor and the validation rules)."""
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator, Mapping, Optional
+from typing import Any, Container, Iterator, Mapping, Optional
 
 from tooluse_datasets.errors import InvalidValueError, MissingFieldError, UndefinedReferenceError, UnknownToolError
 
@@ -73,14 +73,32 @@ def check_call(call: dict, i: int, *, producers: Mapping[str, str], catalog: set
     return label, name, arguments
 
 
-def references(arguments: dict, *, embedded: bool = False) -> Iterator[tuple[str, str, Any]]:
+def labelled_reference(value: str, labels: Container[str]) -> Optional[tuple[str, Optional[str]]]:
+    """``(label, output field or None)`` when ``value`` is the whole ``$<label>.<field>$`` (or ``$<label>$``) of a
+    label in ``labels``, however it is spelled (``$step_1``): upstream's executor resolves any label the row's
+    calls define (spec section 9: the label is what comes before the first ``.``); None otherwise."""
+    if len(value) < 3 or value[0] != "$" or value[-1] != "$":
+        return None
+    label, dot, output_field = value[1:-1].partition(".")
+    if label not in labels or "$" in output_field or (dot and not output_field):
+        return None
+    return label, output_field if dot else None
+
+
+def references(arguments: dict, *, embedded: bool = False, labels: Container[str] = ()
+               ) -> Iterator[tuple[str, str, Any]]:
     """``(argument path, producer label, output field or None)`` for each whole-value reference, also inside
-    lists and objects; ``embedded``: also references inside longer strings (v1)."""
+    lists and objects: ``$var_N...`` (:data:`REFERENCE`) and, for a row whose calls are labelled otherwise
+    (``$step_1``), a reference to one of ``labels`` (label keys); ``embedded``: also references inside longer
+    strings (v1)."""
     def walk(path: str, value: Any):
         if isinstance(value, str):
             m = REFERENCE.fullmatch(value)
+            named = None if m else labelled_reference(value, labels)
             if m:
                 yield path, m.group(1), m.group(2)
+            elif named:
+                yield path, *named
             elif embedded:
                 for e in EMBEDDED_REFERENCE.finditer(value):
                     yield path, e.group(1), e.group(2)
@@ -117,7 +135,7 @@ def check_references(arguments: dict, producers: Mapping[str, str], field: str, 
     :func:`references` finds them); ``producers``: the earlier calls' labels by :func:`label_key`. A reference
     to no earlier call is an :class:`UndefinedReferenceError` naming ``<field>.<argument path>``."""
     found = []
-    for argument, key, output_field in references(arguments, embedded=embedded):
+    for argument, key, output_field in references(arguments, embedded=embedded, labels=producers):
         if key not in producers:
             raise UndefinedReferenceError(f"reference to {key!r}, which no earlier call defines",
                                           field=f"{field}.{argument}")
