@@ -29,6 +29,7 @@ from tooluse_datasets.builders.nestful.execution import (SandboxError, SandboxLi
 from tooluse_datasets.builders.nestful.execution.functions import FUNCTIONS_PATH
 from tooluse_datasets.builders.nestful.source import NestfulOptions, NestfulSource
 from tooluse_datasets.builders.nestful.upstream import UPSTREAM
+from tooluse_datasets.builders.nestful.score import ScoreItem, score
 from tooluse_datasets.builders.nestful.verify import verify_rows
 from tooluse_datasets.builders.toolmind.source import ToolMindSource
 from tooluse_datasets.builders.toolmind.writer import write_toolmind_row
@@ -105,7 +106,8 @@ def test_results_are_the_actual_values_of_each_call(real_rows, real_results):
     row, res = next((r, s) for r, s in zip(real_rows, results) if r["meta"]["sample_id"].startswith("3a4b7b77"))
     # divide(25, 100) -> multiply($var_1, 80) -> add(20, $var_2)
     assert [r["value"] for r in res.results] == [0.25, 20.0, 40.0]
-    assert res.answer == {"value": 40.0, "python_type": None} and row["meta"]["gold_answer"] == 40.0
+    assert res.answer == {"value": 40.0, "python_type": None, "type_name": "float", "python_repr": "40.0"}
+    assert row["meta"]["gold_answer"] == 40.0
 
 
 def test_the_network_refusal_is_reported_whatever_isolation_the_machine_allows(real_rows, functions_dir):
@@ -1150,10 +1152,12 @@ def test_environment_builtins_modules_and_memory_a_sample_leaves_do_not_reach_th
 def test_results_that_are_not_json_values_are_rendered_and_typed(evil_dir):
     results = run_sequences([one_call("returns_tuple", 2, gold="[2, 2]"), one_call("returns_set", 2),
                              one_call("returns_nan", 1), one_call("returns_text", 11, gold="11")], evil_dir, FAST)
-    assert results[0].answer == {"value": [2, 2], "python_type": "tuple"} and results[0].win_upstream
-    assert results[1].answer == {"value": [1, 2], "python_type": "set"}
-    assert results[2].answer == {"value": "nan", "python_type": "float", "repr": True}
-    assert results[3].answer == {"value": "11", "python_type": None}
+    assert results[0].answer == {"value": [2, 2], "python_type": "tuple", "type_name": "tuple",
+                                 "python_repr": "(2, 2)"} and results[0].win_upstream
+    assert results[1].answer == {"value": [1, 2], "python_type": "set", "type_name": "set", "python_repr": "{1, 2}"}
+    assert results[2].answer == {"value": "nan", "python_type": "float", "repr": True, "type_name": "float",
+                                 "python_repr": "nan"}
+    assert results[3].answer == {"value": "11", "python_type": None, "type_name": "str", "python_repr": "'11'"}
     assert not results[3].win_upstream  # the string "11" is not the number 11
 
 
@@ -1164,9 +1168,11 @@ def test_lone_surrogates_in_arguments_results_and_errors_reach_the_caller(evil_d
     lone = "\ud83d"
     results = run_sequences([one_call("returns_text", lone), one_call("raises_with", f"bad {lone}"),
                              one_call("returns_odd", lone), one_call("add", 1, 2, gold="3")], evil_dir, FAST)
-    assert results[0].answer == {"value": "'\\ud83d'", "python_type": "str", "repr": True}
+    assert results[0].answer == {"value": "'\\ud83d'", "python_type": "str", "repr": True, "type_name": "str",
+                                 "python_repr": "'\\ud83d'"}
     assert (results[1].reason, results[1].detail) == ("exception", "raises_with: ValueError: bad \\ud83d")
-    assert results[2].answer == {"value": ["odd \\ud83d", "{'\\ud83d': 1}"], "python_type": "list", "repr": True}
+    assert results[2].answer == {"value": ["odd \\ud83d", "{'\\ud83d': 1}"], "python_type": "list", "repr": True,
+                                 "type_name": "list", "python_repr": "[odd \\ud83d, {'\\ud83d': 1}]"}
     assert results[3].win_corrected is True
 
 
@@ -1470,6 +1476,11 @@ def test_verify_counts_per_category_and_lists_the_failure(real_rows, functions_d
 def numpy_answer_row() -> dict:
     """A unified row whose gold calls run upstream's convert_matrix_to_vector, which returns a numpy array:
     ``array == list`` is ambiguous, so the official check crashes and the package counts no win, with a note."""
+    source = NestfulSource()
+    return source.to_unified(source.to_raw(numpy_answer_native(), ctx()), ctx())
+
+
+def numpy_answer_native() -> dict:
     tool = {"name": "convert_matrix_to_vector", "description": "Converts a matrix to a vector.",
             "parameters": {"A": {"type": "array", "description": "The input matrix."},
                            "column": {"type": "boolean", "description": "Concatenate columns."}},
@@ -1477,8 +1488,7 @@ def numpy_answer_row() -> dict:
     native = {"sample_id": "numpy-answer", "input": "Flatten [[1, 2], [3, 4]].",
               "output": [{"name": "convert_matrix_to_vector", "arguments": {"A": [[1, 2], [3, 4]], "column": True},
                           "label": "$var1"}], "tools": [tool], "gold_answer": [1, 2, 3, 4]}
-    source = NestfulSource()
-    return source.to_unified(source.to_raw(native, ctx()), ctx())
+    return native
 
 
 def test_verify_says_why_an_answer_equal_to_the_gold_does_not_reproduce(functions_dir):
@@ -1492,13 +1502,47 @@ def test_verify_says_why_an_answer_equal_to_the_gold_does_not_reproduce(function
     assert "ambiguous" in report.table()
 
 
+def test_verify_json_says_what_a_failing_answer_is_in_python(functions_dir, tmp_path, capsys):
+    # --json gave the answer as JSON alone: upstream's numpy array read as the list [1, 2, 3, 4], the gold itself,
+    # with nothing saying it is something else
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps(numpy_answer_native()) + "\n")
+    code = cli.main(["verify", "nestful", "--data-files", str(path), "--executable-functions", functions_dir, "--json"])
+    (failure,) = json.loads(capsys.readouterr().out)["failures"]
+    assert code == 1 and failure["reason"] == "gold_mismatch"
+    assert (failure["answer"], failure["answer_type"], failure["answer_repr"]) == (
+        [1, 2, 3, 4], "numpy.ndarray", "array([1, 2, 3, 4])")
+    assert "the gold calls give [1,2,3,4] (Python numpy.ndarray: array([1, 2, 3, 4]))" in failure["detail"]
+
+
+def test_score_samples_say_what_each_answer_is_in_python(evil_dir):
+    """An answer JSON cannot hold is written as its repr, and a tuple as a list: in score's samples the float NaN
+    and the string "nan" were both the answer "nan", and a tuple the list it reads as. Each answer now has its
+    Python type and repr beside its JSON value."""
+    tools = [{"name": n, "description": "", "parameters": {"x": {"type": "string"}},
+              "output_parameters": {"result": {"type": "string"}}}
+             for n in ("returns_nan", "returns_text", "returns_tuple", "returns_odd")]
+    items = [ScoreItem(f"{name}-{arg}", [{"name": name, "label": "$var_1", "arguments": {"x": arg}}], tools, '"nan"',
+                       [{"name": name, "label": "$var_1", "arguments": {"x": arg}}])
+             for name, arg in (("returns_nan", 0), ("returns_text", "nan"), ("returns_tuple", 2), ("returns_odd", 3))]
+    scores = score(items, parser="calls", executable_functions_dir=evil_dir, limits=FAST)
+    samples = json.loads(json.dumps(scores.to_dict(samples=True)))["samples"]
+    got = [(s["execution"]["answer"], s["execution"]["answer_type"], s["execution"]["answer_repr"]) for s in samples]
+    assert got == [("nan", "float", "nan"), ("nan", "str", "'nan'"), ([2, 2], "tuple", "(2, 2)"),
+                   (["odd \\ud83d", "{3: 1}"], "list", "[odd \\ud83d, {3: 1}]")]
+    assert [s["win"] for s in samples] == [False, True, False, False]
+    assert scores.samples[0].execution.answer_text() == '"nan" (Python float: nan)'
+    assert scores.samples[1].execution.answer_text() == '"nan"'
+
+
 def test_a_gold_mismatch_error_of_an_executed_row_says_why_the_answer_does_not_count(functions_dir):
     # It read "the gold calls give [1,2,3,4], not the gold answer [1,2,3,4]", without the reason
     row = numpy_answer_row()
     (result,) = run_sequences([execution_job(row)], functions_dir)
     with pytest.raises(ExecutionError) as info:
         executed_row(row, result, require_reproduced=True)
-    assert info.value.message.startswith("gold_mismatch: the gold calls give [1,2,3,4], not the gold answer [1,2,3,4]")
+    assert info.value.message.startswith("gold_mismatch: the gold calls give [1,2,3,4] (Python numpy.ndarray: "
+                                         "array([1, 2, 3, 4])), not the gold answer [1,2,3,4]")
     assert "upstream's scorer crashes comparing the answer" in info.value.message and "ambiguous" in info.value.message
 
 

@@ -78,7 +78,7 @@ def executed_row(row: dict, result: SequenceResult, *, calls_per_turn: str = "on
         raise execution_error(result)
     if require_reproduced and not result.win_upstream:
         # (with the sandbox's notes: why an answer that reads as the gold does not count, as verify says it)
-        raise ExecutionError("; ".join([f"gold_mismatch: the gold calls give {dumps(result.answer['value'])}, not "
+        raise ExecutionError("; ".join([f"gold_mismatch: the gold calls give {result.answer_text()}, not "
                                         f"the gold answer {dumps(row['meta']['gold_answer'])}", *result.notes]),
                              field="gold_answer")
     complete = complete_row(row)

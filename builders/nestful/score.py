@@ -419,8 +419,10 @@ def _sample_dict(s: SampleScore) -> dict:
            "partial_sequence_accuracy": s.partial_sequence_accuracy, "full_sequence_accuracy": s.full_sequence_accuracy,
            "win": s.win, "missing_prediction": s.missing_prediction}
     if s.execution is not None:
+        # The answer as JSON, and what it is in Python where JSON cannot say (a tuple, NaN, int keys)
         out["execution"] = {"status": s.execution.status, "reason": s.execution.reason, "detail": s.execution.detail,
-                            "answer": (s.execution.answer or {}).get("value")}
+                            "answer": (s.execution.answer or {}).get("value"),
+                            "answer_type": s.execution.answer_type, "answer_repr": s.execution.answer_repr}
     return out
 
 

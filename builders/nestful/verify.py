@@ -14,7 +14,6 @@ import os
 from collections import Counter
 from typing import Any, Iterable, Optional, Union
 
-from tooluse_datasets.codec import dumps
 from tooluse_datasets.errors import ToolUseDataError, one_line
 from tooluse_datasets.progress import progress
 
@@ -116,8 +115,9 @@ def verify_rows(rows: Iterable[dict], *, functions_dir: Union[str, os.PathLike, 
                 if not sep or " " in reason:
                     reason, detail = type(error).__name__, error.message
                 _count(report, counts, row, False, {"status": "error", "reason": reason, "detail": detail,
-                                                    "failed_call": None, "answer": None,
-                                                    "upstream_counts_as_win": False}, expected, seen)
+                                                    "failed_call": None, "answer": None, "answer_type": None,
+                                                    "answer_repr": None, "upstream_counts_as_win": False},
+                       expected, seen)
         for row, result in zip(kept, run_sequences(jobs, folder, limits)):
             for kind in ISOLATION:
                 setattr(report, kind, getattr(report, kind) or getattr(result, kind))
@@ -126,11 +126,12 @@ def verify_rows(rows: Iterable[dict], *, functions_dir: Union[str, os.PathLike, 
             if not reproduced:
                 # A mismatch keeps the sandbox's notes: they say why an answer that reads as the gold does not
                 # count (upstream's check crashing on an ambiguous ==, a gold float without a '.')
-                mismatch = "; ".join([f"the gold calls give {dumps((result.answer or {}).get('value'))}",
-                                      *result.notes])
+                mismatch = "; ".join([f"the gold calls give {result.answer_text()}", *result.notes])
+                # The answer as JSON, and what it is in Python where JSON cannot say (a tuple, NaN, int keys)
                 failure = {"status": result.status, "reason": result.reason or "gold_mismatch",
                            "detail": result.detail or mismatch,
                            "failed_call": result.failed_call, "answer": (result.answer or {}).get("value"),
+                           "answer_type": result.answer_type, "answer_repr": result.answer_repr,
                            "upstream_counts_as_win": bool(result.win_upstream)}
             _count(report, counts, row, reproduced, failure, expected, seen)
         batch.clear()

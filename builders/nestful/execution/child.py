@@ -738,7 +738,8 @@ def execute(calls, output_fields, functions, trace, max_chars, on_call=lambda in
         if len(fields) != 1:
             raise StepFailure(MULTIPLE_OUTPUTS, f"tool {name!r} has {len(fields)} output parameters", i)
         env[label] = {fields[0]: result}
-        trace.append(render(result, max_chars))  # now: later calls may mutate what they receive
+        # (now: later calls may mutate what they receive; the answer also says what it is in Python)
+        trace.append(render(result, max_chars, describe=i == len(calls) - 1))
     if not calls:
         raise StepFailure(NO_CALLS, "no calls")
     return result
@@ -759,14 +760,21 @@ def _describe(exc):
 # -- results as JSON ---------------------------------------------------------------------------------------
 
 
-def render(value, max_chars):
+# Longest Python repr of an answer kept beside its JSON value (the parent allows for it in a result's line).
+ANSWER_REPR_CHARS = 10_000
+
+
+def render(value, max_chars, describe=False):
     """``{"value": JSON value, "python_type": None | name}``. JSON values are kept as they are; tuples and
     sets become arrays and numpy scalars/arrays their Python values (``python_type`` names the original
     type); anything else (NaN, bytes, objects, dicts with non-string keys, strings holding a lone surrogate,
     which UTF-8 and the parent's codec cannot carry...) becomes its ``repr`` as a string, marked
-    ``"repr": true``."""
+    ``"repr": true``. ``describe`` (the answer): also ``type_name``, the Python type whatever it is, and
+    ``python_repr``, its repr (at most ANSWER_REPR_CHARS), so a report can say what a JSON value does not (the
+    string "inf" and the float inf, a tuple and a list)."""
     type_name = type(value).__module__ + "." + type(value).__qualname__
     type_name = type_name[len("builtins."):] if type_name.startswith("builtins.") else type_name
+    described = {"type_name": type_name, "python_repr": _short_repr(value)} if describe else {}
     state = {"exact": True, "repr": False}
     try:
         converted = _jsonable(value, 0, state)
@@ -776,11 +784,18 @@ def render(value, max_chars):
         converted = _safe_repr(value)
         text = json.dumps(converted, ensure_ascii=False)
     if len(text) > max_chars:
-        return {"value": None, "python_type": type_name, "omitted": f"{len(text)} characters of JSON"}
-    out = {"value": converted, "python_type": None if state["exact"] else type_name}
+        return {"value": None, "python_type": type_name, "omitted": f"{len(text)} characters of JSON", **described}
+    out = {"value": converted, "python_type": None if state["exact"] else type_name, **described}
     if state["repr"]:
         out["repr"] = True
     return out
+
+
+def _short_repr(value):
+    text = _safe_repr(value)
+    if len(text) > ANSWER_REPR_CHARS:
+        return text[:ANSWER_REPR_CHARS] + f"... ({len(text)} characters or more)"
+    return text
 
 
 def _jsonable(value, depth, state):

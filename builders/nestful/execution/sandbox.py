@@ -108,7 +108,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from tooluse_datasets.codec import loads
+from tooluse_datasets.codec import dumps, loads
 from tooluse_datasets.errors import ExecutionError
 
 from .functions import REQUIRED_FILES
@@ -238,7 +238,8 @@ class SequenceJob:
 @dataclasses.dataclass
 class SequenceResult:
     """What running one sequence gave. ``results``: per executed call ``{"value", "python_type"}`` (see
-    :func:`.child.render`); ``answer``: the last one when the sequence completed; ``win_upstream`` /
+    :func:`.child.render`); ``answer``: the last one when the sequence completed, with its Python type and repr
+    (``type_name``, ``python_repr``: :attr:`answer_type`, :attr:`answer_repr`); ``win_upstream`` /
     ``win_corrected``: the official and the corrected win checks against the gold (None without gold).
     ``network``, ``filesystem``, ``processes``: the isolation the sandbox achieved ("namespace" /
     "read-only", "off", or why not: "unavailable: ...", "partial: ...")."""
@@ -259,6 +260,25 @@ class SequenceResult:
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    @property
+    def answer_type(self) -> Optional[str]:
+        """The Python type of the answer (``float``, ``tuple``, ``numpy.float64``), None without an answer."""
+        return (self.answer or {}).get("type_name") or (self.answer or {}).get("python_type")
+
+    @property
+    def answer_repr(self) -> Optional[str]:
+        """The answer's Python ``repr`` (at most ANSWER_REPR_CHARS, then marked cut), None without an answer."""
+        return (self.answer or {}).get("python_repr")
+
+    def answer_text(self) -> str:
+        """The answer as reports print it: its JSON text, and, where that is not the answer exactly (a tuple,
+        a numpy value, a dict with non-string keys, NaN or an infinity, written as their repr...), what it is in
+        Python: ``"inf" (Python float: inf)``, not the string ``"inf"``."""
+        value = dumps((self.answer or {}).get("value"))
+        if (self.answer or {}).get("python_type") is None:
+            return value
+        return f"{value} (Python {self.answer_type}: {self.answer_repr})"
 
     def describe(self) -> str:
         where = f" at call {self.failed_call}" if self.failed_call is not None else ""
@@ -466,13 +486,15 @@ class _Tampered(Exception):
 
 # The longest line the child writes outside a result (ready, start, call, ended, fatal) is far shorter.
 SMALL_LINE_BYTES = 1 << 20
+# Characters of the answer's Python repr in a result: child.ANSWER_REPR_CHARS and the words marking a cut one.
+ANSWER_REPR_BOUND = 10_000 + 100
 
 
 def _longest_line(job: SequenceJob, limits: SandboxLimits) -> int:
     """Bytes a result line of ``job`` can take: per call one result of at most ``max_result_chars`` characters
-    of JSON (UTF-8: at most 4 bytes each), the answer again, and short fields."""
+    of JSON (UTF-8: at most 4 bytes each), the answer again, the answer's repr in both, and short fields."""
     calls = len(job.calls) if isinstance(job.calls, list) else 1
-    return 4 * limits.max_result_chars * (calls + 1) + SMALL_LINE_BYTES
+    return 4 * limits.max_result_chars * (calls + 1) + 2 * 4 * ANSWER_REPR_BOUND + SMALL_LINE_BYTES
 
 
 def _well_formed_result(event: dict) -> bool:
@@ -492,7 +514,8 @@ def _well_formed_result(event: dict) -> bool:
 
 def _rendered(entry: Any) -> bool:
     return (isinstance(entry, dict) and "value" in entry
-            and (entry.get("python_type") is None or isinstance(entry.get("python_type"), str)))
+            and all(entry.get(k) is None or isinstance(entry.get(k), str)
+                    for k in ("python_type", "type_name", "python_repr")))
 
 
 def _result(event: dict, isolation: dict) -> SequenceResult:
