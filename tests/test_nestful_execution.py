@@ -1075,6 +1075,37 @@ def test_a_module_that_runs_out_of_memory_while_loading_is_the_memory_limit_nami
     assert "missing_dependency.py" in missing.detail and "no_such_module_anywhere" in missing.detail
 
 
+# A module of our own that loads as a native library does when it cannot reserve its buffers (OpenBLAS while numpy
+# loads): malloc returns NULL under RLIMIT_AS, the library says so on stderr and ends the process itself.
+NATIVE_GREEDY_MODULE = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.malloc.argtypes = [ctypes.c_size_t]
+if not libc.malloc(2 << 30):
+    sys.stderr.write("native_tables error: Memory allocation still failed after 10 retries, giving up.\\n")
+    sys.stderr.flush()
+    os._exit(1)
+
+def native_tables(x):
+    return x
+"""
+
+
+def test_a_native_library_ending_the_process_for_want_of_memory_is_the_memory_limit(tmp_path):
+    # It was a crash ("the sandbox process exited with status 1"), as if the code were broken; numpy's import under
+    # --memory-mb 80 ends so (OpenBLAS). The log is quoted as before.
+    (tmp_path / "basic_functions.py").write_text("def add(a, b):\n    return a + b\n")
+    (tmp_path / "native_tables.py").write_text(NATIVE_GREEDY_MODULE)
+    (tmp_path / "func_file_map.json").write_text(json.dumps({"native_tables": "native_tables.py"}))
+    jobs = [dataclasses.replace(after_a_sum("native_tables", "$var_1.result$"), gold="3"), after_a_sum("add", 2, 3)]
+    greedy, after = run_sequences(jobs, tmp_path, dataclasses.replace(FAST, timeout=10))
+    assert (greedy.status, greedy.reason, greedy.failed_call) == ("limit", "memory", 1), greedy.describe()
+    assert greedy.detail.startswith("native_tables: over 1024 MB: the sandbox process exited with status 1; log: ")
+    assert "Memory allocation still failed" in greedy.detail and not greedy.win_upstream
+    assert after.ok and after.answer["value"] == 5  # the batch goes on
+
+
 def after_a_sum(name, *args):
     """A two-call sequence whose second call is ``name``: add(1, 2), then name(*args)."""
     calls = [{"name": "add", "label": "$var_1", "arguments": {"a": 1, "b": 2}},

@@ -99,6 +99,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 import select
 import signal
 import subprocess
@@ -455,11 +456,23 @@ def _run_child(jobs, first, results, functions_dir, limits, root) -> int:
     return current + 1
 
 
+# A native library that cannot allocate ends the process itself, past Python's MemoryError: OpenBLAS reserving
+# its buffers while numpy loads ("OpenBLAS error: Memory allocation still failed after 10 retries, giving up."),
+# C++ code (std::bad_alloc), C code quoting ENOMEM. Its last words, in the sample's log (emptied before each
+# sample), say the memory limit was hit.
+_OUT_OF_MEMORY_WORDS = re.compile(r"memory allocation (?:still )?failed|cannot allocate memory|std::bad_alloc",
+                                  re.IGNORECASE)
+
+
 def _ended(job: SequenceJob, at: Optional[int], returncode: int, log: str, limits: SandboxLimits,
            isolation: dict) -> SequenceResult:
     """The result of a sample whose process ended before its result (the sample's own, or the sandbox's)."""
     if returncode == -signal.SIGXCPU:
         return SequenceResult("limit", "timeout", _at_call(job, at, f"CPU limit of {limits.cpu_limit} s (SIGXCPU)"),
+                              failed_call=at, **isolation)
+    if _OUT_OF_MEMORY_WORDS.search(log):
+        return SequenceResult("limit", "memory", _at_call(job, at, f"over {limits.memory_mb} MB: the sandbox process "
+                                                                   f"{_exit_text(returncode)}; log: {log}"),
                               failed_call=at, **isolation)
     return SequenceResult("crashed", "crash", _at_call(job, at, f"the sandbox process {_exit_text(returncode)}; "
                                                                 f"log: {log}"), failed_call=at, **isolation)
