@@ -1207,6 +1207,18 @@ def test_lone_surrogates_in_arguments_results_and_errors_reach_the_caller(evil_d
     assert results[3].win_corrected is True
 
 
+def test_a_tool_with_an_empty_output_parameters_object_is_reported_as_having_none(evil_dir):
+    # It was "multiple_outputs: tool 'add' has 0 output parameters". Upstream calls the function, then fails the
+    # sequence, as it does for several outputs: the call runs first here too.
+    calls = [{"name": "add", "label": "$var_1", "arguments": {"a": 1, "b": 2}}]
+    empty, several = run_sequences([SequenceJob(calls, {"add": []}, "3"), SequenceJob(calls, {"add": ["a", "b"]}, "3")],
+                                   evil_dir, FAST)
+    assert (empty.status, empty.reason, empty.failed_call) == ("error", "no_output_parameters", 0)
+    assert empty.detail == "tool 'add' has no output parameters (an empty object)" and not empty.win_upstream
+    assert (several.status, several.reason, several.detail) == ("error", "multiple_outputs",
+                                                                "tool 'add' has 2 output parameters")
+
+
 def test_executor_semantics_of_references_and_bad_sequences(evil_dir):
     ok = [{"name": "add", "label": "$var_1", "arguments": {"a": 1, "b": 2}},
           {"name": "add", "label": "$var_2", "arguments": {"a": "$var_1.result$", "b": "$var_1.result"}}]

@@ -736,6 +736,8 @@ def execute(calls, output_fields, functions, trace, max_chars, on_call=lambda in
         except BaseException as exc:  # upstream's bare except: SystemExit counts as a failed call too
             raise StepFailure(WRITE if _read_only(exc) else EXCEPTION, f"{name}: {_describe(exc)}", i) from None
         if len(fields) != 1:
+            if not fields:  # ({} in the spec: upstream fails it as it fails several, after the call)
+                raise StepFailure(NO_OUTPUTS, f"tool {name!r} has no output parameters (an empty object)", i)
             raise StepFailure(MULTIPLE_OUTPUTS, f"tool {name!r} has {len(fields)} output parameters", i)
         env[label] = {fields[0]: result}
         # (now: later calls may mutate what they receive; the answer also says what it is in Python)
