@@ -1578,6 +1578,21 @@ def test_score_samples_say_what_each_answer_is_in_python(evil_dir):
     assert scores.samples[1].execution.answer_text() == '"nan"'
 
 
+def test_verify_says_why_a_gold_float_with_an_exponent_is_not_reproduced(functions_dir):
+    """Upstream's check rounds a float answer to the characters after the '.' of str(gold), exponent included:
+    for a gold of 6.4e-05 that is 5, and the exact answer rounds to 6e-05. verify printed "gold_mismatch: the
+    gold calls give 0.000064" for the gold answer 6.4e-05, a report that contradicts itself."""
+    native = json.loads(shared_data(*CURRENT).read_text().splitlines()[0])  # 3a4b7b77 (math), one call changed
+    native["output"] = [{"name": "divide", "label": "$var_1", "arguments": {"arg_0": 64, "arg_1": 1000000}}]
+    native["gold_answer"] = 6.4e-05
+    source = NestfulSource()
+    report = verify_rows([source.to_unified(source.to_raw(native, ctx()), ctx())], functions_dir=functions_dir)
+    (failure,) = report.failures
+    assert (failure["reason"], failure["answer"], failure["gold_answer"]) == ("gold_mismatch", 6.4e-05, 6.4e-05)
+    assert ("upstream's check rounds the answer to the 5 characters after the '.' of 6.4e-05 (exponent included), "
+            "which makes 6.4e-05 6e-05: no win (the corrected check counts it)") in failure["detail"]
+
+
 def test_a_gold_mismatch_error_of_an_executed_row_says_why_the_answer_does_not_count(functions_dir):
     # It read "the gold calls give [1,2,3,4], not the gold answer [1,2,3,4]", without the reason
     row = numpy_answer_row()

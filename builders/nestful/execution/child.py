@@ -883,7 +883,13 @@ def upstream_win(ok, value, gold, notes):
     if type(gold) is float and type(pred) is float:
         text = str(gold)
         if "." in text:
-            pred = round(pred, len(text.split(".")[1]))
+            rounded = round(pred, len(text.split(".")[1]))
+            if "e" in text and rounded != gold and round(pred, decimals_of(gold)) == gold:
+                # A report saying only "the answer is 6.4e-05, not the gold 6.4e-05" would contradict itself
+                notes.append(f"upstream's check rounds the answer to the {len(text.split('.')[1])} characters after "
+                             f"the '.' of {text} (exponent included), which makes {pred!r} {rounded!r}: no win "
+                             "(the corrected check counts it)")
+            pred = rounded
         else:
             notes.append(f"upstream's scorer crashes on gold {text} (no '.' to count decimals); compared unrounded")
     try:
