@@ -1681,6 +1681,34 @@ def test_a_responses_api_tool_becomes_the_chat_completions_tool_and_writes_back_
     assert again["tools"] == row["tools"] and again["messages"][1:] == row["messages"][1:]
 
 
+# An OpenAI custom tool: free-form text input (here a Lark grammar) instead of JSON parameters.
+CUSTOM_TOOL = {"type": "custom", "name": "code_exec", "description": "Executes arbitrary Python code.",
+               "format": {"type": "grammar", "syntax": "lark", "definition": "start: /.+/"}}
+
+
+@pytest.mark.parametrize("layout", ["array", "lines", "tools_block", "pretty"])
+@pytest.mark.parametrize("shape", ["responses", "chat_completions"])
+def test_a_custom_tool_in_the_catalog_is_refused_naming_the_system_message(tmp_path, graphsyn_tools, layout, shape):
+    """A custom tool (OpenAI's Responses API spells it flat, Chat Completions under `custom`) takes free text, not
+    JSON arguments. Read as a function it became a tool with empty parameters (teaching calls with `{}`), or, nested,
+    no tool at all, its declaration left in the instructions without a word. The unified schema holds function
+    tools: the row is an InvalidValueError naming the system message and the tool, a counted skip on request."""
+    declared = CUSTOM_TOOL if shape == "responses" else {
+        "type": "custom", "custom": {k: v for k, v in CUSTOM_TOOL.items() if k != "type"}}
+    catalog = gen._catalog_text([*graphsyn_tools, declared], layout, ensure_ascii=True)
+    msgs = conversation()
+    msgs[0]["content"] = f"{PROTOCOL_TEXT}\n\n{catalog}\n\n# Domain\nBe polite."
+    with pytest.raises(InvalidValueError, match="'code_exec', a custom tool") as info:
+        convert(native_row(msgs))
+    assert info.value.field == "messages[0].content"
+
+    path = write_jsonl(tmp_path / "rows.jsonl", [native_row(conversation()), native_row(msgs)])
+    report = SkipReport()
+    rows = list(td.load("toolmind", data_files=path, split="synthetic", streaming=True, on_error="skip",
+                        report=report))
+    assert len(rows) == 1 and report.by_reason == {"InvalidValueError:messages[0].content": 1}
+
+
 @pytest.mark.parametrize("layout", ["array", "lines", "tools_block", "pretty"])
 def test_a_call_example_spelled_with_parameters_is_no_tool(graphsyn_tools, layout):
     """DR-Tulu's card (a sibling this reader takes with arguments_key="parameters") shows its call format as

@@ -213,6 +213,12 @@ class ToolMindSource(Source):
             parsed = _parse_card_row(messages, opts, raw["messages_encoding"] != P.ENCODING_UTF8)
         if parsed is None:
             parsed = _RowParser(opts, raw).parse(messages)
+        for tool in parsed.tools:
+            if tool.get("type") != "function":  # a custom tool (system_prompt.custom_tool)
+                raise InvalidValueError(
+                    f"the tool catalog declares {tool['custom']['name']!r}, a custom tool (free-form text input, no "
+                    f"JSON parameters): the unified schema holds function tools only, whose calls take JSON "
+                    f"arguments", field=f"{opts.messages_column}[0].content")
         canonical = violation is None and parsed.canonical
         if not parsed.read_exactly:
             ctx.values_from_text = False

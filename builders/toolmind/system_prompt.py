@@ -60,7 +60,7 @@ _TOOLS_CLOSE = re.compile(r"\A\s*</tools?>")
 
 @dataclass
 class SystemPrompt:
-    tools: list[dict] = field(default_factory=list)   # OpenAI function tools
+    tools: list[dict] = field(default_factory=list)   # OpenAI function tools (and custom tools, refused by the reader)
     instructions: str = ""                              # domain text: the prompt without protocol and catalog
     tools_found: bool = False                           # a tool catalog was recognised
     # A tool was read by the stdlib's balanced scan, which takes 1e400 for inf and keeps lone surrogates (the
@@ -383,9 +383,13 @@ _GENERIC = re.compile(r"^(list|tuple|set|sequence)\[(.+)\]$", re.IGNORECASE)
 
 
 def normalize_tool(obj: Any) -> Optional[dict]:
-    """An OpenAI function tool with JSON-Schema parameters, or None if ``obj`` is not a tool definition."""
+    """An OpenAI function tool with JSON-Schema parameters, or None if ``obj`` is not a tool definition. A
+    custom tool (see :func:`custom_tool`) comes back as a custom tool, for the reader to refuse."""
     if not isinstance(obj, dict):
         return None
+    custom = custom_tool(obj)
+    if custom is not None:
+        return custom
     fn = obj.get("function")
     if isinstance(fn, dict) and obj.get("type", "function") == "function":
         base = fn
@@ -415,6 +419,19 @@ def normalize_tool(obj: Any) -> Optional[dict]:
     if "required" in base and not isinstance(function["parameters"].get("required"), list):
         function["required"] = base["required"]
     return {"type": "function", "function": function}
+
+
+def custom_tool(obj: dict) -> Optional[dict]:
+    """An OpenAI custom tool, in the Chat Completions shape ``{"type": "custom", "custom": {"name", "description",
+    "format"}}``, if ``obj`` declares one (flat as in the Responses API, or in that shape), else None. Its input is
+    free text (or text a grammar describes), not JSON arguments: read as a function it would get empty parameters
+    and teach calls with ``{}``."""
+    if obj.get("type") != "custom":
+        return None
+    declared = obj["custom"] if isinstance(obj.get("custom"), dict) else obj
+    if not isinstance(declared.get("name"), str) or not declared["name"]:
+        return None
+    return {"type": "custom", "custom": {k: v for k, v in declared.items() if not (declared is obj and k == "type")}}
 
 
 def _parameters_key(base: dict) -> Optional[str]:
