@@ -14,6 +14,8 @@ from tooluse_datasets.cli import main
 from tooluse_datasets.preview import elide, render_row
 from tooluse_datasets.registry import source_names
 
+from conftest import shared_data
+
 
 def test_show_renders_calls_arguments_and_references_as_plain_text_in_a_pipe(capsys):
     assert main(["show", "nestful", "--sample", "--row", "0"]) == 0
@@ -204,3 +206,35 @@ def test_show_refuses_a_negative_row_before_reading_any_row(capsys, monkeypatch)
     assert not reads
     assert main(["show", "ms_swift", "--data-files", *files, "--row", "0"]) == 0  # 0 is still the first row
     assert "ms_swift/agent_support_doc_examples_en/0" in capsys.readouterr().out
+
+
+def test_error_and_skip_lines_escape_control_characters_as_the_tables_do(tmp_path, capsys, caplog):
+    """Messages quote the data with repr, which writes an ESC `\\x1b` and a carriage return `\\r`: error lines,
+    skipped rows and log lines said `'user\\x1b[2J'` where `show`, `validate`, `verify` and `score` write
+    `\\u001b`. Every line now writes a control character one way, whether it quotes the value or shows it."""
+    rows = [json.loads(line) for line in
+            shared_data("ms_swift", "agent_support_doc_examples_en.jsonl").read_text().splitlines()]
+    rows[0]["messages"][0]["role"] = "user\x1b[2J\r"
+    call = json.loads(rows[1]["messages"][2]["content"])
+    call["arguments"] = {"x\x9b31m": 1}  # an argument the tool does not declare (a validation finding)
+    rows[1]["messages"][2]["content"] = json.dumps(call)
+    path = tmp_path / "controls.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    quoted_role = "'user\\u001b[2J\\u000d'"
+
+    def python_escapes(text):
+        return [e for e in ("\\x1b", "\\x9b", "\\r'") if e in text]
+
+    assert main(["export", "ms_swift", "--data-files", str(path), "--out", str(tmp_path / "raise")]) == 2
+    err = capsys.readouterr().err
+    assert quoted_role in err and python_escapes(err) == [], err
+    with caplog.at_level("WARNING", logger="tooluse_datasets"):
+        assert main(["export", "ms_swift", "--data-files", str(path), "--out", str(tmp_path / "skip"),
+                     "--on-error", "skip"]) == 0
+    out = capsys.readouterr().out
+    assert quoted_role in out and python_escapes(out) == [], out
+    logged = [r.getMessage() for r in caplog.records if "skipped row" in r.getMessage()]
+    assert logged and all(quoted_role in line and python_escapes(line) == [] for line in logged)
+    main(["validate", "ms_swift", "--data-files", str(path), "--on-error", "skip"])
+    out = capsys.readouterr().out
+    assert quoted_role in out and "x\\u009b31m" in out and python_escapes(out) == [], out

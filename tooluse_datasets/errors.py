@@ -10,6 +10,7 @@ import dataclasses
 import json
 import logging
 import os
+import re
 import threading
 from collections import Counter
 from pathlib import Path
@@ -30,11 +31,41 @@ ON_ERROR_VALUES = ("raise", "skip")
 BIDI_CONTROLS = (*range(0x202a, 0x202f), *range(0x2066, 0x206a))
 _PLAIN_CONTROLS = {c: f"\\u{c:04x}" for c in [*range(0x20), *range(0x7f, 0xa0), *BIDI_CONTROLS]
                    if chr(c) not in "\n\t"}
+_CONTROL_CHARS = frozenset(map(chr, _PLAIN_CONTROLS))
+
+# Messages quote the data with Python's repr (``{name!r}``), which writes the same characters ``\x1b``, ``\x9b``,
+# ``\r``: inside a quoted string such an escape is written as the rest are (``\u001b``), so that a line quoting a
+# value and a table showing it say the same. Only quoted strings are rewritten (a path such as ``C:\x86\a.jsonl``
+# printed as it is stays), and an escape is read as Python writes it (``\\x1b`` is a backslash, then "x1b").
+_QUOTED = re.compile(r"'(?:[^'\\\n]|\\.)*'" "|" r'"(?:[^"\\\n]|\\.)*"')
+_ESCAPE = re.compile(r"\\(?:x[0-9a-f]{2}|.)")
+
+
+def _unified_escape(escape: re.Match) -> str:
+    text = escape.group()
+    if text == "\\r":
+        return "\\u000d"
+    if text[1] == "x" and chr(int(text[2:], 16)) in _CONTROL_CHARS:
+        return "\\u00" + text[2:]
+    return text
+
+
+def _unify_quoted(quoted: re.Match) -> str:
+    return _ESCAPE.sub(_unified_escape, quoted.group())
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with its control characters written as visible escapes (``\\u001b``): data shown as it is."""
+    return text.translate(_PLAIN_CONTROLS)
 
 
 def plain_printable(text: Any) -> str:
-    """``text`` safe to print as plain text on a terminal: control characters written as visible escapes."""
-    return str(text).translate(_PLAIN_CONTROLS)
+    """A line of the package's (an error, a skipped row, a table) safe to print as plain text on a terminal:
+    control characters written as visible escapes, those of the strings it quotes (repr) the same way."""
+    text = str(text)
+    if "\\" in text:
+        text = _QUOTED.sub(_unify_quoted, text)
+    return escape_controls(text)
 
 
 def one_line(text: Any) -> str:
