@@ -238,3 +238,17 @@ def test_error_and_skip_lines_escape_control_characters_as_the_tables_do(tmp_pat
     main(["validate", "ms_swift", "--data-files", str(path), "--on-error", "skip"])
     out = capsys.readouterr().out
     assert quoted_role in out and "x\\u009b31m" in out and python_escapes(out) == [], out
+
+
+def test_show_writes_the_control_characters_rich_would_drop_as_escapes_too(tmp_path, capsys):
+    """`show` left a carriage return, a bell, a backspace, a vertical tab and a form feed to rich, which drops them:
+    "4\\r2" was shown as "42", a value the row does not hold, where `validate` and the error lines write
+    `\\u000d`. They are written as the other control characters are."""
+    rows = [json.loads(line) for line in
+            shared_data("ms_swift", "agent_support_doc_examples_en.jsonl").read_text().splitlines()]
+    rows[0]["messages"][0]["content"] = "aqi 4\r2 bell\x07 bs\x08 vt\x0b ff\x0c end"
+    path = tmp_path / "controls.jsonl"
+    path.write_text(json.dumps(rows[0]) + "\n")
+    assert main(["show", "ms_swift", "--data-files", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "aqi 4\\u000d2 bell\\u0007 bs\\u0008 vt\\u000b ff\\u000c end" in out, out

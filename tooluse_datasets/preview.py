@@ -11,22 +11,16 @@ from rich.console import Console, Group
 from rich.panel import Panel
 from rich.text import Text
 
-from .errors import BIDI_CONTROLS
+from .errors import escape_controls
 
 ROLE_STYLES = {"system": "magenta", "user": "cyan", "assistant": "green", "tool": "yellow"}
 PIPE_WIDTH = 100
 
 # Control characters in the data (an ESC starting a terminal sequence that clears the screen or sets the window
-# title, a C1 CSI) would act on the terminal, and reach a pipe as raw bytes: they are shown as their JSON escape
-# (\u001b). Line breaks and tabs stay; carriage returns, bells and the like rich drops itself.
-# Bidirectional overrides and isolates too (errors.BIDI_CONTROLS).
-_CONTROLS = {c: f"\\u{c:04x}" for c in [*range(0x20), *range(0x7f, 0xa0), *BIDI_CONTROLS]
-             if chr(c) not in "\n\t\r\x07\x08\x0b\x0c"}
-
-
-def printable(text: str) -> str:
-    """``text`` with the control characters that act on a terminal written as visible escapes."""
-    return text.translate(_CONTROLS)
+# title, a C1 CSI, bidirectional overrides) would act on the terminal, and reach a pipe as raw bytes; the ones rich
+# drops itself (a carriage return, a bell) would vanish from the row shown. All are shown as their JSON escape
+# (\u001b), as every other line of the package writes them (errors.escape_controls); line breaks and tabs stay.
+printable = escape_controls
 
 
 class _Console(Console):
