@@ -189,11 +189,46 @@ def test_doc_rows_round_trip_through_swift(name, cache_dir, tmp_path):
             # Rows already in ms-swift's own format come back as the same JSON values...
             assert td.loads(swift_row["tools"]) == td.loads(source_row["tools"])
             assert swift_messages_equivalent(swift_row["messages"]) == swift_messages_equivalent(source_row["messages"])
-            # ...and, being spelled as the docs spell them, as the same text (nothing kept aside in meta).
-            assert swift_row["messages"] == source_row["messages"] and swift_row["tools"] == source_row["tools"]
+            # ...and, being spelled as the docs spell them, as the same text (nothing kept aside in meta), each
+            # result also naming its call.
+            assert swift_row["messages"] == with_result_names(source_row["messages"])
+            assert swift_row["tools"] == source_row["tools"]
     for row, source_row in zip(unified, native):
         if any(m["role"] == "tool_call" for m in source_row["messages"]):
             assert "ms_swift_original" not in row["meta"]
+
+
+def with_result_names(messages: list[dict]) -> list[dict]:
+    """ms-swift messages as the ``swift`` writer spells them: each result with the ``name`` of the call it answers
+    (by position)."""
+    out, pending = [], []
+    for m in messages:
+        if m["role"] == "tool_call":
+            pending.append(json.loads(m["content"])["name"])
+        out.append({**m, "name": pending.pop(0)} if m["role"] in ("tool", "tool_response") else m)
+    return out
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["prepare", "streaming"])
+def test_swift_results_name_the_call_they_answer(cache_dir, tmp_path, streaming):
+    """ms-swift 4.6 keeps `name` on tool results (and drops it on other messages): its gemma4 agent template
+    prints it (`response:realtime_aqi{...}`; `response:unknown{...}` without it), kimi_k3 too. The writer left it
+    out, so models trained with those templates on `swift` rows saw every result come from "unknown". Other
+    messages have no `name` key (null in Arrow), and the export writes none."""
+    path = shared_data("ms_swift", "agent_support_doc_examples_en.jsonl")
+    unified = list(td.load("ms_swift", data_files=str(path), split="train", cache_dir=cache_dir))
+    swift = list(td.load("ms_swift", "swift", data_files=str(path), split="train", cache_dir=cache_dir,
+                         streaming=streaming))
+    for row, written in zip(unified, swift, strict=True):
+        assert written["messages"] == unified_to_swift(row)["messages"]
+        results = [m for m in written["messages"] if m["role"] == "tool_response"]
+        assert results and [m["name"] for m in results] == [m["name"] for m in row["messages"] if m["role"] == "tool"]
+        assert all("name" not in m for m in written["messages"] if m["role"] != "tool_response")
+    assert [m.get("name") for m in swift[0]["messages"]] == [None, None, None, "realtime_aqi", "realtime_aqi", None]
+    assert cli.main(["export", "ms_swift", "--data-files", str(path), "--format", "swift", "--out",
+                     str(tmp_path)]) == 0
+    lines = (tmp_path / f"ms_swift-swift-train.jsonl").read_text().splitlines()
+    assert [json.loads(line)["messages"] for line in lines] == [r["messages"] for r in swift]
 
 
 def swift_messages_equivalent(messages: list[dict]) -> list[tuple]:
@@ -784,7 +819,7 @@ def test_a_user_message_right_after_tool_results_is_refused_as_ms_swift_cannot_e
     del unified["messages"][5:]  # a row ending on that user message fails in ms-swift the same way
     with pytest.raises(ConversionError, match="right after tool results"):
         unified_to_swift(unified)
-    assert unified_to_swift(rows[0])["messages"] == parallel["messages"]
+    assert unified_to_swift(rows[0])["messages"] == with_result_names(parallel["messages"])
 
 
 def respelled(message: dict, role_key: str = "role", role: str = None, content_key: str = "content") -> dict:
@@ -1265,8 +1300,8 @@ def test_writer_orders_results_by_call_id_and_inlines_reasoning():
         {"role": "assistant", "content": "<think>\nTwo cities, two calls.\n</think>\nChecking.\n"},
         {"role": "tool_call", "content": '{"name": "get_weather", "arguments": {"city": "Oslo"}}'},
         {"role": "tool_call", "content": '{"name": "get_weather", "arguments": {"city": "Rome"}}'},
-        {"role": "tool_response", "content": "Oslo: 2 C"},
-        {"role": "tool_response", "content": "Rome: 20 C"},
+        {"role": "tool_response", "content": "Oslo: 2 C", "name": "get_weather"},
+        {"role": "tool_response", "content": "Rome: 20 C", "name": "get_weather"},
         {"role": "assistant", "content": "Rome is warmer."}]
     assert td.loads(swift["tools"]) == [UNIFIED_TOOL]
     assert (swift["images"], swift["audios"], swift["videos"]) == ([], [], [])

@@ -643,14 +643,15 @@ class ExactFeatures(Features):
         self._decoders = {name: d for name, f in self.items() if (d := _compile_decoder(f, foreign=foreign)) is not None}
         self._numpy_decoders = {name: _compile_decoder(self[name], from_numpy=True, foreign=foreign)
                                 for name in self._decoders}
-        # Unified rows decode in the shape chat templates and TRL expect (see _chat_shape). Messages are known by
-        # their type, not their name: renamed ("conversation"), they decode as they did under "messages".
-        self.chat_columns = tuple(name for name, f in self.items() if _is_unified_messages(f))
+        # Unified rows (and the swift format's messages) decode in the shape chat templates and TRL expect (see
+        # _chat_shape). Messages are known by their type, not their name: renamed ("conversation"), they decode as
+        # they did under "messages".
+        self.chat_columns = tuple(name for name, f in self.items() if _is_chat_messages(f))
         self.omitted_empty_media: tuple[str, ...] = ()
-        if self.chat_columns:
-            for name in self.chat_columns:
-                for decoders in (self._decoders, self._numpy_decoders):
-                    decoders[name] = _chat_shape(decoders.get(name))
+        for name in self.chat_columns:
+            for decoders in (self._decoders, self._numpy_decoders):
+                decoders[name] = _chat_shape(decoders.get(name))
+        if any(_is_unified_messages(self[name]) for name in self.chat_columns):
             self.omitted_empty_media = tuple(c for c in MEDIA_COLUMNS if c in self)
         # (column, decoder of python values, decoder of numpy values): one tuple per decoded column, for the loops
         self._column_decoders = [(n, d, self._numpy_decoders[n]) for n, d in self._decoders.items()]
@@ -957,9 +958,22 @@ _ALWAYS = ("role", "content")
 _OPTIONAL = tuple(k for k in MESSAGE if k not in _ALWAYS)
 
 
+# The `swift` format's messages: `name` is the tool of a result, null on every other message in Arrow; decoded,
+# it is absent there, as ms-swift's own rows spell it (its media columns stay, empty or not: every swift row has
+# all of them).
+_SWIFT_MESSAGE_KEYS = frozenset(("role", "content", "name"))
+
+
 def _is_unified_messages(feature: Any) -> bool:
     return (isinstance(feature, (List, LargeList)) and isinstance(feature.feature, dict)
             and set(feature.feature) == _MESSAGE_KEYS)
+
+
+def _is_chat_messages(feature: Any) -> bool:
+    """Unified messages, or the ``swift`` format's: decoded in chat shape (:func:`_chat_shape`)."""
+    return _is_unified_messages(feature) or (isinstance(feature, (List, LargeList))
+                                             and isinstance(feature.feature, dict)
+                                             and set(feature.feature) == _SWIFT_MESSAGE_KEYS)
 
 
 def _chat_shape(decode_messages: Optional[Decoder]) -> Decoder:

@@ -376,8 +376,21 @@ def python_row_finisher(features: Features) -> Callable[[dict], dict]:
             return row
 
         return finish
-    # Other configs hold no unified messages: their rows only need every struct's declared keys.
-    return _compile_struct_normalizer(features)
+    # Other configs hold no unified messages: their rows need every struct's declared keys, and messages decoded in
+    # chat shape (the swift format's: codec._is_chat_messages) that shape too.
+    normalize = _compile_struct_normalizer(features)
+    exact = ExactFeatures(features)
+    shapes = [(name, exact._decoders[name]) for name in exact.chat_columns]
+    if not shapes or normalize is None:
+        return normalize
+
+    def finish_shaped(row):
+        row = normalize(row)
+        for name, shape in shapes:
+            row[name] = shape(row[name])
+        return row
+
+    return finish_shaped
 
 
 def _compile_struct_normalizer(feature: Any) -> Optional[Callable[[Any], Any]]:

@@ -2,7 +2,8 @@
 
 Every row has the same five columns and no nulls::
 
-    {"messages": [{"role", "content"}, ...], "tools": "<JSON text>", "images": [...], "audios": [...], "videos": [...]}
+    {"messages": [{"role", "content", "name"}, ...], "tools": "<JSON text>", "images": [...], "audios": [...],
+     "videos": [...]}
 
 * ``tools`` is JSON text of OpenAI function tools, in every row (``"[]"`` when none). Each tool needs a
   non-empty description: ms-swift's react/qwen agent templates fail without one. A tool without one is a
@@ -11,13 +12,14 @@ Every row has the same five columns and no nulls::
 * An assistant turn becomes, in order: one ``assistant`` message with ``"<think>\\n{reasoning}\\n</think>\\n"``
   and the visible text (followed by ``"\\n"`` when calls come next: hermes puts them right after it), then one
   ``tool_call`` message per call, content ``{"name", "arguments"}`` as JSON text, then its results as
-  ``tool_response`` messages in call order (matched by ``tool_call_id``). A turn whose calls have no
-  results is written as it is (call-only SFT, as NESTFUL rows are).
+  ``tool_response`` messages in call order (matched by ``tool_call_id``), each with the ``name`` of its call
+  (ms-swift 4.6 keeps it there for the agent templates that print it; it drops ``name`` on other messages, null
+  in Arrow). A turn whose calls have no results is written as it is (call-only SFT, as NESTFUL rows are).
 * Grounding rows (``objects`` in ``meta``, read from ms-swift's ``objects`` column) are a
   :class:`ConversionError`: written without ``objects``, their ``<ref-object>``/``<bbox>`` tags would be
   trained on as text.
-* Not representable, hence not written: call ids, ``tool_call_id`` and ``name`` on tool messages
-  (ms-swift pairs results with calls by position), ``meta`` (``loss``, ``rejected_response``, ``label``...
+* Not representable, hence not written: call ids and ``tool_call_id`` (ms-swift pairs results with calls by
+  position), ``meta`` (``loss``, ``rejected_response``, ``label``...
   need every row of a file to agree, so a per-row writer cannot emit them), ``call_graph``.
 
 A unified row that cannot be written this way without losing or inventing data raises
@@ -39,7 +41,8 @@ from .parsing import EMPTY_PARAMETERS, MEDIA_TAGS, call_text, join_think, spaced
 
 SWIFT_FEATURES = Features(
     {
-        "messages": List({"role": Value("string"), "content": Value("string")}),
+        # `name`: the tool of a tool_response (null on every other message, whose `name` ms-swift drops)
+        "messages": List({"role": Value("string"), "content": Value("string"), "name": Value("string")}),
         "tools": Value("string"),
         "images": List(Value("string")),
         "audios": List(Value("string")),
@@ -83,7 +86,11 @@ def swift_messages(messages: list[dict]) -> list[dict]:
                                   field=f"{where}.role")
         out += turn_messages(m, where)
         results = results_in_call_order(messages, i, end)
-        out += [{"role": "tool_response", "content": r["content"]} for r in results]
+        # ms-swift 4.6 keeps `name` on results, and its gemma4 and kimi_k3 agent templates print it (gemma4 writes
+        # "response:unknown" without it): the name of the call answered, whatever the result message says.
+        calls = m.get("tool_calls") or []
+        out += [{"role": "tool_response", "content": r["content"], "name": call["function"]["name"]}
+                for call, r in zip(calls, results)]
         if results and end < len(messages) and messages[end]["role"] == "user":
             raise ConversionError(USER_AFTER_RESULTS, field=f"messages[{end}].role")
     return out
