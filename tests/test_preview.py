@@ -252,3 +252,35 @@ def test_show_writes_the_control_characters_rich_would_drop_as_escapes_too(tmp_p
     assert main(["show", "ms_swift", "--data-files", str(path)]) == 0
     out = capsys.readouterr().out
     assert "aqi 4\\u000d2 bell\\u0007 bs\\u0008 vt\\u000b ff\\u000c end" in out, out
+
+
+def test_json_outputs_write_c1_controls_and_bidi_overrides_as_escapes(tmp_path, capsys):
+    """`validate --json` and `stats` print JSON, which writes a C0 control as its escape but a C1 CSI (\\x9b) or a
+    right-to-left override as it is: an argument key holding them reached the terminal raw from the field names
+    these outputs list. They are written as the escapes every other line uses; the JSON reads back the same."""
+    rows = [json.loads(line) for line in
+            shared_data("ms_swift", "agent_support_doc_examples_en.jsonl").read_text().splitlines()]
+    key = "x\x9b31m\u202e"
+    call = json.loads(rows[1]["messages"][2]["content"])
+    call["arguments"] = {key: 1}  # an argument the tool does not declare: validation findings name it
+    rows[1]["messages"][2]["content"] = json.dumps(call)
+    path = tmp_path / "controls.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    field = f"messages[1].tool_calls[0].function.arguments.{key}"
+
+    def raw_controls(text):
+        return [c for c in text if 0x7f <= ord(c) < 0xa0 or c in "\u202e"]
+
+    for command in (["validate", "ms_swift", "--data-files", str(path), "--json"],
+                    ["stats", "ms_swift", "--data-files", str(path)]):
+        main(command)
+        out = capsys.readouterr().out
+        assert raw_controls(out) == [] and "arguments.x\\u009b31m\\u202e" in out, command
+        assert field in json.dumps(json.loads(out), ensure_ascii=False), command
+
+
+def test_show_says_which_id_it_did_not_find_with_the_escapes_of_every_other_line(capsys):
+    """The error line of `show --id` quoted the id with repr (`'x\\x1b[2J'`), unlike every other line."""
+    assert main(["show", "ms_swift", "--sample", "--id", "x\x1b[2J"]) == 2
+    err = capsys.readouterr().err
+    assert "no id 'x\\u001b[2J'" in err and "\\x1b" not in err, err

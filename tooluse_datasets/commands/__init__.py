@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Optional
 
 
@@ -212,6 +213,15 @@ def start_skipped_rows(path: Optional[str]) -> None:
     if path:
         with open(path, "wb"):
             pass
+
+
+def print_json(value, **options) -> None:
+    """``value`` printed as JSON (``--json``, ``stats``). json writes C0 controls as escapes but DEL, C1 controls
+    (a CSI) and bidirectional overrides as they are, which act on the terminal: they are written as the same
+    escapes as in every other line (errors.escape_controls), the JSON reading back the same."""
+    from ..errors import escape_controls
+
+    print(escape_controls(json.dumps(value, ensure_ascii=False, **options)))
 
 
 def print_skips(report) -> None:

@@ -3,10 +3,10 @@ arguments, partial and full sequence accuracy, win rate) for a model's predictio
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Mapping
 
 from ..errors import InvalidValueError, plain_printable
+from . import print_json
 from .verify import add_execution_arguments, limits_from
 
 
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     scores = score(items, parser=args.parser, corrected=args.corrected, win_rate=not args.no_win_rate,
                    executable_functions_dir=args.executable_functions, limits=limits_from(args))
     if args.json:
-        print(json.dumps(scores.to_dict(samples=args.samples), ensure_ascii=False))
+        print_json(scores.to_dict(samples=args.samples))
     else:
         print(plain_printable(scores.table(samples=args.samples)))  # sample ids quote the data
     return 0

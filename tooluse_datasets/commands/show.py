@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..errors import plain_printable
 from . import add_source_arguments, data_files_for, non_negative, source_options
 
 
@@ -48,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
         rows = f"{searched} row" + ("" if searched == 1 else "s")
         if len(rows_by_split) > 1:
             rows += ": " + ", ".join(f"{name} {n}" for name, n in rows_by_split.items())
-        print(f"error: {args.source}: no {what} in split(s) {', '.join(splits)} ({rows})", file=sys.stderr)
+        print(plain_printable(f"error: {args.source}: no {what} in split(s) {', '.join(splits)} ({rows})"),
+              file=sys.stderr)
         return 2
     console = console_for()
     if args.config == "unified":

@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from ..errors import SkipReport
 
 from . import (a_path, add_skipped_rows_argument, add_source_arguments, data_files_for, refuse_writing_inputs,
-               source_options, start_skipped_rows)
+               print_json, source_options, start_skipped_rows)
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -62,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         distributions[split] = stats.distributions
         out[split] = {**stats.result(), "read": read.to_dict(), "validation": counter.to_dict()}
     shared.close()
-    print(json.dumps(out, indent=1, ensure_ascii=False))
+    print_json(out, indent=1)
     if args.plots:
         for path in plot_distributions(distributions, args.plots, title=args.source):
             print(path)

@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
-from . import (add_skipped_rows_argument, add_source_arguments, data_files_for, non_negative, refuse_writing_inputs,
-               source_options)
+from . import (add_skipped_rows_argument, add_source_arguments, data_files_for, non_negative, print_json,
+               refuse_writing_inputs, source_options)
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -57,7 +56,10 @@ def run(args: argparse.Namespace) -> int:
     result = validate(args.source, args.config, split=args.split, data_files=data_files,
                       rules=args.rules, fail_on=args.fail_on, on_error=args.on_error, max_examples=args.examples,
                       skipped_rows=skipped_rows, fresh_skipped_rows=True, **source_options(args, VALIDATE_ARGUMENTS))
-    print(json.dumps(result.to_dict(), indent=1, ensure_ascii=False) if args.json else result.table())
+    if args.json:
+        print_json(result.to_dict(), indent=1)
+    else:
+        print(result.table())
     if not result.total().read.rows_read:
         # (an empty file, blank lines, an empty array): nothing was checked, which is no pass, as in verify
         print("error: the data holds no rows: nothing was validated", file=sys.stderr)

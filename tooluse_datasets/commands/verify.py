@@ -4,12 +4,11 @@ how many reproduce their gold answer (exit 1 if any does not, or if a row could 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 
 from ..errors import plain_printable
-from . import a_path, data_files_for, print_skips
+from . import a_path, data_files_for, print_json, print_skips
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -93,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     report = verify(data_files_for(args, args.source), functions_dir=args.executable_functions,
                     limits=limits_from(args), on_error=args.on_error, report=skips, expected_failures=expected)
     if args.json:
-        print(json.dumps(dict(report.to_dict(), unreadable_rows=skips.to_dict()), ensure_ascii=False, indent=1))
+        print_json(dict(report.to_dict(), unreadable_rows=skips.to_dict()), indent=1)
     else:
         print(plain_printable(report.table()))  # ids and details quote the data
         if skips.skipped:
