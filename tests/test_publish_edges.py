@@ -193,3 +193,28 @@ def test_a_folder_of_mirrors_publishes_the_others_when_the_hub_refuses_one_and_s
         in err
     assert sorted(api.repos) == ["acme/nestful-tooluse", "acme/toolmind-tooluse"]  # the one created was deleted
     assert "Traceback" not in err and "a bug" not in err
+
+
+def test_a_hub_error_quoting_control_characters_is_printed_with_their_escapes(tmp_path, capsys):
+    """The error lines of a folder of mirrors printed the Hub's answer as it came: a message holding an ESC
+    sequence (set the window title) acted on the terminal, where every other error line writes it as \\u001b."""
+    from huggingface_hub.errors import HfHubHTTPError
+
+    from fake_hub import http_response
+
+    out = tmp_path / "mirrors"
+    assert main(["mirror", "nestful", "ms_swift", "--sample", "--configs", "unified", "--out", str(out)]) == 0
+    api = FakeHubApi()
+    create_commit = api.create_commit
+
+    def refusing_ms_swift(repo_id, *args, **kwargs):
+        if repo_id == "acme/ms_swift-tooluse":
+            raise HfHubHTTPError("403 Forbidden: \x1b]0;pwned\x07 no write access", response=http_response(403, repo_id))
+        return create_commit(repo_id, *args, **kwargs)
+
+    api.create_commit = refusing_ms_swift
+    capsys.readouterr()
+    assert _cli([str(out), "--repo-id", "acme/{source}-tooluse"], api) == 2
+    err = capsys.readouterr().err
+    assert "HfHubHTTPError: 403 Forbidden: \\u001b]0;pwned\\u0007 no write access" in err
+    assert not [c for c in err if ord(c) < 0x20 and c not in "\n\t"]

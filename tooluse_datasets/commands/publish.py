@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..errors import plain_printable
 from . import a_path, a_revision
 
 
@@ -54,13 +55,14 @@ def run(args: argparse.Namespace) -> int:
         try:
             _publish(args, source, folder)
         except PublishError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            print(plain_printable(f"error: {exc}"), file=sys.stderr)
             failed.append(f"{source} ({repo_id})")
         except (OSError, ValueError) as exc:
             # What the Hub answers for this repo (HfHubHTTPError: no write access, a refused card...) or a file
             # of this mirror that cannot be read concern this mirror only. Anything else is a bug: it stops.
             first_line = (str(exc).splitlines() or [""])[0]
-            print(f"error: {source} ({repo_id}): {type(exc).__name__}: {first_line}", file=sys.stderr)
+            print(plain_printable(f"error: {source} ({repo_id}): {type(exc).__name__}: {first_line}"),
+                  file=sys.stderr)
             failed.append(f"{source} ({repo_id})")
         else:
             done.append(f"{source} ({repo_id})")
