@@ -284,3 +284,27 @@ def test_show_says_which_id_it_did_not_find_with_the_escapes_of_every_other_line
     assert main(["show", "ms_swift", "--sample", "--id", "x\x1b[2J"]) == 2
     err = capsys.readouterr().err
     assert "no id 'x\\u001b[2J'" in err and "\\x1b" not in err, err
+
+
+def test_the_skip_summary_escapes_a_field_that_holds_a_key_of_the_data(tmp_path, capsys, caplog):
+    """A skip is counted under its field, which may name a key of the data (a tool's parameter): the summary line
+    `export` prints, that loads log and SkipReport.summary() gives (...skipped (ConversionError:...)) held its ESC raw."""
+    rows = [json.loads(line) for line in
+            shared_data("ms_swift", "agent_support_doc_examples_en.jsonl").read_text().splitlines()]
+    tools = json.loads(rows[0]["tools"])
+    tools[0]["function"]["parameters"]["properties"]["p\x1b[2J"] = {"type": "integer", "enum": [1, 2]}
+    rows[0]["tools"] = json.dumps(tools)  # LLaMA-Factory's tool prompt cannot join integer enum values
+    path = tmp_path / "enum.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with caplog.at_level("WARNING", logger="tooluse_datasets"):
+        assert main(["export", "ms_swift", "--data-files", str(path), "--format", "llamafactory", "--out",
+                     str(tmp_path / "out"), "--on-error", "skip"]) == 0
+    out = capsys.readouterr().out
+    summary = "2 rows read, 1 skipped (ConversionError:tools[0].function.parameters.properties.p\\u001b[2J.enum x1)"
+    assert summary in out and "\x1b" not in out, out
+    logged = [r.getMessage() for r in caplog.records]
+    assert logged and not any("\x1b" in line for line in logged), logged
+    report = td.SkipReport()
+    list(td.load("ms_swift", "llamafactory", data_files=str(path), split="train", streaming=True, on_error="skip",
+                 report=report))
+    assert report.summary() == summary

@@ -410,7 +410,8 @@ class SkipReport:
     def summary(self) -> str:
         if not self.skipped:
             return f"{self.rows_read} rows read, none skipped"
-        reasons = ", ".join(f"{k} x{v}" for k, v in self.by_reason.most_common())
+        # (a reason names the field, which may hold a key of the data: printed and logged as a plain line)
+        reasons = plain_printable(", ".join(f"{k} x{v}" for k, v in self.by_reason.most_common()))
         return f"{self.rows_read} rows read, {self.skipped} skipped ({reasons})"
 
     def __repr__(self) -> str:
