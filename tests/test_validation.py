@@ -523,6 +523,65 @@ def test_recursive_schemas_that_descend_keep_checking_calls(samples, case):
         f"messages[2].tool_calls[0].function.arguments.{wrong}"]
 
 
+def _dynamic_scope_schema(draft: str) -> dict:
+    """The get_exchange_rate tool extended as JSON Schema extends recursive schemas: ``quote`` holds a nested
+    rate, checked by whichever schema is outermost in the dynamic scope (the root, which declares ``base``), not
+    by the resource the reference is written in (``pair``, which declares only ``quote``)."""
+    if draft == "2019-09":
+        anchor, reference = {"$recursiveAnchor": True}, {"$recursiveRef": "#"}
+        uri = "https://json-schema.org/draft/2019-09/schema"
+    else:
+        anchor, reference = {"$dynamicAnchor": "rate"}, {"$dynamicRef": "#rate"}
+        uri = _DRAFT_2020
+    pair = {"$id": "https://example.com/pair", **anchor,
+            "properties": {"quote": {**reference, "unevaluatedProperties": False}}}
+    return {"$schema": uri, "$id": "https://example.com/rate", **anchor, "type": "object",
+            "properties": {"base": {"type": "string"}, "quote": True}, "required": ["base"],
+            "allOf": [{"$ref": "pair"}], "$defs": {"pair": pair}}
+
+
+@pytest.mark.parametrize("draft", ["2019-09", "2020-12"])
+def test_dynamic_scope_references_are_resolved_as_jsonschema_resolves_them(samples, draft):
+    """``unevaluatedProperties`` after a ``$recursiveRef`` (2019-09) looked the reference up as the plain
+    ``"#"`` of its own resource: the nested rate's ``base``, declared by the outermost schema, was called
+    unevaluated (a false arguments.schema that jsonschema itself does not report)."""
+    from jsonschema.validators import validator_for
+    from referencing import Registry
+
+    row = base(samples, SWIFT)
+    parameters = row["tools"][0]["function"]["parameters"] = _dynamic_scope_schema(draft)
+    stock = validator_for(parameters)(parameters, registry=Registry())
+    for call in _calls(row):
+        call["function"]["arguments"].update(base="USD", quote={"base": "EUR"})
+    arguments = _calls(row)[0]["function"]["arguments"]
+    assert stock.is_valid(arguments)
+    assert [f for f in check_row(row) if f.rule.startswith(("tool.", "arguments."))] == []
+    arguments["quote"] = {"base": "EUR", "bse": "JPY"}
+    assert not stock.is_valid(arguments)
+    found = rule_findings(row, "arguments.schema")
+    assert [f.field for f in found] == ["messages[2].tool_calls[0].function.arguments.quote"]
+    assert "'bse' was unexpected" in found[0].message
+
+
+def test_a_dynamic_scope_schema_is_compiled_once_for_all_its_calls(samples, monkeypatch):
+    """Validators are compiled per distinct schema, not per call: 200 calls over two schemas, two compilations
+    (resolving ``$recursiveRef``/``$dynamicRef`` happens per call, inside jsonschema)."""
+    from tooluse_datasets.validation import schemas
+
+    compiled = []
+    compile_once = schemas._compile
+    monkeypatch.setattr(schemas, "_compile", lambda *a, **k: compiled.append(1) or compile_once(*a, **k))
+    monkeypatch.setattr(schemas, "_cache", {})
+    for draft in ("2019-09", "2020-12"):
+        for i in range(50):  # 50 rows of two calls, each row with its own copy of the schema
+            row = base(samples, SWIFT)
+            row["tools"][0]["function"]["parameters"] = _dynamic_scope_schema(draft)
+            for call in _calls(row):
+                call["function"]["arguments"].update(base="USD", quote={"base": "EUR", "quote": {"base": str(i)}})
+            check_row(row)
+    assert len(compiled) == 2
+
+
 def test_a_pattern_that_backtracks_leaves_its_value_unchecked_instead_of_stalling(samples):
     row = base(samples, SWIFT)
     parameters = row["tools"][0]["function"]["parameters"]

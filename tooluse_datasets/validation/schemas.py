@@ -33,6 +33,7 @@ from jsonschema import Draft7Validator, FormatChecker
 from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.validators import extend, validator_for
 from referencing import Registry
+from referencing.jsonschema import lookup_recursive_ref
 
 from ..codec import dumps
 from .references import reference_problem
@@ -187,7 +188,10 @@ def _evaluated_keys(validator, instance: dict, schema: Any, evaluated: set, time
     for keyword in ("$ref", "$dynamicRef", "$recursiveRef"):
         reference = schema.get(keyword)
         if isinstance(reference, str):
-            resolved = validator._resolver.lookup(reference)  # as jsonschema's own keywords resolve it
+            # as jsonschema's own keywords resolve them: $recursiveRef by the dynamic scope (the outermost
+            # $recursiveAnchor), not as the plain reference "#" to its own resource
+            resolved = (lookup_recursive_ref(validator._resolver) if keyword == "$recursiveRef"
+                        else validator._resolver.lookup(reference))
             _evaluated_keys(validator.evolve(schema=resolved.contents, _resolver=resolved.resolver), instance,
                             resolved.contents, evaluated, timed_out)
     properties = schema.get("properties")
