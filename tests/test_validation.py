@@ -343,6 +343,21 @@ def test_one_compiled_validator_per_distinct_schema():
     assert compile_parameters(a).validator is not None
 
 
+def test_a_row_changed_after_it_is_checked_leaves_the_compiled_schema_as_it_was(samples):
+    """The compiled validator kept the first row's own ``parameters`` object: a caller changing that row after
+    checking it (a template reused for the next row) changed the schema applied to every later row with the
+    original schema ("cannot be applied (UnknownType: Unknown type 'text' ...)" on a valid row)."""
+    first = base(samples, SWIFT)
+    assert [f for f in check_row(first) if f.rule.startswith(("tool.", "arguments."))] == []
+    first["tools"][0]["function"]["parameters"]["properties"]["base"]["type"] = "text"
+    later = base(samples, SWIFT)
+    assert [f for f in check_row(later) if f.rule.startswith(("tool.", "arguments."))] == []
+    _calls(later)[0]["function"]["arguments"].pop("quote")
+    assert [(f.rule, f.field, f.message) for f in check_row(later) if f.rule.startswith(("tool.", "arguments."))] == [
+        ("arguments.schema", "messages[2].tool_calls[0].function.arguments",
+         "get_exchange_rate: 'quote' is a required property")]
+
+
 def test_schemas_that_cannot_be_applied_are_findings_not_crashes(samples):
     row = base(samples, SWIFT)
     row["tools"][0]["function"]["parameters"] = {"type": "object", "properties": {

@@ -22,6 +22,7 @@ stalling validation.
 """
 from __future__ import annotations
 
+import copy
 import threading
 from dataclasses import dataclass
 from fractions import Fraction
@@ -282,7 +283,10 @@ def _compile(schema: Any, has_refs: bool = True) -> CompiledSchema:
         return CompiledSchema(problem=f"parameters must describe an object (type 'object'), not type {declared!r}")
     # An empty registry: references resolve inside the schema (and to the drafts' metaschemas, which jsonschema
     # adds) and nowhere else. jsonschema's default registry downloads any other URI a `$ref` names.
-    validator = _bounded(cls)(schema, registry=_NO_RETRIEVAL)
+    # A copy of its own: the validator keeps the schema it is given, and the caller may change its row after it
+    # is checked (a template reused for the next row); the cache would then apply the changed schema to every
+    # later row with the schema this key names.
+    validator = _bounded(cls)(copy.deepcopy(schema), registry=_NO_RETRIEVAL)
     try:  # (the walk costs a tenth of the metaschema check: skipped when no key is "$ref")
         problem = reference_problem(validator) if has_refs else None
     except Exception:  # the walk itself failed (it reads jsonschema internals): the calls say what they meet
