@@ -538,6 +538,29 @@ def test_recursive_schemas_that_descend_keep_checking_calls(samples, case):
         f"messages[2].tool_calls[0].function.arguments.{wrong}"]
 
 
+@pytest.mark.parametrize("draft", ["http://json-schema.org/draft-07/schema#", _DRAFT_2020])
+def test_a_schema_reached_again_through_a_reference_keeps_the_bounded_keywords(samples, draft):
+    """A schema naming its draft in ``$schema`` and recursing with ``{"$ref": "#"}``: one level down, jsonschema
+    made the root's validator anew from its ``$schema``, the stock one, so patterns ran there in ``re``
+    without a time limit (``\\p{Lu}`` failed to compile: "cannot be applied") and ``multipleOf`` divided
+    doubles (19.99 is a multiple of 0.01)."""
+    row = base(samples, SWIFT)
+    parameters = row["tools"][0]["function"]["parameters"]
+    parameters["$schema"] = draft
+    parameters["properties"]["base"]["pattern"] = r"^\p{Lu}{3}$"
+    parameters["properties"].update(amount={"type": "number", "multipleOf": 0.01}, inverse={"$ref": "#"})
+    for call in _calls(row):
+        call["function"]["arguments"].update(amount=19.99, inverse={"base": "EUR", "quote": "USD", "amount": 19.99,
+                                                                    "inverse": {"base": "USD", "quote": "EUR"}})
+    assert [f for f in check_row(row) if f.rule.startswith(("tool.", "arguments."))] == []
+    _calls(row)[0]["function"]["arguments"]["inverse"]["inverse"].update(base="usd", amount=19.999)
+    assert sorted((f.field, f.message) for f in rule_findings(row, "arguments.schema")) == [
+        ("messages[2].tool_calls[0].function.arguments.inverse.inverse.amount",
+         "get_exchange_rate: 19.999 is not a multiple of 0.01"),
+        ("messages[2].tool_calls[0].function.arguments.inverse.inverse.base",
+         "get_exchange_rate: 'usd' does not match '^\\\\p{Lu}{3}$'")]
+
+
 def _dynamic_scope_schema(draft: str) -> dict:
     """The get_exchange_rate tool extended as JSON Schema extends recursive schemas: ``quote`` holds a nested
     rate, checked by whichever schema is outermost in the dynamic scope (the root, which declares ``base``), not

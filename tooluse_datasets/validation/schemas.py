@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Iterable, Iterator, Optional
 
+import attrs
 import orjson
 import regex
 from jsonschema import Draft7Validator, FormatChecker
@@ -257,10 +258,27 @@ _BOUNDED = {}  # draft class -> the same class with the bounded keywords
 
 
 def _bounded(cls):
+    if cls in _BOUNDED.values():
+        return cls
     if cls not in _BOUNDED:
         # Only keywords the draft has: draft-07 ignores unevaluatedProperties, and so must we.
-        _BOUNDED[cls] = extend(cls, {k: v for k, v in _BOUNDED_KEYWORDS.items() if k in cls.VALIDATORS})
+        bounded = extend(cls, {k: v for k, v in _BOUNDED_KEYWORDS.items() if k in cls.VALIDATORS})
+        bounded.evolve = _evolve_bounded
+        _BOUNDED[cls] = bounded
     return _BOUNDED[cls]
+
+
+def _evolve_bounded(self, **changes):
+    """``evolve`` of a bounded validator, which jsonschema calls for every subschema it descends into: like
+    jsonschema's own, a subschema naming a draft in ``$schema`` gets that draft's validator, but the bounded
+    one. jsonschema's gave the stock class to any such subschema, the root itself too when a ``$ref: "#"``
+    reaches it again: patterns ran there without a time limit, and multipleOf on doubles."""
+    schema = changes.setdefault("schema", self.schema)
+    evolved = _bounded(validator_for(schema, default=type(self)))
+    for field in attrs.fields(type(self)):
+        if field.init and field.alias not in changes:
+            changes[field.alias] = getattr(self, field.name)
+    return evolved(**changes)
 
 
 def _compile(schema: Any, has_refs: bool = True) -> CompiledSchema:
