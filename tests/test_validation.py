@@ -95,6 +95,9 @@ BREAKS = [
      "tools[0].function.parameters"),
     ("tool.invalid_schema", NESTFUL, lambda r: r["tools"][0]["function"].update(parameters={"type": "string"}),
      "tools[0].function.parameters"),
+    ("tool.unknown_dialect", SWIFT,
+     lambda r: r["tools"][0]["function"]["parameters"].update({"$schema": "https://json-schema.org/draft/2030-01/schema"}),
+     "tools[0].function.parameters.$schema"),
     ("message.role", TOOLMIND, lambda r: r["messages"][0].update(role="narrator"), "messages[0].role"),
     ("message.content", SWIFT, lambda r: r["messages"][1].update(content=None), "messages[1].content"),
     ("call.not_assistant", SWIFT,
@@ -383,6 +386,49 @@ def test_schemas_that_cannot_be_applied_are_findings_not_crashes(samples):
         assert len(found) == 1 and found[0].message.endswith(f"$schema must be a string naming a JSON Schema "
                                                               f"draft, got {kind}"), found
         assert rule_findings(row, "arguments.schema") == []
+
+
+@pytest.mark.parametrize("named", ["http://json-schema.org/draft-08/schema#",      # a draft that never was
+                                   "https://json-schema.org/draft/2030-01/schema",  # a future one
+                                   "http://json-schema.org/schema#",                # "the latest", long deprecated
+                                   "draft-07", ""])
+def test_a_schema_naming_no_known_draft_is_checked_as_draft_07_and_says_so(samples, named):
+    """jsonschema checks a schema whose ``$schema`` it does not know as the default draft without a word; the
+    user learns it once per tool (not per call), with the draft used instead."""
+    row = base(samples, SWIFT)
+    parameters = row["tools"][0]["function"]["parameters"]
+    parameters.update({"$schema": named, "unevaluatedProperties": False})   # a 2019-09 keyword: ignored
+    _undeclared(row)                                                           # invented=1 on the first call
+    found = [(f.rule, f.field, f.message) for f in check_row(row) if f.rule.startswith(("tool.", "arguments."))]
+    assert found == [
+        ("tool.unknown_dialect", "tools[0].function.parameters.$schema",
+         f"$schema {named!r} names no JSON Schema draft known here (draft-03, draft-04, draft-06, draft-07, "
+         "2019-09, 2020-12): checked as draft-07"),
+        ("arguments.undeclared_key", "messages[2].tool_calls[0].function.arguments.invented",
+         "get_exchange_rate declares no parameter 'invented'")]
+    # one finding per tool that names it
+    row["tools"].append(copy.deepcopy(row["tools"][0]))
+    row["tools"][1]["function"]["name"] = "get_rate"
+    assert [f.field for f in rule_findings(row, "tool.unknown_dialect")] == [
+        "tools[0].function.parameters.$schema", "tools[1].function.parameters.$schema"]
+
+
+@pytest.mark.parametrize("named, draft", [
+    ("http://json-schema.org/draft-04/schema#", None), ("http://json-schema.org/draft-07/schema", None),
+    ("https://json-schema.org/draft-07/schema#", None),
+    ("https://json-schema.org/draft/2020-12/schema", "2020-12"),
+    # a known draft under the other scheme names it: it was checked as draft-07, its keywords ignored
+    ("http://json-schema.org/draft/2019-09/schema", "2019-09"),
+    ("http://json-schema.org/draft/2020-12/schema#", "2020-12")])
+def test_a_schema_naming_a_known_draft_is_checked_by_it(samples, named, draft):
+    row = base(samples, SWIFT)
+    parameters = row["tools"][0]["function"]["parameters"]
+    parameters.update({"$schema": named, "unevaluatedProperties": False})
+    _undeclared(row)
+    assert rule_findings(row, "tool.unknown_dialect") == []
+    found = [f.rule for f in check_row(row) if f.rule.startswith(("tool.", "arguments."))]
+    # 2019-09 and later refuse the invented key; the others ignore unevaluatedProperties and warn of the key
+    assert found == (["arguments.schema"] if draft else ["arguments.undeclared_key"])
 
 
 @pytest.mark.parametrize("parameters", [

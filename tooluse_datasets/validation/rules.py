@@ -12,7 +12,7 @@ from typing import Any, Iterator, Optional
 from ..errors import MissingFieldError, UnknownToolError
 from ..schema import ROLES
 from .registry import rule
-from .schemas import argument_errors, compile_parameters, type_name, undeclared_keys
+from .schemas import CompiledSchema, argument_errors, compile_parameters, type_name, undeclared_keys
 from .view import RowView, tool_calls_of
 
 Findings = Iterator[tuple[Optional[str], str]]
@@ -110,15 +110,34 @@ def tool_duplicate_name(view: RowView) -> Findings:
       "(checked against its draft's metaschema; a `$ref` that points to nothing in it or loops without "
       "descending counts too); its calls' arguments cannot be checked.")
 def tool_invalid_schema(view: RowView) -> Findings:
-    # Every tool, not only the first of each name (view.functions): a broken second tool of a name would
-    # otherwise be reported only as tool.duplicate_name.
-    for i, tool in enumerate(view.tools):
-        function = tool.get("function") if isinstance(tool, dict) else None
-        if not isinstance(function, dict) or function.get("parameters") is None:
-            continue  # not a function tool (tool.not_function says so), or no parameters: it takes none (OpenAI)
-        problem = compile_parameters(function["parameters"]).problem
-        if problem:
-            yield f"tools[{i}].function.parameters", problem
+    for i, compiled in _compiled_tools(view):
+        if compiled.problem:
+            yield f"tools[{i}].function.parameters", compiled.problem
+
+
+@rule("tool.unknown_dialect", "warning", "A tool's `parameters` names in `$schema` no JSON Schema draft known "
+      "here (draft-03, draft-04, draft-06, draft-07, 2019-09, 2020-12, under `http` or `https`): it is checked "
+      "as draft-07, which may not be the draft its author meant (a later draft's keywords, such as "
+      "`unevaluatedProperties`, are then ignored).")
+def tool_unknown_dialect(view: RowView) -> Findings:
+    for i, compiled in _compiled_tools(view):
+        if compiled.unknown_dialect:
+            yield f"tools[{i}].function.parameters.$schema", compiled.unknown_dialect
+
+
+def _compiled_tools(view: RowView) -> list[tuple[int, CompiledSchema]]:
+    """``(index in tools, compiled parameters)`` of every tool with parameters, computed once per row for the
+    two rules above. Every tool, not only the first of each name (view.functions): a broken second tool of a
+    name would otherwise be reported only as tool.duplicate_name."""
+    if "compiled_tools" not in view.memo:
+        out = []
+        for i, tool in enumerate(view.tools):
+            function = tool.get("function") if isinstance(tool, dict) else None
+            if not isinstance(function, dict) or function.get("parameters") is None:
+                continue  # not a function tool (tool.not_function says so), or no parameters: it takes none (OpenAI)
+            out.append((i, compile_parameters(function["parameters"])))
+        view.memo["compiled_tools"] = out
+    return view.memo["compiled_tools"]
 
 
 # -- messages ---------------------------------------------------------------------------------------------

@@ -9,8 +9,9 @@ and to leave NESTFUL references such as ``$var_1.result$`` unchecked), and it ne
 Python code from schemas that come with untrusted data nor, as fastjsonschema does by default, writes schema
 defaults into the arguments it checks.
 
-The draft is the one a schema names in ``$schema``, else draft-07: what function-calling tool schemas are
-usually written against (tuple ``items`` lists, ``definitions``), and its metaschema check costs a seventh
+The draft is the one a schema names in ``$schema``, else draft-07 (also for a ``$schema`` that names no draft
+known here, which is reported: ``tool.unknown_dialect``): what function-calling tool schemas are usually
+written against (tuple ``items`` lists, ``definitions``), and its metaschema check costs a seventh
 of 2020-12's, which matters with tens of thousands of distinct tools. ``format`` is an annotation (not
 asserted), as the JSON Schema specification says. References are resolved only inside the schema: no
 schema is ever fetched; one that points to nothing there, or a loop of references that never descends into
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, Iterable, Iterator, Optional
 
@@ -53,6 +54,7 @@ MAX_MESSAGE_CHARS = 240
 class CompiledSchema:
     validator: Any = None            # a jsonschema validator, None when the schema is unusable
     problem: Optional[str] = None    # why the schema is unusable (tool.invalid_schema)
+    unknown_dialect: Optional[str] = None  # the $schema no known draft has, and the draft used (tool.unknown_dialect)
 
 
 _cache: dict[str, CompiledSchema] = {}
@@ -274,7 +276,10 @@ def _evolve_bounded(self, **changes):
     one. jsonschema's gave the stock class to any such subschema, the root itself too when a ``$ref: "#"``
     reaches it again: patterns ran there without a time limit, and multipleOf on doubles."""
     schema = changes.setdefault("schema", self.schema)
-    evolved = _bounded(validator_for(schema, default=type(self)))
+    try:
+        evolved = _bounded(validator_for(schema, default=type(self)))
+    except ValueError:  # a $schema that is no URI ("http://["): the draft already in use (tool.unknown_dialect)
+        evolved = type(self)
     for field in attrs.fields(type(self)):
         if field.init and field.alias not in changes:
             changes[field.alias] = getattr(self, field.name)
@@ -287,13 +292,43 @@ def _compile(schema: Any, has_refs: bool = True) -> CompiledSchema:
     if "$schema" in schema and not isinstance(schema["$schema"], str):  # jsonschema fails on it with an AttributeError
         return CompiledSchema(problem=f"$schema must be a string naming a JSON Schema draft, got "
                                       f"{type_name(schema['$schema'])}")
+    cls, unknown_dialect = draft_of(schema)
+    compiled = _compile_as(cls, schema, has_refs)
+    return replace(compiled, unknown_dialect=unknown_dialect) if unknown_dialect else compiled
+
+
+# What a $schema may name: the drafts jsonschema implements, by their metaschemas' URIs.
+KNOWN_DRAFTS = "draft-03, draft-04, draft-06, draft-07, 2019-09, 2020-12"
+
+
+def draft_of(schema: dict) -> tuple[Any, Optional[str]]:
+    """The draft ``schema`` is checked against, and, when its ``$schema`` names no draft known here, a message
+    saying so and that it is checked as draft-07 (None otherwise). A URI that differs from a draft's only by
+    its scheme (``https://json-schema.org/draft-07/schema``, ``http://json-schema.org/draft/2020-12/schema``)
+    names that draft: jsonschema alone checked the second as draft-07, ignoring every keyword of 2020-12."""
+    named = schema.get("$schema")
+    if not isinstance(named, str):
+        return DEFAULT_DRAFT, None  # none named (a $schema that is no string is tool.invalid_schema)
+    scheme, colon, rest = named.partition(":")
+    other = {"http": "https", "https": "http"}.get(scheme.lower())
+    for uri in (named, f"{other}{colon}{rest}" if other else None):
+        try:
+            cls = validator_for({"$schema": uri}, default=None) if uri else None
+        except ValueError:  # no URI at all ("http://[")
+            cls = None
+        if cls is not None:
+            return cls, None
+    return DEFAULT_DRAFT, (f"$schema {named!r:.120} names no JSON Schema draft known here ({KNOWN_DRAFTS}): "
+                           f"checked as draft-07")
+
+
+def _compile_as(cls, schema: dict, has_refs: bool) -> CompiledSchema:
     try:
-        cls = validator_for(schema, default=DEFAULT_DRAFT)
         cls.check_schema(schema, format_checker=_schema_format_checker(cls))
     except SchemaError as exc:
         where = _path(exc.absolute_path)
         return CompiledSchema(problem=_short(exc.message) + (f" (at {where})" if where else ""))
-    except Exception as exc:  # an unknown $schema, a pathological schema: unusable, said why
+    except Exception as exc:  # a pathological schema (nested too deep): unusable, said why
         return CompiledSchema(problem=_short(f"{type(exc).__name__}: {exc}"))
     declared = schema.get("type")
     types = declared if isinstance(declared, list) else [declared]
@@ -404,10 +439,7 @@ def _applied_in_place(schema: dict) -> Iterator[dict]:
 def _has_unevaluated(schema: dict) -> bool:
     """Whether the schema's draft has ``unevaluatedProperties`` (2019-09 and later), which then says what other
     keys are taken as ``additionalProperties`` does (draft-07 ignores the keyword, and so do we)."""
-    try:
-        return "unevaluatedProperties" in validator_for(schema, default=DEFAULT_DRAFT).VALIDATORS
-    except Exception:  # an unusable $schema: tool.invalid_schema says why
-        return False
+    return "unevaluatedProperties" in draft_of(schema)[0].VALIDATORS
 
 
 def _matches(pattern: str, key: str) -> bool:
