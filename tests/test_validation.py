@@ -361,6 +361,29 @@ def test_a_row_changed_after_it_is_checked_leaves_the_compiled_schema_as_it_was(
          "get_exchange_rate: 'quote' is a required property")]
 
 
+def test_a_broken_schema_of_a_tool_the_row_never_calls_is_an_error_of_the_row():
+    """The catalog is shown to the model whether or not a tool is called: a real NESTFUL row whose catalog holds a
+    tool with an invalid schema it never calls fails tool.invalid_schema, and load(validate="error") drops it
+    naming the tool; a selection of the call rules keeps it (its calls are checked and pass)."""
+    path = str(shared_data(*NESTFUL_TOY))
+    broken = "nestful/code/266ec704-de4a-42a9-b0fe-5bded7b4ed40"
+    rows = {row["id"]: row for row in td.load("nestful", data_files=path, split="train", streaming=True)}
+    row = rows[broken]
+    assert row["tools"][17]["function"]["name"] == "create_dict_from_list_pairs"
+    assert "create_dict_from_list_pairs" not in {c["function"]["name"] for c in _calls(row)}
+    assert [(f.rule, f.field) for f in check_row(row) if get_rule(f.rule).severity == "error"] == [
+        ("tool.invalid_schema", "tools[17].function.parameters")]
+    report = td.SkipReport()
+    kept = [r["id"] for r in td.load("nestful", data_files=path, split="train", streaming=True, validate="error",
+                                     on_error="skip", report=report)]
+    assert broken not in kept and len(kept) == len(rows) - 1
+    assert [(e["row_id"], e["field"]) for e in report.to_dict()["examples"]] == [
+        (broken, "tools[17].function.parameters")]
+    kept = [r["id"] for r in td.load("nestful", data_files=path, split="train", streaming=True,
+                                     validate="arguments.*,call.*", on_error="skip")]
+    assert broken in kept
+
+
 def test_schemas_that_cannot_be_applied_are_findings_not_crashes(samples):
     row = base(samples, SWIFT)
     row["tools"][0]["function"]["parameters"] = {"type": "object", "properties": {

@@ -108,8 +108,12 @@ def tool_duplicate_name(view: RowView) -> Findings:
 
 @rule("tool.invalid_schema", "error", "A tool's `parameters` is not a valid JSON Schema for an object "
       "(checked against its draft's metaschema; a `$ref` that points to nothing in it or loops without "
-      "descending counts too); its calls' arguments cannot be checked.")
+      "descending counts too), whether the row calls the tool or not: the model is shown the whole catalog. "
+      "Its calls' arguments cannot be checked (no `arguments.schema` finding for them).")
 def tool_invalid_schema(view: RowView) -> Findings:
+    # Every tool of the catalog, called or not: the catalog is part of what the model is trained on, and a
+    # schema no validator accepts is a defect there whatever the calls do. To keep such rows, select the rules
+    # that concern calls (validate="arguments.*,call.*,...") rather than "error".
     for i, compiled in _compiled_tools(view):
         if compiled.problem:
             yield f"tools[{i}].function.parameters", compiled.problem
