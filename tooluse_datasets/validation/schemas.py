@@ -275,15 +275,26 @@ def _evolve_bounded(self, **changes):
     jsonschema's own, a subschema naming a draft in ``$schema`` gets that draft's validator, but the bounded
     one. jsonschema's gave the stock class to any such subschema, the root itself too when a ``$ref: "#"``
     reaches it again: patterns ran there without a time limit, and multipleOf on doubles."""
+    cls = type(self)
     schema = changes.setdefault("schema", self.schema)
-    try:
-        evolved = _bounded(validator_for(schema, default=type(self)))
-    except ValueError:  # a $schema that is no URI ("http://["): the draft already in use (tool.unknown_dialect)
-        evolved = type(self)
-    for field in attrs.fields(type(self)):
-        if field.init and field.alias not in changes:
-            changes[field.alias] = getattr(self, field.name)
-    return evolved(**changes)
+    if isinstance(schema, dict) and "$schema" in schema:
+        try:
+            cls = _bounded(validator_for(schema, default=cls))
+        except ValueError:  # a $schema that is no URI ("http://["): the draft already in use (tool.unknown_dialect)
+            pass
+    for name, alias in _evolve_fields(type(self)):
+        if alias not in changes:
+            changes[alias] = getattr(self, name)
+    return cls(**changes)
+
+
+_EVOLVE_FIELDS: dict = {}  # validator class -> (attribute, init argument) of each field evolve carries over
+
+
+def _evolve_fields(cls) -> list[tuple[str, str]]:
+    if cls not in _EVOLVE_FIELDS:
+        _EVOLVE_FIELDS[cls] = [(f.name, f.alias) for f in attrs.fields(cls) if f.init]
+    return _EVOLVE_FIELDS[cls]
 
 
 def _compile(schema: Any, has_refs: bool = True) -> CompiledSchema:
