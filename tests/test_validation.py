@@ -541,6 +541,65 @@ def test_a_schema_whose_references_never_resolve_or_loop_is_one_invalid_schema_f
     assert [f for f in check_row(row) if f.rule.startswith("arguments.")] == []
 
 
+_DRAFT_2019 = "https://json-schema.org/draft/2019-09/schema"
+# Loops and dangling references through the dynamic scope: jsonschema raises on every call that reaches them.
+_BROKEN_DYNAMIC_REFERENCES = {
+    "the root applies its own dynamic anchor": (
+        {"$schema": _DRAFT_2020, "$dynamicAnchor": "rate", "allOf": [{"$dynamicRef": "#rate"}]},
+        "$dynamicRef '#rate' loops"),
+    "the root applies itself by $recursiveRef": (
+        {"$schema": _DRAFT_2019, "$recursiveAnchor": True, "anyOf": [{"$recursiveRef": "#"}]},
+        "$recursiveRef '#' loops"),
+    "a definition applies its own dynamic anchor": (
+        {"$schema": _DRAFT_2020, "$defs": {"code": {"$dynamicAnchor": "code", "$dynamicRef": "#code"}},
+         "properties": {"base": {"$ref": "#/$defs/code"}, "quote": {"type": "string"}}},
+        "$dynamicRef '#code' loops"),
+    "a dynamic anchor that is nowhere": (
+        {"$schema": _DRAFT_2020, "properties": {"base": {"$dynamicRef": "#code"}, "quote": {"type": "string"}}},
+        "$dynamicRef '#code' points to nothing"),
+}
+
+
+@pytest.mark.parametrize("case", list(_BROKEN_DYNAMIC_REFERENCES))
+def test_a_dynamic_reference_that_loops_or_points_nowhere_is_one_invalid_schema_finding(samples, case):
+    """As for `$ref`: a `$dynamicRef`/`$recursiveRef` loop that never descends, or one to no anchor, was "the
+    tool's schema cannot be applied (RecursionError ...)" on every call; it is the tool's one finding."""
+    from jsonschema.validators import validator_for
+    from referencing import Registry
+
+    row = base(samples, SWIFT)
+    changes, message = _BROKEN_DYNAMIC_REFERENCES[case]
+    parameters = _with_references(row, **changes)
+    with pytest.raises(Exception):  # what jsonschema itself does with it
+        list(validator_for(parameters)(parameters, registry=Registry()).iter_errors(_calls(row)[0]["function"]["arguments"]))
+    found = rule_findings(row, "tool.invalid_schema")
+    assert [f.field for f in found] == ["tools[0].function.parameters"] and message in found[0].message, found
+    assert [f for f in check_row(row) if f.rule.startswith("arguments.")] == []
+
+
+def test_a_dynamic_reference_resolved_by_an_outer_scope_that_descends_is_valid(samples):
+    """A definition whose `$dynamicRef` would apply itself again, were it alone, resolves to the root when a
+    property refers to it (the root is then in the dynamic scope), and the root descends: valid, and checked as
+    jsonschema checks it."""
+    from jsonschema.validators import validator_for
+    from referencing import Registry
+
+    row = base(samples, SWIFT)
+    inverse = {"$id": "https://example.com/inverse", "$dynamicAnchor": "rate", "allOf": [{"$dynamicRef": "#rate"}]}
+    parameters = _with_references(row, **{"$schema": _DRAFT_2020, "$id": "https://example.com/rate",
+                                          "$dynamicAnchor": "rate", "$defs": {"inverse": inverse}})
+    parameters["properties"]["inverse"] = {"$ref": "inverse"}
+    stock = validator_for(parameters)(parameters, registry=Registry())
+    for call in _calls(row):
+        call["function"]["arguments"]["inverse"] = {"base": "EUR", "quote": "USD"}
+        assert stock.is_valid(call["function"]["arguments"])
+    assert [f for f in check_row(row) if f.rule.startswith(("tool.", "arguments."))] == []
+    _calls(row)[0]["function"]["arguments"]["inverse"]["base"] = 5
+    assert not stock.is_valid(_calls(row)[0]["function"]["arguments"])
+    assert [f.field for f in rule_findings(row, "arguments.schema")] == [
+        "messages[2].tool_calls[0].function.arguments.inverse.base"]
+
+
 def test_a_loop_in_an_unused_definition_is_an_invalid_schema_too(samples):
     """Like any other broken part of a schema (the metaschema check covers unused definitions too), a looping
     definition no property refers to yet makes the schema invalid."""

@@ -39,7 +39,7 @@ from referencing import Registry
 from referencing.jsonschema import lookup_recursive_ref
 
 from ..codec import dumps
-from .references import reference_problem
+from .references import REFERENCE_KEYWORDS, reference_problem
 
 DEFAULT_DRAFT = Draft7Validator
 # Distinct schemas kept compiled; ToolMind has tens of thousands of tools. Past this many the cache starts
@@ -73,7 +73,7 @@ def compile_parameters(schema: Any) -> CompiledSchema:
     key = schema_key(schema)
     compiled = _cache.get(key)
     if compiled is None:
-        compiled = _compile(schema, has_refs='"$ref"' in key)
+        compiled = _compile(schema, has_refs=any(f'"{keyword}"' in key for keyword in REFERENCE_KEYWORDS))
         with _cache_lock:
             if len(_cache) >= MAX_CACHED_SCHEMAS:
                 _cache.clear()
