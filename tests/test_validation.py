@@ -279,11 +279,11 @@ def test_unevaluated_properties_says_what_other_keys_are_taken_like_additional_p
     assert found() == [("arguments.undeclared_key", f"{where}.invented")]
 
 
-@pytest.mark.parametrize("keyword", ["allOf", "anyOf", "oneOf", "if"])
+@pytest.mark.parametrize("keyword", ["allOf", "anyOf", "oneOf", "if", "$ref"])
 def test_a_parameter_declared_in_a_subschema_the_arguments_must_match_is_declared(samples, keyword):
     """A tool may declare some parameters in subschemas applied to the arguments themselves (``oneOf``
-    alternatives, an ``if``/``then``): those are parameters it reads, not invented ones. Only a key no such
-    subschema declares is ``arguments.undeclared_key``."""
+    alternatives, an ``if``/``then``, a shared definition an ``allOf`` refers to): those are parameters it reads,
+    not invented ones. Only a key no such subschema declares is ``arguments.undeclared_key``."""
     row = base(samples, SWIFT)
     parameters = row["tools"][0]["function"]["parameters"]
     quote = parameters["properties"].pop("quote")
@@ -291,12 +291,25 @@ def test_a_parameter_declared_in_a_subschema_the_arguments_must_match_is_declare
     branch = {"properties": {"quote": quote}}
     if keyword == "if":
         parameters.update({"if": {"required": ["base"]}, "then": branch})
+    elif keyword == "$ref":
+        parameters.update({"definitions": {"currency~pair": branch}, "allOf": [{"$ref": "#/definitions/currency~0pair"}]})
     else:
         parameters[keyword] = [branch] if keyword != "oneOf" else [branch, {"required": ["amount"]}]
     assert [(f.rule, f.field) for f in check_row(row) if f.rule.startswith("arguments.")] == []
     _undeclared(row)                                                   # invented=1 on the first call
     assert [(f.rule, f.field) for f in check_row(row) if f.rule.startswith("arguments.")] == [
         ("arguments.undeclared_key", "messages[2].tool_calls[0].function.arguments.invented")]
+
+
+def test_undeclared_keys_follow_each_reference_once():
+    """A schema whose references loop in place (tool.invalid_schema) still ends the walk for declared keys."""
+    looping = {"type": "object", "properties": {"city": {}}, "allOf": [{"$ref": "#/definitions/a"}],
+               "definitions": {"a": {"properties": {"units": {}}, "allOf": [{"$ref": "#"}]}}}
+    assert undeclared_keys(looping, {"city": "Oslo", "units": "C", "days": 3}) == ["days"]
+    # a reference that is no pointer into the schema, or points nowhere, declares nothing
+    for reference in ("#units", "other.json#/definitions/a", "#/definitions/nowhere"):
+        schema = {**looping, "allOf": [{"$ref": reference}]}
+        assert undeclared_keys(schema, {"city": "Oslo", "units": "C"}) == ["units"]
 
 
 @pytest.mark.parametrize("where", ["top level", "allOf branch"])

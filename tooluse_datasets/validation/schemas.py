@@ -28,6 +28,7 @@ import threading
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, Iterable, Iterator, Optional
+from urllib.parse import unquote
 
 import attrs
 import orjson
@@ -407,7 +408,7 @@ def argument_errors(compiled: CompiledSchema, arguments: Any,
 def undeclared_keys(schema: Any, arguments: Any) -> list[str]:
     """Top-level argument keys the schema does not declare although it lists its parameters (in ``properties``,
     its own or those of a subschema applied to the arguments themselves: ``allOf``/``anyOf``/``oneOf``,
-    ``if``/``then``/``else``, ``dependentSchemas``).
+    ``if``/``then``/``else``, ``dependentSchemas``, and a ``$ref`` to a definition of the schema).
 
     Reported only where the schema leaves extra keys allowed by default (``additionalProperties`` absent, and
     ``unevaluatedProperties`` too in drafts that have it): with ``false`` an extra key breaks the schema itself
@@ -436,15 +437,39 @@ _IN_PLACE_MAPS = ("dependentSchemas", "dependencies")  # (draft-07 dependencies 
 
 
 def _applied_in_place(schema: dict) -> Iterator[dict]:
-    """``schema`` and every subschema applied to the same value through the keywords above (not through ``$ref``)."""
-    stack = [schema]
+    """``schema`` and every subschema applied to the same value through the keywords above, or through a ``$ref``
+    to a JSON pointer inside ``schema`` (``{"allOf": [{"$ref": "#/$defs/paging"}]}``: the tool reads the
+    parameters the definition lists). Each once, so references that loop end."""
+    stack, seen = [schema], set()
     while stack:
         part = stack.pop()
+        if id(part) in seen:
+            continue
+        seen.add(id(part))
         yield part
         subs = [sub for key in _IN_PLACE_LISTS if isinstance(part.get(key), list) for sub in part[key]]
         subs += [part[key] for key in _IN_PLACE_ONES if key in part]
         subs += [sub for key in _IN_PLACE_MAPS if isinstance(part.get(key), dict) for sub in part[key].values()]
+        if isinstance(part.get("$ref"), str):
+            subs.append(_pointer_target(schema, part["$ref"]))
         stack += [sub for sub in subs if isinstance(sub, dict)]
+
+
+def _pointer_target(schema: dict, reference: str) -> Any:
+    """What a ``$ref`` that is a JSON pointer into ``schema`` (``#``, ``#/$defs/a~1b``) points to; None for any
+    other reference (an anchor, another document: its keys are not looked up) or one that points nowhere."""
+    if reference != "#" and not reference.startswith("#/"):
+        return None
+    target: Any = schema
+    for token in reference[2:].split("/") if reference != "#" else ():
+        token = unquote(token).replace("~1", "/").replace("~0", "~")
+        if isinstance(target, dict) and token in target:
+            target = target[token]
+        elif isinstance(target, list) and token.isdigit() and int(token) < len(target):
+            target = target[int(token)]
+        else:
+            return None
+    return target
 
 
 def _has_unevaluated(schema: dict) -> bool:
