@@ -27,9 +27,10 @@ _NOWHERE = (PointerToNowhere, NoSuchAnchor, InvalidAnchor)
 REFERENCE_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
 # Keywords that apply their subschemas to the value itself (in place), by draft keyword name.
 _IN_PLACE_VALUE = ("not",)
-_DEFINITIONS = ("$defs", "definitions")
 _IN_PLACE_LIST = ("allOf", "anyOf", "oneOf")
 _IN_PLACE_MAP = ("dependentSchemas", "dependencies")   # draft-07 `dependencies` may also list property names
+# Keywords whose subschemas only a reference applies.
+_DEFINITIONS = ("$defs", "definitions")
 
 
 class _BrokenReference(Exception):
@@ -82,7 +83,7 @@ def _loop_from(start: dict, resolver: Any, cls: Any, specification: Any, done: s
     if id(start) in done:
         return []
     on_path = {id(start): 0}
-    path: list[tuple[dict, Optional[str]]] = [(start, None)]   # (schema, the $ref that led to it)
+    path: list[tuple[dict, Optional[str]]] = [(start, None)]   # (schema, the reference that led to it)
     pending = [_in_place(start, resolver, cls, specification, follow_dynamic)]
     while pending:
         step = next(pending[-1], None)
@@ -105,9 +106,9 @@ def _loop_from(start: dict, resolver: Any, cls: Any, specification: Any, done: s
 
 def _in_place(schema: dict, resolver: Any, cls: Any, specification: Any,
               follow_dynamic: bool) -> Iterator[tuple[Optional[str], Any, Any]]:
-    """``(the reference followed or None, subschema, its resolver)`` for each subschema that jsonschema applies to the
-    value ``schema`` is applied to: the keywords the draft applies (draft-07 and earlier ignore a ``$ref``'s
-    siblings), as jsonschema descends into them."""
+    """``(the reference followed or None, subschema, its resolver)`` for each subschema that jsonschema applies
+    to the value ``schema`` is applied to: the keywords the draft applies (draft-07 and earlier ignore a
+    ``$ref``'s siblings), as jsonschema descends into them."""
     for keyword, value in cls._APPLICABLE_VALIDATORS(schema):
         if keyword not in cls.VALIDATORS:
             continue

@@ -55,7 +55,7 @@ MAX_MESSAGE_CHARS = 240
 class CompiledSchema:
     validator: Any = None            # a jsonschema validator, None when the schema is unusable
     problem: Optional[str] = None    # why the schema is unusable (tool.invalid_schema)
-    unknown_dialect: Optional[str] = None  # the $schema no known draft has, and the draft used (tool.unknown_dialect)
+    unknown_dialect: Optional[str] = None  # a $schema naming no known draft, the draft used (tool.unknown_dialect)
 
 
 _cache: dict[str, CompiledSchema] = {}
@@ -352,7 +352,7 @@ def _compile_as(cls, schema: dict, has_refs: bool) -> CompiledSchema:
     # is checked (a template reused for the next row); the cache would then apply the changed schema to every
     # later row with the schema this key names.
     validator = _bounded(cls)(copy.deepcopy(schema), registry=_NO_RETRIEVAL)
-    try:  # (the walk costs a tenth of the metaschema check: skipped when no key is "$ref")
+    try:  # (the walk costs a tenth of the metaschema check: skipped when no key is a reference keyword)
         problem = reference_problem(validator) if has_refs else None
     except Exception:  # the walk itself failed (it reads jsonschema internals): the calls say what they meet
         problem = None
