@@ -1483,3 +1483,25 @@ def test_messages_aliases_in_one_row_are_read_as_ms_swift_reads_them(tmp_path):
         assert loaded[0]["meta"]["conversations"] == sharegpt
     with pytest.raises(InvalidValueError, match="both 'conversations' and 'conversation'"):
         list(td.load("ms_swift", data_files=str(path), split="train", streaming=True))
+
+
+def test_a_custom_tool_is_refused_as_not_a_function_tool(cache_dir, tmp_path):
+    """A custom tool (OpenAI: free-form text input, no JSON parameters), flat as the Responses API writes it or
+    wrapped under `custom`, is not a function tool: read as one it got empty parameters (the flat shape) or a
+    "tool has no name" error (the wrapped one). Both are refused on the tool's `type`, naming what it is."""
+    doc = native_rows(shared_data("ms_swift", "agent_support_doc_examples_en.jsonl"))[0]
+    custom = {"name": "run_sql", "description": "Run one SQL query", "format": {"type": "text"}}
+    rows = [{**doc, "tools": json.dumps([{"type": "custom", **custom}])},
+            {**doc, "tools": [{"type": "custom", "custom": custom}]},
+            doc]
+    path = write_jsonl(tmp_path / "custom.jsonl", rows)
+    with pytest.raises(InvalidValueError, match="got type 'custom': a custom tool takes free-form text") as raised:
+        td.load("ms_swift", data_files=path, split="train", cache_dir=cache_dir)
+    assert (raised.value.row, raised.value.field) == (0, "tools[0].type")
+    for streaming in (False, True):
+        report = td.SkipReport(keep_all=True)
+        ds = td.load("ms_swift", data_files=path, split="train", on_error="skip", report=report, streaming=streaming,
+                     cache_dir=cache_dir)
+        assert [r["id"] for r in ds] == ["ms_swift/custom/2"]
+        assert [(r["row"], r["field"], r["error"]) for r in report.rows] == [
+            (0, "tools[0].type", "InvalidValueError"), (1, "tools[0].type", "InvalidValueError")]

@@ -101,9 +101,11 @@ def parse_tool(tool: Any, field: str) -> dict:
         tool = parse_json_or_literal(tool, field, "tool")
     if not isinstance(tool, dict):
         raise InvalidValueError(f"a tool must be a JSON object, got {type(tool).__name__}", field=field)
+    kind = tool.get("type", "function")
+    if kind != "function":  # wrapped, or flat as the Responses API writes tools ({"type": "custom", "name"...})
+        why = ": a custom tool takes free-form text, not JSON arguments" if kind == "custom" else ""
+        raise InvalidValueError(f"only function tools are supported, got type {kind!r}{why}", field=f"{field}.type")
     wrapped = isinstance(tool.get("function"), dict) and "type" in tool
-    if wrapped and tool["type"] != "function":
-        raise InvalidValueError(f"only function tools are supported, got type {tool['type']!r}", field=f"{field}.type")
     function = tool["function"] if wrapped else tool
     where = f"{field}.function" if wrapped else field
 
