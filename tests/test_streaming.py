@@ -631,6 +631,88 @@ def test_take_n_counts_the_n_rows_it_hands_out(tmp_path):
         assert taken_report.rows_read == n + taken_report.skipped == n + (n - 1) // 3
 
 
+def _real_agent_rows_with_bad_lines(tmp_path: Path, rows: int) -> tuple[str, list[int]]:
+    """``rows`` real upstream ms-swift rows (repeated) with a truncated line after every fourth, as JSON Lines;
+    and the numbers of the bad lines."""
+    from conftest import shared_data
+
+    good = [line for f in sorted(shared_data("ms_swift").glob("*.jsonl")) for line in f.read_text().splitlines()
+            if line.strip()]
+    lines, bad = [], []
+    for i in range(rows):
+        lines.append(good[i % len(good)])
+        if i % 4 == 3:
+            bad.append(len(lines))
+            lines.append('{"messages": [')
+    path = tmp_path / "agent.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path), bad
+
+
+def _listed(rows_path: Path) -> list[int]:
+    return [json.loads(line)["row"] for line in rows_path.read_text().splitlines()] if rows_path.exists() else []
+
+
+@pytest.mark.parametrize("consumed_batches", [1, 4])
+def test_a_stateful_dataloader_resumed_with_its_rows_path_lists_each_skipped_row_once(tmp_path, consumed_batches):
+    """DataLoader workers convert batches ahead of the loader (prefetch_factor): a worker appended the skipped
+    rows of batches the loader never took to the shared rows_path, and the restored loader, reading those rows
+    again from the saved state, appended them a second time (91-95 lines for 86 skipped rows of 600). A resumed
+    stream now leaves out the rows the file lists already: each skipped row is listed once."""
+    pytest.importorskip("torch", reason="torch (the [trl] extra) is needed for DataLoader workers")
+    stateful = pytest.importorskip("torchdata.stateful_dataloader",
+                                   reason="torchdata (the [trl] extra) has the StatefulDataLoader")
+    path, bad = _real_agent_rows_with_bad_lines(tmp_path, 160)
+    rows_path = tmp_path / "skipped.jsonl"
+
+    def loader():
+        ds = td.load("ms_swift", split="train", data_files=path, on_error="skip", streaming=True,
+                     report=td.SkipReport(rows_path=rows_path), shard_bytes=os.path.getsize(path) // 6)
+        assert ds.n_shards == 6
+        return stateful.StatefulDataLoader(ds, batch_size=4, num_workers=2,
+                                           collate_fn=lambda rows: [r["id"] for r in rows])
+
+    first = loader()
+    head = []
+    for number, batch in enumerate(first):
+        head += batch
+        if number + 1 == consumed_batches:
+            break
+    state = first.state_dict()
+    del first
+    resumed = loader()
+    resumed.load_state_dict(state)
+    rest = [row_id for batch in resumed for row_id in batch]
+    assert len(head) + len(rest) == len(set(head + rest)) == 160
+    assert sorted(_listed(rows_path)) == bad
+
+
+def test_a_stream_resumed_from_a_checkpoint_it_read_past_lists_each_skipped_row_once(tmp_path):
+    """A training job saves the stream's state with each checkpoint and goes on reading until it is stopped; the
+    next job resumes from the last checkpoint, reading again the rows after it, whose skips rows_path lists
+    already. They are counted in that job's report (it counts from the checkpoint on), not listed again."""
+    path, bad = _real_agent_rows_with_bad_lines(tmp_path, 40)
+    rows_path = tmp_path / "skipped.jsonl"
+
+    def stream(report):
+        return td.load("ms_swift", split="train", data_files=path, on_error="skip", streaming=True, report=report)
+
+    first = stream(td.SkipReport(rows_path=rows_path))
+    iterator = iter(first)
+    head = [next(iterator)["id"] for _ in range(10)]
+    checkpoint = first.state_dict()
+    read_on = [next(iterator)["id"] for _ in range(20)]  # the job goes on, then is stopped
+    iterator.close()
+    assert len(_listed(rows_path)) == 7
+    report = td.SkipReport(rows_path=rows_path)
+    resumed = stream(report)
+    resumed.load_state_dict(checkpoint)
+    rest = [r["id"] for r in resumed]
+    assert rest[:20] == read_on and len(head + rest) == len(set(head + rest)) == 40
+    assert _listed(rows_path) == bad
+    assert (report.rows_read, report.skipped) == (30 + 8, 8)  # rows 11-40 and the bad lines after row 10
+
+
 class _CollectedWhere:
     """Cyclic garbage that records which process collected it (a stand-in for what a stopped stream leaves: its
     worker pool, whose collection takes a lock that pool's manager thread may hold when the next pool forks)."""

@@ -291,6 +291,25 @@ def skipped_row_record(error: "ToolUseDataError") -> dict[str, Any]:
     return record
 
 
+def listed_skipped_rows(path: str, files: set[str]) -> set[tuple[str, Optional[int]]]:
+    """``(file, row)`` of the skipped rows a skipped-rows file lists from ``files`` (none if it does not exist
+    yet). A line that does not read as a record (cut short by a process killed while writing it) lists none."""
+    listed: set[tuple[str, Optional[int]]] = set()
+    try:
+        handle = open(path, "rb")
+    except FileNotFoundError:
+        return listed
+    with handle:
+        for line in handle:
+            try:
+                record = json.loads(line)
+                if record["file"] in files:
+                    listed.add((record["file"], record["row"]))
+            except (ValueError, TypeError, KeyError):
+                continue
+    return listed
+
+
 def json_text_bytes(value: Any, **options: Any) -> bytes:
     """UTF-8 JSON of ``value`` that any text can go through: a lone surrogate (an error message quoting bad
     input) is written as its ``\\udXXX`` escape, which reads back as the same character."""
@@ -331,9 +350,11 @@ class SkipReport:
         """True if this report lists every skipped row (in memory or in a file)."""
         return self.keep_all or self.rows_path is not None
 
-    def add(self, error: ToolUseDataError, *, log: bool = True) -> None:
+    def add(self, error: ToolUseDataError, *, log: bool = True, listed: bool = False) -> None:
         """Count a skipped row. ``log=False``: the same error was logged already, by the report of another
-        config that skipped the same row (a row that cannot be read skips in every config)."""
+        config that skipped the same row (a row that cannot be read skips in every config). ``listed``: the
+        row is in ``rows_path`` already (a resumed stream reading again what the run it resumes read past its
+        saved state): counted, not appended to the file a second time."""
         with self._lock:
             self.skipped += 1
             self.by_reason[error.reason] += 1
@@ -341,7 +362,7 @@ class SkipReport:
                 self.examples.append(SkippedRow(type(error).__name__, error.message, error.file, error.row, error.field,
                                               row_id_of(error)))
             if self.wants_rows:
-                self._keep_rows([skipped_row_record(error)])
+                self._keep_rows([skipped_row_record(error)], to_file=not listed)
         if not log:
             return
         if self.skipped <= 10:
@@ -349,10 +370,10 @@ class SkipReport:
         elif self.skipped == 11:
             logger.warning("more rows skipped; see the skip report for counts")
 
-    def _keep_rows(self, records: list[dict[str, Any]]) -> None:
+    def _keep_rows(self, records: list[dict[str, Any]], *, to_file: bool = True) -> None:
         if self.keep_all:
             self.rows.extend(records)
-        if self.rows_path is not None and records:
+        if self.rows_path is not None and records and to_file:
             if self._rows_file is None:
                 self._rows_file = open(self.rows_path, "ab")
             self._rows_file.write(b"".join(json_text_bytes(r) + b"\n" for r in records))

@@ -30,7 +30,7 @@ from datasets import Features
 from datasets.iterable_dataset import _BaseExamplesIterable
 
 from .codec import json_bytes, loads_stored, patched_once
-from .errors import JsonValueError, SkipReport, ToolUseDataError
+from .errors import JsonValueError, SkipReport, ToolUseDataError, listed_skipped_rows
 from .node_share import NodeShare, install as share_skips_among_nodes
 from .pipeline import ShardConverter, gc_paused, piece_rows
 from .shards.paths import display_path
@@ -65,6 +65,11 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         # earlier state (datasets' map, filter, formats and shuffle replay from one) does not count them twice.
         self._counted: Optional[tuple[int, int]] = None
         self._iterated = False
+        # Whether this pass resumes a saved state (see _start): the run it resumes may have read past that state
+        # (a DataLoader worker's prefetched batches, rows read after the last checkpoint) and listed those rows'
+        # skips in the report's rows_path, which this pass then does not list again.
+        self._resumed = False
+        self._fresh_state: Optional[dict] = None
 
     # -- what datasets asks of an examples iterable ------------------------------------------------
 
@@ -128,10 +133,12 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         # files, another shard_bytes), a state would silently skip or repeat rows, so _start refuses it.
         self._state_dict = {"shard_idx": 0, "position": None, "shards": self._shards_signature(),
                             "node_rows": 0, "type": self.__class__.__name__}
+        self._fresh_state = dict(self._state_dict)
         return self._state_dict
 
     def load_state_dict(self, state_dict: dict) -> dict:
         self._note_counted()
+        self._resumed = True
         return super().load_state_dict(state_dict)
 
     def _note_counted(self) -> None:
@@ -142,7 +149,7 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         to that layer again, but not counted again. A new pass over the stream (after one was read) counts
         afresh."""
         if self._iterated:
-            self._counted, self._iterated = None, False
+            self._counted, self._iterated, self._resumed = None, False, False
             return
         state = getattr(self, "_state_dict", None)
         if not state or state.get("shards") != self._shards_signature():
@@ -173,7 +180,10 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         share = None
         if self.node_share is not None:
             share = NodeShare(*self.node_share, handed=(self._state_dict or {}).get("node_rows", 0))
-        return SkipsInOrder(self.report, counted=self._counted, share=share)
+        listed_in = None
+        if self._resumed and self.report.rows_path is not None:
+            listed_in = (self.report.rows_path, {display_path(shard.file) for shard in self.shards})
+        return SkipsInOrder(self.report, counted=self._counted, share=share, listed_in=listed_in)
 
     def _start(self) -> tuple[int, Optional[tuple[int, int]]]:
         self._note_counted()
@@ -181,6 +191,10 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         state = self._state_dict
         if not state:
             return 0, None
+        # A saved state reaches this stream through our load_state_dict, or, below a layer of datasets (a
+        # DataLoader worker's rebatching), written into the state dict in place: either way it is not the state
+        # this pass started with.
+        self._resumed = self._resumed or state != self._fresh_state
         ours = self._shards_signature()
         # A state at the very start (shard 0, no position) resumes any shard list alike: it is what a DataLoader
         # worker reports before it has handed out a row, taken before the worker divided the shards, so its
@@ -346,12 +360,16 @@ class SkipsInOrder:
     ``counted``: ``(shard, row)`` of a resumed stream, whose report counted every row of the shards before
     ``shard`` and the rows of ``shard`` numbered below ``row`` already; rows read again from an earlier state
     (a layer of datasets replaying from one) are not counted again. ``shard``: the shard being handed out.
-    ``share``: the part of the rows this node counts, when nodes split the stream row by row (:mod:`.node_share`)."""
+    ``share``: the part of the rows this node counts, when nodes split the stream row by row (:mod:`.node_share`).
+    ``listed_in``: a resumed stream's ``rows_path`` and the files it reads: a skipped row that file lists already
+    (read past the saved state by the run resumed) is counted but not listed again."""
 
     def __init__(self, report: Optional[SkipReport], counted: Optional[tuple[int, int]] = None,
-                 share: Optional[NodeShare] = None):
+                 share: Optional[NodeShare] = None, listed_in: Optional[tuple[str, set[str]]] = None):
         self.report = report
         self.share = share
+        self.listed_in = listed_in
+        self._listed: Optional[set] = None  # read at the first skip
         self.pending: list[ToolUseDataError] = []  # in row order, as the converter meets them
         self.counted = counted
         self.shard = 0
@@ -409,7 +427,7 @@ class SkipsInOrder:
         if self._fresh(end_row - 1 if end_row is not None else None):
             self.report.count_read(read)
             for error in errors:
-                self.report.add(error)
+                self._add(error)
         self.converted, self.pending = 0, []
 
     def note_share(self, state: Optional[dict]) -> None:
@@ -430,7 +448,12 @@ class SkipsInOrder:
         errors = [error for error in errors if self._fresh(error.row)]
         self.report.count_read(len(errors))
         for error in errors:
-            self.report.add(error)
+            self._add(error)
+
+    def _add(self, error: ToolUseDataError) -> None:
+        if self.listed_in is not None and self._listed is None:
+            self._listed = listed_skipped_rows(*self.listed_in)
+        self.report.add(error, listed=self._listed is not None and (error.file, error.row) in self._listed)
 
 
 def _install_take_that_stops_at_n() -> None:
