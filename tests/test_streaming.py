@@ -713,6 +713,36 @@ def test_a_stream_resumed_from_a_checkpoint_it_read_past_lists_each_skipped_row_
     assert (report.rows_read, report.skipped) == (30 + 8, 8)  # rows 11-40 and the bad lines after row 10
 
 
+@pytest.mark.parametrize("saved_with, resumed_with", [
+    ("nothing", "map"), ("map", "nothing"), ("nothing", "shuffle"), ("take", "skip")])
+def test_a_state_loaded_into_a_stream_built_with_other_steps_is_a_value_error_saying_so(saved_with, resumed_with):
+    """A training script that gained or lost a step (a tokenizing map, a shuffle) between its checkpoint and the
+    resume failed at the first row with datasets' bare KeyError ('shard_idx', 'examples_iterable', 'taken'),
+    naming neither the state nor the stream."""
+    from conftest import shared_data
+
+    files = [str(f) for f in sorted(shared_data("ms_swift").glob("*.jsonl"))]
+    steps = {"nothing": lambda ds: ds, "map": lambda ds: ds.map(lambda row: {"turns": len(row["messages"])}),
+             "shuffle": lambda ds: ds.shuffle(seed=0, buffer_size=4), "take": lambda ds: ds.take(8),
+             "skip": lambda ds: ds.skip(1)}
+
+    def stream(step):
+        return steps[step](td.load("ms_swift", split="train", data_files=files, streaming=True))
+
+    saved = stream(saved_with)
+    iterator = iter(saved)
+    head = [next(iterator)["id"] for _ in range(3)]
+    state = saved.state_dict()
+    resumed = stream(resumed_with)
+    resumed.load_state_dict(state)
+    with pytest.raises(ValueError, match="this state_dict was saved from a stream built otherwise: state.* is the "
+                                         "state of .*, where this stream has the state of "):
+        next(iter(resumed))
+    same = stream(saved_with)  # the stream it was saved from resumes
+    same.load_state_dict(state)
+    assert len(head) + len([row["id"] for row in same]) == len([row["id"] for row in stream(saved_with)])
+
+
 class _CollectedWhere:
     """Cyclic garbage that records which process collected it (a stand-in for what a stopped stream leaves: its
     worker pool, whose collection takes a lock that pool's manager thread may hold when the next pool forks)."""

@@ -33,6 +33,7 @@ from .codec import json_bytes, loads_stored, patched_once
 from .errors import JsonValueError, SkipReport, ToolUseDataError, listed_skipped_rows
 from .node_share import NodeShare, install as share_skips_among_nodes
 from .pipeline import ShardConverter, gc_paused, piece_rows
+from .resume_state import install as check_saved_states
 from .shards.paths import display_path
 from .shards.plan import resharded
 from .shards.shard import Shard
@@ -475,3 +476,4 @@ def _install_take_that_stops_at_n() -> None:
 
 _install_take_that_stops_at_n()
 share_skips_among_nodes()
+check_saved_states()

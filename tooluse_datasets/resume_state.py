@@ -1,0 +1,60 @@
+"""A saved stream state loaded into a stream built with other steps is a ValueError saying so.
+
+datasets' ``load_state_dict`` copies a saved state into the one the stream builds from its steps (map, filter,
+shuffle, take, skip, interleave, ...), key by key. A state saved before a training script gained or lost a step,
+or saved from another dataset, failed there at the first row with a bare ``KeyError: 'shard_idx'`` (or
+``'examples_iterable'``, ``'taken'``...), which names neither the state nor the stream. :func:`install` (run
+once on import) checks the saved state's keys against the stream's before it is loaded, for every stream of
+the process: it refuses only what datasets would fail on, saying what does not fit.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from .codec import patched_once
+
+
+def mismatch(live: Any, saved: Any, path: str = "state") -> Optional[str]:
+    """Where ``saved`` holds a state of another kind than ``live`` (keys the stream's state lacks), described;
+    None if it fits. A None on either side fits: datasets keeps the stream's value, or takes the saved one."""
+    if saved is None or live is None:
+        return None
+    if isinstance(live, dict):
+        if not isinstance(saved, dict):
+            return f"{path} is {type(saved).__name__}, where this stream has {_kind(live)}"
+        unknown = sorted(map(str, set(saved) - set(live)))
+        if unknown:
+            return f"{path} is {_kind(saved)}, where this stream has {_kind(live)} (which has no {', '.join(unknown)})"
+        for key in saved:
+            found = mismatch(live[key], saved[key], f"{path}[{key!r}]")
+            if found:
+                return found
+    elif isinstance(live, list) and isinstance(saved, list) and len(saved) == len(live):
+        # Lists of other lengths are left to datasets: a stream built the same way gives them too (its shuffle's
+        # state divided among DataLoader workers), and the failure is datasets' own.
+        for i, (one_live, one_saved) in enumerate(zip(live, saved)):
+            found = mismatch(one_live, one_saved, f"{path}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def _kind(state: dict) -> str:
+    return f"the state of {state['type']}" if state.get("type") else "a state of other keys"
+
+
+def install() -> None:
+    """Every examples iterable's ``load_state_dict`` checks the saved state's keys first (see the module)."""
+    from datasets.iterable_dataset import _BaseExamplesIterable
+
+    original = _BaseExamplesIterable.load_state_dict
+
+    def load_state_dict(self, state_dict: dict) -> dict:
+        found = mismatch(self._init_state_dict(), state_dict)
+        if found:
+            raise ValueError(f"this state_dict was saved from a stream built otherwise: {found}. A state resumes "
+                             "a stream built with the same steps (map, filter, shuffle, take, skip, interleave...) "
+                             "over the same data it was saved from")
+        return original(self, state_dict)
+
+    _BaseExamplesIterable.load_state_dict = patched_once(original, load_state_dict, "_checks_saved_shape")
