@@ -203,6 +203,40 @@ def test_a_state_from_a_stream_planned_otherwise_is_refused_not_silently_resumed
     assert head + list(resumed) == list(_stream(toolmind_file))
 
 
+def test_a_state_of_one_file_of_a_zip_archive_is_refused_by_another_file_of_it(tmp_path):
+    """A file of a zip archive was known to a state by the archive's name alone: a state saved 5 rows into one
+    JSON array of the archive resumed another at its 6th element, its first 5 rows lost without a word (a
+    plain file of another name is refused). The archive moved to another folder still resumes."""
+    import zipfile
+
+    from conftest import shared_data
+
+    rows = [line for f in sorted(shared_data("ms_swift").glob("*.jsonl")) for line in f.read_text().splitlines()
+            if line.strip()]
+    archive = tmp_path / "agent.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr("part1.json", "[" + ",".join(rows) + "]")
+        zipped.writestr("part2.json", "[" + ",".join(reversed(rows)) + "]")
+
+    def stream(member, folder=tmp_path):
+        return td.load("ms_swift", split="train", data_files=f"zip://{member}::{folder / 'agent.zip'}",
+                       streaming=True)
+
+    first = stream("part1.json")
+    iterator = iter(first)
+    head = [next(iterator)["id"] for _ in range(5)]
+    state = first.state_dict()
+    other = stream("part2.json")
+    other.load_state_dict(state)
+    with pytest.raises(ValueError, match="this state_dict was taken from a stream of other shards"):
+        next(iter(other))
+    (tmp_path / "moved").mkdir()
+    (tmp_path / "moved" / "agent.zip").write_bytes(archive.read_bytes())
+    moved = stream("part1.json", tmp_path / "moved")
+    moved.load_state_dict(state)
+    assert head + [row["id"] for row in moved] == [row["id"] for row in stream("part1.json")]
+
+
 @pytest.mark.parametrize("consumed", [9, 47])
 def test_num_proc_streams_the_same_rows_and_resumes(toolmind_file, conversions, consumed):
     """Row 9 is in the first shard (converted in this process), row 47 in the third (converted by a worker):

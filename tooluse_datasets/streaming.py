@@ -22,7 +22,6 @@ import hashlib
 import itertools
 import json
 import multiprocessing
-import os
 from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
@@ -34,7 +33,7 @@ from .errors import JsonValueError, SkipReport, ToolUseDataError, listed_skipped
 from .node_share import NodeShare, install as share_skips_among_nodes
 from .pipeline import ShardConverter, gc_paused, piece_rows
 from .resume_state import install as check_saved_states
-from .shards.paths import display_path
+from .shards.paths import display_path, resume_name
 from .shards.plan import resharded
 from .shards.shard import Shard
 from .source import Source, SplitPlan
@@ -162,9 +161,8 @@ class ShardExamplesIterable(_BaseExamplesIterable):
 
     def _shards_signature(self) -> str:
         """The number of shards and a digest of their files' names (not folders: data moved elsewhere still
-        resumes) and regions."""
-        regions = [(os.path.basename(display_path(s.file)), s.kind, list(s.row_groups), s.start, s.stop)
-                   for s in self.shards]
+        resumes; a zip archive's file with its path in the archive) and regions."""
+        regions = [(resume_name(s.file), s.kind, list(s.row_groups), s.start, s.stop) for s in self.shards]
         digest = hashlib.sha256(json.dumps(regions).encode()).hexdigest()[:16]
         return f"{len(self.shards)} shards, {digest}"
 

@@ -38,6 +38,15 @@ def display_path(path: str) -> str:
     return path.split("::")[-1]
 
 
+def resume_name(path: str) -> str:
+    """A file's name in a saved stream state: its base name, so data moved to another folder resumes; a zip
+    archive's member as ``<archive's base name>/<member>``, since the archive's other files are other files."""
+    if is_archive_member(path):
+        member, archive = path[len("zip://"):].split("::", 1)
+        return f"{os.path.basename(display_path(archive))}/{member.lstrip('/')}"
+    return os.path.basename(display_path(path))
+
+
 def is_archive_member(path: str) -> bool:
     """Whether ``path`` names a file inside a zip archive: ``zip://<member>::<archive>``."""
     return path.startswith("zip://") and "::" in path
