@@ -864,3 +864,30 @@ def test_a_skipped_rows_listing_inside_the_mirror_folder_is_refused_before_build
     assert main(["mirror", "nestful", "--sample", "--out", str(out), "--configs", "unified", "toolmind",
                  "--skipped-rows", str(beside)]) == 0
     assert len(beside.read_text().splitlines()) == 5  # NESTFUL rows have no results: every row skipped in toolmind
+
+
+def test_data_files_inside_the_mirror_folder_are_refused_instead_of_read_as_rows(tmp_path, capsys):
+    """`--data-files 'data/**/*.parquet' --out data`: the second build read the first mirror's Parquet files as
+    input (its `toolmind` config is ToolMind's own format), and the mirror silently held every row twice."""
+    data = tmp_path / "data"
+    data.mkdir()
+    sample, = td.sample_files("toolmind")["train"]
+    (data / "toolmind.parquet").write_bytes(Path(sample).read_bytes())
+    args = ["mirror", "toolmind", "--data-files", str(data / "**" / "*.parquet"), "--out", str(data),
+            "--configs", "unified", "toolmind"]
+    assert main(args) == 0
+    manifest = data / "toolmind" / MANIFEST_NAME
+    before = manifest.read_bytes()
+    rows = sum(e["num_examples"] for e in json.loads(before)["configs"]["unified"]["splits"].values())
+    assert rows == pq.read_metadata(data / "toolmind.parquet").num_rows
+    capsys.readouterr()
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "inside the mirror folder" in err and "--data-files" in err, err
+    assert str(data / "toolmind" / "toolmind") in err  # names a file of the previous mirror it would read
+    assert manifest.read_bytes() == before  # the mirror is left as it was
+    with pytest.raises(MirrorError, match="inside the mirror folder"):
+        build_mirror(MirrorRequest("toolmind", data_files=str(data / "**" / "*.parquet")), data)
+    # the input files alone, into the same folder, rebuild it as before
+    assert main([*args[:2], "--data-files", str(data / "*.parquet"), *args[4:]]) == 0
+    assert manifest.read_bytes() == before

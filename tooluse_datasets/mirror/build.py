@@ -137,6 +137,7 @@ def plan_mirror(request: MirrorRequest, out_dir: str | Path) -> MirrorPlan:
     request = pin_upstream_revision(request)
     features = {config: _features(request.source, config) for config in request.configs}
     builder = _builder(request)
+    _check_inputs_outside(request, builder, target)
     _check_options_fit_configs(request, builder)
     return MirrorPlan(request, target, features, builder, _split_plans(request, builder))
 
@@ -269,6 +270,24 @@ def _check_listing_outside(request: MirrorRequest, target: Path) -> None:
         raise MirrorError(f"--skipped-rows {request.skipped_rows} is inside the mirror folder {target}, which the "
                           f"build replaces whole (the listing would be deleted with the old mirror): write it "
                           f"outside that folder, e.g. {folder.parent / (folder.name + '-skipped.jsonl')}")
+
+
+def _check_inputs_outside(request: MirrorRequest, builder, target: Path) -> None:
+    """No data file may lie inside the mirror folder the build replaces (or its staging): a glob such as
+    ``DIR/**/*.parquet`` with ``--out DIR`` reads the previous mirror's own files as rows (its ``toolmind``
+    config is ToolMind's input format), so every rebuild would hold its rows once more."""
+    if request.data_files is None:
+        return
+    folders = [Path(os.path.realpath(folder)) for folder in (target, staging_path(target))]
+    for path in _input_paths(request, builder):
+        if "://" in path:
+            continue
+        inside = next((folder for folder in folders if Path(os.path.realpath(path)).is_relative_to(folder)), None)
+        if inside is not None:
+            raise MirrorError(f"{request.source}: the data file {path} lies inside the mirror folder {target}, "
+                              f"which this build replaces: it would be read as rows of the new mirror (a rebuild "
+                              f"would hold the previous mirror's rows once more); narrow --data-files to your "
+                              f"input files, or build the mirror outside the folder they are in (--out)")
 
 
 def _absolute_path_options(request: MirrorRequest) -> MirrorRequest:
