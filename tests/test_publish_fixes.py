@@ -490,3 +490,55 @@ def test_a_folder_with_two_mirrors_of_one_source_is_refused_instead_of_publishin
         assert "two mirrors of nestful (nestful, nestful_v1)" in capsys.readouterr().err
     assert api.calls == []
     assert _cli([str(out / "nestful_v1"), "--repo-id", "acme/nestful-v1", "--dry-run"], api) == 0
+
+
+def test_a_build_finishing_while_a_publish_runs_waits_for_its_commit(tmp_path):
+    """A build of the mirror that swapped its folder in while publish was reading the repo made the commit pair
+    the new data files with the card rendered from the old manifest: the card said 2 rows, the data held 7, and
+    `load_dataset` of the repo failed its split-size check."""
+    import io
+    import json
+    import threading
+
+    import pyarrow.parquet as pq
+    import yaml
+
+    from tooluse_datasets.mirror import MirrorRequest, build_mirror
+
+    from conftest import shared_data
+
+    small, large = (str(shared_data("ms_swift", name)) for name in
+                    ("agent_support_doc_examples_en.jsonl", "custom_dataset_doc_agent_rows_en.jsonl"))
+    out = tmp_path / "out"
+    mirror = build_mirror(MirrorRequest("ms_swift", configs=["unified"], data_files=[small]), out)
+
+    class RebuiltMeanwhile(FakeHubApi):
+        rebuild = None
+
+        def list_repo_tree(self, *args, **kwargs):
+            if self.rebuild is None:  # the same mirror rebuilt from other data while the repo is read
+                self.rebuild = threading.Thread(target=build_mirror, args=(
+                    MirrorRequest("ms_swift", configs=["unified"], data_files=[large]), out))
+                self.rebuild.start()
+                self.rebuild.join(timeout=10)  # it waits for the publish to commit (it used to finish here)
+            return super().list_repo_tree(*args, **kwargs)
+
+    api = RebuiltMeanwhile()
+    api.create_repo(REPO, repo_type="dataset")
+    assert publish_mirror(mirror, REPO, api=api, echo=_quiet).committed
+    api.rebuild.join(timeout=120)
+    assert not api.rebuild.is_alive()
+
+    def rows_in_repo() -> tuple[int, int, int]:
+        repo = api.files(REPO)
+        card = yaml.safe_load(repo["README.md"].decode().split("---\n")[1])
+        manifest = json.loads(repo[".tooluse-datasets.json"])
+        return (card["dataset_info"]["splits"][0]["num_examples"],
+                sum(pq.read_metadata(io.BytesIO(data)).num_rows for path, data in repo.items()
+                    if path.endswith(".parquet")),
+                manifest["configs"]["unified"]["splits"]["train"]["num_examples"])
+
+    assert rows_in_repo() == (2, 2, 2)  # card, data and manifest: what was verified is what was committed
+    # the build then put its mirror in place, and publishing it commits it whole
+    assert publish_mirror(mirror, REPO, api=api, echo=_quiet).committed
+    assert rows_in_repo() == (7, 7, 7)

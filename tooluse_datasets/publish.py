@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import os
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Optional, Protocol
@@ -39,7 +40,7 @@ from huggingface_hub.utils import sha as hub_sha
 from .dataset_card import CardMarkersError, card_config_names, merge_cards, render_card
 from .mirror.manifest import MANIFEST_NAME, README_NAME, Manifest, MirrorError, read_manifest
 from .mirror.provenance import hash_file, sha256_file
-from .mirror.staging import recover_swap, recover_swaps_in
+from .mirror.staging import recover_swap, recover_swaps_in, swap_lock
 
 logger = logging.getLogger("tooluse_datasets")
 
@@ -192,7 +193,22 @@ def publish_mirror(folder: str | Path, repo_id: str, *, api: Optional[HubApi] = 
         from huggingface_hub import HfApi
 
         api = HfApi()
-    manifest = _verified_manifest(Path(folder))
+    folder = Path(folder)
+    recover_swap(folder)  # a build stopped while replacing the mirror: the complete one is put in place
+    # Held until the commit is made: a build of this mirror finishing meanwhile would swap other files in under
+    # the ones verified, and the commit would pair their data with the card rendered from the old manifest.
+    # That build waits for the publish instead.
+    with swap_lock(Path(os.path.abspath(folder)), reader=True):
+        return _publish_verified(folder, repo_id, api, dry_run=dry_run, private=private, revision=revision,
+                                 create_pr=create_pr, commit_message=commit_message, echo=echo,
+                                 replace_foreign=replace_foreign, delete_missing=delete_missing)
+
+
+def _publish_verified(folder: Path, repo_id: str, api: HubApi, *, dry_run: bool, private: Optional[bool],
+                      revision: Optional[str], create_pr: bool, commit_message: Optional[str],
+                      echo: Callable[[str], None], replace_foreign: bool, delete_missing: bool) -> PublishResult:
+    """:func:`publish_mirror` of a mirror no build can replace meanwhile."""
+    manifest = _verified_manifest(folder)
     try:
         remote = read_remote_state(api, repo_id, revision)
     except _NETWORK_ERRORS as exc:
@@ -462,7 +478,6 @@ def _parse_previous_manifest(data: Optional[bytes]) -> Optional[Manifest]:
 
 
 def _verified_manifest(folder: Path) -> Manifest:
-    recover_swap(folder)  # a build stopped while replacing the mirror: the complete one is put in place
     try:
         manifest = read_manifest(folder)
     except MirrorError as exc:

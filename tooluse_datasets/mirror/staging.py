@@ -17,11 +17,13 @@ the old one. A build stopped between those steps (SIGKILL, power loss) leaves no
 :func:`recover_swap`, run by the next build and by ``publish``, moves the staged mirror in if every file of it
 matches its manifest, else the old one back, and deletes what was moved aside. Both hold the swap lock
 (``.<source>.lock``, beside ``<source>/``), so a recovery never takes a live build's swap for a stopped one, nor
-two builds' swaps interleave; the kernel releases it when its holder dies.
+two builds' swaps interleave; the kernel releases it when its holder dies. ``publish`` holds it too, from
+checking the files to committing them, so that a build swaps its mirror in only after the publish.
 """
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -94,8 +96,10 @@ def _is_complete_mirror(folder: Path) -> bool:
 
 
 @contextlib.contextmanager
-def swap_lock(target: Path) -> Iterator[None]:
-    """Hold the lock of ``target``'s swap (waiting for its holder), and delete its file when done."""
+def swap_lock(target: Path, *, reader: bool = False) -> Iterator[None]:
+    """Hold the lock of ``target``'s swap (waiting for its holder), and delete its file when done. A ``reader``
+    (publish, which must upload the files it verified) of a mirror in a folder it cannot write, or that does
+    not exist, goes on unlocked: no build can swap a mirror in there either."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows: no advisory locks; one build per folder is on the user
@@ -103,7 +107,13 @@ def swap_lock(target: Path) -> Iterator[None]:
         return
     path = swap_lock_path(target)
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            if not (reader and exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT)):
+                raise
+            fd = None
+            break
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             if os.stat(path).st_ino == os.fstat(fd).st_ino:
@@ -111,6 +121,9 @@ def swap_lock(target: Path) -> Iterator[None]:
         except FileNotFoundError:
             pass
         os.close(fd)  # its holder deleted this file while we waited: lock the one now at the path
+    if fd is None:
+        yield
+        return
     try:
         yield
     finally:
