@@ -542,3 +542,23 @@ def test_a_build_finishing_while_a_publish_runs_waits_for_its_commit(tmp_path):
     # the build then put its mirror in place, and publishing it commits it whole
     assert publish_mirror(mirror, REPO, api=api, echo=_quiet).committed
     assert rows_in_repo() == (7, 7, 7)
+
+
+def test_a_mirror_of_another_source_in_the_repo_is_not_replaced_without_replace_foreign(mirror, tmp_path, capsys):
+    """`publish DIR/ms_swift --repo-id org/nestful-tooluse` (a --repo-id naming the wrong repo) took the NESTFUL
+    mirror's files for its own earlier publish and replaced the NESTFUL data and card with ms-swift's."""
+    api = FakeHubApi()
+    publish_mirror(mirror, REPO, api=api, echo=_quiet)
+    nestful_files = api.files(REPO)
+    head = api.commits(REPO)[-1].sha
+    other = build_sample_mirror("ms_swift", tmp_path / "out")
+    with pytest.raises(PublishError, match="it holds a mirror of nestful: check --repo-id"):
+        publish_mirror(other, REPO, api=api, echo=_quiet)
+    assert _cli([str(other), "--repo-id", REPO], api) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "holds a mirror of nestful" in err, err
+    assert api.commits(REPO)[-1].sha == head and api.files(REPO) == nestful_files
+    # asked for, it replaces what it collides with, and is from then on the repo's mirror
+    assert publish_mirror(other, REPO, api=api, echo=_quiet, replace_foreign=True).committed
+    assert not publish_mirror(other, REPO, api=api, echo=_quiet).committed
+    assert "ms_swift" in api.files(REPO)[".tooluse-datasets.json"].decode()

@@ -139,6 +139,8 @@ class PublishPlan:
     missing: list[str] = dataclasses.field(default_factory=list)
     delete_missing: bool = False
     selection: str = ""  # the mirror's --split/--configs, for the messages
+    # The source of the mirror the repo holds, when it is not this mirror's (its files are then foreign)
+    other_source: Optional[str] = None
 
     @property
     def is_noop(self) -> bool:
@@ -220,9 +222,10 @@ def _publish_verified(folder: Path, repo_id: str, api: HubApi, *, dry_run: bool,
     if plan.refused:
         reasons = []
         if plan.foreign and not plan.replace_foreign:
+            whose = f" (it holds a mirror of {plan.other_source}: check --repo-id)" if plan.other_source else ""
             reasons.append(f"{repo_id} holds what this mirror would replace, but no earlier publish of it wrote "
-                           f"({_shown(plan.foreign)}): replace them with --replace-foreign (replace_foreign=True), "
-                           f"or publish to another repo")
+                           f"({_shown(plan.foreign)}){whose}: replace them with --replace-foreign "
+                           f"(replace_foreign=True), or publish to another repo")
         if plan.missing and not plan.delete_missing:
             reasons.append(f"{repo_id} holds splits or configs an earlier publish of this source wrote "
                            f"({_shown(plan.missing)}) that this mirror does not have: it was built from part of the "
@@ -375,9 +378,17 @@ def plan_publish(folder: Path, manifest: Manifest, repo_id: str, revision: Optio
     configs or splits the previous manifest lists (``missing``) would delete them: only with
     ``delete_missing``. A mirror of the whole data deletes what it no longer has (the data changed)."""
     previous = remote.manifest
+    notes: list[str] = []
+    other_source = None
+    if previous is not None and previous.source != manifest.source:
+        # A mirror of another source (a --repo-id naming the wrong repo): its files were not written by a publish
+        # of this mirror, so replacing them is refused like any other file this mirror did not write.
+        other_source = previous.source
+        notes.append(f"{repo_id} holds a mirror of {other_source} ({MANIFEST_NAME}), not of {manifest.source}: "
+                     f"its files and configs are not this mirror's")
+        previous = None
     previous_files = {f.path for f in previous.files + previous.figures} if previous is not None else set()
     previous_configs = list(previous.configs) if previous is not None else []
-    notes: list[str] = []
     try:
         card = merge_cards(render_card(manifest, repo_id), remote.card, previous_configs=previous_configs,
                            notes=notes).encode("utf-8")
@@ -402,7 +413,8 @@ def plan_publish(folder: Path, manifest: Manifest, repo_id: str, revision: Optio
     missing = _missing_parts(manifest, previous) if manifest.selection and previous is not None else []
     return PublishPlan(repo_id, revision, additions, sorted(stale), unchanged, remote,
                        foreign=foreign_files + foreign_configs, replace_foreign=replace_foreign, notes=notes,
-                       missing=missing, delete_missing=delete_missing, selection=manifest.selection_text())
+                       missing=missing, delete_missing=delete_missing, selection=manifest.selection_text(),
+                       other_source=other_source)
 
 
 def _missing_parts(manifest: Manifest, previous: Manifest) -> list[str]:
