@@ -891,3 +891,22 @@ def test_data_files_inside_the_mirror_folder_are_refused_instead_of_read_as_rows
     # the input files alone, into the same folder, rebuild it as before
     assert main([*args[:2], "--data-files", str(data / "*.parquet"), *args[4:]]) == 0
     assert manifest.read_bytes() == before
+
+
+def test_data_files_inside_another_mirror_of_the_output_folder_are_refused(tmp_path, capsys):
+    """With an ms-swift mirror already in `data`, `mirror toolmind --data-files 'data/**/*.parquet' --out data`
+    read that mirror's `toolmind` config as ToolMind input: the ToolMind mirror gained ms-swift's rows as splits
+    of its own (and counted the other configs' files as skipped rows)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    sample, = td.sample_files("toolmind")["train"]
+    (data / "toolmind.parquet").write_bytes(Path(sample).read_bytes())
+    assert main(["mirror", "ms_swift", "--sample", "--out", str(data)]) == 0
+    capsys.readouterr()
+    assert main(["mirror", "toolmind", "--data-files", str(data / "**" / "*.parquet"), "--out", str(data)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"inside the mirror {data / 'ms_swift'} in the output folder" in err, err
+    assert not (data / "toolmind").exists()
+    assert main(["mirror", "toolmind", "--data-files", str(data / "*.parquet"), "--out", str(data)]) == 0
+    assert set(read_manifest(data / "toolmind").configs["unified"].splits) == set(
+        _sample_splits("toolmind", str(tmp_path / "cache")))

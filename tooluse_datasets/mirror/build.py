@@ -30,8 +30,8 @@ from ..stats import SplitStatistics
 from ..validation import ValidationCounter
 from .engines import EngineUnavailableError, ShardFailure, ShardsFailedError, check_engine, run_tasks
 from .hidden_paths import staging_path
-from .manifest import (README_NAME, ConfigEntry, DataFile, Manifest, MirrorError, SplitEntry, data_file_name,
-                       write_manifest)
+from .manifest import (MANIFEST_NAME, README_NAME, ConfigEntry, DataFile, Manifest, MirrorError, SplitEntry,
+                       data_file_name, write_manifest)
 from .parts import ParquetLayout
 from .provenance import build_provenance, display_input, hash_file
 from .provenance import pin_upstream_revision as _pin_revision
@@ -273,21 +273,27 @@ def _check_listing_outside(request: MirrorRequest, target: Path) -> None:
 
 
 def _check_inputs_outside(request: MirrorRequest, builder, target: Path) -> None:
-    """No data file may lie inside the mirror folder the build replaces (or its staging): a glob such as
-    ``DIR/**/*.parquet`` with ``--out DIR`` reads the previous mirror's own files as rows (its ``toolmind``
-    config is ToolMind's input format), so every rebuild would hold its rows once more."""
+    """No data file may lie inside a mirror of the output folder: a glob such as ``DIR/**/*.parquet`` with
+    ``--out DIR`` reads the mirrors' own files as rows (their ``toolmind`` config is ToolMind's input format), so
+    every rebuild would hold its rows once more, and another source's mirror would pass for input (and may be
+    replaced by the same command while it is read)."""
     if request.data_files is None:
         return
-    folders = [Path(os.path.realpath(folder)) for folder in (target, staging_path(target))]
+    out_dir = target.parent
+    mirrors = [target, staging_path(target)] + sorted(
+        child for child in (out_dir.iterdir() if out_dir.is_dir() else ()) if (child / MANIFEST_NAME).is_file())
+    folders = [Path(os.path.realpath(folder)) for folder in mirrors]
     for path in _input_paths(request, builder):
         if "://" in path:
             continue
         inside = next((folder for folder in folders if Path(os.path.realpath(path)).is_relative_to(folder)), None)
         if inside is not None:
-            raise MirrorError(f"{request.source}: the data file {path} lies inside the mirror folder {target}, "
-                              f"which this build replaces: it would be read as rows of the new mirror (a rebuild "
-                              f"would hold the previous mirror's rows once more); narrow --data-files to your "
-                              f"input files, or build the mirror outside the folder they are in (--out)")
+            what = (f"the mirror folder {target}, which this build replaces" if inside in folders[:2]
+                    else f"the mirror {inside} in the output folder")
+            raise MirrorError(f"{request.source}: the data file {path} lies inside {what}: it would be read as "
+                              f"rows of the new mirror (a rebuild would hold a mirror's rows once more); narrow "
+                              f"--data-files to your input files, or build the mirror outside the folder they are "
+                              f"in (--out)")
 
 
 def _absolute_path_options(request: MirrorRequest) -> MirrorRequest:
