@@ -562,3 +562,30 @@ def test_a_mirror_of_another_source_in_the_repo_is_not_replaced_without_replace_
     assert publish_mirror(other, REPO, api=api, echo=_quiet, replace_foreign=True).committed
     assert not publish_mirror(other, REPO, api=api, echo=_quiet).committed
     assert "ms_swift" in api.files(REPO)[".tooluse-datasets.json"].decode()
+
+
+@pytest.mark.parametrize("edit", [
+    lambda m: m["configs"]["unified"]["splits"]["train"]["files"].append("unified/extra.parquet"),
+    lambda m: m.update(default_config="chat"),
+], ids=["a split naming a file the manifest does not list", "a default config it does not have"])
+def test_a_hand_edited_manifest_that_names_what_it_lacks_is_named_not_reported_as_a_bug(mirror, tmp_path, capsys,
+                                                                                        edit):
+    """A manifest that still parses but names a file or config it does not list made publish end with
+    "unexpected KeyError (a bug: ...)" while rendering the card."""
+    import json
+    import shutil
+
+    from tooluse_datasets.mirror import MANIFEST_NAME
+
+    copy = tmp_path / "nestful"
+    shutil.copytree(mirror, copy)
+    manifest = json.loads((copy / MANIFEST_NAME).read_text())
+    edit(manifest)
+    (copy / MANIFEST_NAME).write_text(json.dumps(manifest))
+    api = FakeHubApi()
+    with pytest.raises(PublishError, match=f"{MANIFEST_NAME} cannot be read as a mirror manifest"):
+        publish_mirror(copy, REPO, api=api, dry_run=True, echo=_quiet)
+    assert api.calls == []
+    assert _cli([str(copy), "--repo-id", REPO, "--dry-run"], api) == 2
+    err = capsys.readouterr().err
+    assert str(copy / MANIFEST_NAME) in err and "a bug" not in err and "rebuild the mirror" in err, err

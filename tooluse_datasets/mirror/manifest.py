@@ -156,7 +156,23 @@ class Manifest:
         provenance = Provenance(**{**prov, "inputs": [InputFile(**i) for i in prov["inputs"]]})
         files = [DataFile(**f) for f in data.pop("files")]
         figures = [DataFile(**f) for f in data.pop("figures", [])]
-        return cls(configs=configs, provenance=provenance, files=files, figures=figures, **data)
+        manifest = cls(configs=configs, provenance=provenance, files=files, figures=figures, **data)
+        manifest._check_references()
+        return manifest
+
+    def _check_references(self) -> None:
+        """The names the manifest uses name its own entries: the card and publish look them up (a hand edit
+        could leave a split naming a file the manifest does not list, or a default config it does not have)."""
+        if self.default_config not in self.configs:
+            raise MirrorError(f"its default_config {self.default_config!r} is none of its configs "
+                              f"({', '.join(self.configs) or 'none'})")
+        listed = {f.path for f in self.files}
+        for name, entry in self.configs.items():
+            for split, split_entry in entry.splits.items():
+                unlisted = [path for path in split_entry.files if path not in listed]
+                if unlisted:
+                    raise MirrorError(f"configs.{name}.splits.{split} names files its files list lacks: "
+                                      f"{', '.join(unlisted)}")
 
     def features(self, config: str) -> Features:
         return Features.from_dict(self.configs[config].features)
