@@ -482,22 +482,27 @@ def test_on_error_raise_names_the_first_bad_row_in_plan_order_whatever_the_engin
             ray.shutdown()
 
 
-def test_ray_address_from_the_environment_with_num_proc(reference, monkeypatch):
+def test_ray_address_from_the_environment_with_num_proc_and_a_local_ray_beside_that_cluster(reference, monkeypatch):
     """On a cluster (a `ray job submit` job, a cluster node) RAY_ADDRESS names the cluster: --num-proc then caps
-    the tasks, and no local Ray is started with num_cpus (which Ray refuses when it connects to a cluster)."""
+    the tasks, and no local Ray is started with num_cpus (which Ray refuses when it connects to a cluster).
+    Without an address, the build starts a Ray of its own, also on a machine where `ray start` left a cluster:
+    Ray's own default joined that cluster, and the build failed with "ValueError: When connecting to an existing
+    cluster, num_cpus and num_gpus must not be provided"."""
     pytest.importorskip("ray", reason="Ray is the optional extra 'ray' (pip install 'tooluse-datasets[ray]')")
     import socket
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    temp = tempfile.mkdtemp(prefix="ray")  # short: Ray's sockets live there
+    ray_tmpdir = tempfile.mkdtemp(prefix="ray")  # short: Ray's sockets live there
+    temp = os.path.join(ray_tmpdir, "ray")  # Ray's default folder under RAY_TMPDIR, where `ray start` notes its address
     env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
     ray_cli = str(Path(sys.executable).with_name("ray"))
     head = subprocess.Popen([ray_cli, "start", "--head", "--block", "--num-cpus", "2", "--port", str(port),
                              "--node-ip-address", "127.0.0.1", "--include-dashboard=false", "--temp-dir", temp],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
+    out = Path(tempfile.mkdtemp(prefix="mirror-cluster-"))
     try:
         deadline = time.monotonic() + 120
         for line in head.stdout:
@@ -505,16 +510,19 @@ def test_ray_address_from_the_environment_with_num_proc(reference, monkeypatch):
                 break
         monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
         monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
-        out = Path(tempfile.mkdtemp(prefix="mirror-cluster-"))
-        try:
-            folder = build_mirror(_requests()["ms_swift"], out, engine="ray", num_proc=2)
-            assert _digests(folder) == reference["ms_swift"]
-        finally:
-            shutil.rmtree(out, ignore_errors=True)
+        folder = build_mirror(_requests()["ms_swift"], out / "cluster", engine="ray", num_proc=2)
+        assert _digests(folder) == reference["ms_swift"]
+
+        monkeypatch.delenv("RAY_ADDRESS")
+        monkeypatch.setenv("RAY_TMPDIR", ray_tmpdir)  # where Ray looks for the cluster `ray start` left
+        assert Path(temp, "ray_current_cluster").is_file()
+        folder = build_mirror(_requests()["ms_swift"], out / "local", engine="ray", num_proc=2)
+        assert _digests(folder) == reference["ms_swift"]
     finally:
+        shutil.rmtree(out, ignore_errors=True)
         os.killpg(head.pid, signal.SIGKILL)  # the head and every process it started
         head.wait(timeout=30)
-        shutil.rmtree(temp, ignore_errors=True)
+        shutil.rmtree(ray_tmpdir, ignore_errors=True)
 
 
 @pytest.mark.parametrize("given", ["argument", "environment"])

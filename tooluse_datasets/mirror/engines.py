@@ -224,7 +224,10 @@ def _run_ray(tasks: Sequence[ShardTask], num_proc: Optional[int],
         except ConnectionError as exc:
             raise EngineUnavailableError(f"cannot connect to a Ray cluster at {address!r}: {exc}") from None
     elif started_here:  # a local Ray for this build: num_proc CPUs (default: all)
-        ray.init(num_cpus=num_proc, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+        # "local": a new Ray of its own. Without an address Ray joins the last cluster `ray start` left on this
+        # machine instead, and then refuses num_cpus (ValueError) or runs on that cluster's CPUs.
+        ray.init(address="local", num_cpus=num_proc, include_dashboard=False, log_to_driver=False,
+                 logging_level=logging.WARNING)
     running: dict = {}
     try:
         limit = num_proc or max(1, int(ray.cluster_resources().get("CPU", 1)))
