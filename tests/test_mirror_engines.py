@@ -573,3 +573,26 @@ def test_a_build_that_fails_taking_the_results_stops_its_ray_at_once(tmp_path, m
     finally:
         del info
         ray.shutdown()
+
+
+def test_mirror_of_several_sources_on_ray_starts_one_local_ray_for_all(tmp_path, monkeypatch):
+    """`mirror nestful ms_swift --engine ray` started and stopped a local Ray for each source: seconds each, and
+    Ray 2.60 keeps a socket open in the calling process per start-up. One Ray now serves every source and is
+    stopped at the end; the mirrors are the local engine's, byte for byte."""
+    ray = pytest.importorskip("ray", reason="Ray is the optional extra 'ray' (pip install 'tooluse-datasets[ray]')")
+    from tooluse_datasets.cli import main
+
+    if ray.is_initialized():
+        ray.shutdown()
+    starts = []
+    real_init = ray.init
+    monkeypatch.setattr(ray, "init", lambda *args, **kwargs: (starts.append(kwargs), real_init(*args, **kwargs))[1])
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")  # as the other tests that start Ray in this process
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    command = ["mirror", "nestful", "ms_swift", "--sample", "--configs", "unified", "raw", "--shard-size", "2000"]
+    assert main([*command, "--out", str(tmp_path / "local")]) == 0
+    assert main([*command, "--engine", "ray", "--num-proc", "2", "--out", str(tmp_path / "ray")]) == 0
+    assert len(starts) == 1, f"{len(starts)} Ray start-ups for one command"
+    assert not ray.is_initialized(), "the Ray started for the command is still running"
+    for source in ("nestful", "ms_swift"):
+        assert _digests(tmp_path / "ray" / source) == _digests(tmp_path / "local" / source), source

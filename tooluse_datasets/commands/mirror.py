@@ -53,7 +53,7 @@ MIRROR_ARGUMENTS = {"revision": "--revision"}
 def run(args: argparse.Namespace) -> int:
     from ..mirror import (MirrorError, MirrorRequest, MissingSplitError, ParquetLayout, build_planned_mirror,
                           plan_mirror, read_manifest)
-    from ..mirror.engines import check_engine
+    from ..mirror.engines import check_engine, shared_ray
     from ..registry import source_names
 
     sources = source_names() if args.sources == ["all"] else args.sources
@@ -97,10 +97,13 @@ def run(args: argparse.Namespace) -> int:
             missing.append(exc)
     if missing:
         raise MirrorError(_missing_split_message(missing, len(requests)))
-    for plan in plans:
-        with _data_errors_explained():
-            folder = build_planned_mirror(plan, engine=args.engine, num_proc=args.num_proc, address=args.address)
-        _print_summary(folder, read_manifest(folder))
+    # Several sources on Ray: one Ray for all of them, not one started and stopped per source.
+    with shared_ray(args.engine, args.num_proc, args.address) if len(plans) > 1 else contextlib.nullcontext():
+        for plan in plans:
+            with _data_errors_explained():
+                folder = build_planned_mirror(plan, engine=args.engine, num_proc=args.num_proc,
+                                              address=args.address)
+            _print_summary(folder, read_manifest(folder))
     return 0
 
 

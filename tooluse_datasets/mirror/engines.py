@@ -6,8 +6,8 @@ task finishes (in any order; the coordinator merges in plan order), so every eng
   (threads, notebooks, macOS); a script that builds with ``num_proc`` needs the usual
   ``if __name__ == "__main__":`` guard.
 * ``ray``: Ray tasks, on a running cluster (``address``, or ``"auto"``) or on a local Ray started for the
-  build. ``num_proc`` caps how many run at once (default: as many as the cluster has CPUs). Ray is an
-  optional extra, imported only here.
+  build (or for several builds, :func:`shared_ray`). ``num_proc`` caps how many run at once (default: as many
+  as the cluster has CPUs). Ray is an optional extra, imported only here.
 
 A bad row under ``on_error="raise"`` is the build's answer: it stops the other tasks and is raised as the typed
 error; with several workers, the tasks before it in the plan still running are waited for, so that the error
@@ -16,6 +16,7 @@ yielded as a :class:`ShardFailure`; the other shards go on.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.util
 import logging
@@ -211,23 +212,10 @@ def _pool_context(task: ShardTask):
 
 def _run_ray(tasks: Sequence[ShardTask], num_proc: Optional[int],
              address: Optional[str]) -> Iterator[tuple[ShardTask, Outcome]]:
-    try:
-        import ray
-    except ImportError as exc:
-        raise MirrorError(f"--engine ray needs Ray, which is not installed ({exc}); install the extra: "
-                          f"{RAY_EXTRA_HINT}") from None
+    ray = _import_ray()
     started_here = not ray.is_initialized()
-    address = _cluster_address(address)  # Ray refuses num_cpus for a cluster it connects to
-    if started_here and address is not None:
-        try:
-            ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
-        except ConnectionError as exc:
-            raise EngineUnavailableError(f"cannot connect to a Ray cluster at {address!r}: {exc}") from None
-    elif started_here:  # a local Ray for this build: num_proc CPUs (default: all)
-        # "local": a new Ray of its own. Without an address Ray joins the last cluster `ray start` left on this
-        # machine instead, and then refuses num_cpus (ValueError) or runs on that cluster's CPUs.
-        ray.init(address="local", num_cpus=num_proc, include_dashboard=False, log_to_driver=False,
-                 logging_level=logging.WARNING)
+    if started_here:
+        _start_ray(ray, num_proc, address)
     running: dict = {}
     try:
         limit = num_proc or max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -263,3 +251,43 @@ def _run_ray(tasks: Sequence[ShardTask], num_proc: Optional[int],
             ray.cancel(ref, force=True)
         if started_here:
             ray.shutdown()
+
+
+@contextlib.contextmanager
+def shared_ray(engine: str, num_proc: Optional[int], address: Optional[str]) -> Iterator[None]:
+    """One Ray for several builds (``mirror`` of several sources): each build runs on it instead of starting and
+    stopping a Ray of its own, which takes seconds and, with Ray 2.60, leaves a socket open in this process per
+    start-up. Nothing to do for the local engine, or when this process already runs Ray."""
+    ray = sys.modules.get("ray")
+    if engine != "ray" or (ray is not None and ray.is_initialized()):
+        yield
+        return
+    ray = _import_ray()
+    _start_ray(ray, num_proc, address)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError as exc:
+        raise MirrorError(f"--engine ray needs Ray, which is not installed ({exc}); install the extra: "
+                          f"{RAY_EXTRA_HINT}") from None
+    return ray
+
+
+def _start_ray(ray, num_proc: Optional[int], address: Optional[str]) -> None:
+    address = _cluster_address(address)  # Ray refuses num_cpus for a cluster it connects to
+    if address is not None:
+        try:
+            ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
+        except ConnectionError as exc:
+            raise EngineUnavailableError(f"cannot connect to a Ray cluster at {address!r}: {exc}") from None
+    else:  # a local Ray for this build: num_proc CPUs (default: all)
+        # "local": a new Ray of its own. Without an address Ray joins the last cluster `ray start` left on this
+        # machine instead, and then refuses num_cpus (ValueError) or runs on that cluster's CPUs.
+        ray.init(address="local", num_cpus=num_proc, include_dashboard=False, log_to_driver=False,
+                 logging_level=logging.WARNING)
