@@ -4,6 +4,7 @@ run, pinned checksums checked, and a publish that fails midway leaving the Hub r
 from __future__ import annotations
 
 import atexit
+import contextlib
 import dataclasses
 import hashlib
 import os
@@ -544,6 +545,21 @@ def test_an_address_where_no_ray_cluster_answers_is_refused_at_once_and_stages_n
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 
 
+@contextlib.contextmanager
+def _callers_sigterm_handler():
+    """A SIGTERM handler of the caller's own (a server's or a job runner's), in place while the block runs.
+    ray.init replaces it with one that calls sys.exit, and ray.shutdown leaves that one: a build that starts Ray
+    puts the caller's back when it stops Ray."""
+    def handler(signum, frame):
+        raise AssertionError("not sent")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield handler
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def test_a_build_that_fails_taking_the_results_stops_its_ray_at_once(tmp_path, monkeypatch):
     """A failure in this process while shard results come in (a full disk saving one) used to leave the Ray
     started for the build running, its other tasks still converting, as long as the error was kept (a terminal's
@@ -566,10 +582,13 @@ def test_a_build_that_fails_taking_the_results_stops_its_ray_at_once(tmp_path, m
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
     monkeypatch.setattr(sys, "stderr", Terminal())
     monkeypatch.setattr("tooluse_datasets.mirror.staging.Staging.save_result", full_disk)
-    with pytest.raises(OSError, match="No space left") as info:
-        build_mirror(_requests()["ms_swift"], tmp_path / "out", engine="ray", num_proc=2)
+    with _callers_sigterm_handler() as handler:
+        with pytest.raises(OSError, match="No space left") as info:
+            build_mirror(_requests()["ms_swift"], tmp_path / "out", engine="ray", num_proc=2)
+        sigterm_after = signal.getsignal(signal.SIGTERM)
     try:
         assert not ray.is_initialized(), "the Ray started for the build is still running"
+        assert sigterm_after is handler, "ray.init's SIGTERM handler (sys.exit) was left in place of the caller's"
     finally:
         del info
         ray.shutdown()
@@ -591,7 +610,9 @@ def test_mirror_of_several_sources_on_ray_starts_one_local_ray_for_all(tmp_path,
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     command = ["mirror", "nestful", "ms_swift", "--sample", "--configs", "unified", "raw", "--shard-size", "2000"]
     assert main([*command, "--out", str(tmp_path / "local")]) == 0
-    assert main([*command, "--engine", "ray", "--num-proc", "2", "--out", str(tmp_path / "ray")]) == 0
+    with _callers_sigterm_handler() as handler:
+        assert main([*command, "--engine", "ray", "--num-proc", "2", "--out", str(tmp_path / "ray")]) == 0
+        assert signal.getsignal(signal.SIGTERM) is handler, "ray.init's SIGTERM handler was left in place"
     assert len(starts) == 1, f"{len(starts)} Ray start-ups for one command"
     assert not ray.is_initialized(), "the Ray started for the command is still running"
     for source in ("nestful", "ms_swift"):

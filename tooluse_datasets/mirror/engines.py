@@ -21,9 +21,11 @@ import dataclasses
 import importlib.util
 import logging
 import os
+import signal
 import socket
 import sys
-from typing import Iterator, Optional, Sequence, Union
+import threading
+from typing import Callable, Iterator, Optional, Sequence, Union
 
 from ..errors import ToolUseDataError
 from ..workers import exit_with_parent
@@ -213,9 +215,7 @@ def _pool_context(task: ShardTask):
 def _run_ray(tasks: Sequence[ShardTask], num_proc: Optional[int],
              address: Optional[str]) -> Iterator[tuple[ShardTask, Outcome]]:
     ray = _import_ray()
-    started_here = not ray.is_initialized()
-    if started_here:
-        _start_ray(ray, num_proc, address)
+    stop_ray = _start_ray(ray, num_proc, address) if not ray.is_initialized() else None
     running: dict = {}
     try:
         limit = num_proc or max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -249,8 +249,8 @@ def _run_ray(tasks: Sequence[ShardTask], num_proc: Optional[int],
     finally:
         for ref in running:  # stopped early (a bad row, or the caller stopped): no task left running
             ray.cancel(ref, force=True)
-        if started_here:
-            ray.shutdown()
+        if stop_ray is not None:
+            stop_ray()
 
 
 @contextlib.contextmanager
@@ -262,12 +262,11 @@ def shared_ray(engine: str, num_proc: Optional[int], address: Optional[str]) -> 
     if engine != "ray" or (ray is not None and ray.is_initialized()):
         yield
         return
-    ray = _import_ray()
-    _start_ray(ray, num_proc, address)
+    stop_ray = _start_ray(_import_ray(), num_proc, address)
     try:
         yield
     finally:
-        ray.shutdown()
+        stop_ray()
 
 
 def _import_ray():
@@ -279,15 +278,44 @@ def _import_ray():
     return ray
 
 
-def _start_ray(ray, num_proc: Optional[int], address: Optional[str]) -> None:
+def _start_ray(ray, num_proc: Optional[int], address: Optional[str]) -> Callable[[], None]:
+    """Start Ray (or connect to the cluster) for a build or a command; returns what stops it. ``ray.init``
+    replaces this process's SIGTERM handler with its own (``sys.exit``), which ``ray.shutdown`` leaves in place:
+    the caller's handler is put back when Ray stops, or fails to start."""
+    sigterm = _sigterm_handler()
     address = _cluster_address(address)  # Ray refuses num_cpus for a cluster it connects to
-    if address is not None:
+    try:
+        if address is not None:
+            try:
+                ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
+            except ConnectionError as exc:
+                raise EngineUnavailableError(f"cannot connect to a Ray cluster at {address!r}: {exc}") from None
+        else:  # a local Ray for this build: num_proc CPUs (default: all)
+            # "local": a new Ray of its own. Without an address Ray joins the last cluster `ray start` left on this
+            # machine instead, and then refuses num_cpus (ValueError) or runs on that cluster's CPUs.
+            ray.init(address="local", num_cpus=num_proc, include_dashboard=False, log_to_driver=False,
+                     logging_level=logging.WARNING)
+    except BaseException:
+        _restore_sigterm(sigterm)
+        raise
+
+    def stop() -> None:
         try:
-            ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
-        except ConnectionError as exc:
-            raise EngineUnavailableError(f"cannot connect to a Ray cluster at {address!r}: {exc}") from None
-    else:  # a local Ray for this build: num_proc CPUs (default: all)
-        # "local": a new Ray of its own. Without an address Ray joins the last cluster `ray start` left on this
-        # machine instead, and then refuses num_cpus (ValueError) or runs on that cluster's CPUs.
-        ray.init(address="local", num_cpus=num_proc, include_dashboard=False, log_to_driver=False,
-                 logging_level=logging.WARNING)
+            ray.shutdown()
+        finally:
+            _restore_sigterm(sigterm)
+
+    return stop
+
+
+def _sigterm_handler():
+    """This process's SIGTERM handler, if it can be put back (only the main thread sets handlers; None: one
+    not set from Python)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.getsignal(signal.SIGTERM)
+
+
+def _restore_sigterm(handler) -> None:
+    if handler is not None and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, handler)
