@@ -617,3 +617,26 @@ def test_mirror_of_several_sources_on_ray_starts_one_local_ray_for_all(tmp_path,
     assert not ray.is_initialized(), "the Ray started for the command is still running"
     for source in ("nestful", "ms_swift"):
         assert _digests(tmp_path / "ray" / source) == _digests(tmp_path / "local" / source), source
+
+
+def test_a_ray_worker_with_other_versions_than_the_build_refuses_its_shards(tmp_path, monkeypatch):
+    """Ray nodes install their own packages (a cluster image): a node with another tooluse-datasets, datasets or
+    pyarrow wrote other rows or bytes than the card, which records the driver's versions, says. Each shard task
+    now checks them; here the build records another version of this package than the workers run."""
+    ray = pytest.importorskip("ray", reason="Ray is the optional extra 'ray' (pip install 'tooluse-datasets[ray]')")
+    from tooluse_datasets.mirror import build as build_module
+    from tooluse_datasets.mirror.shard_task import worker_runtime
+
+    if ray.is_initialized():
+        ray.shutdown()
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")  # as the other tests that start Ray in this process
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    runtime = dict(worker_runtime())
+    monkeypatch.setattr(build_module, "worker_runtime", lambda: tuple({**runtime, "tooluse-datasets": "0.0.1"}.items()))
+    request = _requests()["ms_swift"]
+    with pytest.raises(ShardsFailedError, match=rf"(?s){_shard_count(request)} of {_shard_count(request)} shards "
+                                                rf"failed.*MirrorError: this worker runs tooluse-datasets "
+                                                rf"{td.__version__} \(the build has 0\.0\.1\)"):
+        build_mirror(request, tmp_path / "out", engine="ray", num_proc=2)
+    assert not (tmp_path / "out" / "ms_swift").exists()
+    assert build_mirror(request, tmp_path / "local") == tmp_path / "local" / "ms_swift"  # checked on Ray only

@@ -35,7 +35,7 @@ from .manifest import (MANIFEST_NAME, README_NAME, ConfigEntry, DataFile, Manife
 from .parts import ParquetLayout
 from .provenance import build_provenance, display_input, hash_file
 from .provenance import pin_upstream_revision as _pin_revision
-from .shard_task import ShardResult, ShardTask, skipped_rows_file, slim_split
+from .shard_task import ShardResult, ShardTask, skipped_rows_file, slim_split, worker_runtime
 from .staging import Staging, check_out_dir, check_target, recover_swap
 
 logger = logging.getLogger("tooluse_datasets")
@@ -159,8 +159,10 @@ def _build(plan: MirrorPlan, **engine_options) -> Path:
     staging = Staging.open(target, build)
     try:
         # An absolute folder: workers need not run where this process does (Ray's working_dir, other nodes).
+        # Ray nodes have packages of their own: each task checks it runs the versions this build records.
+        runtime = worker_runtime() if engine_options.get("engine") == "ray" else None
         tasks = [ShardTask(source, tuple(request.configs), slim_split(plan), shard, index, request.on_error,
-                           request.layout, str(staging.parts.absolute()))
+                           request.layout, str(staging.parts.absolute()), runtime)
                  for plan in plans for index, shard in enumerate(plan.shards)]
         results = _run_shards(request.source, tasks, build, staging, **engine_options)
         merged = {plan.name: [results[t.key] for t in tasks if t.split.name == plan.name] for plan in plans}

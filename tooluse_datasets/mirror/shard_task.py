@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
+from ..builder import ROW_DECIDING_LIBRARIES
 from ..codec import ExactFeatures
 from ..errors import SkipReport
 from ..pipeline import UNIFIED, ShardConverter, config_features
@@ -23,6 +24,7 @@ from ..source import Source, SplitPlan
 from ..stats import SplitStatistics
 from ..validation import ValidationCounter
 from .examples import first_example
+from .manifest import MirrorError
 from .parts import ParquetLayout, PartWriter, WrittenPart
 
 
@@ -38,6 +40,9 @@ class ShardTask:
     on_error: str
     layout: ParquetLayout
     parts_dir: str  # parts go to <parts_dir>/<config>/<split>-<index>-<k>.parquet
+    # The coordinator's worker_runtime(), checked where the task runs (Ray nodes have packages of their own);
+    # None: not checked (the task runs on this machine's installation).
+    runtime: Optional[tuple] = None
 
     @property
     def key(self) -> str:
@@ -77,6 +82,8 @@ class ShardResult:
 def convert_shard(task: ShardTask) -> dict:
     """Run ``task``: its parts are written and its :class:`ShardResult` is returned as a dict. A bad row raises
     its typed error under ``on_error="raise"``; on any failure the parts written so far are deleted."""
+    if task.runtime is not None:
+        _check_runtime(dict(task.runtime))
     source, configs = task.source, list(task.configs)
     # The unified rows feed the statistics, so unified is converted even when it is not written; its table
     # also says which unified rows could be stored.
@@ -110,6 +117,27 @@ def convert_shard(task: ShardTask) -> dict:
             report.close()
     skips = {c: converter.reports[c] for c in configs}
     return ShardResult(task.split.name, task.index, parts, skips, statistics, validation, examples).to_dict()
+
+
+def worker_runtime() -> tuple:
+    """The versions that decide a shard's files besides its task: this package's, those of the libraries that
+    decide rows, and datasets' and pyarrow's (they write the Parquet)."""
+    import importlib.metadata
+
+    from .. import __version__
+
+    return (("tooluse-datasets", __version__),
+            *((name, importlib.metadata.version(name)) for name in ("datasets", "pyarrow", *ROW_DECIDING_LIBRARIES)))
+
+
+def _check_runtime(wanted: dict) -> None:
+    """Refuse to convert with other versions than the build records (a Ray node with another image would write
+    other files than its card describes, silently)."""
+    here = dict(worker_runtime())
+    differ = [f"{name} {here.get(name)} (the build has {version})" for name, version in wanted.items()
+              if here.get(name) != version]
+    if differ:
+        raise MirrorError(f"this worker runs {', '.join(differ)}: install the same versions on every node")
 
 
 def skipped_rows_file(parts_dir: Path, config: str, key: str, *, fresh: bool = False) -> Path:
