@@ -37,6 +37,17 @@ def _datasets_cache_outside_home(tmp_path_factory):
     mp.undo()
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _one_ray_auth_mode():
+    """Ray reads its auth mode once per process, while each Ray a test starts reads it from the environment: a
+    test that started Ray with token auth disabled (as the cluster tests must) made a later test's plain
+    ``ray.init`` fail ("InvalidAuthToken"), depending on the order the tests ran in. One mode for the session."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("RAY_AUTH_MODE", "disabled")
+    yield
+    mp.undo()
+
+
 @pytest.fixture
 def cache_dir(tmp_path):
     return str(tmp_path / "cache")
