@@ -640,3 +640,45 @@ def test_a_ray_worker_with_other_versions_than_the_build_refuses_its_shards(tmp_
         build_mirror(request, tmp_path / "out", engine="ray", num_proc=2)
     assert not (tmp_path / "out" / "ms_swift").exists()
     assert build_mirror(request, tmp_path / "local") == tmp_path / "local" / "ms_swift"  # checked on Ray only
+
+
+def test_ray_retries_a_worker_that_died_midway_without_duplicating_or_losing_rows(tmp_path, monkeypatch):
+    """A Ray worker that dies (the out-of-memory killer, a lost node) is retried by Ray on another worker: the
+    retry writes the shard's parts and skipped-rows listing again under the same names, so the mirror and the
+    listing are those of a local build. Here every shard's first attempt dies after writing its first row group."""
+    ray = pytest.importorskip("ray", reason="Ray is the optional extra 'ray' (pip install 'tooluse-datasets[ray]')")
+    if ray.is_initialized():
+        ray.shutdown()
+    marks = tmp_path / "died"
+    marks.mkdir()
+    original = engines_module.convert_shard
+
+    def dies_once_midway(task, _original=original, _marks=str(marks)):
+        import os
+        from pathlib import Path
+
+        from tooluse_datasets.mirror.parts import PartWriter
+
+        mark = Path(_marks) / task.key
+        if not mark.exists():  # first attempt: die once a row group is on disk
+            mark.touch()
+            write = PartWriter._write_row_group
+
+            def write_then_die(self, group):
+                write(self, group)
+                os._exit(1)
+
+            PartWriter._write_row_group = write_then_die
+        return _original(task)
+
+    request = dataclasses.replace(_requests()["ms_swift"], layout=dataclasses.replace(
+        _requests()["ms_swift"].layout, row_group_rows=1))
+    local = build_mirror(dataclasses.replace(request, skipped_rows=str(tmp_path / "local-skipped.jsonl")),
+                         tmp_path / "local")
+    monkeypatch.setattr(engines_module, "convert_shard", dies_once_midway)
+    folder = build_mirror(dataclasses.replace(request, skipped_rows=str(tmp_path / "ray-skipped.jsonl")),
+                          tmp_path / "ray", engine="ray", num_proc=2)
+    assert sorted(p.name for p in marks.iterdir()) == [f"train-{i:05d}" for i in range(_shard_count(request))]
+    assert _digests(folder) == _digests(local)
+    listing = (tmp_path / "ray-skipped.jsonl").read_bytes()
+    assert listing == (tmp_path / "local-skipped.jsonl").read_bytes() and listing.count(b"\n") == 3
