@@ -7,6 +7,7 @@ import datasets
 import pytest
 
 import tooluse_datasets as td
+from tooluse_datasets.codec import json_bytes
 from tooluse_datasets.schema import complete_row
 
 OPTIONAL_KEYS = ("reasoning_content", "tool_calls", "tool_call_id", "name")
@@ -307,3 +308,18 @@ def test_a_stream_with_a_renamed_media_column_pickles_as_the_stream_does():
     assert isinstance(again.features, td.ExactFeatures) and list(again.features) == list(renamed.features)
     rows = list(again)
     assert any(r["pictures"] for r in rows) and orjson.dumps(rows) == orjson.dumps(list(renamed))
+
+
+@pytest.mark.parametrize("source", sorted(td.SOURCES))
+def test_a_column_read_by_name_gives_the_values_its_rows_hold(source, cache_dir):
+    """``ds["messages"]`` (datasets' ``Column``) reads one column through a dataset rebuilt with plain
+    ``Features``: its messages came back with every key (``tool_calls: []``, ``reasoning_content: None``)."""
+    for ds in td.load(source, data_files=td.sample_files(source), cache_dir=cache_dir).values():
+        rows = list(ds)
+        for column in ("messages", "tools", "meta", "images"):
+            expected = [r.get(column, []) for r in rows]
+            assert json_bytes(list(ds[column])) == json_bytes(expected)
+            assert json_bytes(ds[column][0]) == json_bytes(expected[0])
+            assert json_bytes(ds[column][: len(ds)]) == json_bytes(expected)
+        for row in ({"messages": m} for m in ds["messages"]):
+            assert_chat_shape(row)

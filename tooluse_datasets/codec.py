@@ -859,8 +859,9 @@ def _install_column_operations_keeping_features() -> None:
         if isinstance(given, ExactFeatures) and made is not None and not isinstance(made, ExactFeatures):
             out._info.features = type(given)(dict(made))
 
+    # (``_fast_select_column`` is how ``ds["messages"]`` reads one column: its rows kept every key.)
     for cls, names in ((Dataset, ("select_columns", "rename_column", "rename_columns", "flatten_indices",
-                                  "cast_column", "cast")),
+                                  "cast_column", "cast", "_fast_select_column")),
                        (IterableDataset, ("select_columns", "rename_column", "rename_columns", "cast_column", "cast"))):
         for name in names:
             if getattr(cls, name, None) is not None:  # a datasets without it: left as it is
