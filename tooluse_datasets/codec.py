@@ -38,6 +38,7 @@ import orjson
 import pyarrow as pa
 from datasets import Features, Json, LargeList, List
 from datasets.features.features import cast_to_python_objects, encode_nested_example
+from datasets.iterable_dataset import SelectColumnsIterable
 
 from .arrow_memory import package_memory_pool
 from .columnar import ColumnPlan, TableBuilder
@@ -866,6 +867,7 @@ def _install_column_operations_keeping_features() -> None:
         for name in names:
             if getattr(cls, name, None) is not None:  # a datasets without it: left as it is
                 setattr(cls, name, _keeping_exact_features(getattr(cls, name), keep))
+    IterableDataset.select_columns = _selecting_absent_media(IterableDataset.select_columns)
     IterableDataset.remove_columns = _removing_by_selecting(IterableDataset.remove_columns)
     IterableDataset.rename_columns = _renaming_absent_media(IterableDataset.rename_columns)  # rename_column's too
 
@@ -919,6 +921,49 @@ def _removing_by_selecting(original: Callable) -> Callable:
         return self.select_columns([c for c in features if c not in removed])
 
     return patched_once(original, remove_columns, "_selects_the_rest")
+
+
+def _selecting_absent_media(original: Callable) -> Callable:
+    """A stream's ``select_columns`` takes each selected key of a row where datasets has no cast to apply: when
+    every column is selected (in any order, as ``remove_columns([])`` does), it read our rows, which leave an
+    empty media column out, and failed (KeyError: 'images'). With exact features the selection leaves such a
+    column out of the row as it was (it stands for ``[]``); its Arrow tables are selected as datasets selects them."""
+    def select_columns(self, column_names):
+        out = original(self, column_names)
+        features = self._info.features
+        selection = out._ex_iterable
+        if isinstance(features, ExactFeatures) and features.omitted_empty_media and \
+                type(selection) is SelectColumnsIterable:
+            out._ex_iterable = _SelectColumnsLeavingAbsentMedia(selection.ex_iterable, selection.column_names,
+                                                                features.omitted_empty_media)
+        return out
+
+    return patched_once(original, select_columns, "_leaves_absent_media")
+
+
+class _SelectColumnsLeavingAbsentMedia(SelectColumnsIterable):
+    """datasets' ``SelectColumnsIterable`` whose rows leave out a media column the row read leaves out."""
+
+    def __init__(self, ex_iterable, column_names: list, absent_media: tuple):
+        super().__init__(ex_iterable, column_names)
+        self.absent_media = absent_media
+
+    def __iter__(self):
+        columns, absent = self.column_names, self.absent_media
+        for idx, row in self.ex_iterable:
+            yield idx, {c: row[c] for c in columns if c in row or c not in absent}
+
+    def _alike(self, plain: SelectColumnsIterable) -> "_SelectColumnsLeavingAbsentMedia":
+        return type(self)(plain.ex_iterable, plain.column_names, self.absent_media)
+
+    def shuffle_data_sources(self, generator):
+        return self._alike(super().shuffle_data_sources(generator))
+
+    def shard_data_sources(self, num_shards: int, index: int, contiguous=True):
+        return self._alike(super().shard_data_sources(num_shards, index, contiguous=contiguous))
+
+    def reshard_data_sources(self):
+        return self._alike(super().reshard_data_sources())
 
 
 def _install_add_item_encoding_the_item() -> None:
