@@ -387,7 +387,8 @@ def test_each_patch_into_datasets_wraps_datasets_own_function_once():
                 "_notes_counted": [FilteredExamplesIterable._init_state_dict],
                 "_shares_reports": [StepExamplesIterable.__init__],
                 "_encodes_the_item": [Dataset.add_item], "_renames_absent_media": [IterableDataset.rename_columns],
-                "_leaves_absent_media": [IterableDataset.select_columns]}
+                "_leaves_absent_media": [IterableDataset.select_columns],
+                "_reads_absent_media": [IterableDataset.__getitem__]}
 
     before = installed()
     for install in (codec._install_merged_info_features, codec._install_column_operations_keeping_features,

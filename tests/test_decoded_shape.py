@@ -341,3 +341,17 @@ def test_a_stream_selecting_every_column_gives_its_rows(source):
         assert sorted(json_bytes(r) for r in shuffled) == sorted(json_bytes(r) for r in rows)
         tables = list(stream.remove_columns([]).with_format("arrow").iter(batch_size=4))
         assert sum(t.num_rows for t in tables) == len(rows)
+
+
+@pytest.mark.parametrize("source", sorted(td.SOURCES))
+def test_a_stream_column_read_by_name_gives_what_map_style_gives(source, cache_dir):
+    """A stream's ``ds["images"]`` (datasets' ``IterableColumn``) took the key from each row, which leaves an empty
+    media column out: KeyError 'images' on the first row without media."""
+    files = td.sample_files(source)
+    mapped = td.load(source, data_files=files, cache_dir=cache_dir)
+    for split, stream in td.load(source, data_files=files, streaming=True).items():
+        rows = list(stream)
+        for column in ("messages", "tools", "meta", *td.MEDIA_COLUMNS):
+            expected = [r.get(column, []) for r in rows]
+            assert json_bytes(list(stream[column])) == json_bytes(expected)
+            assert json_bytes(list(stream[column])) == json_bytes(list(mapped[split][column]))

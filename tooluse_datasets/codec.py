@@ -868,6 +868,7 @@ def _install_column_operations_keeping_features() -> None:
             if getattr(cls, name, None) is not None:  # a datasets without it: left as it is
                 setattr(cls, name, _keeping_exact_features(getattr(cls, name), keep))
     IterableDataset.select_columns = _selecting_absent_media(IterableDataset.select_columns)
+    IterableDataset.__getitem__ = _column_of_selected(IterableDataset.__getitem__)
     IterableDataset.remove_columns = _removing_by_selecting(IterableDataset.remove_columns)
     IterableDataset.rename_columns = _renaming_absent_media(IterableDataset.rename_columns)  # rename_column's too
 
@@ -939,6 +940,20 @@ def _selecting_absent_media(original: Callable) -> Callable:
         return out
 
     return patched_once(original, select_columns, "_leaves_absent_media")
+
+
+def _column_of_selected(original: Callable) -> Callable:
+    """A stream's ``ds["images"]`` (datasets' ``IterableColumn``) takes the key from each row: our rows leave an
+    empty media column out, so it failed on the first row without media (KeyError: 'images'). With exact features
+    the column is read from the stream of that column alone, ``[]`` where a row has no media, as map-style
+    ``ds["images"]`` gives it."""
+    def getitem(self, column_name):
+        features = self._info.features
+        if isinstance(features, ExactFeatures) and column_name in features.omitted_empty_media:
+            return original(self.select_columns([column_name]), column_name)
+        return original(self, column_name)
+
+    return patched_once(original, getitem, "_reads_absent_media")
 
 
 class _SelectColumnsLeavingAbsentMedia(SelectColumnsIterable):
