@@ -355,3 +355,20 @@ def test_a_stream_column_read_by_name_gives_what_map_style_gives(source, cache_d
             expected = [r.get(column, []) for r in rows]
             assert json_bytes(list(stream[column])) == json_bytes(expected)
             assert json_bytes(list(stream[column])) == json_bytes(list(mapped[split][column]))
+
+
+def test_a_media_column_asked_for_by_name_is_handed_to_map_even_where_empty(cache_dir):
+    """``map(..., input_columns=["images"])`` decodes the rows with only that column and takes it from each: a
+    row without images left it out, so the map failed (KeyError: 'images'); a batch without any, the same."""
+    ds = td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train", cache_dir=cache_dir)
+    counts = [len(r.get("images", [])) for r in ds]
+    assert 0 in counts and any(counts)  # rows with and without images
+    one = ds.map(lambda images: {"n": len(images)}, input_columns=["images"])
+    assert one["n"] == counts
+    batched = ds.map(lambda images: {"n": [len(i) for i in images]}, input_columns=["images"], batched=True,
+                     batch_size=1)
+    assert batched["n"] == counts
+    assert [len(i) for i in ds.with_format(columns=["images"])["images"]] == counts
+    assert [len(r["images"]) for r in ds.with_format(columns=["images"])] == counts
+    for row in ds:  # whole rows keep leaving empty media out
+        assert_chat_shape(row)

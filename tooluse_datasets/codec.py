@@ -709,10 +709,11 @@ class ExactFeatures(Features):
                     example[name] = decode(value) if type(value) in _PYTHON_VALUES else decode_numpy(value)
                 except (InvalidJsonError, JsonValueError) as exc:
                     raise exc.at(field=name) from None
-        for name in self.omitted_empty_media:
+        if self.omitted_empty_media and self._holds_messages(example):
             # A row without media has no media keys: TRL takes a row with an "images" key for vision data.
-            if name in example and ((value := example[name]) is None or len(value) == 0):  # lists or arrays
-                del example[name]
+            for name in self.omitted_empty_media:
+                if name in example and ((value := example[name]) is None or len(value) == 0):  # lists or arrays
+                    del example[name]
         return example
 
     def decode_column(self, column: list, column_name: str, token_per_repo_id=None) -> list:
@@ -734,11 +735,18 @@ class ExactFeatures(Features):
                     batch[name] = [decode(v) for v in column]
                 except (InvalidJsonError, JsonValueError) as exc:
                     raise exc.at(field=name) from None
-        for name in self.omitted_empty_media:
+        if self.omitted_empty_media and self._holds_messages(batch):
             # Streaming rows are cut from decoded batches: a media column empty in the whole batch goes.
-            if name in batch and all(_is_empty(v) for v in batch[name]):
-                del batch[name]
+            for name in self.omitted_empty_media:
+                if name in batch and all(_is_empty(v) for v in batch[name]):
+                    del batch[name]
         return batch
+
+    def _holds_messages(self, example: dict) -> bool:
+        """Whether a row (or batch) read holds the conversation, so that its empty media columns go. Read without
+        it, as the columns a function asked for (``map(..., input_columns=["images"])``, a format's ``columns=``),
+        its media columns stay, ``[]`` where empty: datasets takes each column asked for from the row."""
+        return any(name in example for name in self.chat_columns)
 
 
 def _holds_json(feature: Any) -> bool:
