@@ -388,7 +388,8 @@ def test_each_patch_into_datasets_wraps_datasets_own_function_once():
                 "_shares_reports": [StepExamplesIterable.__init__],
                 "_encodes_the_item": [Dataset.add_item], "_renames_absent_media": [IterableDataset.rename_columns],
                 "_leaves_absent_media": [IterableDataset.select_columns],
-                "_reads_absent_media": [IterableDataset.__getitem__]}
+                "_reads_absent_media": [IterableDataset.__getitem__],
+                "_hands_absent_media": [IterableDataset.map, IterableDataset.filter]}
 
     before = installed()
     for install in (codec._install_merged_info_features, codec._install_column_operations_keeping_features,

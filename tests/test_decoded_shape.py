@@ -372,3 +372,24 @@ def test_a_media_column_asked_for_by_name_is_handed_to_map_even_where_empty(cach
     assert [len(r["images"]) for r in ds.with_format(columns=["images"])] == counts
     for row in ds:  # whole rows keep leaving empty media out
         assert_chat_shape(row)
+
+
+def test_a_stream_hands_a_media_column_asked_for_to_map_and_filter_as_map_style_does(cache_dir):
+    """A stream's ``map``/``filter`` with ``input_columns=["images"]`` took the column from each row, which leaves
+    empty media out: KeyError 'images' on the first row without images."""
+    files = td.sample_files("ms_swift")
+    ds = td.load("ms_swift", data_files=files, split="train", cache_dir=cache_dir)
+    stream = td.load("ms_swift", data_files=files, split="train", streaming=True)
+    counts = [len(r.get("images", [])) for r in ds]
+    assert 0 in counts and any(counts)
+    mapped = list(stream.map(lambda images: {"n": len(images)}, input_columns="images"))
+    assert [r["n"] for r in mapped] == ds.map(lambda images: {"n": len(images)}, input_columns="images")["n"] == counts
+    for row in mapped:  # the rows themselves keep their shape
+        assert_chat_shape(row)
+    batched = stream.map(lambda images, i, k: {"n": [len(x or []) * k for x in images], "i": i},
+                         with_indices=True, input_columns=["images"], batched=True, batch_size=1, fn_kwargs={"k": 2})
+    assert [(r["n"], r["i"]) for r in batched] == [(2 * c, i) for i, c in enumerate(counts)]
+    kept = stream.filter(lambda images, id: not images and id, input_columns=["images", "id"])
+    assert [r["id"] for r in kept] == [r["id"] for r in ds if "images" not in r]
+    with pytest.raises(KeyError):  # a column no row has is datasets' error, as it was
+        list(stream.map(lambda x: {"n": 0}, input_columns=["nope"]))

@@ -24,6 +24,7 @@ import ast
 import copy
 import enum
 import functools
+import inspect
 import json
 import math
 import re
@@ -877,6 +878,8 @@ def _install_column_operations_keeping_features() -> None:
                 setattr(cls, name, _keeping_exact_features(getattr(cls, name), keep))
     IterableDataset.select_columns = _selecting_absent_media(IterableDataset.select_columns)
     IterableDataset.__getitem__ = _column_of_selected(IterableDataset.__getitem__)
+    IterableDataset.map = _handing_absent_media_to(IterableDataset.map)
+    IterableDataset.filter = _handing_absent_media_to(IterableDataset.filter)
     IterableDataset.remove_columns = _removing_by_selecting(IterableDataset.remove_columns)
     IterableDataset.rename_columns = _renaming_absent_media(IterableDataset.rename_columns)  # rename_column's too
 
@@ -962,6 +965,36 @@ def _column_of_selected(original: Callable) -> Callable:
         return original(self, column_name)
 
     return patched_once(original, getitem, "_reads_absent_media")
+
+
+def _handing_absent_media_to(original: Callable) -> Callable:
+    """A stream's ``map`` and ``filter`` take each of their ``input_columns`` from a row: our rows leave an empty
+    media column out, so ``map(f, input_columns=["images"])`` failed on the first row without media (KeyError:
+    'images'). With exact features the function is handed the columns by a wrapper instead, ``[]`` for a media
+    column a row leaves out, as map-style hands it. (An async function is left to datasets, which tests for one.)"""
+    def apply(self, function=None, with_indices=False, input_columns=None, batched=False, *args, **kwargs):
+        features = self._info.features
+        columns = [input_columns] if isinstance(input_columns, str) else input_columns
+        if function is None or not columns or not isinstance(features, ExactFeatures) or \
+                not set(columns) & set(features.omitted_empty_media) or inspect.iscoroutinefunction(function):
+            return original(self, function, with_indices, input_columns, batched, *args, **kwargs)
+        given = functools.partial(_call_with_columns, _function=function, _columns=tuple(columns), _batched=batched,
+                                  _absent=features.omitted_empty_media)
+        return original(self, given, with_indices, None, batched, *args, **kwargs)
+
+    return patched_once(original, apply, "_hands_absent_media")
+
+
+def _call_with_columns(example: dict, *rest, _function: Callable, _columns: tuple, _batched: bool, _absent: tuple,
+                       **fn_kwargs):
+    """``_function`` called as datasets calls it with ``input_columns``, a media column the row (or every row of the
+    batch) leaves out given as empty; any other column missing is datasets' KeyError."""
+    if _batched:
+        rows = len(next(iter(example.values()), ()))
+        values = [example[c] if c in example or c not in _absent else [[] for _ in range(rows)] for c in _columns]
+    else:
+        values = [example[c] if c in example or c not in _absent else [] for c in _columns]
+    return _function(*values, *rest, **fn_kwargs)
 
 
 class _SelectColumnsLeavingAbsentMedia(SelectColumnsIterable):
