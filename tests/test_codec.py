@@ -389,12 +389,14 @@ def test_each_patch_into_datasets_wraps_datasets_own_function_once():
                 "_encodes_the_item": [Dataset.add_item], "_renames_absent_media": [IterableDataset.rename_columns],
                 "_leaves_absent_media": [IterableDataset.select_columns],
                 "_reads_absent_media": [IterableDataset.__getitem__],
-                "_hands_absent_media": [IterableDataset.map, IterableDataset.filter]}
+                "_hands_absent_media": [IterableDataset.map, IterableDataset.filter],
+                "_takes_decoded_rows": [Dataset.from_list.__func__]}
 
     before = installed()
     for install in (codec._install_merged_info_features, codec._install_column_operations_keeping_features,
                     streaming._install_take_that_stops_at_n, filtering._install_filter_that_notes_counted,
-                    node_share.install, codec._install_add_item_encoding_the_item):
+                    node_share.install, codec._install_add_item_encoding_the_item,
+                    codec._install_from_list_taking_decoded_rows):
         install()
     assert installed() == before
     for mark, patches in before.items():

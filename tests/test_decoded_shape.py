@@ -393,3 +393,16 @@ def test_a_stream_hands_a_media_column_asked_for_to_map_and_filter_as_map_style_
     assert [r["id"] for r in kept] == [r["id"] for r in ds if "images" not in r]
     with pytest.raises(KeyError):  # a column no row has is datasets' error, as it was
         list(stream.map(lambda x: {"n": 0}, input_columns=["nope"]))
+
+
+@pytest.mark.parametrize("source", sorted(td.SOURCES))
+def test_decoded_rows_make_a_dataset_again_with_from_list(source, cache_dir):
+    """``Dataset.from_list`` takes its columns from the first row's keys, and a decoded row without media has no
+    media keys: ``Dataset.from_list(list(ds), features=ds.features)`` failed ("Keys mismatch")."""
+    for ds in td.load(source, data_files=td.sample_files(source), cache_dir=cache_dir).values():
+        rows = list(ds)
+        assert not any(c in rows[0] for c in td.MEDIA_COLUMNS)  # the case datasets could not take
+        for features in (ds.features, td.UNIFIED_FEATURES):
+            again = datasets.Dataset.from_list(rows, features=features)
+            assert again.column_names == list(td.UNIFIED_FEATURES)
+            assert json_bytes(list(td.exact(again))) == json_bytes(rows)

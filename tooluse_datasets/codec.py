@@ -1044,8 +1044,44 @@ def _install_add_item_encoding_the_item() -> None:
     Dataset.add_item = patched_once(original, add_item, "_encodes_the_item")
 
 
+def _install_from_list_taking_decoded_rows() -> None:
+    """datasets' ``Dataset.from_list`` takes its columns from the first row's keys: decoded unified rows leave an empty
+    media column out, so ``Dataset.from_list(list(ds), features=ds.features)`` failed ("Keys mismatch") whenever
+    the first row had no images. With features of unified rows, a media column a row leaves out is given as the
+    empty list it stands for. Installed once per process on import."""
+    from datasets import Dataset
+
+    original = Dataset.from_list.__func__
+
+    def from_list(cls, mapping, features=None, *args, **kwargs):
+        media = _media_of_unified(features)
+        if media and isinstance(mapping, list):
+            mapping = [_with_media(row, features, media) if isinstance(row, dict) and not all(c in row for c in media)
+                       else row for row in mapping]
+        return original(cls, mapping, features, *args, **kwargs)
+
+    Dataset.from_list = classmethod(patched_once(original, from_list, "_takes_decoded_rows"))
+
+
+def _with_media(row: dict, features: dict, media: tuple) -> dict:
+    """The row with every media column, ``[]`` where it left one out, its columns in the order of ``features`` (the
+    first row's keys order the columns)."""
+    columns = [c for c in features if c in row or c in media] + [c for c in row if c not in features]
+    return {c: row[c] if c in row else [] for c in columns}
+
+
+def _media_of_unified(features: Any) -> tuple:
+    """The media columns that decoded rows of ``features`` leave out when empty (none unless they are unified rows)."""
+    if isinstance(features, ExactFeatures):
+        return features.omitted_empty_media
+    if isinstance(features, dict) and any(_is_unified_messages(f) for f in features.values()):
+        return tuple(c for c in MEDIA_COLUMNS if c in features)
+    return ()
+
+
 _install_merged_info_features()
 _install_mixed_stream_features()
+_install_from_list_taking_decoded_rows()
 _install_column_operations_keeping_features()
 _install_add_item_encoding_the_item()
 
