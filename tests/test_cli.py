@@ -610,3 +610,17 @@ def test_a_command_run_in_process_leaves_the_progress_bar_setting_as_it_was(caps
     assert datasets.is_progress_bar_enabled()
     assert main(["stats", "nestful", "--sample"]) == 0
     assert datasets.is_progress_bar_enabled()
+
+
+@pytest.mark.parametrize("command", [["export", "--out", "OUT"], ["validate"]])
+def test_a_file_that_cannot_be_read_at_all_is_listed_without_a_row_number(command, tmp_path, capsys):
+    """A whole-file failure has no row: the skipped-row lines of export and validate said "row None"."""
+    from conftest import shared_data
+
+    mislabelled = tmp_path / "rows.parquet"  # JSON Lines under a Parquet name: the file is refused as a whole
+    mislabelled.write_bytes(shared_data("ms_swift", "agent_support_doc_examples_en.jsonl").read_bytes())
+    argv = [str(tmp_path / "out") if arg == "OUT" else arg for arg in command]
+    assert main([argv[0], "ms_swift", "--data-files", str(mislabelled), "--on-error", "skip", *argv[1:]]) == 1
+    out = capsys.readouterr().out
+    assert "row None" not in out
+    assert f"{mislabelled} field '<file>': file cannot be read as Parquet" in out

@@ -271,6 +271,15 @@ class SkippedRow:
     field: Optional[str]
     row_id: Optional[str] = None  # the unified id of a row dropped by validation or execution (older reports lack it)
 
+    @property
+    def where(self) -> str:
+        """File, row and field, each where known: a file that cannot be read at all has no row number (it
+        was shown as "row None")."""
+        parts = [str(self.file) if self.file else "",
+                 f"row {self.row}" if self.row is not None else "",
+                 f"field {self.field!r}" if self.field else ""]
+        return " ".join(part for part in parts if part)
+
 
 def row_id_of(error: "ToolUseDataError") -> Optional[str]:
     """The unified id of the row ``error`` is about, where the error knows it (:class:`RuleViolationError`,

@@ -229,6 +229,6 @@ def print_skips(report) -> None:
 
     print(report.summary())
     for e in report.examples:
-        print(plain_printable(f"  {e.error}: {e.file} row {e.row} field {e.field!r}: {e.message}"))
+        print(plain_printable(f"  {e.error}: {e.where}: {e.message}"))
     if report.rows_path and report.skipped:
         print(f"every skipped row: {report.rows_path}")

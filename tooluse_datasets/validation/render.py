@@ -32,7 +32,7 @@ def render_table(result) -> str:
     if total.read.skipped:
         lines.append("\nrows skipped by the reader (read errors):")
         lines += [f"  {reason} x{n}" for reason, n in total.read.by_reason.most_common()]
-        lines += [f"  e.g. {e.file} row {e.row} field {e.field!r}: {_short(e.message)}"
+        lines += [f"  e.g. {e.where}: {_short(e.message)}"
                   for e in total.read.examples[:3]]
     failures = result.failures()
     fail_on = ",".join(selection_items(result.fail_on))
