@@ -624,3 +624,30 @@ def test_a_file_that_cannot_be_read_at_all_is_listed_without_a_row_number(comman
     out = capsys.readouterr().out
     assert "row None" not in out
     assert f"{mislabelled} field '<file>': file cannot be read as Parquet" in out
+
+
+@pytest.mark.parametrize("argv, option, kind", [
+    (["export", "ms_swift", "--sample", "--out", "{file}"], "--out", "is a file: give a folder"),
+    (["export", "ms_swift", "--sample", "--out", "{file}/out"], "--out", "cannot be made"),
+    (["stats", "ms_swift", "--sample", "--plots", "{file}"], "--plots", "is a file: give a folder"),
+    (["export", "ms_swift", "--sample", "--out", "{dir}/out", "--skipped-rows", "{dir}"], "--skipped-rows",
+     "is a folder: give a file"),
+    (["export", "ms_swift", "--sample", "--out", "{dir}/out", "--skipped-rows", "{file}/skipped.jsonl"],
+     "--skipped-rows", "cannot be made"),
+    (["stats", "ms_swift", "--sample", "--skipped-rows", "{dir}"], "--skipped-rows", "is a folder: give a file"),
+    (["validate", "ms_swift", "--sample", "--skipped-rows", "{dir}"], "--skipped-rows", "is a folder: give a file"),
+    (["mirror", "ms_swift", "--sample", "--out", "{dir}/mirrors", "--skipped-rows", "{dir}"], "--skipped-rows",
+     "is a folder: give a file"),
+])
+def test_an_output_of_the_wrong_kind_is_refused_naming_its_argument_before_any_row_is_read(argv, option, kind,
+                                                                                          tmp_path, capsys):
+    """An --out or --plots that is a file, a --skipped-rows that is a folder: the system's "File exists" or "Is a
+    directory" named no argument, and mirror found the folder only after converting every row, leaving its
+    staging folder behind."""
+    (tmp_path / "a-file").write_text("")
+    argv = [arg.format(file=tmp_path / "a-file", dir=tmp_path) for arg in argv]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith(f"error: ValueError: {option} ") and kind in captured.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]  # nothing made, nothing left behind

@@ -144,5 +144,5 @@ def test_a_plots_folder_that_cannot_be_made_stops_stats_before_the_pass(tmp_path
     assert main(["stats", "ms_swift", "--sample", "--plots", str(taken)]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and not counted  # no row passed, no statistics printed
-    assert captured.err.startswith("error: FileExistsError: ") and str(taken) in captured.err
+    assert captured.err.startswith("error: ValueError: --plots ") and str(taken) in captured.err
     assert taken.read_text() == "a file, not a folder\n"

@@ -179,6 +179,30 @@ def refuse_writing_inputs(data_files, outputs: dict[str, list]) -> None:
                                  f"it outside the files --data-files names")
 
 
+def refuse_wrong_kind_outputs(*, folders: Optional[dict[str, Optional[str]]] = None,
+                              files: Optional[dict[str, Optional[str]]] = None) -> None:
+    """Output arguments (option -> path) that cannot be what they name, refused before anything is read:
+    ``folders`` (--out, --plots) naming a file, ``files`` (--skipped-rows) naming a folder, either under a file.
+    The system's own errors ("File exists", "Is a directory") named no argument, and mirror met a folder as
+    --skipped-rows only once every row had been converted."""
+    import os
+    from pathlib import Path
+
+    folders, files = folders or {}, files or {}
+    for option, path in {**folders, **files}.items():
+        if not path:
+            continue
+        full = Path(os.path.abspath(os.path.expanduser(path)))
+        above = next((p for p in full.parents if p.exists() and not p.is_dir()), None)
+        if above is not None:
+            raise ValueError(f"{option} {path!r} cannot be made: {str(above)!r} is a file, not a folder")
+        if option in folders and full.exists() and not full.is_dir():
+            raise ValueError(f"{option} {path!r} is a file: give a folder (made if missing)")
+        if option in files and full.is_dir():
+            raise ValueError(f"{option} {path!r} is a folder: give a file, e.g. "
+                             f"{os.path.join(path, 'skipped-rows.jsonl')!r}")
+
+
 def files_by_source(items: list[str]) -> dict[str, list[str]]:
     """``SOURCE=PATH`` items as the mapping ``load("all", data_files=...)`` takes (source name -> files)."""
     from ..registry import MIX, source_names

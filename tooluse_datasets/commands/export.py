@@ -11,7 +11,8 @@ from typing import Optional
 import orjson
 
 from . import (a_path, add_skipped_rows_argument, add_source_arguments, data_files_for, print_skips,
-               refuse_writing_inputs, skip_report_for, source_options, start_skipped_rows)
+               refuse_writing_inputs, refuse_wrong_kind_outputs, skip_report_for, source_options,
+               start_skipped_rows)
 from ..errors import InvalidJsonError, InvalidValueError
 from ..progress import progress
 
@@ -33,6 +34,7 @@ def run(args: argparse.Namespace) -> int:
     from ..codec import dumps
     from ..loading import load
 
+    refuse_wrong_kind_outputs(folders={"--out": args.out}, files={"--skipped-rows": args.skipped_rows})
     report = skip_report_for(args)
     data_files = data_files_for(args, args.source)
     splits = load(args.source, args.format, split=args.split, streaming=True, data_files=data_files,

@@ -7,7 +7,7 @@ from pathlib import Path
 from ..errors import SkipReport
 
 from . import (a_path, add_skipped_rows_argument, add_source_arguments, data_files_for, refuse_writing_inputs,
-               print_json, source_options, start_skipped_rows)
+               refuse_wrong_kind_outputs, print_json, source_options, start_skipped_rows)
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -34,6 +34,7 @@ def run(args: argparse.Namespace) -> int:
         if importlib.util.find_spec("matplotlib") is None:
             raise ValueError("--plots draws with matplotlib, which is not installed: pip install "
                              "'tooluse-datasets[plots]'")
+    refuse_wrong_kind_outputs(folders={"--plots": args.plots}, files={"--skipped-rows": args.skipped_rows})
 
     def stream(split=None, report=None):
         return load(args.source, "unified", split=split, streaming=True, data_files=data_files_for(args, args.source),
