@@ -651,3 +651,48 @@ def test_an_output_of_the_wrong_kind_is_refused_naming_its_argument_before_any_r
     assert captured.out == ""
     assert captured.err.startswith(f"error: ValueError: {option} ") and kind in captured.err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]  # nothing made, nothing left behind
+
+
+def _rows_then_a_cut_row(tmp_path):
+    """Real ms-swift rows, then one of them cut in half (a file truncated mid-write): a bad row under
+    --on-error raise."""
+    from conftest import shared_data
+
+    real = shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl").read_text(encoding="utf-8")
+    last = real.strip().splitlines()[-1]
+    path = tmp_path / "agent.jsonl"
+    path.write_text(real.rstrip("\n") + "\n" + last[: len(last) // 2] + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("argv, made", [
+    (["export", "ms_swift", "--out", "{tmp}/out/nested"], "out"),
+    (["stats", "ms_swift", "--plots", "{tmp}/plots/nested"], "plots"),
+])
+def test_a_run_that_fails_on_a_bad_row_leaves_no_empty_output_folder_it_made(argv, made, tmp_path, capsys):
+    """The output folder (and its missing parents) was made before the first row was read: a run stopped by a
+    bad row left it behind, empty, as if an export had written nothing there."""
+    if made == "plots":
+        pytest.importorskip("matplotlib", reason="plots need the plots extra: pip install -e '.[plots]'")
+    data = _rows_then_a_cut_row(tmp_path)
+    argv = [arg.format(tmp=tmp_path) for arg in argv]
+    assert main([*argv, "--data-files", str(data)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: ms_swift, {data}, row ") and "field '<line>'" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["agent.jsonl"]
+    kept = tmp_path / made
+    kept.mkdir()  # a folder that was there stays, empty or not
+    assert main([*argv, "--data-files", str(data)]) == 2
+    assert kept.is_dir() and not (kept / "nested").exists()
+
+
+def test_an_export_interrupted_before_its_first_file_leaves_no_output_folder(tmp_path, monkeypatch, capsys):
+    """Ctrl-C while the first split was written left the output folder it had made, empty."""
+    from tooluse_datasets.commands import export
+
+    def interrupted(rows, what):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(export, "progress", interrupted)
+    assert main(["export", "ms_swift", "--sample", "--out", str(tmp_path / "out")]) == 130
+    assert list(tmp_path.iterdir()) == []

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-from typing import Optional
+from typing import Iterator, Optional
 
 
 def add_source_arguments(p: argparse.ArgumentParser, *, many: bool = False, on_error: str = "raise") -> None:
@@ -201,6 +202,31 @@ def refuse_wrong_kind_outputs(*, folders: Optional[dict[str, Optional[str]]] = N
         if option in files and full.is_dir():
             raise ValueError(f"{option} {path!r} is a folder: give a file, e.g. "
                              f"{os.path.join(path, 'skipped-rows.jsonl')!r}")
+
+
+@contextlib.contextmanager
+def output_folder(path) -> Iterator[None]:
+    """Make the output folder ``path`` (and its missing parents) for the block; if the block fails (a bad row, an
+    unwritable file, Ctrl-C) the folders it made that are still empty are removed: a run that wrote nothing
+    leaves nothing behind."""
+    import os
+
+    path = os.path.abspath(os.fspath(path))
+    made = []
+    while not os.path.exists(path):
+        made.append(path)
+        path = os.path.dirname(path)
+    for folder in reversed(made):
+        os.mkdir(folder)
+    try:
+        yield
+    except BaseException:
+        for folder in made:  # deepest first; a folder holding a file (a split written before the failure) stays
+            try:
+                os.rmdir(folder)
+            except OSError:
+                break
+        raise
 
 
 def files_by_source(items: list[str]) -> dict[str, list[str]]:

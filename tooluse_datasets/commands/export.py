@@ -10,8 +10,8 @@ from typing import Optional
 
 import orjson
 
-from . import (a_path, add_skipped_rows_argument, add_source_arguments, data_files_for, print_skips,
-               refuse_writing_inputs, refuse_wrong_kind_outputs, skip_report_for, source_options,
+from . import (a_path, add_skipped_rows_argument, add_source_arguments, data_files_for, output_folder,
+               print_skips, refuse_writing_inputs, refuse_wrong_kind_outputs, skip_report_for, source_options,
                start_skipped_rows)
 from ..errors import InvalidJsonError, InvalidValueError
 from ..progress import progress
@@ -31,7 +31,6 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..codec import dumps
     from ..loading import load
 
     refuse_wrong_kind_outputs(folders={"--out": args.out}, files={"--skipped-rows": args.skipped_rows})
@@ -47,15 +46,17 @@ def run(args: argparse.Namespace) -> int:
     refuse_writing_inputs(data_files, {"--out": outputs, "--skipped-rows": [report.rows_path]})
     # An existing dataset_info.json is read before any row, so that a broken one stops the run up front.
     info = _read_dataset_info(out / DATASET_INFO) if args.format == "llamafactory" else None
-    # Planned, nothing read yet: only now are the output folder and the skipped-rows file touched.
-    made = not out.exists()
-    out.mkdir(parents=True, exist_ok=True)
-    try:
+    # Planned, nothing read yet: only now are the output folder and the skipped-rows file touched (a run that
+    # fails before writing a file, on a bad row or Ctrl-C, leaves no empty folder it made).
+    with output_folder(out):
         start_skipped_rows(report.rows_path)
-    except BaseException:
-        if made:  # (a skipped-rows file that cannot be written leaves no empty output folder behind)
-            out.rmdir()
-        raise
+        return _write(args, splits, out, report, info)
+
+
+def _write(args: argparse.Namespace, splits, out: Path, report, info: Optional[dict]) -> int:
+    """Every split to its file in ``out``, then LLaMA-Factory's dataset_info.json; the exit status."""
+    from ..codec import dumps
+
     if args.split:
         splits = {args.split: splits}
     registered: dict[str, Optional[dict]] = {}

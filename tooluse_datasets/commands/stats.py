@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+import contextlib
 
 from ..errors import SkipReport
 
-from . import (a_path, add_skipped_rows_argument, add_source_arguments, data_files_for, refuse_writing_inputs,
-               refuse_wrong_kind_outputs, print_json, source_options, start_skipped_rows)
+from . import (a_path, add_skipped_rows_argument, add_source_arguments, data_files_for, output_folder,
+               refuse_writing_inputs, refuse_wrong_kind_outputs, print_json, source_options, start_skipped_rows)
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -50,22 +50,23 @@ def run(args: argparse.Namespace) -> int:
         splits = {args.split: splits}
     refuse_writing_inputs(data_files_for(args, args.source), {"--skipped-rows": [skipped_rows]})
     start_skipped_rows(skipped_rows)  # only now: a refused command leaves the file as it was
-    if args.plots:  # made now, so that a folder that cannot be made stops the run before the pass, not after it
-        Path(args.plots).mkdir(parents=True, exist_ok=True)
-    out, distributions = {}, {}
-    for split, ds in splits.items():
-        read = shared.current = SkipReport()  # one a split: the rows read and skipped, as `validate` gives
-        counter = ValidationCounter()  # the validation rules' counts, in the same pass (see `validate`)
-        stats = SplitStatistics()  # its distributions are what the plots draw
-        for row in counter.observe(progress(ds, f"{args.source}/{split}")):
-            stats.add(row)
-        distributions[split] = stats.distributions
-        out[split] = {**stats.result(), "read": read.to_dict(), "validation": counter.to_dict()}
-    shared.close()
-    print_json(out, indent=1)
-    if args.plots:
-        for path in plot_distributions(distributions, args.plots, title=args.source):
-            print(path)
+    # The plots folder is made now, so that one that cannot be made stops the run before the pass, not after it;
+    # a pass that fails leaves no empty folder behind.
+    with output_folder(args.plots) if args.plots else contextlib.nullcontext():
+        out, distributions = {}, {}
+        for split, ds in splits.items():
+            read = shared.current = SkipReport()  # one a split: the rows read and skipped, as `validate` gives
+            counter = ValidationCounter()  # the validation rules' counts, in the same pass (see `validate`)
+            stats = SplitStatistics()  # its distributions are what the plots draw
+            for row in counter.observe(progress(ds, f"{args.source}/{split}")):
+                stats.add(row)
+            distributions[split] = stats.distributions
+            out[split] = {**stats.result(), "read": read.to_dict(), "validation": counter.to_dict()}
+        shared.close()
+        print_json(out, indent=1)
+        if args.plots:
+            for path in plot_distributions(distributions, args.plots, title=args.source):
+                print(path)
     return 0
 
 
