@@ -70,3 +70,22 @@ def test_unreachable_executable_functions_are_one_line_naming_the_commands_argum
     assert err.startswith("error: nestful: cannot fetch the executable functions") and err.count("\n") == 1, err
     assert "--executable-functions DIR" in err and "--option executable_functions=DIR" in err
     assert "executable_functions='" not in err
+
+
+@pytest.mark.parametrize("argv", [["stats", "all"], ["export", "all", "--out", "{out}"]])
+def test_all_without_its_data_names_source_path_items_not_a_bare_path(argv, offline, tmp_path, capsys, cache_dir):
+    """`all` without files reached NESTFUL's upstream first, and its advice was NESTFUL's own: --data-files PATH,
+    which `all` refuses (it takes SOURCE=PATH items), and in Python load('nestful', ...)."""
+    import tooluse_datasets as td
+    from tooluse_datasets.errors import DataNotFoundError
+
+    argv = [a.replace("{out}", str(tmp_path / "out")) for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "cannot reach the upstream data" in err
+    _one_line_in_command_terms(err)
+    assert "--data-files SOURCE=PATH" in err and "--data-files PATH" not in err
+    with pytest.raises(DataNotFoundError) as raised:
+        td.load("all", streaming=True)
+    assert "tooluse_datasets.load('all', data_files={" in str(raised.value)
+    assert "load('nestful'" not in str(raised.value)

@@ -151,10 +151,31 @@ class AllSourcesBuilder(ToolUseBuilder):
                 member = self.source.member(name)
                 if member.upstream is None:
                     continue  # a format without a canonical dataset (ms-swift): only with data_files
-                out[name] = [p for files in self._download_upstream(dl_manager, member).values() for p in files]
+                try:
+                    upstream = self._download_upstream(dl_manager, member)
+                except DataNotFoundError as exc:
+                    raise _in_mix_terms(exc) from exc
+                out[name] = [p for files in upstream.values() for p in files]
         if not out:
             raise DataNotFoundError("source 'all': no files; pass data_files={'nestful': [...], ...}")
         return out
+
+
+# Where a member's upstream files cannot be reached, the advice is for "all": each source's files by name, or the
+# samples of every source (the member's own advice named load(member, ...) and a bare --data-files PATH).
+MIX_LOCAL_FILES = ("Point at each source's local files instead, for example:\n"
+                   "    tooluse_datasets.load('all', data_files={'nestful': 'n.jsonl', 'ms_swift': 'a.jsonl'})\n"
+                   "or try the bundled samples: tooluse_datasets.load('all', data_files=tooluse_datasets.sample_files('all'))")
+MIX_LOCAL_FILES_HINT = ("Give each source's local files with {files} SOURCE=PATH... (nestful=n.jsonl ms_swift=a.jsonl), "
+                        "or the bundled samples with --sample")
+
+
+def _in_mix_terms(error: DataNotFoundError) -> DataNotFoundError:
+    """A member's missing-upstream error with the advice of source 'all' (its first line, naming the member and
+    why, kept)."""
+    if error.command_hint is None:  # (a file the host answered without: no advice to replace)
+        return error
+    return DataNotFoundError(f"{str(error).splitlines()[0]}\n{MIX_LOCAL_FILES}", command_hint=MIX_LOCAL_FILES_HINT)
 
 
 def _train_files(name: Any, files: Any) -> Any:
