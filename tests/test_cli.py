@@ -439,6 +439,15 @@ def test_verbose_is_taken_before_or_after_the_subcommand(argv, verbose, capsys):
     (["verify", "nestful", "--sample", "--executable-functions", ""], "--executable-functions"),
     (["score", "nestful", "r.jsonl", "--sample", "--executable-functions", ""], "--executable-functions"),
     (["publish", "", "--repo-id", "org/x", "--dry-run"], "DIR"),
+    # datasets' "Unable to find '<folder>/'" for the current folder, or a bare FileNotFoundError for ''
+    (["export", "ms_swift", "--data-files", "", "--out", "o"], "--data-files"),
+    (["validate", "all", "--data-files", ""], "--data-files"),
+    (["verify", "nestful", "--data-files", ""], "--data-files"),
+    (["score", "nestful", "", "--sample"], "RESULT.jsonl"),
+    (["score", "nestful", "r.jsonl", "--gold-data-files", ""], "--gold-data-files"),
+    # datasets' "Bad split: ." once the files were resolved
+    (["export", "ms_swift", "--sample", "--split", "", "--out", "o"], "--split"),
+    (["stats", "ms_swift", "--sample", "--split", ""], "--split"),
 ])
 def test_an_empty_path_is_a_usage_error_not_no_file_or_the_current_folder(argv, option, tmp_path, monkeypatch,
                                                                           capsys):

@@ -16,11 +16,11 @@ def add_source_arguments(p: argparse.ArgumentParser, *, many: bool = False, on_e
         p.add_argument("sources", nargs="+", metavar="SOURCE", action=Distinct, help=f"{names} (or {MIX})")
     else:
         p.add_argument("source", metavar="SOURCE", help=f"{names} or {MIX} (every source in one schema)")
-    p.add_argument("--data-files", nargs="+", action="extend", metavar="PATH",
+    p.add_argument("--data-files", nargs="+", action="extend", metavar="PATH", type=a_path,
                    help="local files or hf:// / https:// URLs (default: the pinned upstream files); for "
                         f"{MIX}, each as SOURCE=PATH (nestful=data.jsonl ms_swift=agent.jsonl)")
     p.add_argument("--sample", action="store_true", help="use the small sample bundled with the package (offline)")
-    p.add_argument("--split", default=None, action=_Once, help="one split (default: all)")
+    p.add_argument("--split", default=None, action=_Once, type=a_split, help="one split (default: all)")
     p.add_argument("--on-error", choices=["raise", "skip"], default=on_error,
                    help=f"raise: stop at the first bad row; skip: drop, count and report bad rows (default: {on_error})")
     p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE", dest="options",
@@ -58,6 +58,15 @@ def a_revision(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("expected a branch, tag or commit, got an empty one "
                                          "(an unset shell variable?)")
+    return text
+
+
+def a_split(text: str) -> str:
+    """An argparse type: a split name, never empty (``--split "$SPLIT"`` with SPLIT unset got datasets' "Bad split: ."
+    after the files were resolved)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a split name, got an empty one (an unset shell variable?); for "
+                                         "every split leave --split out")
     return text
 
 

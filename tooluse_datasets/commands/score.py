@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Mapping
 
 from ..errors import InvalidValueError, plain_printable
-from . import print_json
+from . import a_path, print_json
 from .verify import add_execution_arguments, limits_from
 
 
@@ -20,7 +20,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                     "missing_predictions), and a sample_id on two lines is an error. Predicted sequences are "
                     "executed in a sandbox for the win rate.")
     p.add_argument("source", choices=["nestful"], help="the benchmark (only NESTFUL for now)")
-    p.add_argument("results", metavar="RESULT.jsonl", help="one JSON object per line")
+    p.add_argument("results", metavar="RESULT.jsonl", type=a_path, help="one JSON object per line")
     p.add_argument("--parser", choices=["json", "hermes", "calls"], default="json",
                    help="json: a JSON list of calls; hermes: <tool_call>{...}</tool_call> blocks; calls: already "
                         "parsed (scored like json); a line whose prediction is a list is always read as calls (default: %(default)s)")
@@ -28,7 +28,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="fix upstream's win-check bugs (a failed execution matching a gold 0/False, float digits "
                         "after an exponent, True == 1, nested tuples); default: the official figures")
     p.add_argument("--no-win-rate", action="store_true", help="skip execution (win_rate is null)")
-    p.add_argument("--gold-data-files", nargs="+", action="extend", metavar="PATH",
+    p.add_argument("--gold-data-files", nargs="+", action="extend", metavar="PATH", type=a_path,
                    help="NESTFUL files for keyed predictions (refused for a file in upstream's shape, whose lines "
                         "carry their own gold)")
     p.add_argument("--sample", action="store_true",

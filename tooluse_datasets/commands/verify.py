@@ -15,7 +15,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("verify", help="execute every NESTFUL gold sequence in a sandbox; count the rows that "
                                       "reproduce their gold answer, per category, with each failure's reason")
     p.add_argument("source", choices=["nestful"], help="the source (only NESTFUL has executable gold sequences)")
-    p.add_argument("--data-files", nargs="+", action="extend", metavar="PATH",
+    p.add_argument("--data-files", nargs="+", action="extend", metavar="PATH", type=a_path,
                    help="local files or hf:// / https:// URLs (default: the pinned upstream file)")
     p.add_argument("--sample", action="store_true", help="use the small sample bundled with the package (offline)")
     p.add_argument("--on-error", choices=["raise", "skip"], default="raise",
