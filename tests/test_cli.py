@@ -705,3 +705,18 @@ def test_an_export_interrupted_before_its_first_file_leaves_no_output_folder(tmp
     monkeypatch.setattr(export, "progress", interrupted)
     assert main(["export", "ms_swift", "--sample", "--out", str(tmp_path / "out")]) == 130
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("row", ["0", "1"])
+def test_show_refuses_row_and_id_together_row_0_too(row, capsys):
+    """argparse takes a value equal to the default as not given: `--row 0 --id X` passed the group that excludes
+    them and showed the row with id X, --row dropped without a word (`--row 1 --id X` was refused)."""
+    with pytest.raises(SystemExit) as info:
+        main(["show", "ms_swift", "--sample", "--row", row, "--id", "ms_swift/agent_rows/1"])
+    assert info.value.code == 2
+    assert "argument --id: not allowed with argument --row" in capsys.readouterr().err
+
+
+def test_show_without_row_or_id_shows_the_first_row(capsys):
+    assert main(["show", "ms_swift", "--sample"]) == 0
+    assert capsys.readouterr().out.startswith("ms_swift/agent_rows/0 ")

@@ -14,8 +14,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--config", default="unified", help="format to show (default unified: the conversation view; "
                                                         "other formats are shown as JSON)")
     which = p.add_mutually_exclusive_group()
-    # a negative N names no row: refused up front, not after a pass over every row looking for it
-    which.add_argument("--row", type=non_negative("a row number"), default=0, metavar="N",
+    # a negative N names no row: refused up front, not after a pass over every row looking for it. No default
+    # here (0 is set in run): argparse takes a value equal to the default as not given, so `--row 0 --id X`
+    # passed the group and --row was dropped without a word.
+    which.add_argument("--row", type=non_negative("a row number"), metavar="N",
                        help="the N-th row (default 0), of the --split named, else counted through every split in "
                             "order")
     which.add_argument("--id", help="the row with this unified id")
@@ -32,6 +34,8 @@ def run(args: argparse.Namespace) -> int:
         # No row of this format could match: "no id" after a pass over every row would say the row is missing
         raise ValueError(f"--id finds a row by its unified id, which rows of --config {args.config} do not carry: "
                          f"show it with --config unified, or pick it by position with --row N")
+    if args.row is None:
+        args.row = 0
     options = source_options(args)
     if args.id is None:
         # Rows are converted a few at a time: read one at a time, so that with --on-error raise a bad row
