@@ -165,9 +165,10 @@ class AllSourcesBuilder(ToolUseBuilder):
 # samples of every source (the member's own advice named load(member, ...) and a bare --data-files PATH).
 MIX_LOCAL_FILES = ("Point at each source's local files instead, for example:\n"
                    "    tooluse_datasets.load('all', data_files={'nestful': 'n.jsonl', 'ms_swift': 'a.jsonl'})\n"
-                   "or try the bundled samples: tooluse_datasets.load('all', data_files=tooluse_datasets.sample_files('all'))")
-MIX_LOCAL_FILES_HINT = ("Give each source's local files with {files} SOURCE=PATH... (nestful=n.jsonl ms_swift=a.jsonl), "
-                        "or the bundled samples with --sample")
+                   "or try the bundled samples: "
+                   "tooluse_datasets.load('all', data_files=tooluse_datasets.sample_files('all'))")
+MIX_LOCAL_FILES_HINT = ("Give each source's local files with {files} SOURCE=PATH... "
+                        "(nestful=n.jsonl ms_swift=a.jsonl), or the bundled samples with --sample")
 
 
 def _in_mix_terms(error: DataNotFoundError) -> DataNotFoundError:
