@@ -720,3 +720,31 @@ def test_show_refuses_row_and_id_together_row_0_too(row, capsys):
 def test_show_without_row_or_id_shows_the_first_row(capsys):
     assert main(["show", "ms_swift", "--sample"]) == 0
     assert capsys.readouterr().out.startswith("ms_swift/agent_rows/0 ")
+
+
+def test_an_export_stopped_by_sigterm_cleans_up_as_an_interrupted_one(tmp_path):
+    """SIGTERM (`timeout`, `kill`, a job runner) ended the process on the spot: the split being written stayed
+    in --out as a .partial file. It now stops the command as Ctrl-C does: nothing left, exit status 143."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import shared_data
+
+    rows = [line for line in shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl").read_text(
+        encoding="utf-8").splitlines() if line.strip()]
+    data = tmp_path / "agent.jsonl"
+    data.write_text("\n".join(rows * 3000) + "\n", encoding="utf-8")  # long enough to be stopped midway
+    out = tmp_path / "out"
+    partial = out / "ms_swift-unified-train.jsonl.partial"
+    with subprocess.Popen([sys.executable, "-m", "tooluse_datasets.cli", "export", "ms_swift", "--data-files",
+                           str(data), "--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as run:
+        deadline = time.monotonic() + 120
+        while not (partial.exists() and partial.stat().st_size) and run.poll() is None:
+            assert time.monotonic() < deadline, "the export wrote nothing in 120 s"
+            time.sleep(0.05)
+        assert run.poll() is None, "the export ended before it could be stopped"
+        run.send_signal(signal.SIGTERM)
+        assert run.wait(timeout=120) == 143, run.stderr.read()
+    assert not out.exists()  # no .partial file, nor the folder the run made

@@ -6,12 +6,14 @@ Each subcommand is a module under ``tooluse_datasets/commands/`` exposing ``add_
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import importlib
 import io
 import logging
 import os
 import pkgutil
+import signal
 import stat
 import sys
 
@@ -61,15 +63,16 @@ def main(argv: list[str] | None = None) -> int:
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
     _stdout_written_whole()
+    terminated: list[int] = []
     try:
-        with library_bars_on_terminal_only():
+        with library_bars_on_terminal_only(), _termination_as_interrupt(terminated):
             status = int(args._run(args) or 0)
         # Output still buffered would otherwise be written at exit, where a reader gone meanwhile is Python's
         # "Exception ignored ... BrokenPipeError" and status 120.
         sys.stdout.flush()
         return status
     except KeyboardInterrupt:
-        return 130
+        return EXIT_TERMINATED if terminated else 130
     except Exception as exc:
         if isinstance(exc, BrokenPipeError) and _stdout_closed():
             # The reader of the output stopped (`| head`): nothing more to say, as for any command in a pipe. The
@@ -84,6 +87,38 @@ def main(argv: list[str] | None = None) -> int:
                        f"traceback and report it)")
         _print_error(f"error: {plain_printable(message)}")
         return 2
+
+
+# A command stopped by SIGTERM exits with the status a shell gives a process the signal killed (128 + 15).
+EXIT_TERMINATED = 143
+
+
+@contextlib.contextmanager
+def _termination_as_interrupt(terminated: list[int]):
+    """SIGTERM (``timeout``, ``kill``, a job runner stopping the command) handled as Ctrl-C is: it raises
+    KeyboardInterrupt, so an interrupted run's cleanup runs (export's ``.partial`` file removed, mirror's workers
+    ended), where the default action ended the process on the spot and left them. The signal is recorded in
+    ``terminated``. A process forked from this one (which inherits the handler) still dies by the signal."""
+    me = os.getpid()
+
+    def interrupt(signum, frame):
+        if os.getpid() != me:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        terminated.append(signum)
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except (AttributeError, ValueError):  # no SIGTERM here, or main() called from a thread other than the main one
+        yield
+        return
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 # A command whose output pipe was closed by its reader (`| head`) stops quietly, with the status a shell gives a
