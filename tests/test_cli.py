@@ -748,3 +748,12 @@ def test_an_export_stopped_by_sigterm_cleans_up_as_an_interrupted_one(tmp_path):
         run.send_signal(signal.SIGTERM)
         assert run.wait(timeout=120) == 143, run.stderr.read()
     assert not out.exists()  # no .partial file, nor the folder the run made
+
+
+def test_a_folder_as_the_expected_failures_list_is_refused_naming_the_argument(tmp_path, capsys):
+    """open() said "IsADirectoryError: Is a directory", naming no argument."""
+    assert main(["verify", "nestful", "--sample", "--expect-failures", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (f"error: ValueError: --expect-failures {str(tmp_path)!r} is a folder: give the list "
+                            f"file (one id a line)\n")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 
 from ..errors import plain_printable
@@ -83,6 +84,9 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import SkipReport
 
     # (read before any row runs: a list that cannot be read is refused up front)
+    if args.expect_failures and os.path.isdir(args.expect_failures):  # (open() said "Is a directory", no argument)
+        raise ValueError(f"--expect-failures {args.expect_failures!r} is a folder: give the list file (one id a "
+                         f"line)")
     expected = read_expected_failures(args.expect_failures) if args.expect_failures else {}
     for name in args.expect_failure:
         if not name.strip():
