@@ -452,7 +452,10 @@ class SkipsInOrder:
     def _add(self, error: ToolUseDataError) -> None:
         if self.listed_in is not None and self._listed is None:
             self._listed = listed_skipped_rows(*self.listed_in)
-        self.report.add(error, listed=self._listed is not None and (error.file, error.row) in self._listed)
+        if self._listed is not None and (error.file, error.row) in self._listed:
+            self.report.add(error, listed=True)
+        else:  # (a report of the caller's own kind may not know ``listed``: only a resumed stream passes it)
+            self.report.add(error)
 
 
 def _install_take_that_stops_at_n() -> None:

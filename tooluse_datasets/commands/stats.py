@@ -78,8 +78,8 @@ class _SplitReports(SkipReport):
         super().__init__(rows_path=rows_path)
         self.current = SkipReport()
 
-    def add(self, error, *, log: bool = True) -> None:
-        super().add(error, log=log)
+    def add(self, error, *, log: bool = True, listed: bool = False) -> None:
+        super().add(error, log=log, listed=listed)
         self.current.add(error, log=False)
 
     def count_read(self, n: int) -> None:

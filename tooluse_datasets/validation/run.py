@@ -134,14 +134,14 @@ class _EitherSkips:
         if self.counts_rows:
             self.read.count_read(n)
 
-    def add(self, error, *, log: bool = True) -> None:
+    def add(self, error, *, log: bool = True, listed: bool = False) -> None:
         # an error without a row (a whole shard unreadable) is the same object in both configs' reports: the
         # object itself is the key (held in the set, its identity cannot be reused by a later error)
         key = (error.file, error.row) if error.row is not None else error
         if key in self.seen:
             return
         self.seen.add(key)
-        self.read.add(error, log=log)
+        self.read.add(error, log=log, listed=listed)
 
 
 class ValidationResult:
