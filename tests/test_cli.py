@@ -1,6 +1,8 @@
 """Command-line exit statuses: arguments that name nothing in the data are bad input (exit 2, one line)."""
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 
 import tooluse_datasets as td
@@ -638,7 +640,10 @@ def test_a_file_that_cannot_be_read_at_all_is_listed_without_a_row_number(comman
 @pytest.mark.parametrize("argv, option, kind", [
     (["export", "ms_swift", "--sample", "--out", "{file}"], "--out", "is a file: give a folder"),
     (["export", "ms_swift", "--sample", "--out", "{file}/out"], "--out", "cannot be made"),
-    (["stats", "ms_swift", "--sample", "--plots", "{file}"], "--plots", "is a file: give a folder"),
+    pytest.param(["stats", "ms_swift", "--sample", "--plots", "{file}"], "--plots", "is a file: give a folder",
+                 marks=pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None,
+                                          reason="--plots needs the plots extra (matplotlib): without it --plots is "
+                                                 "refused for that first")),
     (["export", "ms_swift", "--sample", "--out", "{dir}/out", "--skipped-rows", "{dir}"], "--skipped-rows",
      "is a folder: give a file"),
     (["export", "ms_swift", "--sample", "--out", "{dir}/out", "--skipped-rows", "{file}/skipped.jsonl"],
