@@ -271,6 +271,14 @@ def test_a_stateful_dataloader_with_two_workers_resumes_mid_epoch(toolmind_file,
 
     whole = [row_id for batch in loader() for row_id in batch]
     assert len(whole) == len(set(whole)) > 2 * consumed_batches
+    head, rest = _stopped_and_resumed(loader, consumed_batches)
+    assert len(head) == 2 * consumed_batches
+    assert sorted(head + rest) == sorted(whole) and not set(head) & set(rest)
+
+
+def _stopped_and_resumed(loader, consumed_batches: int) -> tuple[list, list]:
+    """The batches' items a StatefulDataLoader from ``loader()`` hands out before its state is taken after
+    ``consumed_batches`` batches, and those a new one given that state hands out."""
     first = loader()
     head = []
     for number, batch in enumerate(first):
@@ -281,9 +289,7 @@ def test_a_stateful_dataloader_with_two_workers_resumes_mid_epoch(toolmind_file,
     del first
     resumed = loader()
     resumed.load_state_dict(state)
-    rest = [row_id for batch in resumed for row_id in batch]
-    assert len(head) == 2 * consumed_batches
-    assert sorted(head + rest) == sorted(whole) and not set(head) & set(rest)
+    return head, [row_id for batch in resumed for row_id in batch]
 
 
 def _with_bad_rows(tmp_path: Path) -> str:
@@ -706,17 +712,7 @@ def test_a_stateful_dataloader_resumed_with_its_rows_path_lists_each_skipped_row
         return stateful.StatefulDataLoader(ds, batch_size=4, num_workers=2,
                                            collate_fn=lambda rows: [r["id"] for r in rows])
 
-    first = loader()
-    head = []
-    for number, batch in enumerate(first):
-        head += batch
-        if number + 1 == consumed_batches:
-            break
-    state = first.state_dict()
-    del first
-    resumed = loader()
-    resumed.load_state_dict(state)
-    rest = [row_id for batch in resumed for row_id in batch]
+    head, rest = _stopped_and_resumed(loader, consumed_batches)
     assert len(head) + len(rest) == len(set(head + rest)) == 160
     assert sorted(_listed(rows_path)) == bad
 
