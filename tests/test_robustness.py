@@ -749,6 +749,45 @@ def test_skipped_rows_are_listed_when_worker_processes_prepare(tmp_path, cache_d
         sorted((str(p), n) for p, rows_of in zip(paths, bad) for n in rows_of)
 
 
+
+def test_prepare_workers_take_sigterms_default_action_whatever_handler_the_caller_has(tmp_path, cache_dir,
+                                                                                      monkeypatch):
+    """A pool ends its workers with SIGTERM. A Ray driver has SIGTERM handlers of its own (Ray's Python one calls
+    sys.exit, its native one logs a stack trace from inside the handler), which workers forked for a prepare with
+    num_proc inherited: in a full run, after the Ray tests, a worker outlived the pool's SIGTERM and the prepare
+    waited on it for ever. The workers now take the default action; the caller keeps its handler."""
+    import os
+    import signal
+
+    from tooluse_datasets.pipeline import ShardConverter
+
+    seen = tmp_path / "handlers.txt"
+    convert = ShardConverter.batches
+
+    def batches(self, *args, **kwargs):  # (runs in the workers: they are forked with it)
+        with open(seen, "a") as out:
+            out.write(f"{os.getpid()} {signal.getsignal(signal.SIGTERM)!r}\n")
+        yield from convert(self, *args, **kwargs)
+
+    def callers(signum, frame):
+        raise AssertionError("not sent")
+
+    monkeypatch.setattr(ShardConverter, "batches", batches)
+    sample = Path(td.sample_files("nestful")["train"][0])
+    paths = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    for path in paths:
+        path.write_bytes(sample.read_bytes())
+    previous = signal.signal(signal.SIGTERM, callers)
+    try:
+        ds = td.load("nestful", data_files=[str(p) for p in paths], split="train", num_proc=2, cache_dir=cache_dir)
+        assert signal.getsignal(signal.SIGTERM) is callers
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert len(ds) == 2 * len(sample.read_text().splitlines())
+    workers = [line.split(" ", 1) for line in seen.read_text().splitlines()]
+    assert len({pid for pid, _ in workers}) == 2 and str(os.getpid()) not in {pid for pid, _ in workers}
+    assert {handler for _, handler in workers} == {repr(signal.SIG_DFL)}
+
 @pytest.mark.parametrize("kind", ["jsonl", "json"])
 def test_a_byte_order_mark_and_crlf_line_ends_cost_no_row(tmp_path, cache_dir, kind):
     rows = nestful_rows()

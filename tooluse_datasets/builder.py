@@ -9,6 +9,7 @@ hold its list of shards (file regions, :mod:`tooluse_datasets.shards`), so ``num
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import glob
@@ -40,6 +41,7 @@ from .shards.files import with_archive_files
 from .shards.paths import display_path
 from .shards.plan import balanced, cut_documents
 from .shards.shard import Shard
+from .workers import forking_workers
 from .source import Source, SourceOptions, SplitPlan, Upstream, splits_read, unknown_options_error
 from .streaming import ShardExamplesIterable
 from .validation.filtering import rule_check
@@ -414,8 +416,12 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
     def _prepare_split(self, split_generator, *args, **kwargs):
         # Tell _generate_tables (possibly in worker processes) where to leave per-shard skip reports.
         self._skip_dir = self._output_dir
+        # With num_proc, datasets forks a pool of workers for the shards: they leave the caller's garbage to it and
+        # end at the pool's SIGTERM whatever handler the caller has (workers.forking_workers).
+        forking = forking_workers() if (kwargs.get("num_proc") or 1) > 1 else contextlib.nullcontext()
         try:
-            return super()._prepare_split(split_generator, *args, **kwargs)
+            with forking:
+                return super()._prepare_split(split_generator, *args, **kwargs)
         finally:
             self._skip_dir = None
 

@@ -8,13 +8,15 @@ Given as a pool's ``initializer``, :func:`exit_with_parent` makes a worker end w
 A worker forked from the caller (the fork start method) inherits its uncollected garbage too. Collecting it there
 runs finalizers of the caller's objects in the worker, and one of them can wait for ever: a stopped stream's
 worker pool, collected, takes a lock its manager thread held at the fork. Workers started within
-:func:`forking_workers` leave such garbage to the caller.
+:func:`forking_workers` leave such garbage to the caller, and take SIGTERM's default action (see
+:func:`_default_sigterm`).
 """
 from __future__ import annotations
 
 import contextlib
 import gc
 import os
+import signal
 import threading
 import time
 from typing import Iterator, Optional
@@ -75,12 +77,24 @@ def forking_workers() -> Iterator[None]:
             _forking_workers = False
 
 
-def _freeze_inherited() -> None:
+def _after_fork_in_child() -> None:
     global _forking
     _forking = threading.Lock()  # forked holding it (by this thread, gone in the child): free again
     if _forking_workers:  # this process was just forked, by a worker pool started in forking_workers()
         gc.freeze()
+        _default_sigterm()
+
+
+def _default_sigterm() -> None:
+    """A pool ends its workers with SIGTERM: a forked worker takes the signal's default action (it ends at once),
+    not the handler it inherited from the caller. A Ray driver has two (Ray's Python one calls sys.exit, and its
+    native one logs a stack trace from inside the signal handler); seen: after a Ray build in the same process, a
+    worker of a prepare with num_proc=2 outlived the pool's SIGTERM, and the prepare waited on it for ever."""
+    try:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    except (AttributeError, ValueError, OSError):  # no SIGTERM (Windows), or not this interpreter's main thread
+        pass
 
 
 if hasattr(os, "register_at_fork"):  # POSIX
-    os.register_at_fork(after_in_child=_freeze_inherited)
+    os.register_at_fork(after_in_child=_after_fork_in_child)
