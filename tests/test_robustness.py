@@ -761,18 +761,28 @@ def test_prepare_workers_take_sigterms_default_action_whatever_handler_the_calle
 
     from tooluse_datasets.pipeline import ShardConverter
 
-    seen = tmp_path / "handlers.txt"
-    convert = ShardConverter.batches
+    from datasets.download.download_manager import DownloadManager
 
-    def batches(self, *args, **kwargs):  # (runs in the workers: they are forked with it)
-        with open(seen, "a") as out:
+    seen, fetched = tmp_path / "handlers.txt", tmp_path / "download-handlers.txt"
+    convert, download = ShardConverter.batches, DownloadManager._download_single
+
+    def note_handler(path: Path) -> None:  # (runs in the workers: they are forked with the patches below)
+        with open(path, "a") as out:
             out.write(f"{os.getpid()} {signal.getsignal(signal.SIGTERM)!r}\n")
+
+    def batches(self, *args, **kwargs):
+        note_handler(seen)
         yield from convert(self, *args, **kwargs)
+
+    def download_single(self, *args, **kwargs):
+        note_handler(fetched)
+        return download(self, *args, **kwargs)
 
     def callers(signum, frame):
         raise AssertionError("not sent")
 
     monkeypatch.setattr(ShardConverter, "batches", batches)
+    monkeypatch.setattr(DownloadManager, "_download_single", download_single)
     sample = Path(td.sample_files("nestful")["train"][0])
     paths = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
     for path in paths:
@@ -787,6 +797,10 @@ def test_prepare_workers_take_sigterms_default_action_whatever_handler_the_calle
     workers = [line.split(" ", 1) for line in seen.read_text().splitlines()]
     assert len({pid for pid, _ in workers}) == 2 and str(os.getpid()) not in {pid for pid, _ in workers}
     assert {handler for _, handler in workers} == {repr(signal.SIG_DFL)}
+    # datasets' pool downloading (here: resolving) the files with num_proc forks workers too
+    fetchers = [line.split(" ", 1) for line in fetched.read_text().splitlines()]
+    assert str(os.getpid()) not in {pid for pid, _ in fetchers}
+    assert {handler for _, handler in fetchers} == {repr(signal.SIG_DFL)}
 
 @pytest.mark.parametrize("kind", ["jsonl", "json"])
 def test_a_byte_order_mark_and_crlf_line_ends_cost_no_row(tmp_path, cache_dir, kind):

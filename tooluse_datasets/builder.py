@@ -411,17 +411,17 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                     shutil.rmtree(entry.path)
                 else:
                     os.remove(entry.path)
-        return super()._download_and_prepare(dl_manager, *args, **kwargs)
+        # With num_proc, datasets forks pools of workers (downloading the files, then converting the shards): they
+        # leave the caller's garbage to it and end at the pool's SIGTERM whatever handler the caller has
+        # (workers.forking_workers).
+        with forking_workers() if (kwargs.get("num_proc") or 1) > 1 else contextlib.nullcontext():
+            return super()._download_and_prepare(dl_manager, *args, **kwargs)
 
     def _prepare_split(self, split_generator, *args, **kwargs):
         # Tell _generate_tables (possibly in worker processes) where to leave per-shard skip reports.
         self._skip_dir = self._output_dir
-        # With num_proc, datasets forks a pool of workers for the shards: they leave the caller's garbage to it and
-        # end at the pool's SIGTERM whatever handler the caller has (workers.forking_workers).
-        forking = forking_workers() if (kwargs.get("num_proc") or 1) > 1 else contextlib.nullcontext()
         try:
-            with forking:
-                return super()._prepare_split(split_generator, *args, **kwargs)
+            return super()._prepare_split(split_generator, *args, **kwargs)
         finally:
             self._skip_dir = None
 
