@@ -392,6 +392,51 @@ def test_an_unpinned_hub_upstream_is_pinned_to_its_current_commit_before_reading
         build_module.pin_upstream_revision(request, resolve=offline)
 
 
+def test_hub_data_files_at_a_branch_are_pinned_to_one_commit_before_any_builder_reads_them(monkeypatch, tmp_path,
+                                                                                          caplog):
+    """Each builder (each config, each Ray worker) resolved ``main`` by itself: a push between two of them mixed
+    two commits in one mirror. The plan reads every file at the commit its branch points at when planning."""
+    from tooluse_datasets import source as source_module
+
+    heads = iter(["a" * 40, "c" * 40])  # the branch moves on after the first lookup
+    asked = []
+
+    def head_commit(repo, revision="main"):
+        asked.append((repo, revision))
+        return next(heads)
+
+    monkeypatch.setattr(source_module, "hub_head_commit", head_commit)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    planned = []
+
+    class Planned(Exception):
+        pass
+
+    def builder(request):
+        planned.append(request)
+        raise Planned
+
+    monkeypatch.setattr(build_module, "_builder", builder)
+    at_commit = "hf://datasets/o/n@" + "b" * 40 + "/c.jsonl"
+    request = MirrorRequest("ms_swift", configs=["unified"], data_files={
+        "train": ["hf://datasets/o/n/a.jsonl", "hf://datasets/o/n@main/b.jsonl", at_commit]})
+    with pytest.raises(Planned):
+        build_module.plan_mirror(request, tmp_path / "out")
+    assert planned[0].data_files == {"train": ["hf://datasets/o/n@" + "a" * 40 + "/a.jsonl",
+                                               "hf://datasets/o/n@" + "a" * 40 + "/b.jsonl", at_commit]}
+    assert asked == [("o/n", "main")]
+
+    def unreachable(repo, revision="main"):
+        raise OSError("no network")
+
+    monkeypatch.setattr(source_module, "hub_head_commit", unreachable)
+    with pytest.raises(Planned):
+        build_module.plan_mirror(request, tmp_path / "out")
+    assert planned[1].data_files == request.data_files
+    assert "cannot be resolved to a commit" in caplog.text and "hf://datasets/o/n/a.jsonl" in caplog.text
+
+
 def test_a_pinned_upstream_is_read_at_its_pin():
     request = MirrorRequest("nestful", configs=["unified"])
     assert build_module.pin_upstream_revision(request, resolve=lambda *args: 1 / 0) is request

@@ -33,7 +33,7 @@ from .hidden_paths import staging_path
 from .manifest import (MANIFEST_NAME, README_NAME, ConfigEntry, DataFile, Manifest, MirrorError, SplitEntry,
                        data_file_name, write_manifest)
 from .parts import ParquetLayout
-from .provenance import build_provenance, display_input, hash_file
+from .provenance import build_provenance, display_input, hash_file, pin_hub_data_files
 from .provenance import pin_upstream_revision as _pin_revision
 from .shard_task import ShardResult, ShardTask, skipped_rows_file, slim_split, worker_runtime
 from .staging import Staging, check_out_dir, check_target, recover_swap
@@ -134,7 +134,7 @@ def plan_mirror(request: MirrorRequest, out_dir: str | Path) -> MirrorPlan:
         named = registry.builder_class(request.source).data_files_from_options(request.source_options)
         if named is not None:
             request = dataclasses.replace(request, data_files=named)
-    request = pin_upstream_revision(request)
+    request = pin_hub_data_files(pin_upstream_revision(request))
     features = {config: _features(request.source, config) for config in request.configs}
     builder = _builder(request)
     _check_inputs_outside(request, builder, target)

@@ -13,6 +13,8 @@ from importlib import resources
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Callable, Optional, Union
 
+from ..cache_keys import branches_read, hf_files_at_commits, one_head_commit_per_load
+from ..shards.paths import hf_url_parts
 from ..source import COMMIT_ID, head_commit
 from .manifest import InputFile, MirrorError, Provenance
 
@@ -177,3 +179,29 @@ def pin_upstream_revision(request, upstream, resolve: Optional[Callable[..., str
     return dataclasses.replace(request, revision=commit)
 
 
+def pin_hub_data_files(request):
+    """``request`` with each ``hf://`` data file given at a branch or tag (or at none: ``main``) read at the commit
+    it points at now, as :func:`pin_upstream_revision` pins the upstream: every config and split, every Ray worker
+    and a resumed build then read the same files, and the manifest names the commit. (Each builder resolves a
+    branch by itself when it is made: a push between two of them would mix two commits in one mirror.) A file
+    whose revision cannot be resolved (no network) stays as given, with a warning; reading it says what fails."""
+    if request.data_files is None:
+        return request
+    with one_head_commit_per_load():  # one commit per branch, however many files name it
+        pinned = hf_files_at_commits(request.data_files)
+    for (repo, branch), commit in sorted(branches_read(request.data_files, pinned).items()):
+        logger.info("%s: reading hf://datasets/%s at %s (%s)", request.source, repo, commit, branch)
+    for url in _flat(pinned):
+        parts = hf_url_parts(url)
+        if parts is not None and not COMMIT_ID.match(parts[1] or ""):
+            logger.warning("%s: %s is read at a branch or tag that cannot be resolved to a commit: the mirror's "
+                           "files may mix two commits if the repository is pushed to meanwhile", request.source, url)
+    return dataclasses.replace(request, data_files=pinned)
+
+
+def _flat(data_files) -> list:
+    if isinstance(data_files, dict):
+        return [f for files in data_files.values() for f in _flat(files)]
+    if isinstance(data_files, (list, tuple)):
+        return [f for files in data_files for f in _flat(files)]
+    return [data_files]
