@@ -419,3 +419,37 @@ def test_a_folder_of_json_and_jsonl_files_reads_as_llamafactory_reads_it(tmp_pat
     (tmp_path / "parts" / "c.parquet").write_bytes(b"")
     with pytest.raises(ValueError, match=r"several types \(.json, .jsonl, .parquet\)"):
         td.load("llamafactory", dataset_info=str(tmp_path), dataset="parts", split="train", streaming=True)
+
+
+# -- an entry's split: LLaMA-Factory loads a local file with load_dataset(..., split=entry["split"]) --------------
+
+
+def split_entry(tmp_path: Path, split) -> str:
+    shutil.copy(LF_DATA / "glaive_toolcall_en_demo.json", tmp_path)
+    (tmp_path / "dataset_info.json").write_text(json.dumps(
+        {"x": {**entries()["glaive_toolcall_en_demo"], "split": split}}))
+    return str(tmp_path)
+
+
+def test_a_sliced_split_is_said_and_read_by_load_with_that_split(tmp_path, caplog, cache_dir):
+    # LLaMA-Factory trains only train[:2] of the file: reading every row without a word would train on more.
+    info = split_entry(tmp_path, "train[:2]")
+    with caplog.at_level(logging.WARNING, logger="tooluse_datasets"):
+        everything = list(td.load("llamafactory", dataset_info=info, dataset="x", split="train", streaming=True))
+    said = [r.getMessage() for r in caplog.records if "split='train[:2]'" in r.getMessage()]
+    assert said and "LLaMA-Factory trains only those rows" in said[0]
+    assert len(everything) == len(file_rows("glaive_toolcall_en_demo"))
+    sliced = td.exact(td.load("llamafactory", dataset_info=info, dataset="x", split="train[:2]", cache_dir=cache_dir))
+    assert [r["messages"] for r in sliced] == [r["messages"] for r in entry_rows("glaive_toolcall_en_demo")[:2]]
+
+
+@pytest.mark.parametrize("split, message", [
+    ("test", "has split 'test', but a local file has only a 'train' split"),
+    ("train+validation", "has split 'train+validation'"),
+    (5, "split must be a split name such as 'train', got 5"),
+])
+def test_a_split_llamafactory_fails_on_is_refused_naming_the_entry(tmp_path, split, message):
+    info = split_entry(tmp_path, split)
+    with pytest.raises(ValueError, match=re.escape(message)) as raised:
+        td.load("llamafactory", dataset_info=info, dataset="x", split="train", streaming=True)
+    assert "entry 'x'" in str(raised.value)

@@ -28,7 +28,7 @@ from typing import Any, Optional
 from tooluse_datasets.errors import DataNotFoundError
 
 logger = logging.getLogger("tooluse_datasets")
-_SAID: set[str] = set()  # entries whose num_samples was said to be left to training
+_SAID: set = set()  # entries whose num_samples (or sliced split) was said to be left to training
 
 DATA_CONFIG = "dataset_info.json"
 COLUMN_KEYS = ("messages", "system", "tools", "images", "videos", "audios")
@@ -168,6 +168,8 @@ def entry_layout(entry: Any, where: str, folder: str) -> Layout:
                              f"{'fails on' if fails else 'drops'} every conversation: add "
                              f"{', '.join(f'{key!r}: {TAGS[key]!r}' for key in missing)} to the entry's tags")
     remote = [key for key in REMOTE_KEYS if key in entry]
+    if not remote:
+        check_file_split(entry.get("split", "train"), where)
     file_path = no_file = None
     if remote:  # LLaMA-Factory prefers these to a file_name
         no_file = (f"{where} is not a local file (LLaMA-Factory reads it from {remote[0]} {entry[remote[0]]!r}): "
@@ -178,6 +180,22 @@ def entry_layout(entry: Any, where: str, folder: str) -> Layout:
         file_path = os.path.join(folder, entry["file_name"])
     return Layout(columns=columns, tags=tags, explicit_columns=True, entry=where, file_path=file_path,
                   no_file=no_file)
+
+
+def check_file_split(split: Any, where: str) -> None:
+    """An entry's ``split``, as LLaMA-Factory passes it to ``load_dataset`` for a local file: the file has one
+    split, ``train``, so another name fails there (ValueError here); a slice (``train[:100]``, ``train[10%:]``)
+    trains only those rows, which ``load(split=...)`` reads, so it is said (every row is read otherwise)."""
+    if not isinstance(split, str) or not split.strip():
+        raise ValueError(f"{where}: split must be a split name such as 'train', got {split!r}")
+    names = {part.split("[", 1)[0].strip() for part in split.split("+")}
+    if names != {"train"}:
+        raise ValueError(f"{where} has split {split!r}, but a local file has only a 'train' split: LLaMA-Factory "
+                         f"fails on the entry (Unknown split); name 'train', or a slice of it such as 'train[:100]'")
+    if split != "train" and (where, "split") not in _SAID:
+        _SAID.add((where, "split"))
+        logger.warning("%s: split=%r: LLaMA-Factory trains only those rows of the file; every row is read here "
+                       "unless load() is given split=%r (map-style)", where, split, split)
 
 
 def entry_files(local_path: str, where: str) -> tuple[str, ...]:
