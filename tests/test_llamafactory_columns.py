@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import ast
+import gzip
 import json
 import logging
 import re
@@ -453,3 +454,39 @@ def test_a_split_llamafactory_fails_on_is_refused_naming_the_entry(tmp_path, spl
     with pytest.raises(ValueError, match=re.escape(message)) as raised:
         td.load("llamafactory", dataset_info=info, dataset="x", split="train", streaming=True)
     assert "entry 'x'" in str(raised.value)
+
+
+# -- an entry's files: LLaMA-Factory types each by its extension (FILEEXT2TYPE) and loads it with that loader -----
+
+
+@pytest.mark.parametrize("name, message", [
+    ("demo.txt", "reads {path} with its text loader, not as JSON or Parquet"),
+    ("demo.csv", "reads {path} with its csv loader"),
+    ("demo.jsonl.gz", "{path} is a .gz file, which LLaMA-Factory refuses (allowed file types: arrow, csv"),
+    ("demo", "{path} is a file without an extension, which LLaMA-Factory refuses"),
+])
+def test_a_file_llamafactory_does_not_read_as_json_is_refused_naming_the_entry(tmp_path, name, message):
+    # Read as JSON here, these rows would be read where LLaMA-Factory fails on the file (a .txt file's lines are
+    # one 'text' column to it, with no conversations; a .gz file it refuses).
+    rows = file_rows("glaive_toolcall_en_demo")[:2]
+    text = "".join(json.dumps(row) + "\n" for row in rows).encode()
+    (tmp_path / name).write_bytes(gzip.compress(text) if name.endswith(".gz") else text)
+    (tmp_path / "dataset_info.json").write_text(json.dumps(
+        {"x": {**entries()["glaive_toolcall_en_demo"], "file_name": name}}))
+    with pytest.raises(ValueError) as raised:
+        td.load("llamafactory", dataset_info=str(tmp_path), dataset="x", split="train", streaming=True)
+    assert message.format(path=tmp_path / name) in str(raised.value)
+    assert "entry 'x'" in str(raised.value)
+
+
+def test_a_folder_holding_a_subfolder_is_refused_as_llamafactory_refuses_it(tmp_path):
+    (tmp_path / "parts" / "old").mkdir(parents=True)
+    (tmp_path / "parts" / "a.json").write_text(json.dumps(file_rows("glaive_toolcall_en_demo")[:2]))
+    (tmp_path / "dataset_info.json").write_text(json.dumps(
+        {"parts": {**entries()["glaive_toolcall_en_demo"], "file_name": "parts"}}))
+    with pytest.raises(ValueError, match=re.escape(f"{tmp_path / 'parts' / 'old'} is a folder, which LLaMA-Factory "
+                                                   f"refuses")):
+        td.load("llamafactory", dataset_info=str(tmp_path), dataset="parts", split="train", streaming=True)
+    (tmp_path / "parts" / "old").rmdir()
+    assert len(list(td.load("llamafactory", dataset_info=str(tmp_path), dataset="parts", split="train",
+                            streaming=True))) == 2

@@ -47,6 +47,7 @@ OTHER_COLUMNS = {"prompt": "an alpaca column", "query": "an alpaca column", "res
 ENTRY_NULLABLE_TAGS = ("observation_tag", "function_tag", "system_tag")
 # LLaMA-Factory's FILEEXT2TYPE (extras/constants.py): a file's extension -> the datasets loader it reads it with.
 FILE_TYPES = {"arrow": "arrow", "csv": "csv", "json": "json", "jsonl": "json", "parquet": "parquet", "txt": "text"}
+READ_FILE_TYPES = ("json", "parquet")  # the loaders whose rows this source reads as LLaMA-Factory does
 # Entry keys that say where LLaMA-Factory reads the data from, other than a local file_name (it prefers them).
 REMOTE_KEYS = ("hf_hub_url", "ms_hub_url", "om_hub_url", "script_url", "cloud_file_name")
 
@@ -199,22 +200,40 @@ def check_file_split(split: Any, where: str) -> None:
 
 
 def entry_files(local_path: str, where: str) -> tuple[str, ...]:
-    """The files LLaMA-Factory reads for an entry's ``file_name``: the file, or every file of the folder."""
+    """The files LLaMA-Factory reads for an entry's ``file_name``: the file, or every name in the folder (it lists
+    subfolders and hidden files too), each typed by its extension as its loader types it."""
     if os.path.isdir(local_path):
-        files = sorted(os.path.join(local_path, name) for name in os.listdir(local_path))
-        files = [f for f in files if os.path.isfile(f)]
+        files = [os.path.join(local_path, name) for name in sorted(os.listdir(local_path))]
         if not files:
             raise DataNotFoundError(f"{where}: the folder {local_path} holds no file")
-        # LLaMA-Factory: "File types should be identical.", by its loader's type (.json and .jsonl are both json)
-        types = {FILE_TYPES.get(os.path.splitext(f)[1][1:], os.path.splitext(f)[1]) for f in files}
-        suffixes = sorted({os.path.splitext(f)[1] for f in files})
-        if len(types) > 1:
-            raise ValueError(f"{where}: the folder {local_path} holds files of several types ({', '.join(suffixes)}); "
-                             f"LLaMA-Factory refuses it")
-        return tuple(files)
-    if not os.path.isfile(local_path):
+    elif os.path.isfile(local_path):
+        files = [local_path]
+    else:
         raise DataNotFoundError(f"{where}: file_name {local_path} does not exist")
-    return (local_path,)
+    for path in files:
+        if _extension(path) not in FILE_TYPES:
+            what = ("a folder" if os.path.isdir(path) else
+                    f"a .{_extension(path)} file" if _extension(path) else "a file without an extension")
+            raise ValueError(f"{where}: {path} is {what}, which LLaMA-Factory refuses (allowed file types: "
+                             f"{', '.join(FILE_TYPES)})")
+    # LLaMA-Factory: "File types should be identical.", by its loader's type (.json and .jsonl are both json)
+    types = {FILE_TYPES[_extension(path)] for path in files}
+    if len(types) > 1:
+        suffixes = sorted({os.path.splitext(path)[1] for path in files})
+        raise ValueError(f"{where}: the folder {local_path} holds files of several types ({', '.join(suffixes)}); "
+                         f"LLaMA-Factory refuses it")
+    loader = types.pop()
+    if loader not in READ_FILE_TYPES:
+        # Its csv and text loaders give columns of text (a .txt file's lines are one 'text' column), not the
+        # conversations of a sharegpt row; its arrow loader reads files this source does not
+        raise ValueError(f"{where}: LLaMA-Factory reads {files[0]} with its {loader} loader, not as JSON or "
+                         f"Parquet; the llamafactory source reads .json, .jsonl and .parquet files (rename JSON "
+                         f"Lines to .jsonl)")
+    return tuple(files)
+
+
+def _extension(path: str) -> str:
+    return os.path.splitext(path)[1][1:]
 
 
 def check_columns(columns: Any, where: str) -> dict:
