@@ -490,3 +490,16 @@ def test_a_folder_holding_a_subfolder_is_refused_as_llamafactory_refuses_it(tmp_
     (tmp_path / "parts" / "old").rmdir()
     assert len(list(td.load("llamafactory", dataset_info=str(tmp_path), dataset="parts", split="train",
                             streaming=True))) == 2
+
+
+def test_a_key_llamafactory_does_not_read_is_said_with_the_key_meant(tmp_path, caplog):
+    # LLaMA-Factory ignores "colums": the defaults (no tools column) apply there, and here, but not silently.
+    shutil.copy(LF_DATA / "glaive_toolcall_en_demo.json", tmp_path)
+    entry = entries()["glaive_toolcall_en_demo"]
+    (tmp_path / "dataset_info.json").write_text(json.dumps(
+        {"x": {"file_name": entry["file_name"], "formatting": "sharegpt", "colums": entry["columns"]}}))
+    with caplog.at_level(logging.WARNING, logger="tooluse_datasets"):
+        rows = list(td.load("llamafactory", dataset_info=str(tmp_path), dataset="x", split="train", streaming=True))
+    said = [r.getMessage() for r in caplog.records if "'colums'" in r.getMessage()]
+    assert said and "is not one LLaMA-Factory reads" in said[0] and "did you mean 'columns'?" in said[0]
+    assert all(row["tools"] == [] for row in rows)  # as LLaMA-Factory reads the entry: no tools column

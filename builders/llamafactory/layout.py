@@ -28,7 +28,7 @@ from typing import Any, Optional
 from tooluse_datasets.errors import DataNotFoundError
 
 logger = logging.getLogger("tooluse_datasets")
-_SAID: set = set()  # entries whose num_samples (or sliced split) was said to be left to training
+_SAID: set = set()  # entries (and their keys) whose num_samples, sliced split or unknown key was said
 
 DATA_CONFIG = "dataset_info.json"
 COLUMN_KEYS = ("messages", "system", "tools", "images", "videos", "audios")
@@ -50,6 +50,9 @@ FILE_TYPES = {"arrow": "arrow", "csv": "csv", "json": "json", "jsonl": "json", "
 READ_FILE_TYPES = ("json", "parquet")  # the loaders whose rows this source reads as LLaMA-Factory does
 # Entry keys that say where LLaMA-Factory reads the data from, other than a local file_name (it prefers them).
 REMOTE_KEYS = ("hf_hub_url", "ms_hub_url", "om_hub_url", "script_url", "cloud_file_name")
+# Every key of an entry LLaMA-Factory 0.9.5 reads (get_dataset_list and DatasetAttr.join).
+ENTRY_KEYS = ("file_name", *REMOTE_KEYS, "formatting", "ranking", "subset", "split", "folder", "num_samples",
+              "columns", "tags")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,6 +148,7 @@ def entry_layout(entry: Any, where: str, folder: str) -> Layout:
     for key in ("columns", "tags"):
         if key in entry and not isinstance(entry[key], dict):
             raise ValueError(f"{where}: {key} must be a JSON object, got {type(entry[key]).__name__}")
+    warn_unknown_keys(entry, where)
     if entry.get("num_samples") is not None and where not in _SAID:
         _SAID.add(where)
         logger.warning("%s: num_samples=%r is a training setting (LLaMA-Factory samples that many rows each run); "
@@ -181,6 +185,18 @@ def entry_layout(entry: Any, where: str, folder: str) -> Layout:
         file_path = os.path.join(folder, entry["file_name"])
     return Layout(columns=columns, tags=tags, explicit_columns=True, entry=where, file_path=file_path,
                   no_file=no_file)
+
+
+def warn_unknown_keys(entry: dict, where: str) -> None:
+    """A key LLaMA-Factory does not read (``colums``, ``tag``): it ignores the key, as this reader does, so a
+    misspelt ``columns`` or ``tags`` means the defaults to both; said once per key, with the key meant."""
+    for key in entry:
+        if key in ENTRY_KEYS or (where, key) in _SAID:
+            continue
+        _SAID.add((where, key))
+        close = difflib.get_close_matches(key, ENTRY_KEYS, 1)
+        logger.warning("%s: key %r is not one LLaMA-Factory reads (it ignores it, and so does this reader)%s",
+                       where, key, f"; did you mean {close[0]!r}?" if close else "")
 
 
 def check_file_split(split: Any, where: str) -> None:
