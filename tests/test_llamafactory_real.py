@@ -240,6 +240,22 @@ def test_entries_with_their_own_columns_and_tags_read_as_llamafactory_reads_them
     assert calls > 5 and any(r["images"] for r in unified["mllm_demo"])
 
 
+def test_a_sliced_split_of_an_entry_reads_as_llamafactory_trains_it(tmp_path):
+    """An entry's ``split: "train[:3]"``: LLaMA-Factory converts only those rows of the file, and ``load()`` with
+    that split reads the same ones (without it, every row, with a warning)."""
+    python = llamafactory_python()
+    folder = tmp_path / "data"
+    folder.mkdir()
+    shutil.copy(LF_DATA / "glaive_toolcall_en_demo.json", folder)
+    entry = json.loads((LF_DATA / "dataset_info.json").read_text())["glaive_toolcall_en_demo"]
+    (folder / "dataset_info.json").write_text(json.dumps({"sliced": {**entry, "split": "train[:3]"}}))
+    rows = converted_by_llamafactory(python, folder)["sliced"]
+    read = td.exact(td.load("llamafactory", dataset_info=str(folder), dataset="sliced", split="train[:3]",
+                            cache_dir=str(tmp_path / "cache")))
+    assert len(rows) == 3
+    assert [llamafactory_reading(r) for r in rows] == [as_converted(r) for r in read]
+
+
 def test_a_falsy_items_in_a_tool_parameter_trains_and_is_written_back_as_it_is(tmp_path):
     """LLaMA-Factory's default tool prompt skips a falsy ``items`` (``[]``, ``false``): it loads, converts and encodes
     such rows with every call intact; the source reads them and writes them back byte for byte."""
