@@ -28,6 +28,7 @@ from conftest import shared_data
 
 THOUGHT = re.compile(r"<think>\n(.*?)\n</think>\n\n", re.DOTALL)
 EVEN, ODD = ("human", "observation"), ("gpt", "function_call")
+LF_DATA = Path(__file__).parent / "data" / "llamafactory"  # LLaMA-Factory's own demo files
 
 
 def accepted_by_llamafactory(row: dict) -> list[tuple[str, str]]:
@@ -220,6 +221,35 @@ def test_tools_of_another_type_are_refused_without_calling_them_a_list(tmp_path,
     with pytest.raises(InvalidValueError, match="JSON text of a list") as info:
         list(td.load("llamafactory", data_files=str(path), split="train", streaming=True))
     assert info.value.field == "tools" and "fails on a list" not in info.value.message
+
+
+def _glaive_row_with_tool(respell) -> dict:
+    """The first tool-using row of LLaMA-Factory's own glaive demo, its first tool respelled by ``respell``."""
+    row = next(r for r in json.loads((LF_DATA / "glaive_toolcall_en_demo.json").read_text(encoding="utf-8"))
+               if json.loads(r["tools"]))
+    tools = json.loads(row["tools"])
+    return {**row, "tools": json.dumps([respell(tools[0]), *tools[1:]])}
+
+
+@pytest.mark.parametrize("respell, field, message", [
+    (json.dumps, "tools[0]", "a tool must be a JSON object, got str"),
+    (lambda t: {**t, "parameters": json.dumps(t["parameters"])}, "tools[0].parameters",
+     "tool parameters must be a JSON object, not JSON text"),
+    (lambda t: {**{k: v for k, v in t.items() if k != "name"}, "name_for_model": t["name"]}, "tools[0].name",
+     "reads a tool's name from 'name', not 'name_for_model'"),
+    (lambda t: {"type": "function", "function": {**t, "parameters": json.dumps(t["parameters"])}},
+     "tools[0].function.parameters", "not JSON text"),
+])
+def test_tools_spelled_as_only_ms_swift_reads_them_are_refused(tmp_path, respell, field, message):
+    # ms-swift's tool parsing takes these; LLaMA-Factory's tool formatters do not: a tool as JSON text fails the
+    # file under every template (tool.get), parameters as JSON text under its default one, and it reads "name"
+    path = tmp_path / "tools.jsonl"
+    path.write_text(json.dumps(_glaive_row_with_tool(respell)) + "\n")
+    with pytest.raises(InvalidValueError, match=re.escape(message)) as info:
+        list(td.load("llamafactory", data_files=str(path), split="train", streaming=True))
+    assert info.value.field == field and info.value.row == 0
+    path.write_text(json.dumps(_glaive_row_with_tool(lambda t: t)) + "\n")
+    assert len(list(td.load("llamafactory", data_files=str(path), split="train", streaming=True))) == 1
 
 
 @pytest.mark.parametrize("column", ["images", "videos", "audios"])

@@ -422,7 +422,28 @@ def tools_of(text: str) -> list[dict]:
         raise InvalidJsonError("tools is not JSON text (LLaMA-Factory fails on it)", field="tools") from None
     if not isinstance(tools, list):
         raise InvalidValueError("tools must be the JSON text of a list", field="tools")
-    return [parse_tool(tool, f"tools[{i}]") for i, tool in enumerate(tools)]
+    return [parse_tool(check_tool_spelling(tool, f"tools[{i}]"), f"tools[{i}]") for i, tool in enumerate(tools)]
+
+
+def check_tool_spelling(tool: Any, field: str) -> Any:
+    """A tool in a spelling LLaMA-Factory reads as the tool ``parse_tool`` makes of it. ``parse_tool`` also takes
+    ms-swift's spellings, which LLaMA-Factory does not: a tool as JSON text (each of its tool formatters calls
+    ``tool.get``, and the whole file fails), ``parameters`` as JSON text (its default tool prompt fails on the
+    file; the others train the schema as a quoted string) and a ``name_for_model`` other than ``name`` (it reads
+    ``name``)."""
+    if not isinstance(tool, dict):
+        raise InvalidValueError(f"a tool must be a JSON object, got {type(tool).__name__}: LLaMA-Factory's tool "
+                                f"formatters read each tool as an object (it fails on the file)", field=field)
+    wrapped = isinstance(tool.get("function"), dict) and "type" in tool
+    function, where = (tool["function"], f"{field}.function") if wrapped else (tool, field)
+    if isinstance(function.get("parameters"), str):
+        raise InvalidValueError("tool parameters must be a JSON object, not JSON text: LLaMA-Factory's default tool "
+                                "prompt fails on it, and its other templates train the schema as a quoted string",
+                                field=f"{where}.parameters")
+    if "name_for_model" in function and function["name_for_model"] != function.get("name"):
+        raise InvalidValueError("LLaMA-Factory reads a tool's name from 'name', not 'name_for_model'",
+                                field=f"{where}.name")
+    return tool
 
 
 LLAMAFACTORY_FORMAT = Format(
