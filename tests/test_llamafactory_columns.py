@@ -503,3 +503,17 @@ def test_a_key_llamafactory_does_not_read_is_said_with_the_key_meant(tmp_path, c
     said = [r.getMessage() for r in caplog.records if "'colums'" in r.getMessage()]
     assert said and "is not one LLaMA-Factory reads" in said[0] and "did you mean 'columns'?" in said[0]
     assert all(row["tools"] == [] for row in rows)  # as LLaMA-Factory reads the entry: no tools column
+
+
+def test_a_turn_key_llamafactory_does_not_read_is_said(tmp_path, caplog):
+    # A per-turn "weight" (another trainer's loss mask): LLaMA-Factory trains every gpt turn regardless, and this
+    # reader drops the key as it does, but not silently. A null key (an OpenAI-style "tool_calls": null) says nothing.
+    rows = file_rows("glaive_toolcall_en_demo")[:2]
+    rows[0]["conversations"][1]["weight"] = 0
+    rows[1]["conversations"][0]["tool_calls"] = None
+    path = write_rows(tmp_path, rows)
+    with caplog.at_level(logging.WARNING, logger="tooluse_datasets"):
+        read = list(td.load("llamafactory", data_files=path, split="train", streaming=True))
+    said = [r.getMessage() for r in caplog.records if "turns of the file have" in r.getMessage()]
+    assert len(said) == 1 and "'weight' key, which LLaMA-Factory's sharegpt reading ignores" in said[0]
+    assert [r["messages"] for r in read] == [r["messages"] for r in entry_rows("glaive_toolcall_en_demo")[:2]]

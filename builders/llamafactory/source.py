@@ -119,6 +119,8 @@ class LlamaFactorySource(Source):
             if not isinstance(turn.get(content_tag), str):
                 raise InvalidValueError(f"a turn's {content_tag} must be a string", field=f"{where}.{content_tag}")
             turns.append({"from": tag, "value": turn[content_tag]})
+            if len(turn) > 2:
+                self._warn_unread_turn_keys(turn)
         # Absent or null is "none" (LLaMA-Factory reads a column missing from some rows as null); a value of
         # another type is refused, falsy ones too (0, false, [], {}): LLaMA-Factory's features hold text here.
         system = native.get(columns["system"]) if columns["system"] is not None else None
@@ -190,6 +192,18 @@ class LlamaFactorySource(Source):
                 logger.warning("llamafactory: the file has a %r column, which %s does not name: LLaMA-Factory does not "
                                "read it, nor does this reader (it stays in extra / meta); add \"%s\": \"%s\" to the "
                                "columns to read it", key, where, key, key)
+
+    def _warn_unread_turn_keys(self, turn: dict) -> None:
+        """A turn's other keys (``weight``, ``name``...): LLaMA-Factory's sharegpt reading takes the role and the
+        text only, and so does this reader (the raw row has no place for them), which is said once per key."""
+        tags = self.layout.tags
+        for key, value in turn.items():
+            if key in (tags["role_tag"], tags["content_tag"]) or value is None or f"turn:{key}" in self._warned:
+                continue
+            self._warned.add(f"turn:{key}")
+            logger.warning("llamafactory: turns of the file have a %r key, which LLaMA-Factory's sharegpt reading "
+                           "ignores (it reads %r and %r only): it is not read here either", key, tags["role_tag"],
+                           tags["content_tag"])
 
     def to_unified(self, raw: dict, ctx: RowContext) -> dict:
         try:
