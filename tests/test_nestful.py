@@ -174,14 +174,38 @@ def test_domains_are_derived_for_the_toy_rows():
 
 @pytest.mark.parametrize("text, value", [
     ("40.0", 40.0), ("3", 3), ("[5, 4]", [5, 4]), ("true", True), ("True", True), ("None", None),
-    ("{'color': 'red'}", {"color": "red"}), ("(1, 2)", [1, 2]), ("    [2]", [2]),
-    ("a is greater than b", "a is greater than b"), ("11.00", 11.0), ("nan", "nan"),
-    ("__import__('os').system('echo pwned')", "__import__('os').system('echo pwned')"),
+    ("{'color': 'red'}", {"color": "red"}), ("(1, 2)", [1, 2]), ("a is greater than b", "a is greater than b"),
+    ("nan", "nan"), ("__import__('os').system('echo pwned')", "__import__('os').system('echo pwned')"),
+    # Text that reads as a value neither json.dumps nor str() writes so: a string answer, str()-ed
+    ("    [2]", "    [2]"), ("11.00", "11.00"), ("0x10", "0x10"), ("[5,4]", "[5,4]"), ("'x'", "'x'"),
+    ('"11.00"', "11.00"), ('["\\u00e9"]', ["\u00e9"]), ("['\u00e9']", ["\u00e9"]),
 ])
 def test_gold_answer_strings_decode_json_then_literal_then_text_never_eval(text, value):
     from tooluse_datasets.builders.nestful.source import decode_gold_answer
     decoded = decode_gold_answer(text)
     assert decoded == value and type(decoded) is type(value)
+
+
+@pytest.mark.parametrize("writer", [str, json.dumps], ids=["str", "json.dumps"])
+def test_hf_text_gold_answers_of_the_toy_rows_load_as_their_github_values(tmp_path, cache_dir, writer):
+    """HF's gold_answer column is text, str() of the answer (the card says to eval it) or json.dumps of it. The toy
+    rows' string answers "11.00" and "    [2]", str()-ed, were read as 11.0 and [2], so their own gold calls no
+    longer reproduced them; neither writer makes that text of those values. Only a string that is also a dict's
+    JSON text cannot be told from the dict under str()."""
+    github = upstream_rows(TOY)
+    path = tmp_path / "hf.jsonl"
+    path.write_text("".join(json.dumps(dict(r, output=json.dumps(r["output"]), tools=json.dumps(r["tools"]),
+                                            gold_answer=writer(r["gold_answer"]))) + "\n" for r in github))
+    raw = td.load("nestful", "raw", data_files=str(path), split="train", cache_dir=cache_dir)
+    differ = {g["sample_id"]: (g["gold_answer"], r["gold_answer"]) for g, r in zip(github, raw)
+              if dumps(g["gold_answer"]) != dumps(r["gold_answer"])}
+    assert "11.00" in [g["gold_answer"] for g in github] and "    [2]" in [g["gold_answer"] for g in github]
+    if writer is json.dumps:
+        assert differ == {}
+    else:
+        (answer, read), = differ.values()
+        assert answer.startswith('{"user"') and read == json.loads(answer)
+    assert [r["gold_answer_text"] for r in raw] == [writer(g["gold_answer"]) for g in github]
 
 
 def test_rows_render_through_a_hermes_chat_template_without_reshaping(cache_dir):

@@ -4,9 +4,11 @@ null one reaches its scorer as the text ``null``, which it parses and counts. On
 has none. Both are ``None`` once decoded, so the package's rows keep the difference in ``gold_answer_text``."""
 from __future__ import annotations
 
+import ast
+import json
 from typing import Any, Mapping
 
-from tooluse_datasets.codec import loads_json_or_literal
+from tooluse_datasets.codec import loads_json_or_literal, try_loads
 from tooluse_datasets.errors import ToolUseDataError
 
 NULL_TEXT = "null"  # json.dumps(None): the text of a null gold answer in upstream's result files
@@ -16,12 +18,27 @@ def decode_gold_answer(text: str) -> Any:
     """json -> ``ast.literal_eval`` -> the text itself. Never ``eval``.
 
     A value JSON cannot hold (sets, complex, NaN...) stays the text; tuples become lists, which is what
-    the official pipeline's ``json.dumps`` makes of them.
+    the official pipeline's ``json.dumps`` makes of them. So does text that reads as a value but is not how that
+    value is written: HF's text is ``json.dumps`` or ``str()`` of the answer, and neither writes 11.0 as
+    ``"11.00"`` or [2] as ``"    [2]"``, so such text is a string answer, ``str()``-ed (the toy rows hold both).
     """
     try:
-        return loads_json_or_literal(text)
+        value = loads_json_or_literal(text)
     except ToolUseDataError:
         return text
+    return value if _written_as_read(text) else text
+
+
+def _written_as_read(text: str) -> bool:
+    """Whether ``text`` is what ``json.dumps`` (ASCII-escaped or not) or ``str()`` writes for the value it reads
+    as. Only a string answer ``str()``-ed gives text of another spelling (padding, trailing zeros, ``0x10``)."""
+    ok, value = try_loads(text)
+    try:
+        if ok:
+            return text in (json.dumps(value), json.dumps(value, ensure_ascii=False))
+        return str(ast.literal_eval(text.strip())) == text  # (a tuple as str() writes it, before it is a list)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return True  # a value no writer can write again (an int past str()'s limit): keep the reading
 
 
 def stored_as_text(row: Mapping) -> bool:
