@@ -16,8 +16,8 @@ from tooluse_datasets.builders.nestful.specs import output_fields
 from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, JsonValueError, MissingFieldError
 from tooluse_datasets.loading import sample_files
 
-from test_nestful_score import (MATH_ID, TOY, functions_dir, math_row, rows, upstream_line,  # noqa: F401 (fixtures)
-                                write_lines)
+from test_nestful_score import (CURRENT, MATH_ID, TOY, functions_dir, math_row, rows,  # noqa: F401 (fixtures)
+                                upstream_line, write_lines)
 from conftest import shared_data
 
 NETWORK_SAMPLE = "fa57c28a"  # needs the network: its gold sequence cannot reproduce in the sandbox
@@ -164,6 +164,30 @@ def test_keyed_gold_rows_in_hfs_string_form_score_as_their_github_form(tmp_path,
     as_hf = score_file(path, gold_rows={r["sample_id"]: r for r in hf}, executable_functions_dir=functions_dir)
     assert [s.win for s in as_hf.samples] == [s.win for s in as_github.samples] == [True, True]
     assert [i.gold_answer for i in read_results(path, gold_rows={r["sample_id"]: r for r in hf})] == ["40.0", "3"]
+
+
+def test_unified_rows_are_gold_rows_read_back_as_their_raw_rows(tmp_path, cache_dir, functions_dir):
+    """load("nestful") gives unified rows unless told "raw": as gold rows they crashed gold_rows_by_id with a bare
+    KeyError('sample_id'), and keyed by hand, each prediction's own line was reported as lacking 'output'. They
+    score as the raw rows they were made from; another source's unified row is a typed error naming it."""
+    from tooluse_datasets import load
+
+    gold_file = str(shared_data(*CURRENT))
+    unified = list(load("nestful", data_files=gold_file, split="train", cache_dir=cache_dir))
+    raw = list(load("nestful", "raw", data_files=gold_file, split="train", cache_dir=cache_dir))
+    first, second = rows(CURRENT)
+    path = write_lines(tmp_path / "predictions.jsonl", [{"sample_id": first["sample_id"], "calls": first["output"]},
+                                                        {"sample_id": second["sample_id"], "generated_text": "[]"}])
+    as_raw = score_file(path, gold_rows=gold_rows_by_id(raw), executable_functions_dir=functions_dir)
+    as_unified = score_file(path, gold_rows=gold_rows_by_id(unified), executable_functions_dir=functions_dir)
+    by_hand = score_file(path, gold_rows={r["meta"]["sample_id"]: r for r in unified},
+                         executable_functions_dir=functions_dir)
+    assert metrics(as_unified) == metrics(by_hand) == metrics(as_raw)
+    assert (as_raw.win_rate, as_raw.full_sequence_accuracy) == (0.5, 0.5)
+    other = {"id": "ms_swift/a/0", "source": "ms_swift", "messages": [], "meta": {}}
+    with pytest.raises(InvalidValueError) as info:
+        gold_rows_by_id(unified + [other])
+    assert (info.value.row, info.value.field) == (2, "source")
 
 
 def test_a_gold_answer_that_cannot_be_checked_is_refused_before_anything_runs(math_row):

@@ -39,6 +39,7 @@ from tooluse_datasets.shards.json_text import first_line
 from .execution import SandboxLimits, SequenceJob, SequenceResult, executable_functions, run_sequences
 from .execution.sandbox import ISOLATION
 from .gold import NULL_TEXT, decode_gold_answer, has_gold_answer
+from .source import NestfulSource
 from .specs import output_fields
 
 PARSERS = ("json", "hermes", "calls")
@@ -620,9 +621,35 @@ def _result_lines(path: str) -> Iterator[tuple[int, dict]]:
             yield row_number, record
 
 
+# Reads a unified gold row back as its raw row (the source's own reverse conversion; v2, no options involved)
+_UNIFIED_READER = NestfulSource()
+
+
+def as_gold_row(row: Any) -> Any:
+    """A gold row as scoring reads it: a raw or upstream NESTFUL row as it is, and a unified NESTFUL row (what
+    ``load("nestful")`` gives by default) as the raw row it was made from. A unified row of another source, or one
+    that cannot be read back, is an :class:`InvalidValueError` naming the field."""
+    if not isinstance(row, Mapping) or "output" in row or "messages" not in row:
+        return row
+    if row.get("source") != "nestful" or not isinstance(row.get("meta"), Mapping):
+        raise InvalidValueError(f"a unified row of source {row.get('source')!r} is not a NESTFUL gold row",
+                                field="source")
+    try:
+        return _UNIFIED_READER.from_unified(dict(row))
+    except (KeyError, TypeError, AttributeError, StopIteration) as exc:
+        reason = ("no user message" if isinstance(exc, StopIteration) else f"no {exc}" if isinstance(exc, KeyError)
+                  else f"{type(exc).__name__}: {exc}")
+        raise InvalidValueError(f"a unified NESTFUL row that cannot be read back as its raw row ({reason})",
+                                field="messages" if isinstance(exc, StopIteration) else "meta") from None
+
+
 def _item(gold: dict, sample_id: Any, prediction: Any, *, answer_is_text: bool, path: Optional[str],
           row: Optional[int]) -> ScoreItem:
-    """A gold row (a line of upstream's shape, or a raw NESTFUL row) and a prediction as a ScoreItem."""
+    """A gold row (a line of upstream's shape, or a raw or unified NESTFUL row) and a prediction as a ScoreItem."""
+    try:
+        gold = gold if answer_is_text else as_gold_row(gold)  # (a result line is upstream's shape, never unified)
+    except InvalidValueError as exc:
+        raise exc.at(file=path, row=row) from None
     for key in ("output", "tools", "gold_answer"):
         if key not in gold:
             raise MissingFieldError(f"the gold row of sample {sample_id!r} lacks {key!r}", file=path, row=row,
@@ -655,10 +682,10 @@ def read_results(path: Union[str, os.PathLike], gold_rows: Optional[Mapping[str,
       upstream's scorer (a sample_id on several such lines is scored on each);
     * predictions keyed by ``sample_id`` (``generated_text`` text, or ``calls``/``prediction``: text or an
       already-parsed list), joined to ``gold_rows`` (sample_id -> raw NESTFUL row, e.g. from
-      ``tooluse_datasets.load("nestful", "raw")``, or an upstream row in the GitHub or HF form, whose
-      ``gold_answer`` text is decoded as the loader decodes it). The gold rows are the benchmark: a sample_id predicted
-      on two lines is an error naming both, and each gold row no line predicts is an item with
-      :data:`NO_PREDICTION` (scored as a wrong answer), after the file's items.
+      ``tooluse_datasets.load("nestful", "raw")``, a unified one, read back as its raw row, or an upstream row in
+      the GitHub or HF form, whose ``gold_answer`` text is decoded as the loader decodes it). The gold rows are
+      the benchmark: a sample_id predicted on two lines is an error naming both, and each gold row no line
+      predicts is an item with :data:`NO_PREDICTION` (scored as a wrong answer), after the file's items.
 
     A file without any prediction is an error, and so are ``gold_rows`` given for a file with no keyed line
     (every line carries its own gold, so they would not be read: a ``ValueError`` rather than a score the
@@ -757,14 +784,23 @@ def score_file(path: Union[str, os.PathLike], *, gold_rows: Optional[Mapping[str
 
 def gold_rows_by_id(rows: Sequence[dict], locations: Optional[Sequence[tuple[str, int]]] = None
                     ) -> dict[str, dict]:
-    """Raw NESTFUL rows (``tooluse_datasets.load("nestful", "raw")``) by sample_id. Copies of a row (a file
-    read twice) are one gold row; two different rows with one sample_id are an error naming both, since a
-    keyed prediction could not say which it answers: by ``locations`` (``(file, row)`` of each row, in the
-    order of ``rows``) where given, else by their places in ``rows``."""
+    """NESTFUL rows by sample_id: raw (``tooluse_datasets.load("nestful", "raw")``), unified (read back as their raw
+    rows, :func:`as_gold_row`) or upstream's. Copies of a row (a file read twice) are one gold row; two different
+    rows with one sample_id are an error naming both, since a keyed prediction could not say which it answers: by
+    ``locations`` (``(file, row)`` of each row, in the order of ``rows``) where given, else by their places in
+    ``rows``."""
     by_id: dict[str, dict] = {}
     first_index: dict[str, int] = {}
     for index, row in enumerate(rows):
-        sample_id = row["sample_id"]
+        at = dict(zip(("file", "row"), locations[index])) if locations is not None else dict(row=index)
+        try:
+            row = as_gold_row(row)
+        except InvalidValueError as exc:
+            raise exc.at(source="nestful", **at) from None
+        sample_id = row.get("sample_id") if isinstance(row, Mapping) else None
+        if sample_id is None:
+            raise InvalidValueError("a gold row needs its sample_id (gold rows are NESTFUL rows: raw, unified or "
+                                    "upstream's)", field="sample_id", source="nestful", **at)
         first = by_id.setdefault(sample_id, row)
         if first is row:
             first_index.setdefault(sample_id, index)
