@@ -289,31 +289,90 @@ def test_a_data_file_rewritten_with_other_rows_and_its_time_kept_is_read_anew(tm
     assert loaded() == streamed()
 
 
-def test_download_mode_reads_files_rewritten_with_their_size_and_time_kept(tmp_path, cache_dir):
-    """The cache is keyed on the files' paths, sizes and modification times (as datasets keys it): a file
-    rewritten with all three kept (cp -p, rsync -a) is served from the cache until download_mode asks for a new
-    prepare, which then serves later loads and counts its reads once."""
+def _rewrite_in_place_keeping_size_and_time(path) -> str:
+    """Give the first message of ``path``'s first row another first letter, as an editor would (the file written in
+    place), then set its modification time back (``touch -r``, ``cp -p`` over it): path, size and modification time
+    are those of the old rows. Returns the new first content."""
     import json
 
-    path = tmp_path / "data.jsonl"
-    shutil.copy(td.sample_files("ms_swift")["train"][0], path)
-    before = td.load("ms_swift", data_files=str(path), split="train", cache_dir=cache_dir)[0]["messages"][0]["content"]
     stat = path.stat()
     lines = path.read_text().splitlines()
     row = json.loads(lines[0])
-    row["messages"][0]["content"] = "Z" + row["messages"][0]["content"][1:]
+    first = row["messages"][0]
+    first["content"] = ("Z" if first["content"][0] != "Z" else "Y") + first["content"][1:]
     lines[0] = json.dumps(row, ensure_ascii=False)
-    path.write_text("\n".join(lines) + "\n")
+    with open(path, "r+", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    assert path.stat().st_size == stat.st_size and before[0] != "Z"
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+    return first["content"]
+
+
+@pytest.mark.parametrize("how", ["data_files", "data_dir", "builder"])
+def test_a_data_file_rewritten_with_its_size_and_time_kept_is_read_anew(tmp_path, cache_dir, how):
+    """datasets keys a local file on its path and modification time, this package adds its size: an edit of the
+    same length with the time set back (cp -p, rsync -a of a same-size file, touch -r) was served from the cache
+    of the old rows. The status-change time, which every write sets and nothing sets back, is in the key too;
+    the file unchanged, the cache serves again."""
+    from tooluse_datasets.builders.ms_swift import MsSwiftBuilder
+
+    real = shared_data("ms_swift")
+    folder = tmp_path / "data"
+    folder.mkdir()
+    path = folder / "data.jsonl"
+    shutil.copy(real / "agent_support_doc_examples_en.jsonl", path)
+    where = {"data_dir": str(folder)} if how == "data_dir" else {"data_files": str(path)}
+
+    def loaded():
+        if how == "builder":
+            builder = MsSwiftBuilder(data_files=str(path), cache_dir=cache_dir)
+            builder.download_and_prepare()
+            ds = builder.as_dataset(split="train")
+            return list(td.exact(ds)), ds.cache_files[0]["filename"]
+        ds = td.load("ms_swift", split="train", cache_dir=cache_dir, **where)
+        return list(ds), ds.cache_files[0]["filename"]
+
+    before, first_cache = loaded()
+    assert loaded()[1] == first_cache  # unchanged: served from the cache
+    content = _rewrite_in_place_keeping_size_and_time(path)
+    assert before[0]["messages"][0]["content"] != content
+    after, second_cache = loaded()
+    assert second_cache != first_cache
+    assert after[0]["messages"][0]["content"] == content
+    assert after == list(td.load("ms_swift", split="train", streaming=True, **where))
+    assert loaded()[1] == second_cache
+
+
+@pytest.fixture
+def key_blind_to_rewrites(monkeypatch):
+    """Local files keyed as where the status-change time does not follow writes (on Windows ``st_ctime`` is the
+    creation time): a rewrite with the size and modification time kept is invisible to the key."""
+    def stamp(path):
+        try:
+            st = os.stat(path)
+        except (OSError, TypeError, ValueError):
+            return None
+        return f"{path}\0{st.st_size}\0{st.st_mtime_ns}"
+
+    monkeypatch.setattr(cache_keys, "_local_stamp", stamp)
+
+
+def test_download_mode_reads_files_rewritten_with_their_size_and_time_kept(tmp_path, cache_dir, key_blind_to_rewrites):
+    """A rewrite the key cannot see is served from the cache until download_mode asks for a new prepare, which
+    then serves later loads and counts its reads once."""
+    path = tmp_path / "data.jsonl"
+    shutil.copy(td.sample_files("ms_swift")["train"][0], path)
+    lines = path.read_text().splitlines()
+    before = td.load("ms_swift", data_files=str(path), split="train", cache_dir=cache_dir)[0]["messages"][0]["content"]
+    content = _rewrite_in_place_keeping_size_and_time(path)
 
     def first_content(**kwargs):
         return td.load("ms_swift", data_files=str(path), split="train", cache_dir=cache_dir,
                        **kwargs)[0]["messages"][0]["content"]
 
     assert first_content() == before  # served from the cache, as datasets would
-    assert first_content(download_mode="reuse_cache_if_exists") == "Z" + before[1:]
-    assert first_content() == "Z" + before[1:]
+    assert first_content(download_mode="reuse_cache_if_exists") == content
+    assert first_content() == content
     report = td.SkipReport()
     td.load("ms_swift", data_files=str(path), cache_dir=cache_dir, download_mode="force_redownload", report=report)
     assert report.rows_read == len(lines) and report.skipped == 0
@@ -324,29 +383,20 @@ def test_download_mode_reads_files_rewritten_with_their_size_and_time_kept(tmp_p
 
 
 @pytest.mark.parametrize("mode", ["force_redownload", "reuse_cache_if_exists"])
-def test_download_mode_with_a_split_prepares_again_the_cache_later_loads_of_it_read(tmp_path, cache_dir, mode):
+def test_download_mode_with_a_split_prepares_again_the_cache_later_loads_of_it_read(tmp_path, cache_dir, mode,
+                                                                                    key_blind_to_rewrites):
     """A split loaded with download_mode while every split is cached: the cache of every split, which later
     loads of the split read, is prepared again, not a cache of the split alone (later loads got the old rows
     again from the cache of every split)."""
-    import json
 
     real = shared_data("ms_swift")
     files = {"train": str(tmp_path / "train.jsonl"), "test": str(tmp_path / "test.jsonl")}
     shutil.copy(real / "custom_dataset_doc_agent_rows_en.jsonl", files["train"])
     shutil.copy(real / "agent_support_doc_examples_en.jsonl", files["test"])
     td.load("ms_swift", data_files=files, cache_dir=cache_dir)
-    path = tmp_path / "train.jsonl"
-    stat = path.stat()
-    lines = path.read_text().splitlines()
-    row = json.loads(lines[0])
-    first = row["messages"][0]
-    first["content"] = ("Z" if first["content"][0] != "Z" else "Y") + first["content"][1:]
-    lines[0] = json.dumps(row, ensure_ascii=False)
-    path.write_text("\n".join(lines) + "\n")
-    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    assert path.stat().st_size == stat.st_size  # the cache key cannot tell: only download_mode reads it again
+    content = _rewrite_in_place_keeping_size_and_time(tmp_path / "train.jsonl")
     streamed = list(td.load("ms_swift", data_files=files, split="train", streaming=True))
-    assert streamed[0]["messages"][0]["content"] == first["content"]
+    assert streamed[0]["messages"][0]["content"] == content
 
     assert list(td.load("ms_swift", data_files=files, split="train", cache_dir=cache_dir,
                         download_mode=mode)) == streamed

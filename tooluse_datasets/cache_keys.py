@@ -4,9 +4,11 @@
   or of NESTFUL's GitHub repository, ``hf://datasets/<repo>@main/...`` data files): a cache keyed on the branch
   name would serve the first commit's rows for ever after the branch moved on;
 * the files of a local folder the rows come from (``data_dir``, NESTFUL's ``executable_functions``): their names,
-  sizes and modification times, which datasets' key does not hold;
-* the sizes of local ``data_files``: datasets keys a local file on its path and modification time only, so a file
-  replaced by another with its time kept (``cp -p``, ``rsync -a``) was served from the cache of its old rows;
+  sizes, modification and status-change times, which datasets' key does not hold;
+* the sizes and status-change times of local ``data_files``: datasets keys a local file on its path and
+  modification time only, so a file replaced by another with its time kept (``cp -p``, ``rsync -a``, an edit
+  followed by ``touch -r``) was served from the cache of its old rows. A write always sets the status-change time
+  (``st_ctime``), which no one can set back (git's index checks it for the same reason);
 * the size and time of ``http(s)://`` data files: datasets keys them on their ETag only, and a server that sends
   none (Python's ``http.server``, many plain file servers) left nothing of the file in the key.
 
@@ -170,7 +172,8 @@ def data_dir_files(data_dir: str, patterns: Iterable[str]) -> list[str]:
 
 
 def files_digest(paths: Iterable[str]) -> str:
-    """A digest of files' names, sizes and modification times; unreadable ones end it (the reader says why)."""
+    """A digest of files' names, sizes, modification and status-change times; unreadable ones end it (the reader
+    says why)."""
     digest = hashlib.sha1()
     for path in paths:
         stamp = _local_stamp(path)
@@ -181,20 +184,22 @@ def files_digest(paths: Iterable[str]) -> str:
 
 
 def _local_stamp(path: Any) -> Optional[str]:
-    """A local file's name, size and modification time; None if it cannot be looked at."""
+    """A local file's name, size, modification and status-change times; None if it cannot be looked at. The
+    status-change time tells a file rewritten with its size and modification time kept: any write sets it, and
+    it cannot be set back (a chmod sets it too: that file is prepared again, never served stale)."""
     try:
         st = os.stat(path)
     except (OSError, TypeError, ValueError):
         return None
-    return f"{path}\0{st.st_size}\0{st.st_mtime_ns}"
+    return f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}"
 
 
 def data_files_digest(data_files: Any) -> Optional[str]:
     """A digest of what datasets' key leaves out of resolved ``data_files`` (a dict of split -> paths), in their
-    order: a local file's size (and time), an http(s) file's size, time and ETag (one metadata request each, none
-    offline; one that fails is a DataNotFoundError); None: no such file (``hf://`` and other file systems are
-    keyed by datasets on their commit or ETag). A local file that cannot be looked at is left out: reading it
-    reports why."""
+    order: a local file's size and times (modification and status change), an http(s) file's size, time and ETag
+    (one metadata request each, none offline; one that fails is a DataNotFoundError); None: no such file
+    (``hf://`` and other file systems are keyed by datasets on their commit or ETag). A local file that cannot be
+    looked at is left out: reading it reports why."""
     stamps = [stamp for files in (data_files or {}).values() for path in files
               if (stamp := _file_stamp(str(path).rsplit("::", 1)[-1])) is not None]  # a zip:// file: its archive
     return hashlib.sha1("\n".join(stamps).encode()).hexdigest()[:16] if stamps else None
