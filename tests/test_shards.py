@@ -412,6 +412,32 @@ def test_prepare_with_num_proc_divides_a_json_array_and_counts_every_skip(tmp_pa
         assert stream.n_shards == 1 and [r["id"] for r in stream] == [r["id"] for r in one]
 
 
+
+def test_a_json_array_rewritten_with_its_size_and_time_kept_is_cut_anew(tmp_path, cache_dir):
+    """The cuts of a JSON array are kept for the process, by file version: the same rows in another order, padded
+    to the same size and given back the old modification time (touch -r), were cut where the old elements began,
+    and the prepare with num_proc read the middles of elements as bad rows."""
+    import os
+
+    rows = [json.loads(line) for line in open(td.sample_files("ms_swift")["train"][0], encoding="utf-8")]
+    path = tmp_path / "agent.json"
+    path.write_text(json.dumps(rows), encoding="utf-8")
+    stat = path.stat()
+    options = dict(data_files=str(path), split="train", on_error="skip", cache_dir=cache_dir,
+                   shard_bytes=stat.st_size // 3)
+    assert len(td.load(num_proc=2, **options, source="ms_swift")) == len(rows)
+    text = json.dumps(rows[::-1])
+    with open(path, "r+", encoding="utf-8") as f:  # written in place, as an editor would
+        f.write(text[:-1] + " " * (stat.st_size - len(text)) + "]")
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+    report = td.SkipReport()
+    again = td.load(num_proc=2, report=report, **options, source="ms_swift")
+    assert report.to_dict()["by_reason"] == {} and report.rows_read == len(rows)
+    whole = td.load("ms_swift", **{**options, "cache_dir": f"{cache_dir}/whole"})  # no num_proc: not cut
+    assert again.to_list() == whole.to_list() and again[0]["id"] == "ms_swift/agent/0"
+    assert again[0]["messages"][0]["content"] == whole[0]["messages"][0]["content"] != rows[0]["messages"][0]["content"]
+
 # -- JSON rows parsed a few at a time -----------------------------------------------------------------------
 
 def test_json_rows_are_read_a_few_at_a_time_and_joined_where_a_batch_step_wants_batches(tmp_path):

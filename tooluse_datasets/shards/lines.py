@@ -105,18 +105,20 @@ def _first_line_start(f, start: int) -> int:
 # Row numbers of line starts readers reached, per file (this process): a reader of a later byte range counts
 # lines from the nearest known start before its own instead of from the top of the file, so reading a file's
 # shards in order scans it once, not once per shard.
-# A local file is known by its size and modification time too, so a file rewritten in place is counted anew.
+# A local file is known by its size and times too, so a file rewritten in place is counted anew.
 _LINE_NUMBERS: dict[tuple, dict[int, int]] = {}
 _MAX_REMEMBERED_FILES = 64
 
 
 def file_version(path: str) -> tuple:
-    """What tells a file's contents apart in this process: its path, size and modification time (a URL: its path)."""
+    """What tells a file's contents apart in this process: its path, size, modification and status-change times (a
+    URL: its path). Every write sets the status-change time and nothing sets it back, so a rewrite that keeps the
+    size and modification time (``touch -r``) is told apart too (see cache_keys)."""
     try:
         stat = os.stat(path)
     except (OSError, ValueError):  # a URL: pinned revisions do not change
         return (path,)
-    return (path, stat.st_size, stat.st_mtime_ns)
+    return (path, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
 
 
 def _remember_line_number(path: str, offset: int, row: int) -> None:
