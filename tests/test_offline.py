@@ -232,6 +232,49 @@ def test_https_upstream_offline_reads_the_file_an_online_load_downloaded(github,
         td.load("nestful", split="train", cache_dir=cache_dir, revision="c" * 40)
 
 
+def test_upstream_unreachable_after_an_online_load_names_the_offline_switch(github, cache_dir, monkeypatch):
+    """The network down (offline mode not on), a stream said only "cannot reach" and "give local files", though an
+    earlier map-style load had kept a copy that offline mode reads: it says so, naming the variable to set (a
+    map-style load reads that copy by itself). With nothing kept, no such advice."""
+    up, stop = github
+    online = list(td.load("nestful", split="train", cache_dir=cache_dir))  # downloads the upstream file
+    stop()
+    with pytest.raises(td.DataNotFoundError) as err:
+        td.load("nestful", split="train", cache_dir=cache_dir, streaming=True)
+    assert "cannot reach the upstream data" in str(err.value)
+    assert "an earlier load kept copies of these files: set HF_HUB_OFFLINE=1 to read them offline" in str(err.value)
+    with pytest.raises(td.DataNotFoundError) as nothing_kept:
+        td.load("nestful", split="train", cache_dir=f"{cache_dir}/other", streaming=True)
+    assert "cannot reach the upstream data" in str(nothing_kept.value) and "OFFLINE" not in str(nothing_kept.value)
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "0")  # read first: HF_HUB_OFFLINE would not turn offline mode on
+    with pytest.raises(td.DataNotFoundError, match="set HF_DATASETS_OFFLINE=1 to read them offline"):
+        td.load("nestful", split="train", cache_dir=cache_dir, streaming=True)
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")  # as advised: the copy is read
+    assert list(td.load("nestful", split="train", cache_dir=cache_dir, streaming=True)) == online
+
+
+def test_hf_data_files_unreachable_name_the_offline_switch_only_when_every_file_was_kept(tmp_path, monkeypatch):
+    from huggingface_hub import constants
+
+    commit = "d" * 40
+    repo = tmp_path / "hub" / "datasets--someone--tools"
+    (repo / "snapshots" / commit).mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    shutil.copy(td.sample_files("ms_swift")["train"][0], repo / "snapshots" / commit / "a.jsonl")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    for key in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")  # the Hub unreachable: connection refused
+    kept = "hf://datasets/someone/tools/a.jsonl"
+    with pytest.raises(td.DataNotFoundError, match="cannot reach the data files.*set HF_HUB_OFFLINE=1 to read them"):
+        td.load("ms_swift", data_files=kept, split="train", streaming=True)
+    assert offline.kept_copies_hint([kept]).endswith("set HF_HUB_OFFLINE=1 to read them offline")
+    assert offline.kept_copies_hint([kept, "hf://datasets/someone/tools/b.jsonl"]) == ""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # on already: the error is another one
+    assert offline.kept_copies_hint([kept]) == ""
+
+
 @pytest.mark.parametrize("streaming", [False, True])
 def test_https_upstream_offline_with_nothing_downloaded_advises_fetching_that_url_not_the_hub(cache_dir, monkeypatch,
                                                                                             streaming):

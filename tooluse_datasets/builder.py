@@ -35,7 +35,8 @@ from .cache_keys import (branches_read, cached_upstream_commits, commits_digest,
                          data_files_digest, hf_files_at_commits, upstream_commits)
 from .errors import LOCAL_FILES_HINT, DataNotFoundError, OnError, SkipReport, ToolUseDataError, check_on_error
 from .network import answered_in_chain, failure_text, hub_hint, is_network_error
-from .offline import local_copy, offline_data_files, offline_hint, offline_mode, remember_ref
+from .offline import (kept_copies_hint, local_copy, offline_data_files, offline_hint, offline_mode,
+                      remember_ref)
 from .pipeline import UNIFIED, ShardConverter, TableGroups, config_features
 from .shards.files import with_archive_files
 from .shards.paths import display_path
@@ -159,9 +160,10 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         except Exception as exc:  # resolving hf:// files offline, or with the Hub unreachable
             if self._data_files_given is None or not is_network_error(exc):
                 raise
+            named = [f for files in sanitize_patterns(kwargs["data_files"]).values() for f in files]
             raise DataNotFoundError(f"{self.SOURCE_CLASS.name}: cannot reach the data files: {failure_text(exc)} "
                                     f"(data_files={self._data_files_given!r}); offline, pass local copies of the "
-                                    f"files") from exc
+                                    f"files{kept_copies_hint(named)}") from exc
         self.skip_report = SkipReport()
         # Worker processes that convert the next shards ahead while streaming (set by load(num_proc=...)).
         self.stream_num_proc: Optional[int] = None
@@ -379,7 +381,9 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                 raise DataNotFoundError(f"{source.name}: a file of the upstream data ({where}) {what}: "
                                         f"{failure_text(exc)}") from exc
             if isinstance(exc, OSError) or is_network_error(exc):
-                raise _offline_error(source, where, failure_text(exc)) from exc
+                urls = [url for files in up.urls(revision).values() for url in files]
+                raise _offline_error(source, where, failure_text(exc) + kept_copies_hint(
+                    urls, self._cache_downloaded_dir)) from exc
             raise
 
     def _offline_upstream_copies(self, source: Source, urls: dict[str, list[str]], where: str) -> dict[str, list[str]]:

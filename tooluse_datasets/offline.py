@@ -44,6 +44,17 @@ def offline_hint(url: str) -> str:
     return f"load it once online map-style, which downloads the files (a stream downloads nothing), or {how}"
 
 
+def kept_copies_hint(urls: list[str], downloads_dir: Optional[str] = None) -> str:
+    """What to add to "cannot reach" when the network is down but an earlier load kept a copy of every file in
+    ``urls``: offline mode reads those copies (huggingface_hub and datasets fall back to them only when told to
+    be offline). Empty when a copy is missing or offline mode is on already."""
+    if not urls or offline_mode() or any(local_copy(url, downloads_dir) is None for url in urls):
+        return ""
+    # datasets reads HF_DATASETS_OFFLINE first: set to "0", HF_HUB_OFFLINE would not turn it on
+    variable = "HF_HUB_OFFLINE" if os.environ.get("HF_DATASETS_OFFLINE") is None else "HF_DATASETS_OFFLINE"
+    return f"; an earlier load kept copies of these files: set {variable}=1 to read them offline"
+
+
 def _repo_cache(repo: str) -> str:
     from huggingface_hub import constants
     from huggingface_hub.file_download import repo_folder_name
