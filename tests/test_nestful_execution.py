@@ -1874,6 +1874,48 @@ def test_an_edited_functions_folder_is_run_again_not_served_from_the_cache(funct
     assert results() == after  # unchanged since: served from the cache
 
 
+
+def test_a_library_installed_after_a_prepare_runs_the_functions_again(functions_dir, tmp_path, cache_dir,
+                                                                      monkeypatch):
+    """What the functions return depends on the libraries they import: a prepare made before the library was
+    installed (every call of a function importing it an ImportError) was served after `pip install`, the rows
+    dropped for ever. Where each imported library would be loaded from is part of the cache key."""
+    import importlib
+    import shutil
+
+    folder = tmp_path / "executable_functions"
+    shutil.copytree(functions_dir, folder)
+    with open(folder / "basic_functions.py", "a") as f:  # add() now needs a library that is not installed yet
+        f.write("\n\ndef add(arg_0, arg_1):\n    import tooluse_probe_library\n\n"
+                "    return tooluse_probe_library.VALUE\n")
+    libraries = tmp_path / "site-packages"
+    libraries.mkdir()
+    monkeypatch.syspath_prepend(str(libraries))
+
+    def loaded():
+        report = td.SkipReport()
+        ds = td.load("nestful", data_files=td.sample_files("nestful"), split="train", execute=True,
+                     executable_functions=str(folder), on_error="skip", cache_dir=cache_dir, report=report)
+        return ds, report
+
+    before, report = loaded()
+    assert "ModuleNotFoundError" in " ".join(e.message for e in report.examples)
+    assert all(m["content"] != "42" for row in before for m in row["messages"] if m["role"] == "tool")
+    (libraries / "tooluse_probe_library.py").write_text("VALUE = 42\n")  # pip install
+    importlib.invalidate_caches()
+    after, report = loaded()
+    assert "ModuleNotFoundError" not in " ".join(e.message for e in report.examples)
+    assert len(after) > len(before)
+    assert any(m["content"] == "42" for row in after for m in row["messages"] if m["role"] == "tool")
+    assert loaded()[0].cache_files == after.cache_files  # unchanged since: served from the cache
+
+
+def test_the_pinned_functions_import_the_libraries_their_cache_key_names(functions_dir):
+    from tooluse_datasets.builders.nestful.execution.environment import (PINNED_THIRD_PARTY_IMPORTS,
+                                                                        third_party_imports)
+
+    assert tuple(third_party_imports(functions_dir)) == PINNED_THIRD_PARTY_IMPORTS
+
 # --------------------------------------------------------------------------------------------------
 # Limits that would not limit are refused up front, naming the limit
 

@@ -29,13 +29,19 @@ class Builder(ToolUseBuilder):
         # files are part of the cache key, so an edited function (another checkout at the same path) is run
         # again instead of the cached results served. (The default, pinned folder is checked by checksum.) The
         # folder is checked first: one that is not a functions folder fails the load or mirror here, not in
-        # every shard (as a mirror's shard failure, "retry", that no retry mends).
-        folder = config_kwargs.get("executable_functions")
-        if not config_kwargs.get("execute") or folder is None:
+        # every shard (as a mirror's shard failure, "retry", that no retry mends). What the functions return also
+        # depends on the interpreter and the libraries they import, pinned folder or not (execution.environment).
+        if not config_kwargs.get("execute"):
             return None
         from .execution import check_functions_dir
+        from .execution.environment import PINNED_THIRD_PARTY_IMPORTS, environment_digest, third_party_imports
 
-        return tree_digest(check_functions_dir(folder))
+        folder = config_kwargs.get("executable_functions")
+        if folder is None:
+            return environment_digest(PINNED_THIRD_PARTY_IMPORTS)
+        folder = check_functions_dir(folder)
+        tree = tree_digest(folder)
+        return f"{tree}-{environment_digest(third_party_imports(folder, tree))}"
 
 
 NestfulBuilder = Builder
