@@ -611,6 +611,36 @@ def test_toolmind_split_cells_that_are_not_utf8_are_reported_rows(tmp_path, cach
     assert sorted((e.row, e.field) for e in report.examples) == [(i, "split") for i in bad]
 
 
+@pytest.mark.parametrize("bad_cell", [False, True], ids=["utf8", "one_cell_not_utf8"])
+def test_a_toolmind_split_column_of_string_views_splits_as_strings_do(tmp_path, cache_dir, bad_cell):
+    """A `split` column stored as string_view (Arrow's other string layout, which writers such as Polars use) is
+    text: it was refused as "not strings", and every row loaded into one `train` split with no error."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(td.sample_files("toolmind")["train"][0]).to_pylist()
+    rows = rows[::2] + rows[1::2]  # splits interleaved: a batch selects several runs of its rows
+    splits = [r["split"].encode() for r in rows]
+    if bad_cell:
+        splits[3] = b"\xed\xa0\x80" + splits[3]  # a lone surrogate's bytes: not UTF-8
+    messages = [r["messages"] for r in rows]
+    results = {}
+    for layout in (pa.binary(), pa.binary_view()):
+        text = pa.string() if layout == pa.binary() else pa.string_view()
+        path = tmp_path / f"{text}.parquet"
+        pq.write_table(pa.table({"messages": messages, "split": pa.array(splits, layout).view(text)}), path,
+                       row_group_size=4)
+        assert pq.read_schema(path).field("split").type == text
+        results[text] = load_both("toolmind", str(path), f"{cache_dir}/{text}")
+    for mode in ("map", "stream"):
+        (plain, plain_report), (views, views_report) = results[pa.string()][mode], results[pa.string_view()][mode]
+        assert list(views) == list(plain) != ["train"], mode
+        assert {name: [r["messages"] for r in rows] for name, rows in views.items()} == \
+            {name: [r["messages"] for r in rows] for name, rows in plain.items()}, mode
+        assert views_report.rows_read == len(rows) and views_report.skipped == plain_report.skipped == int(bad_cell)
+        assert [(e.row, e.field) for e in views_report.examples] == [(3, "split")] * bad_cell, mode
+
+
 def test_a_toolmind_parquet_whose_split_column_is_not_text_is_reported_row_by_row(tmp_path, cache_dir):
     import pyarrow as pa
     import pyarrow.parquet as pq

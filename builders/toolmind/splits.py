@@ -254,7 +254,8 @@ def _parquet_file_values(path: str, pf: pq.ParquetFile, split_column: str) -> Op
     column_type = pf.schema_arrow.field(split_column).type
     if pa.types.is_dictionary(column_type):
         column_type = column_type.value_type
-    if not (pa.types.is_string(column_type) or pa.types.is_large_string(column_type)):
+    if not (pa.types.is_string(column_type) or pa.types.is_large_string(column_type)
+            or pa.types.is_string_view(column_type)):
         raise InvalidValueError(f"the {split_column!r} column holds {column_type}, not strings; pass "
                                 f"split_column=None (and data_files splits) if it is not the source identifier",
                                 file=display_path(path), field=split_column)
@@ -271,12 +272,19 @@ def _parquet_file_values(path: str, pf: pq.ParquetFile, split_column: str) -> Op
                 by_row_group.append(set())
                 undecodable.add(rg)
                 continue
-            values, bad = _decoded_unique(column)
+            values, bad = _decoded_unique(_plain_strings(column))
             by_row_group.append(values)
             if bad:
                 undecodable.add(rg)
     return _FileValues(path, set().union(*by_row_group) if by_row_group else set(), by_row_group,
                        frozenset(undecodable), pf.metadata)
+
+
+def _plain_strings(values: Any) -> Any:
+    """A split column's cells as Arrow strings: a string_view column (Polars' layout) has no kernels for the
+    comparisons and binary views used here. The cast copies the bytes without checking them, so a cell that is
+    not UTF-8 is still found (and reported) as such."""
+    return values.cast(pa.large_string()) if pa.types.is_string_view(values.type) else values
 
 
 def _decoded_unique(values: Any) -> tuple[set, list[bytes]]:
@@ -476,7 +484,7 @@ def _select(record_batch: pa.RecordBatch, column: Optional[str], value: Optional
             first_row: int, *, report_undecodable: bool = False) -> list[NativeItem]:
     if not column:
         return parquet_batch_rows(record_batch, first_row)
-    values = record_batch.column(column)
+    values = _plain_strings(record_batch.column(column))
     try:
         # Split names are short: compared in Python, a batch's selection costs a few us, where the compute
         # kernels (equal, fill_null, sum) cost ~100 us a batch, more than a us a row.
@@ -492,9 +500,25 @@ def _select(record_batch: pa.RecordBatch, column: Optional[str], value: Optional
         return bad
     if len(indices) == record_batch.num_rows:
         return parquet_batch_rows(record_batch, first_row)
-    rows = parquet_batch_rows(record_batch.take(pa.array(indices, pa.int64())), 0)
-    items = [(first_row + i, row) for i, (_, row) in zip(indices, rows)]
+    try:
+        rows = parquet_batch_rows(record_batch.take(pa.array(indices, pa.int64())), 0)
+    except pa.ArrowNotImplementedError:  # no take kernel for view columns (string_view): the selected runs
+        items = [item for start, stop in _runs(indices)
+                 for item in parquet_batch_rows(record_batch.slice(start, stop - start), first_row + start)]
+    else:
+        items = [(first_row + i, row) for i, (_, row) in zip(indices, rows)]
     return sorted(items + bad, key=lambda item: item[0]) if bad else items
+
+
+def _runs(indices: list[int]) -> Iterator[tuple[int, int]]:
+    """``[start, stop)`` of each run of consecutive numbers in the ascending ``indices``."""
+    start = previous = indices[0]
+    for i in indices[1:]:
+        if i != previous + 1:
+            yield start, previous + 1
+            start = i
+        previous = i
+    yield start, previous + 1
 
 
 def _undecodable_rows(values: pa.Array, column: str, first_row: int) -> list[NativeItem]:
