@@ -439,6 +439,44 @@ def test_a_parquet_file_is_planned_once_for_the_loads_of_its_splits(tmp_path, mo
     assert len(planned) == 2 and again == [i for i in first if int(i.rsplit("/", 1)[1]) < 60]
 
 
+@pytest.mark.parametrize("member", ["rows.parquet", "rows.jsonl"])
+def test_a_zip_archive_rewritten_is_planned_anew(tmp_path, member):
+    """A file of a zip archive is known by the archive's size and time too: the plan of the archive's earlier
+    contents (row groups, line ranges) read the new rows as its old splits, here every one of them lost."""
+    import os
+    import zipfile
+
+    rows = pq.read_table(td.sample_files("toolmind")["train"][0]).to_pylist()
+    archive = tmp_path / "rows.zip"
+
+    def write(part: list[dict], mtime: int) -> None:
+        inner = tmp_path / member
+        if member.endswith(".parquet"):
+            pq.write_table(pa.Table.from_pylist(part), inner, row_group_size=2)
+        else:
+            write_jsonl(inner, part)
+        with zipfile.ZipFile(archive, "w") as zf:
+            zf.write(inner, member)
+        os.utime(archive, (mtime, mtime))
+
+    def splits() -> dict[str, list[str]]:
+        loaded = td.load("toolmind", "raw", data_files=str(archive), streaming=True, on_error="skip")
+        return {name: [r["messages"][1]["content"] for r in ds] for name, ds in loaded.items()}
+
+    def expected(part: list[dict]) -> dict[str, list[str]]:
+        by_split: dict[str, list[str]] = {}
+        for row in part:
+            by_split.setdefault(hf_split_name(row["split"]), []).append(json.loads(row["messages"])[1]["content"])
+        return by_split
+
+    synthetic = [r for r in rows if r["split"] == "synthetic"]
+    others = [r for r in rows if r["split"] != "synthetic"]
+    write(synthetic, 1_700_000_000)
+    assert splits() == expected(synthetic)
+    write(others, 1_700_000_100)
+    assert splits() == expected(others)
+
+
 def test_a_split_of_a_jsonl_file_parses_only_its_own_lines(tmp_path, monkeypatch):
     """Planning reads every line once and notes each row's split, parsing only the lines that do not end with
     a plain split value; a split then parses only its own lines (and the first split also those of no split,

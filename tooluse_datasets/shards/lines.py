@@ -113,9 +113,11 @@ _MAX_REMEMBERED_FILES = 64
 def file_version(path: str) -> tuple:
     """What tells a file's contents apart in this process: its path, size, modification and status-change times (a
     URL: its path). Every write sets the status-change time and nothing sets it back, so a rewrite that keeps the
-    size and modification time (``touch -r``) is told apart too (see cache_keys)."""
+    size and modification time (``touch -r``) is told apart too (see cache_keys). A file of a zip archive
+    (``zip://<member>::<archive>``) has the archive's: rewritten, the archive holds other rows at the same member
+    path."""
     try:
-        stat = os.stat(path)
+        stat = os.stat(path.split("::")[-1])
     except (OSError, ValueError):  # a URL: pinned revisions do not change
         return (path,)
     return (path, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
