@@ -420,6 +420,42 @@ def test_a_truncated_compressed_file_keeps_every_row_before_the_cut(tmp_path, ca
     assert [r["field"] for r in report.rows] == ["<file>"] and report.rows_read == complete + 1
 
 
+@pytest.mark.parametrize("streaming", [False, True], ids=["prepare", "streaming"])
+def test_a_truncated_compressed_file_keeps_its_rows_in_their_splits(tmp_path, cache_dir, streaming):
+    """A file cut short was taken for one that cannot be read at all: its rows before the cut all loaded into
+    one `train` split (or, beside another file, were each reported as having no split value), and a split
+    asked of it was the file's error. Its rows keep their splits, and the cut is one error, reported once."""
+    import gzip
+    import zlib
+
+    rows = pq.read_table(td.sample_files("toolmind")["train"][0]).to_pylist() * 20
+    packed = gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode())
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(packed[: len(packed) * 2 // 3])
+    complete = zlib.decompressobj(31).decompress(cut.read_bytes()).count(b"\n")
+    expected: dict[str, int] = {}
+    for row in rows[:complete]:
+        expected[hf_split_name(row["split"])] = expected.get(hf_split_name(row["split"]), 0) + 1
+    assert 21 < complete < len(rows) and len(expected) == 7
+    report = SkipReport(keep_all=True)
+    loaded = td.load("toolmind", "raw", data_files=str(cut), streaming=streaming, on_error="skip", report=report,
+                     cache_dir=cache_dir)
+    assert {name: [r["split"] for r in ds] for name, ds in loaded.items()} == \
+        {name: [r["split"] for r in rows[:complete] if hf_split_name(r["split"]) == name] for name in expected}
+    assert [(r["row"], r["field"]) for r in report.rows] == [(None, "<file>")]
+    assert report.rows_read == complete + 1
+    for split in ("tau_train", "synthetic"):  # one split alone: its rows, and the cut reported by it
+        report = SkipReport(keep_all=True)
+        ds = td.load("toolmind", "raw", data_files=str(cut), split=split, streaming=streaming, on_error="skip",
+                     report=report, cache_dir=f"{cache_dir}/{split}")  # (not from the cache of every split)
+        assert len(list(ds)) == expected[split]
+        assert [(r["row"], r["field"]) for r in report.rows] == [(None, "<file>")]
+    with pytest.raises(InvalidValueError, match="cannot be read") as info:
+        for ds in td.load("toolmind", data_files=str(cut), streaming=streaming, cache_dir=f"{cache_dir}/raise").values():
+            list(ds)
+    assert info.value.file.endswith("cut.jsonl.gz") and info.value.field == "<file>"
+
+
 def test_a_parquet_file_is_planned_once_for_the_loads_of_its_splits(tmp_path, monkeypatch, generated):
     """The training split, then the evaluation split, of one file: the second load reuses the plan (the split
     values of every row group); a file rewritten since is planned anew."""

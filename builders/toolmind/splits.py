@@ -351,7 +351,7 @@ def _plan_json(path: str, split_column: str, shard_bytes: int) -> Optional[_File
     shard = whole_file_shard(path)
     batches = read_lines(shard, 1000, parse=_split_reader(split_column)) if shard.kind == LINES else \
         read_shard(shard, 1000)
-    for batch in batches:
+    for batch in _before_damage(batches):
         for (row_number, row), (row_after, offset_after) in zip(batch.items, batch.positions):
             rows_read = row_number + 1
             value = row.get(split_column) if isinstance(row, dict) else None
@@ -369,6 +369,20 @@ def _plan_json(path: str, split_column: str, shard_bytes: int) -> Optional[_File
         return None
     return _FileValues(path, set(bitmap_by_value), bitmap_by_value=bitmap_by_value, unassigned_bitmap=unassigned,
                        rows_read=rows_read, spans_by_value=spans, unassigned_spans=unassigned_spans)
+
+
+def _before_damage(batches: Iterator[RawBatch]) -> Iterator[RawBatch]:
+    """``batches`` up to a file error that comes after rows (a compressed file cut short): the rows before it
+    are planned into their splits, and reading meets the error again (:func:`read_split_rows`). An error
+    before any row is the file's: it cannot tell its splits."""
+    read_rows = False
+    try:
+        for batch in batches:
+            read_rows = read_rows or bool(batch.items)
+            yield batch
+    except ToolUseDataError:
+        if not read_rows:
+            raise
 
 
 # How far from a line's end planning looks for its last member (the split key and a plain string value).
@@ -426,18 +440,26 @@ def read_split_rows(shard: Shard, split_column: Optional[str], selection: Option
                     yield RawBatch(items, [(n + 1, 0) for n, _ in items])
         return
     reports = selection.reports_errors(shard.file) if column else None
-    for batch in read_shard(shard, batch_size, resume, selection.wanted_rows(shard.file) if column else None):
-        if column is None:
-            yield batch
-            continue
-        items, positions = [], []
-        for (row_number, row), position in zip(batch.items, batch.positions):
-            kept = _json_row(row, row_number, column, selection, reports)
-            if kept is not None:
-                items.append((row_number, kept))
-                positions.append(position)
-        if items:
-            yield RawBatch(items, positions)
+    wanted = selection.wanted_rows(shard.file) if column else None
+    try:
+        for batch in read_shard(shard, batch_size, resume, wanted):
+            if column is None:
+                yield batch
+                continue
+            items, positions = [], []
+            for (row_number, row), position in zip(batch.items, batch.positions):
+                kept = _json_row(row, row_number, column, selection, reports)
+                if kept is not None:
+                    items.append((row_number, kept))
+                    positions.append(position)
+            if items:
+                yield RawBatch(items, positions)
+    except ToolUseDataError:
+        # A planned file damaged past its planned rows (_before_damage): every split reading it meets the damage
+        # after its own rows; the split that reports rows of no split reports it, once.
+        if wanted is not None and not selection.report_unassigned:
+            return
+        raise
 
 
 def _unassigned_rows(shard: Shard, column: str, batch_size: int,
