@@ -641,6 +641,31 @@ def test_a_toolmind_split_column_of_string_views_splits_as_strings_do(tmp_path, 
         assert [(e.row, e.field) for e in views_report.examples] == [(3, "split")] * bad_cell, mode
 
 
+def test_a_toolmind_split_column_of_nulls_only_is_read_as_null_cells(tmp_path, cache_dir):
+    """pandas and pyarrow type a column whose cells are all None as `null`, not string: such a file's rows were
+    each reported as having no split column (beside other files) or loaded into `train` (alone), where the same
+    rows in JSON Lines, or a string column of nulls, load into the `unlabeled` split."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sample = td.sample_files("toolmind")["train"][0]
+    unlabeled = [{**row, "split": None} for row in pq.read_table(sample).to_pylist()[:4]]
+    nulls = tmp_path / "nulls.parquet"
+    pq.write_table(pa.Table.from_pylist(unlabeled), nulls, row_group_size=3)
+    assert pa.types.is_null(pq.read_schema(nulls).field("split").type)
+    lines = tmp_path / "nulls.jsonl"
+    lines.write_text("".join(json.dumps(row) + "\n" for row in unlabeled))
+    for files in ([str(nulls)], [sample, str(nulls)]):
+        results = load_both("toolmind", files, f"{cache_dir}/{len(files)}")
+        as_lines = load_both("toolmind", [str(lines) if f == str(nulls) else f for f in files],
+                             f"{cache_dir}/lines{len(files)}")
+        for mode, (splits, report) in results.items():
+            assert [r["messages"] for r in splits["unlabeled"]] == \
+                [r["messages"] for r in as_lines[mode][0]["unlabeled"]], mode
+            assert list(splits) == list(as_lines[mode][0]) and "train" not in splits, mode
+            assert len(splits["unlabeled"]) == 4 and report.skipped == 0, mode
+
+
 def test_a_toolmind_parquet_whose_split_column_is_not_text_is_reported_row_by_row(tmp_path, cache_dir):
     import pyarrow as pa
     import pyarrow.parquet as pq

@@ -254,6 +254,11 @@ def _parquet_file_values(path: str, pf: pq.ParquetFile, split_column: str) -> Op
     column_type = pf.schema_arrow.field(split_column).type
     if pa.types.is_dictionary(column_type):
         column_type = column_type.value_type
+    if pa.types.is_null(column_type):
+        # Every cell null (pandas and pyarrow type an all-None column so): null cells, as in a string column
+        by_row_group = [{None} if pf.metadata.row_group(rg).num_rows else set()
+                        for rg in range(pf.metadata.num_row_groups)]
+        return _FileValues(path, set().union(*by_row_group), by_row_group, metadata=pf.metadata)
     if not (pa.types.is_string(column_type) or pa.types.is_large_string(column_type)
             or pa.types.is_string_view(column_type)):
         raise InvalidValueError(f"the {split_column!r} column holds {column_type}, not strings; pass "
