@@ -456,6 +456,29 @@ def test_a_truncated_compressed_file_keeps_its_rows_in_their_splits(tmp_path, ca
     assert info.value.file.endswith("cut.jsonl.gz") and info.value.field == "<file>"
 
 
+@pytest.mark.parametrize("split_column", ["split", None])
+def test_a_truncated_compressed_file_with_an_id_column_keeps_its_rows(tmp_path, cache_dir, split_column):
+    """Reading the ids of a file cut short (id_column=) met the cut and failed the whole file before its rows
+    were read: every row was lost, and with splits the cut was reported by each of them."""
+    import gzip
+    import zlib
+
+    rows = [{**row, "uuid": f"u{i}"} for i, row in
+            enumerate(pq.read_table(td.sample_files("toolmind")["train"][0]).to_pylist() * 20)]
+    packed = gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode())
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(packed[: len(packed) * 2 // 3])
+    complete = zlib.decompressobj(31).decompress(cut.read_bytes()).count(b"\n")
+    assert 21 < complete < len(rows)
+    for streaming in (False, True):
+        report = SkipReport(keep_all=True)
+        loaded = td.load("toolmind", data_files=str(cut), streaming=streaming, on_error="skip", report=report,
+                         cache_dir=cache_dir, id_column="uuid", split_column=split_column)
+        ids = sorted(r["id"].rsplit("/", 1)[1] for ds in loaded.values() for r in ds)
+        assert ids == sorted(f"u{i}" for i in range(complete)), streaming
+        assert [(r["row"], r["field"]) for r in report.rows] == [(None, "<file>")], streaming
+
+
 def test_a_parquet_file_is_planned_once_for_the_loads_of_its_splits(tmp_path, monkeypatch, generated):
     """The training split, then the evaluation split, of one file: the second load reuses the plan (the split
     values of every row group); a file rewritten since is planned anew."""

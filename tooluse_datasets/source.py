@@ -232,10 +232,13 @@ def _column_values(path: str, column: str) -> Iterator[tuple[int, Any]]:
         except ToolUseDataError:  # not Parquet: the reader reports it
             pass
         return
-    for batch in read_shard(whole_file_shard(path), 1000):
-        for row, native in batch.items:
-            if isinstance(native, dict):
-                yield row, native.get(column)
+    try:
+        for batch in read_shard(whole_file_shard(path), 1000):
+            for row, native in batch.items:
+                if isinstance(native, dict):
+                    yield row, native.get(column)
+    except ToolUseDataError:  # damaged (a compressed file cut short): the reader reports it, after the rows before it
+        return
 
 
 def ids_of_rows(items: Iterable[tuple[int, Any]], column: str) -> Iterator[tuple[int, str]]:
