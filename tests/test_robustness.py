@@ -240,6 +240,23 @@ def test_a_json_object_wrapping_the_rows_is_refused_naming_the_key_that_holds_th
         assert len(loaded["map"][0]["train"]) == len(rows) and loaded["map"][1].skipped == 0
 
 
+def test_a_json_object_wrapping_toolmind_rows_beside_split_files_is_refused_naming_the_key(tmp_path, cache_dir):
+    """Beside a file with `split` values, the wrapper (no `split` of its own) was reported as a file with no
+    split column, hiding the rows in its list: it is refused naming the key that holds them, as when alone."""
+    import pyarrow.parquet as pq
+
+    sample = td.sample_files("toolmind")["train"][0]
+    rows = pq.read_table(sample).to_pylist()
+    wrapped = tmp_path / "wrapped.json"
+    wrapped.write_text(json.dumps({"version": 1, "data": rows}))
+    results = load_both("toolmind", [sample, str(wrapped)], cache_dir)
+    for mode, (splits, report) in results.items():
+        assert sum(map(len, splits.values())) == len(rows) and report.skipped == 1, mode
+        [error] = report.examples
+        assert (error.error, error.file, error.row, error.field) == ("InvalidValueError", str(wrapped), 0, "data")
+        assert f"its 'data' holds a list of {len(rows)} rows" in error.message, mode
+
+
 def test_rows_that_are_not_objects_or_not_utf8_are_named_in_json_terms_and_by_byte(tmp_path):
     """Messages said 'a JSON NoneType/list' and, for a Latin-1 line, 'str is not valid UTF-8: surrogates not
     allowed: line 1 column 1 (char 0)' (no byte, a wrong place)."""

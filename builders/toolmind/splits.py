@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tooluse_datasets import codec
-from tooluse_datasets.errors import InvalidValueError, MissingFieldError, ToolUseDataError
+from tooluse_datasets.errors import InvalidValueError, MissingFieldError, ToolUseDataError, wrapped_rows_error
 from tooluse_datasets.shards.lines import file_version, read_lines
 from tooluse_datasets.shards.parquet import (UnreadableRows, iter_parquet_batches, open_parquet, parquet_batch_rows,
                                              parquet_row_offsets)
@@ -470,11 +470,17 @@ def read_split_rows(shard: Shard, split_column: Optional[str], selection: Option
 def _unassigned_rows(shard: Shard, column: str, batch_size: int,
                      resume: Optional[tuple[int, int]]) -> Iterator[RawBatch]:
     for batch in read_shard(shard, batch_size, resume):
-        batch.items = [(n, row if isinstance(row, ToolUseDataError) else MissingFieldError(
-            f"this file gives its rows no {column!r} value (no such text column) while other files do, so they "
-            f"belong to no split (pass data_files as a dict of splits, or split_column=None)", field=column))
-            for n, row in batch.items]
+        batch.items = [(n, row if isinstance(row, ToolUseDataError) else _no_split_value(row, column))
+                       for n, row in batch.items]
         yield batch
+
+
+def _no_split_value(row: Any, column: str) -> ToolUseDataError:
+    """The error of a row in a file that gives no split value while other files do; an object wrapping rows
+    that have one (``{"data": [...]}``) is named as such, as it is when read alone."""
+    return (isinstance(row, dict) and wrapped_rows_error(row, (column,))) or MissingFieldError(
+        f"this file gives its rows no {column!r} value (no such text column) while other files do, so they "
+        f"belong to no split (pass data_files as a dict of splits, or split_column=None)", field=column)
 
 
 def _unreadable_rows_of_split(pf: pq.ParquetFile, unreadable: UnreadableRows, column: Optional[str],
