@@ -1566,6 +1566,21 @@ def test_a_split_value_named_all_gets_a_split_of_its_own_in_both_modes(tmp_path,
     assert all(name.lower() != "all" for name in names)
 
 
+def test_split_values_whose_names_differ_in_case_alone_get_names_that_differ_otherwise(tmp_path, cache_dir):
+    """Split names become file names (``toolmind-<split>.arrow`` in the cache, an export's ``<split>.jsonl``): on
+    a file system that ignores case (macOS, Windows) `Tau` and `tau` were one file, one split's rows written over
+    the other's. The second name gets a short hash, as names that collide outright do."""
+    rows = [native_row(conversation(), split) for split in ("tau", "Tau", "When2Call", "when2call")]
+    path = write_parquet(tmp_path / "case.parquet", rows)
+    ds = td.load("toolmind", data_files=path, cache_dir=cache_dir)
+    assert len({name.lower() for name in ds}) == len(ds) == 4
+    assert ds["When2Call"]["subset"] == ["When2Call"] and ds["Tau"]["subset"] == ["Tau"]
+    assert sorted(r["subset"] for name in ds if name not in ("When2Call", "Tau") for r in ds[name]) == \
+        ["tau", "when2call"]
+    files = {Path(f["filename"]).name.lower() for name in ds for f in ds[name].cache_files}
+    assert len(files) == 4
+
+
 def test_a_bridge_read_back_is_reused_only_where_it_still_bridges_to_the_same_tool(tmp_path):
     # Rows written in toolmind form and read back keep their bridge texts by position. Dropping the first exchange
     # (splitting a multi-turn row) shifts the positions: the first call's bridge ("... `get_time` ...") must not

@@ -211,15 +211,15 @@ def split_names(values: set) -> dict[Optional[str], str]:
     would collide or be too long get a short hash of the value appended (the value itself stays in
     ``subset`` / ``split``)."""
     names: dict[Optional[str], str] = {}
-    taken: set[str] = set()
+    taken: set[str] = set()  # lower-cased: names become file names, which macOS and Windows compare ignoring case
     for value in sorted(values, key=table_order):
         name = hf_split_name(value)
         # "all" (any case) is datasets' keyword for the union of the splits: no split may be named so.
-        if len(name) > MAX_SPLIT_NAME or name in taken or name.lower() == "all":
+        if len(name) > MAX_SPLIT_NAME or name.lower() in taken or name.lower() == "all":
             digest = hashlib.sha1(repr(value).encode()).hexdigest()[:8]
             name = f"{name[:MAX_SPLIT_NAME - 9]}_{digest}"
         names[value] = name
-        taken.add(name)
+        taken.add(name.lower())
     return names
 
 
