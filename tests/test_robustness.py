@@ -683,6 +683,30 @@ def test_a_toolmind_split_column_of_nulls_only_is_read_as_null_cells(tmp_path, c
             assert len(splits["unlabeled"]) == 4 and report.skipped == 0, mode
 
 
+def test_a_toolmind_parquet_with_two_split_columns_splits_by_the_value_its_rows_hold(tmp_path, cache_dir):
+    """Two columns named `split` (a careless concat) stopped every load with a bare KeyError ("Column split does
+    not exist in schema"). A row holds the last column's value, as a JSON object holds a repeated key's last
+    value: the rows are split by it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tooluse_datasets.builders.toolmind.upstream import hf_split_name
+
+    sample = td.sample_files("toolmind")["train"][0]
+    table = pq.read_table(sample)
+    stale = pa.array(["synthetic"] * table.num_rows)
+    twice = tmp_path / "twice.parquet"
+    columns = [table["messages"], stale, table["split"]]
+    pq.write_table(pa.Table.from_arrays(columns, names=["messages", "split", "split"]), twice, row_group_size=4)
+    for files in ([str(twice)], [sample, str(twice)]):
+        results = load_both("toolmind", files, f"{cache_dir}/{len(files)}", config="raw")
+        assert results["map"][0] == results["stream"][0]
+        splits, report = results["map"]
+        assert report.skipped == 0 and sum(map(len, splits.values())) == table.num_rows * len(files)
+        assert len(splits) == 7
+        assert all(hf_split_name(r["split"]) == name for name, rows in splits.items() for r in rows)
+
+
 def test_a_toolmind_parquet_whose_split_column_is_not_text_is_reported_row_by_row(tmp_path, cache_dir):
     import pyarrow as pa
     import pyarrow.parquet as pq

@@ -251,7 +251,7 @@ def _parquet_values(path: str, split_column: str) -> Optional[_FileValues]:
 def _parquet_file_values(path: str, pf: pq.ParquetFile, split_column: str) -> Optional[_FileValues]:
     if split_column not in pf.schema_arrow.names:
         return None
-    column_type = pf.schema_arrow.field(split_column).type
+    column_type = pf.schema_arrow.field(pf.schema_arrow.get_all_field_indices(split_column)[-1]).type
     if pa.types.is_dictionary(column_type):
         column_type = column_type.value_type
     if pa.types.is_null(column_type):
@@ -272,7 +272,7 @@ def _parquet_file_values(path: str, pf: pq.ParquetFile, split_column: str) -> Op
             by_row_group.append(single)
         else:
             try:
-                column = pf.read_row_group(rg, columns=[split_column]).column(split_column)
+                column = _split_cells(pf.read_row_group(rg, columns=[split_column]), split_column)
             except (pa.ArrowInvalid, OSError):  # a damaged row group: its rows are reported by the first split
                 by_row_group.append(set())
                 undecodable.add(rg)
@@ -335,12 +335,20 @@ def _single_value(rg_meta: pq.RowGroupMetaData, leaf: Optional[int]) -> Optional
 
 def _leaf_index(pf: pq.ParquetFile, column: str) -> Optional[int]:
     """Index of the Parquet leaf column holding ``column`` (leaves differ from Arrow fields when other
-    columns are nested, e.g. a native list `conversations`)."""
+    columns are nested, e.g. a native list `conversations`); the last, where several are so named."""
     schema = pf.schema
+    found = None
     for i in range(len(schema)):
         if schema.column(i).path == column:
-            return i
-    return None
+            found = i
+    return found
+
+
+def _split_cells(columns: Any, column: str) -> Any:
+    """The cells of ``column`` in a table or record batch. Of several columns so named, the last: a row read
+    from the file holds its value (``to_pylist`` keeps a repeated name's last, as JSON keeps a repeated key's),
+    so the row is read by the split its value names."""
+    return columns.column(columns.schema.get_all_field_indices(column)[-1])
 
 
 def _plan_json(path: str, split_column: str, shard_bytes: int) -> Optional[_FileValues]:
@@ -490,7 +498,7 @@ def _unreadable_rows_of_split(pf: pq.ParquetFile, unreadable: UnreadableRows, co
     if not column:
         return unreadable.items()
     try:
-        values = pf.read_row_group(unreadable.row_group, columns=[column]).column(column).to_pylist()
+        values = _split_cells(pf.read_row_group(unreadable.row_group, columns=[column]), column).to_pylist()
     except (pa.ArrowInvalid, OSError, UnicodeDecodeError):
         # Statistics that name the group's values planned it into those splits only: the first of them
         # reports it. Otherwise the group was planned into the first split, which reports it.
@@ -517,7 +525,7 @@ def _select(record_batch: pa.RecordBatch, column: Optional[str], value: Optional
             first_row: int, *, report_undecodable: bool = False) -> list[NativeItem]:
     if not column:
         return parquet_batch_rows(record_batch, first_row)
-    values = _plain_strings(record_batch.column(column))
+    values = _plain_strings(_split_cells(record_batch, column))
     try:
         # Split names are short: compared in Python, a batch's selection costs a few us, where the compute
         # kernels (equal, fill_null, sum) cost ~100 us a batch, more than a us a row.
