@@ -908,6 +908,20 @@ def test_uuid_id_column(tmp_path):
     assert first["meta"]["extra"] == {"uuid": "e96ea105-34ba-5ca0-8f24-8e8746655d64"}
 
 
+def test_an_id_column_named_twice_in_a_parquet_file_gives_the_last_ones_ids(tmp_path, cache_dir):
+    """Two Parquet columns named by id_column (a careless concat) made reading the ids a bare KeyError ('Field
+    "uuid" exists 2 times in schema') in the middle of a stream. A row holds the last column's value (as JSON
+    keeps a repeated key's last value): its ids are read, repeats numbered by them."""
+    table = pa.Table.from_pylist([native_row(conversation()) for _ in range(4)])
+    stale, uuids = pa.array(["x", "y", "z", "w"]), pa.array(["a", "b", "a", "c"])
+    path = tmp_path / "twice.parquet"
+    pq.write_table(table.append_column("uuid", stale).append_column("uuid", uuids), path, row_group_size=2)
+    for streaming in (True, False):
+        ds = td.load("toolmind", data_files=str(path), split="synthetic", id_column="uuid", streaming=streaming,
+                     cache_dir=cache_dir)
+        assert [r["id"].removeprefix("toolmind/synthetic/") for r in ds] == ["a", "b", "a#2", "c"], streaming
+
+
 def test_ids_from_an_id_column_stay_unique_and_the_same_whoever_reads_the_row(tmp_path, cache_dir):
     """A repeated id gets '#<row>' after its first holder in the file (it was repeated as it was: 21 rows of
     the sample had 7 ids with id_column='split'), in every reader: a later shard, a resumed stream, a worker

@@ -217,7 +217,9 @@ def _parquet_column_values(pf: pq.ParquetFile, column: str) -> Iterator[tuple[in
     first = 0
     for rg in range(pf.metadata.num_row_groups):
         try:  # group by group: a damaged group's rows are reported by the reader, the others keep their ids
-            values = pf.read_row_group(rg, columns=[column]).column(column).to_pylist()
+            table = pf.read_row_group(rg, columns=[column])
+            # (of several columns so named, the last: a row read from the file holds its value)
+            values = table.column(table.schema.get_all_field_indices(column)[-1]).to_pylist()
         except (pa.ArrowInvalid, OSError, UnicodeDecodeError):
             values = []
         yield from enumerate(values, first)
