@@ -346,6 +346,18 @@ def test_a_split_column_the_user_names_must_exist(tmp_path, cache_dir, streaming
     assert list(ds) == ["x"]
 
 
+@pytest.mark.parametrize("option", ["split_column", "id_column", "messages_column"])
+@pytest.mark.parametrize("streaming", [True, False], ids=["streaming", "map"])
+def test_an_empty_column_name_is_refused_before_anything_is_read(tmp_path, cache_dir, option, streaming):
+    """split_column="" (``--option split_column=`` on the command line) put every row in one `train` split, and
+    id_column="" numbered rows by position, both silently, where an empty messages_column was refused: None is
+    how a column is left out."""
+    with pytest.raises(ValueError, match=f"^{option} must name a column"):
+        td.load("toolmind", data_files=td.sample_files("toolmind"), streaming=streaming, cache_dir=cache_dir,
+                **{option: ""})
+    assert not list(Path(cache_dir).glob("**/*.arrow"))
+
+
 def test_jsonl_rows_outside_every_split_are_reported_not_dropped(tmp_path):
     good = native_row(conversation())
     path = tmp_path / "rows.jsonl"

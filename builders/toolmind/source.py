@@ -118,6 +118,9 @@ class ToolMindSource(Source):
             raise ValueError(f"arguments_key must be one of {P.ARGUMENT_KEYS}, got {self.options.arguments_key!r}")
         if not self.options.messages_column:
             raise ValueError("messages_column must name a column")
+        for option in ("split_column", "id_column"):  # "" would leave the column out silently, as None does
+            if getattr(self.options, option) == "":
+                raise ValueError(f"{option} must name a column, or be None to leave it out")
 
     # -- splits and reading ---------------------------------------------------------------------------
 
