@@ -743,6 +743,12 @@ class ExactFeatures(Features):
                     del batch[name]
         return batch
 
+    def chat_shapers(self) -> list[tuple[str, Decoder]]:
+        """``(column, shape)`` for each chat column: ``shape`` gives that column's messages, as a converter builds
+        them (Python values, JSON leaves already decoded), the chat shape decoding their stored form gives."""
+        shape = _chat_shape(None)  # nothing left to decode: only the shape
+        return [(name, shape) for name in self.chat_columns]
+
     def _holds_messages(self, example: dict) -> bool:
         """Whether a row (or batch) read holds the conversation, so that its empty media columns go. Read without
         it, as the columns a function asked for (``map(..., input_columns=["images"])``, a format's ``columns=``),

@@ -379,8 +379,7 @@ def python_row_finisher(features: Features) -> Callable[[dict], dict]:
     # Other configs hold no unified messages: their rows need every struct's declared keys, and messages decoded in
     # chat shape (the swift format's: codec._is_chat_messages) that shape too.
     normalize = _compile_struct_normalizer(features)
-    exact = ExactFeatures(features)
-    shapes = [(name, exact._decoders[name]) for name in exact.chat_columns]
+    shapes = ExactFeatures(features).chat_shapers()
     if not shapes or normalize is None:
         return normalize
 
