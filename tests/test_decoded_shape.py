@@ -406,3 +406,23 @@ def test_decoded_rows_make_a_dataset_again_with_from_list(source, cache_dir):
             again = datasets.Dataset.from_list(rows, features=features)
             assert again.column_names == list(td.UNIFIED_FEATURES)
             assert json_bytes(list(td.exact(again))) == json_bytes(rows)
+
+
+@pytest.mark.parametrize("source", sorted(td.SOURCES))
+def test_a_map_gives_its_rows_in_the_chat_shape_without_exact_again(source, cache_dir):
+    """datasets' writer gives a map-style ``map`` output fresh plain ``Features``: its rows came back with every key
+    (``tool_calls: []`` on each answer, an empty call turn under Hermes-3's template; ``images: []``, which TRL
+    takes for vision data) unless passed through ``td.exact`` again. A column added or the messages rewritten,
+    the rows are the ones the function returned, in the decoded shape."""
+    ids_rewritten = 0
+    for ds in td.load(source, data_files=td.sample_files(source), cache_dir=cache_dir).values():
+        rows = list(ds)
+        counted = ds.map(lambda r: {"turns": len(r["messages"])})
+        assert list(counted) == [{**r, "turns": len(r["messages"])} for r in rows]
+        rewritten = ds.map(td.short_call_ids)
+        assert list(rewritten) == [td.short_call_ids(r) for r in rows]
+        ids_rewritten += sum(a != b for a, b in zip(rewritten, rows))
+        for row in list(counted) + list(rewritten) + [rewritten[0]]:
+            assert_chat_shape(row)
+        assert call_arguments(rewritten) == call_arguments(rows)  # exact: 0.3 and 12.5 among NESTFUL's
+    assert ids_rewritten > 0

@@ -314,3 +314,27 @@ def test_mirror_card_names_the_templates_plain_rows_break_and_its_remedy_renders
     for row, ids in zip(reference, trainer.train_dataset["input_ids"]):
         if refusal("hermes3", row) is None:
             assert_rendered(row, tokenizer.decode(ids), "hermes3")
+
+
+def test_sft_trainer_trains_on_every_answer_of_a_mapped_dataset(samples, tmp_path):
+    """The README's rewrites are maps (``ds.map(td.reasoning_in_content)`` for a template without reasoning).
+    datasets gave a map-style ``map`` output plain ``Features``, so its rows reached SFTTrainer with every key:
+    ``images: []`` (TRL refused the text as vision data) and ``tool_calls: []`` on each answer, which Hermes-3
+    renders as an empty call turn, the answer lost."""
+    ds = samples["toolmind"]
+    mapped = ds.map(td.reasoning_in_content)
+    tokenizer = byte_tokenizer(TEMPLATES["hermes3"])
+    config = SFTConfig(output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=2, max_length=None,
+                       report_to="none", save_strategy="no", use_cpu=True, bf16=False, disable_tqdm=True)
+    trainer = SFTTrainer(model=tiny_model(len(tokenizer)), args=config, train_dataset=mapped,
+                         processing_class=tokenizer)
+    answers = reasoning = 0
+    for row, ids in zip(ds, trainer.train_dataset["input_ids"]):
+        expected = td.reasoning_in_content(row)
+        text = tokenizer.decode(ids)
+        assert text == tokenizer.apply_chat_template(expected["messages"], tools=expected["tools"], tokenize=False)
+        assert_rendered(expected, text, "hermes3")
+        answers += sum(1 for m in row["messages"] if m["role"] == "assistant" and not m.get("tool_calls"))
+        reasoning += sum(1 for m in row["messages"] if m.get("reasoning_content") and not m.get("tool_calls"))
+    assert answers >= 10 and reasoning >= 1
+    assert trainer.train().global_step == 1

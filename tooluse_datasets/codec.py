@@ -632,9 +632,9 @@ class ExactFeatures(Features):
     generic recursion. Under the tensor formats (``with_format("numpy")``, torch, jax, tensorflow) datasets
     hands them numpy values, which they decode to the same exact values, in the shape datasets' own decoding
     gives a plain ``Json()`` column there. The subclass survives ``copy``, ``reorder_fields_as`` and pickling,
-    so ``shuffle``, ``select``, ``filter`` and ``to_iterable_dataset`` keep it (``select_columns``, ``rename_column(s)``
-    and ``flatten_indices`` through the wrappers installed below); where datasets builds fresh ``Features`` (e.g. the
-    output of ``map``), the ``ExactJson`` leaves still decode exactly.
+    so ``shuffle``, ``select``, ``filter`` and ``to_iterable_dataset`` keep it (``select_columns``, ``rename_column(s)``,
+    ``flatten_indices`` and a map-style ``map`` through the wrappers installed below); where datasets builds fresh
+    ``Features`` otherwise, the ``ExactJson`` leaves still decode exactly.
     """
 
     def __init__(self, *args, **kwargs):
@@ -866,8 +866,11 @@ def _install_column_operations_keeping_features() -> None:
     streaming) and ``flatten_indices`` rebuild the dataset's features as a plain ``Features``, so their rows came
     back with every key: after ``ds.select_columns(["messages", "tools"])`` Hermes-3 rendered each final answer
     (``tool_calls: []``) as an empty call turn, and a kept ``images: []`` made TRL take the text for vision data.
-    Their result keeps the class of the features it came from (recompiled for its columns). Installed once per
-    process on import."""
+    Their result keeps the class of the features it came from (recompiled for its columns). So does a map-style
+    ``map``, whose writer infers fresh features: after ``ds.map(td.short_call_ids)`` (or any map adding a column)
+    the rows came back with every key too, and went to ``SFTTrainer`` that way unless passed through ``td.exact``
+    again. (Its values are written by this package's writer, marked as ours; a stream's ``map`` hands on the
+    function's rows as they are.) Installed once per process on import."""
     from datasets import Dataset, IterableDataset
 
     def keep(out, self, *args):
@@ -877,7 +880,7 @@ def _install_column_operations_keeping_features() -> None:
 
     # (``_fast_select_column`` is how ``ds["messages"]`` reads one column: its rows kept every key.)
     for cls, names in ((Dataset, ("select_columns", "rename_column", "rename_columns", "flatten_indices",
-                                  "cast_column", "cast", "_fast_select_column")),
+                                  "cast_column", "cast", "_fast_select_column", "map")),
                        (IterableDataset, ("select_columns", "rename_column", "rename_columns", "cast_column", "cast"))):
         for name in names:
             if getattr(cls, name, None) is not None:  # a datasets without it: left as it is
