@@ -426,3 +426,27 @@ def test_a_map_gives_its_rows_in_the_chat_shape_without_exact_again(source, cach
             assert_chat_shape(row)
         assert call_arguments(rewritten) == call_arguments(rows)  # exact: 0.3 and 12.5 among NESTFUL's
     assert ids_rewritten > 0
+
+
+def _yield_rows(rows):
+    yield from rows
+
+
+@pytest.mark.parametrize("source", sorted(td.SOURCES))
+def test_a_dataset_made_from_decoded_rows_with_their_features_gives_them_back(source, cache_dir, tmp_path):
+    """``from_list``, ``from_dict`` and ``from_generator`` with ``features=ds.features`` built plain ``Features``: the
+    rows came back with every key (``images: []``, which TRL refuses as vision data, ``tool_calls: None`` on each
+    answer), also once concatenated with ``ds``; and ``from_dict`` of a batch without media failed
+    ("Keys mismatch")."""
+    for ds in td.load(source, data_files=td.sample_files(source), cache_dir=cache_dir).values():
+        rows = list(ds)
+        made = {"from_list": datasets.Dataset.from_list(rows, features=ds.features),
+                "from_dict": datasets.Dataset.from_dict(ds[:], features=ds.features),
+                "from_generator": datasets.Dataset.from_generator(_yield_rows, features=ds.features,
+                                                                  gen_kwargs={"rows": rows},
+                                                                  cache_dir=str(tmp_path / "generated"))}
+        for how, again in made.items():
+            assert json_bytes(list(again)) == json_bytes(rows), how
+            assert json_bytes(list(datasets.concatenate_datasets([ds, again]))) == json_bytes(rows + rows), how
+            for row in again:
+                assert_chat_shape(row)

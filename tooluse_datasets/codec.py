@@ -1072,6 +1072,60 @@ def _install_from_list_taking_decoded_rows() -> None:
     Dataset.from_list = classmethod(patched_once(original, from_list, "_takes_decoded_rows"))
 
 
+def _install_constructors_keeping_exact_features() -> None:
+    """``Dataset.from_dict`` (behind ``from_list``) and ``Dataset.from_generator`` given :class:`ExactFeatures`
+    (``features=ds.features``) gave the new dataset datasets' plain ``Features``: its rows came back with every key,
+    ``images: []`` (TRL refused it as vision data) and ``tool_calls: None`` on each answer, and a
+    ``concatenate_datasets`` of it with ``ds`` fell back to plain ``Features`` too. The new dataset keeps the class
+    of the features given (foreign where ``from_dict`` is handed Arrow arrays, whose JSON text it does not write).
+    ``from_dict`` of a decoded batch (``ds[:8]``) failed ("Keys mismatch") where no row of the batch had media:
+    such a media column is given as the empty lists it stands for, as ``from_list`` gives it for a row.
+    Installed once per process on import."""
+    from datasets import Dataset
+
+    from_dict_original = Dataset.from_dict.__func__
+
+    def from_dict(cls, mapping, features=None, info=None, *args, **kwargs):
+        given = features if features is not None else getattr(info, "features", None)  # (datasets replaces info's)
+        media = _media_of_unified(given)
+        if media and isinstance(mapping, dict) and mapping and not all(c in mapping for c in media):
+            mapping = _with_media_columns(mapping, given, media)
+        out = from_dict_original(cls, mapping, features, info, *args, **kwargs)
+        arrow_given = isinstance(mapping, dict) and any(isinstance(v, (pa.Array, pa.ChunkedArray))
+                                                        for v in mapping.values())
+        _keep_exact_class(out, given, arrow_given)
+        return out
+
+    Dataset.from_dict = classmethod(patched_once(from_dict_original, from_dict, "_keeps_exact_features"))
+
+    from_generator_original = Dataset.from_generator
+
+    def from_generator(generator, features=None, *args, **kwargs):
+        out = from_generator_original(generator, features, *args, **kwargs)
+        _keep_exact_class(out, features, foreign=False)  # its rows are encoded through the features given
+        return out
+
+    Dataset.from_generator = staticmethod(patched_once(from_generator_original, from_generator,
+                                                       "_keeps_exact_features"))
+
+
+def _keep_exact_class(out: Any, given: Any, foreign: bool) -> None:
+    """Gives ``out`` (a new Dataset) the class of ``given`` where these are :class:`ExactFeatures` and datasets
+    rebuilt plain ones; ``foreign``: its JSON text was not written by this package's writer."""
+    made = getattr(getattr(out, "_info", None), "features", None)
+    if isinstance(given, ExactFeatures) and made is not None and not isinstance(made, ExactFeatures):
+        cls = ForeignExactFeatures if foreign else type(given)
+        out._info.features = cls(dict(made))
+
+
+def _with_media_columns(mapping: dict, features: dict, media: tuple) -> dict:
+    """A columnar ``mapping`` with every media column, ``[]`` for each row where it left one out, its columns in the
+    order of ``features``."""
+    rows = len(next(iter(mapping.values())))
+    columns = [c for c in features if c in mapping or c in media] + [c for c in mapping if c not in features]
+    return {c: mapping[c] if c in mapping else [[] for _ in range(rows)] for c in columns}
+
+
 def _with_media(row: dict, features: dict, media: tuple) -> dict:
     """The row with every media column, ``[]`` where it left one out, its columns in the order of ``features`` (the
     first row's keys order the columns)."""
@@ -1091,6 +1145,7 @@ def _media_of_unified(features: Any) -> tuple:
 _install_merged_info_features()
 _install_mixed_stream_features()
 _install_from_list_taking_decoded_rows()
+_install_constructors_keeping_exact_features()
 _install_column_operations_keeping_features()
 _install_add_item_encoding_the_item()
 
