@@ -848,7 +848,9 @@ def _install_mixed_stream_features() -> None:
     from datasets import combine, iterable_dataset
 
     def keep(out, dsets, *args):
-        exact = _merged_exact_features([d.features for d in dsets])
+        # (a member without features, a mapped stream, is mixed with the features resolved for it below)
+        exact = _merged_exact_features([d.features if d.features is not None else
+                                        getattr(d, "_resolved_exact_features", None) for d in dsets])
         if exact is not None and out.features is not None and dict(out.features) == dict(exact):
             out._info.features = exact
 
@@ -859,6 +861,73 @@ def _install_mixed_stream_features() -> None:
         setattr(iterable_dataset, name, wrapped)
         if hasattr(combine, name):
             setattr(combine, name, wrapped)
+
+
+def _install_stream_features_resolved_from_exact_ones() -> None:
+    """A stream's ``map`` (without ``features=``) has no features, and ``interleave_datasets``,
+    ``concatenate_datasets`` and ``push_to_hub`` infer them from its first rows with pyarrow's inference, which
+    fails on unified rows (arguments of differing types: ``ArrowInvalid: Could not convert '$var_1.result$'``):
+    mixing streams after the README's ``ds.map(td.short_call_ids)`` stopped with a bare traceback. Where the map
+    reads a stream with :class:`ExactFeatures`, a column its first rows hold as those features declare it keeps
+    its feature (unified messages keep their media columns), the others are inferred alone, as datasets infers
+    them. Installed once per process on import."""
+    from datasets import IterableDataset
+
+    original = IterableDataset._resolve_features
+
+    def resolve_features(self):
+        if self.features is None and not self._ex_iterable.is_typed:
+            exact = _exact_features_read_by(self._ex_iterable)
+            resolved = _features_of_head(self, exact) if exact is not None else None
+            if resolved is not None:
+                self._resolved_exact_features = resolved  # for the mix's features (above)
+                out = copy.copy(self)  # as datasets' own: the same stream, with features
+                out._info = self.info.copy()
+                out._info.features = resolved
+                return out
+        return original(self)
+
+    IterableDataset._resolve_features = patched_once(original, resolve_features, "_resolves_exact_features")
+
+
+def _exact_features_read_by(ex_iterable: Any) -> Optional["ExactFeatures"]:
+    """The :class:`ExactFeatures` of the nearest typed stream step that ``ex_iterable`` reads (through maps and
+    filters), or None."""
+    while ex_iterable is not None:
+        features = getattr(ex_iterable, "features", None)
+        if ex_iterable.is_typed:
+            return features if isinstance(features, ExactFeatures) else None
+        ex_iterable = getattr(ex_iterable, "ex_iterable", None)
+    return None
+
+
+def _features_of_head(stream: Any, exact: "ExactFeatures") -> Optional["ExactFeatures"]:
+    """Features of ``stream``'s first rows: ``exact``'s feature for each column that holds its values there, the
+    others inferred alone; None where a column cannot be inferred (datasets' own inference then says why)."""
+    from datasets.features.features import get_nested_type
+    from datasets.iterable_dataset import _infer_features_from_batch
+
+    head = stream.with_format(None)._head()
+    columns = {}
+    for name, values in head.items():
+        feature = exact.get(name)
+        if feature is not None:
+            try:
+                encoded = ExactFeatures({name: feature}).encode_column(values, name)
+                pa.array(encoded, type=storage_type(get_nested_type(feature)))
+                columns[name] = feature
+                continue
+            except (InvalidJsonError, JsonValueError, pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError,
+                    KeyError, AttributeError):
+                pass  # the map changed the column: inferred as datasets infers it
+        try:
+            columns[name] = _infer_features_from_batch({name: values})[name]
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            return None
+    if any(columns.get(name) == exact[name] for name in exact.chat_columns):
+        columns.update((c, exact[c]) for c in exact.omitted_empty_media if c not in columns)
+    ordered = [c for c in exact if c in columns] + [c for c in columns if c not in exact]
+    return type(exact)({c: columns[c] for c in ordered})
 
 
 def _install_column_operations_keeping_features() -> None:
@@ -1144,6 +1213,7 @@ def _media_of_unified(features: Any) -> tuple:
 
 _install_merged_info_features()
 _install_mixed_stream_features()
+_install_stream_features_resolved_from_exact_ones()
 _install_from_list_taking_decoded_rows()
 _install_constructors_keeping_exact_features()
 _install_column_operations_keeping_features()
