@@ -450,3 +450,18 @@ def test_a_dataset_made_from_decoded_rows_with_their_features_gives_them_back(so
             assert json_bytes(list(datasets.concatenate_datasets([ds, again]))) == json_bytes(rows + rows), how
             for row in again:
                 assert_chat_shape(row)
+
+
+def test_a_map_returning_arrow_tables_with_text_from_another_writer_keeps_integers_beyond_64_bits(nestful):
+    """A map's output keeps exact features; a function may return Arrow tables whose JSON text another writer wrote,
+    without this package's mark on integers beyond 64 bits, so that text is read as ``td.exact`` reads it (read as
+    ours, ``{"x": 2**70 + 1}`` came back as the float 1.1805916207174113e+21)."""
+    import pyarrow as pa
+
+    def foreign_meta(table):
+        text = pa.array(['{"x":%d}' % (2**70 + 1)] * table.num_rows, type=table.schema.field("meta").type)
+        return table.set_column(table.schema.get_field_index("meta"), "meta", text)
+
+    mapped = nestful.with_format("arrow").map(foreign_meta, batched=True).with_format(None)
+    assert [row["meta"] for row in mapped] == [{"x": 2**70 + 1}] * len(nestful)
+    assert [row["messages"] for row in mapped] == [row["messages"] for row in nestful]

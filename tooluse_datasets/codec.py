@@ -938,8 +938,9 @@ def _install_column_operations_keeping_features() -> None:
     Their result keeps the class of the features it came from (recompiled for its columns). So does a map-style
     ``map``, whose writer infers fresh features: after ``ds.map(td.short_call_ids)`` (or any map adding a column)
     the rows came back with every key too, and went to ``SFTTrainer`` that way unless passed through ``td.exact``
-    again. (Its values are written by this package's writer, marked as ours; a stream's ``map`` hands on the
-    function's rows as they are.) Installed once per process on import."""
+    again. Its JSON text is read as ``td.exact`` reads it, since a function may return Arrow tables holding text
+    from any writer. (A stream's ``map`` hands on the function's rows as they are.) Installed once per process on
+    import."""
     from datasets import Dataset, IterableDataset
 
     def keep(out, self, *args):
@@ -947,9 +948,15 @@ def _install_column_operations_keeping_features() -> None:
         if isinstance(given, ExactFeatures) and made is not None and not isinstance(made, ExactFeatures):
             out._info.features = type(given)(dict(made))
 
+    def keep_rewritten(out, self, *args):
+        given, made = self._info.features, out._info.features
+        if isinstance(given, ExactFeatures) and made is not None and not isinstance(made, ExactFeatures):
+            out._info.features = ForeignExactFeatures(dict(made))
+
+    Dataset.map = _keeping_exact_features(Dataset.map, keep_rewritten)
     # (``_fast_select_column`` is how ``ds["messages"]`` reads one column: its rows kept every key.)
     for cls, names in ((Dataset, ("select_columns", "rename_column", "rename_columns", "flatten_indices",
-                                  "cast_column", "cast", "_fast_select_column", "map")),
+                                  "cast_column", "cast", "_fast_select_column")),
                        (IterableDataset, ("select_columns", "rename_column", "rename_columns", "cast_column", "cast"))):
         for name in names:
             if getattr(cls, name, None) is not None:  # a datasets without it: left as it is
