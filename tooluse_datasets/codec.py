@@ -927,7 +927,8 @@ def _features_of_head(stream: Any, exact: "ExactFeatures") -> Optional["ExactFea
     if any(columns.get(name) == exact[name] for name in exact.chat_columns):
         columns.update((c, exact[c]) for c in exact.omitted_empty_media if c not in columns)
     ordered = [c for c in exact if c in columns] + [c for c in columns if c not in exact]
-    return type(exact)({c: columns[c] for c in ordered})
+    # foreign: the map may hand on Arrow tables holding JSON text from any writer (as a map-style map's output)
+    return ForeignExactFeatures({c: columns[c] for c in ordered})
 
 
 def _install_column_operations_keeping_features() -> None:
