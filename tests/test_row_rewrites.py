@@ -87,3 +87,54 @@ def test_short_call_ids_rewrites_every_id_and_its_results_consistently(rows):
             if old["role"] == "tool" and old.get("tool_call_id") in mapping:
                 assert new["tool_call_id"] == mapping[old["tool_call_id"]]
         assert td.short_call_ids(row) == out  # the same in every run
+
+
+REWRITES = (td.short_call_ids, td.one_call_per_turn, td.reasoning_in_content)
+
+
+def _parallel_row(rows: list[dict]) -> dict:
+    """A real row whose first call turn makes several calls, each answered (NESTFUL, ToolMind)."""
+    return next(row for row in rows if any(len(m.get("tool_calls") or []) > 1 for m in row["messages"])
+                and any(m["role"] == "tool" for m in row["messages"]))
+
+
+def _call_turn(row: dict) -> int:
+    return next(i for i, m in enumerate(row["messages"]) if len(m.get("tool_calls") or []) > 1)
+
+
+@pytest.mark.parametrize("rewrite", REWRITES, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("spoil, error, field", [
+    (lambda row, i: row.pop("messages"), td.MissingFieldError, "messages"),
+    (lambda row, i: row.update(messages=None), td.InvalidValueError, "messages"),
+    (lambda row, i: row["messages"].__setitem__(i, "call f"), td.InvalidValueError, "messages[{i}]"),
+    (lambda row, i: row["messages"][i].update(tool_calls=row["messages"][i]["tool_calls"][0]), td.InvalidValueError,
+     "messages[{i}].tool_calls"),
+    (lambda row, i: row["messages"][i]["tool_calls"].__setitem__(1, "f"), td.InvalidValueError,
+     "messages[{i}].tool_calls[1]"),
+    (lambda row, i: row["messages"][i].update(content=["a", "b"]), td.InvalidValueError, "messages[{i}].content"),
+], ids=["no messages", "null messages", "message not an object", "tool_calls an object", "call not an object",
+        "content a list"])
+def test_row_rewrites_refuse_a_malformed_row_naming_its_field(rows, rewrite, spoil, error, field):
+    row = copy.deepcopy(_parallel_row(rows))
+    i = _call_turn(row)
+    spoil(row, i)
+    with pytest.raises(error) as caught:
+        rewrite(row)
+    assert caught.value.field == field.format(i=i)
+    assert row["id"] in str(caught.value)  # which row, in a map over thousands
+
+
+@pytest.mark.parametrize("rewrite", [td.short_call_ids, td.one_call_per_turn], ids=lambda f: f.__name__)
+def test_calls_without_ids_are_refused_not_given_one_id_or_every_result(rows, rewrite):
+    """Results pair with calls by id: id-less calls of one turn all took the same new id (short_call_ids), or
+    each took every id-less result (one_call_per_turn, which wrote each result once per call)."""
+    row = copy.deepcopy(_parallel_row(rows))
+    i = _call_turn(row)
+    for call in row["messages"][i]["tool_calls"]:
+        call["id"] = None
+    for m in row["messages"]:
+        if m["role"] == "tool":
+            m.pop("tool_call_id", None)
+    with pytest.raises(td.MissingFieldError) as caught:
+        rewrite(row)
+    assert caught.value.field == f"messages[{i}].tool_calls[0].id"

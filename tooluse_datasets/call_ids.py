@@ -10,19 +10,24 @@ from __future__ import annotations
 import hashlib
 import string
 
+from .row_rewrite import check_call_ids, row_rewrite
+
 ALPHABET = string.digits + string.ascii_letters
 
 
+@row_rewrite
 def short_call_ids(row: dict, length: int = 9) -> dict:
     """``row`` with every call id replaced by ``length`` alphanumeric characters, the ``tool_call_id`` of each
     result by its call's new id (a result naming no call of the row gets an id of its own the same way).
 
     Deterministic: the new id is a hash of the row's ``id`` and the old id, so the same row gives the same ids
     in every run and process (``ds.map(td.short_call_ids)``, map-style or streaming); distinct old ids get
-    distinct new ones. The row is not changed in place; any message shape works (decoded or complete).
+    distinct new ones. The row is not changed in place; any message shape works (decoded or complete). A call
+    without an id, or a malformed message, is a typed error naming the field.
     """
     if not isinstance(length, int) or isinstance(length, bool) or length < 1:
         raise ValueError(f"length must be a positive integer, got {length!r}")
+    check_call_ids(row["messages"])
     new_ids: dict[str, str] = {}
 
     def rewrite(old: str) -> str:
@@ -38,7 +43,7 @@ def short_call_ids(row: dict, length: int = 9) -> dict:
     for m in row["messages"]:
         m = dict(m)
         if m.get("tool_calls"):
-            m["tool_calls"] = [{**call, "id": rewrite(call.get("id"))} for call in m["tool_calls"]]
+            m["tool_calls"] = [{**call, "id": rewrite(call["id"])} for call in m["tool_calls"]]
         if m.get("tool_call_id") is not None:
             m["tool_call_id"] = rewrite(m["tool_call_id"])
         messages.append(m)

@@ -7,15 +7,19 @@ rewrites such a turn per row, for ``ds.map``, as those models call tools: one ca
 from __future__ import annotations
 
 from .pairing import call_groups
+from .row_rewrite import check_call_ids, row_rewrite
 
 
+@row_rewrite
 def one_call_per_turn(row: dict) -> dict:
     """``row`` with each assistant turn of several calls split into one turn per call, in order, each followed
     by the results that answer it (by ``tool_call_id``, in their order). The first turn keeps the text and
     reasoning; the others have ``content: ""`` and no reasoning. A result that answers no call of its turn stays
     after the turn's last call and its results. Everything else is unchanged; the row is not changed in place;
-    any message shape works (decoded or complete)."""
+    any message shape works (decoded or complete). A call without an id, or a malformed message, is a typed
+    error naming the field."""
     messages = row["messages"]
+    check_call_ids(messages)
     out: list[dict] = []
     for turn, end in call_groups(messages):
         calls = messages[turn].get("tool_calls") or []
@@ -23,7 +27,7 @@ def one_call_per_turn(row: dict) -> dict:
             out.extend(messages[turn:end])
             continue
         results = messages[turn + 1:end]
-        ids = {call.get("id") for call in calls}
+        ids = {call["id"] for call in calls}
         for k, call in enumerate(calls):
             split = {**messages[turn], "tool_calls": [call]}
             if k:
@@ -33,6 +37,6 @@ def one_call_per_turn(row: dict) -> dict:
                 else:
                     split.pop("reasoning_content", None)
             out.append(split)
-            out.extend(r for r in results if r.get("tool_call_id") == call.get("id"))
+            out.extend(r for r in results if r.get("tool_call_id") == call["id"])
         out.extend(r for r in results if r.get("tool_call_id") not in ids)
     return {**row, "messages": out}

@@ -7,11 +7,15 @@ rows. :func:`reasoning_in_content` moves it into ``content`` as a leading ``<thi
 """
 from __future__ import annotations
 
+from .row_rewrite import row_rewrite
 
+
+@row_rewrite
 def reasoning_in_content(row: dict) -> dict:
     """``row`` with each assistant turn's ``reasoning_content`` moved to the front of its ``content`` as
     ``"<think>\\n{reasoning}\\n</think>\\n\\n"`` (Qwen3's spelling). Turns without reasoning are unchanged; the row is
-    not changed in place; any message shape works (decoded: the key is left out; complete: it becomes null)."""
+    not changed in place; any message shape works (decoded: the key is left out; complete: it becomes null). A
+    malformed message is a typed error naming the field."""
     messages = []
     for m in row["messages"]:
         reasoning = m.get("reasoning_content")

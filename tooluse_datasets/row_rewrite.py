@@ -1,0 +1,77 @@
+"""What the per-row rewrites for chat templates (:func:`short_call_ids`, :func:`one_call_per_turn`,
+:func:`reasoning_in_content`) take: a unified row, decoded or complete. Its messages are checked first, so that
+a malformed row is a typed error naming the row and field rather than a ``KeyError`` from inside the rewrite, or
+a row rewritten wrongly in silence."""
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any, Callable
+
+from .errors import InvalidValueError, MissingFieldError, ToolUseDataError, json_kind
+
+RowRewrite = Callable[..., dict]
+
+
+def row_rewrite(rewrite: RowRewrite) -> RowRewrite:
+    """``rewrite`` of one row, run on rows whose messages :func:`check_messages` accepts. Errors name the row by
+    its ``id``."""
+
+    @functools.wraps(rewrite)
+    def per_row(row: Any, *args: Any, **kwargs: Any) -> dict:
+        if not isinstance(row, Mapping):
+            raise InvalidValueError(f"a unified row must be an object, got {json_kind(row)}")
+        return _checked(rewrite, row, args, kwargs)
+
+    return per_row
+
+
+def _checked(rewrite: RowRewrite, row: Mapping, args: tuple, kwargs: dict) -> dict:
+    try:
+        check_messages(row)
+        return rewrite(row, *args, **kwargs)
+    except ToolUseDataError as exc:
+        row_id = row.get("id")
+        if isinstance(row_id, str):
+            exc.message = f"row {row_id!r}: {exc.message}"
+            exc.args = (exc.message,)
+        raise
+
+
+def check_messages(row: Mapping) -> None:
+    """The containers the rewrites walk: a list of message objects, each message's ``tool_calls`` absent, null
+    or a list of call objects, its text fields strings or null. Anything else is a typed error naming the field."""
+    if "messages" not in row:
+        raise MissingFieldError("unified row lacks 'messages'", field="messages")
+    messages = row["messages"]
+    if not isinstance(messages, list):
+        raise InvalidValueError(f"messages must be a list, got {json_kind(messages)}", field="messages")
+    for i, m in enumerate(messages):
+        where = f"messages[{i}]"
+        if not isinstance(m, Mapping):
+            raise InvalidValueError(f"a message must be an object, got {json_kind(m)}", field=where)
+        for key in ("content", "reasoning_content", "tool_call_id"):
+            if m.get(key) is not None and not isinstance(m[key], str):
+                raise InvalidValueError(f"{key} must be a string or null, got {json_kind(m[key])}",
+                                        field=f"{where}.{key}")
+        calls = m.get("tool_calls")
+        if calls is not None and not isinstance(calls, list):
+            raise InvalidValueError(f"tool_calls must be a list, got {json_kind(calls)}", field=f"{where}.tool_calls")
+        for k, call in enumerate(calls or ()):
+            if not isinstance(call, Mapping):
+                raise InvalidValueError(f"a call must be an object, got {json_kind(call)}",
+                                        field=f"{where}.tool_calls[{k}]")
+
+
+def check_call_ids(messages: list) -> None:
+    """Every call has an id, a string: the rewrites that pair results with calls by id need one (an id-less
+    call answered by id-less results would take every one of them). Run after :func:`check_messages`."""
+    for i, m in enumerate(messages):
+        for k, call in enumerate(m.get("tool_calls") or ()):
+            call_id = call.get("id")
+            if call_id is None:
+                raise MissingFieldError("call has no id (its results cannot name it)",
+                                        field=f"messages[{i}].tool_calls[{k}].id")
+            if not isinstance(call_id, str):
+                raise InvalidValueError(f"a call id must be a string, got {json_kind(call_id)}",
+                                        field=f"messages[{i}].tool_calls[{k}].id")
