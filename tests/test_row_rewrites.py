@@ -138,3 +138,18 @@ def test_calls_without_ids_are_refused_not_given_one_id_or_every_result(rows, re
     with pytest.raises(td.MissingFieldError) as caught:
         rewrite(row)
     assert caught.value.field == f"messages[{i}].tool_calls[0].id"
+
+
+def test_one_call_per_turn_refuses_a_turn_whose_calls_share_an_id_rather_than_repeat_results(rows):
+    """Two calls of one turn with one id: each result followed both, so the split row held every result twice."""
+    row = copy.deepcopy(_parallel_row(rows))
+    i = _call_turn(row)
+    calls = row["messages"][i]["tool_calls"]
+    old = calls[1]["id"]
+    calls[1]["id"] = calls[0]["id"]
+    for m in row["messages"]:
+        if m.get("tool_call_id") == old:
+            m["tool_call_id"] = calls[0]["id"]
+    with pytest.raises(td.InvalidValueError, match="not unique in the turn") as caught:
+        td.one_call_per_turn(row)
+    assert caught.value.field == f"messages[{i}].tool_calls[1].id"

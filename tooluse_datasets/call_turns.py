@@ -6,6 +6,7 @@ rewrites such a turn per row, for ``ds.map``, as those models call tools: one ca
 """
 from __future__ import annotations
 
+from .errors import InvalidValueError
 from .pairing import call_groups
 from .row_rewrite import check_call_ids, row_rewrite
 
@@ -16,8 +17,8 @@ def one_call_per_turn(row: dict) -> dict:
     by the results that answer it (by ``tool_call_id``, in their order). The first turn keeps the text and
     reasoning; the others have ``content: ""`` and no reasoning. A result that answers no call of its turn stays
     after the turn's last call and its results. Everything else is unchanged; the row is not changed in place;
-    any message shape works (decoded or complete). A call without an id, or a malformed message, is a typed
-    error naming the field."""
+    any message shape works (decoded or complete). A call without an id, two calls of one turn with the same id,
+    or a malformed message, is a typed error naming the field."""
     messages = row["messages"]
     check_call_ids(messages)
     out: list[dict] = []
@@ -28,6 +29,10 @@ def one_call_per_turn(row: dict) -> dict:
             continue
         results = messages[turn + 1:end]
         ids = {call["id"] for call in calls}
+        if len(ids) < len(calls):  # each result would follow every call of its id: written twice
+            k = next(k for k, call in enumerate(calls) if call["id"] in {c["id"] for c in calls[:k]})
+            raise InvalidValueError(f"call id {calls[k]['id']!r} is not unique in the turn, so its results cannot "
+                                    f"be told apart", field=f"messages[{turn}].tool_calls[{k}].id")
         for k, call in enumerate(calls):
             split = {**messages[turn], "tool_calls": [call]}
             if k:
