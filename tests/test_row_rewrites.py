@@ -153,3 +153,21 @@ def test_one_call_per_turn_refuses_a_turn_whose_calls_share_an_id_rather_than_re
     with pytest.raises(td.InvalidValueError, match="not unique in the turn") as caught:
         td.one_call_per_turn(row)
     assert caught.value.field == f"messages[{i}].tool_calls[1].id"
+
+
+@pytest.mark.parametrize("complete", [False, True], ids=["decoded", "complete"])
+def test_reasoning_in_content_refuses_reasoning_beside_null_text_rather_than_write_none(rows, complete):
+    """A null content (a row built by hand, or read with plain datasets from a file holding null) came out as the
+    reasoning followed by the word "None", trained as the turn's text."""
+    row = copy.deepcopy(next(row for row in rows if any(m.get("reasoning_content") for m in row["messages"])))
+    if complete:
+        row = td.complete_row(row)
+    i = next(i for i, m in enumerate(row["messages"]) if m.get("reasoning_content"))
+    row["messages"][i]["content"] = None
+    with pytest.raises(td.InvalidValueError, match="content is null") as caught:
+        td.reasoning_in_content(row)
+    assert caught.value.field == f"messages[{i}].content"
+    del row["messages"][i]["content"]
+    with pytest.raises(td.MissingFieldError) as caught:
+        td.reasoning_in_content(row)
+    assert caught.value.field == f"messages[{i}].content"

@@ -7,6 +7,7 @@ rows. :func:`reasoning_in_content` moves it into ``content`` as a leading ``<thi
 """
 from __future__ import annotations
 
+from .errors import InvalidValueError, MissingFieldError
 from .row_rewrite import row_rewrite
 
 
@@ -15,11 +16,17 @@ def reasoning_in_content(row: dict) -> dict:
     """``row`` with each assistant turn's ``reasoning_content`` moved to the front of its ``content`` as
     ``"<think>\\n{reasoning}\\n</think>\\n\\n"`` (Qwen3's spelling). Turns without reasoning are unchanged; the row is
     not changed in place; any message shape works (decoded: the key is left out; complete: it becomes null). A
-    malformed message is a typed error naming the field."""
+    malformed message, or a turn with reasoning but no text (not even ``""``), is a typed error naming the field."""
     messages = []
-    for m in row["messages"]:
+    for i, m in enumerate(row["messages"]):
         reasoning = m.get("reasoning_content")
         if reasoning:
+            # The text the reasoning goes in front of; a null one would be written as the word "None".
+            if "content" not in m:
+                raise MissingFieldError("message lacks 'content'", field=f"messages[{i}].content")
+            if m["content"] is None:
+                raise InvalidValueError("content is null (the unified form of no text is an empty string)",
+                                        field=f"messages[{i}].content")
             m = {**m, "content": f"<think>\n{reasoning}\n</think>\n\n{m['content']}"}
             if "tool_call_id" in m:  # the complete shape keeps every key
                 m["reasoning_content"] = None
