@@ -171,3 +171,15 @@ def test_reasoning_in_content_refuses_reasoning_beside_null_text_rather_than_wri
     with pytest.raises(td.MissingFieldError) as caught:
         td.reasoning_in_content(row)
     assert caught.value.field == f"messages[{i}].content"
+
+
+def test_short_call_ids_refuses_a_length_too_short_for_the_row_rather_than_hang(rows):
+    """One character tells 62 ids apart: a row with more distinct ids drew new ones forever."""
+    row = copy.deepcopy(_parallel_row(rows))
+    i = _call_turn(row)
+    call = row["messages"][i]["tool_calls"][0]
+    row["messages"][i]["tool_calls"] += [{**call, "id": f"extra_{k}"} for k in range(62)]
+    with pytest.raises(ValueError, match="larger length"):
+        td.short_call_ids(row, length=1)
+    ids = [c["id"] for c in td.short_call_ids(row, length=2)["messages"][i]["tool_calls"]]
+    assert len(set(ids)) == len(ids)

@@ -33,6 +33,9 @@ def short_call_ids(row: dict, length: int = 9) -> dict:
     def rewrite(old: str) -> str:
         if old not in new_ids:
             taken = set(new_ids.values())
+            if len(taken) >= len(ALPHABET) ** length:  # every id of that length is taken: drawing would never end
+                raise ValueError(f"row {row.get('id')!r} has more than {len(taken)} distinct call ids, more than "
+                                 f"ids of {length} alphanumeric characters can tell apart; use a larger length")
             salt = 0
             while (candidate := _hashed_id(row.get("id"), old, salt, length)) in taken:
                 salt += 1  # two old ids of one row hashed alike: draw again, deterministically
