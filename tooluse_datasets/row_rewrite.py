@@ -1,7 +1,7 @@
 """What the per-row rewrites for chat templates (:func:`short_call_ids`, :func:`one_call_per_turn`,
-:func:`reasoning_in_content`) take: a unified row, decoded or complete. Its messages are checked first, so that
-a malformed row is a typed error naming the row and field rather than a ``KeyError`` from inside the rewrite, or
-a row rewritten wrongly in silence."""
+:func:`reasoning_in_content`) take: a unified row, decoded or complete, or a batch of them
+(``ds.map(f, batched=True)``). Messages are checked first, so that a malformed row is a typed error naming
+the row and field rather than a ``KeyError`` from inside the rewrite, or a row rewritten wrongly in silence."""
 from __future__ import annotations
 
 import functools
@@ -14,16 +14,30 @@ RowRewrite = Callable[..., dict]
 
 
 def row_rewrite(rewrite: RowRewrite) -> RowRewrite:
-    """``rewrite`` of one row, run on rows whose messages :func:`check_messages` accepts. Errors name the row by
-    its ``id``."""
+    """``rewrite`` of one row, run on rows whose messages :func:`check_messages` accepts, taking a batch as well:
+    each of its rows rewritten on its own, every column kept. Errors name the row by its ``id``."""
 
     @functools.wraps(rewrite)
     def per_row(row: Any, *args: Any, **kwargs: Any) -> dict:
         if not isinstance(row, Mapping):
             raise InvalidValueError(f"a unified row must be an object, got {json_kind(row)}")
-        return _checked(rewrite, row, args, kwargs)
+        if not _is_batch(row):
+            return _checked(rewrite, row, args, kwargs)
+        columns = {key: row[key] for key in row}  # each column of a lazy batch decoded once
+        rows = [{key: values[i] for key, values in columns.items()} for i in range(len(columns["messages"]))]
+        out = [_checked(rewrite, one, args, kwargs) for one in rows]
+        return {key: [r[key] for r in out] for key in columns}
 
     return per_row
+
+
+def _is_batch(row: Mapping) -> bool:
+    """Whether ``row`` is a batch: every column a list of one value per row, each row's messages a list. (A row's
+    ``id`` is a string and its messages are objects.)"""
+    messages = row.get("messages")
+    if not isinstance(messages, list) or not messages or not all(isinstance(m, list) for m in messages):
+        return False
+    return all(isinstance(values, list) and len(values) == len(messages) for values in row.values())
 
 
 def _checked(rewrite: RowRewrite, row: Mapping, args: tuple, kwargs: dict) -> dict:
