@@ -206,3 +206,19 @@ def test_row_rewrites_take_batches_as_rows(cache_dir, streaming):
                     [_media_as_lists(rewrite(row)) for row in rows]
             checked += len(rows)
     assert checked >= 30
+
+
+@pytest.mark.parametrize("spoil, error, field", [
+    (lambda row: row.update(messages="hi"), td.InvalidValueError, "messages"),
+    (lambda row: row["messages"].__setitem__(1, "hi"), td.InvalidValueError, "messages[1]"),
+    (lambda row: row["messages"][1].pop("role"), td.MissingFieldError, "messages[1].role"),
+], ids=["messages a string", "message a string", "message without role"])
+def test_complete_row_refuses_malformed_messages_naming_the_field(rows, spoil, error, field):
+    """complete_row failed on these with a bare TypeError or KeyError."""
+    row = copy.deepcopy(rows[0])
+    assert td.complete_row(row)["messages"] == [td.complete_row({"messages": [m]})["messages"][0]
+                                                for m in row["messages"]]
+    spoil(row)
+    with pytest.raises(error) as caught:
+        td.complete_row(row)
+    assert caught.value.field == field

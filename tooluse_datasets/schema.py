@@ -7,10 +7,12 @@ string), tool results as strings, reasoning in ``reasoning_content``.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Optional
 
 from datasets import Features, Json, List, Value
 
+from .errors import InvalidValueError, MissingFieldError, json_kind
 from .registry import source_names
 
 
@@ -132,9 +134,20 @@ def complete_message(m: dict) -> dict:
 
 
 def complete_row(row: dict) -> dict:
-    """A unified row with every key, as the builder produces it (decoded rows leave empty ones out)."""
+    """A unified row with every key, as the builder produces it (decoded rows leave empty ones out). Messages that
+    are no list of objects with a ``role`` are a typed error naming the field."""
+    if not isinstance(row, Mapping):
+        raise InvalidValueError(f"a unified row must be an object, got {json_kind(row)}")
+    messages = row.get("messages") or []
+    if not isinstance(messages, list):
+        raise InvalidValueError(f"messages must be a list, got {json_kind(messages)}", field="messages")
+    for i, m in enumerate(messages):
+        if not isinstance(m, Mapping):
+            raise InvalidValueError(f"a message must be an object, got {json_kind(m)}", field=f"messages[{i}]")
+        if "role" not in m:
+            raise MissingFieldError("message lacks 'role'", field=f"messages[{i}].role")
     out = dict(row)
-    out["messages"] = [complete_message(m) for m in row.get("messages") or []]
+    out["messages"] = [complete_message(m) for m in messages]
     for column in MEDIA_COLUMNS:
         out.setdefault(column, [])
     return out
