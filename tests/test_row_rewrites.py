@@ -222,3 +222,13 @@ def test_complete_row_refuses_malformed_messages_naming_the_field(rows, spoil, e
     with pytest.raises(error) as caught:
         td.complete_row(row)
     assert caught.value.field == field
+
+
+def test_reasoning_in_content_moves_only_assistant_reasoning(rows):
+    """A user or tool message carrying reasoning (a row built by hand) had it written into the prompt's text."""
+    row = copy.deepcopy(next(row for row in rows if any(m.get("reasoning_content") for m in row["messages"])))
+    user = next(i for i, m in enumerate(row["messages"]) if m["role"] == "user")
+    row["messages"][user]["reasoning_content"] = "the user thinks aloud"
+    out = td.reasoning_in_content(row)
+    assert out["messages"][user] == row["messages"][user]
+    assert all(m.get("reasoning_content") is None for m in out["messages"] if m["role"] == "assistant")

@@ -14,13 +14,14 @@ from .row_rewrite import row_rewrite
 @row_rewrite
 def reasoning_in_content(row: dict) -> dict:
     """``row`` with each assistant turn's ``reasoning_content`` moved to the front of its ``content`` as
-    ``"<think>\\n{reasoning}\\n</think>\\n\\n"`` (Qwen3's spelling). Turns without reasoning are unchanged; the row is
-    not changed in place; any message shape works (decoded: the key is left out; complete: it becomes null). A
-    malformed message, or a turn with reasoning but no text (not even ``""``), is a typed error naming the field."""
+    ``"<think>\\n{reasoning}\\n</think>\\n\\n"`` (Qwen3's spelling). Other turns are unchanged (a user or tool
+    message's reasoning stays out of the prompt's text); the row is not changed in place; any message shape works
+    (decoded: the key is left out; complete: it becomes null). A malformed message, or a turn with reasoning but
+    no text (not even ``""``), is a typed error naming the field."""
     messages = []
     for i, m in enumerate(row["messages"]):
         reasoning = m.get("reasoning_content")
-        if reasoning:
+        if reasoning and m.get("role") == "assistant":  # the model's own text: a prompt turn's is not trained
             # The text the reasoning goes in front of; a null one would be written as the word "None".
             if "content" not in m:
                 raise MissingFieldError("message lacks 'content'", field=f"messages[{i}].content")
