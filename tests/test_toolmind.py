@@ -1917,3 +1917,26 @@ def test_a_broken_array_catalog_beside_another_tool_is_flagged(graphsyn_tools, l
     assert [t["function"]["name"] for t in row["tools"]] == ["detect_language"]
     assert row["meta"]["tools_unreadable"] is True and "tools_not_found" not in row["meta"]
     assert write_toolmind_row(row)["messages"] == native["messages"]
+
+
+def test_writer_pairs_results_without_ids_by_position_only_where_their_names_agree():
+    """Results without tool_call_id are paired with the calls in order; one whose name says it answers another
+    call is refused, rather than written (and read back) as the result of the wrong call."""
+    calls = [tool_call("a", "get_time", {"tz": "Europe/Paris"}), tool_call("b", "get_date", {"tz": "Asia/Tokyo"})]
+    tools = TOOLS + [{"type": "function", "function": {"name": "get_date", "description": "Current date",
+                                                       "parameters": {"type": "object", "properties": {}}}}]
+
+    def row(first: str, second: str) -> dict:
+        return _foreign([message("user", "Paris time, Tokyo date?"), message("assistant", "", tool_calls=calls),
+                         message("tool", "10:00", name=first), message("tool", "May 1", name=second),
+                         message("assistant", "10:00, May 1.")], tools)
+
+    msgs = json.loads(write_toolmind_row(row("get_time", "get_date"))["messages"])
+    assert [m["content"] for m in msgs if m["role"] in ("tool_call", "tool_output")] == [
+        '<tool_call>{"name": "get_time", "arguments": {"tz": "Europe/Paris"}}</tool_call>',
+        "<tool_response>10:00</tool_response>",
+        '<tool_call>{"name": "get_date", "arguments": {"tz": "Asia/Tokyo"}}</tool_call>',
+        "<tool_response>May 1</tool_response>"]
+    with pytest.raises(ConversionError) as err:
+        write_toolmind_row(row("get_date", "get_time"))
+    assert err.value.field == "messages[2].tool_call_id" and "'get_date'" in err.value.message

@@ -302,7 +302,8 @@ class _Writer:
 def _match_results(i: int, calls: list[dict], messages: list[dict],
                    allow_trailing_call: bool) -> tuple[list[Optional[dict]], int]:
     """The tool message answering each call among the tool messages right after message ``i``: by
-    ``tool_call_id``, else in order. Unanswered calls and unmatched results are ConversionErrors."""
+    ``tool_call_id``, else in order. Unanswered calls, unmatched results and a result without an id whose
+    ``name`` is not its call's are ConversionErrors."""
     end = i + 1
     while end < len(messages) and messages[end]["role"] == "tool":
         end += 1
@@ -320,7 +321,16 @@ def _match_results(i: int, calls: list[dict], messages: list[dict],
                                   f"(tool_call_id {call_id!r})", field=f"messages[{j}].tool_call_id")
     for k in range(len(calls)):
         if results[k] is None and unlabelled:
-            results[k] = messages[unlabelled.pop(0)]  # sources without call ids: results come in call order
+            j = unlabelled.pop(0)  # sources without call ids: results come in call order
+            named = messages[j].get("name")
+            if named is not None and named != calls[k]["function"]["name"]:
+                # Its name says it answers another call: paired by position it would be written (and read
+                # back) as the result of the wrong call.
+                raise ConversionError(f"tool result named {named!r} has no tool_call_id and comes where the result "
+                                      f"of call {calls[k]['id']!r} ({calls[k]['function']['name']}) is due; "
+                                      "give it the tool_call_id of the call it answers",
+                                      field=f"messages[{j}].tool_call_id")
+            results[k] = messages[j]
     if unlabelled:
         raise ConversionError(f"more tool results than calls after the assistant turn at messages[{i}]",
                               field=f"messages[{unlabelled[0]}]")
