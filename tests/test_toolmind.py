@@ -1524,7 +1524,7 @@ def test_messages_written_content_first_come_back_byte_for_byte(tmp_path, cache_
 
 
 def test_writer_never_writes_an_empty_block(tmp_path):
-    # The card rejects empty <think>, <tool_response> and <answer> blocks, and so does the reader: a row the
+    # The card rejects empty <think>, <tool_call> and <answer> blocks, and so does the reader: a row the
     # writer accepts must read back. Empty reasoning (a model's "<think>\n\n</think>") is no reasoning: bridged.
     call = [tool_call("a", "get_time", {"tz": "UTC"})]
     row = _foreign([message("user", "hi"), message("assistant", "", reasoning_content="", tool_calls=call),
@@ -1537,13 +1537,36 @@ def test_writer_never_writes_an_empty_block(tmp_path):
     back = next(iter(td.load("toolmind", data_files=path, streaming=True)["other_x"]))
     assert [m.get("reasoning_content") for m in back["messages"] if m["role"] == "assistant"] == [None, None]
     assert back["messages"][-1]["content"] == "It is 10:00."
-    for messages, field in (
-            ([message("user", "hi"), message("assistant", "", tool_calls=call),
-              message("tool", "", tool_call_id="a", name="get_time"), message("assistant", "ok")], "messages[2].content"),
-            ([message("user", "hi"), message("assistant", " \n ")], "messages[1].content")):
-        with pytest.raises(ConversionError) as err:
-            write_toolmind_row(_foreign(messages))
-        assert err.value.field == field
+    with pytest.raises(ConversionError) as err:
+        write_toolmind_row(_foreign([message("user", "hi"), message("assistant", " \n ")]))
+    assert err.value.field == "messages[1].content"
+
+
+def test_an_empty_tool_response_is_a_tool_that_returned_nothing(tmp_path, cache_dir):
+    # The card rejects empty <think>, <tool_call> and <answer> blocks, not empty <tool_response> ones: a tool
+    # message with empty content, wrapped, is within its format. Such a row reads (strict) as a result "",
+    # the toolmind config gives it back byte for byte, and a foreign row's empty result is written that way.
+    msgs = conversation()
+    msgs[4]["content"] = "<tool_response></tool_response>"
+    native = native_row(msgs)
+    row = convert(native)
+    assert row["messages"][3] == message("tool", "", tool_call_id="call_0", name="get_time")
+    path = write_parquet(tmp_path / "empty_result.parquet", [native])
+    ds = td.load("toolmind", "toolmind", data_files=path, split="synthetic", cache_dir=cache_dir)
+    assert [r["messages"] for r in ds] == [native["messages"]]
+    call = [tool_call("a", "get_time", {"tz": "UTC"})]
+    out = write_toolmind_row(_foreign([message("user", "hi"), message("assistant", "", tool_calls=call),
+                                       message("tool", "", tool_call_id="a", name="get_time"),
+                                       message("assistant", "It returned nothing.")]))
+    assert json.loads(out["messages"])[4] == {"role": "tool_output", "content": "<tool_response></tool_response>"}
+    back = convert({"messages": out["messages"], "split": out["split"], "bridges": out["bridges"]})
+    assert [m["content"] for m in back["messages"] if m["role"] == "tool"] == [""]
+    for i, empty in ((2, "<think></think>"), (3, "<tool_call></tool_call>"), (6, "<answer>\n</answer>")):
+        msgs = conversation()
+        msgs[i]["content"] = empty
+        with pytest.raises(InvalidValueError) as err:
+            convert(native_row(msgs))
+        assert err.value.field == f"messages[{i}].content"
 
 
 def test_a_call_whose_arguments_quote_the_closing_tag_is_one_call(tmp_path, cache_dir):

@@ -23,6 +23,10 @@ WRAPPER_TAG: dict[str, str] = {
     "answer": "answer",
 }
 
+# The card rejects empty <think>, <tool_call> and <answer> blocks; a tool may return nothing, so an empty
+# <tool_response> is within its format (an upstream tool message with empty content, wrapped).
+MAY_BE_EMPTY = frozenset({"tool_response"})
+
 # The card's "Validated Transitions": role -> roles allowed next (None = start of the conversation).
 # Grammar: system (user reasoning (tool_call tool_output reasoning)* answer)+
 TRANSITIONS: dict[Optional[str], frozenset[str]] = {

@@ -86,8 +86,9 @@ class ToolMindOptions(SourceOptions):
             message and one ``<think>``, ``<tool_response>`` or ``<answer>`` block per message. False converts
             any role sequence unified can express and keeps the original messages in ``meta`` (the validation
             rule ``toolmind.grammar`` reports such rows). Content the card calls invalid
-            is refused in both modes: an empty ``<think>``, ``<tool_call>``, ``<tool_response>`` or ``<answer>``
-            block, and a call that does not parse or lacks ``name`` or ``arguments_key`` (an object).
+            is refused in both modes: an empty ``<think>``, ``<tool_call>`` or ``<answer>`` block (an empty
+            ``<tool_response>`` is a tool that returned nothing), and a call that does not parse or lacks
+            ``name`` or ``arguments_key`` (an object).
         allow_trailing_call: accept rows that end on a ``tool_call`` (text_to_terminal samples).
         max_batch_chars: rows are 1K-131K characters, so a batch of ``batch_size`` rows can be 10x the
             average; capping batches by characters keeps peak memory independent of where long rows fall.
@@ -562,8 +563,9 @@ class _RowParser:
         if self.padding is None:
             self.padding = P.wrapper_padding(content, tag)
         unwrapped = P.unwrap(content, tag, self.padding, where)
-        if not unwrapped.text:  # invalid content in every mode: strict is about the order of turns only
-            raise InvalidValueError(f"empty <{tag}> block (the card rejects empty blocks)", field=where)
+        if not unwrapped.text and tag not in P.MAY_BE_EMPTY:  # invalid in every mode: strict is about order only
+            raise InvalidValueError(f"empty <{tag}> block (the card rejects empty <think>, <tool_call> and "
+                                    "<answer> blocks)", field=where)
         if not unwrapped.exact:
             self.content[str(i)] = content
         return unwrapped.text
@@ -571,7 +573,8 @@ class _RowParser:
     def _unwrap_block(self, i: int, content: str, tag: str, where: str) -> str:
         """The text of a message the card wraps in one block. Several (``<think>a</think>\\n<think>b</think>``)
         are outside its grammar, as several calls in one tool_call message are: refused when strict, else
-        kept as one text (the row kept whole); an empty one among them is invalid content in both modes."""
+        kept as one text (the row kept whole); an empty one among them is invalid content in both modes (a
+        lone empty ``<tool_response>`` is a result)."""
         text = self._unwrap(i, content, tag, where)
         if f"</{tag}>" not in text:
             return text

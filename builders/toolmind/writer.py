@@ -215,11 +215,9 @@ class _Writer:
                 self.last = "tool_call"
             else:
                 j = next(j for j in range(i + 1, next_index) if messages[j] is result)
-                if not (result["content"] or "").strip():
-                    raise ConversionError("empty tool result: an empty <tool_response> block is refused on reading "
-                                          "(as the card's other empty blocks are), and ToolMind has no other way "
-                                          "to say it", field=f"messages[{j}].content")
-                self._wrapped("tool_output", result["content"], f"messages[{j}].content")
+                # An empty result is an empty <tool_response> block, which the card allows (a tool that returned
+                # nothing), unlike empty <think>, <tool_call> and <answer> blocks.
+                self._wrapped("tool_output", result["content"] or "", f"messages[{j}].content")
                 self.last = "tool_output"
         return next_index
 
