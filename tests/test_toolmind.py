@@ -1963,3 +1963,24 @@ def test_writer_pairs_results_without_ids_by_position_only_where_their_names_agr
     with pytest.raises(ConversionError) as err:
         write_toolmind_row(row("get_date", "get_time"))
     assert err.value.field == "messages[2].tool_call_id" and "'get_date'" in err.value.message
+
+
+def test_a_lenient_result_answers_the_call_turn_it_follows_not_a_call_left_unanswered_before(graphsyn_card_rows):
+    """Rows outside the grammar (strict=False) may leave a call unanswered. A later result answers the calls of
+    the turn right before it, as unified pairs them, not the oldest open call of the row: here the real calls
+    of graph_syn row 0, the first one's result missing (the assistant answers without it and the user asks on)."""
+    row0 = graphsyn_card_rows[0]
+    first_call, later_call = row0[3], row0[-1]
+    result = {"role": "tool_output", "content": "<tool_response>{\"time\": \"15:00\"}</tool_response>"}
+    msgs = row0[:3] + [first_call] + row0[5:8] + row0[8:9] + [later_call, result,
+                                                               {"role": "reasoning", "content": "<think>Known.</think>"},
+                                                               {"role": "answer", "content": "<answer>15:00.</answer>"}]
+    assert [m["role"] for m in msgs] == ["system", "user", "reasoning", "tool_call", "reasoning", "answer", "user",
+                                         "reasoning", "tool_call", "tool_output", "reasoning", "answer"]
+    row = convert(native_row(msgs), ToolMindSource(ToolMindOptions(strict=False)))
+    calls = [c for m in row["messages"] for c in m.get("tool_calls", [])]
+    assert [c["function"]["arguments"] for c in calls] == [{"timezone": "America/New_York"},
+                                                           {"timezone": "Europe/London"}]
+    results = [m for m in row["messages"] if m["role"] == "tool"]
+    assert [(m["tool_call_id"], m["content"]) for m in results] == [(calls[1]["id"], '{"time": "15:00"}')]
+    assert row["meta"]["source_messages"] == msgs

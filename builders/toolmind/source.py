@@ -7,7 +7,8 @@ Unified mapping:
   the unified system message; the exact text goes to ``meta["system"]``.
 * ``reasoning``: ``reasoning_content`` of the assistant turn it precedes.
 * ``tool_call``: an assistant turn with one call (id ``call_<n>``, counted over the row).
-* ``tool_output``: a ``tool`` message answering the oldest unanswered call (``tool_call_id`` + ``name``).
+* ``tool_output``: a ``tool`` message answering the oldest unanswered call of the call turn before it
+  (``tool_call_id`` + ``name``).
 * ``answer``: an assistant turn's ``content``.
 
 Lossless: ``meta`` records whatever the unified fields cannot say (exact system text, the original content
@@ -505,6 +506,7 @@ class _RowParser:
 
     def _user(self, i: int, content: str, where: str) -> None:
         self._flush_reasoning()
+        self.open_calls.clear()  # calls left unanswered (lenient rows) stay so: no later result answers them
         self.out.append(message("user", content))
 
     def _reasoning(self, i: int, content: str, where: str) -> None:
@@ -526,6 +528,11 @@ class _RowParser:
                 raise InvalidValueError(f"{len(blocks)} <tool_call> blocks in one message (the card: one tool per "
                                         "turn)", field=where)
             self.canonical = False
+        extending = self.previous_role == "tool_call" and self.out and self.out[-1]["role"] == "assistant"
+        if not extending:
+            # A new call turn (lenient rows): a result after it answers its calls, not one an earlier turn left
+            # unanswered, as unified pairs results with the turn they follow.
+            self.open_calls.clear()
         calls = []
         for block in blocks:
             call = P.parse_call(block, where, arguments_key=self.opts.arguments_key)
@@ -539,7 +546,7 @@ class _RowParser:
             self.calls_made += 1
             self.open_calls.append((call_id, call.name))
             calls.append(tool_call(call_id, call.name, call.arguments))
-        if self.previous_role == "tool_call" and self.out and self.out[-1]["role"] == "assistant":
+        if extending:
             self.canonical = False  # consecutive tool_call messages (lenient): parallel calls of one turn
             self.out[-1]["tool_calls"].extend(calls)
             return
