@@ -1984,3 +1984,30 @@ def test_a_lenient_result_answers_the_call_turn_it_follows_not_a_call_left_unans
     results = [m for m in row["messages"] if m["role"] == "tool"]
     assert [(m["tool_call_id"], m["content"]) for m in results] == [(calls[1]["id"], '{"time": "15:00"}')]
     assert row["meta"]["source_messages"] == msgs
+
+
+def test_a_lenient_user_turn_of_tool_response_blocks_right_after_calls_is_their_results(graphsyn_card_rows):
+    """Chat templates that send tool results as user turns (Qwen, Hermes) write ``<tool_response>`` blocks in
+    a user message. Outside the card's grammar (refused when strict), such a turn right after calls is read with
+    strict=False as their results, paired with them, not as text the user said; the row is kept whole."""
+    row0 = graphsyn_card_rows[0]
+    card = row0[:7]  # system, user, reasoning, tool_call, tool_output, reasoning, answer (real texts)
+    expected = convert(native_row(card))["messages"]
+    result = P.unwrap(card[4]["content"], "tool_response", "", "content").text
+    as_user = [dict(m) for m in card]
+    as_user[4] = {"role": "user", "content": f"<tool_response>\n{result}\n</tool_response>"}
+    with pytest.raises(InvalidValueError) as err:
+        convert(native_row(as_user))
+    assert err.value.field == "messages[4].role"
+    source = ToolMindSource(ToolMindOptions(strict=False))
+    row = convert(native_row(as_user), source)
+    assert row["messages"] == expected and row["meta"]["source_messages"] == as_user
+    ctx = RowContext("toolmind", "t", 0, "")
+    native_raw = source.to_raw(native_row(as_user), ctx)
+    assert source.from_unified(source.to_unified(native_raw, ctx)) == native_raw
+    # Text the user wrote stays the user's: a block more than the calls awaiting results, or none awaiting.
+    two = f"<tool_response>{result}</tool_response>\n<tool_response>{result}</tool_response>"
+    for content, messages in ((two, card[:4] + [{"role": "user", "content": two}] + card[5:]),
+                              (two, card[:2] + [{"role": "user", "content": two}] + card[5:])):
+        read = convert(native_row(messages), source)["messages"]
+        assert {"role": "user", "content": content} in read and not any(m["role"] == "tool" for m in read)

@@ -86,7 +86,8 @@ class ToolMindOptions(SourceOptions):
         strict: enforce the card's grammar (default): its transition FSM, one call per ``tool_call``
             message and one ``<think>``, ``<tool_response>`` or ``<answer>`` block per message. False converts
             any role sequence unified can express and keeps the original messages in ``meta`` (the validation
-            rule ``toolmind.grammar`` reports such rows). Content the card calls invalid
+            rule ``toolmind.grammar`` reports such rows); a user turn of ``<tool_response>`` blocks right after
+            calls is read as their results. Content the card calls invalid
             is refused in both modes: an empty ``<think>``, ``<tool_call>`` or ``<answer>`` block (an empty
             ``<tool_response>`` is a tool that returned nothing), and a call that does not parse or lacks
             ``name`` or ``arguments_key`` (an object).
@@ -505,9 +506,27 @@ class _RowParser:
             self.out.append(message("system", prompt.instructions))
 
     def _user(self, i: int, content: str, where: str) -> None:
+        if self.open_calls and self._results_as_user_turn(i, content, where):
+            return
         self._flush_reasoning()
         self.open_calls.clear()  # calls left unanswered (lenient rows) stay so: no later result answers them
         self.out.append(message("user", content))
+
+    def _results_as_user_turn(self, i: int, content: str, where: str) -> bool:
+        """A user turn right after calls that is nothing but ``<tool_response>`` blocks (lenient rows): the results
+        of those calls, as chat templates that send results as user turns (Qwen, Hermes) write them, not text the
+        user said. One block per open call at most; anything else is the user's."""
+        s = content.strip()
+        if not (s.startswith("<tool_response>") and s.endswith("</tool_response>")):
+            return False
+        text = P.unwrap(content, "tool_response", "", where).text
+        found = P.blocks(text, "tool_response") if "</tool_response>" in text else [text]
+        if len(found) > len(self.open_calls):
+            return False
+        for block in found:
+            call_id, name = self.open_calls.popleft()
+            self.out.append(message("tool", block, tool_call_id=call_id, name=name))
+        return True
 
     def _reasoning(self, i: int, content: str, where: str) -> None:
         text = self._unwrap_block(i, content, "think", where)
