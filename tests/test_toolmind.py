@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -2011,3 +2012,31 @@ def test_a_lenient_user_turn_of_tool_response_blocks_right_after_calls_is_their_
                               (two, card[:2] + [{"role": "user", "content": two}] + card[5:])):
         read = convert(native_row(messages), source)["messages"]
         assert {"role": "user", "content": content} in read and not any(m["role"] == "tool" for m in read)
+
+
+def test_call_arguments_given_as_a_json_string_are_read_as_the_object_it_holds(tmp_path, cache_dir):
+    """The card validates that each call has `name` and `arguments`; glaive's calls give the arguments as a JSON
+    string. A row of the real glaive sample's call in that spelling reads with the arguments it holds, and the
+    toolmind config gives the row back byte for byte. A string that holds no JSON object stays refused."""
+    native = json.loads(shared_data("toolmind", "source_native_samples.json").read_text())
+    glaive = native["glaive_function_calling_v2"]["row_25475_exact"]
+    call_line = next(t for t in glaive["chat"].split("\n\n\n") if "<functioncall>" in t)
+    name = re.search(r'"name": "([^"]+)"', call_line).group(1)
+    arguments_text = re.search(r"\"arguments\": '(.*)'\}", call_line).group(1)
+    result = next(t for t in glaive["chat"].split("\n\n\n") if t.startswith("FUNCTION RESPONSE: "))
+    msgs = conversation()
+    msgs[0]["content"] = PROTOCOL_TEXT + "\n\n" + glaive["system"]
+    msgs[3]["content"] = "<tool_call>" + json.dumps({"name": name, "arguments": arguments_text}) + "</tool_call>"
+    msgs[4]["content"] = f"<tool_response>{result[len('FUNCTION RESPONSE: '):]}</tool_response>"
+    row = convert(native_row(msgs))
+    assert [c["function"] for m in row["messages"] for c in m.get("tool_calls", [])] == [
+        {"name": "detect_language", "arguments": {"text": "Je suis un étudiant"}}]
+    assert [t["function"]["name"] for t in row["tools"]] == ["detect_language"]
+    path = write_parquet(tmp_path / "string_arguments.parquet", [native_row(msgs)])
+    ds = td.load("toolmind", "toolmind", data_files=path, split="synthetic", cache_dir=cache_dir)
+    assert [r["messages"] for r in ds] == [native_row(msgs)["messages"]]
+    for text in ("text=Je suis", '["Je suis"]'):
+        msgs[3]["content"] = "<tool_call>" + json.dumps({"name": name, "arguments": text}) + "</tool_call>"
+        with pytest.raises(InvalidValueError) as err:
+            convert(native_row(msgs))
+        assert err.value.field == "messages[3].content.arguments" and "JSON string holding one" in err.value.message

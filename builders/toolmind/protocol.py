@@ -182,9 +182,10 @@ def renders_call(text: str, name: str, arguments: Any, key: str, ensure_ascii: b
 def parse_call(text: str, field: str, *, arguments_key: str, tolerant: bool = False) -> ParsedCall:
     """The ``{"name", "arguments"}`` object inside ``<tool_call>``.
 
-    The object must carry ``name`` and ``arguments_key`` with an object value, as the card validates (the
-    reader, in every mode). ``tolerant`` (the writer, recognising text it recorded): the other argument key is
-    accepted too, and arguments given as a JSON string (glaive heritage) are decoded.
+    The object must carry ``name`` and ``arguments_key`` (the card validates these keys), whose value is an
+    object or a JSON string holding one (glaive heritage, decoded: the caller keeps the text it came from). The
+    reader applies this in every mode. ``tolerant`` (the writer, recognising text it recorded): the other
+    argument key is accepted too.
     """
     try:
         value = loads(text)
@@ -201,10 +202,14 @@ def parse_call(text: str, field: str, *, arguments_key: str, tolerant: bool = Fa
     if key is None:
         raise MissingFieldError(f"tool call lacks {' or '.join(map(repr, keys))}", field=f"{field}.{arguments_key}")
     arguments = value[key]
-    if isinstance(arguments, str) and tolerant:
+    if isinstance(arguments, str):
         decoded_ok, decoded = try_loads(arguments)
-        if decoded_ok:
+        if decoded_ok and isinstance(decoded, dict):
             arguments = decoded
+        else:
+            raise InvalidValueError(f"tool call {key} must be a JSON object or a JSON string holding one, got the "
+                                    f"string {arguments[:60]!r}{'...' if len(arguments) > 60 else ''}",
+                                    field=f"{field}.{key}")
     if not isinstance(arguments, dict):
         raise InvalidValueError(f"tool call {key} must be a JSON object, got {type(arguments).__name__}",
                                 field=f"{field}.{key}")

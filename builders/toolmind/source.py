@@ -90,7 +90,7 @@ class ToolMindOptions(SourceOptions):
             calls is read as their results. Content the card calls invalid
             is refused in both modes: an empty ``<think>``, ``<tool_call>`` or ``<answer>`` block (an empty
             ``<tool_response>`` is a tool that returned nothing), and a call that does not parse or lacks
-            ``name`` or ``arguments_key`` (an object).
+            ``name`` or ``arguments_key`` (an object, or a JSON string holding one).
         allow_trailing_call: accept rows that end on a ``tool_call`` (text_to_terminal samples).
         max_batch_chars: rows are 1K-131K characters, so a batch of ``batch_size`` rows can be 10x the
             average; capping batches by characters keeps peak memory independent of where long rows fall.
