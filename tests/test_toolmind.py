@@ -1479,8 +1479,11 @@ def test_a_catalog_in_buttons_tool_tag_leaves_no_tag_in_the_instructions(tmp_pat
     prompt = parse_system_prompt(system)
     assert prompt.tools_found and [t["function"]["name"] for t in prompt.tools] == [t["name"] for t in bare]
     assert "<tool>" not in prompt.instructions and "</tool>" not in prompt.instructions
-    # the lead-in line that introduces the catalog goes, as a Hermes "<tools></tools> XML tags:" line does
-    assert prompt.instructions.startswith("In your response, you need first provide your observation")
+    # the sentence that introduces the catalog goes, as a Hermes "<tools></tools> XML tags:" line does; the one
+    # before it on that line, the role the prompt gives the model, is the instructions' own and stays
+    assert prompt.instructions.startswith("You are an expert in using functions (i.e., tools) to solve users' "
+                                          "tasks.\n\nIn your response, you need first provide your observation")
+    assert "detailed below" not in prompt.instructions
     assert prompt.instructions.endswith("enclose the final answer within the tag \"<final></final>\".")
 
     msgs = conversation()
@@ -1489,6 +1492,8 @@ def test_a_catalog_in_buttons_tool_tag_leaves_no_tag_in_the_instructions(tmp_pat
     row = next(iter(td.load("toolmind", data_files=path, split="BUTTONInstruct", streaming=True)))
     assert row["messages"][0] == {"role": "system", "content": prompt.instructions}
     assert json.loads(write_toolmind_row(row)["messages"])[0]["content"] == system  # the file's text, byte for byte
+    # A numbered lead-in ("2. The tools:") is one sentence: nothing of it stays
+    assert parse_system_prompt(f"{PROTOCOL_TEXT}\n\nRules.\n2. Use these tools:\n{tool_list}").instructions == "Rules."
 
 
 @pytest.mark.parametrize("tools", [[], TOOLS])

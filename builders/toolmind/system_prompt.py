@@ -560,11 +560,23 @@ def _is_lead_in(line: str) -> bool:
     return line.startswith("#") or line.endswith(":") or line.endswith(_TOOLS_TAGS)
 
 
+# Where a sentence ends inside a line: what follows it on a lead-in line introduces the catalog.
+# (Not a list item's number: "2. The tools:" is one sentence.)
+_SENTENCE_END = re.compile(r"(?<![\d\s])[.!?][)\"']?[ \t]+(?=\S)")
+
+
 def _strip_lead_in(head: str) -> str:
-    """Drop the heading / "...tags:" / ``<tools>`` (``<tool>``) / code fence lines that introduce the catalog."""
+    """Drop the heading / "...tags:" / ``<tools>`` (``<tool>``) / code fence lines that introduce the catalog.
+    Of a lead-in line that holds sentences before the one introducing the catalog ("You are an expert in using
+    functions. The functions available are detailed below:", BUTTON's), only that last sentence is dropped."""
     lines = head.rstrip().split("\n")
     while lines:
         last = lines[-1].strip()
+        if last and _is_lead_in(last) and not last.startswith("#"):
+            ends = [m.end() for m in _SENTENCE_END.finditer(last)]
+            if ends:
+                lines[-1] = last[:ends[-1]].rstrip()
+                break
         if not last or _is_lead_in(last):
             lines.pop()
         elif last.startswith(_FENCE) and _fences_open("\n".join(lines)):
