@@ -369,8 +369,8 @@ def test_the_card_states_the_source_options_the_mirror_was_built_with(tmp_path, 
     assert manifest.options == {"shard_bytes": 3000, "strict": False}
     text = (mirror / "README.md").read_text(encoding="utf-8")
     assert "source options `shard_bytes=3000`, `strict=false`" in text
-    assert "`tooluse-datasets mirror toolmind --configs unified raw --option shard_bytes=3000 --option strict=false`" \
-        in text
+    assert ("`tooluse-datasets mirror toolmind --sample --configs unified raw --option shard_bytes=3000 "
+            "--option strict=false`") in text
 
     info = Path(__file__).parent / "data" / "llamafactory"
     monkeypatch.chdir(info.parent)
@@ -383,3 +383,38 @@ def test_the_card_states_the_source_options_the_mirror_was_built_with(tmp_path, 
                           tmp_path / "c")
     assert read_manifest(second).options["dataset_info"] == "dataset_info.json"
     assert str(info) not in (second / "README.md").read_text()
+
+
+def _rebuild_command(card_text: str) -> list[str]:
+    import shlex
+
+    match = re.search(r"Built from part of the data \(`tooluse-datasets (mirror [^`]+)`", card_text)
+    assert match, "the card of a partial mirror gives the command that rebuilds it"
+    return shlex.split(match.group(1))
+
+
+def _data_files(folder: Path) -> dict[str, str]:
+    return {f.path: f.sha256 for f in read_manifest(folder).files}
+
+
+@pytest.mark.parametrize("origin", ["sample", "files"])
+def test_the_rebuild_command_of_a_partial_mirror_rebuilds_it_from_the_same_input(origin, tmp_path, monkeypatch):
+    """Run as the card gives it, the command rebuilds the same files: it reads the bundled sample or the data
+    files the mirror was built from, never the upstream (which it would read without --sample/--data-files)."""
+    from tooluse_datasets.cli import main
+
+    (sample,) = td.sample_files("toolmind")["train"]
+    if origin == "sample":
+        first = build_sample_mirror("toolmind", tmp_path / "a", configs=["unified", "swift"], split="tau_train")
+    else:
+        folder = tmp_path / "input"
+        folder.mkdir()
+        (folder / "rows.parquet").write_bytes(Path(sample).read_bytes())
+        monkeypatch.chdir(folder)
+        first = build_mirror(MirrorRequest("toolmind", configs=["unified", "swift"], split="tau_train",
+                                           data_files=["rows.parquet"]), tmp_path / "a")
+    command = _rebuild_command((first / "README.md").read_text(encoding="utf-8"))
+    assert main([*command, "--out", str(tmp_path / "b")]) == 0
+    again = tmp_path / "b" / "toolmind"
+    assert read_manifest(again).provenance.origin == origin
+    assert _data_files(again) == _data_files(first)

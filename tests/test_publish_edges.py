@@ -93,7 +93,7 @@ def test_a_mirror_of_one_split_does_not_delete_the_other_splits_of_the_repo(tmp_
     part = read_manifest(out / "toolmind")
     assert part.selection == {"split": "When2Call", "configs": ["unified", "raw"]}
     card = (out / "toolmind" / "README.md").read_text()
-    assert "Built from part of the data (`tooluse-datasets mirror toolmind --split When2Call --configs unified " \
+    assert "Built from part of the data (`tooluse-datasets mirror toolmind --sample --split When2Call --configs unified " \
            "raw`): the split `When2Call` only; the source's other splits are not in this repository" in card
     capsys.readouterr()
 

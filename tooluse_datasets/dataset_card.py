@@ -212,6 +212,9 @@ def _template_context(manifest: Manifest, repo_id: str, prose: str, data: Datase
         "provenance": manifest.provenance,
         "selection": manifest.selection,
         "selection_text": manifest.selection_text(),
+        "input_text": input_arguments(manifest),
+        # local inputs are named relative to the folder they share (above), so the command runs there
+        "input_local": any("://" not in i.name for i in manifest.provenance.inputs),
         "options": [f"{name}={option_value_text(value)}" for name, value in manifest.options.items()],
         "options_text": manifest.options_text(),
         "parquet": manifest.parquet,
@@ -219,6 +222,23 @@ def _template_context(manifest: Manifest, repo_id: str, prose: str, data: Datase
         "citation": source.citation.strip(),
         **_swift_snippet_context(manifest, repo_id),
     }
+
+
+def input_arguments(manifest: Manifest) -> str:
+    """The mirror command's arguments that read the input this mirror was built from, for the rebuild command
+    of a partial mirror: without them the command would read the upstream at its pinned revision, other data
+    than the sample, the data files or the revision the mirror was built from."""
+    import shlex
+
+    provenance = manifest.provenance
+    if provenance.origin == "sample":
+        return "--sample"
+    if provenance.origin == "upstream":
+        revision = (provenance.upstream or {}).get("revision")
+        return f"--revision {shlex.quote(revision)}" if revision else ""
+    if "dataset_info" in manifest.options:
+        return ""  # a LLaMA-Factory entry names its own files (the options give it)
+    return "--data-files " + " ".join(shlex.quote(i.name) for i in provenance.inputs)
 
 
 def _swift_snippet_context(manifest: Manifest, repo_id: str) -> dict:
