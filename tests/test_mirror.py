@@ -955,3 +955,18 @@ def test_data_files_inside_another_mirror_of_the_output_folder_are_refused(tmp_p
     assert main(["mirror", "toolmind", "--data-files", str(data / "*.parquet"), "--out", str(data)]) == 0
     assert set(read_manifest(data / "toolmind").configs["unified"].splits) == set(
         _sample_splits("toolmind", str(tmp_path / "cache")))
+
+
+@pytest.mark.parametrize("name", ["all", "ALL"])
+def test_a_split_named_all_is_refused_before_anything_is_built(name, tmp_path, cache_dir):
+    """datasets reserves `all` for the union of the splits: a mirror with such a split would be written, and then
+    load_dataset would refuse every split of it (a raw ValueError from datasets' builder)."""
+    files = td.sample_files("ms_swift")["train"]
+    request = MirrorRequest("ms_swift", configs=["unified"], data_files={name: files[:1], "train": files[1:]})
+    with pytest.raises(MirrorError, match=f"split name '{name}' is reserved by datasets"):
+        build_mirror(request, tmp_path)
+    assert not (tmp_path / "ms_swift").exists()
+    # the other splits still mirror, and load
+    folder = build_mirror(MirrorRequest("ms_swift", configs=["unified"],
+                                        data_files={"every": files[:1], "train": files[1:]}), tmp_path)
+    assert len(mirror_rows(folder, "unified", "every", streaming=False, cache_dir=cache_dir)) > 0
