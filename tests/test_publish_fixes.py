@@ -103,6 +103,9 @@ def test_a_first_publish_into_a_push_to_hub_repo_keeps_its_files_and_config(mirr
     assert "Pushed with push_to_hub." in card
     # and the card's text says so, instead of calling ours the default
     assert "`unified` is the default." not in card and "The repository's default config is `default`" in card
+    # nor flags ours as the default in the table of configurations
+    configurations = card[card.index("## Configurations"):card.index("## Loading")]
+    assert "(default)" not in configurations and "| `unified` | one schema for every source" in configurations
     assert any("kept the configs that are not this mirror's: 'default'" in line for line in lines)
     assert any("the repo's default config stays 'default' (the user's)" in line for line in lines)
     assert not publish_mirror(mirror, REPO, api=api, echo=_quiet).committed

@@ -181,7 +181,8 @@ def _template_context(manifest: Manifest, repo_id: str, prose: str, data: Datase
     for name, entry in manifest.configs.items():
         configs.append({
             "name": name,
-            "description": entry.description,
+            # the format's own description says "(default)" for unified: the table flags the mirror's default
+            "description": entry.description.removesuffix(" (default)"),
             "default": name == default,
             "splits": [{"name": s, "rows": e.num_examples, "skipped": e.skipped["skipped"],
                         "reasons": e.skipped["by_reason"], "shards": len(e.files),
@@ -342,6 +343,7 @@ def merge_cards(generated: str, existing: Optional[str], *, previous_configs: It
         block = block.replace(f"`{ours_default}` is the default.",
                               f"The repository's default config is `{theirs_default}`, which this mirror did not "
                               f"write: load this mirror's configs by name (`{ours_default}`, ...).")
+        block = block.replace(f"| `{ours_default}` (default) |", f"| `{ours_default}` |")
     body = _merge_body(block, old_text)
     return _compose(DatasetCardData(**merged), body)
 
