@@ -418,3 +418,23 @@ def test_the_rebuild_command_of_a_partial_mirror_rebuilds_it_from_the_same_input
     again = tmp_path / "b" / "toolmind"
     assert read_manifest(again).provenance.origin == origin
     assert _data_files(again) == _data_files(first)
+
+
+@pytest.mark.parametrize("yaml_text, key, kept", [
+    ("tags:\n- team: search", "tags", {"team": "search"}),
+    ("tags: 5", "tags", 5),
+    ("language:\n- [en, fr]", "language", ["en", "fr"]),
+])
+def test_a_hub_card_with_odd_values_under_merged_keys_is_merged_not_crashed_on(mirror, yaml_text, key, kept):
+    """Keys whose lists are merged (tags, language...) can hold any YAML in a card edited on the Hub: a mapping or
+    a nested list is kept as the user wrote it beside ours, instead of failing the publish on hashing it."""
+    from tooluse_datasets.dataset_card import card_config_names
+
+    generated = render_card(read_manifest(mirror), REPO)
+    existing = f"---\n{yaml_text}\nconfigs:\n- config_name: [mine]\n  data_files: mine/*.csv\n---\n# Ours\n"
+    merged = merge_cards(generated, existing)
+    data = DatasetCard(merged).data.to_dict()
+    assert kept in data[key] and data[key][0] == DatasetCard(generated).data.to_dict()[key][0]
+    assert {"config_name": ["mine"], "data_files": "mine/*.csv"} in data["configs"]  # theirs, kept
+    assert merge_cards(generated, merged) == merged
+    assert card_config_names(existing) == []  # no config name that is text

@@ -137,8 +137,22 @@ def _default_source_datasets(upstream: dict) -> Optional[list[str]]:
 
 
 def _union(first: list, second: Any) -> list:
-    second = [second] if isinstance(second, str) else list(second or [])
-    return list(dict.fromkeys([*first, *second]))
+    """``first`` then the items of ``second`` it lacks. A card on the Hub can hold any YAML under a key (a
+    mapping in ``tags``, a nested list in ``language``): such values are kept as they are, compared by their
+    JSON, never hashed."""
+    import json
+
+    if second is None:
+        second = []
+    elif not isinstance(second, list):
+        second = [second]
+    merged, seen = [], set()
+    for value in [*first, *second]:
+        key = json.dumps(value, sort_keys=True, default=str)
+        if key not in seen:
+            seen.add(key)
+            merged.append(value)
+    return merged
 
 
 def source_prose(source: str, options: Optional[dict] = None) -> tuple[dict, str]:
@@ -383,7 +397,7 @@ def card_config_names(text: Optional[str]) -> list[str]:
     if not text:
         return []
     meta, _ = read_card_leniently(text)
-    return [e["config_name"] for e in _entries(meta.get("configs"))]
+    return [e["config_name"] for e in _entries(meta.get("configs")) if isinstance(e["config_name"], str)]
 
 
 def _entries(value: Any) -> list[dict]:
@@ -396,6 +410,11 @@ def _entries(value: Any) -> list[dict]:
     return [{"config_name": "default", **e} if "config_name" not in e else e for e in value if isinstance(e, dict)]
 
 
+def _is_ours(entry: dict, ours: set) -> bool:
+    # a config_name that is not text (a list, say, in a hand-edited card) names no config of ours: kept as theirs
+    return isinstance(entry["config_name"], str) and entry["config_name"] in ours
+
+
 def _is_default(entry: dict) -> bool:
     return entry.get("config_name") == "default" or bool(entry.get("default"))
 
@@ -404,7 +423,7 @@ def _keep_foreign_configs(merged: dict, old_meta: dict, ours: set, notes: list[s
     """Append the existing card's ``configs``/``dataset_info`` entries that are not ours to ours. Only one
     config can be the default (datasets refuses two): if the user's is, ours gives the flag up, and the user's
     default config is returned."""
-    foreign = [e for e in _entries(old_meta.get("configs")) if e["config_name"] not in ours]
+    foreign = [e for e in _entries(old_meta.get("configs")) if not _is_ours(e, ours)]
     theirs_default = None
     if foreign:
         own = _entries(merged.get("configs"))
@@ -418,7 +437,7 @@ def _keep_foreign_configs(merged: dict, old_meta: dict, ours: set, notes: list[s
         merged["configs"] = own + foreign
         notes.append(f"{README_FILE}: kept the configs that are not this mirror's: "
                      + ", ".join(repr(e["config_name"]) for e in foreign))
-    foreign_infos = [e for e in _entries(old_meta.get("dataset_info")) if e["config_name"] not in ours]
+    foreign_infos = [e for e in _entries(old_meta.get("dataset_info")) if not _is_ours(e, ours)]
     if foreign_infos:
         merged["dataset_info"] = _entries(merged.get("dataset_info")) + foreign_infos
     return theirs_default
