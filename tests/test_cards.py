@@ -438,3 +438,25 @@ def test_a_hub_card_with_odd_values_under_merged_keys_is_merged_not_crashed_on(m
     assert {"config_name": ["mine"], "data_files": "mine/*.csv"} in data["configs"]  # theirs, kept
     assert merge_cards(generated, merged) == merged
     assert card_config_names(existing) == []  # no config name that is text
+
+
+def _examples(text: str) -> tuple[str, dict]:
+    section = _section(text, "## Examples")
+    blocks = re.findall(r"<code>(\w+)</code></summary>\n\n```json\n(.*?)\n```", section, flags=re.DOTALL)
+    return " ".join(section.split("<details>")[0].split()), {name: json.loads(block) for name, block in blocks}
+
+
+def test_the_examples_note_says_only_unified_leaves_null_keys_out(tmp_path):
+    """The card's examples: unified's leave the null and empty message keys out (tooluse_datasets.exact), the
+    other configurations' keep them (ms-swift's raw messages carry loss: null...), and the note says which."""
+    mirror = build_sample_mirror("ms_swift", tmp_path / "a", configs=["unified", "raw"])
+    note, examples = _examples((mirror / "README.md").read_text(encoding="utf-8"))
+    assert all(None not in m.values() for m in examples["unified"]["messages"] if isinstance(m, dict))
+    assert any(None in m.values() for m in examples["raw"]["messages"] if isinstance(m, dict))
+    assert "in `unified`, the null and empty keys of messages" in note
+    assert "the other configurations show every key" in note
+
+    without_unified = build_sample_mirror("ms_swift", tmp_path / "b", configs=["raw"])
+    note, examples = _examples((without_unified / "README.md").read_text(encoding="utf-8"))
+    assert any(None in m.values() for m in examples["raw"]["messages"] if isinstance(m, dict))
+    assert "left out" not in note
