@@ -460,3 +460,25 @@ def test_the_examples_note_says_only_unified_leaves_null_keys_out(tmp_path):
     note, examples = _examples((without_unified / "README.md").read_text(encoding="utf-8"))
     assert any(None in m.values() for m in examples["raw"]["messages"] if isinstance(m, dict))
     assert "left out" not in note
+
+
+def test_the_json_columns_note_names_the_configs_that_have_json_columns(tmp_path):
+    """The note on Json() features (datasets>=4.7, exact decoding) is about the configs that have JSON columns;
+    a mirror of plain-text formats only (swift, llamafactory: tools as JSON text) has none, and no such note."""
+    from datasets import Json
+
+    def has_json(feature) -> bool:
+        return isinstance(feature, Json) or any(map(has_json, getattr(feature, "values", lambda: [])())) or \
+            has_json(getattr(feature, "feature", None)) if feature is not None else False
+
+    plain = build_sample_mirror("ms_swift", tmp_path / "a", configs=["swift", "llamafactory"])
+    manifest = read_manifest(plain)
+    assert not any(has_json(f) for c in manifest.configs for f in manifest.features(c).values())
+    loading = _section((plain / "README.md").read_text(encoding="utf-8"), "## Loading")
+    assert "JSON columns" not in loading and "Json()" not in loading
+
+    mixed = build_sample_mirror("ms_swift", tmp_path / "b", configs=["unified", "raw", "swift"])
+    manifest = read_manifest(mixed)
+    assert [c for c in manifest.configs if any(map(has_json, manifest.features(c).values()))] == ["unified", "raw"]
+    loading = " ".join(_section((mixed / "README.md").read_text(encoding="utf-8"), "## Loading").split())
+    assert "JSON columns (tool schemas, call arguments, `meta`) of `unified`, `raw` are stored as" in loading

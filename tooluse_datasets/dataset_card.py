@@ -217,6 +217,8 @@ def _template_context(manifest: Manifest, repo_id: str, prose: str, data: Datase
         "first_split": next(iter(manifest.configs[default].splits)),
         "configs": configs,
         "config_names": list(manifest.configs),
+        # the note on Json() features and exact decoding concerns configs that have such columns
+        "json_configs": [name for name in manifest.configs if any(map(_has_json, manifest.features(name).values()))],
         "omitted": manifest.omitted_configs,
         "schema_table": schema_table(),
         "statistics": manifest.statistics,
@@ -283,6 +285,18 @@ def _type_name(feature: Any) -> str:
     if isinstance(feature, dict):
         return "struct<" + ", ".join(f"{k}: {_type_name(v)}" for k, v in feature.items()) + ">"
     return type(feature).__name__
+
+
+def _has_json(feature: Any) -> bool:
+    from datasets import Json, LargeList, List
+
+    if isinstance(feature, Json):
+        return True
+    if isinstance(feature, (List, LargeList)):
+        return _has_json(feature.feature)
+    if isinstance(feature, dict):
+        return any(map(_has_json, feature.values()))
+    return False
 
 
 def markdown_cell(value: Any) -> str:
