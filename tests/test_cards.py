@@ -482,3 +482,23 @@ def test_the_json_columns_note_names_the_configs_that_have_json_columns(tmp_path
     assert [c for c in manifest.configs if any(map(has_json, manifest.features(c).values()))] == ["unified", "raw"]
     loading = " ".join(_section((mixed / "README.md").read_text(encoding="utf-8"), "## Loading").split())
     assert "JSON columns (tool schemas, call arguments, `meta`) of `unified`, `raw` are stored as" in loading
+
+
+def test_an_example_with_an_object_of_thousands_of_keys_is_cut_in_the_card(tmp_path):
+    """A call whose arguments hold thousands of keys: the card shows the first ones and says how many more there
+    are, instead of every key of the object in each configuration's example."""
+    tools = json.dumps([{"type": "function", "function": {"name": "bulk", "description": "d",
+                                                          "parameters": {"type": "object", "properties": {}}}}])
+    arguments = {f"k{i}": i for i in range(5000)}
+    row = {"tools": tools, "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "tool_call", "content": json.dumps({"name": "bulk", "arguments": arguments})},
+        {"role": "tool_response", "content": "ok"}, {"role": "assistant", "content": "done"}]}
+    data = tmp_path / "bulk.jsonl"
+    data.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    mirror = build_mirror(MirrorRequest("ms_swift", configs=["unified"], data_files=[str(data)]), tmp_path / "out")
+    _, examples = _examples((mirror / "README.md").read_text(encoding="utf-8"))
+    shown = examples["unified"]["messages"][1]["tool_calls"][0]["function"]["arguments"]
+    assert list(shown)[:3] == ["k0", "k1", "k2"] and len(shown) < 100
+    assert shown["…"] == f"[+{5000 - len(shown) + 1} keys]"
+    assert (mirror / "README.md").stat().st_size < 30_000
