@@ -502,3 +502,19 @@ def test_an_example_with_an_object_of_thousands_of_keys_is_cut_in_the_card(tmp_p
     assert list(shown)[:3] == ["k0", "k1", "k2"] and len(shown) < 100
     assert shown["…"] == f"[+{5000 - len(shown) + 1} keys]"
     assert (mirror / "README.md").stat().st_size < 30_000
+
+
+def test_a_mirror_of_given_data_files_claims_no_language(tmp_path):
+    """The per-source prose states the upstream's languages (ToolMind: en; ms-swift's examples: en, zh): a mirror
+    of the user's own files, in whatever language, claims none, as it claims no upstream provenance or license."""
+    (sample,) = td.sample_files("toolmind")["train"]
+    upstream_card = DatasetCard.load(build_sample_mirror("toolmind", tmp_path / "a", configs=["raw"]) / "README.md")
+    assert upstream_card.data.language == ["en"]
+    data = tmp_path / "mine.parquet"
+    data.write_bytes(Path(sample).read_bytes())
+    for source, files in (("toolmind", [str(data)]), ("ms_swift", _ms_swift_files())):
+        folder = build_mirror(MirrorRequest(source, configs=["raw"], data_files=files), tmp_path / source)
+        card = DatasetCard.load(folder / "README.md")
+        assert read_manifest(folder).provenance.origin == "files"
+        assert card.data.language is None and "language" not in card.data.to_dict()
+        assert card.data.license == "unknown" and "source_datasets" not in card.data.to_dict()

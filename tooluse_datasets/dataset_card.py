@@ -90,10 +90,11 @@ def card_metadata(manifest: Manifest, prose_meta: Optional[dict] = None) -> Data
     prose_license = prose_meta.pop("license", None)
     license_ = manifest.license or prose_license or up.get("license") or "unknown"
     if manifest.provenance.origin == "files":
-        # Data files given to the mirror command: the upstream's license and provenance are not theirs.
+        # Data files given to the mirror command: the upstream's license, provenance and language are not theirs.
         up = {}
         license_ = manifest.license or "unknown"
         prose_meta.pop("source_datasets", None)
+        prose_meta.pop("language", None)
     data = DatasetCardData(
         license=license_,
         pretty_name=prose_meta.pop("pretty_name", None) or f"{manifest.pretty_name} (tool-use mirror)",
