@@ -518,3 +518,25 @@ def test_a_mirror_of_given_data_files_claims_no_language(tmp_path):
         assert read_manifest(folder).provenance.origin == "files"
         assert card.data.language is None and "language" not in card.data.to_dict()
         assert card.data.license == "unknown" and "source_datasets" not in card.data.to_dict()
+
+
+def test_the_rows_note_names_configs_holding_rows_the_statistics_leave_out(tmp_path):
+    """A row that reads but does not convert to unified (a tool_call that is not JSON) is in `raw` and not in the
+    statistics: the table shows raw with more rows than the statistics, and the note above it says why, where it
+    used to say only that configurations hold fewer rows."""
+    rows = [{"messages": [{"role": "user", "content": "hi"}, {"role": "tool_call", "content": "get_weather(city=Paris"},
+                          {"role": "tool_response", "content": "ok"}, {"role": "assistant", "content": "done"}]},
+            {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}]
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    mirror = build_mirror(MirrorRequest("ms_swift", configs=["unified", "raw"], data_files=[str(data)]), tmp_path / "o")
+    manifest = read_manifest(mirror)
+    assert manifest.statistics["train"]["rows"] == 1 and manifest.configs["raw"].splits["train"].num_examples == 2
+    text = " ".join((mirror / "README.md").read_text(encoding="utf-8").split())
+    assert ("`raw` also holds rows that could not be converted to the unified schema, which the statistics leave "
+            "out") in text
+    assert "| train | 1 | 1 | 2 |" in text
+
+    plain = " ".join((build_sample_mirror("ms_swift", tmp_path / "s", configs=["unified", "raw"]) / "README.md")
+                     .read_text(encoding="utf-8").split())
+    assert "could not be converted to the unified schema" not in plain

@@ -225,6 +225,10 @@ def _template_context(manifest: Manifest, repo_id: str, prose: str, data: Datase
         "statistics": manifest.statistics,
         "rows_by_config": {name: {s: e.num_examples for s, e in entry.splits.items()}
                            for name, entry in manifest.configs.items()},
+        # configs with more rows than the statistics describe (rows that read, but do not convert to unified)
+        "beyond_statistics": [name for name, entry in manifest.configs.items()
+                              if any(e.num_examples > manifest.statistics.get(s, {}).get("rows", 0)
+                                     for s, e in entry.splits.items())],
         "figures": [f.path for f in manifest.figures],
         "validation": manifest.validation,
         "provenance": manifest.provenance,
