@@ -540,3 +540,17 @@ def test_the_rows_note_names_configs_holding_rows_the_statistics_leave_out(tmp_p
     plain = " ".join((build_sample_mirror("ms_swift", tmp_path / "s", configs=["unified", "raw"]) / "README.md")
                      .read_text(encoding="utf-8").split())
     assert "could not be converted to the unified schema" not in plain
+
+
+def test_the_size_category_counts_the_largest_config(tmp_path):
+    """1000 rows of which one does not convert to unified: unified (the default) holds 999, raw 1000, and the
+    dataset's size category is the one of its 1000 rows."""
+    good = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
+    bad = {"messages": [{"role": "user", "content": "hi"}, {"role": "tool_call", "content": "get_weather(city=Paris"},
+                        {"role": "tool_response", "content": "ok"}, {"role": "assistant", "content": "done"}]}
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in [bad] + [good] * 999), encoding="utf-8")
+    mirror = build_mirror(MirrorRequest("ms_swift", configs=["unified", "raw"], data_files=[str(data)]), tmp_path / "o")
+    manifest = read_manifest(mirror)
+    assert (manifest.configs["unified"].num_examples, manifest.configs["raw"].num_examples) == (999, 1000)
+    assert DatasetCard.load(mirror / "README.md").data.size_categories == ["1K<n<10K"]

@@ -99,7 +99,8 @@ def card_metadata(manifest: Manifest, prose_meta: Optional[dict] = None) -> Data
         license=license_,
         pretty_name=prose_meta.pop("pretty_name", None) or f"{manifest.pretty_name} (tool-use mirror)",
         task_categories=_union(["text-generation"], prose_meta.pop("task_categories", [])),
-        size_categories=[size_category(manifest.configs[manifest.default_config].num_examples)],
+        # the largest config: raw keeps rows that do not convert to the default unified
+        size_categories=[size_category(max(entry.num_examples for entry in manifest.configs.values()))],
         source_datasets=prose_meta.pop("source_datasets", None) or _default_source_datasets(up),
         language=prose_meta.pop("language", None),
         tags=_union(BASE_TAGS + [manifest.source], prose_meta.pop("tags", [])),
