@@ -15,7 +15,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 import tooluse_datasets as td
 from tooluse_datasets.dataset_card import (BEGIN_MARKER, END_MARKER, merge_cards, render_card, size_category,
                                            split_front_matter)
-from tooluse_datasets.mirror import MirrorRequest, build_mirror, read_manifest, shorten
+from tooluse_datasets.mirror import MirrorRequest, ParquetLayout, build_mirror, read_manifest, shorten
 from tooluse_datasets.registry import builder_class
 
 from mirror_support import build_sample_mirror, reference_rows
@@ -405,7 +405,10 @@ def test_the_rebuild_command_of_a_partial_mirror_rebuilds_it_from_the_same_input
 
     (sample,) = td.sample_files("toolmind")["train"]
     if origin == "sample":
-        first = build_sample_mirror("toolmind", tmp_path / "a", configs=["unified", "swift"], split="tau_train")
+        # a Parquet layout of its own too: the same rows in other row groups and shards are other files
+        first = build_sample_mirror("toolmind", tmp_path / "a", configs=["unified", "swift"], split="tau_train",
+                                    layout=ParquetLayout(row_group_rows=1, shard_bytes=20_000))
+        assert len(read_manifest(first).files) > 2
     else:
         folder = tmp_path / "input"
         folder.mkdir()

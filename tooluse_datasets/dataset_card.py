@@ -236,6 +236,7 @@ def _template_context(manifest: Manifest, repo_id: str, prose: str, data: Datase
         "selection": manifest.selection,
         "selection_text": manifest.selection_text(),
         "input_text": input_arguments(manifest),
+        "layout_text": layout_arguments(manifest),
         # local inputs are named relative to the folder they share (above), so the command runs there
         "input_local": any("://" not in i.name for i in manifest.provenance.inputs),
         "options": [f"{name}={option_value_text(value)}" for name, value in manifest.options.items()],
@@ -262,6 +263,18 @@ def input_arguments(manifest: Manifest) -> str:
     if "dataset_info" in manifest.options:
         return ""  # a LLaMA-Factory entry names its own files (the options give it)
     return "--data-files " + " ".join(shlex.quote(i.name) for i in provenance.inputs)
+
+
+def layout_arguments(manifest: Manifest) -> str:
+    """The mirror command's Parquet layout options where the mirror's differ from the defaults: the same rows
+    in other row groups or shards are other files."""
+    from .mirror.parts import ParquetLayout
+
+    default = ParquetLayout()
+    options = (("--row-group-rows", "row_group_rows"), ("--row-group-size", "row_group_bytes"),
+               ("--max-shard-size", "shard_bytes"))
+    return " ".join(f"{option} {manifest.parquet[key]}" for option, key in options
+                    if key in manifest.parquet and manifest.parquet[key] != getattr(default, key))
 
 
 def _swift_snippet_context(manifest: Manifest, repo_id: str) -> dict:
