@@ -43,6 +43,11 @@ from .upstream import hf_split_name, table_order
 
 # Longest HF split name we make: names become file names (``<split>-00000-of-00001.parquet``, cache files).
 MAX_SPLIT_NAME = 96
+# A split column names each row's source dataset: a handful of values (ToolMind's card: seven). Thousands are a
+# column of something else (an id, a text), each value a split of its own; planning JSON keeps a bitmap of rows
+# per value, so memory grew with values x rows (20K distinct values: 543 MB, half a minute), and datasets would
+# then make a split, a cache file and a progress bar of each.
+MAX_SPLIT_VALUES = 1000
 # A JSON Lines range of one split goes on over lines of other splits up to this many bytes (read, not parsed)
 # rather than end there: a file whose splits interleave row by row gets ranges, not a shard per row.
 MAX_GAP_BYTES = 256 << 10
@@ -177,6 +182,8 @@ def plan_splits(files: list[str], split_column: str, shard_bytes: int, *,
     if not with_column or not any(f.values for f in with_column):
         return None
     values = set().union(*(f.values for f in with_column))
+    if len(values) > MAX_SPLIT_VALUES:
+        raise too_many_split_values(split_column, files[0] if len(files) == 1 else None)
     names = split_names(values)
     stem_ids = len(files) > 1
     ordered = sorted(values, key=table_order)
@@ -228,6 +235,14 @@ def split_names(values: set) -> dict[Optional[str], str]:
 # statistics of every row group). A file rewritten in place is planned anew.
 _PLANS: dict[tuple, Optional[_FileValues]] = {}
 _MAX_PLANS = 8
+
+
+def too_many_split_values(split_column: str, path: Optional[str]) -> ValueError:
+    where = f" of {display_path(path)}" if path else ""
+    return ValueError(f"split_column={split_column!r}: the column{where} holds more than {MAX_SPLIT_VALUES:,} distinct "
+                      f"values, each of which would be a split of its own; it names something other than each row's "
+                      f"source dataset: pass the column that does, or split_column=None (one split, or data_files "
+                      f"as a dict of splits)")
 
 
 def _file_values(path: str, split_column: str, shard_bytes: int) -> Optional[_FileValues]:
@@ -371,7 +386,12 @@ def _plan_json(path: str, split_column: str, shard_bytes: int) -> Optional[_File
             seen_column = seen_column or (isinstance(row, dict) and split_column in row)
             assigned = isinstance(row, dict) and (value is None or isinstance(value, str))
             if assigned:
-                _mark(bitmap_by_value.setdefault(value, bytearray()), row_number)
+                bitmap = bitmap_by_value.get(value)
+                if bitmap is None:
+                    if len(bitmap_by_value) >= MAX_SPLIT_VALUES:
+                        raise too_many_split_values(split_column, path)
+                    bitmap = bitmap_by_value[value] = bytearray()
+                _mark(bitmap, row_number)
             else:
                 _mark(unassigned, row_number)
             if spans is not None:
