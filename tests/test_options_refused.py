@@ -90,3 +90,12 @@ def test_validate_refuses_loads_validate_filter_instead_of_ignoring_it(tmp_path,
         td.validate("ms_swift", data_files=data, validate="error")
     rows = sum(1 for line in open(data, encoding="utf-8") if line.strip())
     assert td.validate("ms_swift", data_files=data, rules="error").to_dict()["total"]["validation"]["checked"] == rows
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["prepare", "streaming"])
+@pytest.mark.parametrize("split", ["all", "ALL"])
+def test_a_data_files_split_named_all_is_refused_naming_it(split, streaming, cache_dir):
+    """datasets reserves `all` for the union of the splits and refused it from deep inside its builder."""
+    sample = td.sample_files("ms_swift")["train"][0]
+    with pytest.raises(ValueError, match=f"data_files names a split '{split}', which datasets reserves"):
+        td.load("ms_swift", data_files={split: sample}, streaming=streaming, cache_dir=cache_dir)

@@ -545,6 +545,10 @@ def _path_strings(data_files, top: bool = True):
     A value that is no path (None, a number) or a folder is refused here, naming it: datasets would raise a
     TypeError from deep inside, or say it cannot find ``folder/``."""
     if isinstance(data_files, dict) and top:
+        reserved = [split for split in data_files if isinstance(split, str) and split.lower() == "all"]
+        if reserved:  # datasets' keyword for the union of the splits: it refuses the name from deep inside
+            raise ValueError(f"data_files names a split {reserved[0]!r}, which datasets reserves for the union of "
+                             f"all splits; give that split another name")
         return {split: _path_strings(files, top=False) for split, files in data_files.items()}
     if isinstance(data_files, (list, tuple)):
         return [_path_strings(f, top=False) for f in data_files]
