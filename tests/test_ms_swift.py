@@ -1251,6 +1251,88 @@ def test_common_row_shortcut_never_takes_a_row_the_general_stages_read_otherwise
     assert taken > 300 and refused > 500, (taken, refused)  # 499 and 865 with this seed
 
 
+def prepared_tables(texts: list[str]) -> tuple[pa.Table, pa.Table]:
+    """(the table prepare builds from the shortcut's rows appended straight to its columns, the table of the
+    same rows built from their dicts); rows the shortcut leaves are left out of both. Each reads its own copy."""
+    filled, from_dicts = UNIFIED_ENCODER.builder(), UNIFIED_ENCODER.builder()
+    for text in texts:
+        row, native = SOURCE.native_to_unified(codec.loads(text), CTX), codec.loads(text)
+        taken = filled.add_columns(SOURCE.fill_unified_columns, native, CTX,
+                                   lambda: SOURCE.native_to_unified(native, CTX))
+        assert taken == (row is not None)
+        if row is not None:
+            from_dicts.add(row, parsed=True)
+    return filled.table(), from_dicts.table()
+
+
+def ipc_bytes(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def test_prepare_fills_the_columns_of_the_shortcuts_rows_as_their_dicts_fill_them():
+    """Real, generated and mutated rows in batches (rows the shortcut leaves between rows it takes, which must
+    append nothing): the table is the one built from the shortcut's dicts, byte for byte."""
+    fuzz_rows = benchmark_module("fuzz_rows")
+    generator = benchmark_module("generate_ms_swift")
+    rng = random.Random(5)
+    mutator = fuzz_rows.Mutator(rng, huge_chars=3000)
+    seeds = fuzz_rows.seed_rows("ms_swift", SHARED_DATA) + [SOURCE_ROW_WITH_EVERY_TURN]
+    rows = [json.dumps(row) for row in seeds + [generator.generate_row(i) for i in range(300)]]
+    for _ in range(1500):
+        text = fuzz_rows.to_json(mutator.mutate("ms_swift", rng.choice(seeds)).value)
+        ok, native = codec.try_loads(text)
+        if ok and isinstance(native, dict):
+            rows.append(text)
+    rng.shuffle(rows)
+    taken = 0
+    for start in range(0, len(rows), 125):
+        filled, from_dicts = prepared_tables(rows[start:start + 125])
+        assert filled.equals(from_dicts) and ipc_bytes(filled) == ipc_bytes(from_dicts)
+        taken += filled.num_rows
+    assert taken > 500, taken
+
+
+def test_a_row_whose_columns_fail_half_filled_sends_the_batch_the_general_way():
+    generator = benchmark_module("generate_ms_swift")
+    natives = [codec.loads(json.dumps(generator.generate_row(i))) for i in range(6)]
+
+    def fill(native, ctx, lists, write):
+        if native is natives[3]:  # appends part of the row, then fails
+            lists["id"].append("half")
+            raise RuntimeError("failed half way")
+        return SOURCE.fill_unified_columns(native, ctx, lists, write)
+
+    filled, from_dicts = UNIFIED_ENCODER.builder(), UNIFIED_ENCODER.builder()
+    taken = []
+    for native in natives:  # as the pipeline adds them: a row not taken is added as its dict
+        taken.append(filled.add_columns(fill, native, CTX, lambda native=native: SOURCE.native_to_unified(native, CTX)))
+        if not taken[-1]:
+            filled.add(SOURCE.native_to_unified(native, CTX), parsed=True)
+        from_dicts.add(SOURCE.native_to_unified(native, CTX), parsed=True)
+    assert taken == [True] * 4 + [False] * 2  # the failed row is added the general way, then the rows after it
+    assert ipc_bytes(filled.table()) == ipc_bytes(from_dicts.table())
+
+
+def test_prepare_of_ms_swift_rows_skips_their_dicts_and_keeps_the_table(tmp_path, cache_dir, monkeypatch):
+    """Prepare of the unified config appends the shortcut's rows straight to the table; the general stages
+    and the other configs still build the dicts."""
+    natives = [codec.loads(line) for name in ("custom_dataset_doc_agent_rows_en.jsonl", "agent_support_doc_examples_en.jsonl")
+               for line in shared_data("ms_swift", name).read_text(encoding="utf-8").splitlines() if line.strip()]
+    # Rows the general stages convert before and between the shortcut's rows: the order is kept.
+    left = [SOURCE.native_to_unified(native, CTX) is None for native in natives]
+    assert left[0] and not all(left) and any(a and not b for a, b in zip(left, left[1:])), left
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(native) + "\n" for native in natives), encoding="utf-8")
+    calls = count_calls(monkeypatch, type(SOURCE), "fill_unified_columns", "native_to_unified")
+    ds = td.load("ms_swift", data_files=str(path), split="train", cache_dir=str(tmp_path / "a"))
+    assert calls["fill_unified_columns"] > 0 and calls["native_to_unified"] < len(natives)  # fewer dicts
+    streamed = list(td.load("ms_swift", data_files=str(path), split="train", streaming=True))
+    assert len(ds) == len(streamed) == len(natives) and list(ds) == streamed
+
+
 # A row with every turn the shortcut reads: think before calls, parallel calls, results as "tool" and
 # "tool_response", a plain answer, media columns.
 SOURCE_ROW_WITH_EVERY_TURN = {

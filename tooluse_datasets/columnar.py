@@ -38,6 +38,10 @@ class RowEncoding(Protocol):
     def table_of_arrays(self, arrays: list) -> pa.Table: ...
 
 
+# A source's own appender of one row's values (see TableBuilder.add_columns): (native, ctx, lists, write) -> added.
+ColumnFiller = Callable[[Any, Any, dict, Callable[[Any], str]], bool]
+
+
 class _NotTaken(Exception):
     """A value the compiled function does not take apart: the batch is encoded the general way."""
 
@@ -179,23 +183,30 @@ class _Code:
 class _Compiler:
     def __init__(self):
         self.initial: dict[str, list] = {}
+        self.paths: dict[str, str] = {}  # a field's path -> its values (a list's: its offsets), see ColumnPlan.lists
 
     def buffer(self, initial: Optional[list] = None) -> str:
         name = f"b{len(self.initial)}"
         self.initial[name] = initial or []
         return name
 
-    def node(self, arrow_type: pa.DataType, storage: pa.DataType) -> Optional[_Node]:
+    def node(self, arrow_type: pa.DataType, storage: pa.DataType, path: str) -> Optional[_Node]:
         """The node of a value of ``arrow_type``; None if a JSON leaf sits under a type not taken apart here."""
         if not _holds_json(arrow_type) or _is_json(arrow_type):
-            return _Leaf(self, storage, json=_is_json(arrow_type))
+            leaf = _Leaf(self, storage, json=_is_json(arrow_type))
+            self.paths[path] = leaf.values
+            return leaf
         if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
-            child = self.node(arrow_type.value_type, storage.value_type)
-            return None if child is None else _ListNode(self, storage, child)
+            child = self.node(arrow_type.value_type, storage.value_type, path + "[]")
+            if child is None:
+                return None
+            node = _ListNode(self, storage, child)
+            self.paths[path] = node.offsets
+            return node
         if pa.types.is_struct(arrow_type):
             fields = []
             for field, storage_field in zip(arrow_type, storage):
-                child = self.node(field.type, storage_field.type)
+                child = self.node(field.type, storage_field.type, f"{path}.{field.name}")
                 if child is None:
                     return None
                 absent_empty = _holds_json(field.type) and isinstance(child, _ListNode)
@@ -207,8 +218,10 @@ class _Compiler:
 class ColumnPlan:
     """A schema compiled into the function that appends one row's values (see the module docstring)."""
 
-    def __init__(self, columns: list[tuple[str, _Node]], initial: dict[str, list], source: str):
+    def __init__(self, columns: list[tuple[str, _Node]], initial: dict[str, list], source: str,
+                 paths: Optional[dict[str, str]] = None):
         self.columns, self.initial, self.source = columns, initial, source
+        self.paths = paths or {}
         namespace: dict[str, Any] = {}
         exec(compile(source, "<tooluse_datasets.columnar>", "exec"), namespace)  # noqa: S102 (our own code)
         self._factory: Callable[..., Callable[[dict, Callable], None]] = namespace["bind"]
@@ -219,7 +232,7 @@ class ColumnPlan:
         compiler, code = _Compiler(), _Code()
         columns = []
         for field, storage_field in zip(schema, storage_schema):
-            node = compiler.node(field.type, storage_field.type)
+            node = compiler.node(field.type, storage_field.type, field.name)
             if node is None:
                 return None
             value = code.name("column")
@@ -230,7 +243,7 @@ class ColumnPlan:
         appends = [f"  {name}_append = {name}.append" for name in compiler.initial]
         source = "\n".join([f"def bind(NotTaken, {buffers}):", *appends, "  def add(row, write):",
                             *("  " + line for line in code.lines), "  return add", ""])
-        return cls(columns, compiler.initial, source)
+        return cls(columns, compiler.initial, source, compiler.paths)
 
     def bind(self) -> tuple[dict[str, list], Callable[[dict, Callable], None]]:
         """Fresh buffers, and the function appending one row to them: ``add(row, write)``, ``write`` the
@@ -238,6 +251,13 @@ class ColumnPlan:
         docstring), having appended some of them."""
         buffers = {name: list(initial) for name, initial in self.initial.items()}
         return buffers, self._factory(_NotTaken, *buffers.values())
+
+    def lists(self, buffers: dict[str, list]) -> dict[str, list]:
+        """The buffers by field path, for code that appends a row's values itself (a source's column filler):
+        ``"id"``, ``"tools"`` (a list's offsets: append the count of its items so far after each row's),
+        ``"tools[]"`` (its items), ``"messages[].tool_calls[].function.arguments"``. JSON leaves are appended
+        as text; nulls of lists and structs cannot be appended this way."""
+        return {path: buffers[name] for path, name in self.paths.items()}
 
     def arrays(self, buffers: dict[str, list]) -> list[pa.Array]:
         pool = package_memory_pool()
@@ -251,10 +271,12 @@ class TableBuilder:
     def __init__(self, encoder: RowEncoding, plan: Optional[ColumnPlan]):
         self.encoder = encoder
         self.plan = plan
-        self.rows: list[tuple[dict, bool]] = []  # (row, its JSON leaves were read from text)
+        # (row, its JSON leaves were read from text); a row given by add_columns is the function making it
+        self.rows: list[tuple[Any, bool]] = []
         self._encoded: Optional[list[dict]] = None  # the general way's encoded rows, once the batch takes it
         if plan is not None:
             self._buffers, self._add = plan.bind()
+            self._lists: Optional[dict[str, list]] = None  # the buffers by field path, once add_columns needs them
             self._writers = {True: encoder.parsed_leaf_writer, False: encoder.leaf_writer}
         else:
             self._encoded = []
@@ -273,6 +295,24 @@ class TableBuilder:
         self._encoded.append(self._encode(row, parsed))  # raises as encode_row does
         self.rows.append((row, parsed))
 
+    def add_columns(self, fill: "ColumnFiller", native: Any, ctx: Any, row: Callable[[], dict]) -> bool:
+        """Add a row by ``fill(native, ctx, lists, write)``, which appends its values to :meth:`ColumnPlan.lists`
+        itself (JSON leaves read from text) or returns False having appended nothing; ``row()`` makes the same
+        row as a dict, if the batch has to be encoded the general way. False: nothing added (also when the
+        batch is encoded the general way already)."""
+        if self._encoded is not None:
+            return False
+        if self._lists is None:
+            self._lists = self.plan.lists(self._buffers)
+        try:
+            if not fill(native, ctx, self._lists, self.encoder.parsed_leaf_writer):
+                return False
+        except Exception:
+            self._encode_all()  # the buffers hold part of this row: the general way from here on
+            self._encoded.append(self._encode(row(), True))  # raises as encode_row does
+        self.rows.append((row, True))
+        return True
+
     def encoded_rows(self) -> list[dict]:
         """The rows as ``RowEncoder`` encodes them (for finding a row Arrow cannot store)."""
         if self._encoded is None:
@@ -290,6 +330,9 @@ class TableBuilder:
     def _encode_all(self) -> None:
         self._encoded = [self._encode(row, parsed) for row, parsed in self.rows]
         self._buffers = {}
+        self._lists = None
 
-    def _encode(self, row: dict, parsed: bool) -> dict:
+    def _encode(self, row: Any, parsed: bool) -> dict:
+        if callable(row):  # added by add_columns
+            row = row()
         return self.encoder.encode_parsed_row(row) if parsed else self.encoder.encode_row(row)

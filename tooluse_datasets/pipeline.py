@@ -23,6 +23,7 @@ import contextlib
 import copy
 import dataclasses
 import gc
+from functools import partial
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 import pyarrow as pa
@@ -119,6 +120,9 @@ class ShardConverter:
         self._needs_unified = any(c != RAW for c in self.configs)
         # Source.native_to_unified serves rows when no config needs the raw row and no batch step follows.
         self._shortcut = RAW not in self.configs and not source.has_batch_step
+        # Into Arrow, the unified config alone and unchecked: such rows may skip their dicts altogether.
+        self._fills_columns = (self._shortcut and self.configs == [UNIFIED] and not row_check
+                               and type(source).fill_unified_columns is not Source.fill_unified_columns)
 
     def batches(self, split: SplitPlan, shard: Shard, *, arrow: bool, resume: Optional[tuple[int, int]] = None,
                 keep_unified: bool = False, most_rows: Optional[int] = None) -> Iterator[ConvertedBatch]:
@@ -170,12 +174,19 @@ class ShardConverter:
                       out: dict[str, Any], positions: dict[str, list], unified_rows: Optional[list]) -> None:
         source = self.source
         converted = []  # (ctx, position, raw, unified) of the rows that converted
+        columns = out[UNIFIED] if arrow and unified_rows is None and self._fills_columns else None
         for (row_number, item), position in zip(items, item_positions):
             ctx = RowContext(source.name, file, row_number, split, file_label=label)
             raw = unified = None
             try:
                 if isinstance(item, ToolUseDataError):
                     raise item
+                # Straight to the table's columns, while no row of the piece waits for the loop below (so
+                # that the rows keep their order); the dicts are made only if the batch needs them.
+                if columns is not None and not converted and columns.add_columns(
+                        source.fill_unified_columns, item, ctx, partial(source.native_to_unified, item, ctx)):
+                    positions[UNIFIED].append(position)
+                    continue
                 # A row in the source's common shape may go straight to its unified row (same result).
                 unified = source.native_to_unified(item, ctx) if self._shortcut else None
                 if unified is None:

@@ -22,7 +22,7 @@ import re
 import typing
 import urllib.parse
 import urllib.request
-from typing import Any, ClassVar, Iterable, Iterator, Optional
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Optional
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -407,6 +407,13 @@ class Source(abc.ABC):
         the row through :meth:`to_raw` and :meth:`to_unified`, which must give the same row. Taken when no
         config needs the raw row and the source has no batch step. Default: None."""
         return None
+
+    def fill_unified_columns(self, native: Any, ctx: RowContext, lists: dict, write: Callable[[Any], str]) -> bool:
+        """:meth:`native_to_unified` appending the row's values straight to a unified table's columns
+        (``columnar.ColumnPlan.lists``; ``write`` spells a JSON leaf read from text) instead of building its
+        dicts: prepare's shortcut, taken when the unified config is the only one, unchecked. False, having
+        appended nothing, for a row :meth:`native_to_unified` does not take. Default: False."""
+        return False
 
     @abc.abstractmethod
     def from_unified(self, row: dict) -> dict:

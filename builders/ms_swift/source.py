@@ -23,7 +23,7 @@ from the canonical form live there. ``from_unified`` rebuilds each unified messa
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from datasets import Features, Json, List, Value
 
@@ -34,7 +34,7 @@ from tooluse_datasets.shards.reading import read_shard
 from tooluse_datasets.shards.shard import PARQUET, RawBatch, Shard
 from tooluse_datasets.source import RowContext, Source, SplitPlan
 
-from .common import common_unified
+from .common import common_columns, common_unified
 from .native import ORIGINAL_KEY, RESULT_ROLES, Message, drop_arrow_nulls, native_to_raw
 from .parsing import (json_text, missing_media_tags, parse_call, parse_tool, split_pre_call_text,
                       split_think)
@@ -90,6 +90,10 @@ class MsSwiftSource(Source):
         row = common_unified(native, f"ms_swift/{subset}/{ctx.row}", subset)
         ctx.values_from_text = row is not None  # its tools and calls are JSON text, or checked lists
         return row
+
+    def fill_unified_columns(self, native: dict, ctx: RowContext, lists: dict, write: Callable[[Any], str]) -> bool:
+        subset = ctx.file_label
+        return common_columns(native, f"ms_swift/{subset}/{ctx.row}", subset, lists, write)
 
     # -- raw <-> unified ------------------------------------------------------------------------------
 
