@@ -21,7 +21,7 @@ import time
 from datasets import Dataset, Features, Json, List
 
 import tooluse_datasets as td
-from tooluse_datasets.codec import rows_to_table
+from tooluse_datasets.arrow_rows import rows_to_table
 from tooluse_datasets.schema import message, tool_call, unified_row
 
 
@@ -72,7 +72,7 @@ def without_json_decoding(ds: Dataset) -> Dataset:
 @contextlib.contextmanager
 def datasets_own_json_decoding():
     """datasets' own ``Json.decode_example`` for the duration (the package's import replaced it)."""
-    from tooluse_datasets.codec import _DATASETS_WRITER
+    from tooluse_datasets.exact_features import _DATASETS_WRITER
 
     patched = Json.decode_example
     Json.decode_example = _DATASETS_WRITER["decode_example"]

@@ -14,7 +14,7 @@ from datasets import Features, Json, Value, interleave_datasets
 
 import tooluse_datasets as td
 from tooluse_datasets import arrow_memory
-from tooluse_datasets.codec import RowEncoder
+from tooluse_datasets.arrow_rows import RowEncoder
 from tooluse_datasets.shards.parquet import open_parquet
 
 needs_mimalloc_default = pytest.mark.skipif(

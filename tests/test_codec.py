@@ -14,7 +14,9 @@ import pytest
 from datasets import Dataset, Features, Json, List, Value
 
 import tooluse_datasets as td
-from tooluse_datasets.codec import ExactFeatures, RowEncoder, dumps, loads
+from tooluse_datasets.arrow_rows import RowEncoder
+from tooluse_datasets.codec import dumps, loads
+from tooluse_datasets.exact_features import ExactFeatures
 
 # Values the issue names, plus the ones datasets' Json() gets wrong (see specs/hf_datasets.md §3.1).
 EXACT_VALUES = [
@@ -153,9 +155,9 @@ def test_row_encoder_names_the_column_of_an_unstorable_value():
 
 
 def test_exact_features_decode_where_datasets_json_is_off_by_one_ulp():
-    table = td.codec.rows_to_table([{"id": "a", "args": [0.3, "123"], "meta": {"pi": 3.141592653589793}}], FEATURES)
+    table = td.arrow_rows.rows_to_table([{"id": "a", "args": [0.3, "123"], "meta": {"pi": 3.141592653589793}}], FEATURES)
     plain = Dataset(table)
-    datasets_decode = td.codec._DATASETS_WRITER["decode_example"]
+    datasets_decode = td.exact_features._DATASETS_WRITER["decode_example"]
     assert datasets_decode(Json(), "[0.3]")[0] != 0.3  # datasets' own decoder (ujson) is one ULP off here
     assert bits(plain[0]["args"]) == bits([0.3, "123"])  # which importing the package replaced
     exact = td.exact(plain)
@@ -281,7 +283,7 @@ def test_plain_json_columns_decode_exactly_after_save_to_disk(tmp_path):
     import datasets
 
     values = {f"v{i}": v for i, v in enumerate(EXACT_VALUES)}
-    table = td.codec.rows_to_table([{"id": "a", "args": list(values.values()), "meta": values}], FEATURES)
+    table = td.arrow_rows.rows_to_table([{"id": "a", "args": list(values.values()), "meta": values}], FEATURES)
     Dataset(table).save_to_disk(str(tmp_path / "disk"))
     row = datasets.load_from_disk(str(tmp_path / "disk"))[0]
     assert bits(row["meta"]) == bits(values)
@@ -376,7 +378,7 @@ def test_each_patch_into_datasets_wraps_datasets_own_function_once():
     from datasets.info import DatasetInfo
     from datasets.iterable_dataset import FilteredExamplesIterable, StepExamplesIterable, TakeExamplesIterable
 
-    from tooluse_datasets import codec, node_share, streaming
+    from tooluse_datasets import datasets_patches, node_share, streaming
     from tooluse_datasets.validation import filtering
 
     def installed():
@@ -393,14 +395,14 @@ def test_each_patch_into_datasets_wraps_datasets_own_function_once():
                 "_takes_decoded_rows": [Dataset.from_list.__func__]}
 
     before = installed()
-    for install in (codec._install_merged_info_features, codec._install_column_operations_keeping_features,
+    for install in (datasets_patches._install_merged_info_features, datasets_patches._install_column_operations_keeping_features,
                     streaming._install_take_that_stops_at_n, filtering._install_filter_that_notes_counted,
-                    node_share.install, codec._install_add_item_encoding_the_item,
-                    codec._install_from_list_taking_decoded_rows):
+                    node_share.install, datasets_patches._install_add_item_encoding_the_item,
+                    datasets_patches._install_from_list_taking_decoded_rows):
         install()
     assert installed() == before
     for mark, patches in before.items():
         for patch in patches:
             assert getattr(patch, mark) and not getattr(patch.__wrapped__, mark, False)
             assert patch.__name__ == patch.__wrapped__.__name__
-            assert codec.patched_once(patch, lambda *args: None, mark) is patch
+            assert datasets_patches.patched_once(patch, lambda *args: None, mark) is patch

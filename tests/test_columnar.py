@@ -10,7 +10,7 @@ import pytest
 from datasets import Features, Json, LargeList, List, Value
 
 import tooluse_datasets as td
-from tooluse_datasets.codec import RowEncoder
+from tooluse_datasets.arrow_rows import RowEncoder
 from tooluse_datasets.columnar import ColumnPlan
 from tooluse_datasets.errors import JsonValueError
 from tooluse_datasets.formats import FORMATS

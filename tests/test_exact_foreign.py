@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import tooluse_datasets as td
-from tooluse_datasets.codec import ExactFeatures, ForeignExactFeatures
+from tooluse_datasets.exact_features import ExactFeatures, ForeignExactFeatures
 
 TEXTS = ['{"x": 123456789012345678901234567890}', '{"x": 0.30000000000000004}',
          '[18446744073709551616, -18446744073709551617, 5e-324, -0.0]']

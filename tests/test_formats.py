@@ -10,7 +10,8 @@ from datasets import Dataset, DatasetInfo, Features, Json, List, Value
 from datasets.formatting.formatting import NumpyArrowExtractor, PythonArrowExtractor
 
 import tooluse_datasets as td
-from tooluse_datasets.codec import json_bytes, rows_to_table
+from tooluse_datasets.arrow_rows import rows_to_table
+from tooluse_datasets.codec import json_bytes
 from tooluse_datasets.registry import source_names
 from tooluse_datasets.schema import UNIFIED_FEATURES
 
@@ -175,7 +176,7 @@ def test_numpy_extracted_rows_decode_to_the_exact_python_values(exact_table):
 
 
 def test_numpy_format_keeps_exact_values_where_plain_json_fails(exact_table):
-    datasets_decode = td.codec._DATASETS_WRITER["decode_example"]
+    datasets_decode = td.exact_features._DATASETS_WRITER["decode_example"]
     with pytest.raises(ValueError, match="too big"):  # datasets' own decoder (ujson) refuses 2**70,
         datasets_decode(Json(), '{"big": 1180591620717411303424}')
     plain = Dataset(exact_table).with_format("numpy")[0]  # which importing the package replaced

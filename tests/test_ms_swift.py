@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import tooluse_datasets as td
-from tooluse_datasets import cli, codec
+from tooluse_datasets import arrow_rows, cli, codec
 from tooluse_datasets.builders.ms_swift import SOURCE
 from tooluse_datasets.builders import ms_swift as ms_swift_package
 from tooluse_datasets.builders.ms_swift.source import RAW_FEATURES
@@ -1214,7 +1214,7 @@ def shortcut_agrees(text: str) -> bool:
     return True
 
 
-UNIFIED_ENCODER = codec.RowEncoder(td.UNIFIED_FEATURES)
+UNIFIED_ENCODER = arrow_rows.RowEncoder(td.UNIFIED_FEATURES)
 
 
 def test_common_row_shortcut_gives_the_general_stages_row_on_real_and_generated_rows():

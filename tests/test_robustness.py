@@ -760,7 +760,8 @@ def test_dumps_refuses_the_same_depth_whichever_writer_it_uses(big_int):
 def test_streaming_and_storage_refuse_the_same_deep_rows(depth):
     """Streaming checks all JSON leaves of a row in one list (one level deeper than any column), with a big
     integer in another column sending it to the other writer: the verdict must still be storage's."""
-    from tooluse_datasets.codec import MAX_DEPTH, RowEncoder
+    from tooluse_datasets.arrow_rows import RowEncoder
+    from tooluse_datasets.codec import MAX_DEPTH
     from tooluse_datasets.schema import UNIFIED_FEATURES, message, unified_row
 
     row = unified_row(id="x", source="s", subset="t", tools=[{"big": 2**70}], messages=[message("user", "hi")],

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import tooluse_datasets as td
-from tooluse_datasets import codec
+from tooluse_datasets import arrow_rows, codec
 from tooluse_datasets.builders.toolmind import SOURCE, ToolMindSource
 from tooluse_datasets.builders.toolmind import protocol as P
 from tooluse_datasets.builders.toolmind.source import ToolMindOptions, decode_messages
@@ -1287,7 +1287,7 @@ def test_rows_marked_as_read_from_text_are_storable_as_they_are(generated_rows):
     import random
 
     fuzz_rows = benchmark_module("fuzz_rows")
-    encoder = codec.RowEncoder(td.UNIFIED_FEATURES)
+    encoder = arrow_rows.RowEncoder(td.UNIFIED_FEATURES)
     rng = random.Random(5)
     mutator = fuzz_rows.Mutator(rng, huge_chars=3000)
     seeds = fuzz_rows.seed_rows("toolmind", SHARED_DATA) + generated_rows[:50]

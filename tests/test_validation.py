@@ -1275,7 +1275,7 @@ def _arguments(row):
 
 @pytest.mark.parametrize("streaming", [False, True])
 def test_filter_drops_failing_rows_counts_them_and_keeps_values_exact(mixed_file, streaming, cache_dir):
-    from tooluse_datasets.codec import ExactFeatures
+    from tooluse_datasets.exact_features import ExactFeatures
     from tooluse_datasets.validation import filter_dataset
 
     ds = td.load("ms_swift", data_files=mixed_file, split="train", streaming=streaming, cache_dir=cache_dir)

@@ -1,10 +1,12 @@
 """Tool-use (function-calling) training data as first-class Hugging Face datasets."""
+from . import datasets_patches  # noqa: F401  (installs the patches keeping exact features through datasets' operations)
 from .call_ids import short_call_ids
 from .call_turns import one_call_per_turn
-from .codec import ExactFeatures, ExactJson, decode_row, dumps, loads
+from .codec import dumps, loads
 from .errors import (ConversionError, DataNotFoundError, InvalidJsonError, InvalidValueError, JsonValueError,
                      MissingFieldError, RuleViolationError, SkipReport, ToolUseDataError, UndefinedReferenceError,
                      UnknownToolError)
+from .exact_features import ExactFeatures, ExactJson, decode_row
 from .inline_reasoning import reasoning_in_content
 from .loading import exact, features, load, sample_files
 from .registry import source_names as _source_names

@@ -1,7 +1,7 @@
 """Python rows into one Arrow table in a single pass over their values.
 
-:meth:`RowEncoder.table <tooluse_datasets.codec.RowEncoder.table>` takes rows whose JSON leaves were written as
-text by :meth:`~tooluse_datasets.codec.RowEncoder.encode_row`, which copies every struct on the way to a leaf
+:meth:`RowEncoder.table <tooluse_datasets.arrow_rows.RowEncoder.table>` takes rows whose JSON leaves were written as
+text by :meth:`~tooluse_datasets.arrow_rows.RowEncoder.encode_row`, which copies every struct on the way to a leaf
 (a message, its calls, their functions), and then hands the copies to ``pa.array``, which walks them again. For
 unified rows those two walks were about a quarter of prepare's CPU time (ms-swift, 30K rows). Here a schema is
 compiled once into a Python function that appends a row's values to flat lists (JSON leaves written as text,
@@ -24,7 +24,7 @@ from .arrow_memory import package_memory_pool
 
 
 class RowEncoding(Protocol):
-    """What a :class:`TableBuilder` needs of :class:`tooluse_datasets.codec.RowEncoder`."""
+    """What a :class:`TableBuilder` needs of :class:`tooluse_datasets.arrow_rows.RowEncoder`."""
 
     leaf_writer: Callable[[Any], str]
     parsed_leaf_writer: Callable[[Any], str]

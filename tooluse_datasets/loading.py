@@ -16,7 +16,7 @@ from datasets.formatting import query_table
 from datasets.table import table_iter
 
 from . import registry
-from .codec import ExactFeatures, ForeignExactFeatures
+from .exact_features import ExactFeatures, ForeignExactFeatures
 from .errors import DataNotFoundError, SkipReport
 from .formats import FORMATS
 from .registry import sample_files

@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 
-from .codec import patched_once
+from .datasets_patches import patched_once
 
 
 @dataclasses.dataclass

@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 import pyarrow as pa
 from datasets import Features
 
-from .codec import RowEncoder
+from .arrow_rows import RowEncoder
 from .columnar import TableBuilder
 from .errors import InvalidValueError, SkipReport, ToolUseDataError, check_on_error
 from .schema import UNIFIED_FEATURES
@@ -367,9 +367,9 @@ def unexpected(exc: Exception) -> InvalidValueError:
 
 def python_row_finisher(features: Features) -> Callable[[dict], dict]:
     """A function giving a converted Python row the exact shape that decoding its stored form gives
-    (:class:`~tooluse_datasets.codec.ExactFeatures`): struct keys as the features declare them (missing ones
+    (:class:`~tooluse_datasets.exact_features.ExactFeatures`): struct keys as the features declare them (missing ones
     null), and unified messages in chat-template shape. JSON leaves are already Python values."""
-    from .codec import ExactFeatures
+    from .exact_features import ExactFeatures
 
     if features == UNIFIED_FEATURES:
         # Unified messages are built by schema.message in their decoded (chat) shape already; walking them
@@ -388,7 +388,7 @@ def python_row_finisher(features: Features) -> Callable[[dict], dict]:
 
         return finish
     # Other configs hold no unified messages: their rows need every struct's declared keys, and messages decoded in
-    # chat shape (the swift format's: codec._is_chat_messages) that shape too.
+    # chat shape (the swift format's: exact_features._is_chat_messages) that shape too.
     normalize = _compile_struct_normalizer(features)
     shapes = ExactFeatures(features).chat_shapers()
     if not shapes or normalize is None:

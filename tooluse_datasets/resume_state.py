@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from .codec import patched_once
+from .datasets_patches import patched_once
 
 
 def mismatch(live: Any, saved: Any, path: str = "state") -> Optional[str]:

@@ -122,7 +122,7 @@ def unified_row(*, id: str, source: str, subset: str, tools: list, messages: lis
     }
 
 
-# Decoded rows leave out what is empty (codec.ExactFeatures): null/empty message keys, and media columns
+# Decoded rows leave out what is empty (exact_features.ExactFeatures): null/empty message keys, and media columns
 # without media. These restore the full form that writers and checks work on.
 MEDIA_COLUMNS = ("images", "audios", "videos")
 

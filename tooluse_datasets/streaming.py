@@ -28,7 +28,8 @@ import numpy as np
 from datasets import Features
 from datasets.iterable_dataset import _BaseExamplesIterable
 
-from .codec import json_bytes, loads_stored, patched_once
+from .codec import json_bytes, loads_stored
+from .datasets_patches import patched_once
 from .errors import JsonValueError, SkipReport, ToolUseDataError, listed_skipped_rows
 from .node_share import NodeShare, install as share_skips_among_nodes
 from .pipeline import ShardConverter, gc_paused, piece_rows

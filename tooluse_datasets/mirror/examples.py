@@ -5,7 +5,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..codec import ExactFeatures
+from ..exact_features import ExactFeatures
 
 EXAMPLE_MAX_CHARS = 300
 EXAMPLE_MAX_ITEMS = 6

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..builder import ROW_DECIDING_LIBRARIES
-from ..codec import ExactFeatures
+from ..exact_features import ExactFeatures
 from ..errors import SkipReport
 from ..pipeline import UNIFIED, ShardConverter, config_features
 from ..shards.shard import Shard

@@ -22,7 +22,8 @@ import pyarrow as pa
 from datasets import Dataset, DatasetDict, IterableDataset, IterableDatasetDict
 from datasets.iterable_dataset import FilteredExamplesIterable
 
-from ..codec import ExactFeatures, patched_once
+from ..datasets_patches import patched_once
+from ..exact_features import ExactFeatures
 from ..errors import RuleViolationError, SkipReport, check_on_error
 from ..schema import MEDIA_COLUMNS, UNIFIED_FEATURES
 from .check import check_row

@@ -1,0 +1,461 @@
+"""Exact features kept through datasets' operations.
+
+datasets rebuilds plain ``Features`` in many places (merged infos, mixed streams, column operations, a
+map-style ``map``, ``from_dict``/``from_generator``), and its stream operations read keys our decoded rows leave
+out (an empty media column). Each ``_install_*`` below wraps the datasets function concerned so that
+:class:`~tooluse_datasets.exact_features.ExactFeatures` survive it; :func:`patched_once` wraps each one once.
+They are installed when this module is imported, which the package's ``__init__`` does, so every dataset built
+in a process that imports ``tooluse_datasets`` gets them.
+"""
+from __future__ import annotations
+
+import copy
+import functools
+import inspect
+from typing import Any, Callable, Optional
+
+import pyarrow as pa
+from datasets.iterable_dataset import SelectColumnsIterable
+
+from .arrow_rows import storage_type
+from .errors import InvalidJsonError, JsonValueError
+from .exact_features import ExactFeatures, ForeignExactFeatures, _is_unified_messages
+from .schema import MEDIA_COLUMNS
+
+
+def patched_once(original: Callable, patch: Callable, mark: str) -> Callable:
+    """``patch``, a replacement for datasets' ``original`` that calls it, as it is installed: with ``original``'s
+    name and doc, ``__wrapped__`` set to it (``functools.wraps``), and marked ``mark``; ``original`` itself when it
+    is that patch already (the module installing it reloaded), so each patch wraps datasets' function once."""
+    if getattr(original, mark, False):
+        return original
+    functools.wraps(original)(patch)
+    setattr(patch, mark, True)
+    return patch
+
+
+def _keeping_exact_features(original: Callable, keep: Callable[..., None]) -> Callable:
+    """datasets' ``original`` followed by ``keep(result, *args)``, which puts exact features back on the result
+    where datasets rebuilt plain ones."""
+    def keeping(*args, **kwargs):
+        out = original(*args, **kwargs)
+        keep(out, *args)
+        return out
+
+    return patched_once(original, keeping, "_keeps_exact_features")
+
+
+def _install_merged_info_features() -> None:
+    """``datasets.concatenate_datasets`` / ``interleave_datasets`` of map-style datasets merge their infos with
+    ``DatasetInfo.from_merge``, which drops the features of infos that differ in anything (every source's
+    description does), so a mix of ``td.load`` results would fall back to plain ``Features``: its rows would come
+    back with every key (``tool_calls: []``, ``images: []``: TRL takes such a mix for vision data). Where every merged info has
+    equal :class:`ExactFeatures`, the merged info keeps them (foreign if any of them is). Installed once per
+    process on import, like the exact writer (:mod:`.exact_features`); other merges are datasets' own."""
+    from datasets.info import DatasetInfo
+
+    def keep(merged, cls, dataset_infos):
+        if merged.features is None:
+            merged.features = _merged_exact_features([info.features for info in dataset_infos if info is not None])
+
+    DatasetInfo.from_merge = classmethod(_keeping_exact_features(DatasetInfo.from_merge.__func__, keep))
+
+
+def _merged_exact_features(given: list) -> Optional["ExactFeatures"]:
+    """The :class:`ExactFeatures` a mix of datasets with these features keeps: where every member has equal
+    ``ExactFeatures`` (foreign if any of them is), else None."""
+    if not given or not all(isinstance(f, ExactFeatures) for f in given) or any(f != given[0] for f in given[1:]):
+        return None
+    foreign = any(f.foreign_text for f in given)
+    return (ForeignExactFeatures if foreign else ExactFeatures)(copy.deepcopy(dict(given[0])))
+
+
+def _install_mixed_stream_features() -> None:
+    """``concatenate_datasets`` / ``interleave_datasets`` of streams set the mix's features to a plain
+    ``Features`` rebuilt from the members' (not through ``DatasetInfo.from_merge``). Iterating the mix reads the
+    members' rows as they are, but every ``map``, ``filter`` or format of it (TRL's own tokenizing ``map``)
+    decodes through the mix's features: its rows came back with every key (``images: []``, ``tool_calls: []``,
+    ``reasoning_content: None``), so TRL took a filtered mix for vision data and Hermes-3 rendered each plain
+    answer as an empty call turn. Where every member has equal :class:`ExactFeatures` and the mix has the same
+    columns, the mix keeps them (as map-style mixes do above). Installed once per process on import."""
+    from datasets import combine, iterable_dataset
+
+    def keep(out, dsets, *args):
+        # (a member without features, a mapped stream, is mixed with the features resolved for it below)
+        exact = _merged_exact_features([d.features if d.features is not None else
+                                        getattr(d, "_resolved_exact_features", None) for d in dsets])
+        if exact is not None and out.features is not None and dict(out.features) == dict(exact):
+            out._info.features = exact
+
+    for name in ("_concatenate_iterable_datasets", "_interleave_iterable_datasets"):
+        if getattr(iterable_dataset, name, None) is None:
+            continue  # a datasets without it: left as it is
+        wrapped = _keeping_exact_features(getattr(iterable_dataset, name), keep)
+        setattr(iterable_dataset, name, wrapped)
+        if hasattr(combine, name):
+            setattr(combine, name, wrapped)
+
+
+def _install_stream_features_resolved_from_exact_ones() -> None:
+    """A stream's ``map`` (without ``features=``) has no features, and ``interleave_datasets``,
+    ``concatenate_datasets`` and ``push_to_hub`` infer them from its first rows with pyarrow's inference, which
+    fails on unified rows (arguments of differing types: ``ArrowInvalid: Could not convert '$var_1.result$'``):
+    mixing streams after the README's ``ds.map(td.short_call_ids)`` stopped with a bare traceback. Where the map
+    reads a stream with :class:`ExactFeatures`, a column its first rows hold as those features declare it keeps
+    its feature (unified messages keep their media columns), the others are inferred alone, as datasets infers
+    them. Installed once per process on import."""
+    from datasets import IterableDataset
+
+    original = IterableDataset._resolve_features
+
+    def resolve_features(self):
+        if self.features is None and not self._ex_iterable.is_typed:
+            exact = _exact_features_read_by(self._ex_iterable)
+            resolved = _features_of_head(self, exact) if exact is not None else None
+            if resolved is not None:
+                self._resolved_exact_features = resolved  # for the mix's features (above)
+                out = copy.copy(self)  # as datasets' own: the same stream, with features
+                out._info = self.info.copy()
+                out._info.features = resolved
+                return out
+        return original(self)
+
+    IterableDataset._resolve_features = patched_once(original, resolve_features, "_resolves_exact_features")
+
+
+def _exact_features_read_by(ex_iterable: Any) -> Optional["ExactFeatures"]:
+    """The :class:`ExactFeatures` of the nearest typed stream step that ``ex_iterable`` reads (through maps and
+    filters), or None."""
+    while ex_iterable is not None:
+        features = getattr(ex_iterable, "features", None)
+        if ex_iterable.is_typed:
+            return features if isinstance(features, ExactFeatures) else None
+        ex_iterable = getattr(ex_iterable, "ex_iterable", None)
+    return None
+
+
+def _features_of_head(stream: Any, exact: "ExactFeatures") -> Optional["ExactFeatures"]:
+    """Features of ``stream``'s first rows: ``exact``'s feature for each column that holds its values there, the
+    others inferred alone; None where a column cannot be inferred (datasets' own inference then says why)."""
+    from datasets.features.features import get_nested_type
+    from datasets.iterable_dataset import _infer_features_from_batch
+
+    head = stream.with_format(None)._head()
+    columns = {}
+    for name, values in head.items():
+        feature = exact.get(name)
+        if feature is not None:
+            try:
+                encoded = ExactFeatures({name: feature}).encode_column(values, name)
+                pa.array(encoded, type=storage_type(get_nested_type(feature)))
+                columns[name] = feature
+                continue
+            except (InvalidJsonError, JsonValueError, pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError,
+                    KeyError, AttributeError):
+                pass  # the map changed the column: inferred as datasets infers it
+        try:
+            columns[name] = _infer_features_from_batch({name: values})[name]
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            return None
+    if any(columns.get(name) == exact[name] for name in exact.chat_columns):
+        columns.update((c, exact[c]) for c in exact.omitted_empty_media if c not in columns)
+    ordered = [c for c in exact if c in columns] + [c for c in columns if c not in exact]
+    # foreign: the map may hand on Arrow tables holding JSON text from any writer (as a map-style map's output)
+    return ForeignExactFeatures({c: columns[c] for c in ordered})
+
+
+def _install_column_operations_keeping_features() -> None:
+    """``select_columns``, ``rename_column``, ``rename_columns``, ``cast_column``, ``cast`` (map-style and
+    streaming) and ``flatten_indices`` rebuild the dataset's features as a plain ``Features``, so their rows came
+    back with every key: after ``ds.select_columns(["messages", "tools"])`` Hermes-3 rendered each final answer
+    (``tool_calls: []``) as an empty call turn, and a kept ``images: []`` made TRL take the text for vision data.
+    Their result keeps the class of the features it came from (recompiled for its columns). So does a map-style
+    ``map``, whose writer infers fresh features: after ``ds.map(td.short_call_ids)`` (or any map adding a column)
+    the rows came back with every key too, and went to ``SFTTrainer`` that way unless passed through ``td.exact``
+    again. Its JSON text is read as ``td.exact`` reads it, since a function may return Arrow tables holding text
+    from any writer. (A stream's ``map`` hands on the function's rows as they are.) Installed once per process on
+    import."""
+    from datasets import Dataset, IterableDataset
+
+    def keep(out, self, *args):
+        given, made = self._info.features, out._info.features
+        if isinstance(given, ExactFeatures) and made is not None and not isinstance(made, ExactFeatures):
+            out._info.features = type(given)(dict(made))
+
+    def keep_rewritten(out, self, *args):
+        given, made = self._info.features, out._info.features
+        if isinstance(given, ExactFeatures) and made is not None and not isinstance(made, ExactFeatures):
+            out._info.features = ForeignExactFeatures(dict(made))
+
+    Dataset.map = _keeping_exact_features(Dataset.map, keep_rewritten)
+    # (``_fast_select_column`` is how ``ds["messages"]`` reads one column: its rows kept every key.)
+    for cls, names in ((Dataset, ("select_columns", "rename_column", "rename_columns", "flatten_indices",
+                                  "cast_column", "cast", "_fast_select_column")),
+                       (IterableDataset, ("select_columns", "rename_column", "rename_columns", "cast_column", "cast"))):
+        for name in names:
+            if getattr(cls, name, None) is not None:  # a datasets without it: left as it is
+                setattr(cls, name, _keeping_exact_features(getattr(cls, name), keep))
+    IterableDataset.select_columns = _selecting_absent_media(IterableDataset.select_columns)
+    IterableDataset.__getitem__ = _column_of_selected(IterableDataset.__getitem__)
+    IterableDataset.map = _handing_absent_media_to(IterableDataset.map)
+    IterableDataset.filter = _handing_absent_media_to(IterableDataset.filter)
+    IterableDataset.remove_columns = _removing_by_selecting(IterableDataset.remove_columns)
+    IterableDataset.rename_columns = _renaming_absent_media(IterableDataset.rename_columns)  # rename_column's too
+
+
+def _renaming_absent_media(original: Callable) -> Callable:
+    """A stream's ``rename_columns`` is datasets' Python ``map``, which requires every renamed key in every row:
+    our decoded rows leave an empty media list out, so renaming ``images`` failed on the first row without
+    images (ValueError: columns {'images'} are not in the dataset). With exact features such a key is renamed
+    as the empty list it stands for."""
+    def rename_columns(self, column_mapping):
+        features = self._info.features
+        if not isinstance(features, ExactFeatures):
+            return original(self, column_mapping)
+        # Rows leave empty media out, so datasets' row check misses a name taken by such a column: the renamed
+        # column would replace it without a word (map-style refuses it, as here)
+        taken = [new for new in column_mapping.values() if new in features and new not in column_mapping]
+        if taken:
+            raise ValueError(f"cannot rename to {', '.join(map(repr, taken))}: already a column of the dataset")
+        empty = [c for c in column_mapping if c in features.omitted_empty_media]
+        if not empty:
+            return original(self, column_mapping)
+        # (a module function, not a closure: the stream stays picklable, as a spawned DataLoader worker needs)
+        rename = functools.partial(_rename_with_empty_media, empty=tuple(empty), column_mapping=column_mapping)
+        out = self.map(rename, remove_columns=list(column_mapping))
+        out._info.features = type(features)({column_mapping.get(c, c): f for c, f in features.items()})
+        return out
+
+    return patched_once(original, rename_columns, "_renames_absent_media")
+
+
+def _rename_with_empty_media(example: dict, empty: tuple, column_mapping: dict) -> dict:
+    """datasets' stream rename of one row, a media key the row leaves out (``empty``) taken as its empty list."""
+    from datasets.iterable_dataset import _rename_columns_fn
+
+    return _rename_columns_fn({**{c: [] for c in empty}, **example}, column_mapping)
+
+
+def _removing_by_selecting(original: Callable) -> Callable:
+    """A stream's ``remove_columns`` is datasets' Python ``map``, which hands on our rows as decoded values (a
+    ``meta`` dict, not its JSON text): an Arrow step after it (``with_format("arrow")``, ``filter_dataset``)
+    built tables from them and failed (ArrowInvalid: cannot mix struct and non-struct). With exact features it
+    selects the other columns instead, which passes Arrow tables through as they are read."""
+    def remove_columns(self, column_names):
+        features = self._info.features
+        if not isinstance(features, ExactFeatures):
+            return original(self, column_names)
+        removed = [column_names] if isinstance(column_names, str) else list(column_names)
+        missing = [c for c in removed if c not in features]
+        if missing:  # datasets' own error for it
+            return original(self, column_names)
+        return self.select_columns([c for c in features if c not in removed])
+
+    return patched_once(original, remove_columns, "_selects_the_rest")
+
+
+def _selecting_absent_media(original: Callable) -> Callable:
+    """A stream's ``select_columns`` takes each selected key of a row where datasets has no cast to apply: when
+    every column is selected (in any order, as ``remove_columns([])`` does), it read our rows, which leave an
+    empty media column out, and failed (KeyError: 'images'). With exact features the selection leaves such a
+    column out of the row as it was (it stands for ``[]``); its Arrow tables are selected as datasets selects them."""
+    def select_columns(self, column_names):
+        out = original(self, column_names)
+        features = self._info.features
+        selection = out._ex_iterable
+        if isinstance(features, ExactFeatures) and features.omitted_empty_media and \
+                type(selection) is SelectColumnsIterable:
+            out._ex_iterable = _SelectColumnsLeavingAbsentMedia(selection.ex_iterable, selection.column_names,
+                                                                features.omitted_empty_media)
+        return out
+
+    return patched_once(original, select_columns, "_leaves_absent_media")
+
+
+def _column_of_selected(original: Callable) -> Callable:
+    """A stream's ``ds["images"]`` (datasets' ``IterableColumn``) takes the key from each row: our rows leave an
+    empty media column out, so it failed on the first row without media (KeyError: 'images'). With exact features
+    the column is read from the stream of that column alone, ``[]`` where a row has no media, as map-style
+    ``ds["images"]`` gives it."""
+    def getitem(self, column_name):
+        features = self._info.features
+        if isinstance(features, ExactFeatures) and column_name in features.omitted_empty_media:
+            return original(self.select_columns([column_name]), column_name)
+        return original(self, column_name)
+
+    return patched_once(original, getitem, "_reads_absent_media")
+
+
+def _handing_absent_media_to(original: Callable) -> Callable:
+    """A stream's ``map`` and ``filter`` take each of their ``input_columns`` from a row: our rows leave an empty
+    media column out, so ``map(f, input_columns=["images"])`` failed on the first row without media (KeyError:
+    'images'). With exact features the function is handed the columns by a wrapper instead, ``[]`` for a media
+    column a row leaves out, as map-style hands it. (An async function is left to datasets, which tests for one.)"""
+    def apply(self, function=None, with_indices=False, input_columns=None, batched=False, *args, **kwargs):
+        features = self._info.features
+        columns = [input_columns] if isinstance(input_columns, str) else input_columns
+        if function is None or not columns or not isinstance(features, ExactFeatures) or \
+                not set(columns) & set(features.omitted_empty_media) or inspect.iscoroutinefunction(function):
+            return original(self, function, with_indices, input_columns, batched, *args, **kwargs)
+        given = functools.partial(_call_with_columns, _function=function, _columns=tuple(columns), _batched=batched,
+                                  _absent=features.omitted_empty_media)
+        return original(self, given, with_indices, None, batched, *args, **kwargs)
+
+    return patched_once(original, apply, "_hands_absent_media")
+
+
+def _call_with_columns(example: dict, *rest, _function: Callable, _columns: tuple, _batched: bool, _absent: tuple,
+                       **fn_kwargs):
+    """``_function`` called as datasets calls it with ``input_columns``, a media column the row (or every row of the
+    batch) leaves out given as empty; any other column missing is datasets' KeyError."""
+    if _batched:
+        rows = len(next(iter(example.values()), ()))
+        values = [example[c] if c in example or c not in _absent else [[] for _ in range(rows)] for c in _columns]
+    else:
+        values = [example[c] if c in example or c not in _absent else [] for c in _columns]
+    return _function(*values, *rest, **fn_kwargs)
+
+
+class _SelectColumnsLeavingAbsentMedia(SelectColumnsIterable):
+    """datasets' ``SelectColumnsIterable`` whose rows leave out a media column the row read leaves out."""
+
+    def __init__(self, ex_iterable, column_names: list, absent_media: tuple):
+        super().__init__(ex_iterable, column_names)
+        self.absent_media = absent_media
+
+    def __iter__(self):
+        columns, absent = self.column_names, self.absent_media
+        for idx, row in self.ex_iterable:
+            yield idx, {c: row[c] for c in columns if c in row or c not in absent}
+
+    def _alike(self, plain: SelectColumnsIterable) -> "_SelectColumnsLeavingAbsentMedia":
+        return type(self)(plain.ex_iterable, plain.column_names, self.absent_media)
+
+    def shuffle_data_sources(self, generator):
+        return self._alike(super().shuffle_data_sources(generator))
+
+    def shard_data_sources(self, num_shards: int, index: int, contiguous=True):
+        return self._alike(super().shard_data_sources(num_shards, index, contiguous=contiguous))
+
+    def reshard_data_sources(self):
+        return self._alike(super().reshard_data_sources())
+
+
+def _install_add_item_encoding_the_item() -> None:
+    """datasets' ``Dataset.add_item`` makes the item's table from its Python values, with Arrow's inferred types: a
+    JSON value that is a dict became a struct, which it then tried to align with the ``Json()`` column
+    (AttributeError: 'ExactJson' object has no attribute 'items'), so no row of ours could be added. With exact
+    features the item is encoded by them first (JSON leaves as text, exactly; absent empty keys as a prepared
+    row stores them), and datasets aligns and casts that text as it does any. Installed once per process."""
+    from datasets import Dataset
+
+    original = Dataset.add_item
+
+    def add_item(self, item, *args, **kwargs):
+        features = self._info.features
+        if isinstance(features, ExactFeatures) and isinstance(item, dict):
+            unknown = [k for k in item if k not in features]
+            if unknown:  # datasets' own add_item fails on them in Arrow (schemas differ)
+                raise ValueError(f"add_item: {unknown} are not columns of the dataset (columns: {list(features)})")
+            item = features.encode_example(item)
+        return original(self, item, *args, **kwargs)
+
+    Dataset.add_item = patched_once(original, add_item, "_encodes_the_item")
+
+
+def _install_from_list_taking_decoded_rows() -> None:
+    """datasets' ``Dataset.from_list`` takes its columns from the first row's keys: decoded unified rows leave an empty
+    media column out, so ``Dataset.from_list(list(ds), features=ds.features)`` failed ("Keys mismatch") whenever
+    the first row had no images. With features of unified rows, a media column a row leaves out is given as the
+    empty list it stands for. Installed once per process on import."""
+    from datasets import Dataset
+
+    original = Dataset.from_list.__func__
+
+    def from_list(cls, mapping, features=None, *args, **kwargs):
+        media = _media_of_unified(features)
+        if media and isinstance(mapping, list):
+            mapping = [_with_media(row, features, media) if isinstance(row, dict) and not all(c in row for c in media)
+                       else row for row in mapping]
+        return original(cls, mapping, features, *args, **kwargs)
+
+    Dataset.from_list = classmethod(patched_once(original, from_list, "_takes_decoded_rows"))
+
+
+def _install_constructors_keeping_exact_features() -> None:
+    """``Dataset.from_dict`` (behind ``from_list``) and ``Dataset.from_generator`` given :class:`ExactFeatures`
+    (``features=ds.features``) gave the new dataset datasets' plain ``Features``: its rows came back with every key,
+    ``images: []`` (TRL refused it as vision data) and ``tool_calls: None`` on each answer, and a
+    ``concatenate_datasets`` of it with ``ds`` fell back to plain ``Features`` too. The new dataset keeps the class
+    of the features given (foreign where ``from_dict`` is handed Arrow arrays, whose JSON text it does not write).
+    ``from_dict`` of a decoded batch (``ds[:8]``) failed ("Keys mismatch") where no row of the batch had media:
+    such a media column is given as the empty lists it stands for, as ``from_list`` gives it for a row.
+    Installed once per process on import."""
+    from datasets import Dataset
+
+    from_dict_original = Dataset.from_dict.__func__
+
+    def from_dict(cls, mapping, features=None, info=None, *args, **kwargs):
+        given = features if features is not None else getattr(info, "features", None)  # (datasets replaces info's)
+        media = _media_of_unified(given)
+        if media and isinstance(mapping, dict) and mapping and not all(c in mapping for c in media):
+            mapping = _with_media_columns(mapping, given, media)
+        out = from_dict_original(cls, mapping, features, info, *args, **kwargs)
+        arrow_given = isinstance(mapping, dict) and any(isinstance(v, (pa.Array, pa.ChunkedArray))
+                                                        for v in mapping.values())
+        _keep_exact_class(out, given, arrow_given)
+        return out
+
+    Dataset.from_dict = classmethod(patched_once(from_dict_original, from_dict, "_keeps_exact_features"))
+
+    from_generator_original = Dataset.from_generator
+
+    def from_generator(generator, features=None, *args, **kwargs):
+        out = from_generator_original(generator, features, *args, **kwargs)
+        _keep_exact_class(out, features, foreign=False)  # its rows are encoded through the features given
+        return out
+
+    Dataset.from_generator = staticmethod(patched_once(from_generator_original, from_generator,
+                                                       "_keeps_exact_features"))
+
+
+def _keep_exact_class(out: Any, given: Any, foreign: bool) -> None:
+    """Gives ``out`` (a new Dataset) the class of ``given`` where these are :class:`ExactFeatures` and datasets
+    rebuilt plain ones; ``foreign``: its JSON text was not written by this package's writer."""
+    made = getattr(getattr(out, "_info", None), "features", None)
+    if isinstance(given, ExactFeatures) and made is not None and not isinstance(made, ExactFeatures):
+        cls = ForeignExactFeatures if foreign else type(given)
+        out._info.features = cls(dict(made))
+
+
+def _with_media_columns(mapping: dict, features: dict, media: tuple) -> dict:
+    """A columnar ``mapping`` with every media column, ``[]`` for each row where it left one out, its columns in the
+    order of ``features``."""
+    rows = len(next(iter(mapping.values())))
+    columns = [c for c in features if c in mapping or c in media] + [c for c in mapping if c not in features]
+    return {c: mapping[c] if c in mapping else [[] for _ in range(rows)] for c in columns}
+
+
+def _with_media(row: dict, features: dict, media: tuple) -> dict:
+    """The row with every media column, ``[]`` where it left one out, its columns in the order of ``features`` (the
+    first row's keys order the columns)."""
+    columns = [c for c in features if c in row or c in media] + [c for c in row if c not in features]
+    return {c: row[c] if c in row else [] for c in columns}
+
+
+def _media_of_unified(features: Any) -> tuple:
+    """The media columns that decoded rows of ``features`` leave out when empty (none unless they are unified rows)."""
+    if isinstance(features, ExactFeatures):
+        return features.omitted_empty_media
+    if isinstance(features, dict) and any(_is_unified_messages(f) for f in features.values()):
+        return tuple(c for c in MEDIA_COLUMNS if c in features)
+    return ()
+
+
+_install_merged_info_features()
+_install_mixed_stream_features()
+_install_stream_features_resolved_from_exact_ones()
+_install_from_list_taking_decoded_rows()
+_install_constructors_keeping_exact_features()
+_install_column_operations_keeping_features()
+_install_add_item_encoding_the_item()
