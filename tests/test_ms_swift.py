@@ -699,6 +699,16 @@ REJECTED = [
                                {"role": "tool", "tool_call_id": "b", "content": "rb"}, ANSWER]},
                  InvalidValueError, "messages[2].tool_call_id", "names no call of its turn",
                  id="OpenAI result naming no call"),
+    # ms-swift re-sorts OpenAI results by id only when their role is written "role": "tool" (or "tool_response"):
+    # with an alias or under "from" it pairs them by position, the result for 'b' with call 'a'
+    pytest.param({"messages": [USER, CALLS_A_B, {"role": "observation", "tool_call_id": "b", "content": "rb"},
+                               {"role": "observation", "tool_call_id": "a", "content": "ra"}, ANSWER]},
+                 InvalidValueError, "messages[2].tool_call_id", "re-sorts results by id only when",
+                 id="OpenAI results in other order under an alias role"),
+    pytest.param({"messages": [USER, CALLS_A_B, {"from": "tool", "tool_call_id": "b", "value": "rb"},
+                               {"from": "tool", "tool_call_id": "a", "value": "ra"}, ANSWER]},
+                 InvalidValueError, "messages[2].tool_call_id", "re-sorts results by id only when",
+                 id="OpenAI results in other order under from"),
     pytest.param({"messages": [USER, {"role": "assistant", "content": [
         {"type": "tool_use", "id": "a", "name": "f", "input": {}}, {"type": "tool_use", "id": "b", "name": "g", "input": {}}]},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "b", "content": "rb"},

@@ -216,3 +216,39 @@ def test_ms_swift_drops_every_row_whose_messages_column_is_named_in_other_case(t
     theirs = swift_rows(python, other, False)
     ours = list(td.load("ms_swift", "raw", data_files=str(other), split="train", streaming=True))
     assert plain(theirs[0]["messages"]) == plain(ours[0]["messages"]) and theirs[0]["images"] == ours[0]["images"]
+
+
+def test_openai_results_spelled_with_an_alias_pair_by_position_as_ms_swift_pairs_them(tmp_path):
+    """ms-swift re-sorts OpenAI results by ``tool_call_id`` only when their role is written ``"role": "tool"`` (or
+    ``tool_response``); results under an alias role or under ``from`` keep their order and pair by position. Ours
+    reads the rows whose ids agree with that and refuses, naming the id, the ones where they contradict it."""
+    python = swift_python()
+    calls = {"role": "assistant", "content": "", "tool_calls": [
+        {"type": "function", "id": "a", "function": {"name": "realtime_aqi", "arguments": '{"city": "Beijing"}'}},
+        {"type": "function", "id": "b", "function": {"name": "realtime_aqi", "arguments": '{"city": "Shanghai"}'}}]}
+
+    def row(k: int, result: dict, ids: tuple) -> dict:
+        results = [{**result, "tool_call_id": i, ("value" if "from" in result else "content"): f"for {i}"} for i in ids]
+        return {"messages": [{"role": "user", "content": f"variant {k}"}, calls, *results,
+                             {"role": "assistant", "content": "Done."}]}
+
+    spellings = [{"role": "tool"}, {"role": "observation"}, {"from": "tool"}, {"role": "function_response"}]
+    rows = [row(2 * n + r, spelling, ids) for n, spelling in enumerate(spellings)
+            for r, ids in enumerate([("a", "b"), ("b", "a")])]
+    path = tmp_path / "openai.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    theirs = swift_rows(python, path, False)
+    # ms-swift keeps every row; it puts results in call order only for those written "role": "tool"
+    results_by_swift = [[m["content"] for m in r["messages"] if m["role"] in ("tool", "tool_response")]
+                        for r in theirs]
+    assert results_by_swift == [["for a", "for b"]] * 2 + [["for a", "for b"], ["for b", "for a"]] * 3
+
+    report = td.SkipReport()
+    ours = list(td.load("ms_swift", "raw", data_files=str(path), split="train", streaming=True, on_error="skip",
+                        report=report))
+    assert [r["messages"][0]["content"] for r in ours] == ["variant 0", "variant 1", "variant 2", "variant 4",
+                                                          "variant 6"]
+    by_variant = {r["messages"][0]["content"]: r for r in theirs}
+    for r in ours:
+        assert plain(r["messages"]) == plain(by_variant[r["messages"][0]["content"]]["messages"])
+    assert report.by_reason == {"InvalidValueError:messages[2].tool_call_id": 3}

@@ -82,6 +82,10 @@ class Message:
     # spelled differently there (an OpenAI call's ``.content.name`` is ``.function.name``...).
     origin: Optional[str] = None
     renames: tuple = ()
+    # Whether ms-swift's OpenAI conversion sees this message as a tool result: it looks for results by the
+    # file's own "role" key, before reading aliases ("role": "tool" or "tool_response", not "from": "tool" or
+    # "role": "observation"), and re-sorts only those by tool_call_id.
+    openai_result: bool = False
 
     @property
     def where(self) -> str:
@@ -335,6 +339,7 @@ def standard_message(message: dict, index: int) -> Message:
                   loss=fields.pop("loss", None), loss_scale=fields.pop("loss_scale", None))
     if canonical in RESULT_ROLES:
         out.name = fields.pop("name", None)  # ms-swift 4.6 keeps name on tool messages only
+        out.openai_result = message.get("role") in RESULT_ROLES
     if canonical == "assistant":
         calls = fields.pop("tool_calls", None)
         if calls is not None and not isinstance(calls, list):
@@ -500,7 +505,8 @@ def normalize_provider_formats(messages: list[Message]) -> list[Message]:
             while end < len(messages) and messages[end].role in RESULT_ROLES:
                 end += 1
             results = [with_block_text(r) for r in messages[i + 1:end]]
-            out += in_call_order(results, last_call_ids, "tool_call_id")
+            out += in_call_order(results, last_call_ids, "tool_call_id",
+                                 sortable=all(r.openai_result for r in results))
             i = end
             continue
         if is_block_list(m.content) and m.role == "assistant" and has_block(m.content, "tool_use"):
@@ -632,15 +638,24 @@ def anthropic_results(m: Message, call_ids: list) -> list[Message]:
     return out
 
 
-def in_call_order(results: list[Message], call_ids: list, id_key: str) -> list[Message]:
+def in_call_order(results: list[Message], call_ids: list, id_key: str, sortable: bool = True) -> list[Message]:
     """Results re-sorted into call order when every call has an id and the results answer exactly those
     ids (ms-swift 4.6); otherwise kept as given (they then pair with calls by position). One result per call
     whose ids contradict the calls' (a call answered twice, an id no call of the turn has) is refused:
-    ms-swift would pair them by position, against what the ids say."""
+    ms-swift would pair them by position, against what the ids say. ``sortable``: whether ms-swift re-sorts
+    these results at all (not OpenAI results whose role is spelled with an alias, see ``Message.openai_result``):
+    if not, they pair by position, and ids contradicting it are refused."""
     result_ids = [r.extra.get(id_key) for r in results]
+    if not sortable:
+        _check_positions_agree(results, call_ids, result_ids, id_key,
+                               "ms-swift re-sorts results by id only when each is given as \"role\": \"tool\" "
+                               "(or \"tool_response\"); give them so, or in call order")
+        return results
     ids_usable = all(isinstance(x, str) for x in call_ids + result_ids) and len(set(call_ids)) == len(call_ids)
     if not ids_usable:
-        _check_positions_agree(results, call_ids, result_ids, id_key)
+        _check_positions_agree(results, call_ids, result_ids, id_key,
+                               "ids that are not all strings are not used to pair results; give the ids as "
+                               "strings, or the results in call order")
         return results
     if sorted(call_ids) != sorted(result_ids):
         if len(results) != len(call_ids):
@@ -657,15 +672,15 @@ def in_call_order(results: list[Message], call_ids: list, id_key: str) -> list[M
     return sorted(results, key=lambda r: position[r.extra[id_key]])
 
 
-def _check_positions_agree(results: list[Message], call_ids: list, result_ids: list, id_key: str) -> None:
-    """Results whose ids are not all strings pair with the calls by position. Where a result and the call at its
-    position both give an id (a number, say) and the two differ, the row says one pairing and position another
-    (ms-swift re-sorts by ids only under its own conditions): refused, not paired silently against its ids."""
+def _check_positions_agree(results: list[Message], call_ids: list, result_ids: list, id_key: str, why: str) -> None:
+    """Results that are not re-sorted by id pair with the calls by position. Where a result and the call at its
+    position both give an id and the two differ, the row says one pairing and position another (ms-swift
+    re-sorts by ids only under its own conditions, ``why`` says which): refused, not paired silently against
+    its ids."""
     for r, call_id, result_id in zip(results, call_ids, result_ids):
         if call_id is not None and result_id is not None and (type(call_id), call_id) != (type(result_id), result_id):
             raise InvalidValueError(f"{id_key} {result_id!r} is not the id of the call it answers by position "
-                                    f"({call_id!r}), and ids that are not all strings are not used to pair results; "
-                                    f"give the ids as strings, or the results in call order", field=r.file_field(f".{id_key}"))
+                                    f"({call_id!r}), and {why}", field=r.file_field(f".{id_key}"))
 
 
 def with_block_text(m: Message) -> Message:
