@@ -1597,3 +1597,31 @@ def test_a_custom_tool_is_refused_as_not_a_function_tool(cache_dir, tmp_path):
         assert [r["id"] for r in ds] == ["ms_swift/custom/2"]
         assert [(r["row"], r["field"], r["error"]) for r in report.rows] == [
             (0, "tools[0].type", "InvalidValueError"), (1, "tools[0].type", "InvalidValueError")]
+
+
+def test_tools_lose_the_nulls_ms_swift_drops_as_arrow_padding(tmp_path):
+    """ms-swift 4.6 removes from every tool the nulls Arrow pads schemas with (``Dataset.to_json`` writes them into
+    JSONL too): a null property, ``"enum": null``, a null description; nulls under ``default``/``const``, in an
+    ``enum`` and under ``x-`` keys stay. The unified tools are the ones ms-swift's model sees, the file's are kept
+    in meta (raw -> unified -> raw stays exact), on the common and the general path alike."""
+    doc = native_rows(shared_data("ms_swift", "agent_support_doc_examples_en.jsonl"))[0]
+    tool = json.loads(doc["tools"])[0]
+    expected = copy.deepcopy(tool)
+    city = expected["function"]["parameters"]["properties"]["city"]
+    city.update({"default": None, "enum": ["Beijing", None], "x-note": None})
+    padded = copy.deepcopy(expected)
+    padded["function"]["parameters"]["properties"]["city"]["examples"] = None
+    padded["function"]["parameters"]["properties"]["unit"] = None
+    padded["function"]["parameters"]["description"] = None
+    rows = [{**doc, "tools": [padded]}, {**doc, "tools": json.dumps([padded])}, {**doc, "tools": json.dumps([padded]),
+                                                                                 "system": "Be brief."}]
+    path = write_jsonl(tmp_path / "padded.jsonl", rows)
+    for streaming in (True, False):
+        unified = list(td.load("ms_swift", data_files=path, split="train", streaming=streaming,
+                               cache_dir=str(tmp_path / "cache")))
+        assert [row["tools"] for row in unified] == [[expected]] * 3
+        assert [row["meta"]["ms_swift_original"]["tools"] for row in unified] == [[padded]] * 3
+    for native in rows:
+        raw, unified_row_ = convert(native)
+        assert unified_row_["tools"] == [expected]
+        assert same_json(SOURCE.from_unified(unified_row_), raw)

@@ -252,3 +252,20 @@ def test_openai_results_spelled_with_an_alias_pair_by_position_as_ms_swift_pairs
     for r in ours:
         assert plain(r["messages"]) == plain(by_variant[r["messages"][0]["content"]]["messages"])
     assert report.by_reason == {"InvalidValueError:messages[2].tool_call_id": 3}
+
+
+def test_tools_are_read_without_the_nulls_ms_swift_drops_as_arrow_padding(tmp_path):
+    """Tools with nulls (as ``Dataset.to_json`` pads them) reach ms-swift's template without the nulls its
+    ``remove_arrow_padding`` drops; the unified row has the same tools, given as a list or as JSON text."""
+    python = swift_python()
+    doc = json.loads(shared_data("ms_swift", "agent_support_doc_examples_en.jsonl").read_text().splitlines()[0])
+    tool = json.loads(doc["tools"])[0]
+    properties = tool["function"]["parameters"]["properties"]
+    properties["city"].update({"default": None, "enum": ["Beijing", None], "examples": None, "x-note": None})
+    properties["unit"] = None
+    tool["function"]["parameters"]["description"] = None
+    path = tmp_path / "padded.jsonl"
+    path.write_text(json.dumps({**doc, "tools": [tool]}) + "\n" + json.dumps({**doc, "tools": json.dumps([tool])}) + "\n")
+    theirs = [row["tools"] for row in swift_rows(python, path, False)]
+    ours = [row["tools"] for row in td.load("ms_swift", data_files=str(path), split="train", streaming=True)]
+    assert ours == theirs and "unit" not in json.dumps(ours) and '"default": null' in json.dumps(ours)

@@ -225,10 +225,13 @@ def _plain_tools(value: Any) -> Optional[list]:
     if type(value) is str:
         if not value.strip():
             return []
+        if "null" in value:
+            return None  # nulls ms-swift drops from tools (parsing.swift_tool): the general stages drop them
         value = _shallow_json(value)
     elif type(value) is list:  # from JSON, or from Parquet (where floats may be NaN)
         try:
-            dumps(value)
+            if "null" in dumps(value):
+                return None
         except JsonValueError:
             return None  # nested too deep, or holding what JSON cannot: the general stages name it
     if type(value) is not list:

@@ -135,6 +135,47 @@ def parse_tool(tool: Any, field: str) -> dict:
     return storable(out, field)
 
 
+# JSON Schema keywords of ms-swift 4.6's ``remove_arrow_padding`` (swift/utils/schema_utils.py): maps of names to
+# sub-schemas, keywords where null is a value, and keywords where null is an item of the array value.
+_SCHEMA_MAP_KEYS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies")
+_NULL_VALUE_KEYS = ("default", "const")
+_NULL_ITEM_KEYS = ("enum", "examples")
+
+
+def swift_tool(tool: Any, field: str) -> Any:
+    """One entry of a row's ``tools`` as ms-swift's template reads it (``Template._preprocess_tools``): text
+    parsed (JSON, else a Python literal), then every null that is not a value of ``default``/``const``, an
+    item of ``enum``/``examples`` or inside an ``x-`` annotation removed, key and all, as Arrow padding (ms-swift
+    4.6 cannot tell a null written in a JSON file from the padding of a Parquet file or ``Dataset.to_json``).
+    So ``"unit": null`` among ``properties``, or ``"enum": null``, never reaches the model there, nor the
+    unified row here."""
+    if isinstance(tool, str):
+        tool = parse_json_or_literal(tool, field, "tool")
+    return without_arrow_padding(storable(tool, field))  # storable first: nested at most MAX_DEPTH deep
+
+
+def without_arrow_padding(schema: Any) -> Any:
+    """``schema`` without the nulls ms-swift 4.6's ``remove_arrow_padding`` drops (see :func:`swift_tool`)."""
+    if isinstance(schema, list):
+        return [without_arrow_padding(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    cleaned = {}
+    for key, value in schema.items():
+        if key in _NULL_VALUE_KEYS or key.startswith("x-"):
+            cleaned[key] = value
+        elif key in _NULL_ITEM_KEYS:
+            if value is not None:
+                cleaned[key] = value
+        elif value is None:
+            continue
+        elif key in _SCHEMA_MAP_KEYS and isinstance(value, dict):
+            cleaned[key] = {name: without_arrow_padding(item) for name, item in value.items() if item is not None}
+        else:
+            cleaned[key] = without_arrow_padding(value)
+    return cleaned
+
+
 # --------------------------------------------------------------------------------------------------
 # Tool calls
 # --------------------------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ from tooluse_datasets.source import RowContext, Source, SplitPlan
 from .common import common_columns, common_unified
 from .native import ORIGINAL_KEY, RESULT_ROLES, Message, drop_arrow_nulls, native_to_raw
 from .parsing import (json_text, missing_media_tags, parse_call, parse_tool, split_pre_call_text,
-                      split_think)
+                      split_think, swift_tool)
 from .upstream import CITATION, DESCRIPTION, UPSTREAM
 from .writer import USER_AFTER_RESULTS, turn_messages
 
@@ -98,7 +98,7 @@ class MsSwiftSource(Source):
     # -- raw <-> unified ------------------------------------------------------------------------------
 
     def to_unified(self, raw: dict, ctx: RowContext) -> dict:
-        tools = [parse_tool(tool, f"tools[{i}]") for i, tool in enumerate(raw["tools"])]
+        tools = [parse_tool(swift_tool(tool, f"tools[{i}]"), f"tools[{i}]") for i, tool in enumerate(raw["tools"])]
         try:
             tagged = with_default_tags(raw["messages"], raw)
             turns = group_turns(tagged)
