@@ -1625,3 +1625,25 @@ def test_tools_lose_the_nulls_ms_swift_drops_as_arrow_padding(tmp_path):
         raw, unified_row_ = convert(native)
         assert unified_row_["tools"] == [expected]
         assert same_json(SOURCE.from_unified(unified_row_), raw)
+
+
+@pytest.mark.parametrize("role", ["tool", "tool_response", "observation"])
+def test_anthropic_results_in_a_tool_message_read_as_in_a_user_message(role):
+    """ms-swift converts ``tool_result`` blocks whatever the role of the message holding them: in a ``tool``
+    message they are one result per block, in call order, as in the ``user`` message Anthropic writes (not one
+    result whose text is the blocks' JSON)."""
+    doc = native_rows(shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl"))[3]
+    as_tool = copy.deepcopy(doc)
+    as_tool["messages"][2]["role"] = role
+    raw, unified = convert(as_tool)
+    assert unified["messages"] == convert(doc)[1]["messages"] and unified["images"] == convert(doc)[1]["images"]
+    assert same_json(SOURCE.from_unified(unified), raw)
+
+    calls = {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {"x": 1}},
+                                              {"type": "tool_use", "id": "b", "name": "f", "input": {"x": 2}}]}
+    results = [{"type": "tool_result", "tool_use_id": "b", "content": "rb"},
+               {"type": "tool_result", "tool_use_id": "a", "content": "ra"}]
+    _, unified = convert({"messages": [USER, calls, {"role": role, "content": results}, ANSWER]})
+    assert summarize(unified)[1:6] == [("assistant", "", None), ("call", "call_0", "f", {"x": 1}),
+                                       ("call", "call_1", "f", {"x": 2}), ("tool", "call_0", "f", "ra"),
+                                       ("tool", "call_1", "f", "rb")]

@@ -269,3 +269,26 @@ def test_tools_are_read_without_the_nulls_ms_swift_drops_as_arrow_padding(tmp_pa
     theirs = [row["tools"] for row in swift_rows(python, path, False)]
     ours = [row["tools"] for row in td.load("ms_swift", data_files=str(path), split="train", streaming=True)]
     assert ours == theirs and "unit" not in json.dumps(ours) and '"default": null' in json.dumps(ours)
+
+
+def test_anthropic_results_in_a_tool_message_are_read_as_ms_swift_reads_them(tmp_path):
+    """ms-swift converts tool_result blocks in a message of any role: one result per block, in call order."""
+    python = swift_python()
+    doc = json.loads(shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl").read_text().splitlines()[3])
+    calls = {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {"x": 1}},
+                                              {"type": "tool_use", "id": "b", "name": "f", "input": {"x": 2}}]}
+    results = [{"type": "tool_result", "tool_use_id": "b", "content": "rb"},
+               {"type": "tool_result", "tool_use_id": "a", "content": "ra"}]
+    rows = []
+    for role in ("tool", "observation"):
+        row = json.loads(json.dumps(doc))
+        row["messages"][2]["role"] = role
+        rows += [row, {"messages": [{"role": "user", "content": "q"}, calls, {"role": role, "content": results},
+                                    {"role": "assistant", "content": "Done."}]}]
+    path = tmp_path / "results.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    theirs = swift_rows(python, path, False)
+    ours = list(td.load("ms_swift", "raw", data_files=str(path), split="train", streaming=True))
+    assert len(theirs) == len(ours) == 4
+    for mine, swift in zip(ours, theirs):
+        assert plain(mine["messages"]) == plain(swift["messages"]) and mine["images"] == swift["images"]

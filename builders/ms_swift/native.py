@@ -512,7 +512,9 @@ def normalize_provider_formats(messages: list[Message]) -> list[Message]:
         if is_block_list(m.content) and m.role == "assistant" and has_block(m.content, "tool_use"):
             produced, last_call_ids = anthropic_call_turn(m)
             out += produced
-        elif is_block_list(m.content) and m.role == "user" and has_block(m.content, "tool_result"):
+        elif is_block_list(m.content) and m.role in ("user",) + RESULT_ROLES and has_block(m.content, "tool_result"):
+            # ms-swift converts tool_result blocks whatever the message's role: a "tool" message holding them is
+            # one result per block, not one result whose text is the blocks' JSON
             out += anthropic_results(m, last_call_ids)
         else:
             out.append(with_block_text(m))
@@ -592,9 +594,9 @@ def _call_turn(m: Message, text: str, media: dict, calls: list[Message]) -> list
 
 
 def anthropic_results(m: Message, call_ids: list) -> list[Message]:
-    """A user message with ``tool_result`` blocks -> its messages in block order, as ms-swift's
+    """A user (or tool) message with ``tool_result`` blocks -> its messages in block order, as ms-swift's
     ``anthropic_to_messages``: each ``tool_result`` a tool_response, the text (and media) blocks between them
-    a user message. The results that open the message are put in call order (when they answer exactly the
+    a message of the message's role. The results that open the message are put in call order (when they answer exactly the
     calls, by id); text is never moved across a result."""
     blocks = list(enumerate(m.content))
     lead = 0
