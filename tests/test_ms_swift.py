@@ -1647,3 +1647,23 @@ def test_anthropic_results_in_a_tool_message_read_as_in_a_user_message(role):
     assert summarize(unified)[1:6] == [("assistant", "", None), ("call", "call_0", "f", {"x": 1}),
                                        ("call", "call_1", "f", {"x": 2}), ("tool", "call_0", "f", "ra"),
                                        ("tool", "call_1", "f", "rb")]
+
+
+def test_two_aliases_of_a_column_are_read_as_ms_swift_reads_them(tmp_path):
+    """ms-swift renames an alias column (``System``, ``system_prompt``, ``Images``, ``image``, ``conversations``...)
+    only when no other alias of it is there: beside each other it renames neither and reads only a column already
+    named ``system``/``images``/``messages``, so ``System`` with ``system_prompt`` gives no system message and
+    ``conversations`` with ``Messages`` drops the row. Checked with ms-swift 4.6 in ``test_ms_swift_real.py``."""
+    doc = native_rows(shared_data("ms_swift", "agent_support_doc_examples_en.jsonl"))[1]
+    messages = doc["messages"]
+    _, unified = convert({"messages": messages, "System": "A", "system_prompt": "B", "Images": ["a.png"],
+                          "image": ["b.png"]})
+    assert unified["messages"][0] == convert({"messages": messages})[1]["messages"][0] and unified["images"] == []
+    assert {key: unified["meta"][key] for key in ("System", "system_prompt", "Images", "image")} == {
+        "System": "A", "system_prompt": "B", "Images": ["a.png"], "image": ["b.png"]}
+    _, unified = convert({"messages": messages, "system": "A", "System_Prompt": "B", "images": ["a.png"]})
+    assert unified["messages"][0] == {"role": "system", "content": "A"} and unified["images"] == ["a.png"]
+    assert unified["meta"] == {"System_Prompt": "B"}
+    with pytest.raises(InvalidValueError, match="'conversations' and 'Messages'") as info:
+        convert({"conversations": messages, "Messages": messages})
+    assert info.value.field == "conversations"

@@ -292,3 +292,24 @@ def test_anthropic_results_in_a_tool_message_are_read_as_ms_swift_reads_them(tmp
     assert len(theirs) == len(ours) == 4
     for mine, swift in zip(ours, theirs):
         assert plain(mine["messages"]) == plain(swift["messages"]) and mine["images"] == swift["images"]
+
+
+def test_two_aliases_of_a_column_are_read_as_ms_swift_reads_them(tmp_path):
+    """Beside each other, ms-swift renames neither alias of a column: ``System`` with ``system_prompt`` gives no
+    system message, ``Images`` with ``image`` no images, and ``conversations`` with ``Messages`` no row."""
+    python = swift_python()
+    doc = json.loads(shared_data("ms_swift", "agent_support_doc_examples_en.jsonl").read_text().splitlines()[1])
+    aliases = tmp_path / "aliases.jsonl"
+    aliases.write_text(json.dumps({"messages": doc["messages"], "tools": doc["tools"], "System": "A",
+                                   "system_prompt": "B", "Images": doc["images"], "image": doc["images"]}) + "\n")
+    theirs = swift_rows(python, aliases, False)
+    ours = list(td.load("ms_swift", "raw", data_files=str(aliases), split="train", streaming=True))
+    assert plain(ours[0]["messages"]) == plain(theirs[0]["messages"]) and ours[0]["images"] == theirs[0]["images"] == []
+
+    both = tmp_path / "both.jsonl"
+    both.write_text(json.dumps({"conversations": doc["messages"], "Messages": doc["messages"]}) + "\n")
+    done = subprocess.run([python, str(DRIVER), str(both)], capture_output=True, text=True, timeout=900,
+                          check=False, cwd=str(tmp_path))
+    assert done.stdout == "" and "the data will be deleted" in done.stderr
+    with pytest.raises(td.InvalidValueError, match="'Messages'"):
+        next(iter(td.load("ms_swift", "raw", data_files=str(both), split="train", streaming=True)))

@@ -114,10 +114,13 @@ def native_to_raw(native: dict) -> tuple[dict, list[Message]]:
     # preprocessor only when a column is named so (AutoPreprocessor), and drops every row of a file that has
     # "Messages" instead.
     messages_column = next((name for name in MESSAGES_COLUMNS if name in row), None)
-    if messages_column == "conversations" and "conversation" in row:
-        # ms-swift renames a column to messages only when one alias is there: it reads neither and drops the row.
-        raise InvalidValueError("row has both 'conversations' and 'conversation' and no 'messages': ms-swift renames "
-                                "neither to messages and drops the row; keep one of them", field="conversations")
+    aliases = [key for key in row if isinstance(key, str) and key.lower() in MESSAGES_COLUMNS]
+    if messages_column not in (None, "messages") and len({key.lower() for key in aliases}) > 1:
+        # ms-swift renames a column to messages (in any case) only when one alias is there: it reads none and drops
+        # the row.
+        others = ("both " if len(aliases) == 2 else "") + " and ".join(repr(key) for key in aliases)
+        raise InvalidValueError(f"row has {others} and no 'messages': ms-swift renames none of them to messages "
+                                f"and drops the row; keep one of them", field=messages_column)
     if messages_column is None:
         raise wrapped_rows_error(row, MESSAGES_COLUMNS) or MissingFieldError(
             "an ms-swift agent row needs a messages column (messages, conversations or conversation)"
@@ -174,12 +177,15 @@ def layout_hint(row: dict) -> str:
 
 def take_column(row: dict, names: tuple[str, ...]) -> tuple[Optional[str], Any]:
     """Pop the first of ``names`` present in ``row`` (case-insensitive, as ms-swift's column renaming);
-    the other aliases stay in the row, i.e. in ``extra``."""
+    the other aliases stay in the row, i.e. in ``extra``. With two aliases present ms-swift renames neither
+    (``safe_rename_columns``): it reads only a column already named ``names[0]`` (``system`` beside
+    ``system_prompt``), and none beside ``System`` and ``system_prompt``."""
     by_lower = {key.lower(): key for key in row if isinstance(key, str)}
-    for name in names:
-        key = by_lower.get(name)
-        if key is not None:
-            return key, row.pop(key)
+    present = [by_lower[name] for name in names if name in by_lower]
+    if len(present) > 1:
+        return (names[0], row.pop(names[0])) if names[0] in row else (None, None)
+    if present:
+        return present[0], row.pop(present[0])
     return None, None
 
 
