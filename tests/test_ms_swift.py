@@ -1667,3 +1667,17 @@ def test_two_aliases_of_a_column_are_read_as_ms_swift_reads_them(tmp_path):
     with pytest.raises(InvalidValueError, match="'conversations' and 'Messages'") as info:
         convert({"conversations": messages, "Messages": messages})
     assert info.value.field == "conversations"
+
+
+def test_loss_of_a_message_of_anthropic_results_goes_to_every_result():
+    """ms-swift gives the ``loss``/``loss_scale`` of a message holding ``tool_result`` blocks to every result it
+    makes of them (checked with ms-swift 4.6 in ``test_ms_swift_real.py``), not to the first one only."""
+    calls = {"role": "assistant", "loss": False, "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {}},
+                                                            {"type": "tool_use", "id": "b", "name": "f", "input": {}}]}
+    results = {"role": "user", "loss": True, "loss_scale": 0.5, "content": [
+        {"type": "tool_result", "tool_use_id": "b", "content": "rb"},
+        {"type": "tool_result", "tool_use_id": "a", "content": "ra"}]}
+    raw, unified = convert({"messages": [USER, calls, results, ANSWER]})
+    assert [(m["role"], m["content"], m["loss"], m["loss_scale"]) for m in raw["messages"][3:5]] == [
+        ("tool_response", "ra", True, 0.5), ("tool_response", "rb", True, 0.5)]
+    assert same_json(SOURCE.from_unified(unified), raw)

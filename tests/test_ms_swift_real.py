@@ -313,3 +313,19 @@ def test_two_aliases_of_a_column_are_read_as_ms_swift_reads_them(tmp_path):
     assert done.stdout == "" and "the data will be deleted" in done.stderr
     with pytest.raises(td.InvalidValueError, match="'Messages'"):
         next(iter(td.load("ms_swift", "raw", data_files=str(both), split="train", streaming=True)))
+
+
+def test_loss_of_a_message_of_anthropic_results_is_read_as_ms_swift_reads_it(tmp_path):
+    python = swift_python()
+    calls = {"role": "assistant", "loss": False, "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {}},
+                                                            {"type": "tool_use", "id": "b", "name": "f", "input": {}}]}
+    results = {"role": "user", "loss": True, "loss_scale": 0.5, "content": [
+        {"type": "tool_result", "tool_use_id": "b", "content": "rb"},
+        {"type": "tool_result", "tool_use_id": "a", "content": "ra"}]}
+    path = tmp_path / "loss.jsonl"
+    path.write_text(json.dumps({"messages": [{"role": "user", "content": "q"}, calls, results,
+                                             {"role": "assistant", "content": "Done."}]}) + "\n")
+    theirs = swift_rows(python, path, False)[0]["messages"]
+    ours = next(iter(td.load("ms_swift", "raw", data_files=str(path), split="train", streaming=True)))["messages"]
+    keys = ("role", "content", "loss", "loss_scale")
+    assert [tuple(m.get(k) for k in keys) for m in ours] == [tuple(m.get(k) for k in keys) for m in theirs]

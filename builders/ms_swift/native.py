@@ -631,18 +631,16 @@ def anthropic_results(m: Message, call_ids: list) -> list[Message]:
             elif is_block_list(content):
                 content, result_media = content_text(content, f"{where}.content")
             extra = {key: value for key, value in block.items() if key not in ("type", "content")}
-            out.append(Message(m.index, "tool_response", content, extra=extra, media=result_media, origin=where,
-                               renames=((".role", ".type"),)))
+            # as ms-swift: the message's loss/loss_scale go to every result, as to every text between them
+            out.append(Message(m.index, "tool_response", content, loss=m.loss, loss_scale=m.loss_scale, extra=extra,
+                               media=result_media, origin=where, renames=((".role", ".type"),)))
             if n + 1 == lead:
                 out = in_call_order(out, call_ids, "tool_use_id")
         else:
             texts.append(block_text(block, where, media))
     flush()
-    if users:
-        users[0].extra = {**users[0].extra, **m.extra}
-    else:
-        out[0].loss, out[0].loss_scale = m.loss, m.loss_scale
-        out[0].extra = {**out[0].extra, **m.extra}
+    first = users[0] if users else out[0]
+    first.extra = {**first.extra, **m.extra}
     return out
 
 
