@@ -688,6 +688,11 @@ REJECTED = [
                  InvalidValueError, "images[0]", "embedded bytes", id="embedded image bytes"),
     pytest.param({"messages": [USER, ANSWER], "videos": [["f1.jpg", "f2.jpg"]]},
                  ConversionError, "videos[0]", "list of frames", id="video as frame list has no unified form"),
+    # ms-swift keeps a null tool and its template fails on it (given as a list in JSON Lines, the whole load fails)
+    pytest.param({"messages": [USER, ANSWER], "tools": [{"name": "f", "description": "d"}, None]},
+                 InvalidValueError, "tools[1]", "a tool is null", id="null tool in a list"),
+    pytest.param({"messages": [USER, ANSWER], "tools": '[null, {"name": "f", "description": "d"}]'},
+                 InvalidValueError, "tools[0]", "a tool is null", id="null tool in JSON text"),
     pytest.param({"messages": [USER, ANSWER], "ms_swift_original": {}},
                  InvalidValueError, "ms_swift_original", "reserved", id="reserved column name"),
     # ids that contradict the calls': ms-swift pairs such results by position, the second 'a' with call 'b'

@@ -191,7 +191,8 @@ def take_column(row: dict, names: tuple[str, ...]) -> tuple[Optional[str], Any]:
 
 def normalize_tools(value: Any) -> list:
     """``tools`` as ms-swift's ``_normalize_tools`` leaves it: a list of JSON values (each a tool object or
-    the text of one). A string holding no JSON stays as one entry, which fails when the tool is parsed."""
+    the text of one). A string holding no JSON stays as one entry, which fails when the tool is parsed; a null
+    entry is an :class:`InvalidValueError` (not left out: ms-swift does not train such a row)."""
     if value is None:
         return []
     if isinstance(value, str):
@@ -201,7 +202,11 @@ def normalize_tools(value: Any) -> list:
         value = parsed if ok else value
     if not isinstance(value, list):
         value = [value]
-    return [tool for tool in value if tool is not None]
+    for i, tool in enumerate(value):
+        if tool is None:  # ms-swift's template asserts every tool is an object: it cannot encode the row
+            raise InvalidValueError("a tool is null; ms-swift fails on it (its template needs every tool to be an "
+                                    "object) and does not train the row", field=f"tools[{i}]")
+    return value
 
 
 def media_list(value: Any, kind: str) -> list:
