@@ -693,6 +693,11 @@ REJECTED = [
                  InvalidValueError, "tools[1]", "a tool is null", id="null tool in a list"),
     pytest.param({"messages": [USER, ANSWER], "tools": '[null, {"name": "f", "description": "d"}]'},
                  InvalidValueError, "tools[0]", "a tool is null", id="null tool in JSON text"),
+    # ms-swift wraps a single object in a list for images only: an audio or video object is read as its keys
+    pytest.param({"messages": [{"role": "user", "content": "<video>q"}, ANSWER], "videos": {"path": "v.mp4"}},
+                 InvalidValueError, "videos", "single object", id="video given as one object"),
+    pytest.param({"messages": [{"role": "user", "content": "<audio>q"}, ANSWER], "audios": {"path": "a.wav"}},
+                 InvalidValueError, "audios", "single object", id="audio given as one object"),
     pytest.param({"messages": [USER, ANSWER], "ms_swift_original": {}},
                  InvalidValueError, "ms_swift_original", "reserved", id="reserved column name"),
     # ids that contradict the calls': ms-swift pairs such results by position, the second 'a' with call 'b'

@@ -329,3 +329,17 @@ def test_loss_of_a_message_of_anthropic_results_is_read_as_ms_swift_reads_it(tmp
     ours = next(iter(td.load("ms_swift", "raw", data_files=str(path), split="train", streaming=True)))["messages"]
     keys = ("role", "content", "loss", "loss_scale")
     assert [tuple(m.get(k) for k in keys) for m in ours] == [tuple(m.get(k) for k in keys) for m in theirs]
+
+
+def test_an_audio_or_video_given_as_one_object_is_refused_where_ms_swift_reads_its_keys(tmp_path):
+    """ms-swift wraps one image object in a list, but reads one audio or video object as the list of its keys (a
+    file named "path"): refused here, naming the column."""
+    python = swift_python()
+    path = tmp_path / "media.jsonl"
+    path.write_text(json.dumps({"messages": [{"role": "user", "content": "<audio>q"},
+                                             {"role": "assistant", "content": "a"}],
+                                "audios": {"path": "a.wav"}}) + "\n")
+    assert swift_rows(python, path, False)[0]["audios"] == ["path"]
+    with pytest.raises(td.InvalidValueError, match="single object") as info:
+        next(iter(td.load("ms_swift", "raw", data_files=str(path), split="train", streaming=True)))
+    assert info.value.field == "audios"

@@ -213,6 +213,11 @@ def media_list(value: Any, kind: str) -> list:
     """Media paths/URLs; a single entry is wrapped in a list. Videos may also be lists of frame paths."""
     if value is None:
         return []
+    if isinstance(value, dict) and kind != "images":
+        # ms-swift wraps a single object in a list for images only (_cast_mm_data): an audio or video object is read
+        # as the list of its keys, "path" taken for a file name
+        raise InvalidValueError(f"{kind} is a single object; ms-swift reads its keys as {kind} paths (give a list "
+                                f"of paths)", field=kind)
     if isinstance(value, (str, dict)):
         value = [value]
     if not isinstance(value, list):
