@@ -1691,3 +1691,21 @@ def test_loss_of_a_message_of_anthropic_results_goes_to_every_result():
     assert [(m["role"], m["content"], m["loss"], m["loss_scale"]) for m in raw["messages"][3:5]] == [
         ("tool_response", "ra", True, 0.5), ("tool_response", "rb", True, 0.5)]
     assert same_json(SOURCE.from_unified(unified), raw)
+
+
+def test_plain_rows_whose_tools_keep_their_nulls_take_the_common_path():
+    """Only tools that lose a null as ms-swift reads them leave the one-loop path: the word null in a description,
+    or a ``"default": null`` ms-swift keeps, does not (both paths give the same row)."""
+    from tooluse_datasets.builders.ms_swift.common import common_unified
+
+    doc = native_rows(shared_data("ms_swift", "agent_support_doc_examples_en.jsonl"))[0]
+    tool = json.loads(doc["tools"])[0]
+    tool["function"]["parameters"]["properties"]["city"].update({"description": "City name, or null", "default": None})
+    padded = copy.deepcopy(tool)
+    padded["function"]["parameters"]["properties"]["unit"] = None
+    for tools, common in ((json.dumps([tool]), True), ([tool], True), (json.dumps([padded]), False), ([padded], False)):
+        row = {**doc, "tools": tools}
+        fast = common_unified(copy.deepcopy(row), "ms_swift/variants/0", "variants")  # as CTX names it
+        assert (fast is not None) is common
+        if common:
+            assert same_json(fast, convert(row)[1])

@@ -23,7 +23,7 @@ from tooluse_datasets.codec import dumps, loads, may_nest_deep, python_json_text
 from tooluse_datasets.errors import JsonValueError
 
 from .native import ORIGINAL_KEY, Message
-from .parsing import join_think, missing_media_tags, split_pre_call_text, split_think
+from .parsing import join_think, missing_media_tags, split_pre_call_text, split_think, without_arrow_padding
 
 _MEDIA_COLUMNS = ("images", "audios", "videos")
 _FUNCTION_KEYS = ("name", "description", "parameters")
@@ -225,17 +225,17 @@ def _plain_tools(value: Any) -> Optional[list]:
     if type(value) is str:
         if not value.strip():
             return []
-        if "null" in value:
-            return None  # nulls ms-swift drops from tools (parsing.swift_tool): the general stages drop them
+        text = value
         value = _shallow_json(value)
     elif type(value) is list:  # from JSON, or from Parquet (where floats may be NaN)
         try:
-            if "null" in dumps(value):
-                return None
+            text = dumps(value)
         except JsonValueError:
             return None  # nested too deep, or holding what JSON cannot: the general stages name it
     if type(value) is not list:
         return None
+    if "null" in text and without_arrow_padding(value) != value:
+        return None  # nulls ms-swift drops from tools (parsing.swift_tool): the general stages drop them
     for tool in value:
         if type(tool) is not dict or tool.get("type") != "function" or tuple(tool)[:2] != ("type", "function"):
             return None
