@@ -1709,3 +1709,19 @@ def test_plain_rows_whose_tools_keep_their_nulls_take_the_common_path():
         assert (fast is not None) is common
         if common:
             assert same_json(fast, convert(row)[1])
+
+
+def test_a_result_given_as_content_blocks_outside_an_anthropic_row_is_read_as_their_json_text():
+    """ms-swift converts content blocks of results only in a row it converts as Anthropic. Elsewhere (OpenAI and
+    ms-swift rows) its template writes a result's list content as JSON text (``StdTemplateInputs.from_dict``:
+    ``json.dumps(content, ensure_ascii=False)``), so the model reads the blocks' JSON and no image is taken."""
+    blocks = [{"type": "text", "text": "Oslo: 2 C"}, {"type": "image_url", "image_url": {"url": "a.png"}}]
+    openai = {"messages": [USER, {"role": "assistant", "content": "", "tool_calls": [_openai_call("f", "a")]},
+                           {"role": "tool", "tool_call_id": "a", "content": blocks}, ANSWER]}
+    swift = {"messages": [USER, CALL, {"role": "tool_response", "content": blocks}, ANSWER]}
+    for native in (openai, swift):
+        raw, unified = convert(native)
+        results = [m for m in unified["messages"] if m["role"] == "tool"]
+        assert [m["content"] for m in results] == [json.dumps(blocks, ensure_ascii=False)]
+        assert unified["images"] == []
+        assert same_json(SOURCE.from_unified(unified), raw)

@@ -511,6 +511,9 @@ def pop_alias(fields: dict, keys: tuple[str, ...]) -> Any:
 def normalize_provider_formats(messages: list[Message]) -> list[Message]:
     out: list[Message] = []
     last_call_ids: list = []
+    anthropic = not any(m.tool_calls for m in messages) and any(
+        is_block_list(m.content) and any(b.get("type") in ANTHROPIC_TOOL_BLOCKS or (b.get("type") == "image" and "source" in b)
+                                         for b in m.content) for m in messages)
     i = 0
     while i < len(messages):
         m = messages[i]
@@ -520,7 +523,7 @@ def normalize_provider_formats(messages: list[Message]) -> list[Message]:
             end = i + 1
             while end < len(messages) and messages[end].role in RESULT_ROLES:
                 end += 1
-            results = [with_block_text(r) for r in messages[i + 1:end]]
+            results = [with_block_text(r, anthropic) for r in messages[i + 1:end]]
             out += in_call_order(results, last_call_ids, "tool_call_id",
                                  sortable=all(r.openai_result for r in results))
             i = end
@@ -533,7 +536,7 @@ def normalize_provider_formats(messages: list[Message]) -> list[Message]:
             # one result per block, not one result whose text is the blocks' JSON
             out += anthropic_results(m, last_call_ids)
         else:
-            out.append(with_block_text(m))
+            out.append(with_block_text(m, anthropic))
         i += 1
     return out
 
@@ -699,10 +702,14 @@ def _check_positions_agree(results: list[Message], call_ids: list, result_ids: l
                                     f"({call_id!r}), and {why}", field=r.file_field(f".{id_key}"))
 
 
-def with_block_text(m: Message) -> Message:
+def with_block_text(m: Message, anthropic: bool) -> Message:
     """A message whose content is a list of content blocks gets that content as text with media tags.
-    For tool results only when every element is a content block: other JSON lists are plain results."""
+    For tool results only in a row ms-swift converts as Anthropic (``anthropic``), and when every element is a
+    content block: elsewhere ms-swift's template writes a result's list content as its JSON text
+    (``StdTemplateInputs.from_dict``), text and image blocks included, and so does the reader."""
     if not is_block_list(m.content) or m.role == "tool_call":
+        return m
+    if m.role in RESULT_ROLES and not anthropic:
         return m
     if m.role in RESULT_ROLES and not all(b.get("type") in CONTENT_BLOCK_TYPES for b in m.content):
         return m
