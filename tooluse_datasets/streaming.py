@@ -285,6 +285,7 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         state = self._state_dict
         pool = concurrent.futures.ProcessPoolExecutor(self.num_proc, mp_context=multiprocessing.get_context(),
                                                       initializer=exit_with_parent)
+        read_to_the_end = False
         try:
             pending: collections.deque = collections.deque()
             next_shard = first_shard + 1
@@ -320,8 +321,13 @@ class ShardExamplesIterable(_BaseExamplesIterable):
                     skips.passed_all()
                 if state:
                     state["shard_idx"], state["position"] = shard_idx + 1, None
+            read_to_the_end = True
         finally:
-            pool.shutdown(wait=False, cancel_futures=True)
+            # Read to its end, every shard is converted: the workers only have to exit, so wait for them. A pool
+            # left shutting down closes its wakeup pipe while the interpreter's exit hook may be writing to it
+            # (concurrent.futures' race: "OSError: Bad file descriptor" printed after a command had finished).
+            # Stopped early, the shards still converting are not waited for.
+            pool.shutdown(wait=read_to_the_end, cancel_futures=True)
 
 
 def _convert_shard_rows(source: Source, config: str, split: SplitPlan, shard: Shard, on_error: str,
