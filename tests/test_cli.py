@@ -762,3 +762,24 @@ def test_a_folder_as_the_expected_failures_list_is_refused_naming_the_argument(t
     assert captured.out == ""
     assert captured.err == (f"error: ValueError: --expect-failures {str(tmp_path)!r} is a folder: give the list "
                             f"file (one id a line)\n")
+
+
+@pytest.mark.parametrize("command", [["mirror", "nestful", "--sample", "--out"],
+                                     ["export", "ms_swift", "--sample", "--format", "llamafactory", "--on-error",
+                                      "skip", "--out"]])
+def test_skipped_rows_help_names_every_field_of_the_records_written(command, tmp_path, capsys):
+    """The help lists the fields of a skipped-rows record; `mirror --help` left out `source` and `error`, which
+    its records have (bundled rows that the format cannot hold are skipped: NESTFUL's calls without results in
+    toolmind, ms-swift's text beside calls in llamafactory)."""
+    import json
+    import re
+
+    listing = tmp_path / "skipped.jsonl"
+    assert main([*command, str(tmp_path / "out"), "--skipped-rows", str(listing)]) == 0
+    fields = set().union(*(json.loads(line) for line in listing.read_text().splitlines()))
+    assert fields
+    with pytest.raises(SystemExit):
+        main([command[0], "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    listed = re.search(r"one JSON object per line \(([^)]*)\)", help_text).group(1)
+    assert {f.strip() for f in listed.split(",")} == fields

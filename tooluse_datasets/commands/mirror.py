@@ -35,8 +35,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="uncompressed bytes of input per shard task (Parquet row groups are grouped up to it, JSON "
                         "Lines cut at line ends; default 16MiB); each shard writes its own Parquet file(s)")
     p.add_argument("--skipped-rows", metavar="FILE", type=a_path,
-                   help="write every skipped row to FILE, one JSON object per line (config, split, file, row, field, "
-                        "reason, message); '{source}' is replaced by the source name (needed with several sources)")
+                   help="write every skipped row to FILE, one JSON object per line (config, split, source, file, row, "
+                        "field, error, reason, message); '{source}' is replaced by the source name (needed with "
+                        "several sources)")
     p.add_argument("--engine", choices=["local", "ray"], default="local",
                    help="where shard tasks run: local (this process, or --num-proc processes) or ray (a running "
                         "cluster at --address, else a local Ray); the mirror is the same either way (default: %(default)s)")

@@ -66,8 +66,8 @@ class MirrorRequest:
     license: Optional[str] = None  # the card's license when the data is not the source's upstream (ms-swift files)
     layout: ParquetLayout = dataclasses.field(default_factory=ParquetLayout)
     source_options: dict = dataclasses.field(default_factory=dict)
-    # A file to list every skipped row in (JSON lines: config, split, file, row, field, reason, message); the
-    # manifest and the card keep counts and the first examples only. Not part of the mirror.
+    # A file to list every skipped row in (JSON lines: config, split, source, file, row, field, error, reason,
+    # message); the manifest and the card keep counts and the first examples only. Not part of the mirror.
     skipped_rows: Optional[str] = None
 
     def __post_init__(self):
