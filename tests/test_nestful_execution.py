@@ -1911,10 +1911,11 @@ def test_a_library_installed_after_a_prepare_runs_the_functions_again(functions_
 
 
 def test_the_pinned_functions_import_the_libraries_their_cache_key_names(functions_dir):
-    from tooluse_datasets.builders.nestful.execution.environment import (PINNED_THIRD_PARTY_IMPORTS,
+    """On every supported Python: distutils is a library of its own from 3.12 on."""
+    from tooluse_datasets.builders.nestful.execution.environment import (pinned_third_party_imports,
                                                                         third_party_imports)
 
-    assert tuple(third_party_imports(functions_dir)) == PINNED_THIRD_PARTY_IMPORTS
+    assert tuple(third_party_imports(functions_dir)) == pinned_third_party_imports()
 
 # --------------------------------------------------------------------------------------------------
 # Limits that would not limit are refused up front, naming the limit

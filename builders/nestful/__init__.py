@@ -34,11 +34,11 @@ class Builder(ToolUseBuilder):
         if not config_kwargs.get("execute"):
             return None
         from .execution import check_functions_dir
-        from .execution.environment import PINNED_THIRD_PARTY_IMPORTS, environment_digest, third_party_imports
+        from .execution.environment import environment_digest, pinned_third_party_imports, third_party_imports
 
         folder = config_kwargs.get("executable_functions")
         if folder is None:
-            return environment_digest(PINNED_THIRD_PARTY_IMPORTS)
+            return environment_digest(pinned_third_party_imports())
         folder = check_functions_dir(folder)
         tree = tree_digest(folder)
         return f"{tree}-{environment_digest(third_party_imports(folder, tree))}"

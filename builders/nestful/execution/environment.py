@@ -14,9 +14,15 @@ import sys
 from pathlib import Path
 from typing import Iterable
 
-# The libraries outside the standard library that the functions of the pinned upstream folder import
-# (tests/test_nestful_execution.py checks this against the folder itself, when ../shared/data holds it).
-PINNED_THIRD_PARTY_IMPORTS = ("dateutil", "numpy", "pandas", "pkg_resources", "pytz", "requests", "torch")
+# The top-level modules the functions of the pinned upstream folder import that are outside the standard library
+# of some supported Python: distutils left it in 3.12 (setuptools provides it since). tests/test_nestful_execution.py
+# checks pinned_third_party_imports() against the folder itself, when ../shared/data holds it.
+PINNED_IMPORTS = ("dateutil", "distutils", "numpy", "pandas", "pkg_resources", "pytz", "requests", "torch")
+
+
+def pinned_third_party_imports() -> tuple[str, ...]:
+    """The libraries outside this interpreter's standard library that the pinned functions import."""
+    return tuple(name for name in PINNED_IMPORTS if name not in sys.stdlib_module_names)
 
 # `import a.b, c as d` and `from a.b import x` at any indentation (imports inside a function too); a relative
 # `from . import x` names no library.
