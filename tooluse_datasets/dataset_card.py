@@ -24,6 +24,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 
 from . import registry
 from .codec import dumps
+from .exact_features import holds_json
 from .mirror.manifest import README_NAME as README_FILE
 from .mirror.manifest import Manifest, MirrorError, option_value_text
 from .schema import schema_table
@@ -220,7 +221,7 @@ def _template_context(manifest: Manifest, repo_id: str, prose: str, data: Datase
         "configs": configs,
         "config_names": list(manifest.configs),
         # the note on Json() features and exact decoding concerns configs that have such columns
-        "json_configs": [name for name in manifest.configs if any(map(_has_json, manifest.features(name).values()))],
+        "json_configs": [name for name in manifest.configs if any(map(holds_json, manifest.features(name).values()))],
         "omitted": manifest.omitted_configs,
         "schema_table": schema_table(),
         "statistics": manifest.statistics,
@@ -304,18 +305,6 @@ def _type_name(feature: Any) -> str:
     if isinstance(feature, dict):
         return "struct<" + ", ".join(f"{k}: {_type_name(v)}" for k, v in feature.items()) + ">"
     return type(feature).__name__
-
-
-def _has_json(feature: Any) -> bool:
-    from datasets import Json, LargeList, List
-
-    if isinstance(feature, Json):
-        return True
-    if isinstance(feature, (List, LargeList)):
-        return _has_json(feature.feature)
-    if isinstance(feature, dict):
-        return any(map(_has_json, feature.values()))
-    return False
 
 
 def markdown_cell(value: Any) -> str:

@@ -329,7 +329,7 @@ class ExactFeatures(Features):
             self.omitted_empty_media = tuple(c for c in MEDIA_COLUMNS if c in self)
         # (column, decoder of python values, decoder of numpy values): one tuple per decoded column, for the loops
         self._column_decoders = [(n, d, self._numpy_decoders[n]) for n, d in self._decoders.items()]
-        self._json_columns = frozenset(name for name, f in self.items() if _holds_json(f))
+        self._json_columns = frozenset(name for name, f in self.items() if holds_json(f))
 
     # Whether the JSON text may come from writers other than this package's (see ForeignExactFeatures).
     foreign_text = False
@@ -428,13 +428,14 @@ class ExactFeatures(Features):
         return any(name in example for name in self.chat_columns)
 
 
-def _holds_json(feature: Any) -> bool:
+def holds_json(feature: Any) -> bool:
+    """Whether a feature is or holds a ``Json`` column (a mirror card's note on JSON columns says so too)."""
     if isinstance(feature, Json):
         return True
     if isinstance(feature, (List, LargeList)):
-        return _holds_json(feature.feature)
+        return holds_json(feature.feature)
     if isinstance(feature, dict):
-        return any(_holds_json(f) for f in feature.values())
+        return any(holds_json(f) for f in feature.values())
     return False
 
 
