@@ -1506,3 +1506,33 @@ def test_a_row_of_text_in_another_encoding_stays_that_rows_error(tmp_path, cache
         assert len(splits["train"]) == len([line for line in lines[1:] if line.strip()]), mode
         assert [(e.row, e.field) for e in report.examples] == [(0, "<line>")], mode
         assert "not UTF-8 text" in report.examples[0].message
+
+
+def test_a_sigterm_sent_while_a_worker_is_forked_reaches_the_default_action():
+    """A pool that ends right after starting its workers can send SIGTERM before the child has put the default
+    action in place: the caller's inherited handler ran, or Python dropped the signal ("ignored due to race
+    condition"), the worker lived on and the pool waited for ever (seen once in a full run on 3.12). SIGTERM is
+    now held back from just before the fork until the child has the default action. Played in a subprocess: the
+    signal sent between the fork hooks must end it by SIGTERM, the caller's handler never running."""
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import os, signal, sys
+        from tooluse_datasets import workers
+
+        def callers(signum, frame):
+            print("caller's handler ran", flush=True)
+
+        signal.signal(signal.SIGTERM, callers)
+        with workers.forking_workers():
+            workers._before_fork()                 # as os.fork() calls it
+            os.kill(os.getpid(), signal.SIGTERM)   # the pool's SIGTERM, sent before the child's hook ran
+            workers._after_fork_in_child()         # the child's hook: default action, then the signal
+        print("survived", flush=True)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == -signal.SIGTERM, (done.returncode, done.stdout, done.stderr)
+    assert done.stdout == ""

@@ -77,12 +77,36 @@ def forking_workers() -> Iterator[None]:
             _forking_workers = False
 
 
+# The forking thread's signal mask while it forks a worker (SIGTERM blocked), to restore after.
+_mask_before_fork: Optional[set] = None
+
+
+def _before_fork() -> None:
+    """SIGTERM is held back across the fork: a pool that ends right after starting its workers (a map over one
+    or two files) can send it before the child has put the default action in place, and a signal arriving then
+    runs the caller's inherited handler, or is dropped by Python ("ignored due to race condition"): the worker
+    lived on and the pool waited for it for ever. Held back, it is delivered once the default action is in."""
+    global _mask_before_fork
+    if _forking_workers and hasattr(signal, "pthread_sigmask"):
+        _mask_before_fork = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+
+
+def _after_fork_in_parent() -> None:
+    global _mask_before_fork
+    if _mask_before_fork is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, _mask_before_fork)
+        _mask_before_fork = None
+
+
 def _after_fork_in_child() -> None:
-    global _forking
+    global _forking, _mask_before_fork
     _forking = threading.Lock()  # forked holding it (by this thread, gone in the child): free again
     if _forking_workers:  # this process was just forked, by a worker pool started in forking_workers()
         gc.freeze()
         _default_sigterm()
+    if _mask_before_fork is not None:  # a SIGTERM held back since the fork is delivered now, to the default action
+        signal.pthread_sigmask(signal.SIG_SETMASK, _mask_before_fork)
+        _mask_before_fork = None
 
 
 def _default_sigterm() -> None:
@@ -97,4 +121,5 @@ def _default_sigterm() -> None:
 
 
 if hasattr(os, "register_at_fork"):  # POSIX
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                        after_in_child=_after_fork_in_child)
