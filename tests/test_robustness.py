@@ -1520,7 +1520,7 @@ def test_a_sigterm_sent_while_a_worker_is_forked_reaches_the_default_action():
     import textwrap
 
     script = textwrap.dedent("""
-        import os, signal, sys
+        import os, signal, sys, threading
         from tooluse_datasets import workers
 
         def callers(signum, frame):
@@ -1529,7 +1529,9 @@ def test_a_sigterm_sent_while_a_worker_is_forked_reaches_the_default_action():
         signal.signal(signal.SIGTERM, callers)
         with workers.forking_workers():
             workers._before_fork()                 # as os.fork() calls it
-            os.kill(os.getpid(), signal.SIGTERM)   # the pool's SIGTERM, sent before the child's hook ran
+            # the pool's SIGTERM, sent before the child's hook ran; to this thread, as a forked child has no other
+            # (sent to the process, another thread of this one, which does not hold it back, would take it)
+            signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
             workers._after_fork_in_child()         # the child's hook: default action, then the signal
         print("survived", flush=True)
     """)
