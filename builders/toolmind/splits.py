@@ -269,13 +269,9 @@ def _parquet_file_values(path: str, pf: pq.ParquetFile, split_column: str) -> Op
     column_type = pf.schema_arrow.field(pf.schema_arrow.get_all_field_indices(split_column)[-1]).type
     if pa.types.is_dictionary(column_type):
         column_type = column_type.value_type
-    if pa.types.is_null(column_type):
-        # Every cell null (pandas and pyarrow type an all-None column so): null cells, as in a string column
-        by_row_group = [{None} if pf.metadata.row_group(rg).num_rows else set()
-                        for rg in range(pf.metadata.num_row_groups)]
-        return _FileValues(path, set().union(*by_row_group), by_row_group, metadata=pf.metadata)
+    # A null column is a column of text whose every cell is null (pandas and pyarrow type an all-None column so)
     if not (pa.types.is_string(column_type) or pa.types.is_large_string(column_type)
-            or pa.types.is_string_view(column_type)):
+            or pa.types.is_string_view(column_type) or pa.types.is_null(column_type)):
         raise InvalidValueError(f"the {split_column!r} column holds {column_type}, not strings; pass "
                                 f"split_column=None (and data_files splits) if it is not the source identifier",
                                 file=display_path(path), field=split_column)
