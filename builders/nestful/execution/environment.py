@@ -48,10 +48,12 @@ _IMPORTS: dict[tuple[str, str], list[str]] = {}
 
 def _scanned(folder: str | os.PathLike) -> list[str]:
     names: set[str] = set()
+    local: set[str] = set()  # the folder's own modules, which its files import by name
     for root, _, files in os.walk(folder):
         for name in files:
             if not name.endswith(".py"):
                 continue
+            local.add(name[:-3])
             try:
                 text = Path(root, name).read_bytes()
             except OSError:  # the sandbox reports an unreadable function when it runs it
@@ -60,7 +62,6 @@ def _scanned(folder: str | os.PathLike) -> list[str]:
                 for part in (imported or imported_from).split(b","):
                     module = part.strip().split()[0].split(b".")[0].decode("ascii", "replace")
                     names.add(module)
-    local = {Path(n).stem for _, _, files in os.walk(folder) for n in files if n.endswith(".py")}
     return sorted(n for n in names - local if n.isidentifier() and n not in sys.stdlib_module_names)
 
 
