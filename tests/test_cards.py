@@ -427,6 +427,7 @@ def test_the_rebuild_command_of_a_partial_mirror_rebuilds_it_from_the_same_input
     ("tags:\n- team: search", "tags", {"team": "search"}),
     ("tags: 5", "tags", 5),
     ("language:\n- [en, fr]", "language", ["en", "fr"]),
+    ("tags:\n- {2024: release, team: search}", "tags", {2024: "release", "team": "search"}),  # keys of two types
 ])
 def test_a_hub_card_with_odd_values_under_merged_keys_is_merged_not_crashed_on(mirror, yaml_text, key, kept):
     """Keys whose lists are merged (tags, language...) can hold any YAML in a card edited on the Hub: a mapping or

@@ -141,19 +141,15 @@ def _default_source_datasets(upstream: dict) -> Optional[list[str]]:
 
 def _union(first: list, second: Any) -> list:
     """``first`` then the items of ``second`` it lacks. A card on the Hub can hold any YAML under a key (a
-    mapping in ``tags``, a nested list in ``language``): such values are kept as they are, compared by their
-    JSON, never hashed."""
-    import json
-
+    mapping in ``tags``, whose keys may be of several types, a nested list in ``language``): such values are kept
+    as they are, compared by equality, never hashed nor sorted (the lists are a few items long)."""
     if second is None:
         second = []
     elif not isinstance(second, list):
         second = [second]
-    merged, seen = [], set()
+    merged: list = []
     for value in [*first, *second]:
-        key = json.dumps(value, sort_keys=True, default=str)
-        if key not in seen:
-            seen.add(key)
+        if value not in merged:
             merged.append(value)
     return merged
 
