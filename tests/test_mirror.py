@@ -963,8 +963,8 @@ def test_a_split_named_all_is_refused_before_anything_is_built(name, tmp_path, c
     load_dataset would refuse every split of it (a raw ValueError from datasets' builder)."""
     files = td.sample_files("ms_swift")["train"]
     request = MirrorRequest("ms_swift", configs=["unified"], data_files={name: files[:1], "train": files[1:]})
-    # (data_files' keys are refused where the builder is made, as load() refuses them; the mirror checks the
-    # splits it plans as well)
+    # (data_files' keys are refused where the builder is made, as load() refuses them; no source names a split
+    # `all` itself: ToolMind's split column gives such a value a hashed name)
     with pytest.raises((MirrorError, ValueError), match=f"split '{name}', which datasets reserves"):
         build_mirror(request, tmp_path)
     assert not (tmp_path / "ms_swift").exists()

@@ -339,12 +339,6 @@ def _split_plans(request: MirrorRequest, builder) -> list[SplitPlan]:
     if bad:
         raise MirrorError(f"{request.source}: split names {bad} are not valid Hub split names "
                           f"(letters, digits, _ and .)")
-    # datasets reserves `all` (any case) for the union of the splits: a config with such a split is written, but
-    # load_dataset then fails for every split of it
-    reserved = [p.name for p in plans if p.name.lower() == "all"]
-    if reserved:
-        raise MirrorError(f"{request.source}: the split name {reserved[0]!r} is reserved by datasets for the union "
-                          f"of all splits (load_dataset would refuse the mirror): give the split another name")
     return plans
 
 
