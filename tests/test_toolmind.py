@@ -1990,6 +1990,12 @@ def test_a_lenient_result_answers_the_call_turn_it_follows_not_a_call_left_unans
     results = [m for m in row["messages"] if m["role"] == "tool"]
     assert [(m["tool_call_id"], m["content"]) for m in results] == [(calls[1]["id"], '{"time": "15:00"}')]
     assert row["meta"]["source_messages"] == msgs
+    # Nor does a result after a user turn answer a call left open before it: it follows no call turn
+    user = {"role": "user", "content": "Never mind that. What time is it in London?"}
+    after_user = row0[:3] + [first_call, user, result] + msgs[-2:]
+    with pytest.raises(InvalidValueError, match="tool_output without a preceding tool_call") as err:
+        convert(native_row(after_user), ToolMindSource(ToolMindOptions(strict=False)))
+    assert err.value.field == "messages[5].role"
 
 
 def test_a_lenient_user_turn_of_tool_response_blocks_right_after_calls_is_their_results(graphsyn_card_rows):
