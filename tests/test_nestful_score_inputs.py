@@ -123,6 +123,18 @@ def test_gold_rows_sharing_a_sample_id_must_be_copies(toy_gold):
         gold_rows_by_id([row, dict(row, gold_answer="other")])
 
 
+def test_a_gold_row_without_a_sample_id_is_an_error_naming_its_place(toy_gold):
+    # (it was a bare KeyError; keyed under None, no prediction could be joined to it)
+    first, second = list(toy_gold.values())[:2]
+    unnamed = {k: v for k, v in second.items() if k != "sample_id"}
+    with pytest.raises(InvalidValueError, match="a gold row needs its sample_id") as info:
+        gold_rows_by_id([first, unnamed])
+    assert (info.value.row, info.value.field) == (1, "sample_id")
+    with pytest.raises(InvalidValueError) as info:
+        gold_rows_by_id([first, dict(second, sample_id=None)], locations=[("gold.jsonl", 0), ("gold.jsonl", 7)])
+    assert (info.value.file, info.value.row, info.value.field) == ("gold.jsonl", 7, "sample_id")
+
+
 # --------------------------------------------------------------------------------------------------
 # Gold answers: text, values, none
 # --------------------------------------------------------------------------------------------------
