@@ -2017,10 +2017,13 @@ def test_a_lenient_user_turn_of_tool_response_blocks_right_after_calls_is_their_
     ctx = RowContext("toolmind", "t", 0, "")
     native_raw = source.to_raw(native_row(as_user), ctx)
     assert source.from_unified(source.to_unified(native_raw, ctx)) == native_raw
-    # Text the user wrote stays the user's: a block more than the calls awaiting results, or none awaiting.
+    # Text the user wrote stays the user's: a block more than the calls awaiting results, or none awaiting, or
+    # words between the blocks.
     two = f"<tool_response>{result}</tool_response>\n<tool_response>{result}</tool_response>"
+    said = f"<tool_response>{result}</tool_response>\nThanks. And this one?\n<tool_response>{result}</tool_response>"
     for content, messages in ((two, card[:4] + [{"role": "user", "content": two}] + card[5:]),
-                              (two, card[:2] + [{"role": "user", "content": two}] + card[5:])):
+                              (two, card[:2] + [{"role": "user", "content": two}] + card[5:]),
+                              (said, card[:4] + [{"role": "user", "content": said}] + card[5:])):
         read = convert(native_row(messages), source)["messages"]
         assert {"role": "user", "content": content} in read and not any(m["role"] == "tool" for m in read)
 

@@ -519,9 +519,9 @@ class _RowParser:
         s = content.strip()
         if not (s.startswith("<tool_response>") and s.endswith("</tool_response>")):
             return False
-        text = P.unwrap(content, "tool_response", "", where).text
-        found = P.blocks(text, "tool_response") if "</tool_response>" in text else [text]
-        if len(found) > len(self.open_calls):
+        found = P.blocks(P.unwrap(content, "tool_response", "", where).text, "tool_response")
+        # A block still holding a closing tag has words after it, between two blocks: the user's, not a result
+        if len(found) > len(self.open_calls) or any("</tool_response>" in block for block in found):
             return False
         for block in found:
             call_id, name = self.open_calls.popleft()
