@@ -1711,6 +1711,27 @@ def test_plain_rows_whose_tools_keep_their_nulls_take_the_common_path():
             assert same_json(fast, convert(row)[1])
 
 
+def test_blocks_are_read_the_anthropic_way_only_where_ms_swift_converts_them_so():
+    """ms-swift converts blocks as Anthropic only in a row without OpenAI ``tool_calls``, and there only a list under
+    a message's own ``content`` key (``normalize_provider_messages``, checked with ms-swift 4.6). Elsewhere its
+    template reads them: an image block's ``image`` key (one holding its image in an Anthropic ``source`` keeps its
+    ``<image>`` tag and loses the image: refused, naming the block), and a result's blocks as their JSON text."""
+    custom = native_rows(shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl"))
+    openai, anthropic = custom[1], custom[3]
+    source_image = anthropic["messages"][0]["content"][1]
+    in_openai = copy.deepcopy(openai)
+    in_openai["messages"][0]["content"][1] = source_image
+    with pytest.raises(InvalidValueError, match="ms-swift does not convert") as info:
+        convert(in_openai)
+    assert info.value.field == "messages[0].content[1]"
+
+    blocks = [{"type": "text", "text": "A sunny beach."}]
+    under_value = {"messages": [anthropic["messages"][0], CALL, {"role": "tool_response", "value": blocks}, ANSWER]}
+    _, unified = convert(under_value)
+    assert unified["images"] == ["data:image/png;base64,{base64_encoded}"]
+    assert [m["content"] for m in unified["messages"] if m["role"] == "tool"] == [json.dumps(blocks)]
+
+
 def test_a_result_given_as_content_blocks_outside_an_anthropic_row_is_read_as_their_json_text():
     """ms-swift converts content blocks of results only in a row it converts as Anthropic. Elsewhere (OpenAI and
     ms-swift rows) its template writes a result's list content as JSON text (``StdTemplateInputs.from_dict``:

@@ -86,6 +86,10 @@ class Message:
     # file's own "role" key, before reading aliases ("role": "tool" or "tool_response", not "from": "tool" or
     # "role": "observation"), and re-sorts only those by tool_call_id.
     openai_result: bool = False
+    # Whether ms-swift converts this message's list content block by block as Anthropic (anthropic_to_messages):
+    # in a row it converts as Anthropic (see anthropic_row), a list under the file's own "content" key. Only there
+    # is an image block read from its "source"; elsewhere its template reads the block's "image" key.
+    anthropic_blocks: bool = False
 
     @property
     def where(self) -> str:
@@ -333,6 +337,8 @@ def standard_messages(messages: list[dict]) -> list[Message]:
     check_one_provider_format(messages)
     if anthropic_row(messages):
         check_anthropic_blocks(messages)
+        for m, written in zip(out, messages):
+            m.anthropic_blocks = isinstance(written.get("content"), list)
     return out
 
 
@@ -511,9 +517,6 @@ def pop_alias(fields: dict, keys: tuple[str, ...]) -> Any:
 def normalize_provider_formats(messages: list[Message]) -> list[Message]:
     out: list[Message] = []
     last_call_ids: list = []
-    anthropic = not any(m.tool_calls for m in messages) and any(
-        is_block_list(m.content) and any(b.get("type") in ANTHROPIC_TOOL_BLOCKS or (b.get("type") == "image" and "source" in b)
-                                         for b in m.content) for m in messages)
     i = 0
     while i < len(messages):
         m = messages[i]
@@ -523,7 +526,7 @@ def normalize_provider_formats(messages: list[Message]) -> list[Message]:
             end = i + 1
             while end < len(messages) and messages[end].role in RESULT_ROLES:
                 end += 1
-            results = [with_block_text(r, anthropic) for r in messages[i + 1:end]]
+            results = [with_block_text(r) for r in messages[i + 1:end]]
             out += in_call_order(results, last_call_ids, "tool_call_id",
                                  sortable=all(r.openai_result for r in results))
             i = end
@@ -536,7 +539,7 @@ def normalize_provider_formats(messages: list[Message]) -> list[Message]:
             # one result per block, not one result whose text is the blocks' JSON
             out += anthropic_results(m, last_call_ids)
         else:
-            out.append(with_block_text(m, anthropic))
+            out.append(with_block_text(m))
         i += 1
     return out
 
@@ -545,7 +548,7 @@ def openai_call_turn(m: Message) -> tuple[list[Message], list]:
     """An assistant message with ``tool_calls`` -> [assistant text if any] + one tool_call per call
     (ms-swift's ``normalize_openai_tool_calls``: a call without ``function`` is read flat, missing
     ``arguments`` are ``{}``, text arguments are parsed as JSON when they are JSON)."""
-    text, media = ("", {}) if m.content is None else content_text(m.content, f"{m.where}.content")
+    text, media = ("", {}) if m.content is None else content_text(m.content, f"{m.where}.content", m.anthropic_blocks)
     calls, ids = [], []
     for k, call in enumerate(m.tool_calls or []):
         if not isinstance(call, dict):
@@ -594,7 +597,7 @@ def anthropic_call_turn(m: Message) -> tuple[list[Message], list]:
                                     renames=((".content.arguments", ".input"), (".content", ""), (".role", ".type"))))
             ids.append(block.get("id"))
         else:
-            texts.append(block_text(block, f"{m.where}.content[{k}]", media))
+            texts.append(block_text(block, f"{m.where}.content[{k}]", media, m.anthropic_blocks))
     flush()
     for p in produced:
         p.loss, p.loss_scale = m.loss, m.loss_scale
@@ -642,7 +645,7 @@ def anthropic_results(m: Message, call_ids: list) -> list[Message]:
             if content is None:
                 content = ""
             elif is_block_list(content):
-                content, result_media = content_text(content, f"{where}.content")
+                content, result_media = content_text(content, f"{where}.content", m.anthropic_blocks)
             extra = {key: value for key, value in block.items() if key not in ("type", "content")}
             # as ms-swift: the message's loss/loss_scale go to every result, as to every text between them
             out.append(Message(m.index, "tool_response", content, loss=m.loss, loss_scale=m.loss_scale, extra=extra,
@@ -650,7 +653,7 @@ def anthropic_results(m: Message, call_ids: list) -> list[Message]:
             if n + 1 == lead:
                 out = in_call_order(out, call_ids, "tool_use_id")
         else:
-            texts.append(block_text(block, where, media))
+            texts.append(block_text(block, where, media, m.anthropic_blocks))
     flush()
     first = users[0] if users else out[0]
     first.extra = {**first.extra, **m.extra}
@@ -702,33 +705,36 @@ def _check_positions_agree(results: list[Message], call_ids: list, result_ids: l
                                     f"({call_id!r}), and {why}", field=r.file_field(f".{id_key}"))
 
 
-def with_block_text(m: Message, anthropic: bool) -> Message:
+def with_block_text(m: Message) -> Message:
     """A message whose content is a list of content blocks gets that content as text with media tags.
-    For tool results only in a row ms-swift converts as Anthropic (``anthropic``), and when every element is a
-    content block: elsewhere ms-swift's template writes a result's list content as its JSON text
-    (``StdTemplateInputs.from_dict``), text and image blocks included, and so does the reader."""
+    For tool results only where ms-swift converts the blocks as Anthropic (``Message.anthropic_blocks``), and
+    when every element is a content block: elsewhere ms-swift's template writes a result's list content as its
+    JSON text (``StdTemplateInputs.from_dict``), text and image blocks included, and so does the reader."""
     if not is_block_list(m.content) or m.role == "tool_call":
         return m
-    if m.role in RESULT_ROLES and not anthropic:
+    if m.role in RESULT_ROLES and not m.anthropic_blocks:
         return m
     if m.role in RESULT_ROLES and not all(b.get("type") in CONTENT_BLOCK_TYPES for b in m.content):
         return m
-    m.content, m.media = content_text(m.content, f"{m.where}.content")
+    m.content, m.media = content_text(m.content, f"{m.where}.content", m.anthropic_blocks)
     return m
 
 
-def content_text(content: Any, field: str) -> tuple[str, dict]:
-    """A content string, or a list of content blocks -> (text with media tags, {kind: URLs})."""
+def content_text(content: Any, field: str, anthropic: bool) -> tuple[str, dict]:
+    """A content string, or a list of content blocks -> (text with media tags, {kind: URLs}); ``anthropic``: the
+    blocks are converted as Anthropic (see :func:`block_text`)."""
     if isinstance(content, str):
         return content, {}
     if not is_block_list(content):
         raise InvalidValueError("content must be a string or a list of content blocks", field=field)
     media: dict = {}
-    return "".join(block_text(block, f"{field}[{k}]", media) for k, block in enumerate(content)), media
+    return "".join(block_text(block, f"{field}[{k}]", media, anthropic) for k, block in enumerate(content)), media
 
 
-def block_text(block: dict, field: str, media: dict) -> str:
-    """One content block -> its text (a media block -> its tag, its URL appended to ``media[kind]``)."""
+def block_text(block: dict, field: str, media: dict, anthropic: bool) -> str:
+    """One content block -> its text (a media block -> its tag, its URL appended to ``media[kind]``). An image
+    block's URL is its ``source`` where ms-swift converts the blocks as Anthropic (``anthropic``; the source was
+    checked by :func:`check_anthropic_blocks`), else its ``image`` key, as ms-swift's template reads it."""
     block_type = block.get("type")
     if block_type == "text":
         text = block.get("text")
@@ -739,15 +745,18 @@ def block_text(block: dict, field: str, media: dict) -> str:
     if not isinstance(kind, str) or kind not in BLOCK_MEDIA_KINDS:
         raise InvalidValueError(f"content block type {block_type!r} is not supported (text, image, image_url, audio, "
                                 f"audio_url, video, video_url, tool_use, tool_result)", field=f"{field}.type")
-    value = block.get(block_type)
-    if isinstance(value, dict):
-        value = value.get("url")
-    source = block.get("source")
-    if value is None and kind == "image" and isinstance(source, dict):  # Anthropic image block
-        if source.get("type") == "base64":
-            value = f"data:{source.get('media_type')};base64,{source.get('data')}"
-        else:
-            value = source.get("url")
+    if anthropic and kind == "image":  # Anthropic image block
+        source = block["source"]
+        value = f"data:{source['media_type']};base64,{source['data']}" if source["type"] == "base64" else source["url"]
+    else:
+        value = block.get(block_type)
+        if isinstance(value, dict):
+            value = value.get("url")
+    if value is None and "source" in block and kind == "image":
+        raise InvalidValueError("an Anthropic image block (its image in source) where ms-swift does not convert "
+                                "Anthropic blocks (a row with OpenAI tool_calls, or blocks not under content): it "
+                                "reads the block's image key, and trains the <image> tag without the image",
+                                field=field)
     if not isinstance(value, str) or not value:
         raise InvalidValueError(f"a {block_type} block needs a URL, path or base64 data", field=field)
     media.setdefault(BLOCK_MEDIA_KINDS[kind], []).append(value)
