@@ -1711,6 +1711,22 @@ def test_plain_rows_whose_tools_keep_their_nulls_take_the_common_path():
             assert same_json(fast, convert(row)[1])
 
 
+def test_text_blocks_of_an_anthropic_row_under_from_are_refused_where_ms_swift_drops_the_row():
+    """ms-swift's Anthropic conversion makes the text and image blocks of a message a message of its ``role`` key:
+    under ``from`` that is a KeyError and ms-swift drops the row (checked with ms-swift 4.6), whether or not the
+    message also holds tool blocks. A message of tool blocks alone makes no such message and reads."""
+    doc = native_rows(shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl"))[3]
+    for k, refused in ((0, True), (1, False), (2, False)):  # [text, image], [tool_use], [tool_result]
+        native = copy.deepcopy(doc)
+        native["messages"][k] = respelled(native["messages"][k], "from")
+        if not refused:
+            assert convert(native)[1]["messages"] == convert(doc)[1]["messages"]
+            continue
+        with pytest.raises(InvalidValueError, match="ms-swift converts as Anthropic") as info:
+            convert(native)
+        assert info.value.field == f"messages[{k}].from"
+
+
 def test_blocks_are_read_the_anthropic_way_only_where_ms_swift_converts_them_so():
     """ms-swift converts blocks as Anthropic only in a row without OpenAI ``tool_calls``, and there only a list under
     a message's own ``content`` key (``normalize_provider_messages``, checked with ms-swift 4.6). Elsewhere its

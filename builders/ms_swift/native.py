@@ -393,12 +393,6 @@ def check_provider_keys(message: dict, where: str, calls: Optional[list]) -> Non
         raise InvalidValueError("Anthropic tool_use/tool_result blocks under value; ms-swift converts them only "
                                 "under content and trains on them here as <tool_use>/<tool_result> text",
                                 field=f"{where}.value")
-    content = message.get("content")
-    if "role" not in message and has_tool_blocks(content) \
-            and any(b.get("type") not in ANTHROPIC_TOOL_BLOCKS for b in content):
-        raise InvalidValueError("Anthropic blocks beside tool_use/tool_result blocks in a message whose role is "
-                                "given under from; ms-swift's conversion reads role there and drops the row",
-                                field=f"{where}.from")
 
 
 def check_one_provider_format(messages: list[dict]) -> None:
@@ -439,8 +433,9 @@ def anthropic_row(messages: list[dict]) -> bool:
 def check_anthropic_blocks(messages: list[dict]) -> None:
     """In a row ms-swift converts as Anthropic (``anthropic_to_messages``), every list ``content`` is read block by
     block: only text, image (with a base64 or URL ``source``), tool_use and tool_result blocks, and a tool_result's
-    list content of text and image blocks only. Any other block (``image_url``, ``audio``...) makes ms-swift drop
-    the row: refused here, naming the block."""
+    list content of text and image blocks only, and text and image blocks only in a message with a ``role`` key (it
+    gives their text that role). Any other block (``image_url``, ``audio``...), or text beside blocks under ``from``,
+    makes ms-swift drop the row: refused here, naming the block or the key."""
     def check(blocks: list, where: str, allowed: tuple[str, ...]) -> None:
         for k, block in enumerate(blocks):
             field = f"{where}[{k}]"
@@ -461,6 +456,11 @@ def check_anthropic_blocks(messages: list[dict]) -> None:
     for i, m in enumerate(messages):
         if isinstance(m.get("content"), list):
             check(m["content"], f"messages[{i}].content", ("text", "image", "tool_use", "tool_result"))
+            if "role" not in m and any(b["type"] not in ANTHROPIC_TOOL_BLOCKS for b in m["content"]):
+                # text and images become a message of the message's role, which ms-swift reads from "role" only
+                raise InvalidValueError("text or image blocks in a message whose role is given under from, in a row "
+                                        "ms-swift converts as Anthropic: its conversion reads role there and drops "
+                                        "the row", field=f"messages[{i}].from")
 
 
 def _anthropic_image_source(source: Any) -> bool:
