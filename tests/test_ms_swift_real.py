@@ -343,3 +343,65 @@ def test_an_audio_or_video_given_as_one_object_is_refused_where_ms_swift_reads_i
     with pytest.raises(td.InvalidValueError, match="single object") as info:
         next(iter(td.load("ms_swift", "raw", data_files=str(path), split="train", streaming=True)))
     assert info.value.field == "audios"
+
+
+# ms-swift's template reading of each row (StdTemplateInputs.from_dict: list contents to text, media tags, images)
+TEMPLATE_READING = """
+import json, sys
+from swift.template.template_inputs import StdTemplateInputs
+for line in open(sys.argv[1], encoding="utf-8"):
+    inputs = StdTemplateInputs.from_dict(json.loads(line))
+    print(json.dumps({"images": inputs.images, "contents": [m["content"] for m in inputs.messages]}))
+"""
+
+
+def test_blocks_are_read_the_anthropic_way_only_where_ms_swift_converts_them_so(tmp_path):
+    """In a row with OpenAI calls ms-swift's template reads an Anthropic image block's ``image`` key, not its
+    ``source``: the tag stays, the image is lost (refused here, naming the block). A result's blocks under
+    ``value`` in an Anthropic row are not converted: the template trains their JSON, as the unified row holds it."""
+    from test_ms_swift import ANSWER, CALL
+
+    python = swift_python()
+    custom = [json.loads(line) for line in
+              shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl").read_text().splitlines()]
+    openai, anthropic = custom[1], custom[3]
+    in_openai = json.loads(json.dumps(openai))
+    in_openai["messages"][0]["content"][1] = anthropic["messages"][0]["content"][1]
+    blocks = [{"type": "text", "text": "A sunny beach."}]
+    under_value = {"messages": [anthropic["messages"][0], CALL, {"role": "tool_response", "value": blocks}, ANSWER]}
+    path = tmp_path / "blocks.jsonl"
+    path.write_text(json.dumps(in_openai) + "\n")
+    done = subprocess.run([python, "-c", TEMPLATE_READING, str(path)], capture_output=True, text=True, check=True)
+    theirs = json.loads(done.stdout.splitlines()[-1])
+    assert theirs["images"] == ["https://example.com/input.png"]  # two tags, one image: the source's is lost
+    assert theirs["contents"][0] == "Compare these images.<image><image>"
+    path.write_text(json.dumps(in_openai) + "\n" + json.dumps(under_value) + "\n")
+    report = td.SkipReport(keep_all=True)
+    ours = list(td.load("ms_swift", data_files=str(path), split="train", streaming=True, on_error="skip",
+                        report=report))
+    assert [(r["row"], r["field"]) for r in report.rows] == [(0, "messages[0].content[1]")]
+    swift = swift_rows(python, path, False)[1]
+    assert plain(swift["messages"])[2] == {"role": "tool_response", "content": blocks}  # not converted
+    assert [m["content"] for m in ours[0]["messages"] if m["role"] == "tool"] == [json.dumps(blocks)]
+    assert ours[0]["images"] == swift["images"]
+
+
+def test_text_blocks_of_an_anthropic_row_under_from_are_refused_where_ms_swift_drops_the_row(tmp_path):
+    """ms-swift drops an Anthropic row whose text or image blocks are in a message with ``from`` for its role, and
+    reads one whose tool blocks alone are; ours refuses and reads the same rows."""
+    python = swift_python()
+    doc = json.loads(shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl").read_text().splitlines()[3])
+    rows = []
+    for k in range(3):  # [text, image], [tool_use], [tool_result]
+        row = json.loads(json.dumps(doc))
+        row["messages"][k] = {"from": row["messages"][k].pop("role"), **row["messages"][k]}
+        rows.append(row)
+    path = tmp_path / "from.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    theirs = swift_rows(python, path, False)
+    report = td.SkipReport(keep_all=True)
+    ours = list(td.load("ms_swift", "raw", data_files=str(path), split="train", streaming=True, on_error="skip",
+                        report=report))
+    assert [(r["row"], r["field"]) for r in report.rows] == [(0, "messages[0].from")]
+    assert len(theirs) == len(ours) == 2
+    assert [plain(row["messages"]) for row in ours] == [plain(row["messages"]) for row in theirs]
