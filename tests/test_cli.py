@@ -712,6 +712,24 @@ def test_an_export_interrupted_before_its_first_file_leaves_no_output_folder(tmp
     assert list(tmp_path.iterdir()) == []
 
 
+def test_ctrl_c_while_a_class_is_created_is_an_interrupt_not_a_bug(tmp_path, monkeypatch, capsys):
+    """Ctrl-C while a command imported its modules said "unexpected RuntimeError: Error calling __set_name__ ...
+    (a bug: ...)" and exit status 2: Python < 3.12 wraps an interrupt raised as a class is made (dataclass
+    fields) in a RuntimeError. It is the interrupt it was: status 130, nothing printed."""
+    from tooluse_datasets.commands import export
+
+    class Interrupting:
+        def __set_name__(self, owner, name):
+            raise KeyboardInterrupt  # where the signal landed
+
+    def interrupted(rows, what):
+        type("Importing", (), {"field": Interrupting()})
+
+    monkeypatch.setattr(export, "progress", interrupted)
+    assert main(["export", "ms_swift", "--sample", "--out", str(tmp_path / "out")]) == 130
+    assert capsys.readouterr().err == ""
+
+
 @pytest.mark.parametrize("row", ["0", "1"])
 def test_show_refuses_row_and_id_together_row_0_too(row, capsys):
     """argparse takes a value equal to the default as not given: `--row 0 --id X` passed the group that excludes

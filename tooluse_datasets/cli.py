@@ -74,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return EXIT_TERMINATED if terminated else 130
     except Exception as exc:
+        if _interrupted(exc):
+            return EXIT_TERMINATED if terminated else 130
         if isinstance(exc, BrokenPipeError) and _stdout_closed():
             # The reader of the output stopped (`| head`): nothing more to say, as for any command in a pipe. The
             # output is pointed at /dev/null so that Python's last flush does not fail once more on the way out.
@@ -87,6 +89,19 @@ def main(argv: list[str] | None = None) -> int:
                        f"traceback and report it)")
         _print_error(f"error: {plain_printable(message)}")
         return 2
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised because of Ctrl-C (or SIGTERM, raised as it): Python wraps an interrupt that
+    lands in a class body's ``__set_name__`` (Python < 3.12: while a command imports its modules) in a
+    RuntimeError, which is no bug to report."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 # A command stopped by SIGTERM exits with the status a shell gives a process the signal killed (128 + 15).
