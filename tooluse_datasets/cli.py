@@ -19,7 +19,7 @@ import sys
 
 from datasets.exceptions import DatasetsError
 
-from .errors import DataNotFoundError, ToolUseDataError, plain_printable
+from .errors import DataNotFoundError, ToolUseDataError, plain_printable, raised_within
 from .progress import library_bars_on_terminal_only
 from .source import UnknownOptionError
 
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return EXIT_TERMINATED if terminated else 130
     except Exception as exc:
-        if _interrupted(exc):
+        if raised_within(exc, KeyboardInterrupt):  # (Python < 3.12 wraps one raised in __set_name__)
             return EXIT_TERMINATED if terminated else 130
         if isinstance(exc, BrokenPipeError) and _stdout_closed():
             # The reader of the output stopped (`| head`): nothing more to say, as for any command in a pipe. The
@@ -89,19 +89,6 @@ def main(argv: list[str] | None = None) -> int:
                        f"traceback and report it)")
         _print_error(f"error: {plain_printable(message)}")
         return 2
-
-
-def _interrupted(exc: BaseException) -> bool:
-    """Whether ``exc`` was raised because of Ctrl-C (or SIGTERM, raised as it): Python wraps an interrupt that
-    lands in a class body's ``__set_name__`` (Python < 3.12: while a command imports its modules) in a
-    RuntimeError, which is no bug to report."""
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, KeyboardInterrupt):
-            return True
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return False
 
 
 # A command stopped by SIGTERM exits with the status a shell gives a process the signal killed (128 + 15).

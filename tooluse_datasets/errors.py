@@ -74,6 +74,19 @@ def one_line(text: Any) -> str:
     return str(text).replace("\r", "\\u000d").replace("\n", "\\u000a")
 
 
+def raised_within(exc: Optional[BaseException], kind: type) -> Optional[BaseException]:
+    """The first exception of type ``kind`` that ``exc`` is or was raised from or while handling (its cause and
+    context chain), or None: what a wrapper (a library's own error, Python's RuntimeError around an interrupt
+    in ``__set_name__``) hides."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, kind):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 def json_kind(value: Any) -> str:
     """A value's JSON type as messages name it (``object``, ``array``, ``null``...), not Python's name for it."""
     if isinstance(value, bool):

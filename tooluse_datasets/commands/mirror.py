@@ -122,12 +122,13 @@ def _missing_split_message(missing: list, count: int) -> str:
 def _data_errors_explained():
     """Data that cannot be found, said in the command's options (the builder's message names Python
     arguments: data_files=, data_dir=)."""
+    from ..errors import DataNotFoundError, raised_within
     from ..mirror import MirrorError
 
     try:
         yield
     except Exception as exc:
-        unreachable = _data_not_found(exc)
+        unreachable = raised_within(exc, DataNotFoundError)
         if unreachable is None:
             raise
         if "data_files=" not in str(unreachable):  # another input than the data (NESTFUL's functions folder)
@@ -179,18 +180,6 @@ def _check_inputs(request) -> None:
             and builder_cls.data_files_from_options(request.source_options) is None:
         raise MirrorError(f"{request.source} has no default upstream files: pass --data-files PATH... (local "
                           f"files, globs, hf:// or https:// URLs), or --sample")
-
-
-def _data_not_found(exc: BaseException):
-    from ..errors import DataNotFoundError
-
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, DataNotFoundError):
-            return exc
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return None
 
 
 # argparse types: a value they refuse is a usage error naming its option (exit 2), before anything is read
