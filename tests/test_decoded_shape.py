@@ -288,6 +288,28 @@ def test_add_item_refuses_what_the_columns_cannot_hold_naming_the_field(nestful)
         nestful.add_item({**row, "not_a_column": 1})
 
 
+
+def test_add_item_refuses_a_value_of_another_kind_than_its_column_naming_where(nestful):
+    """Text for a list column was taken character by character (tools ``"abc"`` stored as ``["a", "b", "c"]``, where
+    datasets' own add_item refuses it), and an object for the messages list, or text for a message, was a bare
+    AttributeError: each is a typed error naming the place, as is a value JSON cannot hold deep in a message."""
+    row = complete_row(nestful[0])
+    turn = next(i for i, m in enumerate(row["messages"]) if m["tool_calls"])
+    cases = [({**row, "tools": "abc"}, td.InvalidValueError, "tools", "expected a list, got string"),
+             ({**row, "messages": row["messages"][0]}, td.InvalidValueError, "messages", "expected a list, got object"),
+             ({**row, "messages": [*row["messages"][:1], "hi"]}, td.InvalidValueError, "messages[1]",
+              "expected an object, got string")]
+    calls = [{**c, "function": {**c["function"], "arguments": {"x": float("nan")}}}
+             for c in row["messages"][turn]["tool_calls"]]
+    messages = [{**m, "tool_calls": calls} if i == turn else m for i, m in enumerate(row["messages"])]
+    cases.append(({**row, "messages": messages}, td.JsonValueError,
+                  f"messages[{turn}].tool_calls[0].function.arguments", "NaN"))
+    for item, error, field, said in cases:
+        with pytest.raises(error, match=said) as info:
+            nestful.add_item(item)
+        assert info.value.field == field
+    assert len(nestful.add_item(row)) == len(nestful) + 1
+
 def test_add_item_keeps_integers_beyond_64_bits_and_floats_exact(nestful):
     meta = {**nestful[0]["meta"], "big": [2**70, -(10**30)], "f": 0.1 + 0.2, "z": -0.0, "s": " 123456789012345678901234"}
     added = nestful.add_item({**nestful[0], "meta": meta})[len(nestful)]["meta"]

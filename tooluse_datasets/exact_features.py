@@ -15,6 +15,7 @@ The wrappers that keep these features through datasets' operations (``select_col
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -25,7 +26,7 @@ from datasets import Features, Json, LargeList, List
 from datasets.features.features import cast_to_python_objects, encode_nested_example
 
 from .codec import _REFUSE_OBJECTS, BIG_INT_MARK, dumps, has_digit_run, loads, loads_stored
-from .errors import InvalidJsonError, JsonValueError
+from .errors import InvalidJsonError, InvalidValueError, JsonValueError, ToolUseDataError, json_kind
 from .schema import MEDIA_COLUMNS, MESSAGE
 
 
@@ -367,8 +368,8 @@ class ExactFeatures(Features):
         if name in self._json_columns:
             try:
                 return _encode_whole(self[name], value)
-            except JsonValueError as exc:
-                raise exc.at(field=name) from None
+            except (InvalidValueError, JsonValueError) as exc:
+                raise _within(exc, name) from None
         return encode_nested_example(self[name], value, level=1)
 
     # Rows, columns and batches come as Python values (python format) or numpy ones (the tensor formats); the
@@ -440,18 +441,46 @@ def holds_json(feature: Any) -> bool:
 
 
 def _encode_whole(feature: Any, value: Any) -> Any:
-    """datasets' ``encode_nested_example`` without its shortcut: every element of every list is encoded."""
+    """datasets' ``encode_nested_example`` without its shortcut: every element of every list is encoded. A value of
+    another kind than its feature declares (text for a list, which would be stored character by character; a list
+    for an object) is an :class:`InvalidValueError`, named with the place under the column of it and of a value
+    JSON cannot hold."""
     if value is None:
         return None
     if isinstance(feature, dict):
-        # an absent key means empty (decoded messages leave empty keys out): [] for a list, as RowEncoder writes it
-        return {key: _encode_whole(f, value.get(key, [] if isinstance(f, (List, LargeList)) else None))
-                for key, f in feature.items()}
+        if not isinstance(value, Mapping):
+            raise InvalidValueError(f"expected an object, got {json_kind(value)}")
+        out = {}
+        for key, f in feature.items():
+            try:
+                # an absent key means empty (decoded messages leave empty keys out): [] for a list, as RowEncoder
+                # writes it
+                out[key] = _encode_whole(f, value.get(key, [] if isinstance(f, (List, LargeList)) else None))
+            except (InvalidValueError, JsonValueError) as exc:
+                raise _within(exc, key) from None
+        return out
     if isinstance(feature, (List, LargeList)):
-        return [_encode_whole(feature.feature, v) for v in value]
+        if not isinstance(value, (list, tuple)):
+            raise InvalidValueError(f"expected a list, got {json_kind(value)}")
+        out = []
+        for i, v in enumerate(value):
+            try:
+                out.append(_encode_whole(feature.feature, v))
+            except (InvalidValueError, JsonValueError) as exc:
+                raise _within(exc, f"[{i}]") from None
+        return out
     if hasattr(feature, "encode_example"):
         return feature.encode_example(value)
     return value
+
+
+def _within(exc: ToolUseDataError, where: str) -> ToolUseDataError:
+    """``exc`` with its field placed under ``where`` (a key, or a list's ``[i]``)."""
+    if exc.field is None:
+        exc.field = where
+    else:
+        exc.field = f"{where}{'' if exc.field.startswith('[') else '.'}{exc.field}"
+    return exc
 
 
 class ForeignExactFeatures(ExactFeatures):
