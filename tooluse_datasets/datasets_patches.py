@@ -178,14 +178,10 @@ def _install_column_operations_keeping_features() -> None:
     from datasets import Dataset, IterableDataset
 
     def keep(out, self, *args):
-        given, made = self._info.features, out._info.features
-        if isinstance(given, ExactFeatures) and made is not None and not isinstance(made, ExactFeatures):
-            out._info.features = type(given)(dict(made))
+        _keep_exact_class(out, self._info.features, foreign=False)
 
     def keep_rewritten(out, self, *args):
-        given, made = self._info.features, out._info.features
-        if isinstance(given, ExactFeatures) and made is not None and not isinstance(made, ExactFeatures):
-            out._info.features = ForeignExactFeatures(dict(made))
+        _keep_exact_class(out, self._info.features, foreign=True)
 
     Dataset.map = _keeping_exact_features(Dataset.map, keep_rewritten)
     # (``_fast_select_column`` is how ``ds["messages"]`` reads one column: its rows kept every key.)
@@ -420,8 +416,9 @@ def _install_constructors_keeping_exact_features() -> None:
 
 
 def _keep_exact_class(out: Any, given: Any, foreign: bool) -> None:
-    """Gives ``out`` (a new Dataset) the class of ``given`` where these are :class:`ExactFeatures` and datasets
-    rebuilt plain ones; ``foreign``: its JSON text was not written by this package's writer."""
+    """Gives ``out`` (a dataset datasets made, map-style or stream) the class of ``given`` where these are
+    :class:`ExactFeatures` and datasets rebuilt plain ones; ``foreign``: its JSON text was not written by this
+    package's writer."""
     made = getattr(getattr(out, "_info", None), "features", None)
     if isinstance(given, ExactFeatures) and made is not None and not isinstance(made, ExactFeatures):
         cls = ForeignExactFeatures if foreign else type(given)
