@@ -406,3 +406,27 @@ def test_each_patch_into_datasets_wraps_datasets_own_function_once():
             assert getattr(patch, mark) and not getattr(patch.__wrapped__, mark, False)
             assert patch.__name__ == patch.__wrapped__.__name__
             assert datasets_patches.patched_once(patch, lambda *args: None, mark) is patch
+
+
+def test_patched_datasets_functions_take_their_arguments_by_name_too(cache_dir):
+    """The wrappers handed their hook only the arguments given by position: once the package was imported,
+    ``DatasetInfo.from_merge(dataset_infos=...)`` (and ``concatenate_datasets`` of streams given ``dsets=``) raised
+    TypeError (missing 'dataset_infos') after datasets had done its work. By name or by position, the merge keeps
+    the members' exact features."""
+    import copy
+
+    from datasets import IterableDataset
+    from datasets.info import DatasetInfo
+    from datasets.iterable_dataset import _concatenate_iterable_datasets
+
+    ds = td.load("nestful", data_files=td.sample_files("nestful"), split="train", cache_dir=cache_dir)
+    other = copy.deepcopy(ds.info)
+    other.description = "another description: datasets drops the features of infos that differ"
+    by_position = DatasetInfo.from_merge([ds.info, other])
+    by_name = DatasetInfo.from_merge(dataset_infos=[ds.info, other])
+    assert type(by_name.features) is type(by_position.features) is ExactFeatures
+    assert by_name.features == by_position.features == ds.features
+    stream = ds.to_iterable_dataset()
+    mixed = _concatenate_iterable_datasets(dsets=[stream, stream])
+    assert isinstance(mixed, IterableDataset) and type(mixed.features) is ExactFeatures
+    assert list(mixed) == list(ds) * 2

@@ -36,10 +36,13 @@ def patched_once(original: Callable, patch: Callable, mark: str) -> Callable:
 
 def _keeping_exact_features(original: Callable, keep: Callable[..., None]) -> Callable:
     """datasets' ``original`` followed by ``keep(result, *args)``, which puts exact features back on the result
-    where datasets rebuilt plain ones."""
+    where datasets rebuilt plain ones. ``args`` are the call's arguments in the order of ``original``'s parameters,
+    whether given by position or by name (``DatasetInfo.from_merge(dataset_infos=...)``)."""
+    signature = inspect.signature(original)
+
     def keeping(*args, **kwargs):
         out = original(*args, **kwargs)
-        keep(out, *args)
+        keep(out, *signature.bind(*args, **kwargs).args)
         return out
 
     return patched_once(original, keeping, "_keeps_exact_features")
