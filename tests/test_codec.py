@@ -304,6 +304,20 @@ def test_plain_json_text_written_by_others_keeps_big_integers_exact(tmp_path):
     assert Dataset.from_parquet(str(path))[0]["j"]["id"] == 123456789012345678901234567890
 
 
+
+def test_json_text_too_deep_for_our_writer_is_stored_as_it_is_like_any_json_text():
+    """JSON text a map writes back is stored as it is (datasets' rule), written anew only to mark an integer beyond
+    64 bits: text nesting deeper than our writer writes, holding such an integer, stopped the map with a
+    JsonValueError instead. It is stored as it is, as the writer's last step (cast_storage) already kept it."""
+    text = "[" * 300 + "12345678901234567890123" + "]" * 300
+    mapped = Dataset.from_dict({"x": [1]}).map(lambda r: {"j": text}, features=Features({"x": Value("int64"),
+                                                                                         "j": Json()}))
+    assert mapped.data.column("j").to_pylist() == [text]
+    value, depth = mapped[0]["j"], 0
+    while isinstance(value, list):
+        value, depth = value[0], depth + 1
+    assert (depth, value) == (300, 12345678901234567890123)
+
 def test_one_value_json_cannot_hold_leaves_the_others_of_its_column_exact():
     """NaN is stored as null, as datasets' own writer stores it; the values beside it stay exact."""
     column = Dataset.from_dict({"x": [0.30000000000000004, 1 / 3, math.nan]}).cast_column("x", Json())

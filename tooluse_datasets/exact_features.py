@@ -64,7 +64,8 @@ def _exact_json_encode_field(example: Any, json_field_path: list) -> Any:
     ``map`` writes back), with each value written exactly (:func:`_stored_value`) instead of by pandas' ujson,
     which keeps 10 significant digits (``0.30000000000000004`` became ``0.3``) and cannot read or write integers
     beyond 64 bits. Text follows datasets' rule, JSON text stored as it is (read by :func:`loads`, so that text
-    holding such an integer is not taken for a plain string and quoted)."""
+    holding such an integer is not taken for a plain string and quoted; marked for the exact path by
+    :func:`_marked_if_big`)."""
     if json_field_path:
         key, *rest = json_field_path
         if example is None:
@@ -74,20 +75,9 @@ def _exact_json_encode_field(example: Any, json_field_path: list) -> Any:
         return {**example, key: _exact_json_encode_field(example.get(key), rest)}
     if example is None:
         return None
-    if isinstance(example, str):
-        return _stored_json_text(example)
+    if isinstance(example, str):  # datasets' rule: JSON text stored as it is, other text as a JSON string
+        return _marked_if_big(example) if _is_json_text(example) else dumps(example)
     return _stored_value(example)
-
-
-def _stored_json_text(text: str) -> str:
-    """A str given for a Json value, as datasets stores it (JSON text as it is, other text as a JSON string),
-    except that JSON text that may hold an integer beyond 64 bits is written anew by :func:`dumps`, whose
-    mark makes every reader of ours take the exact path."""
-    try:
-        value = loads(text)
-    except (ValueError, TypeError):
-        return dumps(text)
-    return dumps(value) if text[:1] != BIG_INT_MARK and has_digit_run(text) else text
 
 
 def _exact_cast_storage(self: Json, storage: pa.Array) -> pa.Array:
