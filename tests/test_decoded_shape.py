@@ -487,3 +487,19 @@ def test_a_map_returning_arrow_tables_with_text_from_another_writer_keeps_intege
     mapped = nestful.with_format("arrow").map(foreign_meta, batched=True).with_format(None)
     assert [row["meta"] for row in mapped] == [{"x": 2**70 + 1}] * len(nestful)
     assert [row["messages"] for row in mapped] == [row["messages"] for row in nestful]
+
+
+def test_a_value_from_list_and_from_dict_cannot_store_is_named_by_row_and_field(nestful):
+    """With ``features=ds.features`` a value JSON cannot hold (NaN in ``meta``) was refused as "nan at $.x", naming
+    neither the row nor the column among thousands: datasets encodes column by column."""
+    rows = [complete_row(row) for row in nestful]
+    bad = len(rows) - 2
+    rows[bad]["meta"] = {**rows[bad]["meta"], "x": float("nan")}
+    made = {"from_list": lambda: datasets.Dataset.from_list(rows, features=nestful.features),
+            "from_dict": lambda: datasets.Dataset.from_dict({c: [r[c] for r in rows] for c in nestful.features},
+                                                            features=nestful.features)}
+    for how, make in made.items():
+        with pytest.raises(td.JsonValueError, match="NaN") as info:
+            make()
+        assert (info.value.row, info.value.field) == (bad, "meta"), how
+        assert f"row {bad}, field 'meta'" in str(info.value), how

@@ -18,8 +18,8 @@ import pyarrow as pa
 from datasets.iterable_dataset import SelectColumnsIterable
 
 from .arrow_rows import storage_type
-from .errors import InvalidJsonError, JsonValueError
-from .exact_features import ExactFeatures, ForeignExactFeatures, _is_unified_messages
+from .errors import InvalidJsonError, InvalidValueError, JsonValueError
+from .exact_features import ExactFeatures, ForeignExactFeatures, _is_unified_messages, holds_json
 from .schema import MEDIA_COLUMNS
 
 
@@ -399,7 +399,10 @@ def _install_constructors_keeping_exact_features() -> None:
         media = _media_of_unified(given)
         if media and isinstance(mapping, dict) and mapping and not all(c in mapping for c in media):
             mapping = _with_media_columns(mapping, given, media)
-        out = from_dict_original(cls, mapping, features, info, *args, **kwargs)
+        try:
+            out = from_dict_original(cls, mapping, features, info, *args, **kwargs)
+        except JsonValueError as exc:
+            raise _named_by_row_and_field(exc, mapping, given) from None
         arrow_given = isinstance(mapping, dict) and any(isinstance(v, (pa.Array, pa.ChunkedArray))
                                                         for v in mapping.values())
         _keep_exact_class(out, given, arrow_given)
@@ -416,6 +419,27 @@ def _install_constructors_keeping_exact_features() -> None:
 
     Dataset.from_generator = staticmethod(patched_once(from_generator_original, from_generator,
                                                        "_keeps_exact_features"))
+
+
+def _named_by_row_and_field(exc: JsonValueError, mapping: Any, features: Any) -> JsonValueError:
+    """``exc``, raised by datasets' ``from_dict`` encoding a value its exact features cannot store (NaN...), named
+    by the row and field of that value, which datasets' column by column encoding does not say: the first value, in
+    the order datasets encodes them, refused for the same reason. Error path only."""
+    if not isinstance(features, ExactFeatures) or not isinstance(mapping, dict):
+        return exc
+    for name, column in mapping.items():
+        if name in features and holds_json(features[name]) and isinstance(column, (list, tuple)):
+            for row, value in enumerate(column):
+                try:
+                    features.encode_column([value], name)
+                except JsonValueError as found:
+                    # (datasets encodes a list only where its first element changes: a value it passed over may
+                    # be refused here for another reason)
+                    if found.message == exc.message:
+                        return found.at(row=row)
+                except InvalidValueError:  # a value datasets' encoder lets by (text for a list): not this error
+                    pass
+    return exc
 
 
 def _keep_exact_class(out: Any, given: Any, foreign: bool) -> None:
