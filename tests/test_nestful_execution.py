@@ -4,6 +4,7 @@ complete trajectories (chat template, toolmind, swift), the functions folder dow
 Upstream functions are only ever run in the sandbox's child process, never imported here."""
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import dataclasses
 import json
@@ -998,6 +999,43 @@ def test_an_interrupt_in_the_caller_ends_the_sandbox_at_once(evil_dir, marked):
         signal.signal(signal.SIGALRM, previous)
     assert time.monotonic() - started < 5
     assert alive_after_kill(marked) == []
+
+
+# A caller of run_sequences in a process of its own, with the mark of `marked` in its sandbox's environment.
+KILLED_CALLER = """
+import sys
+from tooluse_datasets.builders.nestful.execution import sandbox
+mark, folder, isolation = sys.argv[1], sys.argv[2], {"none": None, "off": False}[sys.argv[3]]
+clean = sandbox.clean_environment
+sandbox.clean_environment = lambda root: dict(clean(root), NESTFUL_TEST_MARK=mark)
+job = sandbox.SequenceJob([{"name": "nap", "label": "$var_1", "arguments": {"arg_0": 600}}], {"nap": ["result"]})
+sandbox.run_sequences([job], folder, sandbox.SandboxLimits(timeout=900, grace=60, memory_mb=1024,
+                                                           kernel_isolation=isolation, network_namespace=isolation))
+"""
+
+
+@pytest.mark.parametrize("isolation", ["none", "off"])
+def test_a_caller_killed_while_a_sample_runs_takes_the_sandbox_with_it(evil_dir, isolation):
+    """The caller is the sandbox's watchdog: killed (SIGKILL, or SIGTERM, which a job scheduler sends and Python
+    does not catch) while a sample ran, it left the sandbox running that sample for as long as the sample liked,
+    out of its process group and session, whatever the timeout."""
+    import uuid
+
+    mark = uuid.uuid4().hex
+    caller = subprocess.Popen([sys.executable, "-c", KILLED_CALLER, mark, str(evil_dir), isolation], cwd="/")
+    try:
+        deadline = time.monotonic() + 60
+        while len(alive(f"NESTFUL_TEST_MARK={mark}")) < 2 and time.monotonic() < deadline:  # (the sample's process)
+            time.sleep(0.05)
+        assert len(alive(f"NESTFUL_TEST_MARK={mark}")) >= 2, "the sandbox did not start its sample"
+    finally:
+        caller.kill()
+        caller.wait()
+    left = alive_after_kill(f"NESTFUL_TEST_MARK={mark}")
+    for pid in left:  # (not to leave them running when the test fails)
+        with contextlib.suppress(OSError):
+            os.kill(pid, 9)
+    assert left == []
 
 
 def test_a_hanging_sample_in_a_session_of_its_own_ends_with_the_batch_without_kernel_isolation(evil_dir, marked):

@@ -1107,8 +1107,14 @@ def end_other_processes(policy, batch_user=False):
 
 
 def main():
+    # The caller is the watchdog of every limit that is not the sample's own (a timer swallowed, a hang in C): when
+    # it dies (SIGKILL, or SIGTERM, which Python does not catch), this process dies too, and with it the reaper, so
+    # the PID namespace, or the worker and with it the sample's process. Left running, they ran the sample on.
+    _die_with_parent()
     channel = Channel(int(sys.argv[1]))
     request = json.loads(sys.stdin.buffer.read())
+    if os.getppid() != request["caller"]:  # (the caller died before that took effect)
+        return 1
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)  # upstream code that reads stdin gets EOF, not our request pipe
     sys.stdin = open(0, closefd=False)

@@ -330,7 +330,7 @@ def run_sequences(jobs: Sequence[SequenceJob], functions_dir: str | os.PathLike,
 def _run_child(jobs, first, results, functions_dir, limits, root) -> int:
     """One child for ``jobs[first:]``; returns the index of the first job it did not finish."""
     request = {
-        "functions_dir": functions_dir, "sys_path": child_sys_path(), "root": root, "first": first,
+        "functions_dir": functions_dir, "sys_path": child_sys_path(), "root": root, "first": first, "caller": os.getpid(),
         "limits": {**dataclasses.asdict(limits), "cpu_seconds": limits.cpu_limit}, "log": os.path.join(root, f"child-{first}.log"),
         "samples": [{"calls": j.calls, "output_fields": j.output_fields, "gold": j.gold} for j in jobs[first:]],
     }
