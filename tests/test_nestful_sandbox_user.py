@@ -19,7 +19,8 @@ import time
 import pytest
 
 from tooluse_datasets.builders.nestful.execution import SandboxLimits, SequenceJob, run_sequences
-from tooluse_datasets.builders.nestful.execution.child import MAX_TASKS
+from tooluse_datasets.builders.nestful.execution import sandbox
+from tooluse_datasets.builders.nestful.execution.child import BATCH_IDS, MAX_TASKS
 
 from conftest import shared_data
 from test_nestful_execution import FORK_THROUGH_LIBC
@@ -88,9 +89,18 @@ def detach_a_writer(path, seconds):
         libc.close(libc.open(path.encode(), os.O_WRONLY | os.O_CREAT, 0o644))
         os._exit(0)
     return 1
+
+def detach_a_writer_and_hang(path, seconds):
+    """As detach_a_writer, then the sample hangs past its timer (which it swallows): the sandbox is killed."""
+    detach_a_writer(path, seconds)
+    while True:
+        try:
+            time.sleep(60)
+        except BaseException:
+            pass
 ''' + FORK_THROUGH_LIBC  # (the native fork loop the sandbox's own tests use)
 NAMES = ("who", "regain_root", "write_natively", "write_here", "lock_a_full_folder", "fill", "detach_a_writer",
-         "fork_through_libc")
+         "detach_a_writer_and_hang", "fork_through_libc")
 
 
 @pytest.fixture(scope="module")
@@ -271,3 +281,21 @@ def test_without_namespaces_what_a_sample_leaves_running_ends_with_it(probes_dir
     assert time.monotonic() - started < 15
     time.sleep(2.5)
     assert not planted.exists()
+
+
+def test_without_namespaces_what_a_sample_leaves_running_ends_when_the_sandbox_is_killed(probes_dir,
+                                                                                        tmp_path_factory):
+    """No PID namespace, and a sample that hangs past its timer: the sandbox is killed, so its worker never ends
+    what the sample left (a process in a session of its own, out of the sandbox's process group). That process, of
+    the batch's own user, lived on past the batch and wrote where that user may."""
+    if platform.machine() not in ("x86_64", "aarch64"):
+        pytest.skip(f"the seccomp filter of this test is written for x86_64 and aarch64, not {platform.machine()}")
+    shared = tmp_path_factory.mktemp("anyone")
+    shared.chmod(0o777)
+    planted = shared / "planted.txt"
+    (result,) = run_in(NO_UNSHARE, [job("detach_a_writer_and_hang", str(planted), 3)], probes_dir, timeout=0.5,
+                       grace=0.5, cpu_seconds=5, memory_mb=1024)
+    assert "unshare failed" in result["processes"] and (result["status"], result["reason"]) == ("limit", "timeout")
+    time.sleep(4)
+    assert not planted.exists()
+    assert sandbox.BATCH_IDS == BATCH_IDS  # (the user the caller ends is the one the child runs its samples as)
