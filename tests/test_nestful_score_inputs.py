@@ -306,6 +306,30 @@ def test_gold_fields_of_the_wrong_type_are_typed_errors_naming_the_line(tmp_path
     assert (info.value.row, info.value.field) == (0, where)
 
 
+@pytest.mark.parametrize("key, value", [("output_parameters", "result"), ("output_parameters", ["result"]),
+                                        ("output_parameter", 5)])
+def test_a_tool_whose_output_parameters_are_no_object_is_a_typed_error_naming_it(tmp_path, sample_row, functions_dir,
+                                                                              capsys, key, value):
+    """The loader refuses such a gold row, naming tools[i].output_parameters; a result line holding it was scored,
+    its gold sequence unable to run for want of outputs, and the loss charged to the model."""
+    tools = [dict(tool) for tool in sample_row["tools"]]
+    del tools[1]["output_parameters"]  # (multiply: the sequence's last call)
+    tools[1][key] = value
+    line = dict(upstream_line(sample_row, json.dumps(sample_row["output"])), tools=json.dumps(tools))
+    path = write_lines(tmp_path / "output.jsonl", [line])
+    with pytest.raises(InvalidValueError, match="output_parameters") as info:
+        read_results(path)
+    assert (info.value.file, info.value.row, info.value.field) == (path, 0, "tools[1].output_parameters")
+    code, out, err = cli_json(capsys, ["score", "nestful", path, "--executable-functions", functions_dir, "--json"])
+    assert code == 2 and out == {} and "row 0, field 'tools[1].output_parameters'" in err
+    # A unified tool's (OpenAI function) the same, under its function.
+    unified = {"type": "function", "function": {"name": "multiply", "parameters": {}, "output_parameters": value}}
+    item = ScoreItem(sample_row["sample_id"], sample_row["output"], [tools[0], unified], "51.2", "[]")
+    with pytest.raises(InvalidValueError) as info:
+        score([item], executable_functions_dir="/nonexistent")
+    assert (info.value.row, info.value.field) == (0, "tools[1].function.output_parameters")
+
+
 def test_the_right_line_with_its_tools_wins(tmp_path, sample_row, functions_dir):
     """The lines above fail only for the field changed: unchanged, the sample row's own gold wins."""
     right = upstream_line(sample_row, json.dumps(sample_row["output"]))

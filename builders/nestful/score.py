@@ -555,10 +555,18 @@ def check_gold_shapes(gold_calls: Any, tools: Any, *, sample_id: Any, file: Opti
         if not isinstance(tool, dict):
             raise InvalidValueError(f"a tool spec of sample {sample_id!r} must be a JSON object, got "
                                     f"{json_kind(tool)}", field=f"tools[{i}]", **where)
-        spec = tool["function"] if isinstance(tool.get("function"), dict) else tool
+        unified = isinstance(tool.get("function"), dict)
+        spec = tool["function"] if unified else tool
         if not isinstance(spec.get("name"), str):
             raise InvalidValueError(f"a tool spec of sample {sample_id!r} needs its name as a string",
                                     field=f"tools[{i}].name", **where)
+        # Output parameters that are no object name no output: the loader refuses such a row; scored, a call of
+        # the tool failed and the loss was the model's.
+        outputs = spec.get("output_parameters", None if unified else spec.get("output_parameter"))
+        if outputs is not None and not isinstance(outputs, dict):
+            raise InvalidValueError(f"the output_parameters of tool {spec['name']!r:.80} of sample {sample_id!r} must "
+                                    f"be a JSON object of output names, got {json_kind(outputs)}",
+                                    field=f"tools[{i}].{'function.' if unified else ''}output_parameters", **where)
 
 
 def _input_notes(items: list[ScoreItem], n: int, missing_predictions: int, missing_gold: int) -> list[str]:
