@@ -98,6 +98,26 @@ def test_a_sample_id_predicted_twice_is_an_error_naming_both_lines(tmp_path, toy
     assert "Traceback" not in err
 
 
+@pytest.mark.parametrize("field, value, kind", [("generated_text", 42, "number"), ("calls", {"name": "add"}, "object"),
+                                               ("prediction", True, "boolean")])
+def test_a_prediction_that_is_neither_text_nor_a_list_of_calls_is_a_typed_error(tmp_path, math_row, toy_gold, capsys,
+                                                                                field, value, kind):
+    """A prediction is the model's text or its calls already parsed (a list). Another value (a column written from
+    the wrong field, a call not in its list) was scored as the text JSON would write it: a parse error, or an
+    object's keys taken for calls, charged to the model without a word about the file."""
+    first = next(iter(toy_gold.values()))
+    keyed = write_lines(tmp_path / "keyed.jsonl", [{"sample_id": first["sample_id"], "generated_text": "[]"},
+                                                   {"sample_id": MATH_ID, field: value}])
+    upstream = write_lines(tmp_path / "output.jsonl", [upstream_line(math_row, "[]"),
+                                                       dict(upstream_line(math_row, None), **{field: value})])
+    for path, gold in ((keyed, dict(toy_gold, **{MATH_ID: math_row})), (upstream, None)):
+        with pytest.raises(InvalidValueError, match=f"got {kind}") as info:
+            read_results(path, gold_rows=gold)
+        assert (info.value.file, info.value.row, info.value.field) == (path, 1, field)
+    code, out, err = cli_json(capsys, ["score", "nestful", upstream, "--no-win-rate", "--json"])
+    assert code == 2 and out == {} and f"output.jsonl, row 1, field '{field}'" in err and "Traceback" not in err
+
+
 def test_upstream_shaped_lines_repeating_a_sample_are_each_scored_and_noted(tmp_path, math_row):
     path = write_lines(tmp_path / "output.jsonl", [upstream_line(math_row, json.dumps(math_row["output"])),
                                                     upstream_line(math_row, "[]")])

@@ -741,6 +741,11 @@ def _read_lines(path: str, gold_rows: Optional[Mapping[str, dict]]) -> tuple[lis
                                     "them (generated_text: the model's text; calls: already-parsed calls)",
                                     file=path, row=row_number, field=", ".join(filled))
         field = filled[0] if filled else given[0]
+        if record[field] is not None and not isinstance(record[field], (str, list)):
+            # (a column written from the wrong field, a call outside its list: scored as its JSON text, it was a
+            # parse error or an object's keys taken for calls, charged to the model)
+            raise InvalidValueError(f"a prediction is the model's text or a list of calls, got "
+                                    f"{json_kind(record[field])}", file=path, row=row_number, field=field)
         sample_id = record.get("sample_id")
         keyed = "output" not in record
         first_shape = first_shape or (row_number, keyed)
