@@ -129,6 +129,15 @@ def open_socket(host):
     socket.create_connection((host, 80), timeout=1)
     return 1
 
+def processes_in_sight(pid):
+    """The process ids /proc lists, and the command line of process ``pid`` (None: not in sight)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            command = f.read().decode("utf-8", "replace")
+    except OSError:
+        command = None
+    return [sorted(int(p) for p in os.listdir("/proc") if p.isdigit()), command]
+
 def write_outside(path):
     with open(path, "w") as f:
         f.write("x")
@@ -641,6 +650,17 @@ def test_processes_a_sample_starts_end_with_the_batch_even_in_a_new_session(evil
     assert alive(marked) == []
     time.sleep(2.5)
     assert not planted.exists()
+
+
+def test_a_sample_sees_no_process_outside_its_batch(evil_dir, kernel_isolation):
+    """/proc was the caller's: a sample saw every process of the machine, the caller's command line (which may
+    carry a token) among them, and, for a caller that is not root, the caller's environment (same user). In the
+    batch's PID namespace it sees its own: the reaper, the worker and itself."""
+    (result,) = run_sequences([one_call("processes_in_sight", os.getpid())], evil_dir, FAST)
+    assert result.ok, result.describe()
+    pids, command = result.answer["value"]
+    assert command is None or "pytest" not in command
+    assert pids == [1, 2, max(pids)] and max(pids) < 100, pids
 
 
 def system_v_segments(key: int) -> list[str]:

@@ -456,6 +456,18 @@ def enter_pid_namespace(channel_fd):
     os._exit(os.WEXITSTATUS(wait_status) if os.WIFEXITED(wait_status) else 1)
 
 
+def mount_own_proc():
+    """In the batch's PID namespace, before the capabilities go: a /proc of that namespace over the caller's, so a
+    sample sees the batch's processes alone, not every process of the machine (command lines that may carry a
+    token; for a caller that is not root, its own user's environments). Read-only, as the rest. Where the kernel
+    refuses (a container masking parts of /proc), the caller's stays, as before."""
+    try:
+        ctypes, libc = _libc()
+        return libc.mount(b"proc", b"/proc", b"proc", _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None) == 0
+    except Exception:
+        return False
+
+
 def _exit_by_signal(signum):
     try:
         signal.signal(signum, signal.SIG_DFL)
@@ -1137,6 +1149,7 @@ def main():
         return 3
     if pid_namespace:
         enter_pid_namespace(channel.fd)  # from here on: the worker, in the new PID namespace
+        mount_own_proc()
     user, as_root = None, ""
     if os.geteuid() == 0 and limits.get("kernel_isolation") is not False:
         # Root's samples would write wherever file permissions allow root, signal any process, and fork without
