@@ -1023,9 +1023,10 @@ def test_an_interrupt_in_the_caller_ends_the_sandbox_at_once(evil_dir, marked):
 
 # A caller of run_sequences in a process of its own, with the mark of `marked` in its sandbox's environment.
 KILLED_CALLER = """
-import sys
+import sys, tempfile
 from tooluse_datasets.builders.nestful.execution import sandbox
 mark, folder, isolation = sys.argv[1], sys.argv[2], {"none": None, "off": False}[sys.argv[3]]
+tempfile.tempdir = sys.argv[4]  # (a killed caller cannot remove its sandbox's folder: the test's keeps it)
 clean = sandbox.clean_environment
 sandbox.clean_environment = lambda root: dict(clean(root), NESTFUL_TEST_MARK=mark)
 job = sandbox.SequenceJob([{"name": "nap", "label": "$var_1", "arguments": {"arg_0": 600}}], {"nap": ["result"]})
@@ -1035,14 +1036,15 @@ sandbox.run_sequences([job], folder, sandbox.SandboxLimits(timeout=900, grace=60
 
 
 @pytest.mark.parametrize("isolation", ["none", "off"])
-def test_a_caller_killed_while_a_sample_runs_takes_the_sandbox_with_it(evil_dir, isolation):
+def test_a_caller_killed_while_a_sample_runs_takes_the_sandbox_with_it(evil_dir, isolation, tmp_path):
     """The caller is the sandbox's watchdog: killed (SIGKILL, or SIGTERM, which a job scheduler sends and Python
     does not catch) while a sample ran, it left the sandbox running that sample for as long as the sample liked,
     out of its process group and session, whatever the timeout."""
     import uuid
 
     mark = uuid.uuid4().hex
-    caller = subprocess.Popen([sys.executable, "-c", KILLED_CALLER, mark, str(evil_dir), isolation], cwd="/")
+    caller = subprocess.Popen([sys.executable, "-c", KILLED_CALLER, mark, str(evil_dir), isolation, str(tmp_path)],
+                              cwd="/")
     try:
         deadline = time.monotonic() + 60
         while len(alive(f"NESTFUL_TEST_MARK={mark}")) < 2 and time.monotonic() < deadline:  # (the sample's process)
