@@ -19,7 +19,9 @@ sqlite's ``ATTACH``, ``_posixsubprocess``), so the kernel is the barrier and the
   inside). Every mount is also ``nodev`` but for /dev/null, /dev/zero, /dev/full, /dev/random, /dev/urandom
   and /dev/tty (each bound onto itself): a read-only mount does not stop writes to a device. It then forks
   a reaper, PID 1 of the new PID namespace, which forks the worker that runs the samples and waits for it;
-  the child the parent started exits with the worker's status or re-raises the signal that ended it.
+  the child the parent started exits with the worker's status or re-raises the signal that ended it. The
+  worker mounts a /proc of the new PID namespace over the caller's, so a sample sees the batch's processes
+  alone (not the caller's command line, nor, for a caller that is not root, its environment).
   After each sample the worker ends every other process of the namespace (``kill(-1)``), and when the
   batch ends, or the parent kills the process group, the namespace ends with whatever is left, ``setsid``
   or not. Before any sample, the worker sets no-new-privileges,
@@ -32,7 +34,8 @@ sqlite's ``ATTACH``, ``_posixsubprocess``), so the kernel is the barrier and the
   user, signal only its processes, are held by ``RLIMIT_NPROC`` and cannot become root again. This is done even
   where no namespace could be made (Docker's default seccomp profile refuses ``unshare``); there, as the batch's
   own user, the worker is a subreaper and ends every process of that user after each sample, as the PID
-  namespace would (``kill(-1)`` reaches that user's processes alone). Any step that fails
+  namespace would (``kill(-1)`` reaches that user's processes alone); a sample killed for its time never gets
+  there, so this process, root, ends that user's processes when it reaps the child. Any step that fails
   falls back to the hook alone and says so (``unavailable: ...`` / ``partial: ...``; a root caller's samples
   that could not change user: ``processes`` ``partial: samples run as root (...)``);
   ``kernel_isolation=True`` makes that an error.
@@ -81,6 +84,8 @@ sqlite's ``ATTACH``, ``_posixsubprocess``), so the kernel is the barrier and the
   user site, no script folder or working directory on ``sys.path``), ``-S`` (no ``.pth`` processing:
   the package itself is not importable in the child); ``sys.path`` is this process's, so numpy,
   pandas or torch that upstream files import resolve as here. stdin is empty; output goes to a log.
+* **the caller** is the watchdog: the child dies with it (``PR_SET_PDEATHSIG``), so a caller killed, even by
+  SIGKILL, leaves no sample running (only the batch's folder, which it can no longer remove).
 
 What it does not stop: reading any file the user can read; connecting to Unix sockets of local services
 through the file system (a read-only mount does not prevent it; the hook refuses creating the socket,
