@@ -116,6 +116,11 @@ def test_a_prediction_that_is_neither_text_nor_a_list_of_calls_is_a_typed_error(
         assert (info.value.file, info.value.row, info.value.field) == (path, 1, field)
     code, out, err = cli_json(capsys, ["score", "nestful", upstream, "--no-win-rate", "--json"])
     assert code == 2 and out == {} and f"output.jsonl, row 1, field '{field}'" in err and "Traceback" not in err
+    # Built in Python, the same: refused naming the item, before anything runs.
+    items = [ScoreItem(MATH_ID, math_row["output"], math_row["tools"], "1", p) for p in ("[]", value)]
+    with pytest.raises(InvalidValueError, match=f"got {kind}") as info:
+        score(items, executable_functions_dir="/nonexistent")
+    assert (info.value.row, info.value.field) == (1, "prediction")
 
 
 def test_upstream_shaped_lines_repeating_a_sample_are_each_scored_and_noted(tmp_path, math_row):

@@ -447,6 +447,7 @@ def score(items: Iterable[ScoreItem], *, parser: str = "json", corrected: bool =
     for position, item in enumerate(items):
         check_gold_shapes(item.gold_calls, item.tools, sample_id=item.sample_id, file=item.file,
                           row=position if item.row is None else item.row)
+        check_prediction(item.prediction, "prediction", file=item.file, row=position if item.row is None else item.row)
     answers = [_gold_answer_text(item.gold_answer, is_text=isinstance(item.gold_answer, str),
                                  sample_id=item.sample_id, file=item.file,
                                  row=position if item.row is None else item.row)
@@ -537,6 +538,16 @@ def _gold_answer_text(answer: Any, *, is_text: bool, sample_id: Any, file: Optio
     except JsonValueError as exc:
         raise JsonValueError(f"the gold answer of sample {sample_id!r} is not a JSON value ({exc.message})",
                              **where) from None
+
+
+def check_prediction(prediction: Any, field: str, *, file: Optional[str], row: Optional[int]) -> None:
+    """A prediction is the model's text or its calls already parsed (a list); null, or :data:`NO_PREDICTION`, is
+    none. Another value (a column written from the wrong field, a call outside its list) was scored as the JSON text
+    it writes: a parse error, or an object's keys taken for calls, charged to the model without a word."""
+    if prediction is not None and prediction is not NO_PREDICTION and not isinstance(prediction, (str, list, tuple)):
+        kind = json_kind(prediction) if isinstance(prediction, (dict, int, float)) else type(prediction).__name__
+        raise InvalidValueError(f"a prediction is the model's text or a list of calls, got {kind}",
+                                file=file, row=row, field=field, source="nestful")
 
 
 def check_gold_shapes(gold_calls: Any, tools: Any, *, sample_id: Any, file: Optional[str], row: Optional[int]
@@ -741,11 +752,7 @@ def _read_lines(path: str, gold_rows: Optional[Mapping[str, dict]]) -> tuple[lis
                                     "them (generated_text: the model's text; calls: already-parsed calls)",
                                     file=path, row=row_number, field=", ".join(filled))
         field = filled[0] if filled else given[0]
-        if record[field] is not None and not isinstance(record[field], (str, list)):
-            # (a column written from the wrong field, a call outside its list: scored as its JSON text, it was a
-            # parse error or an object's keys taken for calls, charged to the model)
-            raise InvalidValueError(f"a prediction is the model's text or a list of calls, got "
-                                    f"{json_kind(record[field])}", file=path, row=row_number, field=field)
+        check_prediction(record[field], field, file=path, row=row_number)
         sample_id = record.get("sample_id")
         keyed = "output" not in record
         first_shape = first_shape or (row_number, keyed)
