@@ -208,7 +208,7 @@ def test_a_failed_publish_to_a_new_branch_deletes_the_branch_it_created(mirror, 
         raise HfHubHTTPError("504 Gateway Timeout", response=http_response(504, REPO))
 
     api.create_commit = lost_answer
-    with pytest.raises(HfHubHTTPError, match="504"):
+    with pytest.raises(PublishError, match="504"):
         publish_mirror(changed, REPO, api=api, delete_missing=True, revision="dev", echo=lines.append)
     assert "dev" in api.repos[REPO].branches and lines[-1].endswith("has moved since: kept")
     # a branch that existed before is never deleted
@@ -420,7 +420,7 @@ def test_a_branch_someone_creates_meanwhile_fails_the_commit_instead_of_taking_a
         return create_branch(repo_id, branch=branch, **kwargs)
 
     api.create_branch = someone_else_first
-    with pytest.raises(HfHubHTTPError, match="412"):
+    with pytest.raises(PublishError, match="412"):
         publish_mirror(changed, REPO, api=api, delete_missing=True, revision="dev", echo=_quiet)
     assert api.files(REPO, "dev")["unified/train-00000-of-00002.parquet"] == b"theirs"
 

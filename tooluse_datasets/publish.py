@@ -216,6 +216,8 @@ def _publish_verified(folder: Path, repo_id: str, api: HubApi, *, dry_run: bool,
     except _NETWORK_ERRORS as exc:
         raise PublishError(f"cannot reach the Hub to read {repo_id} ({type(exc).__name__}: {exc}); nothing was "
                            "published (a dry run needs the Hub too: it compares with what the repo holds)") from exc
+    except HfHubHTTPError as exc:
+        raise _hub_refusal(exc, repo_id, "reading") from exc
     plan = plan_publish(Path(folder), manifest, repo_id, revision, remote, replace_foreign, delete_missing)
     for line in plan.describe():
         echo(line)
@@ -239,7 +241,10 @@ def _publish_verified(folder: Path, repo_id: str, api: HubApi, *, dry_run: bool,
         if revision is not None and remote.exists and not remote.branch_exists:
             # The default branch already holds this mirror: the new branch is that commit, and the mirror is
             # on the revision asked for (an empty pull request would add nothing).
-            _create_branch(api, repo_id, revision, remote.head)
+            try:
+                _create_branch(api, repo_id, revision, remote.head)
+            except HfHubHTTPError as exc:
+                raise _hub_refusal(exc, repo_id, f"creating branch {revision} in") from exc
             echo(f"created branch {revision} at {remote.head}: it holds this mirror already")
         return PublishResult(plan, committed=False)
     if not remote.exists:
@@ -279,6 +284,8 @@ def _publish_verified(folder: Path, repo_id: str, api: HubApi, *, dry_run: bool,
             raise PublishError(f"the connection to the Hub failed while publishing to {repo_id} "
                                f"({type(exc).__name__}: {exc}); the commit may have landed or not: publish again, "
                                "it compares with what the repo holds") from exc
+        if isinstance(exc, HfHubHTTPError):
+            raise _hub_refusal(exc, repo_id, "committing to") from exc
         raise
     url = getattr(info, "pr_url", None) or getattr(info, "commit_url", None)
     echo(f"committed: {url}" if url else "committed")
@@ -316,12 +323,48 @@ def _network_errors() -> tuple[type, ...]:
 _NETWORK_ERRORS = _network_errors()
 
 
+def _hub_refusal(exc: HfHubHTTPError, repo_id: str, doing: str) -> PublishError:
+    """What the Hub answered while ``doing`` (reading, creating, committing to) ``repo_id``, as one line saying what
+    to do. huggingface_hub's own message may not say it in its first line: a 403 starts with the request id alone
+    (the reason follows a blank line), a 401 names the URL, not the token."""
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    said = _hub_said(exc, status)
+    where = f"while {doing} {repo_id} ({said})"
+    if status == 401:
+        return PublishError(f"the Hub did not accept the token {where}: set HF_TOKEN to a valid token with write "
+                            "access, or log in again with `hf auth login`; nothing was published")
+    if status == 403:
+        return PublishError(f"the Hub refused this token {where}: publish with a token that has write access to "
+                            f"{repo_id.split('/')[0]} (HF_TOKEN or `hf auth login`); nothing was published")
+    if status == 412:
+        return PublishError(f"{repo_id} changed since this publish read it ({said}): nothing was committed; publish "
+                            "again, it plans against what the repo holds then")
+    if status == 429:
+        return PublishError(f"the Hub limits this token's requests {where}: wait, then publish again; nothing was "
+                            "published")
+    if status is not None and status >= 500 and doing == "committing to":
+        return PublishError(f"the Hub failed {where}; the commit may have landed or not: publish again, it "
+                            "compares with what the repo holds")
+    if status is not None and status >= 500:
+        return PublishError(f"the Hub failed {where}: nothing was published; publish again later")
+    return PublishError(f"the Hub refused this publish {where}; nothing was published")
+
+
+def _hub_said(exc: HfHubHTTPError, status: Optional[int]) -> str:
+    """The status and the server's reason, on one line."""
+    reason = (exc.server_message or "").strip().splitlines()
+    if not reason:  # no reason from the server: the first line of the message that is not the request id
+        reason = [line for line in str(exc).splitlines() if line.strip() and not line.startswith("(Request ID")]
+    text = reason[0].strip() if reason else type(exc).__name__
+    return text if status is None or text.startswith(str(status)) else f"{status}: {text}"
+
+
 def _create_repo(api: HubApi, repo_id: str, private: Optional[bool]) -> None:
     try:
         api.create_repo(repo_id, private=private, repo_type=REPO_TYPE, exist_ok=False)
     except HfHubHTTPError as exc:
         if getattr(exc.response, "status_code", None) != 409:
-            raise
+            raise _hub_refusal(exc, repo_id, "creating") from exc
         # The repo was not found when it was read, yet it exists: created meanwhile, or private and not
         # visible to this token (the Hub answers 404 for both). The plan assumed an empty repo.
         raise PublishError(f"{repo_id} exists although it was not found when this publish was planned: either "
