@@ -80,7 +80,7 @@ class FakeHubApi:
         self.calls.append(("repo_info", {"repo_id": repo_id, "revision": revision, "repo_type": repo_type}))
         assert repo_type == "dataset"
         branch = self._branch(repo_id, revision or "main")
-        return type("Info", (), {"sha": branch[-1].sha, "id": repo_id})()
+        return type("Info", (), {"sha": branch[-1].sha, "id": repo_id, "private": self._repo(repo_id).private})()
 
     def list_repo_tree(self, repo_id, path_in_repo=None, *, recursive=False, expand=False, revision=None,
                        repo_type=None, **kwargs):

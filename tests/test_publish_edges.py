@@ -219,3 +219,26 @@ def test_a_hub_error_quoting_control_characters_is_printed_with_their_escapes(tm
     err = capsys.readouterr().err
     assert "(403 Forbidden: \\u001b]0;pwned\\u0007 no write access)" in err
     assert not [c for c in err if ord(c) < 0x20 and c not in "\n\t"]
+
+
+# -- --private ----------------------------------------------------------------------------------------------------
+
+
+def test_private_into_an_existing_public_repo_is_refused_instead_of_publishing_publicly(mirror, capsys):
+    """--private only applies to a repo the publish creates: into a public repo that exists it published the data
+    publicly, saying so only in a log line -v shows."""
+    api = FakeHubApi()
+    api.create_repo(REPO, repo_type="dataset")  # public
+    for dry_run in (True, False):
+        with pytest.raises(PublishError, match=f"{REPO} exists and is public, and --private .* make it private in "
+                                               "its settings on the Hub"):
+            publish_mirror(mirror, REPO, api=api, private=True, dry_run=dry_run, echo=_quiet)
+    assert _cli([str(mirror), "--repo-id", REPO, "--private"], api) == 2
+    assert capsys.readouterr().err.startswith(f"error: {REPO} exists and is public")
+    assert "create_commit" not in api.call_names() and set(api.files(REPO)) == {".gitattributes"}
+    # A private repo takes it; without --private a public one does.
+    api.repos[REPO].private = True
+    assert publish_mirror(mirror, REPO, api=api, private=True, echo=_quiet).committed
+    other = FakeHubApi()
+    other.create_repo(REPO, repo_type="dataset")
+    assert publish_mirror(mirror, REPO, api=other, echo=_quiet).committed

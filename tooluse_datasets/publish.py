@@ -118,6 +118,7 @@ class RemoteState:
     files: dict[str, RemoteFile]
     card: Optional[str]
     manifest: Optional[Manifest]
+    private: Optional[bool] = None  # as the Hub says (None: not said)
 
 
 @dataclasses.dataclass
@@ -218,6 +219,11 @@ def _publish_verified(folder: Path, repo_id: str, api: HubApi, *, dry_run: bool,
                            "published (a dry run needs the Hub too: it compares with what the repo holds)") from exc
     except HfHubHTTPError as exc:
         raise _hub_refusal(exc, repo_id, "reading") from exc
+    if private and remote.exists and remote.private is False:
+        # --private only applies to a repo it creates: publishing into a public one would make the data public.
+        raise PublishError(f"{repo_id} exists and is public, and --private (private=True) cannot make it private: "
+                           "make it private in its settings on the Hub, then publish again (or publish without "
+                           "--private to publish it publicly); nothing was published")
     plan = plan_publish(Path(folder), manifest, repo_id, revision, remote, replace_foreign, delete_missing)
     for line in plan.describe():
         echo(line)
@@ -249,8 +255,6 @@ def _publish_verified(folder: Path, repo_id: str, api: HubApi, *, dry_run: bool,
         return PublishResult(plan, committed=False)
     if not remote.exists:
         _create_repo(api, repo_id, private)
-    elif private is not None:
-        logger.info("--private only applies when the repo is created; %s exists", repo_id)
     created_branch = False
     try:
         if revision is not None and not remote.branch_exists:
@@ -474,13 +478,14 @@ def _missing_parts(manifest: Manifest, previous: Manifest) -> list[str]:
 
 def read_remote_state(api: HubApi, repo_id: str, revision: Optional[str]) -> RemoteState:
     try:
-        head = api.repo_info(repo_id, revision=revision, repo_type=REPO_TYPE).sha
+        info = api.repo_info(repo_id, revision=revision, repo_type=REPO_TYPE)
     except RepositoryNotFoundError:
         return RemoteState(False, False, None, {}, None, None)
     except RevisionNotFoundError:
         # A new branch starts from the default branch: plan against what it holds.
         base = read_remote_state(api, repo_id, None)
         return dataclasses.replace(base, branch_exists=False)
+    head = info.sha
     files = {}
     for entry in api.list_repo_tree(repo_id, recursive=True, revision=head, repo_type=REPO_TYPE):
         if hasattr(entry, "blob_id"):  # RepoFile; RepoFolder entries have no content
@@ -489,7 +494,7 @@ def read_remote_state(api: HubApi, repo_id: str, revision: Optional[str]) -> Rem
     card = _card_text(_download(api, repo_id, README_NAME, head), repo_id) if README_NAME in files else None
     manifest = _parse_previous_manifest(_download(api, repo_id, MANIFEST_NAME, head)) \
         if MANIFEST_NAME in files else None
-    return RemoteState(True, True, head, files, card, manifest)
+    return RemoteState(True, True, head, files, card, manifest, getattr(info, "private", None))
 
 
 def _download(api: HubApi, repo_id: str, filename: str, revision: str) -> Optional[bytes]:

@@ -21,7 +21,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="target dataset repo, e.g. org/nestful-tooluse; '{source}' is replaced by the source name "
                         "(required when DIR holds several mirrors)")
     p.add_argument("--dry-run", action="store_true", help="print the planned operations and change nothing")
-    p.add_argument("--private", action="store_true", default=None, help="create the repo private (new repos only)")
+    p.add_argument("--private", action="store_true", default=None,
+                   help="create the repo private; a public repo that exists is refused (make it private on the Hub "
+                        "first)")
     p.add_argument("--revision", type=a_revision,
                    help="branch to commit to (created from the default branch if missing)")
     p.add_argument("--create-pr", action="store_true", help="open a pull request instead of committing to the branch")
