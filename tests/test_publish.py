@@ -2,6 +2,7 @@
 dry runs, no-op re-publishing, stale-file deletion that spares user files, card merging, branches and PRs."""
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -225,6 +226,28 @@ def test_a_damaged_mirror_is_refused_before_any_hub_call(mirror, tmp_path):
 def test_bad_repo_ids_are_refused(mirror, repo_id):
     with pytest.raises(PublishError, match="not of the form"):
         publish_mirror(mirror, repo_id, api=FakeHubApi(), echo=_quiet)
+
+
+@pytest.mark.parametrize("repo_id, message", [
+    ("datasets/acme/nestful", "is an address: give the dataset repo's id alone, 'acme/nestful'"),
+    ("https://huggingface.co/datasets/acme/nestful/tree/main", "is an address: give the dataset repo's id alone, "
+                                                               "'acme/nestful'"),
+    ("hf://datasets/acme/nestful", "is an address: give the dataset repo's id alone, 'acme/nestful'"),
+    ("models/acme/nestful", "names a model repo: publish writes dataset repos"),
+    ("spaces/acme/nestful", "names a space repo: publish writes dataset repos"),
+    ("acme/nestful!", "is not a name the Hub takes: Repo id must use alphanumeric chars"),
+    ("acme/-nestful", "is not a name the Hub takes"),
+])
+def test_a_repo_address_or_a_name_the_hub_refuses_is_named_before_anything_is_read(mirror, repo_id, message,
+                                                                                     capsys):
+    """An address, a model or Space repo, or a name the Hub refuses was 'not of the form <org>/<name>' without
+    saying the id to give, or huggingface_hub's bare HFValidationError once the mirror had been hashed."""
+    api = FakeHubApi()
+    with pytest.raises(PublishError, match=f"^repo id {re.escape(repr(repo_id))} {re.escape(message)}"):
+        publish_mirror(mirror, repo_id, api=api, echo=_quiet)
+    assert _cli([str(mirror), "--repo-id", repo_id, "--dry-run"], api) == 2
+    assert capsys.readouterr().err.startswith(f"error: repo id {repo_id!r} {message}")
+    assert api.calls == []
 
 
 def test_a_folder_that_is_not_a_mirror_is_refused(tmp_path):
