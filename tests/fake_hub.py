@@ -42,6 +42,7 @@ class FakeRepo:
     private: bool
     branches: dict[str, list[Commit]] = field(default_factory=dict)
     pull_requests: list[Commit] = field(default_factory=list)
+    tags: dict[str, Commit] = field(default_factory=dict)
 
 
 @dataclass
@@ -79,8 +80,18 @@ class FakeHubApi:
     def repo_info(self, repo_id, *, revision=None, repo_type=None, **kwargs):
         self.calls.append(("repo_info", {"repo_id": repo_id, "revision": revision, "repo_type": repo_type}))
         assert repo_type == "dataset"
-        branch = self._branch(repo_id, revision or "main")
+        branch = [self._commit(repo_id, revision)]
         return type("Info", (), {"sha": branch[-1].sha, "id": repo_id, "private": self._repo(repo_id).private})()
+
+    def tag(self, repo_id: str, tag: str, revision: str = "main") -> None:
+        """A tag at the head of ``revision`` (a release of the repo, say)."""
+        self._repo(repo_id).tags[tag] = self._branch(repo_id, revision)[-1]
+
+    def list_repo_refs(self, repo_id, *, repo_type=None, **kwargs):
+        self.calls.append(("list_repo_refs", {"repo_id": repo_id}))
+        repo = self._repo(repo_id)
+        refs = lambda names: [type("Ref", (), {"name": name})() for name in names]  # noqa: E731
+        return type("Refs", (), {"branches": refs(repo.branches), "tags": refs(repo.tags)})()
 
     def list_repo_tree(self, repo_id, path_in_repo=None, *, recursive=False, expand=False, revision=None,
                        repo_type=None, **kwargs):
@@ -166,12 +177,16 @@ class FakeHubApi:
 
     def _branch(self, repo_id: str, revision: str) -> list[Commit]:
         repo = self._repo(repo_id)
+        revision = revision.removeprefix("refs/heads/")
         if revision not in repo.branches:
             raise RevisionNotFoundError(f"{revision} not found", response=http_response(404, repo_id))
         return repo.branches[revision]
 
     def _commit(self, repo_id: str, revision: Optional[str]) -> Commit:
+        """A branch's head, a tag's commit or a commit id, as the Hub resolves a revision."""
         repo = self._repo(repo_id)
+        if revision is not None and revision.removeprefix("refs/tags/") in repo.tags:
+            return repo.tags[revision.removeprefix("refs/tags/")]
         for commits in repo.branches.values():
             for commit in commits:
                 if commit.sha == revision:

@@ -242,3 +242,27 @@ def test_private_into_an_existing_public_repo_is_refused_instead_of_publishing_p
     other = FakeHubApi()
     other.create_repo(REPO, repo_type="dataset")
     assert publish_mirror(mirror, REPO, api=other, echo=_quiet).committed
+
+
+# -- --revision ---------------------------------------------------------------------------------------------------
+
+
+def test_a_revision_that_is_a_tag_or_a_commit_is_refused_before_anything_is_uploaded(mirror, tmp_path, capsys):
+    """The Hub commits to branches only: a tag or a commit id given as --revision was planned against and its files
+    uploaded, for the commit to be refused at the end."""
+    api = FakeHubApi()
+    publish_mirror(build_sample_mirror("nestful", tmp_path, configs=["raw"]), REPO, api=api, echo=_quiet)
+    api.tag(REPO, "v1.0")
+    head = api.commits(REPO)[-1].sha
+    for revision, kind in (("v1.0", "a tag"), ("refs/tags/v1.0", "a tag"), (head, "a commit")):
+        for dry_run in (True, False):
+            with pytest.raises(PublishError, match=f"--revision '{revision}' is {kind} of {REPO}, not a branch: the "
+                                                   "Hub commits to branches only; give a branch"):
+                publish_mirror(mirror, REPO, api=api, revision=revision, dry_run=dry_run, echo=_quiet)
+    assert _cli([str(mirror), "--repo-id", REPO, "--revision", "v1.0"], api) == 2
+    assert capsys.readouterr().err.startswith(f"error: --revision 'v1.0' is a tag of {REPO}, not a branch")
+    assert api.call_names().count("create_commit") == 1 and api.commits(REPO)[-1].sha == head
+    # A branch, existing or new, and a branch named in full, are published to.
+    assert publish_mirror(mirror, REPO, api=api, revision="refs/heads/main", delete_missing=True,
+                          echo=_quiet).committed
+    assert publish_mirror(mirror, REPO, api=api, revision="dev", echo=_quiet).committed

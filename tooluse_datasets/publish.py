@@ -64,6 +64,8 @@ class HubApi(Protocol):
     def hf_hub_download(self, repo_id: str, filename: str, *, repo_type: Optional[str] = None,
                         revision: Optional[str] = None, local_dir: Optional[str] = None) -> str: ...
 
+    def list_repo_refs(self, repo_id: str, *, repo_type: Optional[str] = None) -> Any: ...
+
     def create_repo(self, repo_id: str, *, private: Optional[bool] = None, repo_type: Optional[str] = None,
                     exist_ok: bool = False) -> Any: ...
 
@@ -487,6 +489,8 @@ def read_remote_state(api: HubApi, repo_id: str, revision: Optional[str]) -> Rem
         base = read_remote_state(api, repo_id, None)
         return dataclasses.replace(base, branch_exists=False)
     head = info.sha
+    if revision is not None:
+        _check_branch(api, repo_id, revision)
     files = {}
     for entry in api.list_repo_tree(repo_id, recursive=True, revision=head, repo_type=REPO_TYPE):
         if hasattr(entry, "blob_id"):  # RepoFile; RepoFolder entries have no content
@@ -496,6 +500,20 @@ def read_remote_state(api: HubApi, repo_id: str, revision: Optional[str]) -> Rem
     manifest = _parse_previous_manifest(_download(api, repo_id, MANIFEST_NAME, head)) \
         if MANIFEST_NAME in files else None
     return RemoteState(True, True, head, files, card, manifest, getattr(info, "private", None))
+
+
+def _check_branch(api: HubApi, repo_id: str, revision: str) -> None:
+    """``revision``, which the repo has, must be a branch: the Hub commits to branches only, and would refuse a tag
+    or a commit id only at the commit, once every file had been uploaded."""
+    if revision.startswith("refs/pr/"):  # a pull request's branch: a commit to it updates the pull request
+        return
+    refs = api.list_repo_refs(repo_id, repo_type=REPO_TYPE)
+    if any(ref.name == revision.removeprefix("refs/heads/") for ref in refs.branches):
+        return
+    kind = "a tag" if any(ref.name == revision.removeprefix("refs/tags/") for ref in refs.tags) else "a commit"
+    raise PublishError(f"--revision {revision!r} is {kind} of {repo_id}, not a branch: the Hub commits to branches "
+                       "only; give a branch (one the repo lacks is created from the default branch); nothing was "
+                       "published")
 
 
 def _download(api: HubApi, repo_id: str, filename: str, revision: str) -> Optional[bytes]:
