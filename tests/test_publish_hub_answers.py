@@ -95,10 +95,24 @@ def test_a_token_the_hub_does_not_accept_is_one_line_saying_to_log_in(mirror, hu
     assert _cli([str(mirror), "--repo-id", REPO] + (["--dry-run"] if dry_run else []), api) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err and "NotARealToken" not in err
-    assert err.startswith(f"error: the Hub did not accept the token while reading {REPO} (401: Invalid credentials "
-                          "in Authorization header): set HF_TOKEN to a valid token with write access, or log in "
-                          "again with `hf auth login`; nothing was published")
+    assert err.startswith(f"error: the Hub did not authenticate this publish while reading {REPO} (401: Invalid "
+                          "credentials in Authorization header): set HF_TOKEN to a valid token with write access, or "
+                          "log in with `hf auth login`; nothing was published")
     assert all(method == "GET" for method, _ in api.seen)
+
+
+def test_a_publish_without_a_token_is_one_line_saying_to_log_in(mirror, hub, capsys, monkeypatch, tmp_path):
+    """No token: the repo reads as missing (the Hub answers 401 RepoNotFound), and creating it is refused."""
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "no-login"))
+    api = hub({("GET", "/api/datasets/"): (401, "RepoNotFound", "Invalid username or password."),
+               ("POST", "/api/repos/create"): (401, None, "Invalid username or password.")})
+    api.token = None
+    assert _cli([str(mirror), "--repo-id", REPO], api) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"error: the Hub did not authenticate this publish while creating {REPO} (401: Invalid username or "
+        "password.): set HF_TOKEN to a valid token with write access, or log in with `hf auth login`; nothing was "
+        "published")
 
 
 def test_a_token_without_write_access_names_the_hubs_reason_not_only_the_request_id(mirror, hub, capsys):

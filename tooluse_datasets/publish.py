@@ -338,8 +338,9 @@ def _hub_refusal(exc: HfHubHTTPError, repo_id: str, doing: str) -> PublishError:
     said = _hub_said(exc, status)
     where = f"while {doing} {repo_id} ({said})"
     if status == 401:
-        return PublishError(f"the Hub did not accept the token {where}: set HF_TOKEN to a valid token with write "
-                            "access, or log in again with `hf auth login`; nothing was published")
+        # No token at all gets the same answer as a wrong or expired one.
+        return PublishError(f"the Hub did not authenticate this publish {where}: set HF_TOKEN to a valid token with "
+                            "write access, or log in with `hf auth login`; nothing was published")
     if status == 403:
         return PublishError(f"the Hub refused this token {where}: publish with a token that has write access to "
                             f"{repo_id.split('/')[0]} (HF_TOKEN or `hf auth login`); nothing was published")
