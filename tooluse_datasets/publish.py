@@ -19,6 +19,10 @@
    then fails, the repo it created is deleted again, so a failed first publish leaves nothing behind; so is
    a branch it created for ``revision`` (while it still points where it was created).
 
+What the Hub refuses (no or a bad token, no write access, a concurrent commit, a server error) is a
+:class:`PublishError` saying what to do, raised from huggingface_hub's error. ``private`` only applies to a repo this
+creates: a public repo that exists is refused. ``revision`` must be a branch (or a pull request's ``refs/pr/N``).
+
 ``dry_run=True`` stops after 4 and only reports the plan. The token is whatever ``huggingface_hub`` finds
 (``HF_TOKEN``, ``hf auth login``); it is never read or printed here. ``api`` is injectable for tests.
 """
