@@ -10,6 +10,7 @@ import pytest
 from conftest import shared_data
 
 import tooluse_datasets as td
+from tooluse_datasets.codec import json_bytes
 
 
 @pytest.mark.parametrize("config", ["unified", "swift"])
@@ -194,6 +195,31 @@ def test_streams_rewritten_by_map_mix_as_they_are(mix, cache_dir):
     assert list(mixed.filter(lambda r: True)) == rows
     assert list(mixed.map(lambda r: {"n": 0}, remove_columns=["meta"])) == [
         {**{k: v for k, v in r.items() if k != "meta"}, "n": 0} for r in rows]
+
+
+@pytest.mark.parametrize("mix", ["concatenate", "interleave"])
+def test_a_map_style_dataset_made_a_stream_mixes_after_a_stream_in_its_decoded_shape(mix, cache_dir):
+    """``ds.to_iterable_dataset()`` of a map-style ``td.load`` mixed after a ``td.load`` stream: datasets types the
+    mix's rows only where its features differ from its first member's, and a ``td.load`` stream decodes its own
+    rows, so the later members' rows came out as stored: arguments and tools as JSON text (a chat template
+    refuses such tools), answers with ``tool_calls: []``, ``images: []`` on every row."""
+    import datasets
+
+    streams = [td.load(name, data_files=td.sample_files(name), split=split, streaming=True, cache_dir=cache_dir)
+               for name, split in MEMBERS.items()]
+    mapped = [td.load(name, data_files=td.sample_files(name), split=split, cache_dir=cache_dir)
+              for name, split in MEMBERS.items()]
+    alone = {r["id"]: r for part in mapped for r in part}
+    made = [part.to_iterable_dataset() for part in mapped[1:]]
+    for parts in ([streams[0], *made], [*made, streams[0]]):  # (a stream made so first was read right)
+        mixed = (datasets.concatenate_datasets(parts) if mix == "concatenate"
+                 else datasets.interleave_datasets(parts, probabilities=[0.4, 0.3, 0.2, 0.1], seed=42,
+                                                   stopping_strategy="all_exhausted"))
+        rows = list(mixed)
+        assert {r["source"] for r in rows} == set(MEMBERS)
+        assert [r["id"] for r in rows if r != alone[r["id"]]] == []
+        assert json_bytes(rows) == json_bytes([alone[r["id"]] for r in rows])  # floats bit for bit
+        assert list(mixed.filter(lambda r: True)) == rows
 
 
 def test_a_stream_map_handing_on_text_from_another_writer_mixes_it_exactly(cache_dir):

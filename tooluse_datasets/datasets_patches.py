@@ -80,7 +80,8 @@ def _install_mixed_stream_features() -> None:
     decodes through the mix's features: its rows came back with every key (``images: []``, ``tool_calls: []``,
     ``reasoning_content: None``), so TRL took a filtered mix for vision data and Hermes-3 rendered each plain
     answer as an empty call turn. Where every member has equal :class:`ExactFeatures` and the mix has the same
-    columns, the mix keeps them (as map-style mixes do above). Installed once per process on import."""
+    columns, the mix keeps them (as map-style mixes do above), and the members whose rows are not typed yet are
+    typed with them (:func:`_typed_members`). Installed once per process on import."""
     from datasets import combine, iterable_dataset
 
     def keep(out, dsets, *args):
@@ -89,6 +90,7 @@ def _install_mixed_stream_features() -> None:
                                         getattr(d, "_resolved_exact_features", None) for d in dsets])
         if exact is not None and out.features is not None and dict(out.features) == dict(exact):
             out._info.features = exact
+            _typed_members(out, exact)
 
     for name in ("_concatenate_iterable_datasets", "_interleave_iterable_datasets"):
         if getattr(iterable_dataset, name, None) is None:
@@ -97,6 +99,30 @@ def _install_mixed_stream_features() -> None:
         setattr(iterable_dataset, name, wrapped)
         if hasattr(combine, name):
             setattr(combine, name, wrapped)
+
+
+def _typed_members(mix: Any, features: "ExactFeatures") -> None:
+    """Each member of the streams ``mix`` joins whose rows are not typed (an examples iterable without features:
+    ``ds.to_iterable_dataset()`` of a map-style ``td.load``, a mapped stream) read through ``features``, as the mix
+    reads such a member's rows when it comes first. datasets types a mix's rows only where the mix's features
+    differ from its first member's; a ``td.load`` stream first decodes its own rows with features equal to the
+    mix's, so the rows of the members after it came out as stored: arguments and tools as JSON text (a chat
+    template refuses such tools), answers with ``tool_calls: []``."""
+    from datasets.iterable_dataset import FormattedExamplesIterable, RebatchedArrowExamplesIterable
+
+    def typed(member):
+        if member.features is not None:
+            return member
+        if member.iter_arrow:  # one row per table, as datasets reads a stream's rows: no empty media key kept
+            member = RebatchedArrowExamplesIterable(member, batch_size=1)
+        return FormattedExamplesIterable(member, formatting=None, features=features,
+                                         token_per_repo_id=mix._token_per_repo_id)
+
+    # A first member without features leaves the mix untyped, and datasets then types every row itself (a typed
+    # first member would make its map and filter read the other members' Arrow tables as they are).
+    members = getattr(mix._ex_iterable, "ex_iterables", None)
+    if members and members[0].features is not None and any(member.features is None for member in members):
+        mix._ex_iterable.ex_iterables = [typed(member) for member in members]
 
 
 def _install_stream_features_resolved_from_exact_ones() -> None:
