@@ -222,6 +222,38 @@ def test_a_map_style_dataset_made_a_stream_mixes_after_a_stream_in_its_decoded_s
         assert list(mixed.filter(lambda r: True)) == rows
 
 
+@pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
+@pytest.mark.parametrize("mix", ["concatenate", "interleave"])
+def test_a_member_with_the_same_plain_features_mixes_in_the_decoded_shape(mix, streaming, tmp_path, cache_dir):
+    """A ``td.load`` dataset saved and read back with ``load_from_disk`` has plain ``Features`` equal to the exact
+    ones. Mixed with a ``td.load`` member, the whole mix fell back to plain features, the ``td.load`` member's rows
+    too (in either order; where the members' infos were equal, only with the plain member first): every answer
+    with ``tool_calls: []`` (an empty call turn under Hermes 3), ``images: []`` on every row (TRL takes the text
+    for vision data). The mix reads every member's text as ``td.exact`` does."""
+    import datasets
+
+    nestful = td.load("nestful", data_files=td.sample_files("nestful"), split="train", cache_dir=cache_dir)
+    toolmind = td.load("toolmind", data_files=td.sample_files("toolmind"), split="synthetic", cache_dir=cache_dir)
+    alone = {r["id"]: r for part in (nestful, toolmind) for r in part}
+    for saved, name in ((toolmind, "other"), (nestful, "same")):  # same: infos equal in everything
+        saved.save_to_disk(str(tmp_path / name))
+        plain = datasets.load_from_disk(str(tmp_path / name))
+        assert not isinstance(plain.features, td.ExactFeatures)
+        first = td.load("nestful", data_files=td.sample_files("nestful"), split="train", streaming=True,
+                        cache_dir=cache_dir) if streaming else nestful
+        if streaming:
+            plain = plain.to_iterable_dataset()
+        for parts in ([first, plain], [plain, first]):
+            mixed = (datasets.concatenate_datasets(parts) if mix == "concatenate"
+                     else datasets.interleave_datasets(parts, stopping_strategy="all_exhausted"))
+            assert isinstance(mixed.features, td.ExactFeatures) and mixed.features.foreign_text
+            rows = list(mixed)
+            assert {r["id"] for r in rows} == {r["id"] for part in (nestful, saved) for r in part}
+            assert [r["id"] for r in rows if r != alone[r["id"]]] == [], (name, parts[0] is plain)
+            assert json_bytes(rows) == json_bytes([alone[r["id"]] for r in rows])
+            assert list(mixed.filter(lambda r: True)) == rows
+
+
 def test_a_stream_map_handing_on_text_from_another_writer_mixes_it_exactly(cache_dir):
     """A stream's map may hand on Arrow tables whose JSON text another writer wrote, without this package's mark on
     integers beyond 64 bits: the features resolved for it read such text as ``td.exact`` does (read as ours,

@@ -53,24 +53,35 @@ def _install_merged_info_features() -> None:
     ``DatasetInfo.from_merge``, which drops the features of infos that differ in anything (every source's
     description does), so a mix of ``td.load`` results would fall back to plain ``Features``: its rows would come
     back with every key (``tool_calls: []``, ``images: []``: TRL takes such a mix for vision data). Where every merged info has
-    equal :class:`ExactFeatures`, the merged info keeps them (foreign if any of them is). Installed once per
-    process on import, like the exact writer (:mod:`.exact_features`); other merges are datasets' own."""
+    the features of a member's :class:`ExactFeatures` (see :func:`_merged_exact_features`), the merged info keeps
+    them. Infos equal in everything merge into the first one's copy, whose features may be the plain ones of a
+    member read with ``load_from_disk`` (or exact ones not reading its text as foreign): replaced too, so that
+    the mix does not depend on the members' order.
+    Installed once per process on import, like the exact writer (:mod:`.exact_features`); other merges are
+    datasets' own."""
     from datasets.info import DatasetInfo
 
     def keep(merged, cls, dataset_infos):
-        if merged.features is None:
-            merged.features = _merged_exact_features([info.features for info in dataset_infos if info is not None])
+        exact = _merged_exact_features([info.features for info in dataset_infos if info is not None])
+        if exact is not None:
+            merged.features = exact
 
     DatasetInfo.from_merge = classmethod(_keeping_exact_features(DatasetInfo.from_merge.__func__, keep))
 
 
 def _merged_exact_features(given: list) -> Optional["ExactFeatures"]:
-    """The :class:`ExactFeatures` a mix of datasets with these features keeps: where every member has equal
-    ``ExactFeatures`` (foreign if any of them is), else None."""
-    if not given or not all(isinstance(f, ExactFeatures) for f in given) or any(f != given[0] for f in given[1:]):
+    """The :class:`ExactFeatures` a mix of datasets with these features keeps: where some member has
+    ``ExactFeatures`` and every member's features are equal to them, else None. A member with equal plain features
+    (a ``td.load`` result saved and read back with ``load_from_disk``) holds
+    the same columns: mixed as plain, every row of the mix, the ``td.load`` member's too, came back with every key
+    (an answer's ``tool_calls: []`` renders as an empty call turn under Hermes 3, ``images: []`` makes TRL take the
+    text for vision data). Its JSON text may come from other writers, so the mix then reads every text as
+    ``td.exact`` does (foreign), as it does where any member is foreign."""
+    exact = next((f for f in given if isinstance(f, ExactFeatures)), None)
+    if exact is None or any(f is None or f != exact for f in given):
         return None
-    foreign = any(f.foreign_text for f in given)
-    return (ForeignExactFeatures if foreign else ExactFeatures)(copy.deepcopy(dict(given[0])))
+    foreign = any(not isinstance(f, ExactFeatures) or f.foreign_text for f in given)
+    return (ForeignExactFeatures if foreign else ExactFeatures)(copy.deepcopy(dict(exact)))
 
 
 def _install_mixed_stream_features() -> None:
