@@ -220,6 +220,12 @@ def test_a_map_style_dataset_made_a_stream_mixes_after_a_stream_in_its_decoded_s
         assert [r["id"] for r in rows if r != alone[r["id"]]] == []
         assert json_bytes(rows) == json_bytes([alone[r["id"]] for r in rows])  # floats bit for bit
         assert list(mixed.filter(lambda r: True)) == rows
+        # shuffle and each epoch (set_epoch, as Trainer calls it) reorder the members: a made stream may come first
+        mixed.set_epoch(1)
+        for moved in (mixed, mixed.shuffle(seed=0, buffer_size=4), mixed.shuffle(seed=1, buffer_size=4).map(lambda r: r)):
+            again = list(moved)
+            assert {r["id"] for r in again} == {r["id"] for r in rows}
+            assert [r["id"] for r in again if r != alone[r["id"]]] == []
 
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])

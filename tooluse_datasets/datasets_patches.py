@@ -15,7 +15,8 @@ import inspect
 from typing import Any, Callable, Optional
 
 import pyarrow as pa
-from datasets.iterable_dataset import SelectColumnsIterable
+from datasets.iterable_dataset import (FormattedExamplesIterable, RebatchedArrowExamplesIterable,
+                                      SelectColumnsIterable)
 
 from .arrow_rows import storage_type
 from .errors import InvalidJsonError, InvalidValueError, JsonValueError
@@ -114,26 +115,48 @@ def _install_mixed_stream_features() -> None:
 
 def _typed_members(mix: Any, features: "ExactFeatures") -> None:
     """Each member of the streams ``mix`` joins whose rows are not typed (an examples iterable without features:
-    ``ds.to_iterable_dataset()`` of a map-style ``td.load``, a mapped stream) read through ``features``, as the mix
-    reads such a member's rows when it comes first. datasets types a mix's rows only where the mix's features
-    differ from its first member's; a ``td.load`` stream first decodes its own rows with features equal to the
-    mix's, so the rows of the members after it came out as stored: arguments and tools as JSON text (a chat
-    template refuses such tools), answers with ``tool_calls: []``."""
-    from datasets.iterable_dataset import FormattedExamplesIterable, RebatchedArrowExamplesIterable
-
-    def typed(member):
-        if member.features is not None:
-            return member
-        if member.iter_arrow:  # one row per table, as datasets reads a stream's rows: no empty media key kept
-            member = RebatchedArrowExamplesIterable(member, batch_size=1)
-        return FormattedExamplesIterable(member, formatting=None, features=features,
-                                         token_per_repo_id=mix._token_per_repo_id)
-
-    # A first member without features leaves the mix untyped, and datasets then types every row itself (a typed
-    # first member would make its map and filter read the other members' Arrow tables as they are).
+    ``ds.to_iterable_dataset()`` of a map-style ``td.load``, a mapped stream) read through ``features``
+    (:class:`DecodedRowsIterable`). datasets types a mix's rows only where the mix's features differ from its first
+    member's; a ``td.load`` stream first decodes its own rows with features equal to the mix's, so the rows of the
+    members after it came out as stored: arguments and tools as JSON text (a chat template refuses such tools),
+    answers with ``tool_calls: []``. Every such member is wrapped, wherever it is: the members' order changes
+    (``shuffle``, and each epoch's ``set_epoch`` shuffle the data sources)."""
     members = getattr(mix._ex_iterable, "ex_iterables", None)
-    if members and members[0].features is not None and any(member.features is None for member in members):
-        mix._ex_iterable.ex_iterables = [typed(member) for member in members]
+    if members and any(member.features is None for member in members):
+        mix._ex_iterable.ex_iterables = [
+            member if member.features is not None else DecodedRowsIterable.of(member, features, mix._token_per_repo_id)
+            for member in members]
+
+
+class DecodedRowsIterable(FormattedExamplesIterable):
+    """A stream's rows decoded through exact features, one row per Arrow table (as datasets reads a stream's rows:
+    no empty media key kept), and said to be untyped, as a ``td.load`` stream says of its own rows: its Arrow
+    tables hold JSON as text, which a map or filter of the mix must still decode (a typed member would make
+    datasets read the mix's tables without its features)."""
+
+    @classmethod
+    def of(cls, member: Any, features: "ExactFeatures", token_per_repo_id: dict) -> "DecodedRowsIterable":
+        if member.iter_arrow:
+            member = RebatchedArrowExamplesIterable(member, batch_size=1)
+        return cls(member, formatting=None, features=features, token_per_repo_id=token_per_repo_id)
+
+    @property
+    def is_typed(self) -> bool:
+        return False
+
+    # datasets rebuilds a FormattedExamplesIterable for these: kept of this class
+    def shuffle_data_sources(self, generator):
+        return self._same_class(super().shuffle_data_sources(generator))
+
+    def shard_data_sources(self, num_shards, index, contiguous=True):
+        return self._same_class(super().shard_data_sources(num_shards, index, contiguous=contiguous))
+
+    def reshard_data_sources(self):
+        return self._same_class(super().reshard_data_sources())
+
+    def _same_class(self, out: Any) -> "DecodedRowsIterable":
+        out.__class__ = type(self)
+        return out
 
 
 def _install_stream_features_resolved_from_exact_ones() -> None:
