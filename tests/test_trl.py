@@ -338,3 +338,59 @@ def test_sft_trainer_trains_on_every_answer_of_a_mapped_dataset(samples, tmp_pat
         reasoning += sum(1 for m in row["messages"] if m.get("reasoning_content") and not m.get("tool_calls"))
     assert answers >= 10 and reasoning >= 1
     assert trainer.train().global_step == 1
+
+
+def trained_spans(tokenizer, ids: list[int], labels: list[int]) -> list[str]:
+    """The text of each run of tokens the loss covers (labels other than -100)."""
+    spans, run = [], []
+    for token, label in zip(ids, labels):
+        if label != -100:
+            run.append(token)
+        elif run:
+            spans.append(tokenizer.decode(run))
+            run = []
+    return spans + ([tokenizer.decode(run)] if run else [])
+
+
+@pytest.mark.parametrize("source", source_names())
+def test_assistant_only_loss_trains_every_call_and_answer_and_no_result(source, samples, tmp_path):
+    """``SFTConfig(assistant_only_loss=True)`` under TRL's own Qwen3 template (TRL swaps in its training version,
+    with generation markers): the loss covers each call's name and arguments and each final answer, and neither a
+    tool result nor a user turn."""
+    import os
+
+    import trl
+
+    tokenizer = byte_tokenizer(TEMPLATES["qwen3"])
+    with open(os.path.join(os.path.dirname(trl.__file__), "chat_templates", "qwen3.jinja"), encoding="utf-8") as f:
+        tokenizer.chat_template = f.read()
+    config = SFTConfig(output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=2, max_length=None,
+                       report_to="none", save_strategy="no", use_cpu=True, bf16=False, disable_tqdm=True,
+                       assistant_only_loss=True)
+    ds = samples[source]
+    trainer = SFTTrainer(model=tiny_model(len(tokenizer)), args=config, train_dataset=ds, processing_class=tokenizer)
+    checked = 0
+    for row, prepared in zip(ds, trainer.train_dataset):
+        spans = trained_spans(tokenizer, prepared["input_ids"], prepared["labels"])
+        # the trained text without what the assistant says (an answer may quote a result)
+        said = sorted([m["content"].strip() for m in row["messages"] if m["role"] == "assistant" and m["content"]]
+                      + [json.dumps(c["function"]["arguments"], ensure_ascii=False)
+                         for m in row["messages"] for c in m.get("tool_calls", [])], key=len, reverse=True)
+        rest = []
+        for span in spans:
+            for text in said:
+                span = span.replace(text, "")
+            rest.append(span)
+        for m in row["messages"]:
+            calls = m.get("tool_calls", [])
+            for call in calls:
+                arguments = json.dumps(call["function"]["arguments"], ensure_ascii=False)
+                assert any(call["function"]["name"] in s and arguments in s for s in spans), (row["id"], arguments)
+                checked += 1
+            if m["role"] == "assistant" and not calls and m["content"].strip():
+                assert any(m["content"].strip() in s for s in spans), (row["id"], m["content"][:60])
+                checked += 1
+            if m["role"] in ("tool", "user") and m["content"].strip():
+                assert not any(m["content"].strip() in s for s in rest), (row["id"], m["role"], m["content"][:60])
+    assert checked >= len(ds)
+    assert trainer.train().global_step == 1
