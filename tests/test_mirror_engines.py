@@ -682,3 +682,51 @@ def test_ray_retries_a_worker_that_died_midway_without_duplicating_or_losing_row
     assert _digests(folder) == _digests(local)
     listing = (tmp_path / "ray-skipped.jsonl").read_bytes()
     assert listing == (tmp_path / "local-skipped.jsonl").read_bytes() and listing.count(b"\n") == 3
+
+
+_TERMINATED_MIDWAY = """
+import os, signal, sys
+from pathlib import Path
+from tooluse_datasets.cli import main
+from tooluse_datasets.mirror.staging import Staging
+
+save = Staging.save_result
+
+def save_then_terminate(self, *args):  # SIGTERM once the first shard is done: Ray is up, tasks are running
+    save(self, *args)
+    stat = lambda p: Path(f"/proc/{p}/stat").read_text().rpartition(")")[2].split()
+    parents = {int(p.name): int(stat(p.name)[1]) for p in Path("/proc").glob("[0-9]*") if p.joinpath("stat").exists()}
+    mine, grew = {os.getpid()}, True
+    while grew:
+        found = {pid for pid, parent in parents.items() if parent in mine}
+        grew, mine = not found <= mine, mine | found
+    Path(sys.argv[1]).write_text(" ".join(str(p) for p in mine - {os.getpid()}))
+    os.kill(os.getpid(), signal.SIGTERM)
+
+Staging.save_result = save_then_terminate
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from Linux's /proc")
+def test_sigterm_to_a_ray_build_exits_143_and_stops_the_ray_it_started(tmp_path):
+    """`timeout` or a job runner stopping `mirror --engine ray` midway: ray.init's SIGTERM handler (sys.exit(15))
+    stood in for the command's, so the build exited 15, and the Ray driver's crash reporter, set under it, printed a
+    stack dump and at times aborted the process (134). It now exits 143 as a local build does, staging no mirror
+    under its final name and leaving none of the Ray processes it started."""
+    pytest.importorskip("ray", reason="Ray is the optional extra 'ray' (pip install 'tooluse-datasets[ray]')")
+    out, started = tmp_path / "out", tmp_path / "ray-processes"
+    env = {key: value for key, value in os.environ.items() if key != "RAY_ADDRESS"}
+    process = subprocess.run(
+        [sys.executable, "-c", _TERMINATED_MIDWAY, str(started), "mirror", "ms_swift", "--sample", "--configs",
+         "unified", "--shard-size", "1500", "--engine", "ray", "--num-proc", "2", "--out", str(out)],
+        env={**env, "RAY_AUTH_MODE": "disabled"}, capture_output=True, text=True, timeout=300)
+    assert process.returncode == 143, process.stderr
+    assert "SIGTERM received" not in process.stderr, process.stderr
+    assert not (out / "ms_swift").exists()
+    ray_processes = [int(pid) for pid in started.read_text().split()]
+    assert ray_processes, "the build started no Ray of its own"
+    deadline = time.monotonic() + 30
+    while any(_running(pid) for pid in ray_processes) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not [pid for pid in ray_processes if _running(pid)], "Ray processes left running"

@@ -281,7 +281,8 @@ def _import_ray():
 def _start_ray(ray, num_proc: Optional[int], address: Optional[str]) -> Callable[[], None]:
     """Start Ray (or connect to the cluster) for a build or a command; returns what stops it. ``ray.init``
     replaces this process's SIGTERM handler with its own (``sys.exit``), which ``ray.shutdown`` leaves in place:
-    the caller's handler is put back when Ray stops, or fails to start."""
+    the caller's handler is put back once Ray is up (:func:`_handle_sigterm_in_python`), and again when Ray stops
+    or fails to start."""
     sigterm = _sigterm_handler()
     address = _cluster_address(address)  # Ray refuses num_cpus for a cluster it connects to
     try:
@@ -298,6 +299,7 @@ def _start_ray(ray, num_proc: Optional[int], address: Optional[str]) -> Callable
     except BaseException:
         _restore_sigterm(sigterm)
         raise
+    _handle_sigterm_in_python(sigterm)
 
     def stop() -> None:
         try:
@@ -314,6 +316,18 @@ def _sigterm_handler():
     if threading.current_thread() is not threading.main_thread():
         return None
     return signal.getsignal(signal.SIGTERM)
+
+
+def _handle_sigterm_in_python(callers) -> None:
+    """While Ray runs, SIGTERM goes to the caller's handler where it has one of its own (the command line's
+    stops the build as Ctrl-C does, exit 143), else to the one ``ray.init`` set (``sys.exit``, so the build
+    still cleans up). Set again here in any case: the Ray driver's core worker puts a crash reporter of its own
+    under Python's handler, which on SIGTERM prints a stack dump and at times aborts the process (exit 134)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    handler = callers if callable(callers) else signal.getsignal(signal.SIGTERM)
+    if handler is not None:
+        signal.signal(signal.SIGTERM, handler)
 
 
 def _restore_sigterm(handler) -> None:
