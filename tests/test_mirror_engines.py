@@ -545,6 +545,28 @@ def test_an_address_where_no_ray_cluster_answers_is_refused_at_once_and_stages_n
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 
 
+
+def test_an_address_where_another_server_answers_is_refused_at_once(tmp_path):
+    """The dashboard's address (host:8265, where `ray job submit` goes) given for the cluster's: the port accepts
+    connections, so the build went on to ray.init, which retried it for two minutes before failing."""
+    pytest.importorskip("ray", reason="Ray is the optional extra 'ray' (pip install 'tooluse-datasets[ray]')")
+    import http.server
+    import threading
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    address = f"127.0.0.1:{server.server_address[1]}"
+    started = time.monotonic()
+    try:
+        with pytest.raises(engines_module.EngineUnavailableError, match=f"what answers at '{address}' is not a Ray "
+                                                                        f"cluster.*8265 is the dashboard's"):
+            build_mirror(_requests()["ms_swift"], tmp_path / "out", engine="ray", address=address)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert time.monotonic() - started < 30
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
 @contextlib.contextmanager
 def _callers_sigterm_handler():
     """A SIGTERM handler of the caller's own (a server's or a job runner's), in place while the block runs.

@@ -79,20 +79,41 @@ def _cluster_address(address: Optional[str]) -> Optional[str]:
 
 
 def _check_reachable(address: Optional[str]) -> None:
-    """A ``host:port`` that refuses or does not answer is refused here: Ray would retry it for minutes, printing
+    """A ``host:port`` that refuses or does not answer, or where another server than Ray's answers (the
+    dashboard's port, 8265, given for the cluster's), is refused here: Ray would retry it for minutes, printing
     only its own warnings. (``auto`` is left to Ray, which answers at once.)"""
     host_port = (address or "").split("://", 1)[-1]
     host, sep, port = host_port.rpartition(":")
     if not sep or not port.isdigit() or not host:
         return
     try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S) as connection:
+            speaks_grpc = os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true") or _answers_http2(connection)
     except OSError as exc:
         raise EngineUnavailableError(f"no Ray cluster answers at {address!r} ({exc or type(exc).__name__}): start "
                                      "one (`ray start --head`) or correct --address / RAY_ADDRESS") from None
+    if not speaks_grpc:
+        raise EngineUnavailableError(f"what answers at {address!r} is not a Ray cluster (it does not speak gRPC, as "
+                                     "Ray's GCS does): give the address `ray start --head` printed (port 6379 by "
+                                     "default; 8265 is the dashboard's) in --address / RAY_ADDRESS")
 
 
 CONNECT_TIMEOUT_S = 10
+# HTTP/2's client preface and an empty SETTINGS frame: a gRPC server (Ray's GCS, a Ray Client server) answers with
+# a SETTINGS frame of its own. (A GCS with TLS, RAY_USE_TLS, is not asked.)
+_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+_HTTP2_SETTINGS = 4
+
+
+def _answers_http2(connection: socket.socket) -> bool:
+    connection.sendall(_HTTP2_PREFACE)
+    header = b""
+    while len(header) < 9:  # a frame header: length (3 bytes), type, flags, stream (4)
+        chunk = connection.recv(9 - len(header))
+        if not chunk:
+            return False
+        header += chunk
+    return header[3] == _HTTP2_SETTINGS
 
 
 def run_tasks(tasks: Sequence[ShardTask], *, engine: str = "local", num_proc: Optional[int] = None,
