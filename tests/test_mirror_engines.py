@@ -752,3 +752,40 @@ def test_sigterm_to_a_ray_build_exits_143_and_stops_the_ray_it_started(tmp_path)
     while any(_running(pid) for pid in ray_processes) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not [pid for pid in ray_processes if _running(pid)], "Ray processes left running"
+
+
+_TERMINATED_WHILE_RAY_STARTS = """
+import os, signal, sys, threading, time
+import ray
+from tooluse_datasets.cli import main
+
+start = ray.init
+
+def init_then_terminate(*args, **kwargs):  # SIGTERM once ray.init has set its handler, while Ray starts
+    ours = signal.getsignal(signal.SIGTERM)
+
+    def terminate():
+        while signal.getsignal(signal.SIGTERM) is ours:
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=terminate, daemon=True).start()
+    return start(*args, **kwargs)
+
+ray.init = init_then_terminate
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_sigterm_while_the_ray_of_a_build_starts_exits_143(tmp_path):
+    """ray.init sets its SIGTERM handler (sys.exit(15)) first thing: a build stopped in the seconds Ray takes to
+    start exited 15. The command's own handler now answers it: 143, nothing staged."""
+    pytest.importorskip("ray", reason="Ray is the optional extra 'ray' (pip install 'tooluse-datasets[ray]')")
+    out = tmp_path / "out"
+    env = {key: value for key, value in os.environ.items() if key != "RAY_ADDRESS"}
+    process = subprocess.run(
+        [sys.executable, "-c", _TERMINATED_WHILE_RAY_STARTS, "mirror", "ms_swift", "--sample", "--configs", "unified",
+         "--engine", "ray", "--num-proc", "1", "--out", str(out)],
+        env={**env, "RAY_AUTH_MODE": "disabled"}, capture_output=True, text=True, timeout=300)
+    assert process.returncode == 143, process.stderr
+    assert not out.exists() or not any(out.iterdir())

@@ -317,6 +317,11 @@ def _start_ray(ray, num_proc: Optional[int], address: Optional[str]) -> Callable
             # machine instead, and then refuses num_cpus (ValueError) or runs on that cluster's CPUs.
             ray.init(address="local", num_cpus=num_proc, include_dashboard=False, log_to_driver=False,
                      logging_level=logging.WARNING)
+    except SystemExit as exc:
+        _restore_sigterm(sigterm)
+        if exc.code == signal.SIGTERM and callable(sigterm):  # ray.init's handler met a SIGTERM while Ray started
+            sigterm(signal.SIGTERM, None)  # the caller's answer to it (the command line's: exit 143)
+        raise
     except BaseException:
         _restore_sigterm(sigterm)
         raise
