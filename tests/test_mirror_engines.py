@@ -526,21 +526,22 @@ def test_ray_address_from_the_environment_with_num_proc_and_a_local_ray_beside_t
         shutil.rmtree(ray_tmpdir, ignore_errors=True)
 
 
-@pytest.mark.parametrize("given", ["argument", "environment"])
+@pytest.mark.parametrize("given", ["argument", "environment", "environment_and_auto"])
 def test_an_address_where_no_ray_cluster_answers_is_refused_at_once_and_stages_nothing(given, tmp_path, monkeypatch):
-    """Ray itself retries such an address for minutes, printing only its own warnings."""
+    """Ray itself retries such an address for minutes, printing only its own warnings. With ``--address auto``
+    (the README's cluster example) Ray connects to RAY_ADDRESS where it is set: that one is checked."""
     pytest.importorskip("ray", reason="Ray is the optional extra 'ray' (pip install 'tooluse-datasets[ray]')")
     import socket
 
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         address = f"127.0.0.1:{s.getsockname()[1]}"
-    if given == "environment":
+    if given.startswith("environment"):
         monkeypatch.setenv("RAY_ADDRESS", address)
     started = time.monotonic()
     with pytest.raises(engines_module.EngineUnavailableError, match=f"no Ray cluster answers at '{address}'"):
         build_mirror(_requests()["ms_swift"], tmp_path / "out", engine="ray",
-                     address=address if given == "argument" else None)
+                     address={"argument": address, "environment": None, "environment_and_auto": "auto"}[given])
     assert time.monotonic() - started < 30
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 

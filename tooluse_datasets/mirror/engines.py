@@ -70,7 +70,10 @@ def check_engine(engine: str, num_proc: Optional[int], address: Optional[str]) -
         raise MirrorError(f"--engine ray needs Ray, which is not installed; install the extra: {RAY_EXTRA_HINT}")
     ray = sys.modules.get("ray")
     if engine == "ray" and not (ray is not None and ray.is_initialized()):
-        _check_reachable(_cluster_address(address))
+        address = _cluster_address(address)
+        if address == "auto":  # Ray itself connects to RAY_ADDRESS then, where it is set
+            address = os.environ.get("RAY_ADDRESS") or address
+        _check_reachable(address)
 
 
 def _cluster_address(address: Optional[str]) -> Optional[str]:
