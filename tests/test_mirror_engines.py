@@ -717,8 +717,12 @@ save = Staging.save_result
 
 def save_then_terminate(self, *args):  # SIGTERM once the first shard is done: Ray is up, tasks are running
     save(self, *args)
-    stat = lambda p: Path(f"/proc/{p}/stat").read_text().rpartition(")")[2].split()
-    parents = {int(p.name): int(stat(p.name)[1]) for p in Path("/proc").glob("[0-9]*") if p.joinpath("stat").exists()}
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rpartition(")")[2].split()[1])
+        except OSError:  # ended meanwhile
+            pass
     mine, grew = {os.getpid()}, True
     while grew:
         found = {pid for pid, parent in parents.items() if parent in mine}
