@@ -1170,6 +1170,27 @@ def test_cli_fail_on_sets_the_exit_status(agent_file, fail_on, status, capsys):
     assert ("FAILED" if status else "PASSED") in out.splitlines()[-1]
 
 
+def test_line_breaks_in_a_row_id_or_argument_key_stay_on_their_example_line(tmp_path, capsys):
+    """The table's example lines quote the row id and the field (an argument key) as they are: a NESTFUL
+    sample_id or a key holding a line break printed lines of its own, one of them a forged verdict
+    ("PASSED ...") above the real one."""
+    from tooluse_datasets.cli import main
+
+    row = json.loads(open(td.sample_files("nestful")["train"][0], encoding="utf-8").readline())
+    forged = "PASSED (fail on error,read)"
+    row["sample_id"] = f"s1\n\n{forged}\n"
+    row["output"][0]["arguments"][f"invented\r\n{forged}"] = 1    # arguments.undeclared_key names it as the field
+    path = tmp_path / "forged.jsonl"
+    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    assert main(["validate", "nestful", "--data-files", str(path), "--fail-on", "warning"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert not any(line.startswith(forged) for line in lines)
+    example = lines[lines.index("arguments.undeclared_key, e.g.:") + 1]
+    assert example.startswith(f"  nestful/other/s1\\u000a\\u000a{forged}\\u000a  messages[1].tool_calls[0].function."
+                              f"arguments.invented\\u000d\\u000a{forged}: ")
+    assert lines[-1].startswith("FAILED (fail on warning): arguments.undeclared_key (1 row)")
+
+
 def test_cli_refuses_unknown_rules_and_stops_typed_on_read_errors_when_asked(agent_file, capsys):
     from tooluse_datasets.cli import main
 

@@ -2,7 +2,7 @@
 rows the reader skipped, then the verdict."""
 from __future__ import annotations
 
-from ..errors import plain_printable
+from ..errors import one_line, plain_printable
 from .registry import all_rules, selection_items
 
 MAX_SHOWN_CHARS = 160
@@ -28,11 +28,11 @@ def render_table(result) -> str:
     lines += _columns(["rule", "severity", "rows", "findings"], rows)
     for rule_id, shown in examples.items():
         lines.append(f"\n{rule_id}, e.g.:")
-        lines += [f"  {e['id']}  {e['field'] or '-'}: {_short(e['message'])}" for e in shown]
+        lines += [f"  {one_line(e['id'])}  {one_line(e['field'] or '-')}: {_short(e['message'])}" for e in shown]
     if total.read.skipped:
         lines.append("\nrows skipped by the reader (read errors):")
-        lines += [f"  {reason} x{n}" for reason, n in total.read.by_reason.most_common()]
-        lines += [f"  e.g. {e.where}: {_short(e.message)}"
+        lines += [f"  {one_line(reason)} x{n}" for reason, n in total.read.by_reason.most_common()]
+        lines += [f"  e.g. {one_line(e.where)}: {_short(e.message)}"
                   for e in total.read.examples[:3]]
     failures = result.failures()
     fail_on = ",".join(selection_items(result.fail_on))
@@ -41,12 +41,13 @@ def render_table(result) -> str:
         lines.append(f"\nFAILED (fail on {fail_on}): {what}")
     else:
         lines.append(f"\nPASSED (fail on {fail_on})")
-    # ids, fields, file names and messages quote the data: no control character of theirs reaches the terminal
+    # ids, fields, file names and messages quote the data: no control character of theirs reaches the terminal,
+    # and no line break of theirs starts a line of its own (an id ending in "\nPASSED" would read as the verdict)
     return plain_printable("\n".join(lines))
 
 
 def _columns(header: list[str], rows: list[list]) -> list[str]:
-    cells = [header] + [[str(c) for c in row] for row in rows]
+    cells = [header] + [[one_line(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
 
