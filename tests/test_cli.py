@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 
 import pytest
 
@@ -530,6 +531,28 @@ def test_validate_of_data_without_rows_fails_as_verify_does(content, tmp_path, c
     assert main(["validate", "ms_swift", "--data-files", str(path)]) == 1
     assert "holds no rows: nothing was validated" in capsys.readouterr().err
     assert main(["validate", "ms_swift", "--sample"]) == 0  # rows, none failing: a pass as before
+
+
+@pytest.mark.parametrize("content, why", [("", "the data holds no rows"),
+                                          ('{"messages": [\n[1]\n', "the reader skipped every row (2 read)")])
+def test_validate_of_nothing_checked_says_failed_in_its_table_and_json_too(content, why, tmp_path, capsys):
+    """With no row checked the exit status was 1 while the table ended "PASSED" and the JSON said
+    "failed": false, "failures": {} (a CI step reading the JSON passed). Rows all unreadable with --fail-on
+    error (read errors not chosen) passed outright: no rule checked a row either."""
+    path = tmp_path / "data.jsonl"
+    path.write_text(content)
+    assert main(["validate", "ms_swift", "--data-files", str(path), "--fail-on", "error"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.rstrip().splitlines()[-1] == f"FAILED (fail on error): {why}: nothing was validated"
+    assert f"error: {why}: nothing was validated" in captured.err
+    assert main(["validate", "ms_swift", "--data-files", str(path), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["failed"] is True and report["nothing_checked"] == f"{why}: nothing was validated"
+    result = td.validate("ms_swift", data_files=str(path))
+    assert result.failed and result.nothing_checked == report["nothing_checked"]
+    assert main(["validate", "ms_swift", "--sample", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["failed"] is False and report["nothing_checked"] is None
 
 
 def _help_defaults_missing() -> list[str]:

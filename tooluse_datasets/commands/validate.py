@@ -61,8 +61,7 @@ def run(args: argparse.Namespace) -> int:
         print_json(result.to_dict(), indent=1)
     else:
         print(result.table())
-    if not result.total().read.rows_read:
-        # (an empty file, blank lines, an empty array): nothing was checked, which is no pass, as in verify
-        print("error: the data holds no rows: nothing was validated", file=sys.stderr)
-        return 1
+    if result.nothing_checked:
+        # (an empty file, blank lines, an empty array, or no row readable): nothing checked is no pass, as in verify
+        print(f"error: {result.nothing_checked}", file=sys.stderr)
     return 1 if result.failed else 0

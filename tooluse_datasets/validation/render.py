@@ -36,9 +36,10 @@ def render_table(result) -> str:
                   for e in total.read.examples[:3]]
     failures = result.failures()
     fail_on = ",".join(selection_items(result.fail_on))
-    if failures:
-        what = ", ".join(f"{k} ({n} row{'s' if n != 1 else ''})" for k, n in failures.items())
-        lines.append(f"\nFAILED (fail on {fail_on}): {what}")
+    what = [", ".join(f"{k} ({n} row{'s' if n != 1 else ''})" for k, n in failures.items())] if failures else []
+    what += [result.nothing_checked] if result.nothing_checked else []
+    if what:
+        lines.append(f"\nFAILED (fail on {fail_on}): {'; '.join(what)}")
     else:
         lines.append(f"\nPASSED (fail on {fail_on})")
     # ids, fields, file names and messages quote the data: no control character of theirs reaches the terminal,

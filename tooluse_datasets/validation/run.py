@@ -176,8 +176,19 @@ class ValidationResult:
         return out
 
     @property
+    def nothing_checked(self) -> Optional[str]:
+        """Why no unified row was checked (the data holds no rows, or none could be read), or None. Nothing
+        validated is no pass, whatever ``fail_on`` selects."""
+        total = self.total()
+        if total.rules.checked:
+            return None
+        if not total.read.rows_read:
+            return "the data holds no rows: nothing was validated"
+        return f"the reader skipped every row ({total.read.rows_read} read): nothing was validated"
+
+    @property
     def failed(self) -> bool:
-        return bool(self.failures())
+        return bool(self.failures()) or self.nothing_checked is not None
 
     def to_dict(self) -> dict:
         rules = {r.id: r for r in all_rules()}
@@ -187,6 +198,7 @@ class ValidationResult:
             "fail_on": selection_items(self.fail_on),
             "failed": self.failed,
             "failures": self.failures(),
+            "nothing_checked": self.nothing_checked,
             "rules": {i: {"severity": rules[i].severity, "description": rules[i].description}
                       for i in self.rules_checked if i in rules},
             "total": self.total().to_dict(),
