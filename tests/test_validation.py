@@ -1170,6 +1170,19 @@ def test_cli_fail_on_sets_the_exit_status(agent_file, fail_on, status, capsys):
     assert ("FAILED" if status else "PASSED") in out.splitlines()[-1]
 
 
+@pytest.mark.parametrize("fail_on", ["", " ", ","])
+def test_an_empty_fail_on_is_a_usage_error_not_a_run_that_always_passes(agent_file, fail_on, capsys):
+    """--fail-on "$FAIL_ON" with the variable unset selected nothing to fail on: the run printed "PASSED (fail
+    on )" and exited 0 over rows failing arguments.schema and unreadable lines."""
+    from tooluse_datasets.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["validate", "ms_swift", "--data-files", agent_file, "--fail-on", fail_on])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --fail-on: expected rules to fail on" in err and "leave --fail-on out" in err
+
+
 def test_line_breaks_in_a_row_id_or_argument_key_stay_on_their_example_line(tmp_path, capsys):
     """The table's example lines quote the row id and the field (an argument key) as they are: a NESTFUL
     sample_id or a key holding a line break printed lines of its own, one of them a forged verdict

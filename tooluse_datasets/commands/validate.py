@@ -31,8 +31,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def _selection(*, allow_read: bool):
     def parse(text: str) -> str:
-        from ..validation.registry import select_rules
+        from ..validation.registry import select_rules, selection_items
 
+        if allow_read and not selection_items(text):
+            # --fail-on "$FAIL_ON" with FAIL_ON unset failed on nothing: every run passed, whatever the rows held
+            raise argparse.ArgumentTypeError(f"expected rules to fail on, got {text!r} (an unset shell variable?); "
+                                             "leave --fail-on out for its default")
         try:
             select_rules(text, default_all=False, allow_read=allow_read)
         except ValueError as exc:
