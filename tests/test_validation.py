@@ -156,6 +156,17 @@ def test_rule_reports_a_row_that_breaks_it_and_passes_the_original(samples, rule
     assert any(field in (f.field or "") for f in found), [f.field for f in found]
 
 
+def test_a_call_without_an_id_is_paired_by_ms_swift_pairing_not_left_uncheckable(samples):
+    """A decoded row leaves a null call id out: ms_swift.pairing read call["id"] and reported "the row could
+    not be checked (KeyError: 'id')" with no field, instead of the result it cannot place."""
+    row = base(samples, SWIFT)
+    del _calls(row)[1]["id"]
+    assert [f.field for f in rule_findings(row, "call.fields")] == ["messages[2].tool_calls[1].id"]
+    found = rule_findings(row, "ms_swift.pairing")
+    assert [(f.field, f.message) for f in found] == [
+        ("messages[4].tool_call_id", "tool result answers 'call_1', which is not a call of the preceding assistant turn")]
+
+
 def test_every_rule_is_exercised_by_a_breaking_row():
     exercised = {b[0] for b in BREAKS} | {"toolmind.grammar"}  # toolmind.grammar: test_toolmind_grammar_rule
     assert exercised == {r.id for r in all_rules()}

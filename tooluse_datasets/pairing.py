@@ -40,7 +40,7 @@ def results_in_call_order(messages: list[dict], turn: int, end: int, *, target: 
         raise ConversionError(f"the assistant turn makes {len(calls)} tool calls but {len(results)} tool results "
                               f"follow; {target} pairs results with calls by position",
                               field=f"messages[{turn}].tool_calls")
-    call_ids = [c["id"] for c in calls]
+    call_ids = [c.get("id") for c in calls]  # (a call without one: a result cannot name it, said below)
     by_id: dict[str, dict] = {}
     for k, result in enumerate(results):
         where = f"messages[{start + k}].tool_call_id"
