@@ -37,6 +37,7 @@ from jsonschema import Draft7Validator, FormatChecker
 from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.validators import extend, validator_for
 from referencing import Registry
+from referencing.exceptions import Unresolvable
 from referencing.jsonschema import lookup_recursive_ref
 
 from ..codec import dumps
@@ -401,8 +402,13 @@ def argument_errors(compiled: CompiledSchema, arguments: Any,
             reported += 1
             if reported >= MAX_ERRORS_PER_CALL:
                 return
-    except Exception as exc:  # an unresolvable $ref, a pattern that is no regular expression, nesting too deep
-        yield "", _short(f"the tool's schema cannot be applied ({type(exc).__name__}: {exc})"), True
+    except Exception as exc:  # a $ref to another document, a pattern that is no regular expression, nesting too deep
+        cause = getattr(exc, "_wrapped", exc)  # jsonschema's _WrappedReferencingError, a name of no help to a user
+        if type(cause) is Unresolvable:
+            why = f": $ref {cause.ref!r} names another document, which is never fetched (Unresolvable)"
+        else:
+            why = f" ({type(cause).__name__}: {cause})"
+        yield "", _short(f"the tool's schema cannot be applied{why}"), True
 
 
 def undeclared_keys(schema: Any, arguments: Any) -> list[str]:
