@@ -58,6 +58,25 @@ def test_long_text_is_elided_with_a_visible_marker_and_its_length(cache_dir):
     assert f"of {len(longest):,} chars elided" in buffer.getvalue()
 
 
+def test_a_long_tool_catalog_in_the_header_is_elided_as_long_text_is(tmp_path, capsys):
+    """The header listed every tool name whatever --max-chars said: a row offering 3,000 tools printed hundreds of
+    lines of names before its first message."""
+    line = Path(td.sample_files("ms_swift")["train"][0]).read_text(encoding="utf-8").splitlines()[0]
+    row = json.loads(line)
+    tool = json.loads(row["tools"])[0]
+    row["tools"] = json.dumps([{**tool, "function": {**tool["function"], "name": f"tool_{i}"}} for i in range(3000)]
+                              + [tool])
+    path = tmp_path / "catalog.jsonl"
+    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    assert main(["show", "ms_swift", "--data-files", str(path), "--max-chars", "120"]) == 0
+    out = capsys.readouterr().out
+    header = out[:out.index("[0] system")]
+    assert "tools (3001): tool_0, tool_1, " in header and "tool_2999, get_exchange_rate" in header  # head and tail
+    assert "chars elided …]" in header and len(header) < 400
+    assert main(["show", "ms_swift", "--data-files", str(path), "--max-chars", "0"]) == 0  # 0: never elide
+    assert "tool_1500, tool_1501" in capsys.readouterr().out
+
+
 def test_colours_on_a_terminal(cache_dir):
     row = td.load("nestful", data_files=td.sample_files("nestful"), split="train", cache_dir=cache_dir)[0]
     buffer = io.StringIO()

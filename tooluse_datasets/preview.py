@@ -50,7 +50,7 @@ def elide(text: str, max_chars: int) -> str:
 
 def render_row(row: dict, max_chars: int = 600) -> Group:
     """The renderable of one unified row (decoded: empty keys may be absent)."""
-    parts: list[Any] = [_header(row)]
+    parts: list[Any] = [_header(row, max_chars)]
     edges = _edges_by_consumer(row.get("call_graph") or [])
     calls_by_id = {c["id"]: c for m in row["messages"] for c in m.get("tool_calls") or []}
     for i, m in enumerate(row["messages"]):
@@ -71,12 +71,14 @@ def render_json(value: Any, max_chars: int = 600) -> Text:
 # --------------------------------------------------------------------------------------------------
 
 
-def _header(row: dict) -> Text:
+def _header(row: dict, max_chars: int) -> Text:
     header = Text()
     header.append(printable(str(row.get("id", ""))), style="bold")
     header.append(printable(f"  ·  {row.get('source', '')} / {row.get('subset', '')}"), style="dim")
     names = [str(t.get("function", t).get("name", "?")) for t in row.get("tools") or []]
-    header.append(printable(f"\ntools ({len(names)}): " + (", ".join(names) if names else "none")), style="dim")
+    # elided as any long text: a catalog of thousands of tools filled screens before the first message
+    header.append(printable(f"\ntools ({len(names)}): " + (elide(", ".join(names), max_chars) if names else "none")),
+                  style="dim")
     return header
 
 
