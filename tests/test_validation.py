@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -165,6 +166,32 @@ def test_a_call_without_an_id_is_paired_by_ms_swift_pairing_not_left_uncheckable
     found = rule_findings(row, "ms_swift.pairing")
     assert [(f.field, f.message) for f in found] == [
         ("messages[4].tool_call_id", "tool result answers 'call_1', which is not a call of the preceding assistant turn")]
+
+
+def test_a_finding_quoting_a_huge_name_is_cut_in_every_report(samples, tmp_path, capsys):
+    """call.unknown_tool quoted the called name whole: a name of a megabyte came back whole in each example of
+    validate --json (twice: total and split) and of stats, the text table alone cutting it."""
+    from tooluse_datasets.cli import main
+
+    huge = "n" * 200_000
+    row = base(samples, SWIFT)
+    _calls(row)[0]["function"]["name"] = huge
+    _calls(row)[1]["function"]["name"] = "get_rate"
+    messages = {f.field: f.message for f in rule_findings(row, "call.unknown_tool")}
+    assert messages["messages[2].tool_calls[1].function.name"] == "call to 'get_rate', which is not in tools"
+    cut = messages["messages[2].tool_calls[0].function.name"]
+    assert cut.startswith("call to 'nnn") and cut.endswith("...") and len(cut) == 240
+    line = Path(td.sample_files("ms_swift")["train"][0]).read_text(encoding="utf-8").splitlines()[0]
+    native = json.loads(line)
+    native["messages"][2]["content"] = native["messages"][2]["content"].replace("get_exchange_rate", huge)
+    path = tmp_path / "huge.jsonl"
+    path.write_text(json.dumps(native) + "\n", encoding="utf-8")
+    assert main(["validate", "ms_swift", "--data-files", str(path), "--json"]) == 1
+    out = capsys.readouterr().out
+    report = json.loads(out)
+    assert report["failures"] == {"call.unknown_tool": 1} and len(out) < 20_000
+    assert main(["stats", "ms_swift", "--data-files", str(path)]) == 0
+    assert len(capsys.readouterr().out) < 20_000
 
 
 def test_every_rule_is_exercised_by_a_breaking_row():

@@ -42,14 +42,14 @@ from referencing.jsonschema import lookup_recursive_ref
 
 from ..codec import dumps
 from .references import REFERENCE_KEYWORDS, reference_problem
+from .registry import short_message
 
 DEFAULT_DRAFT = Draft7Validator
 # Distinct schemas kept compiled; ToolMind has tens of thousands of tools. Past this many the cache starts
 # over (cheap to rebuild, and memory stays bounded on any input).
 MAX_CACHED_SCHEMAS = 16_384
-# Errors reported per call, and the length of each message (jsonschema quotes the offending value).
+# Errors reported per call (each message cut as every finding's is: jsonschema quotes the offending value).
 MAX_ERRORS_PER_CALL = 10
-MAX_MESSAGE_CHARS = 240
 
 
 @dataclass(frozen=True)
@@ -501,7 +501,7 @@ def _path(parts: Iterable[Any]) -> str:
 
 
 def _short(text: str) -> str:
-    return text if len(text) <= MAX_MESSAGE_CHARS else text[: MAX_MESSAGE_CHARS - 3] + "..."
+    return short_message(text)
 
 
 def type_name(value: Any) -> str:
