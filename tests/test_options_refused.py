@@ -99,3 +99,21 @@ def test_a_data_files_split_named_all_is_refused_naming_it(split, streaming, cac
     sample = td.sample_files("ms_swift")["train"][0]
     with pytest.raises(ValueError, match=f"data_files names a split '{split}', which datasets reserves"):
         td.load("ms_swift", data_files={split: sample}, streaming=streaming, cache_dir=cache_dir)
+
+
+@pytest.mark.parametrize("value", ["", " ", ","])
+def test_an_empty_option_validate_is_refused_not_a_filter_of_nothing(value, tmp_path, capsys):
+    """``--option validate="$RULES"`` with RULES unset selected no rule: stats counted every row, those breaking
+    arguments.schema included, as if the filter had been applied and kept them."""
+    row = json.loads(open(td.sample_files("ms_swift")["train"][0], encoding="utf-8").readline())
+    row["messages"][2]["content"] = json.dumps({"name": "get_exchange_rate", "arguments": {"base": 5, "quote": "EUR"}})
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    command = ["stats", "ms_swift", "--data-files", str(data), "--on-error", "skip"]
+    assert main([*command, "--option", f"validate={value}"]) == 2
+    captured = capsys.readouterr()
+    assert "--option validate= names no rule" in captured.err and captured.out == ""
+    # a selection still filters: the one row breaks arguments.schema and is dropped
+    assert main([*command, "--option", "validate=error"]) == 0
+    stats = json.loads(capsys.readouterr().out)["train"]
+    assert stats["rows"] == 0 and stats["read"]["by_reason"] == {"RuleViolationError:arguments.schema": 1}

@@ -136,6 +136,10 @@ def source_options(args: argparse.Namespace, own: Optional[dict[str, str]] = Non
         if name.strip() in TEXT_KEYWORDS:
             out[name.strip()] = text
             continue
+        if name.strip() == "validate" and not text.replace(",", "").strip():
+            # --option validate="$RULES" with RULES unset selected no rule: no row was checked, none dropped
+            raise ValueError(f"--option validate= names no rule, got {text!r} (an unset shell variable?); give rule "
+                             "ids, globs such as 'arguments.*', error, warning or all, or leave the option out")
         try:
             out[name.strip()] = json.loads(text)
         except ValueError:
