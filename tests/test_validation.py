@@ -1234,6 +1234,7 @@ def test_line_breaks_in_a_row_id_or_argument_key_stay_on_their_example_line(tmp_
     row = json.loads(open(td.sample_files("nestful")["train"][0], encoding="utf-8").readline())
     forged = "PASSED (fail on error,read)"
     row["sample_id"] = f"s1\n\n{forged}\n"
+    row["output"][1]["arguments"][f"other\u2028{forged}"] = 2      # a line separator: str.splitlines breaks there
     row["output"][0]["arguments"][f"invented\r\n{forged}"] = 1    # arguments.undeclared_key names it as the field
     path = tmp_path / "forged.jsonl"
     path.write_text(json.dumps(row) + "\n", encoding="utf-8")
@@ -1244,6 +1245,14 @@ def test_line_breaks_in_a_row_id_or_argument_key_stay_on_their_example_line(tmp_
     assert example.startswith(f"  nestful/other/s1\\u000a\\u000a{forged}\\u000a  messages[1].tool_calls[0].function."
                               f"arguments.invented\\u000d\\u000a{forged}: ")
     assert lines[-1].startswith("FAILED (fail on warning): arguments.undeclared_key (1 row)")
+    assert main(["validate", "nestful", "--data-files", str(path), "--fail-on", "warning", "--examples", "1"]) == 1
+    assert not any(line.startswith(forged) for line in capsys.readouterr().out.splitlines())
+    row["output"][0]["arguments"] = {"arg_0": 12.5, "arg_1": 0.3}      # only the key with a line separator is left
+    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    assert main(["validate", "nestful", "--data-files", str(path), "--fail-on", "warning"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert not any(line.startswith(forged) for line in lines)
+    assert f"arguments.other\\u2028{forged}: " in lines[lines.index("arguments.undeclared_key, e.g.:") + 1]
 
 
 def test_cli_refuses_unknown_rules_and_stops_typed_on_read_errors_when_asked(agent_file, capsys):

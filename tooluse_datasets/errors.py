@@ -71,7 +71,11 @@ def plain_printable(text: Any) -> str:
 def one_line(text: Any) -> str:
     """``text`` for one line of a printed table: its line breaks written as visible escapes too (a detail quoting a
     multi-line message would otherwise print lines that read as other rows of the table)."""
-    return str(text).replace("\r", "\\u000d").replace("\n", "\\u000a")
+    # (U+2028 and U+2029 separate lines as well for editors and for Python's str.splitlines reading the output)
+    return str(text).translate(_LINE_BREAKS)
+
+
+_LINE_BREAKS = {ord(c): f"\\u{ord(c):04x}" for c in "\r\n\u2028\u2029"}
 
 
 def raised_within(exc: Optional[BaseException], kind: type) -> Optional[BaseException]:
