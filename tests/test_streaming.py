@@ -237,6 +237,32 @@ def test_a_state_of_one_file_of_a_zip_archive_is_refused_by_another_file_of_it(t
     assert head + [row["id"] for row in moved] == [row["id"] for row in stream("part1.json")]
 
 
+def test_a_state_of_one_split_is_refused_by_another_split_of_the_same_file(tmp_path):
+    """A Parquet file of one row group (as pandas and pyarrow write up to a million rows) is one shard for every
+    split, so a state saved 10 rows into the xlam split named the shards of the synthetic split too: loaded
+    there, synthetic resumed at xlam's position, past every synthetic row, and handed out nothing without a
+    word."""
+    gen = benchmark_module("generate_toolmind")
+    path = tmp_path / "toolmind.parquet"
+    gen.write_parquet(str(path), 120, gen.GeneratorOptions(seed=5, max_chars=3_000), row_group_size=1_000)
+
+    def stream(split):
+        return td.load("toolmind", data_files=str(path), split=split, streaming=True)
+
+    assert list(stream("synthetic")), "the synthetic split has rows, which the wrong resume lost"
+    xlam = stream("xlam_function_calling_60k")
+    iterator = iter(xlam)
+    head = [next(iterator)["id"] for _ in range(10)]
+    state = xlam.state_dict()
+    synthetic = stream("synthetic")
+    synthetic.load_state_dict(state)
+    with pytest.raises(ValueError, match="this state_dict was taken from a stream of other shards"):
+        next(iter(synthetic))
+    resumed = stream("xlam_function_calling_60k")
+    resumed.load_state_dict(state)
+    assert head + [row["id"] for row in resumed] == [row["id"] for row in stream("xlam_function_calling_60k")]
+
+
 @pytest.mark.parametrize("consumed", [9, 47])
 def test_num_proc_streams_the_same_rows_and_resumes(toolmind_file, conversions, consumed):
     """Row 9 is in the first shard (converted in this process), row 47 in the third (converted by a worker):

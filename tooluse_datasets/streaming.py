@@ -161,10 +161,12 @@ class ShardExamplesIterable(_BaseExamplesIterable):
             self._counted = mark
 
     def _shards_signature(self) -> str:
-        """The number of shards and a digest of their files' names (not folders: data moved elsewhere still
-        resumes; a zip archive's file with its path in the archive) and regions."""
+        """The number of shards and a digest of the split's name and of their files' names (not folders: data
+        moved elsewhere still resumes; a zip archive's file with its path in the archive) and regions. The
+        split: splits of one file may be the same regions (a Parquet file of one row group, every ToolMind
+        split in it), where a position in one split skips rows of another."""
         regions = [(resume_name(s.file), s.kind, list(s.row_groups), s.start, s.stop) for s in self.shards]
-        digest = hashlib.sha256(json.dumps(regions).encode()).hexdigest()[:16]
+        digest = hashlib.sha256(json.dumps([self.split.name, regions]).encode()).hexdigest()[:16]
         return f"{len(self.shards)} shards, {digest}"
 
     # -- iteration ---------------------------------------------------------------------------------
@@ -203,7 +205,7 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         if (started and state.get("shards", ours) != ours) or not 0 <= state["shard_idx"] <= len(self.shards):
             raise ValueError(f"{self.source.name}: this state_dict was taken from a stream of other shards "
                              f"({state.get('shards')}; this stream has {ours}): a state resumes the stream it was "
-                             "taken from, loaded with the same data_files and shard_bytes (and split across "
+                             "taken from, loaded with the same data_files, split and shard_bytes (and split across "
                              "nodes or workers the same way), else rows would be skipped or read twice")
         position = state.get("position")
         return state["shard_idx"], tuple(position) if position is not None else None
