@@ -263,6 +263,36 @@ def test_a_state_of_one_split_is_refused_by_another_split_of_the_same_file(tmp_p
     assert head + [row["id"] for row in resumed] == [row["id"] for row in stream("xlam_function_calling_60k")]
 
 
+@pytest.mark.parametrize("on_error", ["raise", "skip"])
+def test_a_parquet_file_replaced_by_one_of_fewer_row_groups_under_a_stream_is_a_typed_error(toolmind_file, tmp_path,
+                                                                                            on_error):
+    """A stream plans a file's row groups when it starts; the file replaced meanwhile (data regenerated during a
+    long run) by one of fewer row groups failed at the next shard with a bare IndexError from the reader. It is
+    the file's error now, naming it: raised, or with on_error="skip" one reported skip for each shard of it."""
+    path = tmp_path / "toolmind.parquet"
+    path.write_bytes(Path(toolmind_file).read_bytes())
+    report = td.SkipReport()
+    ds = _stream(str(path), on_error=on_error, report=report)
+    assert ds.n_shards > 3
+
+    def read_while_replaced():
+        rows = 0
+        for rows, _ in enumerate(ds, 1):
+            if rows == 5:
+                smaller = tmp_path / "smaller.parquet"
+                benchmark_module("generate_toolmind").write_parquet(str(smaller), 60, row_group_size=20)
+                os.replace(smaller, path)  # 3 row groups
+        return rows
+
+    if on_error == "raise":
+        with pytest.raises(td.InvalidValueError, match="changed since") as caught:
+            read_while_replaced()
+        assert caught.value.file == str(path) and caught.value.field == "<file>"
+    else:
+        read_while_replaced()
+        assert report.by_reason["InvalidValueError:<file>"] >= 1
+
+
 @pytest.mark.parametrize("consumed", [9, 47])
 def test_num_proc_streams_the_same_rows_and_resumes(toolmind_file, conversions, consumed):
     """Row 9 is in the first shard (converted in this process), row 47 in the third (converted by a worker):

@@ -80,8 +80,14 @@ def iter_parquet_batches(pf: pq.ParquetFile, shard: Shard, batch_size: int, resu
                          ) -> Iterator[tuple[Union[pa.RecordBatch, UnreadableRows], int]]:
     """``(record batch, row number of its first row)`` over the shard's row groups, from ``resume`` on. The
     rows of a row group that cannot be read come as one :class:`UnreadableRows` in place of batches, and
-    reading goes on with the next row group."""
+    reading goes on with the next row group. A row group of the shard that the file no longer has (replaced
+    since it was planned, by a file of fewer row groups) is the file's error."""
     offsets = parquet_row_offsets(pf.metadata)
+    missing = [rg for rg in shard.row_groups if rg >= len(offsets)]
+    if missing:
+        raise InvalidValueError(f"row group {missing[0]} was planned, but the file has {len(offsets)} row groups now: "
+                                "it changed since the stream or load was planned (read it again from the start)",
+                                file=display_path(shard.file), field="<file>")
     skip_to = resume[0] if resume else 0
     for rg in shard.row_groups:
         first = offsets[rg]
