@@ -609,6 +609,42 @@ def test_a_state_resumed_on_a_json_lines_file_edited_since_is_refused_not_read_f
         next(iter(resumed))
 
 
+@pytest.mark.parametrize("num_proc", [None, 2])
+def test_rows_appended_after_a_stream_was_read_to_its_end_come_on_resume(tmp_path, num_proc):
+    """A stream read to its end saved a state past its last shard, so rows appended to the file since never came
+    on resume (and a stream stopped right after its last row, without asking for one more, did get them): the
+    state of a split's last shard, a JSON Lines file read to its end, is that end, and a resume reads on from
+    there, as often as the file grows. With num_proc, the last file is converted in a worker."""
+    from conftest import shared_data
+
+    rows = [line for f in sorted(shared_data("ms_swift").glob("*.jsonl")) for line in f.read_text().splitlines()
+            if line.strip()]
+    first, growing = tmp_path / "first.jsonl", tmp_path / "growing.jsonl"
+    first.write_text("\n".join(rows) + "\n")
+    growing.write_text("\n".join(rows[:4]) + "\n")
+
+    def stream():
+        return td.load("ms_swift", split="train", data_files=[str(first), str(growing)], streaming=True,
+                       num_proc=num_proc)
+
+    ds = stream()
+    read = [row["id"] for row in ds]  # to the end: the loop asks for one more row
+    assert read[-1] == "ms_swift/growing/3"
+    for grown in (6, 9):
+        state = ds.state_dict()
+        growing.write_text("\n".join(rows[:grown]) + "\n")
+        ds = stream()
+        ds.load_state_dict(state)
+        rest = [row["id"] for row in ds]
+        assert rest == [f"ms_swift/growing/{n}" for n in range(len(read) - len(rows), grown)]
+        read += rest
+    assert read == [row["id"] for row in stream()]
+    state = ds.state_dict()
+    ds = stream()
+    ds.load_state_dict(state)
+    assert list(ds) == []  # nothing appended: nothing more
+
+
 def test_stream_workers_end_when_the_process_that_started_them_is_killed(tmp_path):
     """A training process killed outright (kill -9, out of memory) left its streaming workers waiting for ever,
     each holding its memory: they now end within seconds of it."""

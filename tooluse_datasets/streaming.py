@@ -35,7 +35,7 @@ from .node_share import NodeShare, install as share_skips_among_nodes
 from .pipeline import ShardConverter, gc_paused, piece_rows
 from .resume_state import install as check_saved_states
 from .shards.paths import display_path, resume_name
-from .shards.plan import resharded
+from .shards.plan import cut_at_lines, resharded
 from .shards.shard import Shard
 from .source import Source, SplitPlan
 from .workers import exit_with_parent, forking_workers
@@ -241,6 +241,7 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         if skips is not None:
             skips.shard = shard_idx
         most_rows = None if arrow else piece_rows(self.source, handed_out=True)
+        end = resume
         for batch_idx, batch in enumerate(converter.batches(self.split, self.shards[shard_idx], arrow=arrow,
                                                             resume=resume, most_rows=most_rows)):
             if arrow:
@@ -250,6 +251,7 @@ class ShardExamplesIterable(_BaseExamplesIterable):
                     skips.note_share(state)
                 if state:
                     state["position"] = batch.end
+                end = batch.end
                 if table.num_rows:
                     yield f"{shard_idx}_{batch_idx}", table
                 continue
@@ -259,12 +261,27 @@ class ShardExamplesIterable(_BaseExamplesIterable):
                 skips.passed_all()
             if state:
                 state["position"] = batch.end
+            end = batch.end
         if skips is not None:  # a shard that could not be read at all: its one skip
             if arrow:
                 skips.batch_done(None, 0)
             else:
                 skips.passed_all()
-        if state:
+        self._shard_read(shard_idx, end)
+
+    def _shard_read(self, shard_idx: int, end: Optional[tuple[int, int]]) -> None:
+        """The state once shard ``shard_idx`` is read to its end (``end``: the position after its last row,
+        None if it gave none): the next shard's start; or, where it is the stream's last shard and a whole
+        JSON Lines file, that end, so that a resume reads the rows appended to the file since (a state past the
+        last shard never would, while one saved just after the last row, before the stream was asked for one
+        more, did)."""
+        state = self._state_dict
+        if not state:
+            return
+        shard = self.shards[shard_idx]
+        if end is not None and shard_idx == len(self.shards) - 1 and shard.stop is None and cut_at_lines(shard.file):
+            state["shard_idx"], state["position"] = shard_idx, tuple(end)
+        else:
             state["shard_idx"], state["position"] = shard_idx + 1, None
 
     def _hand_out(self, shard_idx: int, rows: list, positions: list,
@@ -284,7 +301,6 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         are converted ahead in worker processes of the platform's default start method (as datasets' own
         ``num_proc``; where it is spawn or forkserver, the usual ``if __name__ == "__main__":`` guard applies),
         handed out in order. Stopping early cancels the shards not started and does not wait for the others."""
-        state = self._state_dict
         pool = concurrent.futures.ProcessPoolExecutor(self.num_proc, mp_context=multiprocessing.get_context(),
                                                       initializer=exit_with_parent)
         read_to_the_end = False
@@ -306,7 +322,7 @@ class ShardExamplesIterable(_BaseExamplesIterable):
             yield from self._converted_here(self._converter(skips), first_shard, resume, skips=skips)
             while pending:
                 shard_idx, future = pending.popleft()
-                pieces, positions, errors = future.result()
+                pieces, positions, errors, end = future.result()
                 if next_shard < len(self.shards):
                     submit()
                 if skips is not None:
@@ -321,8 +337,7 @@ class ShardExamplesIterable(_BaseExamplesIterable):
                     done += len(rows)
                 if skips is not None:
                     skips.passed_all()
-                if state:
-                    state["shard_idx"], state["position"] = shard_idx + 1, None
+                self._shard_read(shard_idx, end)
             read_to_the_end = True
         finally:
             # Read to its end, every shard is converted: the workers only have to exit, so wait for them. A pool
@@ -333,11 +348,12 @@ class ShardExamplesIterable(_BaseExamplesIterable):
 
 
 def _convert_shard_rows(source: Source, config: str, split: SplitPlan, shard: Shard, on_error: str,
-                        row_check: Optional[Callable] = None) -> tuple[list, list, list[ToolUseDataError]]:
+                        row_check: Optional[Callable] = None
+                        ) -> tuple[list, list, list[ToolUseDataError], Optional[tuple[int, int]]]:
     """One shard's rows, converted in a worker process, as pieces of exact JSON text (a string crosses the
     process boundary and one orjson call rebuilds a piece's rows: 2-3x cheaper than pickling them, and nothing
     but JSON values is in a row); the rows' positions and the errors of the rows skipped come back with them
-    (counted as the consumer passes them: SkipsInOrder). Each piece is written as soon as it is converted, so
+    (counted as the consumer passes them: SkipsInOrder), and the position after its last row. Each piece is written as soon as it is converted, so
     the worker keeps text, not rows. A piece whose list of rows nests deeper than the JSON writers go (a
     stored leaf may use all their levels, and the list, the row and its columns add more) goes back pickled
     instead."""
@@ -345,6 +361,7 @@ def _convert_shard_rows(source: Source, config: str, split: SplitPlan, shard: Sh
     converter = ShardConverter(source, [config], on_error=on_error, reports={config: skipped}, row_check=row_check)
     pieces: list = []
     positions: list = []
+    end = None
     # Its rows go back when the whole shard is done: whole batches for a batch step (pipeline.piece_rows).
     for batch in converter.batches(split, shard, arrow=False, most_rows=piece_rows(source, handed_out=False)):
         rows = batch.rows[config]
@@ -354,7 +371,8 @@ def _convert_shard_rows(source: Source, config: str, split: SplitPlan, shard: Sh
             except JsonValueError:
                 pieces.append(rows)
         positions += batch.positions[config]
-    return pieces, positions, skipped.pending
+        end = batch.end
+    return pieces, positions, skipped.pending, end
 
 
 class SkipsInOrder:
