@@ -176,6 +176,52 @@ def test_a_trailing_comma_in_a_json_array_is_one_file_error_naming_its_byte_not_
         list(td.load("ms_swift", data_files=str(path), split="train", streaming=True))
 
 
+def test_a_state_resumed_on_a_json_array_edited_or_cut_since_is_refused(tmp_path, array_mode):
+    """As for JSON Lines: a saved stream resumes an array read a block at a time at the byte after the last
+    element's comma, and an array parsed whole at the next element's index. An element edited above that byte
+    moved the rest: the stream read on from inside an element (its tail a bad row, the real rows lost); an array
+    cut short below the saved element resumed silently with nothing. Both are a ValueError at the first row now.
+    An array parsed whole resumes an element edited in place by its index, which still names the same row."""
+    from conftest import shared_data
+
+    rows = [json.loads(line) for line in shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl")
+            .read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert len(rows) >= 4
+    path = tmp_path / "agent.json"
+    path.write_text(json.dumps(rows))
+
+    def stream():
+        return td.load("ms_swift", data_files=str(path), split="train", streaming=True, on_error="skip")
+
+    whole = [row["id"] for row in stream()]
+    ds = stream()
+    iterator = iter(ds)
+    head = [next(iterator)["id"] for _ in range(2)]
+    state = ds.state_dict()
+    iterator.close()
+
+    edited = [dict(rows[0], messages=rows[0]["messages"][:2])] + rows[1:]  # the first element made shorter
+    path.write_text(json.dumps(edited))
+    resumed = stream()
+    resumed.load_state_dict(state)
+    if array_mode == "whole":
+        assert head + [row["id"] for row in resumed] == whole
+    else:
+        with pytest.raises(ValueError, match="the file changed since the state_dict was saved"):
+            next(iter(resumed))
+
+    path.write_text(json.dumps(rows[:1]))  # cut short before the saved element
+    resumed = stream()
+    resumed.load_state_dict(state)
+    with pytest.raises(ValueError, match="past the end of the file|past the end of the array"):
+        next(iter(resumed))
+
+    path.write_text(json.dumps(rows))
+    resumed = stream()
+    resumed.load_state_dict(state)
+    assert head + [row["id"] for row in resumed] == whole
+
+
 def test_an_array_element_that_is_not_utf8_is_named_by_its_byte_in_the_file(tmp_path, cache_dir, array_mode):
     """As for a JSON Lines line: the element's error names the bad byte and where it is in the file, where it
     said 'str is not valid UTF-8: surrogates not allowed: line 1 column 1 (char 0)'."""

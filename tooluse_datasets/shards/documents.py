@@ -15,6 +15,7 @@ from .batches import _batched
 from .files import open_text_file
 from .json_text import _SNIFF_BYTES, UTF8_BOM, _not_json_reason, refuse_binary
 from .lines import read_lines
+from .paths import display_path
 from .shard import LINES, NativeItem, RawBatch, Shard
 
 
@@ -47,6 +48,8 @@ def read_document(shard: Shard, batch_size: int, resume: Optional[tuple[int, int
         if array and inside:
             if shard.stop is not None and inside >= shard.stop:
                 return  # resumed after the piece's last element
+            if resume and resume[1]:
+                _check_element_start(f, shard.file, inside)
             f.seek(inside)
             elements = _streamed_array(f, [], inside, index, lambda n: n >= later and (wanted is None or wanted(n)),
                                        stop=shard.stop)
@@ -92,10 +95,26 @@ def read_document(shard: Shard, batch_size: int, resume: Optional[tuple[int, int
         # One bad element (a truncated value, NaN, 1e400, a lone surrogate escape...) must not cost the others:
         # delimit the elements and parse each on its own.
         elements = list(_array_elements(data, after_bracket - data.index(b"[") - 1))
+    if later > len(elements):
+        raise ValueError(f"{display_path(shard.file)}: a saved stream resumes at element {later}, past the end of "
+                         f"the array ({len(elements)} elements): the file changed since the state_dict was saved; a "
+                         "state resumes the data it was taken from")
     for start in range(later, len(elements), batch_size):
         chunk = elements[start:start + batch_size]
         items: list[NativeItem] = [(start + i, _array_row(row, start + i)) for i, row in enumerate(chunk)]
         yield RawBatch(items, [(n + 1, 0) for n, _ in items])
+
+
+def _check_element_start(f, path: str, offset: int) -> None:
+    """Where a saved stream resumes an array read a block at a time, ``offset`` follows an element's comma (or
+    the opening bracket, a run of elements starting there). Elsewhere the file was edited since the state was
+    saved, and reading on would take the rest of an element for one (a bad row reported, real rows lost)."""
+    f.seek(offset - 1)
+    before = f.read(1)
+    if before not in (b",", b"["):
+        raise ValueError(f"{display_path(path)}: a saved stream resumes at byte {offset}, which "
+                         f"{'is past the end of the file' if not before else 'does not follow an element'}: the "
+                         "file changed since the state_dict was saved; a state resumes the data it was taken from")
 
 
 # Lines after the first of a .json file looked at to tell JSON Lines from one object written over several lines.
