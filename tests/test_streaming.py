@@ -645,6 +645,37 @@ def test_rows_appended_after_a_stream_was_read_to_its_end_come_on_resume(tmp_pat
     assert list(ds) == []  # nothing appended: nothing more
 
 
+@pytest.mark.parametrize("on_error", ["raise", "skip"])
+def test_a_json_lines_file_cut_short_under_a_stream_is_the_files_error(tmp_path, on_error):
+    """A stream plans a JSON Lines file's byte ranges when it starts; the file cut short meanwhile (rewritten with
+    fewer rows during a long run) left its later ranges past its end, and the stream ended early without a word,
+    those rows neither handed out nor reported. A range past the file's end is the file's error now: raised, or
+    with on_error="skip" reported."""
+    from conftest import shared_data
+
+    rows = [line for f in sorted(shared_data("ms_swift").glob("*.jsonl")) for line in f.read_text().splitlines()
+            if line.strip()]
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n".join(rows * 4) + "\n")
+    report = td.SkipReport()
+    ds = td.load("ms_swift", split="train", data_files=str(path), streaming=True, shard_bytes=path.stat().st_size // 4,
+                 on_error=on_error, report=report)
+    assert ds.n_shards >= 4
+
+    def read_while_cut():
+        for n, _ in enumerate(ds, 1):
+            if n == 2:
+                path.write_text("\n".join(rows[:2]) + "\n")
+
+    if on_error == "raise":
+        with pytest.raises(td.InvalidValueError, match="cut short since") as caught:
+            read_while_cut()
+        assert caught.value.file == str(path) and caught.value.field == "<file>"
+    else:
+        read_while_cut()
+        assert report.by_reason["InvalidValueError:<file>"] >= 1
+
+
 def test_stream_workers_end_when_the_process_that_started_them_is_killed(tmp_path):
     """A training process killed outright (kill -9, out of memory) left its streaming workers waiting for ever,
     each holding its memory: they now end within seconds of it."""

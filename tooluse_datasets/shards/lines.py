@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Iterator, Optional
 
-from ..errors import InvalidJsonError, ToolUseDataError, json_kind
+from ..errors import InvalidJsonError, InvalidValueError, ToolUseDataError, json_kind
 from .files import open_text_file
 from .json_text import _SNIFF_BYTES, _not_json_reason, first_line, not_json_text
 from .paths import display_path
@@ -35,7 +35,7 @@ def read_lines(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] 
             # reads it, and then so does this one.
             if shard.start and not_json_text(f.read(_SNIFF_BYTES).partition(b"\n")[0]):
                 return
-            offset = _first_line_start(f, shard.start)
+            offset = _first_line_start(f, shard.file, shard.start)
             if shard.first_row is not None and offset == shard.start:
                 row = shard.first_row
             else:
@@ -91,12 +91,19 @@ def _check_line_start(f, path: str, offset: int) -> None:
                          "file changed since the state_dict was saved; a state resumes the data it was taken from")
 
 
-def _first_line_start(f, start: int) -> int:
-    """Offset of the first line that starts at or after ``start``."""
+def _first_line_start(f, path: str, start: int) -> int:
+    """Offset of the first line that starts at or after ``start``. A range that starts past the file's end was
+    planned when the file was longer: it was cut short since (rewritten under a stream), and its rows are
+    gone, which the file's error says rather than the stream ending early without a word."""
     if start == 0:
         return 0
     f.seek(start - 1)
-    if f.read(1) == b"\n":
+    before = f.read(1)
+    if not before:
+        raise InvalidValueError(f"the file ends before byte {start}, where a range of it planned to be read starts: "
+                                "it was cut short since the stream or load was planned (read it again from the "
+                                "start)", file=display_path(path), field="<file>")
+    if before == b"\n":
         return start
     f.readline()
     return f.tell()
