@@ -784,13 +784,22 @@ sys.exit(main(sys.argv[1:]))
 
 def test_sigterm_while_the_ray_of_a_build_starts_exits_143(tmp_path):
     """ray.init sets its SIGTERM handler (sys.exit(15)) first thing: a build stopped in the seconds Ray takes to
-    start exited 15. The command's own handler now answers it: 143, nothing staged."""
+    start exited 15. The command's own handler now answers it: 143, nothing staged. (A signal that lands while Ray
+    forks its processes runs Ray's handler inside a fork hook, where Python prints the SystemExit and ignores it:
+    the build then goes on, exit 0. That race is Ray's: up to three tries, each must end 143 or in that race, and
+    one must end 143. Before, every try ended 15 or in the race.)"""
     pytest.importorskip("ray", reason="Ray is the optional extra 'ray' (pip install 'tooluse-datasets[ray]')")
-    out = tmp_path / "out"
     env = {key: value for key, value in os.environ.items() if key != "RAY_ADDRESS"}
-    process = subprocess.run(
-        [sys.executable, "-c", _TERMINATED_WHILE_RAY_STARTS, "mirror", "ms_swift", "--sample", "--configs", "unified",
-         "--engine", "ray", "--num-proc", "1", "--out", str(out)],
-        env={**env, "RAY_AUTH_MODE": "disabled"}, capture_output=True, text=True, timeout=300)
-    assert process.returncode == 143, process.stderr
-    assert not out.exists() or not any(out.iterdir())
+    for attempt in range(3):
+        out = tmp_path / f"out{attempt}"
+        process = subprocess.run(
+            [sys.executable, "-c", _TERMINATED_WHILE_RAY_STARTS, "mirror", "ms_swift", "--sample", "--configs",
+             "unified", "--engine", "ray", "--num-proc", "1", "--out", str(out)],
+            env={**env, "RAY_AUTH_MODE": "disabled"}, capture_output=True, text=True, timeout=300)
+        if process.returncode == 143:
+            assert not out.exists() or not any(out.iterdir())
+            return
+        lost_in_a_fork_hook = (process.returncode == 0 and "Exception ignored in" in process.stderr
+                               and "SystemExit: 15" in process.stderr)
+        assert lost_in_a_fork_hook, (process.returncode, process.stderr[-2000:])
+    pytest.fail("every try's SIGTERM landed in a fork hook of Ray's start-up")
