@@ -678,3 +678,69 @@ def test_answers_quoting_the_tool_call_tags_are_trained_as_written(tmp_path, cac
     assert accepted_by_llamafactory(written) == unified_calls(unified)
     unified["meta"] = {}  # as from another source: written by the rules, not from a recorded spelling
     assert unified_to_llamafactory(unified)["conversations"] == quoting["conversations"]
+
+
+def _toolmind_rows_file(path, rows) -> str:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+def _toolmind_sample_rows(split: str) -> list[dict]:
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(td.sample_files("toolmind")["train"][0])
+    return [r for r in table.to_pylist() if r["split"] == split]
+
+
+def test_cli_export_registry_matches_the_files_when_a_later_split_fails(tmp_path, monkeypatch, capsys):
+    """dataset_info.json was written once every split was done: a run stopped at its second split (Ctrl-C, a bad
+    row) had replaced the first split's file but left the earlier run's entry for it, here an empty file still
+    registered (LLaMA-Factory refuses an empty dataset)."""
+    from tooluse_datasets.commands import export
+
+    first, second = _toolmind_sample_rows("When2Call"), _toolmind_sample_rows("tau-train")
+    out = tmp_path / "out"
+    good = _toolmind_rows_file(tmp_path / "good.jsonl", first + second)
+    assert main(["export", "toolmind", "--data-files", good, "--format", "llamafactory", "--out", str(out)]) == 0
+    assert set(json.loads((out / "dataset_info.json").read_text())) == {
+        "toolmind-llamafactory-When2Call", "toolmind-llamafactory-tau_train"}
+    # the next run: every When2Call row unreadable (skipped), then Ctrl-C while tau_train is written
+    broken = [{**r, "messages": "not json"} for r in first]
+    bad = _toolmind_rows_file(tmp_path / "bad.jsonl", broken + second)
+    real_progress = export.progress
+
+    def interrupted_at_second_split(rows, what):
+        if what.endswith("tau_train"):
+            raise KeyboardInterrupt
+        return real_progress(rows, what)
+
+    monkeypatch.setattr(export, "progress", interrupted_at_second_split)
+    assert main(["export", "toolmind", "--data-files", bad, "--format", "llamafactory", "--out", str(out),
+                 "--on-error", "skip"]) == 130
+    assert (out / "toolmind-llamafactory-When2Call.jsonl").read_text() == ""
+    info = json.loads((out / "dataset_info.json").read_text())
+    assert "toolmind-llamafactory-When2Call" not in info and "toolmind-llamafactory-tau_train" in info
+    assert sorted(p.name for p in out.iterdir()) == [
+        "dataset_info.json", "toolmind-llamafactory-When2Call.jsonl", "toolmind-llamafactory-tau_train.jsonl"]
+
+
+def test_cli_export_keeps_entries_another_export_registered_meanwhile(tmp_path, monkeypatch, capsys):
+    """dataset_info.json was read at the start and written back at the end: two sources exported at once into one
+    folder lost the entries of the one that finished first."""
+    from tooluse_datasets.commands import export
+
+    out = tmp_path / "lf"
+    real_progress = export.progress
+
+    def other_export_finishes_meanwhile(rows, what):
+        info_path = out / "dataset_info.json"
+        info = json.loads(info_path.read_text()) if info_path.exists() else {}
+        info["other-llamafactory-train"] = {"file_name": "other-llamafactory-train.jsonl", "formatting": "sharegpt",
+                                            "columns": {"messages": "conversations"}}
+        info_path.write_text(json.dumps(info))
+        return real_progress(rows, what)
+
+    monkeypatch.setattr(export, "progress", other_export_finishes_meanwhile)
+    assert main(["export", "nestful", "--sample", "--format", "llamafactory", "--out", str(out)]) == 0
+    assert set(json.loads((out / "dataset_info.json").read_text())) == {
+        "other-llamafactory-train", "nestful-llamafactory-train"}

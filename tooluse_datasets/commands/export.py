@@ -54,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write(args: argparse.Namespace, splits, out: Path, report, info: Optional[dict]) -> int:
-    """Every split to its file in ``out``, then LLaMA-Factory's dataset_info.json; the exit status."""
+    """Every split to its file in ``out`` (for LLaMA-Factory, each registered in dataset_info.json once written);
+    the exit status."""
     from ..codec import dumps
 
     if args.split:
@@ -78,12 +79,15 @@ def _write(args: argparse.Namespace, splits, out: Path, report, info: Optional[d
         finally:
             tmp.unlink(missing_ok=True)
         print(f"{path}: {n} rows")
-        if args.format == "llamafactory":
+        if info is not None:
             # LLaMA-Factory refuses an empty dataset: an empty file is not registered (nor kept registered).
+            # Registered as soon as its file is in place: a later split that fails (a bad row, Ctrl-C) leaves
+            # dataset_info.json describing the files as they are, not an earlier run's.
             registered[path.stem] = _llamafactory_entry(path.name, used) if n else None
+            _register(out / DATASET_INFO, path.stem, registered[path.stem])
         written += n
     if info is not None:
-        _update_dataset_info(out / DATASET_INFO, info, registered)
+        _print_registered(out / DATASET_INFO, registered)
     report.close()
     print_skips(report)
     if not written:
@@ -122,16 +126,24 @@ def _read_dataset_info(path: Path) -> dict:
     return info
 
 
-def _update_dataset_info(path: Path, info: dict, entries: dict[str, Optional[dict]]) -> None:
-    """Add or replace this export's entries (None: no entry for that file); other files' entries stay."""
-    for name, entry in entries.items():
-        if entry is None:
-            info.pop(name, None)
-        else:
-            info[name] = entry
+def _register(path: Path, name: str, entry: Optional[dict]) -> None:
+    """Add or replace the entry ``name`` (None: no entry for that file); other files' entries stay. The file is
+    read again, not taken from the start of the run: entries another export into this folder wrote meanwhile
+    (two sources exported at once into one folder) are kept, not overwritten with the copy read at the start."""
+    info = _read_dataset_info(path)
+    if entry is None:
+        info.pop(name, None)
+    else:
+        info[name] = entry
     tmp = path.with_suffix(".json.partial")
-    tmp.write_bytes(orjson.dumps(info, option=orjson.OPT_INDENT_2) + b"\n")
-    os.replace(tmp, path)
+    try:
+        tmp.write_bytes(orjson.dumps(info, option=orjson.OPT_INDENT_2) + b"\n")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _print_registered(path: Path, entries: dict[str, Optional[dict]]) -> None:
     kept = [name for name, entry in entries.items() if entry is not None]
     empty = [name for name, entry in entries.items() if entry is None]
     print(f"{path}: {len(kept)} entr{'y' if len(kept) == 1 else 'ies'}" + (f" ({', '.join(kept)})" if kept else "")
