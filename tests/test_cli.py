@@ -690,6 +690,24 @@ def test_an_output_of_the_wrong_kind_is_refused_naming_its_argument_before_any_r
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]  # nothing made, nothing left behind
 
 
+@pytest.mark.parametrize("name", ["ms_swift-llamafactory-train.jsonl", "ms_swift-llamafactory-train.jsonl.partial",
+                                  "dataset_info.json"])
+def test_export_refuses_a_skipped_rows_file_that_is_one_of_its_outputs(name, tmp_path, capsys):
+    """--skipped-rows naming a file --out writes: the skipped rows went to a file the export then replaced with its
+    rows (lost, while the summary pointed at that file), and an existing dataset_info.json was emptied."""
+    out = tmp_path / "lf"
+    out.mkdir()
+    (out / "dataset_info.json").write_text('{"kept": {"file_name": "kept.jsonl"}}\n')
+    argv = ["export", "ms_swift", "--sample", "--format", "llamafactory", "--on-error", "skip", "--out", str(out),
+            "--skipped-rows", str(out / name)]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("error: ValueError: --skipped-rows ") and "a file --out writes" in captured.err
+    assert sorted(p.name for p in out.iterdir()) == ["dataset_info.json"]
+    assert (out / "dataset_info.json").read_text() == '{"kept": {"file_name": "kept.jsonl"}}\n'
+
+
 def _rows_then_a_cut_row(tmp_path):
     """Real ms-swift rows, then one of them cut in half (a file truncated mid-write): a bad row under
     --on-error raise."""

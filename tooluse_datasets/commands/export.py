@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "llamafactory":
         outputs.append(out / DATASET_INFO)
     refuse_writing_inputs(data_files, {"--out": outputs, "--skipped-rows": [report.rows_path]})
+    _refuse_skipped_rows_among_outputs(report.rows_path, outputs)
     # An existing dataset_info.json is read before any row, so that a broken one stops the run up front.
     info = _read_dataset_info(out / DATASET_INFO) if args.format == "llamafactory" else None
     # Planned, nothing read yet: only now are the output folder and the skipped-rows file touched (a run that
@@ -64,7 +65,7 @@ def _write(args: argparse.Namespace, splits, out: Path, report, info: Optional[d
     written = 0
     for split, ds in splits.items():
         path = out / _file_name(args, split)
-        tmp = path.with_suffix(".jsonl.partial")
+        tmp = _partial(path)
         n = 0
         used: set[str] = set()
         try:
@@ -98,6 +99,24 @@ def _write(args: argparse.Namespace, splits, out: Path, report, info: Optional[d
 
 def _file_name(args: argparse.Namespace, split: str) -> str:
     return f"{args.source}-{args.format}-{split}.jsonl"
+
+
+def _partial(path: Path) -> Path:
+    """Where ``path`` is written until it is complete (nothing half-written under the final name)."""
+    return path.with_name(path.name + ".partial")
+
+
+def _refuse_skipped_rows_among_outputs(rows_path: Optional[str], outputs: list[Path]) -> None:
+    """A --skipped-rows file that is one of the files --out writes (or its .partial): the skipped rows were
+    appended to a file the export then replaced with its rows, or written into the rows (lost either way, while
+    the summary pointed at that file), and a dataset_info.json was emptied."""
+    if not rows_path:
+        return
+    target = os.path.realpath(rows_path)
+    for path in outputs:
+        if target in (os.path.realpath(path), os.path.realpath(_partial(path))):
+            raise ValueError(f"--skipped-rows {rows_path!r} is {str(path)!r}, a file --out writes: give a file "
+                             "outside the export's files")
 
 
 def _llamafactory_columns(row: dict) -> set[str]:
@@ -135,7 +154,7 @@ def _register(path: Path, name: str, entry: Optional[dict]) -> None:
         info.pop(name, None)
     else:
         info[name] = entry
-    tmp = path.with_suffix(".json.partial")
+    tmp = _partial(path)
     try:
         tmp.write_bytes(orjson.dumps(info, option=orjson.OPT_INDENT_2) + b"\n")
         os.replace(tmp, path)
