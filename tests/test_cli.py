@@ -466,6 +466,24 @@ def test_an_empty_path_is_a_usage_error_not_no_file_or_the_current_folder(argv, 
 
 
 @pytest.mark.parametrize("argv", [
+    ["export", "ms_swift", "--sample", "--out", "o"], ["stats", "ms_swift", "--sample"],
+    ["validate", "ms_swift", "--sample"], ["show", "ms_swift", "--sample"],
+    ["mirror", "ms_swift", "--sample", "--out", "o"],
+])
+def test_a_split_slice_is_a_usage_error_saying_the_commands_read_whole_splits(argv, tmp_path, monkeypatch, capsys):
+    """`--split 'train[:2]'`: export, stats and show advised .skip(n) / .take(n), which no command has; validate and
+    mirror said there is no split 'train[:2]', as if the name were misspelt."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as info:
+        main([*argv, "--split", "train[:2]"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --split: takes split names" in err and "not a slice: got 'train[:2]'" in err
+    assert ".take(n)" not in err and "no split" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv", [
     ["mirror", "ms_swift", "--sample", "--out", "o", "--revision", ""],
     ["publish", "o", "--repo-id", "org/x", "--dry-run", "--revision", ""],
 ])

@@ -67,6 +67,12 @@ def a_split(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("expected a split name, got an empty one (an unset shell variable?); for "
                                          "every split leave --split out")
+    if "[" in text:
+        # The commands read whole splits (streams): datasets' refusal advised .skip(n)/.take(n), which no command
+        # has, or said "no split 'train[:2]'" as if the name were wrong
+        raise argparse.ArgumentTypeError(f"takes split names (train, or a+b to read both), not a slice: got {text!r}; "
+                                         "the commands read whole splits (in Python, load(..., split=...) takes "
+                                         "slices)")
     return text
 
 
