@@ -384,6 +384,37 @@ def test_export_run_again_into_its_input_folder_refuses_to_read_its_last_output_
     assert written.read_bytes() == first
 
 
+def test_export_run_again_into_its_data_dir_refuses_to_read_its_last_output_as_data(tmp_path, capsys):
+    """--out in the folder --option data_dir= reads: each run read the last one's output as rows (3, 6, then 9
+    rows from a 3-row file), as a --data-files glob did before it was refused."""
+    folder = _input_folder(tmp_path)
+    argv = ["export", "ms_swift", "--option", f"data_dir={folder}", "--format", "swift", "--out", str(folder),
+            "--on-error", "skip"]
+    assert main(argv) == 0
+    written = folder / "ms_swift-swift-train.jsonl"
+    first = written.read_bytes()
+    capsys.readouterr()
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith("error: ValueError: --out ") and str(written) in captured.err
+    assert "data_dir" in captured.err
+    assert written.read_bytes() == first
+
+
+@pytest.mark.parametrize("command", [["stats"], ["validate"], ["export", "--out", "{out}"]])
+def test_a_skipped_rows_file_in_the_data_dir_is_refused_not_read_back_as_rows(command, tmp_path, capsys):
+    folder = _input_folder(tmp_path)
+    listing = folder / "skipped.jsonl"
+    argv = [command[0], "ms_swift", "--option", f"data_dir={folder}", "--on-error", "skip",
+            "--skipped-rows", str(listing), *[a.replace("{out}", str(tmp_path / "out")) for a in command[1:]]]
+    listing.write_text('{"kept": "from the last run"}\n')
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "--skipped-rows" in err and str(listing) in err and "data_dir" in err
+    assert listing.read_text() == '{"kept": "from the last run"}\n' and not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("command", [
     ["stats"], ["validate"], ["export", "--out", "{out}"], ["mirror", "--out", "{out}"],
 ])

@@ -180,6 +180,19 @@ def refuse_folders(paths: list[str], option: str = "--data-files") -> None:
                              f"{os.path.join(path, '*.jsonl')!r}")
 
 
+def with_data_dir_files(args: argparse.Namespace, source: str, data_files):
+    """``data_files`` and, with ``--option data_dir=DIR``, the files the source reads as rows from DIR: an output
+    written there (an export, a --skipped-rows file) is read back by the next run as one a --data-files glob
+    matches is, so :func:`refuse_writing_inputs` must see them too."""
+    from ..cache_keys import data_dir_files
+    from ..registry import MIX, builder_class
+
+    data_dir = source_options(args).get("data_dir")
+    if not isinstance(data_dir, str) or source == MIX or isinstance(data_files, dict):
+        return data_files  # (the mix refuses data_dir, and so does load() any other value)
+    return [*(data_files or []), *data_dir_files(data_dir, builder_class(source).SOURCE_CLASS.local_patterns)]
+
+
 def refuse_writing_inputs(data_files, outputs: dict[str, list]) -> None:
     """An output file (option -> the paths it writes) that the local ``data_files`` (a list, or source -> list)
     name: a rerun with ``--out`` in the folder its glob reads would read its last output as rows (and replace
@@ -195,8 +208,8 @@ def refuse_writing_inputs(data_files, outputs: dict[str, list]) -> None:
     for option, paths in outputs.items():
         for path in paths:
             if path and os.path.realpath(path) in inputs:
-                raise ValueError(f"{option} would write {str(path)!r}, which --data-files reads as input: write "
-                                 f"it outside the files --data-files names")
+                raise ValueError(f"{option} would write {str(path)!r}, which this run reads as input (--data-files "
+                                 f"or --option data_dir=): write it outside the files read")
 
 
 def refuse_wrong_kind_outputs(*, folders: Optional[dict[str, Optional[str]]] = None,

@@ -12,7 +12,7 @@ import orjson
 
 from . import (a_path, add_skipped_rows_argument, add_source_arguments, data_files_for, output_folder,
                print_skips, refuse_writing_inputs, refuse_wrong_kind_outputs, skip_report_for, source_options,
-               start_skipped_rows)
+               start_skipped_rows, with_data_dir_files)
 from ..errors import InvalidJsonError, InvalidValueError
 from ..progress import progress
 
@@ -39,11 +39,12 @@ def run(args: argparse.Namespace) -> int:
     splits = load(args.source, args.format, split=args.split, streaming=True, data_files=data_files,
                   on_error=args.on_error, report=report, **source_options(args))
     out = Path(args.out)
-    # (a rerun with --out in the folder a --data-files glob reads would read its last output as rows)
+    # (a rerun with --out in the folder a --data-files glob or data_dir reads would read its last output as rows)
     outputs = [out / _file_name(args, split) for split in ([args.split] if args.split else splits)]
     if args.format == "llamafactory":
         outputs.append(out / DATASET_INFO)
-    refuse_writing_inputs(data_files, {"--out": outputs, "--skipped-rows": [report.rows_path]})
+    refuse_writing_inputs(with_data_dir_files(args, args.source, data_files),
+                          {"--out": outputs, "--skipped-rows": [report.rows_path]})
     _refuse_skipped_rows_among_outputs(report.rows_path, outputs)
     # An existing dataset_info.json is read before any row, so that a broken one stops the run up front.
     info = _read_dataset_info(out / DATASET_INFO) if args.format == "llamafactory" else None

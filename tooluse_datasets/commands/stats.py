@@ -7,7 +7,8 @@ import contextlib
 from ..errors import SkipReport
 
 from . import (a_path, add_skipped_rows_argument, add_source_arguments, data_files_for, output_folder,
-               refuse_writing_inputs, refuse_wrong_kind_outputs, print_json, source_options, start_skipped_rows)
+               refuse_writing_inputs, refuse_wrong_kind_outputs, print_json, source_options, start_skipped_rows,
+               with_data_dir_files)
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -48,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
     splits = stream(args.split, shared)  # arguments the data refuses (a split it lacks) fail here: nothing read yet
     if args.split:
         splits = {args.split: splits}
-    refuse_writing_inputs(data_files_for(args, args.source), {"--skipped-rows": [skipped_rows]})
+    refuse_writing_inputs(with_data_dir_files(args, args.source, data_files_for(args, args.source)),
+                          {"--skipped-rows": [skipped_rows]})
     start_skipped_rows(skipped_rows)  # only now: a refused command leaves the file as it was
     # The plots folder is made now, so that one that cannot be made stops the run before the pass, not after it;
     # a pass that fails leaves no empty folder behind.
