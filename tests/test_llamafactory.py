@@ -744,3 +744,24 @@ def test_cli_export_keeps_entries_another_export_registered_meanwhile(tmp_path, 
     assert main(["export", "nestful", "--sample", "--format", "llamafactory", "--out", str(out)]) == 0
     assert set(json.loads((out / "dataset_info.json").read_text())) == {
         "other-llamafactory-train", "nestful-llamafactory-train"}
+
+
+def test_a_tool_description_that_is_not_text_is_refused_not_written_unreadable(tmp_path, capsys):
+    """NESTFUL reads a tool whose description is a number (a damaged spec); the writer wrote it as it was, and the
+    export did not read back: the llamafactory reader refuses it ('tool description must be a string'), and
+    LLaMA-Factory's tool prompt prints it as text."""
+    sample = Path(td.sample_files("nestful")["train"][0])
+    rows = [json.loads(line) for line in sample.read_text().splitlines() if line.strip()]
+    rows[0]["tools"][0]["description"] = 1.5
+    data = tmp_path / "nestful.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "lf"
+    assert main(["export", "nestful", "--data-files", str(data), "--format", "llamafactory", "--out", str(out),
+                 "--on-error", "skip"]) == 0
+    printed = capsys.readouterr().out
+    assert f"{len(rows)} rows read, 1 skipped (ConversionError:tools[0].function.description x1)" in printed
+    written = out / "nestful-llamafactory-train.jsonl"
+    report = td.SkipReport()
+    back = list(td.load("llamafactory", "llamafactory", data_files=str(written), split="train", streaming=True,
+                        on_error="skip", report=report))
+    assert report.skipped == 0 and len(back) == len(rows) - 1

@@ -227,6 +227,12 @@ def react_ready_tool(tool: dict, field: str) -> dict:
     """A tool as LLaMA-Factory's default (ReAct) tool prompt reads it: ``parameters.properties`` present,
     ``required`` a list or absent, enum values strings, ``items`` objects."""
     function = tool["function"]
+    # Its tool prompt prints the description as text (a number would be trained as its digits), and the
+    # llamafactory reader refuses such a tool: NESTFUL reads one from a damaged spec.
+    if not isinstance(function.get("description", ""), (str, type(None))):
+        raise ConversionError(f"{TARGET}'s tool prompt prints the description as text; a tool description must be "
+                              f"a string, got {type(function['description']).__name__}",
+                              field=f"{field}.function.description")
     parameters = function.get("parameters")
     if parameters is None:
         parameters = dict(EMPTY_PARAMETERS)
