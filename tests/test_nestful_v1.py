@@ -571,3 +571,29 @@ def test_a_spec_listed_twice_alike_is_one_tool_of_the_row(config, tools):
         if config == "unified":
             assert [t["function"]["name"] for t in row["tools"]] == names
             assert not check_row(row, [get_rule("tool.duplicate_name")])
+
+
+def test_v1_files_read_as_v2_say_to_pass_data_version(tmp_path):
+    """v1 samples have no sample_id (and data_v1/ holds the spec files too): read without data_version="v1", each row
+    was only "NESTFUL rows need 'sample_id'", which did not say the data is v1's nor how to load it."""
+    from tooluse_datasets.errors import MissingFieldError
+
+    hint = "data_version='v1'"
+    for path in (v1_file(GROUP_PATHS["sgd"][0]), v1_file(GROUP_PATHS["executable"][1])):
+        with pytest.raises(MissingFieldError, match=hint) as caught:
+            td.load("nestful", data_files=path, split="train", cache_dir=str(tmp_path / "cache"))
+        assert caught.value.field == "sample_id"
+    # A renamed copy is told by its samples, which end with v1's var_result pseudo-call
+    renamed = tmp_path / "samples.json"
+    renamed.write_text(open(v1_file(GROUP_PATHS["glaive"][0])).read())
+    with pytest.raises(MissingFieldError, match=hint):
+        td.load("nestful", data_files=str(renamed), split="train", cache_dir=str(tmp_path / "cache"))
+    # A v2 row without its sample_id is not v1's: no such advice
+    row = json.loads(open(shared_data("nestful", "third_party", "reconstructed_current_v2",
+                                      "rows_github_native_format.jsonl")).readline())
+    del row["sample_id"]
+    v2 = tmp_path / "v2.jsonl"
+    v2.write_text(json.dumps(row) + "\n")
+    with pytest.raises(MissingFieldError) as caught:
+        td.load("nestful", data_files=str(v2), split="train", cache_dir=str(tmp_path / "cache"))
+    assert caught.value.field == "sample_id" and "data_version" not in str(caught.value)

@@ -36,7 +36,7 @@ from .execution.sandbox import MAXIMA as SANDBOX_MAXIMA
 from .gold import NULL_TEXT, decode_gold_answer, has_gold_answer, stored_as_text
 from .specs import CALL_KEYS, check_call, check_references, from_openai_tool, label_key, to_openai_tool
 from .upstream import CITATION, DESCRIPTION, UPSTREAM
-from .v1 import TOOLS_MODES
+from .v1 import RESULT_CALL, TOOLS_MODES, group_of
 
 FIELDS = ("sample_id", "input", "output", "tools", "gold_answer")
 ROW_KEYS = FIELDS[:4]  # what every row has
@@ -235,8 +235,8 @@ class NestfulSource(Source):
             return v1_to_raw(native, ctx)
         for key in ROW_KEYS:
             if native.get(key) is None:
-                raise wrapped_rows_error(native, ROW_KEYS) or MissingFieldError(f"NESTFUL rows need {key!r}",
-                                                                                 field=key)
+                raise wrapped_rows_error(native, ROW_KEYS) or MissingFieldError(
+                    f"NESTFUL rows need {key!r}{_v1_hint(native, ctx)}", field=key)
         sample_id = native["sample_id"]
         if isinstance(sample_id, bool) or not isinstance(sample_id, (str, int)) or sample_id == "":
             # The id names the row (``nestful/<domain>/<sample_id>``): text or a number, never str() of a list.
@@ -353,6 +353,18 @@ def _json_field(native: dict, key: str, expected: type) -> Any:
     if not isinstance(value, expected):
         raise InvalidValueError(f"{key} must be a JSON {expected.__name__}, got {type(value).__name__}", field=key)
     return value
+
+
+def _v1_hint(native: dict, ctx: RowContext) -> str:
+    """What to do when a row lacks a field because it is v1 data read as v2 (the likeliest cause: v1 samples have no
+    sample_id or tools, and data_v1/ also holds the spec files): its file is one of v1's, or it ends with v1's
+    ``var_result`` pseudo-call."""
+    output = native.get("output")
+    ends_with_result = (isinstance(output, list) and bool(output) and isinstance(output[-1], dict)
+                        and output[-1].get("name") == RESULT_CALL)
+    if ends_with_result or group_of(ctx.file):
+        return "; this looks like NESTFUL v1 data (data_v1/), which loads with data_version='v1'"
+    return ""
 
 
 def infer_domain(output: list[dict]) -> str:
