@@ -597,3 +597,22 @@ def test_v1_files_read_as_v2_say_to_pass_data_version(tmp_path):
     with pytest.raises(MissingFieldError) as caught:
         td.load("nestful", data_files=str(v2), split="train", cache_dir=str(tmp_path / "cache"))
     assert caught.value.field == "sample_id" and "data_version" not in str(caught.value)
+
+
+def test_a_reference_without_its_leading_dollar_is_reported_not_lost(loaded):
+    """Real executable row 21 passes "var1.product_id$" (its leading $ missing) to the product-details call: kept as
+    text by the spec's rule, so no call_graph edge; the dependency it meant went unreported by every rule."""
+    rows, _ = loaded
+    row = by_upstream_row(rows["executable"])[21]
+    details = row["messages"][1]["tool_calls"][1]
+    assert details["function"]["arguments"]["product_id"] == "var1.product_id$"
+    assert [e for e in row["call_graph"] if e["consumer"] == details["id"]] == []
+    found = [f for f in check_row(row) if f.rule == "nestful.undefined_reference"]
+    assert [f.field for f in found] == ["messages[1].tool_calls[1].function.arguments.product_id"]
+    assert "without its leading '$'" in found[0].message
+    # Text of that shape naming no earlier call, and a well-formed reference, are not reported
+    fixed = json.loads(json.dumps(row))
+    fixed["messages"][1]["tool_calls"][1]["function"]["arguments"]["product_id"] = "$var1.product_id$"
+    assert _reference_findings(fixed) == []
+    fixed["messages"][1]["tool_calls"][1]["function"]["arguments"]["product_id"] = "var9.product_id$"
+    assert _reference_findings(fixed) == []

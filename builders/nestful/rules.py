@@ -24,6 +24,8 @@ def undefined_reference(view):
         if isinstance(c.arguments, dict):
             if not v1:
                 yield from _nested_references(c, labels)
+            if v1:
+                yield from _references_without_dollar(c, labels)
             found = argument_references(c.arguments, embedded=True) if v1 else _executor_references(c.arguments)
             for argument, label, output_field in found:
                 where = f"{c.field}.function.arguments.{argument}"
@@ -40,6 +42,32 @@ def undefined_reference(view):
                                   f"(outputs: {', '.join(map(str, outputs)) or 'none'})")
         if isinstance(c.id, str) and isinstance(c.name, str):
             labels[label_key(c.id)] = c.name
+
+
+# A v1 value that reads as a reference but for its leading `$` ("var1.product_id$", executable row 21): the reader
+# keeps it as text (the spec's rule: a reference starts with `$`), so it is no call_graph edge and the call gets the
+# text; reported so that the dependency it meant is not lost without a word.
+_WITHOUT_DOLLAR = re.compile(r"(var_?\d+)\.([^$]+)\$")
+
+
+def _references_without_dollar(c, labels):
+    """v1: each whole argument value (also inside lists and objects) that is ``<label>.<field>$`` of an earlier
+    call's label, its leading ``$`` missing."""
+    def walk(path, value):
+        if isinstance(value, str):
+            m = _WITHOUT_DOLLAR.fullmatch(value)
+            if m and m.group(1) in labels:
+                yield (f"{c.field}.function.arguments.{path}",
+                       f"{value!r} reads as a reference to {m.group(1)}.{m.group(2)} without its leading '$': it is "
+                       "kept as text, so the call gets this text and call_graph has no edge for it")
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                yield from walk(f"{path}[{i}]", v)
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                yield from walk(f"{path}.{k}", v)
+    for name, value in c.arguments.items():
+        yield from walk(name, value)
 
 
 def _executor_references(arguments: dict):
