@@ -461,3 +461,21 @@ def test_a_value_with_text_after_the_closing_dollar_is_no_reference():
         {"consumer": "$var_3", "argument": "arg_1", "producer": "$var_2", "output_field": "result"}]
     findings = check_row(row, [get_rule("arguments.schema")])  # checked as the literal string it is
     assert [f.field for f in findings] == ["messages[1].tool_calls[1].function.arguments.arg_0"]
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_data_dir_of_an_upstream_data_v2_folder_reads_the_rows_not_the_functions_index(tmp_path, streaming):
+    """Upstream's data_v2/ holds executable_functions/func_file_map.json (function name -> module file) beside
+    nestful_data.jsonl: data_dir="NESTFUL/data_v2" read the index as a row and failed ("NESTFUL rows need
+    'sample_id'"), or with on_error="skip" counted a row that is none."""
+    folder = tmp_path / "data_v2"
+    (folder / "executable_functions").mkdir(parents=True)
+    (folder / "nestful_data.jsonl").write_bytes(shared_data(*TOY).read_bytes())
+    index = shared_data("nestful", "data_v2", "executable_functions", "func_file_map.json")
+    (folder / "executable_functions" / "func_file_map.json").write_bytes(index.read_bytes())
+    (folder / "executable_functions" / "basic_functions.py").write_text("def add(a, b):\n    return a + b\n")
+    report = td.SkipReport()
+    rows = list(td.load("nestful", data_dir=str(folder), split="train", streaming=streaming, report=report,
+                        cache_dir=str(tmp_path / "cache")))
+    assert len(rows) == len(upstream_rows(TOY)) == 64
+    assert (report.rows_read, report.skipped) == (64, 0)

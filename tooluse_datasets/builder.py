@@ -136,7 +136,8 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                 # data_dir: its files are found when the splits are planned, so datasets' cache key (which holds
                 # data_files with their modification times) knows none of them; a file edited or added in the
                 # folder would be served from the cache of the folder as it was.
-                kwargs["hash"] += "-" + data_dir_digest(kwargs["data_dir"], self.SOURCE_CLASS.local_patterns)
+                kwargs["hash"] += "-" + data_dir_digest(kwargs["data_dir"], self.SOURCE_CLASS.local_patterns,
+                                                         self.SOURCE_CLASS.local_not_data)
             local = self.local_inputs_digest(kwargs)
             if local:
                 kwargs["hash"] += "-" + local
@@ -398,7 +399,7 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         return copies
 
     def _glob_data_dir(self, data_dir: str) -> list[str]:
-        found = data_dir_files(data_dir, self.source.local_patterns)
+        found = data_dir_files(data_dir, self.source.local_patterns, self.source.local_not_data)
         if not found:
             raise DataNotFoundError(f"{self.source.name}: no data files matching {list(self.source.local_patterns)} "
                                     f"under data_dir={data_dir!r}")

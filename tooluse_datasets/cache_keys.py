@@ -161,13 +161,14 @@ def branches_read(given: Any, at_commits: Any) -> dict[tuple[str, str], str]:
 NOT_DATA_FILES = frozenset({"dataset_info.json", "dataset_infos.json", "dataset_dict.json"})
 
 
-def data_dir_files(data_dir: str, patterns: Iterable[str]) -> list[str]:
+def data_dir_files(data_dir: str, patterns: Iterable[str], not_data: frozenset[str] = frozenset()) -> list[str]:
     """The data files of a ``data_dir`` folder: those matching the source's patterns, sorted; not the files of
-    :data:`NOT_DATA_FILES`, nor those under a name starting with ``.`` or ``__`` (a mirror's manifest, a cache
-    folder, ``__pycache__``), as datasets leaves them out of a data folder."""
+    :data:`NOT_DATA_FILES` or named in ``not_data`` (the source's own, ``Source.local_not_data``), nor those under
+    a name starting with ``.`` or ``__`` (a mirror's manifest, a cache folder, ``__pycache__``), as datasets leaves
+    them out of a data folder."""
     base = Path(data_dir)
     found = {p for pattern in patterns for p in base.glob(pattern) if p.is_file()}
-    return sorted(str(p) for p in found if p.name not in NOT_DATA_FILES
+    return sorted(str(p) for p in found if p.name not in NOT_DATA_FILES and p.name not in not_data
                   and not any(part.startswith((".", "__")) for part in p.relative_to(base).parts))
 
 
@@ -232,11 +233,11 @@ def tree_digest(folder: Any) -> str:
     return files_digest(walked())
 
 
-def data_dir_digest(data_dir: Any, patterns: Iterable[str]) -> str:
+def data_dir_digest(data_dir: Any, patterns: Iterable[str], not_data: frozenset[str] = frozenset()) -> str:
     """:func:`files_digest` of the data files a ``data_dir`` load reads: any file edited, added or removed
     gives another."""
     try:
-        paths = data_dir_files(os.fspath(data_dir), patterns)
+        paths = data_dir_files(os.fspath(data_dir), patterns, not_data)
     except (OSError, TypeError, ValueError):  # not a readable folder: planning the splits says so
         paths = []
     return files_digest(paths)

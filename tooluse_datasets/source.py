@@ -356,6 +356,8 @@ class Source(abc.ABC):
     options_class: ClassVar[type] = SourceOptions
     # Glob patterns tried under ``data_dir=`` when no data_files are given.
     local_patterns: ClassVar[tuple[str, ...]] = ("**/*.jsonl", "**/*.json", "**/*.parquet")
+    # Names of files the source's own folders hold beside its data that match those patterns but hold no rows.
+    local_not_data: ClassVar[frozenset[str]] = frozenset()
 
     @classmethod
     def card_file(cls, options: dict) -> str:

@@ -108,6 +108,9 @@ class NestfulSource(Source):
     citation = CITATION
     description = DESCRIPTION
     options_class = NestfulOptions
+    # data_v2/ holds the functions' index, executable_functions/func_file_map.json, beside the data: data_dir=
+    # "NESTFUL/data_v2" read it as a row and failed
+    local_not_data = frozenset({"func_file_map.json"})
 
     @classmethod
     def card_file(cls, options: dict) -> str:
