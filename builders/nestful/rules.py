@@ -6,7 +6,7 @@ import re
 from tooluse_datasets.errors import UndefinedReferenceError
 from tooluse_datasets.validation.registry import rule
 
-from .specs import executor_reference, label_key, references as argument_references
+from .specs import argument_strings, executor_reference, label_key, references as argument_references
 
 
 @rule("nestful.undefined_reference", "error", "A NESTFUL argument reference (`$var_2.result$`) names no "
@@ -53,21 +53,12 @@ _WITHOUT_DOLLAR = re.compile(r"(var_?\d+)\.([^$]+)\$")
 def _references_without_dollar(c, labels):
     """v1: each whole argument value (also inside lists and objects) that is ``<label>.<field>$`` of an earlier
     call's label, its leading ``$`` missing."""
-    def walk(path, value):
-        if isinstance(value, str):
-            m = _WITHOUT_DOLLAR.fullmatch(value)
-            if m and m.group(1) in labels:
-                yield (f"{c.field}.function.arguments.{path}",
-                       f"{value!r} reads as a reference to {m.group(1)}.{m.group(2)} without its leading '$': it is "
-                       "kept as text, so the call gets this text and call_graph has no edge for it")
-        elif isinstance(value, list):
-            for i, v in enumerate(value):
-                yield from walk(f"{path}[{i}]", v)
-        elif isinstance(value, dict):
-            for k, v in value.items():
-                yield from walk(f"{path}.{k}", v)
-    for name, value in c.arguments.items():
-        yield from walk(name, value)
+    for path, value in argument_strings(c.arguments):
+        m = _WITHOUT_DOLLAR.fullmatch(value)
+        if m and m.group(1) in labels:
+            yield (f"{c.field}.function.arguments.{path}",
+                   f"{value!r} reads as a reference to {m.group(1)}.{m.group(2)} without its leading '$': it is "
+                   "kept as text, so the call gets this text and call_graph has no edge for it")
 
 
 def _executor_references(arguments: dict):

@@ -91,17 +91,24 @@ def references(arguments: dict, *, embedded: bool = False, labels: Container[str
     lists and objects: ``$var_N...`` (:data:`REFERENCE`) and, for a row whose calls are labelled otherwise
     (``$step_1``), a reference to one of ``labels`` (label keys); ``embedded``: also references inside longer
     strings (v1)."""
+    for path, value in argument_strings(arguments):
+        m = REFERENCE.fullmatch(value)
+        named = None if m else labelled_reference(value, labels)
+        if m:
+            yield path, m.group(1), m.group(2)
+        elif named:
+            yield path, *named
+        elif embedded:
+            for e in EMBEDDED_REFERENCE.finditer(value):
+                yield path, e.group(1), e.group(2)
+
+
+def argument_strings(arguments: dict) -> Iterator[tuple[str, str]]:
+    """``(argument path, text)`` for each string among a call's argument values, also inside lists and objects
+    (``a[0].b``), where references are written."""
     def walk(path: str, value: Any):
         if isinstance(value, str):
-            m = REFERENCE.fullmatch(value)
-            named = None if m else labelled_reference(value, labels)
-            if m:
-                yield path, m.group(1), m.group(2)
-            elif named:
-                yield path, *named
-            elif embedded:
-                for e in EMBEDDED_REFERENCE.finditer(value):
-                    yield path, e.group(1), e.group(2)
+            yield path, value
         elif isinstance(value, list):
             for i, v in enumerate(value):
                 yield from walk(f"{path}[{i}]", v)
