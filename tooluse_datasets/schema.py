@@ -59,7 +59,7 @@ UNIFIED_FEATURES = Features(
 FIELD_DOCS: list[tuple[str, str, str]] = [
     ("id", "string", 'Stable, unique: "<source>/<subset>/<upstream id or row number>".'),
     ("source", "string", "The registered source the row comes from: " + ", ".join(f"`{n}`" for n in source_names()) + "."),
-    ("subset", "string", "The source's own partition: NESTFUL domain (`math`/`code`; v1: `v1-<group>`), ToolMind `split` value, ms-swift and LLaMA-Factory file stem (where files of one load share a stem, the file's path below their common folder: `a/data`)."),
+    ("subset", "string", "The source's own partition: NESTFUL domain (`math`/`code`/`other`; v1: `v1-<group>`), ToolMind `split` value, ms-swift and LLaMA-Factory file stem (where files of one load share a stem, the file's path below their common folder: `a/data`)."),
     ("tools", "list<json>", 'OpenAI function tools `{"type": "function", "function": {name, description, parameters}}`; '
      "`parameters` is a JSON Schema object. Source extras stay inside `function` (NESTFUL `output_parameters`)."),
     ("messages", "list<struct>", "The conversation, in order."),

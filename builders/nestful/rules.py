@@ -11,7 +11,8 @@ from .specs import argument_strings, executor_reference, label_key, references a
 
 @rule("nestful.undefined_reference", "error", "A NESTFUL argument reference (`$var_2.result$`) names no "
       "earlier call's label, or an output field its tool does not list in `output_parameters` (v1 rows: "
-      "also references inside longer strings, `\"5 * $var1.rate$\"`).",
+      "also references inside longer strings, `\"5 * $var1.rate$\"`, and a reference missing its leading `$`, "
+      "`\"var1.product_id$\"`, which is kept as text).",
       sources=("nestful",), error=UndefinedReferenceError)
 def undefined_reference(view):
     labels: dict[str, str] = {}  # label_key of each earlier call's label -> its tool name
