@@ -190,7 +190,8 @@ def with_data_dir_files(args: argparse.Namespace, source: str, data_files):
     data_dir = source_options(args).get("data_dir")
     if not isinstance(data_dir, str) or source == MIX or isinstance(data_files, dict):
         return data_files  # (the mix refuses data_dir, and so does load() any other value)
-    return [*(data_files or []), *data_dir_files(data_dir, builder_class(source).SOURCE_CLASS.local_patterns)]
+    source_class = builder_class(source).SOURCE_CLASS
+    return [*(data_files or []), *data_dir_files(data_dir, source_class.local_patterns, source_class.local_not_data)]
 
 
 def refuse_writing_inputs(data_files, outputs: dict[str, list]) -> None:
