@@ -55,6 +55,7 @@ class FakeHubApi:
     def __init__(self) -> None:
         self.repos: dict[str, FakeRepo] = {}
         self.calls: list[tuple[str, dict]] = []
+        self.token_role = "write"
 
     # -- inspection helpers for tests ---------------------------------------------------------------
 
@@ -76,6 +77,11 @@ class FakeHubApi:
         self._append(repo_id, revision, snapshot, "edit on the Hub")
 
     # -- HfApi surface ----------------------------------------------------------------------------------
+
+    def whoami(self, **kwargs):
+        """A write token (``token_role`` says otherwise); not recorded in ``calls``: it names no repo."""
+        return {"type": "user", "name": "acme-bot",
+                "auth": {"type": "access_token", "accessToken": {"displayName": "ci", "role": self.token_role}}}
 
     def repo_info(self, repo_id, *, revision=None, repo_type=None, **kwargs):
         self.calls.append(("repo_info", {"repo_id": repo_id, "revision": revision, "repo_type": repo_type}))

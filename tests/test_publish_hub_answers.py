@@ -29,8 +29,8 @@ def mirror(nestful_mirror) -> Path:
 
 
 class _HubAnswers(BaseHTTPRequestHandler):
-    """Answers ``answers[(method, path prefix)] = (status, X-Error-Code or None, message)``; any other request is a
-    repo that does not exist. Every request is recorded in ``seen``."""
+    """Answers ``answers[(method, path prefix)] = (status, X-Error-Code or None, message)`` (a dict for message: that
+    JSON body); any other request is a repo that does not exist. Every request is recorded in ``seen``."""
 
     protocol_version = "HTTP/1.1"
     answers: dict = {}
@@ -43,11 +43,15 @@ class _HubAnswers(BaseHTTPRequestHandler):
         self.seen.append((self.command, self.path))
         status, code, message = next((answer for (method, prefix), answer in self.answers.items()
                                       if self.command == method and self.path.startswith(prefix)), NOT_FOUND)
-        body = json.dumps({"error": message}).encode()
-        self.send_response(status)
-        if code:
-            self.send_header("X-Error-Code", code)
-        self.send_header("X-Error-Message", message)
+        if isinstance(message, dict):  # an answer the Hub gives, as its JSON body
+            body = json.dumps(message).encode()
+            self.send_response(status)
+        else:
+            body = json.dumps({"error": message}).encode()
+            self.send_response(status)
+            if code:
+                self.send_header("X-Error-Code", code)
+            self.send_header("X-Error-Message", message)
         self.send_header("X-Request-Id", "Root=1-6752f0aa-test")
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -101,18 +105,55 @@ def test_a_token_the_hub_does_not_accept_is_one_line_saying_to_log_in(mirror, hu
     assert all(method == "GET" for method, _ in api.seen)
 
 
-def test_a_publish_without_a_token_is_one_line_saying_to_log_in(mirror, hub, capsys, monkeypatch, tmp_path):
-    """No token: the repo reads as missing (the Hub answers 401 RepoNotFound), and creating it is refused."""
+@pytest.fixture
+def hashed(monkeypatch) -> list:
+    """The mirror files publish hashes (checking them against the manifest), recorded."""
+    from tooluse_datasets import publish as publish_module
+
+    seen: list = []
+    real = publish_module.sha256_file
+    monkeypatch.setattr(publish_module, "sha256_file", lambda path, *args: seen.append(path) or real(path, *args))
+    return seen
+
+
+def test_a_publish_without_a_token_says_so_before_the_mirror_is_hashed(mirror, hub, capsys, monkeypatch, tmp_path,
+                                                                        hashed):
+    """No token: the repo read as missing (the Hub answers 401 RepoNotFound) and creating it was refused only once
+    every file had been hashed. A dry run only reads, which needs no token."""
     monkeypatch.delenv("HF_TOKEN", raising=False)
     monkeypatch.setenv("HF_HOME", str(tmp_path / "no-login"))
     api = hub({("GET", "/api/datasets/"): (401, "RepoNotFound", "Invalid username or password."),
                ("POST", "/api/repos/create"): (401, None, "Invalid username or password.")})
     api.token = None
     assert _cli([str(mirror), "--repo-id", REPO], api) == 2
-    assert capsys.readouterr().err.splitlines()[-1] == (
-        f"error: the Hub did not authenticate this publish while creating {REPO} (401: Invalid username or "
-        "password.): set HF_TOKEN to a valid token with write access, or log in with `hf auth login`; nothing was "
-        "published")
+    assert capsys.readouterr().err == (
+        f"error: no Hugging Face token found to publish to {REPO}: set HF_TOKEN to a token with write access, or log "
+        "in with `hf auth login`; nothing was published\n")
+    assert hashed == [] and api.seen == []
+    assert _cli([str(mirror), "--repo-id", REPO, "--dry-run"], api) == 0
+    assert capsys.readouterr().out.splitlines()[0] == f"create dataset repo {REPO}"
+
+
+def test_a_token_the_hub_refuses_is_said_before_the_mirror_is_hashed(mirror, hub, capsys, hashed):
+    api = hub({("GET", "/api/whoami-v2"): (401, None, "Invalid credentials in Authorization header"),
+               ("GET", "/api/datasets/"): (401, None, "Invalid credentials in Authorization header")})
+    assert _cli([str(mirror), "--repo-id", REPO], api) == 2
+    assert capsys.readouterr().err == (
+        f"error: the Hub did not authenticate this publish while checking the token for {REPO} (401: Invalid user "
+        "token.): set HF_TOKEN to a valid token with write access, or log in with `hf "
+        "auth login`; nothing was published\n")
+    assert hashed == [] and api.seen == [("GET", "/api/whoami-v2")]
+
+
+def test_a_read_only_token_is_refused_before_the_mirror_is_hashed(mirror, hub, capsys, hashed):
+    me = {"type": "user", "name": "someone", "auth": {"type": "access_token",
+                                                      "accessToken": {"displayName": "laptop", "role": "read"}}}
+    api = hub({("GET", "/api/whoami-v2"): (200, None, me)})
+    assert _cli([str(mirror), "--repo-id", REPO], api) == 2
+    assert capsys.readouterr().err == (
+        f"error: the token 'laptop' is read-only: publishing to {REPO} needs a token with write access (set HF_TOKEN "
+        "to one, or log in with `hf auth login`); nothing was published\n")
+    assert hashed == [] and api.seen == [("GET", "/api/whoami-v2")]
 
 
 def test_a_token_without_write_access_names_the_hubs_reason_not_only_the_request_id(mirror, hub, capsys):

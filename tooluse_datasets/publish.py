@@ -24,7 +24,9 @@ What the Hub refuses (no or a bad token, no write access, a concurrent commit, a
 creates: a public repo that exists is refused. ``revision`` must be a branch (or a pull request's ``refs/pr/N``).
 
 ``dry_run=True`` stops after 4 and only reports the plan. The token is whatever ``huggingface_hub`` finds
-(``HF_TOKEN``, ``hf auth login``); it is never read or printed here. ``api`` is injectable for tests.
+(``HF_TOKEN``, ``hf auth login``); it is never printed here. Who it is (``whoami``) is asked before anything else:
+no token, one the Hub refuses or a read-only one is said before the mirror is hashed (a dry run needs none).
+``api`` is injectable for tests.
 """
 from __future__ import annotations
 
@@ -69,6 +71,8 @@ class HubApi(Protocol):
                         revision: Optional[str] = None, local_dir: Optional[str] = None) -> str: ...
 
     def list_repo_refs(self, repo_id: str, *, repo_type: Optional[str] = None) -> Any: ...
+
+    def whoami(self) -> dict: ...
 
     def create_repo(self, repo_id: str, *, private: Optional[bool] = None, repo_type: Optional[str] = None,
                     exist_ok: bool = False) -> Any: ...
@@ -203,6 +207,8 @@ def publish_mirror(folder: str | Path, repo_id: str, *, api: Optional[HubApi] = 
         from huggingface_hub import HfApi
 
         api = HfApi()
+    # Before the mirror is hashed (minutes for a large one): a missing or refused token is said at once.
+    _check_token(api, repo_id, dry_run)
     folder = Path(folder)
     recover_swap(folder)  # a build stopped while replacing the mirror: the complete one is put in place
     # Held until the commit is made: a build of this mirror finishing meanwhile would swap other files in under
@@ -301,6 +307,36 @@ def _publish_verified(folder: Path, repo_id: str, api: HubApi, *, dry_run: bool,
     url = getattr(info, "pr_url", None) or getattr(info, "commit_url", None)
     echo(f"committed: {url}" if url else "committed")
     return PublishResult(plan, committed=True, commit_url=url)
+
+
+def _check_token(api: HubApi, repo_id: str, dry_run: bool) -> None:
+    """Who the token is (``whoami``), asked before anything else: no token, one the Hub refuses (401) or a
+    read-only one fails here, not after the mirror was hashed or once the commit is refused. A dry run only reads,
+    which a public repo allows without a token. Any other answer (whoami is strictly rate-limited: 429; an
+    endpoint without it) leaves the check to the publish's own requests."""
+    from huggingface_hub.errors import LocalTokenNotFoundError
+
+    try:
+        me = api.whoami()
+    except LocalTokenNotFoundError:
+        if dry_run:
+            return
+        raise PublishError(f"no Hugging Face token found to publish to {repo_id}: set HF_TOKEN to a token with "
+                           "write access, or log in with `hf auth login`; nothing was published") from None
+    except _NETWORK_ERRORS as exc:
+        raise PublishError(f"cannot reach the Hub to publish to {repo_id} ({type(exc).__name__}: {exc}); nothing "
+                           "was published") from exc
+    except HfHubHTTPError as exc:
+        if getattr(getattr(exc, "response", None), "status_code", None) == 401:
+            raise _hub_refusal(exc, repo_id, "checking the token for") from exc
+        logger.info("the token was not checked before publishing to %s (%s): the publish's own requests will be",
+                    repo_id, _hub_said(exc, getattr(getattr(exc, "response", None), "status_code", None)))
+        return
+    access = ((me or {}).get("auth") or {}).get("accessToken") or {}
+    if access.get("role") == "read" and not dry_run:
+        name = access.get("displayName") or me.get("name") or "this token"
+        raise PublishError(f"the token {name!r} is read-only: publishing to {repo_id} needs a token with write "
+                           "access (set HF_TOKEN to one, or log in with `hf auth login`); nothing was published")
 
 
 def _shown(items: list[str], limit: int = 5) -> str:
