@@ -159,6 +159,11 @@ class FakeHubApi:
             if isinstance(op, CommitOperationAdd):
                 with op.as_file() as f:
                     snapshot[op.path_in_repo] = f.read()
+                # As huggingface_hub's upload: the file's sha256 (hashing the file if it was not given), and the
+                # Hub refuses an upload whose content does not have it.
+                if op.upload_info.sha256 != hashlib.sha256(snapshot[op.path_in_repo]).digest():
+                    raise HfHubHTTPError(f"400 Bad Request: {op.path_in_repo} does not match its sha256",
+                                         response=http_response(400, repo_id))
             elif isinstance(op, CommitOperationDelete):
                 if op.path_in_repo not in snapshot:
                     raise EntryNotFoundError(f"cannot delete missing {op.path_in_repo}")

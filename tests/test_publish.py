@@ -179,6 +179,24 @@ def test_a_failed_first_publish_leaves_no_repo_behind(mirror):
     assert lines[-1].startswith("the pull request failed; the repo acme/by-pull-request this publish created was kept")
 
 
+def test_no_file_is_read_to_be_hashed_once_the_repo_is_created(mirror, monkeypatch):
+    """A publish stopped for good between creating the repo and committing (SIGKILL) leaves it empty: that time
+    holds the upload alone. huggingface_hub hashed every data file again in it (in create_commit; older releases:
+    when the operation was made), although the publish had checked each against its sha256 in the manifest."""
+    import huggingface_hub.lfs as hub_lfs
+
+    api, created, hashed_after = FakeHubApi(), [], []
+    create_repo = api.create_repo
+    api.create_repo = lambda *args, **kwargs: created.append(True) or create_repo(*args, **kwargs)
+    sha_fileobj = hub_lfs.sha_fileobj
+    monkeypatch.setattr(hub_lfs, "sha_fileobj",
+                        lambda f, *args: (hashed_after.append(f.name) if created else None) or sha_fileobj(f, *args))
+    assert publish_mirror(mirror, REPO, api=api, echo=_quiet).committed
+    assert created and hashed_after == []
+    remote = api.files(REPO)
+    assert all(remote[rel] == (mirror / rel).read_bytes() for rel in mirror_files(mirror) if rel != "README.md")
+
+
 def test_a_repo_created_by_someone_else_meanwhile_is_not_committed_to(mirror):
     api = FakeHubApi()
     original_create = api.create_repo

@@ -15,7 +15,8 @@
    ``replace_foreign=True`` (``--replace-foreign``);
 5. makes one ``create_commit`` with all of them and ``parent_commit`` set to the commit read in 2, so a
    concurrent change makes the commit fail instead of being overwritten. Nothing to change = no commit.
-   A repo that did not exist is created first (and refused if someone creates it meanwhile); if the commit
+   A repo that did not exist is created just before it (and refused if someone creates it meanwhile), once
+   every operation is made, its sha256 given (huggingface_hub hashes nothing more then); if the commit
    then fails, the repo it created is deleted again, so a failed first publish leaves nothing behind; so is
    a branch it created for ``revision`` (while it still points where it was created).
 
@@ -266,6 +267,9 @@ def _publish_verified(folder: Path, repo_id: str, api: HubApi, *, dry_run: bool,
                 raise _hub_refusal(exc, repo_id, f"creating branch {revision} in") from exc
             echo(f"created branch {revision} at {remote.head}: it holds this mirror already")
         return PublishResult(plan, committed=False)
+    # Everything the commit needs is prepared before a repo or branch is created, so that the time in which a
+    # publish stopped for good (SIGKILL, a lost machine) leaves an empty repo is the commit's upload alone.
+    operations = _commit_operations(plan)
     if not remote.exists:
         _create_repo(api, repo_id, private)
     created_branch = False
@@ -275,8 +279,6 @@ def _publish_verified(folder: Path, repo_id: str, api: HubApi, *, dry_run: bool,
             # the commit below can be checked against it like a commit to an existing branch.
             _create_branch(api, repo_id, revision, remote.head)
             created_branch = remote.exists  # in a new repo, deleting the repo removes the branch too
-        operations = [CommitOperationAdd(path_in_repo=f.path, path_or_fileobj=f.source) for f in plan.additions]
-        operations += [CommitOperationDelete(path_in_repo=path) for path in plan.deletions]
         info = api.create_commit(
             repo_id, operations, repo_type=REPO_TYPE, revision=revision, create_pr=create_pr,
             commit_message=commit_message or _commit_message(manifest),
@@ -307,6 +309,18 @@ def _publish_verified(folder: Path, repo_id: str, api: HubApi, *, dry_run: bool,
     url = getattr(info, "pr_url", None) or getattr(info, "commit_url", None)
     echo(f"committed: {url}" if url else "committed")
     return PublishResult(plan, committed=True, commit_url=url)
+
+
+def _commit_operations(plan: PublishPlan) -> list[Any]:
+    """The commit's operations, each added file with its sha256 given: huggingface_hub otherwise reads every data
+    file again to hash it inside ``create_commit`` (older releases: when the operation is made), after the repo was
+    created. The sha256s are the manifest's, which every file was checked against under the mirror's lock."""
+    operations: list[Any] = []
+    for f in plan.additions:
+        operation = CommitOperationAdd(path_in_repo=f.path, path_or_fileobj=f.source)
+        operation.upload_info.sha256 = bytes.fromhex(f.sha256)
+        operations.append(operation)
+    return operations + [CommitOperationDelete(path_in_repo=path) for path in plan.deletions]
 
 
 def _check_token(api: HubApi, repo_id: str, dry_run: bool) -> None:
