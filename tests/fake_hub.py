@@ -41,7 +41,9 @@ class Commit:
 class FakeRepo:
     private: bool
     branches: dict[str, list[Commit]] = field(default_factory=dict)
-    pull_requests: list[Commit] = field(default_factory=list)
+    pull_requests: list[Commit] = field(default_factory=list)  # pull request N is pull_requests[N - 1], at refs/pr/N
+    pull_request_bases: list[str] = field(default_factory=list)  # the branch each one is to be merged into
+    pull_request_status: list[str] = field(default_factory=list)  # "draft" (as the Hub opens one made by API), ...
     tags: dict[str, Commit] = field(default_factory=dict)
 
 
@@ -171,13 +173,36 @@ class FakeHubApi:
             else:
                 raise TypeError(op)
         if create_pr:
-            commit = Commit(self._sha(snapshot, commit_message), snapshot, commit_message)
+            commit = Commit(self._sha(snapshot, commit_message + str(len(self._repo(repo_id).pull_requests))),
+                            snapshot, commit_message)
             self._repo(repo_id).pull_requests.append(commit)
+            self._repo(repo_id).pull_request_bases.append(branch_name)
+            self._repo(repo_id).pull_request_status.append("draft")
             n = len(self._repo(repo_id).pull_requests)
             return CommitResult(f"https://huggingface.co/datasets/{repo_id}/commit/{commit.sha}",
                                 f"https://huggingface.co/datasets/{repo_id}/discussions/{n}")
         commit = self._append(repo_id, branch_name, snapshot, commit_message)
         return CommitResult(f"https://huggingface.co/datasets/{repo_id}/commit/{commit.sha}")
+
+    def get_repo_discussions(self, repo_id, *, discussion_type=None, discussion_status=None, repo_type=None,
+                             **kwargs):
+        from datetime import datetime, timezone
+
+        from huggingface_hub.community import Discussion
+
+        self.calls.append(("get_repo_discussions", {"repo_id": repo_id, "discussion_type": discussion_type}))
+        repo = self._repo(repo_id)
+        for num, status in reversed(list(enumerate(repo.pull_request_status, start=1))):  # newest first
+            if discussion_status in (None, "all") or discussion_status == status:
+                yield Discussion(title=repo.pull_requests[num - 1].message, status=status, num=num, repo_id=repo_id,
+                                 repo_type=repo_type, author="acme-bot", is_pull_request=True,
+                                 created_at=datetime.now(timezone.utc), endpoint="https://huggingface.co")
+
+    def get_discussion_details(self, repo_id, discussion_num, *, repo_type=None, **kwargs):
+        self.calls.append(("get_discussion_details", {"repo_id": repo_id, "discussion_num": discussion_num}))
+        repo = self._repo(repo_id)
+        return type("Details", (), {"num": discussion_num, "status": repo.pull_request_status[discussion_num - 1],
+                                    "target_branch": f"refs/heads/{repo.pull_request_bases[discussion_num - 1]}"})()
 
     # -- internals ----------------------------------------------------------------------------------------
 
@@ -196,6 +221,8 @@ class FakeHubApi:
     def _commit(self, repo_id: str, revision: Optional[str]) -> Commit:
         """A branch's head, a tag's commit or a commit id, as the Hub resolves a revision."""
         repo = self._repo(repo_id)
+        if revision is not None and revision.startswith("refs/pr/"):
+            return repo.pull_requests[int(revision.removeprefix("refs/pr/")) - 1]
         if revision is not None and revision.removeprefix("refs/tags/") in repo.tags:
             return repo.tags[revision.removeprefix("refs/tags/")]
         for commits in repo.branches.values():

@@ -23,6 +23,8 @@
 What the Hub refuses (no or a bad token, no write access, a concurrent commit, a server error) is a
 :class:`PublishError` saying what to do, raised from huggingface_hub's error. ``private`` only applies to a repo this
 creates: a public repo that exists is refused. ``revision`` must be a branch (or a pull request's ``refs/pr/N``).
+With ``create_pr``, an open pull request into the same branch whose head already holds what the commit would hold
+is named instead of opening its duplicate.
 
 ``dry_run=True`` stops after 4 and only reports the plan. The token is whatever ``huggingface_hub`` finds
 (``HF_TOKEN``, ``hf auth login``); it is never printed here. Who it is (``whoami``) is asked before anything else:
@@ -74,6 +76,11 @@ class HubApi(Protocol):
     def list_repo_refs(self, repo_id: str, *, repo_type: Optional[str] = None) -> Any: ...
 
     def whoami(self) -> dict: ...
+
+    def get_repo_discussions(self, repo_id: str, *, discussion_type: Optional[str] = None,
+                             repo_type: Optional[str] = None) -> Any: ...
+
+    def get_discussion_details(self, repo_id: str, discussion_num: int, *, repo_type: Optional[str] = None) -> Any: ...
 
     def create_repo(self, repo_id: str, *, private: Optional[bool] = None, repo_type: Optional[str] = None,
                     exist_ok: bool = False) -> Any: ...
@@ -255,6 +262,17 @@ def _publish_verified(folder: Path, repo_id: str, api: HubApi, *, dry_run: bool,
                            f"{_rebuild_advice(plan.missing)}, or publish with --delete-missing "
                            f"(delete_missing=True) to publish this part alone, deleting the others")
         raise PublishError("; ".join(reasons) + "; nothing was published")
+    if create_pr and not plan.is_noop and remote.exists and remote.branch_exists:
+        try:
+            open_pr = _open_pull_request_holding(api, plan)
+        except _NETWORK_ERRORS as exc:
+            raise PublishError(f"cannot reach the Hub to read the pull requests of {repo_id} "
+                               f"({type(exc).__name__}: {exc}); nothing was published") from exc
+        except HfHubHTTPError as exc:
+            raise _hub_refusal(exc, repo_id, "reading the pull requests of") from exc
+        if open_pr is not None:
+            echo(f"a pull request holding these files is open already: {open_pr}")
+            return PublishResult(plan, committed=False, commit_url=open_pr)
     if dry_run:
         return PublishResult(plan, committed=False)
     if plan.is_noop:
@@ -309,6 +327,39 @@ def _publish_verified(folder: Path, repo_id: str, api: HubApi, *, dry_run: bool,
     url = getattr(info, "pr_url", None) or getattr(info, "commit_url", None)
     echo(f"committed: {url}" if url else "committed")
     return PublishResult(plan, committed=True, commit_url=url)
+
+
+def _open_pull_request_holding(api: HubApi, plan: PublishPlan) -> Optional[str]:
+    """The address of an open pull request into the branch committed to whose head already holds what this publish
+    would commit (each file it writes, the same, and none it deletes), e.g. from the same ``--create-pr`` run
+    before: another would be its duplicate. A pull request holding an earlier version of the mirror is not
+    updated: the plan is made against the branch, not against that pull request's head (its deletions and merged
+    card would be wrong there, and commits others added to it overwritten), so a changed mirror opens a new one."""
+    target = (plan.revision or DEFAULT_BRANCH).removeprefix("refs/heads/")
+    if target.startswith("refs/pr/"):  # a commit to a pull request's branch updates it: there is no other
+        return None
+    unchanged = {path: plan.remote.files[path] for path in plan.unchanged}
+    for pr in api.get_repo_discussions(plan.repo_id, discussion_type="pull_request", repo_type=REPO_TYPE):
+        if pr.status not in ("open", "draft"):  # the Hub opens a pull request made through the API as a draft
+            continue
+        files = {entry.path: entry for entry in api.list_repo_tree(plan.repo_id, recursive=True,
+                                                                   revision=f"refs/pr/{pr.num}", repo_type=REPO_TYPE)
+                 if hasattr(entry, "blob_id")}
+        held = all(f.path in files and _remote_file(files[f.path]).matches(f) for f in plan.additions) \
+            and all(path in files and _remote_file(files[path]) == kept for path, kept in unchanged.items()) \
+            and not any(path in files for path in plan.deletions)
+        if not held:
+            continue
+        details = api.get_discussion_details(plan.repo_id, pr.num, repo_type=REPO_TYPE)
+        if (details.target_branch or "").removeprefix("refs/heads/") == target:
+            return pr.url
+    return None
+
+
+def _remote_file(entry: Any) -> RemoteFile:
+    """A ``RepoFile`` of ``list_repo_tree`` as compared with the mirror's files."""
+    lfs = getattr(entry, "lfs", None)
+    return RemoteFile(entry.path, entry.size, lfs.sha256 if lfs else None, entry.blob_id)
 
 
 def _commit_operations(plan: PublishPlan) -> list[Any]:
@@ -549,8 +600,7 @@ def read_remote_state(api: HubApi, repo_id: str, revision: Optional[str]) -> Rem
     files = {}
     for entry in api.list_repo_tree(repo_id, recursive=True, revision=head, repo_type=REPO_TYPE):
         if hasattr(entry, "blob_id"):  # RepoFile; RepoFolder entries have no content
-            lfs = getattr(entry, "lfs", None)
-            files[entry.path] = RemoteFile(entry.path, entry.size, lfs.sha256 if lfs else None, entry.blob_id)
+            files[entry.path] = _remote_file(entry)
     card = _card_text(_download(api, repo_id, README_NAME, head), repo_id) if README_NAME in files else None
     manifest = _parse_previous_manifest(_download(api, repo_id, MANIFEST_NAME, head)) \
         if MANIFEST_NAME in files else None
