@@ -29,8 +29,9 @@ def mirror(nestful_mirror) -> Path:
 
 
 class _HubAnswers(BaseHTTPRequestHandler):
-    """Answers ``answers[(method, path prefix)] = (status, X-Error-Code or None, message)`` (a dict for message: that
-    JSON body); any other request is a repo that does not exist. Every request is recorded in ``seen``."""
+    """Answers ``answers[(method, path prefix)] = (status, X-Error-Code or None, message)`` (a dict or list for
+    message: that JSON body); any other request is a repo that does not exist. Every request is recorded in
+    ``seen``."""
 
     protocol_version = "HTTP/1.1"
     answers: dict = {}
@@ -43,7 +44,7 @@ class _HubAnswers(BaseHTTPRequestHandler):
         self.seen.append((self.command, self.path))
         status, code, message = next((answer for (method, prefix), answer in self.answers.items()
                                       if self.command == method and self.path.startswith(prefix)), NOT_FOUND)
-        if isinstance(message, dict):  # an answer the Hub gives, as its JSON body
+        if isinstance(message, (dict, list)):  # an answer the Hub gives, as its JSON body
             body = json.dumps(message).encode()
             self.send_response(status)
         else:

@@ -3,6 +3,7 @@ found and named instead of opening its duplicate; a changed mirror, another targ
 still gets a new one."""
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from tooluse_datasets.publish import publish_mirror
 
 from fake_hub import FakeHubApi
 from mirror_support import build_sample_mirror, quiet
+from test_publish_hub_answers import hub  # noqa: F401  (the fixture: a server answering as the Hub does)
 
 REPO = "acme/nestful-tooluse"
 
@@ -74,3 +76,40 @@ def test_a_pull_request_into_another_branch_or_closed_is_not_taken_for_this_one(
     api.repos[REPO].pull_request_status[0] = "closed"
     reopened = publish_mirror(raw_only, REPO, api=api, create_pr=True, delete_missing=True, echo=quiet)
     assert reopened.committed and reopened.commit_url.endswith("/discussions/3")
+
+
+def test_the_hubs_own_answers_about_pull_requests_are_read_as_the_hub_gives_them(hub):
+    """Through huggingface_hub's real HfApi, a server on 127.0.0.1 answering as the Hub does: the pull requests'
+    list (a closed one is not looked into), the tree of refs/pr/1 and its details (the branch it is into)."""
+    from huggingface_hub.utils import sha as hub_sha
+
+    from tooluse_datasets.publish import LocalFile, PublishPlan, RemoteFile, RemoteState, _open_pull_request_holding
+
+    data, card = b"PAR1 rows PAR1", b"---\nlicense: mit\n---\n"
+    sha = hashlib.sha256(data).hexdigest()
+    card_file = RemoteFile("README.md", len(card), None, hub_sha.git_hash(card))
+    plan = PublishPlan(REPO, None, [LocalFile("unified/train.parquet", len(data), sha, data)], ["stale.parquet"],
+                       ["README.md"], RemoteState(True, True, "1" * 40, {"README.md": card_file}, None, None))
+
+    def pr(num: int, status: str) -> dict:
+        return {"num": num, "title": "Publish nestful mirror", "status": status, "isPullRequest": True,
+                "author": {"name": "acme-bot"}, "createdAt": "2026-12-01T10:00:00.000Z",
+                "repo": {"name": REPO, "type": "dataset"}}
+
+    tree = [{"type": "directory", "path": "unified", "oid": "0" * 40, "size": 0},
+            {"type": "file", "path": "unified/train.parquet", "size": len(data), "oid": "2" * 40,
+             "lfs": {"oid": sha, "size": len(data), "pointerSize": 134}},
+            {"type": "file", "path": "README.md", "size": len(card), "oid": card_file.blob_id}]
+    details = {**pr(1, "draft"), "events": [], "filesWithConflicts": [], "diff": "",
+               "changes": {"base": "refs/heads/main"}}
+    base = f"/api/datasets/{REPO}"
+    api = hub({("GET", f"{base}/discussions/1"): (200, None, details),
+               ("GET", f"{base}/discussions?"): (200, None, {"count": 2, "start": 0,
+                                                             "discussions": [pr(2, "closed"), pr(1, "draft")]}),
+               ("GET", f"{base}/tree/refs%2Fpr%2F1"): (200, None, tree)})
+    assert _open_pull_request_holding(api, plan) == f"{api.endpoint}/datasets/{REPO}/discussions/1"
+    assert [path.split("?")[0] for _, path in api.seen] == [f"{base}/discussions", f"{base}/tree/refs%2Fpr%2F1",
+                                                            f"{base}/discussions/1"]
+    # the same pull request into another branch is not this publish's
+    details["changes"]["base"] = "refs/heads/dev"
+    assert _open_pull_request_holding(api, plan) is None
