@@ -179,6 +179,33 @@ def test_a_failed_first_publish_leaves_no_repo_behind(mirror):
     assert lines[-1].startswith("the pull request failed; the repo acme/by-pull-request this publish created was kept")
 
 
+def test_a_first_publish_stopped_during_its_upload_leaves_no_repo_and_says_it_was_stopped(mirror, tmp_path):
+    """Ctrl-C, or SIGTERM (raised as Ctrl-C by the command line), while the commit uploads: the repo created for it
+    is deleted again, and the line says the publish was stopped, not that the Hub failed its commit. So is a new
+    branch."""
+    api, lines = FakeHubApi(), []
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    api.create_commit = stopped
+    with pytest.raises(KeyboardInterrupt):
+        publish_mirror(mirror, REPO, api=api, echo=lines.append)
+    assert REPO not in api.repos and api.call_names()[-1] == "delete_repo"
+    assert lines[-1] == f"the publish was stopped before its commit was done: deleted the repo {REPO} this publish " \
+                        "had created"
+    del api.create_commit
+    publish_mirror(mirror, REPO, api=api, echo=_quiet)
+    api.create_commit = stopped
+    api.delete_branch = lambda repo_id, *, branch, **kwargs: api.repos[repo_id].branches.pop(branch)
+    changed = build_sample_mirror("nestful", tmp_path, configs=["raw"])
+    with pytest.raises(KeyboardInterrupt):
+        publish_mirror(changed, REPO, api=api, revision="dev", delete_missing=True, echo=lines.append)
+    assert "dev" not in api.repos[REPO].branches
+    assert lines[-1] == "the publish was stopped before its commit was done: deleted the branch dev this publish had " \
+                        "created"
+
+
 def test_no_file_is_read_to_be_hashed_once_the_repo_is_created(mirror, monkeypatch):
     """A publish stopped for good between creating the repo and committing (SIGKILL) leaves it empty: that time
     holds the upload alone. huggingface_hub hashed every data file again in it (in create_commit; older releases:

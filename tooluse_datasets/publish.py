@@ -307,16 +307,19 @@ def _publish_verified(folder: Path, repo_id: str, api: HubApi, *, dry_run: bool,
     except BaseException as exc:
         # The repo this publish created holds nothing of ours: leave no empty repo behind. Not after asking
         # for a pull request, whose commit (if the Hub took it) is on no branch this could check.
+        # Ctrl-C, or SIGTERM (which the command line raises as Ctrl-C), is a stop, not a failure of the Hub's.
+        why = "the publish was stopped before its commit was done" if isinstance(exc, KeyboardInterrupt) \
+            else "the commit failed"
         if not remote.exists and create_pr:
             echo(f"the pull request failed; the repo {repo_id} this publish created was kept (the pull request "
                  "may be open on it): delete it, or publish again")
         elif not remote.exists:
-            _delete_created_repo(api, repo_id, revision, echo)
+            _delete_created_repo(api, repo_id, revision, echo, why)
         elif created_branch and create_pr:
             echo(f"the pull request failed; the branch {revision} this publish created was kept (the pull request "
                  "may be open against it): delete it, or publish again")
         elif created_branch:
-            _delete_created_branch(api, repo_id, revision, remote.head, echo)
+            _delete_created_branch(api, repo_id, revision, remote.head, echo, why)
         if isinstance(exc, _NETWORK_ERRORS):
             raise PublishError(f"the connection to the Hub failed while publishing to {repo_id} "
                                f"({type(exc).__name__}: {exc}); the commit may have landed or not: publish again, "
@@ -490,36 +493,37 @@ def _create_branch(api: HubApi, repo_id: str, branch: str, base: Optional[str]) 
     api.create_branch(repo_id, branch=branch, revision=base, repo_type=REPO_TYPE, exist_ok=True)
 
 
-def _delete_created_repo(api: HubApi, repo_id: str, revision: Optional[str], echo: Callable[[str], None]) -> None:
+def _delete_created_repo(api: HubApi, repo_id: str, revision: Optional[str], echo: Callable[[str], None],
+                         why: str) -> None:
     try:
         # Only while the branch committed to holds nothing but what creating the repo put there: a commit
         # whose answer was lost (a timeout after the Hub took it) may have landed, and is not deleted.
         files = set(read_remote_state(api, repo_id, revision).files)
         if files - {".gitattributes"}:
-            echo(f"the commit failed, but the repo {repo_id} this publish created holds files now: kept")
+            echo(f"{why}, but the repo {repo_id} this publish created holds files now: kept")
             return
         api.delete_repo(repo_id, repo_type=REPO_TYPE)
     except Exception as exc:  # the commit's own error is what the user must see; this one is only reported
-        echo(f"the commit failed and the repo {repo_id} this publish created could not be deleted ({exc}); "
+        echo(f"{why} and the repo {repo_id} this publish created could not be deleted ({exc}); "
              "delete it, or publish again to fill it")
     else:
-        echo(f"the commit failed: deleted the repo {repo_id} this publish had created")
+        echo(f"{why}: deleted the repo {repo_id} this publish had created")
 
 
 def _delete_created_branch(api: HubApi, repo_id: str, branch: str, base: Optional[str],
-                           echo: Callable[[str], None]) -> None:
+                           echo: Callable[[str], None], why: str) -> None:
     try:
         # Only while it still points at the commit it was created from: a commit whose answer was lost may
         # have landed on it, and is not deleted.
         if api.repo_info(repo_id, revision=branch, repo_type=REPO_TYPE).sha != base:
-            echo(f"the commit failed, but the branch {branch} this publish created has moved since: kept")
+            echo(f"{why}, but the branch {branch} this publish created has moved since: kept")
             return
         api.delete_branch(repo_id, branch=branch, repo_type=REPO_TYPE)
     except Exception as exc:  # the commit's own error is what the user must see; this one is only reported
-        echo(f"the commit failed and the branch {branch} this publish created could not be deleted ({exc}); "
+        echo(f"{why} and the branch {branch} this publish created could not be deleted ({exc}); "
              "delete it, or publish again to fill it")
     else:
-        echo(f"the commit failed: deleted the branch {branch} this publish had created")
+        echo(f"{why}: deleted the branch {branch} this publish had created")
 
 
 def plan_publish(folder: Path, manifest: Manifest, repo_id: str, revision: Optional[str],
