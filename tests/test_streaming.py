@@ -293,6 +293,108 @@ def test_a_parquet_file_replaced_by_one_of_fewer_row_groups_under_a_stream_is_a_
         assert report.by_reason["InvalidValueError:<file>"] >= 1
 
 
+def _swift_rows() -> list[str]:
+    from conftest import shared_data
+
+    return [line for f in sorted(shared_data("ms_swift").glob("*.jsonl")) for line in f.read_text().splitlines()
+            if line.strip()]
+
+
+def _same_layout(kind: str, path: Path, tmp_path: Path) -> None:
+    """``path`` replaced by a file of the same layout and other rows: Parquet of the same row-group count (another
+    seed), or JSON Lines of the same length (its lines reversed after the first 5, so a saved offset there still
+    starts a line)."""
+    if kind == "parquet":
+        other = tmp_path / "other.parquet"
+        gen = benchmark_module("generate_toolmind")
+        gen.write_parquet(str(other), 240, gen.GeneratorOptions(seed=11, max_chars=12_000), row_group_size=20)
+        os.replace(other, path)
+    else:
+        lines = path.read_text().splitlines()
+        path.write_text("\n".join(lines[:5] + lines[:4:-1]) + "\n")
+
+
+def _planned_stream(kind: str, path: Path, tmp_path: Path, **kw):
+    """A stream of several shards over one file of ``kind``: generated ToolMind Parquet (12 row groups of 20
+    rows), or real ms-swift rows in JSON Lines."""
+    if kind == "parquet":
+        gen = benchmark_module("generate_toolmind")
+        gen.write_parquet(str(path), 240, gen.GeneratorOptions(seed=3, max_chars=12_000), row_group_size=20)
+        return _stream(str(path), **kw)
+    path.write_text("\n".join(_swift_rows() * 6) + "\n")
+    return td.load("ms_swift", split="train", data_files=str(path), streaming=True,
+                   shard_bytes=path.stat().st_size // 4, **kw)
+
+
+@pytest.mark.parametrize("kind", ["parquet", "jsonl"])
+@pytest.mark.parametrize("on_error", ["raise", "skip"])
+def test_a_file_replaced_by_one_of_the_same_layout_under_a_stream_is_the_files_error(tmp_path, kind, on_error):
+    """A stream plans a file's shards when it starts. A file replaced meanwhile by one of the same layout (the
+    same row-group count, a JSON Lines file of the same length) was read as it was now, its rows mixed with those
+    already handed out from the old one, without a word. Each shard records its file's version (size,
+    modification time, the Parquet footer or the JSON file's first and last bytes): the replaced file is its
+    error, raised or with on_error="skip" reported once for each of its shards not yet read."""
+    path = tmp_path / f"rows.{kind}"
+    report = td.SkipReport()
+    ds = _planned_stream(kind, path, tmp_path, on_error=on_error, report=report)
+    assert ds.n_shards >= 4
+    handed = []
+
+    def read_while_replaced():
+        for row in ds:
+            handed.append(row["id"])
+            if len(handed) == 3:
+                _same_layout(kind, path, tmp_path)
+
+    if on_error == "raise":
+        with pytest.raises(td.InvalidValueError, match="changed since the stream or load was planned") as caught:
+            read_while_replaced()
+        assert caught.value.file == str(path) and caught.value.field == "<file>"
+    else:
+        read_while_replaced()
+        assert report.by_reason["InvalidValueError:<file>"] == ds.n_shards - 1
+    assert len(handed) == len(set(handed)), "rows of the new file were read after those of the old one"
+
+
+@pytest.mark.parametrize("kind", ["parquet", "jsonl"])
+def test_a_state_saved_before_its_file_was_replaced_by_one_of_the_same_layout_is_the_files_error(tmp_path, kind):
+    """A saved state resumed at its position in whatever the file held now: replaced by one of the same layout,
+    it read the new file's rows from there (with a JSON Lines offset that still starts a line) without a word.
+    The state names the contents it was saved from; the same contents moved to another folder still resume."""
+    path = tmp_path / f"rows.{kind}"
+    ds = _planned_stream(kind, path, tmp_path)
+    iterator = iter(ds)
+    head = [next(iterator)["id"] for _ in range(3)]
+    state = ds.state_dict()
+    iterator.close()
+    whole = [row["id"] for row in _planned_stream(kind, tmp_path / f"again.{kind}", tmp_path)]
+
+    moved = tmp_path / "moved" / path.name
+    moved.parent.mkdir()
+    moved.write_bytes(path.read_bytes())  # new modification time, same contents
+    reader = (_stream(str(moved)) if kind == "parquet" else
+              td.load("ms_swift", split="train", data_files=str(moved), streaming=True,
+                      shard_bytes=path.stat().st_size // 4))
+    reader.load_state_dict(state)
+    assert head + [row["id"] for row in reader] == [i.replace("again", "rows") for i in whole]
+
+    _same_layout(kind, path, tmp_path)
+    for on_error in ("raise", "skip"):
+        report = td.SkipReport()
+        reader = (_stream(str(path), on_error=on_error, report=report) if kind == "parquet" else
+                  td.load("ms_swift", split="train", data_files=str(path), streaming=True, on_error=on_error,
+                          report=report, shard_bytes=path.stat().st_size // 4))
+        reader.load_state_dict(state)
+        if on_error == "raise":
+            with pytest.raises(td.InvalidValueError, match="changed since") as caught:
+                next(iter(reader))
+            assert caught.value.file == str(path) and caught.value.field == "<file>"
+        else:
+            rest = [row["id"] for row in reader]
+            assert report.by_reason["InvalidValueError:<file>"] == 1
+            assert len(head) + len(rest) < len(whole)  # the shard resumed is reported, not read
+
+
 @pytest.mark.parametrize("consumed", [9, 47])
 def test_num_proc_streams_the_same_rows_and_resumes(toolmind_file, conversions, consumed):
     """Row 9 is in the first shard (converted in this process), row 47 in the third (converted by a worker):
@@ -595,18 +697,36 @@ def test_a_state_resumed_on_a_json_lines_file_edited_since_is_refused_not_read_f
     rest = [r["id"] for r in resumed]
     assert head + rest == [r["id"] for r in stream()] and rest[-1] == "ms_swift/swift_mixed/400"
 
+    # The state names the file's contents (shards.versions): edited or cut short since, the file is its error,
+    # reported here (on_error="skip"). A state saved before versions were kept has the byte offset checked alone.
+    old_state = _without_key(state, "file_version")
     first = json.loads(lines[0])
     first["messages"] = first["messages"][:1]  # the first row made shorter: every later line moved
     path.write_text("\n".join([json.dumps(first)] + lines[1:]) + "\n")
-    resumed = stream()
+    report = td.SkipReport()
+    resumed = td.load("ms_swift", split="train", data_files=str(path), on_error="skip", streaming=True, report=report)
     resumed.load_state_dict(state)
+    assert list(resumed) == [] and report.by_reason == {"InvalidValueError:<file>": 1}
+    resumed = stream()
+    resumed.load_state_dict(old_state)
     with pytest.raises(ValueError, match="is not the start of a line: the file changed"):
         next(iter(resumed))
     path.write_text("\n".join(lines[:2]) + "\n")  # cut short before the saved offset
-    resumed = stream()
+    resumed = td.load("ms_swift", split="train", data_files=str(path), streaming=True)
     resumed.load_state_dict(state)
+    with pytest.raises(td.InvalidValueError, match="cut short"):
+        next(iter(resumed))
+    resumed = stream()
+    resumed.load_state_dict(old_state)
     with pytest.raises(ValueError, match="past the end of the file"):
         next(iter(resumed))
+
+
+def _without_key(state, key: str):
+    """A (nested) state dict without ``key``, as a version of the package that did not keep it saved it."""
+    if isinstance(state, dict):
+        return {k: _without_key(v, key) for k, v in state.items() if k != key}
+    return state
 
 
 @pytest.mark.parametrize("num_proc", [None, 2])

@@ -42,6 +42,7 @@ from .shards.files import with_archive_files
 from .shards.paths import display_path
 from .shards.plan import balanced, cut_documents
 from .shards.shard import Shard
+from .shards.versions import with_versions
 from .workers import forking_workers
 from .source import Source, SourceOptions, SplitPlan, Upstream, splits_read, unknown_options_error
 from .streaming import ShardExamplesIterable
@@ -296,7 +297,8 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         if divide:
             size = self.source.options.shard_bytes
             plans = [dataclasses.replace(plan, shards=tuple(cut_documents(list(plan.shards), size))) for plan in plans]
-        return [dataclasses.replace(plan, shards=tuple(balanced(list(plan.shards)))) for plan in plans]
+        # Each shard records its file's version now, so a file replaced while the split is read is an error.
+        return [dataclasses.replace(plan, shards=tuple(with_versions(balanced(list(plan.shards))))) for plan in plans]
 
     def _make_split_generators_kwargs(self, prepare_split_kwargs):
         return {"num_proc": prepare_split_kwargs.get("num_proc")}

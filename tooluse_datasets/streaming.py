@@ -18,6 +18,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import copy
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -37,6 +38,7 @@ from .resume_state import install as check_saved_states
 from .shards.paths import display_path, resume_name
 from .shards.plan import cut_at_lines, resharded
 from .shards.shard import Shard
+from .shards.versions import from_state_token, state_token
 from .source import Source, SplitPlan
 from .workers import exit_with_parent, forking_workers
 
@@ -71,6 +73,9 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         # skips in the report's rows_path, which this pass then does not list again.
         self._resumed = False
         self._fresh_state: Optional[dict] = None
+        # (shard index, the shard with the version of its file the resumed state was saved from), checked when
+        # the shard is opened: see _start.
+        self._resumed_version: Optional[tuple[int, Shard]] = None
 
     # -- what datasets asks of an examples iterable ------------------------------------------------
 
@@ -132,15 +137,20 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         self._note_counted()
         # "shards" names the shard list the positions refer to: loaded into a stream planned otherwise (other
         # files, another shard_bytes), a state would silently skip or repeat rows, so _start refuses it.
+        # "file_version": the contents of the file the position is in (see shards.versions), so that a file
+        # replaced since, even by one of the same layout, is refused rather than read from that position.
         self._state_dict = {"shard_idx": 0, "position": None, "shards": self._shards_signature(),
-                            "node_rows": 0, "type": self.__class__.__name__}
+                            "node_rows": 0, "file_version": None, "type": self.__class__.__name__}
         self._fresh_state = dict(self._state_dict)
         return self._state_dict
 
     def load_state_dict(self, state_dict: dict) -> dict:
         self._note_counted()
         self._resumed = True
-        return super().load_state_dict(state_dict)
+        loaded = super().load_state_dict(state_dict)
+        if isinstance(state_dict, dict) and "file_version" not in state_dict and self._state_dict:
+            self._state_dict["file_version"] = None  # a state saved before versions were kept: not one of ours
+        return loaded
 
     def _note_counted(self) -> None:
         """Remember the furthest state loaded into this stream before it starts reading: the rows before it were
@@ -208,6 +218,14 @@ class ShardExamplesIterable(_BaseExamplesIterable):
                              "taken from, loaded with the same data_files, split and shard_bytes (and split across "
                              "nodes or workers the same way), else rows would be skipped or read twice")
         position = state.get("position")
+        self._resumed_version = None
+        saved_version = from_state_token(state.get("file_version"))
+        if position is not None and saved_version is not None and state["shard_idx"] < len(self.shards):
+            shard = self.shards[state["shard_idx"]]
+            if shard.version is not None:
+                # Read against the version saved: a file replaced since is its error when the shard is opened
+                # (raised, or with on_error="skip" reported), not rows read from a position in other contents.
+                self._resumed_version = (state["shard_idx"], dataclasses.replace(shard, version=saved_version))
         return state["shard_idx"], tuple(position) if position is not None else None
 
     def __iter__(self) -> Iterator[tuple[Any, dict]]:
@@ -242,7 +260,11 @@ class ShardExamplesIterable(_BaseExamplesIterable):
             skips.shard = shard_idx
         most_rows = None if arrow else piece_rows(self.source, handed_out=True)
         end = resume
-        for batch_idx, batch in enumerate(converter.batches(self.split, self.shards[shard_idx], arrow=arrow,
+        shard = self.shards[shard_idx]
+        if resume is not None and self._resumed_version is not None and self._resumed_version[0] == shard_idx:
+            shard = self._resumed_version[1]
+        self._note_version(shard_idx)
+        for batch_idx, batch in enumerate(converter.batches(self.split, shard, arrow=arrow,
                                                             resume=resume, most_rows=most_rows)):
             if arrow:
                 table = batch.rows[self.config]
@@ -268,6 +290,11 @@ class ShardExamplesIterable(_BaseExamplesIterable):
             else:
                 skips.passed_all()
         self._shard_read(shard_idx, end)
+
+    def _note_version(self, shard_idx: int) -> None:
+        """The state names the version of the file whose rows it is about to hand out (see _init_state_dict)."""
+        if self._state_dict:
+            self._state_dict["file_version"] = state_token(self.shards[shard_idx].version)
 
     def _shard_read(self, shard_idx: int, end: Optional[tuple[int, int]]) -> None:
         """The state once shard ``shard_idx`` is read to its end (``end``: the position after its last row,
@@ -328,6 +355,7 @@ class ShardExamplesIterable(_BaseExamplesIterable):
                 if skips is not None:
                     skips.shard = shard_idx
                     skips.add_all(errors)
+                self._note_version(shard_idx)
                 done = 0
                 for encoded in pieces:
                     # Rebuilt a piece at a time, just before its rows are handed out (see pipeline.PIECE_ROWS).

@@ -37,6 +37,7 @@ from tooluse_datasets.shards.paths import display_path, file_suffix
 from tooluse_datasets.shards.plan import cut_at_lines, plan_file, plan_parquet, whole_file_shard
 from tooluse_datasets.shards.reading import read_shard
 from tooluse_datasets.shards.shard import LINES, PARQUET, NativeItem, RawBatch, Shard
+from tooluse_datasets.shards.versions import check_unchanged
 from tooluse_datasets.source import SplitPlan
 
 from .upstream import hf_split_name, table_order
@@ -453,6 +454,9 @@ def read_split_rows(shard: Shard, split_column: Optional[str], selection: Option
     """Batches of a shard's rows; with a selecting ``selection``, only rows whose ``split_column`` equals its
     value. JSON rows that belong to no split (unparseable lines, non-string values) are yielded as errors
     by the split that reports them, so they are counted once instead of vanishing."""
+    # Before anything is read: the rows each split selects were planned from that version of the file too, and
+    # a split that does not report the file's damage (below) must still report its being replaced.
+    check_unchanged(shard)
     column = split_column if selection is not None and selection.select else None
     if column and shard.file in selection.unassigned:
         yield from _unassigned_rows(shard, column, batch_size, resume)

@@ -7,6 +7,7 @@ from .documents import read_document
 from .lines import read_lines
 from .parquet import UnreadableRows, iter_parquet_batches, open_parquet, parquet_batch_rows
 from .shard import LINES, PARQUET, RawBatch, Shard
+from .versions import check_unchanged
 
 
 def read_shard(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] = None,
@@ -14,7 +15,9 @@ def read_shard(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] 
     """Generic rows of a shard: Parquet rows as dicts, JSON Lines, or a JSON document (an array of objects or
     one object). ``resume``: a position from a previous :class:`RawBatch`; rows before it are not read.
     ``wanted``: a JSON line whose row number it refuses is passed over unparsed (not a row of the output).
-    Batches hold ``batch_size`` rows, JSON rows at most :data:`JSON_BATCH_ROWS`."""
+    Batches hold ``batch_size`` rows, JSON rows at most :data:`JSON_BATCH_ROWS`. A file that is no longer the
+    version the shard was planned from is the file's error (:func:`~.versions.check_unchanged`)."""
+    check_unchanged(shard)
     if shard.kind == PARQUET:
         with open_parquet(shard.file) as pf:
             for record_batch, first_row in iter_parquet_batches(pf, shard, batch_size, resume):

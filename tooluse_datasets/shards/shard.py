@@ -14,12 +14,23 @@ PARQUET, LINES, DOCUMENT = "parquet", "lines", "document"
 
 
 @dataclasses.dataclass(frozen=True)
+class FileVersion:
+    """A file's version (:mod:`.versions`): ``size`` in bytes, ``mtime_ns`` (None in a saved state's version,
+    whose contents are compared instead) and ``identity``, a digest of the contents that tell it apart."""
+
+    size: int
+    mtime_ns: Optional[int]
+    identity: str
+
+
+@dataclasses.dataclass(frozen=True)
 class Shard:
     """A region of one data file. ``row_groups`` for Parquet; ``start``/``stop`` (bytes) for JSON Lines
     (``stop=None``: to the end; ``first_row``: the row number of the line at ``start``, when the planner
     knows it); a ``DOCUMENT`` shard is the whole file. ``label``: the file's name in row ids and subsets, decided
     where the load's files are planned (:func:`~.paths.file_labels`; None: its stem), so every reader of the
-    shard (a worker, a resumed stream, another node) names its rows alike."""
+    shard (a worker, a resumed stream, another node) names its rows alike. ``version``: the file's version it was
+    planned from, checked when it is read (:mod:`.versions`; None: not checked)."""
 
     file: str
     kind: str
@@ -28,6 +39,7 @@ class Shard:
     stop: Optional[int] = None
     first_row: Optional[int] = None
     label: Optional[str] = None
+    version: Optional["FileVersion"] = None
 
     @property
     def file_label(self) -> str:

@@ -1,0 +1,137 @@
+"""Which version of its file a shard was planned from, and whether the file is still that version.
+
+A stream plans a file's regions (row groups, byte ranges) once, then reads them one by one, maybe over hours,
+and a saved state resumes at a position in the file. A file replaced meanwhile by one of the same layout (JSON
+Lines of the same length or longer, Parquet of the same row-group count) would be read as it is now, its rows
+mixed with those already read from the old one. So each shard records its file's :class:`FileVersion` when the
+split is planned (:func:`with_versions`), and reading a shard, or resuming a saved state, checks it
+(:func:`changed`): a change is the file's ``InvalidValueError`` (field ``<file>``).
+
+The version of a local file: its size and modification time (nothing is read when both are unchanged), and an
+identity of its contents, read when they changed: for Parquet a digest of its footer (row-group sizes, offsets,
+column statistics, the writer: another file of the same layout differs there), for JSON Lines a digest of its
+first and last bytes as planned. A JSON Lines file may grow: rows appended to it are read (a stream's last file,
+a resume), so its identity is taken over the bytes it had when planned, and a longer file that holds them still
+is the same file. A JSON document (an array) is not checked here: its readers check a resumed position against
+the array itself, and an array parsed whole resumes by element index, also after an element was edited. A saved
+state keeps the identity alone (:func:`state_token`), so data copied to another folder or machine, with new
+modification times, still resumes. Files read through fsspec (URLs, a zip archive's files) are not checked: an
+``hf://`` file is read at a commit, which does not change, while an http(s) file or an archive rewritten under a
+stream is read as it is now.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import struct
+from typing import Optional
+
+from ..errors import InvalidValueError
+from .paths import display_path
+from .shard import LINES, PARQUET, FileVersion, Shard
+
+# Bytes of a JSON file's start and end that identify it: a regenerated file differs there (ids, ordering).
+WINDOW_BYTES = 4096
+
+
+def version_of(path: str, kind: str) -> Optional[FileVersion]:
+    """The version of a local file read as shards of ``kind``; None where it is not checked (see the module) or
+    cannot be read now (reading it reports that)."""
+    if "://" in path or kind not in (PARQUET, LINES):
+        return None
+    try:
+        stat = os.stat(path)
+        return FileVersion(stat.st_size, stat.st_mtime_ns, _identity(path, kind, stat.st_size))
+    except OSError:
+        return None
+
+
+def with_versions(shards: list[Shard]) -> list[Shard]:
+    """``shards`` with their files' versions recorded (each file's taken once)."""
+    versions: dict[tuple[str, str], Optional[FileVersion]] = {}
+    out = []
+    for shard in shards:
+        key = (shard.file, shard.kind)
+        if key not in versions:
+            versions[key] = version_of(shard.file, shard.kind)
+        out.append(dataclasses.replace(shard, version=versions[key]))
+    return out
+
+
+def check_unchanged(shard: Shard) -> None:
+    """Raise the file's ``InvalidValueError`` if it is no longer the version ``shard`` was planned from (or a
+    resumed state was saved from)."""
+    if shard.version is None:
+        return
+    reason = changed(shard.file, shard.kind, shard.version)
+    if reason:
+        how = "was cut short" if shard.kind == LINES and reason.startswith("is shorter") else "changed"
+        raise InvalidValueError(f"the file {reason}: it {how} since the stream or load was planned, or since the "
+                                "state_dict resumed was saved (read it again from the start)",
+                                file=display_path(shard.file), field="<file>")
+
+
+def changed(path: str, kind: str, version: FileVersion) -> Optional[str]:
+    """How the file at ``path`` differs from ``version`` (None: it does not, or it is a JSON Lines file that grew
+    from it)."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None  # gone or unreadable: opening it reports that
+    if stat.st_size == version.size and stat.st_mtime_ns == version.mtime_ns:
+        return None
+    if stat.st_size < version.size:
+        return f"is shorter ({stat.st_size} bytes, {version.size} then)"
+    if stat.st_size > version.size and kind != LINES:
+        return f"is longer ({stat.st_size} bytes, {version.size} then)"
+    try:
+        now = _identity(path, kind, version.size)
+    except OSError:
+        return None
+    if now != version.identity:
+        return f"holds other contents (its {'footer' if kind == PARQUET else 'first or last bytes'} differ)"
+    return None
+
+
+def state_token(version: Optional[FileVersion]) -> Optional[str]:
+    """What a saved state keeps of a shard's version: its size and contents' identity, not its times."""
+    return None if version is None else f"{version.size}:{version.identity}"
+
+
+def from_state_token(token: object) -> Optional[FileVersion]:
+    """The version a saved state's token names (None: not one, e.g. a state saved before versions were kept)."""
+    if not isinstance(token, str):
+        return None
+    size, _, identity = token.partition(":")
+    if not size.isdigit() or not identity:
+        return None
+    return FileVersion(int(size), None, identity)
+
+
+def _identity(path: str, kind: str, size: int) -> str:
+    """A digest of the first ``size`` bytes' identifying parts (see the module)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        if kind == PARQUET:
+            digest.update(_parquet_footer(f, size))
+        else:
+            digest.update(f.read(min(size, WINDOW_BYTES)))
+            f.seek(max(0, size - WINDOW_BYTES))
+            digest.update(f.read(min(size, WINDOW_BYTES)))
+    return digest.hexdigest()[:32]
+
+
+def _parquet_footer(f, size: int) -> bytes:
+    """A Parquet file's footer (metadata) and its length; the last bytes of a file that is not Parquet."""
+    if size < 12:
+        f.seek(0)
+        return f.read(size)
+    f.seek(size - 8)
+    tail = f.read(8)
+    length = struct.unpack("<i", tail[:4])[0]
+    if tail[4:] not in (b"PAR1", b"PARE") or not 0 < length <= size - 12:
+        f.seek(max(0, size - WINDOW_BYTES))
+        return f.read(WINDOW_BYTES)
+    f.seek(size - 8 - length)
+    return f.read(length) + tail
