@@ -263,6 +263,37 @@ def test_a_state_of_one_split_is_refused_by_another_split_of_the_same_file(tmp_p
     assert head + [row["id"] for row in resumed] == [row["id"] for row in stream("xlam_function_calling_60k")]
 
 
+def test_a_state_saved_before_states_named_their_split_is_refused_saying_so(tmp_path):
+    """States saved before the split was part of their shards' digest named the file names and regions alone, so
+    a state of train/rows.jsonl and one of test/rows.jsonl (of one size) are alike, and accepting the old digest
+    would resume either split from the other's position. After upgrading, such a state was refused as taken from
+    "a stream of other shards", which it was not; it is still refused, saying why and what to do."""
+    import hashlib
+
+    from conftest import shared_data
+
+    rows = [line for f in sorted(shared_data("ms_swift").glob("*.jsonl")) for line in f.read_text().splitlines()
+            if line.strip()]
+    for split in ("train", "test"):
+        (tmp_path / split).mkdir()
+        (tmp_path / split / "rows.jsonl").write_text("\n".join(rows) + "\n")
+    files = {split: str(tmp_path / split / "rows.jsonl") for split in ("train", "test")}
+    ds = td.load("ms_swift", data_files=files, split="test", streaming=True)
+    iterator = iter(ds)
+    next(iterator)
+    state = ds.state_dict()
+    iterator.close()
+    shards = ds._ex_iterable.shards
+    regions = [(Path(s.file).name, s.kind, list(s.row_groups), s.start, s.stop) for s in shards]
+    legacy = f"{len(shards)} shards, {hashlib.sha256(json.dumps(regions).encode()).hexdigest()[:16]}"
+    state["examples_iterable"]["examples_iterable"]["shards"] = legacy  # as the earlier version saved it
+    for split in ("train", "test"):
+        resumed = td.load("ms_swift", data_files=files, split=split, streaming=True)
+        resumed.load_state_dict(state)
+        with pytest.raises(ValueError, match="saved by an earlier version of tooluse_datasets, whose states do not"):
+            next(iter(resumed))
+
+
 @pytest.mark.parametrize("on_error", ["raise", "skip"])
 def test_a_parquet_file_replaced_by_one_of_fewer_row_groups_under_a_stream_is_a_typed_error(toolmind_file, tmp_path,
                                                                                             on_error):

@@ -170,13 +170,15 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         if self._counted is None or mark > self._counted:
             self._counted = mark
 
-    def _shards_signature(self) -> str:
+    def _shards_signature(self, *, named_split: bool = True) -> str:
         """The number of shards and a digest of the split's name and of their files' names (not folders: data
         moved elsewhere still resumes; a zip archive's file with its path in the archive) and regions. The
         split: splits of one file may be the same regions (a Parquet file of one row group, every ToolMind
-        split in it), where a position in one split skips rows of another."""
+        split in it), where a position in one split skips rows of another. ``named_split=False``: the digest
+        states had before they named the split (see _start)."""
         regions = [(resume_name(s.file), s.kind, list(s.row_groups), s.start, s.stop) for s in self.shards]
-        digest = hashlib.sha256(json.dumps([self.split.name, regions]).encode()).hexdigest()[:16]
+        named = [self.split.name, regions] if named_split else regions
+        digest = hashlib.sha256(json.dumps(named).encode()).hexdigest()[:16]
         return f"{len(self.shards)} shards, {digest}"
 
     # -- iteration ---------------------------------------------------------------------------------
@@ -212,6 +214,15 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         # worker reports before it has handed out a row, taken before the worker divided the shards, so its
         # "shards" names the whole list; refusing it would stop a legitimate resume.
         started = state["shard_idx"] != 0 or state.get("position") is not None
+        if started and state.get("shards", ours) != ours and state.get("shards") == self._shards_signature(
+                named_split=False):
+            # Saved by an earlier version, whose digest left the split out: which split it was taken from cannot
+            # be told (train/x.jsonl and test/x.jsonl of one size were alike), so it is not resumed, but said so.
+            raise ValueError(f"{self.source.name}: this state_dict was saved by an earlier version of "
+                             "tooluse_datasets, whose states do not name their split: it cannot be told whether it "
+                             "was taken from this split or another of the same file names and regions, so it is not "
+                             "resumed (rows could be skipped or read twice). Start this split's stream again (or "
+                             "`.skip(n)` the rows it had handed out)")
         if (started and state.get("shards", ours) != ours) or not 0 <= state["shard_idx"] <= len(self.shards):
             raise ValueError(f"{self.source.name}: this state_dict was taken from a stream of other shards "
                              f"({state.get('shards')}; this stream has {ours}): a state resumes the stream it was "
