@@ -2078,3 +2078,31 @@ def test_a_split_column_of_thousands_of_values_is_refused_naming_it(tmp_path, su
     else:
         pq.write_table(pa.Table.from_pylist(kept), path)
     assert len(td.load("toolmind", data_files=str(path), streaming=True)) == 1000
+
+
+@pytest.mark.parametrize("separator", [" ", ", ", "", "\t,\t"], ids=["space", "comma", "none", "tab-comma"])
+@pytest.mark.parametrize("lead_in", ["## Available Tools\n\n", "<tools>", "<tools>\n"])
+def test_tools_sharing_a_line_are_each_read_and_their_separators_are_no_instructions(graphsyn_tools, lead_in,
+                                                                                    separator):
+    """Tools written one after another on one line (`<tools>{...} {...}</tools>`, or `{...}, {...}`): only the
+    first was read; the others stayed in the system message as text, with no flag, gone from `tools`."""
+    tools = graphsyn_tools
+    assert len(tools) == 2
+    close = "</tools>" if lead_in.startswith("<tools>") else ""
+    catalog = lead_in + separator.join(json.dumps(t) for t in tools) + close
+    prompt = parse_system_prompt(f"{PROTOCOL_TEXT}\n\n{catalog}\n\n# Domain\nBe polite.")
+    assert prompt.tools == tools and not prompt.unreadable
+    assert prompt.instructions == "# Domain\nBe polite."
+    msgs = conversation()
+    msgs[0]["content"] = f"{PROTOCOL_TEXT}\n\n{catalog}\n\n# Domain\nBe polite."
+    native = native_row(msgs)
+    row = convert(native)
+    assert row["tools"] == tools and row["messages"][0]["content"] == "# Domain\nBe polite."
+    assert write_toolmind_row(row)["messages"] == native["messages"]  # the file's text, byte for byte
+
+
+def test_a_comma_between_tools_on_lines_of_their_own_is_no_instruction(graphsyn_tools):
+    # glaive-style pretty objects, separated by ",\n" as a list's elements are
+    catalog = ",\n".join(json.dumps(t, indent=4) for t in graphsyn_tools[:2])
+    prompt = parse_system_prompt(f"{PROTOCOL_TEXT}\n\nUse these functions:\n{catalog}\n\nBe polite.")
+    assert prompt.tools == graphsyn_tools[:2] and prompt.instructions == "Be polite."

@@ -23,6 +23,7 @@ marked layout is read as it says: each catalog line one tool as written, the res
 """
 from __future__ import annotations
 
+import bisect
 import functools
 import json
 import re
@@ -87,7 +88,7 @@ def parse_system_prompt(text: str) -> SystemPrompt:
     fenced = _fences_open(text[: spans[0][0]])
     gaps = []
     for i in range(1, len(spans)):
-        if not (gap := text[spans[i - 1][1]:spans[i][0]]).isspace():
+        if (gap := text[spans[i - 1][1]:spans[i][0]]).strip(_SEPARATORS):  # (not only the commas of a list)
             gaps.append(_strip_lead_in(_strip_close(gap, fenced)))
             fenced = fenced != _fences_open(gap)
     tail = _strip_close(text[spans[-1][1]:], fenced).strip()
@@ -174,7 +175,11 @@ def _scan_tool_catalog(text: str) -> tuple[list[tuple[int, int]], list[dict], bo
     scanned = False
     failed: list[int] = []
     consumed = 0
-    for start in _candidate_starts(text):
+    starts = _candidate_starts(text)
+    i = 0
+    while i < len(starts):
+        start = starts[i]
+        i += 1
         if start < consumed:
             continue
         line = _line_at(text, start)
@@ -197,7 +202,17 @@ def _scan_tool_catalog(text: str) -> tuple[list[tuple[int, int]], list[dict], bo
         spans.append((start, end))
         tools.extend(found)
         consumed = end
+        # A value right after this one on its line (`<tools>{...} {...}</tools>`, `{...}, {...}`) is the
+        # catalog's next: no line start marks it.
+        following = _SAME_LINE_VALUE.match(text, end)
+        if following is not None and following.end() not in starts:
+            bisect.insort(starts, following.end(), lo=i)
     return spans, tools, scanned, failed
+
+
+# What may separate two catalog values on one line (or close a line before the next value): spaces and a comma.
+_SAME_LINE_VALUE = re.compile(r"[ \t]*,?[ \t]*(?=[\[{])")
+_SEPARATORS = " \t\r\n,"
 
 
 # How a catalog value that is not JSON starts: an object with a key, or a list of objects (prose that opens a
