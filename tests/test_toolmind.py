@@ -2106,3 +2106,26 @@ def test_a_comma_between_tools_on_lines_of_their_own_is_no_instruction(graphsyn_
     catalog = ",\n".join(json.dumps(t, indent=4) for t in graphsyn_tools[:2])
     prompt = parse_system_prompt(f"{PROTOCOL_TEXT}\n\nUse these functions:\n{catalog}\n\nBe polite.")
     assert prompt.tools == graphsyn_tools[:2] and prompt.instructions == "Be polite."
+
+
+@pytest.mark.parametrize("separator", [", ", ",\n"], ids=["same-line", "own-line"])
+@pytest.mark.parametrize("broken", [0, 1], ids=["first-cut", "last-cut"])
+def test_a_tool_cut_short_beside_a_comma_separated_tool_is_flagged(graphsyn_tools, separator, broken):
+    """A catalog whose tools a comma separates: one of them cut short (or mistyped) was not flagged, the comma
+    between it and the tool read hiding it from the check."""
+    texts = [json.dumps(t) for t in graphsyn_tools]
+    texts[broken] = texts[broken][:-1]  # the tool's closing brace lost
+    msgs = conversation()
+    # (no lead-in that names tools: the check that a catalog starts there would flag a first tool cut short)
+    msgs[0]["content"] = f"{PROTOCOL_TEXT}\n\nBe polite.\n{separator.join(texts)}\n\n# Domain\nBe brief."
+    native = native_row(msgs)
+    row = convert(native)
+    assert texts[broken] in row["messages"][0]["content"]
+    assert write_toolmind_row(row)["messages"] == native["messages"]
+    if broken == 0 and separator == ", ":
+        # where the cut tool ends is unknown, so the tool after it on its line is not found either: as with a
+        # broken array, the row says that no tool was read
+        assert row["tools"] == [] and row["meta"]["tools_not_found"] is True
+        return
+    assert row["tools"] == [t for k, t in enumerate(graphsyn_tools) if k != broken]
+    assert row["meta"]["tools_unreadable"] is True

@@ -229,15 +229,15 @@ _EXPECTING_VALUE_OR_KEY = ("Expecting value", "Expecting property name enclosed 
 
 def _unreadable_in_catalog(text: str, spans: list[tuple[int, int]], failed: list[int]) -> bool:
     """Whether a value that is not JSON (``failed``: where each starts) belongs to the catalog: one between its
-    first and last tool, right after its last (only whitespace between), or right before its first (nothing
-    but whitespace after the bracket that ends it). A format example is none of the catalog's."""
+    first and last tool, right after its last (only whitespace and a comma between), or right before its first
+    (nothing but whitespace and a comma after the bracket that ends it). A format example is none of the catalog's."""
     first, last = spans[0][0], spans[-1][1]
     for start in failed:
         if not _JSON_START.match(text, start) or _is_format_example(text, start):
             continue
-        if first < start < last or (start >= last and not text[last:start].strip()):
+        if first < start < last or (start >= last and not text[last:start].strip(_SEPARATORS)):
             return True
-        if start < first and text[start:first].rstrip()[-1:] in ("}", "]"):
+        if start < first and text[start:first].rstrip(_SEPARATORS)[-1:] in ("}", "]"):
             return True
         if start < first and _introduces_tools(text[:start]):
             return True  # where a catalog starts (an array cut short takes every tool in it along)
