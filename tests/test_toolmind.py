@@ -2129,3 +2129,32 @@ def test_a_tool_cut_short_beside_a_comma_separated_tool_is_flagged(graphsyn_tool
         return
     assert row["tools"] == [t for k, t in enumerate(graphsyn_tools) if k != broken]
     assert row["meta"]["tools_unreadable"] is True
+
+
+@pytest.mark.parametrize("layout", ["lines", "array"])
+def test_tool_parameters_spelled_as_json_text_are_the_schema_it_holds(graphsyn_tools, layout):
+    """A catalog tool whose `parameters` is the schema's JSON text (as a tools column stored as text spells it)
+    became a tool that takes no parameters: the schema was dropped without a word."""
+    spelled = [{**t, "function": {**t["function"], "parameters": json.dumps(t["function"]["parameters"])}}
+               for t in graphsyn_tools]
+    catalog = gen._catalog_text(spelled, layout, ensure_ascii=True)
+    msgs = conversation()
+    msgs[0]["content"] = f"{PROTOCOL_TEXT}\n\n{catalog}\n\n# Domain\nBe polite."
+    native = native_row(msgs)
+    row = convert(native)
+    assert row["tools"] == graphsyn_tools
+    assert write_toolmind_row(row)["messages"] == native["messages"]
+
+
+@pytest.mark.parametrize("parameters", [[{"name": "keyword", "type": "string"}], "keyword: string", 3],
+                         ids=["list", "text", "number"])
+def test_tool_parameters_that_are_no_schema_are_kept_for_validation_to_report(graphsyn_tools, parameters):
+    """Parameters of no shape the reader converts were replaced by an empty schema: a tool that takes no
+    parameters, the row's calls then passing for calls with undeclared arguments. Kept as given, the schema is
+    what `tool.invalid_schema` reports."""
+    tool = {**graphsyn_tools[0], "function": {**graphsyn_tools[0]["function"], "parameters": parameters}}
+    msgs = conversation()
+    msgs[0]["content"] = render_system_prompt([tool], "Be polite.")
+    row = convert(native_row(msgs))
+    assert row["tools"] == [tool]
+    assert [f.field for f in check_row(row) if f.rule == "tool.invalid_schema"] == ["tools[0].function.parameters"]

@@ -406,17 +406,20 @@ def normalize_tool(obj: Any) -> Optional[dict]:
     if custom is not None:
         return custom
     fn = obj.get("function")
-    if isinstance(fn, dict) and obj.get("type", "function") == "function":
-        base = fn
-    else:
-        base = obj
+    wrapped = isinstance(fn, dict) and obj.get("type", "function") == "function"
+    base = fn if wrapped else obj
     name = base.get("name")
     if not isinstance(name, str) or not name:
         return None
+    given = base.get("parameters")
+    if isinstance(given, str):  # the schema's JSON text (a tools column stored as text), decoded as ms-swift does
+        decoded_ok, decoded = try_loads(given)
+        if decoded_ok and isinstance(decoded, dict):
+            base = {**base, "parameters": decoded}
     params_key = _parameters_key(base)
     # {"name": ...} alone is as likely a call example as a tool; an OpenAI declaration is a tool whatever it
     # leaves out (description and parameters are optional there), unless it names arguments, as calls do.
-    declared = base is fn and obj.get("type") == "function" and "arguments" not in fn
+    declared = wrapped and obj.get("type") == "function" and "arguments" not in fn
     # {"name", "parameters": {"query": "text"}} is a call as Llama 3.1 and DR-Tulu spell it: its parameters
     # are values, where a tool's describe them.
     described = params_key == "arguments" or (params_key == "parameters" and _describes_parameters(base[params_key]))
@@ -425,9 +428,14 @@ def normalize_tool(obj: Any) -> Optional[dict]:
     function: dict = {"name": name}
     if "description" in base:
         function["description"] = base["description"]
-    function["parameters"] = to_json_schema(base.get(params_key) if params_key else None, base.get("required"))
+    if params_key is None and given is not None and not isinstance(base.get("parameters"), dict):
+        # Parameters of no shape read here (a list, text): kept as given, for validation to report
+        # (tool.invalid_schema), not replaced by an empty schema that says the tool takes none.
+        function["parameters"] = given
+    else:
+        function["parameters"] = to_json_schema(base.get(params_key) if params_key else None, base.get("required"))
     # A flat declaration (OpenAI's Responses API) spells the tool's own "type" beside the function's keys.
-    flat_type = base is obj and obj.get("type") == "function"
+    flat_type = not wrapped and obj.get("type") == "function"
     for key, value in base.items():
         if key not in _FUNCTION_KEYS and not (flat_type and key == "type"):
             function[key] = value  # extras (strict, response schemas...) stay inside `function`
