@@ -2158,3 +2158,17 @@ def test_tool_parameters_that_are_no_schema_are_kept_for_validation_to_report(gr
     row = convert(native_row(msgs))
     assert row["tools"] == [tool]
     assert [f.field for f in check_row(row) if f.rule == "tool.invalid_schema"] == ["tools[0].function.parameters"]
+
+
+@pytest.mark.parametrize("properties", [[{"name": "keyword", "type": "string"}], '{"keyword": {"type": "string"}}'],
+                         ids=["list", "text"])
+def test_schema_properties_that_are_no_object_are_kept_for_validation_to_report(graphsyn_tools, properties):
+    """A schema whose `properties` is no object lost them: `{}` in their place, `required` still naming them."""
+    function = graphsyn_tools[0]["function"]
+    parameters = {**function["parameters"], "properties": properties}
+    tool = {**graphsyn_tools[0], "function": {**function, "parameters": parameters}}
+    msgs = conversation()
+    msgs[0]["content"] = render_system_prompt([tool], "Be polite.")
+    row = convert(native_row(msgs))
+    assert row["tools"] == [tool]
+    assert [f.field for f in check_row(row) if f.rule == "tool.invalid_schema"] == ["tools[0].function.parameters"]

@@ -483,8 +483,9 @@ def to_json_schema(params: Any, outer_required: Any = None) -> dict:
             out["type"] = "object"
         if isinstance(out.get("properties"), dict):
             out["properties"] = {k: _schema_property(v) for k, v in out["properties"].items()}
-        else:
+        elif out.get("properties") is None:
             out["properties"] = {}
+        # (properties of another shape are kept as given, for validation to report: tool.invalid_schema)
         if "required" not in out and isinstance(outer_required, list):
             out["required"] = outer_required
         return out
