@@ -2158,6 +2158,10 @@ def test_tool_parameters_that_are_no_schema_are_kept_for_validation_to_report(gr
     row = convert(native_row(msgs))
     assert row["tools"] == [tool]
     assert [f.field for f in check_row(row) if f.rule == "tool.invalid_schema"] == ["tools[0].function.parameters"]
+    # a `required` beside such parameters stays beside them
+    tool["function"]["required"] = ["keyword"]
+    msgs[0]["content"] = render_system_prompt([tool], "Be polite.")
+    assert convert(native_row(msgs))["tools"] == [tool]
 
 
 @pytest.mark.parametrize("properties", [[{"name": "keyword", "type": "string"}], '{"keyword": {"type": "string"}}'],

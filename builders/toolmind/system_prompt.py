@@ -439,7 +439,8 @@ def normalize_tool(obj: Any) -> Optional[dict]:
     for key, value in base.items():
         if key not in _FUNCTION_KEYS and not (flat_type and key == "type"):
             function[key] = value  # extras (strict, response schemas...) stay inside `function`
-    if "required" in base and not isinstance(function["parameters"].get("required"), list):
+    if "required" in base and not (isinstance(function["parameters"], dict)
+                                   and isinstance(function["parameters"].get("required"), list)):
         function["required"] = base["required"]
     return {"type": "function", "function": function}
 
