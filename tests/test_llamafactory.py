@@ -65,6 +65,17 @@ def accepted_by_llamafactory(row: dict) -> list[tuple[str, str]]:
     return calls
 
 
+def with_react_fixes(tool: dict) -> dict:
+    """A unified tool as the writer may respell it for LLaMA-Factory's default tool prompt, and no more (README):
+    ``parameters.properties`` added where absent (``parameters`` too), a null ``required`` left out."""
+    function = dict(tool["function"])
+    parameters = dict(function.get("parameters") or {"type": "object", "properties": {}})
+    parameters.setdefault("properties", {})
+    if "required" in parameters and parameters["required"] is None:
+        del parameters["required"]
+    return {**tool, "function": {**function, "parameters": parameters}}
+
+
 def unified_calls(row: dict) -> list[tuple[str, str]]:
     return [(c["function"]["name"], json.dumps(c["function"]["arguments"], ensure_ascii=False))
             for m in row["messages"] for c in m.get("tool_calls", [])]
@@ -87,6 +98,14 @@ def test_every_source_exports_rows_llamafactory_trains_on_with_every_call(source
         assert RESULT_SEPARATOR.join(results) == RESULT_SEPARATOR.join(observations)
         answers = [m["content"] for m in row["messages"] if m["role"] == "assistant" and not m.get("tool_calls")]
         assert all(any(t["value"].endswith(a) for t in lf["conversations"] if t["from"] == "gpt") for a in answers)
+        users = [m["content"] for m in row["messages"] if m["role"] == "user"]
+        assert [t["value"] for t in lf["conversations"] if t["from"] == "human"] == users
+        system = [m["content"] for m in row["messages"] if m["role"] == "system"]
+        assert lf["system"] == (system[0] if system else "")
+        # The whole catalog, every key kept (NESTFUL's output_parameters: what a reference's field is), values
+        # exact, in order: what LLaMA-Factory's JSON tool formats (qwen, llama3...) show the model.
+        written_tools = td.loads(lf["tools"]) if lf["tools"] else []
+        assert td.dumps(written_tools) == td.dumps([with_react_fixes(t) for t in row["tools"]]), row["id"]
     # What cannot be written is refused with its reason, never dropped silently; the samples' refusals are known.
     expected_refusals = {"ms_swift": 2}.get(source, 0)
     assert len(refused) == expected_refusals, refused
