@@ -13,7 +13,10 @@ text the template produced. Then, per row of the file, it checks that LLaMA-Fact
 converted, encoded) and that the encoded text holds the row unaltered: human turns and observations verbatim
 in the input, every gpt turn verbatim in its own trained span (the labels), every function_call's reasoning
 verbatim and each call's name followed by its arguments, found as JSON in the trained span and equal to the
-file's arguments value for value (floats bit for bit, an integer still an integer, keys in order).
+file's arguments value for value (floats bit for bit, an integer still an integer, keys in order). It also counts
+the tools whose whole definition is in the input as a JSON value (``tools_whole`` of ``tools``): templates that
+write each tool as JSON (``qwen``, ``qwen3``, ``llama3``) show every one; the ``default`` ReAct prompt prints
+each tool's name, description and parameters' names, types, descriptions, enum and item types only.
 
 Rows that LLaMA-Factory refuses or drops are re-run one by one to name the row and LLaMA-Factory's reason.
 Rows with images need a vision template: text templates refuse them (reported as ``needs_vision``), and they
@@ -228,7 +231,7 @@ class Checker:
 # --- what the encoded text must hold ---------------------------------------------------------------------------
 def check_contents(rows: list[dict], encoded: dict[int, dict], tokenizer) -> dict:
     counts = {"calls": 0, "calls_intact": 0, "observations": 0, "observations_intact": 0, "answers": 0,
-              "answers_intact": 0}
+              "answers_intact": 0, "tools": 0, "tools_whole": 0}
     altered: dict[int, list[str]] = {}
     for i, e in encoded.items():
         problems = check_row(rows[i], e, tokenizer, counts)
@@ -247,10 +250,18 @@ def check_row(row: dict, encoded: dict, tokenizer, counts: dict) -> list[str]:
         problems.append(f"{len(spans)} trained spans for {len(assistant_turns)} assistant turns")
     if row.get("system") and row["system"] not in text:
         problems.append("system text not in the input")
-    for tool in json.loads(row["tools"]) if row.get("tools") else []:
+    tools = json.loads(row["tools"]) if row.get("tools") else []
+    for tool in tools:
         tool_name = (tool.get("function") or {}).get("name") if tool.get("type") == "function" else tool.get("name")
         if tool_name not in text:
             problems.append(f"tool {tool_name!r} not in the input")
+    # Whole: the tool's definition as a JSON value in the input, every key of its schema (output_parameters,
+    # nested properties, defaults...) included; templates that write each tool as JSON show it so. The default
+    # (ReAct) prompt prints names, descriptions, types, enum and item types only: a count, not an alteration.
+    if tools:
+        shown = {exact(value) for _, _, value in json_objects(text)}
+        counts["tools"] += len(tools)
+        counts["tools_whole"] += sum(exact(tool) in shown or exact(tool.get("function")) in shown for tool in tools)
 
     cursor = 0  # human turns and observations, in order, in the whole input
     span_index = 0

@@ -114,6 +114,12 @@ def test_llamafactory_loads_converts_and_encodes_every_exported_row_intact(check
             assert outcome["rows_encoded"] == len(text)
             for what, count in expected_counts(text).items():
                 assert outcome[what] == outcome[f"{what}_intact"] == count, (template, what)
+            # The tool catalog: whole (as JSON, NESTFUL's output_parameters included) where the template writes
+            # tools as JSON; LLaMA-Factory's default ReAct prompt prints a summary of each (names, descriptions,
+            # parameters' types), so no tool is there whole.
+            tools = sum(len(json.loads(row["tools"])) for row in text if row["tools"])
+            assert outcome["tools"] == tools
+            assert outcome["tools_whole"] == (0 if template == "default" else tools), template
         if media:
             vision = report["templates"]["llava"]
             assert vision["ok"] and vision["rows_encoded"] == len(media), vision
