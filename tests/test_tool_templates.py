@@ -5,6 +5,8 @@ call per assistant turn and raise on the others (most NESTFUL and ToolMind rows)
 splits such a turn into one turn per call, each followed by its own results."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 pytest.importorskip("transformers", reason="chat template tests need transformers (the test extra)")
@@ -223,3 +225,49 @@ def test_reasoning_in_content_keeps_the_complete_shape_and_leaves_the_row_alone(
     assert [set(m) for m in messages] == [set(m) for m in row["messages"]]
     assert messages[1]["content"] == "<think>\nlook it up\n</think>\n\n" and messages[1]["reasoning_content"] is None
     assert messages[3] == row["messages"][3]  # empty reasoning is no reasoning
+
+
+def _json_values(text: str) -> set[str]:
+    """Every JSON object written in ``text`` (each ``{`` that starts one), as exact JSON text to compare."""
+    decoder, found = json.JSONDecoder(), set()
+    for start, char in enumerate(text):
+        if char == "{":
+            try:
+                value, _ = decoder.raw_decode(text, start)
+            except ValueError:
+                continue
+            found.add(td.dumps(value))
+    return found
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
+@pytest.mark.parametrize("template", sorted(TEMPLATES))
+def test_every_tool_of_the_catalog_renders_whole(template, streaming, cache_dir):
+    """Each tool of a row is in the rendered text whole, as a JSON value equal to the unified tool (every key:
+    NESTFUL's ``output_parameters``, which say what field a reference such as ``$var_1.result$`` reads, nested
+    schemas, defaults), keys in order, values exact. Hermes 3 is the exception: its template writes each tool
+    from its name, description and parameters only, so ``output_parameters`` never reaches the model."""
+    tokenizer = byte_tokenizer(TEMPLATES[template])
+    tools = with_outputs = 0
+    for source, files in _loads():
+        for ds in td.load(source, data_files=files, streaming=streaming, cache_dir=cache_dir).values():
+            for row in ds:
+                if not _text_only(row) or not row["tools"]:
+                    continue
+                if refusal(template, row) is not None:
+                    if template not in REMEDY:
+                        continue
+                    row = REMEDY[template](row)
+                text = tokenizer.apply_chat_template(row["messages"], tools=row["tools"], tokenize=False)
+                shown = _json_values(text)
+                for tool in row["tools"]:
+                    tools += 1
+                    with_outputs += "output_parameters" in tool["function"]
+                    if template == "hermes3":
+                        assert tool["function"]["name"] in text
+                        continue
+                    assert td.dumps(tool) in shown or td.dumps(tool["function"]) in shown, \
+                        f"{row['id']}: tool {tool['function']['name']!r} not rendered whole ({template})"
+                if template == "hermes3":
+                    assert "output_parameters" not in text
+    assert tools >= 500 and with_outputs >= 400
