@@ -575,6 +575,33 @@ def test_mirror_of_a_split_the_data_lacks_names_the_splits_it_has(tmp_path, caps
     assert "nestful: no split 'nope' in the data; its splits here: train" in capsys.readouterr().err
 
 
+def test_mirror_of_several_splits_named_with_a_plus_keeps_each_as_its_own_split(tmp_path, capsys, cache_dir):
+    """`--split a+b` reads both splits in every command; mirror said "no split 'a+b' in the data" while listing
+    both among the splits it has. Each is a split of the mirror, loading as `td.load` gives it."""
+    out = tmp_path / "m"
+    assert main(["mirror", "toolmind", "--sample", "--split", "tau_train+When2Call", "--configs", "unified",
+                 "--out", str(out)]) == 0
+    folder = out / "toolmind"
+    manifest = read_manifest(folder)
+    assert list(manifest.configs["unified"].splits) == ["When2Call", "tau_train"]  # the source's order
+    assert list(manifest.statistics) == ["When2Call", "tau_train"]
+    for split in ("When2Call", "tau_train"):
+        assert mirror_rows(folder, "unified", split, streaming=False, cache_dir=cache_dir) == \
+            reference_rows("toolmind", "unified", split, cache_dir)
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    assert "mirror toolmind --sample --split tau_train+When2Call --configs unified" in card
+    assert "the splits `When2Call`, `tau_train` only" in card
+    # a part the data lacks is named alone, with the splits there are
+    assert main(["mirror", "toolmind", "--sample", "--split", "When2Call+nope", "--out", str(tmp_path / "n")]) == 2
+    assert "toolmind: no split 'nope' in the data; its splits here: synthetic," in capsys.readouterr().err
+    # several sources lacking different parts of it: each named with the part it lacks, nothing built
+    assert main(["mirror", "all", "--sample", "--split", "When2Call+train", "--configs", "unified",
+                 "--out", str(tmp_path / "a")]) == 2
+    err = capsys.readouterr().err
+    assert "nestful (no 'When2Call'; its splits: train)" in err and "toolmind (no 'train'; its splits:" in err
+    assert not (tmp_path / "a").exists() or not any((tmp_path / "a").iterdir())
+
+
 def _sample_splits(source: str, cache_dir: str) -> list[str]:
     return list(td.load(source, "unified", data_files=td.sample_files(source), cache_dir=cache_dir))
 

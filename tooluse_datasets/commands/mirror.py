@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         except MissingSplitError as exc:
             missing.append(exc)
     if missing:
-        raise MirrorError(_missing_split_message(missing, len(requests)))
+        raise MirrorError(_missing_split_message(missing, len(requests), args.split))
     # Several sources on Ray: one Ray for all of them, not one started and stopped per source.
     with shared_ray(args.engine, args.num_proc, args.address) if len(plans) > 1 else contextlib.nullcontext():
         for plan in plans:
@@ -110,12 +110,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _missing_split_message(missing: list, count: int) -> str:
+def _missing_split_message(missing: list, count: int, split: str) -> str:
     if count == 1:
         return str(missing[0])
-    lacking = ", ".join(f"{e.source} (its splits: {', '.join(e.available) or 'none'})" for e in missing)
-    return (f"no split {missing[0].split!r} in {lacking}; nothing was built: mirror the sources that have it, or "
-            f"leave --split out")
+    # with `a+b`, sources may lack different parts of it: each is named with the part it lacks
+    one_split = len({e.split for e in missing}) == 1
+    lacking = ", ".join(f"{e.source} ({'' if one_split else f'no {e.split!r}; '}its splits: "
+                        f"{', '.join(e.available) or 'none'})" for e in missing)
+    what = f"no split {missing[0].split!r} in" if one_split else f"--split {split!r} names splits missing from"
+    return f"{what} {lacking}; nothing was built: mirror the sources that have it, or leave --split out"
 
 
 @contextlib.contextmanager

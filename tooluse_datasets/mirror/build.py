@@ -331,10 +331,12 @@ def _split_plans(request: MirrorRequest, builder) -> list[SplitPlan]:
     # Large JSON arrays cut too, whatever the engine: the plan, and so the mirror, must not depend on it.
     plans = builder.split_plans(divide=True)
     if request.split is not None:
-        named = [p for p in plans if p.name == request.split]
-        if not named:
-            raise MissingSplitError(request.source, request.split, [p.name for p in plans])
-        plans = named
+        # `a+b` names several splits, as every command reads it; each stays a split of its own in the mirror
+        wanted = request.split.split("+")
+        lacking = [name for name in wanted if name not in {p.name for p in plans}]
+        if lacking:
+            raise MissingSplitError(request.source, lacking[0], [p.name for p in plans])
+        plans = [p for p in plans if p.name in wanted]
     bad = [p.name for p in plans if not SPLIT_NAME.match(p.name)]
     if bad:
         raise MirrorError(f"{request.source}: split names {bad} are not valid Hub split names "
