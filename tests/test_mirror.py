@@ -602,6 +602,27 @@ def test_mirror_of_several_splits_named_with_a_plus_keeps_each_as_its_own_split(
     assert not (tmp_path / "a").exists() or not any((tmp_path / "a").iterdir())
 
 
+@pytest.mark.parametrize("repo_id, message", [
+    ("https://huggingface.co/datasets/acme/ms_swift", "is an address: give the dataset repo's id alone, 'acme/ms_swift'"),
+    ("models/acme/ms_swift", "names a model repo"),
+    ("acme tools/ms_swift", "is not of the form '<org or user>/<name>'"),
+    ("acme/ms_swift!", "is not a name the Hub takes"),
+])
+def test_a_repo_id_the_hub_does_not_take_is_refused_before_building(repo_id, message, tmp_path, capsys):
+    """The card's loading snippets name --repo-id: one the Hub does not take wrote a card whose every snippet
+    fails (load_dataset("https://...")), with no word. Refused as publish refuses it, before anything is built."""
+    out = tmp_path / "m"
+    assert main(["mirror", "ms_swift", "--sample", "--configs", "unified", "--repo-id", repo_id,
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "--repo-id" in err and len(err.strip().splitlines()) == 1
+    assert not out.exists() or not any(out.iterdir())
+    # {source} is replaced before the id is checked
+    assert main(["mirror", "ms_swift", "nestful", "--sample", "--configs", "unified", "--repo-id",
+                 "acme/{source}-tooluse", "--out", str(out)]) == 0
+    assert 'load_dataset("acme/nestful-tooluse", "unified"' in (out / "nestful" / "README.md").read_text()
+
+
 def _sample_splits(source: str, cache_dir: str) -> list[str]:
     return list(td.load(source, "unified", data_files=td.sample_files(source), cache_dir=cache_dir))
 

@@ -70,6 +70,36 @@ def hub_license(value: str) -> str:
                       f"it in the card on the Hub (license_name, license_link)")
 
 
+# How a repo's address starts where a repo id was meant (a URL, an hf:// path, a type prefix): type, then the rest.
+_REPO_ADDRESS = re.compile(r"^(?:(?:https?://[^/]+|hf:/)/)?(datasets|models|spaces)/(.*)$")
+
+
+def repo_id_problem(repo_id: str, why_datasets: str) -> Optional[str]:
+    """Why ``repo_id`` is not the id of a dataset repo the Hub takes, ``<org or user>/<name>`` (None if it is one):
+    an address given for the id is named with the id to give, a model or Space address names a repo of another
+    type (``why_datasets`` says why a dataset repo is meant), and a name the Hub refuses is named as
+    huggingface_hub names it."""
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    address = _REPO_ADDRESS.match(repo_id)
+    if address is not None:
+        kind, rest = address.groups()
+        if kind == "datasets":
+            given = "/".join(rest.split("/")[:2])  # without a /tree/main or /blob/... after the id
+            return f"repo id {repo_id!r} is an address: give the dataset repo's id alone, {given!r}"
+        return (f"repo id {repo_id!r} names a {kind[:-1]} repo: {why_datasets}; give '<org or user>/<name>' of a "
+                f"dataset repo")
+    parts = repo_id.split("/")
+    if len(parts) != 2 or not all(parts) or any(c.isspace() for c in repo_id):
+        return f"repo id {repo_id!r} is not of the form '<org or user>/<name>'"
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as exc:
+        return f"repo id {repo_id!r} is not a name the Hub takes: {exc}"
+    return None
+
+
 # --------------------------------------------------------------------------------------------------
 # Rendering
 # --------------------------------------------------------------------------------------------------

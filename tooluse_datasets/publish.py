@@ -37,7 +37,6 @@ import dataclasses
 import hashlib
 import logging
 import os
-import re
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Optional, Protocol
@@ -47,7 +46,7 @@ from huggingface_hub.errors import (EntryNotFoundError, HfHubHTTPError, Reposito
                                     RevisionNotFoundError)
 from huggingface_hub.utils import sha as hub_sha
 
-from .dataset_card import CardMarkersError, card_config_names, merge_cards, render_card
+from .dataset_card import CardMarkersError, card_config_names, merge_cards, render_card, repo_id_problem
 from .mirror.manifest import MANIFEST_NAME, README_NAME, Manifest, MirrorError, read_manifest
 from .mirror.provenance import hash_file, sha256_file
 from .mirror.staging import recover_swap, recover_swaps_in, swap_lock
@@ -701,32 +700,12 @@ def _commit_message(manifest: Manifest) -> str:
            f"{prov.versions['tooluse_datasets']}"
 
 
-# How a repo's address starts where a repo id was meant (a URL, an hf:// path, a type prefix): type, then the rest.
-_REPO_ADDRESS = re.compile(r"^(?:(?:https?://[^/]+|hf:/)/)?(datasets|models|spaces)/(.*)$")
-
-
 def _check_repo_id(repo_id: str) -> None:
-    """Refused before anything is read: an address given for the id is named with the id to give (a model or
-    Space address names a repo of another type: publish writes dataset repos), and a name the Hub refuses is named
-    as huggingface_hub names it (it raised that only once the mirror had been hashed, as a bare HFValidationError)."""
-    from huggingface_hub.errors import HFValidationError
-    from huggingface_hub.utils import validate_repo_id
-
-    address = _REPO_ADDRESS.match(repo_id)
-    if address is not None:
-        kind, rest = address.groups()
-        if kind == "datasets":
-            given = "/".join(rest.split("/")[:2])  # without a /tree/main or /blob/... after the id
-            raise PublishError(f"repo id {repo_id!r} is an address: give the dataset repo's id alone, {given!r}")
-        raise PublishError(f"repo id {repo_id!r} names a {kind[:-1]} repo: publish writes dataset repos; give "
-                           f"'<org or user>/<name>' of a dataset repo")
-    parts = repo_id.split("/")
-    if len(parts) != 2 or not all(parts) or any(c.isspace() for c in repo_id):
-        raise PublishError(f"repo id {repo_id!r} is not of the form '<org or user>/<name>'")
-    try:
-        validate_repo_id(repo_id)
-    except HFValidationError as exc:
-        raise PublishError(f"repo id {repo_id!r} is not a name the Hub takes: {exc}") from None
+    """Refused before anything is read (it was raised only once the mirror had been hashed, as a bare
+    HFValidationError): see :func:`.dataset_card.repo_id_problem`."""
+    problem = repo_id_problem(repo_id, "publish writes dataset repos")
+    if problem is not None:
+        raise PublishError(problem)
 
 
 def find_mirrors(folder: str | Path) -> dict[str, Path]:

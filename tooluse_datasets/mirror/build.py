@@ -21,7 +21,7 @@ from typing import Any, Optional, Sequence
 from datasets import Features
 
 from .. import formats, registry
-from ..dataset_card import hub_license, render_card
+from ..dataset_card import hub_license, render_card, repo_id_problem
 from ..distributions import plot_distributions
 from ..errors import SkipReport, ToolUseDataError, check_on_error, json_text_bytes
 from ..progress import progress
@@ -84,6 +84,10 @@ class MirrorRequest:
             raise MirrorError(str(exc)) from None
         if self.license is not None:
             self.license = hub_license(self.license)
+        if self.repo_id is not None:  # the card's snippets load it: one the Hub does not take makes them all fail
+            problem = repo_id_problem(self.repo_id, "the card's snippets load a dataset repo")
+            if problem is not None:
+                raise MirrorError(f"--repo-id: {problem}")
 
 
 def build_mirror(request: MirrorRequest, out_dir: str | Path, *, engine: str = "local",
