@@ -623,6 +623,25 @@ def test_a_repo_id_the_hub_does_not_take_is_refused_before_building(repo_id, mes
     assert 'load_dataset("acme/nestful-tooluse", "unified"' in (out / "nestful" / "README.md").read_text()
 
 
+@pytest.mark.parametrize("input_args", [["--sample"], ["--data-files", "SAMPLE"]])
+@pytest.mark.parametrize("revision", ["main", "0123456789abcdef0123456789abcdef01234567"])
+def test_a_revision_with_data_files_is_refused_instead_of_named_in_the_card(input_args, revision, tmp_path, capsys):
+    """--revision picks the upstream revision to read; the sample or data files are read as they are. The mirror
+    was built from them all the same, and its card said "Upstream: IBM/NESTFUL at revision `main`" (or the commit
+    given), data the mirror does not hold, with `main` not even resolved to a commit."""
+    if input_args[-1] == "SAMPLE":
+        input_args = [input_args[0], *(str(p) for p in td.sample_files("nestful")["train"])]
+    out = tmp_path / "m"
+    assert main(["mirror", "nestful", *input_args, "--revision", revision, "--configs", "unified",
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--revision" in err and "read as they are" in err and len(err.strip().splitlines()) == 1
+    assert not out.exists() or not any(out.iterdir())
+    with pytest.raises(MirrorError, match="--revision"):
+        build_mirror(MirrorRequest("nestful", configs=["unified"], data_files=td.sample_files("nestful"),
+                                   revision=revision), tmp_path / "p")
+
+
 def _sample_splits(source: str, cache_dir: str) -> list[str]:
     return list(td.load(source, "unified", data_files=td.sample_files(source), cache_dir=cache_dir))
 

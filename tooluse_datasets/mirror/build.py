@@ -138,6 +138,7 @@ def plan_mirror(request: MirrorRequest, out_dir: str | Path) -> MirrorPlan:
         named = registry.builder_class(request.source).data_files_from_options(request.source_options)
         if named is not None:
             request = dataclasses.replace(request, data_files=named)
+    _check_revision_reads_upstream(request)
     request = pin_hub_data_files(pin_upstream_revision(request))
     features = {config: _features(request.source, config) for config in request.configs}
     builder = _builder(request)
@@ -264,6 +265,15 @@ def _check_source_options(request: MirrorRequest) -> None:
     if unknown:
         raise unknown_options_error(request.source, options_class, unknown,
                                     also="the mirror's revision, on_error, split and configs are its own arguments")
+
+
+def _check_revision_reads_upstream(request: MirrorRequest) -> None:
+    """A revision is the upstream's: data files (the sample included) are read as they are, and the card would
+    name the upstream at that revision as the mirror's origin, which it is not."""
+    if request.revision is not None and request.data_files is not None:
+        raise MirrorError(f"{request.source}: --revision {request.revision} picks the upstream revision to read, but "
+                          f"the data files given (--data-files, --sample or a source option naming them) are read as "
+                          f"they are: leave --revision out, or the data files to read the upstream at it")
 
 
 def _check_listing_outside(request: MirrorRequest, target: Path) -> None:
