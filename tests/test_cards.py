@@ -256,6 +256,22 @@ def test_a_nestful_v1_mirror_is_introduced_as_v1_not_as_the_current_data(tmp_pat
     assert "1861 samples" in (v2 / "README.md").read_text()
 
 
+def test_the_nestful_v1_prose_does_not_say_a_mirror_of_other_files_holds_the_upstream_samples(tmp_path):
+    """The v1 prose said "This mirror holds NESTFUL v1, the 300 samples ..., read from the upstream data_v1/
+    folder" whatever the mirror was built from: a mirror of one group's files (85 rows, one split) said so too. It
+    describes the dataset, as the current data's prose does; the tables and the provenance say what the mirror holds."""
+    from conftest import shared_data
+
+    files = sorted(str(p) for p in shared_data("nestful", "data_v1", "executable").glob("*.json"))
+    folder = build_mirror(MirrorRequest("nestful", configs=["unified"], data_files=files, on_error="skip",
+                                        source_options={"data_version": "v1"}), tmp_path)
+    manifest = read_manifest(folder)
+    assert manifest.configs["unified"].num_examples == 85
+    prose = (folder / "README.md").read_text().split(BEGIN_MARKER, 1)[1].split("## ", 1)[0]
+    assert "This mirror holds" not in prose and "300 samples" in prose  # the dataset's size, not the mirror's
+    assert "the tables below count them" not in prose  # this mirror skipped none of them
+
+
 def test_every_registered_source_has_prose():
     from importlib import resources
 
