@@ -272,6 +272,25 @@ def test_the_nestful_v1_prose_does_not_say_a_mirror_of_other_files_holds_the_ups
     assert "the tables below count them" not in prose  # this mirror skipped none of them
 
 
+def test_a_mirror_of_data_files_given_per_split_names_them_instead_of_a_command_that_reads_one_split(tmp_path):
+    """data_files={split: files} (Python) cannot be given on the command line: the card's rebuild command of a
+    partial mirror listed every file after one --data-files, which builds a single train split, another mirror."""
+    from conftest import shared_data
+
+    english = str(shared_data("ms_swift", "agent_support_doc_examples_en.jsonl"))
+    others = [str(shared_data("ms_swift", name)) for name in ("agent_support_doc_examples_zh.jsonl",
+                                                               "custom_dataset_doc_agent_rows_en.jsonl")]
+    folder = build_mirror(MirrorRequest("ms_swift", configs=["unified"], data_files={"test": [english],
+                                                                                      "train": others}), tmp_path)
+    assert list(read_manifest(folder).configs["unified"].splits) == ["test", "train"]
+    card = (folder / "README.md").read_text()
+    assert "tooluse-datasets mirror ms_swift --data-files" not in card
+    assert ("- The data files of each split (given per split in Python, as `data_files={split: files}`; "
+            "`--data-files` reads its files as one split): `test`: `agent_support_doc_examples_en.jsonl`; `train`: "
+            "`agent_support_doc_examples_zh.jsonl`, `custom_dataset_doc_agent_rows_en.jsonl`.") in card
+    assert "- Built from part of the data (`--configs unified` of the data files above)." in card
+
+
 def test_every_registered_source_has_prose():
     from importlib import resources
 

@@ -289,6 +289,8 @@ def input_arguments(manifest: Manifest) -> str:
         return f"--revision {shlex.quote(revision)}" if revision else ""
     if "dataset_info" in manifest.options:
         return ""  # a LLaMA-Factory entry names its own files (the options give it)
+    if provenance.split_inputs:
+        return ""  # files given per split: --data-files would read them as one split (the card lists them)
     return "--data-files " + " ".join(shlex.quote(i.name) for i in provenance.inputs)
 
 

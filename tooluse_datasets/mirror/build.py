@@ -157,8 +157,13 @@ def build_planned_mirror(plan: MirrorPlan, *, engine: str = "local", num_proc: O
 def _build(plan: MirrorPlan, **engine_options) -> Path:
     request, target, features, builder, plans = plan.request, plan.target, plan.features, plan.builder, plan.splits
     source = builder.source
-    provenance = build_provenance(source.upstream, request.revision, _input_paths(request, builder),
+    input_paths = _input_paths(request, builder)
+    provenance = build_provenance(source.upstream, request.revision, input_paths,
                                   from_upstream=request.data_files is None)
+    if provenance.origin == "files" and isinstance(request.data_files, dict) and set(request.data_files) != {"train"}:
+        names = {path: i.name for path, i in zip(input_paths, provenance.inputs)}
+        provenance.split_inputs = {split: [names[str(f)] for f in files]
+                                   for split, files in builder.config.data_files.items()}
     build = _build_description(request, builder, provenance, plans)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Staging.open(target, build)

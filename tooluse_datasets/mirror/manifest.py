@@ -101,6 +101,9 @@ class Provenance:
     upstream: Optional[dict]  # host, repo, revision, homepage, license, url
     inputs: list[InputFile]
     versions: dict[str, str]
+    # The inputs' names by split, where data files were given per split (Python's data_files={split: files}),
+    # which --data-files cannot give: it reads its files as one split. {} otherwise.
+    split_inputs: dict[str, list[str]] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
