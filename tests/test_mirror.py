@@ -942,6 +942,26 @@ def test_input_files_reached_through_links_are_named_as_given_like_the_rows_ids(
     assert {f"{s}.jsonl" for s in subsets} == set(given)  # the names the rows give the files
 
 
+def test_input_with_no_row_to_mirror_is_one_error_line(tmp_path, capsys):
+    """An empty file (or one whose every row is bad) printed a warning per config that it was left out of the
+    mirror, then an error repeating each config's counts as a Python dict: six lines saying one thing."""
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert main(["mirror", "ms_swift", "--data-files", str(empty), "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "error: ms_swift: no config has any row: 0 rows read, none skipped"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n")
+    assert main(["mirror", "ms_swift", "--data-files", str(bad), "--configs", "unified", "raw",
+                 "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == "error: ms_swift: no config has any row: 1 rows read, 1 skipped (InvalidJsonError:<line> x1)"
+    assert not any("left out of the mirror" in line for line in err)  # (the row's own warning may come first)
+    # configs left empty for different reasons are each named
+    assert main(["mirror", "nestful", "--sample", "--configs", "toolmind", "--out", str(tmp_path / "out")]) == 2
+    assert "no config has any row: 5 rows read, 5 skipped (ConversionError:" in capsys.readouterr().err
+
+
 def test_every_skipped_row_is_listed_when_no_row_is_left_to_mirror(tmp_path, capsys):
     """A build whose rows were all skipped (NESTFUL rows have no tool results, which ToolMind needs) stopped with
     counts only, before writing --skipped-rows: the listing of every row and why was lost exactly when it was

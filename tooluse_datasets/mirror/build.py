@@ -432,10 +432,13 @@ def _assemble(request: MirrorRequest, features: dict[str, Features], results: di
             files += config_files
         else:
             omitted[config] = why_empty
-            logger.warning("%s/%s: no rows left (%s); the config is left out of the mirror",
-                           request.source, config, why_empty)
-    if not configs:
-        raise MirrorError(f"{request.source}: no config has any row; reasons: {omitted}")
+    if not configs:  # one error: the configs' counts are often the same (an empty file, every row unreadable)
+        why = next(iter(omitted.values())) if len(set(omitted.values())) == 1 else \
+            "; ".join(f"{config}: {why_empty}" for config, why_empty in omitted.items())
+        raise MirrorError(f"{request.source}: no config has any row: {why}")
+    for config, why_empty in omitted.items():
+        logger.warning("%s/%s: no rows left (%s); the config is left out of the mirror", request.source, config,
+                       why_empty)
     statistics, validation, distributions = {}, {}, {}
     for split, shard_results in results.items():
         stats, counter = SplitStatistics(), ValidationCounter([])
