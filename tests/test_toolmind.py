@@ -1496,6 +1496,29 @@ def test_a_catalog_in_buttons_tool_tag_leaves_no_tag_in_the_instructions(tmp_pat
     assert parse_system_prompt(f"{PROTOCOL_TEXT}\n\nRules.\n2. Use these tools:\n{tool_list}").instructions == "Rules."
 
 
+@pytest.mark.parametrize("open_tag, close_tag", [("<TOOLS>", "</TOOLS>"), ('<tools type="json">', "</tools>"),
+                                                 ("<Tool>", "</Tool>"), ("<tools >", "</tools >")])
+@pytest.mark.parametrize("inline", [False, True])
+def test_tools_tags_are_read_in_any_case_and_with_attributes(graphsyn_tools, open_tag, close_tag, inline):
+    """Prompts spell the catalog's tags in capitals or with attributes: with the tools on lines of their own the
+    tools were read but the tag lines stayed in the instructions; right after the tag, no tool was read at all
+    (meta.tools_not_found on a row whose catalog is there)."""
+    sep = "" if inline else "\n"
+    catalog = "\n".join(json.dumps(t) for t in graphsyn_tools)
+    msgs = conversation()
+    msgs[0]["content"] = (f"{PROTOCOL_TEXT}\n\nYou are a travel agent. Here are the tools:\n"
+                          f"{open_tag}{sep}{catalog}{sep}{close_tag}\n\n# Domain\nBe polite.")
+    native = native_row(msgs)
+    row = convert(native)
+    assert row["tools"] == graphsyn_tools and "tools_not_found" not in row["meta"]
+    assert row["messages"][0] == {"role": "system", "content": "You are a travel agent.\n\n# Domain\nBe polite."}
+    assert write_toolmind_row(row)["messages"] == native["messages"]  # the text as written, byte for byte
+    # <tool_call> and <toolbox> are no catalog tags: a call example after them is no tool
+    example = '{"name": "get_time", "description": "example", "parameters": {"type": "object"}}'
+    for tag in ("<tool_call>", "<toolbox>"):
+        assert parse_system_prompt(f"{PROTOCOL_TEXT}\n\nFor example: {tag}{example}").tools == []
+
+
 @pytest.mark.parametrize("tools", [[], TOOLS])
 def test_numbered_instructions_after_the_protocol_are_not_taken_for_its_items(tmp_path, tools):
     # Rows of another source written in the toolmind format and read back: a system message that is a

@@ -2,8 +2,8 @@
 
 The card says the system turn holds "tool-use protocol + JSON tool schemas + domain-specific instructions",
 in that order, but the layout of the schema block is not published (spec §5). The reader is therefore
-tolerant: it scans the text for JSON values that start a line (or follow ``<tools>`` or ``<tool>``), and keeps those that
-are tool definitions, whichever of these layouts the row uses:
+tolerant: it scans the text for JSON values that start a line (or follow ``<tools>`` or ``<tool>``, in any case and
+with attributes), and keeps those that are tool definitions, whichever of these layouts the row uses:
 
 * one JSON array of tools;
 * one JSON object per line (or pretty-printed objects, glaive style);
@@ -54,9 +54,12 @@ INSTRUCTIONS_HEADING = "## Instructions"
 # Where a tool catalog can start: a JSON array/object opening a line, or right after <tools> or <tool>. (Searched
 # as "\n" + text: a pattern with a literal first character is scanned ~10x faster than one using ^.)
 _LINE_START = re.compile(r"\n[ \t]*[\[{]")
-_AFTER_TOOLS_TAG = re.compile(r"<tools?>[ \t\r\n]*[\[{]")
+# The tags in any case and with attributes, as prompts spell them (<TOOLS>, <tools type="json">); not <tool_call>.
+_TOOLS_TAG = r"<tools?(?:[ \t][^<>\n]*)?>"
+_AFTER_TOOLS_TAG = re.compile(_TOOLS_TAG + r"[ \t\r\n]*[\[{]", re.IGNORECASE)
+_ENDS_WITH_TOOLS_TAG = re.compile(_TOOLS_TAG + r"\Z", re.IGNORECASE)
 _NUMBERED_ITEM = re.compile(r"(\d+)\.\s")
-_TOOLS_CLOSE = re.compile(r"\A\s*</tools?>")
+_TOOLS_CLOSE = re.compile(r"\A\s*</tools?[ \t]*>", re.IGNORECASE)
 
 
 @dataclass
@@ -252,7 +255,7 @@ def _introduces_tools(before: str) -> bool:
     if not _is_lead_in(line):
         return False
     lowered = line.lower()
-    return line.endswith(_TOOLS_TAGS) or "tool" in lowered or "function" in lowered
+    return _ends_with_tools_tag(line) or "tool" in lowered or "function" in lowered
 
 
 def _is_format_example(text: str, start: int) -> bool:
@@ -301,8 +304,9 @@ def _line_tools(line: str) -> Any:
 def _candidate_starts(text: str) -> list[int]:
     # The bracket is a match's last character: m.end() - 1 in "\n" + text, so m.end() - 2 in text.
     starts = [m.end() - 2 for m in _LINE_START.finditer("\n" + text)]
-    if "<tools>" in text or "<tool>" in text:
-        starts = sorted(set(starts).union(m.end() - 1 for m in _AFTER_TOOLS_TAG.finditer(text)))
+    after_tags = [m.end() - 1 for m in _AFTER_TOOLS_TAG.finditer(text)]
+    if after_tags:
+        starts = sorted(set(starts).union(after_tags))
     return starts
 
 
@@ -577,12 +581,13 @@ def _instructions_before(head: str) -> str:
     return _strip_lead_in(_strip_protocol(head))
 
 
-_TOOLS_TAGS = ("<tools>", "<tool>")
+def _ends_with_tools_tag(line: str) -> bool:
+    return line.endswith(">") and _ENDS_WITH_TOOLS_TAG.search(line) is not None
 
 
 def _is_lead_in(line: str) -> bool:
     """A (stripped) line that may introduce a catalog: a heading, a line ending in ':', or one ending in a tools tag."""
-    return line.startswith("#") or line.endswith(":") or line.endswith(_TOOLS_TAGS)
+    return line.startswith("#") or line.endswith(":") or _ends_with_tools_tag(line)
 
 
 # Where a sentence ends inside a line: what follows it on a lead-in line introduces the catalog.
