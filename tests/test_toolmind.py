@@ -995,6 +995,30 @@ def test_native_list_column_with_data_files_splits(tmp_path):
     assert json.loads(write_toolmind_row(row)["messages"]) == conversation()
 
 
+def test_null_fields_arrow_adds_to_a_native_list_columns_messages_are_no_extra_keys(tmp_path):
+    """Messages of a list<struct> column get every field any message of the column has (pyarrow unifies the
+    structs), null where they have none: `tool_calls: null`, `name: null` beside role and content. Every row
+    failed with "keys besides role and content". A field holding a value is still refused, naming it."""
+    plain = conversation()
+    named = [dict(m) for m in plain]
+    named[1]["name"] = "alice"
+    named[3]["tool_calls"] = [{"id": "c0"}]
+    path = write_parquet(tmp_path / "drtulu.parquet", [{"conversations": plain}, {"conversations": named}])
+    assert pq.read_schema(path).field("conversations").type.value_type.get_field_index("name") >= 0
+    kwargs = dict(data_files={"train": path}, messages_column="conversations", split_column=None, streaming=True)
+    report = td.SkipReport()
+    rows = list(td.load("toolmind", split="train", on_error="skip", report=report, **kwargs))
+    assert [r["id"] for r in rows] == ["toolmind/train/0"]
+    assert rows[0]["messages"] == convert(native_row(plain))["messages"]
+    raw = next(iter(td.load("toolmind", "raw", split="train", on_error="skip", **kwargs)))
+    assert raw["messages"] == plain
+    assert report.skipped == 1 and list(report.by_reason) == ["InvalidValueError:conversations[1]"]
+    with pytest.raises(InvalidValueError, match=r"besides role and content: \['name'\]") as error:
+        list(td.load("toolmind", split="train", **{**kwargs, "data_files": {"train": write_parquet(
+            tmp_path / "named.parquet", [{"conversations": named}])}}))
+    assert error.value.field == "conversations[1]" and error.value.row == 0
+
+
 def test_several_shards(tmp_path, generated_rows):
     files = [write_parquet(tmp_path / f"train-0000{i}-of-00003.parquet", generated_rows[i * 40:(i + 1) * 40])
              for i in range(3)]

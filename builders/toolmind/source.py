@@ -310,9 +310,17 @@ def decode_messages(value: Any, column: str) -> tuple[list[dict], str, Optional[
     if not isinstance(messages, list):
         raise InvalidValueError(f"{column} must hold a JSON list, got {type(messages).__name__}", field=column)
     roles = P.ROLES
+    native = not isinstance(value, str)
     for i, m in enumerate(messages):
         # The check inline (it runs for every message of every row); the helper says what is wrong.
         if not (type(m) is dict and len(m) == 2 and m.get("role") in roles and type(m.get("content")) is str):
+            if native and type(m) is dict and None in m.values():
+                # A native list of structs: Arrow gives every message the fields any message of the column has,
+                # null where it has none (`name: null` beside role and content). Such nulls are no data: left out.
+                # (Not in JSON text, whose explicit nulls are the source's own, kept in the text.)
+                if messages is value:
+                    messages = list(value)  # (the row's own list is left as it is)
+                m = messages[i] = {k: v for k, v in m.items() if v is not None or k in ("role", "content")}
             _check_message(m, f"{column}[{i}]")
     if isinstance(value, str):
         encoding, verbatim = _json_encoding(value, messages)
