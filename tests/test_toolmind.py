@@ -1048,6 +1048,27 @@ def test_rows_ending_on_a_call(tmp_path):
     assert len(list(td.load("toolmind", data_files=path, split="synthetic", streaming=True, allow_trailing_call=True))) == 1
 
 
+def test_a_toolmind_row_the_writer_refuses_is_named_by_its_own_message(tmp_path):
+    """The toolmind writer names fields of the unified row, whose positions are not the file's (the system
+    message without instructions is no unified message, reasoning joins its call, a lenient row is re-shaped):
+    exporting ToolMind rows back, "messages[1].tool_calls[0]" named a message the row in the file does not
+    have there. The error names the row's own message, and the unified field in its text."""
+    msgs = conversation()
+    msgs[0]["content"] = PROTOCOL_TEXT  # (no instructions: no unified system message)
+    msgs[4] = {"role": "user", "content": "Never mind, which zone am I in?"}  # the call goes unanswered
+    path = write_jsonl(tmp_path / "lenient.jsonl", [native_row(msgs), native_row(conversation(end_on_call=True))])
+    load = dict(data_files=path, split="synthetic", streaming=True, strict=False, allow_trailing_call=True)
+    with pytest.raises(ConversionError, match=r"has no result.*\(the unified row's messages\[1\]\.tool_calls\[0\]\)") as error:
+        list(td.load("toolmind", "toolmind", **load))
+    assert (error.value.row, error.value.field) == (0, "messages[3]") and msgs[3]["role"] == "tool_call"
+    report = td.SkipReport()
+    assert list(td.load("toolmind", "toolmind", on_error="skip", report=report, **load)) == []
+    # a row read as the card writes it, ending on its call (allowed by the load, not by the format)
+    assert sorted(report.by_reason) == ["ConversionError:messages[3]"] and report.by_reason[
+        "ConversionError:messages[3]"] == 2
+    assert [e.row for e in report.examples] == [0, 1]
+
+
 def test_lenient_mode_reads_what_strict_refuses_and_keeps_it(tmp_path):
     msgs = conversation()
     two_calls = ('<tool_call>{"name": "get_time", "arguments": {"tz": "UTC"}}</tool_call>\n'
@@ -1300,7 +1321,8 @@ def test_the_card_shape_fast_path_gives_what_the_general_parser_gives(tmp_path, 
             continue
         fast += 1
         general = _RowParser(SOURCE.options, raw).parse(raw["messages"])
-        assert json.dumps(quick.__dict__) == json.dumps(general.__dict__), i
+        assert quick.origins == []  # (where each message was read: the general parser's, for error messages)
+        assert json.dumps(quick.__dict__) == json.dumps({**general.__dict__, "origins": []}), i
     assert fast > 150  # the fast path is the common case
 
 

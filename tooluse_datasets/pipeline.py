@@ -31,7 +31,7 @@ from datasets import Features
 
 from .arrow_rows import RowEncoder
 from .columnar import TableBuilder
-from .errors import InvalidValueError, SkipReport, ToolUseDataError, check_on_error
+from .errors import ConversionError, InvalidValueError, SkipReport, ToolUseDataError, check_on_error
 from .schema import UNIFIED_FEATURES
 from .shards.paths import display_path
 from .shards.shard import RawBatch, Shard
@@ -225,6 +225,8 @@ class ShardConverter:
                         out[config].append(self._finishers[config](row))
                     positions[config].append(position)
                 except Exception as exc:
+                    if isinstance(exc, ConversionError):
+                        self._name_input_field(exc, unified)
                     self._fail(exc, ctx, [config])
 
     def _complete(self, converted: list[tuple]) -> list[tuple]:
@@ -271,6 +273,20 @@ class ShardConverter:
             else:
                 kept.append(row)
         return encoder.table(kept)
+
+    def _name_input_field(self, error: ConversionError, unified: dict) -> None:
+        """A writer names a field of the unified row (``messages[2]``): where the source knows which part of the
+        row as read that is, the error names that one, and the unified field in its message."""
+        if not error.field:
+            return
+        try:
+            found = self.source.input_field(unified, error.field)
+        except Exception:  # (finding the place must never hide the error itself)
+            found = None
+        if found is not None and found != error.field:
+            error.message = f"{error.message} (the unified row's {error.field})"
+            error.args = (error.message,)
+            error.field = found
 
     def _fail(self, exc: Exception, ctx: RowContext, configs: list[str]) -> None:
         # A reader bug or a shape no check foresaw must still name the row and follow the error policy;

@@ -421,6 +421,12 @@ class Source(abc.ABC):
     def from_unified(self, row: dict) -> dict:
         ...
 
+    def input_field(self, row: dict, field: str) -> Optional[str]:
+        """Where, in the source's own row, the part of unified ``row`` that ``field`` names (``messages[2]``) was
+        read from, or None where that is not known: an error a writer raises about ``field`` then names what the
+        user finds in the file. Default: None (the unified field is named)."""
+        return None
+
     @property
     def has_batch_step(self) -> bool:
         """Whether :meth:`complete_unified` does work per batch (then streamed rows are converted in larger

@@ -18,15 +18,17 @@ raw -> unified -> raw is exact and the ``toolmind`` writer reproduces upstream r
 """
 from __future__ import annotations
 
+import re
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Optional
 
 import orjson
 from datasets import Features, Json, List, Value
 
 from tooluse_datasets.codec import loads as codec_loads, may_nest_deep, python_json_text
-from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, MissingFieldError, wrapped_rows_error
+from tooluse_datasets.errors import (InvalidJsonError, InvalidValueError, MissingFieldError, ToolUseDataError,
+                                     wrapped_rows_error)
 from tooluse_datasets.schema import complete_row, message, tool_call, unified_row
 from tooluse_datasets.shards.batches import joined_batches
 from tooluse_datasets.shards.paths import display_path
@@ -286,6 +288,25 @@ class ToolMindSource(Source):
             "messages_text": meta.get("messages_text") if native else None,
         }
 
+    def input_field(self, row: dict, field: str) -> Optional[str]:
+        """The message of the ToolMind row that unified ``row``'s ``messages[i]`` was read from (lenient rows are
+        re-shaped: their unified positions are not the file's), for an error a writer raises about it."""
+        index = _UNIFIED_MESSAGE.match(field)
+        if index is None or row.get("source") != "toolmind":
+            return None
+        try:
+            raw = self.from_unified(row)  # the row's own messages (kept whole, or rebuilt as they were read)
+            parsed = _RowParser(replace(self.options, strict=False), raw).parse(raw["messages"])
+        except ToolUseDataError:
+            return None
+        position = int(index.group(1))
+        if parsed.messages != row["messages"] or position >= len(parsed.origins):
+            return None  # the row was edited since it was read: its positions are its own
+        return f"{self.options.messages_column}[{parsed.origins[position]}]"
+
+
+_UNIFIED_MESSAGE = re.compile(r"messages\[(\d+)\]")
+
 
 # --------------------------------------------------------------------------------------------------
 # The messages column
@@ -459,6 +480,9 @@ class ParsedRow:
     # from text too short to nest as deep as storage allows: the row is storable as it is.
     read_exactly: bool = True
     tools_unreadable: bool = False  # a catalog value is not JSON (SystemPrompt.unreadable)
+    # Index, in the row's messages, of the message each unified message was read from (_RowParser only: the
+    # fast path leaves it out, hence not compared).
+    origins: list = field(default_factory=list, compare=False)
 
 
 class _RowParser:
@@ -486,17 +510,20 @@ class _RowParser:
         self.open_calls: deque[tuple[str, str]] = deque()  # (call id, name) awaiting a tool_output
         self.calls_made = 0
         self.previous_role: Optional[str] = None
+        self.origins: list[int] = []              # of each message of self.out: the message it was read from
+        self.reasoning_at = 0                     # where the pending reasoning was read
 
     def parse(self, messages: list[dict]) -> ParsedRow:
         handlers = {"system": self._system, "user": self._user, "reasoning": self._reasoning,
                     "tool_call": self._tool_call, "tool_output": self._tool_output, "answer": self._answer}
         for i, m in enumerate(messages):
             handlers[m["role"]](i, m["content"], f"{self.column}[{i}].content")
+            self.origins.extend([i] * (len(self.out) - len(self.origins)))  # (a flushed reasoning turn has its own)
             self.previous_role = m["role"]
         self._flush_reasoning()
         return ParsedRow(self.tools, self.out, self.system_text, self.tools_found, self.padding or "",
                          self.call_key or "arguments", self.content, self.bridge_texts, self.canonical,
-                         self.read_exactly, self.tools_unreadable)
+                         self.read_exactly, self.tools_unreadable, self.origins)
 
     # -- per role ------------------------------------------------------------------------------------
 
@@ -545,7 +572,7 @@ class _RowParser:
             self.canonical = False
             self.reasoning = f"{self.reasoning}\n\n{text}"
         else:
-            self.reasoning = text
+            self.reasoning, self.reasoning_at = text, i
 
     def _tool_call(self, i: int, content: str, where: str) -> None:
         text = self._unwrap(i, content, "tool_call", where)
@@ -632,6 +659,7 @@ class _RowParser:
         if self.reasoning is not None:
             self.canonical = False
             self.out.append(message("assistant", "", reasoning_content=self._take_reasoning()))
+            self.origins.append(self.reasoning_at)
 
 
 _WRAPPERS = {role: (f"<{tag}>", f"</{tag}>") for role, tag in P.WRAPPER_TAG.items()}
