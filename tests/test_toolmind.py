@@ -1069,6 +1069,18 @@ def test_a_toolmind_row_the_writer_refuses_is_named_by_its_own_message(tmp_path)
     assert [e.row for e in report.examples] == [0, 1]
 
 
+@pytest.mark.parametrize("fmt", ["swift", "llamafactory"])
+def test_a_reasoning_error_names_the_rows_reasoning_turn(tmp_path, fmt):
+    """Unified reasoning_content is read from the reasoning turn before a call or answer: an error about it names
+    that turn, not the call or answer the unified message was made of."""
+    msgs = conversation()
+    msgs[5]["content"] = "<think>It is 10:00; the </think> tag closes this.</think>"
+    path = write_jsonl(tmp_path / "quoted.jsonl", [native_row(msgs)])
+    with pytest.raises(ConversionError, match=r"</think>.*the unified row's messages\[4\]\.reasoning_content") as error:
+        list(td.load("toolmind", fmt, data_files=path, split="synthetic", streaming=True))
+    assert error.value.field == "messages[5]" and msgs[5]["role"] == "reasoning"
+
+
 def test_lenient_mode_reads_what_strict_refuses_and_keeps_it(tmp_path):
     msgs = conversation()
     two_calls = ('<tool_call>{"name": "get_time", "arguments": {"tz": "UTC"}}</tool_call>\n'
@@ -1321,8 +1333,9 @@ def test_the_card_shape_fast_path_gives_what_the_general_parser_gives(tmp_path, 
             continue
         fast += 1
         general = _RowParser(SOURCE.options, raw).parse(raw["messages"])
-        assert quick.origins == []  # (where each message was read: the general parser's, for error messages)
-        assert json.dumps(quick.__dict__) == json.dumps({**general.__dict__, "origins": []}), i
+        # (where each message was read: the general parser's, for error messages)
+        assert quick.origins == [] and quick.reasoning_origins == {}
+        assert json.dumps(quick.__dict__) == json.dumps({**general.__dict__, "origins": [], "reasoning_origins": {}}), i
     assert fast > 150  # the fast path is the common case
 
 

@@ -302,10 +302,11 @@ class ToolMindSource(Source):
         position = int(index.group(1))
         if parsed.messages != row["messages"] or position >= len(parsed.origins):
             return None  # the row was edited since it was read: its positions are its own
-        return f"{self.options.messages_column}[{parsed.origins[position]}]"
+        origin = parsed.reasoning_origins.get(position) if index.group(2) else None  # (its own reasoning turn)
+        return f"{self.options.messages_column}[{parsed.origins[position] if origin is None else origin}]"
 
 
-_UNIFIED_MESSAGE = re.compile(r"messages\[(\d+)\]")
+_UNIFIED_MESSAGE = re.compile(r"messages\[(\d+)\](\.reasoning_content)?")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -483,6 +484,7 @@ class ParsedRow:
     # Index, in the row's messages, of the message each unified message was read from (_RowParser only: the
     # fast path leaves it out, hence not compared).
     origins: list = field(default_factory=list, compare=False)
+    reasoning_origins: dict = field(default_factory=dict, compare=False)  # of reasoning_content, where it differs
 
 
 class _RowParser:
@@ -512,6 +514,7 @@ class _RowParser:
         self.previous_role: Optional[str] = None
         self.origins: list[int] = []              # of each message of self.out: the message it was read from
         self.reasoning_at = 0                     # where the pending reasoning was read
+        self.reasoning_origins: dict[int, int] = {}  # message of self.out -> where its reasoning_content was read
 
     def parse(self, messages: list[dict]) -> ParsedRow:
         handlers = {"system": self._system, "user": self._user, "reasoning": self._reasoning,
@@ -523,7 +526,7 @@ class _RowParser:
         self._flush_reasoning()
         return ParsedRow(self.tools, self.out, self.system_text, self.tools_found, self.padding or "",
                          self.call_key or "arguments", self.content, self.bridge_texts, self.canonical,
-                         self.read_exactly, self.tools_unreadable, self.origins)
+                         self.read_exactly, self.tools_unreadable, self.origins, self.reasoning_origins)
 
     # -- per role ------------------------------------------------------------------------------------
 
@@ -651,7 +654,10 @@ class _RowParser:
         return text
 
     def _take_reasoning(self) -> Optional[str]:
+        """The pending reasoning, for the assistant message appended next."""
         text, self.reasoning = self.reasoning, None
+        if text is not None:
+            self.reasoning_origins[len(self.out)] = self.reasoning_at
         return text
 
     def _flush_reasoning(self) -> None:
