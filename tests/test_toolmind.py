@@ -1572,9 +1572,9 @@ def test_tools_tags_are_read_in_any_case_and_with_attributes(graphsyn_tools, ope
     assert row["tools"] == graphsyn_tools and "tools_not_found" not in row["meta"]
     assert row["messages"][0] == {"role": "system", "content": "You are a travel agent.\n\n# Domain\nBe polite."}
     assert write_toolmind_row(row)["messages"] == native["messages"]  # the text as written, byte for byte
-    # <tool_call> and <toolbox> are no catalog tags: a call example after them is no tool
+    # <tool_call>, <toolbox> and an empty <tools /> element open no catalog: a definition after them is no tool
     example = '{"name": "get_time", "description": "example", "parameters": {"type": "object"}}'
-    for tag in ("<tool_call>", "<toolbox>"):
+    for tag in ("<tool_call>", "<toolbox>", "<tools />", "<TOOL/>"):
         assert parse_system_prompt(f"{PROTOCOL_TEXT}\n\nFor example: {tag}{example}").tools == []
 
 

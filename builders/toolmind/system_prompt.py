@@ -55,7 +55,7 @@ INSTRUCTIONS_HEADING = "## Instructions"
 # as "\n" + text: a pattern with a literal first character is scanned ~10x faster than one using ^.)
 _LINE_START = re.compile(r"\n[ \t]*[\[{]")
 # The tags in any case and with attributes, as prompts spell them (<TOOLS>, <tools type="json">); not <tool_call>.
-_TOOLS_TAG = r"<tools?(?:[ \t][^<>\n]*)?>"
+_TOOLS_TAG = r"<tools?(?:[ \t][^<>\n]*)?(?<!/)>"
 _AFTER_TOOLS_TAG = re.compile(_TOOLS_TAG + r"[ \t\r\n]*[\[{]", re.IGNORECASE)
 _ENDS_WITH_TOOLS_TAG = re.compile(_TOOLS_TAG + r"\Z", re.IGNORECASE)
 _NUMBERED_ITEM = re.compile(r"(\d+)\.\s")
