@@ -139,6 +139,14 @@ def test_all_takes_each_sources_own_files_as_source_path_items(tmp_path, capsys)
     assert "give --data-files as SOURCE=PATH items" in err and "Traceback" not in err
 
 
+def test_a_mistyped_source_name_is_refused_naming_the_source_meant(tmp_path, capsys):
+    assert main(["show", "nestfull", "--sample"]) == 2
+    assert "unknown source 'nestfull' (did you mean 'nestful'?)" in capsys.readouterr().err
+    # an `all` item too, the path kept as given
+    assert main(["stats", "all", "--data-files", "nestfull=my rows.jsonl"]) == 2
+    assert "got 'nestfull=my rows.jsonl' (did you mean 'nestful=my rows.jsonl'?)" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("command", [
     ["validate", "ms_swift"], ["stats", "ms_swift"], ["show", "ms_swift"], ["export", "ms_swift", "--out", "{out}"],
     ["verify", "nestful"], ["mirror", "ms_swift", "--out", "{out}"],

@@ -1258,7 +1258,10 @@ def test_a_format_that_does_not_exist_is_refused_listing_the_formats(config, hin
 
 
 @pytest.mark.parametrize("name, meant", [("ToolMind", "toolmind"), ("ms-swift", "ms_swift"),
-                                         ("LLaMA-Factory", "llamafactory"), ("xyz", None), (["toolmind"], None)])
+                                         ("LLaMA-Factory", "llamafactory"), ("xyz", None), (["toolmind"], None),
+                                         # a typo: the spelling rule alone gave no hint
+                                         ("nestfull", "nestful"), ("toolmnd", "toolmind"),
+                                         ("llamafactroy", "llamafactory"), ("tools", None)])
 def test_an_unknown_source_is_refused_with_the_registered_name_it_stands_for(name, meant):
     hint = f" (did you mean {meant!r}?)" if meant else ""
     message = f"unknown source {name!r}{hint}; choose one of {list(td.SOURCES)}, or 'all' for all of them"

@@ -5,6 +5,7 @@ builders, the ``all`` mix and ``load`` can all look sources up without import cy
 """
 from __future__ import annotations
 
+import difflib
 import importlib
 from importlib import resources
 
@@ -44,8 +45,18 @@ def sample_files(source: str) -> dict[str, list[str]]:
 def _check_source(source: str) -> None:
     if isinstance(source, str) and source in SOURCES:
         return
-    # "ms-swift", "ToolMind", "tool_mind", "llama_factory": the registered name they stand for
-    key = source.lower().replace("-", "").replace("_", "") if isinstance(source, str) else None
-    meant = next((name for name in SOURCES if name.replace("_", "") == key), None)
+    meant = meant_source(source)
     hint = f" (did you mean {meant!r}?)" if meant else ""
     raise ValueError(f"unknown source {source!r}{hint}; choose one of {source_names()}, or {MIX!r} for all of them")
+
+
+def meant_source(name) -> str | None:
+    """The registered name an unknown ``name`` stands for: "ms-swift", "ToolMind", "tool_mind", "llama_factory"
+    spelled otherwise, else a name one typo away ("nestfull", "toolmnd", "llamafactroy"); None if none is close."""
+    key = name.lower().replace("-", "").replace("_", "") if isinstance(name, str) else None
+    if not key:
+        return None
+    spelled = {registered.replace("_", ""): registered for registered in SOURCES}
+    if key in spelled:
+        return spelled[key]
+    return next((spelled[close] for close in difflib.get_close_matches(key, spelled, 1, 0.8)), None)

@@ -264,15 +264,17 @@ def output_folder(path) -> Iterator[None]:
 
 def files_by_source(items: list[str]) -> dict[str, list[str]]:
     """``SOURCE=PATH`` items as the mapping ``load("all", data_files=...)`` takes (source name -> files)."""
-    from ..registry import MIX, source_names
+    from ..registry import MIX, meant_source, source_names
 
     names = source_names()
     files: dict[str, list[str]] = {}
     for item in items:
         name, sep, path = item.partition("=")
         if not sep or name not in names or not path:
+            meant = meant_source(name) if sep and path else None
+            hint = f" (did you mean {f'{meant}={path}'!r}?)" if meant in names else ""
             raise ValueError(f"{MIX} reads each source's own files: give --data-files as SOURCE=PATH items "
-                             f"(SOURCE one of {', '.join(names)}), got {item!r}")
+                             f"(SOURCE one of {', '.join(names)}), got {item!r}{hint}")
         files.setdefault(name, []).append(path)
     return files
 
