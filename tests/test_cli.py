@@ -116,6 +116,17 @@ def test_validate_names_the_splits_there_are_when_asked_for_another(capsys):
     assert capsys.readouterr().err == "error: ValueError: ms_swift has no split 'nope'; its splits here: train\n"
 
 
+@pytest.mark.parametrize("command", ["show", "stats", "validate"])
+@pytest.mark.parametrize("source, split, meant", [
+    ("toolmind", "when2call", "When2Call"),  # ToolMind's split names are in mixed case
+    ("toolmind", "xlam", "xlam_function_calling_60k"), ("ms_swift", "tran", "train"),
+])
+def test_a_split_name_mistyped_is_refused_naming_the_split_meant(command, source, split, meant, capsys):
+    assert main([command, source, "--sample", "--split", split]) == 2
+    err = capsys.readouterr().err
+    assert f"{source} has no split {split!r} (did you mean {meant!r}?); its splits here: " in err
+
+
 def test_validate_empties_the_skipped_rows_file_once_it_runs(tmp_path, capsys):
     listing = tmp_path / "skipped.jsonl"
     listing.write_text('{"kept": "from the last run"}\n')

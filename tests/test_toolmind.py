@@ -284,7 +284,7 @@ def test_a_map_style_load_of_one_split_converts_that_split_only(generated, monke
     both = td.load("toolmind", data_files=generated, split="tau_train[:2]+When2Call", cache_dir=cache_dir)
     assert len(both) == 2 + expected["When2Call"]
     converted["to_raw"] = 0
-    with pytest.raises(ValueError, match="no split 'xlam'; its splits here: synthetic, "):
+    with pytest.raises(ValueError, match=r"no split 'xlam' \(did you mean 'xlam_function_calling_60k'\?\); its splits here: synthetic, "):
         td.load("toolmind", data_files=generated, split="xlam", cache_dir=cache_dir)
     assert converted["to_raw"] == 0
     everything = td.load("toolmind", data_files=generated, cache_dir=cache_dir)
@@ -294,7 +294,7 @@ def test_a_map_style_load_of_one_split_converts_that_split_only(generated, monke
     converted["to_raw"] = 0
     button = td.load("toolmind", data_files=generated, split="BUTTONInstruct", cache_dir=cache_dir)
     assert list(button) == list(everything["BUTTONInstruct"]) and converted["to_raw"] == 0
-    with pytest.raises(ValueError, match="no split 'xlam'; its splits here: synthetic, "):
+    with pytest.raises(ValueError, match=r"no split 'xlam' \(did you mean 'xlam_function_calling_60k'\?\); its splits here: synthetic, "):
         td.load("toolmind", data_files=generated, split="xlam", cache_dir=cache_dir)
 
 

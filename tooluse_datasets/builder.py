@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import difflib
 import glob
 import hashlib
 import json
@@ -87,6 +88,21 @@ class ToolUseConfig(datasets.BuilderConfig, SourceOptions):
         check_on_error(self.on_error)
         if self.name not in formats.FORMATS:
             raise ValueError(f"unknown format config {self.name!r}; choose one of {list(formats.FORMATS)}")
+
+
+def meant_split(name: str, names: list[str]) -> Optional[str]:
+    """The split of ``names`` an unknown ``name`` stands for, if one is plain: the same name in other case
+    (ToolMind's ``When2Call`` as ``when2call``), the one split it begins (``xlam`` for
+    ``xlam_function_calling_60k``), or a name one typo away (``tran``); else None."""
+    folded = {split.casefold(): split for split in names}
+    key = name.casefold()
+    if key in folded:
+        return folded[key]
+    starting = [split for fold, split in folded.items() if fold.startswith(key)]
+    if len(starting) == 1 and len(key) >= 3:
+        return starting[0]
+    close = difflib.get_close_matches(key, list(folded), 1, 0.75)
+    return folded[close[0]] if close else None
 
 
 class ToolUseBuilder(datasets.ArrowBasedBuilder):
@@ -482,8 +498,10 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         names = list(available)
         unknown = [name for name in wanted if name not in names]
         if unknown:
-            raise ValueError(f"{self.source.name} has no split {', '.join(map(repr, unknown))}; its splits here: "
-                             f"{', '.join(names)}")
+            meant = [close for close in map(lambda name: meant_split(name, names), unknown) if close]
+            hint = f" (did you mean {', '.join(map(repr, meant))}?)" if len(meant) == len(unknown) else ""
+            raise ValueError(f"{self.source.name} has no split {', '.join(map(repr, unknown))}{hint}; its splits "
+                             f"here: {', '.join(names)}")
 
     def split_names(self) -> Optional[tuple[str, ...]]:
         """The splits a full build has, when the data files' names tell (nothing is read or fetched), else None
