@@ -642,6 +642,16 @@ def test_help_states_the_default_as_the_user_reads_it(capsys):
     assert "(default: unified)" in " ".join(capsys.readouterr().out.split())  # (as wrapped to the width)
 
 
+def test_verify_help_does_not_promise_an_offline_sample(tmp_path, capsys):
+    """verify --sample fetches the executable functions the sample's rows call, as a run without it does: its
+    help said "(offline)", and the run went to the network (error: cannot fetch the executable functions)."""
+    with pytest.raises(SystemExit):
+        main(["verify", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    sample = help_text.partition("--sample ")[2].partition(" --")[0]
+    assert "offline" not in sample and "--executable-functions" in help_text.partition("--sample ")[2]
+
+
 def _demo_stderr(tmp_path, terminal: bool = False, **env_vars) -> str:
     """``demo --source nestful`` in a fresh process with a fresh datasets cache (so that a split is prepared, the
     step datasets draws a bar for); its standard error read from a pipe, or from a terminal (a pty)."""

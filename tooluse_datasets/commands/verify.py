@@ -18,7 +18,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("source", choices=["nestful"], help="the source (only NESTFUL has executable gold sequences)")
     p.add_argument("--data-files", nargs="+", action="extend", metavar="PATH", type=a_path,
                    help="local files or hf:// / https:// URLs (default: the pinned upstream file)")
-    p.add_argument("--sample", action="store_true", help="use the small sample bundled with the package (offline)")
+    # (its rows only: the executable functions they call are fetched as without --sample, so "offline" was wrong)
+    p.add_argument("--sample", action="store_true",
+                   help="use the small sample bundled with the package (its rows; the executable functions are "
+                        "still fetched unless --executable-functions names a local copy)")
     p.add_argument("--on-error", choices=["raise", "skip"], default="raise",
                    help="raise: stop at the first unreadable row; skip: go on, count and report them (not verified: "
                         "exit 1 all the same) (default: raise)")
