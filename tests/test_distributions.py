@@ -1,6 +1,7 @@
 """``stats --plots``: distributions counted in the statistics pass and drawn as reproducible PNG files."""
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
@@ -36,8 +37,12 @@ def test_stats_writes_one_png_per_measure_reproducibly(tmp_path, capsys):
     pytest.importorskip("matplotlib", reason="plots need the plots extra: pip install -e '.[plots]'")
     first, second = tmp_path / "a", tmp_path / "b"
     assert main(["stats", "toolmind", "--sample", "--plots", str(first)]) == 0
+    captured = capsys.readouterr()
     assert main(["stats", "toolmind", "--sample", "--plots", str(second)]) == 0
-    assert str(first / "turns.png") in capsys.readouterr().out
+    # the files written are said on standard error: the output is the statistics' JSON alone, as without --plots
+    assert f"plot: {first / 'turns.png'}" in captured.err
+    assert set(json.loads(captured.out)) == set(td.load("toolmind", data_files=td.sample_files("toolmind"),
+                                                        streaming=True))
     for file_name, _, _ in MEASURES.values():
         data = (first / file_name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000

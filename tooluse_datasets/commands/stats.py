@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
 
 from ..errors import SkipReport
 
@@ -67,8 +68,9 @@ def run(args: argparse.Namespace) -> int:
         shared.close()
         print_json(out, indent=1)
         if args.plots:
+            # The files written are said on standard error: standard output stays one JSON document (`| jq`)
             for path in plot_distributions(distributions, args.plots, title=args.source):
-                print(path)
+                print(f"plot: {path}", file=sys.stderr)
     return 0
 
 
