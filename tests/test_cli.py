@@ -642,6 +642,18 @@ def test_help_states_the_default_as_the_user_reads_it(capsys):
     assert "(default: unified)" in " ".join(capsys.readouterr().out.split())  # (as wrapped to the width)
 
 
+def test_help_states_the_exit_statuses_a_script_tests_for(capsys):
+    from tooluse_datasets.cli import EXIT_BROKEN_PIPE, EXIT_TERMINATED
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--help"])
+    assert exited.value.code == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    statuses = help_text.partition("exit status:")[2]
+    for status in (0, 1, 2, 130, EXIT_TERMINATED, EXIT_BROKEN_PIPE):
+        assert f" {status} " in f" {statuses}", status
+
+
 def test_verify_help_does_not_promise_an_offline_sample(tmp_path, capsys):
     """verify --sample fetches the executable functions the sample's rows call, as a run without it does: its
     help said "(offline)", and the run went to the network (error: cannot fetch the executable functions)."""

@@ -34,7 +34,13 @@ def command_names() -> list[str]:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tooluse-datasets",
-        description="Tool-use training data (NESTFUL, ms-swift agent format, ToolMind, LLaMA-Factory) as Hugging Face datasets.")
+        description="Tool-use training data (NESTFUL, ms-swift agent format, ToolMind, LLaMA-Factory) as Hugging Face datasets.",
+        # (the statuses a script tests for were in the README only)
+        epilog=f"exit status: 0 done; 1 the data failed the command (validate, verify; export with no row to write); "
+               f"2 bad input or usage, said in one 'error: ...' line on standard error; 130 interrupted (Ctrl-C); "
+               f"{EXIT_TERMINATED} stopped by SIGTERM; {EXIT_BROKEN_PIPE} the reader of the output went away (| head). "
+               f"Rows, tables and JSON go to standard output; progress, warnings and errors to standard error. "
+               f"'tooluse-datasets COMMAND --help' describes each command.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in command_names():
