@@ -654,6 +654,19 @@ def test_help_states_the_exit_statuses_a_script_tests_for(capsys):
         assert f" {status} " in f" {statuses}", status
 
 
+@pytest.mark.parametrize("command, option, names", [
+    ("show", "--config", ["unified", "raw", "swift", "toolmind", "llamafactory"]),
+    ("demo", "--source", list(td.SOURCES)),
+])
+def test_an_option_that_takes_a_name_lists_the_names_in_its_help(command, option, names, capsys):
+    """show --config said "format to show" and demo --source gave two examples: the names were in the README only."""
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    options = " ".join(capsys.readouterr().out.split()).partition("options:")[2]
+    described = options.partition(f"{option} ")[2].partition(" --")[0]
+    assert all(name in described for name in names), described
+
+
 def test_verify_help_does_not_promise_an_offline_sample(tmp_path, capsys):
     """verify --sample fetches the executable functions the sample's rows call, as a run without it does: its
     help said "(offline)", and the run went to the network (error: cannot fetch the executable functions)."""

@@ -11,8 +11,10 @@ from . import add_source_arguments, data_files_for, non_negative, source_options
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("show", help="render one row as a readable conversation (colours on a terminal)")
     add_source_arguments(p)
-    p.add_argument("--config", default="unified", help="format to show (default unified: the conversation view; "
-                                                        "other formats are shown as JSON)")
+    from ..formats import FORMATS
+
+    p.add_argument("--config", default="unified", help=f"format to show: {', '.join(FORMATS)} (default unified: the "
+                                                        "conversation view; other formats are shown as JSON)")
     which = p.add_mutually_exclusive_group()
     # a negative N names no row: refused up front, not after a pass over every row looking for it. No default
     # here (0 is set in run): argparse takes a value equal to the default as not given, so `--row 0 --id X`
