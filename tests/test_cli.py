@@ -150,6 +150,26 @@ def test_all_takes_each_sources_own_files_as_source_path_items(tmp_path, capsys)
     assert "give --data-files as SOURCE=PATH items" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("name", ["rows [v2].jsonl", "rows*.jsonl", "rows?.jsonl"])
+def test_a_data_file_whose_name_holds_glob_characters_is_read_as_named(name, tmp_path, monkeypatch, capsys):
+    """datasets reads every path as a glob: "rows [v2].jsonl" matched no file (the command said so, exit 2), and
+    "rows*.jsonl" read the other rows*.jsonl files of its folder too."""
+    from conftest import shared_data
+
+    upstream = shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl").read_bytes()
+    (tmp_path / name).write_bytes(upstream)
+    (tmp_path / "rows2.jsonl").write_bytes(upstream)  # what the name read as a glob also matches (but [v2])
+    monkeypatch.chdir(tmp_path)
+    n = len(upstream.splitlines())
+    for path in (name, str(tmp_path / name)):
+        assert main(["stats", "ms_swift", "--data-files", path]) == 0
+        assert json.loads(capsys.readouterr().out)["train"]["rows"] == n
+        assert main(["stats", "all", "--data-files", f"ms_swift={path}"]) == 0
+        assert json.loads(capsys.readouterr().out)["train"]["rows"] == n
+    rows = list(td.load("ms_swift", data_files=name, split="train", streaming=True))
+    assert len(rows) == n
+
+
 def test_a_mistyped_source_name_is_refused_naming_the_source_meant(tmp_path, capsys):
     assert main(["show", "nestfull", "--sample"]) == 2
     assert "unknown source 'nestfull' (did you mean 'nestful'?)" in capsys.readouterr().err

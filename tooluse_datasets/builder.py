@@ -583,6 +583,10 @@ def _path_strings(data_files, top: bool = True):
     if "://" not in path and "::" not in path and os.path.isdir(path):
         raise ValueError(f"data_files names the folder {path!r}; pass data_dir={path!r}, or a glob such as "
                          f"{os.path.join(path, '*.jsonl')!r}")
+    if "://" not in path and "::" not in path and glob.has_magic(path) and os.path.isfile(path):
+        # A file whose name holds [, * or ? ("rows [v2].jsonl"): datasets reads every path as a glob, so the name
+        # matched no file (or "a*.jsonl" other files too); the file named is read, as the name says
+        return glob.escape(path)
     return path
 
 
