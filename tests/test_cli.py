@@ -170,6 +170,31 @@ def test_a_data_file_whose_name_holds_glob_characters_is_read_as_named(name, tmp
     assert len(rows) == n
 
 
+def test_a_data_file_whose_name_is_not_utf8_is_read(tmp_path, capsys):
+    """A name in another encoding (Latin-1 "caf\xe9.jsonl", from an old archive): Python reads its byte as a lone
+    surrogate, which the cache key's digest and the rows' ids (named after the file) could not encode: every
+    command failed with "UnicodeEncodeError: ... surrogates not allowed". The byte is kept as an escape."""
+    import os
+
+    from conftest import shared_data
+
+    upstream = shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl").read_bytes()
+    path = os.path.join(os.fsdecode(tmp_path), os.fsdecode(b"caf\xe9.jsonl"))
+    try:
+        with open(path, "wb") as f:
+            f.write(upstream)
+    except (OSError, UnicodeError):
+        pytest.skip("this file system keeps no file name that is not UTF-8")
+    n = len(upstream.splitlines())
+    assert main(["stats", "ms_swift", "--data-files", path]) == 0
+    assert json.loads(capsys.readouterr().out)["train"]["rows"] == n
+    assert main(["export", "ms_swift", "--data-files", path, "--out", str(tmp_path / "out")]) == 0
+    exported = (tmp_path / "out" / "ms_swift-unified-train.jsonl").read_text().splitlines()
+    assert [json.loads(line)["id"] for line in exported] == [f"ms_swift/caf\\xe9/{i}" for i in range(n)]
+    prepared = td.load("ms_swift", data_files=path, split="train", cache_dir=str(tmp_path / "cache"))
+    assert prepared["id"] == [f"ms_swift/caf\\xe9/{i}" for i in range(n)]
+
+
 def test_a_mistyped_source_name_is_refused_naming_the_source_meant(tmp_path, capsys):
     assert main(["show", "nestfull", "--sample"]) == 2
     assert "unknown source 'nestfull' (did you mean 'nestful'?)" in capsys.readouterr().err

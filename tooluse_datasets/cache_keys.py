@@ -203,7 +203,7 @@ def data_files_digest(data_files: Any) -> Optional[str]:
     looked at is left out: reading it reports why."""
     stamps = [stamp for files in (data_files or {}).values() for path in files
               if (stamp := _file_stamp(str(path).rsplit("::", 1)[-1])) is not None]  # a zip:// file: its archive
-    return hashlib.sha1("\n".join(stamps).encode()).hexdigest()[:16] if stamps else None
+    return hashlib.sha1("\n".join(stamps).encode(errors="surrogateescape")).hexdigest()[:16] if stamps else None
 
 
 def _file_stamp(path: str) -> Optional[str]:

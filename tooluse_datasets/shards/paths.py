@@ -66,7 +66,14 @@ def file_suffix(path: str) -> str:
 def file_stem(path: str) -> str:
     """``data/agent_rows.jsonl.gz`` -> ``agent_rows``: the file's name without data and compression suffixes."""
     name = path.split("::")[0][len("zip://"):] if is_archive_member(path) else display_path(path).split("?")[0]
-    return os.path.splitext(_without_compression(os.path.basename(name)))[0] or "default"
+    return _as_text(os.path.splitext(_without_compression(os.path.basename(name)))[0]) or "default"
+
+
+def _as_text(name: str) -> str:
+    """A name from a file's path as text: the bytes of a name that is not UTF-8 (``caf\xe9.jsonl``, which Python
+    reads as lone surrogates) as ``\xe9`` escapes. Row ids and subsets hold the name, and Arrow and JSON writers
+    refuse lone surrogates: every row of such a file failed to be stored."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def file_labels(paths: Iterable[str]) -> dict[str, str]:
@@ -90,7 +97,7 @@ def file_labels(paths: Iterable[str]) -> dict[str, str]:
         labels.update(_below_common_folder({path: shown[path] for path in repeated}, keep_suffixes=True))
         repeated = _repeated(labels, shown)
     for path in repeated:  # URLs that differ in their query alone
-        labels[path] += "-" + hashlib.sha1(shown[path].encode()).hexdigest()[:8]
+        labels[path] += "-" + hashlib.sha1(shown[path].encode(errors="surrogatepass")).hexdigest()[:8]
     return labels
 
 
@@ -124,7 +131,7 @@ def _below_common_folder(paths: dict[str, str], keep_suffixes: bool) -> dict[str
         below = p[common:]
         if not keep_suffixes:
             below = [_without_compression(folder) for folder in below[:-1]] + [file_stem(paths[path])]
-        out[path] = "/".join(below).lstrip("/")  # a local path beside a URL: no leading "/"
+        out[path] = _as_text("/".join(below).lstrip("/"))  # a local path beside a URL: no leading "/"
     return out
 
 
