@@ -218,6 +218,23 @@ def test_a_folder_as_data_files_is_refused_in_the_commands_terms(command, tmp_pa
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("command", [["validate", "ms_swift"], ["stats", "all"], ["show", "ms_swift"], ["verify", "nestful"]])
+def test_standard_input_or_a_pipe_as_data_files_is_refused_saying_so_not_reported_missing(command, tmp_path, capsys):
+    """`--data-files /dev/stdin`, `-` or `<(...)` said "Unable to find '/dev/stdin'", as if the path were wrong."""
+    import os
+
+    read_end, write_end = os.pipe()
+    try:
+        for path in (f"/dev/fd/{read_end}", "-"):
+            item = f"ms_swift={path}" if command[1] == "all" else path
+            assert main([*command, "--data-files", item]) == 2
+            err = capsys.readouterr().err
+            assert "Unable to find" not in err and "save the rows to a file and give its path" in err, err
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
 def test_a_folder_as_an_all_item_is_refused_in_the_commands_terms(tmp_path, capsys):
     folder = tmp_path / "rows"
     folder.mkdir()

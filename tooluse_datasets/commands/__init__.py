@@ -171,13 +171,22 @@ def data_files_for(args: argparse.Namespace, source: str):
 
 def refuse_folders(paths: list[str], option: str = "--data-files") -> None:
     """A folder given as --data-files (or score's --gold-data-files), said in the command's terms (load() would
-    advise data_dir=, which no command takes)."""
+    advise data_dir=, which no command takes), and standard input, a pipe or a device, which are not read."""
     import os
 
     for path in paths:
-        if isinstance(path, str) and "://" not in path and "::" not in path and os.path.isdir(path):
+        if not isinstance(path, str) or "://" in path or "::" in path:
+            continue
+        if os.path.isdir(path):
             raise ValueError(f"{option} names the folder {path!r}; give its files or a glob such as "
                              f"{os.path.join(path, '*.jsonl')!r}")
+        # Standard input, a pipe or a device (-, /dev/stdin, <(...)): datasets found no file there ("Unable to
+        # find '/dev/stdin'"), as if the path were wrong. Files are read by position (shards, a rerun's cache key).
+        if path == "-" and not os.path.exists(path):
+            raise ValueError(f"{option} -: standard input is not read; save the rows to a file and give its path")
+        if os.path.exists(path) and not os.path.isfile(path):
+            raise ValueError(f"{option} names {path!r}, which is not a regular file (a pipe or a device, as "
+                             f"/dev/stdin or <(...) are): save the rows to a file and give its path")
 
 
 def with_data_dir_files(args: argparse.Namespace, source: str, data_files):
