@@ -230,6 +230,8 @@ def test_standard_input_or_a_pipe_as_data_files_is_refused_saying_so_not_reporte
             assert main([*command, "--data-files", item]) == 2
             err = capsys.readouterr().err
             assert "Unable to find" not in err and "save the rows to a file and give its path" in err, err
+        with pytest.raises(ValueError, match=rf"^data_files names '/dev/fd/{read_end}', which is not a regular file"):
+            td.load("ms_swift", data_files=f"/dev/fd/{read_end}", split="train", streaming=True)
     finally:
         os.close(read_end)
         os.close(write_end)

@@ -583,6 +583,10 @@ def _path_strings(data_files, top: bool = True):
     if "://" not in path and "::" not in path and os.path.isdir(path):
         raise ValueError(f"data_files names the folder {path!r}; pass data_dir={path!r}, or a glob such as "
                          f"{os.path.join(path, '*.jsonl')!r}")
+    if "://" not in path and "::" not in path and os.path.exists(path) and not os.path.isfile(path):
+        # a pipe or a device (/dev/stdin, a shell's <(...)): datasets said "Unable to find", as if it were missing
+        raise ValueError(f"data_files names {path!r}, which is not a regular file (a pipe or a device): save the "
+                         f"rows to a file and pass its path")
     if "://" not in path and "::" not in path and glob.has_magic(path) and os.path.isfile(path):
         # A file whose name holds [, * or ? ("rows [v2].jsonl"): datasets reads every path as a glob, so the name
         # matched no file (or "a*.jsonl" other files too); the file named is read, as the name says
