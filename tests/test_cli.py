@@ -170,6 +170,34 @@ def test_a_data_file_whose_name_holds_glob_characters_is_read_as_named(name, tmp
     assert len(rows) == n
 
 
+def test_a_question_mark_in_a_local_file_name_is_part_of_the_name_not_a_url_query(tmp_path, capsys):
+    """The name was cut at "?" as a URL's query is: 'rows?v2.jsonl.gz' had no suffix, so its gzip bytes were read
+    as JSON text ("not JSON text"), a Parquet file was read as JSON ("name it .parquet"), and ids said 'rows'."""
+    import gzip
+
+    from conftest import shared_data
+
+    upstream = shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl").read_bytes()
+    path = tmp_path / "rows?v2.jsonl.gz"
+    path.write_bytes(gzip.compress(upstream))
+    n = len(upstream.splitlines())
+    assert main(["export", "ms_swift", "--data-files", str(path), "--out", str(tmp_path / "out")]) == 0
+    capsys.readouterr()
+    exported = (tmp_path / "out" / "ms_swift-unified-train.jsonl").read_text().splitlines()
+    assert [json.loads(line)["id"] for line in exported] == [f"ms_swift/rows?v2/{i}" for i in range(n)]
+    parquet = tmp_path / "rows?v3.parquet"
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    first = json.loads(upstream.splitlines()[0])
+    pq.write_table(pa.table({"messages": [first["messages"]]}), parquet)
+    assert main(["stats", "ms_swift", "--data-files", str(parquet)]) == 0
+    assert json.loads(capsys.readouterr().out)["train"]["read"] == {"rows_read": 1, "skipped": 0, "by_reason": {},
+                                                                   "examples": []}
+    rows = list(td.load("ms_swift", data_files=str(parquet), split="train", streaming=True))
+    assert [r["id"] for r in rows] == ["ms_swift/rows?v3/0"]
+
+
 def test_a_data_file_whose_name_is_not_utf8_is_read(tmp_path, capsys):
     """A name in another encoding (Latin-1 "caf\xe9.jsonl", from an old archive): Python reads its byte as a lone
     surrogate, which the cache key's digest and the rows' ids (named after the file) could not encode: every

@@ -38,7 +38,8 @@ from tooluse_datasets.schema import message, tool_call, unified_row
 from tooluse_datasets.shards.documents import read_document
 from tooluse_datasets.shards.files import open_text_file
 from tooluse_datasets.shards.json_text import UTF8_BOM, not_json_text
-from tooluse_datasets.shards.paths import COMPRESSION_SUFFIXES, display_path, file_labels, file_stem
+from tooluse_datasets.shards.paths import (COMPRESSION_SUFFIXES, display_path, file_labels, file_stem,
+                                          without_query)
 from tooluse_datasets.shards.shard import DOCUMENT, RawBatch, Shard
 from tooluse_datasets.source import RowContext, Upstream, UpstreamFile
 
@@ -85,7 +86,7 @@ class V1Group:
 def _file_name(path: str) -> str:
     """The lower-case name of a v1 file without compression suffixes (``executable-spec.json.gz`` ->
     ``executable-spec.json``), as it is read: decompressed."""
-    name = os.path.basename(path.split("::")[0].split("?")[0]).lower()
+    name = os.path.basename(without_query(path.split("::")[0])).lower()
     while name.endswith(COMPRESSION_SUFFIXES):
         name = name[: name.rindex(".")]
     return name

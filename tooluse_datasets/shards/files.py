@@ -9,7 +9,7 @@ from typing import Optional
 from datasets.utils.file_utils import is_local_path, xopen
 
 from ..errors import InvalidValueError, ToolUseDataError
-from .paths import display_path, is_compressed, is_zip_archive
+from .paths import display_path, is_compressed, is_zip_archive, without_query
 
 logger = logging.getLogger("tooluse_datasets")
 
@@ -55,7 +55,7 @@ _CODEC_PACKAGES = {"zstd": "zstandard", "lz4": "lz4"}
 
 
 def _compression(path: str) -> Optional[str]:
-    name = path.split("::")[0].split("?")[0].lower()
+    name = without_query(path.split("::")[0]).lower()
     return next((codec for ext, codec in _CODECS.items() if name.endswith(ext)), None)
 
 

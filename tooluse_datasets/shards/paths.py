@@ -29,6 +29,12 @@ def hf_url_parts(url: str) -> Optional[tuple[str, Optional[str], str]]:
     return repo, revision or None, "/".join(parts[head:])
 
 
+def without_query(path: str) -> str:
+    """A URL without its query (``https://host/x.jsonl?download=1`` -> ``.../x.jsonl``); a local path as it is, a
+    ``?`` in a file's name included (``p?1.parquet`` was taken for ``p``: no suffix, its Parquet read as JSON)."""
+    return path.split("?")[0] if "://" in path else path
+
+
 def display_path(path: str) -> str:
     """The real file of a path as users know it (streaming chains URLs: ``gzip://x::https://.../x.gz``). A
     member of a zip archive keeps its whole chain, ``zip://<member>::<archive>``, which names both (datasets'
@@ -54,18 +60,18 @@ def is_archive_member(path: str) -> bool:
 
 def is_zip_archive(path: str) -> bool:
     """Whether ``path`` is a zip archive itself (by its name), whose files :func:`archive_files` lists."""
-    return "::" not in path and path.split("?")[0].lower().endswith(".zip")
+    return "::" not in path and without_query(path).lower().endswith(".zip")
 
 
 def file_suffix(path: str) -> str:
     """Lower-case extension of a local path or URL, ignoring compression suffixes and chained URLs."""
-    return os.path.splitext(_without_compression(path.split("::")[0].split("?")[0]))[1].lower()
+    return os.path.splitext(_without_compression(without_query(path.split("::")[0])))[1].lower()
 
 
 @functools.lru_cache(maxsize=1024)  # asked once per row by the sources that name subsets after files
 def file_stem(path: str) -> str:
     """``data/agent_rows.jsonl.gz`` -> ``agent_rows``: the file's name without data and compression suffixes."""
-    name = path.split("::")[0][len("zip://"):] if is_archive_member(path) else display_path(path).split("?")[0]
+    name = path.split("::")[0][len("zip://"):] if is_archive_member(path) else without_query(display_path(path))
     return _as_text(os.path.splitext(_without_compression(os.path.basename(name)))[0]) or "default"
 
 
@@ -123,7 +129,7 @@ def _named_path(path: str) -> str:
 def _below_common_folder(paths: dict[str, str], keep_suffixes: bool) -> dict[str, str]:
     """Each path's part below the deepest folder all of ``paths`` (file -> named path) share; without data and
     compression suffixes (in folder names too: a zip archive's) unless ``keep_suffixes``."""
-    parts = {path: where.split("?")[0].split("/") if not keep_suffixes else where.split("/")
+    parts = {path: without_query(where).split("/") if not keep_suffixes else where.split("/")
              for path, where in paths.items()}
     common = len(os.path.commonprefix([p[:-1] for p in parts.values()]))
     out = {}
@@ -151,4 +157,4 @@ def _without_compression(name: str) -> str:
 
 
 def is_compressed(path: str) -> bool:
-    return "::" in path or path.split("?")[0].endswith(COMPRESSION_SUFFIXES)
+    return "::" in path or without_query(path).endswith(COMPRESSION_SUFFIXES)
