@@ -223,6 +223,20 @@ def test_a_data_file_whose_name_is_not_utf8_is_read(tmp_path, capsys):
     assert prepared["id"] == [f"ms_swift/caf\\xe9/{i}" for i in range(n)]
 
 
+def test_counts_of_one_are_said_in_the_singular(tmp_path, capsys):
+    """The commands printed "1 rows read", "1 unified rows checked by 1 rules" and "out/x.jsonl: 1 rows"."""
+    from conftest import shared_data
+
+    one = tmp_path / "one.jsonl"
+    one.write_bytes(shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl").read_bytes().splitlines()[0])
+    assert main(["validate", "ms_swift", "--data-files", str(one), "--rules", "arguments.schema"]) == 0
+    assert capsys.readouterr().out.startswith(
+        "ms_swift (unified): 1 row read, 0 skipped; 1 unified row checked by 1 rule: 0 with errors, 0 with warnings")
+    assert main(["export", "ms_swift", "--data-files", str(one), "--out", str(tmp_path / "out")]) == 0
+    assert capsys.readouterr().out.splitlines()[:2] == [f"{tmp_path / 'out' / 'ms_swift-unified-train.jsonl'}: 1 row",
+                                                         "1 row read, none skipped"]
+
+
 def test_a_mistyped_source_name_is_refused_naming_the_source_meant(tmp_path, capsys):
     assert main(["show", "nestfull", "--sample"]) == 2
     assert "unknown source 'nestfull' (did you mean 'nestful'?)" in capsys.readouterr().err

@@ -342,6 +342,11 @@ def json_text_bytes(value: Any, **options: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, **options).encode("utf-8", "backslashreplace")
 
 
+def count_of(n: int, noun: str) -> str:
+    """``1 row``, ``2 rows``: the lines the commands print said "1 rows"."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 class SkipReport:
     """Counts rows skipped under ``on_error="skip"``, by error type and field, keeping the first examples.
 
@@ -455,11 +460,12 @@ class SkipReport:
         return cls.from_dict(json.loads(Path(path).read_bytes()))
 
     def summary(self) -> str:
+        read = count_of(self.rows_read, "row")
         if not self.skipped:
-            return f"{self.rows_read} rows read, none skipped"
+            return f"{read} read, none skipped"
         # (a reason names the field, which may hold a key of the data: printed and logged as a plain line)
         reasons = plain_printable(", ".join(f"{k} x{v}" for k, v in self.by_reason.most_common()))
-        return f"{self.rows_read} rows read, {self.skipped} skipped ({reasons})"
+        return f"{read} read, {self.skipped} skipped ({reasons})"
 
     def __repr__(self) -> str:
         return f"SkipReport({self.summary()})"

@@ -13,7 +13,7 @@ import orjson
 from . import (a_path, add_skipped_rows_argument, add_source_arguments, data_files_for, output_folder,
                print_skips, refuse_writing_inputs, refuse_wrong_kind_outputs, skip_report_for, source_options,
                start_skipped_rows, with_data_dir_files)
-from ..errors import InvalidJsonError, InvalidValueError
+from ..errors import InvalidJsonError, InvalidValueError, count_of
 from ..progress import progress
 
 DATASET_INFO = "dataset_info.json"
@@ -80,7 +80,7 @@ def _write(args: argparse.Namespace, splits, out: Path, report, info: Optional[d
             os.replace(tmp, path)  # no half-written file under the final name
         finally:
             tmp.unlink(missing_ok=True)
-        print(f"{path}: {n} rows")
+        print(f"{path}: {count_of(n, 'row')}")
         if info is not None:
             # LLaMA-Factory refuses an empty dataset: an empty file is not registered (nor kept registered).
             # Registered as soon as its file is in place: a later split that fails (a bad row, Ctrl-C) leaves

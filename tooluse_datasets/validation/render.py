@@ -2,7 +2,7 @@
 rows the reader skipped, then the verdict."""
 from __future__ import annotations
 
-from ..errors import one_line, plain_printable
+from ..errors import count_of, one_line, plain_printable
 from .registry import all_rules, selection_items
 
 MAX_SHOWN_CHARS = 160
@@ -11,8 +11,9 @@ MAX_SHOWN_CHARS = 160
 def render_table(result) -> str:
     """``result``: a :class:`tooluse_datasets.validation.run.ValidationResult`."""
     total = result.total()
-    lines = [f"{result.source} ({result.config}): {total.read.rows_read} rows read, {total.read.skipped} skipped; "
-             f"{total.rules.checked} unified rows checked by {len(result.rules_checked)} rules: "
+    lines = [f"{result.source} ({result.config}): {count_of(total.read.rows_read, 'row')} read, "
+             f"{total.read.skipped} skipped; {count_of(total.rules.checked, 'unified row')} checked by "
+             f"{count_of(len(result.rules_checked), 'rule')}: "
              f"{total.rules.failed} with errors, {total.rules.warned} with warnings", ""]
     lines += _columns(["split", "read", "skipped", "checked", "errors", "warnings"],
                       [[name, part.read.rows_read, part.read.skipped, part.rules.checked, part.rules.failed,
