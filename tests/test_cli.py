@@ -237,6 +237,14 @@ def test_counts_of_one_are_said_in_the_singular(tmp_path, capsys):
                                                          "1 row read, none skipped"]
 
 
+def test_demo_says_each_sources_summary_on_one_line(capsys):
+    """ToolMind's summary (seven split names) was cut into three lines at the console's width: a log searched for
+    "== toolmind:" found neither its tool calls nor its skips."""
+    assert main(["demo", "--source", "toolmind"]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("== toolmind:"))
+    assert "'xlam_function_calling_60k'], " in line and line.endswith("21 rows read, none skipped"), line
+
+
 def test_a_mistyped_source_name_is_refused_naming_the_source_meant(tmp_path, capsys):
     assert main(["show", "nestfull", "--sample"]) == 2
     assert "unknown source 'nestfull' (did you mean 'nestful'?)" in capsys.readouterr().err

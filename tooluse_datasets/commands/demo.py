@@ -34,6 +34,6 @@ def run(args: argparse.Namespace) -> int:
             validate_unified(row)
         calls = sum(len(m.get("tool_calls", [])) for r in rows for m in r["messages"])
         console.print(f"== {source}: {len(rows)} rows in splits {sorted(splits)}, {calls} tool calls, "
-                      f"{report.summary()}", style="bold", markup=False)
+                      f"{report.summary()}", style="bold", markup=False, soft_wrap=True)  # one line, for grep
         console.print(render_row(rows[0], max_chars=300))
     return 0
