@@ -71,3 +71,28 @@ def test_a_skip_report_refuses_a_rows_path_that_is_no_path(tmp_path, monkeypatch
     with pytest.raises(TypeError, match="^rows_path must be a path"):
         td.SkipReport(rows_path=rows_path)
     assert td.SkipReport(rows_path=tmp_path / "skipped.jsonl").rows_path == str(tmp_path / "skipped.jsonl")
+
+
+@pytest.mark.parametrize("source", ["nestful", "all"])
+@pytest.mark.parametrize("arguments, named", [
+    ({"data_files": {}}, "data_files"),
+    ({"data_files": ""}, "data_files"),
+    ({"data_dir": ""}, "data_dir"),
+    ({"data_dir": " ", "data_files": None}, "data_dir"),
+    ({"cache_dir": ""}, "cache_dir"),
+])
+@pytest.mark.parametrize("streaming", [False, True])
+def test_an_empty_data_argument_is_refused_not_read_as_none_given(tmp_path, monkeypatch, source, arguments, named,
+                                                                   streaming):
+    """``data_files={}`` (a dict of splits built from nothing) or ``data_dir=""`` (an unset shell variable) read the
+    source's upstream files instead; ``cache_dir=""`` prepared into datasets' own cache. datasets' load_dataset
+    refuses an empty data_files as a ValueError too."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # where the upstream was read, a DataNotFoundError about it
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    kwargs = {"data_files": td.sample_files(source), **arguments}
+    if source == "all" and arguments.get("data_files") == "":
+        pytest.skip("all refuses data_files that are no dict of sources, empty ones too")
+    with pytest.raises(ValueError, match=f"^{named} is empty"):
+        td.load(source, split="train", streaming=streaming, **kwargs)
+    assert os.listdir(tmp_path) == []

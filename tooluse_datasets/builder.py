@@ -122,6 +122,11 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("dataset_name", self.SOURCE_CLASS.name)
+        if isinstance(kwargs.get("data_files"), (str, dict)) and not kwargs["data_files"]:
+            # an empty dict or string is no data files to datasets' checks below: the upstream files were read
+            # instead (datasets' load_dataset refuses them as empty too)
+            raise ValueError(f"data_files is empty ({kwargs['data_files']!r}): give files, or None for the "
+                             f"source's upstream files")
         if kwargs.get("data_files") is not None:
             kwargs["data_files"] = _path_strings(kwargs["data_files"])  # datasets takes str, not Path
         if kwargs.get("data_files") is None and kwargs.get("data_dir") is None:

@@ -186,6 +186,10 @@ def check_argument_types(**arguments: Any) -> None:
         else:  # folders
             ok = isinstance(value, (str, os.PathLike)) and isinstance(os.fspath(value), str)
             wanted = "a path (str or pathlib.Path)"
+            if ok and not os.fspath(value).strip():  # an unset shell variable, read as none given: data_dir=""
+                # read the upstream files instead of a folder's, cache_dir="" prepared into datasets' own cache
+                meaning = {"data_dir": " for the source's upstream files", "cache_dir": " for datasets' own cache"}
+                raise ValueError(f"{name} is empty: give a path, or None{meaning.get(name, '')}")
         if not ok:
             raise TypeError(f"{name} must be {wanted}, got {value!r:.80} ({type(value).__name__})")
 
