@@ -96,3 +96,18 @@ def test_an_empty_data_argument_is_refused_not_read_as_none_given(tmp_path, monk
     with pytest.raises(ValueError, match=f"^{named} is empty"):
         td.load(source, split="train", streaming=streaming, **kwargs)
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+@pytest.mark.parametrize("given", ["data_files", "data_dir"])
+def test_a_revision_beside_data_files_or_data_dir_is_refused_not_ignored(tmp_path, monkeypatch, given, streaming):
+    """The revision picks the upstream files' revision only: beside data files it was not used (an hf:// file was
+    read at main under revision="v2"), yet keyed, so local files were prepared again into a cache of their own."""
+    monkeypatch.chdir(tmp_path)
+    files = td.sample_files("ms_swift")["train"]
+    where = {"data_files": files} if given == "data_files" else {"data_dir": os.path.dirname(files[0])}
+    with pytest.raises(ValueError, match=r"^revision='v2' picks the revision of ms_swift's upstream files.*hf://"):
+        td.load("ms_swift", split="train", streaming=streaming, revision="v2", cache_dir=str(tmp_path / "cache"),
+                **where)
+    assert os.listdir(tmp_path) == []
+    assert len(td.load("ms_swift", split="train", cache_dir=str(tmp_path / "cache"), **where)) == 6

@@ -82,6 +82,12 @@ def load(
 
     check_argument_types(config=config, split=split, data_dir=data_dir, cache_dir=cache_dir, streaming=streaming,
                          revision=revision)
+    if revision is not None and (data_files is not None or data_dir is not None):
+        # read as given, the revision not used, yet keyed: an hf:// file read at main under revision="v2", and
+        # local files prepared again into a cache of their own
+        raise ValueError(f"revision={revision!r} picks the revision of {source}'s upstream files; data_files and "
+                         f"data_dir are read as they are: leave revision out, or give it in the hf:// URLs "
+                         f"(hf://datasets/<repo>@<revision>/<path>)")
     names = splits_read(split)
     _check_arguments(source, config, split, names, streaming, num_proc, report)
     download_mode = _download_mode(download_mode, streaming)
