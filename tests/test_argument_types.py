@@ -111,3 +111,26 @@ def test_a_revision_beside_data_files_or_data_dir_is_refused_not_ignored(tmp_pat
                 **where)
     assert os.listdir(tmp_path) == []
     assert len(td.load("ms_swift", split="train", cache_dir=str(tmp_path / "cache"), **where)) == 6
+
+
+@pytest.mark.parametrize("split", ["train", "train[:2]+train[-1:]", None])
+def test_keep_in_memory_reads_the_prepared_split_into_memory_as_load_dataset_does(cache_dir, split):
+    """datasets' load_dataset(keep_in_memory=True) was refused as an unknown source option."""
+    files = td.sample_files("ms_swift")
+    mapped = td.load("ms_swift", data_files=files, split=split, cache_dir=cache_dir)
+    held = td.load("ms_swift", data_files=files, split=split, cache_dir=cache_dir, keep_in_memory=True)
+    mapped, held = ({"": mapped}, {"": held}) if split else (mapped, held)
+    assert list(held) == list(mapped)
+    for name in mapped:
+        assert mapped[name].cache_files and held[name].cache_files == []  # read into memory, not memory-mapped
+        assert list(held[name]) == list(mapped[name]) and len(held[name]) == (3 if split and "+" in split else 6)
+
+
+def test_keep_in_memory_is_refused_for_a_stream_and_checked_for_its_type(cache_dir):
+    files = td.sample_files("ms_swift")
+    with pytest.raises(ValueError, match="^keep_in_memory applies to map-style loads"):
+        td.load("ms_swift", data_files=files, split="train", streaming=True, keep_in_memory=True)
+    with pytest.raises(TypeError, match="^keep_in_memory must be True or False"):
+        td.load("ms_swift", data_files=files, split="train", cache_dir=cache_dir, keep_in_memory="yes")
+    # False (the stream's own way) is taken
+    assert len(list(td.load("ms_swift", data_files=files, split="train", streaming=True, keep_in_memory=False))) == 6

@@ -262,7 +262,7 @@ def test_an_unknown_option_lists_the_sources_own_options_and_loads_arguments_apa
     assert "batch_size" in options and "shard_bytes" in options
     assert not {"on_error", "prepare_splits", "revision", "validate"} & set(options)
     assert message.endswith("(load() itself also takes revision, on_error, cache_dir, num_proc, report, validate, "
-                            "download_mode)")
+                            "download_mode, keep_in_memory)")
     if source == "toolmind":
         assert "messages_column" in options
 

@@ -41,6 +41,7 @@ def load(
     report: Optional[SkipReport] = None,
     validate: Any = None,
     download_mode: Optional[str] = None,
+    keep_in_memory: Optional[bool] = None,
     **config_kwargs: Any,
 ) -> AnyDataset:
     """Load a source in one format.
@@ -71,6 +72,9 @@ def load(
             (download and prepare again). The cache is keyed on the data files' paths, sizes and modification
             times, as datasets keys it: files rewritten with all three kept (``cp -p``, ``rsync -a``) need
             ``"reuse_cache_if_exists"`` to be read again.
+        keep_in_memory: map-style only, as in ``datasets.load_dataset``: ``True`` reads the prepared splits into
+            memory instead of memory-mapping the cache; None: datasets' ``IN_MEMORY_MAX_SIZE`` decides (by default,
+            memory-mapped).
         config_kwargs: source-specific options (e.g. ToolMind's ``messages_column``).
 
     JSON columns (``tools``, ``arguments``, ``meta``...) come back as Python values decoded exactly,
@@ -81,7 +85,9 @@ def load(
     from .source import splits_read  # with the builder: importing the package stays light
 
     check_argument_types(config=config, split=split, data_dir=data_dir, cache_dir=cache_dir, streaming=streaming,
-                         revision=revision)
+                         revision=revision, keep_in_memory=keep_in_memory)
+    if streaming and keep_in_memory:
+        raise ValueError("keep_in_memory applies to map-style loads: a stream reads the files as you iterate")
     if revision is not None and (data_files is not None or data_dir is not None):
         # read as given, the revision not used, yet keyed: an hf:// file read at main under revision="v2", and
         # local files prepared again into a cache of their own
@@ -140,10 +146,15 @@ def load(
         logger.warning("%s/%s: %s", source, config, prepared.summary())
     if report is not None:
         report.merge(prepared)
+    if keep_in_memory is None:  # as datasets' load_dataset decides it
+        from datasets.utils.info_utils import is_small_dataset
+
+        keep_in_memory = is_small_dataset(builder.info.dataset_size)
     if split is not None:
-        ds = _exact(_prepared_split(builder, split), foreign=False)
+        ds = _exact(_prepared_split(builder, split, keep_in_memory), foreign=False)
     else:
-        ds = _exact(DatasetDict({name: _prepared_split(builder, name) for name in builder.info.splits}), foreign=False)
+        ds = _exact(DatasetDict({name: _prepared_split(builder, name, keep_in_memory) for name in builder.info.splits}),
+                    foreign=False)
     return ds
 
 
@@ -183,7 +194,7 @@ def check_argument_types(**arguments: Any) -> None:
         elif name == "split":
             ok = isinstance(value, (str, ReadInstruction, NamedSplit))
             wanted = "one split name or expression (str, e.g. 'train' or 'train[:10%]+test'), or None for every split"
-        elif name == "streaming":
+        elif name in ("streaming", "keep_in_memory"):
             ok, wanted = isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)), "True or False"
         elif name == "revision":  # resolving it failed deep inside ("expected string or bytes-like object")
             ok, wanted = isinstance(value, str), "a branch, tag or commit (str), or None for the pinned one"
@@ -248,7 +259,7 @@ def check_format(source: str, config: Any) -> None:
     raise ValueError(f"{source} has no format {config!r}{hint}; formats: {', '.join(FORMATS)}")
 
 
-def _prepared_split(builder, split: str) -> Dataset:
+def _prepared_split(builder, split: str, in_memory: bool = False) -> Dataset:
     """The prepared split; a split whose rows were all skipped is an empty dataset (datasets refuses to
     read a split without data), its skips are in the report."""
     info = builder.info.splits.get(split)
@@ -259,7 +270,7 @@ def _prepared_split(builder, split: str) -> Dataset:
         # (json) column fails in pyarrow.
         fingerprint = hashlib.sha1(f"{builder.cache_dir}/{split}/empty".encode()).hexdigest()[:16]
         return Dataset(table, info=copy.deepcopy(builder.info), split=split, fingerprint=fingerprint)
-    return builder.as_dataset(split=split)
+    return builder.as_dataset(split=split, in_memory=in_memory)
 
 
 class ExactDataset(Dataset):
