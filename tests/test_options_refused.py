@@ -117,3 +117,14 @@ def test_an_empty_option_validate_is_refused_not_a_filter_of_nothing(value, tmp_
     assert main([*command, "--option", "validate=error"]) == 0
     stats = json.loads(capsys.readouterr().out)["train"]
     assert stats["rows"] == 0 and stats["read"]["by_reason"] == {"RuleViolationError:arguments.schema": 1}
+
+
+@pytest.mark.parametrize("name, advice", [("token", "HF_TOKEN"), ("features", r"tooluse_datasets\.features"),
+                                          ("verification_mode", "on_error="), ("trust_remote_code", "no loading script")])
+def test_load_datasets_own_arguments_are_refused_saying_what_does_their_job(name, advice, cache_dir):
+    """Someone porting a load_dataset call read only "ms_swift has no option 'token'"."""
+    with pytest.raises(ValueError, match=f"^ms_swift has no option '{name}'; its options: .*; {name} is "
+                                         rf"datasets\.load_dataset's: .*{advice}") as info:
+        td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train", cache_dir=cache_dir,
+                **{name: "x"})
+    assert info.value.listing.endswith("batch_size, shard_bytes")  # the command line's own note replaces the rest

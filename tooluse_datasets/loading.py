@@ -238,8 +238,22 @@ def _check_source_options(source: str, builder_cls: type, given: dict) -> None:
     unknown = set(given) - ({f.name for f in dataclasses.fields(builder_cls.BUILDER_CONFIG_CLASS)} - base)
     if unknown:
         own = [p.name for p in inspect.signature(load).parameters.values() if p.kind is p.KEYWORD_ONLY]
-        raise unknown_options_error(source, builder_cls.SOURCE_CLASS.options_class, unknown,
-                                    also=f"load() itself also takes {', '.join(own)}")
+        also = f"load() itself also takes {', '.join(own)}"
+        for name in sorted(unknown & set(_LOAD_DATASET_ONLY)):
+            also += f"; {name} is datasets.load_dataset's: {_LOAD_DATASET_ONLY[name]}"
+        raise unknown_options_error(source, builder_cls.SOURCE_CLASS.options_class, unknown, also=also)
+
+
+# datasets.load_dataset's arguments that load() does not take, and what does their job here: refused as no source
+# option of the source, which does not tell someone porting a load_dataset call what to do instead
+_LOAD_DATASET_ONLY = {
+    "token": "hf:// files and Hub upstreams are read with huggingface_hub's token (`hf auth login`, or HF_TOKEN)",
+    "features": "each format has its own fixed features (tooluse_datasets.features(source, config)); "
+                "cast the loaded dataset to change them",
+    "verification_mode": "rows are checked as they are converted (on_error= and validate= say what happens to "
+                         "a bad one)",
+    "trust_remote_code": "no loading script runs: the builders are this package's own",
+}
 
 
 # Names users reach for that are another format's
