@@ -591,3 +591,21 @@ def test_a_data_dir_holding_an_export_mirror_metadata_or_a_cache_reads_only_its_
     assert len(rows) == 5 and report.skipped == 0
     assert rows == list(td.load("llamafactory", data_files=str(folder / "nestful-llamafactory-train.jsonl"),
                                 split="train", streaming=True))
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+@pytest.mark.parametrize("given", ["file", "glob", "split dict", "data_dir"])
+def test_a_path_under_the_home_folder_is_read_where_tilde_says(tmp_path, monkeypatch, cache_dir, given, streaming):
+    """``data_dir="~/data"`` found no file (datasets' load_dataset reads it), and ``data_files="~/data/x.jsonl"`` was
+    looked for in a folder named "~" of the current one."""
+    home = tmp_path / "home"
+    (home / "data").mkdir(parents=True)
+    sample = td.sample_files("ms_swift")["train"][0]
+    shutil.copy(sample, home / "data" / os.path.basename(sample))
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    where = {"file": {"data_files": f"~/data/{os.path.basename(sample)}"}, "glob": {"data_files": "~/data/*.jsonl"},
+             "split dict": {"data_files": {"train": ["~/data/*.jsonl"]}}, "data_dir": {"data_dir": "~/data"}}[given]
+    ds = td.load("ms_swift", split="train", streaming=streaming, cache_dir=cache_dir, **where)
+    expected = td.load("ms_swift", split="train", data_files=sample, cache_dir=cache_dir)
+    assert list(ds) == list(expected) and len(list(ds)) == 3

@@ -129,6 +129,8 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                              f"source's upstream files")
         if kwargs.get("data_files") is not None:
             kwargs["data_files"] = _path_strings(kwargs["data_files"])  # datasets takes str, not Path
+        if isinstance(kwargs.get("data_dir"), (str, os.PathLike)):  # "~/data", as datasets' load_dataset reads it
+            kwargs["data_dir"] = os.path.expanduser(os.fspath(kwargs["data_dir"]))
         if kwargs.get("data_files") is None and kwargs.get("data_dir") is None:
             # Files a source option names (LLaMA-Factory's dataset_info entry): resolved here, so that datasets
             # keys its cache on them as on data_files.
@@ -582,6 +584,8 @@ def _path_strings(data_files, top: bool = True):
         raise ValueError(f"data_files holds {data_files!r:.80} ({type(data_files).__name__}); give local paths, "
                          f"globs or hf:// / https:// URLs: one, a list, or a dict of split -> them")
     path = os.fspath(data_files)
+    if path.startswith("~"):  # datasets would look for a folder named "~" in the current one
+        path = os.path.expanduser(path)
     # Only a local path can be a folder. (Once a stream has been built, datasets has patched this module's
     # os.path.isdir for streaming, and its version asks an http(s) server to list a URL it has cut the scheme
     # from: a second load of an https:// file failed with aiohttp's NonHttpUrlClientError.)
