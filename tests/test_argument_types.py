@@ -134,3 +134,15 @@ def test_keep_in_memory_is_refused_for_a_stream_and_checked_for_its_type(cache_d
         td.load("ms_swift", data_files=files, split="train", cache_dir=cache_dir, keep_in_memory="yes")
     # False (the stream's own way) is taken
     assert len(list(td.load("ms_swift", data_files=files, split="train", streaming=True, keep_in_memory=False))) == 6
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_on_error_none_is_refused_before_any_row_not_wrapped_at_the_first(tmp_path, streaming):
+    """on_error=None passed the config's check (datasets leaves None options out of it) and was set after it:
+    map-style, datasets' "An error occurred while generating the dataset" at the first row; a stream was made
+    and failed when iterated."""
+    cache = tmp_path / "cache"
+    with pytest.raises(ValueError, match=r"^on_error must be one of \('raise', 'skip'\), got None"):
+        td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train", streaming=streaming,
+                on_error=None, cache_dir=str(cache))
+    assert not cache.exists() or not any(cache.rglob("*.arrow"))

@@ -211,7 +211,6 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                              if key in ("data_files", "data_dir") or not _is_default(value, getattr(predefined, key))}
         builder_config, config_id = super()._create_builder_config(config_name, custom_features, config_id,
                                                                    **config_kwargs)
-        check_on_error(builder_config.on_error)  # datasets sets load() options after the config's own checks
         if builder_config.validate is not None and builder_config.name != UNIFIED:
             raise ValueError(f"validation rules check unified rows; validate= needs config='unified', not "
                              f"{builder_config.name!r}")
@@ -223,6 +222,8 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
             for key in nulls:
                 setattr(builder_config, key, None)
             config_id = f"{config_id}-{hashlib.sha1(','.join(sorted(nulls)).encode()).hexdigest()[:8]}-none"
+        # datasets sets load() options after the config's own checks, and None ones (on_error=None) are set here
+        check_on_error(builder_config.on_error)
         # datasets asks for _info() right after this; the source it describes is made from this config.
         self.source = self.SOURCE_CLASS(builder_config)
         return builder_config, config_id
