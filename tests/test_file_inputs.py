@@ -430,6 +430,59 @@ def test_an_http_url_loads_again_in_the_same_process_map_style_and_streaming(htt
             assert [r["id"] for r in rows] == expected, (attempt, mode)
 
 
+class _CutShortHandler(_RangeHandler):
+    """Sends half of each file and drops the connection while ``cutting`` is set, then serves it whole."""
+
+    cutting = True
+
+    def do_GET(self):
+        if not type(self).cutting:
+            return super().do_GET()
+        data = Path(self.translate_path(self.path)).read_bytes()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data[: len(data) // 2])
+        self.wfile.flush()
+        self.close_connection = True
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_an_http_file_whose_transfer_is_cut_short_is_no_bad_file_to_skip(tmp_path, cache_dir, monkeypatch, streaming):
+    """A dropped connection was the file's InvalidValueError: with on_error="skip" a counted skip, and map-style the
+    rows before the cut were prepared as the complete split, served from the cache after the server came back. It
+    is a DataNotFoundError whatever on_error says, nothing of it kept; the next load reads the whole file."""
+    import datasets
+
+    from tooluse_datasets.errors import DataNotFoundError
+
+    monkeypatch.setattr(datasets.config, "STREAMING_READ_MAX_RETRIES", 1)  # datasets' retries: 20, 5 s apart
+    monkeypatch.setattr(datasets.config, "STREAMING_READ_RETRY_INTERVAL", 0)
+    folder = tmp_path / "served"
+    folder.mkdir()
+    (folder / "data.jsonl").write_text(swift_lines(40))
+    handler = type("Handler", (_CutShortHandler,), {"cutting": True})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(folder)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/data.jsonl"
+    try:
+        report = td.SkipReport()
+        with pytest.raises(DataNotFoundError, match=r"data\.jsonl: the transfer was cut short"):
+            list(td.load("ms_swift", data_files=url, split="train", cache_dir=cache_dir, on_error="skip",
+                         report=report, streaming=streaming))
+        assert report.skipped == 0
+        handler.cutting = False  # the server is back
+        rows = list(td.load("ms_swift", data_files=url, split="train", cache_dir=cache_dir, on_error="skip",
+                            streaming=streaming))
+        assert [row["id"] for row in rows] == [f"ms_swift/data/{n}" for n in range(40)]
+    finally:
+        server.shutdown()
+        server.server_close()
+        from fsspec.implementations.http import HTTPFileSystem
+
+        HTTPFileSystem.clear_instance_cache()
+
+
 def test_an_http_file_changed_on_its_server_is_read_anew_map_style(http_folder, cache_dir):
     """datasets keys an http(s) file on its ETag only, and a server that sends none (this one, Python's
     http.server, many plain file servers) left the key without anything of the file: map-style served the rows

@@ -8,7 +8,8 @@ from typing import Optional
 
 from datasets.utils.file_utils import is_local_path, xopen
 
-from ..errors import InvalidValueError, ToolUseDataError
+from ..errors import DataNotFoundError, InvalidValueError, ToolUseDataError
+from ..network import failure_text, is_network_error
 from .paths import display_path, is_compressed, is_zip_archive, without_query
 
 logger = logging.getLogger("tooluse_datasets")
@@ -47,6 +48,13 @@ def open_text_file(path: str):
         # compressed in a way zipfile does not read...
         raise InvalidValueError(f"file cannot be read ({type(exc).__name__}: {exc})", file=display_path(path),
                                 field="<file>") from None
+
+
+def transfer_cut_short(path: str, exc: BaseException) -> DataNotFoundError:
+    """A file read by URL whose connection dropped: no fault of its rows, so not the file's error that
+    ``on_error="skip"`` would count, leaving a prepared cache of its rows before the cut served as complete."""
+    return DataNotFoundError(f"{display_path(path)}: the transfer was cut short ({failure_text(exc)}); nothing of "
+                             f"it is kept: load again to read it")
 
 
 # Compression of a file by its name (datasets' and fsspec's suffixes), and the module that reads it.
@@ -310,6 +318,8 @@ class _CheckedReads:
         try:
             return getattr(self._f, method)(*args)
         except _DECOMPRESSION_ERRORS as exc:
+            if is_network_error(exc):
+                raise transfer_cut_short(self._path, exc) from exc
             raise InvalidValueError(f"file cannot be read on ({type(exc).__name__}: {exc})",
                                     file=display_path(self._path), field="<file>") from None
 
