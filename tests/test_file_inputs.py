@@ -10,6 +10,7 @@ import http.server
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -438,17 +439,16 @@ class _CutShortHandler(_RangeHandler):
     def do_GET(self):
         if not type(self).cutting:
             return super().do_GET()
-        data = Path(self.translate_path(self.path)).read_bytes()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data[: len(data) // 2])
+        body = self.send_head().getvalue()  # the headers of the whole answer (a byte range's too)
+        self.wfile.write(body[: len(body) // 2])
         self.wfile.flush()
         self.close_connection = True
 
 
+@pytest.mark.parametrize("name", ["data.jsonl", "data.parquet"])
 @pytest.mark.parametrize("streaming", [False, True])
-def test_an_http_file_whose_transfer_is_cut_short_is_no_bad_file_to_skip(tmp_path, cache_dir, monkeypatch, streaming):
+def test_an_http_file_whose_transfer_is_cut_short_is_no_bad_file_to_skip(tmp_path, cache_dir, monkeypatch, streaming,
+                                                                         name):
     """A dropped connection was the file's InvalidValueError: with on_error="skip" a counted skip, and map-style the
     rows before the cut were prepared as the complete split, served from the cache after the server came back. It
     is a DataNotFoundError whatever on_error says, nothing of it kept; the next load reads the whole file."""
@@ -460,14 +460,17 @@ def test_an_http_file_whose_transfer_is_cut_short_is_no_bad_file_to_skip(tmp_pat
     monkeypatch.setattr(datasets.config, "STREAMING_READ_RETRY_INTERVAL", 0)
     folder = tmp_path / "served"
     folder.mkdir()
-    (folder / "data.jsonl").write_text(swift_lines(40))
+    if name == "data.jsonl":
+        (folder / name).write_text(swift_lines(40))
+    else:
+        datasets.Dataset.from_list([swift_row(i) for i in range(40)]).to_parquet(folder / name)
     handler = type("Handler", (_CutShortHandler,), {"cutting": True})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(folder)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/data.jsonl"
+    url = f"http://127.0.0.1:{server.server_address[1]}/{name}"
     try:
         report = td.SkipReport()
-        with pytest.raises(DataNotFoundError, match=r"data\.jsonl: the transfer was cut short"):
+        with pytest.raises(DataNotFoundError, match=rf"{re.escape(name)}: the transfer was cut short"):
             list(td.load("ms_swift", data_files=url, split="train", cache_dir=cache_dir, on_error="skip",
                          report=report, streaming=streaming))
         assert report.skipped == 0

@@ -15,6 +15,8 @@ from datasets.utils.file_utils import xopen
 
 from ..arrow_memory import default_pool, package_memory_pool
 from ..errors import InvalidValueError
+from ..network import is_network_error
+from .files import transfer_cut_short
 from .paths import display_path
 from .shard import NativeItem, Shard
 
@@ -42,6 +44,8 @@ def open_parquet(path: str) -> Iterator[pq.ParquetFile]:
         except (pa.ArrowInvalid, OSError) as exc:
             if isinstance(exc, FileNotFoundError):
                 raise
+            if is_network_error(exc):  # no fault of the file: not its error, which on_error="skip" would count
+                raise transfer_cut_short(path, exc) from exc
             raise _not_parquet(path, exc) from None
         yield pf
     finally:
