@@ -486,6 +486,40 @@ def test_an_http_file_whose_transfer_is_cut_short_is_no_bad_file_to_skip(tmp_pat
         HTTPFileSystem.clear_instance_cache()
 
 
+class _NoRangeHandler(http.server.SimpleHTTPRequestHandler):
+    """Python's own file server: a byte-range request is answered with the whole file."""
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_a_parquet_url_on_a_server_without_byte_ranges_is_an_error_saying_to_download_it(tmp_path, cache_dir,
+                                                                                          streaming):
+    """fsspec's bare ValueError ("The HTTP server doesn't appear to support range requests... Open with
+    block_size=0"), naming no file, left the load (datasets' load_dataset downloads the file whole first)."""
+    from tooluse_datasets.errors import DataNotFoundError
+
+    folder = tmp_path / "served"
+    folder.mkdir()
+    shutil.copy(td.sample_files("toolmind")["train"][0], folder / "data.parquet")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                             functools.partial(_NoRangeHandler, directory=str(folder)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/data.parquet"
+    try:
+        with pytest.raises(DataNotFoundError, match=rf"^{re.escape(url)}: its server does not answer byte-range "
+                                                    rf"requests.*curl -fLO {re.escape(url)}"):
+            list(td.load("toolmind", data_files=url, split="synthetic", cache_dir=cache_dir, on_error="skip",
+                         streaming=streaming))
+    finally:
+        server.shutdown()
+        server.server_close()
+        from fsspec.implementations.http import HTTPFileSystem
+
+        HTTPFileSystem.clear_instance_cache()
+
+
 def test_an_http_file_changed_on_its_server_is_read_anew_map_style(http_folder, cache_dir):
     """datasets keys an http(s) file on its ETag only, and a server that sends none (this one, Python's
     http.server, many plain file servers) left the key without anything of the file: map-style served the rows

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 from datasets.utils.file_utils import xopen
 
 from ..arrow_memory import default_pool, package_memory_pool
-from ..errors import InvalidValueError
+from ..errors import DataNotFoundError, InvalidValueError
 from ..network import is_network_error
 from .files import transfer_cut_short
 from .paths import display_path
@@ -47,6 +47,14 @@ def open_parquet(path: str) -> Iterator[pq.ParquetFile]:
             if is_network_error(exc):  # no fault of the file: not its error, which on_error="skip" would count
                 raise transfer_cut_short(path, exc) from exc
             raise _not_parquet(path, exc) from None
+        except ValueError as exc:
+            if "range requests" not in str(exc):
+                raise
+            # fsspec's words for a server that sends the whole file for a byte range (python -m http.server):
+            # a Parquet file is read from its end, by ranges
+            raise DataNotFoundError(f"{display_path(path)}: its server does not answer byte-range requests, which "
+                                    f"reading Parquet by URL needs: download the file (curl -fLO {path}) and pass "
+                                    f"its local path") from exc
         yield pf
     finally:
         source.close()
