@@ -297,6 +297,23 @@ def test_hub_upstream_offline_advice_names_the_repo_and_revision_to_download():
     assert "`hf download someone/tools --repo-type dataset --revision main`" in hint and "<repo>" not in hint
 
 
+@pytest.mark.parametrize("url, command", [
+    ("hf://datasets/someone/tools@v1/data/*.parquet", "`hf download someone/tools --repo-type dataset --revision v1`"),
+    ("hf://datasets/someone/tools@refs%2Fpr%2F3/data/train.parquet",
+     "`hf download someone/tools --repo-type dataset --revision refs/pr/3`"),
+    ("hf://datasets/someone/tools@refs%2Fpr%2F3/data/*.parquet",
+     "`hf download someone/tools --repo-type dataset --revision refs/pr/3`"),
+])
+@pytest.mark.parametrize("streaming", [False, True])
+def test_hf_data_files_offline_advice_downloads_the_revision_the_url_names(monkeypatch, url, command, streaming):
+    """A glob's advice left the revision out (the command fetched main, not the v1 asked for), and an escaped
+    revision was given as escaped, which ``hf download`` does not know."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(td.DataNotFoundError) as info:
+        td.load("ms_swift", data_files=url, split="train", streaming=streaming)
+    assert command in str(info.value)
+
+
 @pytest.mark.parametrize("env, on", [({"HF_HUB_OFFLINE": "1"}, True), ({"HF_HUB_OFFLINE": "true"}, True),
                                      ({"HF_DATASETS_OFFLINE": "ON"}, True), ({"TRANSFORMERS_OFFLINE": "1"}, True),
                                      ({"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "0"}, False),

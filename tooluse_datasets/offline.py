@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from glob import has_magic
 from typing import Any, Optional
+from urllib.parse import unquote
 
 from .network import is_network_error
 from .shards.paths import hf_url_parts
@@ -38,10 +39,15 @@ def offline_hint(url: str) -> str:
     if hf is None:
         how = f"download it (`curl -fLO {url}`) and pass its local path"
     else:
-        repo, revision, _ = hf
-        at = f" --revision {revision}" if revision else ""
-        how = f"download the files (`hf download {repo} --repo-type dataset{at}`) and pass their local paths"
+        how = f"download the files ({hub_download_command(*hf[:2])}) and pass their local paths"
     return f"load it once online map-style, which downloads the files (a stream downloads nothing), or {how}"
+
+
+def hub_download_command(repo: str, revision: Optional[str]) -> str:
+    """The ``hf download`` command for a repo at the revision an ``hf://`` URL names: spelled as the command takes
+    it (``refs/pr/3``, which the URL escapes as ``refs%2Fpr%2F3``)."""
+    at = f" --revision {unquote(revision)}" if revision else ""
+    return f"`hf download {repo} --repo-type dataset{at}`"
 
 
 def kept_copies_hint(urls: list[str], downloads_dir: Optional[str] = None) -> str:
@@ -130,8 +136,8 @@ def offline_data_files(data_files: dict[str, list[str]], base_path: Optional[str
                 repo, revision, path = parts
                 if has_magic(path):
                     raise ValueError(f"offline, the hf:// glob {pattern!r} cannot be listed (only the Hub lists a "
-                                     f"repo's files): name the files, or download them (`hf download {repo} "
-                                     f"--repo-type dataset`) and pass local paths")
+                                     f"repo's files): name the files, or download them "
+                                     f"({hub_download_command(repo, revision)}) and pass local paths")
                 if revision is None or not COMMIT_ID.match(revision) or local_copy(pattern) is None:
                     raise ValueError(f"offline, no copy of {pattern} was downloaded by an earlier load "
                                      f"({offline_hint(pattern)})")
