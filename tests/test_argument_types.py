@@ -146,3 +146,24 @@ def test_on_error_none_is_refused_before_any_row_not_wrapped_at_the_first(tmp_pa
         td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train", streaming=streaming,
                 on_error=None, cache_dir=str(cache))
     assert not cache.exists() or not any(cache.rglob("*.arrow"))
+
+
+@pytest.mark.parametrize("split, text", [(datasets.Split.TEST, "test"),
+                                         (datasets.ReadInstruction("test", to=2, unit="abs"), "test[:2]"),
+                                         (datasets.ReadInstruction("train") + datasets.ReadInstruction("test"),
+                                          "train+test")])
+def test_datasets_split_objects_load_as_the_expression_they_stand_for(tmp_path, split, text):
+    """``datasets.Split.TEST`` prepared and reported every split (the report counted train's rows too), where
+    ``"test"`` prepares and reports test alone; a sliced ReadInstruction streamed was datasets' "Bad split"."""
+    files = td.sample_files("ms_swift")["train"]
+    data_files = {"train": files[0], "test": files[1]}
+    got = {}
+    for given in (split, text):
+        report = td.SkipReport()
+        ds = td.load("ms_swift", data_files=data_files, split=given, cache_dir=str(tmp_path / "cache"), report=report)
+        got[given is text] = ([row["id"] for row in ds], report.summary())
+    assert got[False] == got[True]
+    assert got[True][1].startswith("6 rows read" if "+" in text else "3 rows read")  # the splits named, only
+    if "[" in text:
+        with pytest.raises(ValueError, match=r"^a stream reads whole splits; split='test\[:2\]' has a slice"):
+            td.load("ms_swift", data_files=data_files, split=split, streaming=True)

@@ -86,6 +86,12 @@ def load(
 
     check_argument_types(config=config, split=split, data_dir=data_dir, cache_dir=cache_dir, streaming=streaming,
                          revision=revision, keep_in_memory=keep_in_memory)
+    from datasets import NamedSplit, ReadInstruction
+
+    if isinstance(split, (NamedSplit, ReadInstruction)):
+        # as the expression it stands for: datasets.Split.TEST read (and reported) every split, and a stream of a
+        # sliced ReadInstruction was datasets' "Bad split" instead of the slice's own error
+        split = str(split)
     if streaming and keep_in_memory:
         raise ValueError("keep_in_memory applies to map-style loads: a stream reads the files as you iterate")
     if revision is not None and (data_files is not None or data_dir is not None):
