@@ -699,3 +699,19 @@ def test_a_path_under_the_home_folder_is_read_where_tilde_says(tmp_path, monkeyp
     ds = td.load("ms_swift", split="train", streaming=streaming, cache_dir=cache_dir, **where)
     expected = td.load("ms_swift", split="train", data_files=sample, cache_dir=cache_dir)
     assert list(ds) == list(expected) and len(list(ds)) == 3
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+@pytest.mark.parametrize("data_files", ["rows.jsonl", "*.jsonl", {"train": ["rows.jsonl"]}])
+def test_relative_data_files_beside_data_dir_are_read_under_it(tmp_path, monkeypatch, cache_dir, data_files,
+                                                                streaming):
+    """As datasets' load_dataset resolves them: they were looked for in the current folder and data_dir was not
+    used, so a file of the same name there was read instead, silently."""
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "rows.jsonl").write_text(swift_lines(3))
+    (tmp_path / "rows.jsonl").write_text(swift_lines(5, start=100))  # another file of that name, where the load runs
+    monkeypatch.chdir(tmp_path)
+    ds = td.load("ms_swift", data_dir=str(folder), data_files=data_files, split="train", streaming=streaming,
+                 cache_dir=cache_dir)
+    assert [row["messages"][0]["content"] for row in ds] == ["q0", "q1", "q2"]

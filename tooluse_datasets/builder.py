@@ -131,6 +131,10 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
             kwargs["data_files"] = _path_strings(kwargs["data_files"])  # datasets takes str, not Path
         if isinstance(kwargs.get("data_dir"), (str, os.PathLike)):  # "~/data", as datasets' load_dataset reads it
             kwargs["data_dir"] = os.path.expanduser(os.fspath(kwargs["data_dir"]))
+            if kwargs.get("data_files") is not None and kwargs.get("base_path") is None:
+                # data_files relative to data_dir, as datasets' load_dataset resolves them: they were looked for in
+                # the current folder, data_dir unused (and a file of the same name there read instead)
+                kwargs["base_path"] = kwargs["data_dir"]
         if kwargs.get("data_files") is None and kwargs.get("data_dir") is None:
             # Files a source option names (LLaMA-Factory's dataset_info entry): resolved here, so that datasets
             # keys its cache on them as on data_files.
