@@ -128,3 +128,14 @@ def test_load_datasets_own_arguments_are_refused_saying_what_does_their_job(name
         td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train", cache_dir=cache_dir,
                 **{name: "x"})
     assert info.value.listing.endswith("batch_size, shard_bytes")  # the command line's own note replaces the rest
+
+
+@pytest.mark.parametrize("value", [("test",), "train"])
+@pytest.mark.parametrize("streaming", [False, True])
+def test_load_refuses_prepare_splits_which_split_sets(value, streaming, cache_dir):
+    """The builder's internal field was taken as an option: ("test",) loaded test alone under split=None, bypassing
+    the choice of cache made from split=, and "train" was refused as the splits 't', 'r', 'a', 'i', 'n'."""
+    files = td.sample_files("ms_swift")["train"]
+    with pytest.raises(ValueError, match="^ms_swift has no option 'prepare_splits'; its options: batch_size"):
+        td.load("ms_swift", data_files={"train": files[0], "test": files[1]}, streaming=streaming,
+                cache_dir=cache_dir, prepare_splits=value)

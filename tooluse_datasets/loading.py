@@ -112,19 +112,18 @@ def load(
                            on_error=on_error, revision=revision, validate=validate, **config_kwargs, **extra)
 
     with one_head_commit_per_load():  # the builders made here read an upstream branch at one commit
-        if streaming and names and "prepare_splits" not in config_kwargs:
+        if streaming and names:
             builder = make_builder(prepare_splits=names)  # a split the data lacks: our error, naming those it has
         else:
             builder = make_builder()
-        if not streaming and names and "prepare_splits" not in config_kwargs and not builder.is_prepared():
+        if not streaming and names and not builder.is_prepared():
             # Only the splits read are converted (into a cache of their own), unless every split is cached
             # already or they are every split (one cache then serves this load and a load of all splits). With
             # every split cached, download_mode prepares that cache again: later loads of the split read it.
             every = builder.split_names()
             if every is None or not set(every) <= set(names):
                 builder = make_builder(prepare_splits=names)
-        elif not streaming and names and "prepare_splits" not in config_kwargs and \
-                builder.offline_cache_read_at is not None:
+        elif not streaming and names and builder.offline_cache_read_at is not None:
             # Offline, a cache of all splits was found: a cache of just these splits that a later load read (at
             # the commit the branch had moved on to) serves instead.
             own = make_builder(prepare_splits=names)
@@ -241,7 +240,10 @@ def _check_source_options(source: str, builder_cls: type, given: dict) -> None:
     # datasets' own BuilderConfig fields are no source options: name= would replace the config argument (raw
     # rows under config="unified", or in an export's swift file), version= and description= were ignored.
     base = {f.name for f in dataclasses.fields(BuilderConfig)}
-    unknown = set(given) - ({f.name for f in dataclasses.fields(builder_cls.BUILDER_CONFIG_CLASS)} - base)
+    # prepare_splits is load()'s own way to the builder (split= sets it): given, it bypassed split= and the
+    # cache choice made from it, and a string was read as split names of one letter each
+    internal = {"prepare_splits"}
+    unknown = set(given) - ({f.name for f in dataclasses.fields(builder_cls.BUILDER_CONFIG_CLASS)} - base - internal)
     if unknown:
         own = [p.name for p in inspect.signature(load).parameters.values() if p.kind is p.KEYWORD_ONLY]
         also = f"load() itself also takes {', '.join(own)}"
