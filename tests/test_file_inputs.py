@@ -715,3 +715,41 @@ def test_relative_data_files_beside_data_dir_are_read_under_it(tmp_path, monkeyp
     ds = td.load("ms_swift", data_dir=str(folder), data_files=data_files, split="train", streaming=streaming,
                  cache_dir=cache_dir)
     assert [row["messages"][0]["content"] for row in ds] == ["q0", "q1", "q2"]
+
+
+class _RefusingHandler(http.server.BaseHTTPRequestHandler):
+    """Answers every request with the status its path starts with (/403/..., /500/...)."""
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        self.send_response(int(self.path.split("/")[1]))
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_HEAD = do_GET
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_an_http_data_file_its_server_refuses_says_what_the_server_answered(streaming):
+    """fsspec words a 403, a 500 and a server that cannot be reached as a file not found ("Unable to find '<url>'"):
+    the user looked for a typo in the path."""
+    from tooluse_datasets.errors import DataNotFoundError
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _RefusingHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        for url, said in [(f"{base}/403/rows.jsonl", r"\[its server answered 403 Forbidden\]"),
+                          (f"{base}/500/rows.jsonl", r"\[its server answered 500 Internal Server Error\]"),
+                          ("http://127.0.0.1:9/rows.jsonl", r"\[its server cannot be reached: ConnectionRefusedError"),
+                          (f"{base}/404/rows.jsonl", r"\(data_files=")]:  # right as it was
+            with pytest.raises(DataNotFoundError, match=rf"^ms_swift: Unable to find '{re.escape(url)}' {said}"):
+                td.load("ms_swift", data_files=url, split="train", streaming=streaming)
+    finally:
+        server.shutdown()
+        server.server_close()
+        from fsspec.implementations.http import HTTPFileSystem
+
+        HTTPFileSystem.clear_instance_cache()

@@ -35,7 +35,7 @@ from .arrow_memory import package_memory_pool
 from .cache_keys import (branches_read, cached_upstream_commits, commits_digest, data_dir_digest, data_dir_files,
                          data_files_digest, hf_files_at_commits, upstream_commits)
 from .errors import LOCAL_FILES_HINT, DataNotFoundError, OnError, SkipReport, ToolUseDataError, check_on_error
-from .network import answered_in_chain, failure_text, hub_hint, is_network_error
+from .network import answered_in_chain, failure_text, http_answer, hub_hint, is_network_error
 from .offline import (kept_copies_hint, local_copy, offline_data_files, offline_hint, offline_mode,
                       remember_ref)
 from .pipeline import UNIFIED, ShardConverter, TableGroups, config_features
@@ -184,8 +184,8 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         except FileNotFoundError as exc:  # datasets resolving a path that does not exist: "Unable to find '...'"
             if isinstance(exc, DataNotFoundError) or self._data_files_given is None:
                 raise
-            raise DataNotFoundError(f"{self.SOURCE_CLASS.name}: {exc}{hub_hint(exc)} (data_files="
-                                    f"{self._data_files_given!r})") from exc
+            raise DataNotFoundError(f"{self.SOURCE_CLASS.name}: {exc}{hub_hint(exc)}{http_answer(str(exc))} "
+                                    f"(data_files={self._data_files_given!r})") from exc
         except Exception as exc:  # resolving hf:// files offline, or with the Hub unreachable
             if self._data_files_given is None or not is_network_error(exc):
                 raise

@@ -60,3 +60,24 @@ def hub_hint(exc: BaseException) -> str:
 def failure_text(exc: BaseException) -> str:
     """``exc`` as one line for an error message: its type, its text, and what a Hub answer behind it means."""
     return f"{type(exc).__name__}: {exc}".rstrip(".") + hub_hint(exc)
+
+
+def http_answer(message: str, timeout: float = 10.0) -> str:
+    """What the server of the http(s) URL in datasets' "Unable to find '<url>'" answers, for that message: fsspec
+    says the same of a 403, a 500 and a server that cannot be reached, which are no missing file. Empty for a
+    404 (the message is right), an answer with the file, or no such URL in the message."""
+    import re
+    import urllib.error
+    import urllib.request
+
+    found = re.search(r"Unable to find '(https?://[^']+)'", message)
+    if found is None:
+        return ""
+    try:
+        with urllib.request.urlopen(found.group(1), timeout=timeout):  # GET: some servers refuse HEAD
+            return ""
+    except urllib.error.HTTPError as exc:
+        return "" if exc.code == 404 else f" [its server answered {exc.code} {exc.reason}]"
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return f" [its server cannot be reached: {type(reason).__name__}: {reason}]"
