@@ -503,3 +503,31 @@ def test_a_value_from_list_and_from_dict_cannot_store_is_named_by_row_and_field(
             make()
         assert (info.value.row, info.value.field) == (bad, "meta"), how
         assert f"row {bad}, field 'meta'" in str(info.value), how
+
+
+@pytest.mark.parametrize("batch_size", [3, 6, 1000])
+def test_a_batched_stream_map_or_filter_gives_rows_without_media_no_media_keys(batch_size, cache_dir):
+    """A stream's batched ``map`` and ``filter`` cut their rows from decoded batches, which keep a media column where
+    any row of the batch has media: the text rows of such a batch came out with ``images: []`` and the others
+    without the key (after ``ds.map(td.short_call_ids, batched=True)``, a first row with an ``images`` key makes
+    TRL take the text dataset for vision data). Every row comes out as the row function and map-style give it."""
+    files = td.sample_files("ms_swift")
+    ds = td.load("ms_swift", data_files=files, split="train", cache_dir=cache_dir)
+    stream = td.load("ms_swift", data_files=files, split="train", streaming=True)
+    rows = list(ds)
+    assert any("images" in r for r in rows) and not all("images" in r for r in rows)  # text rows beside images
+    def exactly(rows):  # values byte for byte (a batch orders its columns as its rows first hold them)
+        return [td.dumps(dict(sorted(r.items()))) for r in rows]
+
+    for rewrite in (td.short_call_ids, td.one_call_per_turn, td.reasoning_in_content):
+        want = exactly(rewrite(r) for r in rows)
+        assert exactly(ds.map(rewrite, batched=True, batch_size=batch_size)) == want
+        assert exactly(stream.map(rewrite, batched=True, batch_size=batch_size)) == want
+    assert list(stream.map(lambda b: b, batched=True, batch_size=batch_size)) == rows
+    kept = stream.filter(lambda b: [True] * len(b["id"]), batched=True, batch_size=batch_size)
+    assert list(kept) == rows
+    # a function given the batch sees a row's media as the README says: its list where it has some, else nothing
+    seen = []
+    list(stream.map(lambda b: seen.extend(x or [] for x in b.get("images", [None] * len(b["id"]))) or b,
+                    batched=True, batch_size=batch_size))
+    assert seen == [r.get("images", []) for r in rows]

@@ -368,8 +368,11 @@ def _call_with_columns(example: dict, *rest, _function: Callable, _columns: tupl
     """``_function`` called as datasets calls it with ``input_columns``, a media column the row (or every row of the
     batch) leaves out given as empty; any other column missing is datasets' KeyError."""
     if _batched:
+        # (a row without media in a batch where another row has some holds None there: datasets' filling)
         rows = len(next(iter(example.values()), ()))
-        values = [example[c] if c in example or c not in _absent else [[] for _ in range(rows)] for c in _columns]
+        values = [[[] if v is None else v for v in example[c]] if c in _absent and c in example
+                  else example[c] if c in example or c not in _absent else [[] for _ in range(rows)]
+                  for c in _columns]
     else:
         values = [example[c] if c in example or c not in _absent else [] for c in _columns]
     return _function(*values, *rest, **fn_kwargs)
@@ -536,7 +539,43 @@ def _media_of_unified(features: Any) -> tuple:
     return ()
 
 
+def _install_batched_steps_giving_rows_in_their_shape() -> None:
+    """A stream's batched ``map`` and ``filter`` read rows cut from decoded batches, which keep a media column
+    where any row of the batch has media (``images: []`` on its text rows), and the batched ``map`` hands on the
+    rows cut from its function's batch as they are: text rows came out with ``images: []`` in a batch with images
+    and without the key in others (after ``ds.map(td.short_call_ids, batched=True)``, TRL took a text dataset
+    whose first row had the key for vision data). Rows cut from a batch of unified rows, read or mapped, take the
+    row shape, as map-style's rows and a row function's have it. Installed once per process on import."""
+    from datasets.iterable_dataset import MappedExamplesIterable
+
+    formatted = FormattedExamplesIterable.__iter__
+
+    def formatted_rows(self):
+        features = self.features
+        if not (isinstance(features, ExactFeatures) and features.omitted_empty_media and self.ex_iterable.iter_arrow):
+            yield from formatted(self)  # rows decoded one by one take the shape in decode_example
+            return
+        shaped = features.without_empty_media
+        for key, row in formatted(self):
+            yield key, shaped(row)
+
+    mapped = MappedExamplesIterable.__iter__
+
+    def mapped_rows(self):
+        features = _exact_features_read_by(self.ex_iterable) if self.batched else None
+        if features is None or not features.omitted_empty_media:
+            yield from mapped(self)
+            return
+        shaped = features.without_empty_media
+        for key, row in mapped(self):
+            yield key, shaped(row)
+
+    FormattedExamplesIterable.__iter__ = patched_once(formatted, formatted_rows, "_gives_rows_in_their_shape")
+    MappedExamplesIterable.__iter__ = patched_once(mapped, mapped_rows, "_gives_rows_in_their_shape")
+
+
 _install_merged_info_features()
+_install_batched_steps_giving_rows_in_their_shape()
 _install_mixed_stream_features()
 _install_stream_features_resolved_from_exact_ones()
 _install_from_list_taking_decoded_rows()

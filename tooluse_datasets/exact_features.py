@@ -373,8 +373,12 @@ class ExactFeatures(Features):
                     example[name] = decode(value) if type(value) in _PYTHON_VALUES else decode_numpy(value)
                 except (InvalidJsonError, JsonValueError) as exc:
                     raise exc.at(field=name) from None
+        return self.without_empty_media(example)
+
+    def without_empty_media(self, example: dict) -> dict:
+        """``example`` (decoded) in the row shape: a row holding the conversation has no media key where it has no
+        media (TRL takes a row with an "images" key for vision data). Changed in place."""
         if self.omitted_empty_media and self._holds_messages(example):
-            # A row without media has no media keys: TRL takes a row with an "images" key for vision data.
             for name in self.omitted_empty_media:
                 if name in example and ((value := example[name]) is None or len(value) == 0):  # lists or arrays
                     del example[name]
