@@ -232,3 +232,16 @@ def test_reasoning_in_content_moves_only_assistant_reasoning(rows):
     out = td.reasoning_in_content(row)
     assert out["messages"][user] == row["messages"][user]
     assert all(m.get("reasoning_content") is None for m in out["messages"] if m["role"] == "assistant")
+
+
+@pytest.mark.parametrize("rewrite", ["short_call_ids", "one_call_per_turn", "reasoning_in_content"])
+@pytest.mark.parametrize("messages", [None, "hi"], ids=["null", "text"])
+def test_a_batch_with_a_row_whose_messages_are_not_a_list_names_that_row(rows, rewrite, messages):
+    """A batch whose second row's messages were null or text was taken for one row, its messages column for that
+    row's messages: the error named ``messages[1]`` as "a message must be an object" and no row."""
+    two = [copy.deepcopy(row) for row in rows[:2]]
+    batch = {key: [row.get(key) for row in two] for key in two[0]}
+    batch["messages"][1] = messages
+    with pytest.raises(td.InvalidValueError, match=f"row {two[1]['id']!r}: messages must be a list") as caught:
+        getattr(td, rewrite)(batch)
+    assert caught.value.field == "messages"

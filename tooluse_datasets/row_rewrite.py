@@ -32,12 +32,15 @@ def row_rewrite(rewrite: RowRewrite) -> RowRewrite:
 
 
 def _is_batch(row: Mapping) -> bool:
-    """Whether ``row`` is a batch: every column a list of one value per row, each row's messages a list. (A row's
-    ``id`` is a string and its messages are objects.)"""
+    """Whether ``row`` is a batch: every column a list of one value per row, its ``id`` a list too (a row's is a
+    string), or without ids each row's messages a list (a row's messages are objects). A batch row whose messages
+    are not a list is then that row's error, not the batch read as one row."""
     messages = row.get("messages")
-    if not isinstance(messages, list) or not messages or not all(isinstance(m, list) for m in messages):
+    if not isinstance(messages, list) or not messages:
         return False
-    return all(isinstance(values, list) and len(values) == len(messages) for values in row.values())
+    if not all(isinstance(values, list) and len(values) == len(messages) for values in row.values()):
+        return False
+    return isinstance(row.get("id"), list) or all(isinstance(m, list) for m in messages)
 
 
 def _checked(rewrite: RowRewrite, row: Mapping, args: tuple, kwargs: dict) -> dict:
