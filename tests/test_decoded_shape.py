@@ -531,3 +531,28 @@ def test_a_batched_stream_map_or_filter_gives_rows_without_media_no_media_keys(b
     list(stream.map(lambda b: seen.extend(x or [] for x in b.get("images", [None] * len(b["id"]))) or b,
                     batched=True, batch_size=batch_size))
     assert seen == [r.get("images", []) for r in rows]
+
+
+@pytest.mark.parametrize("batch_size", [1, 3, 1000])
+def test_a_batched_stream_function_gets_every_media_column_as_map_style_gives_it(batch_size, cache_dir):
+    """A stream's batched ``map``/``filter`` handed its function a media column only where a row of the batch had
+    media, ``None`` for the others: ``batch["images"]`` failed (KeyError) on a batch without images. The function
+    gets every media column, ``[]`` for a row without media, as map-style gives it."""
+    files = td.sample_files("ms_swift")
+    ds = td.load("ms_swift", data_files=files, split="train", cache_dir=cache_dir)
+    stream = td.load("ms_swift", data_files=files, split="train", streaming=True)
+    counts = [len(r.get("images", [])) for r in ds]
+    assert 0 in counts and any(counts)
+
+    def media(batch):
+        return {"media": [[len(batch[c][i]) for c in td.MEDIA_COLUMNS] for i in range(len(batch["id"]))]}
+
+    want = [[len(r.get(c, [])) for c in td.MEDIA_COLUMNS] for r in ds]
+    assert ds.map(media, batched=True, batch_size=batch_size)["media"] == want
+    mapped = list(stream.map(media, batched=True, batch_size=batch_size))
+    assert [r["media"] for r in mapped] == want
+    for row in mapped:  # the rows keep their shape
+        assert_chat_shape(row)
+    kept = stream.filter(lambda b: [not b["images"][i] for i in range(len(b["id"]))], batched=True,
+                         batch_size=batch_size)
+    assert [r["id"] for r in kept] == [r["id"] for r in ds if "images" not in r]

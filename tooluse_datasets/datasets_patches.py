@@ -349,10 +349,17 @@ def _handing_absent_media_to(original: Callable) -> Callable:
     """A stream's ``map`` and ``filter`` take each of their ``input_columns`` from a row: our rows leave an empty
     media column out, so ``map(f, input_columns=["images"])`` failed on the first row without media (KeyError:
     'images'). With exact features the function is handed the columns by a wrapper instead, ``[]`` for a media
-    column a row leaves out, as map-style hands it. (An async function is left to datasets, which tests for one.)"""
+    column a row leaves out, as map-style hands it. A batched function given whole batches got a media column only
+    where a row of the batch had media (``None`` for the others): ``batch["images"]`` failed on a batch without
+    images (KeyError). It is handed every media column, ``[]`` for a row without media, as map-style hands it.
+    (An async function is left to datasets, which tests for one.)"""
     def apply(self, function=None, with_indices=False, input_columns=None, batched=False, *args, **kwargs):
         features = self._info.features
         columns = [input_columns] if isinstance(input_columns, str) else input_columns
+        if function is not None and not columns and batched and isinstance(features, ExactFeatures) and \
+                features.omitted_empty_media and not inspect.iscoroutinefunction(function):
+            given = functools.partial(_call_with_media_columns, _function=function, _features=features)
+            return original(self, given, with_indices, input_columns, batched, *args, **kwargs)
         if function is None or not columns or not isinstance(features, ExactFeatures) or \
                 not set(columns) & set(features.omitted_empty_media) or inspect.iscoroutinefunction(function):
             return original(self, function, with_indices, input_columns, batched, *args, **kwargs)
@@ -361,6 +368,18 @@ def _handing_absent_media_to(original: Callable) -> Callable:
         return original(self, given, with_indices, None, batched, *args, **kwargs)
 
     return patched_once(original, apply, "_hands_absent_media")
+
+
+def _call_with_media_columns(batch: dict, *rest, _function: Callable, _features: ExactFeatures, **fn_kwargs):
+    """``_function`` called with a batch of unified rows holding every media column, ``[]`` for a row without media
+    (rows cut from a batch leave empty media out, and datasets fills a key some rows hold with None)."""
+    if _features.chat_columns and any(name in batch for name in _features.chat_columns):
+        rows = len(next(iter(batch.values()), ()))
+        batch = dict(batch)
+        for name in _features.omitted_empty_media:
+            values = batch.get(name)
+            batch[name] = [[] for _ in range(rows)] if values is None else [[] if v is None else v for v in values]
+    return _function(batch, *rest, **fn_kwargs)
 
 
 def _call_with_columns(example: dict, *rest, _function: Callable, _columns: tuple, _batched: bool, _absent: tuple,
