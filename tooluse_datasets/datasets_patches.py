@@ -585,9 +585,14 @@ def _install_batched_steps_giving_rows_in_their_shape() -> None:
         if features is None or not features.omitted_empty_media:
             yield from mapped(self)
             return
-        shaped = features.without_empty_media
+        shaped, media = features.without_empty_media, features.omitted_empty_media
         for key, row in mapped(self):
-            yield key, shaped(row)
+            row = shaped(row)
+            if any(name in row for name in media):
+                # a batch orders its columns as its first row holds them: a media column after the others where
+                # that row has no media; a row with media gets its columns back in the order its features give
+                row = {**{name: row[name] for name in features if name in row}, **row}
+            yield key, row
 
     FormattedExamplesIterable.__iter__ = patched_once(formatted, formatted_rows, "_gives_rows_in_their_shape")
     MappedExamplesIterable.__iter__ = patched_once(mapped, mapped_rows, "_gives_rows_in_their_shape")
