@@ -556,3 +556,13 @@ def test_a_batched_stream_function_gets_every_media_column_as_map_style_gives_it
     kept = stream.filter(lambda b: [not b["images"][i] for i in range(len(b["id"]))], batched=True,
                          batch_size=batch_size)
     assert [r["id"] for r in kept] == [r["id"] for r in ds if "images" not in r]
+
+
+@pytest.mark.parametrize("format_type", ["pandas", "arrow", "numpy"])
+def test_a_batched_stream_filter_in_a_table_or_tensor_format_gets_the_formats_batches(format_type):
+    """Batches of a stream formatted as pandas, arrow or numpy are the format's own (a DataFrame, a Table, arrays)
+    and go to the function as datasets gives them; only Python batches get every media column."""
+    stream = td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train", streaming=True)
+    ids = [r["id"] for r in stream]
+    kept = stream.with_format(format_type).filter(lambda b: [True] * len(b["id"]), batched=True, batch_size=4)
+    assert [str(i) for r in kept for i in (r["id"] if format_type != "numpy" else [r["id"]])] == ids

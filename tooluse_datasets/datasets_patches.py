@@ -373,7 +373,8 @@ def _handing_absent_media_to(original: Callable) -> Callable:
 def _call_with_media_columns(batch: dict, *rest, _function: Callable, _features: ExactFeatures, **fn_kwargs):
     """``_function`` called with a batch of unified rows holding every media column, ``[]`` for a row without media
     (rows cut from a batch leave empty media out, and datasets fills a key some rows hold with None)."""
-    if _features.chat_columns and any(name in batch for name in _features.chat_columns):
+    # Python batches only: a table format's batch (pandas, arrow) and a tensor format's columns are the format's own
+    if type(batch) is dict and any(type(batch.get(name)) is list for name in _features.chat_columns):
         rows = len(next(iter(batch.values()), ()))
         batch = dict(batch)
         for name in _features.omitted_empty_media:
@@ -576,7 +577,7 @@ def _install_batched_steps_giving_rows_in_their_shape() -> None:
             return
         shaped = features.without_empty_media
         for key, row in formatted(self):
-            yield key, shaped(row)
+            yield key, shaped(row) if type(row) is dict else row  # (a table format's rows are its own)
 
     mapped = MappedExamplesIterable.__iter__
 
@@ -587,6 +588,9 @@ def _install_batched_steps_giving_rows_in_their_shape() -> None:
             return
         shaped, media = features.without_empty_media, features.omitted_empty_media
         for key, row in mapped(self):
+            if type(row) is not dict:  # a table format's rows are its own
+                yield key, row
+                continue
             row = shaped(row)
             if any(name in row for name in media):
                 # a batch orders its columns as its first row holds them: a media column after the others where
