@@ -405,3 +405,26 @@ def test_text_blocks_of_an_anthropic_row_under_from_are_refused_where_ms_swift_d
     assert [(r["row"], r["field"]) for r in report.rows] == [(0, "messages[0].from")]
     assert len(theirs) == len(ours) == 2
     assert [plain(row["messages"]) for row in ours] == [plain(row["messages"]) for row in theirs]
+
+
+def test_a_tool_integer_beyond_64_bits_is_refused_since_ms_swift_fails_to_load_the_whole_file(tmp_path):
+    """ms-swift stores tools in a datasets ``Json`` column read back by pandas' ujson: one integer beyond 64 bits in
+    a tool of the seventh row fails the load of every row ("Value is too big!"). The export skips that row, names
+    the integer, and ms-swift loads the rest."""
+    python = swift_python()
+    doc = json.loads(shared_data("ms_swift", "agent_support_doc_examples_en.jsonl").read_text().splitlines()[0])
+    tools = json.loads(doc["tools"])
+    tools[0]["function"]["parameters"]["properties"]["city"]["maxLength"] = 123456789012345678901234567890
+    source = tmp_path / "big.jsonl"
+    source.write_text("".join(json.dumps(row) + "\n" for row in [doc] * 6 + [{**doc, "tools": json.dumps(tools)}]))
+    done = subprocess.run([python, str(DRIVER), str(source)], capture_output=True, text=True, timeout=900,
+                          check=False, cwd=str(tmp_path))
+    assert done.returncode != 0 and "Value is too big" in done.stderr
+
+    skipped = tmp_path / "skipped.jsonl"
+    assert main(["export", "ms_swift", "--data-files", str(source), "--format", "swift", "--out", str(tmp_path / "out"),
+                 "--on-error", "skip", "--skipped-rows", str(skipped)]) == 0
+    [skip] = [json.loads(line) for line in skipped.read_text().splitlines()]
+    assert (skip["row"], skip["field"]) == (6, "tools[0].function.parameters.properties.city.maxLength")
+    theirs = swift_rows(python, tmp_path / "out" / "ms_swift-swift-train.jsonl", False)
+    assert len(theirs) == 6

@@ -8,7 +8,8 @@ Every row has the same five columns and no nulls::
 * ``tools`` is JSON text of OpenAI function tools, in every row (``"[]"`` when none). Each tool needs a
   non-empty description: ms-swift's react/qwen agent templates fail without one. A tool without one is a
   :class:`ConversionError` (this writer does not invent descriptions); a tool without ``parameters`` gets
-  ``{"type": "object", "properties": {}}``, which is what ms-swift makes of a missing schema.
+  ``{"type": "object", "properties": {}}``, which is what ms-swift makes of a missing schema. An integer in a
+  tool beyond 64 bits is a :class:`ConversionError`: ms-swift's load of the file fails on it (every row lost).
 * An assistant turn becomes, in order: one ``assistant`` message with ``"<think>\\n{reasoning}\\n</think>\\n"``
   and the visible text (followed by ``"\\n"`` when calls come next: hermes puts them right after it), then one
   ``tool_call`` message per call, content ``{"name", "arguments"}`` as JSON text, then its results as
@@ -146,12 +147,35 @@ def swift_tool(tool: dict, field: str) -> dict:
         raise ConversionError(f"tool {function['name']!r} has no description; ms-swift's react/qwen agent "
                               "templates fail on it (add descriptions, or load with on_error='skip')",
                               field=f"{field}.function.description")
+    check_tool_integers(tool, field)
     parameters = function.get("parameters")
     if parameters is None:
         function = {**function, "parameters": dict(EMPTY_PARAMETERS)}
     elif not isinstance(parameters, dict):
         raise ConversionError("tool parameters must be a JSON Schema object", field=f"{field}.function.parameters")
     return {**tool, "function": function}
+
+
+# ms-swift 4.6 stores parsed tools in a datasets ``Json`` column (map-style: pandas' ujson, which reads -2**63 to
+# 2**64 - 1) or an Arrow struct (streaming: int64). An integer outside both fails its load of the whole file
+# ("Value is too big!", or pyarrow's OverflowError), not just the row: refused here, naming it.
+TOOL_INT_MIN, TOOL_INT_MAX = -(2**63), 2**63 - 1
+
+
+def check_tool_integers(tool: Any, field: str) -> None:
+    """Raise ConversionError naming the first integer of ``tool`` outside 64 bits. Iterative: tools may nest
+    deeper than Python's recursion limit."""
+    stack = [(tool, field)]
+    while stack:
+        value, where = stack.pop()
+        if type(value) is int and not TOOL_INT_MIN <= value <= TOOL_INT_MAX:
+            raise ConversionError(f"integer {value} does not fit in 64 bits; ms-swift fails to load a file whose "
+                                  "tools hold one (every row of it), so it is not written (give it as a string or "
+                                  "a float, or load with on_error='skip')", field=where)
+        if isinstance(value, dict):
+            stack.extend((v, f"{where}.{k}") for k, v in reversed(list(value.items())))
+        elif isinstance(value, list):
+            stack.extend((v, f"{where}[{i}]") for i, v in reversed(list(enumerate(value))))
 
 
 def check_no_objects(meta: Any, rows: str = "swift rows", trainer: str = "ms-swift") -> None:
