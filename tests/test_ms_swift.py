@@ -693,6 +693,11 @@ REJECTED = [
                  InvalidValueError, "tools[1]", "a tool is null", id="null tool in a list"),
     pytest.param({"messages": [USER, ANSWER], "tools": '[null, {"name": "f", "description": "d"}]'},
                  InvalidValueError, "tools[0]", "a tool is null", id="null tool in JSON text"),
+    # ms-swift reads empty text as one tool, [""], which its template cannot parse: the row is not trained
+    pytest.param({"messages": [USER, ANSWER], "tools": ""},
+                 InvalidValueError, "tools", "tools is empty text", id="tools as empty text"),
+    pytest.param({"messages": [USER, ANSWER], "tools": " \n"},
+                 InvalidValueError, "tools", "tools is empty text", id="tools as blank text"),
     # ms-swift wraps a single object in a list for images only: an audio or video object is read as its keys
     pytest.param({"messages": [{"role": "user", "content": "<video>q"}, ANSWER], "videos": {"path": "v.mp4"}},
                  InvalidValueError, "videos", "single object", id="video given as one object"),

@@ -428,3 +428,24 @@ def test_a_tool_integer_beyond_64_bits_is_refused_since_ms_swift_fails_to_load_t
     assert (skip["row"], skip["field"]) == (6, "tools[0].function.parameters.properties.city.maxLength")
     theirs = swift_rows(python, tmp_path / "out" / "ms_swift-swift-train.jsonl", False)
     assert len(theirs) == 6
+
+
+def test_tools_given_as_empty_text_are_refused_where_ms_swift_cannot_parse_them(tmp_path):
+    """ms-swift keeps ``"tools": ""`` as one tool, ``[""]``, and its agent template fails on that entry (the row is
+    not trained); ours refuses such rows naming ``tools`` and reads ``[]`` and a null column as no tools."""
+    python = swift_python()
+    chat = {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]}
+    path = tmp_path / "empty.jsonl"
+    path.write_text("".join(json.dumps({**chat, "tools": tools}) + "\n" for tools in ["", " ", "[]", None]))
+    theirs = [row.get("tools") for row in swift_rows(python, path, False)]
+    assert theirs[:2] == [[""], [" "]] and not theirs[2] and not theirs[3]
+    parse = ("from swift.agent_template import agent_template_map\nt = agent_template_map['hermes']()\n"
+             "t.wrap_tool(t._parse_json(''))")
+    done = subprocess.run([python, "-c", parse], capture_output=True, text=True, check=False)
+    assert done.returncode != 0 and "AssertionError: tool: None" in done.stderr
+
+    report = td.SkipReport(keep_all=True)
+    ours = list(td.load("ms_swift", data_files=str(path), split="train", streaming=True, on_error="skip",
+                        report=report))
+    assert [(r["row"], r["field"]) for r in report.rows] == [(0, "tools"), (1, "tools")]
+    assert [r["tools"] for r in ours] == [[], []]

@@ -224,7 +224,7 @@ def _plain_tools(value: Any) -> Optional[list]:
         return []
     if type(value) is str:
         if not value.strip():
-            return []
+            return None  # ms-swift cannot parse it: the general stages refuse the row
         text = value
         value = _shallow_json(value)
     elif type(value) is list:  # from JSON, or from Parquet (where floats may be NaN)

@@ -201,7 +201,11 @@ def normalize_tools(value: Any) -> list:
         return []
     if isinstance(value, str):
         if not value.strip():
-            return []
+            # ms-swift keeps it as one tool, [""], which its template cannot parse ("tool: None"): every such
+            # row fails to encode and swift sft drops it, as it does for a null tool
+            raise InvalidValueError("tools is empty text; ms-swift reads it as one tool it cannot parse and does "
+                                    "not train the row (write [] or leave the column null for no tools)",
+                                    field="tools")
         ok, parsed = try_loads(value)
         value = parsed if ok else value
     if not isinstance(value, list):
