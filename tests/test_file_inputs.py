@@ -486,6 +486,64 @@ def test_an_http_file_whose_transfer_is_cut_short_is_no_bad_file_to_skip(tmp_pat
         HTTPFileSystem.clear_instance_cache()
 
 
+class _RowGroupsCutShortHandler(_RangeHandler):
+    """Serves a file's end (a Parquet footer) whole, and drops the connection halfway through a byte range that
+    starts before ``cut_below`` (the row groups) while ``cutting`` is set."""
+
+    cutting, cut_below = True, 0
+
+    def do_GET(self):
+        start = int((self.headers.get("Range") or "bytes=0-")[6:].partition("-")[0] or 0)
+        if not type(self).cutting or start >= type(self).cut_below:
+            return super().do_GET()
+        body = self.send_head().getvalue()
+        self.wfile.write(body[: len(body) // 2])
+        self.wfile.flush()
+        self.close_connection = True
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_a_parquet_url_cut_short_while_its_row_groups_are_read_is_no_bad_rows_to_skip(tmp_path, cache_dir,
+                                                                                      monkeypatch, streaming):
+    """The footer read whole, a dropped connection while a row group was read made each of its rows the row
+    group's InvalidValueError: with on_error="skip" counted skips, and map-style the other row groups prepared as
+    the complete split. It is a DataNotFoundError, as a transfer cut short at the footer is."""
+    import datasets
+
+    monkeypatch.setattr(datasets.config, "STREAMING_READ_MAX_RETRIES", 1)
+    monkeypatch.setattr(datasets.config, "STREAMING_READ_RETRY_INTERVAL", 0)
+    folder = tmp_path / "served"
+    folder.mkdir()
+    # larger than the 64 KiB pyarrow reads for the footer, so the row groups take requests of their own
+    rows = [swift_row(i) for i in range(600)]
+    for row in rows:
+        row["messages"][1]["content"] += " " + "x" * 400
+    pq.write_table(pa.Table.from_pylist(rows), folder / "data.parquet", row_group_size=100, compression="none",
+                   use_dictionary=False)
+    assert pq.ParquetFile(folder / "data.parquet").metadata.num_row_groups == 6
+    assert (folder / "data.parquet").stat().st_size > 3 * (64 << 10)
+    handler = type("Handler", (_RowGroupsCutShortHandler,), {"cutting": True, "cut_below": 64 << 10})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(folder)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/data.parquet"
+    try:
+        report = td.SkipReport()
+        with pytest.raises(td.DataNotFoundError, match=r"data\.parquet: the transfer was cut short"):
+            list(td.load("ms_swift", data_files=url, split="train", cache_dir=cache_dir, on_error="skip",
+                         report=report, streaming=streaming))
+        assert report.skipped == 0
+        handler.cutting = False  # the server is back
+        rows = list(td.load("ms_swift", data_files=url, split="train", cache_dir=cache_dir, on_error="skip",
+                            streaming=streaming))
+        assert [row["id"] for row in rows] == [f"ms_swift/data/{n}" for n in range(600)]
+    finally:
+        server.shutdown()
+        server.server_close()
+        from fsspec.implementations.http import HTTPFileSystem
+
+        HTTPFileSystem.clear_instance_cache()
+
+
 class _NoRangeHandler(http.server.SimpleHTTPRequestHandler):
     """Python's own file server: a byte-range request is answered with the whole file."""
 

@@ -123,6 +123,8 @@ def iter_parquet_batches(pf: pq.ParquetFile, shard: Shard, batch_size: int, resu
         except GeneratorExit:  # named first: see _batched
             raise
         except (pa.ArrowInvalid, OSError) as exc:
+            if is_network_error(exc):  # a transfer cut short, as at the footer (open_parquet): no fault of the rows
+                raise transfer_cut_short(shard.file, exc) from exc
             start = max(first, skip_to)  # the rows already handed out are not reported again
             yield UnreadableRows(rg, start, stop, str(exc)), start
 
