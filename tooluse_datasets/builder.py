@@ -591,17 +591,19 @@ def _path_strings(data_files, top: bool = True):
     path = os.fspath(data_files)
     if path.startswith("~"):  # datasets would look for a folder named "~" in the current one
         path = os.path.expanduser(path)
-    # Only a local path can be a folder. (Once a stream has been built, datasets has patched this module's
+    # Only a local path is checked below. (Once a stream has been built, datasets has patched this module's
     # os.path.isdir for streaming, and its version asks an http(s) server to list a URL it has cut the scheme
     # from: a second load of an https:// file failed with aiohttp's NonHttpUrlClientError.)
-    if "://" not in path and "::" not in path and os.path.isdir(path):
+    if "://" in path or "::" in path:
+        return path
+    if os.path.isdir(path):
         raise ValueError(f"data_files names the folder {path!r}; pass data_dir={path!r}, or a glob such as "
                          f"{os.path.join(path, '*.jsonl')!r}")
-    if "://" not in path and "::" not in path and os.path.exists(path) and not os.path.isfile(path):
+    if os.path.exists(path) and not os.path.isfile(path):
         # a pipe or a device (/dev/stdin, a shell's <(...)): datasets said "Unable to find", as if it were missing
         raise ValueError(f"data_files names {path!r}, which is not a regular file (a pipe or a device): save the "
                          f"rows to a file and pass its path")
-    if "://" not in path and "::" not in path and glob.has_magic(path) and os.path.isfile(path):
+    if glob.has_magic(path) and os.path.isfile(path):
         # A file whose name holds [, * or ? ("rows [v2].jsonl"): datasets reads every path as a glob, so the name
         # matched no file (or "a*.jsonl" other files too); the file named is read, as the name says
         return glob.escape(path)
