@@ -378,9 +378,14 @@ def _call_with_media_columns(batch: dict, *rest, _function: Callable, _features:
         rows = len(next(iter(batch.values()), ()))
         batch = dict(batch)
         for name in _features.omitted_empty_media:
-            values = batch.get(name)
-            batch[name] = [[] for _ in range(rows)] if values is None else [[] if v is None else v for v in values]
+            batch[name] = _media_lists(batch.get(name), rows)
     return _function(batch, *rest, **fn_kwargs)
+
+
+def _media_lists(values: Optional[list], rows: int) -> list:
+    """A media column of a batch of ``rows`` unified rows, ``[]`` for each row without media: datasets fills a key
+    that some rows of the batch hold with None for the others, and leaves out one that no row holds."""
+    return [[] for _ in range(rows)] if values is None else [[] if v is None else v for v in values]
 
 
 def _call_with_columns(example: dict, *rest, _function: Callable, _columns: tuple, _batched: bool, _absent: tuple,
@@ -388,11 +393,8 @@ def _call_with_columns(example: dict, *rest, _function: Callable, _columns: tupl
     """``_function`` called as datasets calls it with ``input_columns``, a media column the row (or every row of the
     batch) leaves out given as empty; any other column missing is datasets' KeyError."""
     if _batched:
-        # (a row without media in a batch where another row has some holds None there: datasets' filling)
         rows = len(next(iter(example.values()), ()))
-        values = [[[] if v is None else v for v in example[c]] if c in _absent and c in example
-                  else example[c] if c in example or c not in _absent else [[] for _ in range(rows)]
-                  for c in _columns]
+        values = [_media_lists(example.get(c), rows) if c in _absent else example[c] for c in _columns]
     else:
         values = [example[c] if c in example or c not in _absent else [] for c in _columns]
     return _function(*values, *rest, **fn_kwargs)
