@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import plain_printable
+from ..errors import count_of, plain_printable
 from . import add_source_arguments, data_files_for, non_negative, source_options
 
 
@@ -51,8 +51,7 @@ def run(args: argparse.Namespace) -> int:
     row, rows_by_split = _find(splits, args)
     if row is None:  # an argument that names no row is bad input, as a missing file is: exit 2
         what = f"id {args.id!r}" if args.id is not None else f"row {args.row}"
-        searched = sum(rows_by_split.values())
-        rows = f"{searched} row" + ("" if searched == 1 else "s")
+        rows = count_of(sum(rows_by_split.values()), "row")
         if len(rows_by_split) > 1:
             rows += ": " + ", ".join(f"{name} {n}" for name, n in rows_by_split.items())
         print(plain_printable(f"error: {args.source}: no {what} in split(s) {', '.join(splits)} ({rows})"),
