@@ -802,7 +802,10 @@ def test_an_http_data_file_its_server_refuses_says_what_the_server_answered(stre
         for url, said in [(f"{base}/403/rows.jsonl", r"\[its server answered 403 Forbidden\]"),
                           (f"{base}/500/rows.jsonl", r"\[its server answered 500 Internal Server Error\]"),
                           ("http://127.0.0.1:9/rows.jsonl", r"\[its server cannot be reached: ConnectionRefusedError"),
-                          (f"{base}/404/rows.jsonl", r"\(data_files=")]:  # right as it was
+                          (f"{base}/404/rows.jsonl", r"\(data_files="),  # right as it was
+                          # a name with a space: urllib's bare InvalidURL left the load
+                          (f"{base}/403/my rows.jsonl", r"\[its server answered 403 Forbidden\]"),
+                          (f"{base}/404/my rows.jsonl", r"\(data_files=")]:
             with pytest.raises(DataNotFoundError, match=rf"^ms_swift: Unable to find '{re.escape(url)}' {said}"):
                 td.load("ms_swift", data_files=url, split="train", streaming=streaming)
     finally:

@@ -68,14 +68,19 @@ def http_answer(message: str, timeout: float = 10.0) -> str:
     404 (the message is right), an answer with the file, or no such URL in the message."""
     import re
     import urllib.error
+    import urllib.parse
     import urllib.request
 
     found = re.search(r"Unable to find '(https?://[^']+)'", message)
     if found is None:
         return ""
+    # escaped as fsspec sends it: urllib refuses a URL holding a space ("my rows.jsonl") with a bare InvalidURL
+    url = urllib.parse.quote(found.group(1), safe="/:?#[]@!$&()*+,;=%~")
     try:
-        with urllib.request.urlopen(found.group(1), timeout=timeout):  # GET: some servers refuse HEAD
+        with urllib.request.urlopen(url, timeout=timeout):  # GET: some servers refuse HEAD
             return ""
+    except ValueError:  # a URL urllib cannot send: nothing to add to the message
+        return ""
     except urllib.error.HTTPError as exc:
         return "" if exc.code == 404 else f" [its server answered {exc.code} {exc.reason}]"
     except (urllib.error.URLError, OSError) as exc:
