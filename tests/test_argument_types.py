@@ -98,6 +98,21 @@ def test_an_empty_data_argument_is_refused_not_read_as_none_given(tmp_path, monk
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.parametrize("data_files", [[""], {"train": ""}, {"train": [" "]}])
+def test_an_empty_path_in_data_files_is_refused_naming_it(tmp_path, monkeypatch, data_files):
+    """An empty path among the files (an unset shell variable) was looked for as the current folder ("Unable to
+    find '/work/'"), and once a stream had been built in the process said to be "not a regular file (a pipe or a
+    device)"."""
+    monkeypatch.chdir(tmp_path)
+    files = td.sample_files("ms_swift")["train"]
+    list(td.load("ms_swift", data_files=files, split="train", streaming=True))  # datasets patches os.path then
+    for streaming in (False, True):
+        with pytest.raises(ValueError, match=r"^data_files holds an empty path \('\s*'\): give a file"):
+            td.load("ms_swift", data_files=data_files, split="train", streaming=streaming,
+                    cache_dir=str(tmp_path / "cache"))
+    assert os.listdir(tmp_path) == []
+
+
 @pytest.mark.parametrize("streaming", [False, True])
 @pytest.mark.parametrize("given", ["data_files", "data_dir"])
 def test_a_revision_beside_data_files_or_data_dir_is_refused_not_ignored(tmp_path, monkeypatch, given, streaming):

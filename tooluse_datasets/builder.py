@@ -589,6 +589,8 @@ def _path_strings(data_files, top: bool = True):
         raise ValueError(f"data_files holds {data_files!r:.80} ({type(data_files).__name__}); give local paths, "
                          f"globs or hf:// / https:// URLs: one, a list, or a dict of split -> them")
     path = os.fspath(data_files)
+    if not path.strip():  # an unset shell variable: datasets looked for the current folder as a file
+        raise ValueError(f"data_files holds an empty path ({path!r}): give a file, a glob or a URL")
     if path.startswith("~"):  # datasets would look for a folder named "~" in the current one
         path = os.path.expanduser(path)
     # Only a local path is checked below. (Once a stream has been built, datasets has patched this module's
