@@ -394,10 +394,10 @@ def _check_token(api: HubApi, repo_id: str, dry_run: bool) -> None:
         raise PublishError(f"cannot reach the Hub to publish to {repo_id} ({type(exc).__name__}: {exc}); nothing "
                            "was published") from exc
     except HfHubHTTPError as exc:
-        if getattr(getattr(exc, "response", None), "status_code", None) == 401:
+        if _status(exc) == 401:
             raise _hub_refusal(exc, repo_id, "checking the token for") from exc
         logger.info("the token was not checked before publishing to %s (%s): the publish's own requests will be",
-                    repo_id, _hub_said(exc, getattr(getattr(exc, "response", None), "status_code", None)))
+                    repo_id, _hub_said(exc, _status(exc)))
         return
     access = ((me or {}).get("auth") or {}).get("accessToken") or {}
     if access.get("role") == "read" and not dry_run:
@@ -441,7 +441,7 @@ def _hub_refusal(exc: HfHubHTTPError, repo_id: str, doing: str) -> PublishError:
     """What the Hub answered while ``doing`` (reading, creating, committing to) ``repo_id``, as one line saying what
     to do. huggingface_hub's own message may not say it in its first line: a 403 starts with the request id alone
     (the reason follows a blank line), a 401 names the URL, not the token."""
-    status = getattr(getattr(exc, "response", None), "status_code", None)
+    status = _status(exc)
     said = _hub_said(exc, status)
     where = f"while {doing} {repo_id} ({said})"
     if status == 401:
@@ -465,6 +465,11 @@ def _hub_refusal(exc: HfHubHTTPError, repo_id: str, doing: str) -> PublishError:
     return PublishError(f"the Hub refused this publish {where}; nothing was published")
 
 
+def _status(exc: HfHubHTTPError) -> Optional[int]:
+    """The HTTP status the Hub answered with (None: no answer came with the error)."""
+    return getattr(getattr(exc, "response", None), "status_code", None)
+
+
 def _hub_said(exc: HfHubHTTPError, status: Optional[int]) -> str:
     """The status and the server's reason, on one line."""
     reason = (exc.server_message or "").strip().splitlines()
@@ -478,7 +483,7 @@ def _create_repo(api: HubApi, repo_id: str, private: Optional[bool]) -> None:
     try:
         api.create_repo(repo_id, private=private, repo_type=REPO_TYPE, exist_ok=False)
     except HfHubHTTPError as exc:
-        if getattr(exc.response, "status_code", None) != 409:
+        if _status(exc) != 409:
             raise _hub_refusal(exc, repo_id, "creating") from exc
         # The repo was not found when it was read, yet it exists: created meanwhile, or private and not
         # visible to this token (the Hub answers 404 for both). The plan assumed an empty repo.
