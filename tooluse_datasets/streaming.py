@@ -37,7 +37,7 @@ from .pipeline import ShardConverter, gc_paused, piece_rows
 from .resume_state import install as check_saved_states
 from .shards.paths import display_path, resume_name
 from .shards.plan import cut_at_lines, resharded
-from .shards.shard import Shard
+from .shards.shard import FileVersion, Shard
 from .shards.versions import from_state_token, state_token
 from .source import Source, SplitPlan
 from .workers import exit_with_parent, forking_workers
@@ -73,9 +73,9 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         # skips in the report's rows_path, which this pass then does not list again.
         self._resumed = False
         self._fresh_state: Optional[dict] = None
-        # (shard index, the shard with the version of its file the resumed state was saved from), checked when
-        # the shard is opened: see _start.
-        self._resumed_version: Optional[tuple[int, Shard]] = None
+        # The version of its file the resumed state was saved from, which the shard it resumes in is read
+        # against: see _start.
+        self._resumed_version: Optional[FileVersion] = None
 
     # -- what datasets asks of an examples iterable ------------------------------------------------
 
@@ -229,14 +229,11 @@ class ShardExamplesIterable(_BaseExamplesIterable):
                              "taken from, loaded with the same data_files, split and shard_bytes (and split across "
                              "nodes or workers the same way), else rows would be skipped or read twice")
         position = state.get("position")
-        self._resumed_version = None
-        saved_version = from_state_token(state.get("file_version"))
-        if position is not None and saved_version is not None and state["shard_idx"] < len(self.shards):
-            shard = self.shards[state["shard_idx"]]
-            if shard.version is not None:
-                # Read against the version saved: a file replaced since is its error when the shard is opened
-                # (raised, or with on_error="skip" reported), not rows read from a position in other contents.
-                self._resumed_version = (state["shard_idx"], dataclasses.replace(shard, version=saved_version))
+        # Read against the version saved: a file replaced since is its error when the shard is opened (raised, or
+        # with on_error="skip" reported), not rows read from a position in other contents.
+        checked = position is not None and state["shard_idx"] < len(self.shards) \
+            and self.shards[state["shard_idx"]].version is not None
+        self._resumed_version = from_state_token(state.get("file_version")) if checked else None
         return state["shard_idx"], tuple(position) if position is not None else None
 
     def __iter__(self) -> Iterator[tuple[Any, dict]]:
@@ -272,8 +269,8 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         most_rows = None if arrow else piece_rows(self.source, handed_out=True)
         end = resume
         shard = self.shards[shard_idx]
-        if resume is not None and self._resumed_version is not None and self._resumed_version[0] == shard_idx:
-            shard = self._resumed_version[1]
+        if resume is not None and self._resumed_version is not None:  # (a position: the shard _start resumes in)
+            shard = dataclasses.replace(shard, version=self._resumed_version)
         self._note_version(shard_idx)
         for batch_idx, batch in enumerate(converter.batches(self.split, shard, arrow=arrow,
                                                             resume=resume, most_rows=most_rows)):
