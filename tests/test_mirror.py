@@ -1059,3 +1059,33 @@ def test_a_split_named_all_is_refused_before_anything_is_built(name, tmp_path, c
     folder = build_mirror(MirrorRequest("ms_swift", configs=["unified"],
                                         data_files={"every": files[:1], "train": files[1:]}), tmp_path)
     assert len(mirror_rows(folder, "unified", "every", streaming=False, cache_dir=cache_dir)) > 0
+
+
+def test_a_file_name_that_is_not_utf8_is_mirrored_and_named_with_escapes(tmp_path):
+    """A file name of Latin-1 bytes (``caf\\xe9.jsonl``, which Python reads as lone surrogates) crashed the mirror
+    with a bare UnicodeEncodeError: its name went into the build's files, the manifest and the skipped rows'
+    listing, all UTF-8. Loading names such a file with ``\\xe9`` escapes; so does the mirror, everywhere."""
+    import os
+
+    from conftest import shared_data
+
+    rows = shared_data("ms_swift", "agent_support_doc_examples_en.jsonl").read_bytes()
+    files = []
+    for folder in (b"a", b"b"):  # two folders: the inputs are named by their path below the one they share
+        os.makedirs(os.path.join(os.fsencode(tmp_path), folder))
+        name = os.path.join(os.fsencode(tmp_path), folder, b"caf\xe9.jsonl")
+        try:
+            with open(name, "wb") as f:
+                f.write(rows + b"not json\n")
+        except OSError:
+            pytest.skip("this file system takes no file name that is not UTF-8")
+        files.append(os.fsdecode(name))
+    listing = tmp_path / "skipped.jsonl"
+    folder = build_mirror(MirrorRequest("ms_swift", configs=["unified"], data_files=files, on_error="skip",
+                                        skipped_rows=str(listing)), tmp_path / "out")
+    manifest = read_manifest(folder)
+    assert sorted(i.name for i in manifest.provenance.inputs) == ["a/caf\\xe9.jsonl", "b/caf\\xe9.jsonl"]
+    skipped = [json.loads(line) for line in listing.read_text(encoding="utf-8").splitlines()]
+    assert sorted(s["file"] for s in skipped) == [os.path.join(str(tmp_path), d, "caf\\xe9.jsonl") for d in "ab"]
+    written = pq.read_table(next((folder / "unified").rglob("*.parquet"))).to_pylist()
+    assert written and {row["subset"] for row in written} <= {"a/caf\\xe9", "b/caf\\xe9"}

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Callable, Optional, Union
 
 from ..cache_keys import branches_read, hf_files_at_commits, one_head_commit_per_load
-from ..shards.paths import hf_url_parts
+from ..shards.paths import hf_url_parts, name_as_text
 from ..source import COMMIT_ID, head_commit
 from .manifest import InputFile, MirrorError, Provenance
 
@@ -56,7 +56,7 @@ def display_input(path: str) -> str:
         return SAMPLE_PREFIX + resolved.relative_to(builders_root).as_posix()
     # The name given, not a link's target: huggingface_hub's snapshot files link to blobs named by their hash,
     # and the rows' ids and subsets name the file as given.
-    return Path(os.path.abspath(path)).name
+    return name_as_text(Path(os.path.abspath(path)).name)  # (the manifest, card and build file are UTF-8)
 
 
 def fingerprint_input(path: str) -> InputFile:
@@ -137,7 +137,7 @@ def _local_names(paths: list[str]) -> dict[str, str]:
     if len(local) < 2:
         return {}
     root = os.path.commonpath([str(r.parent) for r in local.values()])
-    return {p: r.relative_to(root).as_posix() for p, r in local.items()}
+    return {p: name_as_text(r.relative_to(root).as_posix()) for p, r in local.items()}
 
 
 def upstream_url(up) -> str:

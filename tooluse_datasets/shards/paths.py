@@ -38,10 +38,11 @@ def without_query(path: str) -> str:
 def display_path(path: str) -> str:
     """The real file of a path as users know it (streaming chains URLs: ``gzip://x::https://.../x.gz``). A
     member of a zip archive keeps its whole chain, ``zip://<member>::<archive>``, which names both (datasets'
-    own notation, which fsspec and ``data_files`` open)."""
+    own notation, which fsspec and ``data_files`` open). A name that is not UTF-8 as :func:`name_as_text` gives
+    it: errors, reports and listings that name the file are written as UTF-8."""
     if "::" not in path or is_archive_member(path):
-        return path
-    return path.split("::")[-1]
+        return name_as_text(path)
+    return name_as_text(path.split("::")[-1])
 
 
 def resume_name(path: str) -> str:
@@ -72,10 +73,10 @@ def file_suffix(path: str) -> str:
 def file_stem(path: str) -> str:
     """``data/agent_rows.jsonl.gz`` -> ``agent_rows``: the file's name without data and compression suffixes."""
     name = path.split("::")[0][len("zip://"):] if is_archive_member(path) else without_query(display_path(path))
-    return _as_text(os.path.splitext(_without_compression(os.path.basename(name)))[0]) or "default"
+    return name_as_text(os.path.splitext(_without_compression(os.path.basename(name)))[0]) or "default"
 
 
-def _as_text(name: str) -> str:
+def name_as_text(name: str) -> str:
     """A name from a file's path as text: the bytes of a name that is not UTF-8 (``caf\xe9.jsonl``, which Python
     reads as lone surrogates) as ``\xe9`` escapes. Row ids and subsets hold the name, and Arrow and JSON writers
     refuse lone surrogates: every row of such a file failed to be stored."""
@@ -137,7 +138,7 @@ def _below_common_folder(paths: dict[str, str], keep_suffixes: bool) -> dict[str
         below = p[common:]
         if not keep_suffixes:
             below = [_without_compression(folder) for folder in below[:-1]] + [file_stem(paths[path])]
-        out[path] = _as_text("/".join(below).lstrip("/"))  # a local path beside a URL: no leading "/"
+        out[path] = name_as_text("/".join(below).lstrip("/"))  # a local path beside a URL: no leading "/"
     return out
 
 
