@@ -955,7 +955,7 @@ def test_input_with_no_row_to_mirror_is_one_error_line(tmp_path, capsys):
     assert main(["mirror", "ms_swift", "--data-files", str(bad), "--configs", "unified", "raw",
                  "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1] == "error: ms_swift: no config has any row: 1 rows read, 1 skipped (InvalidJsonError:<line> x1)"
+    assert err[-1] == "error: ms_swift: no config has any row: 1 row read, 1 skipped (InvalidJsonError:<line> x1)"
     assert not any("left out of the mirror" in line for line in err)  # (the row's own warning may come first)
     # configs left empty for different reasons are each named
     assert main(["mirror", "nestful", "--sample", "--configs", "toolmind", "--out", str(tmp_path / "out")]) == 2
