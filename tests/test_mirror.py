@@ -167,6 +167,41 @@ def test_an_interrupted_build_leaves_the_previous_mirror_and_the_next_run_finish
         {rel: _sha(clean / rel) for rel in mirror_files(clean)}
 
 
+def test_an_interrupted_build_resumes_after_its_inputs_were_touched_not_changed(tmp_path, monkeypatch):
+    """Inputs copied again or checked out anew between an interrupted run and its rerun have new modification
+    times, the same contents (the same sha256): the shards staged from them are reused. The shards' file versions
+    (checked when a shard is read) held the modification time, which made every staged shard another's."""
+    import os
+    import shutil
+
+    files = {split: [shutil.copy(f, tmp_path / Path(f).name) for f in paths]
+             for split, paths in td.sample_files("nestful").items()}
+
+    def build(out: Path) -> Path:
+        return build_mirror(MirrorRequest("nestful", configs=["unified"], data_files=files), out)
+
+    original = engines_module.convert_shard
+    calls = []
+    stop = [True]
+
+    def interrupted(task):
+        calls.append(task.key)
+        if len(calls) == 2 and stop and stop.pop():
+            raise KeyboardInterrupt
+        return original(task)
+
+    monkeypatch.setattr(engines_module, "convert_shard", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        build(tmp_path / "out")
+    assert calls == ["train-00000", "train-00001"]
+    for paths in files.values():
+        for path in paths:
+            os.utime(path, ns=(os.stat(path).st_atime_ns, os.stat(path).st_mtime_ns + 10**9))
+    calls.clear()
+    build(tmp_path / "out")
+    assert calls == ["train-00001"]  # the first shard's parts were reused
+
+
 def test_an_interrupted_build_reuses_no_shard_after_a_local_file_an_option_names_was_edited(tmp_path, monkeypatch):
     """A LLaMA-Factory entry (or NESTFUL's functions folder) edited under the same path between an interrupted run
     and its rerun: the shards staged under the old entry are not reused, and the mirror equals a clean build."""

@@ -16,10 +16,12 @@ PARQUET, LINES, DOCUMENT = "parquet", "lines", "document"
 @dataclasses.dataclass(frozen=True)
 class FileVersion:
     """A file's version (:mod:`.versions`): ``size`` in bytes, ``mtime_ns`` (None in a saved state's version,
-    whose contents are compared instead) and ``identity``, a digest of the contents that tell it apart."""
+    whose contents are compared instead) and ``identity``, a digest of the contents that tell it apart.
+    ``mtime_ns`` only spares reading the file when it is unchanged: it is no part of what the version is (its
+    equality, or the repr that keys a mirror's staged shards, which a file touched or copied again still serves)."""
 
     size: int
-    mtime_ns: Optional[int]
+    mtime_ns: Optional[int] = dataclasses.field(compare=False, repr=False)
     identity: str
 
 
