@@ -137,20 +137,28 @@ def test_rebuilding_gives_byte_identical_files(nestful_mirror, tmp_path):
         assert _sha(again / rel) == _sha(nestful_mirror / rel), rel
 
 
-def test_an_interrupted_build_leaves_the_previous_mirror_and_the_next_run_finishes_it(tmp_path, monkeypatch):
-    out = tmp_path / "out"
-    folder = build_sample_mirror("nestful", out, configs=["unified"])
-    before = {rel: _sha(folder / rel) for rel in mirror_files(folder)}
+def _stop_at_the_second_shard(monkeypatch) -> list:
+    """Shard conversions of the next build: the second one raises KeyboardInterrupt (once), as Ctrl-C while it
+    converts. Returns the list of the shard keys converted, which the test may clear between builds."""
     original = engines_module.convert_shard
     calls = []
+    stop = [True]
 
     def interrupted(task):
         calls.append(task.key)
-        if len(calls) == 2:
+        if len(calls) == 2 and stop and stop.pop():
             raise KeyboardInterrupt
         return original(task)
 
     monkeypatch.setattr(engines_module, "convert_shard", interrupted)
+    return calls
+
+
+def test_an_interrupted_build_leaves_the_previous_mirror_and_the_next_run_finishes_it(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    folder = build_sample_mirror("nestful", out, configs=["unified"])
+    before = {rel: _sha(folder / rel) for rel in mirror_files(folder)}
+    calls = _stop_at_the_second_shard(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         build_sample_mirror("nestful", out, configs=["unified", "raw"])
     assert calls == ["train-00000", "train-00001"]  # the second shard was being converted when the run stopped
@@ -180,17 +188,7 @@ def test_an_interrupted_build_resumes_after_its_inputs_were_touched_not_changed(
     def build(out: Path) -> Path:
         return build_mirror(MirrorRequest("nestful", configs=["unified"], data_files=files), out)
 
-    original = engines_module.convert_shard
-    calls = []
-    stop = [True]
-
-    def interrupted(task):
-        calls.append(task.key)
-        if len(calls) == 2 and stop and stop.pop():
-            raise KeyboardInterrupt
-        return original(task)
-
-    monkeypatch.setattr(engines_module, "convert_shard", interrupted)
+    calls = _stop_at_the_second_shard(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         build(tmp_path / "out")
     assert calls == ["train-00000", "train-00001"]
@@ -216,17 +214,7 @@ def test_an_interrupted_build_reuses_no_shard_after_a_local_file_an_option_names
         options = {"dataset_info": str(info), "dataset": "glaive_toolcall_openai_style", "shard_bytes": 20_000}
         return build_mirror(MirrorRequest("llamafactory", configs=["unified"], source_options=options), out)
 
-    original = engines_module.convert_shard
-    calls = []
-    stop = [True]
-
-    def interrupted(task):
-        calls.append(task.key)
-        if len(calls) == 2 and stop and stop.pop():
-            raise KeyboardInterrupt
-        return original(task)
-
-    monkeypatch.setattr(engines_module, "convert_shard", interrupted)
+    calls = _stop_at_the_second_shard(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         build(tmp_path / "out")
     assert (tmp_path / "out" / ".llamafactory.partial").is_dir()
