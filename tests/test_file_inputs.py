@@ -454,8 +454,6 @@ def test_an_http_file_whose_transfer_is_cut_short_is_no_bad_file_to_skip(tmp_pat
     is a DataNotFoundError whatever on_error says, nothing of it kept; the next load reads the whole file."""
     import datasets
 
-    from tooluse_datasets.errors import DataNotFoundError
-
     monkeypatch.setattr(datasets.config, "STREAMING_READ_MAX_RETRIES", 1)  # datasets' retries: 20, 5 s apart
     monkeypatch.setattr(datasets.config, "STREAMING_READ_RETRY_INTERVAL", 0)
     folder = tmp_path / "served"
@@ -465,19 +463,28 @@ def test_an_http_file_whose_transfer_is_cut_short_is_no_bad_file_to_skip(tmp_pat
     else:
         datasets.Dataset.from_list([swift_row(i) for i in range(40)]).to_parquet(folder / name)
     handler = type("Handler", (_CutShortHandler,), {"cutting": True})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(folder)))
+    _cut_short_then_whole(handler, folder / name, cache_dir, streaming, rows=40)
+
+
+def _cut_short_then_whole(handler: type, path: Path, cache_dir, streaming: bool, rows: int) -> None:
+    """``path`` served by ``handler`` while it cuts transfers short: a load with on_error="skip" is a
+    DataNotFoundError naming the file, nothing skipped; with ``handler.cutting`` unset (the server back), the next
+    load reads every row (nothing of the cut load was kept as complete)."""
+    from tooluse_datasets.errors import DataNotFoundError
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(path.parent)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/{name}"
+    url = f"http://127.0.0.1:{server.server_address[1]}/{path.name}"
     try:
         report = td.SkipReport()
-        with pytest.raises(DataNotFoundError, match=rf"{re.escape(name)}: the transfer was cut short"):
+        with pytest.raises(DataNotFoundError, match=rf"{re.escape(path.name)}: the transfer was cut short"):
             list(td.load("ms_swift", data_files=url, split="train", cache_dir=cache_dir, on_error="skip",
                          report=report, streaming=streaming))
         assert report.skipped == 0
         handler.cutting = False  # the server is back
-        rows = list(td.load("ms_swift", data_files=url, split="train", cache_dir=cache_dir, on_error="skip",
+        read = list(td.load("ms_swift", data_files=url, split="train", cache_dir=cache_dir, on_error="skip",
                             streaming=streaming))
-        assert [row["id"] for row in rows] == [f"ms_swift/data/{n}" for n in range(40)]
+        assert [row["id"] for row in read] == [f"ms_swift/data/{n}" for n in range(rows)]
     finally:
         server.shutdown()
         server.server_close()
@@ -523,25 +530,7 @@ def test_a_parquet_url_cut_short_while_its_row_groups_are_read_is_no_bad_rows_to
     assert pq.ParquetFile(folder / "data.parquet").metadata.num_row_groups == 6
     assert (folder / "data.parquet").stat().st_size > 3 * (64 << 10)
     handler = type("Handler", (_RowGroupsCutShortHandler,), {"cutting": True, "cut_below": 64 << 10})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(folder)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/data.parquet"
-    try:
-        report = td.SkipReport()
-        with pytest.raises(td.DataNotFoundError, match=r"data\.parquet: the transfer was cut short"):
-            list(td.load("ms_swift", data_files=url, split="train", cache_dir=cache_dir, on_error="skip",
-                         report=report, streaming=streaming))
-        assert report.skipped == 0
-        handler.cutting = False  # the server is back
-        rows = list(td.load("ms_swift", data_files=url, split="train", cache_dir=cache_dir, on_error="skip",
-                            streaming=streaming))
-        assert [row["id"] for row in rows] == [f"ms_swift/data/{n}" for n in range(600)]
-    finally:
-        server.shutdown()
-        server.server_close()
-        from fsspec.implementations.http import HTTPFileSystem
-
-        HTTPFileSystem.clear_instance_cache()
+    _cut_short_then_whole(handler, folder / "data.parquet", cache_dir, streaming, rows=600)
 
 
 class _NoRangeHandler(http.server.SimpleHTTPRequestHandler):
