@@ -28,6 +28,7 @@ A unified row that cannot be written this way without losing or inventing data r
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from datasets import Features, List, Value
@@ -64,7 +65,7 @@ def unified_to_swift(row: dict) -> dict:
     row = complete_row(row)
     check_no_objects(row.get("meta"))
     messages = swift_messages(row["messages"])
-    tools = [spaced_dumps(swift_tool(tool, f"tools[{i}]"), f"tools[{i}]") for i, tool in enumerate(row["tools"])]
+    tools = [_tool_text(tool, f"tools[{i}]") for i, tool in enumerate(row["tools"])]
     out = {"messages": messages, "tools": spaced_list_text(tools)}
     for column, tag in MEDIA_TAGS.items():
         out[column] = list(row.get(column) or [])
@@ -147,13 +148,25 @@ def swift_tool(tool: dict, field: str) -> dict:
         raise ConversionError(f"tool {function['name']!r} has no description; ms-swift's react/qwen agent "
                               "templates fail on it (add descriptions, or load with on_error='skip')",
                               field=f"{field}.function.description")
-    check_tool_integers(tool, field)
     parameters = function.get("parameters")
     if parameters is None:
         function = {**function, "parameters": dict(EMPTY_PARAMETERS)}
     elif not isinstance(parameters, dict):
         raise ConversionError("tool parameters must be a JSON Schema object", field=f"{field}.function.parameters")
     return {**tool, "function": function}
+
+
+def _tool_text(tool: dict, field: str) -> str:
+    """A unified tool as the ``tools`` text of a swift row holds it (:func:`swift_tool`), its integers checked."""
+    text = spaced_dumps(swift_tool(tool, field), field)
+    # An integer beyond 64 bits has 19 digits or more: only a tool whose text has such a run (rare; a long number
+    # in a description too) is walked, which costs several times the dump itself.
+    if _LONG_DIGIT_RUN.search(text):
+        check_tool_integers(tool, field)
+    return text
+
+
+_LONG_DIGIT_RUN = re.compile(r"[0-9]{19}")
 
 
 # ms-swift 4.6 stores parsed tools in a datasets ``Json`` column (map-style: pandas' ujson, which reads -2**63 to
