@@ -360,3 +360,36 @@ def test_a_stream_of_all_left_unfinished_at_interpreter_exit_prints_nothing(tmp_
                               split="train", streaming=True)))
     assert done.stdout.split() == [first["id"]]
     assert "Exception ignored" not in done.stderr and "Traceback" not in done.stderr, done.stderr[-3000:]
+
+
+@pytest.mark.parametrize("streaming", [True, False], ids=["streaming", "map"])
+def test_all_names_the_toolmind_message_a_writer_refuses_as_toolmind_alone_does(tmp_path, cache_dir, streaming):
+    """A writer's error about a ToolMind row names the file's own message (its reasoning turn), with the unified
+    field in its text: read through the mix, it named the unified field only."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    native = pq.read_table(td.sample_files("toolmind")["train"][0]).to_pylist()[0]
+    msgs = json.loads(native["messages"])
+    assert [m["role"] for m in msgs[4:7]] == ["tool_output", "reasoning", "tool_call"]
+    msgs[5]["content"] = msgs[5]["content"].replace("</think>", " The </think> tag closes this.</think>", 1)
+    path = str(tmp_path / "quoted.parquet")
+    pq.write_table(pa.Table.from_pylist([dict(native, messages=json.dumps(msgs, ensure_ascii=False))]), path)
+    with pytest.raises(td.ConversionError, match=r"</think>.*the unified row's messages\[3\]\.reasoning_content"
+                       ) as alone:
+        list(td.load("toolmind", "swift", data_files=path, split=native["split"], streaming=True))
+    with pytest.raises(td.ConversionError, match=r"</think>.*the unified row's messages\[3\]\.reasoning_content"
+                       ) as mixed:
+        list(td.load("all", "swift", data_files={"toolmind": [path]}, split="train", streaming=streaming,
+                     cache_dir=cache_dir))
+    assert (mixed.value.source, mixed.value.row, mixed.value.field) == ("toolmind", 0, "messages[5]") == (
+        alone.value.source, alone.value.row, alone.value.field)
+    # beside another member's rows, which its writer takes: only the ToolMind row is skipped, named the same
+    swift_files = td.sample_files("ms_swift")["train"]
+    report = td.SkipReport(keep_all=True)
+    rows = list(td.load("all", "swift", data_files={"toolmind": [path], "ms_swift": swift_files}, split="train",
+                        streaming=streaming, on_error="skip", report=report, cache_dir=cache_dir))
+    assert len(rows) == len(list(td.load("ms_swift", "swift", data_files=swift_files, split="train", streaming=True)))
+    assert [(r["source"], r["row"], r["field"]) for r in report.rows] == [("toolmind", 0, "messages[5]")]

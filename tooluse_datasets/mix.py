@@ -99,6 +99,14 @@ class MixedSource(Source):
         except ToolUseDataError as exc:
             raise exc.at(source=name)
 
+    def input_field(self, row: dict, field: str) -> Optional[str]:
+        """The place in the file of the member the row came from (its ``source``), as that member names it
+        when loaded alone: a writer's error about a ToolMind row names the file's own message."""
+        name = row.get("source")
+        if name not in registry.source_names():  # (a row rewritten by a map may name no member)
+            return None
+        return self.member(name).input_field(row, field)
+
     def from_unified(self, row):  # pragma: no cover - the mix has no raw format
         raise NotImplementedError
 
