@@ -359,12 +359,14 @@ def _handing_absent_media_to(original: Callable) -> Callable:
         if function is not None and not columns and batched and isinstance(features, ExactFeatures) and \
                 features.omitted_empty_media and not inspect.iscoroutinefunction(function):
             given = functools.partial(_call_with_media_columns, _function=function, _features=features)
+            given.__wrapped__ = function  # (steps that know a function of theirs find it: inspect.unwrap)
             return original(self, given, with_indices, input_columns, batched, *args, **kwargs)
         if function is None or not columns or not isinstance(features, ExactFeatures) or \
                 not set(columns) & set(features.omitted_empty_media) or inspect.iscoroutinefunction(function):
             return original(self, function, with_indices, input_columns, batched, *args, **kwargs)
         given = functools.partial(_call_with_columns, _function=function, _columns=tuple(columns), _batched=batched,
                                   _absent=features.omitted_empty_media)
+        given.__wrapped__ = function
         return original(self, given, with_indices, None, batched, *args, **kwargs)
 
     return patched_once(original, apply, "_hands_absent_media")

@@ -16,6 +16,7 @@ its start); its skips were counted when the state was saved, so they are not cou
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import Any, Optional
 
 import pyarrow as pa
@@ -128,7 +129,8 @@ def _install_filter_that_notes_counted() -> None:
     def _init_state_dict(self):
         # (getattr: every other filter of the process runs through here too, and must not fail on a datasets
         # whose attributes are named otherwise)
-        mask_function = getattr(self, "mask_function", None)
+        # (unwrapped: a batched filter of a stream with media is handed its media columns by a wrapper)
+        mask_function = inspect.unwrap(getattr(self, "mask_function", None))
         if isinstance(mask_function, _RowFilter):
             mask_function.note_state(getattr(self, "_state_dict", None))
         return original(self)
