@@ -1829,11 +1829,30 @@ def test_a_catalog_tool_that_is_not_json_is_flagged_not_lost_without_a_word(tmp_
         assert row["tools"] == [t for k, t in enumerate(read) if k != broken]
         assert row["meta"]["tools_unreadable"] is True and "tools_not_found" not in row["meta"]
         assert cut in row["messages"][0]["content"] and row["messages"][0]["content"].endswith("# Domain\nBe polite.")
+        if layout == "tools_block":
+            # the tags and the sentence announcing them go whichever tool is cut short: with the first or the
+            # last, the tag beside it stayed (`<tools>`, or `</tools>` with nothing opening it)
+            assert "tools>" not in row["messages"][0]["content"] and "XML tags" not in row["messages"][0]["content"]
         assert write_toolmind_row(row)["messages"] == native["messages"]
     # read whole, the same text carries no flag; nor does prose after a catalog that opens a line with a bracket
     msgs[0]["content"] = f"{PROTOCOL_TEXT}\n\n{catalog}\n\n[Note] {{name}} is the tool's name.\n{{name}} first."
     assert "tools_unreadable" not in convert(native_row(msgs))["meta"]
 
+
+
+def test_a_fenced_catalog_whose_last_tool_is_not_json_loses_its_closing_fence(graphsyn_tools):
+    """The last tool of a catalog in a code fence cut short: the fence closing the catalog, after that tool's
+    text, stayed in the instructions, a code block closed there with none opened."""
+    texts = [json.dumps(t) for t in graphsyn_tools]
+    cut = texts[-1][:-1]
+    msgs = conversation()
+    msgs[0]["content"] = (f"{PROTOCOL_TEXT}\n\n## Available Tools\n```json\n" + "\n".join([*texts[:-1], cut])
+                          + "\n```\n\n# Domain\nBe polite.")
+    native = native_row(msgs)
+    row = convert(native)
+    assert row["tools"] == graphsyn_tools[:-1] and row["meta"]["tools_unreadable"] is True
+    assert row["messages"][0]["content"] == f"{cut}\n\n# Domain\nBe polite."
+    assert write_toolmind_row(row)["messages"] == native["messages"]
 
 def test_generated_rows_have_no_unreadable_catalog_tool(generated_rows):
     counts = [convert(r)["meta"].get("tools_unreadable") for r in generated_rows]

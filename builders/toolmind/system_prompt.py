@@ -83,7 +83,12 @@ def parse_system_prompt(text: str) -> SystemPrompt:
     spans, tools, scanned, failed = _scan_tool_catalog(text)
     if not spans:
         return SystemPrompt([], _strip_protocol(text).strip(), False)
-    head = _instructions_before(text[: spans[0][0]])
+    # A value cut short before the first tool starts the catalog: the lines introducing the catalog come before
+    # it (`<tools>`, the sentence announcing the tags), and its text stays in the instructions, where it is.
+    broken = _unreadable_in_catalog(text, spans, failed) if failed else []
+    start = min([spans[0][0], *broken])
+    head = _instructions_before(text[:start])
+    opening = text[start:spans[0][0]].strip()
     # Text between two catalog values is instructions too (a domain prompt after the catalog that repeats a
     # tool, as glaive's "SYSTEM: ... -\n{tool}" does, or a second catalog with a heading of its own): only the
     # lines introducing the next value and a closing </tools> (or code fence) are left out, as around a single
@@ -94,10 +99,13 @@ def parse_system_prompt(text: str) -> SystemPrompt:
         if (gap := text[spans[i - 1][1]:spans[i][0]]).strip(_SEPARATORS):  # (not only the commas of a list)
             gaps.append(_strip_lead_in(_strip_close(gap, fenced)))
             fenced = fenced != _fences_open(gap)
-    tail = _strip_close(text[spans[-1][1]:], fenced).strip()
-    instructions = "\n\n".join(part for part in (head, *gaps, tail) if part)
-    unreadable = bool(failed) and _unreadable_in_catalog(text, spans, failed)
-    return SystemPrompt(_distinct(tools), instructions, True, scanned, unreadable)
+    after = text[spans[-1][1]:]
+    if any(at >= spans[-1][1] for at in broken):
+        # A value cut short after the last tool: the catalog's </tools> (or fence) closes after its text.
+        after = _strip_close_after(after, fenced, _ends_with_tools_tag(_last_line(text[:start])))
+    tail = _strip_close(after, fenced).strip()
+    instructions = "\n\n".join(part for part in (head, opening, *gaps, tail) if part)
+    return SystemPrompt(_distinct(tools), instructions, True, scanned, bool(broken))
 
 
 def _distinct(tools: list[dict]) -> list[dict]:
@@ -230,21 +238,23 @@ _PLACEHOLDER = re.compile(r"<[^</>\n][^<>\n]*>|\.\.\.|\u2026")
 _EXPECTING_VALUE_OR_KEY = ("Expecting value", "Expecting property name enclosed in double quotes")
 
 
-def _unreadable_in_catalog(text: str, spans: list[tuple[int, int]], failed: list[int]) -> bool:
-    """Whether a value that is not JSON (``failed``: where each starts) belongs to the catalog: one between its
-    first and last tool, right after its last (only whitespace and a comma between), or right before its first
-    (nothing but whitespace and a comma after the bracket that ends it). A format example is none of the catalog's."""
+def _unreadable_in_catalog(text: str, spans: list[tuple[int, int]], failed: list[int]) -> list[int]:
+    """Where the values that are not JSON (``failed``: where each starts) and belong to the catalog start: one
+    between its first and last tool, right after its last (only whitespace and a comma between), or right before
+    its first (nothing but whitespace and a comma after the bracket that ends it). A format example is none of the
+    catalog's."""
     first, last = spans[0][0], spans[-1][1]
+    broken = []
     for start in failed:
         if not _JSON_START.match(text, start) or _is_format_example(text, start):
             continue
         if first < start < last or (start >= last and not text[last:start].strip(_SEPARATORS)):
-            return True
-        if start < first and text[start:first].rstrip(_SEPARATORS)[-1:] in ("}", "]"):
-            return True
-        if start < first and _introduces_tools(text[:start]):
-            return True  # where a catalog starts (an array cut short takes every tool in it along)
-    return False
+            broken.append(start)
+        elif start < first and text[start:first].rstrip(_SEPARATORS)[-1:] in ("}", "]"):
+            broken.append(start)
+        elif start < first and _introduces_tools(text[:start]):
+            broken.append(start)  # where a catalog starts (an array cut short takes every tool in it along)
+    return broken
 
 
 def _introduces_tools(before: str) -> bool:
@@ -624,6 +634,27 @@ _FENCE_CLOSE = re.compile(r"\A\s*```[ \t]*(?:\n|\Z)")
 def _fences_open(text: str) -> bool:
     """Whether ``text`` leaves a markdown code fence open (an odd number of fence lines)."""
     return _FENCE in text and len(_FENCE_LINE.findall(text)) % 2 == 1
+
+
+def _last_line(text: str) -> str:
+    stripped = text.rstrip()
+    return stripped[stripped.rfind("\n") + 1:].strip()
+
+
+def _strip_close_after(after: str, fenced: bool, tagged: bool) -> str:
+    """The text after a catalog whose last value is not JSON without the catalog's closing ``</tools>`` (when a
+    tag opened it) or, in a fence, the fence line closing it: where that value ends is unknown, so the first
+    close after it is the catalog's."""
+    if tagged and (close := _TOOLS_CLOSE_TAG.search(after)) is not None:
+        after = after[:close.start()] + after[close.end():]
+    if fenced and (fence := _FENCE_CLOSE_LINE.search(after)) is not None:
+        after = after[:fence.start()] + after[fence.end():]
+    return after
+
+
+# (A tag on a line of its own goes with its line break, as a fence line does.)
+_TOOLS_CLOSE_TAG = re.compile(r"^[ \t]*</tools?[ \t]*>[ \t]*(?:\n|\Z)|</tools?[ \t]*>", re.IGNORECASE | re.MULTILINE)
+_FENCE_CLOSE_LINE = re.compile(r"^[ \t]*```[ \t]*(?:\n|\Z)", re.MULTILINE)
 
 
 def _strip_close(after: str, fenced: bool) -> str:
