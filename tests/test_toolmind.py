@@ -1840,6 +1840,25 @@ def test_a_catalog_tool_that_is_not_json_is_flagged_not_lost_without_a_word(tmp_
 
 
 
+def test_a_fenced_catalog_whose_first_tool_is_not_json_is_flagged(graphsyn_tools):
+    """The first tool of a catalog in a code fence cut short was taken for a code block of the instructions: the
+    row carried no flag for the tool missing from `tools`, and the opening fence stayed in the instructions."""
+    texts = [json.dumps(t) for t in graphsyn_tools]
+    cut = texts[0][:len(texts[0]) // 2].rstrip("}]")  # (cut where no bracket ends it, as most cuts are)
+    msgs = conversation()
+    msgs[0]["content"] = (f"{PROTOCOL_TEXT}\n\nBe polite.\n```json\n" + "\n".join([cut, *texts[1:]])
+                          + "\n```\n\n# Domain\nBe brief.")
+    native = native_row(msgs)
+    row = convert(native)
+    assert row["tools"] == graphsyn_tools[1:] and row["meta"]["tools_unreadable"] is True
+    assert row["messages"][0]["content"] == f"Be polite.\n\n{cut}\n\n# Domain\nBe brief."
+    assert write_toolmind_row(row)["messages"] == native["messages"]
+    # a code block of the instructions, with no tool in it, is none of the catalog's
+    msgs[0]["content"] = (f"{PROTOCOL_TEXT}\n\nBe polite.\n```json\n{cut}\n```\n" + "\n".join(texts[1:])
+                          + "\n\n# Domain\nBe brief.")
+    assert "tools_unreadable" not in convert(native_row(msgs))["meta"]
+
+
 def test_a_fenced_catalog_whose_last_tool_is_not_json_loses_its_closing_fence(graphsyn_tools):
     """The last tool of a catalog in a code fence cut short: the fence closing the catalog, after that tool's
     text, stayed in the instructions, a code block closed there with none opened."""

@@ -241,8 +241,8 @@ _EXPECTING_VALUE_OR_KEY = ("Expecting value", "Expecting property name enclosed 
 def _unreadable_in_catalog(text: str, spans: list[tuple[int, int]], failed: list[int]) -> list[int]:
     """Where the values that are not JSON (``failed``: where each starts) and belong to the catalog start: one
     between its first and last tool, right after its last (only whitespace and a comma between), or right before
-    its first (nothing but whitespace and a comma after the bracket that ends it). A format example is none of the
-    catalog's."""
+    its first (nothing but whitespace and a comma after the bracket that ends it, or where the catalog starts: after
+    a line introducing it, or in the code fence its first tool is in). A format example is none of the catalog's."""
     first, last = spans[0][0], spans[-1][1]
     broken = []
     for start in failed:
@@ -254,6 +254,8 @@ def _unreadable_in_catalog(text: str, spans: list[tuple[int, int]], failed: list
             broken.append(start)
         elif start < first and _introduces_tools(text[:start]):
             broken.append(start)  # where a catalog starts (an array cut short takes every tool in it along)
+        elif start < first and _fences_open(text[:start]) and not _FENCE_LINE.search(text, start, first):
+            broken.append(start)  # in the code fence the first tool is in
     return broken
 
 
