@@ -8,6 +8,7 @@ import json
 import multiprocessing
 import os
 from pathlib import Path
+from typing import Optional
 
 import pytest
 from datasets.distributed import split_dataset_by_node
@@ -29,6 +30,13 @@ def toolmind_file(tmp_path_factory) -> str:
 
 def _stream(path: str, split: str = "synthetic", **kw):
     return td.load("toolmind", data_files=path, split=split, streaming=True, shard_bytes=1, **kw)
+
+
+def _read_then_save(ds, rows: int, key: Optional[str] = None) -> tuple[list, dict]:
+    """The first ``rows`` rows of the stream ``ds`` (their ``key`` alone, if given), then its ``state_dict()``."""
+    iterator = iter(ds)
+    head = [next(iterator) if key is None else next(iterator)[key] for _ in range(rows)]
+    return head, ds.state_dict()
 
 
 def test_a_split_has_one_shard_per_row_group_and_nodes_partition_it(toolmind_file):
@@ -149,9 +157,7 @@ def conversions(monkeypatch):
 def test_resuming_from_a_state_dict_starts_at_the_next_row(toolmind_file, conversions, consumed):
     whole = list(_stream(toolmind_file))
     ds = _stream(toolmind_file)
-    iterator = iter(ds)
-    head = [next(iterator) for _ in range(consumed)]
-    state = ds.state_dict()
+    head, state = _read_then_save(ds, consumed)
     assert head == whole[:consumed]
 
     resumed = _stream(toolmind_file)
@@ -183,9 +189,7 @@ def test_a_state_from_a_stream_planned_otherwise_is_refused_not_silently_resumed
     """Loaded into other shards (another shard_bytes, another file, another node), the positions would name other
     rows: 600 of 1,100 rows were lost without a word. Data moved to another folder still resumes."""
     ds = _stream(toolmind_file)
-    iterator = iter(ds)
-    head = [next(iterator) for _ in range(25)]
-    state = ds.state_dict()
+    head, state = _read_then_save(ds, 25)
     other_shards = td.load("toolmind", data_files=toolmind_file, split="synthetic", streaming=True)  # one shard
     other_file = tmp_path / "other.parquet"
     benchmark_module("generate_toolmind").write_parquet(str(other_file), 60, row_group_size=20)
@@ -223,9 +227,7 @@ def test_a_state_of_one_file_of_a_zip_archive_is_refused_by_another_file_of_it(t
                        streaming=True)
 
     first = stream("part1.json")
-    iterator = iter(first)
-    head = [next(iterator)["id"] for _ in range(5)]
-    state = first.state_dict()
+    head, state = _read_then_save(first, 5, key="id")
     other = stream("part2.json")
     other.load_state_dict(state)
     with pytest.raises(ValueError, match="this state_dict was taken from a stream of other shards"):
@@ -251,9 +253,7 @@ def test_a_state_of_one_split_is_refused_by_another_split_of_the_same_file(tmp_p
 
     assert list(stream("synthetic")), "the synthetic split has rows, which the wrong resume lost"
     xlam = stream("xlam_function_calling_60k")
-    iterator = iter(xlam)
-    head = [next(iterator)["id"] for _ in range(10)]
-    state = xlam.state_dict()
+    head, state = _read_then_save(xlam, 10, key="id")
     synthetic = stream("synthetic")
     synthetic.load_state_dict(state)
     with pytest.raises(ValueError, match="this state_dict was taken from a stream of other shards"):
@@ -1051,9 +1051,7 @@ def test_a_state_loaded_into_a_stream_built_with_other_steps_is_a_value_error_sa
         return steps[step](td.load("ms_swift", split="train", data_files=files, streaming=True))
 
     saved = stream(saved_with)
-    iterator = iter(saved)
-    head = [next(iterator)["id"] for _ in range(3)]
-    state = saved.state_dict()
+    head, state = _read_then_save(saved, 3, key="id")
     resumed = stream(resumed_with)
     resumed.load_state_dict(state)
     with pytest.raises(ValueError, match="this state_dict was saved from a stream built otherwise: state.* is the "
