@@ -235,6 +235,46 @@ def test_hermes_parser_reads_tool_call_blocks_and_skips_broken_ones(math_row, fu
     assert (result.full_sequence_accuracy, result.win_rate) == (1.0, 1.0)
 
 
+def test_each_unparsable_output_says_why_and_is_not_run(math_row, functions_dir, tmp_path, capsys):
+    """A model's raw outputs as tool-calling models emit them: each malformed one is a parse error with its reason
+    (not the sandbox's "no calls"), an empty prediction is not executed (as upstream's win check), and a Hermes
+    block the parser skips is said, not dropped without a word."""
+    text = json.dumps(math_row["output"])
+    blocks = "".join(f"<tool_call>\n{json.dumps(c)}\n</tool_call>\n" for c in math_row["output"])
+    outputs = {"empty": ("", "json"), "cut_off": (text[:-25], "json"), "prose_first": ("The calls: " + text, "json"),
+               "prose_after": (text + "\nDone.", "json"), "hermes_as_json": (blocks, "json"),
+               "null": (None, "json"), "no_blocks": ("I would call divide first.", "hermes"),
+               "hermes_cut_off": (blocks[:-30], "hermes")}
+    expected = {"empty": "the output is empty", "cut_off": "the text ends inside the JSON (cut off?)",
+                "prose_first": "text before the JSON", "prose_after": "text after the JSON",
+                "hermes_as_json": "<tool_call> blocks, which the hermes parser reads", "null": "no output (null)",
+                "no_blocks": "no <tool_call>...</tool_call> block",
+                "hermes_cut_off": "a <tool_call> without its </tool_call> (the output cut off?) is not read"}
+    for name, (output, parser) in outputs.items():
+        result = score([item(math_row, output, name)], parser=parser, executable_functions_dir=functions_dir)
+        sample = result.samples[0]
+        assert expected[name] in (sample.parse_detail or ""), (name, sample.parse_detail)
+        assert sample.parse_error == (name != "hermes_cut_off") and sample.win is False
+        if name != "hermes_cut_off":
+            assert sample.execution is None  # nothing to run: not a sandbox "no_calls" error
+    # The Hermes output cut off in its last call: its first two calls are scored as upstream scores them, and a
+    # note says a part was left out
+    assert result.samples[0].partial_sequence_accuracy == pytest.approx(2 / 3) and result.parse_errors == 0
+    assert any("parts left out" in n for n in result.notes)
+    # The command's per-sample lines and JSON carry the reason
+    path = tmp_path / "results.jsonl"
+    path.write_text("".join(json.dumps({**math_row, "sample_id": name, "generated_text": output}) + "\n"
+                            for name, (output, parser) in outputs.items() if parser == "json"))
+    assert cli.main(["score", "nestful", str(path), "--executable-functions", functions_dir, "--samples"]) == 0
+    table = capsys.readouterr().out
+    assert "empty: partial 0.000, parse error (the output is empty), win False, not run: no calls" in table
+    assert cli.main(["score", "nestful", str(path), "--executable-functions", functions_dir, "--samples",
+                     "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [s["parse_detail"] is not None for s in report["samples"]] == [True] * 6
+    assert report["isolation"] is None  # nothing ran
+
+
 def test_unknown_parser_is_refused():
     with pytest.raises(ValueError, match="parser"):
         parse_prediction("[]", "xml")

@@ -58,11 +58,14 @@ class GroundingError(ValueError):
 @dataclasses.dataclass
 class ParsedPrediction:
     """``calls``: what the match metrics read (grounded where upstream grounds); ``executed``: what the win
-    check runs (the parsed value, ungrounded, even when grounding failed); ``parse_error``: upstream's flag."""
+    check runs (the parsed value, ungrounded, even when grounding failed); ``parse_error``: upstream's flag;
+    ``detail``: why it is a parse error, or what the parser left out of the text (Hermes blocks that are not
+    JSON, as upstream skips them), so a sample's score says what became of the model's output."""
 
     calls: list
     executed: Any
     parse_error: bool = False
+    detail: Optional[str] = None
 
 
 def parse_prediction(prediction: Any, parser: str = "json") -> ParsedPrediction:
@@ -70,52 +73,86 @@ def parse_prediction(prediction: Any, parser: str = "json") -> ParsedPrediction:
     the ``json`` parser scores its JSON text."""
     if parser not in PARSERS:
         raise ValueError(f"parser must be one of {PARSERS}, got {parser!r}")
+    if prediction is None:
+        return ParsedPrediction([], [], True, "no output (null)")
     if not isinstance(prediction, str):
         # Python's json, as upstream: NaN survives, and 'label' is looked for in this text.
         try:
             prediction = json.dumps(prediction)
-        except (TypeError, ValueError, RecursionError):
-            return ParsedPrediction([], [], True)
+        except (TypeError, ValueError, RecursionError) as exc:
+            return ParsedPrediction([], [], True, f"the calls cannot be written as JSON ({_reason(exc)})")
         return _parse_json(prediction)
     return _parse_hermes(prediction) if parser == "hermes" else _parse_json(prediction)
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested deeper than Python's stack"
+    return one_line(f"{type(exc).__name__}: {exc}")[:300]
+
+
+def _not_json(text: str, exc: BaseException) -> str:
+    """Why a model's text is no JSON, in the words a researcher looks for (empty, cut off, text around it)."""
+    if not text.strip():
+        return "the output is empty"
+    message, position = str(exc), getattr(exc, "pos", None)
+    if message.startswith("Unterminated") or (message.startswith("Expecting") and position is not None
+                                               and position >= len(text.rstrip())):
+        return f"not JSON: the text ends inside the JSON (cut off?) ({_reason(exc)})"
+    if message.startswith("Extra data"):
+        return f"not JSON: text after the JSON ({_reason(exc)})"
+    if "<tool_call>" in text:
+        return f"not JSON: <tool_call> blocks, which the hermes parser reads ({_reason(exc)})"
+    if position is not None and position == len(text) - len(text.lstrip()) and ("[" in text or "{" in text):
+        return f"not JSON: text before the JSON ({_reason(exc)})"
+    return f"not JSON ({_reason(exc)})"
 
 
 def _parse_json(text: str) -> ParsedPrediction:
     """Upstream's plain-JSON parser (DeepSeek's; Granite-3.1's after stripping its call token)."""
     try:
         parsed = json.loads(text)
-    except (ValueError, RecursionError):  # nesting deeper than Python's stack: unparsable like any bad JSON
-        return ParsedPrediction([], [], True)
+    except (ValueError, RecursionError) as exc:  # nesting deeper than Python's stack: unparsable like any bad JSON
+        return ParsedPrediction([], [], True, _not_json(text, exc))
     if "label" in text:
         try:
             return ParsedPrediction(ground(parsed), parsed)
-        except GroundingError:
-            return ParsedPrediction([], parsed, True)
+        except GroundingError as exc:
+            return ParsedPrediction([], parsed, True, f"the calls cannot be grounded ({exc})")
     # Ungrounded, upstream reads whatever the JSON iterates to: object keys, a string's characters (each
     # then fails as a call). A number or null makes upstream's scorer crash; here it is a parse error.
     if isinstance(parsed, (list, dict, str)):
         return ParsedPrediction(list(parsed), parsed)
-    return ParsedPrediction([], parsed, True)
+    return ParsedPrediction([], parsed, True, f"a JSON {json_kind(parsed)}, not a list of calls")
 
 
 def _parse_hermes(text: str) -> ParsedPrediction:
     """``<tool_call>{...}</tool_call>`` blocks (upstream's Hermes parser): blocks that are not JSON are
-    skipped; no block at all is a parse error; the calls are always grounded."""
+    skipped; no block at all is a parse error; the calls are always grounded. ``detail`` says what was
+    skipped, and an unclosed ``<tool_call>`` after the last block (an output cut off), which no block reads."""
     text = text.strip()
     if text.startswith("tool_call\n{"):
         text = text.replace("tool_call\n{", "<tool_call>\n{")
-    parsed = []
-    for block in _TOOL_CALL_BLOCK.findall(text):
+    parsed, skipped = [], []
+    blocks = _TOOL_CALL_BLOCK.findall(text)
+    for number, block in enumerate(blocks, 1):
         try:
             parsed.append(json.loads(block.strip()))
-        except (ValueError, RecursionError):
+        except (ValueError, RecursionError) as exc:
+            skipped.append(f"block {number} of {len(blocks)} is not JSON ({_reason(exc)})")
             continue
+    after_last_block = text[text.rfind("</tool_call>"):] if "</tool_call>" in text else text
+    if "<tool_call>" in after_last_block:
+        skipped.append("a <tool_call> without its </tool_call> (the output cut off?) is not read")
+    detail = "; ".join(skipped) or None
     if not parsed:
-        return ParsedPrediction([], parsed, True)
+        return ParsedPrediction([], parsed, True, "the output is empty" if not text else
+                                detail or "no <tool_call>...</tool_call> block in the output")
     try:
-        return ParsedPrediction(ground(parsed), parsed)
-    except GroundingError:
-        return ParsedPrediction([], parsed, True)
+        return ParsedPrediction(ground(parsed), parsed, detail=detail)
+    except GroundingError as exc:
+        return ParsedPrediction([], parsed, True, "; ".join(filter(None, [f"the calls cannot be grounded ({exc})",
+                                                                            detail])))
 
 
 def _refers_to(label: str, value: str) -> bool:
@@ -149,7 +186,7 @@ def ground(calls: Any) -> list[dict]:
             grounded.append({"name": call["name"], "arguments": out})
         return grounded
     except (KeyError, TypeError, AttributeError) as exc:
-        raise GroundingError(str(exc)) from None
+        raise GroundingError(f"a call without {exc}" if isinstance(exc, KeyError) else str(exc)) from None
 
 
 # -- per-sample metrics -------------------------------------------------------------------------------------
@@ -332,6 +369,8 @@ class SampleScore:
     win: Optional[bool]
     execution: Optional[SequenceResult] = None
     missing_prediction: bool = False
+    # Why the prediction is a parse error, or what the parser left out of it (ParsedPrediction.detail)
+    parse_detail: Optional[str] = None
 
 
 @dataclasses.dataclass
@@ -401,14 +440,21 @@ class NestfulScores:
             for sample in self.samples:
                 d = _sample_dict(sample)
                 execution = d.get("execution")
-                ran = "" if execution is None else (
+                ran = (", not run: no calls" if sample.win is not None and not sample.missing_prediction else ""
+                       ) if execution is None else (
                     f", {execution['status']}" + (f": {execution['reason']}: {execution['detail']}"
                                                   if execution["reason"] else ""))
                 lines.append(one_line(f"  {sample.sample_id}: partial {sample.partial_sequence_accuracy:.3f}, "
-                                      f"{'parse error, ' if sample.parse_error else ''}"
+                                      f"{_parse_text(sample)}"
                                       f"{'no prediction, ' if sample.missing_prediction else ''}"
                                       f"win {'n/a' if sample.win is None else sample.win}{ran}"))
         return "\n".join(lines)
+
+
+def _parse_text(sample: SampleScore) -> str:
+    if sample.parse_error:
+        return f"parse error ({sample.parse_detail}), " if sample.parse_detail else "parse error, "
+    return f"parsed, but {sample.parse_detail}, " if sample.parse_detail else ""
 
 
 def _fmt(value: Optional[float]) -> str:
@@ -418,7 +464,7 @@ def _fmt(value: Optional[float]) -> str:
 def _sample_dict(s: SampleScore) -> dict:
     out = {"sample_id": s.sample_id, "parse_error": s.parse_error,
            "partial_sequence_accuracy": s.partial_sequence_accuracy, "full_sequence_accuracy": s.full_sequence_accuracy,
-           "win": s.win, "missing_prediction": s.missing_prediction}
+           "win": s.win, "missing_prediction": s.missing_prediction, "parse_detail": s.parse_detail}
     if s.execution is not None:
         # The answer as JSON, and what it is in Python where JSON cannot say (a tuple, NaN, int keys)
         out["execution"] = {"status": s.execution.status, "reason": s.execution.reason, "detail": s.execution.detail,
@@ -479,11 +525,17 @@ def score(items: Iterable[ScoreItem], *, parser: str = "json", corrected: bool =
             pred_slots.append(pred_map.get(key, []))
             gold_slots.append(gold_map.get(key, []))
         partial = sequence_accuracy(rendered_calls(gold, prediction=False), rendered_calls(parsed.calls, prediction=True))
-        sample = SampleScore(item.sample_id, error, partial, partial == 1, None, missing_prediction=missing)
+        detail = parsed.detail
+        if error and detail is None:  # parsed, but an element of it is no call the metrics can read
+            detail = "an element of the calls is not an object with a name and arguments"
+        sample = SampleScore(item.sample_id, error, partial, partial == 1, None, missing_prediction=missing,
+                             parse_detail=detail)
         samples.append(sample)
         if win_rate and answer is not None:
-            if missing:
-                sample.win = False  # nothing to run, as upstream does not run an empty prediction
+            if missing or not parsed.executed:
+                # Nothing to run (no prediction, unparsable text, an empty list): upstream's win check returns
+                # False before executing it, so the sandbox is not asked for a "no calls" it cannot help
+                sample.win = False
             else:
                 jobs.append((sample, SequenceJob(parsed.executed, output_fields(item.tools), answer)))
     if jobs:
@@ -494,6 +546,10 @@ def score(items: Iterable[ScoreItem], *, parser: str = "json", corrected: bool =
             sample.execution = result
             sample.win = bool(result.win_corrected if corrected else result.win_upstream)
             notes += [f"{sample.sample_id}: {n}" for n in result.notes]
+    partly = sum(1 for s in samples if s.parse_detail and not s.parse_error)
+    if partly:  # scored as upstream scores them, on what was read: said, not dropped without a word
+        notes.append(f"{partly} prediction(s) parsed with parts left out (a <tool_call> block that is not JSON, "
+                     "or one cut off): the per-sample results (--samples) say which")
     intent, slot = macro_prf(gold_intents, pred_intents), macro_prf(gold_slots, pred_slots)
     if slot is None:
         notes.append("no gold call has an argument: upstream's scorer raises on the slot F1 (reported as null)")
