@@ -1480,6 +1480,27 @@ def test_execute_rows_reports_each_row_and_drops_none(real_rows, functions_dir):
     assert isinstance(no_gold, ExecutionError) and no_gold.message.startswith("no_gold:")
 
 
+def test_an_earlier_result_too_long_to_keep_does_not_fail_a_sequence_that_gives_its_answer(real_rows, functions_dir):
+    """generate_even_numbers_list() -> sum_or_average(...) = 2550: with max_result_chars under the list's
+    length, the list is left out of the results and said in a note, but the sequence ran and gives the gold
+    answer: it wins in both checks and its status is ok (it was "error: result_too_large" beside a win, and
+    verify failed the gold). An executed row, which needs every result for its tool messages, refuses it."""
+    row = next(r for r in real_rows if r["meta"]["sample_id"] == "e5907658-0492-404a-94c6-c1f705d9aeb9")
+    limits = SandboxLimits(max_result_chars=20)
+    (result,) = run_sequences([execution_job(row)], functions_dir, limits)
+    assert (result.status, result.reason, result.answer["value"]) == ("ok", None, 2550)
+    assert result.win_upstream and result.win_corrected and "omitted" in result.results[0]
+    assert any("call 0" in n and "left out" in n for n in result.notes)
+    assert verify_rows([row], functions_dir=functions_dir, limits=limits).reproduced == 1
+    with pytest.raises(ExecutionError, match=r"result_too_large") as raised:
+        executed_row(row, result)
+    assert raised.value.field == "output[0]"
+    # The final answer itself too long to report stays a failure
+    (answer_too_long,) = run_sequences([execution_job(row)], functions_dir, SandboxLimits(max_result_chars=3))
+    assert (answer_too_long.status, answer_too_long.reason, answer_too_long.win_corrected) == (
+        "error", "result_too_large", False)
+
+
 # --------------------------------------------------------------------------------------------------
 # The functions folder: local, or the pinned archive through datasets' download manager
 # --------------------------------------------------------------------------------------------------

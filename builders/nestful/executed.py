@@ -76,6 +76,10 @@ def executed_row(row: dict, result: SequenceResult, *, calls_per_turn: str = "on
         raise ValueError(f"calls_per_turn must be one of {CALLS_PER_TURN}, got {calls_per_turn!r}")
     if not result.ok:
         raise execution_error(result)
+    too_large = next((k for k, r in enumerate(result.results) if "omitted" in r), None)
+    if too_large is not None:  # (a sequence that ran, but a tool message needs the whole result)
+        raise ExecutionError(f"result_too_large: {REASONS['result_too_large']}: result is "
+                             f"{result.results[too_large]['omitted']}", field=f"output[{too_large}]")
     if require_reproduced and not result.win_upstream:
         # (with the sandbox's notes: why an answer that reads as the gold does not count, as verify says it)
         raise ExecutionError("; ".join([f"gold_mismatch: the gold calls give {result.answer_text()}, not "
