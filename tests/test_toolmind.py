@@ -228,7 +228,6 @@ def test_toolmind_config_reproduces_the_file_and_map_style_equals_streaming(gene
     unified_stream = td.load("toolmind", "unified", data_files=generated, streaming=True)
     assert list(mapped) == list(unified_stream)
     for name in mapped:
-        # (iterate: Dataset.to_list() decodes Json leaves with datasets' own ujson path, not the exact one)
         assert list(mapped[name]) == list(unified_stream[name])
         assert mapped[name].features.arrow_schema == td.features("toolmind").arrow_schema
 

@@ -142,6 +142,26 @@ def _exact_decode_example(self: Json, example_data: Any, token_per_repo_id: Any 
         return _DATASETS_WRITER["decode_example"](self, example_data, token_per_repo_id)
 
 
+def _exact_json_decode_field(example: Any, json_field_path: list) -> Any:
+    """datasets' ``json_decode_field`` (how ``Dataset.to_list``, ``to_dict`` and ``to_pandas`` read a ``Json`` column's
+    text, each leaf under its path) read by :func:`loads`. Its own uses pandas' ujson: ``5e-324`` came back as ``0.0``,
+    17-digit floats rounded, and a value holding an integer beyond 64 bits came back as its JSON text, a string.
+    Text our reader refuses (``NaN``, not JSON) goes datasets' way: read by it, or left as the text."""
+    if json_field_path:
+        key, *rest = json_field_path
+        if example is None:
+            return None
+        if key == 0:
+            return [_exact_json_decode_field(x, rest) for x in example]
+        return {**example, key: _exact_json_decode_field(example.get(key), rest)}
+    if example is None:
+        return None
+    try:
+        return loads(example)  # not loads_stored: the text may come from another writer, without our mark
+    except (ValueError, TypeError):
+        return _DATASETS_WRITER["json_decode_field"](example, [])
+
+
 def _exact_encode_example(self: Json, example_data: Any) -> Any:
     """datasets' ``Json.encode_example`` (how ``Features.encode_example``/``encode_batch`` store a Python value of a
     plain ``Json()`` column: ``Dataset.from_list``, ``from_dict`` and ``from_generator`` with features, ``add_item``),
@@ -162,18 +182,23 @@ def _install_exact_writer() -> dict[str, Callable]:
     """Make datasets' Arrow writer store Json values exactly, once per process (importing this package):
     :func:`_exact_json_encode_field` and :func:`_exact_cast_storage` replace its two lossy steps, and
     :func:`_exact_encode_example` the encoding of Python values by ``Features`` (``Dataset.from_list``...). Features do
-    not reach them (the writer rebuilds its Json features from the Arrow schema), hence the replacement.
+    not reach them (the writer rebuilds its Json features from the Arrow schema), hence the replacement. Reading
+    too: :func:`_exact_json_decode_field` for ``to_list``/``to_dict``/``to_pandas``, which decode without features.
     Returns datasets' own functions; a datasets without them is left as it is."""
     import datasets.arrow_writer as arrow_writer
+    import datasets.utils.json as datasets_json
 
     if getattr(arrow_writer, "json_encode_field", None) is _exact_json_encode_field:
         return _DATASETS_WRITER
     originals = {"json_encode_field": getattr(arrow_writer, "json_encode_field", None),
+                 "json_decode_field": getattr(datasets_json, "json_decode_field", None),
                  "cast_storage": getattr(Json, "cast_storage", None),
                  "encode_example": getattr(Json, "encode_example", None),
                  "decode_example": getattr(Json, "decode_example", None)}
     if originals["json_encode_field"] is not None:
         arrow_writer.json_encode_field = _exact_json_encode_field
+    if originals["json_decode_field"] is not None:  # imported by to_list/to_dict/to_pandas when called
+        datasets_json.json_decode_field = _exact_json_decode_field
     if originals["cast_storage"] is not None:
         Json.cast_storage = _exact_cast_storage
     if originals["encode_example"] is not None:

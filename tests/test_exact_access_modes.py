@@ -1,0 +1,119 @@
+"""Exact JSON values through every way of reading a dataset that `td.load` returns: datasets' own exports
+(to_list, to_dict, to_pandas), formats switched back and forth, column operations, and streams cut, skipped,
+shuffled or sharded. Each returns the values bit for bit (the README's *Exact JSON* table)."""
+from __future__ import annotations
+
+import json
+import struct
+
+import pytest
+from datasets import Dataset, Features, Json, Value
+
+import tooluse_datasets as td
+
+VALUES = [2**70, -(2**80) - 7, 10**400, -0.0, 1e-320, 5e-324, 0.30000000000000004, 1.2345678901234567e-05,
+          3.141592653589793, {"z": 1, "a": 0.1, "m": {"y": 2**65}},
+          {"ключ": 1.5, "🚀": [1e-320, -0.0], "é": "x", "": None}]
+
+
+def bits(value):
+    """Type and exact bit pattern, recursively (0.0 vs -0.0, int vs float and key order are told apart)."""
+    if isinstance(value, float):
+        return ("float", struct.pack("<d", value))
+    if isinstance(value, dict):
+        return ("dict", [(k, bits(v)) for k, v in value.items()])
+    if isinstance(value, list):
+        return ("list", [bits(v) for v in value])
+    return (type(value).__name__, value)
+
+
+def _nestful_row(sample_id):
+    tools = [{"name": "echo", "description": "returns its input",
+              "parameters": {"x": {"description": "anything", "type": "int or float"}},
+              "output_parameters": {"result": {"description": "x", "type": "int or float"}}}]
+    return {"sample_id": sample_id, "input": "echo these",
+            "output": [{"name": "echo", "label": f"$var_{i + 1}", "arguments": {"x": v}} for i, v in enumerate(VALUES)],
+            "tools": tools, "gold_answer": VALUES[-1]}
+
+
+@pytest.fixture
+def data_file(tmp_path):
+    path = tmp_path / "exact.jsonl"
+    # the stdlib writes every value above exactly (integers of any size, -0.0, subnormals)
+    path.write_text("".join(json.dumps(_nestful_row(f"s{i}"), ensure_ascii=False) + "\n" for i in range(3)),
+                    encoding="utf-8")
+    return str(path)
+
+
+def _arguments(row):
+    return [call["function"]["arguments"]["x"] for call in row["messages"][1]["tool_calls"]]
+
+
+def _first_of_batch(batch):
+    return {name: column[0] for name, column in batch.items()}
+
+
+def _assert_exact(row):
+    assert bits(_arguments(row)) == bits(VALUES)
+    assert bits(row["meta"]["gold_answer"]) == bits(VALUES[-1])
+
+
+MAP_STYLE = {
+    "to_list": lambda ds: ds.to_list()[0],
+    "to_dict": lambda ds: _first_of_batch(ds.to_dict()),
+    "to_dict batched": lambda ds: _first_of_batch(next(ds.to_dict(batched=True, batch_size=2))),
+    "to_pandas": lambda ds: ds.to_pandas().iloc[0].to_dict(),
+    "to_pandas batched": lambda ds: next(ds.to_pandas(batched=True, batch_size=2)).iloc[0].to_dict(),
+    "iter batch_size": lambda ds: _first_of_batch(next(ds.iter(batch_size=2))),
+    "arrow then python": lambda ds: ds.with_format("arrow").with_format("python")[0],
+    "arrow then none": lambda ds: next(iter(ds.with_format("arrow").with_format(None))),
+    "flatten": lambda ds: ds.flatten()[0],
+    "cast_column of another column": lambda ds: ds.cast_column("subset", Value("large_string"))[0],
+    "sort": lambda ds: list(ds.sort("id", reverse=True))[-1],
+    "add_column": lambda ds: ds.add_column("n", [1, 2, 3])[0],
+    "from_generator": lambda ds: Dataset.from_generator(_rows_of, features=ds.features,
+                                                        gen_kwargs={"rows": list(ds)})[0],
+}
+
+
+def _rows_of(rows):
+    yield from rows
+
+
+@pytest.mark.parametrize("read", list(MAP_STYLE.values()), ids=list(MAP_STYLE))
+def test_map_style_reads_are_exact(data_file, cache_dir, read):
+    ds = td.load("nestful", data_files=data_file, split="train", cache_dir=cache_dir)
+    _assert_exact(read(ds))
+
+
+STREAMS = {
+    "take": lambda it: it.take(2),
+    "skip": lambda it: it.skip(2),
+    "shuffle with a buffer": lambda it: it.shuffle(seed=3, buffer_size=2),
+    "arrow then python": lambda it: it.with_format("arrow").with_format("python"),
+    "cast_column of another column": lambda it: it.cast_column("subset", Value("large_string")),
+}
+
+
+@pytest.mark.parametrize("step", list(STREAMS.values()), ids=list(STREAMS))
+@pytest.mark.parametrize("origin", ["streaming load", "to_iterable_dataset(num_shards=3)"])
+def test_streams_are_exact(data_file, cache_dir, origin, step):
+    if origin == "streaming load":
+        stream = td.load("nestful", data_files=data_file, split="train", cache_dir=cache_dir, streaming=True)
+    else:
+        stream = td.load("nestful", data_files=data_file, split="train", cache_dir=cache_dir).to_iterable_dataset(
+            num_shards=3)
+    rows = list(step(stream))
+    assert rows
+    for row in rows:
+        _assert_exact(row)
+
+
+def test_to_list_of_a_plain_json_column_is_exact():
+    """datasets' own exports of a plain ``Json()`` column (``load_from_disk``, a dataset built by datasets) read
+    the text exactly once the package is imported; text that is not JSON stays the text, as datasets has it."""
+    texts = [json.dumps(v, ensure_ascii=False) for v in VALUES] + ["NaN", "not json"]
+    ds = Dataset.from_dict({"v": texts}, features=Features({"v": Json()}))
+    assert bits(ds.to_list()[:len(VALUES)]) == bits([{"v": v} for v in VALUES])
+    assert ds.to_dict()["v"][len(VALUES):] == ["NaN", "not json"]
+    assert bits(list(ds.to_pandas()["v"])[:len(VALUES)]) == bits(VALUES)
