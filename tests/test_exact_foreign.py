@@ -45,6 +45,19 @@ def test_exact_refuses_text_that_is_not_json_naming_the_column(tmp_path, streami
     assert info.value.field == "j"
 
 
+def test_exact_of_a_stream_whose_features_are_unknown_is_refused_saying_what_to_do(tmp_path):
+    """A stream after map() has no features (nor one from_generator made without features=): exact() cannot know
+    its JSON columns, and said so with datasets' bare "'NoneType' object is not iterable"."""
+    plain = datasets.load_dataset("parquet", data_files=_parquet(tmp_path, TEXTS), split="train", streaming=True)
+    for stream in (plain.map(lambda row: row), datasets.IterableDataset.from_generator(lambda: iter([{"j": 1}]))):
+        assert stream.features is None
+        with pytest.raises(ValueError, match=r"features.*unknown.*call exact\(\) before map\(\)"):
+            td.exact(stream)
+    # before map(), or with the features given to map(), it reads as usual
+    mapped = td.exact(plain).map(lambda row: row, features=plain.features)
+    assert [repr(r["j"]) for r in td.exact(mapped)] == [repr(v) for v in EXPECTED]
+
+
 def test_foreign_decoding_survives_pickling_and_copies_and_td_load_keeps_the_fast_path(tmp_path):
     ds = td.exact(datasets.load_dataset("parquet", data_files=_parquet(tmp_path, TEXTS), split="train",
                                         cache_dir=str(tmp_path / "cache")))

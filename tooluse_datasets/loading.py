@@ -344,6 +344,9 @@ def _exact(ds: AnyDataset, foreign: bool) -> AnyDataset:
         raise TypeError(f"exact() takes a datasets Dataset, IterableDataset or a dict of them, got {type(ds).__name__}")
     if isinstance(ds, (DatasetDict, IterableDatasetDict)):
         return type(ds)({name: _exact(d, foreign) for name, d in ds.items()})
+    if ds.features is None:  # a stream after map() (or from_generator without features=): no JSON column is known
+        raise ValueError("exact() needs the dataset's features, and this stream's are unknown (a map() output, or "
+                         "from_generator without features=): call exact() before map(), or give map() features=")
     foreign = foreign and not (isinstance(ds.features, ExactFeatures) and not ds.features.foreign_text)
     features = (ForeignExactFeatures if foreign else ExactFeatures)(ds.features)
     info = copy.deepcopy(ds.info)
