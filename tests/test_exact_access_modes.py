@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import struct
 
+import pandas
 import pytest
 from datasets import Dataset, Features, Json, Value
 
@@ -117,3 +118,18 @@ def test_to_list_of_a_plain_json_column_is_exact():
     assert bits(ds.to_list()[:len(VALUES)]) == bits([{"v": v} for v in VALUES])
     assert ds.to_dict()["v"][len(VALUES):] == ["NaN", "not json"]
     assert bits(list(ds.to_pandas()["v"])[:len(VALUES)]) == bits(VALUES)
+
+
+def test_from_pandas_with_the_exact_features_takes_to_pandas_back_exactly(data_file, cache_dir):
+    """datasets' from_pandas has Arrow infer the frame's types before casting to the features: the decoded JSON values
+    of to_pandas() failed ("cannot mix struct and non-struct") and did not come back."""
+    ds = td.load("nestful", data_files=data_file, split="train", cache_dir=cache_dir)
+    for frame in (ds.to_pandas(), pandas.DataFrame(list(ds))):
+        back = Dataset.from_pandas(frame, features=ds.features)
+        assert isinstance(back.features, td.ExactFeatures)
+        assert bits(list(back)) == bits(list(ds))
+    broken = ds.to_pandas()
+    broken.at[1, "meta"] = {"x": float("nan")}
+    with pytest.raises(td.JsonValueError) as info:
+        Dataset.from_pandas(broken, features=ds.features)
+    assert (info.value.row, info.value.field) == (1, "meta")

@@ -507,6 +507,41 @@ def _install_constructors_keeping_exact_features() -> None:
     Dataset.from_generator = staticmethod(patched_once(from_generator_original, from_generator,
                                                        "_keeps_exact_features"))
 
+    from_pandas_original = Dataset.from_pandas.__func__
+
+    def from_pandas(cls, df, features=None, info=None, *args, **kwargs):
+        # datasets has Arrow infer the frame's types before casting to the features: the decoded JSON values of
+        # ds.to_pandas() (a dict here, a list there) failed ("cannot mix struct and non-struct") or became
+        # structs. Their columns are encoded by the exact features first, as from_dict encodes them.
+        given = features if features is not None else getattr(info, "features", None)
+        if isinstance(given, ExactFeatures):
+            df = _frame_encoded(df, given)
+        out = from_pandas_original(cls, df, features, info, *args, **kwargs)
+        _keep_exact_class(out, given, foreign=False)
+        return out
+
+    Dataset.from_pandas = classmethod(patched_once(from_pandas_original, from_pandas, "_keeps_exact_features"))
+
+
+def _frame_encoded(df: Any, features: ExactFeatures) -> Any:
+    """A shallow copy of the pandas frame ``df`` whose columns holding JSON values are stored as ``features`` store
+    them (JSON leaves as exact text); a value they cannot store is named by its row and field."""
+    import pandas as pd
+
+    columns = [name for name in df.columns if name in features and holds_json(features[name])]
+    if not columns:
+        return df
+    df = df.copy(deep=False)
+    for name in columns:
+        encoded = []
+        for row, value in enumerate(df[name].tolist()):
+            try:
+                encoded.append(features.encode_column([value], name)[0])
+            except (InvalidValueError, JsonValueError) as exc:
+                raise exc.at(row=row) from None
+        df[name] = pd.Series(encoded, index=df.index, dtype=object)
+    return df
+
 
 def _named_by_row_and_field(exc: JsonValueError, mapping: Any, features: Any) -> JsonValueError:
     """``exc``, raised by datasets' ``from_dict`` encoding a value its exact features cannot store (NaN...), named
