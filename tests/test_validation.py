@@ -339,6 +339,31 @@ def test_a_parameter_declared_in_a_subschema_the_arguments_must_match_is_declare
         ("arguments.undeclared_key", "messages[2].tool_calls[0].function.arguments.invented")]
 
 
+@pytest.mark.parametrize("draft", ["http://json-schema.org/draft-07/schema#",
+                                   "https://json-schema.org/draft/2020-12/schema"])
+def test_a_schema_that_is_a_reference_to_its_own_definition_declares_what_the_definition_lists(samples, draft):
+    """zod-to-json-schema writes a named schema as ``{"$ref": "#/definitions/Args", "definitions": {"Args": ...}}``:
+    the parameters are those the definition lists. Its root listing no ``properties`` of its own, an invented key
+    was never reported."""
+    row = base(samples, SWIFT)
+    function = row["tools"][0]["function"]
+    args = function["parameters"]
+    function["parameters"] = {"$schema": draft, "$ref": "#/definitions/get~1rate",
+                              "definitions": {"get/rate": {"$ref": "#/definitions/args"}, "args": args}}
+    where = "messages[2].tool_calls[0].function.arguments"
+
+    def found():
+        return [(f.rule, f.field) for f in check_row(row) if f.rule.startswith(("tool.", "arguments."))]
+
+    assert found() == []
+    _undeclared(row)                                                   # invented=1 on the first call
+    assert found() == [("arguments.undeclared_key", f"{where}.invented")]
+    args["additionalProperties"] = False                               # the definition refuses it: an error only
+    assert found() == [("arguments.schema", where)]
+    args["additionalProperties"] = True                                # the definition takes other keys
+    assert found() == []
+
+
 def test_undeclared_keys_follow_each_reference_once():
     """A schema whose references loop in place (tool.invalid_schema) still ends the walk for declared keys."""
     looping = {"type": "object", "properties": {"city": {}}, "allOf": [{"$ref": "#/definitions/a"}],

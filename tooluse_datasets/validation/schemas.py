@@ -420,15 +420,20 @@ def undeclared_keys(schema: Any, arguments: Any) -> list[str]:
     ``unevaluatedProperties`` too in drafts that have it): with ``false`` an extra key breaks the schema itself
     (``arguments.schema``); with ``true`` or a schema, or a matching ``patternProperties`` pattern, the tool
     declares that it takes other keys. A schema without ``properties`` declares nothing, so nothing is
-    undeclared.
+    undeclared; one that is a ``$ref`` to a definition of its own (``{"$ref": "#/definitions/Args", "definitions":
+    ...}``, as zod-to-json-schema writes a named schema) is that definition.
     """
-    if not (isinstance(schema, dict) and isinstance(arguments, dict) and isinstance(schema.get("properties"), dict)):
+    if not (isinstance(schema, dict) and isinstance(arguments, dict)):
         return []
-    if "additionalProperties" in schema or ("unevaluatedProperties" in schema and _has_unevaluated(schema)):
+    chain = _root_references(schema)
+    if not isinstance(chain[-1].get("properties"), dict):
+        return []
+    if any("additionalProperties" in part or ("unevaluatedProperties" in part and _has_unevaluated(schema))
+           for part in chain):
         return []
     properties: set = set()
     patterns: list[str] = []
-    for part in _applied_in_place(schema):
+    for part in _applied_in_place(schema):  # (from the root: its $ref leads to the definition)
         properties.update(part.get("properties") if isinstance(part.get("properties"), dict) else ())
         pattern_map = part.get("patternProperties")  # (not an object in a broken schema: tool.invalid_schema says so)
         patterns += [p for p in pattern_map if isinstance(p, str)] if isinstance(pattern_map, dict) else []
@@ -440,6 +445,18 @@ def undeclared_keys(schema: Any, arguments: Any) -> list[str]:
 _IN_PLACE_LISTS = ("allOf", "anyOf", "oneOf")
 _IN_PLACE_ONES = ("if", "then", "else")
 _IN_PLACE_MAPS = ("dependentSchemas", "dependencies")  # (draft-07 dependencies may also list names: skipped)
+
+
+def _root_references(schema: dict) -> list[dict]:
+    """``schema``, then, while the last of them lists no ``properties``, what its ``$ref`` points to inside
+    ``schema`` (each once: references that loop end): the schemas the arguments' own keys are declared by."""
+    chain = [schema]
+    while not isinstance(chain[-1].get("properties"), dict) and isinstance(chain[-1].get("$ref"), str):
+        target = _pointer_target(schema, chain[-1]["$ref"])
+        if not isinstance(target, dict) or any(target is part for part in chain):
+            break
+        chain.append(target)
+    return chain
 
 
 def _applied_in_place(schema: dict) -> Iterator[dict]:
