@@ -110,6 +110,20 @@ def test_streams_are_exact(data_file, cache_dir, origin, step):
         _assert_exact(row)
 
 
+STREAM_EXPORTS = {
+    "to_list": lambda it: it.to_list()[0],
+    "to_dict": lambda it: _first_of_batch(it.to_dict()),
+    "to_pandas": lambda it: it.to_pandas().iloc[0].to_dict(),
+    "to_pandas batched": lambda it: next(it.to_pandas(batched=True, batch_size=2)).iloc[0].to_dict(),
+}
+
+
+@pytest.mark.parametrize("export", list(STREAM_EXPORTS.values()), ids=list(STREAM_EXPORTS))
+def test_stream_exports_are_exact(data_file, export):
+    """A stream's to_list/to_dict/to_pandas go through a map-style Dataset of plain Json() columns."""
+    _assert_exact(export(td.load("nestful", data_files=data_file, split="train", streaming=True)))
+
+
 def test_to_list_of_a_plain_json_column_is_exact():
     """datasets' own exports of a plain ``Json()`` column (``load_from_disk``, a dataset built by datasets) read
     the text exactly once the package is imported; text that is not JSON stays the text, as datasets has it."""
