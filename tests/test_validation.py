@@ -1704,3 +1704,22 @@ def test_parameters_an_xlam_style_arguments_block_describes_are_declared(tmp_pat
     _calls(row)[0]["function"]["arguments"]["town"] = "Boston"
     assert [(f.field, f.message) for f in rule_findings(row, "arguments.undeclared_key")] == [
         ("messages[1].tool_calls[0].function.arguments.town", "get_date_and_time_by_city declares no parameter 'town'")]
+
+
+@pytest.mark.parametrize("given", ["data_files", "data_dir"])
+def test_validate_refuses_a_revision_beside_data_files_as_load_does(tmp_path, capsys, given):
+    """load() refuses revision= beside data_files/data_dir (the files are read as given, the revision unused);
+    validate() built the builder itself and ignored it: the report said nothing of the revision it never read."""
+    from tooluse_datasets.cli import main
+
+    files = td.sample_files("ms_swift")["train"]
+    where = {"data_files": files} if given == "data_files" else {"data_dir": os.path.dirname(files[0])}
+    skipped = tmp_path / "skipped.jsonl"
+    skipped.write_text("kept\n")
+    with pytest.raises(ValueError, match=r"^revision='v2' picks the revision of ms_swift's upstream files.*hf://"):
+        td.validate("ms_swift", revision="v2", skipped_rows=str(skipped), fresh_skipped_rows=True, **where)
+    assert skipped.read_text() == "kept\n"  # refused before anything is read or emptied
+    assert td.validate("ms_swift", fail_on="read", **where).total().read.rows_read == 6
+    assert main(["validate", "ms_swift", "--sample", "--option", "revision=v2"]) == 2
+    err = capsys.readouterr().err
+    assert "revision='v2' picks the revision" in err and len(err.strip().splitlines()) == 1

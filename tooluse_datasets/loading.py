@@ -26,6 +26,16 @@ logger = logging.getLogger("tooluse_datasets")
 AnyDataset = Union[Dataset, DatasetDict, IterableDataset, IterableDatasetDict]
 
 
+def check_revision_reads_upstream(source: str, revision: Optional[str], data_files: Any, data_dir: Any) -> None:
+    """``revision`` beside ``data_files`` or ``data_dir`` is refused (load() and validate() alike): the files are
+    read as given, the revision not used, yet keyed (an hf:// file read at main under revision="v2", and local
+    files prepared again into a cache of their own)."""
+    if revision is not None and (data_files is not None or data_dir is not None):
+        raise ValueError(f"revision={revision!r} picks the revision of {source}'s upstream files; data_files and "
+                         f"data_dir are read as they are: leave revision out, or give it in the hf:// URLs "
+                         f"(hf://datasets/<repo>@<revision>/<path>)")
+
+
 def load(
     source: str,
     config: str = "unified",
@@ -94,12 +104,7 @@ def load(
         split = str(split)
     if streaming and keep_in_memory:
         raise ValueError("keep_in_memory applies to map-style loads: a stream reads the files as you iterate")
-    if revision is not None and (data_files is not None or data_dir is not None):
-        # read as given, the revision not used, yet keyed: an hf:// file read at main under revision="v2", and
-        # local files prepared again into a cache of their own
-        raise ValueError(f"revision={revision!r} picks the revision of {source}'s upstream files; data_files and "
-                         f"data_dir are read as they are: leave revision out, or give it in the hf:// URLs "
-                         f"(hf://datasets/<repo>@<revision>/<path>)")
+    check_revision_reads_upstream(source, revision, data_files, data_dir)
     names = splits_read(split)
     _check_arguments(source, config, split, names, streaming, num_proc, report)
     download_mode = _download_mode(download_mode, streaming)

@@ -42,7 +42,7 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
     are checked and the splits planned (a run refused for its arguments leaves it as it was). Other arguments
     are those of :func:`tooluse_datasets.load`."""
     from .. import registry
-    from ..loading import check_argument_types, check_format
+    from ..loading import check_argument_types, check_format, check_revision_reads_upstream
     from ..pipeline import UNIFIED, ShardConverter, config_features
 
     check_argument_types(config=config, split=split, data_dir=data_dir, skipped_rows=skipped_rows, revision=revision)
@@ -50,6 +50,7 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
         raise ValueError("validate() checks every row against rules= and drops none: load()'s validate= does not "
                          "apply here; give the rules to check as rules=")
     check_format(source, config)  # as load() says it (every format, the one meant), before any reading
+    check_revision_reads_upstream(source, revision, data_files, data_dir)  # as load() refuses it: not ignored
 
     selected = select_rules(rules)
     select_rules(fail_on, default_all=False, allow_read=True)  # a typo in fail_on fails now, not after the run
