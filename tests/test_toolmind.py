@@ -2241,13 +2241,35 @@ def test_a_tool_cut_short_beside_a_comma_separated_tool_is_flagged(graphsyn_tool
     row = convert(native)
     assert texts[broken] in row["messages"][0]["content"]
     assert write_toolmind_row(row)["messages"] == native["messages"]
-    if broken == 0 and separator == ", ":
-        # where the cut tool ends is unknown, so the tool after it on its line is not found either: as with a
-        # broken array, the row says that no tool was read
-        assert row["tools"] == [] and row["meta"]["tools_not_found"] is True
-        return
+    # (the first cut short on the line of the second: the second was not found either, tools_not_found set)
     assert row["tools"] == [t for k, t in enumerate(graphsyn_tools) if k != broken]
-    assert row["meta"]["tools_unreadable"] is True
+    assert row["meta"]["tools_unreadable"] is True and not row["meta"].get("tools_not_found")
+
+
+@pytest.mark.parametrize("separator", [" ", ", ", ""], ids=["space", "comma", "none"])
+def test_a_whole_tool_after_a_cut_one_in_a_tools_block_is_read(graphsyn_tools, separator):
+    """`<tools>{cut} {whole}</tools>`: the whole tool was lost with the cut one and the row said no catalog was
+    found; the whole one is a tool, the cut one stays in the instructions, flagged, and the tags go."""
+    texts = [json.dumps(t) for t in graphsyn_tools]
+    cut = texts[0][:-2]  # the tool's last two closing braces lost
+    msgs = conversation()
+    msgs[0]["content"] = f"{PROTOCOL_TEXT}\n\n<tools>{cut}{separator}{texts[1]}</tools>\n\n# Domain\nBe brief."
+    native = native_row(msgs)
+    row = convert(native)
+    assert row["tools"] == graphsyn_tools[1:]
+    assert row["meta"]["tools_unreadable"] is True and not row["meta"].get("tools_not_found")
+    assert row["messages"][0]["content"] == f"{cut}{separator}".strip() + "\n\n# Domain\nBe brief."
+    assert write_toolmind_row(row)["messages"] == native["messages"]
+
+
+def test_an_array_cut_short_before_a_tool_on_its_line_is_still_no_catalog(graphsyn_tools):
+    """Where the tools of an array cut short end is unknown: none of them (nor a tool after it) is taken for the
+    catalog, as before; the row says no tool was read."""
+    texts = [json.dumps(t) for t in graphsyn_tools]
+    msgs = conversation()
+    msgs[0]["content"] = f"{PROTOCOL_TEXT}\n\nBe polite.\n[{texts[0]}, {texts[1]}\n\n# Domain\nBe brief."
+    row = convert(native_row(msgs))
+    assert row["tools"] == [] and row["meta"]["tools_not_found"] is True
 
 
 @pytest.mark.parametrize("layout", ["lines", "array"])

@@ -201,6 +201,11 @@ def _scan_tool_catalog(text: str) -> tuple[list[tuple[int, int]], list[dict], bo
             decoded = _decode_balanced(text, start)
             if decoded is None:
                 failed.append(start)
+                # A tool cut short before the next on its line (`{...}, {...}` with a closing brace lost): the
+                # next is read where it starts, whole; the cut one is flagged where it is, as any other.
+                following_start = _whole_tool_after_cut(text, start)
+                if following_start is not None and following_start not in starts:
+                    bisect.insort(starts, following_start, lo=i)
                 continue
             value, end = decoded
             found = _as_tools(value)
@@ -224,6 +229,29 @@ def _scan_tool_catalog(text: str) -> tuple[list[tuple[int, int]], list[dict], bo
 # What may separate two catalog values on one line (or close a line before the next value): spaces and a comma.
 _SAME_LINE_VALUE = re.compile(r"[ \t]*,?[ \t]*(?=[\[{])")
 _SEPARATORS = " \t\r\n,"
+# Where a catalog value may follow one that ends in a closing bracket on its line (the end of a value cut short).
+_AFTER_CLOSED_VALUE = re.compile(r"[}\]][ \t]*,?[ \t]*(?=[\[{])")
+
+
+def _whole_tool_after_cut(text: str, start: int) -> Optional[int]:
+    """Where a whole tool starts after the object at ``start``, on its line, that is not JSON: the first value
+    after a closing bracket that holds tools and ends its line, or is followed by the next value or a closing
+    tag. (Values nested in the cut one, `"anyOf": [{...}, {...}]`, hold no tool or are followed by their
+    parent's bracket.) An array cut short is not looked into: where its tools end is unknown."""
+    if text[start] != "{":
+        return None
+    line_end = text.find("\n", start)
+    for match in _AFTER_CLOSED_VALUE.finditer(text, start + 1, len(text) if line_end < 0 else line_end):
+        decoded = _decode_balanced(text, match.end())
+        if decoded is None or _as_tools(decoded[0]) is None:
+            continue
+        if _ENDS_CATALOG_VALUE.match(text, decoded[1]):
+            return match.end()
+    return None
+
+
+# What may follow a catalog value on its line: the line's end, the next value, or a closing tag.
+_ENDS_CATALOG_VALUE = re.compile(r"[ \t]*(?:\r?$|,?[ \t]*[\[{]|</tools?[ \t]*>)", re.IGNORECASE | re.MULTILINE)
 
 
 # How a catalog value that is not JSON starts: an object with a key, or a list of objects (prose that opens a
