@@ -598,6 +598,36 @@ def test_mirror_of_a_split_the_data_lacks_names_the_splits_it_has(tmp_path, caps
     assert "nestful: no split 'nope' in the data; its splits here: train" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("sources", [["ms_swift"], ["all"]], ids=["one", "all"])
+def test_mirror_of_a_misspelled_split_suggests_the_split_meant(tmp_path, capsys, sources):
+    """show and stats say which split a typo meant; mirror only listed the splits there are."""
+    out = tmp_path / "m"
+    assert main(["mirror", *sources, "--sample", "--split", "when2call" if sources == ["all"] else "trian",
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    if sources == ["all"]:
+        assert "toolmind (did you mean 'When2Call'? its splits: " in err and "nestful (its splits: train)" in err
+    else:
+        assert "ms_swift: no split 'trian' in the data (did you mean 'train'?); its splits here: train" in err
+    assert len(err.strip().splitlines()) == 1 and not out.exists()
+
+
+@pytest.mark.parametrize("split", ["all", "ALL", "train+all"])
+@pytest.mark.parametrize("sources", [["ms_swift"], ["all"]], ids=["one", "all"])
+def test_mirror_split_all_says_to_leave_split_out(tmp_path, capsys, split, sources):
+    """`--split all` (datasets' keyword for every split) was "no split 'all' in the data", as for a typo: it says
+    what to do instead. Nothing is built."""
+    out = tmp_path / "m"
+    assert main(["mirror", *sources, "--sample", "--split", split, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"--split {split!r}: 'all' names every split" in err and "leave --split out" in err
+    assert len(err.strip().splitlines()) == 1 and not out.exists()
+    with pytest.raises(MirrorError, match="leave --split out"):
+        build_mirror(MirrorRequest("ms_swift", configs=["unified"], data_files=td.sample_files("ms_swift"),
+                                   split=split), tmp_path / "p")
+    assert not (tmp_path / "p" / "ms_swift").exists()
+
+
 def test_mirror_of_several_splits_named_with_a_plus_keeps_each_as_its_own_split(tmp_path, capsys, cache_dir):
     """`--split a+b` reads both splits in every command; mirror said "no split 'a+b' in the data" while listing
     both among the splits it has. Each is a split of the mirror, loading as `td.load` gives it."""

@@ -115,7 +115,8 @@ def _missing_split_message(missing: list, count: int, split: str) -> str:
         return str(missing[0])
     # with `a+b`, sources may lack different parts of it: each is named with the part it lacks
     one_split = len({e.split for e in missing}) == 1
-    lacking = ", ".join(f"{e.source} ({'' if one_split else f'no {e.split!r}; '}its splits: "
+    lacking = ", ".join(f"{e.source} ({'' if one_split else f'no {e.split!r}; '}"
+                        f"{f'did you mean {e.meant!r}? ' if e.meant else ''}its splits: "
                         f"{', '.join(e.available) or 'none'})" for e in missing)
     what = f"no split {missing[0].split!r} in" if one_split else f"--split {split!r} names splits missing from"
     return f"{what} {lacking}; nothing was built: mirror the sources that have it, or leave --split out"

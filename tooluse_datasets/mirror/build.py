@@ -119,9 +119,16 @@ class MissingSplitError(MirrorError):
     """The split asked for is not in the source's data (``available``: the splits it has)."""
 
     def __init__(self, source: str, split: str, available: list[str]):
+        from ..builder import meant_split  # the typo hint load(), show and stats give
+
         self.source, self.split, self.available = source, split, available
-        super().__init__(f"{source}: no split {split!r} in the data; its splits here: "
+        self.meant = meant_split(split, available)
+        super().__init__(f"{source}: no split {split!r} in the data{self.hint}; its splits here: "
                          f"{', '.join(available) or 'none'}")
+
+    @property
+    def hint(self) -> str:
+        return f" (did you mean {self.meant!r}?)" if self.meant else ""
 
 
 def plan_mirror(request: MirrorRequest, out_dir: str | Path) -> MirrorPlan:
@@ -352,6 +359,11 @@ def _split_plans(request: MirrorRequest, builder) -> list[SplitPlan]:
     if request.split is not None:
         # `a+b` names several splits, as every command reads it; each stays a split of its own in the mirror
         wanted = request.split.split("+")
+        if any(name.casefold() == "all" for name in wanted):
+            # datasets' keyword for the union of the splits: a mirror keeps every split, each of its own
+            raise MirrorError(f"--split {request.split!r}: 'all' names every split, which a mirror "
+                              f"holds without --split: leave --split out to mirror them all (each a split of its "
+                              f"own), or name the ones to mirror, a+b")
         lacking = [name for name in wanted if name not in {p.name for p in plans}]
         if lacking:
             raise MissingSplitError(request.source, lacking[0], [p.name for p in plans])
