@@ -251,9 +251,18 @@ def test_a_nestful_v1_mirror_is_introduced_as_v1_not_as_the_current_data(tmp_pat
     assert "NESTFUL v1" in prose and all(f"`{split}`" in prose for split in splits)
     assert "single split" not in prose
     assert card.data.pretty_name == "NESTFUL v1 (tool-use mirror)"
+    # the headings name the data as pretty_name does (they said "NESTFUL", the current data's name)
+    assert "\n# NESTFUL v1: tool-use data as Parquet\n" in card.text
+    assert "This repository holds NESTFUL v1 converted by" in card.text
+    manifest = read_manifest(folder)
+    assert manifest.pretty_name == "NESTFUL v1"
+    manifest.pretty_name = "NESTFUL"  # as a mirror built before recorded it: its card is rendered anew so too
+    assert "\n# NESTFUL v1: tool-use data as Parquet\n" in render_card(manifest)
     # a v2 mirror keeps the card of the current data
     v2 = build_sample_mirror("nestful", tmp_path / "v2", configs=["unified"])
-    assert "1861 samples" in (v2 / "README.md").read_text()
+    v2_text = (v2 / "README.md").read_text()
+    assert "1861 samples" in v2_text and "\n# NESTFUL: tool-use data as Parquet\n" in v2_text
+    assert "pretty_name: NESTFUL (tool-use mirror)" in v2_text
 
 
 def test_the_nestful_v1_prose_does_not_say_a_mirror_of_other_files_holds_the_upstream_samples(tmp_path):

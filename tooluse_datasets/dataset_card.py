@@ -128,7 +128,7 @@ def card_metadata(manifest: Manifest, prose_meta: Optional[dict] = None) -> Data
         prose_meta.pop("language", None)
     data = DatasetCardData(
         license=license_,
-        pretty_name=prose_meta.pop("pretty_name", None) or f"{manifest.pretty_name} (tool-use mirror)",
+        pretty_name=prose_meta.pop("pretty_name", None) or f"{_pretty_name(manifest)} (tool-use mirror)",
         task_categories=_union(["text-generation"], prose_meta.pop("task_categories", [])),
         # the largest config: raw keeps rows that do not convert to the default unified
         size_categories=[size_category(max(entry.num_examples for entry in manifest.configs.values()))],
@@ -239,7 +239,7 @@ def _template_context(manifest: Manifest, repo_id: str, prose: str, data: Datase
         })
     return {
         "repo_id": repo_id,
-        "pretty_name": manifest.pretty_name,
+        "pretty_name": _pretty_name(manifest),
         "source": manifest.source,
         "prose": prose,
         "default_config": default,
@@ -273,6 +273,12 @@ def _template_context(manifest: Manifest, repo_id: str, prose: str, data: Datase
         "citation": source.citation.strip(),
         **_swift_snippet_context(manifest, repo_id),
     }
+
+
+def _pretty_name(manifest: Manifest) -> str:
+    """What the card calls the data: by the options the mirror was built with (NESTFUL v1), also for a manifest
+    written before the source named the data by them."""
+    return registry.builder_class(manifest.source).SOURCE_CLASS.pretty_name_for(manifest.options)
 
 
 def input_arguments(manifest: Manifest) -> str:

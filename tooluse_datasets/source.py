@@ -365,6 +365,12 @@ class Source(abc.ABC):
         given, as the manifest records them): a source whose options read another dataset says so there."""
         return "card.md"
 
+    @classmethod
+    def pretty_name_for(cls, options: dict) -> str:
+        """The name a mirror built with ``options`` (as :meth:`card_file` takes them) is called by: its card's
+        headings and figures."""
+        return cls.pretty_name
+
     def __init__(self, options: Optional[SourceOptions] = None):
         self.options = options if options is not None else self.options_class()
         check_options(self.options, self.options_class)

@@ -116,6 +116,10 @@ class NestfulSource(Source):
     def card_file(cls, options: dict) -> str:
         return "card_v1.md" if options.get("data_version") == "v1" else "card.md"  # the 2024 data: other splits
 
+    @classmethod
+    def pretty_name_for(cls, options: dict) -> str:
+        return "NESTFUL v1" if options.get("data_version") == "v1" else cls.pretty_name  # as card_v1.md names it
+
     def __init__(self, options: Optional[NestfulOptions] = None):
         super().__init__(options)
         opts = self.options

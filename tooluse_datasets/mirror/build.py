@@ -459,10 +459,11 @@ def _assemble(request: MirrorRequest, features: dict[str, Features], results: di
             counter.merge(result.validation)
         statistics[split], validation[split] = stats.result(), counter.to_dict()
         distributions[split] = stats.distributions
+    pretty_name = source.pretty_name_for(_portable_options(request))  # NESTFUL v1's data is named so
     return Manifest(
-        figures=_figures(distributions, staging.folder, source.pretty_name),
+        figures=_figures(distributions, staging.folder, pretty_name),
         source=request.source,
-        pretty_name=source.pretty_name,
+        pretty_name=pretty_name,
         default_config=DEFAULT_CONFIG if DEFAULT_CONFIG in configs else next(iter(configs)),
         configs=configs,
         omitted_configs=omitted,
