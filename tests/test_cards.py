@@ -420,8 +420,9 @@ def test_the_card_states_the_source_options_the_mirror_was_built_with(tmp_path, 
     monkeypatch.chdir(info.parent)
     options = {"dataset_info": "llamafactory", "dataset": "mllm_demo"}
     first = build_mirror(MirrorRequest("llamafactory", configs=["unified"], source_options=options), tmp_path / "b")
-    assert read_manifest(first).options == {"dataset": "mllm_demo", "dataset_info": "llamafactory"}
-    assert "source options `dataset=mllm_demo`, `dataset_info=llamafactory`" in (first / "README.md").read_text()
+    # (relative to the folder the entry's files share, as the card names them: their folder here)
+    assert read_manifest(first).options == {"dataset": "mllm_demo", "dataset_info": "."}
+    assert "source options `dataset=mllm_demo`, `dataset_info=.`" in (first / "README.md").read_text()
     absolute = {**options, "dataset_info": str(info / "dataset_info.json")}
     second = build_mirror(MirrorRequest("llamafactory", configs=["unified"], source_options=absolute),
                           tmp_path / "c")
@@ -465,6 +466,37 @@ def test_the_rebuild_command_of_a_partial_mirror_rebuilds_it_from_the_same_input
     again = tmp_path / "b" / "toolmind"
     assert read_manifest(again).provenance.origin == origin
     assert _data_files(again) == _data_files(first)
+
+
+@pytest.mark.parametrize("given", ["folder", "file"])
+def test_the_rebuild_command_of_a_mirror_of_a_dataset_info_entry_rebuilds_it(given, tmp_path, monkeypatch):
+    """`--option dataset_info=/dir/x`: the card's rebuild command named it `dataset_info=x` (its name alone), which
+    reads no entry wherever it is run. It is named relative to the folder the entry's files share (the folder the
+    command is said to run in), so the command run there rebuilds the same files."""
+    import shutil
+
+    from tooluse_datasets.cli import main
+
+    data = Path(__file__).parent / "data" / "llamafactory"
+    root = tmp_path / "lf"
+    (root / "rows").mkdir(parents=True)
+    shutil.copy(data / "mllm_demo.json", root / "rows")
+    entry = {**json.loads((data / "dataset_info.json").read_text())["mllm_demo"], "file_name": "rows/mllm_demo.json"}
+    (root / "dataset_info.json").write_text(json.dumps({"mllm_demo": entry}))
+    info = root if given == "folder" else root / "dataset_info.json"
+    monkeypatch.chdir(tmp_path)
+    assert main(["mirror", "llamafactory", "--option", f"dataset_info={info}", "--option", "dataset=mllm_demo",
+                 "--configs", "unified", "--out", str(tmp_path / "a")]) == 0
+    first = tmp_path / "a" / "llamafactory"
+    text = (first / "README.md").read_text(encoding="utf-8")
+    named = ".." if given == "folder" else "../dataset_info.json"
+    assert read_manifest(first).options["dataset_info"] == named
+    assert f"--option dataset_info={named}`, run in the folder the input files share" in text
+    assert str(tmp_path) not in text
+    monkeypatch.chdir(root / "rows")  # the folder the input files share
+    assert main([*_rebuild_command(text), "--out", str(tmp_path / "b")]) == 0
+    assert _data_files(tmp_path / "b" / "llamafactory") == _data_files(first)
+    assert (tmp_path / "b" / "llamafactory" / "README.md").read_text(encoding="utf-8") == text
 
 
 @pytest.mark.parametrize("yaml_text, key, kept", [

@@ -266,6 +266,9 @@ def _template_context(manifest: Manifest, repo_id: str, prose: str, data: Datase
         "layout_text": layout_arguments(manifest),
         # local inputs are named relative to the folder they share (above), so the command runs there
         "input_local": any("://" not in i.name for i in manifest.provenance.inputs),
+        # the command names local files (--data-files, or the dataset_info.json naming them) relative to that folder
+        "run_where_inputs_are": manifest.provenance.origin == "files" and bool(input_arguments(manifest)
+                                                                             or "dataset_info" in manifest.options),
         "options": [f"{name}={option_value_text(value)}" for name, value in manifest.options.items()],
         "options_text": manifest.options_text(),
         "parquet": manifest.parquet,

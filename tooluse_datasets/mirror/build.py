@@ -25,6 +25,7 @@ from ..dataset_card import hub_license, render_card, repo_id_problem
 from ..distributions import plot_distributions
 from ..errors import SkipReport, ToolUseDataError, check_on_error, json_text_bytes
 from ..progress import progress
+from ..shards.paths import name_as_text
 from ..source import SplitPlan
 from ..stats import SplitStatistics
 from ..validation import ValidationCounter
@@ -490,9 +491,28 @@ def _selection(request: MirrorRequest) -> dict:
 
 def _portable_options(request: MirrorRequest) -> dict:
     """The source options of the request, in name order, local paths by their name (the manifest, and so the
-    card, must not depend on the machine)."""
-    return {name: display_input(os.fspath(value)) if name in PATH_OPTIONS and isinstance(value, (str, os.PathLike))
-            else value for name, value in sorted(request.source_options.items())}
+    card, must not depend on the machine); a LLaMA-Factory ``dataset_info`` relative to the folder its entry's
+    files share, as the card names them, so that the card's rebuild command run there reads them."""
+    options = {}
+    for name, value in sorted(request.source_options.items()):
+        if name in PATH_OPTIONS and isinstance(value, (str, os.PathLike)):
+            relative = _relative_to_inputs(os.fspath(value), request) if name == "dataset_info" else None
+            value = relative or display_input(os.fspath(value))
+        options[name] = value
+    return options
+
+
+def _relative_to_inputs(path: str, request: MirrorRequest) -> Optional[str]:
+    """``path`` relative to the folder the request's local data files share (the folder of a single one), or None
+    when it names a URL or they are not all local."""
+    files = request.data_files
+    files = [f for group in files.values() for f in group] if isinstance(files, dict) else \
+        [files] if isinstance(files, (str, os.PathLike)) else list(files or [])
+    files = [os.fspath(f) for f in files]
+    if "://" in path or not files or any("://" in f for f in files):
+        return None
+    shared = os.path.commonpath([os.path.dirname(os.path.abspath(f)) for f in files])
+    return name_as_text(Path(os.path.relpath(os.path.abspath(path), shared)).as_posix())
 
 
 def _figures(distributions: dict, folder: Path, title: str) -> list[DataFile]:
