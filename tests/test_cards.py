@@ -153,7 +153,30 @@ def test_validation_counts_in_the_card(card, unified_rows):
     section = _section(card.text, "### Validation")
     assert "| `unified` | train | 5 | 0 | – |" in section
     assert "| `raw` | train | 5 | 0 | – |" in section
-    assert "- train: 5 of 5 unified rows pass validation." in section
+    assert "- train: 5 of 5 unified rows pass validation; none has warnings." in section
+
+
+def test_the_cards_validation_counts_are_those_validate_gives_warnings_included(tmp_path):
+    """The card said its rows were checked with validate_unified (the structural rules) and that "114 of 155 rows
+    pass validation", naming the error rules only: the build checks every rule, and the 10 rows with warnings
+    went unmentioned. The words say what is checked, and each split's numbers are those `validate` reports."""
+    from conftest import shared_data
+
+    files = sorted(str(p) for p in shared_data("nestful", "data_v1", "non-executable").glob("*.json"))
+    folder = build_mirror(MirrorRequest("nestful", configs=["unified"], data_files=files, on_error="skip",
+                                        source_options={"data_version": "v1"}), tmp_path)
+    section = _section(DatasetCard.load(folder / "README.md").text, "### Validation")
+    assert "validate_unified" not in section and "every validation rule" in section
+    result = td.validate("nestful", data_files=files, data_version="v1")
+    assert sorted(result.splits) == ["glaive", "sgd"]
+    for split, checked in result.splits.items():
+        report = checked.rules.to_dict()
+        assert report["warned"] > 0 and report["failed"] > 0  # data where both numbers say something
+        errors = ", ".join(f"{rule} ×{n}" for rule, n in report["by_reason"].items())
+        warnings = ", ".join(f"{rule} ×{n}" for rule, n in report["warnings"].items())
+        assert (f"- {split}: {report['checked'] - report['failed']} of {report['checked']} unified rows pass "
+                f"validation ({report['failed']} break an error rule: {errors}); {report['warned']} "
+                f"{'has' if report['warned'] == 1 else 'have'} warnings ({warnings}).") in section
 
 
 def test_examples_in_the_card_are_the_first_rows(card, unified_rows, tmp_path):
