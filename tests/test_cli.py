@@ -170,6 +170,36 @@ def test_a_data_file_whose_name_holds_glob_characters_is_read_as_named(name, tmp
     assert len(rows) == n
 
 
+@pytest.mark.parametrize("folder", ["run[1]", "run*", "run?"])
+def test_a_glob_under_a_folder_whose_name_holds_glob_characters_reads_that_folder(folder, tmp_path, monkeypatch,
+                                                                                  capsys):
+    """`--data-files '/tmp/run[1]/*.jsonl'`: the folder's name was read as a pattern too (`[1]` is the character
+    `1`), so the glob matched no file (exit 2), or (`run*`) the files of other folders too. The folders that
+    exist as named are read as named, the rest is the pattern; a --skipped-rows file the glob reads is refused."""
+    from conftest import shared_data
+
+    upstream = shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl").read_bytes()
+    n = len(upstream.splitlines())
+    for name in (folder, "run1", "run2"):  # what the folder's name read as a pattern matches (but run[1])
+        (tmp_path / name / "deep").mkdir(parents=True)
+        (tmp_path / name / "rows.jsonl").write_bytes(upstream)
+        (tmp_path / name / "deep" / "more.jsonl").write_bytes(upstream)
+    monkeypatch.chdir(tmp_path)
+    for pattern, files in ((f"{folder}/*.jsonl", 1), (f"{tmp_path / folder}/*.jsonl", 1),
+                           (f"{tmp_path / folder}/**/*.jsonl", 2), (f"{tmp_path / folder}/deep/m*.jsonl", 1)):
+        assert main(["stats", "ms_swift", "--data-files", pattern]) == 0, capsys.readouterr().err
+        assert json.loads(capsys.readouterr().out)["train"]["rows"] == n * files
+        assert len(list(td.load("ms_swift", data_files=pattern, split="train", streaming=True))) == n * files
+    skipped = tmp_path / folder / "skipped.jsonl"
+    skipped.write_text("")
+    assert main(["validate", "ms_swift", "--data-files", f"{tmp_path / folder}/*.jsonl", "--skipped-rows",
+                 str(skipped)]) == 2
+    assert "which this run reads as input" in capsys.readouterr().err
+    # a pattern over folders that do not exist as named is read as the pattern it is
+    assert main(["stats", "ms_swift", "--data-files", f"{tmp_path}/run[12]/rows.jsonl"]) == 0
+    assert json.loads(capsys.readouterr().out)["train"]["rows"] == 2 * n
+
+
 def test_a_question_mark_in_a_local_file_name_is_part_of_the_name_not_a_url_query(tmp_path, capsys):
     """The name was cut at "?" as a URL's query is: 'rows?v2.jsonl.gz' had no suffix, so its gzip bytes were read
     as JSON text ("not JSON text"), a Parquet file was read as JSON ("name it .parquet"), and ids said 'rows'."""

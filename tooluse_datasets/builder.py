@@ -40,7 +40,7 @@ from .offline import (kept_copies_hint, local_copy, offline_data_files, offline_
                       remember_ref)
 from .pipeline import UNIFIED, ShardConverter, TableGroups, config_features
 from .shards.files import with_archive_files
-from .shards.paths import display_path
+from .shards.paths import display_path, literal_folder_escaped
 from .shards.plan import balanced, cut_documents
 from .shards.shard import Shard
 from .shards.versions import with_versions
@@ -609,7 +609,7 @@ def _path_strings(data_files, top: bool = True):
         # A file whose name holds [, * or ? ("rows [v2].jsonl"): datasets reads every path as a glob, so the name
         # matched no file (or "a*.jsonl" other files too); the file named is read, as the name says
         return glob.escape(path)
-    return path
+    return literal_folder_escaped(path)  # (`/tmp/run[1]/*.jsonl`: the folder as named, the rest a pattern)
 
 
 def _downloaded(dl_manager, files: list[str]) -> list[str]:

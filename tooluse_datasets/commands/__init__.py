@@ -210,11 +210,15 @@ def refuse_writing_inputs(data_files, outputs: dict[str, list]) -> None:
     import glob
     import os
 
+    from ..shards.paths import literal_folder_escaped
+
     groups = data_files.values() if isinstance(data_files, dict) else [data_files or []]
     patterns = [p for group in groups for p in ([group] if isinstance(group, str) else group)]
     inputs = {os.path.realpath(path) for pattern in patterns
               if isinstance(pattern, str) and "://" not in pattern and "::" not in pattern
-              for path in [pattern, *glob.glob(os.path.expanduser(pattern), recursive=True)] if os.path.exists(path)}
+              # (a folder named with [, * or ? read as named, as loading reads it)
+              for path in [pattern, *glob.glob(literal_folder_escaped(os.path.expanduser(pattern)), recursive=True)]
+              if os.path.exists(path)}
     for option, paths in outputs.items():
         for path in paths:
             if path and os.path.realpath(path) in inputs:

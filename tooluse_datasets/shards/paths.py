@@ -45,6 +45,27 @@ def display_path(path: str) -> str:
     return name_as_text(path.split("::")[-1])
 
 
+def literal_folder_escaped(pattern: str) -> str:
+    """A local glob whose leading folders exist under names that hold ``[``, ``*`` or ``?`` (``/tmp/run[1]/*.jsonl``)
+    with those folders escaped, so that only the rest is a pattern: read as a pattern, such a folder name matched
+    no folder (``[1]`` is the character ``1``). As for a file of such a name, the existing path wins. Any other
+    pattern comes back as it is."""
+    import glob
+
+    head, tail = os.path.split(pattern)
+    if not glob.has_magic(head):
+        return pattern
+    folder = head
+    while folder and not os.path.isdir(folder):
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return pattern
+        folder = parent
+    if not folder or not glob.has_magic(folder):
+        return pattern  # (no leading folder of a name with magic exists: a pattern over folders, as given)
+    return glob.escape(folder) + pattern[len(folder):]
+
+
 def resume_name(path: str) -> str:
     """A file's name in a saved stream state: its base name, so data moved to another folder resumes; a zip
     archive's member as ``<archive's base name>/<member>``, since the archive's other files are other files."""
