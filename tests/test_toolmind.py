@@ -1080,6 +1080,37 @@ def test_a_reasoning_error_names_the_rows_reasoning_turn(tmp_path, fmt):
     assert error.value.field == "messages[5]" and msgs[5]["role"] == "reasoning"
 
 
+def test_write_toolmind_row_called_alone_names_the_rows_own_message(tmp_path):
+    """Loading named the ToolMind row's own message in a writer error; the writer called alone (or as
+    output_format("toolmind").write) named the unified field, `messages[1].tool_calls[0]` for the file's
+    `messages[3]`. Both name the file's message now, once: a load whose messages column has another name still
+    names that column, not the writer's default."""
+    from tooluse_datasets.formats import output_format
+
+    msgs = conversation()
+    msgs[0]["content"] = PROTOCOL_TEXT  # (no instructions: no unified system message)
+    msgs[4] = {"role": "user", "content": "Never mind, which zone am I in?"}  # the call goes unanswered
+    path = write_jsonl(tmp_path / "lenient.jsonl", [native_row(msgs)])
+    (row,) = td.load("toolmind", data_files=path, split="synthetic", streaming=True, strict=False)
+    for write in (write_toolmind_row, output_format("toolmind").write):
+        unified_named = r"has no result.*\(the unified row's messages\[1\]\.tool_calls\[0\]\)$"
+        with pytest.raises(ConversionError, match=unified_named) as error:
+            write(row)
+        assert error.value.field == "messages[3]" and msgs[3]["role"] == "tool_call"
+        assert str(error.value).count("the unified row's") == 1
+    # a row edited since it was read: its own positions are the unified ones
+    edited = {**row, "messages": [*row["messages"], {"role": "user", "content": "And now?"}]}
+    with pytest.raises(ConversionError) as error:
+        write_toolmind_row(edited)
+    assert error.value.field == "messages[1].tool_calls[0]" and "the unified row's" not in str(error.value)
+    # another messages column: the load names it (from the unified field, not from the writer's naming)
+    renamed = write_jsonl(tmp_path / "conversations.jsonl", [{"conversations": native_row(msgs)["messages"]}])
+    with pytest.raises(ConversionError) as error:
+        list(td.load("toolmind", "toolmind", data_files={"train": renamed}, messages_column="conversations",
+                     split_column=None, split="train", streaming=True, strict=False))
+    assert error.value.field == "conversations[3]" and str(error.value).count("the unified row's") == 1
+
+
 def test_lenient_mode_reads_what_strict_refuses_and_keeps_it(tmp_path):
     msgs = conversation()
     two_calls = ('<tool_call>{"name": "get_time", "arguments": {"tz": "UTC"}}</tool_call>\n'

@@ -123,6 +123,19 @@ class ToolUseDataError(ValueError):
             self.source = source
         return self
 
+    def read_from(self, input_field: Optional[str]) -> None:
+        """Name ``input_field``, where the row as read held what the unified field a writer named holds (see
+        ``Source.input_field``), the unified field kept in the message. Named from the unified field however many
+        callers name it (the writer called alone, then the converter that knows the source's options)."""
+        unified = getattr(self, "unified_field", None) or self.field
+        if input_field is None or input_field == unified:
+            return
+        if getattr(self, "unified_field", None) is None:
+            self.message = f"{self.message} (the unified row's {unified})"
+            self.args = (self.message,)
+            self.unified_field = unified
+        self.field = input_field
+
     @property
     def reason(self) -> str:
         """What a skip report counts this error under: its type and field."""

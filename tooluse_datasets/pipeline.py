@@ -279,14 +279,11 @@ class ShardConverter:
         row as read that is, the error names that one, and the unified field in its message."""
         if not error.field:
             return
-        try:
-            found = self.source.input_field(unified, error.field)
+        try:  # (from the unified field, also where the writer named the row's own field with default options)
+            found = self.source.input_field(unified, getattr(error, "unified_field", None) or error.field)
         except Exception:  # (finding the place must never hide the error itself)
             found = None
-        if found is not None and found != error.field:
-            error.message = f"{error.message} (the unified row's {error.field})"
-            error.args = (error.message,)
-            error.field = found
+        error.read_from(found)
 
     def _fail(self, exc: Exception, ctx: RowContext, configs: list[str]) -> None:
         # A reader bug or a shape no check foresaw must still name the row and follow the error policy;

@@ -102,13 +102,31 @@ class _Style:
 
 
 def write_toolmind_row(row: dict) -> dict:
-    """``from_unified`` of the ``toolmind`` format."""
-    # Rows a user built or edited may be malformed: name the field rather than fail on it with a KeyError.
-    validate_unified(row, require_known_tools=False)
-    row = complete_row(row)
-    written = toolmind_messages(row)
+    """``from_unified`` of the ``toolmind`` format. A row read from ToolMind that cannot be written is a
+    ConversionError naming the row's own message (``messages[3]``), as loading names it, the unified field in
+    its message: the unified positions are not the file's."""
+    given = row
+    try:
+        # Rows a user built or edited may be malformed: name the field rather than fail on it with a KeyError.
+        validate_unified(row, require_known_tools=False)
+        row = complete_row(row)
+        written = toolmind_messages(row)
+    except ConversionError as exc:
+        if exc.field:
+            exc.read_from(_input_field(given, exc.field))  # (the row as given: compared with the row as read)
+        raise
     return {"messages": messages_text(row, written.messages), "split": split_value(row), "id": row["id"],
             "bridges": written.bridges}
+
+
+def _input_field(row: dict, field: str) -> Optional[str]:
+    # The package's source (default options), initialised before this module runs: its module imports this one.
+    from . import SOURCE
+
+    try:
+        return SOURCE.input_field(row, field)
+    except Exception:  # (finding the place must never hide the error itself)
+        return None
 
 
 def toolmind_messages(row: dict, *, allow_trailing_call: bool = False) -> WrittenMessages:
