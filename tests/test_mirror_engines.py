@@ -803,3 +803,66 @@ def test_sigterm_while_the_ray_of_a_build_starts_exits_143(tmp_path):
                                and "SystemExit: 15" in process.stderr)
         assert lost_in_a_fork_hook, (process.returncode, process.stderr[-2000:])
     pytest.fail("every try's SIGTERM landed in a fork hook of Ray's start-up")
+
+
+def _ms_swift_sample_copy(folder: Path) -> list[Path]:
+    """The bundled ms-swift sample's JSON Lines files, copied into ``folder`` (a test may rewrite them)."""
+    folder.mkdir()
+    copies = [Path(shutil.copy(f, folder)) for f in td.sample_files("ms_swift")["train"] if f.endswith(".jsonl")]
+    assert len(copies) == 2
+    return copies
+
+
+def _rewrite_reversed(path: Path) -> None:
+    """The same rows in the other order: the same size, other contents."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    path.write_text("\n".join(reversed(lines)) + "\n", encoding="utf-8")
+
+
+@pytest.mark.parametrize("engine", ["local", "ray"])
+def test_an_input_rewritten_between_planning_and_building_fails_the_mirror(engine, tmp_path):
+    """`mirror a b` plans every source before building any, so a file can change in between (and on a long Ray
+    build, while it runs). Each of its shards then counted one skipped item and the build went on: a mirror of
+    the other file's rows alone, exit 0, its card giving the rewritten file's sha256."""
+    from tooluse_datasets.mirror.build import build_planned_mirror, plan_mirror
+
+    if engine == "ray":
+        ray = pytest.importorskip("ray", reason="Ray is the optional extra 'ray' (pip install 'tooluse-datasets[ray]')")
+        if ray.is_initialized():
+            ray.shutdown()
+    first, second = _ms_swift_sample_copy(tmp_path / "data")
+    request = MirrorRequest("ms_swift", configs=["unified"], data_files=[str(first), str(second)],
+                            source_options={"shard_bytes": 1500})
+    plan = plan_mirror(request, tmp_path / "out")
+    _rewrite_reversed(second)
+    with pytest.raises(MirrorError, match=rf"the input file {second.name} changed while the mirror was built"):
+        build_planned_mirror(plan, engine=engine, num_proc=2)
+    assert sorted(os.listdir(tmp_path / "out")) == [], "a mirror or its staging folder was left"
+    # Once the file is final, the same command builds the mirror of what is there now.
+    folder = build_mirror(request, tmp_path / "out", engine=engine, num_proc=2)
+    assert _digests(folder) == _digests(build_mirror(request, tmp_path / "local"))
+    assert "InvalidValueError:<file>" not in str(read_manifest(folder).configs["unified"].splits["train"].skipped)
+
+
+def test_an_input_rewritten_while_the_mirror_is_built_fails_it(tmp_path, monkeypatch):
+    """A JSON array (its shards keep no file version) rewritten after the build hashed it, while shards run: the
+    card would give a sha256 of a file the mirror was not read from."""
+    first, _ = _ms_swift_sample_copy(tmp_path / "data")
+    rows = [line for line in first.read_text(encoding="utf-8").splitlines() if line.strip()]
+    array = tmp_path / "data" / "more.json"
+    array.write_text("[\n" + ",\n".join(rows) + "\n]\n", encoding="utf-8")
+    convert = engines_module.convert_shard
+
+    def convert_then_rewrite(task):
+        result = convert(task)
+        if array.read_text(encoding="utf-8").startswith("[\n"):
+            array.write_text("[" + ",".join(reversed(rows)) + "]\n", encoding="utf-8")  # once, after the first shard
+        return result
+
+    monkeypatch.setattr(engines_module, "convert_shard", convert_then_rewrite)
+    request = MirrorRequest("ms_swift", configs=["unified"], data_files=[str(first), str(array)],
+                            source_options={"shard_bytes": 1500})
+    with pytest.raises(MirrorError, match=r"the input file more\.json changed while the mirror was built \(it is no "
+                                          r"longer the file hashed"):
+        build_mirror(request, tmp_path / "out")
+    assert sorted(os.listdir(tmp_path / "out")) == []

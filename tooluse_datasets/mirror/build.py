@@ -26,6 +26,7 @@ from ..distributions import plot_distributions
 from ..errors import SkipReport, ToolUseDataError, check_on_error, json_text_bytes
 from ..progress import progress
 from ..shards.paths import name_as_text
+from ..shards.versions import changed
 from ..source import SplitPlan
 from ..stats import SplitStatistics
 from ..validation import ValidationCounter
@@ -166,6 +167,7 @@ def _build(plan: MirrorPlan, **engine_options) -> Path:
     request, target, features, builder, plans = plan.request, plan.target, plan.features, plan.builder, plan.splits
     source = builder.source
     input_paths = _input_paths(request, builder)
+    hashed_versions = _local_file_stats(input_paths)  # before hashing: what the provenance's sha256s describe
     provenance = build_provenance(source.upstream, request.revision, input_paths,
                                   from_upstream=request.data_files is None)
     if provenance.origin == "files" and isinstance(request.data_files, dict) and set(request.data_files) != {"train"}:
@@ -183,6 +185,7 @@ def _build(plan: MirrorPlan, **engine_options) -> Path:
                            request.layout, str(staging.parts.absolute()), runtime)
                  for plan in plans for index, shard in enumerate(plan.shards)]
         results = _run_shards(request.source, tasks, build, staging, **engine_options)
+        _check_inputs_unchanged(request.source, plans, input_paths, hashed_versions, provenance)
         merged = {plan.name: [results[t.key] for t in tasks if t.split.name == plan.name] for plan in plans}
         if request.skipped_rows:  # before assembling: a build left with no row to mirror lists them too
             _list_skipped_rows(request, tasks, staging.parts, Path(request.skipped_rows))
@@ -200,6 +203,51 @@ def _build(plan: MirrorPlan, **engine_options) -> Path:
         raise
     staging.commit()
     return target
+
+
+def _local_file_stats(paths: list[str]) -> dict[str, Optional[tuple]]:
+    """Size, modification and status-change times of each local input (None: it cannot be read now)."""
+    return {path: _file_stat(path) for path in paths if "://" not in path}
+
+
+def _file_stat(path: str) -> Optional[tuple]:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns
+
+
+def _check_inputs_unchanged(source: str, plans: list[SplitPlan], input_paths: list[str],
+                            hashed: dict[str, Optional[tuple]], provenance) -> None:
+    """Refuse the mirror if a local input changed while it was built (rewritten, appended to, cut short): its
+    rows would come from two versions, and the card would name one. A shard reading another version than it was
+    planned from counts one skipped item for all its rows (as a load does), so the build would otherwise go on
+    without them; and a file changed after it was hashed is no longer the file the card's sha256 names. A
+    stat call per file; a file is read again only when its times changed and its size did not."""
+    problems = {}
+    for shard in {(s.file, s.kind): s for plan in plans for s in plan.shards}.values():
+        version = shard.version
+        if version is None:
+            continue
+        now = _file_stat(shard.file)
+        reason = "is gone" if now is None else changed(shard.file, shard.kind, version)
+        if reason is None and now[0] != version.size:
+            reason = f"is longer ({now[0]} bytes, {version.size} then)"
+        if reason:
+            problems.setdefault(shard.file, f"since the build was planned it {reason}")
+    for path, fingerprint in zip(input_paths, provenance.inputs):
+        if path in problems or path not in hashed or _file_stat(path) == hashed[path]:
+            continue
+        now = _file_stat(path)
+        if now is None or now[0] != fingerprint.num_bytes or hash_file(path)[0] != fingerprint.sha256:
+            problems[path] = "it is no longer the file hashed when the build started"
+    if problems:
+        path, why = next(iter(problems.items()))
+        more = f" (and {len(problems) - 1} other input files)" if len(problems) > 1 else ""
+        raise MirrorError(f"{source}: the input file {display_input(path)}{more} changed while the mirror was "
+                          f"built ({why}): its rows would come from two versions, so no mirror was written; run "
+                          f"the build again once the files are final")
 
 
 def _list_skipped_rows(request: MirrorRequest, tasks: list[ShardTask], parts_dir: Path, out: Path) -> None:
