@@ -314,7 +314,8 @@ def _start_ray(ray, num_proc: Optional[int], address: Optional[str]) -> Callable
             try:
                 ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
             except ConnectionError as exc:
-                raise EngineUnavailableError(f"cannot connect to a Ray cluster at {address!r}: {exc}") from None
+                raise EngineUnavailableError(f"cannot connect to a Ray cluster at {address!r}: {exc}"
+                                             f"{_token_hint(address)}") from None
         else:  # a local Ray for this build: num_proc CPUs (default: all)
             # "local": a new Ray of its own. Without an address Ray joins the last cluster `ray start` left on this
             # machine instead, and then refuses num_cpus (ValueError) or runs on that cluster's CPUs.
@@ -337,6 +338,18 @@ def _start_ray(ray, num_proc: Optional[int], address: Optional[str]) -> Callable
             _restore_sigterm(sigterm)
 
     return stop
+
+
+def _token_hint(address: str) -> str:
+    """Why a cluster that answers may still refuse this driver. `ray start` enables token authentication by
+    default (Ray 2.60), and Ray sends the token to an address given explicitly (not ``auto``) only with
+    ``RAY_AUTH_MODE=token``, even when the token is in ``~/.ray/auth_token``: Ray retries for 20 seconds, logging
+    "InvalidAuthToken", and then says only that it failed to connect."""
+    if address == "auto" or os.environ.get("RAY_AUTH_MODE", "").lower() == "token":
+        return ""
+    return ("; a cluster with token authentication (the default of `ray start`) refuses a driver that does not "
+            "send its token, and Ray sends it to an explicit address only with RAY_AUTH_MODE=token: set "
+            "RAY_AUTH_MODE=token, with the cluster's token in ~/.ray/auth_token, RAY_AUTH_TOKEN_PATH or RAY_AUTH_TOKEN")
 
 
 def _sigterm_handler():
