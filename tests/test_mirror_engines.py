@@ -891,3 +891,34 @@ def test_a_cluster_refusing_the_driver_names_the_token_setting_ray_needs_for_an_
     assert message.startswith("cannot connect to a Ray cluster at '127.0.0.1:6379': Failed to connect")
     assert "\n" not in message
     assert ("set RAY_AUTH_MODE=token" in message) == (auth_mode != "token"), message
+
+
+def test_a_ray_build_stopped_midway_leaves_its_tasks_to_the_ray_it_stops_and_resumes(reference, tmp_path,
+                                                                                     monkeypatch):
+    """Ctrl-C in a Ray build on a Ray of its own: the build force-cancelled its running tasks before stopping that
+    Ray, and a task whose reply was on its way crashed Ray 2.60's driver ("Check failed: ... Tried to complete
+    task that was not pending", exit 1 instead of 130; 2 of 6 `kill -INT` with --num-proc 1). Stopping the Ray
+    ends its tasks anyway: nothing is cancelled, nothing is left running, and the next run finishes the build."""
+    ray = pytest.importorskip("ray", reason="Ray is the optional extra 'ray' (pip install 'tooluse-datasets[ray]')")
+    if ray.is_initialized():
+        ray.shutdown()
+    cancelled = []
+    real_cancel = ray.cancel
+    monkeypatch.setattr(ray, "cancel", lambda ref, **kwargs: (cancelled.append(ref), real_cancel(ref, **kwargs)))
+    from tooluse_datasets.mirror.staging import Staging
+
+    saved = Staging.save_result
+
+    def interrupted_after_one(self, key, task_id, result):
+        saved(self, key, task_id, result)
+        raise KeyboardInterrupt  # Ctrl-C once the first shard is in
+
+    monkeypatch.setattr(Staging, "save_result", interrupted_after_one)
+    request = _requests()["ms_swift"]
+    with pytest.raises(KeyboardInterrupt):
+        build_mirror(request, tmp_path / "out", engine="ray", num_proc=2)
+    assert not ray.is_initialized(), "the Ray started for the build is still running"
+    assert cancelled == [], "tasks were cancelled on a Ray the build was about to stop"
+    monkeypatch.setattr(Staging, "save_result", saved)
+    folder = build_mirror(request, tmp_path / "out", engine="ray", num_proc=2)
+    assert _digests(folder) == reference["ms_swift"]

@@ -271,10 +271,14 @@ def _run_ray(tasks: Sequence[ShardTask], num_proc: Optional[int],
                 yield task, result
         bad_row.raise_it()
     finally:
-        for ref in running:  # stopped early (a bad row, or the caller stopped): no task left running
-            ray.cancel(ref, force=True)
+        # Stopped early (a bad row, or the caller stopped): no task is left running. A Ray this command stops ends
+        # its tasks itself; cancelling them first races with a task's reply on its way, which crashes Ray 2.60's
+        # driver ("Tried to complete task that was not pending", exit 1: 2 of 6 Ctrl-C's with --num-proc 1).
         if stop_ray is not None:
             stop_ray()
+        elif not _shared_rays:  # the caller's own Ray, which goes on
+            for ref in running:
+                ray.cancel(ref, force=True)
 
 
 @contextlib.contextmanager
@@ -287,10 +291,16 @@ def shared_ray(engine: str, num_proc: Optional[int], address: Optional[str]) -> 
         yield
         return
     stop_ray = _start_ray(_import_ray(), num_proc, address)
+    _shared_rays.append(stop_ray)
     try:
         yield
     finally:
+        _shared_rays.remove(stop_ray)
         stop_ray()
+
+
+# The Rays shared_ray started and stops (at most one): a build on them leaves its tasks to end with them.
+_shared_rays: list = []
 
 
 def _import_ray():
