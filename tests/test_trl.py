@@ -394,3 +394,135 @@ def test_assistant_only_loss_trains_every_call_and_answer_and_no_result(source, 
                 assert not any(m["content"].strip() in s for s in rest), (row["id"], m["role"], m["content"][:60])
     assert checked >= len(ds)
     assert trainer.train().global_step == 1
+
+
+# -- streams, packing, worker processes, eval sets, and the exact spans assistant_only_loss trains ------------------
+
+GENERATION_OPEN, GENERATION_CLOSE = "\x02generation\x02", "\x03endgeneration\x03"
+
+
+def trl_template(name: str) -> str:
+    import os
+
+    import trl
+
+    with open(os.path.join(os.path.dirname(trl.__file__), "chat_templates", f"{name}.jinja"), encoding="utf-8") as f:
+        return f.read()
+
+
+def generation_blocks(tokenizer, template: str, row: dict) -> list[str]:
+    """The text of each ``{% generation %}`` block of ``template`` rendered on ``row``: what transformers' assistant
+    mask, and so TRL's ``assistant_only_loss``, must train, no more and no less."""
+    import re
+
+    marked = re.sub(r"{%-?\s*generation\s*-?%}", "{{- '%s' }}" % GENERATION_OPEN, template)
+    marked = re.sub(r"{%-?\s*endgeneration\s*-?%}", "{{- '%s' }}" % GENERATION_CLOSE, marked)
+    text = tokenizer.apply_chat_template(row["messages"], tools=row["tools"], tokenize=False, chat_template=marked)
+    return re.findall(re.escape(GENERATION_OPEN) + "(.*?)" + re.escape(GENERATION_CLOSE), text, re.S)
+
+
+def streamed_text_rows(source: str, cache_dir: str):
+    split = "synthetic" if source == "toolmind" else "train"
+    stream = td.load(source, data_files=td.sample_files(source), split=split, streaming=True, cache_dir=cache_dir)
+    return stream.filter(lambda row: not row.get("images"))
+
+
+@pytest.mark.parametrize("template", ["qwen3_training", "glm4moe_training"])
+def test_assistant_only_loss_on_a_stream_trains_exactly_the_templates_generation_blocks(template, cache_dir, tmp_path):
+    """A stream (``td.load(..., streaming=True)``, ``max_steps``) under a template with ``{% generation %}`` markers:
+    per row, the trained tokens are the template's generation blocks, text for text and count for count; no tool
+    result, user turn, system prompt or tool catalog is among them, and every call and final answer is."""
+    text = trl_template(template)
+    tokenizer = byte_tokenizer(TEMPLATES["qwen3"])
+    tokenizer.chat_template = text
+    config = SFTConfig(output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=2, max_length=None,
+                       report_to="none", save_strategy="no", use_cpu=True, bf16=False, disable_tqdm=True,
+                       assistant_only_loss=True)
+    checked = 0
+    for source in ("nestful", "ms_swift", "llamafactory"):
+        stream = streamed_text_rows(source, cache_dir)
+        trainer = SFTTrainer(model=tiny_model(len(tokenizer)), args=config, train_dataset=stream,
+                             processing_class=tokenizer)
+        rows, prepared = list(stream), list(trainer.train_dataset)
+        assert [p["id"] for p in prepared] == [r["id"] for r in rows] and rows
+        for row, p in zip(rows, prepared):
+            spans = trained_spans(tokenizer, p["input_ids"], p["labels"])
+            blocks = generation_blocks(tokenizer, text, row)
+            assert spans == blocks, row["id"]
+            trained = sum(1 for label in p["labels"] if label != -100)
+            assert trained == sum(len(tokenizer(b, add_special_tokens=False)["input_ids"]) for b in blocks), row["id"]
+            said = "".join(spans)
+            # the trained text without what the assistant says (a result can be a value a call passed on)
+            own = sorted([m["content"].strip() for m in row["messages"] if m["role"] == "assistant"]
+                         + [spelled_call(c, "glm4moe" if template.startswith("glm4moe") else "qwen3")
+                            for m in row["messages"] for c in m.get("tool_calls", [])], key=len, reverse=True)
+            rest = said
+            for piece in filter(None, own):
+                rest = rest.replace(piece, "")
+            for m in row["messages"]:
+                if m["role"] in ("tool", "user", "system") and m["content"].strip():
+                    assert m["content"].strip() not in rest, (row["id"], m["role"])
+                for call in m.get("tool_calls", []):
+                    assert call["function"]["name"] in said, row["id"]
+                if m["role"] == "assistant" and not m.get("tool_calls") and m["content"].strip():
+                    assert m["content"].strip() in said, row["id"]
+            for tool in row["tools"]:
+                assert json.dumps(tool, ensure_ascii=False) not in said, (row["id"], tool["function"]["name"])
+                assert tool["function"]["description"] not in rest, (row["id"], tool["function"]["name"])
+            checked += 1
+        assert trainer.train().global_step == 1
+    assert checked >= 10
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
+def test_packing_keeps_every_rows_tokens_and_labels_whole(streaming, cache_dir, tmp_path):
+    """``packing=True`` (TRL's best-fit packing) on a td.load dataset, map-style and streamed, with
+    ``assistant_only_loss``: each packed sequence is rows laid end to end, and every row's tokens and labels are
+    there once, as the row alone is tokenized."""
+    tokenizer = byte_tokenizer(TEMPLATES["qwen3"])
+    tokenizer.chat_template = trl_template("qwen3_training")
+    ds = td.load("nestful", data_files=td.sample_files("nestful"), split="train", streaming=streaming,
+                 cache_dir=cache_dir)
+    alone = SFTConfig(output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=1, max_length=None,
+                      report_to="none", save_strategy="no", use_cpu=True, bf16=False, disable_tqdm=True,
+                      assistant_only_loss=True)
+    expected = sorted((tuple(p["input_ids"]), tuple(p["labels"]))
+                      for p in SFTTrainer(model=tiny_model(len(tokenizer)), args=alone, train_dataset=ds,
+                                          processing_class=tokenizer).train_dataset)
+    longest = max(len(ids) for ids, _ in expected)
+    packed_config = SFTConfig(output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=1,
+                              max_length=2 * longest, packing=True, report_to="none", save_strategy="no",
+                              use_cpu=True, bf16=False, disable_tqdm=True, assistant_only_loss=True)
+    trainer = SFTTrainer(model=tiny_model(len(tokenizer)), args=packed_config, train_dataset=ds,
+                         processing_class=tokenizer)
+    pieces, sequences = [], 0
+    for p in trainer.train_dataset:
+        sequences += 1
+        start = 0
+        for length in p["seq_lengths"]:
+            pieces.append((tuple(p["input_ids"][start:start + length]), tuple(p["labels"][start:start + length])))
+            start += length
+        assert start == len(p["input_ids"]) <= 2 * longest
+    assert sorted(pieces) == expected and sequences < len(expected)
+    assert trainer.train().global_step == 1
+
+
+def test_dataset_num_proc_and_a_nestful_eval_dataset_tokenize_each_row_as_it_renders(cache_dir, tmp_path):
+    """``dataset_num_proc=2`` (TRL's maps in two processes, each reading rows through the exact decoder) and an
+    ``eval_dataset`` from NESTFUL: both prepared as each row renders, and the trainer evaluates on it."""
+    train = text_rows("ms_swift", cache_dir)
+    evaluation = td.load("nestful", data_files=td.sample_files("nestful"), split="train", cache_dir=cache_dir)
+    tokenizer = byte_tokenizer(TEMPLATES["qwen2.5"])
+    config = SFTConfig(output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=2,
+                       per_device_eval_batch_size=2, max_length=None, report_to="none", save_strategy="no",
+                       use_cpu=True, bf16=False, disable_tqdm=True, dataset_num_proc=2)
+    trainer = SFTTrainer(model=tiny_model(len(tokenizer)), args=config, train_dataset=train, eval_dataset=evaluation,
+                         processing_class=tokenizer)
+    for ds, prepared in ((train, trainer.train_dataset), (evaluation, trainer.eval_dataset)):
+        assert len(prepared) == len(ds)
+        for row, ids in zip(ds, prepared["input_ids"]):
+            text = tokenizer.decode(ids)
+            assert text == tokenizer.apply_chat_template(row["messages"], tools=row["tools"], tokenize=False)
+            assert_rendered(row, text, "qwen2.5")
+    assert trainer.train().global_step == 1
+    assert trainer.evaluate()["eval_loss"] > 0
