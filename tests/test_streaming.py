@@ -1203,3 +1203,52 @@ def _swap_pool_once():
 
     with arrow_memory.default_pool(arrow_memory.pa.system_memory_pool()):
         pass
+
+
+def _worker_and_id(rows: list) -> list:
+    import torch.utils.data
+
+    worker = torch.utils.data.get_worker_info()
+    return [(worker.id if worker else 0, row["id"]) for row in rows]
+
+
+@pytest.mark.parametrize("world_size,stop", [(2, 2), (3, 1), (4, 3)])
+def test_nodes_with_two_dataloader_workers_each_hand_out_every_row_once_in_order_and_resume(toolmind_file, world_size,
+                                                                                           stop):
+    """``split_dataset_by_node`` (whole shards for 2 nodes of 6 shards and 3, every world_size-th row for 4) read by
+    a StatefulDataLoader with two workers on each node: every row of the split once over all nodes, each worker's
+    rows in stream order; a loader restored from a state taken after ``stop`` batches hands out the rest of each
+    worker's rows, in order, none again."""
+    pytest.importorskip("torch", reason="torch (the [trl] extra) is needed for DataLoader workers")
+    stateful = pytest.importorskip("torchdata.stateful_dataloader",
+                                   reason="torchdata (the [trl] extra) has the StatefulDataLoader")
+    whole = [r["id"] for r in _stream(toolmind_file)]
+    order = {row_id: n for n, row_id in enumerate(whole)}
+
+    def loader(rank):
+        node = split_dataset_by_node(_stream(toolmind_file), rank=rank, world_size=world_size)
+        return stateful.StatefulDataLoader(node, batch_size=3, num_workers=2, collate_fn=_worker_and_id)
+
+    def by_worker(items):
+        return [[row_id for worker, row_id in items if worker == w] for w in (0, 1)]
+
+    handed = []
+    for rank in range(world_size):
+        first = loader(rank)
+        items = [item for batch in first for item in batch]
+        for rows in by_worker(items):
+            assert [order[r] for r in rows] == sorted(order[r] for r in rows), (rank, "out of stream order")
+        stopped = loader(rank)
+        head = []
+        for number, batch in enumerate(stopped):
+            head += batch
+            if number + 1 == stop:
+                break
+        state = stopped.state_dict()
+        del stopped
+        resumed = loader(rank)
+        resumed.load_state_dict(state)
+        rest = [item for batch in resumed for item in batch]
+        assert by_worker(head + rest) == by_worker(items), rank
+        handed += [row_id for _, row_id in items]
+    assert sorted(handed) == sorted(whole) and len(handed) == len(whole)
