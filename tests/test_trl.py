@@ -526,3 +526,46 @@ def test_dataset_num_proc_and_a_nestful_eval_dataset_tokenize_each_row_as_it_ren
             assert_rendered(row, text, "qwen2.5")
     assert trainer.train().global_step == 1
     assert trainer.evaluate()["eval_loss"] > 0
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
+def test_big_integers_negative_zero_and_escapes_reach_every_template_and_the_trainer_as_the_source_wrote_them(
+        streaming, cache_dir, tmp_path):
+    """Each source's row calling a tool with integers beyond 64 bits, ``-0.0``, ``5e-324``, unicode escapes and
+    nested objects, its tool using ``$ref``/``anyOf``/``oneOf``: the row decodes to the source's values (no float
+    for an integer, no ``None`` added), the tool's schema comes back whole, every template renders the arguments
+    as ``tojson`` spells those values, and SFTTrainer's tokens hold them."""
+    from tricky_values import ARGUMENTS, PARAMETERS, bits, write_files
+
+    spelled = json.dumps(ARGUMENTS, ensure_ascii=False)  # transformers' tojson
+    assert "123456789012345678901234567890" in spelled and "-0.0" in spelled and "5e-324" in spelled
+    parts = []
+    for source, path, split in write_files(tmp_path / "rows"):
+        ds = td.load(source, data_files=path, split=split, streaming=streaming, cache_dir=cache_dir)
+        (row,) = list(ds)
+        (call,) = [c for m in row["messages"] for c in m.get("tool_calls", [])]
+        assert bits(call["function"]["arguments"]) == bits(ARGUMENTS), row["id"]
+        if source != "nestful":  # NESTFUL's parameters are the properties alone
+            assert bits(row["tools"][0]["function"]["parameters"]) == bits(PARAMETERS), row["id"]
+        for name, template in TEMPLATES.items():
+            rendered = REMEDY[name](row) if name in REMEDY else row
+            text = byte_tokenizer(template).apply_chat_template(rendered["messages"], tools=rendered["tools"],
+                                                                tokenize=False)
+            if name == "glm4moe":  # one <arg_value> per argument, strings unquoted
+                assert all(f"<arg_value>{v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}</arg_value>"
+                           in text for v in ARGUMENTS.values()), (row["id"], name)
+            elif name == "toolace":  # Python's %s of each value
+                assert all(f"={'%s' % (v,)}r" in text for v in ARGUMENTS.values()), (row["id"], name)
+            else:
+                assert spelled in text, (row["id"], name)
+        parts.append(ds.select_columns(["id", "messages", "tools"]))
+    mixed = datasets.concatenate_datasets(parts)
+    tokenizer = byte_tokenizer(TEMPLATES["qwen2.5"])
+    config = SFTConfig(output_dir=str(tmp_path / "out"), max_steps=1, per_device_train_batch_size=2, max_length=None,
+                       report_to="none", save_strategy="no", use_cpu=True, bf16=False, disable_tqdm=True,
+                       dataset_num_proc=None if streaming else 2)
+    trainer = SFTTrainer(model=tiny_model(len(tokenizer)), args=config, train_dataset=mixed, processing_class=tokenizer)
+    prepared = list(trainer.train_dataset)
+    assert len(prepared) == 5
+    assert all(spelled in tokenizer.decode(p["input_ids"]) for p in prepared)
+    assert trainer.train().global_step == 1
