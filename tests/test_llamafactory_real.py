@@ -20,7 +20,7 @@ import tooluse_datasets as td
 from tooluse_datasets.cli import main
 from tooluse_datasets.registry import source_names
 
-from conftest import PROJECT_ROOT
+from conftest import PROJECT_ROOT, shared_data
 
 DRIVER = PROJECT_ROOT / "benchmarks" / "llamafactory_check.py"
 # Templates whose tool formatting takes every exported row: ReAct-style, Qwen 2.5, Qwen 3 (reasoning), Llama 3.
@@ -341,3 +341,71 @@ def test_answers_quoting_the_tool_call_tags_are_trained_verbatim(tmp_path):
         outcome = report["templates"][template]
         assert outcome["failed"] == {} and outcome["altered"] == {} and outcome["rows_encoded"] == len(rows)
         assert outcome["answers"] == outcome["answers_intact"] == expected_counts(rows)["answers"]
+
+
+NESTFUL_V2 = [("nestful", "third_party", "AtakanTekparmak_NESTFUL_27c2028", "data_v2", "toy_data.jsonl"),
+              ("nestful", "third_party", "reconstructed_current_v2", "rows_github_native_format.jsonl"),
+              ("nestful", "third_party", "reconstructed_current_v2", "rows_hf_string_format.jsonl")]
+
+
+def graphsyn_rows_file(folder: Path) -> str:
+    """ToolMind's graph_syn rows (OpenAI messages under ``conversations``, as ms-swift reads them) as JSON Lines."""
+    sample = json.loads(shared_data("toolmind", "nanbeige_toolmind_graphsyn_raw_sample.json").read_text())
+    path = folder / "graphsyn.jsonl"
+    path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in sample["rows"]), encoding="utf-8")
+    return str(path)
+
+
+def assert_every_row_and_call_intact(folder: Path, reports: dict, expected_rows: dict[str, int]) -> None:
+    for name, count in expected_rows.items():
+        rows = [json.loads(line) for line in (folder / name).read_text(encoding="utf-8").splitlines()]
+        report = reports[name]
+        assert len(rows) == count and report["rows_loaded"] == report["rows_converted"] == count, report
+        for template in TOOL_TEMPLATES:
+            outcome = report["templates"][template]
+            assert outcome["failed"] == {} and outcome["altered"] == {}, (name, template, outcome)
+            assert outcome["rows_encoded"] == count
+            for what, number in expected_counts(rows).items():
+                assert outcome[what] == outcome[f"{what}_intact"] == number, (name, template, what)
+
+
+def test_upstream_toolmind_graph_syn_and_nestful_v2_rows_train_with_every_call(tmp_path):
+    """Rows the sample exports do not hold: ToolMind's graph_syn rows (read as ms-swift reads OpenAI messages;
+    reasoning in call turns, a row ending on a call) and NESTFUL v2's upstream files (the toy file, the current
+    GitHub and Hub spellings). Every row is written, and LLaMA-Factory loads, converts and encodes each with every
+    call, observation and answer intact."""
+    python = llamafactory_python()
+    folder = tmp_path / "export"
+    nestful = [str(shared_data(*parts)) for parts in NESTFUL_V2]
+    read = {"ms_swift": sum(1 for _ in td.load("ms_swift", data_files=graphsyn_rows_file(tmp_path), split="train",
+                                                streaming=True)),
+            "nestful": sum(1 for _ in td.load("nestful", data_files=nestful, split="train", streaming=True))}
+    assert read["ms_swift"] == 4 and read["nestful"] == 68
+    assert main(["export", "ms_swift", "--data-files", str(tmp_path / "graphsyn.jsonl"), "--format", "llamafactory",
+                 "--out", str(folder)]) == 0
+    assert main(["export", "nestful", "--data-files", *nestful, "--format", "llamafactory", "--out", str(folder)]) == 0
+    code, reports = run_driver(python, folder, TOOL_TEMPLATES)
+    assert code == 0, reports
+    assert_every_row_and_call_intact(folder, reports, {"ms_swift-llamafactory-train.jsonl": read["ms_swift"],
+                                                       "nestful-llamafactory-train.jsonl": read["nestful"]})
+
+
+def test_big_integers_negative_zero_and_escapes_in_calls_train_as_the_source_wrote_them(tmp_path):
+    """Each source's row whose call passes integers beyond 64 bits, -0.0, 5e-324, escapes and nested objects
+    (tests/tricky_values.py): LLaMA-Factory encodes every call with its arguments value for value."""
+    from tricky_values import write_files
+
+    python = llamafactory_python()
+    by_source: dict[str, list[str]] = {}
+    splits = {}
+    for source, path, split in write_files(tmp_path / "rows"):
+        by_source.setdefault(source, []).append(path)
+        splits[source] = split
+    assert set(by_source) == set(source_names())
+    folder = tmp_path / "export"
+    for source, paths in by_source.items():
+        assert main(["export", source, "--data-files", *paths, "--format", "llamafactory", "--out", str(folder)]) == 0
+    code, reports = run_driver(python, folder, TOOL_TEMPLATES)
+    assert code == 0, reports
+    assert_every_row_and_call_intact(folder, reports, {f"{source}-llamafactory-{splits[source]}.jsonl": len(paths)
+                                                       for source, paths in by_source.items()})
