@@ -1252,3 +1252,36 @@ def test_nodes_with_two_dataloader_workers_each_hand_out_every_row_once_in_order
         assert by_worker(head + rest) == by_worker(items), rank
         handed += [row_id for _, row_id in items]
     assert sorted(handed) == sorted(whole) and len(handed) == len(whole)
+
+
+@pytest.mark.parametrize("build", ["mixed, then split by node", "shuffled"])
+def test_a_stateful_dataloader_with_two_workers_resumes_where_the_whole_has_more_sub_streams_than_a_worker(
+        toolmind_file, build):
+    """In a DataLoader worker, datasets loaded the worker's saved state first into the whole stream, then into the
+    worker's part. Where the whole has more sub-streams than the part (a mix of streams split by node: 10 shards,
+    5 a node, 3 and 2 a worker; a shuffle reading every shard at once), that first load failed with a bare
+    ``IndexError: list index out of range`` and the loader could not resume. Now it resumes: every row once (a
+    shuffle buffer's rows excepted: datasets refills the buffer on resume, as without workers)."""
+    pytest.importorskip("torch", reason="torch (the [trl] extra) is needed for DataLoader workers")
+    stateful = pytest.importorskip("torchdata.stateful_dataloader",
+                                   reason="torchdata (the [trl] extra) has the StatefulDataLoader")
+    from datasets import concatenate_datasets
+
+    def stream():
+        if build == "shuffled":
+            return _stream(toolmind_file).shuffle(seed=0, buffer_size=4)
+        mixed = concatenate_datasets([_stream(toolmind_file), _stream(toolmind_file, split="xlam_function_calling_60k")])
+        assert mixed.n_shards == 10
+        return split_dataset_by_node(mixed, rank=1, world_size=2)
+
+    def loader():
+        return stateful.StatefulDataLoader(stream(), batch_size=2, num_workers=2,
+                                           collate_fn=lambda rows: [r["id"] for r in rows])
+
+    whole = [row_id for batch in loader() for row_id in batch]
+    head, rest = _stopped_and_resumed(loader, 3)
+    assert len(head) == 6 and not set(head) & set(rest) and len(set(rest)) == len(rest)
+    if build == "shuffled":
+        assert set(head + rest) <= set(whole) and len(whole) - len(head + rest) <= 2 * 4  # each worker's buffer
+    else:
+        assert sorted(head + rest) == sorted(whole)

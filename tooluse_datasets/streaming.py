@@ -40,6 +40,7 @@ from .shards.plan import cut_at_lines, resharded
 from .shards.shard import FileVersion, Shard
 from .shards.versions import from_state_token, state_token
 from .source import Source, SplitPlan
+from .worker_resume import install as resume_in_each_workers_part
 from .workers import exit_with_parent, forking_workers
 
 
@@ -541,3 +542,4 @@ def _install_take_that_stops_at_n() -> None:
 _install_take_that_stops_at_n()
 share_skips_among_nodes()
 check_saved_states()
+resume_in_each_workers_part()

@@ -1,0 +1,47 @@
+"""A DataLoader worker resumes its own saved state, loaded once, into its own part of the stream.
+
+In a DataLoader worker, datasets' ``IterableDataset._iter_pytorch`` builds the stream's iterables
+(``_prepare_ex_iterable_for_iteration``), which loads the resumed state into them, then keeps the worker's shards
+and loads the state again into those. The state is the worker's own, saved from its part: where the whole has
+more sub-streams than the part (a mix of streams split with ``split_dataset_by_node``, a shuffled stream reading
+several shards at once), the first load failed in the worker with a bare
+``IndexError: list index out of range`` and the loader could not resume (datasets 5.2; plain datasets streams
+too). :func:`install` (run once on import) leaves the state out of that first load: the second one, into the
+worker's part, is the one the rows come from.
+"""
+from __future__ import annotations
+
+from .datasets_patches import patched_once
+
+# Set on a stream by its _iter_pytorch until the first _prepare_ex_iterable_for_iteration of that pass: only that
+# one skips the state (a worker's .iter(batch_size) or plain iteration, which load it once, are left alone).
+_FIRST_PREPARE = "_tooluse_worker_prepares_whole"
+
+
+def install() -> None:
+    """The first ``_prepare_ex_iterable_for_iteration`` of ``_iter_pytorch`` loads no saved state (see the
+    module)."""
+    from datasets.iterable_dataset import IterableDataset
+
+    prepare, iter_pytorch = IterableDataset._prepare_ex_iterable_for_iteration, IterableDataset._iter_pytorch
+
+    def _prepare_ex_iterable_for_iteration(self, *args, **kwargs):
+        starting = getattr(self, "_starting_state_dict", None)
+        if not self.__dict__.pop(_FIRST_PREPARE, False) or not starting:
+            return prepare(self, *args, **kwargs)
+        self._starting_state_dict = None
+        try:
+            return prepare(self, *args, **kwargs)
+        finally:
+            self._starting_state_dict = starting
+
+    def _iter_pytorch(self):
+        self.__dict__[_FIRST_PREPARE] = True
+        try:
+            yield from iter_pytorch(self)
+        finally:
+            self.__dict__.pop(_FIRST_PREPARE, None)
+
+    IterableDataset._prepare_ex_iterable_for_iteration = patched_once(prepare, _prepare_ex_iterable_for_iteration,
+                                                                      "_resumes_in_the_workers_part")
+    IterableDataset._iter_pytorch = patched_once(iter_pytorch, _iter_pytorch, "_resumes_in_the_workers_part")
