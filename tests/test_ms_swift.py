@@ -626,6 +626,17 @@ REJECTED = [
                  MissingFieldError, "messages[0].content", "null", id="null content"),
     pytest.param({"messages": [USER, {"role": "tool_call", "content": json.dumps({"arguments": {"city": "Oslo"}})}]},
                  MissingFieldError, "messages[1].content.name", "no name", id="call without name"),
+    pytest.param({"messages": [USER, {"role": "tool_call", "content": json.dumps({"name": None, "arguments": {}})}]},
+                 InvalidValueError, "messages[1].content.name", "non-empty text, not null",
+                 id="call with a null name (ms-swift keeps the row)"),
+    pytest.param({"messages": [USER, {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "", "arguments": "{}"}}]}]},
+                 InvalidValueError, "messages[1].tool_calls[0].function.name", 'non-empty text, not ""',
+                 id="OpenAI call with an empty name"),
+    pytest.param({"messages": [USER, {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "a", "type": "function", "function": {"arguments": "{}"}}]}]},
+                 MissingFieldError, "messages[1].tool_calls[0].function.name", "no name",
+                 id="OpenAI call without name"),
     pytest.param({"messages": [USER, {"role": "tool_call", "content": json.dumps({"name": "get_weather"})}]},
                  MissingFieldError, "messages[1].content.arguments", "neither arguments nor parameters",
                  id="call without arguments"),

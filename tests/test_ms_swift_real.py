@@ -506,3 +506,36 @@ def test_upstream_and_tricky_rows_are_preprocessed_by_ms_swift_with_every_call(t
         if not streaming:  # see the test above: ms-swift's streaming pads and reorders tool schemas
             assert (swift.get("tools") or []) == mine["tools"], i
     assert _calls_kept(together, unified, theirs) == 6 + 255 + 5
+
+
+def test_calls_with_a_null_or_empty_name_are_refused_as_names_ms_swift_would_train(tmp_path):
+    """ms-swift drops a row whose call lacks ``name`` (its converters index the key) but keeps one whose name is
+    null or empty, and its template renders that name: ours refuses both, a missing name as a
+    ``MissingFieldError``, a null or empty one as an ``InvalidValueError`` that does not claim the row is dropped."""
+    python = swift_python()
+    tools = json.dumps([{"name": "f", "description": "d", "parameters": {"type": "object", "properties": {}}}])
+
+    def row(k: int, call: dict) -> dict:
+        return {"tools": tools, "messages": [
+            {"role": "user", "content": f"variant {k}"}, {"role": "tool_call", "content": json.dumps(call)},
+            {"role": "tool_response", "content": "r"}, {"role": "assistant", "content": "a"}]}
+
+    calls = [{"arguments": {}}, {"name": None, "arguments": {}}, {"name": "", "arguments": {}}]
+    path = tmp_path / "names.jsonl"
+    path.write_text("".join(json.dumps(row(k, call)) + "\n" for k, call in enumerate(calls)))
+    theirs = swift_rows(python, path, False, "--template-inputs")
+    assert len(theirs) == 3 and not any(r["template_inputs_error"] for r in theirs)
+    parse = ("import json, sys\nfrom swift.agent_template.base import BaseAgentTemplate as T\n"
+             "for line in sys.stdin:\n"
+             "    content = json.loads(line)['messages'][1]['content']\n"
+             "    try:\n        print(repr(T._parse_tool_call(content)['name']))\n"
+             "    except KeyError:\n        print('KeyError')\n")
+    done = subprocess.run([python, "-c", parse], input=path.read_text(), capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["KeyError", "None", "''"]  # dropped at encoding; kept under null and ""
+
+    report = td.SkipReport(keep_all=True)
+    assert list(td.load("ms_swift", data_files=str(path), split="train", streaming=True, on_error="skip",
+                        report=report)) == []
+    assert [(r["row"], r["reason"]) for r in report.rows] == [
+        (0, "MissingFieldError:messages[1].content.name"), (1, "InvalidValueError:messages[1].content.name"),
+        (2, "InvalidValueError:messages[1].content.name")]

@@ -548,6 +548,12 @@ def normalize_provider_formats(messages: list[Message]) -> list[Message]:
     return out
 
 
+def named(call: dict) -> dict:
+    """The call's ``name`` entry, absent when the call has none: ms-swift drops a row whose call lacks the key
+    (its converters index ``name``) but keeps one whose name is null or empty."""
+    return {"name": call["name"]} if "name" in call else {}
+
+
 def openai_call_turn(m: Message) -> tuple[list[Message], list]:
     """An assistant message with ``tool_calls`` -> [assistant text if any] + one tool_call per call
     (ms-swift's ``normalize_openai_tool_calls``: a call without ``function`` is read flat, missing
@@ -568,7 +574,7 @@ def openai_call_turn(m: Message) -> tuple[list[Message], list]:
         storable(arguments, f"{m.where}.tool_calls[{k}].function.arguments")
         extra = {key: value for key, value in call.items() if key not in ("type", "function", "name", "arguments")}
         function_field = ".function" if "function" in call else ""
-        calls.append(Message(m.index, "tool_call", {"name": function.get("name"), "arguments": arguments}, extra=extra,
+        calls.append(Message(m.index, "tool_call", {**named(function), "arguments": arguments}, extra=extra,
                              origin=f"{m.where}.tool_calls[{k}]", renames=((".content", function_field),)))
         ids.append(call.get("id"))
     return _call_turn(m, text, media, calls), ids
@@ -596,7 +602,7 @@ def anthropic_call_turn(m: Message) -> tuple[list[Message], list]:
             extra = {key: value for key, value in block.items() if key not in ("type", "name", "input")}
             arguments = block.get("input", {})  # as ms-swift: a tool_use without input has no arguments
             storable(arguments, f"{m.where}.content[{k}].input")
-            produced.append(Message(m.index, "tool_call", {"name": block.get("name"), "arguments": arguments},
+            produced.append(Message(m.index, "tool_call", {**named(block), "arguments": arguments},
                                     extra=extra, origin=f"{m.where}.content[{k}]",
                                     renames=((".content.arguments", ".input"), (".content", ""), (".role", ".type"))))
             ids.append(block.get("id"))

@@ -192,9 +192,13 @@ def parse_call(content: Any, field: str) -> tuple[str, dict]:
     if not isinstance(call, dict):
         raise InvalidValueError(f"tool_call content must be an object with name and arguments, got "
                                 f"{type(call).__name__}", field=field)
-    name = call.get("name")
-    if not isinstance(name, str) or not name:
+    if "name" not in call:  # ms-swift's KeyError: the row is dropped
         raise MissingFieldError("tool call has no name (ms-swift drops the row)", field=f"{field}.name")
+    name = call["name"]
+    if not isinstance(name, str) or not name:  # ms-swift keeps the row and trains the call under this name
+        shown = '""' if name == "" else "null" if name is None else type(name).__name__
+        raise InvalidValueError(f"tool call name must be non-empty text, not {shown} (ms-swift would train a call "
+                                f"with that name)", field=f"{field}.name")
     key = "arguments" if call.get("arguments") is not None else "parameters"
     arguments = call.get(key)
     if arguments is None:
