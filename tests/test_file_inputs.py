@@ -764,6 +764,23 @@ def test_relative_data_files_beside_data_dir_are_read_under_it(tmp_path, monkeyp
     assert [row["messages"][0]["content"] for row in ds] == ["q0", "q1", "q2"]
 
 
+@pytest.mark.parametrize("streaming", [False, True])
+@pytest.mark.parametrize("data_files, path", [("rows [v2].jsonl", "rows [v2].jsonl"),
+                                              ("run[1]/*.jsonl", "run[1]/rows.jsonl")])
+def test_relative_data_files_beside_data_dir_whose_names_hold_glob_characters_are_read_as_named(
+        tmp_path, monkeypatch, cache_dir, data_files, path, streaming):
+    """A file or folder named with [, * or ? is read as named, and relative data_files are read under data_dir:
+    together, whether the name exists was asked of the current folder, not of data_dir, so the name was read as a
+    pattern and matched no file."""
+    folder = tmp_path / "folder"
+    (folder / path).parent.mkdir(parents=True, exist_ok=True)
+    (folder / path).write_text(swift_lines(3))
+    monkeypatch.chdir(tmp_path)
+    ds = td.load("ms_swift", data_dir=str(folder), data_files=data_files, split="train", streaming=streaming,
+                 cache_dir=cache_dir)
+    assert [row["messages"][0]["content"] for row in ds] == ["q0", "q1", "q2"]
+
+
 class _RefusingHandler(http.server.BaseHTTPRequestHandler):
     """Answers every request with the status its path starts with (/403/..., /500/...)."""
 

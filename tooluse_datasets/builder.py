@@ -127,14 +127,14 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
             # instead (datasets' load_dataset refuses them as empty too)
             raise ValueError(f"data_files is empty ({kwargs['data_files']!r}): give files, or None for the "
                              f"source's upstream files")
-        if kwargs.get("data_files") is not None:
-            kwargs["data_files"] = _path_strings(kwargs["data_files"])  # datasets takes str, not Path
         if isinstance(kwargs.get("data_dir"), (str, os.PathLike)):  # "~/data", as datasets' load_dataset reads it
             kwargs["data_dir"] = os.path.expanduser(os.fspath(kwargs["data_dir"]))
             if kwargs.get("data_files") is not None and kwargs.get("base_path") is None:
                 # data_files relative to data_dir, as datasets' load_dataset resolves them: they were looked for in
                 # the current folder, data_dir unused (and a file of the same name there read instead)
                 kwargs["base_path"] = kwargs["data_dir"]
+        if kwargs.get("data_files") is not None:  # datasets takes str, not Path
+            kwargs["data_files"] = _path_strings(kwargs["data_files"], kwargs.get("base_path"))
         if kwargs.get("data_files") is None and kwargs.get("data_dir") is None:
             # Files a source option names (LLaMA-Factory's dataset_info entry): resolved here, so that datasets
             # keys its cache on them as on data_files.
@@ -573,18 +573,19 @@ def last_read(folder: Path) -> int:
     return max(times)
 
 
-def _path_strings(data_files, top: bool = True):
+def _path_strings(data_files, base: Optional[str] = None, top: bool = True):
     """``data_files`` with every path object (``pathlib.Path``...) as its string, in lists and split dicts too.
     A value that is no path (None, a number) or a folder is refused here, naming it: datasets would raise a
-    TypeError from deep inside, or say it cannot find ``folder/``."""
+    TypeError from deep inside, or say it cannot find ``folder/``. Relative paths are looked up under ``base``
+    (data_dir), where datasets reads them."""
     if isinstance(data_files, dict) and top:
         reserved = [split for split in data_files if isinstance(split, str) and split.lower() == "all"]
         if reserved:  # datasets' keyword for the union of the splits: it refuses the name from deep inside
             raise ValueError(f"data_files names a split {reserved[0]!r}, which datasets reserves for the union of "
                              f"all splits; give that split another name")
-        return {split: _path_strings(files, top=False) for split, files in data_files.items()}
+        return {split: _path_strings(files, base, top=False) for split, files in data_files.items()}
     if isinstance(data_files, (list, tuple)):
-        return [_path_strings(f, top=False) for f in data_files]
+        return [_path_strings(f, base, top=False) for f in data_files]
     if not isinstance(data_files, (str, os.PathLike)):
         raise ValueError(f"data_files holds {data_files!r:.80} ({type(data_files).__name__}); give local paths, "
                          f"globs or hf:// / https:// URLs: one, a list, or a dict of split -> them")
@@ -598,18 +599,21 @@ def _path_strings(data_files, top: bool = True):
     # from: a second load of an https:// file failed with aiohttp's NonHttpUrlClientError.)
     if "://" in path or "::" in path:
         return path
-    if os.path.isdir(path):
-        raise ValueError(f"data_files names the folder {path!r}; pass data_dir={path!r}, or a glob such as "
+    if base is not None and ("://" in base or "::" in base):
+        base = None  # (a remote data_dir: the files under it are not looked up here)
+    local = os.path.join(base, path) if base is not None else path  # (an absolute path stays as it is)
+    if os.path.isdir(local):
+        raise ValueError(f"data_files names the folder {path!r}; pass data_dir={local!r}, or a glob such as "
                          f"{os.path.join(path, '*.jsonl')!r}")
-    if os.path.exists(path) and not os.path.isfile(path):
+    if os.path.exists(local) and not os.path.isfile(local):
         # a pipe or a device (/dev/stdin, a shell's <(...)): datasets said "Unable to find", as if it were missing
         raise ValueError(f"data_files names {path!r}, which is not a regular file (a pipe or a device): save the "
                          f"rows to a file and pass its path")
-    if glob.has_magic(path) and os.path.isfile(path):
+    if glob.has_magic(path) and os.path.isfile(local):
         # A file whose name holds [, * or ? ("rows [v2].jsonl"): datasets reads every path as a glob, so the name
         # matched no file (or "a*.jsonl" other files too); the file named is read, as the name says
         return glob.escape(path)
-    return literal_folder_escaped(path)  # (`/tmp/run[1]/*.jsonl`: the folder as named, the rest a pattern)
+    return literal_folder_escaped(path, base)  # (`/tmp/run[1]/*.jsonl`: the folder as named, the rest a pattern)
 
 
 def _downloaded(dl_manager, files: list[str]) -> list[str]:

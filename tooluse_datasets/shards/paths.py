@@ -45,18 +45,18 @@ def display_path(path: str) -> str:
     return name_as_text(path.split("::")[-1])
 
 
-def literal_folder_escaped(pattern: str) -> str:
+def literal_folder_escaped(pattern: str, base: Optional[str] = None) -> str:
     """A local glob whose leading folders exist under names that hold ``[``, ``*`` or ``?`` (``/tmp/run[1]/*.jsonl``)
     with those folders escaped, so that only the rest is a pattern: read as a pattern, such a folder name matched
-    no folder (``[1]`` is the character ``1``). As for a file of such a name, the existing path wins. Any other
-    pattern comes back as it is."""
+    no folder (``[1]`` is the character ``1``). As for a file of such a name, the existing path wins. A relative
+    pattern is looked up under ``base`` where given (data_dir). Any other pattern comes back as it is."""
     import glob
 
     head, tail = os.path.split(pattern)
     if not glob.has_magic(head):
         return pattern
     folder = head
-    while folder and not os.path.isdir(folder):
+    while folder and not os.path.isdir(os.path.join(base or "", folder)):
         parent = os.path.dirname(folder)
         if parent == folder:
             return pattern
