@@ -275,6 +275,24 @@ def test_each_unparsable_output_says_why_and_is_not_run(math_row, functions_dir,
     assert report["isolation"] is None  # nothing ran
 
 
+def test_a_parse_error_from_a_call_the_metrics_cannot_read_names_that_not_a_skipped_block(math_row):
+    """A Hermes output whose calls parse, one with a name the metrics cannot key (an object), and a block the
+    parser skipped: the parse error came from the call, and its detail said only "block 3 of 3 is not JSON", a
+    part that does not make a parse error. It names the call first, and the skipped block after it."""
+    divide, multiply, _ = copy.deepcopy(math_row["output"])
+    multiply["name"] = {"function": multiply["name"]}
+    text = "".join(f"<tool_call>\n{json.dumps(c)}\n</tool_call>\n" for c in (divide, multiply))
+    sample = score([item(math_row, text + "<tool_call>{broken</tool_call>")], parser="hermes",
+                   win_rate=False).samples[0]
+    assert sample.parse_error
+    assert sample.parse_detail.startswith("an element of the calls is not an object with a name and arguments; "
+                                          "block 3 of 3 is not JSON"), sample.parse_detail
+    # without the skipped block, the call's problem alone
+    sample = score([item(math_row, text)], parser="hermes", win_rate=False).samples[0]
+    assert (sample.parse_error, sample.parse_detail) == (
+        True, "an element of the calls is not an object with a name and arguments")
+
+
 def test_unknown_parser_is_refused():
     with pytest.raises(ValueError, match="parser"):
         parse_prediction("[]", "xml")

@@ -526,8 +526,11 @@ def score(items: Iterable[ScoreItem], *, parser: str = "json", corrected: bool =
             gold_slots.append(gold_map.get(key, []))
         partial = sequence_accuracy(rendered_calls(gold, prediction=False), rendered_calls(parsed.calls, prediction=True))
         detail = parsed.detail
-        if error and detail is None:  # parsed, but an element of it is no call the metrics can read
-            detail = "an element of the calls is not an object with a name and arguments"
+        if error and not parsed.parse_error:
+            # parsed, but an element of it is no call the metrics can read: that is the parse error, named before
+            # what the parser left out (a skipped Hermes block, which alone makes none)
+            detail = "; ".join(filter(None, ["an element of the calls is not an object with a name and arguments",
+                                             detail]))
         sample = SampleScore(item.sample_id, error, partial, partial == 1, None, missing_prediction=missing,
                              parse_detail=detail)
         samples.append(sample)
