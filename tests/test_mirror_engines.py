@@ -922,3 +922,30 @@ def test_a_ray_build_stopped_midway_leaves_its_tasks_to_the_ray_it_stops_and_res
     monkeypatch.setattr(Staging, "save_result", saved)
     folder = build_mirror(request, tmp_path / "out", engine="ray", num_proc=2)
     assert _digests(folder) == reference["ms_swift"]
+
+
+def test_a_bad_row_on_a_ray_of_the_builds_own_leaves_the_later_tasks_to_that_ray(tmp_path, monkeypatch):
+    """on_error="raise", the bad row in the first shard while the second still converts: the build force-cancelled
+    that later task before stopping the Ray it started, which races with the task's reply as a Ctrl-C's cancels
+    did (Ray 2.60's driver crashes, exit 1, instead of naming the row). Stopping the Ray ends the task; the error
+    is the bad row, and no Ray is left running."""
+    ray = pytest.importorskip("ray", reason="Ray is the optional extra 'ray' (pip install 'tooluse-datasets[ray]')")
+    if ray.is_initialized():
+        ray.shutdown()
+    good = [line for f in td.sample_files("ms_swift")["train"] for line in Path(f).read_text().splitlines() if line]
+    head = "[1, 2]\n" + "\n".join(good) + "\n"
+    data = tmp_path / "rows.jsonl"
+    data.write_text(head + "\n".join(good * 2000) + "\n", encoding="utf-8")
+    request = MirrorRequest("ms_swift", configs=["unified"], data_files=str(data), on_error="raise",
+                            source_options={"shard_bytes": len(head.encode())})
+    cancelled = []
+    real_cancel = ray.cancel
+    monkeypatch.setattr(ray, "cancel", lambda ref, **kwargs: (cancelled.append(ref), real_cancel(ref, **kwargs)))
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")  # as the other tests that start Ray in this process
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    with pytest.raises(td.errors.InvalidJsonError) as info:
+        build_mirror(request, tmp_path / "out", engine="ray", num_proc=2)
+    assert (info.value.row, info.value.field) == (0, "<line>")
+    assert not ray.is_initialized(), "the Ray started for the build is still running"
+    assert cancelled == [], "a task was cancelled on a Ray the build was about to stop"
+    assert not (tmp_path / "out" / "ms_swift").exists()

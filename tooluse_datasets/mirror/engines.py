@@ -240,6 +240,10 @@ def _run_ray(tasks: Sequence[ShardTask], num_proc: Optional[int],
              address: Optional[str]) -> Iterator[tuple[ShardTask, Outcome]]:
     ray = _import_ray()
     stop_ray = _start_ray(ray, num_proc, address) if not ray.is_initialized() else None
+    # A Ray this command stops ends its tasks itself: tasks no longer wanted are cancelled only on the caller's
+    # own Ray, which goes on. Cancelling them first races with a task's reply on its way, which crashes Ray 2.60's
+    # driver ("Tried to complete task that was not pending", exit 1: 2 of 6 Ctrl-C's with --num-proc 1).
+    ray_goes_on = stop_ray is None and not _shared_rays
     running: dict = {}
     try:
         limit = num_proc or max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -262,7 +266,8 @@ def _run_ray(tasks: Sequence[ShardTask], num_proc: Optional[int],
                     bad_row.seen(position, cause)
                     for ref, (later, _) in list(running.items()):
                         if later > position:  # after the bad row in the plan: not needed any more
-                            ray.cancel(ref, force=True)
+                            if ray_goes_on:
+                                ray.cancel(ref, force=True)
                             del running[ref]
                 elif not bad_row:
                     yield task, _failure(task, cause if isinstance(cause, BaseException) else exc)
@@ -271,12 +276,10 @@ def _run_ray(tasks: Sequence[ShardTask], num_proc: Optional[int],
                 yield task, result
         bad_row.raise_it()
     finally:
-        # Stopped early (a bad row, or the caller stopped): no task is left running. A Ray this command stops ends
-        # its tasks itself; cancelling them first races with a task's reply on its way, which crashes Ray 2.60's
-        # driver ("Tried to complete task that was not pending", exit 1: 2 of 6 Ctrl-C's with --num-proc 1).
+        # Stopped early (a bad row, or the caller stopped): no task is left running
         if stop_ray is not None:
             stop_ray()
-        elif not _shared_rays:  # the caller's own Ray, which goes on
+        elif ray_goes_on:
             for ref in running:
                 ray.cancel(ref, force=True)
 
