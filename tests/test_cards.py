@@ -522,6 +522,27 @@ def test_the_rebuild_command_of_a_mirror_of_a_dataset_info_entry_rebuilds_it(giv
     assert (tmp_path / "b" / "llamafactory" / "README.md").read_text(encoding="utf-8") == text
 
 
+@pytest.mark.parametrize("data_files", ["path", "list", "split: path", "split: list"])
+def test_a_dataset_info_option_is_named_relative_to_the_data_files_however_they_are_given(data_files, tmp_path):
+    """The data files beside a dataset_info entry, given as one path per split (`{"train": "/dir/rows/x.json"}`):
+    the path's characters were taken for its files, and the manifest and card named the dataset_info folder by
+    its absolute path without the leading slash (a name of this machine, which reads nothing elsewhere)."""
+    import shutil
+
+    data = Path(__file__).parent / "data" / "llamafactory"
+    root = tmp_path / "lf"
+    (root / "rows").mkdir(parents=True)
+    rows = str(shutil.copy(data / "mllm_demo.json", root / "rows"))
+    entry = {**json.loads((data / "dataset_info.json").read_text())["mllm_demo"], "file_name": "rows/mllm_demo.json"}
+    (root / "dataset_info.json").write_text(json.dumps({"mllm_demo": entry}))
+    given = {"path": rows, "list": [rows], "split: path": {"train": rows}, "split: list": {"train": [rows]}}
+    folder = build_mirror(MirrorRequest("llamafactory", configs=["unified"], data_files=given[data_files],
+                                        source_options={"dataset_info": str(root), "dataset": "mllm_demo"}),
+                          tmp_path / "out")
+    assert read_manifest(folder).options["dataset_info"] == ".."
+    assert str(tmp_path).lstrip("/") not in (folder / "README.md").read_text(encoding="utf-8")
+
+
 @pytest.mark.parametrize("yaml_text, key, kept", [
     ("tags:\n- team: search", "tags", {"team": "search"}),
     ("tags: 5", "tags", 5),

@@ -35,7 +35,8 @@ from .hidden_paths import staging_path
 from .manifest import (MANIFEST_NAME, README_NAME, ConfigEntry, DataFile, Manifest, MirrorError, SplitEntry,
                        data_file_name, write_manifest)
 from .parts import ParquetLayout
-from .provenance import build_provenance, display_input, hash_file, pin_hub_data_files
+from .provenance import (build_provenance, display_input, flat_data_files, hash_file, pin_hub_data_files,
+                         shared_folder)
 from .provenance import pin_upstream_revision as _pin_revision
 from .shard_task import ShardResult, ShardTask, skipped_rows_file, slim_split, worker_runtime
 from .staging import Staging, check_out_dir, check_target, recover_swap
@@ -553,14 +554,10 @@ def _portable_options(request: MirrorRequest) -> dict:
 def _relative_to_inputs(path: str, request: MirrorRequest) -> Optional[str]:
     """``path`` relative to the folder the request's local data files share (the folder of a single one), or None
     when it names a URL or they are not all local."""
-    files = request.data_files
-    files = [f for group in files.values() for f in group] if isinstance(files, dict) else \
-        [files] if isinstance(files, (str, os.PathLike)) else list(files or [])
-    files = [os.fspath(f) for f in files]
+    files = [os.fspath(f) for f in flat_data_files(request.data_files or [])]
     if "://" in path or not files or any("://" in f for f in files):
         return None
-    shared = os.path.commonpath([os.path.dirname(os.path.abspath(f)) for f in files])
-    return name_as_text(Path(os.path.relpath(os.path.abspath(path), shared)).as_posix())
+    return name_as_text(Path(os.path.relpath(os.path.abspath(path), shared_folder(files))).as_posix())
 
 
 def _figures(distributions: dict, folder: Path, title: str) -> list[DataFile]:

@@ -136,8 +136,14 @@ def _local_names(paths: list[str]) -> dict[str, str]:
              if "://" not in p and not display_input(p).startswith(SAMPLE_PREFIX)}
     if len(local) < 2:
         return {}
-    root = os.path.commonpath([str(r.parent) for r in local.values()])
+    root = shared_folder(list(local))
     return {p: name_as_text(r.relative_to(root).as_posix()) for p, r in local.items()}
+
+
+def shared_folder(paths: list[str]) -> str:
+    """The folder local ``paths`` share (a single file's own folder), links not followed: the card names local
+    inputs relative to it, and its rebuild command runs there."""
+    return os.path.commonpath([os.path.dirname(os.path.abspath(p)) for p in paths])
 
 
 def upstream_url(up) -> str:
@@ -191,7 +197,7 @@ def pin_hub_data_files(request):
         pinned = hf_files_at_commits(request.data_files)
     for (repo, branch), commit in sorted(branches_read(request.data_files, pinned).items()):
         logger.info("%s: reading hf://datasets/%s at %s (%s)", request.source, repo, commit, branch)
-    for url in _flat(pinned):
+    for url in flat_data_files(pinned):
         parts = hf_url_parts(url)
         if parts is not None and not COMMIT_ID.match(parts[1] or ""):
             logger.warning("%s: %s is read at a branch or tag that cannot be resolved to a commit: the mirror's "
@@ -199,9 +205,10 @@ def pin_hub_data_files(request):
     return dataclasses.replace(request, data_files=pinned)
 
 
-def _flat(data_files) -> list:
+def flat_data_files(data_files) -> list:
+    """Every file ``data_files`` names (a path, a list, or a dict by split of either)."""
     if isinstance(data_files, dict):
-        return [f for files in data_files.values() for f in _flat(files)]
+        return [f for files in data_files.values() for f in flat_data_files(files)]
     if isinstance(data_files, (list, tuple)):
-        return [f for files in data_files for f in _flat(files)]
+        return [f for files in data_files for f in flat_data_files(files)]
     return [data_files]
