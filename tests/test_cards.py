@@ -522,6 +522,33 @@ def test_the_rebuild_command_of_a_mirror_of_a_dataset_info_entry_rebuilds_it(giv
     assert (tmp_path / "b" / "llamafactory" / "README.md").read_text(encoding="utf-8") == text
 
 
+def test_the_rebuild_command_of_a_mirror_of_data_files_beside_a_dataset_info_entry_reads_those_files(
+        tmp_path, monkeypatch):
+    """`--data-files few.json --option dataset_info=..`: the build reads few.json (the entry gives its columns and
+    tags), but the card's command left --data-files out, and so read the entry's own file_name: other rows."""
+    import shutil
+
+    from tooluse_datasets.cli import main
+
+    data = Path(__file__).parent / "data" / "llamafactory"
+    root = tmp_path / "lf"
+    (root / "rows").mkdir(parents=True)
+    shutil.copy(data / "mllm_demo.json", root / "rows")
+    rows = json.loads((data / "mllm_demo.json").read_text(encoding="utf-8"))
+    (root / "rows" / "few.json").write_text(json.dumps(rows[:1]), encoding="utf-8")
+    entry = {**json.loads((data / "dataset_info.json").read_text())["mllm_demo"], "file_name": "rows/mllm_demo.json"}
+    (root / "dataset_info.json").write_text(json.dumps({"mllm_demo": entry}))
+    monkeypatch.chdir(root / "rows")
+    assert main(["mirror", "llamafactory", "--data-files", "few.json", "--option", "dataset_info=..", "--option",
+                 "dataset=mllm_demo", "--configs", "unified", "--out", str(tmp_path / "a")]) == 0
+    first = tmp_path / "a" / "llamafactory"
+    assert read_manifest(first).configs["unified"].num_examples == 1
+    text = (first / "README.md").read_text(encoding="utf-8")
+    assert main([*_rebuild_command(text), "--out", str(tmp_path / "b")]) == 0
+    assert _data_files(tmp_path / "b" / "llamafactory") == _data_files(first)
+    assert (tmp_path / "b" / "llamafactory" / "README.md").read_text(encoding="utf-8") == text
+
+
 @pytest.mark.parametrize("data_files", ["path", "list", "split: path", "split: list"])
 def test_a_dataset_info_option_is_named_relative_to_the_data_files_however_they_are_given(data_files, tmp_path):
     """The data files beside a dataset_info entry, given as one path per split (`{"train": "/dir/rows/x.json"}`):

@@ -296,8 +296,8 @@ def input_arguments(manifest: Manifest) -> str:
     if provenance.origin == "upstream":
         revision = (provenance.upstream or {}).get("revision")
         return f"--revision {shlex.quote(revision)}" if revision else ""
-    if "dataset_info" in manifest.options:
-        return ""  # a LLaMA-Factory entry names its own files (the options give it)
+    # A LLaMA-Factory dataset_info entry's files are named too: data files given beside it are read instead of
+    # the entry's file_name (which gives only the columns and tags then), and its file_name can be edited later.
     if provenance.split_inputs:
         return ""  # files given per split: --data-files would read them as one split (the card lists them)
     return "--data-files " + " ".join(shlex.quote(i.name) for i in provenance.inputs)
