@@ -549,6 +549,36 @@ def test_the_rebuild_command_of_a_mirror_of_data_files_beside_a_dataset_info_ent
     assert (tmp_path / "b" / "llamafactory" / "README.md").read_text(encoding="utf-8") == text
 
 
+def test_the_rebuild_command_of_an_executed_nestful_mirror_reads_the_same_functions(tmp_path, monkeypatch):
+    """`--option executable_functions=/dir/functions`: the manifest and card named the folder `functions` (its name
+    alone), which the rebuild command, run in the folder the input files share, does not find. It is named relative
+    to that folder, as dataset_info is, and the command run there rebuilds the same files (executed in the
+    package's sandbox)."""
+    import shutil
+
+    from conftest import shared_data
+
+    from tooluse_datasets.cli import main
+
+    functions = shared_data("nestful", "data_v2", "executable_functions")
+    (tmp_path / "rows").mkdir()
+    for sample in td.sample_files("nestful")["train"]:
+        shutil.copy(sample, tmp_path / "rows")
+    (tmp_path / "functions").symlink_to(functions)
+    monkeypatch.chdir(tmp_path / "rows")
+    names = sorted(p.name for p in (tmp_path / "rows").iterdir())
+    assert main(["mirror", "nestful", "--data-files", *names, "--option", "execute=true", "--option",
+                 f"executable_functions={tmp_path / 'functions'}", "--configs", "unified",
+                 "--out", str(tmp_path / "a")]) == 0
+    first = tmp_path / "a" / "nestful"
+    assert read_manifest(first).options["executable_functions"] == "../functions"
+    text = (first / "README.md").read_text(encoding="utf-8")
+    assert str(tmp_path) not in text
+    assert main([*_rebuild_command(text), "--out", str(tmp_path / "b")]) == 0
+    assert _data_files(tmp_path / "b" / "nestful") == _data_files(first)
+    assert (tmp_path / "b" / "nestful" / "README.md").read_text(encoding="utf-8") == text
+
+
 @pytest.mark.parametrize("data_files", ["path", "list", "split: path", "split: list"])
 def test_a_dataset_info_option_is_named_relative_to_the_data_files_however_they_are_given(data_files, tmp_path):
     """The data files beside a dataset_info entry, given as one path per split (`{"train": "/dir/rows/x.json"}`):

@@ -539,14 +539,14 @@ def _selection(request: MirrorRequest) -> dict:
 
 
 def _portable_options(request: MirrorRequest) -> dict:
-    """The source options of the request, in name order, local paths by their name (the manifest, and so the
-    card, must not depend on the machine); a LLaMA-Factory ``dataset_info`` relative to the folder its entry's
-    files share, as the card names them, so that the card's rebuild command run there reads them."""
+    """The source options of the request, in name order, local paths (a LLaMA-Factory ``dataset_info``, NESTFUL's
+    ``executable_functions``) relative to the folder the local input files share, as the card names them, so that
+    the card's rebuild command run there reads them; else by their name (the manifest, and so the card, must not
+    depend on the machine)."""
     options = {}
     for name, value in sorted(request.source_options.items()):
         if name in PATH_OPTIONS and isinstance(value, (str, os.PathLike)):
-            relative = _relative_to_inputs(os.fspath(value), request) if name == "dataset_info" else None
-            value = relative or display_input(os.fspath(value))
+            value = _relative_to_inputs(os.fspath(value), request) or display_input(os.fspath(value))
         options[name] = value
     return options
 
