@@ -579,6 +579,26 @@ def test_the_rebuild_command_of_an_executed_nestful_mirror_reads_the_same_functi
     assert (tmp_path / "b" / "nestful" / "README.md").read_text(encoding="utf-8") == text
 
 
+def test_a_path_option_beside_a_bundled_sample_is_named_alone_and_the_card_says_to_point_it(tmp_path, monkeypatch):
+    """`--sample --option dataset_info=/dir/info`: the path was named relative to the package's sample folder
+    (`../../../../dir/info`), a name of the build machine that the command, run anywhere, does not read. A sample's
+    command runs in no given folder: the path is named by its last part, and the card says to point it at a copy."""
+    from tooluse_datasets.cli import main
+
+    info = tmp_path / "lf"
+    info.mkdir()
+    (info / "dataset_info.json").write_text(json.dumps({"s": {
+        "file_name": "x.json", "formatting": "sharegpt", "columns": {"messages": "conversations", "tools": "tools"}}}))
+    monkeypatch.chdir(tmp_path)
+    assert main(["mirror", "llamafactory", "--sample", "--option", f"dataset_info={info}", "--option", "dataset=s",
+                 "--configs", "unified", "--out", str(tmp_path / "a")]) == 0
+    first = tmp_path / "a" / "llamafactory"
+    assert read_manifest(first).options["dataset_info"] == "lf"
+    text = (first / "README.md").read_text(encoding="utf-8")
+    assert "`dataset_info` names a local path by its last part alone" in text
+    assert "../" not in text and str(tmp_path).lstrip("/") not in text
+
+
 @pytest.mark.parametrize("data_files", ["path", "list", "split: path", "split: list"])
 def test_a_dataset_info_option_is_named_relative_to_the_data_files_however_they_are_given(data_files, tmp_path):
     """The data files beside a dataset_info entry, given as one path per split (`{"train": "/dir/rows/x.json"}`):

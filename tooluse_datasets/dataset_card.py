@@ -271,6 +271,7 @@ def _template_context(manifest: Manifest, repo_id: str, prose: str, data: Datase
                                                                              or "dataset_info" in manifest.options),
         "options": [f"{name}={option_value_text(value)}" for name, value in manifest.options.items()],
         "options_text": manifest.options_text(),
+        "paths_named_alone": manifest.paths_named_alone(),
         "parquet": manifest.parquet,
         "license": data.license,
         "citation": source.citation.strip(),

@@ -32,8 +32,8 @@ from ..stats import SplitStatistics
 from ..validation import ValidationCounter
 from .engines import EngineUnavailableError, ShardFailure, ShardsFailedError, check_engine, run_tasks
 from .hidden_paths import staging_path
-from .manifest import (MANIFEST_NAME, README_NAME, ConfigEntry, DataFile, Manifest, MirrorError, SplitEntry,
-                       data_file_name, write_manifest)
+from .manifest import (MANIFEST_NAME, PATH_OPTIONS, README_NAME, SAMPLE_PREFIX, ConfigEntry, DataFile, Manifest,
+                       MirrorError, SplitEntry, data_file_name, write_manifest)
 from .parts import ParquetLayout
 from .provenance import (build_provenance, display_input, flat_data_files, hash_file, pin_hub_data_files,
                          shared_folder)
@@ -45,10 +45,6 @@ logger = logging.getLogger("tooluse_datasets")
 FIGURES_DIR = "plots"
 
 DEFAULT_CONFIG = "unified"
-# Source options that name a local file or folder, read by the shard tasks: workers may run in another folder
-# (Ray's runtime_env working_dir, other nodes), so a relative path is made absolute here, as --out and the data
-# files are.
-PATH_OPTIONS = ("executable_functions", "dataset_info")
 # The Hub and datasets reject other split names (datasets/naming.py); checked before anything is written.
 SPLIT_NAME = re.compile(r"^\w+(\.\w+)*$")
 
@@ -375,7 +371,9 @@ def _check_inputs_outside(request: MirrorRequest, builder, target: Path) -> None
 
 
 def _absolute_path_options(request: MirrorRequest) -> MirrorRequest:
-    """The request with its local path options (:data:`PATH_OPTIONS`) absolute."""
+    """The request with its local path options (:data:`PATH_OPTIONS`) absolute: they are read by the shard tasks,
+    and workers may run in another folder (Ray's runtime_env working_dir, other nodes), as --out and the data
+    files are."""
     options = dict(request.source_options)
     for name in PATH_OPTIONS:
         value = options.get(name)
@@ -553,9 +551,9 @@ def _portable_options(request: MirrorRequest) -> dict:
 
 def _relative_to_inputs(path: str, request: MirrorRequest) -> Optional[str]:
     """``path`` relative to the folder the request's local data files share (the folder of a single one), or None
-    when it names a URL or they are not all local."""
+    when it names a URL or they are not all local files given to the build (a bundled sample is not run from)."""
     files = [os.fspath(f) for f in flat_data_files(request.data_files or [])]
-    if "://" in path or not files or any("://" in f for f in files):
+    if "://" in path or not files or any("://" in f or display_input(f).startswith(SAMPLE_PREFIX) for f in files):
         return None
     return name_as_text(Path(os.path.relpath(os.path.abspath(path), shared_folder(files))).as_posix())
 

@@ -28,6 +28,9 @@ from .hidden_paths import staging_path, stopped_swap_leftovers
 MANIFEST_NAME = ".tooluse-datasets.json"
 README_NAME = "README.md"
 MANIFEST_FORMAT_VERSION = 1
+# Source options that name a local file or folder (NESTFUL's functions, a LLaMA-Factory dataset_info entry).
+PATH_OPTIONS = ("executable_functions", "dataset_info")
+SAMPLE_PREFIX = "tooluse_datasets.builders/"  # how the inputs name a bundled sample's files
 # A data file this package writes; publish uses it to recognise stale shards of ours in a repo.
 SHARD_FILE = re.compile(r"^(?P<config>[^/]+)/(?P<split>\w+(?:\.\w+)*)-(?P<index>\d{5})-of-(?P<count>\d{5})\.parquet$")
 
@@ -105,6 +108,12 @@ class Provenance:
     # which --data-files cannot give: it reads its files as one split. {} otherwise.
     split_inputs: dict[str, list[str]] = dataclasses.field(default_factory=dict)
 
+    def local_files_given(self) -> bool:
+        """The inputs are local files given to the build (no URL, no bundled sample): the card's command runs in
+        the folder they share, and names the local paths of the source options relative to it."""
+        return self.origin == "files" and not any("://" in i.name or i.name.startswith(SAMPLE_PREFIX)
+                                                  for i in self.inputs)
+
 
 @dataclasses.dataclass
 class Manifest:
@@ -127,9 +136,18 @@ class Manifest:
     selection: dict = dataclasses.field(default_factory=dict)
     # The source options the build was given (``--option NAME=VALUE``, ``--shard-size``): they decide the rows
     # (NESTFUL's data_version or execute, ToolMind's strict, LLaMA-Factory's columns...), so the card states
-    # them. A local path is given by its name, as the inputs are. {} when none was given.
+    # them. A local path is named relative to the folder local input files share (the folder the card's command
+    # runs in), else by its last part (see paths_named_alone). {} when none was given.
     options: dict = dataclasses.field(default_factory=dict)
     format_version: int = MANIFEST_FORMAT_VERSION
+
+    def paths_named_alone(self) -> list[str]:
+        """The source options naming a local path by its last part alone, since the inputs are no local files it
+        could be named relative to (a bundled sample, the upstream): a command must be pointed at a copy."""
+        if self.provenance.local_files_given():
+            return []
+        return [name for name in PATH_OPTIONS
+                if isinstance(self.options.get(name), str) and "://" not in self.options[name]]
 
     def selection_text(self) -> str:
         """The selection as the mirror command's options (``--split X --configs a b``); '' for the whole data."""

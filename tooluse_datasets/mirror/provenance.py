@@ -16,14 +16,13 @@ from typing import IO, TYPE_CHECKING, Callable, Optional, Union
 from ..cache_keys import branches_read, hf_files_at_commits, one_head_commit_per_load
 from ..shards.paths import hf_url_parts, name_as_text
 from ..source import COMMIT_ID, head_commit
-from .manifest import InputFile, MirrorError, Provenance
+from .manifest import SAMPLE_PREFIX, InputFile, MirrorError, Provenance
 
 if TYPE_CHECKING:
     from ..source import UpstreamFile
 
 logger = logging.getLogger("tooluse_datasets")
 
-SAMPLE_PREFIX = "tooluse_datasets.builders/"
 CHUNK_BYTES = 1 << 20
 
 
