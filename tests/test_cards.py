@@ -549,6 +549,32 @@ def test_the_rebuild_command_of_a_mirror_of_data_files_beside_a_dataset_info_ent
     assert (tmp_path / "b" / "llamafactory" / "README.md").read_text(encoding="utf-8") == text
 
 
+def test_a_path_option_beside_a_glob_is_named_relative_to_the_files_it_read(tmp_path, monkeypatch):
+    """`--data-files '*/*.json' --option dataset_info=.` in lf/: the card names the files read (`a/x.json`,
+    `b/y.json`) from lf/, the folder they share, but dataset_info was named relative to the glob's folder (`lf/*`),
+    `..`, which the command run in lf/ reads from lf's parent."""
+    import shutil
+
+    from tooluse_datasets.cli import main
+
+    data = Path(__file__).parent / "data" / "llamafactory"
+    root = tmp_path / "lf"
+    for folder, name in (("a", "x.json"), ("b", "y.json")):
+        (root / folder).mkdir(parents=True)
+        shutil.copy(data / "mllm_demo.json", root / folder / name)
+    entry = json.loads((data / "dataset_info.json").read_text())["mllm_demo"]
+    (root / "dataset_info.json").write_text(json.dumps({"mllm_demo": entry}))
+    monkeypatch.chdir(root)
+    assert main(["mirror", "llamafactory", "--data-files", "*/*.json", "--option", "dataset_info=.", "--option",
+                 "dataset=mllm_demo", "--configs", "unified", "--out", str(tmp_path / "a")]) == 0
+    first = tmp_path / "a" / "llamafactory"
+    assert read_manifest(first).options["dataset_info"] == "."
+    text = (first / "README.md").read_text(encoding="utf-8")
+    assert main([*_rebuild_command(text), "--out", str(tmp_path / "b")]) == 0
+    assert _data_files(tmp_path / "b" / "llamafactory") == _data_files(first)
+    assert (tmp_path / "b" / "llamafactory" / "README.md").read_text(encoding="utf-8") == text
+
+
 def test_the_rebuild_command_of_an_executed_nestful_mirror_reads_the_same_functions(tmp_path, monkeypatch):
     """`--option executable_functions=/dir/functions`: the manifest and card named the folder `functions` (its name
     alone), which the rebuild command, run in the folder the input files share, does not find. It is named relative

@@ -32,11 +32,10 @@ from ..stats import SplitStatistics
 from ..validation import ValidationCounter
 from .engines import EngineUnavailableError, ShardFailure, ShardsFailedError, check_engine, run_tasks
 from .hidden_paths import staging_path
-from .manifest import (MANIFEST_NAME, PATH_OPTIONS, README_NAME, SAMPLE_PREFIX, ConfigEntry, DataFile, Manifest,
-                       MirrorError, SplitEntry, data_file_name, write_manifest)
+from .manifest import (MANIFEST_NAME, PATH_OPTIONS, README_NAME, ConfigEntry, DataFile, Manifest, MirrorError,
+                       SplitEntry, data_file_name, write_manifest)
 from .parts import ParquetLayout
-from .provenance import (build_provenance, display_input, flat_data_files, hash_file, pin_hub_data_files,
-                         shared_folder)
+from .provenance import build_provenance, display_input, hash_file, pin_hub_data_files, shared_folder
 from .provenance import pin_upstream_revision as _pin_revision
 from .shard_task import ShardResult, ShardTask, skipped_rows_file, slim_split, worker_runtime
 from .staging import Staging, check_out_dir, check_target, recover_swap
@@ -186,7 +185,7 @@ def _build(plan: MirrorPlan, **engine_options) -> Path:
         merged = {plan.name: [results[t.key] for t in tasks if t.split.name == plan.name] for plan in plans}
         if request.skipped_rows:  # before assembling: a build left with no row to mirror lists them too
             _list_skipped_rows(request, tasks, staging.parts, Path(request.skipped_rows))
-        manifest = _assemble(request, features, merged, staging, provenance, source)
+        manifest = _assemble(request, features, merged, staging, provenance, source, input_paths)
         write_manifest(staging.folder, manifest)
         (staging.folder / README_NAME).write_text(render_card(manifest, request.repo_id), encoding="utf-8")
     except (ShardsFailedError, EngineUnavailableError):
@@ -479,7 +478,7 @@ def _upstream(source: str):
 
 
 def _assemble(request: MirrorRequest, features: dict[str, Features], results: dict[str, list[ShardResult]],
-              staging: Staging, provenance, source) -> Manifest:
+              staging: Staging, provenance, source, input_paths: list[str]) -> Manifest:
     """Merge the shard results of every split in plan order, move the parts to their final names and describe
     the mirror."""
     configs: dict[str, ConfigEntry] = {}
@@ -507,7 +506,8 @@ def _assemble(request: MirrorRequest, features: dict[str, Features], results: di
             counter.merge(result.validation)
         statistics[split], validation[split] = stats.result(), counter.to_dict()
         distributions[split] = stats.distributions
-    pretty_name = source.pretty_name_for(_portable_options(request))  # NESTFUL v1's data is named so
+    options = _portable_options(request, provenance, input_paths)
+    pretty_name = source.pretty_name_for(options)  # NESTFUL v1's data is named so
     return Manifest(
         figures=_figures(distributions, staging.folder, pretty_name),
         source=request.source,
@@ -522,7 +522,7 @@ def _assemble(request: MirrorRequest, features: dict[str, Features], results: di
         license=request.license,
         files=files,
         selection=_selection(request),
-        options=_portable_options(request),
+        options=options,
     )
 
 
@@ -536,7 +536,7 @@ def _selection(request: MirrorRequest) -> dict:
     return selection
 
 
-def _portable_options(request: MirrorRequest) -> dict:
+def _portable_options(request: MirrorRequest, provenance, input_paths: list[str]) -> dict:
     """The source options of the request, in name order, local paths (a LLaMA-Factory ``dataset_info``, NESTFUL's
     ``executable_functions``) relative to the folder the local input files share, as the card names them, so that
     the card's rebuild command run there reads them; else by their name (the manifest, and so the card, must not
@@ -544,18 +544,18 @@ def _portable_options(request: MirrorRequest) -> dict:
     options = {}
     for name, value in sorted(request.source_options.items()):
         if name in PATH_OPTIONS and isinstance(value, (str, os.PathLike)):
-            value = _relative_to_inputs(os.fspath(value), request) or display_input(os.fspath(value))
+            value = _relative_to_inputs(os.fspath(value), provenance, input_paths) or display_input(os.fspath(value))
         options[name] = value
     return options
 
 
-def _relative_to_inputs(path: str, request: MirrorRequest) -> Optional[str]:
-    """``path`` relative to the folder the request's local data files share (the folder of a single one), or None
-    when it names a URL or they are not all local files given to the build (a bundled sample is not run from)."""
-    files = [os.fspath(f) for f in flat_data_files(request.data_files or [])]
-    if "://" in path or not files or any("://" in f or display_input(f).startswith(SAMPLE_PREFIX) for f in files):
+def _relative_to_inputs(path: str, provenance, input_paths: list[str]) -> Optional[str]:
+    """``path`` relative to the folder the input files share (the folder of a single one), or None when it names a
+    URL or they are not all local files given to the build (a bundled sample is not run from). The files read,
+    not the data_files given: a glob's folder (``*/x.json``) is none the card names them from."""
+    if "://" in path or not provenance.local_files_given():
         return None
-    return name_as_text(Path(os.path.relpath(os.path.abspath(path), shared_folder(files))).as_posix())
+    return name_as_text(Path(os.path.relpath(os.path.abspath(path), shared_folder(input_paths))).as_posix())
 
 
 def _figures(distributions: dict, folder: Path, title: str) -> list[DataFile]:
