@@ -575,6 +575,29 @@ def test_a_path_option_beside_a_glob_is_named_relative_to_the_files_it_read(tmp_
     assert (tmp_path / "b" / "llamafactory" / "README.md").read_text(encoding="utf-8") == text
 
 
+def test_a_path_option_beside_data_files_per_split_says_what_it_is_relative_to(tmp_path):
+    """data_files={split: files} with dataset_info: the card has no command to run somewhere, only the options
+    `dataset_info=..` "of the data files above", which did not say what `..` is relative to."""
+    import shutil
+
+    data = Path(__file__).parent / "data" / "llamafactory"
+    root = tmp_path / "lf"
+    for folder in ("a", "b"):
+        (root / "rows" / folder).mkdir(parents=True)
+        shutil.copy(data / "mllm_demo.json", root / "rows" / folder)
+    entry = json.loads((data / "dataset_info.json").read_text())["mllm_demo"]
+    (root / "dataset_info.json").write_text(json.dumps({"mllm_demo": entry}))
+    files = {"train": [str(root / "rows" / "a" / "mllm_demo.json")],
+             "test": [str(root / "rows" / "b" / "mllm_demo.json")]}
+    folder = build_mirror(MirrorRequest("llamafactory", configs=["unified"], data_files=files,
+                                        source_options={"dataset_info": str(root), "dataset": "mllm_demo"}),
+                          tmp_path / "out")
+    text = (folder / "README.md").read_text(encoding="utf-8")
+    assert "`train`: `a/mllm_demo.json`; `test`: `b/mllm_demo.json`" in text
+    assert ("`dataset=mllm_demo`, `dataset_info=..` (`--option NAME=VALUE` of the mirror command; `dataset_info` "
+            "relative to the folder the input files share)") in text
+
+
 def test_the_rebuild_command_of_an_executed_nestful_mirror_reads_the_same_functions(tmp_path, monkeypatch):
     """`--option executable_functions=/dir/functions`: the manifest and card named the folder `functions` (its name
     alone), which the rebuild command, run in the folder the input files share, does not find. It is named relative

@@ -271,7 +271,9 @@ def _template_context(manifest: Manifest, repo_id: str, prose: str, data: Datase
                                                                              or "dataset_info" in manifest.options),
         "options": [f"{name}={option_value_text(value)}" for name, value in manifest.options.items()],
         "options_text": manifest.options_text(),
-        "paths_named_alone": manifest.paths_named_alone(),
+        # local paths in the options: relative to the folder the input files share, or by their last part alone
+        "paths_relative": manifest.local_path_options() if manifest.provenance.local_files_given() else [],
+        "paths_named_alone": [] if manifest.provenance.local_files_given() else manifest.local_path_options(),
         "parquet": manifest.parquet,
         "license": data.license,
         "citation": source.citation.strip(),

@@ -137,15 +137,14 @@ class Manifest:
     # The source options the build was given (``--option NAME=VALUE``, ``--shard-size``): they decide the rows
     # (NESTFUL's data_version or execute, ToolMind's strict, LLaMA-Factory's columns...), so the card states
     # them. A local path is named relative to the folder local input files share (the folder the card's command
-    # runs in), else by its last part (see paths_named_alone). {} when none was given.
+    # runs in), else by its last part (see local_path_options). {} when none was given.
     options: dict = dataclasses.field(default_factory=dict)
     format_version: int = MANIFEST_FORMAT_VERSION
 
-    def paths_named_alone(self) -> list[str]:
-        """The source options naming a local path by its last part alone, since the inputs are no local files it
-        could be named relative to (a bundled sample, the upstream): a command must be pointed at a copy."""
-        if self.provenance.local_files_given():
-            return []
+    def local_path_options(self) -> list[str]:
+        """The source options naming a local path: relative to the folder the inputs share where they are local
+        files given to the build (``provenance.local_files_given()``), else by its last part alone (a bundled
+        sample, the upstream), and a command must be pointed at a copy."""
         return [name for name in PATH_OPTIONS
                 if isinstance(self.options.get(name), str) and "://" not in self.options[name]]
 
