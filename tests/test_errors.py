@@ -82,3 +82,31 @@ def test_non_finite_numbers_raise_the_error_the_readme_names(make, token, source
     rows = list(td.load(source, data_files=str(path), split="train", streaming=streaming, on_error="skip",
                         report=report, cache_dir=cache_dir + "-skip"))
     assert rows == [] and dict(report.by_reason) == {f"{error.__name__}:{field}": 1}
+
+
+# Messages say what is wrong in the terms of the user's data: text that is JSON is named as JSON (with the
+# parser's reason), never as the Python literal ms-swift's fallback reader made of it.
+WORDING = [
+    (swift_call_text, "1e400", "ms_swift", td.InvalidValueError,
+     "tool_call content is JSON that cannot be read exactly (number 1e400 is beyond the range of a double)"),
+    (swift_call_text, '\\"\\\\ud800\\"', "ms_swift", td.InvalidValueError,
+     "tool_call content is JSON that cannot be read exactly (no low surrogate in string"),
+    (swift_call_text, "9" * 5000, "ms_swift", td.InvalidJsonError,
+     "tool_call content is neither JSON nor a Python literal (as JSON: an integer is too long to read from text "
+     "(5,000 digits"),
+    (swift_call_text, "[" * 1100 + "]" * 1100, "ms_swift", td.InvalidJsonError,
+     "tool_call content is neither JSON nor a Python literal (as JSON: depth limit exceeded"),
+]
+
+
+@pytest.mark.parametrize("make, token, source, error, wording", WORDING,
+                         ids=["1e400", "lone-surrogate", "5000-digits", "1100-deep"])
+def test_errors_name_json_text_as_json_with_the_reason(make, token, source, error, wording, tmp_path, cache_dir):
+    kind, content = make(token)
+    path = tmp_path / f"row.{kind}"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(td.ToolUseDataError) as info:
+        list(td.load(source, data_files=str(path), split="train", streaming=True, cache_dir=cache_dir))
+    assert type(info.value) is error and info.value.field == "messages[2].content"
+    assert wording in info.value.message
+    assert "Python literal JSON cannot hold" not in info.value.message

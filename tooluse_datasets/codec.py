@@ -278,16 +278,45 @@ def loads_json_or_literal(text: str) -> Any:
     ``gold_answer`` is ``str()`` of a value, ms-swift accepts literal call arguments.
 
     Raises :class:`InvalidJsonError` if the text is neither, :class:`JsonValueError` if the literal holds
-    what JSON cannot (sets, bytes, complex, NaN...).
+    what JSON cannot (sets, bytes, complex, NaN...) or the text is JSON the exact reader refuses (``1e400``, a
+    lone surrogate escape). Their messages say what the text is ("a Python literal JSON cannot hold (...)").
     """
-    ok, value = try_loads(text)
-    if ok:
-        return value
+    try:
+        return loads(text)
+    except (orjson.JSONDecodeError, ValueError, TypeError, RecursionError) as exc:
+        json_error = exc
     try:
         value = ast.literal_eval(text.strip())
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        raise InvalidJsonError("text is neither JSON nor a Python literal") from None
-    return loads(dumps(value))
+        raise InvalidJsonError(f"neither JSON nor a Python literal (as JSON: {json_reason(json_error)})") from None
+    try:
+        return loads(dumps(value))
+    except JsonValueError as exc:
+        # Text such as 1e400 or "\ud800" is JSON that Python also reads as a literal: say what the JSON holds,
+        # not what Python made of it (infinity, a lone surrogate in a Python string).
+        if _is_json_syntax(text):
+            raise JsonValueError(f"JSON that cannot be read exactly ({json_reason(json_error)})") from None
+        raise JsonValueError(f"a Python literal JSON cannot hold ({exc.message})") from None
+
+
+def json_reason(exc: BaseException) -> str:
+    """Why :func:`loads` refused a text, in JSON's terms: the codec's own reason, or the parser's message and
+    position (orjson's ``JSONDecodeError`` says it as the stdlib does: ``line 1 column 12 (char 11)``)."""
+    if isinstance(exc, JsonValueError):
+        return exc.message
+    if isinstance(exc, RecursionError):
+        return "values nested too deeply to read"
+    return str(exc)[:200]
+
+
+def _is_json_syntax(text: str) -> bool:
+    """Whether ``text`` is JSON as written, whatever it holds (a number beyond a double's range, a lone surrogate
+    escape): the stdlib parser takes both. Only asked of text already refused, so its cost does not matter."""
+    try:
+        json.loads(text, parse_constant=_refuse_constant, parse_int=len)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def may_hold_big_int(value: Any) -> bool:

@@ -34,9 +34,9 @@ def parse_json_or_literal(text: str, field: str, what: str) -> Any:
     try:
         return loads_json_or_literal(text)
     except JsonValueError as exc:
-        raise InvalidValueError(f"{what} is a Python literal JSON cannot hold ({exc.message})", field=field) from None
-    except InvalidJsonError:
-        raise InvalidJsonError(f"{what} is neither JSON nor a Python literal: {_preview(text)}", field=field) from None
+        raise InvalidValueError(f"{what} is {exc.message}", field=field) from None
+    except InvalidJsonError as exc:
+        raise InvalidJsonError(f"{what} is {exc.message}: {_preview(text)}", field=field) from None
 
 
 def storable(value: Any, field: str) -> Any:
