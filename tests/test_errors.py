@@ -110,3 +110,28 @@ def test_errors_name_json_text_as_json_with_the_reason(make, token, source, erro
     assert type(info.value) is error and info.value.field == "messages[2].content"
     assert wording in info.value.message
     assert "Python literal JSON cannot hold" not in info.value.message
+
+
+# A LLaMA-Factory function_call value the reader refuses says why, and says LLaMA-Factory fails on it only where
+# its json.loads does (it reads 1e400 as infinity and NaN as NaN; it stops at Python's integer-text limit).
+LLAMAFACTORY_WORDING = [
+    ("1e400", "function_call value is JSON that cannot be read exactly (number 1e400 is beyond the range of a "
+              "double)"),
+    ("9" * 5000, "function_call value is JSON that cannot be read exactly (an integer is too long to read from "
+                 "text (5,000 digits; Python reads and writes at most"),
+    ("NaN", "function_call value is not JSON (unexpected character"),
+    ("[" * 1100 + "]" * 1100, "function_call value is not JSON (depth limit exceeded"),
+]
+
+
+@pytest.mark.parametrize("token, wording", LLAMAFACTORY_WORDING, ids=["1e400", "5000-digits", "NaN", "1100-deep"])
+def test_llamafactory_call_errors_say_why_the_text_is_not_read(token, wording, tmp_path, cache_dir):
+    kind, content = llamafactory_call_text(token)
+    path = tmp_path / f"row.{kind}"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(td.InvalidJsonError) as info:
+        list(td.load("llamafactory", data_files=str(path), split="train", streaming=True, cache_dir=cache_dir))
+    assert info.value.field == "conversations[1].value"
+    assert wording in info.value.message
+    fails_upstream = token not in ("1e400", "NaN")
+    assert ("LLaMA-Factory fails on it" in info.value.message) is fails_upstream

@@ -294,7 +294,7 @@ def loads_json_or_literal(text: str) -> Any:
     except JsonValueError as exc:
         # Text such as 1e400 or "\ud800" is JSON that Python also reads as a literal: say what the JSON holds,
         # not what Python made of it (infinity, a lone surrogate in a Python string).
-        if _is_json_syntax(text):
+        if is_json_syntax(text):
             raise JsonValueError(f"JSON that cannot be read exactly ({json_reason(json_error)})") from None
         raise JsonValueError(f"a Python literal JSON cannot hold ({exc.message})") from None
 
@@ -309,7 +309,7 @@ def json_reason(exc: BaseException) -> str:
     return str(exc)[:200]
 
 
-def _is_json_syntax(text: str) -> bool:
+def is_json_syntax(text: str) -> bool:
     """Whether ``text`` is JSON as written, whatever it holds (a number beyond a double's range, a lone surrogate
     escape): the stdlib parser takes both. Only asked of text already refused, so its cost does not matter."""
     try:

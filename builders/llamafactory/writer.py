@@ -37,6 +37,7 @@ but not a ``tools`` spelling LLaMA-Factory's default tool prompt fails on, such 
 """
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Optional
 
@@ -46,7 +47,7 @@ from tooluse_datasets.builders.ms_swift.parsing import (EMPTY_PARAMETERS, parse_
                                                         spaced_list_text, split_think)
 from tooluse_datasets.builders.ms_swift.writer import (MEDIA_TAGS, check_media_tags, check_no_objects,
                                                        check_think_block_closes_once)
-from tooluse_datasets.codec import loads
+from tooluse_datasets.codec import is_json_syntax, json_reason, loads
 from tooluse_datasets.errors import (ConversionError, InvalidJsonError, InvalidValueError, MissingFieldError,
                                      ToolUseDataError)
 from tooluse_datasets.formats import Format
@@ -397,10 +398,9 @@ def parse_calls(text: str, field: str) -> list[tuple[str, dict]]:
     JSON of ``{"name", "arguments"}`` or a list of them; arguments an object."""
     try:
         value = loads(text)
-    except ValueError:
+    except ValueError as exc:
         hint = (f" (its thought must be spelled {THINK_OPEN!r}...{THINK_CLOSE!r})" if "<think>" in text else "")
-        raise InvalidJsonError(f"function_call value is not JSON (LLaMA-Factory fails on it){hint}",
-                               field=field) from None
+        raise InvalidJsonError(f"function_call value {_unreadable(text, exc)}{hint}", field=field) from None
     calls = value if isinstance(value, list) else [value]
     if not calls:
         raise InvalidValueError("function_call holds no call", field=field)
@@ -419,13 +419,24 @@ def parse_calls(text: str, field: str) -> list[tuple[str, dict]]:
     return out
 
 
+def _unreadable(text: str, exc: ValueError) -> str:
+    """Why JSON text the reader refused cannot be read, and whether LLaMA-Factory (``json.loads``) fails on it
+    too: it reads ``1e400`` as infinity and a lone surrogate escape as it is, where it fails on malformed text."""
+    what = "is JSON that cannot be read exactly" if is_json_syntax(text) else "is not JSON"
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return f"{what} ({json_reason(exc)}; LLaMA-Factory fails on it)"
+    return f"{what} ({json_reason(exc)})"
+
+
 def tools_of(text: str) -> list[dict]:
     if not text:
         return []
     try:
         tools = loads(text)
-    except ValueError:
-        raise InvalidJsonError("tools is not JSON text (LLaMA-Factory fails on it)", field="tools") from None
+    except ValueError as exc:
+        raise InvalidJsonError(f"tools {_unreadable(text, exc)}", field="tools") from None
     if not isinstance(tools, list):
         raise InvalidValueError("tools must be the JSON text of a list", field="tools")
     return [parse_tool(check_tool_spelling(tool, f"tools[{i}]"), f"tools[{i}]") for i, tool in enumerate(tools)]
