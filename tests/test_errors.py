@@ -135,3 +135,44 @@ def test_llamafactory_call_errors_say_why_the_text_is_not_read(token, wording, t
     assert wording in info.value.message
     fails_upstream = token not in ("1e400", "NaN")
     assert ("LLaMA-Factory fails on it" in info.value.message) is fails_upstream
+
+
+def _row_with(source: str, edit) -> str:
+    row = json.loads(_first_line(source))
+    edit(row)
+    return json.dumps(row)
+
+
+def _set(path, value):
+    def edit(row):
+        *parents, last = path
+        for key in parents:
+            row = row[key]
+        row[last] = value
+    return edit
+
+
+# A value of the wrong JSON type is named by its JSON type (object, array, boolean, number, null), never by
+# Python's (dict, list, bool, int, NoneType): the rows are JSON.
+JSON_KINDS = [
+    ("ms_swift", _set(("messages", 0), True), "messages[0]", "a message must be an object, got boolean"),
+    ("ms_swift", _set(("messages", 0, "role"), {"x": 1}), "messages[0].role", "role must be a string, got object"),
+    ("ms_swift", _set(("messages", 1, "content"), True), "messages[1].content", "content must be a string, got boolean"),
+    ("ms_swift", _set(("messages", 1, "content"), [1]), "messages[1].content[0]", "not an object (number)"),
+    ("ms_swift", _set(("messages",), 5), "messages", "messages must be an array, got number"),
+    ("ms_swift", _set(("tools",), [3]), "tools[0]", "a tool must be a JSON object, got number"),
+    ("llamafactory", _set(("system",), {}), "system", "system must be a string, got object {}"),
+    ("llamafactory", _set(("system",), True), "system", "system must be a string, got boolean true"),
+    ("llamafactory", _set(("tools",), 0), "tools", "tools must be the JSON text of a list, got number 0"),
+    ("nestful", _set(("output",), {"a": 1}), "output", "output must be a JSON array, got object"),
+]
+
+
+@pytest.mark.parametrize("source, edit, field, wording", JSON_KINDS, ids=[f"{c[0]}-{c[2]}" for c in JSON_KINDS])
+def test_wrong_types_are_named_as_json_types(source, edit, field, wording, tmp_path, cache_dir):
+    path = tmp_path / "row.jsonl"
+    path.write_text(_row_with(source, edit) + "\n", encoding="utf-8")
+    with pytest.raises(td.ToolUseDataError) as info:
+        list(td.load(source, data_files=str(path), split="train", streaming=True, cache_dir=cache_dir))
+    assert info.value.field == field and (info.value.file, info.value.row) == (str(path), 0)
+    assert wording in info.value.message, info.value.message

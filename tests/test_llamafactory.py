@@ -251,7 +251,7 @@ def _glaive_row_with_tool(respell) -> dict:
 
 
 @pytest.mark.parametrize("respell, field, message", [
-    (json.dumps, "tools[0]", "a tool must be a JSON object, got str"),
+    (json.dumps, "tools[0]", "a tool must be a JSON object, got string"),
     (lambda t: {**t, "parameters": json.dumps(t["parameters"])}, "tools[0].parameters",
      "tool parameters must be a JSON object, not JSON text"),
     (lambda t: {**{k: v for k, v in t.items() if k != "name"}, "name_for_model": t["name"]}, "tools[0].name",

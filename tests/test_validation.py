@@ -468,7 +468,7 @@ def test_schemas_that_cannot_be_applied_are_findings_not_crashes(samples):
     assert found and "cannot be applied" in found[0].message
     row = base(samples, SWIFT)
     row["tools"][0]["function"]["parameters"] = ["base", "quote"]
-    assert "got list" in rule_findings(row, "tool.invalid_schema")[0].message
+    assert "got array" in rule_findings(row, "tool.invalid_schema")[0].message
     assert rule_findings(row, "arguments.schema") == []    # said once, by tool.invalid_schema
     # a second tool of the same name with a broken schema: it was reported only as tool.duplicate_name
     row = base(samples, SWIFT)
@@ -478,7 +478,7 @@ def test_schemas_that_cannot_be_applied_are_findings_not_crashes(samples):
     assert [f.field for f in rule_findings(row, "tool.invalid_schema")] == [f"tools[{len(row['tools']) - 1}].function.parameters"]
     assert rule_findings(row, "tool.duplicate_name")
     # a $schema that is not a string: jsonschema's AttributeError text was the finding's message
-    for draft, kind in ((5, "int"), (None, "null"), (["draft-07"], "list")):
+    for draft, kind in ((5, "number"), (None, "null"), (["draft-07"], "array")):
         row = base(samples, SWIFT)
         row["tools"][0]["function"]["parameters"]["$schema"] = draft
         found = rule_findings(row, "tool.invalid_schema")

@@ -92,10 +92,18 @@ def raised_within(exc: Optional[BaseException], kind: type) -> Optional[BaseExce
 
 
 def json_kind(value: Any) -> str:
-    """A value's JSON type as messages name it (``object``, ``array``, ``null``...), not Python's name for it."""
+    """A value's JSON type as messages name it (``object``, ``array``, ``null``...), not Python's name for it.
+    A value that is no JSON value (a Parquet binary cell) is named as what it holds, or by its type."""
     if isinstance(value, bool):
         return "boolean"
-    return {dict: "object", list: "array", str: "string", type(None): "null"}.get(type(value), "number")
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return "binary data"
+    for kind, name in ((dict, "object"), ((list, tuple), "array"), (str, "string"), (type(None), "null")):
+        if isinstance(value, kind):
+            return name
+    return type(value).__name__
 
 
 class ToolUseDataError(ValueError):

@@ -21,6 +21,7 @@ byte are kept in ``meta["llamafactory_original"]``, so LLaMA-Factory -> unified 
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import re
 from typing import Any, Optional
@@ -29,7 +30,7 @@ from datasets import Features, Json
 
 from tooluse_datasets.builders.ms_swift.parsing import split_think
 from tooluse_datasets.errors import (ConversionError, InvalidValueError, MissingFieldError, ToolUseDataError,
-                                     wrapped_rows_error)
+                                     json_kind, wrapped_rows_error)
 from tooluse_datasets.schema import message, tool_call, unified_row
 from tooluse_datasets.source import RowContext, Source, SourceOptions
 
@@ -283,11 +284,13 @@ class LlamaFactorySource(Source):
 
 
 def _kind(value: Any) -> str:
-    """A wrong value in an error message: its type, with the value when it is a number or empty (``int 0``,
-    ``dict {}``); never the repr of a container, which may be large or nested past the recursion limit."""
-    name = type(value).__name__
-    if isinstance(value, (bool, int, float)) or (isinstance(value, (str, list, dict)) and not value):
-        text = repr(value)
+    """A wrong value in an error message: its JSON type, with the value as JSON writes it when it is a short number
+    or empty (``number 0``, ``object {}``); never a container's text, which may be large or nested past the
+    recursion limit."""
+    name = json_kind(value)
+    short_int = not isinstance(value, int) or value.bit_length() <= 80  # (Python writes no int past 4,300 digits)
+    if (isinstance(value, (bool, int, float)) and short_int) or (isinstance(value, (str, list, dict)) and not value):
+        text = json.dumps(value)
         return f"{name} {text}" if len(text) <= 24 else name
     return name
 

@@ -49,7 +49,7 @@ from tooluse_datasets.builders.ms_swift.writer import (MEDIA_TAGS, check_media_t
                                                        check_think_block_closes_once)
 from tooluse_datasets.codec import is_json_syntax, json_reason, loads
 from tooluse_datasets.errors import (ConversionError, InvalidJsonError, InvalidValueError, MissingFieldError,
-                                     ToolUseDataError)
+                                     ToolUseDataError, json_kind)
 from tooluse_datasets.formats import Format
 from tooluse_datasets.pairing import call_groups, results_in_call_order
 from tooluse_datasets.schema import complete_row, tool_call
@@ -232,7 +232,7 @@ def react_ready_tool(tool: dict, field: str) -> dict:
     # llamafactory reader refuses such a tool: NESTFUL reads one from a damaged spec.
     if not isinstance(function.get("description", ""), (str, type(None))):
         raise ConversionError(f"{TARGET}'s tool prompt prints the description as text; a tool description must be "
-                              f"a string, got {type(function['description']).__name__}",
+                              f"a string, got {json_kind(function['description'])}",
                               field=f"{field}.function.description")
     parameters = function.get("parameters")
     if parameters is None:
@@ -449,7 +449,7 @@ def check_tool_spelling(tool: Any, field: str) -> Any:
     file; the others train the schema as a quoted string) and a ``name_for_model`` other than ``name`` (it reads
     ``name``)."""
     if not isinstance(tool, dict):
-        raise InvalidValueError(f"a tool must be a JSON object, got {type(tool).__name__}: LLaMA-Factory's tool "
+        raise InvalidValueError(f"a tool must be a JSON object, got {json_kind(tool)}: LLaMA-Factory's tool "
                                 f"formatters read each tool as an object (it fails on the file)", field=field)
     wrapped = isinstance(tool.get("function"), dict) and "type" in tool
     function, where = (tool["function"], f"{field}.function") if wrapped else (tool, field)

@@ -15,7 +15,7 @@ import json
 from typing import Any, Optional
 
 from tooluse_datasets.codec import try_loads
-from tooluse_datasets.errors import InvalidValueError, MissingFieldError, wrapped_rows_error
+from tooluse_datasets.errors import InvalidValueError, MissingFieldError, json_kind, wrapped_rows_error
 
 from .parsing import parse_json_or_literal, storable
 
@@ -323,12 +323,12 @@ def parse_messages_value(value: Any, column: str) -> list[dict]:
     if value is None:
         raise MissingFieldError("messages is null", field=column)
     if not isinstance(value, list):
-        raise InvalidValueError(f"messages must be a list, got {type(value).__name__}", field=column)
+        raise InvalidValueError(f"messages must be an array, got {json_kind(value)}", field=column)
     if not value:
         raise MissingFieldError("messages is empty; ms-swift drops such rows", field=column)
     for i, message in enumerate(value):
         if not isinstance(message, dict):
-            raise InvalidValueError(f"a message must be an object, got {type(message).__name__}",
+            raise InvalidValueError(f"a message must be an object, got {json_kind(message)}",
                                     field=f"messages[{i}]")
     return value
 
@@ -354,7 +354,7 @@ def standard_message(message: dict, index: int) -> Message:
     if role is _MISSING or role is None:
         raise MissingFieldError("message has no role (role or from)", field=f"{where}.role")
     if not isinstance(role, str):
-        raise InvalidValueError(f"role must be a string, got {type(role).__name__}", field=f"{where}.role")
+        raise InvalidValueError(f"role must be a string, got {json_kind(role)}", field=f"{where}.role")
     canonical = ROLE_ALIASES.get(role)
     if canonical is None and role.replace("-", "_") in HYPHENATED_ALIASES:
         canonical = ROLE_ALIASES[role.replace("-", "_")]
@@ -426,7 +426,7 @@ def anthropic_row(messages: list[dict]) -> bool:
         for k, block in enumerate(content):
             if not isinstance(block, dict):
                 raise InvalidValueError(f"a list content has an element that is not an object "
-                                        f"({type(block).__name__}); ms-swift fails reading it as a content block "
+                                        f"({json_kind(block)}); ms-swift fails reading it as a content block "
                                         f"and drops the row (give a JSON result as text)",
                                         field=f"messages[{i}].content[{k}]")
             if block.get("type") in ANTHROPIC_TOOL_BLOCKS or (block.get("type") == "image" and "source" in block):
@@ -444,7 +444,7 @@ def check_anthropic_blocks(messages: list[dict]) -> None:
         for k, block in enumerate(blocks):
             field = f"{where}[{k}]"
             if not isinstance(block, dict):
-                raise InvalidValueError(f"a content block must be an object, got {type(block).__name__}; ms-swift "
+                raise InvalidValueError(f"a content block must be an object, got {json_kind(block)}; ms-swift "
                                         f"drops the row", field=field)
             kind = block.get("type")
             if kind not in allowed:

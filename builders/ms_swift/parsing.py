@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 from tooluse_datasets.codec import dumps, loads_json_or_literal, python_json_text
 from tooluse_datasets.errors import (ConversionError, InvalidJsonError, InvalidValueError, JsonValueError,
-                                     MissingFieldError)
+                                     MissingFieldError, json_kind)
 
 # ms-swift's own spelling of "no parameters" (``tool.get('parameters') or {}`` renders as an empty object);
 # the unified schema always carries a JSON Schema object, so a tool without parameters gets this one.
@@ -100,7 +100,7 @@ def parse_tool(tool: Any, field: str) -> dict:
     if isinstance(tool, str):
         tool = parse_json_or_literal(tool, field, "tool")
     if not isinstance(tool, dict):
-        raise InvalidValueError(f"a tool must be a JSON object, got {type(tool).__name__}", field=field)
+        raise InvalidValueError(f"a tool must be a JSON object, got {json_kind(tool)}", field=field)
     kind = tool.get("type", "function")
     if kind != "function":  # wrapped, or flat as the Responses API writes tools ({"type": "custom", "name"...})
         why = ": a custom tool takes free-form text, not JSON arguments" if kind == "custom" else ""
@@ -191,7 +191,7 @@ def parse_call(content: Any, field: str) -> tuple[str, dict]:
     call = parse_json_or_literal(content, field, "tool_call content") if isinstance(content, str) else content
     if not isinstance(call, dict):
         raise InvalidValueError(f"tool_call content must be an object with name and arguments, got "
-                                f"{type(call).__name__}", field=field)
+                                f"{json_kind(call)}", field=field)
     if "name" not in call:  # ms-swift's KeyError: the row is dropped
         raise MissingFieldError("tool call has no name (ms-swift drops the row)", field=f"{field}.name")
     name = call["name"]
@@ -207,7 +207,7 @@ def parse_call(content: Any, field: str) -> tuple[str, dict]:
     if isinstance(arguments, str):
         arguments = parse_json_or_literal(arguments, f"{field}.{key}", "tool call arguments")
     if not isinstance(arguments, dict):
-        raise InvalidValueError(f"tool call arguments must be a JSON object, got {type(arguments).__name__}",
+        raise InvalidValueError(f"tool call arguments must be a JSON object, got {json_kind(arguments)}",
                                 field=f"{field}.{key}")
     return name, storable(arguments, f"{field}.{key}")
 
@@ -216,7 +216,7 @@ def call_text(name: str, arguments: Any, field: str) -> str:
     """The content of a ``tool_call`` message: JSON text of ``{"name", "arguments"}``, arguments always
     present (spec §10 rule 3)."""
     if not isinstance(arguments, dict):
-        raise ConversionError(f"call arguments must be a JSON object for ms-swift, got {type(arguments).__name__}",
+        raise ConversionError(f"call arguments must be a JSON object for ms-swift, got {json_kind(arguments)}",
                               field=field)
     return spaced_call_text(name, arguments, field)
 

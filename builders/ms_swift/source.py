@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator, Optional
 from datasets import Features, Json, List, Value
 
 from tooluse_datasets.codec import json_bytes, python_json_text
-from tooluse_datasets.errors import ConversionError, InvalidValueError, JsonValueError, ToolUseDataError
+from tooluse_datasets.errors import ConversionError, InvalidValueError, JsonValueError, ToolUseDataError, json_kind
 from tooluse_datasets.schema import complete_row, message, tool_call, unified_row
 from tooluse_datasets.shards.reading import read_shard
 from tooluse_datasets.shards.shard import PARQUET, RawBatch, Shard
@@ -271,7 +271,7 @@ def in_file_fields(exc: ToolUseDataError, messages: list[Message]) -> ToolUseDat
 
 def text_of(m: dict, where: str) -> str:
     if not isinstance(m["content"], str):
-        raise InvalidValueError(f"{m['role']} content must be a string, got {type(m['content']).__name__}",
+        raise InvalidValueError(f"{m['role']} content must be a string, got {json_kind(m['content'])}",
                                 field=f"{where}.content")
     return m["content"]
 

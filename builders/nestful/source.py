@@ -22,7 +22,8 @@ from typing import Any, Iterator, Optional
 from datasets import Features, Json, List, Value
 
 from tooluse_datasets.codec import try_loads
-from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, MissingFieldError, wrapped_rows_error
+from tooluse_datasets.errors import (InvalidJsonError, InvalidValueError, MissingFieldError, json_kind,
+                                     wrapped_rows_error)
 from tooluse_datasets.schema import complete_row, message, tool_call, unified_row
 from tooluse_datasets.shards.batches import joined_batches
 from tooluse_datasets.shards.lines import file_version
@@ -358,7 +359,7 @@ def _json_field(native: dict, key: str, expected: type) -> Any:
             raise InvalidJsonError(f"{key} is a string but not valid JSON (truncated?)", field=key)
         value = decoded
     if not isinstance(value, expected):
-        raise InvalidValueError(f"{key} must be a JSON {expected.__name__}, got {type(value).__name__}", field=key)
+        raise InvalidValueError(f"{key} must be a JSON {json_kind(expected())}, got {json_kind(value)}", field=key)
     return value
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any, Container, Iterator, Mapping, Optional
 
-from tooluse_datasets.errors import InvalidValueError, MissingFieldError, UndefinedReferenceError, UnknownToolError
+from tooluse_datasets.errors import (InvalidValueError, MissingFieldError, UndefinedReferenceError, UnknownToolError,
+                                     json_kind)
 
 # A whole argument value that is a reference: "$var_2.result$", "$var1.output_0$", v1 "$var3$", and one with a
 # field but no closing `$` ("$var_1.result"), which upstream's executor and scorer read as the closed reference
@@ -153,7 +154,7 @@ def check_references(arguments: dict, producers: Mapping[str, str], field: str, 
 def unwrap_properties(spec: Any, field: str) -> tuple[dict, list | None]:
     """``{"properties": {...}, "required": [...], "type": "object"}`` or a plain name -> property map."""
     if not isinstance(spec, dict):
-        raise InvalidValueError(f"must be a JSON object, got {type(spec).__name__}", field=field)
+        raise InvalidValueError(f"must be a JSON object, got {json_kind(spec)}", field=field)
     if _is_wrapper(spec):
         return spec["properties"], spec.get("required")
     return spec, None

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from tooluse_datasets.codec import loads, python_json_text, try_loads
-from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, MissingFieldError
+from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, MissingFieldError, json_kind
 
 ROLES = ("system", "user", "reasoning", "tool_call", "tool_output", "answer")
 
@@ -193,7 +193,7 @@ def parse_call(text: str, field: str, *, arguments_key: str, tolerant: bool = Fa
         raise InvalidJsonError(f"tool call is not valid JSON ({exc}): {text[:60]!r}{'...' if len(text) > 60 else ''}",
                                field=field) from None
     if not isinstance(value, dict):
-        raise InvalidValueError(f"tool call must be a JSON object, got a {type(value).__name__}", field=field)
+        raise InvalidValueError(f"tool call must be a JSON object, got {json_kind(value)}", field=field)
     name = value.get("name")
     if not isinstance(name, str) or not name:
         raise MissingFieldError("tool call has no name", field=f"{field}.name")
@@ -211,7 +211,7 @@ def parse_call(text: str, field: str, *, arguments_key: str, tolerant: bool = Fa
                                     f"string {arguments[:60]!r}{'...' if len(arguments) > 60 else ''}",
                                     field=f"{field}.{key}")
     if not isinstance(arguments, dict):
-        raise InvalidValueError(f"tool call {key} must be a JSON object, got {type(arguments).__name__}",
+        raise InvalidValueError(f"tool call {key} must be a JSON object, got {json_kind(arguments)}",
                                 field=f"{field}.{key}")
     return ParsedCall(name, arguments, key)
 

@@ -28,7 +28,7 @@ from datasets import Features, Json, List, Value
 
 from tooluse_datasets.codec import loads as codec_loads, may_nest_deep, python_json_text
 from tooluse_datasets.errors import (InvalidJsonError, InvalidValueError, MissingFieldError, ToolUseDataError,
-                                     wrapped_rows_error)
+                                     json_kind, wrapped_rows_error)
 from tooluse_datasets.schema import complete_row, message, tool_call, unified_row
 from tooluse_datasets.shards.batches import joined_batches
 from tooluse_datasets.shards.paths import display_path
@@ -328,9 +328,9 @@ def decode_messages(value: Any, column: str) -> tuple[list[dict], str, Optional[
     elif isinstance(value, list):
         messages = value
     else:
-        raise InvalidValueError(f"{column} must be a JSON string or a list, got {type(value).__name__}", field=column)
+        raise InvalidValueError(f"{column} must be a JSON string or an array, got {json_kind(value)}", field=column)
     if not isinstance(messages, list):
-        raise InvalidValueError(f"{column} must hold a JSON list, got {type(messages).__name__}", field=column)
+        raise InvalidValueError(f"{column} must hold a JSON array, got {json_kind(messages)}", field=column)
     roles = P.ROLES
     native = not isinstance(value, str)
     for i, m in enumerate(messages):
@@ -387,7 +387,7 @@ _MESSAGE_PREFIX = {role: b'{"role": ' + orjson.dumps(role) + b', "content": ' fo
 
 def _check_message(m: Any, where: str) -> None:
     if not isinstance(m, dict):
-        raise InvalidValueError(f"message must be an object, got {type(m).__name__}", field=where)
+        raise InvalidValueError(f"message must be an object, got {json_kind(m)}", field=where)
     role, content = m.get("role"), m.get("content")
     if not isinstance(role, str):
         raise MissingFieldError("message has no role", field=f"{where}.role")

@@ -29,7 +29,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tooluse_datasets import codec
-from tooluse_datasets.errors import InvalidValueError, MissingFieldError, ToolUseDataError, wrapped_rows_error
+from tooluse_datasets.errors import (InvalidValueError, MissingFieldError, ToolUseDataError, json_kind,
+                                     wrapped_rows_error)
 from tooluse_datasets.shards.lines import file_version, read_lines
 from tooluse_datasets.shards.parquet import (UnreadableRows, iter_parquet_batches, open_parquet, parquet_batch_rows,
                                              parquet_row_offsets)
@@ -536,7 +537,7 @@ def _json_row(row: Any, row_number: int, column: str, selection: SplitSelection,
     value = row.get(column)
     if value is not None and not isinstance(value, str):
         if selection.report_unassigned:
-            return InvalidValueError(f"{column} must be a string, got {type(value).__name__}", field=column)
+            return InvalidValueError(f"{column} must be a string, got {json_kind(value)}", field=column)
         return None
     return row if value == selection.value else None
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from ..codec import dumps
-from ..errors import InvalidValueError, JsonValueError
+from ..errors import InvalidValueError, JsonValueError, json_kind
 from .registry import Finding, Rule, all_rules, get_rule, structural_rules
 from .view import RowView
 
@@ -16,7 +16,7 @@ def check_row(row: dict, rules: Optional[Sequence[Rule]] = None) -> list[Finding
     """Every finding of ``rules`` (default: all) on a unified row. A row whose shape ``row.fields`` rejects
     gets only those findings, whatever the selection: the other rules cannot read it."""
     if not isinstance(row, dict):
-        return [Finding(SHAPE_RULE, f"a unified row must be an object, got {type(row).__name__}", None)]
+        return [Finding(SHAPE_RULE, f"a unified row must be an object, got {json_kind(row)}", None)]
     view = RowView(row)
     findings = _run(get_rule(SHAPE_RULE), view)
     if findings:

@@ -41,6 +41,7 @@ from referencing.exceptions import Unresolvable
 from referencing.jsonschema import lookup_recursive_ref
 
 from ..codec import dumps
+from ..errors import json_kind
 from .references import REFERENCE_KEYWORDS, reference_problem
 from .registry import short_message
 
@@ -522,5 +523,5 @@ def _short(text: str) -> str:
 
 
 def type_name(value: Any) -> str:
-    """A value's type as messages name it (``null`` for None)."""
-    return "null" if value is None else type(value).__name__
+    """A value's JSON type as messages name it (``object``, ``array``, ``null``...)."""
+    return json_kind(value)
