@@ -176,3 +176,22 @@ def test_wrong_types_are_named_as_json_types(source, edit, field, wording, tmp_p
         list(td.load(source, data_files=str(path), split="train", streaming=True, cache_dir=cache_dir))
     assert info.value.field == field and (info.value.file, info.value.row) == (str(path), 0)
     assert wording in info.value.message, info.value.message
+
+
+# NESTFUL's text columns (the HF layout) that do not parse say why, instead of guessing "truncated?".
+NESTFUL_TEXT = [
+    ("1e400", "output is a string but not valid JSON (number 1e400 is beyond the range of a double)"),
+    ("NaN", "output is a string but not valid JSON (unexpected character"),
+    ("9" * 5000, "output is a string but not valid JSON (an integer is too long to read from text (5,000 digits"),
+]
+
+
+@pytest.mark.parametrize("token, wording", NESTFUL_TEXT, ids=["1e400", "NaN", "5000-digits"])
+def test_nestful_text_columns_say_why_they_are_not_json(token, wording, tmp_path, cache_dir):
+    kind, content = nestful_text_column(token)
+    path = tmp_path / f"row.{kind}"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(td.InvalidJsonError) as info:
+        list(td.load("nestful", data_files=str(path), split="train", streaming=True, cache_dir=cache_dir))
+    assert info.value.field == "output" and wording in info.value.message, info.value.message
+    assert "truncated?" not in info.value.message

@@ -21,7 +21,7 @@ from typing import Any, Iterator, Optional
 
 from datasets import Features, Json, List, Value
 
-from tooluse_datasets.codec import try_loads
+from tooluse_datasets.codec import json_reason, loads
 from tooluse_datasets.errors import (InvalidJsonError, InvalidValueError, MissingFieldError, json_kind,
                                      wrapped_rows_error)
 from tooluse_datasets.schema import complete_row, message, tool_call, unified_row
@@ -354,10 +354,10 @@ class NestfulSource(Source):
 def _json_field(native: dict, key: str, expected: type) -> Any:
     value = native[key]
     if isinstance(value, str):
-        ok, decoded = try_loads(value)
-        if not ok:
-            raise InvalidJsonError(f"{key} is a string but not valid JSON (truncated?)", field=key)
-        value = decoded
+        try:
+            value = loads(value)
+        except (ValueError, RecursionError) as exc:  # the reason tells a cut text from a NaN, 1e400, a stray comma
+            raise InvalidJsonError(f"{key} is a string but not valid JSON ({json_reason(exc)})", field=key) from None
     if not isinstance(value, expected):
         raise InvalidValueError(f"{key} must be a JSON {json_kind(expected())}, got {json_kind(value)}", field=key)
     return value
