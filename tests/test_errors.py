@@ -195,3 +195,37 @@ def test_nestful_text_columns_say_why_they_are_not_json(token, wording, tmp_path
         list(td.load("nestful", data_files=str(path), split="train", streaming=True, cache_dir=cache_dir))
     assert info.value.field == "output" and wording in info.value.message, info.value.message
     assert "truncated?" not in info.value.message
+
+
+def _line_of(source: str, file: int, index: int) -> dict:
+    with open(td.sample_files(source)["train"][file], encoding="utf-8") as f:
+        return json.loads(f.readlines()[index])
+
+
+# A value quoted in a message is written as JSON writes it (true, {"x": 1}), not as Python's repr (True,
+# {'x': 1}), and a long one is cut.
+QUOTED = [
+    ("ms_swift", 1, 1, _set(("tools", 0, "type"), True), "tools[0].type",
+     "only function tools are supported, got type true"),
+    ("ms_swift", 1, 1, _set(("tools", 0, "type"), {"x": 1.5}), "tools[0].type",
+     'only function tools are supported, got type {"x": 1.5}'),
+    ("ms_swift", 1, 1, _set(("messages", 2, "tool_call_id"), ["a"]), "messages[2].tool_call_id",
+     'tool_call_id ["a"] is not the id of the call it answers by position (\'call_bgo\')'),
+    ("ms_swift", 1, 1, _set(("messages", 2, "tool_call_id"), "x" * 5000), "messages[2].tool_call_id",
+     "tool_call_id '" + "x" * 79 + "... names no call of its turn"),
+    ("nestful", 0, 0, _set(("sample_id",), False), "sample_id",
+     "sample_id must be a non-empty string or an integer, got false"),
+]
+
+
+@pytest.mark.parametrize("source, file, index, edit, field, wording", QUOTED,
+                         ids=["type-true", "type-object", "id-array", "id-long", "sample-id-false"])
+def test_quoted_values_are_written_as_json(source, file, index, edit, field, wording, tmp_path, cache_dir):
+    row = _line_of(source, file, index)
+    edit(row)
+    path = tmp_path / "row.jsonl"
+    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    with pytest.raises(td.ToolUseDataError) as info:
+        list(td.load(source, data_files=str(path), split="train", streaming=True, cache_dir=cache_dir))
+    assert info.value.field == field and wording in info.value.message, info.value.message
+    assert len(info.value.message) < 400

@@ -514,7 +514,7 @@ def test_nestful_ids_are_unique_and_readable(tmp_path, cache_dir):
                    f"nestful/{ids[3].split('/')[1]}/7", f"nestful/{domain}/{first['sample_id']}#7"]
     assert [r["meta"]["sample_id"] for r in splits["train"]][2] == first["sample_id"]  # the upstream id, kept
     assert [(e.row, e.field) for e in report.examples] == [(4, "sample_id"), (5, "sample_id"), (6, "sample_id")]
-    assert "['a', 1]" in report.examples[0].message
+    assert '["a", 1]' in report.examples[0].message  # quoted as JSON writes it
 
 
 # --------------------------------------------------------------------------------------------------

@@ -106,6 +106,20 @@ def json_kind(value: Any) -> str:
     return type(value).__name__
 
 
+def shown(value: Any, limit: int = 80) -> str:
+    """A value of the user's data quoted in a message: a string quoted as the messages quote names (``'get'``),
+    any other value as JSON writes it (``true``, ``null``, ``{"x": 1}``, not Python's ``True``, ``None``,
+    ``{'x': 1}``), cut after ``limit`` characters (a 5,000-digit number or a deeply nested value stays short)."""
+    if isinstance(value, str):
+        text = repr(value[:limit + 1])
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False)
+        except (ValueError, TypeError, RecursionError):  # no JSON value, or one Python cannot write
+            return json_kind(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 class ToolUseDataError(ValueError):
     """A row of source data that cannot be read or converted. ``str()`` names file, row and field."""
 

@@ -15,7 +15,7 @@ import json
 from typing import Any, Optional
 
 from tooluse_datasets.codec import try_loads
-from tooluse_datasets.errors import InvalidValueError, MissingFieldError, json_kind, wrapped_rows_error
+from tooluse_datasets.errors import InvalidValueError, MissingFieldError, json_kind, shown, wrapped_rows_error
 
 from .parsing import parse_json_or_literal, storable
 
@@ -696,8 +696,8 @@ def in_call_order(results: list[Message], call_ids: list, id_key: str, sortable:
         for r, result_id in zip(results, result_ids):
             if result_id not in call_ids or result_id in seen:
                 why = "answers a call already answered" if result_id in seen else "names no call of its turn"
-                raise InvalidValueError(f"{id_key} {result_id!r} {why} (the turn's calls: "
-                                        f"{', '.join(map(repr, call_ids))}); ms-swift would pair the results by "
+                raise InvalidValueError(f"{id_key} {shown(result_id)} {why} (the turn's calls: "
+                                        f"{', '.join(map(shown, call_ids))}); ms-swift would pair the results by "
                                         f"position, against their ids", field=r.file_field(f".{id_key}"))
             seen.add(result_id)
     position = {call_id: k for k, call_id in enumerate(call_ids)}
@@ -711,8 +711,8 @@ def _check_positions_agree(results: list[Message], call_ids: list, result_ids: l
     its ids."""
     for r, call_id, result_id in zip(results, call_ids, result_ids):
         if call_id is not None and result_id is not None and (type(call_id), call_id) != (type(result_id), result_id):
-            raise InvalidValueError(f"{id_key} {result_id!r} is not the id of the call it answers by position "
-                                    f"({call_id!r}), and {why}", field=r.file_field(f".{id_key}"))
+            raise InvalidValueError(f"{id_key} {shown(result_id)} is not the id of the call it answers by "
+                                    f"position ({shown(call_id)}), and {why}", field=r.file_field(f".{id_key}"))
 
 
 def with_block_text(m: Message) -> Message:

@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 from tooluse_datasets.codec import dumps, loads_json_or_literal, python_json_text
 from tooluse_datasets.errors import (ConversionError, InvalidJsonError, InvalidValueError, JsonValueError,
-                                     MissingFieldError, json_kind)
+                                     MissingFieldError, json_kind, shown)
 
 # ms-swift's own spelling of "no parameters" (``tool.get('parameters') or {}`` renders as an empty object);
 # the unified schema always carries a JSON Schema object, so a tool without parameters gets this one.
@@ -104,7 +104,7 @@ def parse_tool(tool: Any, field: str) -> dict:
     kind = tool.get("type", "function")
     if kind != "function":  # wrapped, or flat as the Responses API writes tools ({"type": "custom", "name"...})
         why = ": a custom tool takes free-form text, not JSON arguments" if kind == "custom" else ""
-        raise InvalidValueError(f"only function tools are supported, got type {kind!r}{why}", field=f"{field}.type")
+        raise InvalidValueError(f"only function tools are supported, got type {shown(kind)}{why}", field=f"{field}.type")
     wrapped = isinstance(tool.get("function"), dict) and "type" in tool
     function = tool["function"] if wrapped else tool
     where = f"{field}.function" if wrapped else field

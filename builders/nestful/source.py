@@ -22,7 +22,7 @@ from typing import Any, Iterator, Optional
 from datasets import Features, Json, List, Value
 
 from tooluse_datasets.codec import json_reason, loads
-from tooluse_datasets.errors import (InvalidJsonError, InvalidValueError, MissingFieldError, json_kind,
+from tooluse_datasets.errors import (InvalidJsonError, InvalidValueError, MissingFieldError, json_kind, shown,
                                      wrapped_rows_error)
 from tooluse_datasets.schema import complete_row, message, tool_call, unified_row
 from tooluse_datasets.shards.batches import joined_batches
@@ -248,7 +248,7 @@ class NestfulSource(Source):
         sample_id = native["sample_id"]
         if isinstance(sample_id, bool) or not isinstance(sample_id, (str, int)) or sample_id == "":
             # The id names the row (``nestful/<domain>/<sample_id>``): text or a number, never str() of a list.
-            raise InvalidValueError(f"sample_id must be a non-empty string or an integer, got {sample_id!r:.80}",
+            raise InvalidValueError(f"sample_id must be a non-empty string or an integer, got {shown(sample_id)}",
                                     field="sample_id")
         if not isinstance(native["input"], str):
             raise InvalidValueError("input must be a string", field="input")
