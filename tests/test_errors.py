@@ -229,3 +229,24 @@ def test_quoted_values_are_written_as_json(source, file, index, edit, field, wor
         list(td.load(source, data_files=str(path), split="train", streaming=True, cache_dir=cache_dir))
     assert info.value.field == field and wording in info.value.message, info.value.message
     assert len(info.value.message) < 400
+
+
+# A long value where a name belongs (a role, a role tag, a tool name) is quoted cut, not in full: a row holding
+# a 5,000-character role gave a 5,000-character message (and log line).
+LONG_NAMES = [
+    ("ms_swift", 1, 1, _set(("messages", 0, "role"), "r" * 5000), "messages[0].role", "role 'rrr"),
+    ("llamafactory", 0, 0, _set(("conversations", 0, "from"), "h" * 5000), "conversations[0].from", "'hhh"),
+    ("nestful", 0, 0, _set(("output", 0, "name"), "n" * 5000), "output[0].name", "call to 'nnn"),
+]
+
+
+@pytest.mark.parametrize("source, file, index, edit, field, wording", LONG_NAMES, ids=["role", "tag", "tool"])
+def test_long_names_are_quoted_cut(source, file, index, edit, field, wording, tmp_path, cache_dir):
+    row = _line_of(source, file, index)
+    edit(row)
+    path = tmp_path / "row.jsonl"
+    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    with pytest.raises(td.ToolUseDataError) as info:
+        list(td.load(source, data_files=str(path), split="train", streaming=True, cache_dir=cache_dir))
+    assert info.value.field == field and wording in info.value.message, info.value.message[:300]
+    assert "..." in info.value.message and len(info.value.message) < 400

@@ -30,7 +30,7 @@ from datasets import Features, Json
 
 from tooluse_datasets.builders.ms_swift.parsing import split_think
 from tooluse_datasets.errors import (ConversionError, InvalidValueError, MissingFieldError, ToolUseDataError,
-                                     json_kind, wrapped_rows_error)
+                                     json_kind, shown, wrapped_rows_error)
 from tooluse_datasets.schema import message, tool_call, unified_row
 from tooluse_datasets.source import RowContext, Source, SourceOptions
 
@@ -107,8 +107,9 @@ class LlamaFactorySource(Source):
                                         field=f"{where}.{role_tag}")
             tag = default_tag.get(turn[role_tag])
             if tag is None:
-                raise InvalidValueError(f"{turn[role_tag]!r} is none of the file's role tags ({layout.describe_tags()}):"
-                                        f" LLaMA-Factory drops the row", field=f"{where}.{role_tag}")
+                raise InvalidValueError(f"{shown(turn[role_tag])} is none of the file's role tags "
+                                        f"({layout.describe_tags()}): LLaMA-Factory drops the row",
+                                        field=f"{where}.{role_tag}")
             # (Calls first: an OpenAI-style call turn's content is usually null, and the calls are the reason.)
             if turn.get("tool_calls") and "tool_calls" not in (role_tag, content_tag):
                 # OpenAI-style calls: LLaMA-Factory's sharegpt converter reads role and content only, and would

@@ -359,7 +359,7 @@ def standard_message(message: dict, index: int) -> Message:
     if canonical is None and role.replace("-", "_") in HYPHENATED_ALIASES:
         canonical = ROLE_ALIASES[role.replace("-", "_")]
     if canonical is None:
-        raise InvalidValueError(f"role {role!r} is not one ms-swift accepts (system, user, assistant, tool_call, "
+        raise InvalidValueError(f"role {shown(role)} is not one ms-swift accepts (system, user, assistant, tool_call, "
                                 f"tool_response, tool or an alias); ms-swift drops the row", field=f"{where}.role")
     out = Message(index, canonical, None if content is _MISSING else content,
                   loss=fields.pop("loss", None), loss_scale=fields.pop("loss_scale", None))

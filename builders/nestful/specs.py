@@ -7,7 +7,7 @@ import re
 from typing import Any, Container, Iterator, Mapping, Optional
 
 from tooluse_datasets.errors import (InvalidValueError, MissingFieldError, UndefinedReferenceError, UnknownToolError,
-                                     json_kind)
+                                     json_kind, shown)
 
 # A whole argument value that is a reference: "$var_2.result$", "$var1.output_0$", v1 "$var3$", and one with a
 # field but no closing `$` ("$var_1.result"), which upstream's executor and scorer read as the closed reference
@@ -68,7 +68,7 @@ def check_call(call: dict, i: int, *, producers: Mapping[str, str], catalog: set
     if not isinstance(name, str):
         raise InvalidValueError("name must be a string", field=f"output[{i}].name")
     if name not in catalog:
-        raise UnknownToolError(f"call to {name!r}, which is not in {catalog_name}", field=f"output[{i}].name")
+        raise UnknownToolError(f"call to {shown(name)}, which is not in {catalog_name}", field=f"output[{i}].name")
     if not isinstance(arguments, dict):
         raise InvalidValueError("arguments must be a JSON object", field=f"output[{i}].arguments")
     return label, name, arguments
