@@ -163,7 +163,7 @@ JSON_KINDS = [
     ("ms_swift", _set(("tools",), [3]), "tools[0]", "a tool must be a JSON object, got number"),
     ("llamafactory", _set(("system",), {}), "system", "system must be a string, got object {}"),
     ("llamafactory", _set(("system",), True), "system", "system must be a string, got boolean true"),
-    ("llamafactory", _set(("tools",), 0), "tools", "tools must be the JSON text of a list, got number 0"),
+    ("llamafactory", _set(("tools",), 0), "tools", "tools must be the JSON text of an array, got number 0"),
     ("nestful", _set(("output",), {"a": 1}), "output", "output must be a JSON array, got object"),
 ]
 
@@ -250,3 +250,21 @@ def test_long_names_are_quoted_cut(source, file, index, edit, field, wording, tm
         list(td.load(source, data_files=str(path), split="train", streaming=True, cache_dir=cache_dir))
     assert info.value.field == field and wording in info.value.message, info.value.message[:300]
     assert "..." in info.value.message and len(info.value.message) < 400
+
+
+def _toolmind_row() -> dict:
+    return pq.read_table(td.sample_files("toolmind")["train"][0]).slice(0, 1).to_pylist()[0]
+
+
+# ToolMind's messages column holds JSON text of an array: a broken text is named in JSON's terms.
+@pytest.mark.parametrize("messages, wording", [
+    ("{", "it does not start with a JSON array"),
+    ('"hi"', "messages must hold a JSON array, got string"),
+    (5, "messages must be a JSON string or an array, got number"),
+], ids=["not-an-array", "string", "number"])
+def test_toolmind_messages_errors_name_json_types(messages, wording, tmp_path, cache_dir):
+    path = tmp_path / "row.jsonl"
+    path.write_text(json.dumps(dict(_toolmind_row(), messages=messages, split="train")) + "\n", encoding="utf-8")
+    with pytest.raises(td.ToolUseDataError) as info:
+        list(td.load("toolmind", data_files=str(path), split="train", streaming=True, cache_dir=cache_dir))
+    assert info.value.field == "messages" and wording in info.value.message, info.value.message

@@ -228,7 +228,7 @@ def test_tools_given_as_a_list_are_refused(tmp_path):
     path = tmp_path / "list_tools.jsonl"
     path.write_text(json.dumps({"conversations": [{"from": "human", "value": "a"}, {"from": "gpt", "value": "b"}],
                                 "tools": [{"name": "f"}]}) + "\n")
-    with pytest.raises(InvalidValueError, match="JSON text of a list"):
+    with pytest.raises(InvalidValueError, match="JSON text of an array"):
         list(td.load("llamafactory", data_files=str(path), split="train", streaming=True))
 
 
@@ -237,9 +237,9 @@ def test_tools_of_another_type_are_refused_without_calling_them_a_list(tmp_path,
     path = tmp_path / "dict_tools.jsonl"
     path.write_text(json.dumps({"conversations": [{"from": "human", "value": "a"}, {"from": "gpt", "value": "b"}],
                                 "tools": tools}) + "\n")
-    with pytest.raises(InvalidValueError, match="JSON text of a list") as info:
+    with pytest.raises(InvalidValueError, match="JSON text of an array") as info:
         list(td.load("llamafactory", data_files=str(path), split="train", streaming=True))
-    assert info.value.field == "tools" and "fails on a list" not in info.value.message
+    assert info.value.field == "tools" and "fails on an array" not in info.value.message
 
 
 def _glaive_row_with_tool(respell) -> dict:

@@ -135,8 +135,8 @@ class LlamaFactorySource(Source):
         if tools is None:
             tools = ""
         elif not isinstance(tools, str):
-            why = "LLaMA-Factory fails on a list" if isinstance(tools, list) else "LLaMA-Factory reads the column as text"
-            raise InvalidValueError(f"{columns['tools']} must be the JSON text of a list, got {_kind(tools)} ({why})",
+            why = "LLaMA-Factory fails on an array" if isinstance(tools, list) else "LLaMA-Factory reads the column as text"
+            raise InvalidValueError(f"{columns['tools']} must be the JSON text of an array, got {_kind(tools)} ({why})",
                                     field=columns["tools"])
         raw = {"conversations": turns, "system": system, "tools": tools}
         for key in MEDIA_COLUMNS:

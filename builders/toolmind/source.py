@@ -406,7 +406,7 @@ def describe_truncation(text: str) -> str:
     complete: list[str] = []
     pos = text.find("[")
     if pos < 0:
-        return "it does not start with a JSON list"
+        return "it does not start with a JSON array"
     pos += 1
     while True:
         while pos < len(text) and text[pos] in " \t\r\n,":
