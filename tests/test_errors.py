@@ -268,3 +268,22 @@ def test_toolmind_messages_errors_name_json_types(messages, wording, tmp_path, c
     with pytest.raises(td.ToolUseDataError) as info:
         list(td.load("toolmind", data_files=str(path), split="train", streaming=True, cache_dir=cache_dir))
     assert info.value.field == "messages" and wording in info.value.message, info.value.message
+
+
+# ms-swift takes its messages from a conversations (or conversation) column too: an error in that column names
+# it as the file does, in the message as in the field.
+@pytest.mark.parametrize("value, wording", [
+    (True, "conversations must be an array, got boolean"),
+    (None, "conversations is null"),
+    ([], "conversations is empty"),
+    ("", "conversations text is neither JSON nor a Python literal"),
+], ids=["boolean", "null", "empty", "empty-text"])
+def test_ms_swift_conversations_column_is_named_as_the_file_names_it(value, wording, tmp_path, cache_dir):
+    row = _line_of("ms_swift", 0, 0)
+    del row["messages"]
+    row["conversations"] = value
+    path = tmp_path / "row.jsonl"
+    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    with pytest.raises(td.ToolUseDataError) as info:
+        list(td.load("ms_swift", data_files=str(path), split="train", streaming=True, cache_dir=cache_dir))
+    assert info.value.field == "conversations" and wording in info.value.message, info.value.message

@@ -319,13 +319,14 @@ def rejected_contents(message: dict) -> list:
 
 def parse_messages_value(value: Any, column: str) -> list[dict]:
     if isinstance(value, str):
-        value = parse_json_or_literal(value, column, "messages text")
+        value = parse_json_or_literal(value, column, f"{column} text")
+    # (named as the file names the column: conversations, conversation or messages)
     if value is None:
-        raise MissingFieldError("messages is null", field=column)
+        raise MissingFieldError(f"{column} is null", field=column)
     if not isinstance(value, list):
-        raise InvalidValueError(f"messages must be an array, got {json_kind(value)}", field=column)
+        raise InvalidValueError(f"{column} must be an array, got {json_kind(value)}", field=column)
     if not value:
-        raise MissingFieldError("messages is empty; ms-swift drops such rows", field=column)
+        raise MissingFieldError(f"{column} is empty; ms-swift drops such rows", field=column)
     for i, message in enumerate(value):
         if not isinstance(message, dict):
             raise InvalidValueError(f"a message must be an object, got {json_kind(message)}",
