@@ -287,3 +287,24 @@ def test_ms_swift_conversations_column_is_named_as_the_file_names_it(value, word
     with pytest.raises(td.ToolUseDataError) as info:
         list(td.load("ms_swift", data_files=str(path), split="train", streaming=True, cache_dir=cache_dir))
     assert info.value.field == "conversations" and wording in info.value.message, info.value.message
+
+
+# ToolMind's grammar errors list the roles that may come as the text names roles ('answer'), not as a Python
+# list (['answer']).
+@pytest.mark.parametrize("edit, wording", [
+    (lambda messages: messages[1:], "'user' at the start breaks the ToolMind FSM (allowed: 'system')"),
+    (lambda messages: messages[:3], "(allowed: 'answer' or 'tool_call')"),
+    (lambda messages: messages[:-1], "breaks the ToolMind FSM (it must end on 'answer')"),
+], ids=["start", "after-reasoning", "ending"])
+def test_toolmind_grammar_errors_list_roles_as_text(edit, wording, tmp_path, cache_dir):
+    row = _toolmind_row()
+    messages = json.loads(row["messages"])
+    assert [m["role"] for m in messages[:3]] == ["system", "user", "reasoning"], "the bundled sample changed"
+    messages = edit(messages)
+    if wording.startswith("(allowed: 'answer'"):
+        messages.append({"role": "user", "content": "again"})
+    path = tmp_path / "row.jsonl"
+    path.write_text(json.dumps(dict(row, messages=messages, split="train")) + "\n", encoding="utf-8")
+    with pytest.raises(td.InvalidValueError) as info:
+        list(td.load("toolmind", data_files=str(path), split="train", streaming=True, cache_dir=cache_dir))
+    assert wording in info.value.message and "['" not in info.value.message, info.value.message

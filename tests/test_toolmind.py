@@ -1231,7 +1231,7 @@ def test_the_grammar_rule_takes_a_trailing_call_the_load_allowed_as_within_the_g
     assert findings(allow_trailing_call=True) == [[], [calls]]
     # Without the option the ending is outside the grammar: still reported, for both rows
     ending = (f"meta.source_messages[{last}].role",
-              "a conversation ending on 'tool_call' breaks the ToolMind FSM (it must end on ['answer'])")
+              "a conversation ending on 'tool_call' breaks the ToolMind FSM (it must end on 'answer')")
     assert findings() == [[ending], [ending, calls]]
 
 

@@ -77,14 +77,19 @@ def fsm_violation(roles: Sequence[str], *, allow_trailing_call: bool = False) ->
         allowed = TRANSITIONS.get(previous, frozenset())
         if role not in allowed:
             after = "at the start" if previous is None else f"after {previous!r}"
-            return FsmViolation(i, f"{role!r} {after} breaks the ToolMind FSM (allowed: {sorted(allowed)})")
+            return FsmViolation(i, f"{role!r} {after} breaks the ToolMind FSM (allowed: {_roles_text(allowed)})")
         previous = role
     final = FINAL_ROLES_WITH_TRAILING_CALL if allow_trailing_call else FINAL_ROLES
     if previous not in final:
         last = max(len(roles) - 1, 0)
         ending = "an empty conversation" if previous is None else f"a conversation ending on {previous!r}"
-        return FsmViolation(last, f"{ending} breaks the ToolMind FSM (it must end on {sorted(final)})")
+        return FsmViolation(last, f"{ending} breaks the ToolMind FSM (it must end on {_roles_text(final)})")
     return None
+
+
+def _roles_text(roles: frozenset) -> str:
+    """Roles as a message lists them (``'answer' or 'tool_call'``), not as a Python list."""
+    return " or ".join(map(repr, sorted(roles))) or "no further message"
 
 
 # --------------------------------------------------------------------------------------------------
