@@ -308,3 +308,15 @@ def test_toolmind_grammar_errors_list_roles_as_text(edit, wording, tmp_path, cac
     with pytest.raises(td.InvalidValueError) as info:
         list(td.load("toolmind", data_files=str(path), split="train", streaming=True, cache_dir=cache_dir))
     assert wording in info.value.message and "['" not in info.value.message, info.value.message
+
+
+def test_toolmind_long_unknown_role_is_quoted_cut(tmp_path, cache_dir):
+    row = _toolmind_row()
+    messages = json.loads(row["messages"])
+    messages[1]["role"] = "u" * 5000
+    path = tmp_path / "row.jsonl"
+    path.write_text(json.dumps(dict(row, messages=messages, split="train")) + "\n", encoding="utf-8")
+    with pytest.raises(td.InvalidValueError) as info:
+        list(td.load("toolmind", data_files=str(path), split="train", streaming=True, cache_dir=cache_dir))
+    assert info.value.field == "messages[1].role" and "unknown role 'uuu" in info.value.message
+    assert "..." in info.value.message and len(info.value.message) < 400

@@ -28,7 +28,7 @@ from datasets import Features, Json, List, Value
 
 from tooluse_datasets.codec import loads as codec_loads, may_nest_deep, python_json_text
 from tooluse_datasets.errors import (InvalidJsonError, InvalidValueError, MissingFieldError, ToolUseDataError,
-                                     json_kind, wrapped_rows_error)
+                                     json_kind, shown, wrapped_rows_error)
 from tooluse_datasets.schema import complete_row, message, tool_call, unified_row
 from tooluse_datasets.shards.batches import joined_batches
 from tooluse_datasets.shards.paths import display_path
@@ -392,7 +392,7 @@ def _check_message(m: Any, where: str) -> None:
     if not isinstance(role, str):
         raise MissingFieldError("message has no role", field=f"{where}.role")
     if role not in P.ROLES:
-        raise InvalidValueError(f"unknown role {role!r} (ToolMind roles: {', '.join(P.ROLES)})", field=f"{where}.role")
+        raise InvalidValueError(f"unknown role {shown(role)} (ToolMind roles: {', '.join(P.ROLES)})", field=f"{where}.role")
     if not isinstance(content, str):
         raise MissingFieldError("message has no string content", field=f"{where}.content")
     if len(m) != 2:
