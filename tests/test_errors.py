@@ -320,3 +320,14 @@ def test_toolmind_long_unknown_role_is_quoted_cut(tmp_path, cache_dir):
         list(td.load("toolmind", data_files=str(path), split="train", streaming=True, cache_dir=cache_dir))
     assert info.value.field == "messages[1].role" and "unknown role 'uuu" in info.value.message
     assert "..." in info.value.message and len(info.value.message) < 400
+
+
+@pytest.mark.parametrize("value, name", [(float("nan"), "NaN"), (float("-inf"), "-Infinity"), (float("inf"), "Infinity")])
+def test_a_non_finite_parquet_float_is_named_as_json_texts_name_it(value, name, tmp_path, cache_dir):
+    kind, table = swift_parquet_float(value)
+    path = tmp_path / f"row.{kind}"
+    pq.write_table(table, path)
+    with pytest.raises(td.JsonValueError) as info:
+        list(td.load("ms_swift", data_files=str(path), split="train", streaming=True, cache_dir=cache_dir))
+    assert info.value.field == "meta"
+    assert info.value.message.startswith(f"{name} at $.loss_weight cannot be stored as JSON"), info.value.message

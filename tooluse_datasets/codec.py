@@ -338,6 +338,11 @@ def may_hold_big_int(value: Any) -> bool:
     return False
 
 
+def _non_finite_name(number: float) -> str:
+    """NaN or an infinity as the texts that write them name it (``NaN``, ``-Infinity``), not Python's ``nan``."""
+    return "NaN" if math.isnan(number) else "Infinity" if number > 0 else "-Infinity"
+
+
 def _check_json_value(value: Any, path: str) -> None:
     """Raise JsonValueError unless ``value`` is plain JSON: finite numbers, string keys, JSON types, at most
     :data:`MAX_DEPTH` containers deep (the limit orjson writes with, so that a value is refused the same
@@ -347,7 +352,8 @@ def _check_json_value(value: Any, path: str) -> None:
         item, where, depth = stack.pop()
         if isinstance(item, float):
             if not math.isfinite(item):
-                raise JsonValueError(f"{item!r} at {where} cannot be stored as JSON (NaN and infinities are refused)")
+                raise JsonValueError(f"{_non_finite_name(item)} at {where} cannot be stored as JSON (NaN and infinities "
+                                     f"are refused)")
         elif isinstance(item, (dict, list, tuple)) and depth > MAX_DEPTH:
             raise JsonValueError(_TOO_DEEP)
         elif isinstance(item, dict):
