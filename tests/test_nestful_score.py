@@ -254,6 +254,7 @@ def test_each_unparsable_output_says_why_and_is_not_run(math_row, functions_dir,
         result = score([item(math_row, output, name)], parser=parser, executable_functions_dir=functions_dir)
         sample = result.samples[0]
         assert expected[name] in (sample.parse_detail or ""), (name, sample.parse_detail)
+        assert "JSONDecodeError" not in (sample.parse_detail or ""), (name, sample.parse_detail)  # the text's terms
         assert sample.parse_error == (name != "hermes_cut_off") and sample.win is False
         if name != "hermes_cut_off":
             assert sample.execution is None  # nothing to run: not a sandbox "no_calls" error

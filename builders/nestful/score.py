@@ -88,7 +88,9 @@ def parse_prediction(prediction: Any, parser: str = "json") -> ParsedPrediction:
 def _reason(exc: BaseException) -> str:
     if isinstance(exc, RecursionError):
         return "nested deeper than Python's stack"
-    return one_line(f"{type(exc).__name__}: {exc}")[:300]
+    # The parser's message and position, without Python's class name ("JSONDecodeError: "): the detail is about
+    # the model's text.
+    return one_line(str(exc) or type(exc).__name__)[:300]
 
 
 def _not_json(text: str, exc: BaseException) -> str:
