@@ -21,8 +21,19 @@ import referencing.jsonschema
 from referencing.exceptions import InvalidAnchor, NoSuchAnchor, PointerToNowhere, Unresolvable
 from referencing.jsonschema import lookup_recursive_ref
 
+from ..errors import json_kind
+
 # Lookups that found the document but nothing at the pointer or anchor in it: never resolvable.
 _NOWHERE = (PointerToNowhere, NoSuchAnchor, InvalidAnchor)
+
+
+def _nowhere_words(exc: Exception) -> str:
+    """Why a lookup found nothing, in the schema's terms rather than the referencing library's class names."""
+    if isinstance(exc, PointerToNowhere):
+        return "no value at that JSON pointer"
+    return "not a valid anchor" if isinstance(exc, InvalidAnchor) else "no such anchor"
+
+
 # Keywords that apply the schema they reference to the value itself.
 REFERENCE_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
 # Keywords that apply their subschemas to the value itself (in place), by draft keyword name.
@@ -116,11 +127,11 @@ def _in_place(schema: dict, resolver: Any, cls: Any, specification: Any,
             try:
                 resolved = lookup_recursive_ref(resolver) if keyword == "$recursiveRef" else resolver.lookup(value)
             except _NOWHERE as exc:
-                raise _BrokenReference(f"{keyword} {value!r} points to nothing ({type(exc).__name__})")
+                raise _BrokenReference(f"{keyword} {value!r} points to nothing ({_nowhere_words(exc)})")
             except Unresolvable:
                 continue  # another document, never fetched: the calls that reach it say so
             if not isinstance(resolved.contents, (dict, bool)):  # a description, a list: jsonschema fails on it
-                raise _BrokenReference(f"{keyword} {value!r} points to a {type(resolved.contents).__name__}, "
+                raise _BrokenReference(f"{keyword} {value!r} points to a JSON {json_kind(resolved.contents)}, "
                                        "not a schema")
             if keyword == "$ref" or follow_dynamic:  # (one that points nowhere does so in any scope)
                 yield f"{keyword} {value!r}", resolved.contents, resolved.resolver
