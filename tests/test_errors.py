@@ -215,11 +215,13 @@ QUOTED = [
      "tool_call_id '" + "x" * 79 + "... names no call of its turn"),
     ("nestful", 0, 0, _set(("sample_id",), False), "sample_id",
      "sample_id must be a non-empty string or an integer, got false"),
+    ("ms_swift", 1, 1, _set(("messages", 0, "content"), [{"type": True, "text": "hi"}]), "messages[0].content[0].type",
+     "content block type true is not supported"),
 ]
 
 
 @pytest.mark.parametrize("source, file, index, edit, field, wording", QUOTED,
-                         ids=["type-true", "type-object", "id-array", "id-long", "sample-id-false"])
+                         ids=["type-true", "type-object", "id-array", "id-long", "sample-id-false", "block-type-true"])
 def test_quoted_values_are_written_as_json(source, file, index, edit, field, wording, tmp_path, cache_dir):
     row = _line_of(source, file, index)
     edit(row)

@@ -449,9 +449,10 @@ def check_anthropic_blocks(messages: list[dict]) -> None:
                                         f"drops the row", field=field)
             kind = block.get("type")
             if kind not in allowed:
-                raise InvalidValueError(f"content block type {kind!r} in a row ms-swift converts as Anthropic (it has "
-                                        f"tool_use/tool_result or Anthropic image blocks), where ms-swift takes "
-                                        f"{', '.join(allowed)} blocks only and drops the row", field=f"{field}.type")
+                raise InvalidValueError(f"content block type {shown(kind)} in a row ms-swift converts as Anthropic "
+                                        f"(it has tool_use/tool_result or Anthropic image blocks), where ms-swift "
+                                        f"takes {', '.join(allowed)} blocks only and drops the row",
+                                        field=f"{field}.type")
             if kind == "image" and not _anthropic_image_source(block.get("source")):
                 raise InvalidValueError("an Anthropic image block needs a source of type base64 (with media_type "
                                         "and data) or url (with a url); ms-swift drops the row", field=f"{field}.source")
@@ -754,8 +755,8 @@ def block_text(block: dict, field: str, media: dict, anthropic: bool) -> str:
         return text
     kind = block_type[:-len("_url")] if isinstance(block_type, str) and block_type.endswith("_url") else block_type
     if not isinstance(kind, str) or kind not in BLOCK_MEDIA_KINDS:
-        raise InvalidValueError(f"content block type {block_type!r} is not supported (text, image, image_url, audio, "
-                                f"audio_url, video, video_url, tool_use, tool_result)", field=f"{field}.type")
+        raise InvalidValueError(f"content block type {shown(block_type)} is not supported (text, image, image_url, "
+                                f"audio, audio_url, video, video_url, tool_use, tool_result)", field=f"{field}.type")
     if anthropic and kind == "image":  # Anthropic image block
         source = block["source"]
         value = f"data:{source['media_type']};base64,{source['data']}" if source["type"] == "base64" else source["url"]
