@@ -6,7 +6,6 @@ import datetime
 import enum
 import json
 import math
-import struct
 import uuid
 
 import pyarrow as pa
@@ -17,6 +16,7 @@ import tooluse_datasets as td
 from tooluse_datasets.arrow_rows import RowEncoder
 from tooluse_datasets.codec import dumps, loads
 from tooluse_datasets.exact_features import ExactFeatures
+from tricky_values import bits
 
 # Values the issue names, plus the ones datasets' Json() gets wrong (see specs/hf_datasets.md §3.1).
 EXACT_VALUES = [
@@ -43,17 +43,6 @@ EXACT_VALUES = [
     [1, 2.5, "x", None, True, {"k": [0.3]}],
     {"z": 1, "a": 2, "m": {"y": 0.30000000000000004}},
 ]
-
-
-def bits(value):
-    """Type and exact bit pattern, recursively (0.0 vs -0.0 and int vs float are told apart)."""
-    if isinstance(value, float):
-        return ("float", struct.pack("<d", value))
-    if isinstance(value, dict):
-        return ("dict", [(k, bits(v)) for k, v in value.items()])
-    if isinstance(value, list):
-        return ("list", [bits(v) for v in value])
-    return (type(value).__name__, value)
 
 
 @pytest.mark.parametrize("value", EXACT_VALUES, ids=lambda v: repr(v)[:30])

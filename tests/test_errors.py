@@ -23,6 +23,21 @@ def _edited(line: str, old: str, new: str) -> str:
     return line.replace(old, new, 1)
 
 
+def _streamed_error(source: str, path, cache_dir, error=td.ToolUseDataError):
+    """The error streaming ``path`` (one edited row) raises, with its file and row checked."""
+    with pytest.raises(error) as info:
+        list(td.load(source, data_files=str(path), split="train", streaming=True, cache_dir=cache_dir))
+    assert (info.value.file, info.value.row) == (str(path), 0), info.value.message
+    return info.value
+
+
+def _written(tmp_path, row: dict):
+    """``row`` as the one line of a JSON Lines file."""
+    path = tmp_path / "row.jsonl"
+    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    return path
+
+
 def nestful_line(token):  # a number in the file's own JSON
     return "jsonl", _edited(_first_line("nestful"), '"arg_1": 0.3', f'"arg_1": {token}')
 
@@ -105,11 +120,10 @@ def test_errors_name_json_text_as_json_with_the_reason(make, token, source, erro
     kind, content = make(token)
     path = tmp_path / f"row.{kind}"
     path.write_text(content, encoding="utf-8")
-    with pytest.raises(td.ToolUseDataError) as info:
-        list(td.load(source, data_files=str(path), split="train", streaming=True, cache_dir=cache_dir))
-    assert type(info.value) is error and info.value.field == "messages[2].content"
-    assert wording in info.value.message
-    assert "Python literal JSON cannot hold" not in info.value.message
+    raised = _streamed_error(source, path, cache_dir)
+    assert type(raised) is error and raised.field == "messages[2].content"
+    assert wording in raised.message
+    assert "Python literal JSON cannot hold" not in raised.message
 
 
 # A LLaMA-Factory function_call value the reader refuses says why, and says LLaMA-Factory fails on it only where
@@ -129,18 +143,17 @@ def test_llamafactory_call_errors_say_why_the_text_is_not_read(token, wording, t
     kind, content = llamafactory_call_text(token)
     path = tmp_path / f"row.{kind}"
     path.write_text(content, encoding="utf-8")
-    with pytest.raises(td.InvalidJsonError) as info:
-        list(td.load("llamafactory", data_files=str(path), split="train", streaming=True, cache_dir=cache_dir))
-    assert info.value.field == "conversations[1].value"
-    assert wording in info.value.message
+    raised = _streamed_error("llamafactory", path, cache_dir, td.InvalidJsonError)
+    assert raised.field == "conversations[1].value"
+    assert wording in raised.message
     fails_upstream = token not in ("1e400", "NaN")
-    assert ("LLaMA-Factory fails on it" in info.value.message) is fails_upstream
+    assert ("LLaMA-Factory fails on it" in raised.message) is fails_upstream
 
 
-def _row_with(source: str, edit) -> str:
+def _row_with(source: str, edit) -> dict:
     row = json.loads(_first_line(source))
     edit(row)
-    return json.dumps(row)
+    return row
 
 
 def _set(path, value):
@@ -170,12 +183,8 @@ JSON_KINDS = [
 
 @pytest.mark.parametrize("source, edit, field, wording", JSON_KINDS, ids=[f"{c[0]}-{c[2]}" for c in JSON_KINDS])
 def test_wrong_types_are_named_as_json_types(source, edit, field, wording, tmp_path, cache_dir):
-    path = tmp_path / "row.jsonl"
-    path.write_text(_row_with(source, edit) + "\n", encoding="utf-8")
-    with pytest.raises(td.ToolUseDataError) as info:
-        list(td.load(source, data_files=str(path), split="train", streaming=True, cache_dir=cache_dir))
-    assert info.value.field == field and (info.value.file, info.value.row) == (str(path), 0)
-    assert wording in info.value.message, info.value.message
+    raised = _streamed_error(source, _written(tmp_path, _row_with(source, edit)), cache_dir)
+    assert raised.field == field and wording in raised.message, raised.message
 
 
 # NESTFUL's text columns (the HF layout) that do not parse say why, instead of guessing "truncated?".
@@ -191,10 +200,9 @@ def test_nestful_text_columns_say_why_they_are_not_json(token, wording, tmp_path
     kind, content = nestful_text_column(token)
     path = tmp_path / f"row.{kind}"
     path.write_text(content, encoding="utf-8")
-    with pytest.raises(td.InvalidJsonError) as info:
-        list(td.load("nestful", data_files=str(path), split="train", streaming=True, cache_dir=cache_dir))
-    assert info.value.field == "output" and wording in info.value.message, info.value.message
-    assert "truncated?" not in info.value.message
+    raised = _streamed_error("nestful", path, cache_dir, td.InvalidJsonError)
+    assert raised.field == "output" and wording in raised.message, raised.message
+    assert "truncated?" not in raised.message
 
 
 def _line_of(source: str, file: int, index: int) -> dict:
@@ -225,12 +233,9 @@ QUOTED = [
 def test_quoted_values_are_written_as_json(source, file, index, edit, field, wording, tmp_path, cache_dir):
     row = _line_of(source, file, index)
     edit(row)
-    path = tmp_path / "row.jsonl"
-    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
-    with pytest.raises(td.ToolUseDataError) as info:
-        list(td.load(source, data_files=str(path), split="train", streaming=True, cache_dir=cache_dir))
-    assert info.value.field == field and wording in info.value.message, info.value.message
-    assert len(info.value.message) < 400
+    raised = _streamed_error(source, _written(tmp_path, row), cache_dir)
+    assert raised.field == field and wording in raised.message, raised.message
+    assert len(raised.message) < 400
 
 
 # A long value where a name belongs (a role, a role tag, a tool name) is quoted cut, not in full: a row holding
@@ -246,12 +251,9 @@ LONG_NAMES = [
 def test_long_names_are_quoted_cut(source, file, index, edit, field, wording, tmp_path, cache_dir):
     row = _line_of(source, file, index)
     edit(row)
-    path = tmp_path / "row.jsonl"
-    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
-    with pytest.raises(td.ToolUseDataError) as info:
-        list(td.load(source, data_files=str(path), split="train", streaming=True, cache_dir=cache_dir))
-    assert info.value.field == field and wording in info.value.message, info.value.message[:300]
-    assert "..." in info.value.message and len(info.value.message) < 400
+    raised = _streamed_error(source, _written(tmp_path, row), cache_dir)
+    assert raised.field == field and wording in raised.message, raised.message[:300]
+    assert "..." in raised.message and len(raised.message) < 400
 
 
 def _toolmind_row() -> dict:
@@ -265,11 +267,9 @@ def _toolmind_row() -> dict:
     (5, "messages must be a JSON string or an array, got number"),
 ], ids=["not-an-array", "string", "number"])
 def test_toolmind_messages_errors_name_json_types(messages, wording, tmp_path, cache_dir):
-    path = tmp_path / "row.jsonl"
-    path.write_text(json.dumps(dict(_toolmind_row(), messages=messages, split="train")) + "\n", encoding="utf-8")
-    with pytest.raises(td.ToolUseDataError) as info:
-        list(td.load("toolmind", data_files=str(path), split="train", streaming=True, cache_dir=cache_dir))
-    assert info.value.field == "messages" and wording in info.value.message, info.value.message
+    raised = _streamed_error("toolmind", _written(tmp_path, dict(_toolmind_row(), messages=messages, split="train")),
+                             cache_dir)
+    assert raised.field == "messages" and wording in raised.message, raised.message
 
 
 # ms-swift takes its messages from a conversations (or conversation) column too: an error in that column names
@@ -284,11 +284,8 @@ def test_ms_swift_conversations_column_is_named_as_the_file_names_it(value, word
     row = _line_of("ms_swift", 0, 0)
     del row["messages"]
     row["conversations"] = value
-    path = tmp_path / "row.jsonl"
-    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
-    with pytest.raises(td.ToolUseDataError) as info:
-        list(td.load("ms_swift", data_files=str(path), split="train", streaming=True, cache_dir=cache_dir))
-    assert info.value.field == "conversations" and wording in info.value.message, info.value.message
+    raised = _streamed_error("ms_swift", _written(tmp_path, row), cache_dir)
+    assert raised.field == "conversations" and wording in raised.message, raised.message
 
 
 # ToolMind's grammar errors list the roles that may come as the text names roles ('answer'), not as a Python
@@ -305,23 +302,19 @@ def test_toolmind_grammar_errors_list_roles_as_text(edit, wording, tmp_path, cac
     messages = edit(messages)
     if wording.startswith("(allowed: 'answer'"):
         messages.append({"role": "user", "content": "again"})
-    path = tmp_path / "row.jsonl"
-    path.write_text(json.dumps(dict(row, messages=messages, split="train")) + "\n", encoding="utf-8")
-    with pytest.raises(td.InvalidValueError) as info:
-        list(td.load("toolmind", data_files=str(path), split="train", streaming=True, cache_dir=cache_dir))
-    assert wording in info.value.message and "['" not in info.value.message, info.value.message
+    raised = _streamed_error("toolmind", _written(tmp_path, dict(row, messages=messages, split="train")), cache_dir,
+                             td.InvalidValueError)
+    assert wording in raised.message and "['" not in raised.message, raised.message
 
 
 def test_toolmind_long_unknown_role_is_quoted_cut(tmp_path, cache_dir):
     row = _toolmind_row()
     messages = json.loads(row["messages"])
     messages[1]["role"] = "u" * 5000
-    path = tmp_path / "row.jsonl"
-    path.write_text(json.dumps(dict(row, messages=messages, split="train")) + "\n", encoding="utf-8")
-    with pytest.raises(td.InvalidValueError) as info:
-        list(td.load("toolmind", data_files=str(path), split="train", streaming=True, cache_dir=cache_dir))
-    assert info.value.field == "messages[1].role" and "unknown role 'uuu" in info.value.message
-    assert "..." in info.value.message and len(info.value.message) < 400
+    raised = _streamed_error("toolmind", _written(tmp_path, dict(row, messages=messages, split="train")), cache_dir,
+                             td.InvalidValueError)
+    assert raised.field == "messages[1].role" and "unknown role 'uuu" in raised.message
+    assert "..." in raised.message and len(raised.message) < 400
 
 
 @pytest.mark.parametrize("value, name", [(float("nan"), "NaN"), (float("-inf"), "-Infinity"), (float("inf"), "Infinity")])

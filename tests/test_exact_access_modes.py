@@ -4,28 +4,17 @@ shuffled or sharded. Each returns the values bit for bit (the README's *Exact JS
 from __future__ import annotations
 
 import json
-import struct
 
 import pandas
 import pytest
 from datasets import Dataset, Features, Json, Value
 
 import tooluse_datasets as td
+from tricky_values import bits
 
 VALUES = [2**70, -(2**80) - 7, 10**400, -0.0, 1e-320, 5e-324, 0.30000000000000004, 1.2345678901234567e-05,
           3.141592653589793, {"z": 1, "a": 0.1, "m": {"y": 2**65}},
           {"ключ": 1.5, "🚀": [1e-320, -0.0], "é": "x", "": None}]
-
-
-def bits(value):
-    """Type and exact bit pattern, recursively (0.0 vs -0.0, int vs float and key order are told apart)."""
-    if isinstance(value, float):
-        return ("float", struct.pack("<d", value))
-    if isinstance(value, dict):
-        return ("dict", [(k, bits(v)) for k, v in value.items()])
-    if isinstance(value, list):
-        return ("list", [bits(v) for v in value])
-    return (type(value).__name__, value)
 
 
 def _nestful_row(sample_id):
