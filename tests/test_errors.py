@@ -74,6 +74,7 @@ CASES = [
     (swift_call_text, "NaN", "ms_swift", td.InvalidJsonError, "messages[2].content"),
     (swift_call_text, "-Infinity", "ms_swift", td.InvalidJsonError, "messages[2].content"),
     (swift_call_text, "1e400", "ms_swift", td.InvalidValueError, "messages[2].content"),  # a Python literal: inf
+    (swift_call_text, "[true, 1e400]", "ms_swift", td.InvalidValueError, "messages[2].content"),  # JSON all the same
     (swift_parquet_float, float("nan"), "ms_swift", td.JsonValueError, "meta"),
     (swift_parquet_float, float("-inf"), "ms_swift", td.JsonValueError, "meta"),
 ]
@@ -107,16 +108,18 @@ WORDING = [
      "tool_call content is JSON that cannot be read exactly (number 1e400 is beyond the range of a double)"),
     (swift_call_text, '\\"\\\\ud800\\"', "ms_swift", td.InvalidValueError,
      "tool_call content is JSON that cannot be read exactly (no low surrogate in string"),
-    (swift_call_text, "9" * 5000, "ms_swift", td.InvalidJsonError,
-     "tool_call content is neither JSON nor a Python literal (as JSON: an integer is too long to read from text "
-     "(5,000 digits"),
+    (swift_call_text, "9" * 5000, "ms_swift", td.InvalidValueError,
+     "tool_call content is JSON that cannot be read exactly (an integer is too long to read from text (5,000 "
+     "digits"),
+    (swift_call_text, "[true, 1e400]", "ms_swift", td.InvalidValueError,  # no Python literal, JSON all the same
+     "tool_call content is JSON that cannot be read exactly (number 1e400 is beyond the range of a double)"),
     (swift_call_text, "[" * 1100 + "]" * 1100, "ms_swift", td.InvalidJsonError,
      "tool_call content is neither JSON nor a Python literal (as JSON: depth limit exceeded"),
 ]
 
 
 @pytest.mark.parametrize("make, token, source, error, wording", WORDING,
-                         ids=["1e400", "lone-surrogate", "5000-digits", "1100-deep"])
+                         ids=["1e400", "lone-surrogate", "5000-digits", "1e400-beside-true", "1100-deep"])
 def test_errors_name_json_text_as_json_with_the_reason(make, token, source, error, wording, tmp_path, cache_dir):
     kind, content = make(token)
     path = tmp_path / f"row.{kind}"

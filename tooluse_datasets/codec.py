@@ -277,26 +277,28 @@ def loads_json_or_literal(text: str) -> Any:
     ``eval``), returned as JSON values (tuples become lists). Sources quote such text: NESTFUL's HF
     ``gold_answer`` is ``str()`` of a value, ms-swift accepts literal call arguments.
 
-    Raises :class:`InvalidJsonError` if the text is neither, :class:`JsonValueError` if the literal holds
-    what JSON cannot (sets, bytes, complex, NaN...) or the text is JSON the exact reader refuses (``1e400``, a
-    lone surrogate escape). Their messages say what the text is ("a Python literal JSON cannot hold (...)").
+    Raises :class:`JsonValueError` if the text is JSON the exact reader refuses (``1e400``, a lone surrogate
+    escape, an integer past Python's digit limit) or a literal holding what JSON cannot (sets, bytes, complex,
+    NaN...), :class:`InvalidJsonError` if it is neither JSON nor a literal. Their messages say what the text is
+    ("JSON that cannot be read exactly (...)", "a Python literal JSON cannot hold (...)").
     """
     try:
         return loads(text)
     except (orjson.JSONDecodeError, ValueError, TypeError, RecursionError) as exc:
         json_error = exc
     try:
-        value = ast.literal_eval(text.strip())
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        raise InvalidJsonError(f"neither JSON nor a Python literal (as JSON: {json_reason(json_error)})") from None
-    try:
-        return loads(dumps(value))
-    except JsonValueError as exc:
-        # Text such as 1e400 or "\ud800" is JSON that Python also reads as a literal: say what the JSON holds,
-        # not what Python made of it (infinity, a lone surrogate in a Python string).
-        if is_json_syntax(text):
-            raise JsonValueError(f"JSON that cannot be read exactly ({json_reason(json_error)})") from None
-        raise JsonValueError(f"a Python literal JSON cannot hold ({exc.message})") from None
+        return loads(dumps(ast.literal_eval(text.strip())))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as exc:  # JsonValueError included
+        literal_error = exc
+    # Text such as 1e400 or "\ud800" is JSON whatever Python makes of it (infinity, a lone surrogate, or nothing
+    # when a `true` elsewhere is no Python literal): say what the JSON holds. Asked only where a reader got as far
+    # as a value it refuses: plain text (most of NESTFUL's gold answers that are not JSON) is not parsed again.
+    refused_a_value = any(isinstance(e, JsonValueError) for e in (json_error, literal_error))
+    if (refused_a_value or "surrogate" in str(json_error)) and is_json_syntax(text):
+        raise JsonValueError(f"JSON that cannot be read exactly ({json_reason(json_error)})") from None
+    if isinstance(literal_error, JsonValueError):
+        raise JsonValueError(f"a Python literal JSON cannot hold ({literal_error.message})") from None
+    raise InvalidJsonError(f"neither JSON nor a Python literal (as JSON: {json_reason(json_error)})") from None
 
 
 def json_reason(exc: BaseException) -> str:
