@@ -1238,17 +1238,7 @@ def test_nodes_with_two_dataloader_workers_each_hand_out_every_row_once_in_order
         items = [item for batch in first for item in batch]
         for rows in by_worker(items):
             assert [order[r] for r in rows] == sorted(order[r] for r in rows), (rank, "out of stream order")
-        stopped = loader(rank)
-        head = []
-        for number, batch in enumerate(stopped):
-            head += batch
-            if number + 1 == stop:
-                break
-        state = stopped.state_dict()
-        del stopped
-        resumed = loader(rank)
-        resumed.load_state_dict(state)
-        rest = [item for batch in resumed for item in batch]
+        head, rest = _stopped_and_resumed(lambda: loader(rank), stop)
         assert by_worker(head + rest) == by_worker(items), rank
         handed += [row_id for _, row_id in items]
     assert sorted(handed) == sorted(whole) and len(handed) == len(whole)
