@@ -227,7 +227,10 @@ def test_sigint_to_the_build_process_alone_stops_its_workers_at_once(tmp_path):
     the build stops at once with 130 and leaves no worker behind, and nothing under the mirror's name."""
     out = tmp_path / "out"
     command = _long_num_proc_build(tmp_path, out)
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    # SIGINT at its default in the build: a runner that started the suite as a background job without job
+    # control (`cmd &` in a script) left it ignored, and the build inherited that and ran to its end
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 120
         while len(_descendants(process.pid)) < 3 and process.poll() is None and time.monotonic() < deadline:
