@@ -66,15 +66,23 @@ def _exact_json_encode_field(example: Any, json_field_path: list) -> Any:
     beyond 64 bits. Text follows datasets' rule, JSON text stored as it is (read by :func:`loads`, so that text
     holding such an integer is not taken for a plain string and quoted; marked for the exact path by
     :func:`_marked_if_big`)."""
+    return _along_path(example, json_field_path, _encoded_leaf)
+
+
+def _along_path(example: Any, json_field_path: list, leaf: Callable[[Any], Any]) -> Any:
+    """``example`` with ``leaf`` applied to each value under ``json_field_path`` (datasets' walk: ``0`` steps into
+    every item of a list, a key into a struct); nulls stay null."""
     if json_field_path:
         key, *rest = json_field_path
         if example is None:
             return None
         if key == 0:
-            return [_exact_json_encode_field(x, rest) for x in example]
-        return {**example, key: _exact_json_encode_field(example.get(key), rest)}
-    if example is None:
-        return None
+            return [_along_path(x, rest, leaf) for x in example]
+        return {**example, key: _along_path(example.get(key), rest, leaf)}
+    return None if example is None else leaf(example)
+
+
+def _encoded_leaf(example: Any) -> Any:
     if isinstance(example, str):  # datasets' rule: JSON text stored as it is, other text as a JSON string
         return _marked_if_big(example) if _is_json_text(example) else dumps(example)
     return _stored_value(example)
@@ -147,15 +155,10 @@ def _exact_json_decode_field(example: Any, json_field_path: list) -> Any:
     text, each leaf under its path) read by :func:`loads`. Its own uses pandas' ujson: ``5e-324`` came back as ``0.0``,
     17-digit floats rounded, and a value holding an integer beyond 64 bits came back as its JSON text, a string.
     Text our reader refuses (``NaN``, not JSON) goes datasets' way: read by it, or left as the text."""
-    if json_field_path:
-        key, *rest = json_field_path
-        if example is None:
-            return None
-        if key == 0:
-            return [_exact_json_decode_field(x, rest) for x in example]
-        return {**example, key: _exact_json_decode_field(example.get(key), rest)}
-    if example is None:
-        return None
+    return _along_path(example, json_field_path, _decoded_leaf)
+
+
+def _decoded_leaf(example: Any) -> Any:
     try:
         return loads(example)  # not loads_stored: the text may come from another writer, without our mark
     except (ValueError, TypeError):
