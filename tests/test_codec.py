@@ -16,7 +16,7 @@ import tooluse_datasets as td
 from tooluse_datasets.arrow_rows import RowEncoder
 from tooluse_datasets.codec import dumps, loads
 from tooluse_datasets.exact_features import ExactFeatures
-from tricky_values import bits
+from tricky_values import bits, nestful_row_with
 
 # Values the issue names, plus the ones datasets' Json() gets wrong (see specs/hf_datasets.md §3.1).
 EXACT_VALUES = [
@@ -162,15 +162,6 @@ def test_exact_features_decode_where_datasets_json_is_off_by_one_ulp():
     assert next(iter(exact.to_iterable_dataset()))["args"][0] == 0.3
 
 
-def _nestful_row_with(values, sample_id="exact-1"):
-    tools = [{"name": "echo", "description": "returns its input",
-              "parameters": {"x": {"description": "anything", "type": "int or float"}},
-              "output_parameters": {"result": {"description": "x", "type": "int or float"}}}]
-    return {"sample_id": sample_id, "input": "echo these",
-            "output": [{"name": "echo", "label": f"$var_{i + 1}", "arguments": {"x": v}} for i, v in enumerate(values)],
-            "tools": tools, "gold_answer": values[-1]}
-
-
 @pytest.mark.parametrize("streaming, num_proc", [(False, None), (True, None), (True, 2)],
                          ids=["map-style", "streaming", "streaming-2-workers"])
 def test_exact_values_survive_both_load_paths(tmp_path, cache_dir, streaming, num_proc):
@@ -180,7 +171,7 @@ def test_exact_values_survive_both_load_paths(tmp_path, cache_dir, streaming, nu
     paths = []
     for name in ("exact-a.jsonl", "exact-b.jsonl"):
         path = tmp_path / name
-        path.write_text(json.dumps(_nestful_row_with(values), ensure_ascii=False) + "\n", encoding="utf-8")
+        path.write_text(json.dumps(nestful_row_with(values), ensure_ascii=False) + "\n", encoding="utf-8")
         paths.append(str(path))
     ds = td.load("nestful", data_files=paths, split="train", streaming=streaming, cache_dir=cache_dir,
                  num_proc=num_proc)
@@ -195,8 +186,8 @@ def test_exact_values_survive_both_load_paths(tmp_path, cache_dir, streaming, nu
 
 def test_nan_in_source_data_is_a_typed_error_or_a_counted_skip(tmp_path, cache_dir):
     path = tmp_path / "nan.jsonl"
-    good = json.dumps(_nestful_row_with([1.5], "ok"))
-    bad = json.dumps(_nestful_row_with([float("nan")], "nan"))  # the stdlib writes NaN, which is not JSON
+    good = json.dumps(nestful_row_with([1.5], "ok"))
+    bad = json.dumps(nestful_row_with([float("nan")], "nan"))  # the stdlib writes NaN, which is not JSON
     path.write_text(good + "\n" + bad + "\n")
     with pytest.raises(td.ToolUseDataError) as info:
         td.load("nestful", data_files=str(path), split="train", cache_dir=cache_dir)

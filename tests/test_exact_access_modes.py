@@ -10,27 +10,18 @@ import pytest
 from datasets import Dataset, Features, Json, Value
 
 import tooluse_datasets as td
-from tricky_values import bits
+from tricky_values import bits, nestful_row_with
 
 VALUES = [2**70, -(2**80) - 7, 10**400, -0.0, 1e-320, 5e-324, 0.30000000000000004, 1.2345678901234567e-05,
           3.141592653589793, {"z": 1, "a": 0.1, "m": {"y": 2**65}},
           {"ключ": 1.5, "🚀": [1e-320, -0.0], "é": "x", "": None}]
 
 
-def _nestful_row(sample_id):
-    tools = [{"name": "echo", "description": "returns its input",
-              "parameters": {"x": {"description": "anything", "type": "int or float"}},
-              "output_parameters": {"result": {"description": "x", "type": "int or float"}}}]
-    return {"sample_id": sample_id, "input": "echo these",
-            "output": [{"name": "echo", "label": f"$var_{i + 1}", "arguments": {"x": v}} for i, v in enumerate(VALUES)],
-            "tools": tools, "gold_answer": VALUES[-1]}
-
-
 @pytest.fixture
 def data_file(tmp_path):
     path = tmp_path / "exact.jsonl"
     # the stdlib writes every value above exactly (integers of any size, -0.0, subnormals)
-    path.write_text("".join(json.dumps(_nestful_row(f"s{i}"), ensure_ascii=False) + "\n" for i in range(3)),
+    path.write_text("".join(json.dumps(nestful_row_with(VALUES, f"s{i}"), ensure_ascii=False) + "\n" for i in range(3)),
                     encoding="utf-8")
     return str(path)
 

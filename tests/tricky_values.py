@@ -86,3 +86,14 @@ def bits(value):
     if isinstance(value, list):
         return ("array", [bits(v) for v in value])
     return (type(value).__name__, value)
+
+
+def nestful_row_with(values: list, sample_id: str = "exact-1") -> dict:
+    """A NESTFUL row whose calls each pass one of ``values`` (and whose gold answer is the last): the values reach
+    the unified row as arguments, and ``meta.gold_answer``."""
+    tools = [{"name": "echo", "description": "returns its input",
+              "parameters": {"x": {"description": "anything", "type": "int or float"}},
+              "output_parameters": {"result": {"description": "x", "type": "int or float"}}}]
+    return {"sample_id": sample_id, "input": "echo these",
+            "output": [{"name": "echo", "label": f"$var_{i + 1}", "arguments": {"x": v}} for i, v in enumerate(values)],
+            "tools": tools, "gold_answer": values[-1]}
