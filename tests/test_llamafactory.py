@@ -307,6 +307,43 @@ def test_writer_refuses_what_llamafactory_would_mistrain(cache_dir):
         unified_to_llamafactory({**row, "messages": ends_on_user})
 
 
+def ms_swift_rows_ending_on_results() -> list[dict]:
+    """ms-swift's own documentation rows that end on a tool result (an agent trace cut after its last call)."""
+    path = shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl")
+    rows = list(td.load("ms_swift", data_files=str(path), split="train", streaming=True, on_error="skip"))
+    ending = [row for row in rows if row["messages"][-1]["role"] == "tool"]
+    assert ending
+    return ending
+
+
+def test_a_conversation_ending_on_results_is_refused_at_the_results_with_what_to_do():
+    row = ms_swift_rows_ending_on_results()[0]
+    first_result = next(i for i in range(len(row["messages"]), 0, -1) if row["messages"][i - 1]["role"] != "tool")
+    with pytest.raises(ConversionError, match=r"ends on tool results.*td\.drop_trailing_results") as info:
+        unified_to_llamafactory(row)
+    assert info.value.field == f"messages[{first_result}]"
+
+
+def test_drop_trailing_results_lets_the_row_be_written_ending_on_its_calls():
+    written_rows = 0
+    for row in ms_swift_rows_ending_on_results():
+        trimmed = td.drop_trailing_results(row)
+        assert trimmed["messages"] == [m for m in row["messages"] if m is not row["messages"][-1]]
+        assert td.drop_trailing_results(trimmed) == trimmed  # nothing more to drop
+        calls = [(c["function"]["name"], c["function"]["arguments"]) for m in row["messages"]
+                 for c in m.get("tool_calls") or []]
+        try:
+            written = unified_to_llamafactory(trimmed)
+        except ConversionError as exc:  # refused for another reason (text beside calls, an image in the result)
+            assert "ends on tool results" not in exc.message
+            continue
+        assert written["conversations"][-1]["from"] == "function_call"
+        value = json.loads(written["conversations"][-1]["value"])
+        assert [(c["name"], c["arguments"]) for c in (value if isinstance(value, list) else [value])] == calls
+        written_rows += 1
+    assert written_rows  # the plain one: user, call, result
+
+
 def test_cli_export_writes_files_and_dataset_info(tmp_path, capsys):
     assert main(["export", "nestful", "--sample", "--format", "llamafactory", "--out", str(tmp_path)]) == 0
     assert main(["export", "ms_swift", "--sample", "--format", "llamafactory", "--out", str(tmp_path),

@@ -409,3 +409,35 @@ def test_big_integers_negative_zero_and_escapes_in_calls_train_as_the_source_wro
     assert code == 0, reports
     assert_every_row_and_call_intact(folder, reports, {f"{source}-llamafactory-{splits[source]}.jsonl": len(paths)
                                                        for source, paths in by_source.items()})
+
+
+def test_rows_ending_on_results_train_with_every_call_once_their_results_are_dropped(tmp_path):
+    """ms-swift's documentation rows that end on a tool result: LLaMA-Factory drops such a row as written (an odd
+    turn count), which is why the writer refuses it; after ``td.drop_trailing_results`` it ends on its call turn,
+    and LLaMA-Factory loads, converts and encodes it with every call intact."""
+    from tooluse_datasets.builders.llamafactory.writer import dataset_info_entry, unified_to_llamafactory
+    from tooluse_datasets.errors import ConversionError
+
+    python = llamafactory_python()
+    path = shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl")
+    rows = [row for row in td.load("ms_swift", data_files=str(path), split="train", streaming=True,
+                                   on_error="skip") if row["messages"][-1]["role"] == "tool"]
+    written, as_they_end = [], []
+    for row in rows:
+        with pytest.raises(ConversionError):
+            unified_to_llamafactory(row)
+        try:
+            written.append(unified_to_llamafactory(td.drop_trailing_results(row)))
+        except ConversionError:
+            continue  # refused for another reason (tests/test_llamafactory.py)
+        # The row as LLaMA-Factory would get it without the helper: the same turns and the result after them.
+        result = {"from": "observation", "value": row["messages"][-1]["content"]}
+        as_they_end.append({**written[-1], "conversations": [*written[-1]["conversations"], result]})
+    assert written
+    for name, file_rows in (("trimmed", written), ("ending", as_they_end)):
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in file_rows))
+    entries = {name: dataset_info_entry(f"{name}.jsonl", {"tools"}) for name in ("trimmed", "ending")}
+    (tmp_path / "dataset_info.json").write_text(json.dumps(entries))
+    _, reports = run_driver(python, tmp_path, TOOL_TEMPLATES)
+    assert reports["ending.jsonl"]["converter_rejected"] == list(range(len(as_they_end)))
+    assert_every_row_and_call_intact(tmp_path, reports, {"trimmed.jsonl": len(written)})

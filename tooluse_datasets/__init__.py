@@ -11,6 +11,7 @@ from .inline_reasoning import reasoning_in_content
 from .loading import exact, features, load, sample_files
 from .registry import source_names as _source_names
 from .schema import FIELD_DOCS, MEDIA_COLUMNS, UNIFIED_FEATURES, complete_row, strip_empty
+from .trailing_results import drop_trailing_results
 from .validation import validate, validate_unified
 
 __version__ = "0.1.0"
@@ -22,7 +23,7 @@ SOURCES: tuple[str, ...] = tuple(_source_names())
 
 __all__ = [
     "load", "validate", "exact", "features", "sample_files", "SOURCES", "UNIFIED_FEATURES", "FIELD_DOCS", "validate_unified",
-    "strip_empty", "complete_row", "short_call_ids", "one_call_per_turn", "reasoning_in_content", "MEDIA_COLUMNS", "ExactFeatures", "ExactJson", "decode_row", "dumps", "loads", "SkipReport", "ToolUseDataError",
+    "strip_empty", "complete_row", "short_call_ids", "one_call_per_turn", "reasoning_in_content", "drop_trailing_results", "MEDIA_COLUMNS", "ExactFeatures", "ExactJson", "decode_row", "dumps", "loads", "SkipReport", "ToolUseDataError",
     "InvalidJsonError", "InvalidValueError", "MissingFieldError", "UndefinedReferenceError", "UnknownToolError",
     "JsonValueError", "ConversionError", "RuleViolationError", "DataNotFoundError", "__version__",
 ]
