@@ -505,6 +505,24 @@ def test_split_given_twice_is_a_usage_error_not_the_last_one_read(command, tmp_p
 
 
 
+@pytest.mark.parametrize("argv, meant", [
+    (["export", "nestful", "--sample", "--out", "{out}", "--formt", "llamafactory"], "--formt: did you mean --format?"),
+    (["export", "nestful", "--sample", "--out", "{out}", "--on_error", "skip"], "--on_error: did you mean --on-error?"),
+    (["stats", "nestful", "--sample", "--spilt", "train"], "--spilt: did you mean --split?"),
+    (["stats", "nestful", "--sample", "--bogus=1"], None),
+])
+def test_a_misspelt_option_is_refused_by_its_command_with_the_option_meant(argv, meant, tmp_path, capsys):
+    # argparse refused it with the top-level usage ("tooluse-datasets [-h] [-v]"), which lists none of the
+    # command's options, and named no option meant
+    with pytest.raises(SystemExit) as info:
+        main([a.format(out=tmp_path / "out") for a in argv])
+    err = capsys.readouterr().err
+    assert info.value.code == 2
+    assert f"usage: tooluse-datasets {argv[0]} " in err and "unrecognized arguments: " in err
+    assert (meant in err) if meant else "did you mean" not in err
+    assert not (tmp_path / "out").exists()
+
+
 def test_data_files_given_twice_reads_both_not_the_last_one(capsys):
     # argparse kept the last --data-files list silently: `--data-files a --data-files b` validated b alone
     from conftest import shared_data

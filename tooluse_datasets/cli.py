@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import errno
 import importlib
 import io
@@ -55,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse_arguments(build_parser(), argv)
     if sys.stderr is None:
         # Closed (2>&-): Python has no stream for it. Messages are dropped, as on an error pipe whose reader went,
         # and the exit status tells a failure (they would go to standard output, print's default, or fail).
@@ -95,6 +96,31 @@ def main(argv: list[str] | None = None) -> int:
                        f"traceback and report it)")
         _print_error(f"error: {plain_printable(message)}")
         return 2
+
+
+def parse_arguments(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """``parser.parse_args(argv)``, except that an argument the command does not take is refused by the
+    command's own parser, with its usage and the option meant where one is a typo away (argparse refuses it with
+    the top-level usage, which lists no option of the command, and no hint: ``--formt``)."""
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        command = _command_parser(parser, args.command)
+        options = [o for action in command._actions for o in action.option_strings if o.startswith("--")]
+        hints = []
+        for arg in unknown:
+            name = arg.split("=", 1)[0]
+            meant = difflib.get_close_matches(name, options, n=1, cutoff=0.8) if name.startswith("-") else []
+            if meant:
+                hints.append(f"{name}: did you mean {meant[0]}?")
+        command.error(f"unrecognized arguments: {' '.join(unknown)}" + (f" ({'; '.join(hints)})" if hints else ""))
+    return args
+
+
+def _command_parser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices[command]
+    return parser
 
 
 # A command stopped by SIGTERM exits with the status a shell gives a process the signal killed (128 + 15).
