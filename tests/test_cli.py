@@ -523,6 +523,20 @@ def test_a_misspelt_option_is_refused_by_its_command_with_the_option_meant(argv,
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("fmt, taken", [("unified", "nestful-unified-train.jsonl"),
+                                        ("llamafactory", "nestful-llamafactory-train.jsonl"),
+                                        ("llamafactory", "dataset_info.json")])
+def test_export_refuses_up_front_a_folder_where_it_writes_a_file(fmt, taken, tmp_path, capsys):
+    # the system's "Is a directory" came once every row was written (or, for dataset_info.json, as a bare
+    # IsADirectoryError naming no argument)
+    (tmp_path / "out" / taken).mkdir(parents=True)
+    assert main(["export", "nestful", "--sample", "--format", fmt, "--out", str(tmp_path / "out")]) == 2
+    captured = capsys.readouterr()
+    assert f"holds a folder {taken!r} where the export writes that file" in captured.err
+    assert "rows" not in captured.out  # refused before any row was read
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [taken]
+
+
 def test_data_files_given_twice_reads_both_not_the_last_one(capsys):
     # argparse kept the last --data-files list silently: `--data-files a --data-files b` validated b alone
     from conftest import shared_data

@@ -43,6 +43,11 @@ def run(args: argparse.Namespace) -> int:
     outputs = [out / _file_name(args, split) for split in ([args.split] if args.split else splits)]
     if args.format == "llamafactory":
         outputs.append(out / DATASET_INFO)
+    # (found only once the split's every row was written, as the system's "Is a directory" naming no argument)
+    for path in outputs:
+        if path.is_dir():
+            raise ValueError(f"--out {args.out!r} holds a folder {path.name!r} where the export writes that file: "
+                             f"move it away or give another --out")
     refuse_writing_inputs(with_data_dir_files(args, args.source, data_files),
                           {"--out": outputs, "--skipped-rows": [report.rows_path]})
     _refuse_skipped_rows_among_outputs(report.rows_path, outputs)
