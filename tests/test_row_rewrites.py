@@ -89,7 +89,7 @@ def test_short_call_ids_rewrites_every_id_and_its_results_consistently(rows):
         assert td.short_call_ids(row) == out  # the same in every run
 
 
-REWRITES = (td.short_call_ids, td.one_call_per_turn, td.reasoning_in_content)
+REWRITES = (td.short_call_ids, td.one_call_per_turn, td.reasoning_in_content, td.drop_trailing_results)
 
 
 def _parallel_row(rows: list[dict]) -> dict:
@@ -232,7 +232,7 @@ def test_reasoning_in_content_moves_only_assistant_reasoning(rows):
     assert all(m.get("reasoning_content") is None for m in out["messages"] if m["role"] == "assistant")
 
 
-@pytest.mark.parametrize("rewrite", ["short_call_ids", "one_call_per_turn", "reasoning_in_content"])
+@pytest.mark.parametrize("rewrite", ["short_call_ids", "one_call_per_turn", "reasoning_in_content", "drop_trailing_results"])
 @pytest.mark.parametrize("messages", [None, "hi"], ids=["null", "text"])
 def test_a_batch_with_a_row_whose_messages_are_not_a_list_names_that_row(rows, rewrite, messages):
     """A batch whose second row's messages were null or text was taken for one row, its messages column for that
