@@ -580,6 +580,39 @@ def test_export_run_again_into_its_input_folder_refuses_to_read_its_last_output_
     assert written.read_bytes() == first
 
 
+@pytest.mark.parametrize("reads", ["--data-files", "data_dir"])
+def test_export_in_another_format_into_its_input_folder_refuses_to_read_the_earlier_export_as_data(reads, tmp_path,
+                                                                                                  capsys):
+    """--format swift, then --format llamafactory into the folder the runs read: the second run read the swift
+    file as ms-swift rows, so its export held every row twice (the copies under ids of the swift file)."""
+    folder = _input_folder(tmp_path)
+    given = ["--data-files", str(folder / "*.jsonl")] if reads == "--data-files" else ["--option", f"data_dir={folder}"]
+    argv = ["export", "ms_swift", *given, "--out", str(folder), "--on-error", "skip", "--format"]
+    assert main([*argv, "swift"]) == 0
+    earlier = folder / "ms_swift-swift-train.jsonl"
+    capsys.readouterr()
+    assert main([*argv, "llamafactory"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1 and captured.err.startswith("error: ValueError: --out ")
+    assert str(earlier) in captured.err and reads in captured.err
+    assert sorted(p.name for p in folder.iterdir()) == ["agent.jsonl", "ms_swift-swift-train.jsonl"]
+
+
+def test_export_reads_an_export_given_as_its_input_from_another_folder(tmp_path, capsys):
+    """Reading an export back is no mistake when it is written elsewhere: only a folder the run both reads and
+    writes into is refused."""
+    folder = _input_folder(tmp_path)
+    assert main(["export", "ms_swift", "--data-files", str(folder / "agent.jsonl"), "--format", "swift",
+                 "--out", str(folder), "--on-error", "skip"]) == 0
+    rows = (folder / "ms_swift-swift-train.jsonl").read_text().count("\n")
+    capsys.readouterr()
+    out = tmp_path / "again"
+    assert main(["export", "ms_swift", "--data-files", str(folder / "ms_swift-swift-train.jsonl"), "--format", "swift",
+                 "--out", str(out)]) == 0
+    assert (out / "ms_swift-swift-train.jsonl").read_text().count("\n") == rows > 0
+
+
 @pytest.mark.parametrize("command", [["stats"], ["validate"], ["export", "--out", "{out}"]])
 def test_a_skipped_rows_file_in_the_data_dir_is_refused_not_read_back_as_rows(command, tmp_path, capsys):
     folder = _input_folder(tmp_path)

@@ -203,10 +203,8 @@ def with_data_dir_files(args: argparse.Namespace, source: str, data_files):
     return [*(data_files or []), *data_dir_files(data_dir, source_class.local_patterns, source_class.local_not_data)]
 
 
-def refuse_writing_inputs(data_files, outputs: dict[str, list]) -> None:
-    """An output file (option -> the paths it writes) that the local ``data_files`` (a list, or source -> list)
-    name: a rerun with ``--out`` in the folder its glob reads would read its last output as rows (and replace
-    it while read), a ``--skipped-rows`` file would be read back as bad rows."""
+def local_inputs(data_files) -> set[str]:
+    """The real paths of the local files ``data_files`` (a list, or source -> list) names, globs expanded."""
     import glob
     import os
 
@@ -214,11 +212,20 @@ def refuse_writing_inputs(data_files, outputs: dict[str, list]) -> None:
 
     groups = data_files.values() if isinstance(data_files, dict) else [data_files or []]
     patterns = [p for group in groups for p in ([group] if isinstance(group, str) else group)]
-    inputs = {os.path.realpath(path) for pattern in patterns
-              if isinstance(pattern, str) and "://" not in pattern and "::" not in pattern
-              # (a folder named with [, * or ? read as named, as loading reads it)
-              for path in [pattern, *glob.glob(literal_folder_escaped(os.path.expanduser(pattern)), recursive=True)]
-              if os.path.exists(path)}
+    return {os.path.realpath(path) for pattern in patterns
+            if isinstance(pattern, str) and "://" not in pattern and "::" not in pattern
+            # (a folder named with [, * or ? read as named, as loading reads it)
+            for path in [pattern, *glob.glob(literal_folder_escaped(os.path.expanduser(pattern)), recursive=True)]
+            if os.path.exists(path)}
+
+
+def refuse_writing_inputs(data_files, outputs: dict[str, list]) -> None:
+    """An output file (option -> the paths it writes) that the local ``data_files`` (a list, or source -> list)
+    name: a rerun with ``--out`` in the folder its glob reads would read its last output as rows (and replace
+    it while read), a ``--skipped-rows`` file would be read back as bad rows."""
+    import os
+
+    inputs = local_inputs(data_files)
     for option, paths in outputs.items():
         for path in paths:
             if path and os.path.realpath(path) in inputs:

@@ -10,9 +10,9 @@ from typing import Optional
 
 import orjson
 
-from . import (a_path, add_skipped_rows_argument, add_source_arguments, data_files_for, output_folder,
-               print_skips, refuse_writing_inputs, refuse_wrong_kind_outputs, skip_report_for, source_options,
-               start_skipped_rows, with_data_dir_files)
+from . import (a_path, add_skipped_rows_argument, add_source_arguments, data_files_for, local_inputs,
+               output_folder, print_skips, refuse_writing_inputs, refuse_wrong_kind_outputs, skip_report_for,
+               source_options, start_skipped_rows, with_data_dir_files)
 from ..errors import InvalidJsonError, InvalidValueError, count_of
 from ..progress import progress
 
@@ -48,8 +48,9 @@ def run(args: argparse.Namespace) -> int:
         if path.is_dir():
             raise ValueError(f"--out {args.out!r} holds a folder {path.name!r} where the export writes that file: "
                              f"move it away or give another --out")
-    refuse_writing_inputs(with_data_dir_files(args, args.source, data_files),
-                          {"--out": outputs, "--skipped-rows": [report.rows_path]})
+    inputs = with_data_dir_files(args, args.source, data_files)
+    refuse_writing_inputs(inputs, {"--out": outputs, "--skipped-rows": [report.rows_path]})
+    _refuse_reading_earlier_exports(inputs, out, args.source)
     _refuse_skipped_rows_among_outputs(report.rows_path, outputs)
     # An existing dataset_info.json is read before any row, so that a broken one stops the run up front.
     info = _read_dataset_info(out / DATASET_INFO) if args.format == "llamafactory" else None
@@ -105,6 +106,23 @@ def _write(args: argparse.Namespace, splits, out: Path, report, info: Optional[d
 
 def _file_name(args: argparse.Namespace, split: str) -> str:
     return f"{args.source}-{args.format}-{split}.jsonl"
+
+
+def _refuse_reading_earlier_exports(data_files, out: Path, source: str) -> None:
+    """An input file in ``out`` named as an export of ``source`` names its files, in any format: the output of an
+    earlier run into the folder this one reads (``--format swift``, then ``--format llamafactory``) would be read
+    as more rows of the source, every row a second time under another id. This run's own files are refused
+    beside its other outputs (:func:`refuse_writing_inputs`)."""
+    from ..formats import FORMATS
+
+    prefixes = tuple(f"{source}-{fmt}-" for fmt in FORMATS)
+    earlier = sorted(path for path in out.glob("*.jsonl") if path.name.startswith(prefixes))
+    inputs = local_inputs(data_files)
+    for path in earlier:
+        if os.path.realpath(path) in inputs:
+            raise ValueError(f"--out holds {str(path)!r}, an earlier export of {source}, which this run reads as input "
+                             f"(--data-files or --option data_dir=): its rows would be read again; write the "
+                             f"export outside the files read")
 
 
 def _partial(path: Path) -> Path:
