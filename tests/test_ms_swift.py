@@ -667,7 +667,7 @@ REJECTED = [
     pytest.param({"messages": [USER, {"role": "system", "content": "late system"}, ANSWER]},
                  InvalidValueError, "messages[1].role", "only allowed first", id="system not first"),
     pytest.param({"messages": []}, MissingFieldError, "messages", "empty", id="empty messages"),
-    pytest.param({"messages": "[{'role': 'user', 'content': "}, InvalidJsonError, "messages", "messages text",
+    pytest.param({"messages": "[{'role': 'user', 'content': "}, InvalidJsonError, "messages", "text is neither JSON",
                  id="truncated messages text"),
     pytest.param({"query": "hi", "response": "hello"}, MissingFieldError, "messages", "messages column",
                  id="no messages column"),
@@ -750,8 +750,25 @@ REJECTED = [
 ]
 
 
+# ms-swift reads messages from a conversations or conversation column as from messages: errors name the column the
+# file has, down to the part of a message (conversations[1].content.name).
+MESSAGES_COLUMN_NAMES = pytest.mark.parametrize("column", ["messages", "conversations", "conversation"])
+
+
+def under_column(native: dict, field: str, column: str) -> tuple[dict, str]:
+    """``native`` with its messages under ``column``, and ``field`` as an error about it names it there."""
+    if "messages" not in native:
+        return native, field
+    native = {(column if key == "messages" else key): value for key, value in native.items()}
+    if field == "messages" or field.startswith(("messages[", "messages.")):
+        field = column + field[len("messages"):]
+    return native, field
+
+
+@MESSAGES_COLUMN_NAMES
 @pytest.mark.parametrize("native, error, field, match", REJECTED)
-def test_rejected_variant(native, error, field, match):
+def test_rejected_variant(native, error, field, match, column):
+    native, field = under_column(native, field, column)
     with pytest.raises(error, match=re.escape(match)) as info:
         convert(native)
     assert type(info.value) is error
@@ -803,8 +820,10 @@ FILE_FIELDS = [
 ]
 
 
+@MESSAGES_COLUMN_NAMES
 @pytest.mark.parametrize("native, error, field, match", FILE_FIELDS)
-def test_errors_in_expanded_messages_name_the_files_message(native, error, field, match):
+def test_errors_in_expanded_messages_name_the_files_message(native, error, field, match, column):
+    native, field = under_column(native, field, column)
     with pytest.raises(error, match=re.escape(match)) as info:
         convert(native)
     assert type(info.value) is error and info.value.field == field
@@ -1003,11 +1022,13 @@ def test_a_messages_column_named_in_other_case_is_refused_as_ms_swift_drops_the_
         assert len(rows) == 2 and [(r["row"], r["field"]) for r in report.rows] == [(1, "messages"), (2, "messages")]
 
 
-def test_read_errors_name_the_files_message_when_loading_and_validating(tmp_path, cache_dir):
-    """The same fields in a load's skip report (map-style and streaming) and in `validate`'s read errors."""
-    rows = [p.values[0] for p in FILE_FIELDS]
-    expected = [p.values[2] for p in FILE_FIELDS]
-    path = write_jsonl(tmp_path / "expanded.jsonl", rows + [{"messages": [USER, ANSWER]}])
+@MESSAGES_COLUMN_NAMES
+def test_read_errors_name_the_files_message_when_loading_and_validating(tmp_path, cache_dir, column):
+    """The same fields in a load's skip report (map-style and streaming) and in `validate`'s read errors, under the
+    file's name for the messages column."""
+    rows, expected = zip(*(under_column(p.values[0], p.values[2], column) for p in FILE_FIELDS))
+    expected = list(expected)
+    path = write_jsonl(tmp_path / "expanded.jsonl", [*rows, {column: [USER, ANSWER]}])
     for streaming in (False, True):
         report = td.SkipReport(keep_all=True)
         ds = td.load("ms_swift", data_files=path, split="train", on_error="skip", report=report, streaming=streaming,

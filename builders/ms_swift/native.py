@@ -15,7 +15,8 @@ import json
 from typing import Any, Optional
 
 from tooluse_datasets.codec import try_loads
-from tooluse_datasets.errors import InvalidValueError, MissingFieldError, json_kind, shown, wrapped_rows_error
+from tooluse_datasets.errors import (InvalidValueError, MissingFieldError, ToolUseDataError, json_kind, shown,
+                                     wrapped_rows_error)
 
 from .parsing import parse_json_or_literal, storable
 
@@ -109,10 +110,10 @@ class Message:
                 "name": self.name, "extra": self.extra}
 
 
-def native_to_raw(native: dict) -> tuple[dict, list[Message]]:
-    """One row of a file -> the raw row ``{messages, tools, images, audios, videos, extra}``, and the
+def native_to_raw(native: dict) -> tuple[dict, list[Message], str]:
+    """One row of a file -> the raw row ``{messages, tools, images, audios, videos, extra}``, the
     :class:`Message` each raw message was made from (its ``file_field`` names the part of the file an error in
-    that raw message is about)."""
+    that raw message is about), and the file's name for the messages column."""
     row = dict(native)
     # Unlike the other columns, the messages column is found by its exact name: ms-swift picks its messages
     # preprocessor only when a column is named so (AutoPreprocessor), and drops every row of a file that has
@@ -129,6 +130,23 @@ def native_to_raw(native: dict) -> tuple[dict, list[Message]]:
         raise wrapped_rows_error(row, MESSAGES_COLUMNS) or MissingFieldError(
             "an ms-swift agent row needs a messages column (messages, conversations or conversation)"
             + layout_hint(row), field="messages")
+    try:
+        raw, messages = _read_row(row, messages_column)
+    except ToolUseDataError as exc:
+        raise in_column(exc, messages_column)
+    return raw, messages, messages_column
+
+
+def in_column(exc: ToolUseDataError, column: str) -> ToolUseDataError:
+    """``exc`` naming the file's messages column ``column`` (``conversations``...) where it names ``messages``: the
+    reader names the messages it reads so throughout, whatever the file calls them."""
+    field = exc.field
+    if column != "messages" and field and (field == "messages" or field.startswith(("messages[", "messages."))):
+        exc.field = column + field[len("messages"):]
+    return exc
+
+
+def _read_row(row: dict, messages_column: str) -> tuple[dict, list[Message]]:
     messages_value = row.pop(messages_column)
     system_column, system = take_column(row, SYSTEM_COLUMNS)
     tools = normalize_tools(row.pop("tools", None))
