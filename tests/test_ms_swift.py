@@ -776,6 +776,46 @@ def test_rejected_variant(native, error, field, match, column):
 
 
 
+MEDIA_KINDS = ("images", "audios", "videos")
+# The rejected rows whose error is about a media column, the media given under that one column.
+MEDIA_REJECTED = [p for p in REJECTED if p.values[2].split("[")[0] in MEDIA_KINDS
+                  and [k for k in p.values[0] if k in MEDIA_KINDS] == [p.values[2].split("[")[0]]]
+
+
+def under_media_alias(native: dict, field: str, spelling) -> tuple[dict, str]:
+    """``native`` with its media column under another name ms-swift reads it from (``spelling("images")``), and
+    ``field`` as an error about that column names it there."""
+    kind = field.split("[")[0]
+    alias = spelling(kind)
+    return {(alias if key == kind else key): value for key, value in native.items()}, alias + field[len(kind):]
+
+
+MEDIA_ALIASES = pytest.mark.parametrize("spelling", [lambda kind: kind[:-1], str.capitalize],
+                                        ids=["singular (image)", "capitalized (Images)"])
+
+
+@MEDIA_ALIASES
+@pytest.mark.parametrize("native, error, field, match", MEDIA_REJECTED)
+def test_media_errors_name_the_files_media_column(native, error, field, match, spelling):
+    native, field = under_media_alias(native, field, spelling)
+    with pytest.raises(error, match=re.escape(match)) as info:
+        convert(native)
+    assert type(info.value) is error and info.value.field == field
+
+
+@MEDIA_ALIASES
+def test_media_errors_name_the_files_media_column_when_loading(tmp_path, cache_dir, spelling):
+    written = [p for p in MEDIA_REJECTED if p.id != "embedded image bytes"]  # (bytes: not in a JSON file)
+    rows, expected = zip(*(under_media_alias(p.values[0], p.values[2], spelling) for p in written))
+    path = write_jsonl(tmp_path / "media.jsonl", [*rows, {"messages": [USER, ANSWER]}])
+    for streaming in (False, True):
+        report = td.SkipReport(keep_all=True)
+        ds = td.load("ms_swift", data_files=path, split="train", on_error="skip", report=report, streaming=streaming,
+                     cache_dir=cache_dir)
+        assert len(list(ds)) == 1
+        assert [(r["row"], r["field"]) for r in report.rows] == list(enumerate(expected))
+
+
 def _openai_call(name, call_id=None, arguments="{}"):
     call = {"type": "function", "function": {"arguments": arguments}}
     if name is not None:

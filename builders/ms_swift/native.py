@@ -110,10 +110,11 @@ class Message:
                 "name": self.name, "extra": self.extra}
 
 
-def native_to_raw(native: dict) -> tuple[dict, list[Message], str]:
+def native_to_raw(native: dict) -> tuple[dict, list[Message], dict[str, str]]:
     """One row of a file -> the raw row ``{messages, tools, images, audios, videos, extra}``, the
     :class:`Message` each raw message was made from (its ``file_field`` names the part of the file an error in
-    that raw message is about), and the file's name for the messages column."""
+    that raw message is about), and the file's name for each raw column it read (``{"messages": "conversations",
+    "images": "image"}``)."""
     row = dict(native)
     # Unlike the other columns, the messages column is found by its exact name: ms-swift picks its messages
     # preprocessor only when a column is named so (AutoPreprocessor), and drops every row of a file that has
@@ -130,31 +131,39 @@ def native_to_raw(native: dict) -> tuple[dict, list[Message], str]:
         raise wrapped_rows_error(row, MESSAGES_COLUMNS) or MissingFieldError(
             "an ms-swift agent row needs a messages column (messages, conversations or conversation)"
             + layout_hint(row), field="messages")
+    columns = {"messages": messages_column}
+    for kind, names in MEDIA_COLUMNS.items():
+        column = column_of(row, names)
+        if column is not None:
+            columns[kind] = column
     try:
-        raw, messages = _read_row(row, messages_column)
+        raw, messages = _read_row(row, columns)
     except ToolUseDataError as exc:
-        raise in_column(exc, messages_column)
-    return raw, messages, messages_column
+        raise in_columns(exc, columns)
+    return raw, messages, columns
 
 
-def in_column(exc: ToolUseDataError, column: str) -> ToolUseDataError:
-    """``exc`` naming the file's messages column ``column`` (``conversations``...) where it names ``messages``: the
-    reader names the messages it reads so throughout, whatever the file calls them."""
+def in_columns(exc: ToolUseDataError, columns: dict[str, str]) -> ToolUseDataError:
+    """``exc`` naming the file's column where it names the raw column read from it (``conversations[3].content``
+    for ``messages[3].content``, ``image[0]`` for ``images[0]``): the reader names the columns it reads by their
+    raw names throughout, whatever the file calls them."""
     field = exc.field
-    if column != "messages" and field and (field == "messages" or field.startswith(("messages[", "messages."))):
-        exc.field = column + field[len("messages"):]
+    for raw, file in columns.items():
+        if raw != file and field and (field == raw or field.startswith((raw + "[", raw + "."))):
+            exc.field = file + field[len(raw):]
+            break
     return exc
 
 
-def _read_row(row: dict, messages_column: str) -> tuple[dict, list[Message]]:
-    messages_value = row.pop(messages_column)
+def _read_row(row: dict, columns: dict[str, str]) -> tuple[dict, list[Message]]:
+    messages_value = row.pop(columns["messages"])
     system_column, system = take_column(row, SYSTEM_COLUMNS)
     tools = normalize_tools(row.pop("tools", None))
-    media = {kind: media_list(take_column(row, names)[1], kind) for kind, names in MEDIA_COLUMNS.items()}
+    media = {kind: media_list(row.pop(columns[kind]) if kind in columns else None, kind) for kind in MEDIA_COLUMNS}
     if ORIGINAL_KEY in row:
         raise InvalidValueError(f"column name {ORIGINAL_KEY!r} is reserved by this reader", field=ORIGINAL_KEY)
 
-    messages = normalize_provider_formats(standard_messages(parse_messages_value(messages_value, messages_column)))
+    messages = normalize_provider_formats(standard_messages(parse_messages_value(messages_value, columns["messages"])))
     for kind in MEDIA_COLUMNS:
         from_blocks = [url for m in messages for url in m.media.get(kind, [])]
         if from_blocks:
@@ -198,17 +207,21 @@ def layout_hint(row: dict) -> str:
 
 
 def take_column(row: dict, names: tuple[str, ...]) -> tuple[Optional[str], Any]:
-    """Pop the first of ``names`` present in ``row`` (case-insensitive, as ms-swift's column renaming);
-    the other aliases stay in the row, i.e. in ``extra``. With two aliases present ms-swift renames neither
+    """Pop the column :func:`column_of` finds: ``(its name, its value)``, or ``(None, None)``."""
+    column = column_of(row, names)
+    return (column, row.pop(column)) if column is not None else (None, None)
+
+
+def column_of(row: dict, names: tuple[str, ...]) -> Optional[str]:
+    """The first of ``names`` present in ``row`` (case-insensitive, as ms-swift's column renaming); the other
+    aliases stay in the row, i.e. in ``extra``. With two aliases present ms-swift renames neither
     (``safe_rename_columns``): it reads only a column already named ``names[0]`` (``system`` beside
     ``system_prompt``), and none beside ``System`` and ``system_prompt``."""
     by_lower = {key.lower(): key for key in row if isinstance(key, str)}
     present = [by_lower[name] for name in names if name in by_lower]
     if len(present) > 1:
-        return (names[0], row.pop(names[0])) if names[0] in row else (None, None)
-    if present:
-        return present[0], row.pop(present[0])
-    return None, None
+        return names[0] if names[0] in row else None
+    return present[0] if present else None
 
 
 def normalize_tools(value: Any) -> list:

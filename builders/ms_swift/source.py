@@ -35,7 +35,7 @@ from tooluse_datasets.shards.shard import PARQUET, RawBatch, Shard
 from tooluse_datasets.source import RowContext, Source, SplitPlan
 
 from .common import common_columns, common_unified
-from .native import ORIGINAL_KEY, RESULT_ROLES, Message, drop_arrow_nulls, in_column, native_to_raw
+from .native import ORIGINAL_KEY, RESULT_ROLES, Message, drop_arrow_nulls, in_columns, native_to_raw
 from .parsing import (json_text, missing_media_tags, parse_call, parse_tool, split_pre_call_text,
                       split_think, swift_tool)
 from .upstream import CITATION, DESCRIPTION, UPSTREAM
@@ -79,11 +79,11 @@ class MsSwiftSource(Source):
             yield batch
 
     def to_raw(self, native: dict, ctx: RowContext) -> dict:
-        raw, messages, column = native_to_raw(native)
+        raw, messages, columns = native_to_raw(native)
         # Errors found in the raw messages by to_unified (given this row's ctx) name the file's messages, not
-        # the raw list's (which counts the messages calls, blocks and the system column expand to), under the
-        # file's name for them (conversations...).
-        ctx.origins = (raw["messages"], messages, column)
+        # the raw list's (which counts the messages calls, blocks and the system column expand to), and every
+        # column by the file's name for it (conversations, image...).
+        ctx.origins = (raw["messages"], messages, columns)
         return raw
 
     def native_to_unified(self, native: dict, ctx: RowContext) -> Optional[dict]:
@@ -103,18 +103,18 @@ class MsSwiftSource(Source):
         try:
             tagged = with_default_tags(raw["messages"], raw)
             turns = group_turns(tagged)
+            for j, video in enumerate(raw["videos"]):
+                if not isinstance(video, str):
+                    raise ConversionError("a video given as a list of frames has no unified form (videos are "
+                                          "paths or URLs)", field=f"videos[{j}]")
         except ToolUseDataError as exc:
             traced = ctx.origins
             if traced is not None and traced[0] is raw["messages"]:  # the raw row to_raw made of the file's row
-                raise in_column(in_file_fields(exc, traced[1]), traced[2])
+                raise in_columns(in_file_fields(exc, traced[1]), traced[2])
             raise
         if tagged is not raw["messages"]:  # the message given tags is compared as the file wrote it (kept in meta)
             written = {id(t): m for t, m in zip(tagged, raw["messages"]) if t is not m}
             turns = [(m, [written.get(id(x), x) for x in raw_slice]) for m, raw_slice in turns]
-        for j, video in enumerate(raw["videos"]):
-            if not isinstance(video, str):
-                raise ConversionError("a video given as a list of frames has no unified form (videos are paths "
-                                      "or URLs)", field=f"videos[{j}]")
         original: dict = {}
         changed = {str(t): raw_slice for t, (m, raw_slice) in enumerate(turns)
                    if not same_json(canonical_raw_messages(m, f"messages[{t}]"), raw_slice)}
