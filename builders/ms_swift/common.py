@@ -108,8 +108,8 @@ def _plain_row(native: dict) -> Optional[tuple[list[_Turn], list, dict, dict]]:
             paths = native[key]
             if paths is None:
                 paths = []
-            elif type(paths) is not list or not all(type(p) is str for p in paths):
-                return None
+            elif type(paths) is not list or not all(type(p) is str and p.strip() for p in paths):
+                return None  # (an empty path is refused by the general stages)
             media[key] = paths
         elif key != "messages" and key != "tools":
             return None  # other columns (system, aliases, extra) take the general stages

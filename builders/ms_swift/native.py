@@ -257,20 +257,30 @@ def media_list(value: Any, kind: str) -> list:
         # as the list of its keys, "path" taken for a file name
         raise InvalidValueError(f"{kind} is a single object; ms-swift reads its keys as {kind} paths (give a list "
                                 f"of paths)", field=kind)
-    if isinstance(value, (str, dict)):
+    bare = isinstance(value, (str, dict))  # one entry given without a list: errors name the column itself
+    if bare:
         value = [value]
     if not isinstance(value, list):
         raise InvalidValueError(f"{kind} must be a list of paths or URLs", field=kind)
     out = []
     for j, item in enumerate(value):
+        where = kind if bare else f"{kind}[{j}]"
         if isinstance(item, dict) and item.get("bytes") is None and isinstance(item.get("path"), str):
             item = item["path"]  # datasets' Image storage {"bytes": None, "path": ...}
         if isinstance(item, str) or (kind == "videos" and isinstance(item, list)
                                      and all(isinstance(frame, str) for frame in item)):
+            for f, path in enumerate([item] if isinstance(item, str) else item):
+                if not path.strip():
+                    # ms-swift keeps it and fails loading it (an image path "" is read as no file, or as the
+                    # working directory), so it does not train the row
+                    raise InvalidValueError(f"{kind} entry is an empty path, which names no file; ms-swift fails to "
+                                            f"load it and does not train the row (leave the entry out, or give "
+                                            f"[] or null for no {kind})",
+                                            field=where if isinstance(item, str) else f"{where}[{f}]")
             out.append(item)
         else:
             raise InvalidValueError(f"{kind} entries must be paths or URLs (strings); embedded bytes are not "
-                                    f"supported", field=f"{kind}[{j}]")
+                                    f"supported", field=where)
     return out
 
 
