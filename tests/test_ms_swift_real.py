@@ -451,6 +451,33 @@ def test_tools_given_as_empty_text_are_refused_where_ms_swift_cannot_parse_them(
     assert [r["tools"] for r in ours] == [[], []]
 
 
+def test_an_empty_image_path_is_refused_where_ms_swift_keeps_it_and_fails_loading_it(tmp_path):
+    """ms-swift keeps an empty or blank image path through preprocessing, and its template fails loading it
+    (``Template._load_image``, with images loaded or not): the row is not trained. Ours refuses such rows naming
+    the entry."""
+    python = swift_python()
+    chat = {"messages": [{"role": "user", "content": "<image>What is it?"}, {"role": "assistant", "content": "A cat."}]}
+    path = tmp_path / "blank.jsonl"
+    path.write_text("".join(json.dumps({**chat, "images": images}) + "\n" for images in [[""], [" "], ["cat.png"]]))
+    assert [row["images"] for row in swift_rows(python, path, False)] == [[""], [" "], ["cat.png"]]
+    load = ("from swift.template.base import Template\n"
+            "for path in ('', ' '):\n"
+            "    for load_images in (False, True):\n"
+            "        try:\n"
+            "            Template._load_image({'bytes': None, 'path': path}, load_images)\n"
+            "        except Exception as exc:\n"
+            "            print('FAILED', type(exc).__name__)\n")
+    done = subprocess.run([python, "-c", load], capture_output=True, text=True, check=False, cwd=str(tmp_path))
+    assert [line for line in done.stdout.splitlines() if line.startswith("FAILED")] == [
+        "FAILED AttributeError", "FAILED IsADirectoryError"] * 2, done.stdout + done.stderr
+
+    report = td.SkipReport(keep_all=True)
+    ours = list(td.load("ms_swift", data_files=str(path), split="train", streaming=True, on_error="skip",
+                        report=report))
+    assert [(r["row"], r["field"]) for r in report.rows] == [(0, "images[0]"), (1, "images[0]")]
+    assert [r["images"] for r in ours] == [["cat.png"]]
+
+
 NESTFUL_V2 = [("nestful", "third_party", "AtakanTekparmak_NESTFUL_27c2028", "data_v2", "toy_data.jsonl"),
               ("nestful", "third_party", "reconstructed_current_v2", "rows_github_native_format.jsonl"),
               ("nestful", "third_party", "reconstructed_current_v2", "rows_hf_string_format.jsonl")]
