@@ -664,6 +664,14 @@ REJECTED = [
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "2 C"},
                                      {"type": "text", "text": "And Bergen?"}]}, ANSWER]},
         InvalidValueError, "messages[2].role", "right after tool results", id="Anthropic text after results"),
+    # ms-swift removes OpenAI's legacy function_call with the keys it does not know, and trains the text alone
+    pytest.param({"messages": [USER, {"role": "assistant", "content": "Let me check.", "function_call": {
+        "name": "get_weather", "arguments": '{"city": "Oslo"}'}}, ANSWER]},
+        InvalidValueError, "messages[1].function_call", "legacy function_call", id="OpenAI legacy function_call"),
+    pytest.param({"messages": [USER, {"role": "assistant", "content": None, "function_call": {
+        "name": "get_weather", "arguments": '{"city": "Oslo"}'}}, ANSWER]},
+        InvalidValueError, "messages[1].function_call", "legacy function_call",
+        id="OpenAI legacy function_call, null content"),
     pytest.param({"messages": [USER, {"role": "system", "content": "late system"}, ANSWER]},
                  InvalidValueError, "messages[1].role", "only allowed first", id="system not first"),
     pytest.param({"messages": []}, MissingFieldError, "messages", "empty", id="empty messages"),

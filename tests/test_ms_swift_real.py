@@ -478,6 +478,26 @@ def test_an_empty_image_path_is_refused_where_ms_swift_keeps_it_and_fails_loadin
     assert [r["images"] for r in ours] == [["cat.png"]]
 
 
+def test_an_openai_legacy_function_call_is_refused_where_ms_swift_drops_the_call(tmp_path):
+    """ms-swift removes an assistant message's legacy ``function_call`` with the other keys it does not know and
+    keeps the row: it trains the message's text alone, as if no call had been made. Ours refuses the row naming
+    the key."""
+    python = swift_python()
+    legacy = {"role": "assistant", "content": "Let me check.",
+              "function_call": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}
+    path = tmp_path / "legacy.jsonl"
+    path.write_text(json.dumps({"messages": [{"role": "user", "content": "Weather in Oslo?"}, legacy,
+                                             {"role": "assistant", "content": "2 C."}]}) + "\n")
+    theirs = swift_rows(python, path, False)
+    assert [m["role"] for m in theirs[0]["messages"]] == ["user", "assistant", "assistant"]
+    assert theirs[0]["messages"][1] == {"role": "assistant", "content": "Let me check."}
+
+    report = td.SkipReport(keep_all=True)
+    ours = list(td.load("ms_swift", data_files=str(path), split="train", streaming=True, on_error="skip",
+                        report=report))
+    assert ours == [] and [(r["row"], r["field"]) for r in report.rows] == [(0, "messages[1].function_call")]
+
+
 NESTFUL_V2 = [("nestful", "third_party", "AtakanTekparmak_NESTFUL_27c2028", "data_v2", "toy_data.jsonl"),
               ("nestful", "third_party", "reconstructed_current_v2", "rows_github_native_format.jsonl"),
               ("nestful", "third_party", "reconstructed_current_v2", "rows_hf_string_format.jsonl")]

@@ -426,11 +426,18 @@ def check_provider_keys(message: dict, where: str, calls: Optional[list]) -> Non
     (``MessagesPreprocessor.normalize_provider_messages``): ``tool_calls`` only on a ``"role": "assistant"``
     message, with its text taken from ``content``, and Anthropic blocks only under ``content``. Spelled with
     the aliases, it drops the calls or the text beside them, or trains on the blocks as ``<tool_use>`` and
-    ``<tool_result>`` text: refused rather than read as calls ms-swift never sees."""
+    ``<tool_result>`` text: refused rather than read as calls ms-swift never sees. So is OpenAI's legacy
+    ``function_call``, which it never converts."""
     if calls and message.get("role") != "assistant":
         raise InvalidValueError(f"tool_calls on a message whose role is not given as \"role\": \"assistant\" "
                                 f"(here {last_key(message, ROLE_KEYS)}: {message[last_key(message, ROLE_KEYS)]!r}); "
                                 f"ms-swift drops these calls", field=f"{where}.tool_calls")
+    if message.get("function_call") is not None:
+        # OpenAI's legacy single call: ms-swift removes the key with the other keys it does not know and trains the
+        # message's text alone, as if no call had been made
+        raise InvalidValueError("an OpenAI legacy function_call, which ms-swift does not read: it drops the call and "
+                                "trains the message's text alone (give the call in tool_calls, or as a tool_call "
+                                "message)", field=f"{where}.function_call")
     value = message.get("value")
     if calls and value is not None and value != "":
         raise InvalidValueError("text under value beside tool_calls; ms-swift reads only content there and drops "
