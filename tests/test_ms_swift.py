@@ -793,6 +793,55 @@ def test_rejected_variant(native, error, field, match, column):
 
 
 
+def under_from_and_value(native: dict, field: str):
+    """``native`` with its messages written under ``from``/``value`` (ms-swift's ShareGPT keys), and ``field`` as
+    an error about one of them names it there; None for a row whose messages are not all role/content objects
+    without Anthropic blocks (calls and Anthropic blocks under those keys are read otherwise)."""
+    def anthropic(content) -> bool:
+        return isinstance(content, list) and any(
+            isinstance(b, dict) and (b.get("type") in ("tool_use", "tool_result") or "source" in b) for b in content)
+
+    messages = native.get("messages")
+    if not isinstance(messages, list) or not messages or not all(
+            isinstance(m, dict) and set(m) <= {"role", "content"} and not anthropic(m.get("content"))
+            for m in messages):
+        return None
+    respelled = [{("from" if key == "role" else "value"): value for key, value in m.items()} for m in messages]
+    match = re.match(r"messages\[(\d+)\]\.(role|content)\b", field)
+    if match is not None and match.group(2) in messages[int(match.group(1))]:
+        field = field[:match.start(2)] + ("from" if match.group(2) == "role" else "value") + field[match.end(2):]
+    return {**native, "messages": respelled}, field
+
+
+# The rejected rows whose messages are plain role/content objects, written under from/value instead.
+FROM_VALUE_REJECTED = [pytest.param(*under_from_and_value(p.values[0], p.values[2]), *p.values[1:2], p.values[3],
+                                    id=p.id)
+                       for p in REJECTED if under_from_and_value(p.values[0], p.values[2]) is not None]
+
+
+@pytest.mark.parametrize("native, field, error, match", FROM_VALUE_REJECTED)
+def test_errors_name_the_from_and_value_keys_a_message_is_written_with(native, field, error, match):
+    with pytest.raises(error, match=re.escape(match)) as info:
+        convert(native)
+    assert type(info.value) is error and info.value.field == field
+
+
+def test_errors_name_the_from_and_value_keys_when_loading(tmp_path, cache_dir):
+    written = [p for p in FROM_VALUE_REJECTED if p.id != "embedded image bytes"]  # (bytes: not in a JSON file)
+    rows = [{"conversations": p.values[0]["messages"], **{k: v for k, v in p.values[0].items() if k != "messages"}}
+            for p in written]
+    expected = [re.sub(r"^messages\b", "conversations", p.values[1]) for p in written]
+    assert any(".from" in field for field in expected) and any(".value" in field for field in expected)
+    path = write_jsonl(tmp_path / "sharegpt.jsonl", [*rows, {"conversations": [{"from": "human", "value": "Hi"},
+                                                                                {"from": "gpt", "value": "Hello"}]}])
+    for streaming in (False, True):
+        report = td.SkipReport(keep_all=True)
+        ds = td.load("ms_swift", data_files=path, split="train", on_error="skip", report=report, streaming=streaming,
+                     cache_dir=cache_dir)
+        assert len(list(ds)) == 1
+        assert [(r["row"], r["field"]) for r in report.rows] == list(enumerate(expected))
+
+
 MEDIA_KINDS = ("images", "audios", "videos")
 # The rejected rows whose error is about a media column, the media given under that one column.
 MEDIA_REJECTED = [p for p in REJECTED if p.values[2].split("[")[0] in MEDIA_KINDS

@@ -391,20 +391,24 @@ def standard_messages(messages: list[dict]) -> list[Message]:
 def standard_message(message: dict, index: int) -> Message:
     fields = dict(message)
     where = f"messages[{index}]"
+    # Errors name the keys the file wrote (from, value): the raw message's role and content are read from them.
+    role_key, content_key = last_key(fields, ROLE_KEYS) or "role", last_key(fields, CONTENT_KEYS) or "content"
+    renames = tuple((f".{raw}", f".{key}") for raw, key in (("role", role_key), ("content", content_key)) if raw != key)
     role = pop_alias(fields, ROLE_KEYS)
     content = pop_alias(fields, CONTENT_KEYS)
     if role is _MISSING or role is None:
-        raise MissingFieldError("message has no role (role or from)", field=f"{where}.role")
+        raise MissingFieldError("message has no role (role or from)", field=f"{where}.{role_key}")
     if not isinstance(role, str):
-        raise InvalidValueError(f"role must be a string, got {json_kind(role)}", field=f"{where}.role")
+        raise InvalidValueError(f"role must be a string, got {json_kind(role)}", field=f"{where}.{role_key}")
     canonical = ROLE_ALIASES.get(role)
     if canonical is None and role.replace("-", "_") in HYPHENATED_ALIASES:
         canonical = ROLE_ALIASES[role.replace("-", "_")]
     if canonical is None:
         raise InvalidValueError(f"role {shown(role)} is not one ms-swift accepts (system, user, assistant, tool_call, "
-                                f"tool_response, tool or an alias); ms-swift drops the row", field=f"{where}.role")
+                                f"tool_response, tool or an alias); ms-swift drops the row",
+                                field=f"{where}.{role_key}")
     out = Message(index, canonical, None if content is _MISSING else content,
-                  loss=fields.pop("loss", None), loss_scale=fields.pop("loss_scale", None))
+                  loss=fields.pop("loss", None), loss_scale=fields.pop("loss_scale", None), renames=renames)
     if canonical in RESULT_ROLES:
         out.name = fields.pop("name", None)  # ms-swift 4.6 keeps name on tool messages only
         out.openai_result = message.get("role") in RESULT_ROLES
@@ -417,7 +421,7 @@ def standard_message(message: dict, index: int) -> Message:
     out.extra = fields
     if out.content is None and not out.tool_calls:
         raise MissingFieldError("message content is null or missing; ms-swift drops the row",
-                                field=f"{where}.content")
+                                field=f"{where}.{content_key}")
     return out
 
 
@@ -776,7 +780,7 @@ def with_block_text(m: Message) -> Message:
         return m
     if m.role in RESULT_ROLES and not all(b.get("type") in CONTENT_BLOCK_TYPES for b in m.content):
         return m
-    m.content, m.media = content_text(m.content, f"{m.where}.content", m.anthropic_blocks)
+    m.content, m.media = content_text(m.content, m.file_field(".content"), m.anthropic_blocks)
     return m
 
 
