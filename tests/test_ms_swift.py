@@ -649,6 +649,10 @@ REJECTED = [
                  InvalidValueError, "messages[1].content.arguments", "must be a JSON object", id="arguments not an object"),
     pytest.param({"messages": [USER, {"role": "tool_call", "content": "{'name': 'f', 'arguments': {'ids': {1, 2}}}"}]},
                  InvalidValueError, "messages[1].content", "JSON cannot hold", id="Python literal with a set"),
+    pytest.param({"messages": [USER, {"role": "tool_call", "content": json.dumps([
+        {"name": "get_weather", "arguments": {"city": "Oslo"}},
+        {"name": "get_weather", "arguments": {"city": "Bergen"}}])}, RESULT, RESULT, ANSWER]}, InvalidValueError, "messages[1].content", "consecutive tool_call messages",
+        id="several calls in one tool_call message"),
     pytest.param({"messages": [USER, CALL, CALL, RESULT, ANSWER]},
                  InvalidValueError, "messages[3]", "2 tool calls are followed by 1 results", id="fewer results than calls"),
     pytest.param({"messages": [USER, CALL, RESULT, RESULT, ANSWER]},

@@ -189,6 +189,10 @@ def parse_call(content: Any, field: str) -> tuple[str, dict]:
     row for (no name, no arguments, unparseable text) is a typed error here.
     """
     call = parse_json_or_literal(content, field, "tool_call content") if isinstance(content, str) else content
+    if isinstance(call, list):  # several calls in one message: ms-swift reads the content's name and fails
+        raise InvalidValueError("tool_call content is an array; a tool_call message holds one call, and ms-swift "
+                                "fails on this one (give parallel calls as consecutive tool_call messages, one call "
+                                "each)", field=field)
     if not isinstance(call, dict):
         raise InvalidValueError(f"tool_call content must be an object with name and arguments, got "
                                 f"{json_kind(call)}", field=field)
