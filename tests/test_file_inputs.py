@@ -588,6 +588,79 @@ def test_an_http_file_changed_on_its_server_is_read_anew_map_style(http_folder, 
     assert both() != before
 
 
+class _DatedRangeHandler(_RangeHandler):
+    """A range-answering server that says when each file was modified (Last-Modified), as http.server does."""
+
+    def send_head(self):
+        self._served = self.translate_path(self.path)
+        return super().send_head()
+
+    def end_headers(self):
+        if os.path.isfile(getattr(self, "_served", "")):
+            self.send_header("Last-Modified", self.date_time_string(os.stat(self._served).st_mtime))
+        super().end_headers()
+
+
+def test_an_http_file_rewritten_under_a_stream_of_its_byte_ranges_is_the_files_error(tmp_path):
+    """An http(s) JSON Lines file is streamed as byte ranges planned from its size. Rewritten on its server
+    meanwhile (here with as many bytes), its later ranges were read from the new file after the rows of the old
+    one, without a word: what the server says of the file (size, Last-Modified, ETag) is its version, checked as a
+    local file's is."""
+    folder = tmp_path / "served"
+    folder.mkdir()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                             functools.partial(_DatedRangeHandler, directory=str(folder)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        path = folder / "rows.jsonl"
+        lines = swift_lines(400).splitlines(keepends=True)
+        path.write_text("".join(lines))
+        ds = td.load("ms_swift", split="train", data_files=f"http://127.0.0.1:{server.server_address[1]}/rows.jsonl",
+                     streaming=True, shard_bytes=path.stat().st_size // 4)
+        assert ds.n_shards >= 4
+        handed = []
+        with pytest.raises(td.InvalidValueError, match="changed since the stream or load was planned") as caught:
+            for row in ds:
+                handed.append(row["messages"][0]["content"])
+                if len(handed) == 3:
+                    mtime = path.stat().st_mtime
+                    path.write_text("".join(lines[::-1]))  # the same length, other rows
+                    os.utime(path, (mtime + 5, mtime + 5))
+        assert caught.value.file.endswith("/rows.jsonl") and caught.value.field == "<file>"
+        assert len(handed) < 400
+    finally:
+        server.shutdown()
+        server.server_close()
+        from fsspec.implementations.http import HTTPFileSystem
+
+        HTTPFileSystem.clear_instance_cache()
+
+
+def test_a_state_saved_before_a_zip_archive_was_rewritten_is_the_files_error(tmp_path):
+    """A member of a zip archive resumes at its row: the archive rewritten since the state was saved, the new
+    member's rows were read on from there. Its CRC and time in the archive are its version."""
+    archive = tmp_path / "rows.zip"
+
+    def write(text: str) -> None:
+        with zipfile.ZipFile(archive, "w") as z:
+            z.writestr("rows.jsonl", text)
+
+    write(swift_lines(6))
+    url = f"zip://rows.jsonl::{archive}"
+    ds = td.load("ms_swift", split="train", data_files=url, streaming=True)
+    iterator = iter(ds)
+    head = [next(iterator)["messages"][0]["content"] for _ in range(2)]
+    state = ds.state_dict()
+    iterator.close()
+    assert head == ["q0", "q1"]
+    write(swift_lines(6, start=10))
+    reader = td.load("ms_swift", split="train", data_files=url, streaming=True)
+    reader.load_state_dict(state)
+    with pytest.raises(td.InvalidValueError, match="changed since") as caught:
+        next(iter(reader))
+    assert caught.value.file == url and caught.value.field == "<file>"
+
+
 def test_an_http_file_its_server_does_not_describe_for_the_cache_key_is_an_error(http_folder, cache_dir, monkeypatch):
     """The cache key holds an http(s) file's size, time and ETag, asked of its server after datasets asked it. When
     that one request failed (a flaky server, a timeout) the file was left out of the key: every load it failed for

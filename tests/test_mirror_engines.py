@@ -848,8 +848,8 @@ def test_an_input_rewritten_between_planning_and_building_fails_the_mirror(engin
 
 
 def test_an_input_rewritten_while_the_mirror_is_built_fails_it(tmp_path, monkeypatch):
-    """A JSON array (its shards keep no file version) rewritten after the build hashed it, while shards run: the
-    card would give a sha256 of a file the mirror was not read from."""
+    """A JSON array rewritten after the build hashed it, while shards run: the card would give a sha256 of a file
+    the mirror was not read from, and its shards' rows would come from two versions."""
     first, _ = _ms_swift_sample_copy(tmp_path / "data")
     rows = [line for line in first.read_text(encoding="utf-8").splitlines() if line.strip()]
     array = tmp_path / "data" / "more.json"
@@ -865,8 +865,8 @@ def test_an_input_rewritten_while_the_mirror_is_built_fails_it(tmp_path, monkeyp
     monkeypatch.setattr(engines_module, "convert_shard", convert_then_rewrite)
     request = MirrorRequest("ms_swift", configs=["unified"], data_files=[str(first), str(array)],
                             source_options={"shard_bytes": 1500})
-    with pytest.raises(MirrorError, match=r"the input file more\.json changed while the mirror was built \(it is no "
-                                          r"longer the file hashed"):
+    with pytest.raises(MirrorError, match=r"the input file more\.json changed while the mirror was built \(since the "
+                                          r"build was planned it is shorter"):
         build_mirror(request, tmp_path / "out")
     assert sorted(os.listdir(tmp_path / "out")) == []
 

@@ -180,8 +180,11 @@ def test_a_state_resumed_on_a_json_array_edited_or_cut_since_is_refused(tmp_path
     """As for JSON Lines: a saved stream resumes an array read a block at a time at the byte after the last
     element's comma, and an array parsed whole at the next element's index. An element edited above that byte
     moved the rest: the stream read on from inside an element (its tail a bad row, the real rows lost); an array
-    cut short below the saved element resumed silently with nothing. Both are a ValueError at the first row now.
-    An array parsed whole resumes an element edited in place by its index, which still names the same row."""
+    cut short below the saved element resumed silently with nothing; an array parsed whole, edited, resumed by
+    index in rows it was not saved from. The state names the array's version: an edited array is the file's
+    error (with on_error="skip" reported, nothing of it read). A state without a version (saved by an earlier
+    release) is still checked against the array itself: a ValueError at the first row where its position no longer
+    fits (an element edited in place of an array parsed whole still resumes by index there)."""
     from conftest import shared_data
 
     rows = [json.loads(line) for line in shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl")
@@ -190,8 +193,8 @@ def test_a_state_resumed_on_a_json_array_edited_or_cut_since_is_refused(tmp_path
     path = tmp_path / "agent.json"
     path.write_text(json.dumps(rows))
 
-    def stream():
-        return td.load("ms_swift", data_files=str(path), split="train", streaming=True, on_error="skip")
+    def stream(**kw):
+        return td.load("ms_swift", data_files=str(path), split="train", streaming=True, **{"on_error": "skip", **kw})
 
     whole = [row["id"] for row in stream()]
     ds = stream()
@@ -199,11 +202,20 @@ def test_a_state_resumed_on_a_json_array_edited_or_cut_since_is_refused(tmp_path
     head = [next(iterator)["id"] for _ in range(2)]
     state = ds.state_dict()
     iterator.close()
+    unversioned = _without_file_version(state)
 
     edited = [dict(rows[0], messages=rows[0]["messages"][:2])] + rows[1:]  # the first element made shorter
     path.write_text(json.dumps(edited))
-    resumed = stream()
+    report = td.SkipReport()
+    resumed = stream(report=report)
     resumed.load_state_dict(state)
+    assert list(resumed) == [] and report.by_reason == {"InvalidValueError:<file>": 1}
+    resumed = stream(on_error="raise")
+    resumed.load_state_dict(state)
+    with pytest.raises(td.InvalidValueError, match="changed since"):
+        next(iter(resumed))
+    resumed = stream()
+    resumed.load_state_dict(unversioned)
     if array_mode == "whole":
         assert head + [row["id"] for row in resumed] == whole
     else:
@@ -212,7 +224,7 @@ def test_a_state_resumed_on_a_json_array_edited_or_cut_since_is_refused(tmp_path
 
     path.write_text(json.dumps(rows[:1]))  # cut short before the saved element
     resumed = stream()
-    resumed.load_state_dict(state)
+    resumed.load_state_dict(unversioned)
     with pytest.raises(ValueError, match="past the end of the file|past the end of the array"):
         next(iter(resumed))
 
@@ -220,6 +232,13 @@ def test_a_state_resumed_on_a_json_array_edited_or_cut_since_is_refused(tmp_path
     resumed = stream()
     resumed.load_state_dict(state)
     assert head + [row["id"] for row in resumed] == whole
+
+
+def _without_file_version(state):
+    """A stream's state as an earlier release saved it: without the version of the file it was taken from."""
+    if isinstance(state, dict):
+        return {k: None if k == "file_version" else _without_file_version(v) for k, v in state.items()}
+    return state
 
 
 def test_an_array_element_that_is_not_utf8_is_named_by_its_byte_in_the_file(tmp_path, cache_dir, array_mode):

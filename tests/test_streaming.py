@@ -426,6 +426,39 @@ def test_a_state_saved_before_its_file_was_replaced_by_one_of_the_same_layout_is
             assert len(head) + len(rest) < len(whole)  # the shard resumed is reported, not read
 
 
+def test_a_state_saved_before_a_json_array_was_replaced_is_the_files_error(tmp_path):
+    """A JSON array (a .json document, not JSON Lines) resumes by element index: replaced by another array since
+    the state was saved, it was read on from that index in the new rows, which followed the old ones without a
+    word. Its version is checked as a JSON Lines file's is; the same array copied elsewhere still resumes."""
+    rows = [json.loads(line) for line in _swift_rows()]
+    assert len(rows) >= 8
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps(rows[:6]))
+
+    def stream(where: Path, **kw):
+        return td.load("ms_swift", split="train", data_files=str(where), streaming=True, **kw)
+
+    ds = stream(path)
+    iterator = iter(ds)
+    head = [next(iterator)["messages"] for _ in range(3)]
+    state = ds.state_dict()
+    iterator.close()
+
+    moved = tmp_path / "moved" / path.name
+    moved.parent.mkdir()
+    moved.write_bytes(path.read_bytes())
+    reader = stream(moved)
+    reader.load_state_dict(state)
+    assert head + [row["messages"] for row in reader] == [row["messages"] for row in stream(path)]
+
+    path.write_text(json.dumps(rows[-6:]))  # as many elements, other rows
+    reader = stream(path)
+    reader.load_state_dict(state)
+    with pytest.raises(td.InvalidValueError, match="changed since") as caught:
+        next(iter(reader))
+    assert caught.value.file == str(path) and caught.value.field == "<file>"
+
+
 @pytest.mark.parametrize("consumed", [9, 47])
 def test_num_proc_streams_the_same_rows_and_resumes(toolmind_file, conversions, consumed):
     """Row 9 is in the first shard (converted in this process), row 47 in the third (converted by a worker):

@@ -226,6 +226,11 @@ def _check_inputs_unchanged(source: str, plans: list[SplitPlan], input_paths: li
         version = shard.version
         if version is None:
             continue
+        if "://" in shard.file:  # a URL, an archive's member: what its file system says of it
+            reason = changed(shard.file, shard.kind, version)
+            if reason:
+                problems.setdefault(shard.file, f"since the build was planned it {reason}")
+            continue
         now = _file_stat(shard.file)
         reason = "is gone" if now is None else changed(shard.file, shard.kind, version)
         if reason is None and now[0] != version.size:

@@ -9,15 +9,19 @@ split is planned (:func:`with_versions`), and reading a shard, or resuming a sav
 
 The version of a local file: its size and modification time (nothing is read when both are unchanged), and an
 identity of its contents, read when they changed: for Parquet a digest of its footer (row-group sizes, offsets,
-column statistics, the writer: another file of the same layout differs there), for JSON Lines a digest of its
-first and last bytes as planned. A JSON Lines file may grow: rows appended to it are read (a stream's last file,
-a resume), so its identity is taken over the bytes it had when planned, and a longer file that holds them still
-is the same file. A JSON document (an array) is not checked here: its readers check a resumed position against
-the array itself, and an array parsed whole resumes by element index, also after an element was edited. A saved
-state keeps the identity alone (:func:`state_token`), so data copied to another folder or machine, with new
-modification times, still resumes. Files read through fsspec (URLs, a zip archive's files) are not checked: an
-``hf://`` file is read at a commit, which does not change, while an http(s) file or an archive rewritten under a
-stream is read as it is now.
+column statistics, the writer: another file of the same layout differs there), for JSON Lines and JSON documents
+a digest of its first and last bytes as planned. A JSON Lines file may grow: rows appended to it are read (a
+stream's last file, a resume), so its identity is taken over the bytes it had when planned, and a longer file
+that holds them still is the same file; a JSON document (an array resumed by element index or byte offset, cut
+into pieces for workers) that grew is another. A saved state keeps the identity alone (:func:`state_token`), so
+data copied to another folder or machine, with new modification times, still resumes.
+
+A file read through fsspec (an http(s) URL, a member of a zip archive, another file system) is known by what its
+file system's ``info()`` says of it: its size and the fields of :data:`DESCRIBING_FIELDS` it gives (an http
+server's ETag and Last-Modified, a zip member's CRC and time), one metadata request each time it is checked. Its
+size and those fields are its version: a longer file is another (its first bytes are not compared), and a server
+that gives neither size nor any of those fields leaves the file unchecked. An ``hf://`` file is not asked: it is
+read at a commit, which does not change.
 """
 from __future__ import annotations
 
@@ -36,10 +40,10 @@ WINDOW_BYTES = 4096
 
 
 def version_of(path: str, kind: str) -> Optional[FileVersion]:
-    """The version of a local file read as shards of ``kind``; None where it is not checked (see the module) or
-    cannot be read now (reading it reports that)."""
-    if "://" in path or kind not in (PARQUET, LINES):
-        return None
+    """The version of a file read as shards of ``kind``; None where it is not checked (see the module) or cannot
+    be read now (reading it reports that)."""
+    if "://" in path:
+        return _described_version(path)
     try:
         stat = os.stat(path)
         return FileVersion(stat.st_size, stat.st_mtime_ns, _identity(path, kind, stat.st_size))
@@ -75,6 +79,8 @@ def check_unchanged(shard: Shard) -> None:
 def changed(path: str, kind: str, version: FileVersion) -> Optional[str]:
     """How the file at ``path`` differs from ``version`` (None: it does not, or it is a JSON Lines file that grew
     from it)."""
+    if "://" in path:
+        return _changed_description(path, version)
     try:
         stat = os.stat(path)
     except OSError:
@@ -107,6 +113,44 @@ def from_state_token(token: object) -> Optional[FileVersion]:
     if not size.isdigit() or not identity:
         return None
     return FileVersion(int(size), None, identity)
+
+
+# What fsspec file systems' info() says of a file that tells one version from another: http(s) response headers,
+# a zip member's CRC and time, object stores' and local file systems' times and checksums. (Not "url": a signed
+# URL after a redirect differs at every request.)
+DESCRIBING_FIELDS = ("ETag", "Content-MD5", "Digest", "Last-Modified", "CRC", "date_time", "mtime", "LastModified",
+                     "last_modified", "md5", "crc32c", "checksum", "generation")
+
+
+def _described_version(path: str) -> Optional[FileVersion]:
+    """The version of a file read through fsspec (see the module); None: not checked, or not answered now
+    (reading it reports why)."""
+    if path.split("::")[-1].startswith("hf://"):
+        return None
+    import fsspec
+
+    try:
+        fs, inner = fsspec.core.url_to_fs(path)
+        info = fs.info(inner)
+    except Exception:  # noqa: BLE001 (any file system's failure: reading the file reports it)
+        return None
+    size = info.get("size")
+    described = {name: str(info[name]) for name in DESCRIBING_FIELDS if info.get(name) is not None}
+    if not isinstance(size, int) and not described:
+        return None
+    digest = hashlib.sha256(repr(sorted(described.items())).encode()).hexdigest()[:32]
+    return FileVersion(size if isinstance(size, int) else -1, None, f"described-{digest}")
+
+
+def _changed_description(path: str, version: FileVersion) -> Optional[str]:
+    now = _described_version(path)
+    if now is None:
+        return None  # not answered now: opening it reports why
+    if now.size != version.size:
+        return f"is {'shorter' if now.size < version.size else 'longer'} ({now.size} bytes, {version.size} then)"
+    if now.identity != version.identity:
+        return "is described otherwise by its server or archive (its ETag, modification time or checksum differ)"
+    return None
 
 
 def _identity(path: str, kind: str, size: int) -> str:
