@@ -456,8 +456,15 @@ def read_split_rows(shard: Shard, split_column: Optional[str], selection: Option
     value. JSON rows that belong to no split (unparseable lines, non-string values) are yielded as errors
     by the split that reports them, so they are counted once instead of vanishing."""
     # Before anything is read: the rows each split selects were planned from that version of the file too, and
-    # a split that does not report the file's damage (below) must still report its being replaced.
+    # a split that does not report the file's damage (below) must still report its being replaced; and after the
+    # shard's last row, as read_shard checks: a file rewritten while the shard was read gave rows of both.
     check_unchanged(shard)
+    yield from _split_rows(shard, split_column, selection, batch_size, resume)
+    check_unchanged(shard)
+
+
+def _split_rows(shard: Shard, split_column: Optional[str], selection: Optional[SplitSelection],
+                batch_size: int, resume: Optional[tuple[int, int]]) -> Iterator[RawBatch]:
     column = split_column if selection is not None and selection.select else None
     if column and shard.file in selection.unassigned:
         yield from _unassigned_rows(shard, column, batch_size, resume)

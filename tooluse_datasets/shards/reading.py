@@ -16,8 +16,16 @@ def read_shard(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] 
     one object). ``resume``: a position from a previous :class:`RawBatch`; rows before it are not read.
     ``wanted``: a JSON line whose row number it refuses is passed over unparsed (not a row of the output).
     Batches hold ``batch_size`` rows, JSON rows at most :data:`JSON_BATCH_ROWS`. A file that is no longer the
-    version the shard was planned from is the file's error (:func:`~.versions.check_unchanged`)."""
+    version the shard was planned from is the file's error (:func:`~.versions.check_unchanged`): checked before
+    the shard is read and again after its last row, since a file rewritten while a shard of it is read (more
+    than a read buffer) gives rows of both versions (a stat call when it is unchanged)."""
     check_unchanged(shard)
+    yield from _read_kind(shard, batch_size, resume, wanted)
+    check_unchanged(shard)
+
+
+def _read_kind(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]],
+               wanted: Optional[Callable[[int], bool]]) -> Iterator[RawBatch]:
     if shard.kind == PARQUET:
         with open_parquet(shard.file) as pf:
             for record_batch, first_row in iter_parquet_batches(pf, shard, batch_size, resume):
