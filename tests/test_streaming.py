@@ -449,6 +449,25 @@ def test_a_file_rewritten_while_its_shard_is_read_is_the_files_error(tmp_path):
     assert caught.value.file == str(path) and caught.value.field == "<file>"
 
 
+@pytest.mark.parametrize("kind", ["jsonl", "json", "parquet"])
+@pytest.mark.parametrize("on_error", ["raise", "skip"])
+def test_a_file_deleted_between_planning_and_reading_is_a_data_not_found_error_naming_it(tmp_path, kind, on_error):
+    """A stream plans its files when it is made and opens each when it reaches it: one deleted (or moved) in
+    between was datasets' bare FileNotFoundError from inside its iterator. It is the DataNotFoundError a missing
+    path is at planning, naming the file and why it is missing, whatever on_error says (no row of it is bad)."""
+    path = tmp_path / f"rows.{kind}"
+    if kind == "parquet":
+        ds = _planned_stream(kind, path, tmp_path, on_error=on_error)  # ToolMind's reader
+    else:
+        rows = [json.loads(line) for line in _swift_rows()]
+        path.write_text(json.dumps(rows) if kind == "json" else "".join(json.dumps(r) + "\n" for r in rows))
+        ds = td.load("ms_swift", split="train", data_files=str(path), streaming=True, on_error=on_error)
+    path.unlink()
+    with pytest.raises(td.DataNotFoundError, match="deleted or moved since the stream or load was planned") as caught:
+        next(iter(ds))
+    assert str(path) in str(caught.value)
+
+
 def test_a_state_saved_before_a_json_array_was_replaced_is_the_files_error(tmp_path):
     """A JSON array (a .json document, not JSON Lines) resumes by element index: replaced by another array since
     the state was saved, it was read on from that index in the new rows, which followed the old ones without a

@@ -36,9 +36,8 @@ from tooluse_datasets.shards.parquet import (UnreadableRows, iter_parquet_batche
                                              parquet_row_offsets)
 from tooluse_datasets.shards.paths import display_path, file_suffix
 from tooluse_datasets.shards.plan import cut_at_lines, plan_file, plan_parquet, whole_file_shard
-from tooluse_datasets.shards.reading import read_shard
+from tooluse_datasets.shards.reading import checked_reads, read_shard
 from tooluse_datasets.shards.shard import LINES, PARQUET, NativeItem, RawBatch, Shard
-from tooluse_datasets.shards.versions import check_unchanged
 from tooluse_datasets.source import SplitPlan
 
 from .upstream import hf_split_name, table_order
@@ -458,9 +457,7 @@ def read_split_rows(shard: Shard, split_column: Optional[str], selection: Option
     # Before anything is read: the rows each split selects were planned from that version of the file too, and
     # a split that does not report the file's damage (below) must still report its being replaced; and after the
     # shard's last row, as read_shard checks: a file rewritten while the shard was read gave rows of both.
-    check_unchanged(shard)
-    yield from _split_rows(shard, split_column, selection, batch_size, resume)
-    check_unchanged(shard)
+    yield from checked_reads(shard, _split_rows(shard, split_column, selection, batch_size, resume))
 
 
 def _split_rows(shard: Shard, split_column: Optional[str], selection: Optional[SplitSelection],

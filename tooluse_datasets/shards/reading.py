@@ -3,9 +3,12 @@ from __future__ import annotations
 
 from typing import Callable, Iterator, Optional
 
+from ..errors import DataNotFoundError
+from ..network import failure_text
 from .documents import read_document
 from .lines import read_lines
 from .parquet import UnreadableRows, iter_parquet_batches, open_parquet, parquet_batch_rows
+from .paths import display_path
 from .shard import LINES, PARQUET, RawBatch, Shard
 from .versions import check_unchanged
 
@@ -19,9 +22,24 @@ def read_shard(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] 
     version the shard was planned from is the file's error (:func:`~.versions.check_unchanged`): checked before
     the shard is read and again after its last row, since a file rewritten while a shard of it is read (more
     than a read buffer) gives rows of both versions (a stat call when it is unchanged)."""
-    check_unchanged(shard)
-    yield from _read_kind(shard, batch_size, resume, wanted)
-    check_unchanged(shard)
+    yield from checked_reads(shard, _read_kind(shard, batch_size, resume, wanted))
+
+
+def checked_reads(shard: Shard, batches: Iterator[RawBatch]) -> Iterator[RawBatch]:
+    """``batches`` of ``shard``, its file's version checked before the first and after the last
+    (:func:`~.versions.check_unchanged`). A file not there any more (deleted or moved since the shard was
+    planned) is a :class:`DataNotFoundError` naming it, as a missing path is when planning, not a bare
+    FileNotFoundError from inside datasets' iterator: no row of it is bad, so ``on_error`` does not skip it."""
+    try:
+        check_unchanged(shard)
+        yield from batches
+        check_unchanged(shard)
+    except FileNotFoundError as exc:
+        if isinstance(exc, DataNotFoundError):
+            raise
+        raise DataNotFoundError(f"{display_path(shard.file)}: the file is not there any more ({failure_text(exc)}): "
+                                "it was deleted or moved since the stream or load was planned; load it again "
+                                "where it is") from None
 
 
 def _read_kind(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]],
