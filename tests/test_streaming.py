@@ -449,6 +449,27 @@ def test_a_file_rewritten_while_its_shard_is_read_is_the_files_error(tmp_path):
     assert caught.value.file == str(path) and caught.value.field == "<file>"
 
 
+def test_a_file_replaced_with_its_size_and_modification_time_kept_under_a_stream_is_the_files_error(tmp_path):
+    """A shard's version is read again only when the file's size or times changed. Those were the size and
+    modification time alone: a file replaced by one of the same size with its time kept (cp -p, rsync -a, touch -r)
+    passed unread, and the stream's next shards read the new rows. Every write sets the status-change time, which
+    nothing sets back: it is compared too."""
+    path = tmp_path / "rows.jsonl"
+    ds = _planned_stream("jsonl", path, tmp_path)
+    assert ds.n_shards >= 4
+    handed = []
+    with pytest.raises(td.InvalidValueError, match="changed since the stream or load was planned") as caught:
+        for row in ds:
+            handed.append(row["id"])
+            if len(handed) == 3:
+                stat = path.stat()
+                _same_layout("jsonl", path, tmp_path)  # as long, other rows
+                os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # touch -r
+                assert (path.stat().st_size, path.stat().st_mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+    assert caught.value.file == str(path) and caught.value.field == "<file>"
+    assert len(handed) == len(set(handed))
+
+
 @pytest.mark.parametrize("kind", ["jsonl", "json", "parquet"])
 @pytest.mark.parametrize("on_error", ["raise", "skip"])
 def test_a_file_deleted_between_planning_and_reading_is_a_data_not_found_error_naming_it(tmp_path, kind, on_error):

@@ -15,14 +15,16 @@ PARQUET, LINES, DOCUMENT = "parquet", "lines", "document"
 
 @dataclasses.dataclass(frozen=True)
 class FileVersion:
-    """A file's version (:mod:`.versions`): ``size`` in bytes, ``mtime_ns`` (None in a saved state's version,
-    whose contents are compared instead) and ``identity``, a digest of the contents that tell it apart.
-    ``mtime_ns`` only spares reading the file when it is unchanged: it is no part of what the version is (its
-    equality, or the repr that keys a mirror's staged shards, which a file touched or copied again still serves)."""
+    """A file's version (:mod:`.versions`): ``size`` in bytes, ``mtime_ns`` and ``ctime_ns`` (its modification and
+    status-change times; None in a saved state's version, whose contents are compared instead) and ``identity``, a
+    digest of the contents that tell it apart. The times only spare reading the file when it is unchanged: they
+    are no part of what the version is (its equality, or the repr that keys a mirror's staged shards, which a file
+    touched or copied again still serves)."""
 
     size: int
     mtime_ns: Optional[int] = dataclasses.field(compare=False, repr=False)
     identity: str
+    ctime_ns: Optional[int] = dataclasses.field(default=None, compare=False, repr=False)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -7,7 +7,8 @@ mixed with those already read from the old one. So each shard records its file's
 split is planned (:func:`with_versions`), and reading a shard, or resuming a saved state, checks it
 (:func:`changed`): a change is the file's ``InvalidValueError`` (field ``<file>``).
 
-The version of a local file: its size and modification time (nothing is read when both are unchanged), and an
+The version of a local file: its size, modification and status-change times (nothing is read when they are
+unchanged; any write sets the status-change time, also one that keeps the modification time), and an
 identity of its contents, read when they changed: for Parquet a digest of its footer (row-group sizes, offsets,
 column statistics, the writer: another file of the same layout differs there), for JSON Lines and JSON documents
 a digest of its first and last bytes as planned. A JSON Lines file may grow: rows appended to it are read (a
@@ -46,7 +47,7 @@ def version_of(path: str, kind: str) -> Optional[FileVersion]:
         return _described_version(path)
     try:
         stat = os.stat(path)
-        return FileVersion(stat.st_size, stat.st_mtime_ns, _identity(path, kind, stat.st_size))
+        return FileVersion(stat.st_size, stat.st_mtime_ns, _identity(path, kind, stat.st_size), stat.st_ctime_ns)
     except OSError:
         return None
 
@@ -85,7 +86,9 @@ def changed(path: str, kind: str, version: FileVersion) -> Optional[str]:
         stat = os.stat(path)
     except OSError:
         return None  # gone or unreadable: opening it reports that
-    if stat.st_size == version.size and stat.st_mtime_ns == version.mtime_ns:
+    # The status-change time too: a file replaced with its size and modification time kept (cp -p, rsync -a,
+    # touch -r) has a new one, which nothing sets back (see cache_keys).
+    if (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns) == (version.size, version.mtime_ns, version.ctime_ns):
         return None
     if stat.st_size < version.size:
         return f"is shorter ({stat.st_size} bytes, {version.size} then)"
