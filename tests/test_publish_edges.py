@@ -266,3 +266,27 @@ def test_a_revision_that_is_a_tag_or_a_commit_is_refused_before_anything_is_uplo
     assert publish_mirror(mirror, REPO, api=api, revision="refs/heads/main", delete_missing=True,
                           echo=_quiet).committed
     assert publish_mirror(mirror, REPO, api=api, revision="dev", echo=_quiet).committed
+
+
+def test_a_folder_of_mirrors_asks_who_the_token_is_once_per_command(tmp_path, capsys):
+    """whoami is strictly rate-limited by the Hub, and the answer is the same for every repo: it was asked once
+    per mirror, and a read-only token was one error per mirror."""
+    out = tmp_path / "mirrors"
+    assert main(["mirror", "nestful", "ms_swift", "toolmind", "--sample", "--configs", "unified",
+                 "--out", str(out)]) == 0
+    api = FakeHubApi()
+    asked = []
+    whoami = api.whoami
+    api.whoami = lambda **kwargs: asked.append(kwargs) or whoami(**kwargs)
+    capsys.readouterr()
+    assert _cli([str(out), "--repo-id", "acme/{source}-tooluse"], api) == 0
+    assert len(asked) == 1
+    assert sorted(api.repos) == ["acme/ms_swift-tooluse", "acme/nestful-tooluse", "acme/toolmind-tooluse"]
+    asked.clear()
+    api.token_role = "read"
+    assert _cli([str(out), "--repo-id", "acme/{source}-other"], api) == 2
+    err = capsys.readouterr().err
+    assert len(asked) == 1 and err.count("error: ") == 1, err
+    assert err.startswith("error: the token 'ci' is read-only: publishing to acme/ms_swift-other, acme/nestful-other, "
+                          "acme/toolmind-other needs a token with write access")
+    assert not any(repo.endswith("-other") for repo in api.repos)

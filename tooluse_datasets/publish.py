@@ -201,21 +201,26 @@ class PublishResult:
 def publish_mirror(folder: str | Path, repo_id: str, *, api: Optional[HubApi] = None, dry_run: bool = False,
                    private: Optional[bool] = None, revision: Optional[str] = None, create_pr: bool = False,
                    commit_message: Optional[str] = None, echo: Callable[[str], None] = print,
-                   replace_foreign: bool = False, delete_missing: bool = False) -> PublishResult:
+                   replace_foreign: bool = False, delete_missing: bool = False,
+                   token_checked: bool = False) -> PublishResult:
     """Publish the mirror in ``folder`` to the dataset repo ``repo_id`` (see the module docstring).
 
     ``replace_foreign``: also replace files (and card configs) in this mirror's place that no earlier publish
     of it wrote, e.g. a ``push_to_hub`` to the same config name; without it such a publish is refused.
 
     ``delete_missing``: a mirror built from part of the data (``--split``, ``--configs``) replaces the whole
-    earlier publish, deleting its other splits and configs; without it such a publish is refused."""
+    earlier publish, deleting its other splits and configs; without it such a publish is refused.
+
+    ``token_checked``: the caller asked :func:`check_token` already (once for several mirrors: whoami is
+    strictly rate-limited, and its answer is the same for each)."""
     _check_repo_id(repo_id)
     if api is None:
         from huggingface_hub import HfApi
 
         api = HfApi()
-    # Before the mirror is hashed (minutes for a large one): a missing or refused token is said at once.
-    _check_token(api, repo_id, dry_run)
+    if not token_checked:
+        # Before the mirror is hashed (minutes for a large one): a missing or refused token is said at once.
+        check_token(api, repo_id, dry_run)
     folder = Path(folder)
     recover_swap(folder)  # a build stopped while replacing the mirror: the complete one is put in place
     # Held until the commit is made: a build of this mirror finishing meanwhile would swap other files in under
@@ -376,11 +381,12 @@ def _commit_operations(plan: PublishPlan) -> list[Any]:
     return operations + [CommitOperationDelete(path_in_repo=path) for path in plan.deletions]
 
 
-def _check_token(api: HubApi, repo_id: str, dry_run: bool) -> None:
+def check_token(api: HubApi, repo_id: str, dry_run: bool) -> None:
     """Who the token is (``whoami``), asked before anything else: no token, one the Hub refuses (401) or a
     read-only one fails here, not after the mirror was hashed or once the commit is refused. A dry run only reads,
     which a public repo allows without a token. Any other answer (whoami is strictly rate-limited: 429; an
-    endpoint without it) leaves the check to the publish's own requests."""
+    endpoint without it) leaves the check to the publish's own requests. ``repo_id`` names the repo (or the repos,
+    for several mirrors) in the messages."""
     from huggingface_hub.errors import LocalTokenNotFoundError
 
     try:

@@ -39,23 +39,29 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..publish import PublishError, find_mirrors
+    from huggingface_hub import HfApi
+
+    from ..publish import PublishError, check_token, find_mirrors
 
     mirrors = find_mirrors(args.folder)
     if len(mirrors) > 1 and "{source}" not in args.repo_id:
         raise PublishError(f"{args.folder} holds {len(mirrors)} mirrors ({', '.join(mirrors)}): give a --repo-id "
                            f"with '{{source}}', e.g. org/{{source}}-tooluse")
+    api = HfApi()
     if len(mirrors) == 1:
         (source, folder), = mirrors.items()
-        _publish(args, source, folder)
+        _publish(args, api, source, folder, token_checked=False)
         return 0
+    # Who the token is, asked once for all the repos (the Hub rate-limits whoami strictly): a missing or
+    # read-only token is one error, before any mirror is hashed.
+    check_token(api, ", ".join(args.repo_id.replace("{source}", source) for source in mirrors), args.dry_run)
     # Several mirrors, each to its own repo: one that cannot be published does not stop the others, and the
     # summary says which repos got what (a refusal's "nothing was published" is about its own repo only).
     done, failed = [], []
     for source, folder in mirrors.items():
         repo_id = args.repo_id.replace("{source}", source)
         try:
-            _publish(args, source, folder)
+            _publish(args, api, source, folder, token_checked=True)
         except PublishError as exc:
             print(plain_printable(f"error: {exc}"), file=sys.stderr)
             failed.append(f"{source} ({repo_id})")
@@ -75,10 +81,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _publish(args: argparse.Namespace, source: str, folder) -> None:
+def _publish(args: argparse.Namespace, api, source: str, folder, *, token_checked: bool) -> None:
     from ..publish import publish_mirror
 
-    publish_mirror(folder, args.repo_id.replace("{source}", source), dry_run=args.dry_run,
+    publish_mirror(folder, args.repo_id.replace("{source}", source), api=api, dry_run=args.dry_run,
                    private=args.private, revision=args.revision, create_pr=args.create_pr,
                    commit_message=args.message, replace_foreign=args.replace_foreign,
-                   delete_missing=args.delete_missing)
+                   delete_missing=args.delete_missing, token_checked=token_checked)
