@@ -206,6 +206,97 @@ def test_a_first_publish_stopped_during_its_upload_leaves_no_repo_and_says_it_wa
                         "created"
 
 
+def test_a_publish_stopped_while_creating_its_repo_or_branch_leaves_neither_and_says_so(mirror, tmp_path):
+    """Ctrl-C while create_repo (or create_branch) waits for the Hub's answer: the Hub may have made the repo
+    already. It was left behind, empty, and nothing was said."""
+    api, lines = FakeHubApi(), []
+    create_repo, create_branch = api.create_repo, api.create_branch
+
+    def made_then_stopped(*args, **kwargs):  # the Hub made it; the answer never came
+        create_repo(*args, **kwargs)
+        raise KeyboardInterrupt
+
+    api.create_repo = made_then_stopped
+    for create_pr in (False, True):
+        with pytest.raises(KeyboardInterrupt):
+            publish_mirror(mirror, REPO, api=api, create_pr=create_pr, echo=lines.append)
+        assert REPO not in api.repos and api.call_names()[-1] == "delete_repo"
+        assert "create_commit" not in api.call_names()
+        assert lines[-1] == ("the publish was stopped while creating the repo or branch it commits to: deleted the "
+                             f"repo {REPO} this publish had created")
+
+    def stopped_before(*args, **kwargs):  # stopped before the Hub made it
+        raise KeyboardInterrupt
+
+    api.create_repo = stopped_before
+    with pytest.raises(KeyboardInterrupt):
+        publish_mirror(mirror, REPO, api=api, echo=lines.append)
+    assert REPO not in api.repos and api.call_names()[-1] != "delete_repo"
+    assert lines[-1] == ("the publish was stopped while creating the repo or branch it commits to: the repo "
+                         f"{REPO} was not created")
+    # A new branch in a repo that exists, the same.
+    api.create_repo = create_repo
+    publish_mirror(mirror, REPO, api=api, echo=_quiet)
+    api.delete_branch = lambda repo_id, *, branch, **kwargs: api.repos[repo_id].branches.pop(branch)
+
+    def branch_made_then_stopped(*args, **kwargs):
+        create_branch(*args, **kwargs)
+        raise KeyboardInterrupt
+
+    api.create_branch = branch_made_then_stopped
+    changed = build_sample_mirror("nestful", tmp_path, configs=["raw"])
+    with pytest.raises(KeyboardInterrupt):
+        publish_mirror(changed, REPO, api=api, revision="dev", delete_missing=True, create_pr=True,
+                       echo=lines.append)
+    assert set(api.repos[REPO].branches) == {"main"}
+    assert lines[-1] == ("the publish was stopped while creating the repo or branch it commits to: deleted the "
+                         "branch dev this publish had created")
+
+
+def test_a_connection_lost_while_creating_the_repo_is_one_error_and_leaves_no_repo(mirror, capsys):
+    """A connection lost in create_repo was no PublishError (huggingface_hub's transport errors are no OSError):
+    the command line called it a bug, and the repo the Hub made before the connection dropped was left."""
+    from fake_hub import httpx  # huggingface_hub's HTTP client, whichever it is
+
+    api = FakeHubApi()
+    create_repo = api.create_repo
+
+    def made_then_lost(*args, **kwargs):
+        create_repo(*args, **kwargs)
+        raise httpx.ReadTimeout("timed out")
+
+    api.create_repo = made_then_lost
+    assert _cli([str(mirror), "--repo-id", REPO], api) == 2
+    captured = capsys.readouterr()
+    assert captured.err == (f"error: the connection to the Hub failed while creating the repo or branch to publish "
+                            f"to {REPO} (ReadTimeout: timed out); nothing was committed: publish again\n")
+    assert REPO not in api.repos and "create_commit" not in api.call_names()
+    assert captured.out.splitlines()[-1] == (f"creating the repo or branch it commits to failed: deleted the repo "
+                                             f"{REPO} this publish had created")
+
+
+def test_a_repo_a_killed_publish_left_empty_is_published_to(mirror, tmp_path):
+    """SIGKILL (or a lost machine) between creating the repo and its commit cannot be handled: the repo is left
+    as the Hub creates it (only .gitattributes), private if asked. The next publish fills it, on a branch or by a
+    pull request too."""
+    for private in (True, False):
+        for revision, create_pr in ((None, False), ("dev", False), (None, True)):
+            api = FakeHubApi()
+            api.create_repo(REPO, private=private, repo_type="dataset")
+            if revision:
+                api.create_branch(REPO, branch=revision, repo_type="dataset")
+            lines: list[str] = []
+            assert publish_mirror(mirror, REPO, api=api, dry_run=True, private=private or None, revision=revision,
+                                  create_pr=create_pr, echo=lines.append).plan.additions
+            assert not any(line.startswith(("delete", "replace", "would")) for line in lines), lines
+            assert lines[-1].endswith(" to add, 0 to delete, 0 unchanged")
+            result = publish_mirror(mirror, REPO, api=api, private=private or None, revision=revision,
+                                    create_pr=create_pr, echo=_quiet)
+            assert result.committed and "create_repo" not in api.call_names()[1:]
+            held = api.repos[REPO].pull_requests[-1].files if create_pr else api.files(REPO, revision or "main")
+            assert set(held) == set(mirror_files(mirror)) | {".gitattributes"}
+
+
 def test_no_file_is_read_to_be_hashed_once_the_repo_is_created(mirror, monkeypatch):
     """A publish stopped for good between creating the repo and committing (SIGKILL) leaves it empty: that time
     holds the upload alone. huggingface_hub hashed every data file again in it (in create_commit; older releases:

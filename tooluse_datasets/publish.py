@@ -292,15 +292,16 @@ def _publish_verified(folder: Path, repo_id: str, api: HubApi, *, dry_run: bool,
     # Everything the commit needs is prepared before a repo or branch is created, so that the time in which a
     # publish stopped for good (SIGKILL, a lost machine) leaves an empty repo is the commit's upload alone.
     operations = _commit_operations(plan)
-    if not remote.exists:
-        _create_repo(api, repo_id, private)
-    created_branch = False
+    new_branch = revision is not None and not remote.branch_exists and remote.exists  # (a new repo: the repo's)
+    committing = False  # the commit was asked for: a pull request may be open although its answer never came
     try:
+        if not remote.exists:
+            _create_repo(api, repo_id, private)
         if revision is not None and not remote.branch_exists:
             # From the commit the plan was made against (not wherever the default branch is by now), so that
             # the commit below can be checked against it like a commit to an existing branch.
             _create_branch(api, repo_id, revision, remote.head)
-            created_branch = remote.exists  # in a new repo, deleting the repo removes the branch too
+        committing = True
         info = api.create_commit(
             repo_id, operations, repo_type=REPO_TYPE, revision=revision, create_pr=create_pr,
             commit_message=commit_message or _commit_message(manifest),
@@ -309,27 +310,37 @@ def _publish_verified(folder: Path, repo_id: str, api: HubApi, *, dry_run: bool,
             parent_commit=remote.head,
         )
     except BaseException as exc:
-        # The repo this publish created holds nothing of ours: leave no empty repo behind. Not after asking
-        # for a pull request, whose commit (if the Hub took it) is on no branch this could check.
+        if isinstance(exc, PublishError):  # the Hub refused to create the repo: this publish created nothing
+            raise
+        # The repo or branch this publish created (or was creating when it was stopped: the Hub may have made it
+        # although its answer never came) holds nothing of ours: leave none behind. Not after asking for a pull
+        # request, whose commit (if the Hub took it) is on no branch this could check.
         # Ctrl-C, or SIGTERM (which the command line raises as Ctrl-C), is a stop, not a failure of the Hub's.
-        why = "the publish was stopped before its commit was done" if isinstance(exc, KeyboardInterrupt) \
-            else "the commit failed"
-        if not remote.exists and create_pr:
+        why = ("the publish was stopped before its commit was done" if committing
+               else "the publish was stopped while creating the repo or branch it commits to") \
+            if isinstance(exc, KeyboardInterrupt) else "the commit failed" if committing \
+            else "creating the repo or branch it commits to failed"
+        if not remote.exists and create_pr and committing:
             echo(f"the pull request failed; the repo {repo_id} this publish created was kept (the pull request "
-                 "may be open on it): delete it, or publish again")
+                 f"may be open on it): delete it ({_delete_repo_command(repo_id)}), or publish again")
         elif not remote.exists:
             _delete_created_repo(api, repo_id, revision, echo, why)
-        elif created_branch and create_pr:
+        elif new_branch and create_pr and committing:
             echo(f"the pull request failed; the branch {revision} this publish created was kept (the pull request "
                  "may be open against it): delete it, or publish again")
-        elif created_branch:
+        elif new_branch:
             _delete_created_branch(api, repo_id, revision, remote.head, echo, why)
+        if isinstance(exc, _NETWORK_ERRORS) and not committing:
+            raise PublishError(f"the connection to the Hub failed while creating the repo or branch to publish to "
+                               f"{repo_id} ({type(exc).__name__}: {exc}); nothing was committed: publish again") \
+                from exc
         if isinstance(exc, _NETWORK_ERRORS):
             raise PublishError(f"the connection to the Hub failed while publishing to {repo_id} "
                                f"({type(exc).__name__}: {exc}); the commit may have landed or not: publish again, "
                                "it compares with what the repo holds") from exc
         if isinstance(exc, HfHubHTTPError):
-            raise _hub_refusal(exc, repo_id, "committing to") from exc
+            raise _hub_refusal(exc, repo_id, "committing to" if committing else f"creating branch {revision} in") \
+                from exc
         raise
     url = getattr(info, "pr_url", None) or getattr(info, "commit_url", None)
     echo(f"committed: {url}" if url else "committed")
@@ -503,19 +514,29 @@ def _create_branch(api: HubApi, repo_id: str, branch: str, base: Optional[str]) 
     api.create_branch(repo_id, branch=branch, revision=base, repo_type=REPO_TYPE, exist_ok=True)
 
 
+def _delete_repo_command(repo_id: str) -> str:
+    return f"`hf repos delete {repo_id} --repo-type {REPO_TYPE}`"
+
+
 def _delete_created_repo(api: HubApi, repo_id: str, revision: Optional[str], echo: Callable[[str], None],
                          why: str) -> None:
+    left = f"delete it ({_delete_repo_command(repo_id)}), or publish again to fill it"
     try:
         # Only while the branch committed to holds nothing but what creating the repo put there: a commit
         # whose answer was lost (a timeout after the Hub took it) may have landed, and is not deleted.
-        files = set(read_remote_state(api, repo_id, revision).files)
-        if files - {".gitattributes"}:
+        remote = read_remote_state(api, repo_id, revision)
+        if not remote.exists:  # stopped while creating it, before the Hub did
+            echo(f"{why}: the repo {repo_id} was not created")
+            return
+        if set(remote.files) - {".gitattributes"}:
             echo(f"{why}, but the repo {repo_id} this publish created holds files now: kept")
             return
         api.delete_repo(repo_id, repo_type=REPO_TYPE)
+    except KeyboardInterrupt:  # stopped again while deleting it: say what may be left, then stop
+        echo(f"{why} and stopped again while deleting the repo {repo_id} it created: it may be left empty; {left}")
+        raise
     except Exception as exc:  # the commit's own error is what the user must see; this one is only reported
-        echo(f"{why} and the repo {repo_id} this publish created could not be deleted ({exc}); "
-             "delete it, or publish again to fill it")
+        echo(f"{why} and the repo {repo_id} this publish created could not be deleted ({exc}); {left}")
     else:
         echo(f"{why}: deleted the repo {repo_id} this publish had created")
 
@@ -525,10 +546,19 @@ def _delete_created_branch(api: HubApi, repo_id: str, branch: str, base: Optiona
     try:
         # Only while it still points at the commit it was created from: a commit whose answer was lost may
         # have landed on it, and is not deleted.
-        if api.repo_info(repo_id, revision=branch, repo_type=REPO_TYPE).sha != base:
+        try:
+            head = api.repo_info(repo_id, revision=branch, repo_type=REPO_TYPE).sha
+        except RevisionNotFoundError:  # stopped while creating it, before the Hub did
+            echo(f"{why}: the branch {branch} was not created")
+            return
+        if head != base:
             echo(f"{why}, but the branch {branch} this publish created has moved since: kept")
             return
         api.delete_branch(repo_id, branch=branch, repo_type=REPO_TYPE)
+    except KeyboardInterrupt:
+        echo(f"{why} and stopped again while deleting the branch {branch} it created: delete it, or publish again "
+             "to fill it")
+        raise
     except Exception as exc:  # the commit's own error is what the user must see; this one is only reported
         echo(f"{why} and the branch {branch} this publish created could not be deleted ({exc}); "
              "delete it, or publish again to fill it")
