@@ -2,7 +2,8 @@
 
 It keeps repos as branches of commits (each commit = a full snapshot ``{path: bytes}``), answers with the real
 ``huggingface_hub`` types (``RepoFile`` with LFS info for Parquet files and a git blob id for the others, as the
-Hub does) and the real error classes, checks ``parent_commit`` like the Hub (412 when the branch moved), and
+Hub does) and the real error classes, checks ``parent_commit`` like the Hub (412 when the branch moved; a pull
+request is made from it), takes commits to a pull request's ``refs/pr/N``, and
 records every call so tests can assert what was (not) done.
 """
 from __future__ import annotations
@@ -152,8 +153,13 @@ class FakeHubApi:
                                              "create_pr": create_pr, "parent_commit": parent_commit,
                                              "commit_message": commit_message}))
         branch_name = revision or "main"
-        head = self._branch(repo_id, branch_name)[-1]
-        if parent_commit is not None and parent_commit != head.sha:
+        repo = self._repo(repo_id)
+        on_pull_request = branch_name.startswith("refs/pr/")  # a commit to a pull request's branch updates it
+        head = self._commit(repo_id, branch_name) if on_pull_request else self._branch(repo_id, branch_name)[-1]
+        if create_pr and parent_commit is not None:
+            # As the Hub: "if create_pr is True, the pull request will be created from parent_commit" (no 412)
+            head = self._commit(repo_id, parent_commit)
+        elif parent_commit is not None and parent_commit != head.sha:
             raise HfHubHTTPError("412 Precondition Failed: parent commit is not the head",
                                  response=http_response(412, repo_id))
         snapshot = dict(head.files)
@@ -179,6 +185,12 @@ class FakeHubApi:
             self._repo(repo_id).pull_request_bases.append(branch_name)
             self._repo(repo_id).pull_request_status.append("draft")
             n = len(self._repo(repo_id).pull_requests)
+            return CommitResult(f"https://huggingface.co/datasets/{repo_id}/commit/{commit.sha}",
+                                f"https://huggingface.co/datasets/{repo_id}/discussions/{n}")
+        if on_pull_request:
+            n = int(branch_name.removeprefix("refs/pr/"))
+            commit = Commit(self._sha(snapshot, commit_message + str(n)), snapshot, commit_message)
+            repo.pull_requests[n - 1] = commit
             return CommitResult(f"https://huggingface.co/datasets/{repo_id}/commit/{commit.sha}",
                                 f"https://huggingface.co/datasets/{repo_id}/discussions/{n}")
         commit = self._append(repo_id, branch_name, snapshot, commit_message)
@@ -225,7 +237,7 @@ class FakeHubApi:
             return repo.pull_requests[int(revision.removeprefix("refs/pr/")) - 1]
         if revision is not None and revision.removeprefix("refs/tags/") in repo.tags:
             return repo.tags[revision.removeprefix("refs/tags/")]
-        for commits in repo.branches.values():
+        for commits in [*repo.branches.values(), repo.pull_requests]:
             for commit in commits:
                 if commit.sha == revision:
                     return commit

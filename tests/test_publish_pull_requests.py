@@ -4,12 +4,14 @@ still gets a new one."""
 from __future__ import annotations
 
 import hashlib
+import shutil
 from pathlib import Path
 
 import pytest
 
 from tooluse_datasets import cli
-from tooluse_datasets.publish import publish_mirror
+from tooluse_datasets.mirror import mirror_files, read_manifest
+from tooluse_datasets.publish import PublishError, publish_mirror
 
 from fake_hub import FakeHubApi
 from mirror_support import build_sample_mirror, quiet
@@ -113,3 +115,82 @@ def test_the_hubs_own_answers_about_pull_requests_are_read_as_the_hub_gives_them
     # the same pull request into another branch is not this publish's
     details["changes"]["base"] = "refs/heads/dev"
     assert _open_pull_request_holding(api, plan) is None
+
+
+# -- two --create-pr runs at the same moment ------------------------------------------------------------------------
+
+
+def _racing(api: FakeHubApi, other_publish) -> None:
+    """The next create_commit runs ``other_publish`` (a whole publish) first: both read the repo before either
+    committed."""
+    create_commit = api.create_commit
+
+    def commit_after_the_other(*args, **kwargs):
+        api.create_commit = create_commit
+        other_publish()
+        return create_commit(*args, **kwargs)
+
+    api.create_commit = commit_after_the_other
+
+
+def test_two_pull_requests_published_at_once_are_two_whole_pull_requests(mirror, raw_only, tmp_path):
+    """Neither saw the other's pull request when it looked for one: each opens its own, holding its own mirror
+    whole; the default branch is untouched."""
+    api = _published(mirror)
+    main_files = api.files(REPO)
+    unified_only = build_sample_mirror("nestful", tmp_path, configs=["unified"])
+    others = []
+    _racing(api, lambda: others.append(publish_mirror(unified_only, REPO, api=api, create_pr=True,
+                                                      delete_missing=True, echo=quiet)))
+    first = publish_mirror(raw_only, REPO, api=api, create_pr=True, delete_missing=True, echo=quiet)
+    assert others[0].committed and others[0].commit_url.endswith("/discussions/1")
+    assert first.committed and first.commit_url.endswith("/discussions/2")
+    unified_pr, raw_pr = api.repos[REPO].pull_requests
+    assert set(raw_pr.files) == {".gitattributes", *(f.path for f in read_manifest(raw_only).files),
+                                 *(f.path for f in read_manifest(raw_only).figures), "README.md",
+                                 ".tooluse-datasets.json"}
+    assert all(raw_pr.files[path] == (raw_only / path).read_bytes() for path in raw_pr.files
+               if path.endswith(".parquet"))
+    assert not any(path.startswith("unified/") for path in raw_pr.files)
+    assert not any(path.startswith("raw/") for path in unified_pr.files)
+    assert api.files(REPO) == main_files
+    # The same mirror twice at once, from two copies (from one folder, the second waits for the first's commit on
+    # the mirror's lock, then finds its pull request): two pull requests holding the same files; a third run names
+    # one of them.
+    copy = tmp_path / "copy" / "nestful"
+    shutil.copytree(raw_only, copy)
+    api = _published(mirror)
+    _racing(api, lambda: publish_mirror(copy, REPO, api=api, create_pr=True, delete_missing=True, echo=quiet))
+    assert publish_mirror(raw_only, REPO, api=api, create_pr=True, delete_missing=True, echo=quiet).committed
+    one, two = api.repos[REPO].pull_requests
+    assert one.files == two.files
+    assert not publish_mirror(raw_only, REPO, api=api, create_pr=True, delete_missing=True, echo=quiet).committed
+
+
+def test_two_pull_requests_at_once_into_a_new_repo_or_onto_one_pull_request_the_second_is_an_error(mirror, raw_only,
+                                                                                                  tmp_path):
+    """Into a repo neither found: the second to create it is refused (409), naming what to do. Onto one pull
+    request's branch (--revision refs/pr/N): the second commit is refused (412), so the pull request holds one
+    publish's files whole."""
+    api = FakeHubApi()
+    create_repo = api.create_repo
+
+    def create_after_the_other(*args, **kwargs):
+        api.create_repo = create_repo
+        assert publish_mirror(raw_only, REPO, api=api, create_pr=True, echo=quiet).committed
+        return create_repo(*args, **kwargs)
+
+    api.create_repo = create_after_the_other
+    with pytest.raises(PublishError, match=f"{REPO} exists although it was not found when this publish was planned: "
+                                           "either someone created it meanwhile \\(run the publish again\\)"):
+        publish_mirror(mirror, REPO, api=api, create_pr=True, echo=quiet)
+    (pr,) = api.repos[REPO].pull_requests
+    assert set(pr.files) == set(mirror_files(raw_only)) | {".gitattributes"}
+    # Two publishes onto refs/pr/1 at once.
+    _racing(api, lambda: publish_mirror(mirror, REPO, api=api, revision="refs/pr/1", echo=quiet))
+    unified_only = build_sample_mirror("nestful", tmp_path, configs=["unified"])
+    with pytest.raises(PublishError, match=f"{REPO} changed since this publish read it .*412.*nothing was committed"):
+        publish_mirror(unified_only, REPO, api=api, revision="refs/pr/1", delete_missing=True, echo=quiet)
+    (pr,) = api.repos[REPO].pull_requests
+    assert set(pr.files) == set(mirror_files(mirror)) | {".gitattributes"}
+    assert all(pr.files[path] == (mirror / path).read_bytes() for path in pr.files if path.endswith(".parquet"))
