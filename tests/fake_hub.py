@@ -234,7 +234,10 @@ class FakeHubApi:
         """A branch's head, a tag's commit or a commit id, as the Hub resolves a revision."""
         repo = self._repo(repo_id)
         if revision is not None and revision.startswith("refs/pr/"):
-            return repo.pull_requests[int(revision.removeprefix("refs/pr/")) - 1]
+            n = int(revision.removeprefix("refs/pr/"))
+            if not 0 < n <= len(repo.pull_requests):
+                raise RevisionNotFoundError(f"{revision} not found", response=http_response(404, repo_id))
+            return repo.pull_requests[n - 1]
         if revision is not None and revision.removeprefix("refs/tags/") in repo.tags:
             return repo.tags[revision.removeprefix("refs/tags/")]
         for commits in [*repo.branches.values(), repo.pull_requests]:

@@ -290,3 +290,18 @@ def test_a_folder_of_mirrors_asks_who_the_token_is_once_per_command(tmp_path, ca
     assert err.startswith("error: the token 'ci' is read-only: publishing to acme/ms_swift-other, acme/nestful-other, "
                           "acme/toolmind-other needs a token with write access")
     assert not any(repo.endswith("-other") for repo in api.repos)
+
+
+def test_a_pull_request_revision_that_does_not_exist_is_refused_not_created_as_a_branch(mirror, capsys):
+    """--revision refs/pr/7 where the repo has no pull request 7 was planned as a new branch named refs/pr/7, which
+    the Hub does not create: the publish failed only after every file was uploaded."""
+    api = FakeHubApi()
+    publish_mirror(mirror, REPO, api=api, create_pr=True, echo=_quiet)
+    assert publish_mirror(mirror, REPO, api=api, revision="refs/pr/1", echo=_quiet).plan.is_noop
+    for dry_run in (True, False):
+        with pytest.raises(PublishError, match=f"--revision 'refs/pr/7': {REPO} has no pull request 7: give the "
+                                               "refs/pr/N of an open pull request, or use --create-pr to open one"):
+            publish_mirror(mirror, REPO, api=api, revision="refs/pr/7", dry_run=dry_run, echo=_quiet)
+    assert _cli([str(mirror), "--repo-id", REPO, "--revision", "refs/pr/7"], api) == 2
+    assert capsys.readouterr().err.startswith(f"error: --revision 'refs/pr/7': {REPO} has no pull request 7")
+    assert "create_branch" not in api.call_names() and api.call_names().count("create_commit") == 1

@@ -635,6 +635,12 @@ def read_remote_state(api: HubApi, repo_id: str, revision: Optional[str]) -> Rem
     except RepositoryNotFoundError:
         return RemoteState(False, False, None, {}, None, None)
     except RevisionNotFoundError:
+        if revision.startswith("refs/pr/"):
+            # Not a branch name the Hub would create: the pull request must exist (the Hub opens one with
+            # --create-pr).
+            raise PublishError(f"--revision {revision!r}: {repo_id} has no pull request "
+                               f"{revision.removeprefix('refs/pr/')}: give the refs/pr/N of an open pull request, or "
+                               "use --create-pr to open one; nothing was published") from None
         # A new branch starts from the default branch: plan against what it holds.
         base = read_remote_state(api, repo_id, None)
         return dataclasses.replace(base, branch_exists=False)
