@@ -92,6 +92,9 @@ def test_a_first_publish_into_a_push_to_hub_repo_keeps_its_files_and_config(mirr
     lines: list[str] = []
     assert publish_mirror(mirror, REPO, api=api, echo=lines.append).committed
     assert _deleted(api) == set() and not any(line.startswith("delete") for line in lines)
+    # and the plan says they are kept (it named only what it adds and deletes)
+    assert "keep    2 files no publish of this mirror wrote: data/train-00000-of-00001.parquet; " \
+        "default/train-00000-of-00001.parquet" in lines
     remote = api.files(REPO)
     assert all(remote[path] == data for path, data in theirs.items() if path != "README.md")
     card = remote["README.md"].decode()

@@ -160,6 +160,8 @@ class PublishPlan:
     selection: str = ""  # the mirror's --split/--configs, for the messages
     # The source of the mirror the repo holds, when it is not this mirror's (its files are then foreign)
     other_source: Optional[str] = None
+    # Files of the repo no publish of this mirror wrote that stay as they are (but .gitattributes, the Hub's)
+    kept: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def is_noop(self) -> bool:
@@ -179,6 +181,9 @@ class PublishPlan:
             lines.append(f"create branch {self.revision}")
         lines += [f"add     {f.path} ({f.size} bytes, sha256 {f.sha256})" for f in self.additions]
         lines += [f"delete  {path}" for path in self.deletions]
+        if self.kept:  # said, so that a publish into a repo holding other files shows they survive it
+            lines.append(f"keep    {len(self.kept)} file{'s' if len(self.kept) > 1 else ''} no publish of this mirror "
+                         f"wrote: {_shown(self.kept)}")
         verb = "replace" if self.replace_foreign else "would replace (refused without --replace-foreign)"
         lines += [f"{verb}: {item}, not written by an earlier publish of this mirror" for item in self.foreign]
         if self.missing:
@@ -611,10 +616,12 @@ def plan_publish(folder: Path, manifest: Manifest, repo_id: str, revision: Optio
     if replace_foreign:
         stale += [path for path in foreign_files if path not in local_paths]
     missing = _missing_parts(manifest, previous) if manifest.selection and previous is not None else []
+    kept = [path for path in sorted(remote.files) if path not in local_paths and path not in stale
+            and path not in foreign_files and path != ".gitattributes"]
     return PublishPlan(repo_id, revision, additions, sorted(stale), unchanged, remote,
                        foreign=foreign_files + foreign_configs, replace_foreign=replace_foreign, notes=notes,
                        missing=missing, delete_missing=delete_missing, selection=manifest.selection_text(),
-                       other_source=other_source)
+                       other_source=other_source, kept=kept)
 
 
 def _missing_parts(manifest: Manifest, previous: Manifest) -> list[str]:
