@@ -481,3 +481,21 @@ def test_an_unreachable_hub_is_one_line_naming_the_repo_not_a_bug(mirror, tmp_pa
     with pytest.raises(PublishError, match="connection to the Hub failed while publishing .*may have landed"):
         publish_mirror(mirror, REPO, api=api, echo=lines.append)
     assert REPO not in api.repos and lines[-1].startswith("the commit failed: deleted the repo")
+
+
+def test_a_connection_lost_while_creating_the_branch_of_an_unchanged_mirror_is_one_error(mirror, capsys):
+    """An unchanged mirror published to a new --revision only creates the branch: a connection lost there was
+    reported as a bug (huggingface_hub's transport errors are no OSError)."""
+    from fake_hub import httpx  # huggingface_hub's HTTP client, whichever it is
+
+    api = FakeHubApi()
+    publish_mirror(mirror, REPO, api=api, echo=_quiet)
+
+    def lost(*args, **kwargs):
+        raise httpx.ConnectError("connection reset")
+
+    api.create_branch = lost
+    assert _cli([str(mirror), "--repo-id", REPO, "--revision", "dev"], api) == 2
+    assert capsys.readouterr().err == (f"error: the connection to the Hub failed while creating branch dev in {REPO} "
+                                       "(ConnectError: connection reset), the branch that would hold this mirror "
+                                       "as the default branch does: publish again\n")

@@ -290,6 +290,10 @@ def _publish_verified(folder: Path, repo_id: str, api: HubApi, *, dry_run: bool,
             # on the revision asked for (an empty pull request would add nothing).
             try:
                 _create_branch(api, repo_id, revision, remote.head)
+            except _NETWORK_ERRORS as exc:
+                raise PublishError(f"the connection to the Hub failed while creating branch {revision} in {repo_id} "
+                                   f"({type(exc).__name__}: {exc}), the branch that would hold this mirror as the "
+                                   "default branch does: publish again") from exc
             except HfHubHTTPError as exc:
                 raise _hub_refusal(exc, repo_id, f"creating branch {revision} in") from exc
             echo(f"created branch {revision} at {remote.head}: it holds this mirror already")
