@@ -37,10 +37,15 @@ def test_dry_run_lists_exactly_the_files_of_the_mirror_and_changes_nothing(mirro
     result = publish_mirror(mirror, REPO, api=api, dry_run=True, echo=lines.append)
     assert sorted(f.path for f in result.plan.additions) == mirror_files(mirror)
     assert result.plan.deletions == [] and not result.committed
-    assert lines[0] == f"create dataset repo {REPO}"
+    # the repo's visibility is said, so that a dry run shows a repo would be public before it is
+    assert lines[0] == f"create dataset repo {REPO} (public unless acme makes new repos private; --private makes it " \
+                       "private)"
     assert sorted(line.split()[1] for line in lines if line.startswith("add ")) == mirror_files(mirror)
     assert lines[-1] == f"{REPO}: {len(mirror_files(mirror))} to add, 0 to delete, 0 unchanged"
     assert api.call_names() == ["repo_info"] and api.repos == {}
+    private_lines: list[str] = []
+    publish_mirror(mirror, REPO, api=api, dry_run=True, private=True, echo=private_lines.append)
+    assert private_lines[0] == f"create dataset repo {REPO} (private)"
 
 
 def test_first_publish_is_one_commit_holding_every_file(mirror):

@@ -224,10 +224,10 @@ def test_a_failed_publish_to_a_new_branch_deletes_the_branch_it_created(mirror, 
 def test_the_dry_run_for_a_new_repo_on_a_branch_says_the_branch_is_created(mirror):
     lines: list[str] = []
     publish_mirror(mirror, REPO, api=FakeHubApi(), revision="dev", dry_run=True, echo=lines.append)
-    assert lines[:2] == [f"create dataset repo {REPO}", "create branch dev"]
+    assert lines[0].startswith(f"create dataset repo {REPO} (public") and lines[1] == "create branch dev"
     lines.clear()
     publish_mirror(mirror, REPO, api=FakeHubApi(), revision="main", dry_run=True, echo=lines.append)
-    assert lines[0] == f"create dataset repo {REPO}" and not lines[1].startswith("create branch")
+    assert lines[0].startswith(f"create dataset repo {REPO} (") and not lines[1].startswith("create branch")
 
 
 # -- 5. an upstream branch or tag name is resolved to a commit -------------------------------------------------

@@ -162,6 +162,7 @@ class PublishPlan:
     other_source: Optional[str] = None
     # Files of the repo no publish of this mirror wrote that stay as they are (but .gitattributes, the Hub's)
     kept: list[str] = dataclasses.field(default_factory=list)
+    private: Optional[bool] = None  # as asked (``--private``): the visibility of a repo this publish creates
 
     @property
     def is_noop(self) -> bool:
@@ -174,8 +175,10 @@ class PublishPlan:
     def describe(self) -> list[str]:
         where = f"{self.repo_id}@{self.revision}" if self.revision else self.repo_id
         lines = []
-        if not self.remote.exists:
-            lines.append(f"create dataset repo {self.repo_id}")
+        if not self.remote.exists:  # its visibility said: a dry run is where a public one is caught in time
+            namespace = self.repo_id.split("/")[0]
+            lines.append(f"create dataset repo {self.repo_id} " + ("(private)" if self.private else
+                         f"(public unless {namespace} makes new repos private; --private makes it private)"))
         if not self.remote.branch_exists and self.revision is not None \
                 and not (not self.remote.exists and self.revision == DEFAULT_BRANCH):
             lines.append(f"create branch {self.revision}")
@@ -255,6 +258,7 @@ def _publish_verified(folder: Path, repo_id: str, api: HubApi, *, dry_run: bool,
                            "make it private in its settings on the Hub, then publish again (or publish without "
                            "--private to publish it publicly); nothing was published")
     plan = plan_publish(Path(folder), manifest, repo_id, revision, remote, replace_foreign, delete_missing)
+    plan.private = private
     for line in plan.describe():
         echo(line)
     if plan.refused:
