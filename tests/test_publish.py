@@ -504,3 +504,26 @@ def test_a_connection_lost_while_creating_the_branch_of_an_unchanged_mirror_is_o
     assert capsys.readouterr().err == (f"error: the connection to the Hub failed while creating branch dev in {REPO} "
                                        "(ConnectError: connection reset), the branch that would hold this mirror "
                                        "as the default branch does: publish again\n")
+
+
+def test_a_local_card_edited_by_hand_is_said_not_to_be_published(mirror, tmp_path):
+    """The card is rendered again from the manifest on every publish: edits to the local README.md were dropped
+    without a word."""
+    def notes(folder: Path) -> list[str]:
+        lines: list[str] = []
+        publish_mirror(folder, REPO, api=FakeHubApi(), dry_run=True, echo=lines.append)
+        return [line for line in lines if "README.md is not the card" in line]
+
+    assert notes(mirror) == []
+    assert notes(build_sample_mirror("nestful", tmp_path / "for-repo", configs=["raw"], repo_id=REPO)) == []
+    edited = tmp_path / "edited" / "nestful"
+    shutil.copytree(mirror, edited)
+    card = edited / "README.md"
+    card.write_text(card.read_text(encoding="utf-8") + "\n## My notes\n", encoding="utf-8")
+    assert notes(edited) == [f"note: {card} is not the card this mirror's manifest renders (edited by hand, or built "
+                             "by another version): it is not published, the card rendered from the manifest is; "
+                             "write your own sections and metadata in the card on the Hub, which every publish "
+                             "keeps"]
+    api = FakeHubApi()
+    publish_mirror(edited, REPO, api=api, echo=_quiet)
+    assert api.files(REPO)["README.md"].decode() == render_card(read_manifest(edited), REPO)

@@ -602,9 +602,10 @@ def plan_publish(folder: Path, manifest: Manifest, repo_id: str, revision: Optio
         previous = None
     previous_files = {f.path for f in previous.files + previous.figures} if previous is not None else set()
     previous_configs = list(previous.configs) if previous is not None else []
+    rendered = render_card(manifest, repo_id)
+    _note_local_card_edits(folder, manifest, rendered, notes)
     try:
-        card = merge_cards(render_card(manifest, repo_id), remote.card, previous_configs=previous_configs,
-                           notes=notes).encode("utf-8")
+        card = merge_cards(rendered, remote.card, previous_configs=previous_configs, notes=notes).encode("utf-8")
     except CardMarkersError as exc:
         raise PublishError(f"{repo_id}: {exc}") from None
     local = [_local_file(folder / f.path, f.path, f.sha256) for f in manifest.files + manifest.figures]
@@ -630,6 +631,19 @@ def plan_publish(folder: Path, manifest: Manifest, repo_id: str, revision: Optio
                        foreign=foreign_files + foreign_configs, replace_foreign=replace_foreign, notes=notes,
                        missing=missing, delete_missing=delete_missing, selection=manifest.selection_text(),
                        other_source=other_source, kept=kept)
+
+
+def _note_local_card_edits(folder: Path, manifest: Manifest, rendered: str, notes: list[str]) -> None:
+    """The card is rendered again from the manifest: a local README.md edited by hand is not published, which is
+    said rather than dropped unseen. The build wrote it for its --repo-id (this one) or for none."""
+    try:
+        local = (folder / README_NAME).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        local = None
+    if local is not None and local != rendered and local != render_card(manifest):
+        notes.append(f"{folder / README_NAME} is not the card this mirror's manifest renders (edited by hand, or "
+                     "built by another version): it is not published, the card rendered from the manifest is; write "
+                     "your own sections and metadata in the card on the Hub, which every publish keeps")
 
 
 def _missing_parts(manifest: Manifest, previous: Manifest) -> list[str]:
