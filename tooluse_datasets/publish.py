@@ -17,18 +17,22 @@
    concurrent change makes the commit fail instead of being overwritten. Nothing to change = no commit.
    A repo that did not exist is created just before it (and refused if someone creates it meanwhile), once
    every operation is made, its sha256 given (huggingface_hub hashes nothing more then); if the commit
-   then fails, the repo it created is deleted again, so a failed first publish leaves nothing behind; so is
-   a branch it created for ``revision`` (while it still points where it was created).
+   then fails, or the publish is stopped (Ctrl-C) or cut off while creating the repo or uploading, the repo
+   the Hub made for it is deleted again (while it holds nothing else), so a failed first publish leaves
+   nothing behind; so is a branch it created for ``revision`` (while it still points where it was created).
+   A repo a publish killed outright left empty is published to like any other.
 
 What the Hub refuses (no or a bad token, no write access, a concurrent commit, a server error) is a
 :class:`PublishError` saying what to do, raised from huggingface_hub's error. ``private`` only applies to a repo this
-creates: a public repo that exists is refused. ``revision`` must be a branch (or a pull request's ``refs/pr/N``).
+creates: a public repo that exists is refused. ``revision`` must be a branch (or an existing pull request's
+``refs/pr/N``).
 With ``create_pr``, an open pull request into the same branch whose head already holds what the commit would hold
 is named instead of opening its duplicate.
 
 ``dry_run=True`` stops after 4 and only reports the plan. The token is whatever ``huggingface_hub`` finds
-(``HF_TOKEN``, ``hf auth login``); it is never printed here. Who it is (``whoami``) is asked before anything else:
-no token, one the Hub refuses or a read-only one is said before the mirror is hashed (a dry run needs none).
+(``HF_TOKEN``, ``hf auth login``); it is never printed here. Who it is (``whoami``) is asked before anything else
+(:func:`check_token`; once for several mirrors, ``token_checked``): no token, one the Hub refuses or a read-only
+one is said before the mirror is hashed (a dry run needs none).
 ``api`` is injectable for tests.
 """
 from __future__ import annotations
