@@ -516,6 +516,8 @@ def test_a_local_card_edited_by_hand_is_said_not_to_be_published(mirror, tmp_pat
 
     assert notes(mirror) == []
     assert notes(build_sample_mirror("nestful", tmp_path / "for-repo", configs=["raw"], repo_id=REPO)) == []
+    # built for another repo id (its card's snippets load that one): not an edit
+    assert notes(build_sample_mirror("nestful", tmp_path / "for-other", configs=["raw"], repo_id="org/other")) == []
     edited = tmp_path / "edited" / "nestful"
     shutil.copytree(mirror, edited)
     card = edited / "README.md"

@@ -639,15 +639,29 @@ def plan_publish(folder: Path, manifest: Manifest, repo_id: str, revision: Optio
 
 def _note_local_card_edits(folder: Path, manifest: Manifest, rendered: str, notes: list[str]) -> None:
     """The card is rendered again from the manifest: a local README.md edited by hand is not published, which is
-    said rather than dropped unseen. The build wrote it for its --repo-id (this one) or for none."""
+    said rather than dropped unseen. The build wrote it for its own --repo-id (any, or none)."""
     try:
         local = (folder / README_NAME).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         local = None
-    if local is not None and local != rendered and local != render_card(manifest):
+    if local is not None and local != rendered and not _rendered_for_some_repo(local, manifest):
         notes.append(f"{folder / README_NAME} is not the card this mirror's manifest renders (edited by hand, or "
                      "built by another version): it is not published, the card rendered from the manifest is; write "
                      "your own sections and metadata in the card on the Hub, which every publish keeps")
+
+
+# A repo id no card holds otherwise: where a card names its repo, the rendering for it shows.
+_CARD_REPO_MARK = "tooluse-card-mark/tooluse-card-mark"
+
+
+def _rendered_for_some_repo(card: str, manifest: Manifest) -> bool:
+    """Whether ``card`` is the manifest's card rendered for some repo id (the mirror's build was given its own
+    ``--repo-id``, or none): the rendering around that id, with the one id ``card`` has there throughout."""
+    parts = render_card(manifest, _CARD_REPO_MARK).split(_CARD_REPO_MARK)
+    if len(parts) == 1 or not card.startswith(parts[0]):
+        return card == parts[0]
+    end = card.find(parts[1], len(parts[0])) if parts[1] else -1
+    return end > len(parts[0]) and card == card[len(parts[0]):end].join(parts)
 
 
 def _missing_parts(manifest: Manifest, previous: Manifest) -> list[str]:
