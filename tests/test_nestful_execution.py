@@ -793,6 +793,17 @@ def test_what_earlier_samples_printed_does_not_use_up_the_file_size_of_later_one
     assert results[3].reason == "crash" and "xxxx" not in results[3].detail  # the log quoted is the crashed one's
 
 
+def test_a_sample_past_the_file_size_limit_is_told_it_is_the_sandboxs_limit(evil_dir):
+    """Printing or writing past file_size_mb fails the function with "OSError: File too large", which read as a bug
+    of a function that only prints: the detail says it is the sandbox's limit, and which one."""
+    limits = dataclasses.replace(FAST, file_size_mb=2)
+    results = run_sequences([one_call("shout", 3), one_call("fill_the_disk", 1, 3), one_call("shout", 1)], evil_dir,
+                            limits)
+    assert [(r.status, r.reason) for r in results] == [("error", "exception"), ("error", "exception"), ("ok", None)]
+    for result in results[:2]:
+        assert "File too large (the sandbox's file size limit, SandboxLimits.file_size_mb" in result.detail
+
+
 def test_each_sample_has_the_whole_sample_area_whatever_the_earlier_ones_wrote(evil_dir, kernel_isolation):
     """The files a sample wrote go with it: the next sample of the batch gets the whole sample area. (They used to
     stay until the batch ended: the second sample ran out of space because of the first, and a row's outcome

@@ -746,7 +746,8 @@ def execute(calls, output_fields, functions, trace, max_chars, on_call=lambda in
         except (SampleTimeout, MemoryError):
             raise
         except BaseException as exc:  # upstream's bare except: SystemExit counts as a failed call too
-            raise StepFailure(WRITE if _read_only(exc) else EXCEPTION, f"{name}: {_describe(exc)}", i) from None
+            raise StepFailure(WRITE if _read_only(exc) else EXCEPTION, f"{name}: {_describe(exc)}{_limit_note(exc)}",
+                              i) from None
         if len(fields) != 1:
             if not fields:  # ({} in the spec: upstream fails it as it fails several, after the call)
                 raise StepFailure(NO_OUTPUTS, f"tool {name!r} has no output parameters (an empty object)", i)
@@ -762,6 +763,15 @@ def execute(calls, output_fields, functions, trace, max_chars, on_call=lambda in
 def _read_only(exc):
     """An error the kernel's read-only file system raised: a write outside the sample area, refused."""
     return isinstance(exc, OSError) and exc.errno == errno.EROFS
+
+
+def _limit_note(exc):
+    """What an error the sandbox's own limit raised says next to it: "File too large" alone reads as the function's
+    fault, and a function that only prints gets it too (its output is a file under RLIMIT_FSIZE)."""
+    if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
+        return (" (the sandbox's file size limit, SandboxLimits.file_size_mb; what the sample prints goes to a file "
+                "under that limit too)")
+    return ""
 
 
 def _describe(exc):
