@@ -510,6 +510,8 @@ def test_split_given_twice_is_a_usage_error_not_the_last_one_read(command, tmp_p
     (["export", "nestful", "--sample", "--out", "{out}", "--on_error", "skip"], "--on_error: did you mean --on-error?"),
     (["stats", "nestful", "--sample", "--spilt", "train"], "--spilt: did you mean --split?"),
     (["stats", "nestful", "--sample", "--bogus=1"], None),
+    # after --, an option of the command is an argument: no "--split: did you mean --split?"
+    (["stats", "nestful", "--sample", "--", "--split", "train"], None),
 ])
 def test_a_misspelt_option_is_refused_by_its_command_with_the_option_meant(argv, meant, tmp_path, capsys):
     # argparse refused it with the top-level usage ("tooluse-datasets [-h] [-v]"), which lists none of the

@@ -110,7 +110,9 @@ def parse_arguments(parser: argparse.ArgumentParser, argv: list[str] | None) -> 
         for arg in unknown:
             name = arg.split("=", 1)[0]
             meant = difflib.get_close_matches(name, options, n=1, cutoff=0.8) if name.startswith("-") else []
-            if meant:
+            # (one of the command's own options is unrecognized where it stands, after -- or before the command:
+            # itself is no option meant)
+            if meant and meant[0] != name:
                 hints.append(f"{name}: did you mean {meant[0]}?")
         command.error(f"unrecognized arguments: {' '.join(unknown)}" + (f" ({'; '.join(hints)})" if hints else ""))
     return args
