@@ -615,6 +615,38 @@ def test_export_reads_an_export_given_as_its_input_from_another_folder(tmp_path,
     assert (out / "ms_swift-swift-train.jsonl").read_text().count("\n") == rows > 0
 
 
+def test_export_converts_an_earlier_export_named_alone_as_its_input_in_its_own_folder(tmp_path, capsys):
+    """An earlier export read alone holds each row once: converting it into its own folder (--format swift, then
+    that file to --format unified) reads no row twice, and was refused as if it did."""
+    folder = _input_folder(tmp_path)
+    assert main(["export", "ms_swift", "--data-files", str(folder / "agent.jsonl"), "--format", "swift",
+                 "--out", str(folder), "--on-error", "skip"]) == 0
+    rows = (folder / "ms_swift-swift-train.jsonl").read_text().count("\n")
+    capsys.readouterr()
+    assert main(["export", "ms_swift", "--data-files", str(folder / "ms_swift-swift-train.jsonl"),
+                 "--format", "unified", "--out", str(folder)]) == 0
+    assert (folder / "ms_swift-unified-train.jsonl").read_text().count("\n") == rows > 0
+
+
+@pytest.mark.parametrize("names, refused", [
+    (["ms_swift-swift-train.jsonl", "ms_swift-swift-validation.jsonl"], False),  # one run's splits: each row once
+    (["ms_swift-swift-train.jsonl", "ms_swift-raw-train.jsonl"], True),  # the same rows in two formats
+    (["ms_swift-swift-train.jsonl", "https://example.com/rows.jsonl"], True),  # beside remote rows
+])
+def test_earlier_exports_read_together_are_refused_only_when_they_repeat_rows(names, refused, tmp_path):
+    from tooluse_datasets.commands.export import _refuse_reading_earlier_exports
+
+    local = [name for name in names if "://" not in name]
+    for name in local:
+        (tmp_path / name).write_text("{}\n")
+    read = [str(tmp_path / name) if name in local else name for name in names]
+    if refused:
+        with pytest.raises(ValueError, match="an earlier export of ms_swift"):
+            _refuse_reading_earlier_exports(read, tmp_path, "ms_swift")
+    else:
+        _refuse_reading_earlier_exports(read, tmp_path, "ms_swift")
+
+
 @pytest.mark.parametrize("command", [["stats"], ["validate"], ["export", "--out", "{out}"]])
 def test_a_skipped_rows_file_in_the_data_dir_is_refused_not_read_back_as_rows(command, tmp_path, capsys):
     folder = _input_folder(tmp_path)

@@ -203,6 +203,17 @@ def with_data_dir_files(args: argparse.Namespace, source: str, data_files):
     return [*(data_files or []), *data_dir_files(data_dir, source_class.local_patterns, source_class.local_not_data)]
 
 
+def data_file_patterns(data_files) -> list:
+    """The paths and globs ``data_files`` (a list, or source -> list) gives, in one list."""
+    groups = data_files.values() if isinstance(data_files, dict) else [data_files or []]
+    return [p for group in groups for p in ([group] if isinstance(group, str) else group)]
+
+
+def is_local(pattern) -> bool:
+    """Whether a data file path or glob names local files (not a URL, nor a chained ``zip://...::`` path)."""
+    return isinstance(pattern, str) and "://" not in pattern and "::" not in pattern
+
+
 def local_inputs(data_files) -> set[str]:
     """The real paths of the local files ``data_files`` (a list, or source -> list) names, globs expanded."""
     import glob
@@ -210,10 +221,7 @@ def local_inputs(data_files) -> set[str]:
 
     from ..shards.paths import literal_folder_escaped
 
-    groups = data_files.values() if isinstance(data_files, dict) else [data_files or []]
-    patterns = [p for group in groups for p in ([group] if isinstance(group, str) else group)]
-    return {os.path.realpath(path) for pattern in patterns
-            if isinstance(pattern, str) and "://" not in pattern and "::" not in pattern
+    return {os.path.realpath(path) for pattern in data_file_patterns(data_files) if is_local(pattern)
             # (a folder named with [, * or ? read as named, as loading reads it)
             for path in [pattern, *glob.glob(literal_folder_escaped(os.path.expanduser(pattern)), recursive=True)]
             if os.path.exists(path)}

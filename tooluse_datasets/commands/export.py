@@ -10,9 +10,9 @@ from typing import Optional
 
 import orjson
 
-from . import (a_path, add_skipped_rows_argument, add_source_arguments, data_files_for, local_inputs,
-               output_folder, print_skips, refuse_writing_inputs, refuse_wrong_kind_outputs, skip_report_for,
-               source_options, start_skipped_rows, with_data_dir_files)
+from . import (a_path, add_skipped_rows_argument, add_source_arguments, data_file_patterns, data_files_for, is_local,
+               local_inputs, output_folder, print_skips, refuse_writing_inputs, refuse_wrong_kind_outputs,
+               skip_report_for, source_options, start_skipped_rows, with_data_dir_files)
 from ..errors import InvalidJsonError, InvalidValueError, count_of
 from ..progress import progress
 
@@ -109,20 +109,25 @@ def _file_name(args: argparse.Namespace, split: str) -> str:
 
 
 def _refuse_reading_earlier_exports(data_files, out: Path, source: str) -> None:
-    """An input file in ``out`` named as an export of ``source`` names its files, in any format: the output of an
-    earlier run into the folder this one reads (``--format swift``, then ``--format llamafactory``) would be read
-    as more rows of the source, every row a second time under another id. This run's own files are refused
-    beside its other outputs (:func:`refuse_writing_inputs`)."""
+    """An input file in ``out`` named as an export of ``source`` names its files, in any format, read beside other
+    files: the output of an earlier run into the folder this one reads (``--format swift``, then ``--format
+    llamafactory``) would be read as more rows of the source, every row a second time under another id. An export
+    read alone (or with the other splits of its run) holds each row once: converting it is no mistake. This run's
+    own files are refused beside its other outputs (:func:`refuse_writing_inputs`)."""
     from ..formats import FORMATS
 
-    prefixes = tuple(f"{source}-{fmt}-" for fmt in FORMATS)
-    earlier = sorted(path for path in out.glob("*.jsonl") if path.name.startswith(prefixes))
-    inputs = local_inputs(data_files)
-    for path in earlier:
-        if os.path.realpath(path) in inputs:
-            raise ValueError(f"--out holds {str(path)!r}, an earlier export of {source}, which this run reads as input "
-                             f"(--data-files or --option data_dir=): its rows would be read again; write the "
-                             f"export outside the files read")
+    inputs = {path for path in local_inputs(data_files) if os.path.isfile(path)}
+    earlier = {}  # an earlier export this run reads -> its format
+    for path in sorted(out.glob("*.jsonl")):
+        fmt = next((fmt for fmt in FORMATS if path.name.startswith(f"{source}-{fmt}-")), None)
+        if fmt is not None and os.path.realpath(path) in inputs:
+            earlier[path] = fmt
+    others = inputs - {os.path.realpath(path) for path in earlier}
+    remote = any(not is_local(pattern) for pattern in data_file_patterns(data_files))
+    if earlier and (others or remote or len(set(earlier.values())) > 1):
+        raise ValueError(f"--out holds {str(next(iter(earlier)))!r}, an earlier export of {source}, which this run "
+                         f"reads as input beside other files (--data-files or --option data_dir=): its rows would be "
+                         f"read again; write the export outside the files read")
 
 
 def _partial(path: Path) -> Path:
