@@ -305,3 +305,15 @@ def test_a_pull_request_revision_that_does_not_exist_is_refused_not_created_as_a
     assert _cli([str(mirror), "--repo-id", REPO, "--revision", "refs/pr/7"], api) == 2
     assert capsys.readouterr().err.startswith(f"error: --revision 'refs/pr/7': {REPO} has no pull request 7")
     assert "create_branch" not in api.call_names() and api.call_names().count("create_commit") == 1
+
+
+def test_a_pull_request_revision_of_a_repo_that_does_not_exist_is_refused_before_creating_it(mirror):
+    """A repo that does not exist has no pull request either. --revision refs/pr/1 into one created the repo, then
+    failed at the commit, and the cleanup read the new repo at refs/pr/1, which that refusal answered: the empty
+    repo was left behind under "nothing was published"."""
+    api = FakeHubApi()
+    for dry_run in (True, False):
+        with pytest.raises(PublishError, match=f"--revision 'refs/pr/1': {REPO} has no pull request 1 \\(the repo "
+                                               "does not exist\\): give the refs/pr/N of an open pull request"):
+            publish_mirror(mirror, REPO, api=api, revision="refs/pr/1", dry_run=dry_run, echo=_quiet)
+    assert api.repos == {} and api.call_names() == ["repo_info", "repo_info"]

@@ -680,14 +680,15 @@ def read_remote_state(api: HubApi, repo_id: str, revision: Optional[str]) -> Rem
     try:
         info = api.repo_info(repo_id, revision=revision, repo_type=REPO_TYPE)
     except RepositoryNotFoundError:
+        if revision is not None and revision.startswith("refs/pr/"):
+            # Nor has a repo to create any pull request: refused before it is created (and then not deleted).
+            raise _no_pull_request(repo_id, revision, " (the repo does not exist)") from None
         return RemoteState(False, False, None, {}, None, None)
     except RevisionNotFoundError:
         if revision.startswith("refs/pr/"):
             # Not a branch name the Hub would create: the pull request must exist (the Hub opens one with
             # --create-pr).
-            raise PublishError(f"--revision {revision!r}: {repo_id} has no pull request "
-                               f"{revision.removeprefix('refs/pr/')}: give the refs/pr/N of an open pull request, or "
-                               "use --create-pr to open one; nothing was published") from None
+            raise _no_pull_request(repo_id, revision) from None
         # A new branch starts from the default branch: plan against what it holds.
         base = read_remote_state(api, repo_id, None)
         return dataclasses.replace(base, branch_exists=False)
@@ -702,6 +703,12 @@ def read_remote_state(api: HubApi, repo_id: str, revision: Optional[str]) -> Rem
     manifest = _parse_previous_manifest(_download(api, repo_id, MANIFEST_NAME, head)) \
         if MANIFEST_NAME in files else None
     return RemoteState(True, True, head, files, card, manifest, getattr(info, "private", None))
+
+
+def _no_pull_request(repo_id: str, revision: str, why: str = "") -> PublishError:
+    return PublishError(f"--revision {revision!r}: {repo_id} has no pull request {revision.removeprefix('refs/pr/')}"
+                        f"{why}: give the refs/pr/N of an open pull request, or use --create-pr to open one; nothing "
+                        "was published")
 
 
 def _check_branch(api: HubApi, repo_id: str, revision: str) -> None:
