@@ -661,6 +661,32 @@ def test_a_state_saved_before_a_zip_archive_was_rewritten_is_the_files_error(tmp
     assert caught.value.file == url and caught.value.field == "<file>"
 
 
+def test_a_stream_of_a_zip_archive_of_many_files_reads_its_directory_once_per_version_not_per_check(tmp_path,
+                                                                                                     monkeypatch):
+    """Each file of an archive is a shard whose version (its CRC and time in the archive) is taken when planned and
+    checked before and after it is read. Asked of fsspec's zip file system, each of those opened the archive and
+    read its whole directory again: three times per file on top of reading it, most of a stream's time for an
+    archive of many small files. The archive's directory is read once while the archive is unchanged."""
+    archive = tmp_path / "parts.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        for i in range(40):
+            z.writestr(f"parts/{i:03d}.jsonl", swift_lines(1, start=i))
+    opened = []
+    open_archive = zipfile.ZipFile.__init__
+
+    def counted(self, file, *args, **kwargs):  # (a path, or the file fsspec opened)
+        if str(getattr(file, "path", getattr(file, "name", file))) == str(archive):
+            opened.append(file)
+        open_archive(self, file, *args, **kwargs)
+
+    monkeypatch.setattr(zipfile.ZipFile, "__init__", counted)
+    ds = td.load("ms_swift", split="train", data_files=str(archive), streaming=True)
+    assert ds.n_shards == 40
+    assert sorted(row["messages"][0]["content"] for row in ds) == sorted(f"q{i}" for i in range(40))
+    # Each file is opened once to be read; the archive is listed when its files are found and when versioned.
+    assert len(opened) <= 40 + 2, len(opened)
+
+
 def test_an_http_file_its_server_does_not_describe_for_the_cache_key_is_an_error(http_folder, cache_dir, monkeypatch):
     """The cache key holds an http(s) file's size, time and ETag, asked of its server after datasets asked it. When
     that one request failed (a flaky server, a timeout) the file was left out of the key: every load it failed for

@@ -19,7 +19,8 @@ data copied to another folder or machine, with new modification times, still res
 
 A file read through fsspec (an http(s) URL, a member of a zip archive, another file system) is known by what its
 file system's ``info()`` says of it: its size and the fields of :data:`DESCRIBING_FIELDS` it gives (an http
-server's ETag and Last-Modified, a zip member's CRC and time), one metadata request each time it is checked. Its
+server's ETag and Last-Modified, a zip member's CRC and time), one metadata request each time it is checked (a
+local zip archive's directory is read once while the archive's size and times are unchanged). Its
 size and those fields are its version: a longer file is another (its first bytes are not compared), and a server
 that gives neither size nor any of those fields leaves the file unchecked. An ``hf://`` file is not asked: it is
 read at a commit, which does not change.
@@ -27,13 +28,15 @@ read at a commit, which does not change.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import os
 import struct
+import zipfile
 from typing import Optional
 
 from ..errors import InvalidValueError
-from .paths import display_path
+from .paths import display_path, is_archive_member
 from .shard import LINES, PARQUET, FileVersion, Shard
 
 # Bytes of a JSON file's start and end that identify it: a regenerated file differs there (ids, ordering).
@@ -130,11 +133,17 @@ def _described_version(path: str) -> Optional[FileVersion]:
     (reading it reports why)."""
     if path.split("::")[-1].startswith("hf://"):
         return None
-    import fsspec
-
+    member, _, archive = path[len("zip://"):].partition("::") if is_archive_member(path) else ("", "", "")
     try:
-        fs, inner = fsspec.core.url_to_fs(path)
-        info = fs.info(inner)
+        if archive and "://" not in archive:
+            stat = os.stat(archive)
+            info = _archive_listing(archive, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns).get(member.lstrip("/"),
+                                                                                                 {})
+        else:
+            import fsspec
+
+            fs, inner = fsspec.core.url_to_fs(path)
+            info = fs.info(inner)
     except Exception:  # noqa: BLE001 (any file system's failure: reading the file reports it)
         return None
     size = info.get("size")
@@ -143,6 +152,15 @@ def _described_version(path: str) -> Optional[FileVersion]:
         return None
     digest = hashlib.sha256(repr(sorted(described.items())).encode()).hexdigest()[:32]
     return FileVersion(size if isinstance(size, int) else -1, None, f"described-{digest}")
+
+
+@functools.lru_cache(maxsize=4)
+def _archive_listing(archive: str, size: int, mtime_ns: int, ctime_ns: int) -> dict[str, dict]:
+    """What fsspec's zip file system says of each file of a local zip archive (its size, CRC and time), read once per
+    version of the archive: the key holds its size and times, which any write changes. Asked of fsspec, each check
+    of each file read the archive's whole directory again, for a stream of many small files most of its time."""
+    with zipfile.ZipFile(archive) as z:
+        return {i.filename: {"size": i.file_size, "CRC": i.CRC, "date_time": i.date_time} for i in z.infolist()}
 
 
 def _changed_description(path: str, version: FileVersion) -> Optional[str]:
