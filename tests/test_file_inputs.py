@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import gzip
 import http.server
+import importlib
 import io
 import json
 import os
@@ -634,6 +635,44 @@ def test_an_http_file_rewritten_under_a_stream_of_its_byte_ranges_is_the_files_e
         from fsspec.implementations.http import HTTPFileSystem
 
         HTTPFileSystem.clear_instance_cache()
+
+
+def test_a_file_whose_server_gives_its_size_one_time_and_not_the_next_is_not_said_to_have_changed(monkeypatch):
+    """A file read through fsspec is known by its size and what its server says of it (an ETag here). A server
+    gives no size when neither its HEAD nor its GET answer has one (a transfer streamed, a compressed answer): the
+    same file, its ETag the same, was said to be "shorter (-1 bytes, ... then)" and the stream stopped with the
+    file's error. A size given then and now still tells a file cut short."""
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    from tooluse_datasets.shards.shard import LINES, Shard
+    from tooluse_datasets.shards.versions import check_unchanged, with_versions
+
+    sized = []  # whether each info() answer gives the size
+
+    class SizedSometimes(MemoryFileSystem):
+        protocol = "sizedsometimes"
+
+        @classmethod
+        def _strip_protocol(cls, path):
+            return "/" + path.split("://", 1)[-1].lstrip("/")
+
+        def info(self, path, **kwargs):
+            info = {**super().info(path, **kwargs), "ETag": '"rows-v1"'}
+            return info if sized.pop(0) else {**info, "size": None}
+
+    monkeypatch.setitem(importlib.import_module("fsspec.registry")._registry, "sizedsometimes", SizedSometimes)
+    fs = SizedSometimes()
+    fs.pipe("/rows.jsonl", swift_lines(3).encode())
+    try:
+        sized[:] = [True, False, True]
+        shard, = with_versions([Shard("sizedsometimes://rows.jsonl", LINES)])
+        assert shard.version.size == len(swift_lines(3))
+        check_unchanged(shard)  # no size given now
+        fs.pipe("/rows.jsonl", swift_lines(2).encode())
+        with pytest.raises(td.InvalidValueError, match="is shorter"):
+            check_unchanged(shard)
+    finally:
+        fs.rm("/rows.jsonl")
 
 
 def test_a_state_saved_before_a_zip_archive_was_rewritten_is_the_files_error(tmp_path):

@@ -167,7 +167,7 @@ def _changed_description(path: str, version: FileVersion) -> Optional[str]:
     now = _described_version(path)
     if now is None:
         return None  # not answered now: opening it reports why
-    if now.size != version.size:
+    if now.size != version.size and -1 not in (now.size, version.size):  # (-1: its size was not given then or now)
         return f"is {'shorter' if now.size < version.size else 'longer'} ({now.size} bytes, {version.size} then)"
     if now.identity != version.identity:
         return "is described otherwise by its server or archive (its ETag, modification time or checksum differ)"
