@@ -1371,3 +1371,31 @@ def test_a_stateful_dataloader_with_two_workers_resumes_where_the_whole_has_more
         assert set(head + rest) <= set(whole) and len(whole) - len(head + rest) <= 2 * 4  # each worker's buffer
     else:
         assert sorted(head + rest) == sorted(whole)
+
+
+def test_a_toolmind_json_lines_shard_checks_its_files_version_once_before_and_once_after(toolmind_file, tmp_path,
+                                                                                         monkeypatch):
+    """A ToolMind shard's reading (rows of one split) is checked against the file's version before its first row
+    and after its last, around the shard reader's own reading, which checked it as well: four checks per shard, each
+    a request for a URL. Two, and a file rewritten meanwhile is still the file's error."""
+    import pyarrow.parquet as pq
+
+    from tooluse_datasets.shards import versions
+
+    path = tmp_path / "toolmind.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in pq.read_table(toolmind_file).to_pylist()))
+    checked = []
+    check = versions.changed
+    monkeypatch.setattr(versions, "changed", lambda *args: checked.append(args[0]) or check(*args))
+    ds = td.load("toolmind", data_files=str(path), split="synthetic", streaming=True, shard_bytes=1)
+    assert ds.n_shards >= 2
+    rows = list(ds)
+    assert len(rows) == 110 and len(checked) == 2 * ds.n_shards  # (the synthetic split's rows)
+    handed = []
+    with pytest.raises(td.InvalidValueError, match="changed since the stream or load was planned"):
+        for row in ds:
+            handed.append(row)
+            if len(handed) == 1:
+                lines = path.read_text().splitlines(keepends=True)
+                path.write_text("".join(lines[::-1]))  # the same length, other rows
+    assert len(handed) < len(rows)

@@ -36,7 +36,7 @@ from tooluse_datasets.shards.parquet import (UnreadableRows, iter_parquet_batche
                                              parquet_row_offsets)
 from tooluse_datasets.shards.paths import display_path, file_suffix
 from tooluse_datasets.shards.plan import cut_at_lines, plan_file, plan_parquet, whole_file_shard
-from tooluse_datasets.shards.reading import checked_reads, read_shard
+from tooluse_datasets.shards.reading import checked_reads, read_shard, read_unchecked
 from tooluse_datasets.shards.shard import LINES, PARQUET, NativeItem, RawBatch, Shard
 from tooluse_datasets.source import SplitPlan
 
@@ -456,7 +456,8 @@ def read_split_rows(shard: Shard, split_column: Optional[str], selection: Option
     by the split that reports them, so they are counted once instead of vanishing."""
     # Before anything is read: the rows each split selects were planned from that version of the file too, and
     # a split that does not report the file's damage (below) must still report its being replaced; and after the
-    # shard's last row, as read_shard checks: a file rewritten while the shard was read gave rows of both.
+    # shard's last row, as read_shard checks: a file rewritten while the shard was read gave rows of both. (Once:
+    # the shard's reading below is not checked again.)
     yield from checked_reads(shard, _split_rows(shard, split_column, selection, batch_size, resume))
 
 
@@ -480,7 +481,7 @@ def _split_rows(shard: Shard, split_column: Optional[str], selection: Optional[S
     reports = selection.reports_errors(shard.file) if column else None
     wanted = selection.wanted_rows(shard.file) if column else None
     try:
-        for batch in read_shard(shard, batch_size, resume, wanted):
+        for batch in read_unchecked(shard, batch_size, resume, wanted):
             if column is None:
                 yield batch
                 continue
@@ -502,7 +503,7 @@ def _split_rows(shard: Shard, split_column: Optional[str], selection: Optional[S
 
 def _unassigned_rows(shard: Shard, column: str, batch_size: int,
                      resume: Optional[tuple[int, int]]) -> Iterator[RawBatch]:
-    for batch in read_shard(shard, batch_size, resume):
+    for batch in read_unchecked(shard, batch_size, resume):
         batch.items = [(n, row if isinstance(row, ToolUseDataError) else _no_split_value(row, column))
                        for n, row in batch.items]
         yield batch

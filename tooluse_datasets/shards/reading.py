@@ -22,7 +22,7 @@ def read_shard(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] 
     version the shard was planned from is the file's error (:func:`~.versions.check_unchanged`): checked before
     the shard is read and again after its last row, since a file rewritten while a shard of it is read (more
     than a read buffer) gives rows of both versions (a stat call when it is unchanged)."""
-    yield from checked_reads(shard, _read_kind(shard, batch_size, resume, wanted))
+    yield from checked_reads(shard, read_unchecked(shard, batch_size, resume, wanted))
 
 
 def checked_reads(shard: Shard, batches: Iterator[RawBatch]) -> Iterator[RawBatch]:
@@ -42,8 +42,10 @@ def checked_reads(shard: Shard, batches: Iterator[RawBatch]) -> Iterator[RawBatc
                                 "where it is") from None
 
 
-def _read_kind(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]],
-               wanted: Optional[Callable[[int], bool]]) -> Iterator[RawBatch]:
+def read_unchecked(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] = None,
+                   wanted: Optional[Callable[[int], bool]] = None) -> Iterator[RawBatch]:
+    """:func:`read_shard` without its version checks, for a reader that wraps its whole reading of the shard in
+    :func:`checked_reads` itself (each check is a request for a URL)."""
     if shard.kind == PARQUET:
         with open_parquet(shard.file) as pf:
             for record_batch, first_row in iter_parquet_batches(pf, shard, batch_size, resume):
