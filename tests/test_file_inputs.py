@@ -675,6 +675,43 @@ def test_a_file_whose_server_gives_its_size_one_time_and_not_the_next_is_not_sai
         fs.rm("/rows.jsonl")
 
 
+def test_a_server_giving_an_etag_is_not_judged_by_its_last_modified(monkeypatch):
+    """Some servers set Last-Modified to the time of each request, and machines behind a load balancer give their
+    own: a file whose ETag (or content digest) is given is known by that alone, else each check read as a change
+    stopped the stream. Its ETag changing is still a change."""
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    from tooluse_datasets.shards.shard import LINES, Shard
+    from tooluse_datasets.shards.versions import check_unchanged, with_versions
+
+    etag = ['"rows-v1"']
+    answers = iter(range(100))
+
+    class DatedEachRequest(MemoryFileSystem):
+        protocol = "datedeachrequest"
+
+        @classmethod
+        def _strip_protocol(cls, path):
+            return "/" + path.split("://", 1)[-1].lstrip("/")
+
+        def info(self, path, **kwargs):
+            return {**super().info(path, **kwargs), "ETag": etag[0],
+                    "Last-Modified": f"Sun, 06 Dec 2026 12:00:{next(answers):02d} GMT"}
+
+    monkeypatch.setitem(importlib.import_module("fsspec.registry")._registry, "datedeachrequest", DatedEachRequest)
+    fs = DatedEachRequest()
+    fs.pipe("/rows.jsonl", swift_lines(3).encode())
+    try:
+        shard, = with_versions([Shard("datedeachrequest://rows.jsonl", LINES)])
+        check_unchanged(shard)
+        check_unchanged(shard)
+        etag[0] = '"rows-v2"'
+        with pytest.raises(td.InvalidValueError, match="described otherwise"):
+            check_unchanged(shard)
+    finally:
+        fs.rm("/rows.jsonl")
+
+
 def test_a_state_saved_before_a_zip_archive_was_rewritten_is_the_files_error(tmp_path):
     """A member of a zip archive resumes at its row: the archive rewritten since the state was saved, the new
     member's rows were read on from there. Its CRC and time in the archive are its version."""

@@ -18,10 +18,10 @@ into pieces for workers) that grew is another. A saved state keeps the identity 
 data copied to another folder or machine, with new modification times, still resumes.
 
 A file read through fsspec (an http(s) URL, a member of a zip archive, another file system) is known by what its
-file system's ``info()`` says of it: its size and the fields of :data:`DESCRIBING_FIELDS` it gives (an http
-server's ETag and Last-Modified, a zip member's CRC and time), one metadata request each time it is checked (a
+file system's ``info()`` says of it: its size and the strongest field of :data:`DESCRIBING_FIELDS` it gives (an
+http server's content digest, else its ETag, else its Last-Modified; a zip member's CRC), one metadata request each time it is checked (a
 local zip archive's directory is read once while the archive's size and times are unchanged). Its
-size and those fields are its version: a longer file is another (its first bytes are not compared), and a server
+size and that field are its version: a longer file is another (its first bytes are not compared), and a server
 that gives neither size nor any of those fields leaves the file unchecked. An ``hf://`` file is not asked: it is
 read at a commit, which does not change.
 """
@@ -121,11 +121,13 @@ def from_state_token(token: object) -> Optional[FileVersion]:
     return FileVersion(int(size), None, identity)
 
 
-# What fsspec file systems' info() says of a file that tells one version from another: http(s) response headers,
-# a zip member's CRC and time, object stores' and local file systems' times and checksums. (Not "url": a signed
-# URL after a redirect differs at every request.)
-DESCRIBING_FIELDS = ("ETag", "Content-MD5", "Digest", "Last-Modified", "CRC", "date_time", "mtime", "LastModified",
-                     "last_modified", "md5", "crc32c", "checksum", "generation")
+# What fsspec file systems' info() says of a file that tells one version from another, strongest first; the first
+# one given is the file's version. A digest of the contents, then an ETag (a digest, or the server's own mark of a
+# version), then times: a server that gives an ETag is not judged by its Last-Modified, which some servers set to
+# the time of each request and which differs between the machines behind a load balancer. (Not "url": a signed URL
+# after a redirect differs at every request.)
+DESCRIBING_FIELDS = ("Content-MD5", "Digest", "md5", "crc32c", "checksum", "CRC", "ETag", "generation",
+                     "Last-Modified", "LastModified", "last_modified", "mtime", "date_time")
 
 
 def _described_version(path: str) -> Optional[FileVersion]:
@@ -147,7 +149,8 @@ def _described_version(path: str) -> Optional[FileVersion]:
     except Exception:  # noqa: BLE001 (any file system's failure: reading the file reports it)
         return None
     size = info.get("size")
-    described = {name: str(info[name]) for name in DESCRIBING_FIELDS if info.get(name) is not None}
+    field = next((name for name in DESCRIBING_FIELDS if info.get(name) is not None), None)
+    described = {field: str(info[field])} if field is not None else {}
     if not isinstance(size, int) and not described:
         return None
     digest = hashlib.sha256(repr(sorted(described.items())).encode()).hexdigest()[:32]
