@@ -712,6 +712,24 @@ def test_a_server_giving_an_etag_is_not_judged_by_its_last_modified(monkeypatch)
         fs.rm("/rows.jsonl")
 
 
+def test_a_file_url_is_versioned_as_the_local_file_it_names(tmp_path):
+    """A ``file://`` path is a local file: its version is its contents' identity, as a plain path's is, so a file
+    only touched (or copied with new times) is the same file, and one rewritten is another. (Asked of fsspec, its
+    modification time was its version: touching it was a change, and a state saved from it named no contents.)"""
+    from tooluse_datasets.shards.shard import LINES, Shard
+    from tooluse_datasets.shards.versions import check_unchanged, state_token, version_of, with_versions
+
+    path = tmp_path / "rows.jsonl"
+    path.write_text(swift_lines(3), encoding="utf-8")
+    shard, = with_versions([Shard(f"file://{path}", LINES)])
+    assert state_token(shard.version) == state_token(version_of(str(path), LINES))
+    os.utime(path, ns=(1, 1))
+    check_unchanged(shard)
+    path.write_text(swift_lines(3).replace("q1", "Q1"), encoding="utf-8")
+    with pytest.raises(td.InvalidValueError, match="holds other contents"):
+        check_unchanged(shard)
+
+
 def test_a_state_saved_before_a_zip_archive_was_rewritten_is_the_files_error(tmp_path):
     """A member of a zip archive resumes at its row: the archive rewritten since the state was saved, the new
     member's rows were read on from there. Its CRC and time in the archive are its version."""

@@ -46,13 +46,22 @@ WINDOW_BYTES = 4096
 def version_of(path: str, kind: str) -> Optional[FileVersion]:
     """The version of a file read as shards of ``kind``; None where it is not checked (see the module) or cannot
     be read now (reading it reports that)."""
-    if "://" in path:
+    local = _local_path(path)
+    if local is None:
         return _described_version(path)
     try:
-        stat = os.stat(path)
-        return FileVersion(stat.st_size, stat.st_mtime_ns, _identity(path, kind, stat.st_size), stat.st_ctime_ns)
+        stat = os.stat(local)
+        return FileVersion(stat.st_size, stat.st_mtime_ns, _identity(local, kind, stat.st_size), stat.st_ctime_ns)
     except OSError:
         return None
+
+
+def _local_path(path: str) -> Optional[str]:
+    """The local file ``path`` names (also as a ``file://`` URL, whose version is then a local file's, so that a
+    state saved from it resumes on a copy of the data as a plain path's does), or None for another file system."""
+    if path.startswith("file://") and "::" not in path:
+        return path[len("file://"):]
+    return None if "://" in path else path
 
 
 def with_versions(shards: list[Shard]) -> list[Shard]:
@@ -83,10 +92,11 @@ def check_unchanged(shard: Shard) -> None:
 def changed(path: str, kind: str, version: FileVersion) -> Optional[str]:
     """How the file at ``path`` differs from ``version`` (None: it does not, or it is a JSON Lines file that grew
     from it)."""
-    if "://" in path:
+    local = _local_path(path)
+    if local is None:
         return _changed_description(path, version)
     try:
-        stat = os.stat(path)
+        stat = os.stat(local)
     except OSError:
         return None  # gone or unreadable: opening it reports that
     # The status-change time too: a file replaced with its size and modification time kept (cp -p, rsync -a,
@@ -98,7 +108,7 @@ def changed(path: str, kind: str, version: FileVersion) -> Optional[str]:
     if stat.st_size > version.size and kind != LINES:
         return f"is longer ({stat.st_size} bytes, {version.size} then)"
     try:
-        now = _identity(path, kind, version.size)
+        now = _identity(local, kind, version.size)
     except OSError:
         return None
     if now != version.identity:
