@@ -10,12 +10,15 @@ import dataclasses
 import json
 import os
 import pickle
+import shutil
 import stat
 import subprocess
 import sys
 import tarfile
+import tempfile
 import textwrap
 import time
+from pathlib import Path
 
 import datasets.utils.extract
 import pytest
@@ -1076,6 +1079,184 @@ def test_a_caller_killed_while_a_sample_runs_takes_the_sandbox_with_it(evil_dir,
         with contextlib.suppress(OSError):
             os.kill(pid, 9)
     assert left == []
+
+
+def batch_roots(folder) -> set:
+    """The sandbox batch folders under ``folder``, wherever the sandbox puts them (each holds a child's log)."""
+    return {str(log.parent) for log in folder.glob("**/child-*.log")}
+
+
+def start_caller(mark, evil_dir, isolation, folder):
+    caller = subprocess.Popen([sys.executable, "-c", KILLED_CALLER, mark, str(evil_dir), isolation, str(folder)],
+                              cwd="/")
+    deadline = time.monotonic() + 60
+    while len(alive(f"NESTFUL_TEST_MARK={mark}")) < 2 and time.monotonic() < deadline:  # (the sample's process)
+        time.sleep(0.05)
+    assert len(alive(f"NESTFUL_TEST_MARK={mark}")) >= 2, "the sandbox did not start its sample"
+    return caller
+
+
+@pytest.mark.parametrize("signal_name, isolation", [("SIGKILL", "none"), ("SIGTERM", "off")])
+def test_the_folder_of_a_killed_caller_is_removed_by_the_next_sandbox_and_a_live_callers_kept(
+        evil_dir, signal_name, isolation, tmp_path, monkeypatch):
+    """A caller killed outright (SIGKILL, or SIGTERM, which Python does not catch: a script's td.load(...,
+    execute=True) stopped by a job scheduler) cannot remove its sandbox's folder: each such folder stayed in the
+    temporary folder for good. The next sandbox started removes it, and never the folder of a caller still
+    running, which goes on with its sample."""
+    import signal
+    import uuid
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # (where the callers' sandboxes put theirs too)
+    marks, callers = [uuid.uuid4().hex, uuid.uuid4().hex], []
+    try:
+        callers.append(start_caller(marks[0], evil_dir, isolation, tmp_path))
+        (killed_root,) = batch_roots(tmp_path)
+        callers.append(start_caller(marks[1], evil_dir, isolation, tmp_path))
+        (live_root,) = batch_roots(tmp_path) - {killed_root}
+        callers[0].send_signal(getattr(signal, signal_name))
+        assert callers[0].wait(timeout=30) == -getattr(signal, signal_name)
+        assert alive_after_kill(f"NESTFUL_TEST_MARK={marks[0]}") == []
+        assert batch_roots(tmp_path) == {killed_root, live_root}  # (what it left)
+        (result,) = run_sequences([one_call("add", 1, 2, gold="3")], evil_dir, FAST)
+        assert result.ok
+        assert batch_roots(tmp_path) == {live_root}
+        assert len(alive(f"NESTFUL_TEST_MARK={marks[1]}")) >= 2 and callers[1].poll() is None
+    finally:
+        for caller in callers:
+            caller.kill()
+            caller.wait()
+        for mark in marks:
+            for pid in alive_after_kill(f"NESTFUL_TEST_MARK={mark}"):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, 9)
+    run_sequences([one_call("add", 1, 2)], evil_dir, FAST)
+    assert batch_roots(tmp_path) == set()
+
+
+def test_only_folders_of_callers_that_no_longer_run_are_removed(evil_dir, tmp_path, monkeypatch):
+    """A batch folder is its caller's while that process runs: told by its process id and start time (a later
+    process given the same id, or a zombie, is not it), in this PID namespace (another's ids mean nothing here)."""
+    from tooluse_datasets.builders.nestful.execution import sandbox
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    run_sequences([one_call("add", 1, 2)], evil_dir, FAST)  # (makes the parent)
+    parent = tmp_path / f"nestful-sandboxes-{os.geteuid()}"
+    assert parent.is_dir() and stat.S_IMODE(parent.stat().st_mode) == 0o700 and not list(parent.iterdir())
+    namespace = "".join(filter(str.isdigit, os.readlink("/proc/self/ns/pid")))
+    running = subprocess.Popen(["sleep", "60"])
+    ended = subprocess.Popen(["true"])  # (not waited for until the end: a zombie)
+    try:
+        while not open(f"/proc/{ended.pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z":
+            time.sleep(0.01)
+        start = open(f"/proc/{running.pid}/stat").read().rsplit(")", 1)[1].split()[19]
+        kept = [f"{namespace}-{running.pid}-{start}-abc", f"{int(namespace) + 1}-1-1-abc", "not-a-batch", "7-x"]
+        removed = [f"{namespace}-{running.pid}-{int(start) + 1}-abc", f"{namespace}-{ended.pid}-1-abc",
+                   f"{namespace}-{2**22 + 1}-1-abc"]
+        for name in kept + removed:
+            (parent / name / "work").mkdir(parents=True)
+            (parent / name / "work" / "left.txt").write_text("left")
+        (parent / f"{namespace}-{2**22 + 2}-1-link").symlink_to(tmp_path / removed[0])  # (a link: not followed)
+        (result,) = run_sequences([one_call("add", 1, 2, gold="3")], evil_dir, FAST)
+        assert result.ok
+        assert sorted(p.name for p in parent.iterdir()) == sorted(kept + [f"{namespace}-{2**22 + 2}-1-link"])
+    finally:
+        running.kill()
+        running.wait()
+        ended.wait()
+    assert sandbox._caller_token(running.pid) is None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a folder of another user is made by root")
+def test_another_users_folder_where_the_sandbox_puts_its_own_is_left_alone(evil_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    parent = tmp_path / f"nestful-sandboxes-{os.geteuid()}"
+    parent.mkdir(mode=0o700)
+    namespace = "".join(filter(str.isdigit, os.readlink("/proc/self/ns/pid")))
+    dead = parent / f"{namespace}-{2**22 + 1}-1-abc"  # (a name the sandbox would remove, were the folder its user's)
+    dead.mkdir()
+    os.chown(parent, 12345, 12345)
+    (result,) = run_sequences([one_call("add", 1, 2, gold="3")], evil_dir, FAST)
+    assert result.ok and dead.is_dir()
+    assert list(tmp_path.glob("nestful-sandbox-*")) == []  # (its own folder, elsewhere, removed as it ended)
+
+
+# A caller of run_sequences as another user (argv: functions folder, temporary folder, the function to run).
+CALLER_AS = """
+import sys, tempfile
+from tooluse_datasets.builders.nestful.execution import sandbox
+tempfile.tempdir = sys.argv[2]
+job = sandbox.SequenceJob([{"name": sys.argv[3], "label": "$var_1", "arguments": {}}], {sys.argv[3]: ["result"]})
+limits = sandbox.SandboxLimits(timeout=900, grace=60, memory_mb=1024, kernel_isolation=False, network_namespace=False)
+print(sandbox.run_sequences([job], sys.argv[1], limits)[0].status, flush=True)
+"""
+LOCKING = """
+import os, time
+
+def lock_and_nap():
+    os.makedirs("locked/deeper")
+    with open("locked/deeper/data", "w") as f:
+        f.write("data")
+    os.chmod("locked/deeper", 0o500)
+    os.chmod("locked", 0)
+    os.chmod(".", 0o500)
+    time.sleep(600)
+
+def quick():
+    return 1
+"""
+
+
+AS_NOBODY = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"]
+
+
+def reachable_by_others(path: str) -> bool:
+    """Whether a user with no permission of its own may execute ``path`` (every folder on the way searchable)."""
+    real = Path(os.path.realpath(path))
+    return all(p.stat().st_mode & stat.S_IXOTH for p in [real, *real.parents])
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
+                    reason="the callers run as another user, which root starts with setpriv")
+@pytest.mark.skipif(not reachable_by_others(sys.executable),
+                    reason=f"another user cannot run this interpreter ({os.path.realpath(sys.executable)})")
+def test_a_killed_callers_folder_is_removed_whatever_its_sample_made_read_only(tmp_path):
+    """Not root, a caller cannot remove folders that lost their write permission without giving it back first: a
+    killed caller's sample (no kernel isolation, so its folder is on disk) that locked its folders left them."""
+    import signal
+
+    shared = Path(tempfile.mkdtemp(prefix="nestful-test-"))  # (one the other user reaches: not under root's 0700)
+    try:
+        shared.chmod(0o755)
+        functions, temporary = shared / "functions", shared / "tmp"
+        functions.mkdir()
+        (functions / "basic_functions.py").write_text("")
+        (functions / "locking.py").write_text(LOCKING)
+        (functions / "func_file_map.json").write_text(json.dumps({"lock_and_nap": "locking.py", "quick": "locking.py"}))
+        temporary.mkdir()
+        os.chown(temporary, 65534, 65534)
+
+        def caller(name):
+            return subprocess.Popen([*AS_NOBODY, sys.executable, "-c", CALLER_AS, str(functions), str(temporary), name],
+                                    cwd="/", stdout=subprocess.PIPE, text=True)
+
+        killed = caller("lock_and_nap")
+        try:
+            deadline = time.monotonic() + 60
+            while not list(temporary.glob("**/locked")) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.2)
+        finally:
+            killed.send_signal(signal.SIGKILL)
+            killed.wait()
+        (locked,) = temporary.glob("**/locked")
+        assert stat.S_IMODE(locked.stat().st_mode) == 0 and batch_roots(temporary)
+        time.sleep(0.5)  # (its sandbox, and the sample, die with it)
+        after = caller("quick")
+        assert after.communicate(timeout=120)[0].strip() == "ok" and after.returncode == 0
+        assert batch_roots(temporary) == set() and not list(temporary.glob("**/locked"))
+    finally:
+        subprocess.run(["chmod", "-R", "u+rwx", str(shared)], check=False)
+        shutil.rmtree(shared, ignore_errors=True)
 
 
 def test_a_hanging_sample_in_a_session_of_its_own_ends_with_the_batch_without_kernel_isolation(evil_dir, marked):

@@ -85,7 +85,8 @@ sqlite's ``ATTACH``, ``_posixsubprocess``), so the kernel is the barrier and the
   the package itself is not importable in the child); ``sys.path`` is this process's, so numpy,
   pandas or torch that upstream files import resolve as here. stdin is empty; output goes to a log.
 * **the caller** is the watchdog: the child dies with it (``PR_SET_PDEATHSIG``), so a caller killed, even by
-  SIGKILL, leaves no sample running (only the batch's folder, which it can no longer remove).
+  SIGKILL, leaves no sample running; the batch's folder, which it can no longer remove, the next sandbox started
+  removes (see :func:`_batch_folder`).
 
 What it does not stop: reading any file the user can read; connecting to Unix sockets of local services
 through the file system (a read-only mount does not prevent it; the hook refuses creating the socket,
@@ -100,13 +101,16 @@ seccomp would add.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
 import os
 import re
 import select
+import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -323,13 +327,91 @@ def run_sequences(jobs: Sequence[SequenceJob], functions_dir: str | os.PathLike,
         if not os.path.isfile(os.path.join(functions_dir, required)):
             raise SandboxError(f"{functions_dir} is not a NESTFUL executable_functions folder (no {required})")
     results: list[Optional[SequenceResult]] = [None] * len(jobs)
-    with tempfile.TemporaryDirectory(prefix="nestful-sandbox-") as root:
+    with _batch_folder() as root:
         root = os.path.realpath(root)
         os.makedirs(os.path.join(root, "tmp"))
         first = 0
         while first < len(jobs):
             first = _run_child(jobs, first, results, functions_dir, limits, root)
     return results  # type: ignore[return-value]
+
+
+# The batches' folders: a parent per user in the temporary folder, and in it one folder per run_sequences, named
+# after its caller (PID namespace, process id, start time). A caller killed outright (SIGKILL, or SIGTERM, which
+# Python does not catch) cannot remove its own; the next sandbox started removes the folders of callers that are no
+# longer running, so they do not pile up. Another user's are in another parent; a live caller's, its name says so.
+FOLDERS = "nestful-sandboxes-{uid}"
+_FOLDER_NAME = re.compile(r"(\d+)-(\d+)-(\d+)-[a-z0-9_]+")
+
+
+def _batch_folder() -> tempfile.TemporaryDirectory:
+    """A new folder for a batch's root (removed when the ``with`` ends), after removing those of dead callers."""
+    me, parent = _caller_token(os.getpid()), _own_parent()
+    if me is None or parent is None:  # no /proc of our own, or a parent we may not trust: no name to go by
+        return tempfile.TemporaryDirectory(prefix="nestful-sandbox-")
+    namespace = me[0]
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        entries = []
+    for entry in entries:
+        match = _FOLDER_NAME.fullmatch(entry.name)
+        # (another PID namespace's process ids mean nothing here: its folders are left to its own callers)
+        if (match and match[1] == namespace and entry.is_dir(follow_symlinks=False)
+                and _caller_token(int(match[2])) != (namespace, match[3])):
+            _remove_tree(entry.path)
+    return tempfile.TemporaryDirectory(prefix=f"{namespace}-{os.getpid()}-{me[1]}-", dir=parent)
+
+
+def _caller_token(pid: int) -> Optional[tuple[str, str]]:
+    """``(PID namespace, start time)`` of a running process (a zombie has ended), None for none: the start time (in
+    clock ticks since boot) tells a process from a later one given the same id."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat_text = f.read()
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
+    head, _, tail = stat_text.rpartition(b")")  # (the command name in parentheses may hold spaces and ')')
+    fields = tail.split()
+    if (len(fields) < 20 or fields[0] in (b"Z", b"X") or not head.split(b" (", 1)[0].strip().isdigit()
+            or int(head.split(b" (", 1)[0]) != pid):
+        return None  # (a /proc that is not of our PID namespace shows other ids)
+    return "".join(filter(str.isdigit, namespace)), fields[19].decode()
+
+
+def _own_parent() -> Optional[str]:
+    """This user's parent of batch folders, made private; None if it is something else (another user's, a link)."""
+    parent = os.path.join(tempfile.gettempdir(), FOLDERS.format(uid=os.geteuid()))
+    try:
+        os.mkdir(parent, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    try:
+        info = os.lstat(parent)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+        return None
+    return parent
+
+
+def _remove_tree(path: str) -> None:
+    """Remove a dead caller's batch folder, whatever its samples made read-only (not being root, we cannot empty a
+    folder that lost its write permission; its owner can give it back, and only the caller's own: a folder swapped
+    for a link is not followed)."""
+    if os.geteuid() != 0:
+        with contextlib.suppress(OSError):
+            os.chmod(path, 0o700)
+        for folder, subfolders, _ in os.walk(path):
+            for name in subfolders:
+                inside = os.path.join(folder, name)
+                with contextlib.suppress(OSError):
+                    if stat.S_ISDIR(os.lstat(inside).st_mode):
+                        os.chmod(inside, 0o700)
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def _run_child(jobs, first, results, functions_dir, limits, root) -> int:
