@@ -41,6 +41,7 @@ def results_in_call_order(messages: list[dict], turn: int, end: int, *, target: 
                               f"follow; {target} pairs results with calls by position",
                               field=f"messages[{turn}].tool_calls")
     call_ids = [c.get("id") for c in calls]  # (a call without one: a result cannot name it, said below)
+    known = set(call_ids)  # looked up once per result: a list made a turn of many calls quadratic
     by_id: dict[str, dict] = {}
     for k, result in enumerate(results):
         where = f"messages[{start + k}].tool_call_id"
@@ -48,7 +49,7 @@ def results_in_call_order(messages: list[dict], turn: int, end: int, *, target: 
         if call_id is None:
             raise ConversionError("tool result has no tool_call_id, so its call (and its position) is unknown",
                                   field=where)
-        if call_id not in call_ids:
+        if call_id not in known:
             raise ConversionError(f"tool result answers {call_id!r}, which is not a call of the preceding "
                                   f"assistant turn", field=where)
         if call_id in by_id:
