@@ -327,3 +327,25 @@ def test_the_skip_summary_escapes_a_field_that_holds_a_key_of_the_data(tmp_path,
     list(td.load("ms_swift", "llamafactory", data_files=str(path), split="train", streaming=True, on_error="skip",
                  report=report))
     assert report.summary() == summary
+
+
+def test_a_panel_title_too_wide_for_the_console_is_shown_whole_not_cut(tmp_path, capsys):
+    """A result's title names its call and tool; rich cuts a title wider than the console without a mark, so a
+    result answering a tool of a long name (100 columns in a pipe) lost the end of the name, and nothing said so.
+    The whole title then goes on the panel's first line, wrapped like any text."""
+    name = "lookup_" + "x" * 120 + "_END"
+    path = tmp_path / "long_name.jsonl"
+    path.write_text(json.dumps({
+        "tools": [{"type": "function", "function": {"name": name, "parameters": {"type": "object", "properties": {}}}}],
+        "messages": [{"role": "user", "content": "q"},
+                     {"role": "assistant", "content": "", "tool_calls": [
+                         {"type": "function", "function": {"name": name, "arguments": "{}"}}]},
+                     {"role": "tool", "content": "the result"},
+                     {"role": "assistant", "content": "done"}]}) + "\n")
+    assert main(["show", "ms_swift", "--data-files", str(path)]) == 0
+    out = capsys.readouterr().out
+    result = out[out.index("[2] tool"):out.index("[3] assistant")]
+    assert result.splitlines()[0].startswith("[2] tool ─")  # the title keeps its start
+    text = "".join(line.strip("│ ") for line in result.splitlines()[1:]).replace(" ", "")  # (wrapped lines)
+    assert f"resultofcall_0({name})" in text and "theresult" in text
+    assert max(len(line) for line in out.splitlines()) <= 100

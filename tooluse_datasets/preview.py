@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console, Group
+from rich.measure import Measurement
 from rich.panel import Panel
 from rich.text import Text
 
@@ -82,7 +84,7 @@ def _header(row: dict, max_chars: int) -> Text:
     return header
 
 
-def _message_panel(i: int, m: dict, edges: dict, calls_by_id: dict, max_chars: int) -> Panel:
+def _message_panel(i: int, m: dict, edges: dict, calls_by_id: dict, max_chars: int) -> "_MessagePanel":
     role = m["role"]
     style = ROLE_STYLES.get(role, "white")
     body: list[Any] = []
@@ -104,9 +106,31 @@ def _message_panel(i: int, m: dict, edges: dict, calls_by_id: dict, max_chars: i
         body.append(_call_text(call, edges.get(call["id"], []), max_chars))
     if not body:
         body.append(Text("(empty)", style="dim"))
-    # A Text title: a str one is read as rich markup, so a name or call id holding "[/x]" raised MarkupError
-    return Panel(Group(*body), title=Text(printable(title).replace("\n", " ")), title_align="left", border_style=style,
-                 expand=False)
+    short_title = printable(f"[{i}] {role}").replace("\n", " ")
+    return _MessagePanel(printable(title).replace("\n", " "), short_title, body, style)
+
+
+class _MessagePanel:
+    """A message's panel. Its title names the call and tool a result answers; rich cuts a title wider than the
+    panel can be without a mark (a long tool name lost its end), so the title then keeps its start (``[2] tool``)
+    and the rest goes whole on the panel's first line, wrapped like any text."""
+
+    def __init__(self, title: str, short_title: str, body: list, style: str):
+        self.title, self.short_title, self.body, self.style = title, short_title, body, style
+
+    def _panel(self, max_width: int) -> Panel:
+        fits = cell_len(self.title) + 4 <= max_width  # a space each side of it and a corner each side
+        detail = self.title[len(self.short_title):].removeprefix(" · ")
+        body = self.body if fits else [Text(detail, style="dim"), *self.body]
+        # A Text title: a str one is read as rich markup, so a name or call id holding "[/x]" raised MarkupError
+        return Panel(Group(*body), title=Text(self.title if fits else self.short_title), title_align="left",
+                     border_style=self.style, expand=False)
+
+    def __rich_console__(self, console, options):
+        yield self._panel(options.max_width)
+
+    def __rich_measure__(self, console, options) -> Measurement:
+        return Measurement.get(console, options, self._panel(options.max_width))
 
 
 def _call_text(call: dict, edges: list[dict], max_chars: int) -> Text:
