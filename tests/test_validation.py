@@ -1751,3 +1751,26 @@ def test_a_turn_of_many_parallel_calls_is_paired_in_linear_time(samples):
     took = time.perf_counter() - started
     assert found == []
     assert took < 1.0, f"ms_swift.pairing took {took:.1f} s on a turn of {n:,} calls"
+
+
+def test_validate_reads_split_a_plus_b_as_one_split_as_stats_does(capsys):
+    """The commands take split names such as ``a+b`` (README: Command line), and ``stats`` reads them as one split;
+    ``validate --split When2Call+tau_train`` was refused ("toolmind has no split 'When2Call+tau_train'", exit 2)."""
+    from tooluse_datasets.cli import main
+
+    one = td.validate("toolmind", split="When2Call", data_files=td.sample_files("toolmind"))
+    other = td.validate("toolmind", split="tau_train", data_files=td.sample_files("toolmind"))
+    both = td.validate("toolmind", split="When2Call+tau_train", data_files=td.sample_files("toolmind"))
+    assert list(both.splits) == ["When2Call+tau_train"]
+    part = both.splits["When2Call+tau_train"]
+    assert part.read.rows_read == one.total().read.rows_read + other.total().read.rows_read == 3
+    assert part.rules.checked == 3
+    assert main(["validate", "toolmind", "--sample", "--split", "When2Call+tau_train", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["total"]["validation"]["checked"] == 3
+    assert main(["stats", "toolmind", "--sample", "--split", "When2Call+tau_train"]) == 0
+    assert json.loads(capsys.readouterr().out)["When2Call+tau_train"]["validation"]["checked"] == 3
+    with pytest.raises(ValueError, match=r"no split 'tau'"):
+        td.validate("toolmind", split="When2Call+tau", data_files=td.sample_files("toolmind"))
+    with pytest.raises(ValueError, match=r"names a split more than once"):
+        td.validate("toolmind", split="When2Call+When2Call", data_files=td.sample_files("toolmind"))

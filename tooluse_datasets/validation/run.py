@@ -58,9 +58,14 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
     builder = registry.builder_class(source)(config_name=UNIFIED, data_files=data_files, data_dir=data_dir,
                                              on_error=on_error, revision=revision, **source_options)
     plans = builder.split_plans()  # every split planned once
+    parts = {plan.name: [plan] for plan in plans}
     if split is not None:
-        builder.check_split_names([split], [p.name for p in plans])
-        plans = [p for p in plans if p.name == split]
+        # "a+b" is one split of the rows of both, as load() streams it and stats counts it
+        names = [name.strip() for name in split.split("+")]
+        builder.check_split_names(names, [p.name for p in plans])
+        if len(set(names)) < len(names):  # each row of it would be counted twice
+            raise ValueError(f"split={split!r} names a split more than once: its rows would be checked twice")
+        parts = {split: [next(p for p in plans if p.name == name) for name in names]}
 
     def reports_for(read: SkipReport) -> dict[str, Any]:
         # One pass: each row is converted once to unified (what the rules check) and, for another config,
@@ -78,17 +83,17 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
         with open(skipped_rows, "wb"):
             pass
     splits: dict[str, SplitValidation] = {}
-    for plan in plans:
+    for name, split_plans in parts.items():
         read = SkipReport(rows_path=skipped_rows)
         counter = ValidationCounter(selected, max_examples=max_examples)
         reports = reports_for(read)
         converter = ShardConverter(builder.source, list(reports), on_error=on_error, reports=reports)
-        rows = (row for shard in plan.shards for batch in converter.batches(plan, shard, arrow=False)
-                for row in batch.rows[UNIFIED])
-        for row in progress(rows, f"validate {source}/{plan.name}"):
+        rows = (row for plan in split_plans for shard in plan.shards
+                for batch in converter.batches(plan, shard, arrow=False) for row in batch.rows[UNIFIED])
+        for row in progress(rows, f"validate {source}/{name}"):
             counter.check(row)
         read.close()
-        splits[plan.name] = SplitValidation(read, counter)
+        splits[name] = SplitValidation(read, counter)
     return ValidationResult(source, config, splits, fail_on, [r.id for r in selected])
 
 
