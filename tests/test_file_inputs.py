@@ -616,8 +616,13 @@ def test_an_http_file_rewritten_under_a_stream_of_its_byte_ranges_is_the_files_e
         path = folder / "rows.jsonl"
         lines = swift_lines(400).splitlines(keepends=True)
         path.write_text("".join(lines))
-        ds = td.load("ms_swift", split="train", data_files=f"http://127.0.0.1:{server.server_address[1]}/rows.jsonl",
-                     streaming=True, shard_bytes=path.stat().st_size // 4)
+        url = f"http://127.0.0.1:{server.server_address[1]}/rows.jsonl"
+        from fsspec.implementations.http import HTTPFileSystem
+
+        if "Last-Modified" not in HTTPFileSystem().info(url):
+            pytest.skip("this fsspec's http info() gives no Last-Modified (older releases give only ETag, "
+                        "Content-MD5 and Digest), so a same-size rewrite on a server sending only it goes unseen")
+        ds = td.load("ms_swift", split="train", data_files=url, streaming=True, shard_bytes=path.stat().st_size // 4)
         assert ds.n_shards >= 4
         handed = []
         with pytest.raises(td.InvalidValueError, match="changed since the stream or load was planned") as caught:
