@@ -1163,7 +1163,39 @@ def test_only_folders_of_callers_that_no_longer_run_are_removed(evil_dir, tmp_pa
         running.kill()
         running.wait()
         ended.wait()
-    assert sandbox._caller_token(running.pid) is None
+    assert sandbox._start_time(running.pid) is None
+
+
+# A caller in a PID namespace of its own whose /proc is the outer namespace's (argv: the temporary folder): its own
+# batch folder, named as the sandbox names it (its id here, its start time), is looked for by the next batch.
+FOREIGN_PROC = """
+import os, sys, tempfile
+from tooluse_datasets.builders.nestful.execution import sandbox
+tempfile.tempdir = sys.argv[1]
+assert os.readlink("/proc/self") != str(os.getpid())  # (the outer namespace's /proc)
+start = open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19]
+namespace = "".join(filter(str.isdigit, os.readlink("/proc/self/ns/pid")))
+parent = os.path.join(sys.argv[1], f"nestful-sandboxes-{os.geteuid()}")
+mine = os.path.join(parent, f"{namespace}-{os.getpid()}-{start}-abc")
+os.mkdir(parent, 0o700)
+os.mkdir(mine)
+with sandbox._batch_folder():
+    pass
+print("kept" if os.path.isdir(mine) else "removed")
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="a PID namespace is made by root")
+def test_a_live_callers_folder_is_kept_where_proc_is_of_another_pid_namespace(tmp_path):
+    """``unshare --pid`` without ``--mount-proc`` (or a container given the host's /proc): /proc/<id> is another
+    process than this namespace's process of that id, so a live caller's folder was judged by a stranger's start
+    time and removed. Where /proc is not of its namespace the sandbox goes by no process ids."""
+    done = subprocess.run(["unshare", "--pid", "--fork", sys.executable, "-c", FOREIGN_PROC, str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, cwd="/")
+    if done.returncode != 0 and "unshare" in done.stderr:
+        pytest.skip(f"no PID namespace here: {done.stderr.strip()}")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "kept"
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="a folder of another user is made by root")

@@ -346,10 +346,10 @@ _FOLDER_NAME = re.compile(r"(\d+)-(\d+)-(\d+)-[a-z0-9_]+")
 
 def _batch_folder() -> tempfile.TemporaryDirectory:
     """A new folder for a batch's root (removed when the ``with`` ends), after removing those of dead callers."""
-    me, parent = _caller_token(os.getpid()), _own_parent()
-    if me is None or parent is None:  # no /proc of our own, or a parent we may not trust: no name to go by
+    namespace, parent = _pid_namespace(), _own_parent()
+    started = _start_time(os.getpid()) if namespace is not None else None
+    if started is None or parent is None:  # no /proc of our own, or a parent we may not trust: no name to go by
         return tempfile.TemporaryDirectory(prefix="nestful-sandbox-")
-    namespace = me[0]
     try:
         entries = list(os.scandir(parent))
     except OSError:
@@ -358,26 +358,34 @@ def _batch_folder() -> tempfile.TemporaryDirectory:
         match = _FOLDER_NAME.fullmatch(entry.name)
         # (another PID namespace's process ids mean nothing here: its folders are left to its own callers)
         if (match and match[1] == namespace and entry.is_dir(follow_symlinks=False)
-                and _caller_token(int(match[2])) != (namespace, match[3])):
+                and _start_time(int(match[2])) != match[3]):
             _remove_tree(entry.path)
-    return tempfile.TemporaryDirectory(prefix=f"{namespace}-{os.getpid()}-{me[1]}-", dir=parent)
+    return tempfile.TemporaryDirectory(prefix=f"{namespace}-{os.getpid()}-{started}-", dir=parent)
 
 
-def _caller_token(pid: int) -> Optional[tuple[str, str]]:
-    """``(PID namespace, start time)`` of a running process (a zombie has ended), None for none: the start time (in
-    clock ticks since boot) tells a process from a later one given the same id."""
+def _pid_namespace() -> Optional[str]:
+    """This process's PID namespace (its number), None if /proc is not of it: a /proc mounted for another namespace
+    (``unshare --pid`` without ``--mount-proc``, a container given the host's) shows other processes under the ids
+    of this namespace's, so a caller's id would name another process there."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat_text = f.read()
-        namespace = os.readlink("/proc/self/ns/pid")
+        if os.readlink("/proc/self") != str(os.getpid()):
+            return None
+        return "".join(filter(str.isdigit, os.readlink("/proc/self/ns/pid")))
     except OSError:
         return None
-    head, _, tail = stat_text.rpartition(b")")  # (the command name in parentheses may hold spaces and ')')
-    fields = tail.split()
-    if (len(fields) < 20 or fields[0] in (b"Z", b"X") or not head.split(b" (", 1)[0].strip().isdigit()
-            or int(head.split(b" (", 1)[0]) != pid):
-        return None  # (a /proc that is not of our PID namespace shows other ids)
-    return "".join(filter(str.isdigit, namespace)), fields[19].decode()
+
+
+def _start_time(pid: int) -> Optional[str]:
+    """The start time (in clock ticks since boot) of the running process ``pid``, None for none (a zombie has
+    ended): it tells a process from a later one given the same id."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rpartition(b")")[2].split()  # (the command name in parentheses may hold ')')
+    except OSError:
+        return None
+    if len(fields) < 20 or fields[0] in (b"Z", b"X"):
+        return None
+    return fields[19].decode()
 
 
 def _own_parent() -> Optional[str]:
