@@ -349,3 +349,30 @@ def test_a_panel_title_too_wide_for_the_console_is_shown_whole_not_cut(tmp_path,
     text = "".join(line.strip("│ ") for line in result.splitlines()[1:]).replace(" ", "")  # (wrapped lines)
     assert f"resultofcall_0({name})" in text and "theresult" in text
     assert max(len(line) for line in out.splitlines()) <= 100
+
+
+@pytest.mark.parametrize("spare", [4, 5])
+def test_a_panel_title_a_few_columns_narrower_than_the_console_is_shown_whole(tmp_path, capsys, spare):
+    """rich draws a title between "╭─ " and "─╮" and keeps it whole only with five columns to spare: with four, the
+    title was taken to fit and lost its last character (the ")" closing the tool's name), nothing said so. With
+    five it is whole in the title, as it always was."""
+    from tooluse_datasets.preview import PIPE_WIDTH
+
+    name = "lookup_" + "x" * (PIPE_WIDTH - spare - len("[2] tool · result of call_0 ()") - len("lookup_"))
+    title = f"[2] tool · result of call_0 ({name})"
+    assert len(title) == PIPE_WIDTH - spare
+    path = tmp_path / "name.jsonl"
+    path.write_text(json.dumps({
+        "tools": [{"type": "function", "function": {"name": name, "parameters": {"type": "object", "properties": {}}}}],
+        "messages": [{"role": "user", "content": "q"},
+                     {"role": "assistant", "content": "", "tool_calls": [
+                         {"type": "function", "function": {"name": name, "arguments": "{}"}}]},
+                     {"role": "tool", "content": "the result"},
+                     {"role": "assistant", "content": "done"}]}) + "\n")
+    assert main(["show", "ms_swift", "--data-files", str(path)]) == 0
+    out = capsys.readouterr().out
+    result = out[out.index("[2] tool"):out.index("[3] assistant")].splitlines()
+    if spare == 5:
+        assert result[0].startswith(title)
+    else:
+        assert result[0].startswith("[2] tool ─") and f"result of call_0 ({name})" in result[1]

@@ -119,7 +119,7 @@ class _MessagePanel:
         self.title, self.short_title, self.body, self.style = title, short_title, body, style
 
     def _panel(self, max_width: int) -> Panel:
-        fits = cell_len(self.title) + 4 <= max_width  # a space each side of it and a corner each side
+        fits = cell_len(self.title) + 5 <= max_width  # rich draws "╭─ " before it and at least "─╮" after it
         detail = self.title[len(self.short_title):].removeprefix(" · ")
         body = self.body if fits else [Text(detail, style="dim"), *self.body]
         # A Text title: a str one is read as rich markup, so a name or call id holding "[/x]" raised MarkupError
