@@ -1133,6 +1133,12 @@ def test_the_folder_of_a_killed_caller_is_removed_by_the_next_sandbox_and_a_live
     assert batch_roots(tmp_path) == set()
 
 
+def process_id_scope() -> str:
+    """What names this machine's boot and PID namespace in the sandbox's batch folder names."""
+    boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip().replace("-", "")
+    return f"{boot}." + "".join(filter(str.isdigit, os.readlink("/proc/self/ns/pid")))
+
+
 def test_only_folders_of_callers_that_no_longer_run_are_removed(evil_dir, tmp_path, monkeypatch):
     """A batch folder is its caller's while that process runs: told by its process id and start time (a later
     process given the same id, or a zombie, is not it), in this PID namespace (another's ids mean nothing here)."""
@@ -1142,14 +1148,15 @@ def test_only_folders_of_callers_that_no_longer_run_are_removed(evil_dir, tmp_pa
     run_sequences([one_call("add", 1, 2)], evil_dir, FAST)  # (makes the parent)
     parent = tmp_path / f"nestful-sandboxes-{os.geteuid()}"
     assert parent.is_dir() and stat.S_IMODE(parent.stat().st_mode) == 0o700 and not list(parent.iterdir())
-    namespace = "".join(filter(str.isdigit, os.readlink("/proc/self/ns/pid")))
+    namespace = process_id_scope()
     running = subprocess.Popen(["sleep", "60"])
     ended = subprocess.Popen(["true"])  # (not waited for until the end: a zombie)
     try:
         while not open(f"/proc/{ended.pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z":
             time.sleep(0.01)
         start = open(f"/proc/{running.pid}/stat").read().rsplit(")", 1)[1].split()[19]
-        kept = [f"{namespace}-{running.pid}-{start}-abc", f"{int(namespace) + 1}-1-1-abc", "not-a-batch", "7-x"]
+        kept = [f"{namespace}-{running.pid}-{start}-abc", namespace.split(".")[0] + ".1-1-1-abc",
+                "f" * 32 + "." + namespace.split(".")[1] + "-1-1-abc", "not-a-batch", "7-x"]
         removed = [f"{namespace}-{running.pid}-{int(start) + 1}-abc", f"{namespace}-{ended.pid}-1-abc",
                    f"{namespace}-{2**22 + 1}-1-abc"]
         for name in kept + removed:
@@ -1174,7 +1181,8 @@ from tooluse_datasets.builders.nestful.execution import sandbox
 tempfile.tempdir = sys.argv[1]
 assert os.readlink("/proc/self") != str(os.getpid())  # (the outer namespace's /proc)
 start = open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19]
-namespace = "".join(filter(str.isdigit, os.readlink("/proc/self/ns/pid")))
+boot = open("/proc/sys/kernel/random/boot_id").read().strip().replace("-", "")
+namespace = boot + "." + "".join(filter(str.isdigit, os.readlink("/proc/self/ns/pid")))
 parent = os.path.join(sys.argv[1], f"nestful-sandboxes-{os.geteuid()}")
 mine = os.path.join(parent, f"{namespace}-{os.getpid()}-{start}-abc")
 os.mkdir(parent, 0o700)
@@ -1198,12 +1206,52 @@ def test_a_live_callers_folder_is_kept_where_proc_is_of_another_pid_namespace(tm
     assert done.stdout.strip() == "kept"
 
 
+# A caller whose batch folder is made and kept while it sleeps (argv: the temporary folder).
+NAPPING_CALLER = """
+import sys, tempfile, time
+from tooluse_datasets.builders.nestful.execution import sandbox
+tempfile.tempdir = sys.argv[1]
+with sandbox._batch_folder() as root:
+    print(root, flush=True)
+    time.sleep(600)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="another boot id is mounted by root")
+def test_the_folder_of_a_caller_on_another_machine_sharing_the_temporary_folder_is_kept(tmp_path, monkeypatch):
+    """A temporary folder on NFS is shared by machines whose first PID namespace has the same number: a caller on
+    another one, its id not running here, had its folder removed while it ran. The folder names the machine's boot
+    too (another machine is simulated by a caller that sees another boot id), and only this one's are judged."""
+    boot = tmp_path / "boot_id"
+    boot.write_text("0123456789abcdef0123456789abcdef\n")
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    caller = subprocess.Popen(["unshare", "--mount", "sh", "-c",
+                               f"mount --bind {boot} /proc/sys/kernel/random/boot_id && exec \"$0\" -c \"$1\" \"$2\"",
+                               sys.executable, NAPPING_CALLER, str(temporary)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd="/")
+    try:
+        root = caller.stdout.readline().strip()
+        if not root:
+            pytest.skip(f"no mount namespace here: {caller.stderr.read().strip()}")
+        assert os.path.isdir(root)
+    finally:
+        caller.kill()  # (its id no longer runs here, as another machine's would not)
+        caller.wait()
+    from tooluse_datasets.builders.nestful.execution import sandbox
+
+    with sandbox._batch_folder() as mine:
+        assert os.path.dirname(mine) == os.path.dirname(root)
+    assert os.path.isdir(root)
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="a folder of another user is made by root")
 def test_another_users_folder_where_the_sandbox_puts_its_own_is_left_alone(evil_dir, tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     parent = tmp_path / f"nestful-sandboxes-{os.geteuid()}"
     parent.mkdir(mode=0o700)
-    namespace = "".join(filter(str.isdigit, os.readlink("/proc/self/ns/pid")))
+    namespace = process_id_scope()
     dead = parent / f"{namespace}-{2**22 + 1}-1-abc"  # (a name the sandbox would remove, were the folder its user's)
     dead.mkdir()
     os.chown(parent, 12345, 12345)

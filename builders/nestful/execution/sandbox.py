@@ -337,17 +337,18 @@ def run_sequences(jobs: Sequence[SequenceJob], functions_dir: str | os.PathLike,
 
 
 # The batches' folders: a parent per user in the temporary folder, and in it one folder per run_sequences, named
-# after its caller (PID namespace, process id, start time). A caller killed outright (SIGKILL, or SIGTERM, which
-# Python does not catch) cannot remove its own; the next sandbox started removes the folders of callers that are no
-# longer running, so they do not pile up. Another user's are in another parent; a live caller's, its name says so.
+# after its caller (where its id names it: the machine's boot and the PID namespace; its process id and start
+# time). A caller killed outright (SIGKILL, or SIGTERM, which Python does not catch) cannot remove its own; the next
+# sandbox started removes the folders of callers that are no longer running, so they do not pile up. Another user's
+# are in another parent; a live caller's, its name says so.
 FOLDERS = "nestful-sandboxes-{uid}"
-_FOLDER_NAME = re.compile(r"(\d+)-(\d+)-(\d+)-[a-z0-9_]+")
+_FOLDER_NAME = re.compile(r"([0-9a-f]{32}\.\d+)-(\d+)-(\d+)-[a-z0-9_]+")
 
 
 def _batch_folder() -> tempfile.TemporaryDirectory:
     """A new folder for a batch's root (removed when the ``with`` ends), after removing those of dead callers."""
-    namespace, parent = _pid_namespace(), _own_parent()
-    started = _start_time(os.getpid()) if namespace is not None else None
+    scope, parent = _process_id_scope(), _own_parent()
+    started = _start_time(os.getpid()) if scope is not None else None
     if started is None or parent is None:  # no /proc of our own, or a parent we may not trust: no name to go by
         return tempfile.TemporaryDirectory(prefix="nestful-sandbox-")
     try:
@@ -356,23 +357,27 @@ def _batch_folder() -> tempfile.TemporaryDirectory:
         entries = []
     for entry in entries:
         match = _FOLDER_NAME.fullmatch(entry.name)
-        # (another PID namespace's process ids mean nothing here: its folders are left to its own callers)
-        if (match and match[1] == namespace and entry.is_dir(follow_symlinks=False)
+        # (another machine's or PID namespace's process ids mean nothing here: its folders are left to its callers)
+        if (match and match[1] == scope and entry.is_dir(follow_symlinks=False)
                 and _start_time(int(match[2])) != match[3]):
             _remove_tree(entry.path)
-    return tempfile.TemporaryDirectory(prefix=f"{namespace}-{os.getpid()}-{started}-", dir=parent)
+    return tempfile.TemporaryDirectory(prefix=f"{scope}-{os.getpid()}-{started}-", dir=parent)
 
 
-def _pid_namespace() -> Optional[str]:
-    """This process's PID namespace (its number), None if /proc is not of it: a /proc mounted for another namespace
-    (``unshare --pid`` without ``--mount-proc``, a container given the host's) shows other processes under the ids
-    of this namespace's, so a caller's id would name another process there."""
+def _process_id_scope() -> Optional[str]:
+    """Where this process's ids name processes, ``<boot id>.<PID namespace>``: the namespace's number alone is the
+    same for the first namespace of every machine (a temporary folder shared over NFS), and of every boot. None if
+    /proc is not of this namespace: a /proc mounted for another (``unshare --pid`` without ``--mount-proc``, a
+    container given the host's) shows other processes under the ids of this namespace's."""
     try:
         if os.readlink("/proc/self") != str(os.getpid()):
             return None
-        return "".join(filter(str.isdigit, os.readlink("/proc/self/ns/pid")))
-    except OSError:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            boot = f.read().strip().replace("-", "")
+        namespace = "".join(filter(str.isdigit, os.readlink("/proc/self/ns/pid")))
+    except (OSError, ValueError):
         return None
+    return f"{boot}.{namespace}" if re.fullmatch(r"[0-9a-f]{32}", boot) and namespace else None
 
 
 def _start_time(pid: int) -> Optional[str]:
