@@ -329,12 +329,8 @@ def test_the_skip_summary_escapes_a_field_that_holds_a_key_of_the_data(tmp_path,
     assert report.summary() == summary
 
 
-def test_a_panel_title_too_wide_for_the_console_is_shown_whole_not_cut(tmp_path, capsys):
-    """A result's title names its call and tool; rich cuts a title wider than the console without a mark, so a
-    result answering a tool of a long name (100 columns in a pipe) lost the end of the name, and nothing said so.
-    The whole title then goes on the panel's first line, wrapped like any text."""
-    name = "lookup_" + "x" * 120 + "_END"
-    path = tmp_path / "long_name.jsonl"
+def write_one_call_row(path: Path, name: str) -> Path:
+    """An ms-swift file of one row: a call of the tool ``name``, its result (panel ``[2] tool``), then an answer."""
     path.write_text(json.dumps({
         "tools": [{"type": "function", "function": {"name": name, "parameters": {"type": "object", "properties": {}}}}],
         "messages": [{"role": "user", "content": "q"},
@@ -342,6 +338,15 @@ def test_a_panel_title_too_wide_for_the_console_is_shown_whole_not_cut(tmp_path,
                          {"type": "function", "function": {"name": name, "arguments": "{}"}}]},
                      {"role": "tool", "content": "the result"},
                      {"role": "assistant", "content": "done"}]}) + "\n")
+    return path
+
+
+def test_a_panel_title_too_wide_for_the_console_is_shown_whole_not_cut(tmp_path, capsys):
+    """A result's title names its call and tool; rich cuts a title wider than the console without a mark, so a
+    result answering a tool of a long name (100 columns in a pipe) lost the end of the name, and nothing said so.
+    The whole title then goes on the panel's first line, wrapped like any text."""
+    name = "lookup_" + "x" * 120 + "_END"
+    path = write_one_call_row(tmp_path / "long_name.jsonl", name)
     assert main(["show", "ms_swift", "--data-files", str(path)]) == 0
     out = capsys.readouterr().out
     result = out[out.index("[2] tool"):out.index("[3] assistant")]
@@ -361,14 +366,7 @@ def test_a_panel_title_a_few_columns_narrower_than_the_console_is_shown_whole(tm
     name = "lookup_" + "x" * (PIPE_WIDTH - spare - len("[2] tool · result of call_0 ()") - len("lookup_"))
     title = f"[2] tool · result of call_0 ({name})"
     assert len(title) == PIPE_WIDTH - spare
-    path = tmp_path / "name.jsonl"
-    path.write_text(json.dumps({
-        "tools": [{"type": "function", "function": {"name": name, "parameters": {"type": "object", "properties": {}}}}],
-        "messages": [{"role": "user", "content": "q"},
-                     {"role": "assistant", "content": "", "tool_calls": [
-                         {"type": "function", "function": {"name": name, "arguments": "{}"}}]},
-                     {"role": "tool", "content": "the result"},
-                     {"role": "assistant", "content": "done"}]}) + "\n")
+    path = write_one_call_row(tmp_path / "name.jsonl", name)
     assert main(["show", "ms_swift", "--data-files", str(path)]) == 0
     out = capsys.readouterr().out
     result = out[out.index("[2] tool"):out.index("[3] assistant")].splitlines()
