@@ -73,6 +73,13 @@ def convert(native: dict) -> tuple[dict, dict]:
     return raw, SOURCE.to_unified(raw, CTX)
 
 
+def assert_refused(native: dict, error: type, field: str, match: str) -> None:
+    """Converting ``native`` raises exactly ``error``, saying ``match``, about ``field``."""
+    with pytest.raises(error, match=re.escape(match)) as info:
+        convert(native)
+    assert type(info.value) is error and info.value.field == field
+
+
 def summarize(row: dict) -> list[tuple]:
     """A unified row's conversation as readable tuples: (role, content[, reasoning]), ("call", id, name,
     arguments), ("tool", call id, name, content)."""
@@ -790,10 +797,7 @@ def under_column(native: dict, field: str, column: str) -> tuple[dict, str]:
 @pytest.mark.parametrize("native, error, field, match", REJECTED)
 def test_rejected_variant(native, error, field, match, column):
     native, field = under_column(native, field, column)
-    with pytest.raises(error, match=re.escape(match)) as info:
-        convert(native)
-    assert type(info.value) is error
-    assert info.value.field == field
+    assert_refused(native, error, field, match)
 
 
 
@@ -825,9 +829,7 @@ FROM_VALUE_REJECTED = [pytest.param(*under_from_and_value(p.values[0], p.values[
 
 @pytest.mark.parametrize("native, field, error, match", FROM_VALUE_REJECTED)
 def test_errors_name_the_from_and_value_keys_a_message_is_written_with(native, field, error, match):
-    with pytest.raises(error, match=re.escape(match)) as info:
-        convert(native)
-    assert type(info.value) is error and info.value.field == field
+    assert_refused(native, error, field, match)
 
 
 def test_errors_name_the_from_and_value_keys_when_loading(tmp_path, cache_dir):
@@ -868,9 +870,7 @@ MEDIA_ALIASES = pytest.mark.parametrize("spelling", [lambda kind: kind[:-1], str
 @pytest.mark.parametrize("native, error, field, match", MEDIA_REJECTED)
 def test_media_errors_name_the_files_media_column(native, error, field, match, spelling):
     native, field = under_media_alias(native, field, spelling)
-    with pytest.raises(error, match=re.escape(match)) as info:
-        convert(native)
-    assert type(info.value) is error and info.value.field == field
+    assert_refused(native, error, field, match)
 
 
 @MEDIA_ALIASES
@@ -934,9 +934,7 @@ FILE_FIELDS = [
 @pytest.mark.parametrize("native, error, field, match", FILE_FIELDS)
 def test_errors_in_expanded_messages_name_the_files_message(native, error, field, match, column):
     native, field = under_column(native, field, column)
-    with pytest.raises(error, match=re.escape(match)) as info:
-        convert(native)
-    assert type(info.value) is error and info.value.field == field
+    assert_refused(native, error, field, match)
 
 
 def with_user_after_results(row: dict) -> dict:
