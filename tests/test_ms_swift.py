@@ -73,6 +73,17 @@ def convert(native: dict) -> tuple[dict, dict]:
     return raw, SOURCE.to_unified(raw, CTX)
 
 
+def assert_skipped_fields(path, cache_dir: str, expected) -> None:
+    """Loading ``path`` (map-style and streaming) keeps its one good row and reports row ``i`` skipped at
+    ``expected[i]``."""
+    for streaming in (False, True):
+        report = td.SkipReport(keep_all=True)
+        ds = td.load("ms_swift", data_files=path, split="train", on_error="skip", report=report, streaming=streaming,
+                     cache_dir=cache_dir)
+        assert len(list(ds)) == 1
+        assert [(r["row"], r["field"]) for r in report.rows] == list(enumerate(expected))
+
+
 def assert_refused(native: dict, error: type, field: str, match: str) -> None:
     """Converting ``native`` raises exactly ``error``, saying ``match``, about ``field``."""
     with pytest.raises(error, match=re.escape(match)) as info:
@@ -840,12 +851,7 @@ def test_errors_name_the_from_and_value_keys_when_loading(tmp_path, cache_dir):
     assert any(".from" in field for field in expected) and any(".value" in field for field in expected)
     path = write_jsonl(tmp_path / "sharegpt.jsonl", [*rows, {"conversations": [{"from": "human", "value": "Hi"},
                                                                                 {"from": "gpt", "value": "Hello"}]}])
-    for streaming in (False, True):
-        report = td.SkipReport(keep_all=True)
-        ds = td.load("ms_swift", data_files=path, split="train", on_error="skip", report=report, streaming=streaming,
-                     cache_dir=cache_dir)
-        assert len(list(ds)) == 1
-        assert [(r["row"], r["field"]) for r in report.rows] == list(enumerate(expected))
+    assert_skipped_fields(path, cache_dir, expected)
 
 
 MEDIA_KINDS = ("images", "audios", "videos")
@@ -878,12 +884,7 @@ def test_media_errors_name_the_files_media_column_when_loading(tmp_path, cache_d
     written = [p for p in MEDIA_REJECTED if p.id != "embedded image bytes"]  # (bytes: not in a JSON file)
     rows, expected = zip(*(under_media_alias(p.values[0], p.values[2], spelling) for p in written))
     path = write_jsonl(tmp_path / "media.jsonl", [*rows, {"messages": [USER, ANSWER]}])
-    for streaming in (False, True):
-        report = td.SkipReport(keep_all=True)
-        ds = td.load("ms_swift", data_files=path, split="train", on_error="skip", report=report, streaming=streaming,
-                     cache_dir=cache_dir)
-        assert len(list(ds)) == 1
-        assert [(r["row"], r["field"]) for r in report.rows] == list(enumerate(expected))
+    assert_skipped_fields(path, cache_dir, expected)
 
 
 def _openai_call(name, call_id=None, arguments="{}"):
@@ -1137,12 +1138,7 @@ def test_read_errors_name_the_files_message_when_loading_and_validating(tmp_path
     rows, expected = zip(*(under_column(p.values[0], p.values[2], column) for p in FILE_FIELDS))
     expected = list(expected)
     path = write_jsonl(tmp_path / "expanded.jsonl", [*rows, {column: [USER, ANSWER]}])
-    for streaming in (False, True):
-        report = td.SkipReport(keep_all=True)
-        ds = td.load("ms_swift", data_files=path, split="train", on_error="skip", report=report, streaming=streaming,
-                     cache_dir=cache_dir)
-        assert len(list(ds)) == 1
-        assert [(r["row"], r["field"]) for r in report.rows] == list(enumerate(expected))
+    assert_skipped_fields(path, cache_dir, expected)
     skipped = tmp_path / "skipped.jsonl"
     result = td.validate("ms_swift", data_files=path, skipped_rows=str(skipped))
     assert result.failures() == {"read": len(rows)}
