@@ -957,7 +957,8 @@ def test_prepare_workers_take_sigterms_default_action_whatever_handler_the_calle
         signal.signal(signal.SIGTERM, previous)
     assert len(ds) == 2 * len(sample.read_text().splitlines())
     workers = [line.split(" ", 1) for line in seen.read_text().splitlines()]
-    assert len({pid for pid, _ in workers}) == 2 and str(os.getpid()) not in {pid for pid, _ in workers}
+    # (how many of the pool's two processes took a shard is the pool's choice: one may take both on a busy machine)
+    assert workers and str(os.getpid()) not in {pid for pid, _ in workers}
     assert {handler for _, handler in workers} == {repr(signal.SIG_DFL)}
     # datasets' pool downloading (here: resolving) the files with num_proc forks workers too
     fetchers = [line.split(" ", 1) for line in fetched.read_text().splitlines()]
