@@ -185,6 +185,18 @@ def test_one_file_of_a_zip_named_as_errors_name_it_loads_alone(tmp_path, cache_d
         assert [r["id"] for r in rows] == ["ms_swift/b/0", "ms_swift/b/1", "ms_swift/b/2"], mode
 
 
+def test_a_zip_archive_named_by_a_file_url_is_read_where_it_is(tmp_path, cache_dir, monkeypatch):
+    """``zip://b.jsonl::file:///data/two.zip`` (fsspec opens it so): datasets' xopen looked for the archive at the
+    current folder joined with its path, and the load failed as a file gone since planning."""
+    archive = tmp_path / "data" / "two.zip"
+    archive.parent.mkdir()
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("b.jsonl", swift_lines(3, 10))
+    monkeypatch.chdir(tmp_path)
+    for mode, (rows, report) in load_modes(f"zip://b.jsonl::file://{archive}", cache_dir).items():
+        assert [r["id"] for r in rows] == ["ms_swift/b/0", "ms_swift/b/1", "ms_swift/b/2"], mode
+
+
 def test_a_bad_row_in_a_zip_file_names_the_file_inside_the_archive_and_its_row(tmp_path, cache_dir):
     archive = tmp_path / "rows.zip"
     with zipfile.ZipFile(archive, "w") as z:

@@ -597,6 +597,11 @@ def _path_strings(data_files, base: Optional[str] = None, top: bool = True):
     # Only a local path is checked below. (Once a stream has been built, datasets has patched this module's
     # os.path.isdir for streaming, and its version asks an http(s) server to list a URL it has cut the scheme
     # from: a second load of an https:// file failed with aiohttp's NonHttpUrlClientError.)
+    if "::" in path and path.rsplit("::", 1)[1].startswith("file://"):
+        # A local archive named as a file:// URL (zip://rows.jsonl::file:///data/a.zip): datasets' xopen opens it
+        # at the current folder joined with the path; named as the path it is, it is read where it is.
+        head, archive = path.rsplit("::", 1)
+        path = f"{head}::{archive[len('file://'):]}"
     if "://" in path or "::" in path:
         return path
     if base is not None and ("://" in base or "::" in base):
