@@ -4,6 +4,7 @@ UTF-8, and streams left unfinished at interpreter exit. Whatever goes wrong with
 arrives; map-style, streaming and num_proc=2 agree."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import gzip
 import http.server
@@ -20,6 +21,7 @@ import textwrap
 import threading
 import zipfile
 from pathlib import Path
+from typing import Callable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -654,79 +656,74 @@ def test_an_http_file_rewritten_under_a_stream_of_its_byte_ranges_is_the_files_e
         HTTPFileSystem.clear_instance_cache()
 
 
-def test_a_file_whose_server_gives_its_size_one_time_and_not_the_next_is_not_said_to_have_changed(monkeypatch):
-    """A file read through fsspec is known by its size and what its server says of it (an ETag here). A server
-    gives no size when neither its HEAD nor its GET answer has one (a transfer streamed, a compressed answer): the
-    same file, its ETag the same, was said to be "shorter (-1 bytes, ... then)" and the stream stopped with the
-    file's error. A size given then and now still tells a file cut short."""
+@contextlib.contextmanager
+def served_rows(monkeypatch, protocol: str, described: Callable[[dict], dict]):
+    """A file system ``protocol`` holding ``/rows.jsonl`` (3 rows), whose ``info()`` answers are ``described``
+    of its own, as a server's headers describe a file: yields the file system and a shard of the file, its version
+    taken."""
     from fsspec.implementations.memory import MemoryFileSystem
 
     from tooluse_datasets.shards.shard import LINES, Shard
-    from tooluse_datasets.shards.versions import check_unchanged, with_versions
+    from tooluse_datasets.shards.versions import with_versions
 
-    sized = []  # whether each info() answer gives the size
-
-    class SizedSometimes(MemoryFileSystem):
-        protocol = "sizedsometimes"
-
+    class Described(MemoryFileSystem):
         @classmethod
         def _strip_protocol(cls, path):
             return "/" + path.split("://", 1)[-1].lstrip("/")
 
         def info(self, path, **kwargs):
-            info = {**super().info(path, **kwargs), "ETag": '"rows-v1"'}
-            return info if sized.pop(0) else {**info, "size": None}
+            return described(super().info(path, **kwargs))
 
-    monkeypatch.setitem(importlib.import_module("fsspec.registry")._registry, "sizedsometimes", SizedSometimes)
-    fs = SizedSometimes()
+    Described.protocol = protocol
+    monkeypatch.setitem(importlib.import_module("fsspec.registry")._registry, protocol, Described)
+    fs = Described()
     fs.pipe("/rows.jsonl", swift_lines(3).encode())
     try:
-        sized[:] = [True, False, True]
-        shard, = with_versions([Shard("sizedsometimes://rows.jsonl", LINES)])
+        shard, = with_versions([Shard(f"{protocol}://rows.jsonl", LINES)])
+        yield fs, shard
+    finally:
+        fs.rm("/rows.jsonl")
+
+
+def test_a_file_whose_server_gives_its_size_one_time_and_not_the_next_is_not_said_to_have_changed(monkeypatch):
+    """A file read through fsspec is known by its size and what its server says of it (an ETag here). A server
+    gives no size when neither its HEAD nor its GET answer has one (a transfer streamed, a compressed answer): the
+    same file, its ETag the same, was said to be "shorter (-1 bytes, ... then)" and the stream stopped with the
+    file's error. A size given then and now still tells a file cut short."""
+    from tooluse_datasets.shards.versions import check_unchanged
+
+    sized = [True, False, True]  # whether each info() answer gives the size
+
+    def described(info: dict) -> dict:
+        info = {**info, "ETag": '"rows-v1"'}
+        return info if sized.pop(0) else {**info, "size": None}
+
+    with served_rows(monkeypatch, "sizedsometimes", described) as (fs, shard):
         assert shard.version.size == len(swift_lines(3))
         check_unchanged(shard)  # no size given now
         fs.pipe("/rows.jsonl", swift_lines(2).encode())
         with pytest.raises(td.InvalidValueError, match="is shorter"):
             check_unchanged(shard)
-    finally:
-        fs.rm("/rows.jsonl")
 
 
 def test_a_server_giving_an_etag_is_not_judged_by_its_last_modified(monkeypatch):
     """Some servers set Last-Modified to the time of each request, and machines behind a load balancer give their
     own: a file whose ETag (or content digest) is given is known by that alone, else each check read as a change
     stopped the stream. Its ETag changing is still a change."""
-    from fsspec.implementations.memory import MemoryFileSystem
-
-    from tooluse_datasets.shards.shard import LINES, Shard
-    from tooluse_datasets.shards.versions import check_unchanged, with_versions
+    from tooluse_datasets.shards.versions import check_unchanged
 
     etag = ['"rows-v1"']
     answers = iter(range(100))
 
-    class DatedEachRequest(MemoryFileSystem):
-        protocol = "datedeachrequest"
+    def described(info: dict) -> dict:
+        return {**info, "ETag": etag[0], "Last-Modified": f"Sun, 06 Dec 2026 12:00:{next(answers):02d} GMT"}
 
-        @classmethod
-        def _strip_protocol(cls, path):
-            return "/" + path.split("://", 1)[-1].lstrip("/")
-
-        def info(self, path, **kwargs):
-            return {**super().info(path, **kwargs), "ETag": etag[0],
-                    "Last-Modified": f"Sun, 06 Dec 2026 12:00:{next(answers):02d} GMT"}
-
-    monkeypatch.setitem(importlib.import_module("fsspec.registry")._registry, "datedeachrequest", DatedEachRequest)
-    fs = DatedEachRequest()
-    fs.pipe("/rows.jsonl", swift_lines(3).encode())
-    try:
-        shard, = with_versions([Shard("datedeachrequest://rows.jsonl", LINES)])
+    with served_rows(monkeypatch, "datedeachrequest", described) as (fs, shard):
         check_unchanged(shard)
         check_unchanged(shard)
         etag[0] = '"rows-v2"'
         with pytest.raises(td.InvalidValueError, match="described otherwise"):
             check_unchanged(shard)
-    finally:
-        fs.rm("/rows.jsonl")
 
 
 def test_a_file_url_is_versioned_as_the_local_file_it_names(tmp_path):
