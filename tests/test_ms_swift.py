@@ -73,22 +73,26 @@ def convert(native: dict) -> tuple[dict, dict]:
     return raw, SOURCE.to_unified(raw, CTX)
 
 
-def assert_skipped_fields(path, cache_dir: str, expected) -> None:
+def assert_skipped_fields(path, cache_dir: str, expected) -> list[dict]:
     """Loading ``path`` (map-style and streaming) keeps its one good row and reports row ``i`` skipped at
-    ``expected[i]``."""
+    ``expected[i]``. Returns the skipped rows both loads reported."""
+    skipped = []
     for streaming in (False, True):
         report = td.SkipReport(keep_all=True)
         ds = td.load("ms_swift", data_files=path, split="train", on_error="skip", report=report, streaming=streaming,
                      cache_dir=cache_dir)
         assert len(list(ds)) == 1
         assert [(r["row"], r["field"]) for r in report.rows] == list(enumerate(expected))
+        skipped += report.rows
+    return skipped
 
 
-def assert_refused(native: dict, error: type, field: str, match: str) -> None:
-    """Converting ``native`` raises exactly ``error``, saying ``match``, about ``field``."""
+def assert_refused(native: dict, error: type, field: str, match: str) -> td.ToolUseDataError:
+    """Converting ``native`` raises exactly ``error``, saying ``match``, about ``field``; returns the error."""
     with pytest.raises(error, match=re.escape(match)) as info:
         convert(native)
     assert type(info.value) is error and info.value.field == field
+    return info.value
 
 
 def summarize(row: dict) -> list[tuple]:
@@ -722,7 +726,8 @@ REJECTED = [
                  InvalidValueError, "rejected_response", "equals the chosen", id="rejected_response list equal to chosen"),
     pytest.param({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "a.png"}}]}, ANSWER],
                   "images": ["b.png"]},
-                 InvalidValueError, "images", "both as content blocks", id="block images mixed with the images column"),
+                 InvalidValueError, "images", "content blocks and column",
+                 id="block images mixed with the images column"),
     pytest.param({"messages": [{"role": "user", "content": [{"type": "input_file", "file_id": "f1"}]}, ANSWER]},
                  InvalidValueError, "messages[0].content[0].type", "'input_file'", id="unsupported content block"),
     pytest.param({"messages": [USER, ANSWER], "images": [{"bytes": b"\x89PNG", "path": None}]},
@@ -744,6 +749,8 @@ REJECTED = [
                  InvalidValueError, "videos", "single object", id="video given as one object"),
     pytest.param({"messages": [{"role": "user", "content": "<audio>q"}, ANSWER], "audios": {"path": "a.wav"}},
                  InvalidValueError, "audios", "single object", id="audio given as one object"),
+    pytest.param({"messages": [USER, ANSWER], "audios": 3}, InvalidValueError, "audios", "must be a list of paths",
+                 id="audios given as a number"),
     # ms-swift keeps an empty media path and fails loading it (an image "" is no file, or the working directory)
     pytest.param({"messages": [USER, ANSWER], "images": ""}, InvalidValueError, "images", "empty path",
                  id="images given as empty text"),
@@ -872,11 +879,21 @@ MEDIA_ALIASES = pytest.mark.parametrize("spelling", [lambda kind: kind[:-1], str
                                         ids=["singular (image)", "capitalized (Images)"])
 
 
-@MEDIA_ALIASES
+def assert_text_names_column(message: str, field: str) -> None:
+    """An error about a media column (``field``, as the file names it) names that column in its text as the file
+    spells it (``image``, ``Images``), never by the name it is read as (``images``), which the file does not have."""
+    column = field.split("[")[0]
+    kind = column.lower() if column.lower().endswith("s") else column.lower() + "s"
+    assert f"column {column!r}" in message
+    assert column == kind or not re.search(rf"\b{kind}\b", message), message
+
+
+@pytest.mark.parametrize("spelling", [str, lambda kind: kind[:-1], str.capitalize],
+                         ids=["as named (images)", "singular (image)", "capitalized (Images)"])
 @pytest.mark.parametrize("native, error, field, match", MEDIA_REJECTED)
 def test_media_errors_name_the_files_media_column(native, error, field, match, spelling):
     native, field = under_media_alias(native, field, spelling)
-    assert_refused(native, error, field, match)
+    assert_text_names_column(assert_refused(native, error, field, match).message, field)
 
 
 @MEDIA_ALIASES
@@ -884,7 +901,8 @@ def test_media_errors_name_the_files_media_column_when_loading(tmp_path, cache_d
     written = [p for p in MEDIA_REJECTED if p.id != "embedded image bytes"]  # (bytes: not in a JSON file)
     rows, expected = zip(*(under_media_alias(p.values[0], p.values[2], spelling) for p in written))
     path = write_jsonl(tmp_path / "media.jsonl", [*rows, {"messages": [USER, ANSWER]}])
-    assert_skipped_fields(path, cache_dir, expected)
+    for skipped in assert_skipped_fields(path, cache_dir, expected):
+        assert_text_names_column(skipped["message"], skipped["field"])
 
 
 def _openai_call(name, call_id=None, arguments="{}"):

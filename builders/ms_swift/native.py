@@ -159,7 +159,8 @@ def _read_row(row: dict, columns: dict[str, str]) -> tuple[dict, list[Message]]:
     messages_value = row.pop(columns["messages"])
     system_column, system = take_column(row, SYSTEM_COLUMNS)
     tools = normalize_tools(row.pop("tools", None))
-    media = {kind: media_list(row.pop(columns[kind]) if kind in columns else None, kind) for kind in MEDIA_COLUMNS}
+    media = {kind: media_list(row.pop(columns[kind]), kind, columns[kind]) if kind in columns else []
+             for kind in MEDIA_COLUMNS}
     if ORIGINAL_KEY in row:
         raise InvalidValueError(f"column name {ORIGINAL_KEY!r} is reserved by this reader", field=ORIGINAL_KEY)
 
@@ -168,7 +169,7 @@ def _read_row(row: dict, columns: dict[str, str]) -> tuple[dict, list[Message]]:
         from_blocks = [url for m in messages for url in m.media.get(kind, [])]
         if from_blocks:
             if media[kind]:
-                raise InvalidValueError(f"{kind} are given both as content blocks and in the {kind} column; "
+                raise InvalidValueError(f"the row has {kind[:-1]} content blocks and column {columns[kind]!r}; "
                                         f"ms-swift refuses the mix", field=kind)
             media[kind] = from_blocks
     if system is not None:
@@ -248,20 +249,23 @@ def normalize_tools(value: Any) -> list:
     return value
 
 
-def media_list(value: Any, kind: str) -> list:
-    """Media paths/URLs; a single entry is wrapped in a list. Videos may also be lists of frame paths."""
+def media_list(value: Any, kind: str, column: str) -> list:
+    """Media paths/URLs of the file's ``column`` (read as ``kind``); a single entry is wrapped in a list. Videos
+    may also be lists of frame paths. Errors name ``kind`` in their field (:func:`in_columns` puts the file's
+    column there) and ``column`` in their text, the name the user wrote."""
     if value is None:
         return []
     if isinstance(value, dict) and kind != "images":
         # ms-swift wraps a single object in a list for images only (_cast_mm_data): an audio or video object is read
         # as the list of its keys, "path" taken for a file name
-        raise InvalidValueError(f"{kind} is a single object; ms-swift reads its keys as {kind} paths (give a list "
-                                f"of paths)", field=kind)
+        raise InvalidValueError(f"column {column!r} is a single object; ms-swift reads its keys as paths (give a "
+                                f"list of paths)", field=kind)
     bare = isinstance(value, (str, dict))  # one entry given without a list: errors name the column itself
     if bare:
         value = [value]
     if not isinstance(value, list):
-        raise InvalidValueError(f"{kind} must be a list of paths or URLs", field=kind)
+        raise InvalidValueError(f"column {column!r} must be a list of paths or URLs, got {json_kind(value)}",
+                                field=kind)
     out = []
     for j, item in enumerate(value):
         where = kind if bare else f"{kind}[{j}]"
@@ -273,14 +277,14 @@ def media_list(value: Any, kind: str) -> list:
                 if not path.strip():
                     # ms-swift keeps it and fails loading it (an image path "" is read as no file, or as the
                     # working directory), so it does not train the row
-                    raise InvalidValueError(f"{kind} entry is an empty path, which names no file; ms-swift fails to "
-                                            f"load it and does not train the row (leave the entry out, or give "
-                                            f"[] or null for no {kind})",
+                    raise InvalidValueError(f"an entry of column {column!r} is an empty path, which names no file; "
+                                            f"ms-swift fails to load it and does not train the row (leave the entry "
+                                            f"out, or give [] or null for none)",
                                             field=where if isinstance(item, str) else f"{where}[{f}]")
             out.append(item)
         else:
-            raise InvalidValueError(f"{kind} entries must be paths or URLs (strings); embedded bytes are not "
-                                    f"supported", field=where)
+            raise InvalidValueError(f"entries of column {column!r} must be paths or URLs (strings); embedded bytes "
+                                    f"are not supported", field=where)
     return out
 
 

@@ -100,16 +100,19 @@ class MsSwiftSource(Source):
 
     def to_unified(self, raw: dict, ctx: RowContext) -> dict:
         tools = [parse_tool(swift_tool(tool, f"tools[{i}]"), f"tools[{i}]") for i, tool in enumerate(raw["tools"])]
+        traced = ctx.origins
+        if traced is not None and traced[0] is not raw["messages"]:
+            traced = None  # not the raw row to_raw made of the file's row: its names are the raw ones
         try:
             tagged = with_default_tags(raw["messages"], raw)
             turns = group_turns(tagged)
             for j, video in enumerate(raw["videos"]):
                 if not isinstance(video, str):
-                    raise ConversionError("a video given as a list of frames has no unified form (videos are "
-                                          "paths or URLs)", field=f"videos[{j}]")
+                    column = traced[2].get("videos", "videos") if traced is not None else "videos"
+                    raise ConversionError(f"a video given as a list of frames has no unified form (entries of "
+                                          f"column {column!r} are paths or URLs)", field=f"videos[{j}]")
         except ToolUseDataError as exc:
-            traced = ctx.origins
-            if traced is not None and traced[0] is raw["messages"]:  # the raw row to_raw made of the file's row
+            if traced is not None:
                 raise in_columns(in_file_fields(exc, traced[1]), traced[2])
             raise
         if tagged is not raw["messages"]:  # the message given tags is compared as the file wrote it (kept in meta)
