@@ -646,6 +646,8 @@ REJECTED = [
                  id="message without role"),
     pytest.param({"messages": [{"role": "user", "content": None}, ANSWER]},
                  MissingFieldError, "messages[0].content", "null", id="null content"),
+    pytest.param({"messages": [USER, {"role": "assistant"}]},
+                 MissingFieldError, "messages[1].content", "missing", id="message without content"),
     pytest.param({"messages": [USER, {"role": "tool_call", "content": json.dumps({"arguments": {"city": "Oslo"}})}]},
                  MissingFieldError, "messages[1].content.name", "no name", id="call without name"),
     pytest.param({"messages": [USER, {"role": "tool_call", "content": json.dumps({"name": None, "arguments": {}})}]},
@@ -833,8 +835,9 @@ def under_from_and_value(native: dict, field: str):
             for m in messages):
         return None
     respelled = [{("from" if key == "role" else "value"): value for key, value in m.items()} for m in messages]
+    # (a message's missing role or content is named as the message spells its other key: from, value)
     match = re.match(r"messages\[(\d+)\]\.(role|content)\b", field)
-    if match is not None and match.group(2) in messages[int(match.group(1))]:
+    if match is not None:
         field = field[:match.start(2)] + ("from" if match.group(2) == "role" else "value") + field[match.end(2):]
     return {**native, "messages": respelled}, field
 

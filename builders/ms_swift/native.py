@@ -396,7 +396,10 @@ def standard_message(message: dict, index: int) -> Message:
     fields = dict(message)
     where = f"messages[{index}]"
     # Errors name the keys the file wrote (from, value): the raw message's role and content are read from them.
-    role_key, content_key = last_key(fields, ROLE_KEYS) or "role", last_key(fields, CONTENT_KEYS) or "content"
+    # A missing one is named as its pair is spelled: a message written with from lacks a value, not a content.
+    role_key, content_key = last_key(fields, ROLE_KEYS), last_key(fields, CONTENT_KEYS)
+    role_key, content_key = (role_key or ("from" if content_key == "value" else "role"),
+                             content_key or ("value" if role_key == "from" else "content"))
     renames = tuple((f".{raw}", f".{key}") for raw, key in (("role", role_key), ("content", content_key)) if raw != key)
     role = pop_alias(fields, ROLE_KEYS)
     content = pop_alias(fields, CONTENT_KEYS)
