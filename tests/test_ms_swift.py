@@ -646,6 +646,9 @@ REJECTED = [
                  id="message without role"),
     pytest.param({"messages": [{"role": "user", "content": None}, ANSWER]},
                  MissingFieldError, "messages[0].content", "null", id="null content"),
+    # ms-swift tests loss for truth: the text "false" trains the message it was meant to mask
+    pytest.param({"messages": [USER, {"role": "assistant", "content": "2 C in Oslo.", "loss": "false"}]},
+                 InvalidValueError, "messages[1].loss", "loss is text ('false')", id="loss as the text false"),
     pytest.param({"messages": [USER, {"role": "assistant"}]},
                  MissingFieldError, "messages[1].content", "missing", id="message without content"),
     pytest.param({"messages": [USER, {"role": "tool_call", "content": json.dumps({"arguments": {"city": "Oslo"}})}]},

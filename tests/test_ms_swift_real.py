@@ -586,3 +586,29 @@ def test_calls_with_a_null_or_empty_name_are_refused_as_names_ms_swift_would_tra
     assert [(r["row"], r["reason"]) for r in report.rows] == [
         (0, "MissingFieldError:messages[1].content.name"), (1, "InvalidValueError:messages[1].content.name"),
         (2, "InvalidValueError:messages[1].content.name")]
+
+
+def test_loss_given_as_text_is_refused_since_ms_swift_trains_a_message_whose_loss_is_the_text_false(tmp_path):
+    """ms-swift tests a message's loss for truth (``LossScale``): ``"loss": "false"`` trains the message it was meant
+    to mask, as ``"0"`` does, while the booleans do what they say. Refused here, naming the message's loss."""
+    python = swift_python()
+    probe = ("import json\n"
+             "from swift.loss_scale.base import LossScale\n"
+             "from swift.template.utils import ContextType\n"
+             "scales = {}\n"
+             "for loss in ['false', '0', False, True]:\n"
+             "    messages = [{'role': 'user', 'content': 'q'}, {'role': 'assistant', 'content': 'a', 'loss': loss}]\n"
+             "    scales[json.dumps(loss)] = LossScale('default')(['q', 'a'], [ContextType.OTHER, "
+             "ContextType.RESPONSE], messages)[1][-1]\n"
+             "print(json.dumps(scales))\n")
+    done = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == {'"false"': 1.0, '"0"': 1.0, "false": 0.0, "true": 1.0}
+    path = tmp_path / "loss.jsonl"
+    path.write_text(json.dumps({"messages": [{"role": "user", "content": "q"},
+                                             {"role": "assistant", "content": "a", "loss": "false"}]}) + "\n")
+    for streaming in (False, True):
+        with pytest.raises(td.InvalidValueError, match="loss is text") as info:
+            list(td.load("ms_swift", "raw", data_files=str(path), split="train", streaming=streaming,
+                         cache_dir=str(tmp_path / "cache")))
+        assert info.value.field == "messages[1].loss" and info.value.row == 0

@@ -414,8 +414,14 @@ def standard_message(message: dict, index: int) -> Message:
         raise InvalidValueError(f"role {shown(role)} is not one ms-swift accepts (system, user, assistant, tool_call, "
                                 f"tool_response, tool or an alias); ms-swift drops the row",
                                 field=f"{where}.{role_key}")
+    loss = fields.pop("loss", None)
+    if isinstance(loss, str):
+        # ms-swift tests loss for truth (LossScale._inner_call): "false" and "0" train the message, "" does not
+        raise InvalidValueError(f"loss is text ({shown(loss)}); ms-swift tests it for truth, so any text but \"\" "
+                                f"trains the message, \"false\" included: write the JSON boolean true or false",
+                                field=f"{where}.loss")
     out = Message(index, canonical, None if content is _MISSING else content,
-                  loss=fields.pop("loss", None), loss_scale=fields.pop("loss_scale", None), renames=renames)
+                  loss=loss, loss_scale=fields.pop("loss_scale", None), renames=renames)
     if canonical in RESULT_ROLES:
         out.name = fields.pop("name", None)  # ms-swift 4.6 keeps name on tool messages only
         out.openai_result = message.get("role") in RESULT_ROLES
