@@ -1171,3 +1171,52 @@ def test_skipped_rows_help_names_every_field_of_the_records_written(command, tmp
     help_text = " ".join(capsys.readouterr().out.split())
     listed = re.search(r"one JSON object per line \(([^)]*)\)", help_text).group(1)
     assert {f.strip() for f in listed.split(",")} == fields
+
+
+def test_export_drop_trailing_results_writes_rows_ending_on_results_as_the_python_helper_does(tmp_path, capsys):
+    """ms-swift's documentation rows 0, 2 and 3 end on tool results, which the llamafactory writer refuses (the
+    refusal names the option); with --drop-trailing-results the export writes each row as
+    ``td.drop_trailing_results`` then the writer make it: row 0 ends on its call turn, the rows not ending on
+    results are as a plain export writes them, and rows still refused (text beside calls in rows 1 and 2; row 3's
+    last result held one of its two <image> tags) are skipped, named by their unified id."""
+    from conftest import shared_data
+    from tooluse_datasets.builders.llamafactory.writer import unified_to_llamafactory
+
+    path = str(shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl"))
+    export = ["export", "ms_swift", "--data-files", path, "--format", "llamafactory"]
+    assert main([*export, "--out", str(tmp_path / "refused")]) == 2
+    err = capsys.readouterr().err
+    assert "row 0, field 'messages[2]'" in err and "ends on tool results" in err and "--drop-trailing-results" in err
+
+    unified = list(td.load("ms_swift", data_files=path, split="train", streaming=True))
+    assert [row["messages"][-1]["role"] == "tool" for row in unified] == [True, False, True, True, False, False, False]
+    expected, refused = [], []
+    for row in unified:
+        try:
+            expected.append(unified_to_llamafactory(td.drop_trailing_results(row)))
+        except td.ConversionError as exc:
+            refused.append((row["id"], exc.field))
+    listing = tmp_path / "skipped.jsonl"
+    out = tmp_path / "trimmed"
+    assert main([*export, "--drop-trailing-results", "--on-error", "skip", "--out", str(out),
+                 "--skipped-rows", str(listing)]) == 0
+    written = [json.loads(line) for line in (out / "ms_swift-llamafactory-train.jsonl").read_text().splitlines()]
+    assert written == json.loads(json.dumps(expected)) and len(written) == 4
+    assert written[0]["conversations"][-1]["from"] == "function_call"  # row 0, its calls kept
+    skipped = [json.loads(line) for line in listing.read_text().splitlines()]
+    assert [(r["row_id"], r["field"], r["source"]) for r in skipped] == [(i, f, "ms_swift") for i, f in refused]
+    assert "row id 'ms_swift/custom_dataset_doc_agent_rows_en/1'" in capsys.readouterr().out
+
+    plain = tmp_path / "plain"
+    assert main([*export, "--on-error", "skip", "--out", str(plain)]) == 0
+    assert (plain / "ms_swift-llamafactory-train.jsonl").read_text().splitlines() == \
+        (out / "ms_swift-llamafactory-train.jsonl").read_text().splitlines()[1:]  # the rows not ending on results
+    assert json.loads((plain / "dataset_info.json").read_text()) == json.loads((out / "dataset_info.json").read_text())
+
+
+def test_export_drop_trailing_results_is_refused_for_formats_other_than_llamafactory(tmp_path, capsys):
+    """Only the llamafactory writer refuses rows that end on results: the option elsewhere is a usage error."""
+    assert main(["export", "ms_swift", "--sample", "--format", "swift", "--drop-trailing-results",
+                 "--out", str(tmp_path / "out")]) == 2
+    assert "--drop-trailing-results applies to --format llamafactory only" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

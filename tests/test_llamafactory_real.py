@@ -414,7 +414,8 @@ def test_big_integers_negative_zero_and_escapes_in_calls_train_as_the_source_wro
 def test_rows_ending_on_results_train_with_every_call_once_their_results_are_dropped(tmp_path):
     """ms-swift's documentation rows that end on a tool result: LLaMA-Factory drops such a row as written (an odd
     turn count), which is why the writer refuses it; after ``td.drop_trailing_results`` it ends on its call turn,
-    and LLaMA-Factory loads, converts and encodes it with every call intact."""
+    and LLaMA-Factory loads, converts and encodes it with every call intact. So does it the file ``export
+    --drop-trailing-results`` writes of the same rows (registered in the same dataset_info.json)."""
     from tooluse_datasets.builders.llamafactory.writer import dataset_info_entry, unified_to_llamafactory
     from tooluse_datasets.errors import ConversionError
 
@@ -438,6 +439,19 @@ def test_rows_ending_on_results_train_with_every_call_once_their_results_are_dro
         (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in file_rows))
     entries = {name: dataset_info_entry(f"{name}.jsonl", {"tools"}) for name in ("trimmed", "ending")}
     (tmp_path / "dataset_info.json").write_text(json.dumps(entries))
+    assert main(["export", "ms_swift", "--data-files", str(path), "--format", "llamafactory",
+                 "--drop-trailing-results", "--on-error", "skip", "--out", str(tmp_path)]) == 0
+    exported = [json.loads(line) for line in (tmp_path / "ms_swift-llamafactory-train.jsonl").read_text().splitlines()]
+    assert all(row in exported for row in json.loads(json.dumps(written)))
     _, reports = run_driver(python, tmp_path, TOOL_TEMPLATES)
     assert reports["ending.jsonl"]["converter_rejected"] == list(range(len(as_they_end)))
     assert_every_row_and_call_intact(tmp_path, reports, {"trimmed.jsonl": len(written)})
+    report = reports["ms_swift-llamafactory-train.jsonl"]  # (its image row encodes under a vision template only)
+    media = [i for i, row in enumerate(exported) if has_media(row)]
+    assert report["rows_loaded"] == report["rows_converted"] == len(exported) and report["converter_rejected"] == []
+    for template in TOOL_TEMPLATES:
+        outcome = report["templates"][template]
+        assert outcome["failed"] == {} and outcome["altered"] == {}, (template, outcome)
+        assert outcome["needs_vision"] == media and outcome["rows_encoded"] == len(exported) - len(media)
+        assert outcome["calls"] == outcome["calls_intact"] > 0
+    assert not media or report["templates"]["llava"]["ok"]

@@ -165,6 +165,8 @@ class ToolUseDataError(ValueError):
 
     @property
     def location(self) -> str:
+        if getattr(self, "row_id", None) is not None:  # a row named by its unified id (see _location_with_id)
+            return _location_with_id(self)
         parts = []
         if self.source:
             parts.append(self.source)
@@ -325,9 +327,10 @@ class SkippedRow:
 
     @property
     def where(self) -> str:
-        """File, row and field, each where known: a file that cannot be read at all has no row number (it
-        was shown as "row None")."""
-        parts = [str(self.file) if self.file else "",
+        """Unified row id, file, row and field, each where known: a file that cannot be read at all has no row
+        number (it was shown as "row None")."""
+        parts = [f"row id {self.row_id!r}" if self.row_id is not None else "",
+                 str(self.file) if self.file else "",
                  f"row {self.row}" if self.row is not None else "",
                  f"field {self.field!r}" if self.field else ""]
         return " ".join(part for part in parts if part)

@@ -167,8 +167,9 @@ def check_alternation(conversations: list[dict], sources: list[int]) -> None:
         # without a turn after them, so the fix is to drop them (kept here: the writer never drops data).
         raise ConversionError(f"the conversation ends on tool results with no assistant turn after them; {TARGET} "
                               f"drops such rows, calls included. To train the calls, drop the results that end "
-                              f"the conversation first (ds.map(td.drop_trailing_results): the row then ends on "
-                              f"its call turn), or add the answer", field=f"messages[{sources[-1]}]")
+                              f"the conversation first (ds.map(td.drop_trailing_results), or export "
+                              f"--drop-trailing-results: the row then ends on its call turn), or add the answer",
+                              field=f"messages[{sources[-1]}]")
     if not conversations or len(conversations) % 2:
         raise ConversionError(f"{TARGET} needs the conversation to end on an assistant turn (gpt or "
                               f"function_call); it drops other rows", field="messages")
