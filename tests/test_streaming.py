@@ -1399,3 +1399,29 @@ def test_a_toolmind_json_lines_shard_checks_its_files_version_once_before_and_on
                 lines = path.read_text().splitlines(keepends=True)
                 path.write_text("".join(lines[::-1]))  # the same length, other rows
     assert len(handed) < len(rows)
+
+
+@pytest.mark.parametrize("stopping_strategy", ["first_exhausted", "all_exhausted"])
+def test_a_stateful_dataloader_resumes_a_weighted_mix_a_worker_had_not_started_with_that_workers_own_draws(
+        toolmind_file, stopping_strategy):
+    """``interleave_datasets(..., probabilities=...)`` read by a StatefulDataLoader with two workers, saved after
+    one batch: the second worker had handed out nothing, and its saved state is the one it reported at start-up,
+    the whole stream's, with the whole stream's random generator. Loaded into the worker's part, that generator
+    replaced the worker's own (datasets shifts it by the worker's id), so the resumed worker drew its members in
+    another order than the uninterrupted one and handed out rows it would not have (106 rows where the loader
+    gives 100, 6 of them twice). Now it draws as it would have: the rows of the uninterrupted loader, each once."""
+    pytest.importorskip("torch", reason="torch (the [trl] extra) is needed for DataLoader workers")
+    stateful = pytest.importorskip("torchdata.stateful_dataloader",
+                                   reason="torchdata (the [trl] extra) has the StatefulDataLoader")
+    from datasets import interleave_datasets
+
+    def loader():
+        mixed = interleave_datasets([_stream(toolmind_file), _stream(toolmind_file, split="xlam_function_calling_60k")],
+                                    probabilities=[0.5, 0.5], seed=1, stopping_strategy=stopping_strategy)
+        return stateful.StatefulDataLoader(mixed, batch_size=2, num_workers=2,
+                                           collate_fn=lambda rows: [r["id"] for r in rows])
+
+    whole = [row_id for batch in loader() for row_id in batch]
+    head, rest = _stopped_and_resumed(loader, 1)
+    assert len(head) == 2
+    assert sorted(head + rest) == sorted(whole)

@@ -8,6 +8,13 @@ several shards at once), the first load failed in the worker with a bare
 ``IndexError: list index out of range`` and the loader could not resume (datasets 5.2; plain datasets streams
 too). :func:`install` (run once on import) leaves the state out of that first load: the second one, into the
 worker's part, is the one the rows come from.
+
+A worker that had handed out nothing when the loader was saved reports the state it had at start-up: the whole
+stream's, before the worker divided it and shifted its random generators by its id. Its positions are all at the
+start, which any part resumes alike, but the generator of a weighted ``interleave_datasets`` is the whole
+stream's: loaded into the part, it replaced the worker's own, and the resumed worker drew its members in another
+order than it would have (rows it would not have handed out, some twice). Such a state is loaded without its
+generators, so the part keeps its own.
 """
 from __future__ import annotations
 
@@ -16,6 +23,18 @@ from .datasets_patches import patched_once
 # Set on a stream by its _iter_pytorch until the first _prepare_ex_iterable_for_iteration of that pass: only that
 # one skips the state (a worker's .iter(batch_size) or plain iteration, which load it once, are left alone).
 _FIRST_PREPARE = "_tooluse_worker_prepares_whole"
+
+# The keys of a state holding a random generator's place (datasets' weighted interleave_datasets).
+_GENERATOR_KEYS = ("bit_generator_state", "bit_generator_index_offset")
+
+
+def _without_generators(state):
+    """``state`` with no random generator's place in it, at any depth: loaded, it leaves the stream's own."""
+    if isinstance(state, dict):
+        return {key: _without_generators(value) for key, value in state.items() if key not in _GENERATOR_KEYS}
+    if isinstance(state, list):
+        return [_without_generators(value) for value in state]
+    return state
 
 
 def install() -> None:
@@ -33,14 +52,18 @@ def install() -> None:
         try:
             return prepare(self, *args, **kwargs)
         finally:
-            self._starting_state_dict = starting
+            # The whole stream's state before any row (set by prepare): a start-up state, loaded into the
+            # worker's part without the whole stream's generators (see the module), for this pass only.
+            self._starting_state_dict = _without_generators(starting) if starting == self._state_dict else starting
 
     def _iter_pytorch(self):
         self.__dict__[_FIRST_PREPARE] = True
+        starting = getattr(self, "_starting_state_dict", None)
         try:
             yield from iter_pytorch(self)
         finally:
             self.__dict__.pop(_FIRST_PREPARE, None)
+            self._starting_state_dict = starting
 
     IterableDataset._prepare_ex_iterable_for_iteration = patched_once(prepare, _prepare_ex_iterable_for_iteration,
                                                                       "_resumes_in_the_workers_part")
