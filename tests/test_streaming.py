@@ -1425,3 +1425,66 @@ def test_a_stateful_dataloader_resumes_a_weighted_mix_a_worker_had_not_started_w
     head, rest = _stopped_and_resumed(loader, 1)
     assert len(head) == 2
     assert sorted(head + rest) == sorted(whole)
+
+
+def _shuffled(path: str):
+    return _stream(path).shuffle(seed=0, buffer_size=10)
+
+
+def test_a_shuffled_stream_resumed_past_its_start_warns_that_its_buffers_rows_are_not_handed_out(toolmind_file,
+                                                                                                caplog):
+    """datasets saves a shuffle's read position, not its buffer: the rows in the buffer when the state was saved are
+    never handed out after the resume. datasets warns of it only where the shuffle is the stream's last step, which
+    it never is in a stream of this package: a resumed job lost up to buffer_size rows without a word. The resume
+    now says so, with the buffer size; a state taken before the first row, or a stream without a shuffle, does
+    not warn."""
+    whole = [r["id"] for r in _shuffled(toolmind_file)]
+    head, state = _read_then_save(_shuffled(toolmind_file), 3, key="id")
+    fresh_state = _shuffled(toolmind_file).state_dict()
+    resumed = _shuffled(toolmind_file)
+    with caplog.at_level("WARNING", logger="tooluse_datasets"):
+        resumed.load_state_dict(state)
+    warned = [r.getMessage() for r in caplog.records if "shuffle buffer" in r.getMessage()]
+    assert warned == ["resuming a shuffled stream from a saved state: the rows that were in its shuffle buffer when "
+                      "the state was saved (up to buffer_size=10 rows) are not handed out after the resume (datasets "
+                      "saves the position of the rows read into the buffer, not the buffer)"]
+    rest = [r["id"] for r in resumed]
+    lost = set(whole) - set(head + rest)
+    assert len(head + rest) == len(set(head + rest)) and 0 < len(lost) <= 10  # as the warning says
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="tooluse_datasets"):
+        _shuffled(toolmind_file).load_state_dict(fresh_state)
+        _, unshuffled_state = _read_then_save(_stream(toolmind_file), 3)
+        _stream(toolmind_file).load_state_dict(unshuffled_state)
+    assert not [r for r in caplog.records if "shuffle buffer" in r.getMessage()]
+
+
+def test_a_stateful_dataloader_resuming_a_shuffled_stream_warns_in_each_worker_that_had_started(toolmind_file,
+                                                                                               tmp_path):
+    """Each DataLoader worker has its own shuffle buffer and resumes its own state: a worker saved past its start
+    says its buffer's rows (up to buffer_size) are not handed out; one saved before its first row says nothing."""
+    import logging
+
+    pytest.importorskip("torch", reason="torch (the [trl] extra) is needed for DataLoader workers")
+    stateful = pytest.importorskip("torchdata.stateful_dataloader",
+                                   reason="torchdata (the [trl] extra) has the StatefulDataLoader")
+    if multiprocessing.get_start_method() != "fork":
+        pytest.skip("the workers' log is collected through a handler they inherit when forked")
+
+    def loader():
+        return stateful.StatefulDataLoader(_shuffled(toolmind_file), batch_size=2, num_workers=2,
+                                           collate_fn=lambda rows: [r["id"] for r in rows])
+
+    log = tmp_path / "workers.log"
+    handler = logging.FileHandler(log)
+    logging.getLogger("tooluse_datasets").addHandler(handler)
+    try:
+        head, rest = _stopped_and_resumed(loader, 1)  # the second worker had handed out nothing
+    finally:
+        logging.getLogger("tooluse_datasets").removeHandler(handler)
+        handler.close()
+    warned = [line for line in log.read_text().splitlines() if "shuffle buffer" in line]
+    assert warned == ["resuming a shuffled stream from a saved state: the rows that were in this DataLoader worker's "
+                      "shuffle buffer when the state was saved (up to buffer_size=10 rows) are not handed out after "
+                      "the resume (datasets saves the position of the rows read into the buffer, not the buffer)"]
+    assert len(head + rest) == len(set(head + rest))

@@ -39,6 +39,7 @@ from .shards.paths import display_path, resume_name
 from .shards.plan import cut_at_lines, resharded
 from .shards.shard import FileVersion, Shard
 from .shards.versions import from_state_token, state_token
+from .shuffle_resume import install as warn_of_lost_shuffle_buffers
 from .source import Source, SplitPlan
 from .worker_resume import install as resume_in_each_workers_part
 from .workers import exit_with_parent, forking_workers
@@ -543,3 +544,4 @@ _install_take_that_stops_at_n()
 share_skips_among_nodes()
 check_saved_states()
 resume_in_each_workers_part()
+warn_of_lost_shuffle_buffers()
