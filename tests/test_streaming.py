@@ -1488,3 +1488,31 @@ def test_a_stateful_dataloader_resuming_a_shuffled_stream_warns_in_each_worker_t
                       "shuffle buffer when the state was saved (up to buffer_size=10 rows) are not handed out after "
                       "the resume (datasets saves the position of the rows read into the buffer, not the buffer)"]
     assert len(head + rest) == len(set(head + rest))
+
+
+def test_what_is_not_a_streams_state_dict_is_a_value_error_when_loaded(toolmind_file):
+    """A StatefulDataLoader's state given to the stream (instead of the loader), the state of the stream's steps
+    (``state_dict()["examples_iterable"]``), or no dict at all failed at the first row with datasets' bare
+    ``KeyError: 'epoch'`` or ``TypeError: string indices must be integers``. Each is a ValueError when loaded,
+    saying what a stream's state is and what was given; no state (None, {}) still starts the stream afresh."""
+    pytest.importorskip("torch", reason="torch (the [trl] extra) is needed for the DataLoader")
+    stateful = pytest.importorskip("torchdata.stateful_dataloader",
+                                   reason="torchdata (the [trl] extra) has the StatefulDataLoader")
+    loader = stateful.StatefulDataLoader(_stream(toolmind_file), batch_size=2,
+                                         collate_fn=lambda rows: [r["id"] for r in rows])
+    next(iter(loader))
+    with pytest.raises(ValueError, match=r"^this is not a stream's state_dict .*'examples_iterable' and 'epoch'.*"
+                                         r"a StatefulDataLoader's state: restore it with the loader's "
+                                         r"load_state_dict"):
+        _stream(toolmind_file).load_state_dict(loader.state_dict())
+    _, state = _read_then_save(_stream(toolmind_file), 3)
+    with pytest.raises(ValueError, match=r"the state of the stream's steps \(RebatchedArrowExamplesIterable\): "
+                                         r"load the whole state_dict\(\)"):
+        _stream(toolmind_file).load_state_dict(state["examples_iterable"])
+    with pytest.raises(ValueError, match=r"^this is not a stream's state_dict .* got str 'garbage'"):
+        _stream(toolmind_file).load_state_dict("garbage")
+    whole = [r["id"] for r in _stream(toolmind_file)]
+    for nothing in (None, {}):
+        fresh = _stream(toolmind_file)
+        fresh.load_state_dict(nothing)
+        assert [r["id"] for r in fresh] == whole

@@ -5,7 +5,9 @@ shuffle, take, skip, interleave, ...), key by key. A state saved before a traini
 or saved from another dataset, failed there at the first row with a bare ``KeyError: 'shard_idx'`` (or
 ``'examples_iterable'``, ``'taken'``...), which names neither the state nor the stream. :func:`install` (run
 once on import) checks the saved state's keys against the stream's before it is loaded, for every stream of
-the process: it refuses only what datasets would fail on, saying what does not fit.
+the process: it refuses only what datasets would fail on, saying what does not fit. What is no stream's state
+at all (a StatefulDataLoader's, given to the stream instead of the loader; the state of the stream's steps
+alone; not a dict), which failed at the first row with ``KeyError: 'epoch'``, is refused when it is loaded.
 """
 from __future__ import annotations
 
@@ -43,9 +45,41 @@ def _kind(state: dict) -> str:
     return f"the state of {state['type']}" if state.get("type") else "a state of other keys"
 
 
+# What IterableDataset.state_dict() gives: its steps' state and the epoch it was taken in.
+STREAM_KEYS = ("examples_iterable", "epoch")
+
+
+def not_a_stream_state(state: Any) -> Optional[str]:
+    """What ``state`` is, where it is no stream's state_dict; None if it is one, or no state (None, {}: a stream
+    given either starts afresh)."""
+    if not state and (state is None or isinstance(state, dict)):
+        return None
+    if not isinstance(state, dict):
+        return f"got {type(state).__name__} {state!r:.60}"
+    if set(state) == set(STREAM_KEYS):
+        return None
+    if "dataset_state" in state or "_snapshot" in state:
+        return "got a StatefulDataLoader's state: restore it with the loader's load_state_dict"
+    if "type" in state:
+        return f"got the state of the stream's steps ({state['type']}): load the whole state_dict()"
+    return f"got a dict of {', '.join(map(repr, sorted(map(str, state))))}"
+
+
 def install() -> None:
-    """Every examples iterable's ``load_state_dict`` checks the saved state's keys first (see the module)."""
-    from datasets.iterable_dataset import _BaseExamplesIterable
+    """Every examples iterable's ``load_state_dict`` checks the saved state's keys first, and a stream's
+    ``load_state_dict`` that it is given a stream's state (see the module)."""
+    from datasets.iterable_dataset import IterableDataset, _BaseExamplesIterable
+
+    load_stream_state = IterableDataset.load_state_dict
+
+    def load_a_streams_state(self, state_dict: dict) -> None:
+        found = not_a_stream_state(state_dict)
+        if found:
+            raise ValueError(f"this is not a stream's state_dict (IterableDataset.state_dict() gives a dict of "
+                             f"'examples_iterable' and 'epoch'): {found}")
+        return load_stream_state(self, state_dict)
+
+    IterableDataset.load_state_dict = patched_once(load_stream_state, load_a_streams_state, "_checks_a_streams_state")
 
     original = _BaseExamplesIterable.load_state_dict
 

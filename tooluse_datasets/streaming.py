@@ -542,6 +542,6 @@ def _install_take_that_stops_at_n() -> None:
 
 _install_take_that_stops_at_n()
 share_skips_among_nodes()
-check_saved_states()
-resume_in_each_workers_part()
 warn_of_lost_shuffle_buffers()
+check_saved_states()  # wraps the warning's patch: what is no stream's state is refused before any warning
+resume_in_each_workers_part()
