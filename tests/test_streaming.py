@@ -207,6 +207,28 @@ def test_a_state_from_a_stream_planned_otherwise_is_refused_not_silently_resumed
     assert head + list(resumed) == list(_stream(toolmind_file))
 
 
+
+@pytest.mark.parametrize("other", [(4, 1), (5, 0)], ids=["another node", "another world size"])
+def test_a_state_of_a_node_that_keeps_every_nth_row_is_refused_by_another_node(toolmind_file, other):
+    """Where the world size does not divide the shards (6 shards, 4 nodes), every node reads every row and keeps
+    every world_size-th: the nodes' streams have the same shards, so node 0's state, loaded into node 1, was
+    resumed from node 0's position and node 1's first rows (3 of its 28) were never handed out. A state names the
+    node it was taken from; any other refuses it. Its own node resumes it."""
+    def node(world_size, rank):
+        return split_dataset_by_node(_stream(toolmind_file), rank=rank, world_size=world_size)
+
+    head, state = _read_then_save(node(4, 0), 3, key="id")
+    resumed = node(*other)
+    resumed.load_state_dict(state)
+    with pytest.raises(ValueError, match=rf"taken from node 0 of 4 \(split_dataset_by_node\), where this stream is "
+                                         rf"node {other[1]} of {other[0]} \(split_dataset_by_node\): a state resumes the "
+                                         "node it was taken from"):
+        next(iter(resumed))
+    own = node(4, 0)
+    own.load_state_dict(state)
+    assert head + [r["id"] for r in own] == [r["id"] for r in node(4, 0)]
+
+
 def test_a_state_of_one_file_of_a_zip_archive_is_refused_by_another_file_of_it(tmp_path):
     """A file of a zip archive was known to a state by the archive's name alone: a state saved 5 rows into one
     JSON array of the archive resumed another at its 6th element, its first 5 rows lost without a word (a

@@ -141,8 +141,11 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         # files, another shard_bytes), a state would silently skip or repeat rows, so _start refuses it.
         # "file_version": the contents of the file the position is in (see shards.versions), so that a file
         # replaced since, even by one of the same layout, is refused rather than read from that position.
+        # "node": (nodes, node) where nodes split the stream row by row: every node's stream has the same shards, so
+        # only this tells a state of node 0 from one of node 1 (whose positions would skip the other's rows).
         self._state_dict = {"shard_idx": 0, "position": None, "shards": self._shards_signature(),
-                            "node_rows": 0, "file_version": None, "type": self.__class__.__name__}
+                            "node_rows": 0, "node": list(self.node_share) if self.node_share else None,
+                            "file_version": None, "type": self.__class__.__name__}
         self._fresh_state = dict(self._state_dict)
         return self._state_dict
 
@@ -230,6 +233,11 @@ class ShardExamplesIterable(_BaseExamplesIterable):
                              f"({state.get('shards')}; this stream has {ours}): a state resumes the stream it was "
                              "taken from, loaded with the same data_files, split and shard_bytes (and split across "
                              "nodes or workers the same way), else rows would be skipped or read twice")
+        node = list(self.node_share) if self.node_share else None
+        if started and "node" in state and state["node"] != node:  # (a state saved before states named it: not told)
+            raise ValueError(f"{self.source.name}: this state_dict was taken from {_node_named(state['node'])}, where "
+                             f"this stream is {_node_named(node)}: a state resumes the node it was taken from, else "
+                             "rows would be skipped or read twice")
         position = state.get("position")
         # Read against the version saved: a file replaced since is its error when the shard is opened (raised, or
         # with on_error="skip" reported), not rows read from a position in other contents.
@@ -383,6 +391,14 @@ class ShardExamplesIterable(_BaseExamplesIterable):
             # (concurrent.futures' race: "OSError: Bad file descriptor" printed after a command had finished).
             # Stopped early, the shards still converting are not waited for.
             pool.shutdown(wait=read_to_the_end, cancel_futures=True)
+
+
+def _node_named(node: Optional[list]) -> str:
+    """A stream's node, as a state names it (see _init_state_dict)."""
+    if not node:
+        return "a stream no nodes split row by row"
+    nodes, rank = node
+    return f"node {rank} of {nodes} (split_dataset_by_node)"
 
 
 def _convert_shard_rows(source: Source, config: str, split: SplitPlan, shard: Shard, on_error: str,
