@@ -220,8 +220,9 @@ def test_a_state_of_a_node_that_keeps_every_nth_row_is_refused_by_another_node(t
     head, state = _read_then_save(node(4, 0), 3, key="id")
     resumed = node(*other)
     resumed.load_state_dict(state)
+    nodes, rank = other
     with pytest.raises(ValueError, match=rf"taken from node 0 of 4 \(split_dataset_by_node\), where this stream is "
-                                         rf"node {other[1]} of {other[0]} \(split_dataset_by_node\): a state resumes the "
+                                         rf"node {rank} of {nodes} \(split_dataset_by_node\): a state resumes the "
                                          "node it was taken from"):
         next(iter(resumed))
     own = node(4, 0)
