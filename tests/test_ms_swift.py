@@ -1491,6 +1491,85 @@ def test_prepare_fills_the_columns_of_the_shortcuts_rows_as_their_dicts_fill_the
     assert taken > 500, taken
 
 
+def tool(name: str, parameters: dict, description: str = "d") -> dict:
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
+
+
+def row_with_tools(tools_text: str) -> str:
+    return json.dumps({"tools": tools_text, "messages": [USER, {"role": "assistant", "content": "a"}]})
+
+
+OBJECT = {"type": "object", "properties": {"q": {"type": "string"}}}
+
+
+def test_prepare_reads_each_distinct_tool_of_the_tools_texts_once(monkeypatch):
+    """Rows list their own tools (a tools text rarely repeats) from a set of tools that does: prepare reads and
+    writes each distinct tool once, for the same table."""
+    from tooluse_datasets.builders.ms_swift import common
+
+    monkeypatch.setattr(common, "_STORED_TOOLS", {}, raising=False)  # nothing cached by earlier tests
+    catalog = [tool(f"counted_tool_{i}", OBJECT) for i in range(5)]
+    rng = random.Random(3)
+    texts = [row_with_tools(json.dumps(rng.sample(catalog, rng.randint(1, 5)))) for _ in range(60)]
+    read = []
+    monkeypatch.setattr(common, "loads", lambda text: read.append(text) or codec.loads(text))
+    filled = UNIFIED_ENCODER.builder()
+    for text in texts:
+        native = codec.loads(text)
+        assert filled.add_columns(SOURCE.fill_unified_columns, native, CTX, lambda: SOURCE.native_to_unified(native, CTX))
+    assert len(read) == 5  # one a distinct tool, none a row
+    monkeypatch.undo()
+    built, from_dicts = prepared_tables(texts)
+    assert ipc_bytes(filled.table()) == ipc_bytes(built) == ipc_bytes(from_dicts)
+
+
+def test_the_tools_prepare_keeps_are_bounded_by_their_text(monkeypatch):
+    from tooluse_datasets.builders.ms_swift import common
+
+    monkeypatch.setattr(common, "_STORED_TOOLS", {})
+    monkeypatch.setattr(common, "_stored_tools_chars", 0)
+    monkeypatch.setattr(common, "_STORED_TOOLS_CHARS", 600)
+    catalog = [tool(f"bounded_tool_{i}", OBJECT) for i in range(12)]
+    rng = random.Random(4)
+    texts = [row_with_tools(json.dumps(rng.sample(catalog, 4))) for _ in range(40)]
+    built, from_dicts = prepared_tables(texts)
+    assert ipc_bytes(built) == ipc_bytes(from_dicts)
+    kept = [piece for cache in common._STORED_TOOLS.values() for piece in cache]
+    assert kept and sum(map(len, kept)) <= 600 and len(kept) < len(catalog)
+
+
+@pytest.mark.parametrize("tools", [
+    pytest.param([tool("a", OBJECT, "ends }, {"), tool("b", OBJECT, '}, {"type": "function"')], id="separator-in-a-string"),
+    pytest.param([tool("a", {"type": "object", "oneOf": [{"type": "function"}, {"type": "function", "x": 1}]})],
+                 id="separator-in-a-nested-list"),
+    pytest.param([tool("a", {"type": "object", "default": 123456789012345678901234567890}), tool("b", OBJECT)],
+                 id="integer-beyond-64-bits"),
+    pytest.param([tool("a", {"type": "object", "properties": {"q": {"type": "string", "enum": None}}}), tool("b", OBJECT)],
+                 id="a-null-ms-swift-drops"),
+    pytest.param([tool("a", {"type": "object", "nullable": True}), tool("b", OBJECT)], id="null-in-a-key-only"),
+    pytest.param([tool("a", OBJECT), {"type": "function", "function": {"name": "b", "parameters": OBJECT}}],
+                 id="a-tool-without-description"),
+    pytest.param([tool("a", OBJECT), {"function": {"name": "b", "description": "", "parameters": OBJECT}, "type": "function"}],
+                 id="a-tool-in-another-key-order"),
+    pytest.param([tool("a", OBJECT), 1], id="a-number-among-tools"),
+    pytest.param([tool(f"t{i}", {"type": "object", "properties": {"q": {"type": "array", "items": [[[]]]}}})
+                  for i in range(40)], id="more-brackets-than-storage-nests-in-all"),
+    pytest.param([tool("a", OBJECT)] * 3, id="the-same-tool-thrice"),
+])
+@pytest.mark.parametrize("spelling", ["dumps", "ascii", "compact", "spaced"])
+def test_prepare_of_tools_texts_cut_anywhere_gives_the_whole_texts_table(tools, spelling):
+    """A tools text cut where json.dumps separates objects, but also inside strings and nested lists, or not
+    cut at all (other spellings): the rows the shortcut takes and their table are those of the whole text."""
+    text = {"dumps": json.dumps(tools, ensure_ascii=False), "ascii": json.dumps(tools),
+            "compact": json.dumps(tools, separators=(",", ":")),
+            "spaced": " " + json.dumps(tools, indent=1) + " "}[spelling]
+    if spelling == "spaced":
+        text = text.strip()[:1] + " " + text.strip()[1:-1] + " " + text.strip()[-1:]
+    texts = [row_with_tools(text), row_with_tools(text)]  # the second reads the pieces the first cached
+    built, from_dicts = prepared_tables(texts)
+    assert ipc_bytes(built) == ipc_bytes(from_dicts)
+
+
 def test_a_row_whose_columns_fail_half_filled_sends_the_batch_the_general_way():
     generator = benchmark_module("generate_ms_swift")
     natives = [codec.loads(json.dumps(generator.generate_row(i))) for i in range(6)]
