@@ -324,11 +324,28 @@ def test_a_reference_reading_inside_an_output_is_not_an_undefined_reference(load
     executable, glaive = by_upstream_row(rows["executable"]), by_upstream_row(rows["glaive"])
     for row in (executable[32], executable[35], executable[79], glaive[129], glaive[163]):
         assert _reference_findings(row) == [], row["id"]
-    assert "has no output 'locationId'" in _reference_findings(executable[44])[0]   # outputs: location...
     assert "has no output 'id'" in _reference_findings(executable[60])[0]           # outputs: artist_id...
     broken = json.loads(json.dumps(executable[35]))
     broken["messages"][1]["tool_calls"][1]["function"]["arguments"]["q"] = "$var1.place.name$"
     assert "has no output 'place.name'" in _reference_findings(broken)[0]
+
+
+def test_a_field_the_output_parser_reads_inside_the_response_element_is_no_undefined_reference(loaded):
+    """Tripadvisor_Search_Restaurant_Location lists the response's status, message and timestamp beside `location`,
+    the data[0] element its output_parser (result.data[0].{param}) reads each field from: `$var1.locationId$` is
+    result.data[0].locationId, which `location` lists (executable rows 44-48). WeatherAPI.com_Time_Zone_API's parser
+    reads the response itself (result.{param}), whose only output is `location`: `$var1.localtime$` (row 34)
+    misses its path, which row 35 writes for the same API ($var1.location.name$); it stays reported, naming the
+    path."""
+    rows, _ = loaded
+    executable = by_upstream_row(rows["executable"])
+    for n in (44, 45, 46, 47, 48):
+        assert _reference_findings(executable[n]) == [], n
+    assert [m.rsplit("; ", 1)[1] for m in _reference_findings(executable[34])] == [
+        "it lists location.localtime, read by $var1.location.localtime$",
+        "it lists location.localtime, read by $var2.location.localtime$"]
+    # A field no element lists stays an undefined reference (row 49 reads locationId from an airport search).
+    assert "has no output 'locationId'" in _reference_findings(executable[49])[0]
 
 
 def test_allowed_values_given_as_a_range_text_are_no_enum_of_its_characters(loaded):

@@ -38,9 +38,11 @@ def undefined_reference(view):
                     yield where, f"reference to {label} names no output field ({label}.<field>, as v2 references read)"
                     continue
                 outputs = _output_parameters(view, producer)
-                if output_field is not None and outputs is not None and not _names_an_output(output_field, outputs, v1):
+                if (output_field is not None and outputs is not None and not _names_an_output(output_field, outputs, v1)
+                        and not (v1 and _read_inside_an_element(output_field, outputs, view.function(producer)))):
                     yield where, (f"reference to {label}.{output_field}: {producer} has no output {output_field!r} "
-                                  f"(outputs: {', '.join(map(str, outputs)) or 'none'})")
+                                  f"(outputs: {', '.join(map(str, outputs)) or 'none'})"
+                                  + _nested_hint(label, output_field, outputs, v1))
         if isinstance(c.id, str) and isinstance(c.name, str):
             labels[label_key(c.id)] = c.name
 
@@ -90,6 +92,36 @@ def _names_an_output(output_field: str, outputs: dict, v1: bool) -> bool:
     """Whether ``output_field`` is an output of the tool, or (v1) a path into one (its leading name is an output).
     v2 has no paths: upstream's executor looks the whole text after the label up among the outputs."""
     return output_field in outputs or v1 and _PATH_STEP.split(output_field, 1)[0] in outputs
+
+
+# A v1 output_parser reading each field inside an element of the response ("result.data[0].{param}"), not at its top
+# level ("result.{param}").
+_PARSER_INSIDE_AN_ELEMENT = re.compile(r"result\s*(?:\.|\[).+\.\{param\}")
+
+
+def _objects_holding(name: str, outputs: dict) -> list[str]:
+    """The object outputs whose ``properties`` list ``name``."""
+    return [out for out, spec in outputs.items()
+            if isinstance(spec, dict) and isinstance(spec.get("properties"), dict) and name in spec["properties"]]
+
+
+def _read_inside_an_element(output_field: str, outputs: dict, function) -> bool:
+    """v1: whether a field that is no output of the tool is one its output_parser reads inside the response's element,
+    which the spec lists as the properties of one object output. Tripadvisor_Search_Restaurant_Location lists the
+    response's status, message and timestamp beside ``location``, the ``data[0]`` element its parser
+    (``result.data[0].{param}``) reads ``locationId`` from: ``$var1.locationId$`` is ``result.data[0].locationId``.
+    A parser reading the response itself (``result.{param}``) needs the path: ``$var1.location.localtime$``."""
+    http = function.get("http") if isinstance(function, dict) else None
+    parser = http.get("output_parser") if isinstance(http, dict) else None
+    return (isinstance(parser, str) and _PARSER_INSIDE_AN_ELEMENT.fullmatch(parser) is not None
+            and len(_objects_holding(_PATH_STEP.split(output_field, 1)[0], outputs)) == 1)
+
+
+def _nested_hint(label: str, output_field: str, outputs: dict, v1: bool) -> str:
+    """v1: the path that reads a field the tool lists inside an object output (the reader follows paths into an
+    output)."""
+    holders = _objects_holding(_PATH_STEP.split(output_field, 1)[0], outputs) if v1 else []
+    return f"; it lists {holders[0]}.{output_field}, read by ${label}.{holders[0]}.{output_field}$" if holders else ""
 
 
 def _output_parameters(view, tool_name: str):
