@@ -290,6 +290,24 @@ def test_unknown_keys_depend_on_what_the_schema_says():
         ("", "Additional properties are not allowed ('units' was unexpected)", True)]
 
 
+@pytest.mark.parametrize("bad, said", [(25, "and 15 more errors"), (5000, "and at least 1000 more errors")])
+def test_errors_past_the_cap_per_call_are_counted_and_said(samples, bad, said):
+    """At most 10 errors are reported per call; the ones past them are not dropped without a word: one more
+    finding on the arguments says how many (counted up to 1000, so a huge bad argument stays cheap)."""
+    row = base(samples, SWIFT)
+    row["tools"][0]["function"]["parameters"] = {"type": "object", "properties": {
+        "xs": {"type": "array", "items": {"type": "integer"}}}}
+    call = _calls(row)[0]
+    call["function"]["arguments"] = {"xs": ["a"] * bad}
+    found = rule_findings(row, "arguments.schema")
+    where = "messages[2].tool_calls[0].function.arguments"
+    assert [f.field for f in found] == [f"{where}.xs[{i}]" for i in range(10)] + [where]
+    assert found[-1].message == (f"{call['function']['name']}: {said} in these arguments "
+                                 "(not reported: at most 10 per call)")
+    call["function"]["arguments"] = {"xs": ["a"] * 10}           # exactly the cap: nothing left out, no note
+    assert [f.field for f in rule_findings(row, "arguments.schema")] == [f"{where}.xs[{i}]" for i in range(10)]
+
+
 @pytest.mark.parametrize("draft", ["https://json-schema.org/draft/2019-09/schema",
                                    "https://json-schema.org/draft/2020-12/schema"])
 def test_unevaluated_properties_says_what_other_keys_are_taken_like_additional_properties(samples, draft):

@@ -51,6 +51,9 @@ DEFAULT_DRAFT = Draft7Validator
 MAX_CACHED_SCHEMAS = 16_384
 # Errors reported per call (each message cut as every finding's is: jsonschema quotes the offending value).
 MAX_ERRORS_PER_CALL = 10
+# Errors past those counted for the note saying how many were left out; counting stops here, and at the first value
+# a pattern runs out of time on (each costs PATTERN_SECONDS), so an argument of a million bad items stays cheap.
+MAX_ERRORS_COUNTED = 1000
 
 
 @dataclass(frozen=True)
@@ -391,18 +394,31 @@ def argument_errors(compiled: CompiledSchema, arguments: Any,
                     unchecked: Iterable[str] = ()) -> Iterator[tuple[str, str, bool]]:
     """``(path inside the arguments, message, checked)`` for each way ``arguments`` break the schema
     (``checked``), or a value a pattern ran out of time on (not ``checked``: neither passed nor failed);
-    values at the ``unchecked`` paths (references to other calls' outputs) are not checked."""
+    values at the ``unchecked`` paths (references to other calls' outputs) are not checked. At most
+    ``MAX_ERRORS_PER_CALL`` are given, then one on the arguments (path ``""``) saying how many more there are."""
     skip = tuple(unchecked)
-    reported = 0
+    reported = left_out = 0
+    left_out_checked, counted_all = False, True
     try:
         for error in compiled.validator.iter_errors(arguments):
             path = _path(error.absolute_path)
             if skip and any(path == p or path.startswith((p + ".", p + "[")) for p in skip):
                 continue
-            yield path, _short(error.message), error.validator != UNCHECKED
-            reported += 1
-            if reported >= MAX_ERRORS_PER_CALL:
-                return
+            if reported < MAX_ERRORS_PER_CALL:
+                yield path, _short(error.message), error.validator != UNCHECKED
+                reported += 1
+                continue
+            # Past the cap: counted, so the findings say errors were left out and how many.
+            if left_out >= MAX_ERRORS_COUNTED or error.validator == UNCHECKED and left_out:
+                counted_all = False
+                break
+            left_out += 1
+            left_out_checked = left_out_checked or error.validator != UNCHECKED
+        if left_out:
+            # one more finding on the arguments themselves, under arguments.unchecked only when no left-out error
+            # was a violation
+            yield "", (f"and {'' if counted_all else 'at least '}{left_out} more error{'s' * (left_out > 1)} in "
+                       f"these arguments (not reported: at most {MAX_ERRORS_PER_CALL} per call)"), left_out_checked
     except Exception as exc:  # a $ref to another document, a pattern that is no regular expression, nesting too deep
         cause = getattr(exc, "_wrapped", exc)  # jsonschema's _WrappedReferencingError, a name of no help to a user
         if type(cause) is Unresolvable:
