@@ -315,19 +315,19 @@ def test_ms_swift_conversations_column_is_named_as_the_file_names_it(value, word
     assert raised.field == "conversations" and wording in raised.message, raised.message
 
 
-# ToolMind's grammar errors list the roles that may come as the text names roles ('answer'), not as a Python
+# ToolMind's grammar errors list the roles that may come as JSON names them ("answer"), not as a Python
 # list (['answer']).
 @pytest.mark.parametrize("edit, wording", [
-    (lambda messages: messages[1:], "'user' at the start breaks the ToolMind FSM (allowed: 'system')"),
-    (lambda messages: messages[:3], "(allowed: 'answer' or 'tool_call')"),
-    (lambda messages: messages[:-1], "breaks the ToolMind FSM (it must end on 'answer')"),
+    (lambda messages: messages[1:], '"user" at the start breaks the ToolMind FSM (allowed: "system")'),
+    (lambda messages: messages[:3], '(allowed: "answer" or "tool_call")'),
+    (lambda messages: messages[:-1], 'breaks the ToolMind FSM (it must end on "answer")'),
 ], ids=["start", "after-reasoning", "ending"])
 def test_toolmind_grammar_errors_list_roles_as_text(edit, wording, tmp_path, cache_dir):
     row = _toolmind_row()
     messages = json.loads(row["messages"])
     assert [m["role"] for m in messages[:3]] == ["system", "user", "reasoning"], "the bundled sample changed"
     messages = edit(messages)
-    if wording.startswith("(allowed: 'answer'"):
+    if wording.startswith('(allowed: "answer"'):
         messages.append({"role": "user", "content": "again"})
     raised = _streamed_error("toolmind", _written(tmp_path, dict(row, messages=messages, split="train")), cache_dir,
                              td.InvalidValueError)

@@ -62,8 +62,8 @@ def test_a_reference_without_its_closing_dollar_reads_as_one_everywhere():
 
 
 @pytest.mark.parametrize("value, says", [
-    ("$var_1.result.value$", "divide has no output 'result.value'"),
-    ("$var_1.result[0]$", "divide has no output 'result[0]'"),
+    ("$var_1.result.value$", 'divide has no output "result.value"'),
+    ("$var_1.result[0]$", 'divide has no output "result[0]"'),
     ("$var_1$", "reference to var_1 names no output field"),
 ])
 def test_a_v2_reference_names_exactly_one_output_as_the_executor_reads_it(value, says):
@@ -83,8 +83,8 @@ def test_a_v2_reference_names_exactly_one_output_as_the_executor_reads_it(value,
 
 @pytest.mark.parametrize("index, value, field, says", [
     # e3e68bf5: find_kth_largest -> convert_to_float_or_string(input_string="$var1.output_0$"), a string parameter
-    (1, "$var1.output_0$ as text", "input_string", "has no output 'output_0$ as text'"),
-    (1, "$var1.output_0$\n", "input_string", "has no output 'output_0$\\n'"),
+    (1, "$var1.output_0$ as text", "input_string", 'has no output "output_0$ as text"'),
+    (1, "$var1.output_0$\n", "input_string", 'has no output "output_0$\\n"'),
     (1, "$var1", "input_string", "reference to var1 names no output field"),
     # 3a4b7b77: divide -> multiply(arg_0="$var_1.result$") -> add
     (0, ["$var_1.result$"], "arg_0[0]", "upstream's executor reads only a whole argument value"),

@@ -324,10 +324,10 @@ def test_a_reference_reading_inside_an_output_is_not_an_undefined_reference(load
     executable, glaive = by_upstream_row(rows["executable"]), by_upstream_row(rows["glaive"])
     for row in (executable[32], executable[35], executable[79], glaive[129], glaive[163]):
         assert _reference_findings(row) == [], row["id"]
-    assert "has no output 'id'" in _reference_findings(executable[60])[0]           # outputs: artist_id...
+    assert 'has no output "id"' in _reference_findings(executable[60])[0]           # outputs: artist_id...
     broken = json.loads(json.dumps(executable[35]))
     broken["messages"][1]["tool_calls"][1]["function"]["arguments"]["q"] = "$var1.place.name$"
-    assert "has no output 'place.name'" in _reference_findings(broken)[0]
+    assert 'has no output "place.name"' in _reference_findings(broken)[0]
 
 
 def test_a_field_the_output_parser_reads_inside_the_response_element_is_no_undefined_reference(loaded):
@@ -345,7 +345,7 @@ def test_a_field_the_output_parser_reads_inside_the_response_element_is_no_undef
         "it lists location.localtime, read by $var1.location.localtime$",
         "it lists location.localtime, read by $var2.location.localtime$"]
     # A field no element lists stays an undefined reference (row 49 reads locationId from an airport search).
-    assert "has no output 'locationId'" in _reference_findings(executable[49])[0]
+    assert 'has no output "locationId"' in _reference_findings(executable[49])[0]
 
 
 def test_allowed_values_given_as_a_range_text_are_no_enum_of_its_characters(loaded):
@@ -626,7 +626,7 @@ def test_a_reference_without_its_leading_dollar_is_reported_not_lost(loaded):
     assert [e for e in row["call_graph"] if e["consumer"] == details["id"]] == []
     found = [f for f in check_row(row) if f.rule == "nestful.undefined_reference"]
     assert [f.field for f in found] == ["messages[1].tool_calls[1].function.arguments.product_id"]
-    assert "without its leading '$'" in found[0].message
+    assert 'without its leading "$"' in found[0].message
     # Text of that shape naming no earlier call, and a well-formed reference, are not reported
     fixed = json.loads(json.dumps(row))
     fixed["messages"][1]["tool_calls"][1]["function"]["arguments"]["product_id"] = "$var1.product_id$"

@@ -1032,7 +1032,7 @@ def test_several_shards(tmp_path, generated_rows):
 
 def test_rows_ending_on_a_call(tmp_path):
     native = native_row(conversation(end_on_call=True))
-    with pytest.raises(InvalidValueError, match="ending on 'tool_call'") as err:
+    with pytest.raises(InvalidValueError, match='ending on "tool_call"') as err:
         convert(native)
     assert err.value.field == "messages[3].role"
     source = ToolMindSource(ToolMindOptions(allow_trailing_call=True))
@@ -1231,7 +1231,7 @@ def test_the_grammar_rule_takes_a_trailing_call_the_load_allowed_as_within_the_g
     assert findings(allow_trailing_call=True) == [[], [calls]]
     # Without the option the ending is outside the grammar: still reported, for both rows
     ending = (f"meta.source_messages[{last}].role",
-              "a conversation ending on 'tool_call' breaks the ToolMind FSM (it must end on 'answer')")
+              'a conversation ending on "tool_call" breaks the ToolMind FSM (it must end on "answer")')
     assert findings() == [[ending], [ending, calls]]
 
 

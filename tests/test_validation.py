@@ -16,7 +16,7 @@ from tooluse_datasets.errors import InvalidValueError, MissingFieldError, Unknow
 from tooluse_datasets.formats import WRITERS, output_format
 from tooluse_datasets.validation import (ValidationCounter, all_rules, check_row, get_rule, rules_table,
                                          select_rules)
-from tooluse_datasets.validation.schemas import argument_errors, compile_parameters, undeclared_keys
+from tooluse_datasets.validation.schemas import argument_errors, compile_parameters, json_message, undeclared_keys
 
 from conftest import PROJECT_ROOT, count_calls, shared_data
 
@@ -165,7 +165,8 @@ def test_a_call_without_an_id_is_paired_by_ms_swift_pairing_not_left_uncheckable
     assert [f.field for f in rule_findings(row, "call.fields")] == ["messages[2].tool_calls[1].id"]
     found = rule_findings(row, "ms_swift.pairing")
     assert [(f.field, f.message) for f in found] == [
-        ("messages[4].tool_call_id", "tool result answers 'call_1', which is not a call of the preceding assistant turn")]
+        ("messages[4].tool_call_id",
+         'tool result answers "call_1", which is not a call of the preceding assistant turn')]
 
 
 def test_a_finding_quoting_a_huge_name_is_cut_in_every_report(samples, tmp_path, capsys):
@@ -178,9 +179,9 @@ def test_a_finding_quoting_a_huge_name_is_cut_in_every_report(samples, tmp_path,
     _calls(row)[0]["function"]["name"] = huge
     _calls(row)[1]["function"]["name"] = "get_rate"
     messages = {f.field: f.message for f in rule_findings(row, "call.unknown_tool")}
-    assert messages["messages[2].tool_calls[1].function.name"] == "call to 'get_rate', which is not in tools"
+    assert messages["messages[2].tool_calls[1].function.name"] == 'call to "get_rate", which is not in tools'
     cut = messages["messages[2].tool_calls[0].function.name"]
-    assert cut.startswith("call to 'nnn") and cut.endswith("...") and len(cut) == 240
+    assert cut == f'call to "{"n" * 79}..., which is not in tools'     # the value cut, the sentence whole
     line = Path(td.sample_files("ms_swift")["train"][0]).read_text(encoding="utf-8").splitlines()[0]
     native = json.loads(line)
     native["messages"][2]["content"] = native["messages"][2]["content"].replace("get_exchange_rate", huge)
@@ -217,7 +218,7 @@ def test_real_nestful_rows_references_are_not_checked_as_literals_and_a_broken_s
     assert counter.rows_failing("tool.invalid_schema") == 1
     example = counter.counts["tool.invalid_schema"].examples[0]
     assert example["id"] == "nestful/code/266ec704-de4a-42a9-b0fe-5bded7b4ed40"
-    assert "['array', 'array']" in example["message"] and example["field"].endswith("function.parameters")
+    assert '["array", "array"]' in example["message"] and example["field"].endswith("function.parameters")
 
 
 def test_v1_embedded_references_are_checked_like_whole_ones():
@@ -230,9 +231,9 @@ def test_v1_embedded_references_are_checked_like_whole_ones():
     arguments = row["messages"][1]["tool_calls"][1]["function"]["arguments"]
     assert arguments["numbers"] == "5 * $var1.Exchange Rate$" and check_row(row) == []
     field = "messages[1].tool_calls[1].function.arguments.numbers"
-    for value, message in [("5 * $var1.Exchange Rat$", "has no output 'Exchange Rat'"),
-                           ("5 * $var7.Exchange Rate$", "'var7', which no earlier call defines"),
-                           ("$var1.Exchange Rat$", "has no output 'Exchange Rat'")]:
+    for value, message in [("5 * $var1.Exchange Rat$", 'has no output "Exchange Rat"'),
+                           ("5 * $var7.Exchange Rate$", '"var7", which no earlier call defines'),
+                           ("$var1.Exchange Rat$", 'has no output "Exchange Rat"')]:
         arguments["numbers"] = value
         found = rule_findings(row, "nestful.undefined_reference")
         assert [f.field for f in found] == [field] and message in found[0].message, value
@@ -287,7 +288,28 @@ def test_unknown_keys_depend_on_what_the_schema_says():
     assert undeclared_keys({"type": "object"}, arguments) == []                   # declares nothing
     closed = compile_parameters({**declared, "additionalProperties": False})
     assert list(argument_errors(closed, arguments)) == [
-        ("", "Additional properties are not allowed ('units' was unexpected)", True)]
+        ("", 'Additional properties are not allowed ("units" was unexpected)', True)]
+
+
+def test_findings_write_the_values_they_quote_as_json(samples):
+    """Users read JSON rows: a finding quotes values as JSON writes them ("usd", true, null, {"a": 1}), not as
+    Python's repr ('usd', True, None, {'a': 1}), jsonschema's messages included."""
+    row = base(samples, SWIFT)
+    row["tools"][0]["function"]["parameters"] = {"type": "object", "required": ["quote"], "properties": {
+        "base": {"type": "string"}, "units": {"enum": ["C", "F", None]}, "flag": {"const": False},
+        "opts": {"type": "object", "additionalProperties": False}}}
+    _calls(row)[0]["function"]["arguments"] = {"base": True, "units": "K", "flag": True, "opts": {"it's": {"a": None}}}
+    _calls(row)[1]["id"] = _calls(row)[0]["id"]
+    row["messages"][0]["role"] = "narrator"
+    found = sorted(f.message for f in check_row(row))
+    name = _calls(row)[0]["function"]["name"]
+    for said in [f'{name}: true is not of type "string"', f'{name}: "K" is not one of ["C", "F", null]',
+                 f'{name}: false was expected', f'{name}: "quote" is a required property',
+                 f'{name}: Additional properties are not allowed ("it\'s" was unexpected)',
+                 f'call id {json.dumps(_calls(row)[0]["id"])} is not unique in the row',
+                 'role "narrator" is not one of ["system", "user", "assistant", "tool"]']:
+        assert said in found, (said, found)
+    assert not [m for m in found if re.search(r"\bTrue\b|\bNone\b|\bFalse\b|'", m.replace("it's", ""))], found
 
 
 @pytest.mark.parametrize("bad, said", [(25, "and 15 more errors"), (5000, "and at least 1000 more errors")])
@@ -421,7 +443,7 @@ def test_arguments_to_a_tool_without_parameters_are_undeclared_as_the_readers_ma
 
     as_read = undeclared({"type": "object", "properties": {}})
     assert as_read == [(f"messages[2].tool_calls[{i}].function.arguments.{key}",
-                        f"get_exchange_rate declares no parameter {key!r}") for i in (0, 1) for key in ("base", "quote")]
+                        f'get_exchange_rate declares no parameter "{key}"') for i in (0, 1) for key in ("base", "quote")]
     assert undeclared(None) == as_read
     assert ms_swift_tool_without_parameters() == {"type": "object", "properties": {}}
 
@@ -452,7 +474,7 @@ def test_a_row_changed_after_it_is_checked_leaves_the_compiled_schema_as_it_was(
     _calls(later)[0]["function"]["arguments"].pop("quote")
     assert [(f.rule, f.field, f.message) for f in check_row(later) if f.rule.startswith(("tool.", "arguments."))] == [
         ("arguments.schema", "messages[2].tool_calls[0].function.arguments",
-         "get_exchange_rate: 'quote' is a required property")]
+         'get_exchange_rate: "quote" is a required property')]
 
 
 def test_a_broken_schema_of_a_tool_the_row_never_calls_is_an_error_of_the_row():
@@ -519,10 +541,10 @@ def test_a_schema_naming_no_known_draft_is_checked_as_draft_07_and_says_so(sampl
     found = [(f.rule, f.field, f.message) for f in check_row(row) if f.rule.startswith(("tool.", "arguments."))]
     assert found == [
         ("tool.unknown_dialect", "tools[0].function.parameters.$schema",
-         f"$schema {named!r} names no JSON Schema draft known here (draft-03, draft-04, draft-06, draft-07, "
+         f"$schema {json.dumps(named)} names no JSON Schema draft known here (draft-03, draft-04, draft-06, draft-07, "
          "2019-09, 2020-12): checked as draft-07"),
         ("arguments.undeclared_key", "messages[2].tool_calls[0].function.arguments.invented",
-         "get_exchange_rate declares no parameter 'invented'")]
+         'get_exchange_rate declares no parameter "invented"')]
     # one finding per tool that names it
     row["tools"].append(copy.deepcopy(row["tools"][0]))
     row["tools"][1]["function"]["name"] = "get_rate"
@@ -575,7 +597,7 @@ def test_a_ref_outside_the_schema_is_never_fetched(samples, monkeypatch, paramet
     # ("_WrappedReferencingError: Unresolvable: ...")
     reference = "https://example.com/currency.json" if "$id" not in parameters else "currency.json"
     assert {f.message for f in found} == {f"get_exchange_rate: the tool's schema cannot be applied: $ref "
-                                          f"{reference!r} names another document, which is never fetched (Unresolvable)"}
+                                          f"{json.dumps(reference)} names another document, which is never fetched (Unresolvable)"}
     # references inside the schema still resolve
     row["tools"][0]["function"]["parameters"] = {
         "type": "object", "definitions": {"code": {"type": "string", "minLength": 3}},
@@ -648,17 +670,17 @@ _DRAFT_2019 = "https://json-schema.org/draft/2019-09/schema"
 _BROKEN_DYNAMIC_REFERENCES = {
     "the root applies its own dynamic anchor": (
         {"$schema": _DRAFT_2020, "$dynamicAnchor": "rate", "allOf": [{"$dynamicRef": "#rate"}]},
-        "$dynamicRef '#rate' loops"),
+        '$dynamicRef "#rate" loops'),
     "the root applies itself by $recursiveRef": (
         {"$schema": _DRAFT_2019, "$recursiveAnchor": True, "anyOf": [{"$recursiveRef": "#"}]},
-        "$recursiveRef '#' loops"),
+        '$recursiveRef "#" loops'),
     "a definition applies its own dynamic anchor": (
         {"$schema": _DRAFT_2020, "$defs": {"code": {"$dynamicAnchor": "code", "$dynamicRef": "#code"}},
          "properties": {"base": {"$ref": "#/$defs/code"}, "quote": {"type": "string"}}},
-        "$dynamicRef '#code' loops"),
+        '$dynamicRef "#code" loops'),
     "a dynamic anchor that is nowhere": (
         {"$schema": _DRAFT_2020, "properties": {"base": {"$dynamicRef": "#code"}, "quote": {"type": "string"}}},
-        "$dynamicRef '#code' points to nothing"),
+        '$dynamicRef "#code" points to nothing'),
 }
 
 
@@ -788,7 +810,7 @@ def test_a_schema_reached_again_through_a_reference_keeps_the_bounded_keywords(s
         ("messages[2].tool_calls[0].function.arguments.inverse.inverse.amount",
          "get_exchange_rate: 19.999 is not a multiple of 0.01"),
         ("messages[2].tool_calls[0].function.arguments.inverse.inverse.base",
-         "get_exchange_rate: 'usd' does not match '^\\\\p{Lu}{3}$'")]
+         'get_exchange_rate: "usd" does not match "^\\\\p{Lu}{3}$"')]
 
 
 def _dynamic_scope_schema(draft: str) -> dict:
@@ -828,7 +850,7 @@ def test_dynamic_scope_references_are_resolved_as_jsonschema_resolves_them(sampl
     assert not stock.is_valid(arguments)
     found = rule_findings(row, "arguments.schema")
     assert [f.field for f in found] == ["messages[2].tool_calls[0].function.arguments.quote"]
-    assert "'bse' was unexpected" in found[0].message
+    assert '"bse" was unexpected' in found[0].message
 
 
 def test_a_dynamic_scope_schema_is_compiled_once_for_all_its_calls(samples, monkeypatch):
@@ -876,7 +898,7 @@ def test_a_pattern_that_backtracks_leaves_its_value_unchecked_instead_of_stallin
     assert len(slow) == 2 and all("not checked" in f.message for f in slow)
     assert rule_findings(row, "arguments.schema") == []
     arguments["zz"] = 1   # a key no pattern can match, checked at once
-    assert "'zz' was unexpected" in rule_findings(row, "arguments.schema")[0].message
+    assert '"zz" was unexpected' in rule_findings(row, "arguments.schema")[0].message
     # With extra keys allowed, a key the pattern could not check is not called undeclared either.
     del parameters["additionalProperties"], arguments["zz"]
     assert len(rule_findings(row, "arguments.unchecked")) == 1
@@ -901,7 +923,7 @@ def test_unevaluated_properties_weighs_keys_against_patterns_with_the_time_limit
     assert len(slow) == 2 and all("not checked" in f.message for f in slow)
     assert rule_findings(row, "arguments.schema") == []
     arguments["zz"] = 1   # no pattern matches it: unevaluated, found at once
-    assert "'zz' was unexpected" in rule_findings(row, "arguments.schema")[0].message
+    assert '"zz" was unexpected' in rule_findings(row, "arguments.schema")[0].message
     parameters["$schema"] = "http://json-schema.org/draft-07/schema#"
     del arguments["a" * 32 + "b"]
     assert rule_findings(row, "arguments.schema") == []
@@ -928,7 +950,7 @@ def test_bounded_unevaluated_properties_finds_what_jsonschema_finds(schema, argu
 
     schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
               "unevaluatedProperties": False, **schema}
-    expected = sorted(error.message for error in Draft202012Validator(schema).iter_errors(arguments))
+    expected = sorted(json_message(error) for error in Draft202012Validator(schema).iter_errors(arguments))
     assert expected  # every case breaks the schema somewhere
     assert sorted(message for _, message, _ in argument_errors(compile_parameters(schema), arguments)) == expected
 
@@ -942,7 +964,7 @@ def test_integers_beyond_64_bits_and_exact_floats_are_checked_as_numbers(samples
     arguments["amount"] = 2**70 + 1
     assert "is greater than the maximum" in rule_findings(row, "arguments.schema")[0].message
     arguments["amount"] = 3.141592653589793
-    assert "is not of type 'integer'" in rule_findings(row, "arguments.schema")[0].message
+    assert 'is not of type "integer"' in rule_findings(row, "arguments.schema")[0].message
 
 
 @pytest.mark.parametrize("draft", [None, "http://json-schema.org/draft-04/schema#",
@@ -985,7 +1007,7 @@ def test_patterns_the_validating_engine_runs_are_valid_schemas(samples, pattern,
     found = rule_findings(row, "arguments.schema")
     assert len(found) == 1 and "does not match" in found[0].message
     parameters["properties"]["base"]["pattern"] = "(unclosed"   # still refused
-    assert "is not a 'regex'" in rule_findings(row, "tool.invalid_schema")[0].message
+    assert 'is not a "regex"' in rule_findings(row, "tool.invalid_schema")[0].message
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1100,8 +1122,8 @@ def test_counter_counts_rows_per_rule_with_examples_and_merges(samples):
     assert result["warnings"] == {"call.no_tools": 1}
     assert result["rules"]["message.role"]["findings"] == 2
     assert result["rules"]["message.role"]["examples"] == [
-        {"id": SWIFT, "field": "messages[0].role", "message": "role 'narrator' is not one of "
-                                                               "('system', 'user', 'assistant', 'tool')"}]
+        {"id": SWIFT, "field": "messages[0].role", "message": 'role "narrator" is not one of '
+                                                               '["system", "user", "assistant", "tool"]'}]
     # shards counted apart, merged after a trip through JSON (as from worker processes), give the same counts
     left, right = ValidationCounter(), ValidationCounter()
     for row in rows[:2]:
@@ -1237,7 +1259,7 @@ def test_cli_report_counts_rule_failures_and_read_errors_with_examples(agent_fil
     assert total["read"]["examples"][0]["row"] == 2 and total["read"]["examples"][0]["error"] == "InvalidJsonError"
     assert total["validation"]["rules"]["arguments.schema"]["examples"] == [
         {"id": "ms_swift/agent/1", "field": "messages[1].tool_calls[0].function.arguments.city",
-         "message": "get_weather: 4 is not of type 'string'"}]
+         "message": 'get_weather: 4 is not of type "string"'}]
     assert total["validation"]["warnings"] == {"call.no_tools": 1}
     assert main(["validate", "ms_swift", "--data-files", agent_file]) == 1
     table = capsys.readouterr().out
@@ -1557,7 +1579,7 @@ def test_rows_dropped_by_validate_are_listed_with_their_file_row_and_row_id(mixe
         {"source": "ms_swift", "file": mixed_file, "row": 1, "row_id": "ms_swift/mixed/1",
          "field": "messages[1].tool_calls[0].function.arguments.x", "error": "RuleViolationError",
          "reason": "RuleViolationError:arguments.schema",
-         "message": "f: 'bad' is not of type 'number' (arguments.schema)"},
+         "message": 'f: "bad" is not of type "number" (arguments.schema)'},
         {"source": "ms_swift", "file": mixed_file, "row": 2, "row_id": "ms_swift/mixed/2",
          "field": "messages[3].content",
          "error": "RuleViolationError", "reason": "RuleViolationError:grammar.empty_final_answer",
@@ -1725,7 +1747,7 @@ def test_parameters_an_xlam_style_arguments_block_describes_are_declared(tmp_pat
     assert [f for r in rows for f in check_row(r)] == []
     _calls(row)[0]["function"]["arguments"]["town"] = "Boston"
     assert [(f.field, f.message) for f in rule_findings(row, "arguments.undeclared_key")] == [
-        ("messages[1].tool_calls[0].function.arguments.town", "get_date_and_time_by_city declares no parameter 'town'")]
+        ("messages[1].tool_calls[0].function.arguments.town", 'get_date_and_time_by_city declares no parameter "town"')]
 
 
 @pytest.mark.parametrize("given", ["data_files", "data_dir"])

@@ -106,18 +106,25 @@ def json_kind(value: Any) -> str:
     return type(value).__name__
 
 
+def as_json(value: Any, limit: int = 80) -> str:
+    """A value of the user's data as a validation finding quotes it: as JSON writes it (``"get"``, ``true``,
+    ``null``, ``{"x": 1}``, not Python's ``'get'``, ``True``, ``None``, ``{'x': 1}``), the form the user's rows
+    hold, cut after ``limit`` characters (a 5,000-digit number or a deeply nested value stays short); a value JSON
+    cannot write is named by its kind."""
+    try:
+        text = json.dumps(value[:limit + 1] if isinstance(value, str) else value, ensure_ascii=False)
+    except (ValueError, TypeError, RecursionError):  # no JSON value, or one Python cannot write
+        return json_kind(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def shown(value: Any, limit: int = 80) -> str:
-    """A value of the user's data quoted in a message: a string quoted as the messages quote names (``'get'``),
-    any other value as JSON writes it (``true``, ``null``, ``{"x": 1}``, not Python's ``True``, ``None``,
-    ``{'x': 1}``), cut after ``limit`` characters (a 5,000-digit number or a deeply nested value stays short)."""
+    """A value of the user's data quoted in a reader's message: a string quoted as the messages quote names
+    (``'get'``), any other value as JSON writes it (:func:`as_json`)."""
     if isinstance(value, str):
         text = repr(value[:limit + 1])
-    else:
-        try:
-            text = json.dumps(value, ensure_ascii=False)
-        except (ValueError, TypeError, RecursionError):  # no JSON value, or one Python cannot write
-            return json_kind(value)
-    return text if len(text) <= limit else text[:limit] + "..."
+        return text if len(text) <= limit else text[:limit] + "..."
+    return as_json(value, limit)
 
 
 class ToolUseDataError(ValueError):

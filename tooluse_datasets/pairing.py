@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from .errors import ConversionError
+from .errors import ConversionError, as_json
 
 
 def call_groups(messages: list[dict], start: int = 0) -> Iterator[tuple[int, int]]:
@@ -50,9 +50,9 @@ def results_in_call_order(messages: list[dict], turn: int, end: int, *, target: 
             raise ConversionError("tool result has no tool_call_id, so its call (and its position) is unknown",
                                   field=where)
         if call_id not in known:
-            raise ConversionError(f"tool result answers {call_id!r}, which is not a call of the preceding "
+            raise ConversionError(f"tool result answers {as_json(call_id)}, which is not a call of the preceding "
                                   f"assistant turn", field=where)
         if call_id in by_id:
-            raise ConversionError(f"two tool results answer call {call_id!r}", field=where)
+            raise ConversionError(f"two tool results answer call {as_json(call_id)}", field=where)
         by_id[call_id] = result
     return [by_id[call_id] for call_id in call_ids]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from tooluse_datasets.errors import UndefinedReferenceError
+from tooluse_datasets.errors import UndefinedReferenceError, as_json
 from tooluse_datasets.validation.registry import rule
 
 from .specs import argument_strings, executor_reference, label_key, references as argument_references
@@ -32,7 +32,7 @@ def undefined_reference(view):
                 where = f"{c.field}.function.arguments.{argument}"
                 producer = labels.get(label)
                 if producer is None:
-                    yield where, f"reference to {label!r}, which no earlier call defines"
+                    yield where, f"reference to {as_json(label)}, which no earlier call defines"
                     continue
                 if output_field is None and not v1:  # v2: upstream's executor reads env[label][field], no whole output
                     yield where, f"reference to {label} names no output field ({label}.<field>, as v2 references read)"
@@ -40,7 +40,8 @@ def undefined_reference(view):
                 outputs = _output_parameters(view, producer)
                 if (output_field is not None and outputs is not None and not _names_an_output(output_field, outputs, v1)
                         and not (v1 and _read_inside_an_element(output_field, outputs, view.function(producer)))):
-                    yield where, (f"reference to {label}.{output_field}: {producer} has no output {output_field!r} "
+                    yield where, (f"reference to {label}.{output_field}: {producer} has no output "
+                                  f"{as_json(output_field)} "
                                   f"(outputs: {', '.join(map(str, outputs)) or 'none'})"
                                   + _nested_hint(label, output_field, outputs, v1))
         if isinstance(c.id, str) and isinstance(c.name, str):
@@ -60,7 +61,8 @@ def _references_without_dollar(c, labels):
         m = _WITHOUT_DOLLAR.fullmatch(value)
         if m and m.group(1) in labels:
             yield (f"{c.field}.function.arguments.{path}",
-                   f"{value!r} reads as a reference to {m.group(1)}.{m.group(2)} without its leading '$': it is "
+                   f"{as_json(value)} reads as a reference to {m.group(1)}.{m.group(2)} without its leading "
+                   '"$": it is '
                    "kept as text, so the call gets this text and call_graph has no edge for it")
 
 
@@ -78,7 +80,8 @@ def _nested_references(c, labels):
         if isinstance(value, (list, dict)):
             for argument, label, output_field in argument_references({name: value}, labels=labels):
                 yield (f"{c.field}.function.arguments.{argument}",
-                       f"reference to {label}{'.' + output_field if output_field else ''} inside argument {name!r}: "
+                       f"reference to {label}{'.' + output_field if output_field else ''} inside argument "
+                       f"{as_json(name)}: "
                        "upstream's executor reads only a whole argument value as a reference, so the call would get "
                        "this text")
 

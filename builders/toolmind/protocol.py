@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from tooluse_datasets.codec import loads, python_json_text, try_loads
-from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, MissingFieldError, json_kind
+from tooluse_datasets.errors import InvalidJsonError, InvalidValueError, MissingFieldError, as_json, json_kind
 
 ROLES = ("system", "user", "reasoning", "tool_call", "tool_output", "answer")
 
@@ -76,20 +76,20 @@ def fsm_violation(roles: Sequence[str], *, allow_trailing_call: bool = False) ->
     for i, role in enumerate(roles):
         allowed = TRANSITIONS.get(previous, frozenset())
         if role not in allowed:
-            after = "at the start" if previous is None else f"after {previous!r}"
-            return FsmViolation(i, f"{role!r} {after} breaks the ToolMind FSM (allowed: {_roles_text(allowed)})")
+            after = "at the start" if previous is None else f"after {as_json(previous)}"
+            return FsmViolation(i, f"{as_json(role)} {after} breaks the ToolMind FSM (allowed: {_roles_text(allowed)})")
         previous = role
     final = FINAL_ROLES_WITH_TRAILING_CALL if allow_trailing_call else FINAL_ROLES
     if previous not in final:
         last = max(len(roles) - 1, 0)
-        ending = "an empty conversation" if previous is None else f"a conversation ending on {previous!r}"
+        ending = "an empty conversation" if previous is None else f"a conversation ending on {as_json(previous)}"
         return FsmViolation(last, f"{ending} breaks the ToolMind FSM (it must end on {_roles_text(final)})")
     return None
 
 
 def _roles_text(roles: frozenset) -> str:
-    """Roles as a message lists them (``'answer' or 'tool_call'``), not as a Python list."""
-    return " or ".join(map(repr, sorted(roles))) or "no further message"
+    """Roles as a message lists them (``"answer" or "tool_call"``), not as a Python list."""
+    return " or ".join(map(as_json, sorted(roles))) or "no further message"
 
 
 # --------------------------------------------------------------------------------------------------

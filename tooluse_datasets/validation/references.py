@@ -21,7 +21,7 @@ import referencing.jsonschema
 from referencing.exceptions import InvalidAnchor, NoSuchAnchor, PointerToNowhere, Unresolvable
 from referencing.jsonschema import lookup_recursive_ref
 
-from ..errors import json_kind
+from ..errors import as_json, json_kind
 
 # Lookups that found the document but nothing at the pointer or anchor in it: never resolvable.
 _NOWHERE = (PointerToNowhere, NoSuchAnchor, InvalidAnchor)
@@ -127,14 +127,14 @@ def _in_place(schema: dict, resolver: Any, cls: Any, specification: Any,
             try:
                 resolved = lookup_recursive_ref(resolver) if keyword == "$recursiveRef" else resolver.lookup(value)
             except _NOWHERE as exc:
-                raise _BrokenReference(f"{keyword} {value!r} points to nothing ({_nowhere_words(exc)})")
+                raise _BrokenReference(f"{keyword} {as_json(value)} points to nothing ({_nowhere_words(exc)})")
             except Unresolvable:
                 continue  # another document, never fetched: the calls that reach it say so
             if not isinstance(resolved.contents, (dict, bool)):  # a description, a list: jsonschema fails on it
-                raise _BrokenReference(f"{keyword} {value!r} points to a JSON {json_kind(resolved.contents)}, "
+                raise _BrokenReference(f"{keyword} {as_json(value)} points to a JSON {json_kind(resolved.contents)}, "
                                        "not a schema")
             if keyword == "$ref" or follow_dynamic:  # (one that points nowhere does so in any scope)
-                yield f"{keyword} {value!r}", resolved.contents, resolved.resolver
+                yield f"{keyword} {as_json(value)}", resolved.contents, resolved.resolver
             continue
         if keyword in _IN_PLACE_VALUE:
             subs = [value]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Iterator, Optional
 
-from ..errors import MissingFieldError, UnknownToolError
+from ..errors import MissingFieldError, UnknownToolError, as_json
 from ..schema import ROLES
 from .registry import rule
 from .schemas import CompiledSchema, argument_errors, compile_parameters, type_name, undeclared_keys
@@ -35,7 +35,7 @@ def row_fields(view: RowView) -> Findings:
     row = view.row
     for key in _ROW_STRINGS + _ROW_LISTS + ("meta",):
         if key not in row:
-            yield key, f"unified row lacks {key!r}"
+            yield key, f"unified row lacks {as_json(key)}"
     for key in _ROW_STRINGS:
         if key in row and not isinstance(row[key], str):
             yield key, f"{key} must be a string, got {type_name(row[key])}"
@@ -61,7 +61,7 @@ def row_fields(view: RowView) -> Findings:
             continue
         for key in ("role", "content"):
             if key not in m:
-                yield f"{where}.{key}", f"message lacks {key!r}"
+                yield f"{where}.{key}", f"message lacks {as_json(key)}"
         if m.get("role") is not None and not isinstance(m["role"], str):
             yield f"{where}.role", f"role must be a string, got {type_name(m['role'])}"
         for key in _MESSAGE_OPTIONAL_STRINGS:
@@ -74,7 +74,7 @@ def row_fields(view: RowView) -> Findings:
         for j, call in enumerate(calls or []):
             cwhere = f"{where}.tool_calls[{j}]"
             if not isinstance(call, dict) or not isinstance(call.get("function"), dict):
-                yield cwhere, "a call must be an object with a 'function' object"
+                yield cwhere, 'a call must be an object with a "function" object'
                 continue
             if call.get("id") is not None and not isinstance(call["id"], str):
                 yield f"{cwhere}.id", f"a call id must be a string, got {type_name(call['id'])}"
@@ -103,7 +103,7 @@ def tool_duplicate_name(view: RowView) -> Findings:
         name = function.get("name") if isinstance(function, dict) else None
         first = view.functions.get(name, (i,))[0] if isinstance(name, str) else i
         if first != i:
-            yield f"tools[{i}].function.name", f"tool name {name!r} is also tools[{first}]"
+            yield f"tools[{i}].function.name", f"tool name {as_json(name)} is also tools[{first}]"
 
 
 @rule("tool.invalid_schema", "error", "A tool's `parameters` is not a valid JSON Schema for an object "
@@ -151,7 +151,7 @@ def _compiled_tools(view: RowView) -> list[tuple[int, CompiledSchema]]:
 def message_role(view: RowView) -> Findings:
     for i, m in enumerate(view.messages):
         if m.get("role") not in ROLES:
-            yield f"messages[{i}].role", f"role {m.get('role')!r} is not one of {ROLES}"
+            yield f"messages[{i}].role", f"role {as_json(m.get('role'))} is not one of {as_json(list(ROLES))}"
 
 
 @rule("message.content", "error", "A message's content is null or not a string (an empty string is "
@@ -194,7 +194,7 @@ def call_duplicate_id(view: RowView) -> Findings:
         if not (isinstance(c.id, str) and c.id):
             continue
         if c.id in seen:
-            yield f"{c.field}.id", f"call id {c.id!r} is not unique in the row"
+            yield f"{c.field}.id", f"call id {as_json(c.id)} is not unique in the row"
         seen.add(c.id)
 
 
@@ -205,7 +205,7 @@ def call_unknown_tool(view: RowView) -> Findings:
         return
     for c in view.calls:
         if isinstance(c.name, str) and c.name and c.name not in view.functions:
-            yield f"{c.field}.function.name", f"call to {c.name!r}, which is not in tools"
+            yield f"{c.field}.function.name", f"call to {as_json(c.name)}, which is not in tools"
 
 
 @rule("call.no_tools", "warning", "The row makes calls but its `tools` is empty, so the calls cannot be "
@@ -275,7 +275,7 @@ def arguments_undeclared_key(view: RowView) -> Findings:
         # a tool without parameters takes none, as the readers write it ({"type": "object", "properties": {}})
         for key in undeclared_keys(_NO_PARAMETERS if parameters is None else parameters, c.arguments):
             if key not in described:
-                yield f"{c.field}.function.arguments.{key}", f"{c.name} declares no parameter {key!r}"
+                yield f"{c.field}.function.arguments.{key}", f"{c.name} declares no parameter {as_json(key)}"
 
 
 _NO_PARAMETERS = {"type": "object", "properties": {}}
@@ -305,7 +305,7 @@ def pairing_unknown_call(view: RowView) -> Findings:
     for i, m in enumerate(view.messages):
         made.update(c.get("id") for c in tool_calls_of(m))
         if m.get("role") == "tool" and m.get("tool_call_id") is not None and m["tool_call_id"] not in made:
-            yield f"messages[{i}].tool_call_id", f"tool result answers unknown call {m['tool_call_id']!r}"
+            yield f"messages[{i}].tool_call_id", f"tool result answers unknown call {as_json(m['tool_call_id'])}"
 
 
 @rule("pairing.count", "error", "An assistant turn's calls and the results answering them differ in number "
@@ -335,7 +335,8 @@ def pairing_count(view: RowView) -> Findings:
             continue
         for j, c in enumerate(calls):
             if answers[c.get("id")] > 1:
-                yield f"messages[{i}].tool_calls[{j}]", f"call {c.get('id')!r} is answered {answers[c.get('id')]} times"
+                yield (f"messages[{i}].tool_calls[{j}]",
+                       f"call {as_json(c.get('id'))} is answered {answers[c.get('id')]} times")
         ids = {c.get("id") for c in calls}
         answered = sum(min(answers[x], 1) for x in ids) + unlabelled[i]
         if answered and answered != len(calls):
@@ -349,7 +350,7 @@ def pairing_name(view: RowView) -> Findings:
         if m.get("role") == "tool" and m.get("name") is not None and m.get("tool_call_id") in names:
             called = names[m["tool_call_id"]]
             if m["name"] != called:
-                yield f"messages[{i}].name", f"result named {m['name']!r} answers a call to {called!r}"
+                yield f"messages[{i}].name", f"result named {as_json(m['name'])} answers a call to {as_json(called)}"
 
 
 # -- conversation grammar ---------------------------------------------------------------------------------
@@ -401,8 +402,9 @@ def call_graph_edge(view: RowView) -> Findings:
         consumer, producer = edge.get("consumer"), edge.get("producer")
         where = f"call_graph[{k}]"
         if consumer not in order:
-            yield f"{where}.consumer", f"consumer {consumer!r} is no call of the row"
+            yield f"{where}.consumer", f"consumer {as_json(consumer)} is no call of the row"
         elif producer not in order:
-            yield f"{where}.producer", f"producer {producer!r} is no call of the row"
+            yield f"{where}.producer", f"producer {as_json(producer)} is no call of the row"
         elif order[producer] >= order[consumer]:
-            yield f"{where}.producer", f"producer {producer!r} is not made before its consumer {consumer!r}"
+            yield (f"{where}.producer",
+                   f"producer {as_json(producer)} is not made before its consumer {as_json(consumer)}")

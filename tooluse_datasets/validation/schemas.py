@@ -24,6 +24,7 @@ stalling validation.
 from __future__ import annotations
 
 import copy
+import json
 import threading
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -41,7 +42,7 @@ from referencing.exceptions import Unresolvable
 from referencing.jsonschema import lookup_recursive_ref
 
 from ..codec import dumps
-from ..errors import json_kind
+from ..errors import as_json, json_kind
 from .references import REFERENCE_KEYWORDS, reference_problem
 from .registry import short_message
 
@@ -103,7 +104,8 @@ def _search(pattern: str, text: str) -> Optional[bool]:
 
 
 def _not_checked(pattern: str, text: str) -> ValidationError:
-    return ValidationError(f"pattern {pattern!r:.80} took over {PATTERN_SECONDS} s on {text!r:.60}: not checked",
+    return ValidationError(f"pattern {as_json(pattern)} took over {PATTERN_SECONDS} s on {as_json(text, 60)}: "
+                           "not checked",
                            validator=UNCHECKED)
 
 
@@ -114,7 +116,7 @@ def _pattern(validator, pattern, instance, schema):
     if found is None:
         yield _not_checked(pattern, instance)
     elif not found:
-        yield ValidationError(f"{instance!r:.80} does not match {pattern!r:.80}")
+        yield ValidationError(f"{as_json(instance)} does not match {as_json(pattern)}")
 
 
 def _pattern_properties(validator, patterns, instance, schema):
@@ -154,7 +156,7 @@ def _additional_properties(validator, allowed, instance, schema):
         for key in extras:
             yield from validator.descend(instance[key], allowed, path=key)
     elif allowed is False and extras:
-        listed = ", ".join(repr(key) for key in sorted(extras))
+        listed = ", ".join(as_json(key) for key in sorted(extras))
         yield ValidationError(f"Additional properties are not allowed ({listed} "
                               f"{'was' if len(extras) == 1 else 'were'} unexpected)")
 
@@ -175,11 +177,11 @@ def _unevaluated_properties(validator, unevaluated, instance, schema):
     rest = [key for key in instance if key not in evaluated and key not in timed_out]
     failed = [key for key in rest if not _holds(validator.descend(instance[key], unevaluated, path=key))]
     if failed and unevaluated is False:
-        listed = ", ".join(repr(key) for key in sorted(failed))
+        listed = ", ".join(as_json(key) for key in sorted(failed))
         yield ValidationError(f"Unevaluated properties are not allowed ({listed} "
                               f"{'was' if len(failed) == 1 else 'were'} unexpected)")
     elif failed:
-        listed = ", ".join(repr(key) for key in failed)
+        listed = ", ".join(as_json(key) for key in failed)
         yield ValidationError(f"Unevaluated properties are not valid under the given schema ({listed} "
                               f"{'was' if len(failed) == 1 else 'were'} unevaluated and invalid)")
 
@@ -254,7 +256,7 @@ def _multiple_of(validator, divisor, instance, schema):
     if not validator.is_type(instance, "number") or not validator.is_type(divisor, "number") or not divisor:
         return
     if (_exact_number(instance) / _exact_number(divisor)).denominator != 1:
-        yield ValidationError(f"{instance!r} is not a multiple of {divisor}")
+        yield ValidationError(f"{as_json(instance)} is not a multiple of {as_json(divisor)}")
 
 
 # The draft's keywords that run patterns, with time limits, and multipleOf on exact decimals.
@@ -335,7 +337,7 @@ def draft_of(schema: dict) -> tuple[Any, Optional[str]]:
             cls = None
         if cls is not None:
             return cls, None
-    return DEFAULT_DRAFT, (f"$schema {named!r:.120} names no JSON Schema draft known here ({KNOWN_DRAFTS}): "
+    return DEFAULT_DRAFT, (f"$schema {as_json(named, 120)} names no JSON Schema draft known here ({KNOWN_DRAFTS}): "
                            f"checked as draft-07")
 
 
@@ -344,13 +346,14 @@ def _compile_as(cls, schema: dict, has_refs: bool) -> CompiledSchema:
         cls.check_schema(schema, format_checker=_schema_format_checker(cls))
     except SchemaError as exc:
         where = _path(exc.absolute_path)
-        return CompiledSchema(problem=_short(exc.message) + (f" (at {where})" if where else ""))
+        return CompiledSchema(problem=_short(json_message(exc)) + (f" (at {where})" if where else ""))
     except Exception as exc:  # a pathological schema (nested too deep): unusable, said why
         return CompiledSchema(problem=_short(f"{type(exc).__name__}: {exc}"))
     declared = schema.get("type")
     types = declared if isinstance(declared, list) else [declared]
     if declared is not None and "object" not in types:
-        return CompiledSchema(problem=f"parameters must describe an object (type 'object'), not type {declared!r}")
+        return CompiledSchema(problem=f"parameters must describe an object (type \"object\"), not type "
+                                      f"{as_json(declared)}")
     # An empty registry: references resolve inside the schema (and to the drafts' metaschemas, which jsonschema
     # adds) and nowhere else. jsonschema's default registry downloads any other URI a `$ref` names.
     # A copy of its own: the validator keeps the schema it is given, and the caller may change its row after it
@@ -405,7 +408,7 @@ def argument_errors(compiled: CompiledSchema, arguments: Any,
             if skip and any(path == p or path.startswith((p + ".", p + "[")) for p in skip):
                 continue
             if reported < MAX_ERRORS_PER_CALL:
-                yield path, _short(error.message), error.validator != UNCHECKED
+                yield path, _short(json_message(error)), error.validator != UNCHECKED
                 reported += 1
                 continue
             # Past the cap: counted, so the findings say errors were left out and how many.
@@ -422,10 +425,58 @@ def argument_errors(compiled: CompiledSchema, arguments: Any,
     except Exception as exc:  # a $ref to another document, a pattern that is no regular expression, nesting too deep
         cause = getattr(exc, "_wrapped", exc)  # jsonschema's _WrappedReferencingError, a name of no help to a user
         if type(cause) is Unresolvable:
-            why = f": $ref {cause.ref!r} names another document, which is never fetched (Unresolvable)"
+            why = f": $ref {as_json(cause.ref)} names another document, which is never fetched (Unresolvable)"
         else:
             why = f" ({type(cause).__name__}: {cause})"
         yield "", _short(f"the tool's schema cannot be applied{why}"), True
+
+
+# Values whose Python repr jsonschema's messages quote, looked at per message (a huge object stays cheap).
+_MAX_QUOTED_VALUES = 256
+_FALSE_SCHEMA = "False schema does not allow "
+
+
+def json_message(error: ValidationError) -> str:
+    """jsonschema's message with the values it quotes written as JSON (``"x" is not of type "integer"``,
+    ``true``, ``null``), as the user's rows hold them, not as Python's repr (``'x'``, ``True``, ``None``).
+    jsonschema writes each value with ``repr``: the reprs of the error's instance, its keyword's value and the
+    parts of both (keys, items: the unexpected keys, the missing property, the enum's members) are replaced by
+    their JSON text, longest first, in one pass."""
+    message = error.message
+    if error.validator is None and message.startswith(_FALSE_SCHEMA):  # the schema `false` (its words, not a value)
+        return f"the schema false allows no value ({as_json(error.instance, 10**6)} given)"
+    quoted: dict[str, str] = {}
+    parts = [(error.instance, 1), (error.validator_value, 2)]
+    if error.validator in ("additionalProperties", "unevaluatedProperties") and isinstance(error.schema, dict):
+        # "'x' does not match any of the regexes: '^p'" quotes the schema's patterns
+        parts.append((list(error.schema.get("patternProperties") or ()), 1))
+    for value, depth in parts:
+        _collect_reprs(value, depth, quoted)
+    if not quoted:
+        return message
+    by_length = sorted(quoted, key=len, reverse=True)
+    return regex.sub("|".join(map(regex.escape, by_length)), lambda m: quoted[m.group()], message)
+
+
+def _collect_reprs(value: Any, depth: int, quoted: dict) -> None:
+    """``repr -> JSON text`` of ``value`` and of its keys and items down to ``depth``, where the two differ
+    (strings, booleans, null, containers; a number's repr is its JSON)."""
+    if len(quoted) >= _MAX_QUOTED_VALUES:
+        return
+    if isinstance(value, (str, bool, dict, list, tuple)) or value is None:
+        try:
+            text, written = repr(value), json.dumps(value, ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError):  # no JSON value (not in decoded rows), or too deep
+            return
+        if text != written:
+            quoted[text] = written
+    if depth and isinstance(value, dict):
+        for key, item in list(value.items())[:_MAX_QUOTED_VALUES]:
+            _collect_reprs(key, 0, quoted)
+            _collect_reprs(item, depth - 1, quoted)
+    elif depth and isinstance(value, (list, tuple)):
+        for item in value[:_MAX_QUOTED_VALUES]:
+            _collect_reprs(item, depth - 1, quoted)
 
 
 def undeclared_keys(schema: Any, arguments: Any) -> list[str]:
