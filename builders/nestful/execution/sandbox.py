@@ -77,7 +77,9 @@ sqlite's ``ATTACH``, ``_posixsubprocess``), so the kernel is the barrier and the
 * **memory** (``RLIMIT_AS``, each sample's process), file size (``RLIMIT_FSIZE``), open files, no core
   dumps, and with a user namespace of the batch's own (not root) or a root caller's batch user,
   ``RLIMIT_NPROC`` (``child.MAX_TASKS`` processes and threads of that user: bounds what native code forks,
-  which no audit event sees).
+  which no audit event sees). ``RLIMIT_AS`` is per process: each process native code forks gets ``memory_mb``,
+  so a sample's memory in all is below ``MAX_TASKS * memory_mb`` where ``RLIMIT_NPROC`` applies and has no
+  bound the sandbox sets where it does not (no cgroup is used).
 * **crashes**: a segfault, ``os._exit``, an abort or a kill ends the sample's process, not the caller; the
   sample is reported ``crashed`` with the exit status and the batch goes on.
 * **environment**: a clean environment (no tokens, proxies or ``PYTHON*`` variables), ``-I`` (no
