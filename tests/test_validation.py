@@ -312,6 +312,25 @@ def test_findings_write_the_values_they_quote_as_json(samples):
     assert not [m for m in found if re.search(r"\bTrue\b|\bNone\b|\bFalse\b|'", m.replace("it's", ""))], found
 
 
+def test_a_value_longer_than_the_message_is_not_written_out_to_quote_it():
+    """jsonschema's message for a missing key quotes the key, not the arguments: writing out a megabyte of
+    arguments to look for them in a 30-character message cost 300 times the check itself."""
+    written = []
+
+    class Arguments(dict):
+        def __repr__(self):
+            written.append(1)
+            return super().__repr__()
+
+    arguments = Arguments({f"k{i}": "x" * 1000 for i in range(2000)})
+    compiled = compile_parameters({"type": "object", "required": ["q"]})
+    assert list(argument_errors(compiled, arguments)) == [("", '"q" is a required property', True)]
+    assert written == []
+    small = Arguments(a=None)
+    assert [m for _, m, _ in argument_errors(compile_parameters({"type": "object", "not": {"required": ["a"]}}),
+                                             small)] == ['{"a": null} should not be valid under {"required": ["a"]}']
+
+
 @pytest.mark.parametrize("bad, said", [(25, "and 15 more errors"), (5000, "and at least 1000 more errors")])
 def test_errors_past_the_cap_per_call_are_counted_and_said(samples, bad, said):
     """At most 10 errors are reported per call; the ones past them are not dropped without a word: one more

@@ -28,6 +28,7 @@ import json
 import threading
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from itertools import islice
 from typing import Any, Iterable, Iterator, Optional
 from urllib.parse import unquote
 
@@ -451,32 +452,59 @@ def json_message(error: ValidationError) -> str:
         # "'x' does not match any of the regexes: '^p'" quotes the schema's patterns
         parts.append((list(error.schema.get("patternProperties") or ()), 1))
     for value, depth in parts:
-        _collect_reprs(value, depth, quoted)
+        _collect_reprs(value, depth, message, quoted)
     if not quoted:
         return message
     by_length = sorted(quoted, key=len, reverse=True)
     return regex.sub("|".join(map(regex.escape, by_length)), lambda m: quoted[m.group()], message)
 
 
-def _collect_reprs(value: Any, depth: int, quoted: dict) -> None:
-    """``repr -> JSON text`` of ``value`` and of its keys and items down to ``depth``, where the two differ
-    (strings, booleans, null, containers; a number's repr is its JSON)."""
+def _collect_reprs(value: Any, depth: int, message: str, quoted: dict) -> None:
+    """``repr -> JSON text`` of ``value`` and of its keys and items down to ``depth``, where the repr is in
+    ``message`` and differs from the JSON (strings, booleans, null, containers; a number's repr is its JSON)."""
     if len(quoted) >= _MAX_QUOTED_VALUES:
         return
     if isinstance(value, (str, bool, dict, list, tuple)) or value is None:
         try:
-            text, written = repr(value), json.dumps(value, ensure_ascii=False)
+            text = repr(value) if _repr_within(value, len(message)) else None
+            if text is not None and text in message and text not in quoted:
+                written = json.dumps(value, ensure_ascii=False)
+                if text != written:
+                    quoted[text] = written
         except (TypeError, ValueError, RecursionError):  # no JSON value (not in decoded rows), or too deep
             return
-        if text != written:
-            quoted[text] = written
     if depth and isinstance(value, dict):
-        for key, item in list(value.items())[:_MAX_QUOTED_VALUES]:
-            _collect_reprs(key, 0, quoted)
-            _collect_reprs(item, depth - 1, quoted)
+        for key, item in islice(value.items(), _MAX_QUOTED_VALUES):
+            _collect_reprs(key, 0, message, quoted)
+            _collect_reprs(item, depth - 1, message, quoted)
     elif depth and isinstance(value, (list, tuple)):
-        for item in value[:_MAX_QUOTED_VALUES]:
-            _collect_reprs(item, depth - 1, quoted)
+        for item in islice(value, _MAX_QUOTED_VALUES):
+            _collect_reprs(item, depth - 1, message, quoted)
+
+
+def _repr_within(value: Any, limit: int) -> bool:
+    """Whether ``repr(value)`` may be at most ``limit`` characters long (a lower bound of its length is): a value
+    longer than the message cannot be quoted in it, and writing a megabyte of arguments to find that out would cost
+    more than the check. Work stops once the bound passes ``limit``."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            limit -= len(v) + 2
+        elif isinstance(v, dict):
+            limit -= 4 * len(v) if v else 2   # "{", "}" and "k: v, " but the last ", "
+            if limit >= 0:
+                stack.extend(v.keys())
+                stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            limit -= 2 * len(v) if v else 2   # "[", "]" and "v, " but the last ", "
+            if limit >= 0:
+                stack.extend(v)
+        else:
+            limit -= 1
+        if limit < 0:
+            return False
+    return True
 
 
 def undeclared_keys(schema: Any, arguments: Any) -> list[str]:
