@@ -509,6 +509,91 @@ def test_metrics_equal_upstream_scorer_to_three_decimals(tmp_path, functions_dir
     assert {k: f"{getattr(ours, k):.3f}" for k in pairs} == {k: theirs[v] for k, v in pairs.items()}
 
 
+# Metrics only: upstream's scorer never runs a function with win_rate_flag=False, so nothing of the functions
+# folder is imported outside the sandbox.
+METRICS_DRIVER = """
+import contextlib, io, json, sys, warnings
+warnings.filterwarnings("ignore")
+src, results, model, out = sys.argv[1:5]
+sys.path.insert(0, src)
+import scorer
+from utils import read_jsonlines
+data = read_jsonlines(results)
+with contextlib.redirect_stdout(io.StringIO()):
+    total = scorer.calculate_scores(data, model, "/nonexistent", win_rate_flag=False)
+    each = [scorer.calculate_scores([item], model, "/nonexistent", win_rate_flag=False) for item in data]
+json.dump({"total": total, "each": [[r["accuracy_combined"], r["num_pred_examples_w_parsing_errors"]] for r in each]},
+          open(out, "w"))
+"""
+
+
+def shapes(gold: list[dict], rng: random.Random) -> list[str]:
+    """Predictions the metrics read in ways of their own: values str() writes otherwise (5 -> 5.0, booleans
+    flipped, strings upper-cased, lists grown), argument order, arguments that are no object, a name that is
+    no string, a repeated call, labels spelled otherwise, an undeclared argument, calls without labels or
+    arguments, items that are no call, a call given alone or inside lists, text around the JSON."""
+    def changed(value):
+        if isinstance(value, bool):
+            return not value
+        if isinstance(value, int):
+            return float(value)
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, list):
+            return value + value[:1]
+        return value.upper() if isinstance(value, str) and not value.startswith("$") else value
+    out = []
+    for edit in (lambda h: [c["arguments"].update({k: changed(v) for k, v in c["arguments"].items()
+                                                   if rng.random() < .5}) for c in h],
+                 lambda h: [c.update(arguments=dict(reversed(list(c["arguments"].items())))) for c in h],
+                 lambda h: h[0].update(arguments=list(h[0]["arguments"].values())),
+                 lambda h: h[-1].update(name=7),
+                 lambda h: h.insert(1, copy.deepcopy(h[0])),
+                 lambda h: [c.update(label=f"$step_{i + 1}") for i, c in enumerate(h)],
+                 lambda h: h[0]["arguments"].update(extra=None)):
+        h = copy.deepcopy(gold)
+        edit(h)
+        out.append(json.dumps(h))
+    out += [json.dumps(gold[:1]), json.dumps([{"name": c["name"], "arguments": c["arguments"]} for c in gold[::-1]]),
+            json.dumps(gold) + "\n", " " + json.dumps(gold), json.dumps([gold[0], "text", 5]),
+            json.dumps([{"name": c["name"]} for c in gold]), json.dumps(gold[0]), json.dumps([[c] for c in gold])]
+    return out
+
+
+@pytest.mark.skipif(not (UPSTREAM_SRC and UPSTREAM_PYTHON),
+                    reason="set NESTFUL_UPSTREAM_SRC (upstream's src/ at the pinned revision) and NESTFUL_UPSTREAM_PYTHON "
+                           "(an interpreter with scikit-learn, tqdm, jsonlines) to compare with upstream's scorer")
+@pytest.mark.parametrize("parser, model", [("json", "DeepSeek-V3"), ("hermes", "Hermes-2-Pro-Mistral-7B")])
+def test_metrics_and_each_samples_accuracy_equal_upstream_scorer_on_more_shapes(tmp_path, parser, model):
+    """The official definitions (spec section 9) on the 69 real rows, predictions in shapes the comparison above
+    does not make: every metric, and each sample's partial sequence accuracy and parse error, as upstream's scorer
+    gives them."""
+    rng = random.Random(1)
+    lines = []
+    for row in rows(TOY) + rows(CURRENT) + rows(ICL):
+        row = dict(row, tools=[current_format(t) for t in row["tools"]])
+        for text in shapes(row["output"], rng):
+            calls = json.loads(text) if text.strip().startswith("[") else None
+            if parser == "hermes" and calls is not None:
+                text = "".join(f"<tool_call>{json.dumps(c)}</tool_call>" for c in calls)
+            lines.append(upstream_line(row, text))
+    path = write_lines(tmp_path / "output.jsonl", lines)
+    work = tmp_path / "upstream_run"
+    work.mkdir()
+    subprocess.run([UPSTREAM_PYTHON, "-B", "-c", METRICS_DRIVER, UPSTREAM_SRC, path, model, str(work / "result.json")],
+                   cwd=work, env={"PATH": os.environ.get("PATH", ""), "HOME": str(work)}, check=True, timeout=900,
+                   capture_output=True)
+    theirs = json.loads((work / "result.json").read_text())
+    ours = score_file(path, parser=parser, win_rate=False)
+    total = theirs["total"]
+    assert ours.n_rows == total["num_examples"] and ours.parse_errors == total["num_pred_examples_w_parsing_errors"]
+    pairs = {"f1_intent": "f1_intent", "f1_slot": "f1_slot", "p_intent": "p_intent", "r_intent": "r_intent",
+             "p_slot": "p_slot", "r_slot": "r_slot", "partial_sequence_accuracy": "accuracy_combined",
+             "full_sequence_accuracy": "percentage_times_full_score"}
+    assert {k: f"{getattr(ours, k):.3f}" for k in pairs} == {k: total[v] for k, v in pairs.items()}
+    assert [[f"{s.partial_sequence_accuracy:.3f}", int(s.parse_error)] for s in ours.samples] == theirs["each"]
+
+
 def test_string_gold_answers_of_native_result_lines_stay_strings(tmp_path, functions_dir):
     """A result line in the GitHub form (output and tools as lists) holds gold_answer as the value: the toy rows'
     string answers ("11.00", "    [2]", "table_name") are strings, not JSON text to parse ("11.00" was read
