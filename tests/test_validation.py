@@ -331,6 +331,21 @@ def test_a_value_longer_than_the_message_is_not_written_out_to_quote_it():
                                              small)] == ['{"a": null} should not be valid under {"required": ["a"]}']
 
 
+def test_a_value_a_false_subschema_forbids_is_named_by_its_field(samples):
+    """`"properties": {"legacy": false}` forbids the key: jsonschema reports it without the path it found it at, so
+    the finding named the call's whole arguments; it names the key (and the item, for `items: false`)."""
+    row = base(samples, SWIFT)
+    row["tools"][0]["function"]["parameters"] = {"type": "object", "properties": {
+        "legacy": False, "rates": {"type": "object", "properties": {"old": False}}}}
+    call = _calls(row)[0]
+    call["function"]["arguments"] = {"legacy": "x", "rates": {"old": None}}
+    where = "messages[2].tool_calls[0].function.arguments"
+    found = [(f.field, f.message) for f in rule_findings(row, "arguments.schema")]
+    name = call["function"]["name"]
+    assert found == [(f"{where}.legacy", f'{name}: the schema false allows no value ("x" given)'),
+                     (f"{where}.rates.old", f"{name}: the schema false allows no value (null given)")]
+
+
 @pytest.mark.parametrize("bad, said", [(25, "and 15 more errors"), (5000, "and at least 1000 more errors")])
 def test_errors_past_the_cap_per_call_are_counted_and_said(samples, bad, said):
     """At most 10 errors are reported per call; the ones past them are not dropped without a word: one more

@@ -275,8 +275,24 @@ def _bounded(cls):
         # Only keywords the draft has: draft-07 ignores unevaluatedProperties, and so must we.
         bounded = extend(cls, {k: v for k, v in _BOUNDED_KEYWORDS.items() if k in cls.VALIDATORS})
         bounded.evolve = _evolve_bounded
+        bounded.descend = _descend_keeping_the_path(bounded.descend)
         _BOUNDED[cls] = bounded
     return _BOUNDED[cls]
+
+
+def _descend_keeping_the_path(descend):
+    """jsonschema's ``descend``, except that the error of a ``false`` subschema (``"properties": {"h": false}``)
+    keeps the place it was found at: jsonschema yields it before adding the path, so the finding named the whole
+    arguments instead of ``h``."""
+    def descend_keeping_the_path(self, instance, schema, path=None, schema_path=None, resolver=None):
+        for error in descend(self, instance, schema, path=path, schema_path=schema_path, resolver=resolver):
+            if schema is False:
+                if path is not None:
+                    error.path.appendleft(path)
+                if schema_path is not None:
+                    error.schema_path.appendleft(schema_path)
+            yield error
+    return descend_keeping_the_path
 
 
 def _evolve_bounded(self, **changes):
