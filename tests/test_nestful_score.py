@@ -472,6 +472,13 @@ def variants(gold: list[dict], rng: random.Random) -> list[str]:
     return out
 
 
+def _limit_memory() -> None:
+    """The upstream scorer's process (which runs upstream's functions) gets at most 4 GiB of address space."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+
 @pytest.mark.skipif(not (UPSTREAM_SRC and UPSTREAM_PYTHON),
                     reason="set NESTFUL_UPSTREAM_SRC (upstream's src/ at the pinned revision) and NESTFUL_UPSTREAM_PYTHON "
                            "(an interpreter with scikit-learn, tqdm, jsonlines) to compare with upstream's scorer")
@@ -490,16 +497,17 @@ def test_metrics_equal_upstream_scorer_to_three_decimals(tmp_path, functions_dir
     path = write_lines(tmp_path / "output.jsonl", lines)
     work = tmp_path / "upstream_run"
     work.mkdir()
-    # Upstream's scorer imports the functions into its own process: run it in a scratch folder with a clean
-    # environment, and without network where a namespace can be made.
+    # Upstream's scorer imports the functions into its own process, which runs them: like our sandbox, a scratch
+    # folder, a clean environment, no network (a namespace of its own, else the test skips), time and memory limits.
     # -B: the functions folder is upstream's (often read-only, and shared): write no bytecode into it.
-    command = [UPSTREAM_PYTHON, "-B", "-c", DRIVER, UPSTREAM_SRC, path, functions_dir, model,
+    if not (shutil.which("unshare") and subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode == 0):
+        pytest.skip("upstream's scorer runs upstream's functions: it runs only without network, and this machine "
+                    "cannot make a network namespace (unshare -n)")
+    command = ["unshare", "-n", UPSTREAM_PYTHON, "-B", "-c", DRIVER, UPSTREAM_SRC, path, functions_dir, model,
                str(work / "result.json")]
-    if shutil.which("unshare") and subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode == 0:
-        command = ["unshare", "-n"] + command
     subprocess.run(command, cwd=work, env={"PATH": os.environ.get("PATH", ""), "HOME": str(work),
                                            "PYTHONDONTWRITEBYTECODE": "1"}, check=True,
-                   timeout=900, capture_output=True)
+                   timeout=900, capture_output=True, preexec_fn=_limit_memory)
     theirs = json.loads((work / "result.json").read_text())
     ours = score_file(path, parser=parser, executable_functions_dir=functions_dir)
     assert ours.n_rows == theirs["num_examples"] and ours.parse_errors == theirs["num_pred_examples_w_parsing_errors"]
