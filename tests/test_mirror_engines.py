@@ -952,3 +952,21 @@ def test_a_bad_row_on_a_ray_of_the_builds_own_leaves_the_later_tasks_to_that_ray
     assert not ray.is_initialized(), "the Ray started for the build is still running"
     assert cancelled == [], "a task was cancelled on a Ray the build was about to stop"
     assert not (tmp_path / "out" / "ms_swift").exists()
+
+
+def test_a_ray_of_the_builds_own_keeps_rays_token_authentication_without_its_notice(tmp_path):
+    """Without RAY_AUTH_MODE, the Ray a build starts takes token authentication (Ray 2.60's default) and Ray printed
+    "Token authentication is enabled for this Ray cluster. Set RAY_AUTH_MODE=disabled to opt out" on every
+    `mirror --engine ray`, advice about a Ray that ends with the build. The notice is gone; the authentication
+    stays: the token Ray generates for it is in the (fresh) home folder."""
+    pytest.importorskip("ray", reason="Ray is the optional extra 'ray' (pip install 'tooluse-datasets[ray]')")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {key: value for key, value in os.environ.items() if key not in ("RAY_ADDRESS", "RAY_AUTH_MODE")}
+    process = subprocess.run(
+        [sys.executable, "-m", "tooluse_datasets.cli", "mirror", "nestful", "--sample", "--configs", "unified",
+         "--engine", "ray", "--num-proc", "1", "--out", str(tmp_path / "out")],
+        env={**env, "HOME": str(home)}, capture_output=True, text=True, timeout=300)
+    assert process.returncode == 0, process.stderr
+    assert "Token authentication" not in process.stderr, process.stderr
+    assert (home / ".ray" / "auth_token").is_file(), "the build's Ray ran without token authentication"

@@ -332,8 +332,9 @@ def _start_ray(ray, num_proc: Optional[int], address: Optional[str]) -> Callable
         else:  # a local Ray for this build: num_proc CPUs (default: all)
             # "local": a new Ray of its own. Without an address Ray joins the last cluster `ray start` left on this
             # machine instead, and then refuses num_cpus (ValueError) or runs on that cluster's CPUs.
-            ray.init(address="local", num_cpus=num_proc, include_dashboard=False, log_to_driver=False,
-                     logging_level=logging.WARNING)
+            with _quiet_default_token_auth():
+                ray.init(address="local", num_cpus=num_proc, include_dashboard=False, log_to_driver=False,
+                         logging_level=logging.WARNING)
     except SystemExit as exc:
         _restore_sigterm(sigterm)
         if exc.code == signal.SIGTERM and callable(sigterm):  # ray.init's handler met a SIGTERM while Ray started
@@ -351,6 +352,29 @@ def _start_ray(ray, num_proc: Optional[int], address: Optional[str]) -> Callable
             _restore_sigterm(sigterm)
 
     return stop
+
+
+@contextlib.contextmanager
+def _quiet_default_token_auth() -> Iterator[None]:
+    """Without RAY_AUTH_MODE, a new local Ray takes token authentication (Ray 2.60: the token in ~/.ray/auth_token,
+    generated if missing) and says so on every start: "Token authentication is enabled for this Ray cluster. Set
+    RAY_AUTH_MODE=disabled to opt out", advice about a cluster that lives only as long as the build. That one
+    message is left out; the choice stays Ray's. (Setting RAY_AUTH_MODE=token instead, which Ray accepts without
+    the message, is not enough once Ray is imported: Ray has read the mode by then, and the Ray it starts would
+    want a token it never generated.)"""
+    token_setup = logging.getLogger(_RAY_TOKEN_SETUP_LOGGER)
+    token_setup.addFilter(_not_default_token_auth_notice)
+    try:
+        yield
+    finally:
+        token_setup.removeFilter(_not_default_token_auth_notice)
+
+
+_RAY_TOKEN_SETUP_LOGGER = "ray._private.authentication.authentication_token_setup"
+
+
+def _not_default_token_auth_notice(record: logging.LogRecord) -> bool:
+    return not record.getMessage().startswith("Token authentication is enabled for this Ray cluster")
 
 
 def _token_hint(address: str) -> str:
