@@ -970,3 +970,45 @@ def test_a_ray_of_the_builds_own_keeps_rays_token_authentication_without_its_not
     assert process.returncode == 0, process.stderr
     assert "Token authentication" not in process.stderr, process.stderr
     assert (home / ".ray" / "auth_token").is_file(), "the build's Ray ran without token authentication"
+
+
+def test_on_the_callers_own_ray_a_bad_row_or_a_stop_cancels_nothing_and_leaves_that_ray_usable(tmp_path, monkeypatch):
+    """build_mirror(engine="ray") inside the caller's ray.init(): a bad row under on_error="raise" (or a Ctrl-C)
+    force-cancelled the tasks still running, which races with a task's reply and crashed Ray 2.60's driver, the
+    caller's own process ("Tried to complete task that was not pending", exit 1; 3 of 5 runs of four Ctrl-C's).
+    Nothing is cancelled now: the bad row waits for the running task, then names the row as the local engine does,
+    with no staging folder left behind; a stopped build leaves its tasks to end; the caller's Ray goes on."""
+    ray = pytest.importorskip("ray", reason="Ray is the optional extra 'ray' (pip install 'tooluse-datasets[ray]')")
+    if ray.is_initialized():
+        ray.shutdown()
+    good = [line for f in td.sample_files("ms_swift")["train"] for line in Path(f).read_text().splitlines() if line]
+    head = "[1, 2]\n" + "\n".join(good) + "\n"
+    data = tmp_path / "rows.jsonl"
+    data.write_text(head + "\n".join(good * 2000) + "\n", encoding="utf-8")
+    request = MirrorRequest("ms_swift", configs=["unified"], data_files=str(data), on_error="raise",
+                            source_options={"shard_bytes": len(head.encode())})
+    cancelled = []
+    real_cancel = ray.cancel
+    monkeypatch.setattr(ray, "cancel", lambda ref, **kwargs: (cancelled.append(ref), real_cancel(ref, **kwargs)))
+    from tooluse_datasets.mirror.staging import Staging
+
+    saved = Staging.save_result
+
+    def interrupted_after_one(self, key, task_id, result):
+        saved(self, key, task_id, result)
+        raise KeyboardInterrupt  # Ctrl-C once the first shard is in
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        with pytest.raises(td.errors.InvalidJsonError) as info:
+            build_mirror(request, tmp_path / "out", engine="ray", num_proc=2)
+        assert (info.value.row, info.value.field) == (0, "<line>")
+        assert not any((tmp_path / "out").iterdir()), "a staging folder is left (or written into after the error)"
+        monkeypatch.setattr(Staging, "save_result", interrupted_after_one)
+        with pytest.raises(KeyboardInterrupt):
+            build_mirror(_requests()["ms_swift"], tmp_path / "stopped", engine="ray", num_proc=2)
+        assert cancelled == [], "tasks were cancelled on the caller's Ray"
+        assert ray.is_initialized(), "the caller's Ray was shut down"
+        assert ray.get(ray.remote(lambda: 7).remote()) == 7, "the caller's Ray no longer runs tasks"
+    finally:
+        ray.shutdown()

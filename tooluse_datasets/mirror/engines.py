@@ -9,9 +9,10 @@ task finishes (in any order; the coordinator merges in plan order), so every eng
   build (or for several builds, :func:`shared_ray`). ``num_proc`` caps how many run at once (default: as many
   as the cluster has CPUs). Ray is an optional extra, imported only here.
 
-A bad row under ``on_error="raise"`` is the build's answer: it stops the other tasks and is raised as the typed
-error; with several workers, the tasks before it in the plan still running are waited for, so that the error
-raised is the first bad row in plan order, the one a single process meets (not whichever worker failed first). Any other failure (a worker that died, a full disk, an unreachable file) is charged to its shard and
+A bad row under ``on_error="raise"`` is the build's answer: no further task starts, and it is raised as the
+typed error (tasks already running end with the pool or Ray the build stops; on the caller's own Ray they are
+waited for, never cancelled); with several workers, the tasks before it in the plan still running are waited
+for, so that the error raised is the first bad row in plan order, the one a single process meets (not whichever worker failed first). Any other failure (a worker that died, a full disk, an unreachable file) is charged to its shard and
 yielded as a :class:`ShardFailure`; the other shards go on.
 """
 from __future__ import annotations
@@ -240,10 +241,14 @@ def _run_ray(tasks: Sequence[ShardTask], num_proc: Optional[int],
              address: Optional[str]) -> Iterator[tuple[ShardTask, Outcome]]:
     ray = _import_ray()
     stop_ray = _start_ray(ray, num_proc, address) if not ray.is_initialized() else None
-    # A Ray this command stops ends its tasks itself: tasks no longer wanted are cancelled only on the caller's
-    # own Ray, which goes on. Cancelling them first races with a task's reply on its way, which crashes Ray 2.60's
-    # driver ("Tried to complete task that was not pending", exit 1: 2 of 6 Ctrl-C's with --num-proc 1).
-    ray_goes_on = stop_ray is None and not _shared_rays
+    # Tasks no longer wanted are never cancelled: a cancel races with the task's reply on its way, which crashes
+    # Ray 2.60's driver ("Tried to complete task that was not pending", exit 1), with force or without (runs of
+    # four Ctrl-C's on a caller's Ray: 3 of 5 crashed its process with force, 3 of 6 without, 0 of 11 without
+    # cancelling). A Ray this command stops ends them itself. On the caller's own Ray, which goes on, a bad row waits for the tasks already running (at most
+    # num_proc shards), so that none writes into the staging folder the error deletes; a build stopped midway
+    # leaves them to end on their own (within a shard's time; their results are not recorded, so the next run
+    # converts those shards again).
+    ends_with_ray = stop_ray is not None or bool(_shared_rays)
     running: dict = {}
     try:
         limit = num_proc or max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -264,11 +269,10 @@ def _run_ray(tasks: Sequence[ShardTask], num_proc: Optional[int],
                 cause = getattr(exc, "cause", None)
                 if isinstance(cause, ToolUseDataError):
                     bad_row.seen(position, cause)
-                    for ref, (later, _) in list(running.items()):
-                        if later > position:  # after the bad row in the plan: not needed any more
-                            if ray_goes_on:
-                                ray.cancel(ref, force=True)
-                            del running[ref]
+                    if ends_with_ray:  # the tasks after it in the plan end with the Ray: not waited for
+                        for ref, (later, _) in list(running.items()):
+                            if later > position:
+                                del running[ref]
                 elif not bad_row:
                     yield task, _failure(task, cause if isinstance(cause, BaseException) else exc)
                 continue
@@ -276,12 +280,8 @@ def _run_ray(tasks: Sequence[ShardTask], num_proc: Optional[int],
                 yield task, result
         bad_row.raise_it()
     finally:
-        # Stopped early (a bad row, or the caller stopped): no task is left running
         if stop_ray is not None:
             stop_ray()
-        elif ray_goes_on:
-            for ref in running:
-                ray.cancel(ref, force=True)
 
 
 @contextlib.contextmanager
