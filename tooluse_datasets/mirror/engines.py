@@ -12,8 +12,9 @@ task finishes (in any order; the coordinator merges in plan order), so every eng
 A bad row under ``on_error="raise"`` is the build's answer: no further task starts, and it is raised as the
 typed error (tasks already running end with the pool or Ray the build stops; on the caller's own Ray they are
 waited for, never cancelled); with several workers, the tasks before it in the plan still running are waited
-for, so that the error raised is the first bad row in plan order, the one a single process meets (not whichever worker failed first). Any other failure (a worker that died, a full disk, an unreachable file) is charged to its shard and
-yielded as a :class:`ShardFailure`; the other shards go on.
+for, so that the error raised is the first bad row in plan order, the one a single process meets (not whichever
+worker failed first). Any other failure (a worker that died, a full disk, an unreachable file) is charged to its
+shard and yielded as a :class:`ShardFailure`; the other shards go on.
 """
 from __future__ import annotations
 
@@ -244,10 +245,10 @@ def _run_ray(tasks: Sequence[ShardTask], num_proc: Optional[int],
     # Tasks no longer wanted are never cancelled: a cancel races with the task's reply on its way, which crashes
     # Ray 2.60's driver ("Tried to complete task that was not pending", exit 1), with force or without (runs of
     # four Ctrl-C's on a caller's Ray: 3 of 5 crashed its process with force, 3 of 6 without, 0 of 11 without
-    # cancelling). A Ray this command stops ends them itself. On the caller's own Ray, which goes on, a bad row waits for the tasks already running (at most
-    # num_proc shards), so that none writes into the staging folder the error deletes; a build stopped midway
-    # leaves them to end on their own (within a shard's time; their results are not recorded, so the next run
-    # converts those shards again).
+    # cancelling). A Ray this command stops ends them itself. On the caller's own Ray, which goes on, a bad row
+    # waits for the tasks already running (at most num_proc shards), so that none writes into the staging folder
+    # the error deletes; a build stopped midway leaves them to end on their own (within a shard's time; their
+    # results are not recorded, so the next run converts those shards again).
     ends_with_ray = stop_ray is not None or bool(_shared_rays)
     running: dict = {}
     try:
