@@ -312,6 +312,21 @@ def test_findings_write_the_values_they_quote_as_json(samples):
     assert not [m for m in found if re.search(r"\bTrue\b|\bNone\b|\bFalse\b|'", m.replace("it's", ""))], found
 
 
+@pytest.mark.parametrize("schema, value, said", [
+    ({"const": "it's 'a'"}, "a", '"it\'s \'a\'" was expected'),                # a repr inside another value
+    ({"enum": ["'x'"]}, "x", '"x" is not one of ["\'x\'"]'),
+    ({"type": "string", "pattern": "^'x'$"}, "x", '"x" does not match "^\'x\'$"'),   # a message already JSON
+    ({"type": "object", "additionalProperties": False}, {"True": True}, 'Additional properties are not allowed '
+                                                                         '("True" was unexpected)'),
+    ({"contains": {"type": "string"}}, [None, 1], "None of [null, 1] are valid under the given schema"),  # draft-07
+], ids=["const", "enum", "pattern", "key-named-True", "contains"])
+def test_a_value_quoted_inside_another_is_left_as_it_is_written(schema, value, said):
+    """Only the values jsonschema quotes are rewritten as JSON: a repr that also occurs inside another quoted value
+    ('a' inside "it's 'a'"), or a word of jsonschema's own (draft-07 contains' "None of"), stays as it is."""
+    compiled = compile_parameters({"type": "object", "properties": {"q": schema}})
+    assert list(argument_errors(compiled, {"q": value})) == [("q", said, True)]
+
+
 def test_a_value_longer_than_the_message_is_not_written_out_to_quote_it():
     """jsonschema's message for a missing key quotes the key, not the arguments: writing out a megabyte of
     arguments to look for them in a 30-character message cost 300 times the check itself."""

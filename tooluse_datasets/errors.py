@@ -37,7 +37,8 @@ _CONTROL_CHARS = frozenset(map(chr, _PLAIN_CONTROLS))
 # ``\r``: inside a quoted string such an escape is written as the rest are (``\u001b``), so that a line quoting a
 # value and a table showing it say the same. Only quoted strings are rewritten (a path such as ``C:\x86\a.jsonl``
 # printed as it is stays), and an escape is read as Python writes it (``\\x1b`` is a backslash, then "x1b").
-_QUOTED = re.compile(r"'(?:[^'\\\n]|\\.)*'" "|" r'"(?:[^"\\\n]|\\.)*"')
+# (QUOTED_STRING: a string as repr or JSON writes it, quotes and escapes included)
+QUOTED_STRING = re.compile(r"'(?:[^'\\\n]|\\.)*'" "|" r'"(?:[^"\\\n]|\\.)*"')
 _ESCAPE = re.compile(r"\\(?:x[0-9a-f]{2}|.)")
 
 
@@ -64,7 +65,7 @@ def plain_printable(text: Any) -> str:
     control characters written as visible escapes, those of the strings it quotes (repr) the same way."""
     text = str(text)
     if "\\" in text:
-        text = _QUOTED.sub(_unify_quoted, text)
+        text = QUOTED_STRING.sub(_unify_quoted, text)
     return escape_controls(text)
 
 

@@ -43,7 +43,7 @@ from referencing.exceptions import Unresolvable
 from referencing.jsonschema import lookup_recursive_ref
 
 from ..codec import dumps
-from ..errors import as_json, json_kind
+from ..errors import QUOTED_STRING, as_json, json_kind
 from .references import REFERENCE_KEYWORDS, reference_problem
 from .registry import short_message
 
@@ -451,6 +451,7 @@ def argument_errors(compiled: CompiledSchema, arguments: Any,
 # Values whose Python repr jsonschema's messages quote, looked at per message (a huge object stays cheap).
 _MAX_QUOTED_VALUES = 256
 _FALSE_SCHEMA = "False schema does not allow "
+_NONE_OF = "None of "
 
 
 def json_message(error: ValidationError) -> str:
@@ -462,6 +463,9 @@ def json_message(error: ValidationError) -> str:
     message = error.message
     if error.validator is None and message.startswith(_FALSE_SCHEMA):  # the schema `false` (its words, not a value)
         return f"the schema false allows no value ({as_json(error.instance, 10**6)} given)"
+    # draft-06/07 contains: "None of [None, 1] are valid under the given schema" starts with words, not a value
+    words = _NONE_OF if error.validator == "contains" and message.startswith(_NONE_OF) else ""
+    message = message[len(words):]
     quoted: dict[str, str] = {}
     parts = [(error.instance, 1), (error.validator_value, 2)]
     if error.validator in ("additionalProperties", "unevaluatedProperties") and isinstance(error.schema, dict):
@@ -470,9 +474,12 @@ def json_message(error: ValidationError) -> str:
     for value, depth in parts:
         _collect_reprs(value, depth, message, quoted)
     if not quoted:
-        return message
+        return words + message
+    # Any other quoted string is matched whole, and kept: a repr found inside it ('a' in the const "it's 'a'", True
+    # in the key "True" of a message already written as JSON) is part of another value.
     by_length = sorted(quoted, key=len, reverse=True)
-    return regex.sub("|".join(map(regex.escape, by_length)), lambda m: quoted[m.group()], message)
+    pattern = "|".join([*map(regex.escape, by_length), QUOTED_STRING.pattern])
+    return words + regex.sub(pattern, lambda m: quoted.get(m.group(), m.group()), message)
 
 
 def _collect_reprs(value: Any, depth: int, message: str, quoted: dict) -> None:
