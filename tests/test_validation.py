@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -377,6 +378,29 @@ def test_errors_past_the_cap_per_call_are_counted_and_said(samples, bad, said):
                                  "(not reported: at most 10 per call)")
     call["function"]["arguments"] = {"xs": ["a"] * 10}           # exactly the cap: nothing left out, no note
     assert [f.field for f in rule_findings(row, "arguments.schema")] == [f"{where}.xs[{i}]" for i in range(10)]
+
+
+def test_counting_the_errors_past_the_cap_takes_no_longer_than_one_pattern_may(monkeypatch):
+    """A pattern may take up to PATTERN_SECONDS on each value: counting 1,000 values that each fail within that
+    limit took up to 1,000 times it per call (200 values "aaaaaaaaaaaaaaaaaab" against ^(a|a)*$: 17 s, where the 10
+    reported took 1 s). Counting stops once it has taken as long as the reported ones may, and says "at least"."""
+    from tooluse_datasets.validation import schemas
+
+    searched = []
+
+    def slow_miss(pattern, text):
+        searched.append(text)
+        time.sleep(schemas.PATTERN_SECONDS / 2)
+        return False
+
+    monkeypatch.setattr(schemas, "_search", slow_miss)
+    compiled = compile_parameters({"type": "object", "properties": {
+        "xs": {"type": "array", "items": {"type": "string", "pattern": "^b"}}}})
+    found = list(argument_errors(compiled, {"xs": ["a"] * 60}))
+    assert [path for path, _, _ in found] == [f"xs[{i}]" for i in range(10)] + [""]
+    assert re.fullmatch(r"and at least \d+ more errors? in these arguments \(not reported: at most 10 per call\)",
+                        found[-1][1]), found[-1]
+    assert len(searched) < 50     # 10 reported, then about 20 counted in COUNTING_SECONDS
 
 
 @pytest.mark.parametrize("draft", ["https://json-schema.org/draft/2019-09/schema",

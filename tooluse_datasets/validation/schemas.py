@@ -26,6 +26,7 @@ from __future__ import annotations
 import copy
 import json
 import threading
+import time
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from itertools import islice
@@ -53,8 +54,8 @@ DEFAULT_DRAFT = Draft7Validator
 MAX_CACHED_SCHEMAS = 16_384
 # Errors reported per call (each message cut as every finding's is: jsonschema quotes the offending value).
 MAX_ERRORS_PER_CALL = 10
-# Errors past those counted for the note saying how many were left out; counting stops here, and at the first value
-# a pattern runs out of time on (each costs PATTERN_SECONDS), so an argument of a million bad items stays cheap.
+# Errors past those counted for the note saying how many were left out; counting stops here, at the first value a
+# pattern runs out of time on, and after COUNTING_SECONDS, so an argument of a million bad items stays cheap.
 MAX_ERRORS_COUNTED = 1000
 
 
@@ -91,6 +92,9 @@ def compile_parameters(schema: Any) -> CompiledSchema:
 
 # Seconds one pattern (``pattern``, ``patternProperties``) may take on one value or key.
 PATTERN_SECONDS = 0.1
+# Seconds counting the errors past those reported may take: as long as the reported ones may (a pattern may take
+# nearly PATTERN_SECONDS on each of a thousand values).
+COUNTING_SECONDS = MAX_ERRORS_PER_CALL * PATTERN_SECONDS
 # ``ValidationError.validator`` of a value a pattern ran out of time on: not checked, not a violation.
 UNCHECKED = "unchecked"
 
@@ -427,9 +431,11 @@ def argument_errors(compiled: CompiledSchema, arguments: Any,
             if reported < MAX_ERRORS_PER_CALL:
                 yield path, _short(json_message(error)), error.validator != UNCHECKED
                 reported += 1
+                counting_ends = time.monotonic() + COUNTING_SECONDS
                 continue
-            # Past the cap: counted, so the findings say errors were left out and how many.
-            if left_out >= MAX_ERRORS_COUNTED or error.validator == UNCHECKED and left_out:
+            # Past the cap: counted, so the findings say errors were left out and how many (at least the first).
+            if left_out and (left_out >= MAX_ERRORS_COUNTED or error.validator == UNCHECKED
+                             or time.monotonic() > counting_ends):
                 counted_all = False
                 break
             left_out += 1
