@@ -173,10 +173,14 @@ class ToolUseDataError(ValueError):
 
     @property
     def location(self) -> str:
-        if getattr(self, "row_id", None) is not None:  # a row named by its unified id (see _location_with_id)
-            return _location_with_id(self)
+        """Source, file, row and field, each where known; a row named by its unified id (``row_id``: rows dropped by
+        validation or execution, or by export's writer) has it first, in place of the source (the id starts with
+        the source's name)."""
+        row_id = getattr(self, "row_id", None)
         parts = []
-        if self.source:
+        if row_id is not None:
+            parts.append(f"row id {row_id!r}")
+        elif self.source:
             parts.append(self.source)
         if self.file:
             parts.append(str(self.file))
@@ -255,22 +259,9 @@ class RuleViolationError(ToolUseDataError):
     def reason(self) -> str:  # counted by rule, not by field: one reason per rule, whatever the row
         return f"{type(self).__name__}:{self.rule}"
 
-    @property
-    def location(self) -> str:
-        return _location_with_id(self)
-
     def __reduce__(self):
         return _rebuild_rule_violation, (self.message, self.rule, self.row_id, self.file, self.row, self.field,
                                          self.source)
-
-
-def _location_with_id(error: ToolUseDataError) -> str:
-    """Where an error about a unified row is: its id first (it starts with the source's name, so it stands in
-    for the source), then file, row and field."""
-    row_id = getattr(error, "row_id", None)
-    where = ToolUseDataError("", file=error.file, row=error.row, field=error.field,
-                             source=error.source if row_id is None else None).location
-    return ", ".join(part for part in (f"row id {row_id!r}" if row_id is not None else "", where) if part)
 
 
 def _rebuild_rule_violation(message, rule, row_id, file, row, field, source):
@@ -295,10 +286,6 @@ class ExecutionError(ToolUseDataError):
     @property
     def reason(self) -> str:  # counted by why it failed, not by the call that failed (output[0], output[3]...)
         return f"{type(self).__name__}:{self.cause}"
-
-    @property
-    def location(self) -> str:
-        return _location_with_id(self)
 
     def __reduce__(self):
         return _rebuild_execution_error, (type(self), self.message, self.row_id, self.file, self.row, self.field,
