@@ -4,6 +4,7 @@ row's structure. (Rendering under the real templates: tests/test_call_ids.py, te
 from __future__ import annotations
 
 import copy
+import pickle
 
 import pytest
 
@@ -240,6 +241,10 @@ def test_a_batch_with_a_row_whose_messages_are_not_a_list_names_that_row(rows, r
     two = [copy.deepcopy(row) for row in rows[:2]]
     batch = {key: [row.get(key) for row in two] for key in two[0]}
     batch["messages"][1] = messages
-    with pytest.raises(td.InvalidValueError, match=f"row {two[1]['id']!r}: messages must be a list") as caught:
+    with pytest.raises(td.InvalidValueError,
+                       match=f"^row id {two[1]['id']!r}, field 'messages': messages must be a list") as caught:
         getattr(td, rewrite)(batch)
     assert caught.value.field == "messages"
+    # Named once, also by an error that comes back from a worker process (num_proc, DataLoader workers).
+    assert str(caught.value).count(two[1]["id"]) == 1
+    assert str(pickle.loads(pickle.dumps(caught.value))) == str(caught.value)

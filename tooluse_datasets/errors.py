@@ -195,7 +195,8 @@ class ToolUseDataError(ValueError):
         return f"{where}: {self.message}" if where else self.message
 
     def __reduce__(self):  # keep the location across processes (num_proc, DataLoader workers)
-        return _rebuild_error, (type(self), self.message, self.file, self.row, self.field, self.source)
+        return _rebuild_error, (type(self), self.message, self.file, self.row, self.field, self.source), \
+            {"row_id": getattr(self, "row_id", None)}
 
 
 def _rebuild_error(cls, message, file, row, field, source):

@@ -49,9 +49,8 @@ def _checked(rewrite: RowRewrite, row: Mapping, args: tuple, kwargs: dict) -> di
         return rewrite(row, *args, **kwargs)
     except ToolUseDataError as exc:
         row_id = row.get("id")
-        if isinstance(row_id, str):
-            exc.message = f"row {row_id!r}: {exc.message}"
-            exc.args = (exc.message,)
+        if isinstance(row_id, str) and getattr(exc, "row_id", None) is None:
+            exc.row_id = row_id  # named in the error's location (ToolUseDataError.location), once
         raise
 
 
