@@ -1502,6 +1502,14 @@ def row_with_tools(tools_text: str) -> str:
 OBJECT = {"type": "object", "properties": {"q": {"type": "string"}}}
 
 
+def nested_array(depth: int) -> dict:
+    """A parameter schema of arrays of arrays, ``depth`` objects deep."""
+    schema = {"type": "string"}
+    for _ in range(depth - 1):
+        schema = {"type": "array", "items": schema}
+    return schema
+
+
 def test_prepare_reads_each_distinct_tool_of_the_tools_texts_once(monkeypatch):
     """Rows list their own tools (a tools text rarely repeats) from a set of tools that does: prepare reads and
     writes each distinct tool once, for the same table."""
@@ -1554,6 +1562,10 @@ def test_the_tools_prepare_keeps_are_bounded_by_their_text(monkeypatch):
     pytest.param([tool("a", OBJECT), 1], id="a-number-among-tools"),
     pytest.param([tool(f"t{i}", {"type": "object", "properties": {"q": {"type": "array", "items": [[[]]]}}})
                   for i in range(40)], id="more-brackets-than-storage-nests-in-all"),
+    pytest.param([tool("a", {"type": "object", "properties": {"q": nested_array(codec.MAX_DEPTH)}})],
+                 id="a-tool-nesting-deeper-than-storage"),
+    pytest.param([tool("a", OBJECT), tool("b", {"type": "object", "properties": {"q": nested_array(codec.MAX_DEPTH)}})],
+                 id="a-second-tool-nesting-deeper-than-storage"),
     pytest.param([tool("a", OBJECT)] * 3, id="the-same-tool-thrice"),
 ])
 @pytest.mark.parametrize("spelling", ["dumps", "ascii", "compact", "spaced"])
@@ -1568,6 +1580,58 @@ def test_prepare_of_tools_texts_cut_anywhere_gives_the_whole_texts_table(tools, 
     texts = [row_with_tools(text), row_with_tools(text)]  # the second reads the pieces the first cached
     built, from_dicts = prepared_tables(texts)
     assert ipc_bytes(built) == ipc_bytes(from_dicts)
+
+
+def test_prepare_of_any_tools_text_gives_the_whole_texts_table():
+    """Tools texts drawn at random (the separator json.dumps writes between objects inside strings, keys and
+    nested lists; escapes, duplicate keys, integers beyond 64 bits, nulls ms-swift drops, tools that are not plain,
+    nesting about as deep as storage allows; each spelled several ways): prepare, which reads a text's pieces
+    when each is a JSON text, takes the rows the whole text's check takes, into the same table."""
+    pytest.importorskip("hypothesis", reason="hypothesis is in the test extra: pip install -e '.[test]'")
+    from hypothesis import HealthCheck, given, settings, strategies as st
+
+    text = st.lists(st.sampled_from(["}, {", '"}, {"', "\\", '"', "null", "é", "😀", " ", "\n", "[", "}", "a"]),
+                    max_size=4).map("".join)
+    leaf = st.one_of(text, st.integers(), st.integers(2**63, 2**70), st.floats(allow_nan=False, allow_infinity=False),
+                     st.booleans(), st.none())
+    key = st.one_of(st.sampled_from(["type", "items", "enum", "properties", "default", "x-a", "nullable"]), text)
+    value = st.recursive(leaf, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(key, inner, max_size=3),
+                         max_leaves=10)
+    plain = st.builds(lambda name, description, parameters: tool(name, parameters, description),
+                      text.map("f".__add__), text, st.dictionaries(key, value, max_size=3))
+    deep = st.builds(lambda depth: tool("f", {"type": "object", "properties": {"q": nested_array(depth)}}),
+                     st.integers(codec.MAX_DEPTH - 8, codec.MAX_DEPTH - 2))  # storable or not
+    other = st.one_of(value, plain.map(lambda t: {"function": t["function"], "type": "function"}),
+                      plain.map(lambda t: {**t, "function": {**t["function"], "description": 1}}),
+                      plain.map(lambda t: {**t, "function": {**t["function"], "name_for_model": "f"}}))
+    spellings = [json.dumps, lambda v: json.dumps(v, ensure_ascii=False), lambda v: json.dumps(v, indent=1),
+                 lambda v: json.dumps(v, separators=(",", ":")), lambda v: "[ " + json.dumps(v)[1:-1] + " ]",
+                 lambda v: json.dumps(v).replace('{"type": "function"', '{"type": 0, "type": "function"')]
+
+    @settings(max_examples=150, deadline=None, derandomize=True, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(st.data())
+    def check(data):
+        tools = data.draw(st.lists(plain, max_size=4))
+        odd = data.draw(st.sampled_from([None, None, deep, other]))  # half the lists all plain
+        if odd is not None:
+            tools.insert(data.draw(st.integers(0, len(tools))), data.draw(odd))
+        texts = [row_with_tools(data.draw(st.sampled_from(spellings))(tools))] * 2  # the second: pieces cached
+        built, from_dicts = prepared_tables(texts)
+        assert ipc_bytes(built) == ipc_bytes(from_dicts)
+
+    check()
+
+
+def test_a_tool_nesting_deeper_than_storage_is_named_by_prepare_as_by_streaming(tmp_path, cache_dir):
+    """A tools text whose one tool nests deeper than JSON text is stored: prepare read the tool on its own (its
+    piece of the text) and writing it raised inside the row's columns, so the row was skipped as "row could not
+    be converted (TypeError: ...)", no field named. Both loads name the tool, as the whole text's check does."""
+    deep = [tool("a", {"type": "object", "properties": {"q": nested_array(codec.MAX_DEPTH)}})]
+    rows = [json.loads(row_with_tools(json.dumps(deep))), {"messages": [USER, ANSWER]}]
+    path = write_jsonl(tmp_path / "deep.jsonl", rows)
+    for skipped in assert_skipped_fields(path, cache_dir, ["tools[0]"]):
+        assert skipped["reason"] == "JsonValueError:tools[0]" and "too deep to store" in skipped["message"]
 
 
 def test_a_row_whose_columns_fail_half_filled_sends_the_batch_the_general_way():

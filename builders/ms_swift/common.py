@@ -312,7 +312,10 @@ def _remember_tool(cache: dict, piece: str, known: tuple[Any, int]) -> None:
 def _stored_tool(text: str, write: Callable[[Any], str]) -> Optional[tuple[Any, int]]:
     """(the stored text of the tool in JSON ``text``, read exactly as the whole list's text would be, or False if
     it is no plain tool or holds nulls ms-swift drops, see :func:`_plain_tools`; the brackets ``text`` opens);
-    None if ``text`` is no JSON text."""
+    None if ``text`` is no JSON text, or may nest too deep to store: the whole text, holding its brackets, is then
+    refused by :func:`_plain_tools`, where writing the tool here would raise."""
+    if may_nest_deep(text):
+        return None
     try:
         tool = loads(text)
     except ValueError:
