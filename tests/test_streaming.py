@@ -1513,6 +1513,16 @@ def test_a_stateful_dataloader_resuming_a_shuffled_stream_warns_in_each_worker_t
     assert len(head + rest) == len(set(head + rest))
 
 
+def test_a_streams_state_with_a_key_datasets_does_not_read_resumes_where_it_was_saved(toolmind_file):
+    """datasets reads a stream's state by its 'examples_iterable' and 'epoch' and passes over any other key (one a
+    training script keeps beside them, or one a later datasets 5 writes): such a state was refused as no stream's
+    state_dict, though datasets resumes it. It resumes where it was saved."""
+    head, state = _read_then_save(_stream(toolmind_file), 3, key="id")
+    resumed = _stream(toolmind_file)
+    resumed.load_state_dict({**state, "global_step": 3})
+    assert head + [r["id"] for r in resumed] == [r["id"] for r in _stream(toolmind_file)]
+
+
 def test_what_is_not_a_streams_state_dict_is_a_value_error_when_loaded(toolmind_file):
     """A StatefulDataLoader's state given to the stream (instead of the loader), the state of the stream's steps
     (``state_dict()["examples_iterable"]``), or no dict at all failed at the first row with datasets' bare

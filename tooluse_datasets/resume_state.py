@@ -45,7 +45,8 @@ def _kind(state: dict) -> str:
     return f"the state of {state['type']}" if state.get("type") else "a state of other keys"
 
 
-# What IterableDataset.state_dict() gives: its steps' state and the epoch it was taken in.
+# What IterableDataset.state_dict() gives: its steps' state and the epoch it was taken in (the keys datasets reads
+# back; others it passes over).
 STREAM_KEYS = ("examples_iterable", "epoch")
 
 
@@ -56,7 +57,7 @@ def not_a_stream_state(state: Any) -> Optional[str]:
         return None
     if not isinstance(state, dict):
         return f"got {type(state).__name__} {state!r:.60}"
-    if set(state) == set(STREAM_KEYS):
+    if all(key in state for key in STREAM_KEYS):
         return None
     if "dataset_state" in state or "_snapshot" in state:
         return "got a StatefulDataLoader's state: restore it with the loader's load_state_dict"
