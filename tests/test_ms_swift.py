@@ -1651,8 +1651,27 @@ def test_a_row_whose_columns_fail_half_filled_sends_the_batch_the_general_way():
         if not taken[-1]:
             filled.add(SOURCE.native_to_unified(native, CTX), parsed=True)
         from_dicts.add(SOURCE.native_to_unified(native, CTX), parsed=True)
-    assert taken == [True] * 4 + [False] * 2  # the failed row is added the general way, then the rows after it
+    assert taken == [True] * 3 + [False] * 3  # the failed row is added the general way, then the rows after it
     assert ipc_bytes(filled.table()) == ipc_bytes(from_dicts.table())
+
+
+def test_a_row_whose_columns_fail_and_that_has_no_shortcut_row_goes_to_the_general_stages():
+    """A fill that fails for a row the shortcut then refuses (native_to_unified gives None): the row was encoded
+    from None (a TypeError, "row could not be converted", no field named); now it is left to the general stages."""
+    generator = benchmark_module("generate_ms_swift")
+    natives = [codec.loads(json.dumps(generator.generate_row(i))) for i in range(3)]
+
+    def fill(native, ctx, lists, write):
+        if native is natives[1]:
+            lists["id"].append("half")
+            raise RuntimeError("failed half way")
+        return SOURCE.fill_unified_columns(native, ctx, lists, write)
+
+    filled = UNIFIED_ENCODER.builder()
+    assert filled.add_columns(fill, natives[0], CTX, lambda: SOURCE.native_to_unified(natives[0], CTX))
+    assert not filled.add_columns(fill, natives[1], CTX, lambda: None)  # nothing added, no error
+    filled.add(SOURCE.native_to_unified(natives[2], CTX), parsed=True)
+    assert filled.table().column("id").to_pylist() == [SOURCE.native_to_unified(n, CTX)["id"] for n in natives[::2]]
 
 
 def test_prepare_of_ms_swift_rows_skips_their_dicts_and_keeps_the_table(tmp_path, cache_dir, monkeypatch):

@@ -308,8 +308,10 @@ class TableBuilder:
             if not fill(native, ctx, self._lists, self.encoder.parsed_leaf_writer):
                 return False
         except Exception:
-            self._encode_all()  # the buffers hold part of this row: the general way from here on
-            self._encoded.append(self._encode(row(), True))  # raises as encode_row does
+            # The buffers hold part of this row: the general way from here on, this row too (converted, or
+            # refused naming its field, by the source's general stages: row() may have no row to give).
+            self._encode_all()
+            return False
         self.rows.append((row, True))
         return True
 
