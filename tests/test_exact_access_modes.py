@@ -127,3 +127,50 @@ def test_from_pandas_with_the_exact_features_takes_to_pandas_back_exactly(data_f
     with pytest.raises(td.JsonValueError) as info:
         Dataset.from_pandas(broken, features=ds.features)
     assert (info.value.row, info.value.field) == (1, "meta")
+
+
+TO_JSON = {
+    "JSON Lines": ({}, lambda text: [td.loads(line) for line in text.splitlines()]),
+    "JSON Lines, force_ascii=False": ({"force_ascii": False},
+                                      lambda text: [td.loads(line) for line in text.splitlines()]),
+    "one JSON array": ({"lines": False}, td.loads),
+    "orient=split": ({"orient": "split"}, lambda text: [dict(zip(td.loads(text)["columns"], values))
+                                                        for values in td.loads(text)["data"]]),
+    "two processes, a batch each": ({"num_proc": 2, "batch_size": 2},
+                                    lambda text: [td.loads(line) for line in text.splitlines()]),
+}
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streamed"])
+@pytest.mark.parametrize("kwargs, read", list(TO_JSON.values()), ids=list(TO_JSON))
+def test_to_json_writes_json_values_exactly(data_file, cache_dir, tmp_path, streaming, kwargs, read):
+    """datasets' to_json writes through pandas, whose ujson kept 10 significant digits: 0.30000000000000004 was
+    written 0.3, 5e-324 4.940656458e-324, -0.0 0.0. JSON values are written as their stored text now; the rest is
+    pandas' (orient, lines, force_ascii, the other columns)."""
+    ds = td.load("nestful", data_files=data_file, split="train", cache_dir=cache_dir, streaming=streaming)
+    out = tmp_path / "out.json"
+    ds.to_json(str(out), **kwargs)
+    text = out.read_text(encoding="utf-8")
+    assert text.isascii() == kwargs.get("force_ascii", True)
+    expected = ds.to_list()
+    assert bits(read(text)) == bits(expected)
+    assert _arguments(expected[0]) == VALUES  # (compared as bits above: the values themselves)
+
+
+def test_to_json_of_a_plain_json_column_writes_json_text_exactly_and_other_text_as_datasets_does(tmp_path):
+    """A plain ``Json()`` column (``load_from_disk``): its JSON text is written exactly, unmarked text of another
+    writer with its indentation on one line; text that is not JSON goes as datasets writes it (a string), and a
+    string that looks like the writer's placeholder stays that string."""
+    texts = ['{"x": 0.30000000000000004,\n "y": [-0.0, 123456789012345678901234567890]}', "not json",
+             '"tooluse-json-0000000000000000-0"', None]
+    ds = Dataset.from_dict({"v": texts, "n": [1.5, 2.5, 3.5, 4.5]},
+                           features=Features({"v": Json(), "n": Value("float64")}))
+    out = tmp_path / "out.jsonl"
+    ds.to_json(str(out))
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 4
+    rows = [td.loads(line) for line in lines]
+    assert bits([row["v"] for row in rows]) == bits(
+        [{"x": 0.30000000000000004, "y": [-0.0, 123456789012345678901234567890]}, "not json",
+         "tooluse-json-0000000000000000-0", None])
+    assert [row["n"] for row in rows] == [1.5, 2.5, 3.5, 4.5]
