@@ -370,6 +370,7 @@ def test_each_patch_into_datasets_wraps_datasets_own_function_once():
     installing one again keeps the installed patch, never a patch of the patch."""
     from datasets import IterableDataset
     from datasets.info import DatasetInfo
+    from datasets.formatting.polars_formatter import PolarsFeaturesDecoder
     from datasets.io.json import JsonDatasetWriter
     from datasets.iterable_dataset import FilteredExamplesIterable, StepExamplesIterable, TakeExamplesIterable
 
@@ -390,14 +391,16 @@ def test_each_patch_into_datasets_wraps_datasets_own_function_once():
                 "_takes_decoded_rows": [Dataset.from_list.__func__],
                 "_checks_a_streams_state": [IterableDataset.load_state_dict],
                 "_warns_of_the_shuffle_buffer": [IterableDataset.load_state_dict.__wrapped__],
-                "_writes_exact_json": [JsonDatasetWriter._batch_json]}
+                "_writes_exact_json": [JsonDatasetWriter._batch_json],
+                "_keeps_json_text": [PolarsFeaturesDecoder.__init__]}
 
     before = installed()
     for install in (datasets_patches._install_merged_info_features, datasets_patches._install_column_operations_keeping_features,
                     streaming._install_take_that_stops_at_n, filtering._install_filter_that_notes_counted,
                     node_share.install, datasets_patches._install_add_item_encoding_the_item,
                     datasets_patches._install_from_list_taking_decoded_rows, shuffle_resume.install,
-                    resume_state.install, json_export._install_exact_to_json):
+                    resume_state.install, json_export._install_exact_to_json,
+                    json_export._install_polars_format_keeping_json_text):
         install()
     assert installed() == before
     for mark, patches in before.items():

@@ -1,6 +1,6 @@
 """Tool-use (function-calling) training data as first-class Hugging Face datasets."""
 from . import datasets_patches  # noqa: F401  (installs the patches keeping exact features through datasets' operations)
-from . import json_export  # noqa: F401  (installs Dataset.to_json writing JSON columns exactly)
+from . import json_export  # noqa: F401  (installs to_json and the polars format keeping JSON columns exact)
 from .call_ids import short_call_ids
 from .call_turns import one_call_per_turn
 from .codec import dumps, loads

@@ -1,11 +1,18 @@
-"""``Dataset.to_json`` (map-style or streamed) writing JSON columns exactly.
+"""JSON columns leaving datasets for other tools exactly: ``to_json`` and the polars format.
 
+``Dataset.to_json`` (map-style or streamed):
 datasets writes each batch through pandas: the batch becomes a DataFrame, its ``Json`` columns are decoded to
 Python values (``json_decode_field``) and pandas' ujson writes them with 10 significant digits, 15 at most
 (``0.30000000000000004`` as ``0.3``, ``5e-324`` as ``4.940656458e-324``, ``-0.0`` as ``0.0``). Here each JSON
 value is handed to pandas as a placeholder string instead, and the placeholder is replaced in pandas' text by
 the stored JSON text itself (read first, so that only JSON is written). Everything else stays pandas': orient,
 lines, the other columns, ``force_ascii`` (which the JSON text follows too).
+
+``with_format("polars")`` of a dataset with :class:`ExactFeatures`: its JSON leaves stay the stored JSON text, as
+``to_polars()`` and ``polars.from_arrow`` give them. datasets decoded them to Python values and had polars infer a
+type of them: a row or batch failed in datasets' own polars decoder (TypeError: 'dict' object is not callable), a
+column holding an integer beyond 128 bits was polars' OverflowError, and polars typed a column by its first
+objects, so a later object's other keys were lost (``{"b": 2}`` after ``{"a": 1}`` came back ``{"a": None}``).
 """
 from __future__ import annotations
 
@@ -14,9 +21,11 @@ import re
 import secrets
 from typing import Any, Optional
 
+from datasets import Features, Json, LargeList, List
+
 from .codec import loads
 from .datasets_patches import patched_once
-from .exact_features import _along_path, _decoded_leaf, _stored_text
+from .exact_features import ExactFeatures, _along_path, _decoded_leaf, _stored_text
 
 # The JSON texts of the batch being written, and the placeholder prefix standing for them in pandas' text (random
 # per batch, so that no text of the data can be taken for one); None outside a batch of to_json.
@@ -96,4 +105,35 @@ def _install_exact_to_json() -> None:
     writer._batch_json = patched_once(original, batch_json, "_writes_exact_json")
 
 
+def _install_polars_format_keeping_json_text() -> None:
+    """Installed once per process on import: datasets' polars decoder, given :class:`ExactFeatures`, decodes no
+    JSON leaf (:func:`_json_as_text`); other features are decoded as datasets decodes them."""
+    try:
+        from datasets.formatting.polars_formatter import PolarsFeaturesDecoder
+    except ImportError:
+        return
+    original = PolarsFeaturesDecoder.__init__
+
+    def init(self, features):
+        original(self, features)
+        if isinstance(features, ExactFeatures):
+            self.features = Features({name: _json_as_text(f) for name, f in features.items()})
+
+    PolarsFeaturesDecoder.__init__ = patched_once(original, init, "_keeps_json_text")
+
+
+def _json_as_text(feature: Any) -> Any:
+    """``feature`` with each JSON leaf left undecoded (its stored text)."""
+    if isinstance(feature, Json):
+        return Json(decode=False)
+    if isinstance(feature, List):
+        return List(_json_as_text(feature.feature), length=feature.length)
+    if isinstance(feature, LargeList):
+        return LargeList(_json_as_text(feature.feature))
+    if isinstance(feature, dict):
+        return {k: _json_as_text(v) for k, v in feature.items()}
+    return feature
+
+
 _install_exact_to_json()
+_install_polars_format_keeping_json_text()
