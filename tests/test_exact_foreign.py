@@ -176,3 +176,17 @@ def test_marked_text_is_read_exactly_or_refused_with_a_typed_error(tmp_path, tex
         _exact_or_refused(lambda: td.decode_row({**raw, "meta": text}, features), text, error)
     table = mapped.data.table.set_column(mapped.data.column_names.index("meta"), "meta", pa.array([text], pa.json_()))
     _exact_or_refused(lambda: list(datasets.Dataset(table, info=mapped.info))[0], text, error)
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_exact_json_leaves_in_plain_features_read_unmarked_big_integers_exactly(tmp_path, streaming):
+    """``load_dataset(..., features=ds.features)`` (and ``datasets.Features(ds.features)``) keep the ExactJson leaves
+    in plain Features. A leaf read alone trusted the mark: another writer's 123456789012345678901234567890 came back
+    1.2345678901234568e+29, without a word."""
+    given = ExactFeatures({"j": datasets.Json(), "n": datasets.Value("int64")})
+    plain = datasets.Features(given)
+    assert not isinstance(plain, ExactFeatures)
+    assert [repr(plain.decode_example({"j": text, "n": 0})["j"]) for text in TEXTS] == [repr(v) for v in EXPECTED]
+    ds = datasets.load_dataset("parquet", data_files=_parquet(tmp_path, TEXTS), split="train", streaming=streaming,
+                               features=given, cache_dir=str(tmp_path / "cache"))
+    assert [repr(row["j"]) for row in ds] == [repr(v) for v in EXPECTED]
