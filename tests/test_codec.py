@@ -369,6 +369,7 @@ def test_each_patch_into_datasets_wraps_datasets_own_function_once():
     skip reports among nodes, add_item encoding the item) are installed once per process:
     installing one again keeps the installed patch, never a patch of the patch."""
     from datasets import IterableDataset
+    from datasets.builder import DatasetBuilder
     from datasets.info import DatasetInfo
     from datasets.formatting.polars_formatter import PolarsFeaturesDecoder
     from datasets.io.json import JsonDatasetWriter
@@ -379,7 +380,8 @@ def test_each_patch_into_datasets_wraps_datasets_own_function_once():
 
     def installed():
         return {"_keeps_exact_features": [DatasetInfo.from_merge.__func__, Dataset.select_columns,
-                                          IterableDataset.cast],
+                                          IterableDataset.cast, DatasetBuilder.as_dataset,
+                                          DatasetBuilder.as_streaming_dataset],
                 "_selects_the_rest": [IterableDataset.remove_columns],
                 "_stops_at_n": [TakeExamplesIterable.__iter__],
                 "_notes_counted": [FilteredExamplesIterable._init_state_dict],
@@ -400,7 +402,8 @@ def test_each_patch_into_datasets_wraps_datasets_own_function_once():
                     node_share.install, datasets_patches._install_add_item_encoding_the_item,
                     datasets_patches._install_from_list_taking_decoded_rows, shuffle_resume.install,
                     resume_state.install, json_export._install_exact_to_json,
-                    json_export._install_polars_format_keeping_json_text):
+                    json_export._install_polars_format_keeping_json_text,
+                    datasets_patches._install_file_builders_reading_foreign_text):
         install()
     assert installed() == before
     for mark, patches in before.items():

@@ -4,6 +4,7 @@ column, in both modes. Datasets loaded by ``td.load`` keep the fast decoders tha
 from __future__ import annotations
 
 import copy
+import json
 import pickle
 
 import datasets
@@ -13,6 +14,7 @@ import pytest
 
 import tooluse_datasets as td
 from tooluse_datasets.exact_features import ExactFeatures, ForeignExactFeatures
+from tricky_values import bits, nestful_row_with
 
 TEXTS = ['{"x": 123456789012345678901234567890}', '{"x": 0.30000000000000004}',
          '[18446744073709551616, -18446744073709551617, 5e-324, -0.0]']
@@ -190,3 +192,27 @@ def test_exact_json_leaves_in_plain_features_read_unmarked_big_integers_exactly(
     ds = datasets.load_dataset("parquet", data_files=_parquet(tmp_path, TEXTS), split="train", streaming=streaming,
                                features=given, cache_dir=str(tmp_path / "cache"))
     assert [repr(row["j"]) for row in ds] == [repr(v) for v in EXPECTED]
+
+
+@pytest.mark.parametrize("reader", ["parquet", "json"])
+def test_from_parquet_and_from_json_with_exact_features_read_text_as_exact_does_built_or_cached(tmp_path, reader):
+    """Dataset.from_parquet/from_json(..., features=ds.features) gave the package's own ExactFeatures, which trust the
+    mark (another writer's 123456789012345678901234567890 came back 1.2345678901234568e+29), and read from
+    datasets' cache the second time, plain Features (rows with every key: images: [], tool_calls: [])."""
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps(nestful_row_with([0.30000000000000004, -0.0, 5e-324], f"s{i}")) + "\n"
+                            for i in range(2)), encoding="utf-8")
+    ds = td.load("nestful", data_files=str(data), split="train", cache_dir=str(tmp_path / "c"))
+    exported = str(tmp_path / f"out.{reader}")
+    getattr(ds, f"to_{reader}")(exported)
+    for _ in range(2):  # built, then read from the cache
+        back = getattr(datasets.Dataset, f"from_{reader}")(exported, features=ds.features,
+                                                            cache_dir=str(tmp_path / "c2"))
+        assert type(back.features) is ForeignExactFeatures
+        assert list(back)[0].keys() == list(ds)[0].keys()
+        if reader == "parquet":
+            assert bits(list(back)) == bits(list(ds))
+    given = ExactFeatures({"j": datasets.Json(), "n": datasets.Value("int64")})
+    for _ in range(2):
+        back = datasets.Dataset.from_parquet(_parquet(tmp_path, TEXTS), features=given, cache_dir=str(tmp_path / "c3"))
+        assert [repr(row["j"]) for row in back] == [repr(v) for v in EXPECTED]

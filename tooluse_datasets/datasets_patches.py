@@ -427,6 +427,27 @@ class _SelectColumnsLeavingAbsentMedia(SelectColumnsIterable):
         return self._alike(super().reshard_data_sources())
 
 
+def _install_file_builders_reading_foreign_text() -> None:
+    """datasets' file builders given exact features (``Dataset.from_parquet``/``from_json``/``from_csv`` with
+    ``features=ds.features``) read files anyone may have written: text holding an integer beyond 64 bits without
+    our mark (DuckDB's, Polars') came back a float (123456789012345678901234567890 as 1.2345678901234568e+29), and
+    the same call read from datasets' cache gave plain ``Features``, its rows with every key. Their datasets (and
+    streams) read the text as ``td.exact`` does, built or cached. (``load_dataset`` hands its builder plain
+    ``Features`` holding the ``ExactJson`` leaves, which read text that way too.) Installed once per process."""
+    from datasets.builder import DatasetBuilder
+
+    def keep(out, self, *args):
+        given = getattr(self.config, "features", None)
+        if isinstance(given, ExactFeatures):
+            for ds in out.values() if isinstance(out, dict) else (out,):
+                made = getattr(getattr(ds, "_info", None), "features", None)
+                if made is not None and not (isinstance(made, ExactFeatures) and made.foreign_text):
+                    ds._info.features = ForeignExactFeatures(dict(made))
+
+    for name in ("as_dataset", "as_streaming_dataset"):
+        setattr(DatasetBuilder, name, _keeping_exact_features(getattr(DatasetBuilder, name), keep))
+
+
 def _install_add_item_encoding_the_item() -> None:
     """datasets' ``Dataset.add_item`` makes the item's table from its Python values, with Arrow's inferred types: a
     JSON value that is a dict became a struct, which it then tried to align with the ``Json()`` column
@@ -649,3 +670,4 @@ _install_from_list_taking_decoded_rows()
 _install_constructors_keeping_exact_features()
 _install_column_operations_keeping_features()
 _install_add_item_encoding_the_item()
+_install_file_builders_reading_foreign_text()
