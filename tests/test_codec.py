@@ -394,7 +394,8 @@ def test_each_patch_into_datasets_wraps_datasets_own_function_once():
                 "_checks_a_streams_state": [IterableDataset.load_state_dict],
                 "_warns_of_the_shuffle_buffer": [IterableDataset.load_state_dict.__wrapped__],
                 "_writes_exact_json": [JsonDatasetWriter._batch_json],
-                "_keeps_json_text": [PolarsFeaturesDecoder.__init__]}
+                "_keeps_json_text": [PolarsFeaturesDecoder.__init__],
+                "_types_tables": [IterableDataset.to_list, IterableDataset.to_json]}
 
     before = installed()
     for install in (datasets_patches._install_merged_info_features, datasets_patches._install_column_operations_keeping_features,
@@ -403,7 +404,8 @@ def test_each_patch_into_datasets_wraps_datasets_own_function_once():
                     datasets_patches._install_from_list_taking_decoded_rows, shuffle_resume.install,
                     resume_state.install, json_export._install_exact_to_json,
                     json_export._install_polars_format_keeping_json_text,
-                    datasets_patches._install_file_builders_reading_foreign_text):
+                    datasets_patches._install_file_builders_reading_foreign_text,
+                    datasets_patches._install_stream_tables_encoding_decoded_rows):
         install()
     assert installed() == before
     for mark, patches in before.items():

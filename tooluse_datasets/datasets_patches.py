@@ -427,6 +427,70 @@ class _SelectColumnsLeavingAbsentMedia(SelectColumnsIterable):
         return self._alike(super().reshard_data_sources())
 
 
+def _install_stream_tables_encoding_decoded_rows() -> None:
+    """A stream's Arrow tables (``with_format("arrow")``, ``pandas``, ``polars``; behind its ``to_list``, ``to_dict``,
+    ``to_pandas``, ``to_json`` and ``to_parquet``) are built from its rows where a step hands on Python rows (a
+    ``map``): datasets had Arrow infer their types, and decoded JSON values failed (ArrowInvalid: "cannot mix struct
+    and non-struct", "Could not convert '$var_1.result$'"), so ``ds.map(td.short_call_ids).to_list()`` of every
+    source's stream did. Where the stream's features are exact each row becomes a one-row table of their schema,
+    encoded by them (JSON leaves as exact text), which datasets casts to them; the exports of a stream without
+    features (after a map) first resolve them from the exact ones its map reads. (Not ``with_format`` itself:
+    TRL packs a tokenized stream through it, whose features need no resolving.) Installed once per process."""
+    from datasets import IterableDataset
+
+    def typed_first(export: Callable) -> Callable:
+        def typed_export(self, *args, **kwargs):
+            if self.features is None and _exact_features_read_by(self._ex_iterable) is not None:
+                # exact ones where its first rows fit them (see resolve_features): the head is read once more here
+                self = self._resolve_features()
+            return export(self, *args, **kwargs)
+
+        return patched_once(export, typed_export, "_types_tables")
+
+    for name in ("to_list", "to_dict", "to_pandas", "to_polars", "to_json", "to_parquet", "to_csv", "to_sql"):
+        if getattr(IterableDataset, name, None) is not None:  # a datasets without it: left as it is
+            setattr(IterableDataset, name, typed_first(getattr(IterableDataset, name)))
+    prepare = IterableDataset._prepare_ex_iterable_for_iteration
+
+    def prepared(self, *args, **kwargs):
+        out = prepare(self, *args, **kwargs)
+        features = self.features
+        rebatched = getattr(out, "ex_iterable", None)
+        if isinstance(features, ExactFeatures) and type(rebatched) is RebatchedArrowExamplesIterable and \
+                rebatched.force_convert_to_arrow and not rebatched.ex_iterable.iter_arrow:
+            rebatched.ex_iterable = _EncodedRows(rebatched.ex_iterable, features)
+        return out
+
+    IterableDataset._prepare_ex_iterable_for_iteration = patched_once(prepare, prepared, "_encodes_rows_for_tables")
+
+
+class _EncodedRows:
+    """The rows of ``rows`` (an examples iterable, already prepared for iteration) as one-row Arrow tables of
+    ``features``' schema, their values encoded by them (datasets would infer each row's types alone, a row's null
+    ``reasoning_content`` another type than another's text); everything else is ``rows``'."""
+
+    def __init__(self, rows: Any, features: ExactFeatures):
+        self.rows, self.features = rows, features
+
+    @property
+    def iter_arrow(self):
+        return self._iter_arrow
+
+    def _iter_arrow(self):
+        # JSON leaves as their text (Arrow builds no json extension array from Python values): datasets casts the
+        # tables to the features after this step
+        encode = self.features.encode_example
+        schema = pa.schema([pa.field(f.name, storage_type(f.type)) for f in self.features.arrow_schema])
+        for key, row in self.rows:
+            yield key, pa.Table.from_pylist([encode(row)], schema=schema)
+
+    def __iter__(self):
+        return iter(self.rows)
+
+    def __getattr__(self, name):
+        return getattr(self.rows, name)
+
+
 def _install_file_builders_reading_foreign_text() -> None:
     """datasets' file builders given exact features (``Dataset.from_parquet``/``from_json``/``from_csv`` with
     ``features=ds.features``) read files anyone may have written: text holding an integer beyond 64 bits without
@@ -671,3 +735,4 @@ _install_constructors_keeping_exact_features()
 _install_column_operations_keeping_features()
 _install_add_item_encoding_the_item()
 _install_file_builders_reading_foreign_text()
+_install_stream_tables_encoding_decoded_rows()
