@@ -319,7 +319,8 @@ def ms_swift_rows_ending_on_results() -> list[dict]:
 def test_a_conversation_ending_on_results_is_refused_at_the_results_with_what_to_do():
     row = ms_swift_rows_ending_on_results()[0]
     first_result = next(i for i in range(len(row["messages"]), 0, -1) if row["messages"][i - 1]["role"] != "tool")
-    with pytest.raises(ConversionError, match=r"ends on tool results.*td\.drop_trailing_results") as info:
+    with pytest.raises(ConversionError, match=r"ends on tool results.*trailing_results='drop'.*td\.drop_trailing_results") \
+            as info:
         unified_to_llamafactory(row)
     assert info.value.field == f"messages[{first_result}]"
 
@@ -343,6 +344,103 @@ def test_drop_trailing_results_lets_the_row_be_written_ending_on_its_calls():
         written_rows += 1
     assert written_rows  # the plain one: user, call, result
 
+
+
+def _doc_agent_rows() -> str:
+    """ms-swift's documentation rows: rows 0, 2 and 3 end on tool results; rows 1 and 2 hold text beside calls, and
+    row 3's last result holds one of its two <image> tags."""
+    return str(shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl"))
+
+
+def test_load_with_trailing_results_drop_writes_what_the_helper_and_the_writer_make_in_every_mode(tmp_path):
+    """``load(..., "llamafactory", trailing_results="drop")``: each row as ``td.drop_trailing_results`` then the
+    writer make it, streamed or prepared, with two processes too (several shards), each load with the option in a
+    cache of its own: a load without it, before and after, still refuses the rows ending on results."""
+    path = _doc_agent_rows()
+    expected = []
+    for row in td.load("ms_swift", data_files=path, split="train", streaming=True):
+        try:
+            expected.append(unified_to_llamafactory(td.drop_trailing_results(row)))
+        except ConversionError:
+            continue
+    expected = json.loads(json.dumps(expected))
+    assert len(expected) == 4 and expected[0]["conversations"][-1]["from"] == "function_call"
+    cache = str(tmp_path / "cache")
+    load = dict(data_files=path, split="train", on_error="skip", cache_dir=cache, shard_bytes=1500)
+
+    def rows(**kwargs):
+        return json.loads(json.dumps(list(td.load("ms_swift", "llamafactory", **load, **kwargs))))
+
+    plain = rows()
+    assert len(plain) == 3 and plain == expected[1:]  # the rows not ending on results
+    for mode in (dict(streaming=True), dict(streaming=True, num_proc=2), dict(), dict(num_proc=2)):
+        report = td.SkipReport()
+        assert rows(trailing_results="drop", report=report, **mode) == expected, mode
+        assert (report.rows_read, report.skipped) == (7, 3), mode
+    assert rows() == plain  # the prepared cache without the option is its own
+
+
+def test_a_row_the_writer_refuses_after_the_trim_is_named_by_its_file_row_and_input_field(tmp_path):
+    """Row 3's two images had one <image> tag in the result that ended it: trimmed, the writer refuses the row,
+    which is named as every other export error is (file, row number, the field as read), skipped or raised."""
+    path = _doc_agent_rows()
+    report = td.SkipReport(keep_all=True)
+    list(td.load("ms_swift", "llamafactory", data_files=path, split="train", streaming=True, on_error="skip",
+                 trailing_results="drop", report=report))
+    refused = {entry["row"]: entry for entry in report.rows}
+    assert sorted(refused) == [1, 2, 3]
+    assert (refused[3]["file"].endswith("custom_dataset_doc_agent_rows_en.jsonl"), refused[3]["field"]) == \
+        (True, "images")
+    alone = tmp_path / "row3.jsonl"
+    alone.write_text(Path(path).read_text().splitlines()[3] + "\n")
+    for streaming in (True, False):
+        with pytest.raises(ConversionError, match=r"<image> tags") as info:
+            list(td.load("ms_swift", "llamafactory", data_files=str(alone), split="train", streaming=streaming,
+                         trailing_results="drop", cache_dir=str(tmp_path / "cache")))
+        assert (Path(info.value.file).name, info.value.row, info.value.field) == ("row3.jsonl", 0, "images")
+
+
+@pytest.mark.parametrize("config, value, message", [
+    ("swift", "drop", r"trailing_results='drop' applies to .*\(llamafactory\), not 'swift'"),
+    ("unified", "drop", r"not 'unified'"),
+    ("llamafactory", "dorp", r"must be 'refuse' or 'drop', got 'dorp' \(did you mean 'drop'\?\)"),
+    ("llamafactory", 1, r"option trailing_results must be a string, got 1"),
+])
+def test_trailing_results_is_refused_where_it_would_change_nothing_or_is_misspelt(config, value, message):
+    with pytest.raises(ValueError, match=message):
+        td.load("ms_swift", config, data_files=td.sample_files("ms_swift"), split="train", streaming=True,
+                trailing_results=value)
+    td.load("ms_swift", config, data_files=td.sample_files("ms_swift"), split="train", streaming=True,
+            trailing_results="refuse")  # the default, anywhere
+
+
+def test_a_mirror_of_llamafactory_rows_drops_trailing_results_as_load_does(tmp_path):
+    """Mirrors write llamafactory too: with the option (llamafactory alone: the other configs would not use it),
+    the mirror's rows are those of the load, from one process and from two Ray workers alike."""
+    import pyarrow.parquet as pq
+
+    from tooluse_datasets.mirror import MirrorError, MirrorRequest, build_mirror, mirror_files
+    from tooluse_datasets.mirror.manifest import read_manifest
+
+    path = _doc_agent_rows()
+    options = {"trailing_results": "drop", "shard_bytes": 1500}
+    with pytest.raises(ValueError, match=r"trailing_results=.drop. applies to .*, not .unified."):
+        build_mirror(MirrorRequest("ms_swift", data_files=path, source_options=options), tmp_path / "every")
+    request = MirrorRequest("ms_swift", configs=["llamafactory"], data_files=path, source_options=options)
+    folder = build_mirror(request, tmp_path / "local")
+    files = read_manifest(folder).configs["llamafactory"].splits["train"].files
+    mirrored = [row for f in files for row in pq.read_table(folder / f).to_pylist()]
+    loaded = list(td.load("ms_swift", "llamafactory", data_files=path, split="train", streaming=True,
+                          on_error="skip", trailing_results="drop"))
+    assert len(mirrored) == 4 and [r["conversations"] for r in mirrored] == [r["conversations"] for r in loaded]
+    ray = pytest.importorskip("ray", reason="Ray is the optional extra 'ray' (pip install 'tooluse-datasets[ray]')")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        on_ray = build_mirror(request, tmp_path / "ray", engine="ray", num_proc=2)
+    finally:
+        ray.shutdown()
+    assert {rel: (on_ray / rel).read_bytes() for rel in mirror_files(on_ray) if rel.endswith(".parquet")} == \
+        {rel: (folder / rel).read_bytes() for rel in mirror_files(folder) if rel.endswith(".parquet")}
 
 def test_cli_export_writes_files_and_dataset_info(tmp_path, capsys):
     assert main(["export", "nestful", "--sample", "--format", "llamafactory", "--out", str(tmp_path)]) == 0

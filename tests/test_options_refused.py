@@ -69,7 +69,7 @@ def test_an_unknown_option_on_the_command_line_lists_what_option_takes_there(com
     argv = [a.replace("{out}", str(tmp_path / "out")) for a in command]
     assert main([*argv, "--option", "nope=1"]) == 2
     err = capsys.readouterr().err
-    assert err == f"error: ValueError: ms_swift has no option 'nope'; its options: batch_size, shard_bytes {note}\n"
+    assert err == f"error: ValueError: ms_swift has no option 'nope'; its options: batch_size, shard_bytes, trailing_results {note}\n"
     # load() itself still names its own keywords
     with pytest.raises(ValueError, match=r"load\(\) itself also takes .*download_mode"):
         td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train", streaming=True, nope=1)
@@ -127,7 +127,7 @@ def test_load_datasets_own_arguments_are_refused_saying_what_does_their_job(name
                                          rf"datasets\.load_dataset's: .*{advice}") as info:
         td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train", cache_dir=cache_dir,
                 **{name: "x"})
-    assert info.value.listing.endswith("batch_size, shard_bytes")  # the command line's own note replaces the rest
+    assert info.value.listing.endswith("batch_size, shard_bytes, trailing_results")  # the command line's own note replaces the rest
 
 
 @pytest.mark.parametrize("value", [("test",), "train"])

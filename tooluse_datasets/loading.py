@@ -85,7 +85,9 @@ def load(
         keep_in_memory: map-style only, as in ``datasets.load_dataset``: ``True`` reads the prepared splits into
             memory instead of memory-mapping the cache; None: datasets' ``IN_MEMORY_MAX_SIZE`` decides (by default,
             memory-mapped).
-        config_kwargs: source-specific options (e.g. ToolMind's ``messages_column``).
+        config_kwargs: source options (e.g. ToolMind's ``messages_column``). Every source's
+            ``trailing_results="drop"`` (``llamafactory`` only, whose writer refuses such rows) writes a row that ends
+            on tool results without them, ending on its calls, as ``td.drop_trailing_results`` makes it.
 
     JSON columns (``tools``, ``arguments``, ``meta``...) come back as Python values decoded exactly,
     in both modes; rows are identical map-style and streaming.

@@ -48,7 +48,9 @@ class MixedSource(Source):
         its rows are converted with it)."""
         if name not in self._members:
             builder_cls = registry.builder_class(name)
-            common = {f.name: getattr(self.options, f.name) for f in dataclasses.fields(SourceOptions)}
+            # (not trailing_results: the member makes unified rows, the mix's own writer applies it)
+            common = {f.name: getattr(self.options, f.name) for f in dataclasses.fields(SourceOptions)
+                      if f.name != "trailing_results"}
             self._members[name] = builder_cls.SOURCE_CLASS(builder_cls.BUILDER_CONFIG_CLASS(name="unified", **common))
         return self._members[name]
 

@@ -115,8 +115,11 @@ class ShardConverter:
         for c in self.configs:
             if c not in (RAW, UNIFIED):
                 from .formats import output_format
+                from .trailing_results import writer_for
 
-                self._writers[c] = output_format(c).write
+                # (with trailing_results="drop", a row ending on tool results reaches the writer without them; its
+                # message indices are unchanged, so an error still names the input field they came from)
+                self._writers[c] = writer_for(c, output_format(c).write, source.options.trailing_results)
         self._needs_unified = any(c != RAW for c in self.configs)
         # Source.native_to_unified serves rows when no config needs the raw row and no batch step follows.
         self._shortcut = RAW not in self.configs and not source.has_batch_step

@@ -34,6 +34,7 @@ from .shards.paths import file_labels, file_stem, file_suffix
 from .shards.plan import DEFAULT_TARGET_BYTES, plan_file, whole_file_shard
 from .shards.reading import read_shard
 from .shards.shard import RawBatch, Shard
+from .trailing_results import check_trailing_results
 
 
 @dataclasses.dataclass(frozen=True)
@@ -260,6 +261,9 @@ class SourceOptions:
 
     batch_size: int = 1000  # rows per converted batch
     shard_bytes: int = DEFAULT_TARGET_BYTES  # uncompressed bytes per shard of a large file
+    # "drop": a row ending on tool results is written without them in a format whose writer refuses it
+    # (llamafactory), ending on its calls; "refuse": the writer's error. See trailing_results.
+    trailing_results: str = "refuse"
 
 
 def check_options(options: Any, options_class: type) -> None:
@@ -374,6 +378,8 @@ class Source(abc.ABC):
     def __init__(self, options: Optional[SourceOptions] = None):
         self.options = options if options is not None else self.options_class()
         check_options(self.options, self.options_class)
+        # (a builder config is the options with its format as ``name``; options alone name no format)
+        check_trailing_results(self.options.trailing_results, getattr(self.options, "name", None))
         self.unique_ids = UniqueIds()
 
     def __getstate__(self) -> dict:

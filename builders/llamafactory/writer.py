@@ -10,7 +10,7 @@ Rules (from LLaMA-Factory's ``SharegptDatasetConverter``, ``FunctionFormatter``,
 
 * Roles alternate strictly: even positions ``human``/``observation``, odd positions ``gpt``/``function_call``,
   an even count, ending on ``gpt`` or ``function_call`` (LLaMA-Factory drops any other row silently). So two
-  user turns in a row, a row ending on a result (``td.drop_trailing_results`` ends it on its calls), a system
+  user turns in a row, a row ending on a result (``trailing_results="drop"`` ends it on its calls), a system
   message after the first, or a call without results followed by more turns (it would train the next turn as if
   the call had answered) are errors.
 * An assistant turn with calls is one ``function_call``: the JSON of ``{"name", "arguments"}`` (a list for
@@ -167,8 +167,9 @@ def check_alternation(conversations: list[dict], sources: list[int]) -> None:
         # without a turn after them, so the fix is to drop them (kept here: the writer never drops data).
         raise ConversionError(f"the conversation ends on tool results with no assistant turn after them; {TARGET} "
                               f"drops such rows, calls included. To train the calls, drop the results that end "
-                              f"the conversation first (ds.map(td.drop_trailing_results), or export "
-                              f"--drop-trailing-results: the row then ends on its call turn), or add the answer",
+                              f"the conversation first (load(..., trailing_results='drop'), export "
+                              f"--drop-trailing-results or ds.map(td.drop_trailing_results): the row then ends on "
+                              f"its call turn), or add the answer",
                               field=f"messages[{sources[-1]}]")
     if not conversations or len(conversations) % 2:
         raise ConversionError(f"{TARGET} needs the conversation to end on an assistant turn (gpt or "

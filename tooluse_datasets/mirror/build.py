@@ -387,8 +387,11 @@ def _absolute_path_options(request: MirrorRequest) -> MirrorRequest:
 
 
 def _builder(request: MirrorRequest):
+    """The builder whose source converts every config: made for one the mirror writes (unified where it is one),
+    so that options checked against the format (``trailing_results="drop"``, llamafactory's) hold for it."""
     builder_cls = registry.builder_class(request.source)
-    return builder_cls(config_name=DEFAULT_CONFIG, data_files=request.data_files, on_error=request.on_error,
+    config = DEFAULT_CONFIG if DEFAULT_CONFIG in request.configs else request.configs[0]
+    return builder_cls(config_name=config, data_files=request.data_files, on_error=request.on_error,
                        revision=request.revision, **request.source_options)
 
 
