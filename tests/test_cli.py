@@ -1178,7 +1178,8 @@ def test_export_drop_trailing_results_writes_rows_ending_on_results_as_the_pytho
     refusal names the option); with --drop-trailing-results the export writes each row as
     ``td.drop_trailing_results`` then the writer make it: row 0 ends on its call turn, the rows not ending on
     results are as a plain export writes them, and rows still refused (text beside calls in rows 1 and 2; row 3's
-    last result held one of its two <image> tags) are skipped, named by their unified id."""
+    last result held one of its two <image> tags) are skipped, named by their file, row and input field as every
+    other export error is (raised alike, without --on-error skip)."""
     from conftest import shared_data
     from tooluse_datasets.builders.llamafactory.writer import unified_to_llamafactory
 
@@ -1190,12 +1191,12 @@ def test_export_drop_trailing_results_writes_rows_ending_on_results_as_the_pytho
 
     unified = list(td.load("ms_swift", data_files=path, split="train", streaming=True))
     assert [row["messages"][-1]["role"] == "tool" for row in unified] == [True, False, True, True, False, False, False]
-    expected, refused = [], []
+    expected = []
     for row in unified:
         try:
             expected.append(unified_to_llamafactory(td.drop_trailing_results(row)))
-        except td.ConversionError as exc:
-            refused.append((row["id"], exc.field))
+        except td.ConversionError:
+            continue
     listing = tmp_path / "skipped.jsonl"
     out = tmp_path / "trimmed"
     assert main([*export, "--drop-trailing-results", "--on-error", "skip", "--out", str(out),
@@ -1204,8 +1205,16 @@ def test_export_drop_trailing_results_writes_rows_ending_on_results_as_the_pytho
     assert written == json.loads(json.dumps(expected)) and len(written) == 4
     assert written[0]["conversations"][-1]["from"] == "function_call"  # row 0, its calls kept
     skipped = [json.loads(line) for line in listing.read_text().splitlines()]
-    assert [(r["row_id"], r["field"], r["source"]) for r in skipped] == [(i, f, "ms_swift") for i, f in refused]
-    assert "row id 'ms_swift/custom_dataset_doc_agent_rows_en/1'" in capsys.readouterr().out
+    # (the fields as read: row 2's text beside its call is in its first message, an Anthropic-style content list)
+    assert [(r["file"], r["row"], r["field"], r["source"]) for r in skipped] == \
+        [(path, 1, "messages[1].content", "ms_swift"), (path, 2, "messages[0].content", "ms_swift"),
+         (path, 3, "images", "ms_swift")]
+    assert f"{path} row 3 field 'images'" in capsys.readouterr().out
+    alone = tmp_path / "row3.jsonl"
+    alone.write_text(open(path).read().splitlines()[3] + "\n")
+    assert main(["export", "ms_swift", "--data-files", str(alone), "--format", "llamafactory",
+                 "--drop-trailing-results", "--out", str(tmp_path / "raised")]) == 2
+    assert f"{alone}, row 0, field 'images': 2 images but 1 <image> tags" in capsys.readouterr().err
 
     plain = tmp_path / "plain"
     assert main([*export, "--on-error", "skip", "--out", str(plain)]) == 0
@@ -1220,3 +1229,7 @@ def test_export_drop_trailing_results_is_refused_for_formats_other_than_llamafac
                  "--out", str(tmp_path / "out")]) == 2
     assert "--drop-trailing-results applies to --format llamafactory only" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+    # (the source option it sets is the command's own argument)
+    assert main(["export", "ms_swift", "--sample", "--format", "llamafactory", "--option", "trailing_results=drop",
+                 "--out", str(tmp_path / "out")]) == 2
+    assert "give --drop-trailing-results" in capsys.readouterr().err

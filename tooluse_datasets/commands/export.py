@@ -6,14 +6,14 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Iterable, Iterator, Optional
+from typing import Optional
 
 import orjson
 
 from . import (a_path, add_skipped_rows_argument, add_source_arguments, data_file_patterns, data_files_for, is_local,
                local_inputs, output_folder, print_skips, refuse_writing_inputs, refuse_wrong_kind_outputs,
                skip_report_for, source_options, start_skipped_rows, with_data_dir_files)
-from ..errors import InvalidJsonError, InvalidValueError, ToolUseDataError, count_of
+from ..errors import InvalidJsonError, InvalidValueError, count_of
 from ..progress import progress
 
 DATASET_INFO = "dataset_info.json"
@@ -28,7 +28,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "llamafactory)")
     p.add_argument("--drop-trailing-results", action="store_true",
                    help="llamafactory only: a conversation that ends on tool results is written without them, "
-                        "ending on the calls that asked for them (td.drop_trailing_results), instead of refused")
+                        "ending on the calls that asked for them (the source option trailing_results=drop, as "
+                        "td.drop_trailing_results makes it), instead of refused")
     add_skipped_rows_argument(p)
     return p
 
@@ -42,10 +43,11 @@ def run(args: argparse.Namespace) -> int:
     refuse_wrong_kind_outputs(folders={"--out": args.out}, files={"--skipped-rows": args.skipped_rows})
     report = skip_report_for(args)
     data_files = data_files_for(args, args.source)
-    # Trimmed rows are unified rows rewritten before the writer sees them: read unified, written here.
-    splits = load(args.source, "unified" if args.drop_trailing_results else args.format, split=args.split,
-                  streaming=True, data_files=data_files, on_error=args.on_error, report=report,
-                  **source_options(args))
+    options = source_options(args, own={"trailing_results": "--drop-trailing-results"})
+    if args.drop_trailing_results:  # (the pipeline trims each row before the writer: td.drop_trailing_results)
+        options["trailing_results"] = "drop"
+    splits = load(args.source, args.format, split=args.split, streaming=True, data_files=data_files,
+                  on_error=args.on_error, report=report, **options)
     out = Path(args.out)
     # (a rerun with --out in the folder a --data-files glob or data_dir reads would read its last output as rows)
     outputs = [out / _file_name(args, split) for split in ([args.split] if args.split else splits)]
@@ -76,8 +78,6 @@ def _write(args: argparse.Namespace, splits, out: Path, report, info: Optional[d
 
     if args.split:
         splits = {args.split: splits}
-    if args.drop_trailing_results:
-        splits = {split: _without_trailing_results(ds, args, report) for split, ds in splits.items()}
     registered: dict[str, Optional[dict]] = {}
     written = 0
     for split, ds in splits.items():
@@ -112,31 +112,6 @@ def _write(args: argparse.Namespace, splits, out: Path, report, info: Optional[d
         print(f"error: no rows to export ({args.source}, format {args.format})", file=sys.stderr)
         return 1
     return 0
-
-
-def _without_trailing_results(rows: Iterable[dict], args: argparse.Namespace, report) -> Iterator[dict]:
-    """The unified ``rows`` in ``args.format``, each first without the tool results that end its conversation
-    (``td.drop_trailing_results``). A row the writer still refuses follows ``--on-error``: raised, or counted in
-    ``report``, named by its unified id (the row's file and row number are not known past the load)."""
-    from ..arrow_rows import RowEncoder
-    from ..formats import output_format
-    from ..pipeline import python_row_finisher
-    from ..trailing_results import drop_trailing_results
-
-    fmt = output_format(args.format)
-    encoder, finish = RowEncoder(fmt.features), python_row_finisher(fmt.features)
-    for row in rows:
-        try:
-            out = fmt.write(drop_trailing_results(row))
-            encoder.check_row(out)  # as the loaded format checks its rows
-        except ToolUseDataError as exc:
-            exc.row_id = row.get("id")
-            exc.at(source=args.source)
-            if args.on_error == "raise":
-                raise
-            report.add(exc)
-            continue
-        yield finish(out)
 
 
 def _file_name(args: argparse.Namespace, split: str) -> str:
