@@ -569,3 +569,70 @@ def test_big_integers_negative_zero_and_escapes_reach_every_template_and_the_tra
     assert len(prepared) == 5
     assert all(spelled in tokenizer.decode(p["input_ids"]) for p in prepared)
     assert trainer.train().global_step == 1
+
+
+def prompt_and_completion(row: dict) -> dict:
+    """TRL's conversational prompt-completion form of a unified row ending on an assistant turn: that turn is the
+    completion (``completion_only_loss`` trains it alone), the conversation before it the prompt."""
+    return {"prompt": row["messages"][:-1], "completion": row["messages"][-1:]}
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
+def test_completion_only_loss_on_prompt_completion_rows_trains_exactly_each_last_turn(streaming, cache_dir, tmp_path):
+    """Unified rows mapped into TRL's prompt-completion columns (``remove_columns=["messages"]``) go to SFTTrainer,
+    whose ``completion_only_loss`` then trains each row's last assistant turn (its calls or its answer) and
+    nothing before it. Map-style, the media columns the map carried over came back as ``images: []`` on every row
+    (only rows holding unified ``messages`` left them out), and TRL refused the text dataset as vision data."""
+    tokenizer = byte_tokenizer(TEMPLATES["qwen2.5"])
+    config = SFTConfig(output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=2, max_length=None,
+                       report_to="none", save_strategy="no", use_cpu=True, bf16=False, disable_tqdm=True)
+    trained = 0
+    for source, split in (("nestful", "train"), ("ms_swift", "train"), ("toolmind", "synthetic"),
+                          ("llamafactory", "train")):
+        ds = td.load(source, data_files=td.sample_files(source), split=split, streaming=streaming, cache_dir=cache_dir)
+        ds = ds.filter(lambda row: not row.get("images") and row["messages"][-1]["role"] == "assistant")
+        pairs = ds.map(prompt_and_completion, remove_columns=["messages"])
+        rows, originals = list(pairs), list(ds)
+        assert [r["id"] for r in rows] == [r["id"] for r in originals] and rows, source
+        for row, original in zip(rows, originals):
+            assert not set(td.MEDIA_COLUMNS) & set(row), (row["id"], "TRL would take this for vision data")
+            assert row["prompt"] + row["completion"] == original["messages"], row["id"]  # exact, in chat shape
+        trainer = SFTTrainer(model=tiny_model(len(tokenizer)), args=config, train_dataset=pairs,
+                             processing_class=tokenizer)
+        assert trainer.completion_only_loss
+        for row, prepared in zip(rows, trainer.train_dataset):
+            whole = tokenizer.apply_chat_template(row["prompt"] + row["completion"], tools=row["tools"], tokenize=False)
+            prompt = tokenizer.apply_chat_template(row["prompt"], tools=row["tools"], tokenize=False,
+                                                   add_generation_prompt=True)
+            assert tokenizer.decode(prepared["input_ids"]) == whole and whole.startswith(prompt), row["id"]
+            (span,) = trained_spans(tokenizer, prepared["input_ids"], prepared["labels"])
+            assert span == whole[len(prompt):], row["id"]
+            (last,) = row["completion"]
+            for call in last.get("tool_calls", []):
+                assert spelled_call(call, "qwen2.5") in span, row["id"]
+            assert last["content"].strip() in span, row["id"]
+            trained += 1
+    assert trained >= 15
+    assert trainer.train().global_step == 1
+
+
+def test_prompt_completion_columns_decode_in_chat_shape_whatever_type_the_writer_inferred(cache_dir):
+    """A map writing final answers as completions, typed by inference from its first rows (ToolMind's answers, with
+    reasoning; here one row per write), gave the later answers without reasoning ``reasoning_content: None``:
+    each completion comes back as the message it was."""
+    parts = [td.load("toolmind", data_files=td.sample_files("toolmind"), split="synthetic", cache_dir=cache_dir),
+             td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train", cache_dir=cache_dir)]
+    ds = datasets.concatenate_datasets(parts).filter(
+        lambda row: not row.get("images") and row["messages"][-1]["role"] == "assistant"
+        and not row["messages"][-1].get("tool_calls"))
+    pairs = ds.map(prompt_and_completion, remove_columns=["messages"], writer_batch_size=1)
+    without_reasoning = 0
+    for row, original in zip(pairs, ds):
+        assert row["completion"] == original["messages"][-1:], row["id"]
+        without_reasoning += "reasoning_content" not in original["messages"][-1]
+    assert without_reasoning >= 1
+    # TRL's preference columns (an implicit prompt) hold a conversation too: no media keys on text rows.
+    preferences = ds.map(lambda row: {"chosen": row["messages"],
+                                      "rejected": row["messages"][:-1] + [{"role": "assistant", "content": "No."}]},
+                         remove_columns=["messages"])
+    assert all(not set(td.MEDIA_COLUMNS) & set(row) and row["chosen"][-1]["content"] for row in preferences)

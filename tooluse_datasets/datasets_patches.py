@@ -20,7 +20,8 @@ from datasets.iterable_dataset import (FormattedExamplesIterable, RebatchedArrow
 
 from .arrow_rows import storage_type
 from .errors import InvalidJsonError, InvalidValueError, JsonValueError
-from .exact_features import ExactFeatures, ForeignExactFeatures, _is_unified_messages, holds_json
+from .exact_features import (ExactFeatures, ForeignExactFeatures, MappedUnifiedFeatures, _is_unified_messages,
+                             holds_json)
 from .schema import MEDIA_COLUMNS
 
 
@@ -655,7 +656,8 @@ def _keep_exact_class(out: Any, given: Any, foreign: bool) -> None:
     package's writer."""
     made = getattr(getattr(out, "_info", None), "features", None)
     if isinstance(given, ExactFeatures) and made is not None and not isinstance(made, ExactFeatures):
-        cls = ForeignExactFeatures if foreign else type(given)
+        # A map of unified rows may move their messages into TRL's prompt/completion columns
+        cls = (MappedUnifiedFeatures if given.omitted_empty_media else ForeignExactFeatures) if foreign else type(given)
         out._info.features = cls(dict(made))
 
 

@@ -342,12 +342,12 @@ class ExactFeatures(Features):
         # Unified rows (and the swift format's messages) decode in the shape chat templates and TRL expect (see
         # _chat_shape). Messages are known by their type, not their name: renamed ("conversation"), they decode as
         # they did under "messages".
-        self.chat_columns = tuple(name for name, f in self.items() if _is_chat_messages(f))
+        self.chat_columns = tuple(name for name, f in self.items() if self._is_chat_column(name, f))
         self.omitted_empty_media: tuple[str, ...] = ()
         for name in self.chat_columns:
             for decoders in (self._decoders, self._numpy_decoders):
                 decoders[name] = _chat_shape(decoders.get(name))
-        if any(_is_unified_messages(self[name]) for name in self.chat_columns):
+        if self._omits_empty_media():
             self.omitted_empty_media = tuple(c for c in MEDIA_COLUMNS if c in self)
         # (column, decoder of python values, decoder of numpy values): one tuple per decoded column, for the loops
         self._column_decoders = [(n, d, self._numpy_decoders[n]) for n, d in self._decoders.items()]
@@ -355,6 +355,12 @@ class ExactFeatures(Features):
 
     # Whether the JSON text may come from writers other than this package's (see ForeignExactFeatures).
     foreign_text = False
+
+    def _is_chat_column(self, name: str, feature: Any) -> bool:
+        return _is_chat_messages(feature)
+
+    def _omits_empty_media(self) -> bool:
+        return any(_is_unified_messages(self[name]) for name in self.chat_columns)
 
     def __reduce__(self):
         return type(self), (dict(self),)
@@ -517,6 +523,37 @@ class ForeignExactFeatures(ExactFeatures):
     foreign_text = True
 
 
+# The columns TRL reads conversations from besides ``messages`` (``trl.data_utils.is_conversational``):
+# prompt-completion rows (``completion_only_loss``) and preference pairs.
+TRL_CONVERSATION_COLUMNS = ("prompt", "completion", "chosen", "rejected")
+
+
+class MappedUnifiedFeatures(ForeignExactFeatures):
+    """The features of a map-style ``map`` of unified rows. Such a map may move the messages into TRL's
+    columns (``{"prompt": m[:-1], "completion": m[-1:]}`` for ``completion_only_loss``), which datasets' writer
+    types by inference (plain structs, or ``Json`` where keys differ), not as unified messages. They hold unified
+    messages all the same: decoded in the chat shape (no ``reasoning_content: None`` or ``tool_calls: None``
+    where the inferred struct has the key for other rows), and a row holding them leaves its empty media
+    columns out, as the row it came from did (the media columns the map carried over came back as
+    ``images: []`` on every row, and TRL refused the text dataset as vision data)."""
+
+    def _is_chat_column(self, name: str, feature: Any) -> bool:
+        return super()._is_chat_column(name, feature) or (name in TRL_CONVERSATION_COLUMNS
+                                                           and _may_hold_messages(feature))
+
+    def _omits_empty_media(self) -> bool:
+        return super()._omits_empty_media() or any(name in TRL_CONVERSATION_COLUMNS for name in self.chat_columns)
+
+
+def _may_hold_messages(feature: Any) -> bool:
+    """A list of message structs (role, content and other unified message keys) or of JSON values, as datasets
+    infers the type of a column of decoded unified messages."""
+    if not isinstance(feature, (List, LargeList)):
+        return False
+    item = feature.feature
+    return isinstance(item, Json) or (isinstance(item, dict) and set(_ALWAYS) <= set(item) <= _MESSAGE_KEYS)
+
+
 def _is_empty(value: Any) -> bool:
     """A null or empty list, as a Python list or a numpy array (whose truth value numpy refuses)."""
     return value is None or len(value) == 0
@@ -567,6 +604,9 @@ def _chat_shape(decode_messages: Optional[Decoder]) -> Decoder:
                 for k in _OPTIONAL:
                     if k in m and ((v := m[k]) is None or v == []):
                         del m[k]
+                out.append(m)
+                continue
+            if not isinstance(m, Mapping) or "role" not in m:  # a mapped "prompt" JSON column holding no messages
                 out.append(m)
                 continue
             shaped = {"role": m.get("role"), "content": m.get("content") or ""}
