@@ -2258,6 +2258,31 @@ def test_a_comma_between_tools_on_lines_of_their_own_is_no_instruction(graphsyn_
     assert prompt.tools == graphsyn_tools[:2] and prompt.instructions == "Be polite."
 
 
+@pytest.mark.parametrize("catalog", [
+    "## Available Tools\n\n{0},\n{1},", "## Available Tools\n\n{0}, {1} ,", "<tools>\n{0},\n{1},\n</tools>",
+    "<tools>{0}, {1},</tools>", "<tools>\n{0},\n</tools>\n\n# Domain\nBe polite.\n{1},"],
+    ids=["lines", "one-line", "tools-block", "tools-block-one-line", "between-values"])
+def test_a_comma_after_the_last_tool_of_a_catalog_is_no_instruction(graphsyn_tools, catalog):
+    """A scraped catalog whose last tool keeps its list comma (`{...},\n{...},`): the comma, and in a `<tools>`
+    block the closing tag after it, became the start of the system message a model is trained on (","
+    alone where the prompt has no instructions); a comma between tools never was."""
+    first, second = (json.dumps(t) for t in graphsyn_tools)
+    text = f"{PROTOCOL_TEXT}\n\n{catalog.format(first, second)}\n\n# Domain\nBe polite."
+    prompt = parse_system_prompt(text)
+    assert prompt.tools == graphsyn_tools and not prompt.unreadable
+    assert prompt.instructions == "# Domain\nBe polite." + ("\n\n# Domain\nBe polite." if "Be polite" in catalog else "")
+    assert parse_system_prompt(f"{PROTOCOL_TEXT}\n\n{catalog.format(first, second)}").instructions == \
+        ("# Domain\nBe polite." if "Be polite" in catalog else "")
+    msgs = conversation()
+    msgs[0]["content"] = text
+    native = native_row(msgs)
+    row = convert(native)
+    assert row["messages"][0] == message("system", prompt.instructions)
+    assert write_toolmind_row(row)["messages"] == native["messages"]  # the file's text, byte for byte
+    # a comma prose goes on after is the prose's
+    assert parse_system_prompt(f"{PROTOCOL_TEXT}\n\n{first}, then call it.").instructions == ", then call it."
+
+
 @pytest.mark.parametrize("separator", [", ", ",\n"], ids=["same-line", "own-line"])
 @pytest.mark.parametrize("broken", [0, 1], ids=["first-cut", "last-cut"])
 def test_a_tool_cut_short_beside_a_comma_separated_tool_is_flagged(graphsyn_tools, separator, broken):

@@ -687,7 +687,16 @@ _TOOLS_CLOSE_TAG = re.compile(r"^[ \t]*</tools?[ \t]*>[ \t]*(?:\n|\Z)|</tools?[ 
 _FENCE_CLOSE_LINE = re.compile(r"^[ \t]*```[ \t]*(?:\n|\Z)", re.MULTILINE)
 
 
+# A list comma after a catalog value that ends its line or the catalog (`{...},` as the last tool of scraped
+# catalogs): a separator, as between two tools, not the start of the instructions. (A comma prose goes on after is
+# the prose's.)
+_TRAILING_COMMA = re.compile(r"[ \t\r\n]*,(?=[ \t]*(?:\r?\n|\Z|</tools?[ \t]*>))", re.IGNORECASE)
+
+
 def _strip_close(after: str, fenced: bool) -> str:
-    """The text after a catalog value without the ``</tools>`` (``</tool>``) and, in a fence, the fence closing it."""
+    """The text after a catalog value without a trailing list comma, the ``</tools>`` (``</tool>``) and, in a
+    fence, the fence closing it."""
+    if (comma := _TRAILING_COMMA.match(after)) is not None:
+        after = after[comma.end():]
     after = _TOOLS_CLOSE.sub("", after, count=1)
     return _FENCE_CLOSE.sub("", after, count=1) if fenced else after
