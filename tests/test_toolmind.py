@@ -2283,6 +2283,30 @@ def test_a_comma_after_the_last_tool_of_a_catalog_is_no_instruction(graphsyn_too
     assert parse_system_prompt(f"{PROTOCOL_TEXT}\n\n{first}, then call it.").instructions == ", then call it."
 
 
+@pytest.mark.parametrize("layout", ["array", "pretty-array", "tools-block-array", "object"])
+def test_a_comma_before_a_closing_bracket_of_a_catalog_loses_no_tool(graphsyn_tools, layout):
+    """Hand-edited JSON keeps a comma before a closing bracket (`[{...}, {...},]`, `{..., "required": [...],}`). A
+    catalog array so written lost every tool (`tools_not_found`, the whole catalog in the system message); written
+    one element a line, its tools were read but the row was flagged `tools_unreadable` and its brackets stayed in
+    the system message; a tool so written was left out. The comma is read as absent; the text is kept whole."""
+    first, second = (json.dumps(t) for t in graphsyn_tools)
+    catalog = {"array": f"[{first}, {second},]",
+               "pretty-array": f"[\n  {first},\n  {second},\n]",
+               "tools-block-array": f"<tools>\n[{first}, {second}, ]\n</tools>",
+               "object": first[:-1] + ",}\n" + second.replace('["keyword"]', '["keyword",]')}[layout]
+    msgs = conversation()
+    msgs[0]["content"] = f"{PROTOCOL_TEXT}\n\n## Available Tools\n\n{catalog}\n\n# Domain\nBe polite."
+    native = native_row(msgs)
+    row = convert(native)
+    assert row["tools"] == graphsyn_tools
+    assert "tools_unreadable" not in row["meta"] and "tools_not_found" not in row["meta"]
+    assert row["messages"][0] == message("system", "# Domain\nBe polite.")
+    assert write_toolmind_row(row)["messages"] == native["messages"]  # the file's text, byte for byte
+    # anything else that is not JSON still is no tool: a comma with no value after it inside the array
+    msgs[0]["content"] = f"{PROTOCOL_TEXT}\n\n## Available Tools\n\n[{first},, {second}]\n\n# Domain\nBe polite."
+    assert convert(native_row(msgs))["tools"] == []
+
+
 @pytest.mark.parametrize("separator", [", ", ",\n"], ids=["same-line", "own-line"])
 @pytest.mark.parametrize("broken", [0, 1], ids=["first-cut", "last-cut"])
 def test_a_tool_cut_short_beside_a_comma_separated_tool_is_flagged(graphsyn_tools, separator, broken):
