@@ -424,8 +424,18 @@ def test_a_mirror_of_llamafactory_rows_drops_trailing_results_as_load_does(tmp_p
 
     path = _doc_agent_rows()
     options = {"trailing_results": "drop", "shard_bytes": 1500}
-    with pytest.raises(ValueError, match=r"trailing_results=.drop. applies to .*, not .unified."):
-        build_mirror(MirrorRequest("ms_swift", data_files=path, source_options=options), tmp_path / "every")
+    # (each config the option does not fit is named as NESTFUL's raw with execute=True is, first or not)
+    for configs, refused in ((None, "unified"), (["toolmind", "llamafactory"], "toolmind"),
+                             (["llamafactory", "swift"], "swift")):
+        every = {"configs": configs} if configs else {}
+        with pytest.raises(MirrorError, match=rf"^ms_swift, config {refused}: trailing_results='drop' applies to "
+                                              rf".*, not '{refused}' \(mirror the other configs with --configs\)"):
+            build_mirror(MirrorRequest("ms_swift", data_files=path, source_options=options, **every),
+                         tmp_path / "every")
+    # (a value wrong whatever the config is the ValueError load gives, naming no config)
+    with pytest.raises(ValueError, match=r"^option trailing_results must be 'refuse' or 'drop', got 'dorp'"):
+        build_mirror(MirrorRequest("ms_swift", configs=["llamafactory"], data_files=path,
+                                   source_options={"trailing_results": "dorp"}), tmp_path / "every")
     request = MirrorRequest("ms_swift", configs=["llamafactory"], data_files=path, source_options=options)
     folder = build_mirror(request, tmp_path / "local")
     files = read_manifest(folder).configs["llamafactory"].splits["train"].files

@@ -2328,6 +2328,10 @@ def test_mirror_with_execute_refuses_the_raw_config_as_export_does(functions_dir
     code = cli.main(["mirror", "nestful", "--data-files", str(shared_data(*ICL)), "--out", str(out), *options])
     assert code == 2 and not (out / "nestful").exists()
     assert "config raw" in capsys.readouterr().err
+    # raw alone too, named as a config beside others is (not the bare ValueError of the builder made for it)
+    assert cli.main(["mirror", "nestful", "--data-files", str(shared_data(*ICL)), "--out", str(out),
+                     "--configs", "raw", *options]) == 2
+    assert capsys.readouterr().err.startswith("error: nestful, config raw: execute=True gives executed trajectories")
     assert cli.main(["mirror", "nestful", "--data-files", str(shared_data(*ICL)), "--out", str(out),
                      "--configs", "unified", "swift", *options]) == 0
     assert {"swift", "unified"} <= {p.name for p in (out / "nestful").iterdir()} and not (out / "nestful" / "raw").exists()

@@ -146,9 +146,9 @@ def plan_mirror(request: MirrorRequest, out_dir: str | Path) -> MirrorPlan:
     _check_revision_reads_upstream(request)
     request = pin_hub_data_files(pin_upstream_revision(request))
     features = {config: _features(request.source, config) for config in request.configs}
+    _check_options_fit_configs(request)
     builder = _builder(request)
     _check_inputs_outside(request, builder, target)
-    _check_options_fit_configs(request, builder)
     return MirrorPlan(request, target, features, builder, _split_plans(request, builder))
 
 
@@ -387,25 +387,27 @@ def _absolute_path_options(request: MirrorRequest) -> MirrorRequest:
 
 
 def _builder(request: MirrorRequest):
-    """The builder whose source converts every config: made for one the mirror writes (unified where it is one),
-    so that options checked against the format (``trailing_results="drop"``, llamafactory's) hold for it."""
+    """The builder whose source converts every config: made for one the mirror writes (unified where it is one;
+    the options hold for each, :func:`_check_options_fit_configs`)."""
     builder_cls = registry.builder_class(request.source)
     config = DEFAULT_CONFIG if DEFAULT_CONFIG in request.configs else request.configs[0]
     return builder_cls(config_name=config, data_files=request.data_files, on_error=request.on_error,
                        revision=request.revision, **request.source_options)
 
 
-def _check_options_fit_configs(request: MirrorRequest, builder) -> None:
-    """The source options hold for every config the mirror writes, as ``load`` of that config checks them (the
-    builder made its source for the default config only): NESTFUL's ``execute=True`` has no place in ``raw``,
-    which would otherwise be written unexecuted beside executed configs."""
+def _check_options_fit_configs(request: MirrorRequest) -> None:
+    """The source options hold for every config the mirror writes, as ``load`` of that config checks them:
+    NESTFUL's ``execute=True`` has no place in ``raw``, nor ``trailing_results="drop"`` in a format other than
+    ``llamafactory``; such a config would be written ignoring the option beside the configs that apply it. An
+    option wrong whatever the config is raised as ``load`` raises it."""
+    builder_cls = registry.builder_class(request.source)
+    builder_cls.SOURCE_CLASS(builder_cls.SOURCE_CLASS.options_class(**request.source_options))  # no config named
     for config in request.configs:
-        if config != builder.config.name:
-            try:
-                builder.SOURCE_CLASS(dataclasses.replace(builder.config, name=config))
-            except ValueError as exc:
-                raise MirrorError(f"{request.source}, config {config}: {exc} (mirror the other configs with "
-                                  f"--configs)") from None
+        try:
+            builder_cls.SOURCE_CLASS(builder_cls.BUILDER_CONFIG_CLASS(name=config, **request.source_options))
+        except ValueError as exc:
+            raise MirrorError(f"{request.source}, config {config}: {exc} (mirror the other configs with "
+                              f"--configs)") from None
 
 
 def _split_plans(request: MirrorRequest, builder) -> list[SplitPlan]:
