@@ -1012,3 +1012,32 @@ def test_on_the_callers_own_ray_a_bad_row_or_a_stop_cancels_nothing_and_leaves_t
         assert ray.get(ray.remote(lambda: 7).remote()) == 7, "the caller's Ray no longer runs tasks"
     finally:
         ray.shutdown()
+
+
+def test_a_bad_row_on_a_ray_shared_by_several_builds_leaves_no_task_writing_into_the_discarded_staging(
+        tmp_path, monkeypatch):
+    """`mirror` of several sources runs every build on one Ray, which goes on after a build ends. A bad row
+    (on_error="raise") left the tasks still running to that Ray, as if the build stopped it: the build deleted its
+    staging folder while a later shard still converted, and that shard then wrote its parts there, leaving a staging
+    folder behind in --out. The build now waits for them, as on the caller's own Ray."""
+    ray = pytest.importorskip("ray", reason="Ray is the optional extra 'ray' (pip install 'tooluse-datasets[ray]')")
+    if ray.is_initialized():
+        ray.shutdown()
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")  # as the other tests that start Ray in this process
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    good = [line for f in td.sample_files("ms_swift")["train"] for line in Path(f).read_text().splitlines() if line]
+    bad, rows = tmp_path / "a_bad.jsonl", tmp_path / "b_rows.jsonl"
+    bad.write_text("[1, 2]\n", encoding="utf-8")  # the first shard: its row 0 is bad at once
+    rows.write_text("\n".join(good * 3000) + "\n", encoding="utf-8")  # the second: converting for a while
+    request = MirrorRequest("ms_swift", configs=["unified"], data_files=[str(bad), str(rows)], on_error="raise")
+    out = tmp_path / "out"
+    with engines_module.shared_ray("ray", 2, None):
+        with pytest.raises(td.errors.InvalidJsonError) as info:
+            build_mirror(request, out, engine="ray", num_proc=2)
+        assert (Path(info.value.file).name, info.value.row) == ("a_bad.jsonl", 0)
+        deadline = time.monotonic() + 120
+        while ray.available_resources().get("CPU", 0) < ray.cluster_resources().get("CPU", 0):
+            assert time.monotonic() < deadline, "a task of the failed build still runs"
+            time.sleep(0.2)  # (its later shard, if it was left running: let it end)
+        assert not any(out.iterdir()), "a task wrote into the staging folder the error deleted"
+    assert not ray.is_initialized()

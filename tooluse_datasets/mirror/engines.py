@@ -10,11 +10,12 @@ task finishes (in any order; the coordinator merges in plan order), so every eng
   as the cluster has CPUs). Ray is an optional extra, imported only here.
 
 A bad row under ``on_error="raise"`` is the build's answer: no further task starts, and it is raised as the
-typed error (tasks already running end with the pool or Ray the build stops; on the caller's own Ray they are
-waited for, never cancelled); with several workers, the tasks before it in the plan still running are waited
-for, so that the error raised is the first bad row in plan order, the one a single process meets (not whichever
-worker failed first). Any other failure (a worker that died, a full disk, an unreachable file) is charged to its
-shard and yielded as a :class:`ShardFailure`; the other shards go on.
+typed error (tasks already running end with the pool or Ray the build stops; on a Ray that goes on, the caller's
+own or one :func:`shared_ray` started, they are waited for, never cancelled); with several workers, the tasks
+before it in the plan still running are waited for, so that the error raised is the first bad row in plan order,
+the one a single process meets (not whichever worker failed first). Any other failure (a worker that died, a
+full disk, an unreachable file) is charged to its shard and yielded as a :class:`ShardFailure`; the other
+shards go on.
 """
 from __future__ import annotations
 
@@ -245,11 +246,12 @@ def _run_ray(tasks: Sequence[ShardTask], num_proc: Optional[int],
     # Tasks no longer wanted are never cancelled: a cancel races with the task's reply on its way, which crashes
     # Ray 2.60's driver ("Tried to complete task that was not pending", exit 1), with force or without (runs of
     # four Ctrl-C's on a caller's Ray: 3 of 5 crashed its process with force, 3 of 6 without, 0 of 11 without
-    # cancelling). A Ray this command stops ends them itself. On the caller's own Ray, which goes on, a bad row
-    # waits for the tasks already running (at most num_proc shards), so that none writes into the staging folder
-    # the error deletes; a build stopped midway leaves them to end on their own (within a shard's time; their
-    # results are not recorded, so the next run converts those shards again).
-    ends_with_ray = stop_ray is not None or bool(_shared_rays)
+    # cancelling). A Ray this build stops ends them itself. On a Ray that goes on after the build (the caller's own,
+    # or one shared_ray started for the next builds), a bad row waits for the tasks already running (at most
+    # num_proc shards), so that none writes into the staging folder the error deletes; a build stopped midway
+    # leaves them to end on their own (within a shard's time; their results are not recorded, so the next run
+    # converts those shards again).
+    ends_with_ray = stop_ray is not None
     running: dict = {}
     try:
         limit = num_proc or max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -295,16 +297,10 @@ def shared_ray(engine: str, num_proc: Optional[int], address: Optional[str]) -> 
         yield
         return
     stop_ray = _start_ray(_import_ray(), num_proc, address)
-    _shared_rays.append(stop_ray)
     try:
         yield
     finally:
-        _shared_rays.remove(stop_ray)
         stop_ray()
-
-
-# The Rays shared_ray started and stops (at most one): a build on them leaves its tasks to end with them.
-_shared_rays: list = []
 
 
 def _import_ray():
