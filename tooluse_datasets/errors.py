@@ -174,8 +174,8 @@ class ToolUseDataError(ValueError):
     @property
     def location(self) -> str:
         """Source, file, row and field, each where known; a row named by its unified id (``row_id``: rows dropped by
-        validation or execution, or by export's writer) has it first, in place of the source (the id starts with
-        the source's name)."""
+        validation or execution, or refused by a row rewrite such as ``td.drop_trailing_results``) has it first, in
+        place of the source (the id starts with the source's name)."""
         row_id = getattr(self, "row_id", None)
         parts = []
         if row_id is not None:
