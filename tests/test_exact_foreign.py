@@ -216,3 +216,17 @@ def test_from_parquet_and_from_json_with_exact_features_read_text_as_exact_does_
     for _ in range(2):
         back = datasets.Dataset.from_parquet(_parquet(tmp_path, TEXTS), features=given, cache_dir=str(tmp_path / "c3"))
         assert [repr(row["j"]) for row in back] == [repr(v) for v in EXPECTED]
+
+
+@pytest.mark.parametrize("prompt", [[1, {"a": 1}], [None, {"role": "user", "content": "hi"}],
+                                    [["role", "content"], {"a": 1}]], ids=["a number", "a null", "a list"])
+def test_a_mapped_prompt_column_of_other_values_reads_back_as_written(cache_dir, prompt):
+    """A map of unified rows writing its own ``prompt`` column (a name TRL reads conversations from): its items are
+    decoded in the chat shape where they are messages, and given back as they are where they are not. A number,
+    a null or a list among them was a bare TypeError ('int' object is not iterable) on every read of the row."""
+    ds = td.load("nestful", data_files=td.sample_files("nestful"), split="train", cache_dir=cache_dir)
+    mapped = ds.select(range(2)).map(lambda row: {"prompt": prompt})
+    assert "prompt" in mapped.features.chat_columns
+    rows = list(mapped)
+    assert [row["prompt"] for row in rows] == [prompt, prompt]
+    assert [row["messages"] for row in rows] == [row["messages"] for row in ds.select(range(2))]

@@ -595,17 +595,18 @@ def _chat_shape(decode_messages: Optional[Decoder]) -> Decoder:
             messages = decode_messages(messages)
         out = []
         for m in messages:
-            keys = iter(m)
-            if next(keys, None) == "role" and next(keys, None) == "content":
-                # A struct read from Arrow (a fresh dict, role and content first, as stored): shaped in place, 40%
-                # faster than a new dict, the same keys in the same order.
-                if m["content"] is None:
-                    m["content"] = ""
-                for k in _OPTIONAL:
-                    if k in m and ((v := m[k]) is None or v == []):
-                        del m[k]
-                out.append(m)
-                continue
+            if type(m) is dict:
+                keys = iter(m)
+                if next(keys, None) == "role" and next(keys, None) == "content":
+                    # A struct read from Arrow (a fresh dict, role and content first, as stored): shaped in place,
+                    # 40% faster than a new dict, the same keys in the same order.
+                    if m["content"] is None:
+                        m["content"] = ""
+                    for k in _OPTIONAL:
+                        if k in m and ((v := m[k]) is None or v == []):
+                            del m[k]
+                    out.append(m)
+                    continue
             if not isinstance(m, Mapping) or "role" not in m:  # a mapped "prompt" JSON column holding no messages
                 out.append(m)
                 continue
