@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import datasets
 import pandas
 import pytest
 from datasets import Dataset, Features, Json, Value
@@ -241,3 +242,30 @@ def test_a_mapped_streams_tables_and_exports_are_exact(data_file, source, export
         bits([{name: row[name] for name in sorted(row)} for row in expected])
     if source == "exact values":
         assert bits(_arguments(rows[0])) == bits(VALUES)
+
+
+MAPPED_STREAM_SKIPS = {
+    "to_list": lambda stream, tmp_path: stream.to_list(),
+    "to_json": lambda stream, tmp_path: stream.to_json(str(tmp_path / "out.jsonl")),
+    "to_pandas": lambda stream, tmp_path: stream.to_pandas(),
+    "concatenate_datasets": lambda stream, tmp_path: list(datasets.concatenate_datasets([stream])),
+}
+
+
+@pytest.mark.parametrize("export", list(MAPPED_STREAM_SKIPS), ids=list(MAPPED_STREAM_SKIPS))
+def test_a_mapped_streams_exports_count_each_skipped_row_once(tmp_path, export):
+    """The exports (and mixes) of a mapped stream first read its head to type its columns: the rows skipped there were
+    counted, and listed, a second time (rows_read 8 of a 4-row file, skipped 4 of 2), breaking rows returned +
+    skipped == rows_read."""
+    sample = td.sample_files("ms_swift")["train"][0]
+    good = [line for line in open(sample, encoding="utf-8") if line.strip()]
+    bad = json.dumps({"tools": "[]", "messages": [{"role": "bogus", "content": "x"}]}) + "\n"
+    data = tmp_path / "rows.jsonl"
+    data.write_text(bad + good[0] + bad + "".join(good[1:]), encoding="utf-8")
+    report = td.SkipReport(rows_path=str(tmp_path / "skipped.jsonl"))
+    stream = td.load("ms_swift", data_files=str(data), split="train", streaming=True, on_error="skip",
+                     report=report).map(td.short_call_ids)
+    MAPPED_STREAM_SKIPS[export](stream, tmp_path)
+    assert (report.rows_read, report.skipped) == (len(good) + 2, 2)
+    listed = (tmp_path / "skipped.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["row"] for line in listed] == [0, 2]  # (rows counted from 0)

@@ -9,10 +9,11 @@ in a process that imports ``tooluse_datasets`` gets them.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import inspect
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import pyarrow as pa
 from datasets.iterable_dataset import (FormattedExamplesIterable, RebatchedArrowExamplesIterable,
@@ -204,7 +205,8 @@ def _features_of_head(stream: Any, exact: "ExactFeatures") -> Optional["ExactFea
     from datasets.features.features import get_nested_type
     from datasets.iterable_dataset import _infer_features_from_batch
 
-    head = stream.with_format(None)._head()
+    with _reports_set_aside(stream._ex_iterable):
+        head = stream.with_format(None)._head()
     columns = {}
     for name, values in head.items():
         feature = exact.get(name)
@@ -226,6 +228,28 @@ def _features_of_head(stream: Any, exact: "ExactFeatures") -> Optional["ExactFea
     ordered = [c for c in exact if c in columns] + [c for c in columns if c not in exact]
     # foreign: the map may hand on Arrow tables holding JSON text from any writer (as a map-style map's output)
     return ForeignExactFeatures({c: columns[c] for c in ordered})
+
+
+@contextlib.contextmanager
+def _reports_set_aside(ex_iterable: Any) -> Iterator[None]:
+    """While it holds, the streams that ``ex_iterable`` reads (its steps' ``ex_iterable``/``ex_iterables``, down to
+    the ones counting in a skip report) count nothing: a head read only to type the columns is read again in full
+    by the pass it types, which counts (and lists) its reads and skips once."""
+    readers, steps = [], [ex_iterable]
+    while steps:
+        step = steps.pop()
+        if getattr(step, "report", None) is not None:
+            readers.append((step, step.report))
+        steps.extend(getattr(step, "ex_iterables", None) or ())
+        if getattr(step, "ex_iterable", None) is not None:
+            steps.append(step.ex_iterable)
+    for reader, _ in readers:
+        reader.report = None
+    try:
+        yield
+    finally:
+        for reader, report in readers:
+            reader.report = report
 
 
 def _install_column_operations_keeping_features() -> None:
@@ -442,7 +466,8 @@ def _install_stream_tables_encoding_decoded_rows() -> None:
     def typed_first(export: Callable) -> Callable:
         def typed_export(self, *args, **kwargs):
             if self.features is None and _exact_features_read_by(self._ex_iterable) is not None:
-                # exact ones where its first rows fit them (see resolve_features): the head is read once more here
+                # exact ones where its first rows fit them (see resolve_features): the head is read once more here,
+                # its reads and skips not counted
                 self = self._resolve_features()
             return export(self, *args, **kwargs)
 
