@@ -269,3 +269,27 @@ def test_a_mapped_streams_exports_count_each_skipped_row_once(tmp_path, export):
     assert (report.rows_read, report.skipped) == (len(good) + 2, 2)
     listed = (tmp_path / "skipped.jsonl").read_text(encoding="utf-8").splitlines()
     assert [json.loads(line)["row"] for line in listed] == [0, 2]  # (rows counted from 0)
+
+
+def test_a_mapped_streams_arrow_batches_are_one_table_each_and_resume_between_them():
+    """The exact encoding of a mapped stream's rows made one-row tables, so each Arrow batch (behind to_list,
+    to_pandas, to_json...) was a table of as many chunks, each cast alone: to_list of 9,000 mapped ms_swift rows
+    took twice as long. A batch is one table now, its rows the same, and a state saved between batches resumes
+    the rest."""
+    def batches():
+        stream = td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train",
+                         streaming=True).map(td.short_call_ids)
+        return stream._resolve_features().with_format("arrow")
+
+    whole = list(batches().iter(batch_size=2))
+    assert len(whole) >= 3 and all(column.num_chunks == 1 for table in whole for column in table.columns)
+    rows = [row for table in whole for row in table.to_pylist()]
+    assert rows == [row for table in batches().iter(batch_size=1) for row in table.to_pylist()]  # row by row
+    stream = batches()
+    first = stream.iter(batch_size=2)
+    next(first)
+    state = stream.state_dict()
+    rest = [row for table in first for row in table.to_pylist()]
+    resumed = batches()
+    resumed.load_state_dict(state)
+    assert [row for table in resumed.iter(batch_size=2) for row in table.to_pylist()] == rest == rows[2:]
