@@ -415,6 +415,30 @@ def test_each_patch_into_datasets_wraps_datasets_own_function_once():
             assert datasets_patches.patched_once(patch, lambda *args: None, mark) is patch
 
 
+def test_reloading_the_exact_writer_keeps_datasets_own_json_functions_under_its_patches():
+    """Reloaded (``importlib.reload``, a notebook's autoreload), the module installing the exact Json writer took its
+    own installed patches for datasets' functions: the fallback to datasets' own for text that is not JSON
+    (``NaN``, ``not json`` in a plain ``Json()`` column) called the patch back, a RecursionError. (In a process of
+    its own: a reload makes new feature classes, which the rest of this session must not see.)"""
+    import subprocess
+    import sys
+
+    script = """
+import importlib
+import datasets.arrow_writer, datasets.utils.json
+from datasets import Json
+from tooluse_datasets import exact_features
+importlib.reload(exact_features)
+assert Json().decode_example("NaN") is None  # (datasets' way)
+assert datasets.utils.json.json_decode_field("not json", []) == "not json"
+assert all(f.__module__.startswith("datasets.") for f in exact_features._DATASETS_WRITER.values())
+assert datasets.arrow_writer.json_encode_field is exact_features._exact_json_encode_field
+assert Json().decode_example('{"x": 0.30000000000000004}') == {"x": 0.30000000000000004}
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
 def test_patched_datasets_functions_take_their_arguments_by_name_too(cache_dir):
     """The wrappers handed their hook only the arguments given by position: once the package was imported,
     ``DatasetInfo.from_merge(dataset_infos=...)`` (and ``concatenate_datasets`` of streams given ``dsets=``) raised

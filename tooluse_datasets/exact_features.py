@@ -194,23 +194,20 @@ def _install_exact_writer() -> dict[str, Callable]:
     import datasets.arrow_writer as arrow_writer
     import datasets.utils.json as datasets_json
 
-    if getattr(arrow_writer, "json_encode_field", None) is _exact_json_encode_field:
-        return _DATASETS_WRITER
-    originals = {"json_encode_field": getattr(arrow_writer, "json_encode_field", None),
-                 "json_decode_field": getattr(datasets_json, "json_decode_field", None),
-                 "cast_storage": getattr(Json, "cast_storage", None),
-                 "encode_example": getattr(Json, "encode_example", None),
-                 "decode_example": getattr(Json, "decode_example", None)}
-    if originals["json_encode_field"] is not None:
-        arrow_writer.json_encode_field = _exact_json_encode_field
-    if originals["json_decode_field"] is not None:  # imported by to_list/to_dict/to_pandas when called
-        datasets_json.json_decode_field = _exact_json_decode_field
-    if originals["cast_storage"] is not None:
-        Json.cast_storage = _exact_cast_storage
-    if originals["encode_example"] is not None:
-        Json.encode_example = _exact_encode_example
-    if originals["decode_example"] is not None:
-        Json.decode_example = _exact_decode_example
+    # (json_decode_field: imported by to_list/to_dict/to_pandas when called)
+    patches = {"json_encode_field": (arrow_writer, _exact_json_encode_field),
+               "json_decode_field": (datasets_json, _exact_json_decode_field),
+               "cast_storage": (Json, _exact_cast_storage), "encode_example": (Json, _exact_encode_example),
+               "decode_example": (Json, _exact_decode_example)}
+    originals = {}
+    for name, (owner, patch) in patches.items():
+        installed = getattr(owner, name, None)
+        # Installed already (this module reloaded: its functions are new objects): datasets' own is the one that
+        # patch replaced, not the patch, which each fallback to datasets' own would call back (a RecursionError).
+        originals[name] = original = getattr(installed, "datasets_original", installed)
+        if original is not None:
+            patch.datasets_original = original
+            setattr(owner, name, patch)
     return originals
 
 
