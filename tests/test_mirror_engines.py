@@ -896,6 +896,25 @@ def test_a_cluster_refusing_the_driver_names_the_token_setting_ray_needs_for_an_
     assert ("set RAY_AUTH_MODE=token" in message) == (auth_mode != "token"), message
 
 
+def _recorded_cancels(ray, monkeypatch) -> list:
+    """The refs ``ray.cancel`` is called with from here on (each still cancelled)."""
+    cancelled = []
+    real_cancel = ray.cancel
+    monkeypatch.setattr(ray, "cancel", lambda ref, **kwargs: (cancelled.append(ref), real_cancel(ref, **kwargs)))
+    return cancelled
+
+
+def _bad_row_first_request(tmp_path: Path) -> MirrorRequest:
+    """An ms_swift mirror whose first shard holds a bad row (its first line) and the sample rows, and whose second
+    shard converts for a while (the sample rows 2,000 times), under on_error="raise"."""
+    good = [line for f in td.sample_files("ms_swift")["train"] for line in Path(f).read_text().splitlines() if line]
+    head = "[1, 2]\n" + "\n".join(good) + "\n"
+    data = tmp_path / "rows.jsonl"
+    data.write_text(head + "\n".join(good * 2000) + "\n", encoding="utf-8")
+    return MirrorRequest("ms_swift", configs=["unified"], data_files=str(data), on_error="raise",
+                         source_options={"shard_bytes": len(head.encode())})
+
+
 def test_a_ray_build_stopped_midway_leaves_its_tasks_to_the_ray_it_stops_and_resumes(reference, tmp_path,
                                                                                      monkeypatch):
     """Ctrl-C in a Ray build on a Ray of its own: the build force-cancelled its running tasks before stopping that
@@ -905,9 +924,7 @@ def test_a_ray_build_stopped_midway_leaves_its_tasks_to_the_ray_it_stops_and_res
     ray = pytest.importorskip("ray", reason="Ray is the optional extra 'ray' (pip install 'tooluse-datasets[ray]')")
     if ray.is_initialized():
         ray.shutdown()
-    cancelled = []
-    real_cancel = ray.cancel
-    monkeypatch.setattr(ray, "cancel", lambda ref, **kwargs: (cancelled.append(ref), real_cancel(ref, **kwargs)))
+    cancelled = _recorded_cancels(ray, monkeypatch)
     from tooluse_datasets.mirror.staging import Staging
 
     saved = Staging.save_result
@@ -935,15 +952,8 @@ def test_a_bad_row_on_a_ray_of_the_builds_own_leaves_the_later_tasks_to_that_ray
     ray = pytest.importorskip("ray", reason="Ray is the optional extra 'ray' (pip install 'tooluse-datasets[ray]')")
     if ray.is_initialized():
         ray.shutdown()
-    good = [line for f in td.sample_files("ms_swift")["train"] for line in Path(f).read_text().splitlines() if line]
-    head = "[1, 2]\n" + "\n".join(good) + "\n"
-    data = tmp_path / "rows.jsonl"
-    data.write_text(head + "\n".join(good * 2000) + "\n", encoding="utf-8")
-    request = MirrorRequest("ms_swift", configs=["unified"], data_files=str(data), on_error="raise",
-                            source_options={"shard_bytes": len(head.encode())})
-    cancelled = []
-    real_cancel = ray.cancel
-    monkeypatch.setattr(ray, "cancel", lambda ref, **kwargs: (cancelled.append(ref), real_cancel(ref, **kwargs)))
+    request = _bad_row_first_request(tmp_path)
+    cancelled = _recorded_cancels(ray, monkeypatch)
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")  # as the other tests that start Ray in this process
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     with pytest.raises(td.errors.InvalidJsonError) as info:
@@ -981,15 +991,8 @@ def test_on_the_callers_own_ray_a_bad_row_or_a_stop_cancels_nothing_and_leaves_t
     ray = pytest.importorskip("ray", reason="Ray is the optional extra 'ray' (pip install 'tooluse-datasets[ray]')")
     if ray.is_initialized():
         ray.shutdown()
-    good = [line for f in td.sample_files("ms_swift")["train"] for line in Path(f).read_text().splitlines() if line]
-    head = "[1, 2]\n" + "\n".join(good) + "\n"
-    data = tmp_path / "rows.jsonl"
-    data.write_text(head + "\n".join(good * 2000) + "\n", encoding="utf-8")
-    request = MirrorRequest("ms_swift", configs=["unified"], data_files=str(data), on_error="raise",
-                            source_options={"shard_bytes": len(head.encode())})
-    cancelled = []
-    real_cancel = ray.cancel
-    monkeypatch.setattr(ray, "cancel", lambda ref, **kwargs: (cancelled.append(ref), real_cancel(ref, **kwargs)))
+    request = _bad_row_first_request(tmp_path)
+    cancelled = _recorded_cancels(ray, monkeypatch)
     from tooluse_datasets.mirror.staging import Staging
 
     saved = Staging.save_result
