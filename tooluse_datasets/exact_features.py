@@ -303,16 +303,21 @@ def _compile_decoder(feature: Any, from_numpy: bool = False, foreign: bool = Fal
     return None
 
 
-def _exact_leaves(feature: Any) -> Any:
+def json_leaves_replaced(feature: Any, replace: Callable[[Json], Any]) -> Any:
+    """``feature`` with each ``Json`` leaf, at any depth of lists and structs, replaced by ``replace(leaf)``."""
     if isinstance(feature, Json):
-        return ExactJson(decode=feature.decode)
+        return replace(feature)
     if isinstance(feature, List):
-        return List(_exact_leaves(feature.feature), length=feature.length)
+        return List(json_leaves_replaced(feature.feature, replace), length=feature.length)
     if isinstance(feature, LargeList):
-        return LargeList(_exact_leaves(feature.feature))
+        return LargeList(json_leaves_replaced(feature.feature, replace))
     if isinstance(feature, dict):
-        return {k: _exact_leaves(v) for k, v in feature.items()}
+        return {k: json_leaves_replaced(v, replace) for k, v in feature.items()}
     return feature
+
+
+def _exact_leaves(feature: Any) -> Any:
+    return json_leaves_replaced(feature, lambda leaf: ExactJson(decode=leaf.decode))
 
 
 class ExactFeatures(Features):

@@ -21,11 +21,11 @@ import re
 import secrets
 from typing import Any, Optional
 
-from datasets import Features, Json, LargeList, List
+from datasets import Features, Json
 
 from .codec import loads
 from .datasets_patches import patched_once
-from .exact_features import ExactFeatures, _along_path, _decoded_leaf, _stored_text
+from .exact_features import ExactFeatures, _along_path, _decoded_leaf, _stored_text, json_leaves_replaced
 
 # The JSON texts of the batch being written, and the placeholder prefix standing for them in pandas' text (random
 # per batch, so that no text of the data can be taken for one); None outside a batch of to_json.
@@ -124,15 +124,7 @@ def _install_polars_format_keeping_json_text() -> None:
 
 def _json_as_text(feature: Any) -> Any:
     """``feature`` with each JSON leaf left undecoded (its stored text)."""
-    if isinstance(feature, Json):
-        return Json(decode=False)
-    if isinstance(feature, List):
-        return List(_json_as_text(feature.feature), length=feature.length)
-    if isinstance(feature, LargeList):
-        return LargeList(_json_as_text(feature.feature))
-    if isinstance(feature, dict):
-        return {k: _json_as_text(v) for k, v in feature.items()}
-    return feature
+    return json_leaves_replaced(feature, lambda leaf: Json(decode=False))
 
 
 _install_exact_to_json()
