@@ -2307,6 +2307,20 @@ def test_a_comma_before_a_closing_bracket_of_a_catalog_loses_no_tool(graphsyn_to
     assert convert(native_row(msgs))["tools"] == []
 
 
+@pytest.mark.parametrize("reported", [("Illegal trailing comma before end of array", 9), ("Expecting value", 11)],
+                         ids=["python-3.13", "python-3.12"])
+def test_a_comma_before_a_closing_bracket_is_left_out_as_each_python_reports_it(reported):
+    """Python 3.13 reports a comma before a closing bracket as such, at the comma ("Illegal trailing comma before
+    end of array"), where older versions expect a value at the bracket: on 3.13 no such comma was read as absent,
+    and every catalog written so lost its tools (the test above failed there)."""
+    from tooluse_datasets.builders.toolmind.system_prompt import _decode_without_trailing_commas
+
+    text = '[{"a": 1}, ] and prose'
+    exc = json.JSONDecodeError(reported[0], text, reported[1])
+    assert _decode_without_trailing_commas(text, 0, exc, [1]) == ([{"a": 1}], 12)
+    assert _decode_without_trailing_commas(text, 0, exc, [0]) is None  # (no repair left in this text)
+
+
 @pytest.mark.parametrize("separator", [", ", ",\n"], ids=["same-line", "own-line"])
 @pytest.mark.parametrize("broken", [0, 1], ids=["first-cut", "last-cut"])
 def test_a_tool_cut_short_beside_a_comma_separated_tool_is_flagged(graphsyn_tools, separator, broken):

@@ -374,13 +374,8 @@ def _decode_without_trailing_commas(text: str, start: int, exc: json.JSONDecodeE
     ``repairs``: how many commas the text may still have left out (decremented)."""
     source, removed = text, 0
     while True:
-        pos = exc.pos
-        if exc.msg not in _EXPECTING_VALUE_OR_KEY or source[pos:pos + 1] not in ("]", "}"):
-            return None
-        comma = pos - 1
-        while comma > start and source[comma] in " \t\r\n":
-            comma -= 1
-        if source[comma] != "," or repairs[0] <= 0:
+        comma = _trailing_comma(source, start, exc)
+        if comma is None or repairs[0] <= 0:
             return None
         repairs[0] -= 1
         source, removed = source[:comma] + source[comma + 1:], removed + 1
@@ -392,6 +387,21 @@ def _decode_without_trailing_commas(text: str, start: int, exc: json.JSONDecodeE
             return None
         else:
             return value, end + removed  # (every comma left out lies before the value's end)
+
+
+def _trailing_comma(source: str, start: int, exc: json.JSONDecodeError) -> Optional[int]:
+    """Where the comma is if ``exc`` (decoding ``source`` from ``start``) stops at one right before a closing
+    bracket, else None. The stdlib says so at the comma from Python 3.13 ("Illegal trailing comma before end of
+    array"), and before that at the bracket, as of any missing value ("Expecting value")."""
+    pos = exc.pos
+    if exc.msg.startswith("Illegal trailing comma"):
+        return pos if source[pos:pos + 1] == "," else None
+    if exc.msg not in _EXPECTING_VALUE_OR_KEY or source[pos:pos + 1] not in ("]", "}"):
+        return None
+    comma = pos - 1
+    while comma > start and source[comma] in " \t\r\n":
+        comma -= 1
+    return comma if source[comma] == "," else None
 
 
 def _as_tools(value: Any) -> Optional[list[dict]]:
