@@ -1,6 +1,7 @@
 """ToolMind (cleaned & rectified): reader, splits, `toolmind` writer, generator, family options."""
 from __future__ import annotations
 
+import copy
 import json
 import re
 from pathlib import Path
@@ -2306,6 +2307,26 @@ def test_a_comma_before_a_closing_bracket_of_a_catalog_loses_no_tool(graphsyn_to
     msgs[0]["content"] = f"{PROTOCOL_TEXT}\n\n## Available Tools\n\n[{first},, {second}]\n\n# Domain\nBe polite."
     assert convert(native_row(msgs))["tools"] == []
 
+
+@pytest.mark.parametrize("layout", ["lines", "pretty-array"])
+def test_a_catalog_of_many_tools_each_with_a_comma_before_a_closing_bracket_loses_no_tool(graphsyn_tools, layout):
+    """Such commas were left out one at a time, each a copy of the whole text and a decode anew, at most 64 in one
+    text: of 70 tools each so written, one a line, the last 6 were lost (the row flagged `tools_unreadable`); in one
+    array, all 70 (`tools_not_found`, the whole catalog in the system message). A value is read in one pass now."""
+    tools = [copy.deepcopy(graphsyn_tools[1]) for _ in range(70)]
+    for i, tool in enumerate(tools):
+        tool["function"]["name"] += f"_{i}"
+    lines = [json.dumps(tool).replace('["keyword"]', '["keyword",]') for tool in tools]
+    assert all(',]' in line for line in lines)
+    catalog = "\n".join(lines) if layout == "lines" else "[\n" + ",\n".join(lines) + ",\n]"
+    msgs = conversation()
+    msgs[0]["content"] = f"{PROTOCOL_TEXT}\n\n## Available Tools\n\n{catalog}\n\n# Domain\nBe polite."
+    native = native_row(msgs)
+    row = convert(native)
+    assert row["tools"] == tools
+    assert "tools_unreadable" not in row["meta"] and "tools_not_found" not in row["meta"]
+    assert row["messages"][0] == message("system", "# Domain\nBe polite.")
+    assert write_toolmind_row(row)["messages"] == native["messages"]
 
 @pytest.mark.parametrize("reported", [("Illegal trailing comma before end of array", 9), ("Expecting value", 11)],
                          ids=["python-3.13", "python-3.12"])

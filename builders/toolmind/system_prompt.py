@@ -186,7 +186,7 @@ def _scan_tool_catalog(text: str) -> tuple[list[tuple[int, int]], list[dict], bo
     scanned = False
     failed: list[int] = []
     consumed = 0
-    repairs = [_MAX_TRAILING_COMMAS]  # left for this text (each copies it: see _decode_without_trailing_commas)
+    repair_budget = [_REPAIR_SCANS_PER_TEXT * len(text)]  # (see _decode_without_trailing_commas)
     starts = _candidate_starts(text)
     i = 0
     while i < len(starts):
@@ -199,12 +199,12 @@ def _scan_tool_catalog(text: str) -> tuple[list[tuple[int, int]], list[dict], bo
         if found is _UNSEEN:
             found = _line_tools(line)
         if found is _NOT_ONE_VALUE:
-            decoded = _decode_balanced(text, start, repairs)
+            decoded = _decode_balanced(text, start, repair_budget)
             if decoded is None:
                 failed.append(start)
                 # A tool cut short before the next on its line (`{...}, {...}` with a closing brace lost): the
                 # next is read where it starts, whole; the cut one is flagged where it is, as any other.
-                following_start = _whole_tool_after_cut(text, start, repairs)
+                following_start = _whole_tool_after_cut(text, start, repair_budget)
                 if following_start is not None and following_start not in starts:
                     bisect.insort(starts, following_start, lo=i)
                 continue
@@ -234,7 +234,7 @@ _SEPARATORS = " \t\r\n,"
 _AFTER_CLOSED_VALUE = re.compile(r"[}\]][ \t]*,?[ \t]*(?=[\[{])")
 
 
-def _whole_tool_after_cut(text: str, start: int, repairs: list[int]) -> Optional[int]:
+def _whole_tool_after_cut(text: str, start: int, repair_budget: list[int]) -> Optional[int]:
     """Where a whole tool starts after the object at ``start``, on its line, that is not JSON: the first value
     after a closing bracket that holds tools and ends its line, or is followed by the next value or a closing
     tag. (Values nested in the cut one, `"anyOf": [{...}, {...}]`, hold no tool or are followed by their
@@ -243,7 +243,7 @@ def _whole_tool_after_cut(text: str, start: int, repairs: list[int]) -> Optional
         return None
     line_end = text.find("\n", start)
     for match in _AFTER_CLOSED_VALUE.finditer(text, start + 1, len(text) if line_end < 0 else line_end):
-        decoded = _decode_balanced(text, match.end(), repairs)
+        decoded = _decode_balanced(text, match.end(), repair_budget)
         if decoded is None or _as_tools(decoded[0]) is None:
             continue
         if _ENDS_CATALOG_VALUE.match(text, decoded[1]):
@@ -351,42 +351,55 @@ def _candidate_starts(text: str) -> list[int]:
     return starts
 
 
-def _decode_balanced(text: str, start: int, repairs: list[int]) -> Optional[tuple[Any, int]]:
+def _decode_balanced(text: str, start: int, repair_budget: list[int]) -> Optional[tuple[Any, int]]:
     """A value that does not fill its line (pretty-printed, or followed by text): the balanced scan."""
     try:
         return BALANCED_DECODER.raw_decode(text, start)
     except json.JSONDecodeError as exc:
-        return _decode_without_trailing_commas(text, start, exc, repairs)
+        return _decode_without_trailing_commas(text, start, exc, repair_budget)
     except (ValueError, RecursionError):  # not JSON, or nested deeper than the stdlib reads
         return None
 
 
-# Commas before a closing bracket read as absent in one system text, at most: each costs a copy of the text, so that
-# a text of many values each failing after such a comma costs a few milliseconds, not a second.
-_MAX_TRAILING_COMMAS = 64
+# The characters the repairs of one system text may scan (_decode_without_trailing_commas), as a multiple of its
+# length: a value that never closes (cut short) is scanned to the end of the text, so that a text of many such
+# values would otherwise cost seconds.
+_REPAIR_SCANS_PER_TEXT = 2
+# What tells where a JSON value ends and which of its commas close nothing: strings (skipped whole), brackets, and
+# commas before a closing bracket.
+_VALUE_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]|,(?=[ \t\r\n]*[\]}])')
 
 
 def _decode_without_trailing_commas(text: str, start: int, exc: json.JSONDecodeError,
-                                    repairs: list[int]) -> Optional[tuple[Any, int]]:
+                                    budget: list[int]) -> Optional[tuple[Any, int]]:
     """The value at ``start`` if all that keeps it from being JSON is commas right before closing brackets
     (``[{...}, {...},]``, ``{..., "required": ["q"],}``, as hand-edited catalogs have them), read as if they were
     absent, and where it ends in ``text``; else None. (What else is not JSON stays so: a tool cut short is flagged.)
-    ``repairs``: how many commas the text may still have left out (decremented)."""
-    source, removed = text, 0
-    while True:
-        comma = _trailing_comma(source, start, exc)
-        if comma is None or repairs[0] <= 0:
-            return None
-        repairs[0] -= 1
-        source, removed = source[:comma] + source[comma + 1:], removed + 1
-        try:
-            value, end = BALANCED_DECODER.raw_decode(source, start)
-        except json.JSONDecodeError as again:
-            exc = again
-        except (ValueError, RecursionError):
-            return None
-        else:
-            return value, end + removed  # (every comma left out lies before the value's end)
+    The value's text is scanned once, however many such commas it holds; ``budget``: the characters the text's
+    repairs may still scan (decreased)."""
+    if _trailing_comma(text, start, exc) is None or budget[0] <= 0:
+        return None
+    depth, commas, end = 0, [], len(text)
+    for token in _VALUE_TOKENS.finditer(text, start):
+        char = text[token.start()]
+        if char in "[{":
+            depth += 1
+        elif char in "]}":
+            depth -= 1
+            if depth == 0:
+                end = token.end()
+                break
+        elif char == ",":
+            commas.append(token.start())
+    budget[0] -= end - start
+    if depth:
+        return None
+    source = "".join(text[left + 1:right] for left, right in zip([start - 1, *commas], [*commas, end]))
+    try:
+        value, stop = BALANCED_DECODER.raw_decode(source)
+    except (ValueError, RecursionError):
+        return None
+    return (value, end) if stop == len(source) else None
 
 
 def _trailing_comma(source: str, start: int, exc: json.JSONDecodeError) -> Optional[int]:
