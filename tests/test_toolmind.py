@@ -2284,6 +2284,19 @@ def test_a_comma_after_the_last_tool_of_a_catalog_is_no_instruction(graphsyn_too
     assert parse_system_prompt(f"{PROTOCOL_TEXT}\n\n{first}, then call it.").instructions == ", then call it."
 
 
+def assert_catalog_read_whole(catalog: str, tools: list[dict]) -> None:
+    """A system prompt of the protocol, ``catalog`` and a domain line: its tools are ``tools``, unflagged, the
+    system message is the domain line, and the row writes back the file's text byte for byte."""
+    msgs = conversation()
+    msgs[0]["content"] = f"{PROTOCOL_TEXT}\n\n## Available Tools\n\n{catalog}\n\n# Domain\nBe polite."
+    native = native_row(msgs)
+    row = convert(native)
+    assert row["tools"] == tools
+    assert "tools_unreadable" not in row["meta"] and "tools_not_found" not in row["meta"]
+    assert row["messages"][0] == message("system", "# Domain\nBe polite.")
+    assert write_toolmind_row(row)["messages"] == native["messages"]
+
+
 @pytest.mark.parametrize("layout", ["array", "pretty-array", "tools-block-array", "object"])
 def test_a_comma_before_a_closing_bracket_of_a_catalog_loses_no_tool(graphsyn_tools, layout):
     """Hand-edited JSON keeps a comma before a closing bracket (`[{...}, {...},]`, `{..., "required": [...],}`). A
@@ -2295,15 +2308,9 @@ def test_a_comma_before_a_closing_bracket_of_a_catalog_loses_no_tool(graphsyn_to
                "pretty-array": f"[\n  {first},\n  {second},\n]",
                "tools-block-array": f"<tools>\n[{first}, {second}, ]\n</tools>",
                "object": first[:-1] + ",}\n" + second.replace('["keyword"]', '["keyword",]')}[layout]
-    msgs = conversation()
-    msgs[0]["content"] = f"{PROTOCOL_TEXT}\n\n## Available Tools\n\n{catalog}\n\n# Domain\nBe polite."
-    native = native_row(msgs)
-    row = convert(native)
-    assert row["tools"] == graphsyn_tools
-    assert "tools_unreadable" not in row["meta"] and "tools_not_found" not in row["meta"]
-    assert row["messages"][0] == message("system", "# Domain\nBe polite.")
-    assert write_toolmind_row(row)["messages"] == native["messages"]  # the file's text, byte for byte
+    assert_catalog_read_whole(catalog, graphsyn_tools)
     # anything else that is not JSON still is no tool: a comma with no value after it inside the array
+    msgs = conversation()
     msgs[0]["content"] = f"{PROTOCOL_TEXT}\n\n## Available Tools\n\n[{first},, {second}]\n\n# Domain\nBe polite."
     assert convert(native_row(msgs))["tools"] == []
 
@@ -2319,14 +2326,7 @@ def test_a_catalog_of_many_tools_each_with_a_comma_before_a_closing_bracket_lose
     lines = [json.dumps(tool).replace('["keyword"]', '["keyword",]') for tool in tools]
     assert all(',]' in line for line in lines)
     catalog = "\n".join(lines) if layout == "lines" else "[\n" + ",\n".join(lines) + ",\n]"
-    msgs = conversation()
-    msgs[0]["content"] = f"{PROTOCOL_TEXT}\n\n## Available Tools\n\n{catalog}\n\n# Domain\nBe polite."
-    native = native_row(msgs)
-    row = convert(native)
-    assert row["tools"] == tools
-    assert "tools_unreadable" not in row["meta"] and "tools_not_found" not in row["meta"]
-    assert row["messages"][0] == message("system", "# Domain\nBe polite.")
-    assert write_toolmind_row(row)["messages"] == native["messages"]
+    assert_catalog_read_whole(catalog, tools)
 
 @pytest.mark.parametrize("reported", [("Illegal trailing comma before end of array", 9), ("Expecting value", 11)],
                          ids=["python-3.13", "python-3.12"])
