@@ -19,6 +19,19 @@ def build_sample_mirror(source: str, out: Path, configs: Sequence[str] = tuple(F
     return build_mirror(request, out)
 
 
+def build_on_a_callers_ray(request: MirrorRequest, out: Path) -> Path:
+    """``request`` mirrored into ``out`` by the Ray engine, two workers, on a Ray the caller started (and stops);
+    skips where Ray is absent."""
+    import pytest
+
+    ray = pytest.importorskip("ray", reason="Ray is the optional extra 'ray' (pip install 'tooluse-datasets[ray]')")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        return build_mirror(request, out, engine="ray", num_proc=2)
+    finally:
+        ray.shutdown()
+
+
 def quiet(_line: str) -> None:
     """A progress callback that prints nothing."""
 

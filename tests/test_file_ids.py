@@ -24,6 +24,7 @@ from datasets.distributed import split_dataset_by_node
 import tooluse_datasets as td
 
 from conftest import PROJECT_ROOT, shared_data
+from mirror_support import build_on_a_callers_ray
 
 SAMPLES = {"ms_swift": PROJECT_ROOT / "builders" / "ms_swift" / "dummy_data" / "agent_rows.jsonl",
            "llamafactory": PROJECT_ROOT / "builders" / "llamafactory" / "dummy_data" / "llamafactory_sample.jsonl"}
@@ -173,12 +174,7 @@ def test_a_mirror_of_files_sharing_a_stem_holds_the_ids_a_load_gives(tmp_path, e
     request = MirrorRequest("ms_swift", configs=["unified"], data_files=files,
                             source_options={"shard_bytes": SAMPLES["ms_swift"].stat().st_size // 3})
     if engine == "ray":
-        ray = pytest.importorskip("ray", reason="Ray is the optional extra 'ray'")
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-        try:
-            folder = build_mirror(request, tmp_path / "out", engine="ray", num_proc=2)
-        finally:
-            ray.shutdown()
+        folder = build_on_a_callers_ray(request, tmp_path / "out")
     else:
         folder = build_mirror(request, tmp_path / "out", num_proc=2)
     mirrored = load_dataset(str(folder), "unified", split="train", cache_dir=str(tmp_path / "cache"))

@@ -25,6 +25,7 @@ from tooluse_datasets.builders.llamafactory.writer import RESULT_SEPARATOR, unif
 from tooluse_datasets.source import RowContext
 
 from conftest import shared_data
+from mirror_support import build_on_a_callers_ray
 
 THOUGHT = re.compile(r"<think>\n(.*?)\n</think>\n\n", re.DOTALL)
 EVEN, ODD = ("human", "observation"), ("gpt", "function_call")
@@ -443,12 +444,7 @@ def test_a_mirror_of_llamafactory_rows_drops_trailing_results_as_load_does(tmp_p
     loaded = list(td.load("ms_swift", "llamafactory", data_files=path, split="train", streaming=True,
                           on_error="skip", trailing_results="drop"))
     assert len(mirrored) == 4 and [r["conversations"] for r in mirrored] == [r["conversations"] for r in loaded]
-    ray = pytest.importorskip("ray", reason="Ray is the optional extra 'ray' (pip install 'tooluse-datasets[ray]')")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        on_ray = build_mirror(request, tmp_path / "ray", engine="ray", num_proc=2)
-    finally:
-        ray.shutdown()
+    on_ray = build_on_a_callers_ray(request, tmp_path / "ray")
     assert {rel: (on_ray / rel).read_bytes() for rel in mirror_files(on_ray) if rel.endswith(".parquet")} == \
         {rel: (folder / rel).read_bytes() for rel in mirror_files(folder) if rel.endswith(".parquet")}
 
