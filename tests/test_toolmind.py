@@ -2315,6 +2315,15 @@ def test_a_comma_before_a_closing_bracket_of_a_catalog_loses_no_tool(graphsyn_to
     assert convert(native_row(msgs))["tools"] == []
 
 
+@pytest.mark.parametrize("catalog", ["{0};\n{1};", "{0}; {1};", "[{0}, {1}];", "{0}.\n{1}.", "<tools>\n{0};\n{1};\n</tools>"],
+                         ids=["lines", "one-line", "array", "full-stops", "tools-block"])
+def test_a_semicolon_or_full_stop_after_each_tool_of_a_catalog_is_no_instruction(graphsyn_tools, catalog):
+    """A catalog written as statements (`{...};` a line): its tools were read, but each `;` (or `.`) was kept as a
+    paragraph of the system message (";\n\n;\n\n# Domain...", with `</tools>` after them in a block), and on
+    one line the second tool was not read, unflagged."""
+    assert_catalog_read_whole(catalog.format(*(json.dumps(t) for t in graphsyn_tools)), graphsyn_tools)
+
+
 @pytest.mark.parametrize("layout", ["lines", "pretty-array"])
 def test_a_catalog_of_many_tools_each_with_a_comma_before_a_closing_bracket_loses_no_tool(graphsyn_tools, layout):
     """Such commas were left out one at a time, each a copy of the whole text and a decode anew, at most 64 in one

@@ -227,11 +227,12 @@ def _scan_tool_catalog(text: str) -> tuple[list[tuple[int, int]], list[dict], bo
     return spans, tools, scanned, failed
 
 
-# What may separate two catalog values on one line (or close a line before the next value): spaces and a comma.
-_SAME_LINE_VALUE = re.compile(r"[ \t]*,?[ \t]*(?=[\[{])")
-_SEPARATORS = " \t\r\n,"
+# What may separate two catalog values on one line (or close a line before the next value): spaces and a comma
+# (or a semicolon, as catalogs written as a list of statements end each tool).
+_SAME_LINE_VALUE = re.compile(r"[ \t]*[,;]?[ \t]*(?=[\[{])")
+_SEPARATORS = " \t\r\n,;"
 # Where a catalog value may follow one that ends in a closing bracket on its line (the end of a value cut short).
-_AFTER_CLOSED_VALUE = re.compile(r"[}\]][ \t]*,?[ \t]*(?=[\[{])")
+_AFTER_CLOSED_VALUE = re.compile(r"[}\]][ \t]*[,;]?[ \t]*(?=[\[{])")
 
 
 def _whole_tool_after_cut(text: str, start: int, repair_budget: list[int]) -> Optional[int]:
@@ -252,7 +253,7 @@ def _whole_tool_after_cut(text: str, start: int, repair_budget: list[int]) -> Op
 
 
 # What may follow a catalog value on its line: the line's end, the next value, or a closing tag.
-_ENDS_CATALOG_VALUE = re.compile(r"[ \t]*(?:\r?$|,?[ \t]*[\[{]|</tools?[ \t]*>)", re.IGNORECASE | re.MULTILINE)
+_ENDS_CATALOG_VALUE = re.compile(r"[ \t]*(?:\r?$|[,;]?[ \t]*[\[{]|</tools?[ \t]*>)", re.IGNORECASE | re.MULTILINE)
 
 
 # How a catalog value that is not JSON starts: an object with a key, or a list of objects (prose that opens a
@@ -747,9 +748,9 @@ _FENCE_CLOSE_LINE = re.compile(r"^[ \t]*```[ \t]*(?:\n|\Z)", re.MULTILINE)
 
 
 # A list comma after a catalog value that ends its line or the catalog (`{...},` as the last tool of scraped
-# catalogs): a separator, as between two tools, not the start of the instructions. (A comma prose goes on after is
-# the prose's.)
-_TRAILING_COMMA = re.compile(r"[ \t\r\n]*,(?=[ \t]*(?:\r?\n|\Z|</tools?[ \t]*>))", re.IGNORECASE)
+# catalogs; a semicolon or full stop where each tool is written as a statement): a separator, as between two tools,
+# not the start of the instructions. (A comma prose goes on after is the prose's.)
+_TRAILING_COMMA = re.compile(r"[ \t\r\n]*[,;.](?=[ \t]*(?:\r?\n|\Z|</tools?[ \t]*>))", re.IGNORECASE)
 
 
 def _strip_close(after: str, fenced: bool) -> str:
