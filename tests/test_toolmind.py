@@ -2324,6 +2324,18 @@ def test_a_semicolon_or_full_stop_after_each_tool_of_a_catalog_is_no_instruction
     assert_catalog_read_whole(catalog.format(*(json.dumps(t) for t in graphsyn_tools)), graphsyn_tools)
 
 
+@pytest.mark.parametrize("markers", [("- ", "- "), ("* ", "* "), ("1. ", "2. ")], ids=["dash", "star", "numbered"])
+def test_a_catalog_written_as_a_markdown_list_is_read(graphsyn_tools, markers):
+    """A catalog of one tool per list item (`- {...}`): no tool was read (`tools_not_found`, the list left in the
+    system message). A tool cut short in the list is flagged, its item left in the instructions as written."""
+    first, second = (json.dumps(t) for t in graphsyn_tools)
+    assert_catalog_read_whole(f"{markers[0]}{first}\n{markers[1]}{second}", graphsyn_tools)
+    cut = f"{markers[0]}{first[:40]}"
+    prompt = parse_system_prompt(f"{PROTOCOL_TEXT}\n\n## Available Tools\n\n{cut}\n{markers[1]}{second}\n\nBe polite.")
+    assert prompt.tools == graphsyn_tools[1:] and prompt.unreadable
+    assert prompt.instructions == f"{cut}\n\nBe polite."
+
+
 @pytest.mark.parametrize("layout", ["lines", "pretty-array"])
 def test_a_catalog_of_many_tools_each_with_a_comma_before_a_closing_bracket_loses_no_tool(graphsyn_tools, layout):
     """Such commas were left out one at a time, each a copy of the whole text and a decode anew, at most 64 in one

@@ -6,7 +6,7 @@ tolerant: it scans the text for JSON values that start a line (or follow ``<tool
 with attributes), and keeps those that are tool definitions, whichever of these layouts the row uses:
 
 * one JSON array of tools;
-* one JSON object per line (or pretty-printed objects, glaive style);
+* one JSON object per line (or pretty-printed objects, glaive style; or one per markdown list item, ``- {...}``);
 * objects inside a ``<tools>...</tools>`` block (Hermes) or a ``<tool>...</tool>`` block (BUTTON);
 
 each tool OpenAI-wrapped (``{"type": "function", "function": {...}}``) or bare (``{name, description,
@@ -51,9 +51,12 @@ TOOLS_HEADING = "## Available Tools"
 # Starts the instructions where the writer marks them (render_marked_system_prompt): what follows is their text.
 INSTRUCTIONS_HEADING = "## Instructions"
 
-# Where a tool catalog can start: a JSON array/object opening a line, or right after <tools> or <tool>. (Searched
-# as "\n" + text: a pattern with a literal first character is scanned ~10x faster than one using ^.)
-_LINE_START = re.compile(r"\n[ \t]*[\[{]")
+# Where a tool catalog can start: a JSON array/object opening a line (or a markdown list item: "- {...}", "1. {...}"),
+# or right after <tools> or <tool>. (Searched as "\n" + text: a pattern with a literal first character is scanned
+# ~10x faster than one using ^.)
+_ITEM_MARK = r"(?:[-*+]|\d+[.)])[ \t]+"
+_LINE_START = re.compile(r"\n[ \t]*(?:" + _ITEM_MARK + r")?[\[{]")
+_ITEM_PREFIX = re.compile(r"[ \t]*" + _ITEM_MARK)
 # The tags in any case and with attributes, as prompts spell them (<TOOLS>, <tools type="json">); not <tool_call>.
 _TOOLS_TAG = r"<tools?(?:[ \t][^<>\n]*)?(?<!/)>"
 _AFTER_TOOLS_TAG = re.compile(_TOOLS_TAG + r"[ \t\r\n]*[\[{]", re.IGNORECASE)
@@ -216,7 +219,7 @@ def _scan_tool_catalog(text: str) -> tuple[list[tuple[int, int]], list[dict], bo
             found = None if found is None else loads_stored(found)
         if found is None:
             continue
-        spans.append((start, end))
+        spans.append((_item_start(text, start), end))
         tools.extend(found)
         consumed = end
         # A value right after this one on its line (`<tools>{...} {...}</tools>`, `{...}, {...}`) is the
@@ -272,12 +275,14 @@ def _unreadable_in_catalog(text: str, spans: list[tuple[int, int]], failed: list
     """Where the values that are not JSON (``failed``: where each starts) and belong to the catalog start: one
     between its first and last tool, right after its last (only whitespace and a comma between), or right before
     its first (nothing but whitespace and a comma after the bracket that ends it, or where the catalog starts: after
-    a line introducing it, or in the code fence its first tool is in). A format example is none of the catalog's."""
+    a line introducing it, or in the code fence its first tool is in). A format example is none of the catalog's.
+    A value that is a list item starts at its marker."""
     first, last = spans[0][0], spans[-1][1]
     broken = []
-    for start in failed:
-        if not _JSON_START.match(text, start) or _is_format_example(text, start):
+    for value_start in failed:
+        if not _JSON_START.match(text, value_start) or _is_format_example(text, value_start):
             continue
+        start = _item_start(text, value_start)
         if first < start < last or (start >= last and not text[last:start].strip(_SEPARATORS)):
             broken.append(start)
         elif start < first and text[start:first].rstrip(_SEPARATORS)[-1:] in ("}", "]"):
@@ -341,6 +346,13 @@ def _line_tools(line: str) -> Any:
         _LINE_TOOLS.clear()
     _LINE_TOOLS[line] = found
     return found
+
+
+def _item_start(text: str, start: int) -> int:
+    """Where the line of the value at ``start`` starts if only a list item's marker comes before it on that line
+    (the marker goes with the value, not into the instructions), else ``start``."""
+    line_start = text.rfind("\n", 0, start) + 1
+    return line_start if line_start < start and _ITEM_PREFIX.fullmatch(text, line_start, start) else start
 
 
 def _candidate_starts(text: str) -> list[int]:
