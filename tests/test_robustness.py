@@ -1227,6 +1227,15 @@ def test_a_split_the_data_lacks_is_refused_naming_the_splits_it_has_in_both_mode
         td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train[:2]", streaming=True)
 
 
+@pytest.mark.parametrize("streaming", [False, True])
+def test_a_misspelt_split_with_a_slice_is_refused_naming_the_split_meant_in_both_modes(streaming, cache_dir):
+    """Streamed, `split="tau_trian[:10]"` was refused for its slice alone, advising to stream 'tau_trian': the
+    misspelt name, refused in turn once the slice was dropped."""
+    with pytest.raises(ValueError, match=r"^toolmind has no split 'tau_trian' \(did you mean 'tau_train'\?\)"):
+        td.load("toolmind", data_files=td.sample_files("toolmind"), split="tau_trian[:10]", streaming=streaming,
+                cache_dir=cache_dir)
+
+
 def test_a_stream_of_one_split_named_twice_is_refused_not_read_twice(tmp_path, capsys):
     """``split="train+train"`` streamed every row twice under the same ids (``export --split train+train`` wrote
     12 rows for 6)."""

@@ -137,6 +137,8 @@ def load(
             if own.offline_cache_read_at is not None and own.offline_cache_read_at > builder.offline_cache_read_at:
                 builder = own
     if streaming:
+        if names and "[" in split:
+            _refuse_stream_slice(builder, split, names)
         if report is not None:
             builder.skip_report = report
         builder.stream_num_proc = num_proc
@@ -179,15 +181,21 @@ def _check_arguments(source: str, config: Any, split: Any, names: Optional[tuple
         raise ValueError(f"num_proc must be a positive integer or None, got {num_proc!r}")
     if report is not None and not isinstance(report, SkipReport):
         raise TypeError(f"report must be a tooluse_datasets.SkipReport (it is filled in), got {type(report).__name__}")
-    if streaming and names and "[" in split:
-        raise ValueError(f"a stream reads whole splits; split={split!r} has a slice (datasets streams none): stream "
-                         f"{'+'.join(names)!r} and take rows with .skip(n) / .take(n)")
     if streaming and names:
         parts = [part.strip() for part in split.split("+")]
         twice = sorted({part for part in parts if parts.count(part) > 1})
         if twice:  # every row of it twice, under the same ids
             raise ValueError(f"split={split!r} names {', '.join(map(repr, twice))} more than once: a stream reads "
                              f"whole splits, so each of its rows would come twice with the same id")
+
+
+def _refuse_stream_slice(builder: Any, split: str, names: tuple[str, ...]) -> None:
+    """datasets streams no slices: say what to do instead, once the names are known to be splits of the data (a
+    misspelt one is refused naming the split meant, not repeated in the advice)."""
+    known = builder.split_names()
+    builder.check_split_names(names, known if known is not None else [plan.name for plan in builder.split_plans()])
+    raise ValueError(f"a stream reads whole splits; split={split!r} has a slice (datasets streams none): stream "
+                     f"{'+'.join(names)!r} and take rows with .skip(n) / .take(n)")
 
 
 def check_argument_types(**arguments: Any) -> None:
