@@ -849,6 +849,11 @@ MALFORMED = {
     "unterminated": (lambda m: m[5].update(content="<think>It is 10:00."), InvalidValueError, "messages[5].content"),
     "missing_arguments": (lambda m: m[3].update(content='<tool_call>{"name": "get_time"}</tool_call>'),
                           MissingFieldError, "messages[3].content.arguments"),
+    "missing_name": (lambda m: m[3].update(content='<tool_call>{"arguments": {}}</tool_call>'),
+                     MissingFieldError, "messages[3].content.name"),
+    # a name of the wrong kind is given, not missing ("tool call has no name" misled)
+    "numeric_name": (lambda m: m[3].update(content='<tool_call>{"name": 7, "arguments": {}}</tool_call>'),
+                     InvalidValueError, "messages[3].content.name"),
     "empty_answer": (lambda m: m[6].update(content="<answer> </answer>"), InvalidValueError, "messages[6].content"),
 }
 

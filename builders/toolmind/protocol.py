@@ -199,9 +199,12 @@ def parse_call(text: str, field: str, *, arguments_key: str, tolerant: bool = Fa
                                field=field) from None
     if not isinstance(value, dict):
         raise InvalidValueError(f"tool call must be a JSON object, got {json_kind(value)}", field=field)
-    name = value.get("name")
-    if not isinstance(name, str) or not name:
+    if "name" not in value:
         raise MissingFieldError("tool call has no name", field=f"{field}.name")
+    name = value["name"]
+    if not isinstance(name, str) or not name:  # a name given, of the wrong kind: not a missing one
+        shown = '""' if name == "" else json_kind(name)
+        raise InvalidValueError(f"tool call name must be non-empty text, not {shown}", field=f"{field}.name")
     keys = (arguments_key,) + (tuple(k for k in ARGUMENT_KEYS if k != arguments_key) if tolerant else ())
     key = next((k for k in keys if k in value), None)
     if key is None:
