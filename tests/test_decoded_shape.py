@@ -477,6 +477,29 @@ def test_a_dataset_made_from_decoded_rows_with_their_features_gives_them_back(so
                 assert_chat_shape(row)
 
 
+def _yield_streamed(paths):
+    for path in paths:
+        yield from td.load("toolmind", data_files=path, split="synthetic", streaming=True)
+
+
+@pytest.mark.parametrize("num_proc", [None, 2])
+def test_a_bad_row_of_a_stream_given_to_from_generator_raises_its_own_error(tmp_path, num_proc):
+    """A stream's rows given to ``Dataset.from_generator``: a bad row stopped it with datasets' "An error occurred
+    while generating the dataset", and with ``num_proc`` the file, row and field were in a traceback text only."""
+    import pyarrow.parquet as pq
+
+    sample = td.sample_files("toolmind")["train"][0]
+    rows = pq.read_table(sample).to_pylist()
+    rows[1]["messages"] = rows[1]["messages"].replace('"role": "reasoning"', '"role": "thought"', 1)
+    bad = tmp_path / "bad.parquet"
+    pq.write_table(pq.read_table(sample).from_pylist(rows), bad)
+    features = td.load("toolmind", data_files=sample, split="synthetic", streaming=True).features
+    with pytest.raises(td.InvalidValueError) as err:
+        datasets.Dataset.from_generator(_yield_streamed, features=features, gen_kwargs={"paths": [sample, str(bad)]},
+                                        cache_dir=str(tmp_path / "generated"), num_proc=num_proc)
+    assert (err.value.row, err.value.field) == (1, "messages[2].role") and "bad.parquet" in str(err.value)
+
+
 def test_a_map_returning_arrow_tables_with_text_from_another_writer_keeps_integers_beyond_64_bits(nestful):
     """A map's output keeps exact features; a function may return Arrow tables whose JSON text another writer wrote,
     without this package's mark on integers beyond 64 bits, so that text is read as ``td.exact`` reads it (read as

@@ -28,13 +28,13 @@ import pyarrow as pa
 from datasets.builder import Key
 from datasets.data_files import sanitize_patterns
 from datasets.download.streaming_download_manager import StreamingDownloadManager
-from datasets.exceptions import DatasetGenerationError
 
 from . import formats
 from .arrow_memory import package_memory_pool
 from .cache_keys import (branches_read, cached_upstream_commits, commits_digest, data_dir_digest, data_dir_files,
                          data_files_digest, hf_files_at_commits, upstream_commits)
-from .errors import LOCAL_FILES_HINT, DataNotFoundError, OnError, SkipReport, ToolUseDataError, check_on_error
+from .datasets_patches import raising_typed_errors
+from .errors import LOCAL_FILES_HINT, DataNotFoundError, OnError, SkipReport, check_on_error
 from .network import answered_in_chain, failure_text, http_answer, hub_hint, is_network_error
 from .offline import (kept_copies_hint, local_copy, offline_data_files, offline_hint, offline_mode,
                       remember_ref)
@@ -460,16 +460,8 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         finally:
             self._skip_dir = None
 
-    def _prepare_split_single(self, *args, **kwargs):
-        # datasets wraps what the generator raised in a DatasetGenerationError, whose cause is lost on the way
-        # back from a num_proc worker (only a traceback text remains): raise the typed error itself, which
-        # pickles, so the user sees file, row and field with any num_proc.
-        try:
-            yield from super()._prepare_split_single(*args, **kwargs)
-        except DatasetGenerationError as exc:
-            if isinstance(exc.__cause__, ToolUseDataError):
-                raise exc.__cause__ from None
-            raise
+    # A row's typed error leaves the builder as itself, also from a num_proc worker (see raising_typed_errors).
+    _prepare_split_single = raising_typed_errors(datasets.ArrowBasedBuilder._prepare_split_single)
 
     def _generate_shards(self, shards: list[Shard], **_):
         yield from (shard.name for shard in shards)

@@ -17,11 +17,12 @@ import itertools
 from typing import Any, Callable, Iterator, Optional
 
 import pyarrow as pa
+from datasets.exceptions import DatasetGenerationError
 from datasets.iterable_dataset import (FormattedExamplesIterable, RebatchedArrowExamplesIterable,
                                       SelectColumnsIterable)
 
 from .arrow_rows import storage_type
-from .errors import InvalidJsonError, InvalidValueError, JsonValueError
+from .errors import InvalidJsonError, InvalidValueError, JsonValueError, ToolUseDataError
 from .exact_features import (ExactFeatures, ForeignExactFeatures, MappedUnifiedFeatures, _is_unified_messages,
                              holds_json)
 from .schema import MEDIA_COLUMNS
@@ -36,6 +37,32 @@ def patched_once(original: Callable, patch: Callable, mark: str) -> Callable:
     functools.wraps(original)(patch)
     setattr(patch, mark, True)
     return patch
+
+
+def raising_typed_errors(prepare_split_single: Callable) -> Callable:
+    """A builder's ``_prepare_split_single`` that raises this package's typed errors as themselves: datasets wraps
+    what the generator raised in a DatasetGenerationError, whose cause is lost on the way back from a num_proc
+    worker (only a traceback text remains). The typed error pickles, so the user sees file, row and field with
+    any num_proc."""
+
+    def prepare(self, *args, **kwargs):
+        try:
+            yield from prepare_split_single(self, *args, **kwargs)
+        except DatasetGenerationError as exc:
+            if isinstance(exc.__cause__, ToolUseDataError):
+                raise exc.__cause__ from None
+            raise
+
+    return prepare
+
+
+def _install_generated_rows_raising_typed_errors() -> None:
+    """``Dataset.from_generator`` over rows of this package's streams: a bad row stopped it with datasets' "An
+    error occurred while generating the dataset" (with num_proc, the row named only in a traceback text)."""
+    from datasets.packaged_modules.generator.generator import Generator
+
+    original = Generator._prepare_split_single
+    Generator._prepare_split_single = patched_once(original, raising_typed_errors(original), "_raises_typed_errors")
 
 
 def _keeping_exact_features(original: Callable, keep: Callable[..., None]) -> Callable:
@@ -767,6 +794,7 @@ _install_mixed_stream_features()
 _install_stream_features_resolved_from_exact_ones()
 _install_from_list_taking_decoded_rows()
 _install_constructors_keeping_exact_features()
+_install_generated_rows_raising_typed_errors()
 _install_column_operations_keeping_features()
 _install_add_item_encoding_the_item()
 _install_file_builders_reading_foreign_text()
