@@ -1887,3 +1887,13 @@ def test_validate_reads_split_a_plus_b_as_one_split_as_stats_does(capsys):
         td.validate("toolmind", split="When2Call+tau", data_files=td.sample_files("toolmind"))
     with pytest.raises(ValueError, match=r"names a split more than once"):
         td.validate("toolmind", split="When2Call+When2Call", data_files=td.sample_files("toolmind"))
+
+
+def test_validate_refuses_a_slice_as_a_slice_and_names_a_misspelt_split_s_meant_one():
+    """``split="tau_train[:1]"`` was "toolmind has no split 'tau_train[:1]' (did you mean 'tau_train'?)", as if the
+    name were wrong; ``"tau_trian[:1]"`` got no suggestion at all."""
+    with pytest.raises(ValueError, match=r"^validate\(\) checks whole splits: split='tau_train\[:1\]\+When2Call' has a "
+                                         r"slice; give 'tau_train\+When2Call'$"):
+        td.validate("toolmind", split="tau_train[:1]+When2Call", data_files=td.sample_files("toolmind"))
+    with pytest.raises(ValueError, match=r"^toolmind has no split 'tau_trian' \(did you mean 'tau_train'\?\)"):
+        td.validate("toolmind", split="tau_trian[:1]", data_files=td.sample_files("toolmind"))

@@ -61,8 +61,12 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
     parts = {plan.name: [plan] for plan in plans}
     if split is not None:
         # "a+b" is one split of the rows of both, as load() streams it and stats counts it
-        names = [name.strip() for name in split.split("+")]
-        builder.check_split_names(names, [p.name for p in plans])
+        wanted = [name.strip() for name in split.split("+")]
+        names = [name.split("[", 1)[0].strip() for name in wanted]
+        builder.check_split_names(names, [p.name for p in plans])  # (a misspelt one named with the one meant)
+        if names != wanted:  # "no split 'train[:10]'" said the name was wrong
+            raise ValueError(f"validate() checks whole splits: split={split!r} has a slice; give "
+                             f"{'+'.join(names)!r}")
         if len(set(names)) < len(names):  # each row of it would be counted twice
             raise ValueError(f"split={split!r} names a split more than once: its rows would be checked twice")
         parts = {split: [next(p for p in plans if p.name == name) for name in names]}
