@@ -909,6 +909,29 @@ def test_malformed_rows_are_counted_and_skipped(tmp_path, cache_dir):
     assert "InvalidJsonError:messages" in report.by_reason and "MissingFieldError:messages[3].content.arguments" in report.by_reason
 
 
+@pytest.mark.parametrize("binary", [pa.binary(), pa.large_binary()], ids=["binary", "large_binary"])
+def test_a_messages_column_of_binary_type_is_read_as_its_text(tmp_path, cache_dir, binary):
+    """Parquet written without the UTF-8 annotation gives the JSON text as binary: every row was an
+    InvalidValueError ("got binary data"). Its rows are those of the same text as strings; bytes that are not
+    UTF-8 are the row's error."""
+    sample = td.sample_files("toolmind")["train"][0]
+    table = pq.read_table(sample)
+    cells = table.column("messages").cast(binary).to_pylist()
+    cells[1] = b"\xff" + cells[1]
+    bad = tmp_path / "binary.parquet"
+    pq.write_table(table.set_column(0, "messages", pa.array(cells, binary)), bad)
+    for streaming in (False, True):
+        report = SkipReport()
+        got = td.load("toolmind", data_files=str(bad), split="synthetic", streaming=streaming, on_error="skip",
+                      report=report, cache_dir=cache_dir)
+        want = td.load("toolmind", data_files=sample, split="synthetic", streaming=streaming, cache_dir=cache_dir)
+        assert list(got) == [row for row in want if row["id"] != "toolmind/synthetic/1"]
+        assert report.by_reason == {"InvalidValueError:messages": 1}
+    with pytest.raises(InvalidValueError, match="messages is binary data that is not UTF-8 text") as err:
+        list(td.load("toolmind", data_files=str(bad), split="synthetic", streaming=True))
+    assert (err.value.row, err.value.field) == (1, "messages")
+
+
 # --------------------------------------------------------------------------------------------------
 # Family options (spec §8)
 # --------------------------------------------------------------------------------------------------

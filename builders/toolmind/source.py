@@ -317,6 +317,12 @@ _UNIFIED_MESSAGE = re.compile(r"messages\[(\d+)\](\.reasoning_content)?")
 def decode_messages(value: Any, column: str) -> tuple[list[dict], str, Optional[str]]:
     """``(messages, encoding, verbatim text or None)`` from a JSON string or a native list, checked for the
     ``{role, content}`` shape and known roles."""
+    if isinstance(value, bytes):  # a binary column (Parquet written without the UTF-8 annotation): its text
+        try:
+            value = value.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidValueError(f"{column} is binary data that is not UTF-8 text ({exc.reason} at byte "
+                                    f"{exc.start})", field=column) from None
     if isinstance(value, str):
         try:
             # orjson directly: a valid messages list holds only strings (checked below), so the exact
@@ -439,7 +445,7 @@ def _messages_chars(column: str) -> Callable[[Any], int]:
     def chars(item: Any) -> int:
         row = item[1]
         value = row.get(column) if isinstance(row, dict) else None
-        return len(value) if isinstance(value, str) else 0
+        return len(value) if isinstance(value, (str, bytes)) else 0  # (bytes: a binary column's UTF-8 text)
 
     return chars
 
