@@ -491,6 +491,23 @@ def test_the_rebuild_command_of_a_partial_mirror_rebuilds_it_from_the_same_input
     assert _data_files(again) == _data_files(first)
 
 
+def test_the_rebuild_command_names_the_data_files_in_the_order_they_were_read(tmp_path, monkeypatch):
+    """Rows come in the order of the data files given: the command listed them sorted, so files given in
+    another order were rebuilt with their rows in another order (other files, and a publish that is no no-op)."""
+    from tooluse_datasets.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    given = []
+    for sample in reversed(td.sample_files("ms_swift")["train"]):  # alias_..., agent_...: not sorted
+        given.append(Path(sample).name)
+        Path(given[-1]).write_bytes(Path(sample).read_bytes())
+    first = build_mirror(MirrorRequest("ms_swift", configs=["unified"], data_files=given), tmp_path / "a")
+    command = _rebuild_command((first / "README.md").read_text(encoding="utf-8"))
+    assert command[command.index("--data-files") + 1:][:2] == given
+    assert main([*command, "--out", str(tmp_path / "b")]) == 0
+    assert _data_files(tmp_path / "b" / "ms_swift") == _data_files(first)
+
+
 @pytest.mark.parametrize("given", ["folder", "file"])
 def test_the_rebuild_command_of_a_mirror_of_a_dataset_info_entry_rebuilds_it(given, tmp_path, monkeypatch):
     """`--option dataset_info=/dir/x`: the card's rebuild command named it `dataset_info=x` (its name alone), which

@@ -436,8 +436,9 @@ def _input_paths(request: MirrorRequest, builder) -> list[str]:
     if request.data_files is None:
         up = builder.source.upstream
         return [url for urls in up.urls(request.revision).values() for url in urls]
-    # The builder resolved globs and relative paths exactly as loading does.
-    return sorted({str(f) for files in builder.config.data_files.values() for f in files})
+    # The builder resolved globs and relative paths exactly as loading does. In the order it reads them (rows
+    # follow it): the card's rebuild command lists them so.
+    return list(dict.fromkeys(str(f) for files in builder.config.data_files.values() for f in files))
 
 
 def _build_description(request: MirrorRequest, builder, provenance, plans: list[SplitPlan]) -> dict:
