@@ -268,6 +268,23 @@ def test_a_revision_that_is_a_tag_or_a_commit_is_refused_before_anything_is_uplo
     assert publish_mirror(mirror, REPO, api=api, revision="dev", echo=_quiet).committed
 
 
+def test_publish_arguments_of_the_wrong_type_or_an_empty_revision_are_named_before_anything_is_read(mirror):
+    """From Python: revision=3 was an AttributeError ('int' object has no attribute 'startswith'), revision="" was
+    called "a commit of" the repo, and revision=" " created a branch named " "."""
+    api = FakeHubApi()
+    publish_mirror(mirror, REPO, api=api, echo=_quiet)
+    calls = len(api.calls)
+    for kwargs, name in (({"revision": 3}, "revision"), ({"repo_id": None}, "repo_id"),
+                         ({"repo_id": Path(REPO)}, "repo_id"), ({"folder": None}, "folder")):
+        arguments = {"folder": mirror, "repo_id": REPO, **kwargs}
+        with pytest.raises(TypeError, match=f"^{name} must be "):
+            publish_mirror(arguments.pop("folder"), arguments.pop("repo_id"), api=api, echo=_quiet, **arguments)
+    for revision in ("", " "):
+        with pytest.raises(PublishError, match="^revision is empty"):
+            publish_mirror(mirror, REPO, api=api, revision=revision, echo=_quiet)
+    assert len(api.calls) == calls and list(api.repos[REPO].branches) == ["main"]
+
+
 def test_a_folder_of_mirrors_asks_who_the_token_is_once_per_command(tmp_path, capsys):
     """whoami is strictly rate-limited by the Hub, and the answer is the same for every repo: it was asked once
     per mirror, and a read-only token was one error per mirror."""

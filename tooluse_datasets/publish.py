@@ -225,6 +225,7 @@ def publish_mirror(folder: str | Path, repo_id: str, *, api: Optional[HubApi] = 
 
     ``token_checked``: the caller asked :func:`check_token` already (once for several mirrors: whoami is
     strictly rate-limited, and its answer is the same for each)."""
+    _check_arguments(folder, repo_id, revision)
     _check_repo_id(repo_id)
     if api is None:
         from huggingface_hub import HfApi
@@ -799,6 +800,23 @@ def _commit_message(manifest: Manifest) -> str:
               "files": "local files"}[prov.origin]
     return f"Publish {manifest.source} mirror ({', '.join(manifest.configs)}) from {origin} with tooluse-datasets " \
            f"{prov.versions['tooluse_datasets']}"
+
+
+def _check_arguments(folder: Any, repo_id: Any, revision: Any) -> None:
+    """Arguments of the wrong type are named before anything is read (``revision=3`` failed deep inside: ``'int'
+    object has no attribute 'startswith'``), and so is an empty revision (an unset shell variable), which the
+    Hub would not take for a branch."""
+    for name, value, ok, wanted in (
+            ("folder", folder, isinstance(folder, (str, os.PathLike)) and isinstance(os.fspath(folder), str),
+             "a path (str or pathlib.Path)"),
+            ("repo_id", repo_id, isinstance(repo_id, str), "'<org or user>/<name>' (str)"),
+            ("revision", revision, revision is None or isinstance(revision, str),
+             "a branch (str), or None for the default")):
+        if not ok:
+            raise TypeError(f"{name} must be {wanted}, got {value!r:.80} ({type(value).__name__})")
+    if revision is not None and not revision.strip():
+        raise PublishError("revision is empty (an unset shell variable?): give a branch, or None for the default "
+                           "branch; nothing was published")
 
 
 def _check_repo_id(repo_id: str) -> None:
