@@ -293,6 +293,21 @@ def test_bad_requests_raise_typed_errors(kwargs, message):
         MirrorRequest("nestful", **kwargs)
 
 
+@pytest.mark.parametrize("kwargs, message", [
+    ({"configs": "unified"}, "configs must be a list of formats, e.g. ['unified'], got the str 'unified'"),
+    ({"split": 3}, "split must be a str or None, got 3 (int)"),
+    ({"revision": 3}, "revision must be a str or None, got 3 (int)"),
+    ({"repo_id": 3}, "repo_id must be a str or None, got 3 (int)"),
+    ({"license": 3}, "license must be a str or None, got 3 (int)"),
+    ({"skipped_rows": 3}, "skipped_rows must be a path (str or pathlib.Path) or None, got 3 (int)"),
+])
+def test_request_arguments_of_the_wrong_type_are_named(kwargs, message):
+    """split=3 and license=3 were an AttributeError from deep inside, configs="unified" "unknown configs ['u',
+    'n', 'i', ...]", repo_id=3 and skipped_rows=3 a TypeError naming no argument."""
+    with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
+        MirrorRequest("nestful", data_files=td.sample_files("nestful"), **kwargs)
+
+
 def test_unknown_source_is_a_typed_error():
     with pytest.raises(MirrorError, match="unknown source"):
         MirrorRequest("not_a_source")

@@ -69,6 +69,17 @@ class MirrorRequest:
     skipped_rows: Optional[str] = None
 
     def __post_init__(self):
+        # Wrong types are named here: they failed deep inside (split=3: 'int' object has no attribute 'split'), and a
+        # str for configs was read letter by letter.
+        if isinstance(self.configs, str):
+            raise TypeError(f"configs must be a list of formats, e.g. [{self.configs!r}], got the str {self.configs!r}")
+        for name in ("split", "revision", "repo_id", "license"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"{name} must be a str or None, got {value!r:.80} ({type(value).__name__})")
+        if self.skipped_rows is not None and not isinstance(self.skipped_rows, (str, os.PathLike)):
+            raise TypeError(f"skipped_rows must be a path (str or pathlib.Path) or None, got {self.skipped_rows!r:.80} "
+                            f"({type(self.skipped_rows).__name__})")
         unknown = [c for c in self.configs if c not in formats.FORMATS]
         if unknown or not self.configs:
             raise MirrorError(f"unknown configs {unknown}; choose from {list(formats.FORMATS)}")
