@@ -128,6 +128,16 @@ def test_ray_with_1_2_and_3_workers_gives_the_same_bytes(reference, tmp_path):
         ray.shutdown()
 
 
+@pytest.mark.parametrize("num_proc", [1.5, "2", True])
+def test_a_num_proc_that_is_not_an_integer_is_named_before_anything_is_read(num_proc, tmp_path):
+    # "2" was "'<' not supported between instances of 'str' and 'int'", 1.5 "'float' object cannot be interpreted as
+    # an integer" from the pool, and True was taken for 1
+    with pytest.raises(MirrorError, match=f"^num_proc must be an integer \\(at least 1\\) or None, got {num_proc!r}"):
+        build_mirror(MirrorRequest("nestful", configs=["raw"], data_files=td.sample_files("nestful")), tmp_path,
+                     num_proc=num_proc)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_ray_missing_is_a_clear_error_naming_the_extra(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
     request = MirrorRequest("nestful", configs=["unified"], data_files=td.sample_files("nestful"))

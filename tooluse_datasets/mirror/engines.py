@@ -65,6 +65,9 @@ def check_engine(engine: str, num_proc: Optional[int], address: Optional[str]) -
     a typo does not cost the shards a resumable build has finished)."""
     if engine not in ENGINES:
         raise MirrorError(f"unknown engine {engine!r}; choose one of {list(ENGINES)}")
+    if num_proc is not None and (isinstance(num_proc, bool) or not isinstance(num_proc, int)):
+        # "2" failed comparing a str with an int, 1.5 once the pool was started
+        raise MirrorError(f"num_proc must be an integer (at least 1) or None, got {num_proc!r}")
     if num_proc is not None and num_proc < 1:
         raise MirrorError(f"num_proc must be at least 1, got {num_proc}")
     if address is not None and engine != "ray":
