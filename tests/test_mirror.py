@@ -308,6 +308,19 @@ def test_request_arguments_of_the_wrong_type_are_named(kwargs, message):
         MirrorRequest("nestful", data_files=td.sample_files("nestful"), **kwargs)
 
 
+@pytest.mark.parametrize("request_, out_dir, message", [
+    ("nestful", "out", "request must be a MirrorRequest, e.g. MirrorRequest('nestful'), got 'nestful' (str)"),
+    (None, "out", "request must be a MirrorRequest, e.g. MirrorRequest('nestful'), got None (NoneType)"),
+    (MirrorRequest("nestful"), None, "out_dir must be a path (str or pathlib.Path), got None (NoneType)"),
+])
+def test_build_mirror_arguments_of_the_wrong_type_are_named(request_, out_dir, message, tmp_path, monkeypatch):
+    # they were "'str' object has no attribute 'source'" and a TypeError naming no argument
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
+        build_mirror(request_, out_dir)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_unknown_source_is_a_typed_error():
     with pytest.raises(MirrorError, match="unknown source"):
         MirrorRequest("not_a_source")

@@ -143,6 +143,12 @@ class MissingSplitError(MirrorError):
 def plan_mirror(request: MirrorRequest, out_dir: str | Path) -> MirrorPlan:
     """Check ``request`` against its data and plan its splits (raises :class:`MirrorError`, e.g.
     :class:`MissingSplitError`); the files' names are resolved and their metadata read, no row is converted."""
+    # named here: build_mirror("nestful", ...) was "'str' object has no attribute 'source'"
+    if not isinstance(request, MirrorRequest):
+        raise TypeError(f"request must be a MirrorRequest, e.g. MirrorRequest('nestful'), got {request!r:.80} "
+                        f"({type(request).__name__})")
+    if not (isinstance(out_dir, (str, os.PathLike)) and isinstance(os.fspath(out_dir), str)):
+        raise TypeError(f"out_dir must be a path (str or pathlib.Path), got {out_dir!r:.80} ({type(out_dir).__name__})")
     check_out_dir(Path(out_dir), request.source)
     target = Path(out_dir) / request.source
     recover_swap(target)  # a build stopped while replacing the mirror there
