@@ -956,6 +956,22 @@ def test_a_path_under_the_home_folder_is_read_where_tilde_says(tmp_path, monkeyp
 
 
 @pytest.mark.parametrize("streaming", [False, True])
+def test_a_relative_data_dir_names_its_files_by_absolute_path(tmp_path, monkeypatch, cache_dir, streaming):
+    """As data_files name them (the README: an absolute path for a local file): errors and skip records named
+    "folder/rows.jsonl", a path that meant nothing once the process had moved on or in a shared rows_path."""
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "rows.jsonl").write_text(swift_lines(2) + '{"x": 1}\n')
+    monkeypatch.chdir(tmp_path)
+    report = td.SkipReport(keep_all=True)
+    rows = list(td.load("ms_swift", data_dir="folder", split="train", streaming=streaming, on_error="skip",
+                        report=report, cache_dir=cache_dir))
+    assert len(rows) == 2 and [skip["file"] for skip in report.rows] == [str(folder / "rows.jsonl")]
+    with pytest.raises(td.MissingFieldError, match=re.escape(f"{folder / 'rows.jsonl'}, row 2")):
+        list(td.load("ms_swift", data_dir="folder", split="train", streaming=streaming, cache_dir=cache_dir))
+
+
+@pytest.mark.parametrize("streaming", [False, True])
 @pytest.mark.parametrize("data_files", ["rows.jsonl", "*.jsonl", {"train": ["rows.jsonl"]}])
 def test_relative_data_files_beside_data_dir_are_read_under_it(tmp_path, monkeypatch, cache_dir, data_files,
                                                                 streaming):

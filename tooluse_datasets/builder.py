@@ -128,7 +128,8 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
             raise ValueError(f"data_files is empty ({kwargs['data_files']!r}): give files, or None for the "
                              f"source's upstream files")
         if isinstance(kwargs.get("data_dir"), (str, os.PathLike)):  # "~/data", as datasets' load_dataset reads it
-            kwargs["data_dir"] = os.path.expanduser(os.fspath(kwargs["data_dir"]))
+            # absolute, as data_files are resolved: errors and skip records named "data/x.jsonl" of a relative one
+            kwargs["data_dir"] = os.path.abspath(os.path.expanduser(os.fspath(kwargs["data_dir"])))
             if kwargs.get("data_files") is not None and kwargs.get("base_path") is None:
                 # data_files relative to data_dir, as datasets' load_dataset resolves them: they were looked for in
                 # the current folder, data_dir unused (and a file of the same name there read instead)
