@@ -1367,6 +1367,17 @@ def test_an_empty_fail_on_is_a_usage_error_not_a_run_that_always_passes(agent_fi
     assert "argument --fail-on: expected rules to fail on" in err and "leave --fail-on out" in err
 
 
+@pytest.mark.parametrize("empty", ["", " ,", []])
+def test_an_empty_rule_selection_in_python_is_refused_not_a_check_of_nothing(agent_file, empty):
+    """load(validate="") kept every row unchecked and validate(fail_on="") passed whatever the rows held (a
+    value read from an unset variable), where the commands refuse --option validate= and an empty --fail-on."""
+    with pytest.raises(ValueError, match="names no rule"):
+        td.load("ms_swift", data_files=agent_file, split="train", validate=empty)
+    with pytest.raises(ValueError, match="names nothing to fail on"):
+        td.validate("ms_swift", data_files=agent_file, fail_on=empty)
+    assert td.validate("ms_swift", data_files=agent_file).failed  # the default fails on its bad rows
+
+
 def test_line_breaks_in_a_row_id_or_argument_key_stay_on_their_example_line(tmp_path, capsys):
     """The table's example lines quote the row id and the field (an argument key) as they are: a NESTFUL
     sample_id or a key holding a line break printed lines of its own, one of them a forged verdict

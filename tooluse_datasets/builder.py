@@ -48,6 +48,7 @@ from .workers import forking_workers
 from .source import Source, SourceOptions, SplitPlan, Upstream, splits_read, unknown_options_error
 from .streaming import ShardExamplesIterable
 from .validation.filtering import rule_check
+from .validation.registry import selection_items
 
 logger = logging.getLogger("tooluse_datasets")
 
@@ -219,6 +220,10 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         if builder_config.validate is not None and builder_config.name != UNIFIED:
             raise ValueError(f"validation rules check unified rows; validate= needs config='unified', not "
                              f"{builder_config.name!r}")
+        if builder_config.validate not in (None, False) and not selection_items(builder_config.validate):
+            # validate=os.environ.get("RULES", "") selected no rule: every row kept unchecked, as --option validate=
+            raise ValueError(f"validate={builder_config.validate!r} names no rule: give rule ids, globs such as "
+                             "'arguments.*', error, warning or all, or None to check none")
         # The rules rows are checked against as they are converted (unknown rule names are refused here).
         self.row_check = rule_check(builder_config.validate)
         nulls = {k for k, v in config_kwargs.items() if v is None and getattr(builder_config, k, None) is not None}

@@ -53,6 +53,10 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
     check_revision_reads_upstream(source, revision, data_files, data_dir)  # as load() refuses it: not ignored
 
     selected = select_rules(rules)
+    if fail_on not in (None, False) and not selection_items(fail_on):
+        # fail_on="" (an unset variable) failed on nothing: every run passed, as an empty --fail-on would
+        raise ValueError(f"fail_on={fail_on!r} names nothing to fail on: give rule ids, globs, error, warning or "
+                         f"read, or leave it out for its default ({DEFAULT_FAIL_ON!r})")
     select_rules(fail_on, default_all=False, allow_read=True)  # a typo in fail_on fails now, not after the run
     _check_fail_on_is_run(fail_on, selected)
     builder = registry.builder_class(source)(config_name=UNIFIED, data_files=data_files, data_dir=data_dir,
