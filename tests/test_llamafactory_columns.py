@@ -331,14 +331,23 @@ def test_wrong_options_are_value_errors_naming_the_key(tmp_path, options, messag
     ({"file_name": "a.json", "formatting": "sharegpt", "ranking": True}, "entry 'x' (%s) is a preference dataset"),
     ({"file_name": "a.json", "formatting": "sharegpt", "columns": {"messages": "m", "chosen": "c"}},
      "'chosen' is a preference (ranking) column"),
-    ({"file_name": "a.json", "formatting": "sharegpt", "tags": ["role"]}, "tags must be a JSON object"),
-    (["not", "an", "entry"], "entry 'x' (%s) must be a JSON object"),
+    ({"file_name": "a.json", "formatting": "sharegpt", "tags": ["role"]}, "tags must be a JSON object, got array"),
+    ({"file_name": "a.json", "formatting": "sharegpt", "columns": None}, "columns must be a JSON object, got null"),
+    (["not", "an", "entry"], "entry 'x' (%s) must be a JSON object, got array"),
+    (None, "entry 'x' (%s) must be a JSON object, got null"),
 ])
 def test_entries_that_are_not_sharegpt_conversations_are_refused_naming_the_entry(tmp_path, entry, message):
     (tmp_path / "dataset_info.json").write_text(json.dumps({"x": entry}))
     with pytest.raises(ValueError) as info:
         td.load("llamafactory", dataset_info=str(tmp_path), dataset="x", split="train", streaming=True)
     assert message.replace("%s", str(tmp_path / "dataset_info.json")) in str(info.value)
+
+
+def test_a_dataset_info_that_is_not_an_object_is_named_by_its_json_type(tmp_path):
+    """The file's JSON was named by Python's types ("got list", "got NoneType"), as no other message names data."""
+    (tmp_path / "dataset_info.json").write_text("[]")
+    with pytest.raises(ValueError, match="must be a JSON object of entries, got array$"):
+        td.load("llamafactory", dataset_info=str(tmp_path), dataset="x", split="train", streaming=True)
 
 
 def test_cli_options_reach_the_reader(tmp_path, capsys):

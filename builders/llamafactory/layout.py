@@ -25,7 +25,7 @@ import logging
 import os
 from typing import Any, Optional
 
-from tooluse_datasets.errors import DataNotFoundError
+from tooluse_datasets.errors import DataNotFoundError, json_kind
 
 logger = logging.getLogger("tooluse_datasets")
 _SAID: set = set()  # entries (and their keys) whose num_samples, sliced split or unknown key was said
@@ -127,14 +127,14 @@ def read_dataset_info(info: Any) -> tuple[str, dict]:
     except (OSError, ValueError) as exc:
         raise ValueError(f"option dataset_info: {path} is not readable JSON ({exc})") from None
     if not isinstance(entries, dict):
-        raise ValueError(f"option dataset_info: {path} must be a JSON object of entries, got {type(entries).__name__}")
+        raise ValueError(f"option dataset_info: {path} must be a JSON object of entries, got {json_kind(entries)}")
     return path, entries
 
 
 def entry_layout(entry: Any, where: str, folder: str) -> Layout:
     """One ``dataset_info.json`` entry, as LLaMA-Factory's ``DatasetAttr.join`` reads it."""
     if not isinstance(entry, dict):
-        raise ValueError(f"{where} must be a JSON object, got {type(entry).__name__}")
+        raise ValueError(f"{where} must be a JSON object, got {json_kind(entry)}")
     formatting = entry.get("formatting", "alpaca")
     if formatting != "sharegpt":
         default = " (LLaMA-Factory's default where an entry names none)" if "formatting" not in entry else ""
@@ -147,7 +147,7 @@ def entry_layout(entry: Any, where: str, folder: str) -> Layout:
                          f"not conversations the llamafactory source reads")
     for key in ("columns", "tags"):
         if key in entry and not isinstance(entry[key], dict):
-            raise ValueError(f"{where}: {key} must be a JSON object, got {type(entry[key]).__name__}")
+            raise ValueError(f"{where}: {key} must be a JSON object, got {json_kind(entry[key])}")
     warn_unknown_keys(entry, where)
     if entry.get("num_samples") is not None and where not in _SAID:
         _SAID.add(where)
