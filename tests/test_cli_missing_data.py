@@ -6,6 +6,8 @@ which no command takes; mirror alone said ``--data-files`` / ``--sample``.
 """
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tooluse_datasets.cli import main
@@ -56,6 +58,16 @@ def test_a_source_without_upstream_files_names_the_commands_arguments(source, ca
     _one_line_in_command_terms(err)
     if source == "llamafactory":
         assert "--option dataset_info=" in err and "--option dataset=" in err
+
+
+@pytest.mark.parametrize("source", ["ms_swift", "llamafactory"])
+def test_a_source_without_upstream_files_offers_the_bundled_sample_in_python(source):
+    """The README: loading without files says how to point at local files or the bundled sample; load() of a
+    source without upstream files named data_files= and data_dir= only (the command names --sample)."""
+    import tooluse_datasets as td
+
+    with pytest.raises(td.DataNotFoundError, match=re.escape(f"tooluse_datasets.sample_files({source!r})")):
+        td.load(source, split="train")
 
 
 @pytest.mark.parametrize("argv", [["verify", "nestful", "--sample"],

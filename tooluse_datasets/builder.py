@@ -392,7 +392,8 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         if up is None:
             raise DataNotFoundError(
                 f"{source.name} has no default upstream files.\nPass data_files= (local paths, hf:// or https:// "
-                f"URLs) or data_dir=.", command_hint=LOCAL_FILES_HINT)
+                f"URLs) or data_dir=, or try the bundled sample: data_files=tooluse_datasets.sample_files("
+                f"{source.name!r})", command_hint=LOCAL_FILES_HINT)
         revision = self.upstream_revision(source)
         where = up.describe(revision)
         if offline_mode():

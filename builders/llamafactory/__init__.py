@@ -49,7 +49,8 @@ class Builder(ToolUseBuilder):
     def _download_upstream(self, dl_manager, source):
         raise DataNotFoundError(
             f"{source.name} has no default upstream files.\nPass data_files= (local paths, hf:// or https:// URLs) or "
-            f"data_dir=, or dataset_info= (a dataset_info.json or its folder) and dataset= (its entry)",
+            f"data_dir=, or dataset_info= (a dataset_info.json or its folder) and dataset= (its entry), or try the "
+            f"bundled sample: data_files=tooluse_datasets.sample_files({source.name!r})",
             command_hint=f"{LOCAL_FILES_HINT}, or a dataset_info.json entry with --option dataset_info=PATH "
                          f"--option dataset=NAME")
 
