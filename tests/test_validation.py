@@ -1378,6 +1378,14 @@ def test_an_empty_rule_selection_in_python_is_refused_not_a_check_of_nothing(age
     assert td.validate("ms_swift", data_files=agent_file).failed  # the default fails on its bad rows
 
 
+@pytest.mark.parametrize("max_examples", ["3", 1.5, -1, None])
+def test_max_examples_of_the_wrong_kind_is_refused_before_any_row_is_read(agent_file, max_examples):
+    """"3" was a bare TypeError ('<' not supported between instances of 'int' and 'str') once a rule failed, after
+    the rows were read; -1 kept no example without a word."""
+    with pytest.raises(ValueError, match="max_examples must be a whole number of rows, 0 or more"):
+        td.validate("ms_swift", data_files=agent_file, max_examples=max_examples)
+
+
 def test_line_breaks_in_a_row_id_or_argument_key_stay_on_their_example_line(tmp_path, capsys):
     """The table's example lines quote the row id and the field (an argument key) as they are: a NESTFUL
     sample_id or a key holding a line break printed lines of its own, one of them a forged verdict

@@ -46,6 +46,9 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
     from ..pipeline import UNIFIED, ShardConverter, config_features
 
     check_argument_types(config=config, split=split, data_dir=data_dir, skipped_rows=skipped_rows, revision=revision)
+    if type(max_examples) is not int or max_examples < 0:
+        # used when a rule first fails, after rows were read: "'<' not supported between 'int' and 'str'"
+        raise ValueError(f"max_examples must be a whole number of rows, 0 or more, got {max_examples!r}")
     if "validate" in source_options:  # load()'s filter of failing rows: the builder would take it and never apply it
         raise ValueError("validate() checks every row against rules= and drops none: load()'s validate= does not "
                          "apply here; give the rules to check as rules=")
