@@ -73,6 +73,15 @@ def test_a_skip_report_refuses_a_rows_path_that_is_no_path(tmp_path, monkeypatch
     assert td.SkipReport(rows_path=tmp_path / "skipped.jsonl").rows_path == str(tmp_path / "skipped.jsonl")
 
 
+@pytest.mark.parametrize("rows_path", ["", ".", "missing/skipped.jsonl"])
+def test_a_skip_report_refuses_a_rows_path_it_could_not_write(tmp_path, monkeypatch, cache_dir, rows_path):
+    """A folder, an empty path or a file in a missing folder was found at the first skipped row: a map-style load
+    prepared the split, then stopped with a bare IsADirectoryError or FileNotFoundError."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="^rows_path must name a file in an existing folder"):
+        td.SkipReport(rows_path=rows_path)
+
+
 @pytest.mark.parametrize("source", ["nestful", "all"])
 @pytest.mark.parametrize("arguments, named", [
     ({"data_files": {}}, "data_files"),

@@ -407,6 +407,11 @@ class SkipReport:
         self.rows_path = os.fspath(rows_path) if rows_path is not None else None
         if isinstance(self.rows_path, bytes):
             raise TypeError(f"rows_path must be a path (str or pathlib.Path), got {rows_path!r:.80}")
+        if self.rows_path is not None and (not self.rows_path.strip() or os.path.isdir(self.rows_path)
+                                           or not os.path.isdir(os.path.dirname(os.path.abspath(self.rows_path)))):
+            # found at the first skipped row, after a map-style load had prepared the split: a bare IsADirectoryError
+            what = "is a folder" if self.rows_path.strip() and os.path.isdir(self.rows_path) else "cannot be made"
+            raise ValueError(f"rows_path must name a file in an existing folder; {self.rows_path!r} {what}")
         self._rows_file = None
         self._lock = threading.Lock()
 
