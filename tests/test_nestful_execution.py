@@ -241,6 +241,12 @@ def leave_the_group_and_hang(x):
 def burn_cpu_swallowing(x):
     loop_swallowing_the_timer(x)
 
+def free_slowly_when_stopped(n):
+    kept = [[i] for i in range(n)]  # freed (in C, no Python code runs) as the timeout unwinds this frame
+    signal.setitimer(signal.ITIMER_REAL, 0.01, 0.002)  # and the timer repeats meanwhile
+    while True:
+        pass
+
 def cpu_budget_left(x):
     import resource
     return resource.getrlimit(resource.RLIMIT_CPU)[0] - time.process_time()
@@ -948,6 +954,16 @@ def test_endless_loops_are_stopped_whether_or_not_they_swallow_the_timer(evil_di
     assert "killed after" in results[1].detail  # the parent's watchdog, then a new child for the rest
     assert results[2].win_upstream is True
     assert time.monotonic() - started < 15
+
+
+def test_a_timer_signal_handled_after_the_sample_stopped_leaves_a_timeout(evil_dir):
+    """The timer repeats until it is stopped; a signal that came while a timed-out sample's memory was freed was
+    handled while the outcome was recorded, and ended the sample's process: a crash with the sandbox's own
+    traceback (exit status 70) instead of a timeout, and no win check (upstream's counts False == 0 a win)."""
+    results = run_sequences([one_call("free_slowly_when_stopped", 500_000, gold="0"), one_call("add", 1, 2, gold="3")],
+                            evil_dir, FAST)
+    assert [(r.status, r.reason) for r in results] == [("limit", "timeout"), ("ok", None)]
+    assert results[0].win_upstream is True and results[0].win_corrected is False
 
 
 def test_a_batch_may_run_longer_than_the_sandbox_may_stay_silent(evil_dir, monkeypatch):

@@ -991,7 +991,13 @@ def run_sample(sample, functions, policy, limits, root, workdir, channel):
 
     def on_alarm(signum, frame):
         fired.append(True)
-        raise SampleTimeout()
+        # Raised only into the sample's code (its calls, the win check): the timer repeats until it is stopped, and
+        # a signal handled while the outcome is being recorded (one that came while a timed-out sample's memory
+        # was freed) would end the process as a crash. ``fired`` makes it a timeout all the same.
+        while frame is not None and frame.f_code is not run_sample.__code__:
+            if frame.f_code in (execute.__code__, upstream_win.__code__):
+                raise SampleTimeout()
+            frame = frame.f_back
 
     signal.signal(signal.SIGALRM, on_alarm)
     cpu_budget(limits["cpu_seconds"])
