@@ -141,6 +141,15 @@ def test_keyed_sample_ids_that_are_not_text_are_typed_errors(tmp_path, toy_gold)
         assert (info.value.row, info.value.field) == (0, "sample_id")
 
 
+def test_gold_rows_given_as_rows_rather_than_by_sample_id_are_refused_saying_how(tmp_path, toy_gold):
+    # (each keyed line was "not among the gold rows", which it was)
+    first = next(iter(toy_gold.values()))
+    path = write_lines(tmp_path / "one.jsonl", [{"sample_id": first["sample_id"], "calls": first["output"]}])
+    with pytest.raises(TypeError, match=r"gold_rows must map sample_id -> gold row, got list; .*gold_rows_by_id"):
+        read_results(path, gold_rows=list(toy_gold.values()))
+    assert score_file(path, gold_rows=gold_rows_by_id(list(toy_gold.values())), win_rate=False).n_rows == 6
+
+
 def test_gold_rows_sharing_a_sample_id_must_be_copies(toy_gold):
     row = next(iter(toy_gold.values()))
     assert gold_rows_by_id([row, dict(row)]) == {row["sample_id"]: row}

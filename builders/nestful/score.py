@@ -789,6 +789,10 @@ def unused_gold_message(option: str, path: str) -> str:
 
 def read_result_items(path: str, gold_rows: Optional[Mapping[str, dict]]) -> tuple[list[ScoreItem], bool]:
     """:func:`read_results`' items, and whether any line is a keyed prediction (read against ``gold_rows``)."""
+    if gold_rows is not None and not isinstance(gold_rows, Mapping):
+        # (rows as loaded, a Dataset or a list: each keyed line was "not among the gold rows", which it is)
+        raise TypeError(f"gold_rows must map sample_id -> gold row, got {type(gold_rows).__name__}; make it with "
+                        "gold_rows_by_id(rows)")
     try:
         return _read_lines(path, gold_rows)
     except ToolUseDataError as exc:  # named as the package's readers name theirs: source, file, row, field
