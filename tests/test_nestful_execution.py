@@ -1878,6 +1878,15 @@ def test_loading_with_a_folder_that_is_not_the_functions_is_that_clear_error(tmp
                 executable_functions=str(tmp_path), streaming=streaming, cache_dir=cache_dir)
 
 
+def test_a_functions_folder_that_is_no_path_is_a_type_error_naming_the_option(cache_dir):
+    # (pathlib's "expected str, bytes or os.PathLike object, not int", from inside load())
+    with pytest.raises(TypeError, match=r"executable_functions folder must be a path .*got int 123"):
+        td.load("nestful", data_files=td.sample_files("nestful"), split="train", execute=True,
+                executable_functions=123, cache_dir=cache_dir)
+    with pytest.raises(TypeError, match=r"executable_functions folder must be a path .*got list"):
+        executable_functions(["data_v2/executable_functions"])
+
+
 # --------------------------------------------------------------------------------------------------
 # verify
 # --------------------------------------------------------------------------------------------------

@@ -34,6 +34,9 @@ def check_functions_dir(path: str | os.PathLike) -> Path:
     broken. Only ``func_file_map.json`` is read, and ``basic_functions.py`` as bytes (the functions' code is never
     run here): a folder the sandbox could not read would otherwise fail every row as if the rows were at
     fault."""
+    if not isinstance(path, (str, os.PathLike)):  # (pathlib's own TypeError names neither the option nor the value)
+        raise TypeError(f"the executable_functions folder must be a path (str or os.PathLike), got "
+                        f"{type(path).__name__} {path!r:.80}")
     folder = Path(path).expanduser().resolve()
     missing = [name for name in REQUIRED_FILES if not (folder / name).is_file()]
     if missing:
