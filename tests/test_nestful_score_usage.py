@@ -11,7 +11,7 @@ from tooluse_datasets import cli
 from tooluse_datasets.builders.nestful.score import gold_rows_by_id, read_results, score_file
 from tooluse_datasets.errors import InvalidValueError, MissingFieldError, ToolUseDataError
 
-from test_nestful_score import CURRENT, rows, write_lines
+from test_nestful_score import CURRENT, functions_dir, rows, write_lines  # noqa: F401 (fixture)
 from conftest import shared_data
 
 HF_STRINGS = ("nestful", "third_party", "reconstructed_current_v2", "rows_hf_string_format.jsonl")
@@ -140,6 +140,12 @@ def test_two_different_gold_rows_for_one_sample_id_are_named_by_file_and_row(tmp
 # --------------------------------------------------------------------------------------------------
 # Every typed error of score names its source, as the package's readers name theirs
 # --------------------------------------------------------------------------------------------------
+
+
+def test_limits_that_are_no_sandbox_limits_are_a_type_error_saying_what_they_must_be(tmp_path, functions_dir):
+    # (a dict failed in dataclasses.asdict: "asdict() should be called on dataclass instances")
+    with pytest.raises(TypeError, match=r"limits must be a SandboxLimits\(timeout=\.\.\., memory_mb=\.\.\.\), got dict"):
+        score_file(upstream_result_file(tmp_path), limits={"timeout": 3}, executable_functions_dir=functions_dir)
 
 
 def test_every_typed_score_error_names_the_nestful_source_first(tmp_path, capsys):

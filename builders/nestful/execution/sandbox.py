@@ -324,6 +324,8 @@ def run_sequences(jobs: Sequence[SequenceJob], functions_dir: str | os.PathLike,
     """Run every job in one sandbox process (a new one after a crash or a kill, for the jobs left);
     results in job order. Never raises for what a job does; raises :class:`SandboxError` only if the
     sandbox cannot start at all."""
+    if not isinstance(limits, SandboxLimits):  # (a dict of them failed in dataclasses.asdict, naming neither)
+        raise TypeError(f"limits must be a SandboxLimits(timeout=..., memory_mb=...), got {type(limits).__name__}")
     functions_dir = os.path.abspath(os.fspath(functions_dir))
     for required in REQUIRED_FILES:
         if not os.path.isfile(os.path.join(functions_dir, required)):
