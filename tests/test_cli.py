@@ -399,6 +399,17 @@ def test_a_cache_dir_option_is_read_as_a_path_not_as_a_json_number(tmp_path, mon
     assert '"rows": 6' in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("second", ["strict=true", "strict=false"])
+def test_an_option_given_twice_is_refused_not_the_last_one_kept(second, tmp_path, capsys):
+    # `--option strict=false --option strict=true` exported with strict=true without a word
+    out = tmp_path / "out"
+    assert main(["export", "toolmind", "--sample", "--out", str(out), "--option", "strict=false",
+                 "--option", second]) == 2
+    err = capsys.readouterr().err
+    assert err == "error: ValueError: --option strict is given more than once: give it once\n"
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("unbuffered", [False, True])  # a shell's default, and PYTHONUNBUFFERED=1
 @pytest.mark.parametrize("command", [
     ["stats", "ms_swift", "--sample"],                                     # print

@@ -139,6 +139,8 @@ def source_options(args: argparse.Namespace, own: Optional[dict[str, str]] = Non
         if name.strip() in taken:
             raise ValueError(f"--option {name.strip()}: not a source option but an argument the command sets; "
                              f"give {taken[name.strip()]}")
+        if name.strip() in out:  # (the last one was kept without a word: `strict=false` then `strict=true`)
+            raise ValueError(f"--option {name.strip()} is given more than once: give it once")
         if name.strip() in TEXT_KEYWORDS:
             out[name.strip()] = text
             continue
