@@ -1015,6 +1015,15 @@ def test_a_file_that_cannot_be_read_at_all_is_listed_without_a_row_number(comman
     (["validate", "ms_swift", "--sample", "--skipped-rows", "{dir}"], "--skipped-rows", "is a folder: give a file"),
     (["mirror", "ms_swift", "--sample", "--out", "{dir}/mirrors", "--skipped-rows", "{dir}"], "--skipped-rows",
      "is a folder: give a file"),
+    # a --skipped-rows file at the folder an output makes, or above it, neither there yet
+    (["export", "ms_swift", "--sample", "--out", "{dir}/new", "--skipped-rows", "{dir}/new"], "--skipped-rows",
+     "is a folder --out"),
+    (["mirror", "ms_swift", "--sample", "--out", "{dir}/new/mirrors", "--skipped-rows", "{dir}/new"],
+     "--skipped-rows", "is a folder --out"),
+    pytest.param(["stats", "ms_swift", "--sample", "--plots", "{dir}/new", "--skipped-rows", "{dir}/new"],
+                 "--skipped-rows", "is a folder --plots",
+                 marks=pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None,
+                                          reason="--plots needs the plots extra (matplotlib)")),
 ])
 def test_an_output_of_the_wrong_kind_is_refused_naming_its_argument_before_any_row_is_read(argv, option, kind,
                                                                                           tmp_path, capsys):

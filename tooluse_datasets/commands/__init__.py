@@ -265,6 +265,24 @@ def refuse_wrong_kind_outputs(*, folders: Optional[dict[str, Optional[str]]] = N
         if option in files and full.is_dir():
             raise ValueError(f"{option} {path!r} is a folder: give a file, e.g. "
                              f"{os.path.join(path, 'skipped-rows.jsonl')!r}")
+    refuse_files_where_folders_go(files, folders)
+
+
+def refuse_files_where_folders_go(files: dict[str, Optional[str]], folders: dict[str, Optional[str]]) -> None:
+    """A file output (--skipped-rows) at an output folder (--out, --plots) or above it, neither there yet: one was
+    made before the other failed, after every row was read ("File exists", "Is a directory", naming no
+    argument; a mirror's staging folder was left behind)."""
+    import os
+    from pathlib import Path
+
+    for option, path in files.items():
+        for folder_option, folder in folders.items():
+            if not path or not folder:
+                continue
+            made = Path(os.path.abspath(os.path.expanduser(folder)))
+            if Path(os.path.abspath(os.path.expanduser(path))) in (made, *made.parents):
+                raise ValueError(f"{option} {path!r} is a folder {folder_option} {folder!r} makes: give a file, "
+                                 f"e.g. {os.path.join(folder, 'skipped-rows.jsonl')!r}")
 
 
 @contextlib.contextmanager

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 
-from . import (a_path, a_revision, add_source_arguments, data_files_for, refuse_writing_inputs,
-               refuse_wrong_kind_outputs, source_options)
+from . import (a_path, a_revision, add_source_arguments, data_files_for, refuse_files_where_folders_go,
+               refuse_writing_inputs, refuse_wrong_kind_outputs, source_options)
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -87,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
     for request in requests:  # (a skipped-rows file the data files read would be read back as bad rows)
         refuse_writing_inputs(request.data_files, {"--skipped-rows": [request.skipped_rows]})
         refuse_wrong_kind_outputs(files={"--skipped-rows": request.skipped_rows})
+        refuse_files_where_folders_go({"--skipped-rows": request.skipped_rows}, {"--out": args.out})
     check_engine(args.engine, args.num_proc, args.address)
     # Every source is checked and planned before any is built: a split (or config) one of them lacks stops
     # the command at once, naming every such source, instead of after building the others.
