@@ -28,6 +28,7 @@ import pyarrow as pa
 from datasets.builder import Key
 from datasets.data_files import sanitize_patterns
 from datasets.download.streaming_download_manager import StreamingDownloadManager
+from datasets.utils.file_utils import is_local_path
 
 from . import formats
 from .arrow_memory import package_memory_pool
@@ -379,8 +380,10 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                 raise
             raise DataNotFoundError(f"{self.source.name}: cannot download the data files of {where}: "
                                     f"{failure_text(exc)} (data_files={self._data_files_given!r})") from exc
+        # (compared as the files they name: dup/a.jsonl, ./dup/a.jsonl and a link to it are one file, read twice)
+        keys = [os.path.realpath(f) if "::" not in f and is_local_path(f) else f for f in resolved]
         seen: set = set()
-        repeated = next((f for f in resolved if f in seen or seen.add(f)), None)
+        repeated = next((f for f, key in zip(resolved, keys) if key in seen or seen.add(key)), None)
         if repeated is not None:
             raise ValueError(f"{self.source.name}: data_files gives {display_path(repeated)!r} more than once for "
                              f"{where} (overlapping globs?): its rows would load twice, with the same ids")
