@@ -74,6 +74,21 @@ def test_sample_and_data_files_together_are_refused_not_the_files_ignored(comman
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("command", [
+    ["validate", "ms_swift"], ["stats", "ms_swift"], ["show", "ms_swift"], ["export", "ms_swift", "--out", "{out}"],
+])
+def test_sample_and_a_data_dir_option_together_are_refused_not_the_folder_ignored(command, tmp_path, capsys):
+    """The sample was read and the folder --option data_dir= named was not, without a word."""
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "rows.jsonl").write_text('{"messages": [{"role": "user", "content": "cut\n')
+    argv = [a.replace("{out}", str(tmp_path / "out")) for a in command]
+    assert main([*argv, "--sample", "--option", f"data_dir={tmp_path / 'mine'}"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == "error: ValueError: --sample and --option data_dir= exclude each other: give one of them\n"
+    assert not (tmp_path / "out").exists()
+
+
 def test_score_refuses_sample_and_gold_data_files_together(tmp_path, capsys):
     results = tmp_path / "results.jsonl"
     results.write_text('{"sample_id": "x", "generated_text": "[]"}\n')

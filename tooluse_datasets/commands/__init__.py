@@ -162,6 +162,8 @@ def data_files_for(args: argparse.Namespace, source: str):
     if getattr(args, "sample", False):
         if args.data_files:  # reading the sample would leave the files named unread, their rows unchecked
             raise ValueError("--sample and --data-files exclude each other: give one of them")
+        if "data_dir" in source_options(args):  # (the same: the sample's paths are whole, the folder unread)
+            raise ValueError("--sample and --option data_dir= exclude each other: give one of them")
         return sample_files(source)
     if source == MIX and args.data_files:
         files = files_by_source(args.data_files)
