@@ -58,6 +58,16 @@ def test_show_stops_at_the_row_asked_for_so_a_bad_row_after_it_does_not_raise(ca
     assert "row 2, field 'messages[1].tool_calls[0]'" in capsys.readouterr().err
 
 
+def test_show_by_id_finds_a_row_converted_beside_a_bad_one(capsys):
+    """As by --row: `--id ms_swift/agent_rows/0` was the error of row 2, converted in the same batch."""
+    for row in (0, 1):
+        assert main(["show", "ms_swift", "--sample", "--config", "toolmind", "--id", f"ms_swift/agent_rows/{row}"]) == 0
+        assert f'"id": "ms_swift/agent_rows/{row}"' in capsys.readouterr().out
+    for named in ("ms_swift/agent_rows/2", "nope"):  # the bad row, or one searched past it: the typed error
+        assert main(["show", "ms_swift", "--sample", "--config", "toolmind", "--id", named]) == 2
+        assert "row 2, field 'messages[1].tool_calls[0]'" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("command", [
     ["validate", "ms_swift"], ["stats", "ms_swift"], ["show", "ms_swift"], ["export", "ms_swift", "--out", "{out}"],
     ["verify", "nestful"],

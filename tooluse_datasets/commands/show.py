@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import count_of, plain_printable
+from ..errors import ToolUseDataError, count_of, plain_printable
 from . import add_source_arguments, data_files_for, non_negative, source_options
 
 
@@ -29,7 +29,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..loading import features, load
+    from ..loading import features
     from ..preview import console_for, render_json, render_row
 
     if args.id is not None and "id" not in features(args.source, args.config):
@@ -39,16 +39,16 @@ def run(args: argparse.Namespace) -> int:
     if args.row is None:
         args.row = 0
     options = source_options(args)
-    if args.id is None:
-        # Rows are converted a few at a time: read one at a time, so that with --on-error raise a bad row
-        # just after the one asked for is not reached (it would raise before that row is shown).
-        options.setdefault("batch_size", 1)
-    splits = load(args.source, args.config, split=args.split, streaming=True,
-                  data_files=data_files_for(args, args.source), on_error=args.on_error, **options)
-    if args.split:
-        splits = {args.split: splits}
-    # Without --split, every split is searched (--split's default is all): --row counts through them in order.
-    row, rows_by_split = _find(splits, args)
+    # Rows are converted a few at a time: read one at a time, so that with --on-error raise a bad row
+    # just after the one asked for is not reached (it would raise before that row is shown). An --id search
+    # reads every row before the one it finds: in batches, and again one at a time only if a batch fails.
+    one_at_a_time = {"batch_size": 1, **options}
+    try:
+        splits, (row, rows_by_split) = _search(args, one_at_a_time if args.id is None else options)
+    except ToolUseDataError:
+        if args.id is None or "batch_size" in options:
+            raise
+        splits, (row, rows_by_split) = _search(args, one_at_a_time)
     if row is None:  # an argument that names no row is bad input, as a missing file is: exit 2
         what = f"id {args.id!r}" if args.id is not None else f"row {args.row}"
         rows = count_of(sum(rows_by_split.values()), "row")
@@ -63,6 +63,18 @@ def run(args: argparse.Namespace) -> int:
     else:  # JSON text: lines are not cut at the console width, so a pipe gets JSON that parses
         console.print(render_json(row, args.max_chars), soft_wrap=True)
     return 0
+
+
+def _search(args, options: dict):
+    """The splits read and what :func:`_find` found in them."""
+    from ..loading import load
+
+    splits = load(args.source, args.config, split=args.split, streaming=True,
+                  data_files=data_files_for(args, args.source), on_error=args.on_error, **options)
+    if args.split:
+        splits = {args.split: splits}
+    # Without --split, every split is searched (--split's default is all): --row counts through them in order.
+    return splits, _find(splits, args)
 
 
 def _find(splits, args):
