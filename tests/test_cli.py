@@ -58,6 +58,13 @@ def test_show_stops_at_the_row_asked_for_so_a_bad_row_after_it_does_not_raise(ca
     assert "row 2, field 'messages[1].tool_calls[0]'" in capsys.readouterr().err
 
 
+def test_show_names_the_rows_skipped_when_the_row_asked_for_is_not_there(capsys):
+    """Every NESTFUL sample row is refused by the toolmind format: with --on-error skip the line said "(0 rows)",
+    as if the files held none."""
+    assert main(["show", "nestful", "--sample", "--config", "toolmind", "--on-error", "skip"]) == 2
+    assert capsys.readouterr().err.endswith("error: nestful: no row 0 in split(s) train (0 rows; 5 rows skipped)\n")
+
+
 def test_show_by_id_finds_a_row_converted_beside_a_bad_one(capsys):
     """As by --row: `--id ms_swift/agent_rows/0` was the error of row 2, converted in the same batch."""
     for row in (0, 1):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import ToolUseDataError, count_of, plain_printable
+from ..errors import SkipReport, ToolUseDataError, count_of, plain_printable
 from . import add_source_arguments, data_files_for, non_negative, source_options
 
 
@@ -43,17 +43,20 @@ def run(args: argparse.Namespace) -> int:
     # just after the one asked for is not reached (it would raise before that row is shown). An --id search
     # reads every row before the one it finds: in batches, and again one at a time only if a batch fails.
     one_at_a_time = {"batch_size": 1, **options}
+    skips = SkipReport()
     try:
-        splits, (row, rows_by_split) = _search(args, one_at_a_time if args.id is None else options)
+        splits, (row, rows_by_split) = _search(args, one_at_a_time if args.id is None else options, skips)
     except ToolUseDataError:
         if args.id is None or "batch_size" in options:
             raise
-        splits, (row, rows_by_split) = _search(args, one_at_a_time)
+        splits, (row, rows_by_split) = _search(args, one_at_a_time, skips)
     if row is None:  # an argument that names no row is bad input, as a missing file is: exit 2
         what = f"id {args.id!r}" if args.id is not None else f"row {args.row}"
         rows = count_of(sum(rows_by_split.values()), "row")
         if len(rows_by_split) > 1:
             rows += ": " + ", ".join(f"{name} {n}" for name, n in rows_by_split.items())
+        if skips.skipped:  # (with --on-error skip: "0 rows" alone read as if the files held none)
+            rows += f"; {count_of(skips.skipped, 'row')} skipped"
         print(plain_printable(f"error: {args.source}: no {what} in split(s) {', '.join(splits)} ({rows})"),
               file=sys.stderr)
         return 2
@@ -65,12 +68,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _search(args, options: dict):
-    """The splits read and what :func:`_find` found in them."""
+def _search(args, options: dict, skips: SkipReport):
+    """The splits read and what :func:`_find` found in them (rows skipped counted in ``skips``)."""
     from ..loading import load
 
     splits = load(args.source, args.config, split=args.split, streaming=True,
-                  data_files=data_files_for(args, args.source), on_error=args.on_error, **options)
+                  data_files=data_files_for(args, args.source), on_error=args.on_error, report=skips, **options)
     if args.split:
         splits = {args.split: splits}
     # Without --split, every split is searched (--split's default is all): --row counts through them in order.
