@@ -347,6 +347,33 @@ def test_a_split_column_the_user_names_must_exist(tmp_path, cache_dir, streaming
     assert list(ds) == ["x"]
 
 
+@pytest.mark.parametrize("option", ["messages_column", "id_column"])
+@pytest.mark.parametrize("streaming", [True, False], ids=["streaming", "map"])
+def test_a_column_the_file_lacks_is_one_error_about_the_file_not_a_skip_of_every_row(tmp_path, cache_dir, option,
+                                                                                      streaming):
+    """messages_column="conversations" on a file that has no such column reported every row (row has no
+    'conversations') and, with on_error="skip", gave an empty dataset: the file is refused once, naming it and
+    its columns, whatever on_error says. JSON: when none of its first rows has the column; a first row without
+    it among rows that have it is that row's error."""
+    parquet = td.sample_files("toolmind")["train"][0]
+    rows = pq.read_table(parquet).to_pylist()
+    jsonl = write_jsonl(tmp_path / "a.jsonl", rows)
+    for path, listed in ((parquet, "its columns: 'messages', 'split'"),
+                         (jsonl, "the keys of its first rows: 'messages', 'split'")):
+        with pytest.raises(MissingFieldError, match=f"{option}='conversations': the file has no column by that name "
+                                                    f"\\({listed}\\)$") as err:
+            td.load("toolmind", data_files=path, streaming=streaming, cache_dir=cache_dir, on_error="skip",
+                    **{option: "conversations"})
+        assert (err.value.file, err.value.field) == (path, "conversations")
+    column = "messages" if option == "messages_column" else "uuid"
+    later = write_jsonl(tmp_path / "b.jsonl", [{"split": "synthetic"}] + [{**row, "uuid": str(n)} for n, row in
+                                                                         enumerate(rows)])
+    report = SkipReport()
+    ds = td.load("toolmind", data_files=later, streaming=streaming, cache_dir=cache_dir, on_error="skip",
+                 report=report, **{option: column})
+    assert sum(len(list(split)) for split in ds.values()) == len(rows) and report.skipped == 1
+
+
 @pytest.mark.parametrize("option", ["split_column", "id_column", "messages_column"])
 @pytest.mark.parametrize("streaming", [True, False], ids=["streaming", "map"])
 def test_an_empty_column_name_is_refused_before_anything_is_read(tmp_path, cache_dir, option, streaming):
@@ -554,7 +581,8 @@ def test_a_split_of_a_jsonl_file_parses_only_its_own_lines(tmp_path, monkeypatch
     a plain split value; a split then parses only its own lines (and the first split also those of no split,
     which it reports: the first split read, so loading one split alone reports them too), while rows and
     reports stay as before. A second load of the same file (the evaluation split after the training one)
-    reuses the plan; a file rewritten since is planned anew."""
+    reuses the plan; a file rewritten since is planned anew. Each load parses the file's first row, which shows
+    that the file has the messages column (check_columns)."""
     good = native_row(conversation())
     lines = [json.dumps({**good, "split": "tau-train" if i in (0, 3, 6, 9) else "synthetic"}) for i in range(20)]
     lines[4:4] = ["", "{broken", json.dumps({**good, "split": 7})]
@@ -575,18 +603,18 @@ def test_a_split_of_a_jsonl_file_parses_only_its_own_lines(tmp_path, monkeypatch
     assert [row["id"] for row in tau] == [f"toolmind/tau-train/{n}" for n in (0, 3, 9, 12)]
     assert report.skipped == 2  # the lines of no split: reported by the one split read
     # the plan: the broken line and the one whose split is 7; the split: its 4 and those 2, which it reports
-    assert len(parsed) == 2 + 4 + 2
+    assert len(parsed) == 1 + 2 + 4 + 2
     parsed.clear()
     report = SkipReport()
     synthetic = list(td.load("toolmind", data_files=str(path), split="synthetic", streaming=True,
                              on_error="skip", report=report))
     assert len(synthetic) == 16 and report.skipped == 2
-    assert len(parsed) == 16 + 2  # the plan of the first load
+    assert len(parsed) == 1 + 16 + 2  # the plan of the first load
     parsed.clear()
     path.write_text("\n".join(lines + [json.dumps({**good, "split": "tau-train"})]) + "\n")
     tau = list(td.load("toolmind", data_files=str(path), split="tau_train", streaming=True, on_error="skip"))
     assert [row["id"] for row in tau] == [f"toolmind/tau-train/{n}" for n in (0, 3, 9, 12, 23)]
-    assert len(parsed) == 2 + 5 + 2
+    assert len(parsed) == 1 + 2 + 5 + 2
 
 
 def test_planning_reads_a_split_value_from_the_line_end_only_where_that_is_the_rows_own(tmp_path, monkeypatch):

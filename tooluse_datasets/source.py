@@ -28,11 +28,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from datasets import Features
 
-from .errors import ToolUseDataError
+from .errors import MissingFieldError, ToolUseDataError, wrapped_rows_error
 from .shards.parquet import open_parquet
-from .shards.paths import file_labels, file_stem, file_suffix
+from .shards.paths import display_path, file_labels, file_stem, file_suffix
 from .shards.plan import DEFAULT_TARGET_BYTES, plan_file, whole_file_shard
-from .shards.reading import read_shard
+from .shards.reading import JSON_BATCH_ROWS, read_shard
 from .shards.shard import RawBatch, Shard
 from .trailing_results import check_trailing_results
 
@@ -242,6 +242,51 @@ def _column_values(path: str, column: str) -> Iterator[tuple[int, Any]]:
                     yield row, native.get(column)
     except ToolUseDataError:  # damaged (a compressed file cut short): the reader reports it, after the rows before it
         return
+
+
+def check_columns(source: str, files: Iterable[str], columns: dict[str, str]) -> None:
+    """A :class:`MissingFieldError` naming the file and its columns when an option (``columns``: option -> column
+    it names) names a column the file does not have: a mistake about the file, said once whatever ``on_error``
+    says, not a skip of every row. Parquet: its schema; JSON: the objects among its first rows (up to
+    ``JSON_BATCH_ROWS``, read until one has each column), none of which has the column (an object wrapping rows
+    that have it is left to the reader, which names its key). A file that cannot be read, or whose first rows
+    hold no object, is left to the reader too."""
+    for path in files:
+        found = _first_columns(path, set(columns.values()))
+        if found is None:
+            continue
+        names, what, rows = found
+        for option, column in columns.items():
+            if column not in names and not any(wrapped_rows_error(row, (column,)) for row in rows):
+                listed = ", ".join(map(repr, names[:20])) + (", ..." if len(names) > 20 else "")
+                raise MissingFieldError(f"{option}={column!r}: the file has no column by that name ({what}: "
+                                        f"{listed or 'none'})", file=display_path(path), field=column, source=source)
+
+
+def _first_columns(path: str, wanted: set) -> Optional[tuple[list[str], str, list[dict]]]:
+    """A file's columns, what they are and the rows they were read from: a Parquet file's schema; the keys of
+    the objects among a JSON file's first rows, read one at a time until ``wanted`` are all seen (a row parsed,
+    usually). None where that cannot be told."""
+    rows: list[dict] = []
+    try:
+        if file_suffix(path) == ".parquet":
+            with open_parquet(path) as pf:
+                return list(pf.schema_arrow.names), "its columns", rows
+        batches = read_shard(whole_file_shard(path), 1)
+        try:
+            for row_number, row in (item for batch in batches for item in batch.items):
+                if isinstance(row, dict):
+                    rows.append(row)
+                    wanted = wanted.difference(row)
+                if not wanted or row_number + 1 >= JSON_BATCH_ROWS:
+                    break
+        finally:
+            batches.close()
+    except ToolUseDataError:  # not readable: the reader reports it
+        return None
+    if not rows:
+        return None
+    return list(dict.fromkeys(key for row in rows for key in row)), "the keys of its first rows", rows
 
 
 def ids_of_rows(items: Iterable[tuple[int, Any]], column: str) -> Iterator[tuple[int, str]]:

@@ -33,7 +33,8 @@ from tooluse_datasets.schema import complete_row, message, tool_call, unified_ro
 from tooluse_datasets.shards.batches import joined_batches
 from tooluse_datasets.shards.paths import display_path
 from tooluse_datasets.shards.shard import RawBatch, Shard
-from tooluse_datasets.source import RowContext, Source, SourceOptions, SplitPlan, ids_in_file, with_file_labels
+from tooluse_datasets.source import (RowContext, Source, SourceOptions, SplitPlan, check_columns, ids_in_file,
+                                     with_file_labels)
 
 from . import protocol as P
 from .splits import SplitSelection, plan_splits, read_split_rows
@@ -139,6 +140,9 @@ class ToolMindSource(Source):
         """One HF split per `split` value (card order, names from SPLIT_TABLE) when the files carry the
         column and data_files named no splits; otherwise one HF split per data_files key."""
         opts = self.options
+        named = {"messages_column": opts.messages_column, "id_column": opts.id_column}
+        check_columns(self.name, dict.fromkeys(path for files in files_by_split.values() for path in files),
+                      {option: column for option, column in named.items() if column})
         if self._splits_from_column(files_by_split):
             plans = plan_splits(list(files_by_split["train"]), opts.split_column, opts.shard_bytes,
                                 column_required=opts.split_column != ToolMindOptions.split_column,
