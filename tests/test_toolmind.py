@@ -960,6 +960,47 @@ def test_a_messages_column_of_binary_type_is_read_as_its_text(tmp_path, cache_di
     assert (err.value.row, err.value.field) == (1, "messages")
 
 
+@pytest.mark.parametrize("binary", [pa.binary(), pa.large_binary()], ids=["binary", "large_binary"])
+def test_a_split_column_of_binary_type_gives_its_splits(tmp_path, cache_dir, binary):
+    """A `split` column written without the UTF-8 annotation (as the messages column beside it) made every row an
+    InvalidValueError ("split must be a string") in one `train` split: its values are the splits, as the same text
+    as strings gives them; a cell that is not UTF-8 is that row's error, naming the column."""
+    sample = td.sample_files("toolmind")["train"][0]
+    table = pq.read_table(sample)
+    table = table.cast(pa.schema([pa.field(name, binary) for name in table.column_names]))
+    cells = table.column("split").to_pylist()
+    cells[1] = b"\xff" + cells[1]
+    path, bad = tmp_path / "binary.parquet", tmp_path / "bad.parquet"
+    pq.write_table(table, path, row_group_size=4)
+    pq.write_table(table.set_column(1, "split", pa.array(cells, binary)), bad, row_group_size=4)
+    for streaming in (False, True):
+        want = td.load("toolmind", data_files=sample, streaming=streaming, cache_dir=cache_dir)
+        got = td.load("toolmind", data_files=str(path), streaming=streaming, cache_dir=cache_dir)
+        assert {name: list(rows) for name, rows in got.items()} == {name: list(rows) for name, rows in want.items()}
+        report = SkipReport()
+        got = td.load("toolmind", data_files=str(bad), streaming=streaming, on_error="skip", report=report,
+                      cache_dir=cache_dir)
+        assert [row["id"] for name in got for row in got[name]] == \
+            [row["id"] for name in want for row in want[name] if row["id"] != "toolmind/synthetic/1"]
+        assert report.by_reason == {"InvalidValueError:split": 1} and report.examples[0].row == 1
+    with pytest.raises(InvalidValueError, match="split is binary data that is not UTF-8 text") as err:
+        list(td.load("toolmind", data_files={"test": str(bad)}, split="test", streaming=True))
+    assert (err.value.row, err.value.field) == (1, "split")
+    # A row group whose messages cannot be read: its rows are reported by the splits their values name (they were
+    # compared as bytes with the split's name, and lost)
+    damaged = tmp_path / "damaged.parquet"
+    pq.write_table(table, damaged, row_group_size=4, write_statistics=False)
+    chunk = pq.ParquetFile(damaged).metadata.row_group(1).column(0)
+    start = chunk.dictionary_page_offset or chunk.data_page_offset
+    data = bytearray(damaged.read_bytes())
+    data[start + 40:start + chunk.total_compressed_size - 10] = b"U" * (chunk.total_compressed_size - 50)
+    damaged.write_bytes(bytes(data))
+    report = SkipReport()
+    got = td.load("toolmind", data_files=str(damaged), streaming=True, on_error="skip", report=report)
+    assert sum(len(list(rows)) for rows in got.values()) == table.num_rows - 4
+    assert report.rows_read == table.num_rows and report.skipped == 4
+
+
 # --------------------------------------------------------------------------------------------------
 # Family options (spec §8)
 # --------------------------------------------------------------------------------------------------

@@ -181,7 +181,7 @@ class ToolMindSource(Source):
         if native.get(column) is None:
             raise wrapped_rows_error(native, (column,)) or MissingFieldError(f"row has no {column!r}", field=column)
         messages, encoding, verbatim = decode_messages(native[column], column)
-        split_value = native.get(opts.split_column) if opts.split_column else None
+        split_value = binary_text(native.get(opts.split_column), opts.split_column) if opts.split_column else None
         if split_value is not None and not isinstance(split_value, str):
             raise InvalidValueError(f"{opts.split_column} must be a string", field=opts.split_column)
         known = {column, opts.split_column, opts.id_column, BRIDGES_COLUMN, SHARD_KEY}
@@ -318,15 +318,22 @@ _UNIFIED_MESSAGE = re.compile(r"messages\[(\d+)\](\.reasoning_content)?")
 # --------------------------------------------------------------------------------------------------
 
 
+def binary_text(value: Any, column: str) -> Any:
+    """The text of a cell of a binary column (Parquet written without the UTF-8 annotation); other values as
+    they are."""
+    if not isinstance(value, bytes):
+        return value
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidValueError(f"{column} is binary data that is not UTF-8 text ({exc.reason} at byte "
+                                f"{exc.start})", field=column) from None
+
+
 def decode_messages(value: Any, column: str) -> tuple[list[dict], str, Optional[str]]:
     """``(messages, encoding, verbatim text or None)`` from a JSON string or a native list, checked for the
     ``{role, content}`` shape and known roles."""
-    if isinstance(value, bytes):  # a binary column (Parquet written without the UTF-8 annotation): its text
-        try:
-            value = value.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InvalidValueError(f"{column} is binary data that is not UTF-8 text ({exc.reason} at byte "
-                                    f"{exc.start})", field=column) from None
+    value = binary_text(value, column)
     if isinstance(value, str):
         try:
             # orjson directly: a valid messages list holds only strings (checked below), so the exact

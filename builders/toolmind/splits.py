@@ -270,9 +270,10 @@ def _parquet_file_values(path: str, pf: pq.ParquetFile, split_column: str) -> Op
     column_type = pf.schema_arrow.field(pf.schema_arrow.get_all_field_indices(split_column)[-1]).type
     if pa.types.is_dictionary(column_type):
         column_type = column_type.value_type
-    # A null column is a column of text whose every cell is null (pandas and pyarrow type an all-None column so)
+    # A null column is a column of text whose every cell is null (pandas and pyarrow type an all-None column so);
+    # a binary one, text written without the UTF-8 annotation (_plain_strings)
     if not (pa.types.is_string(column_type) or pa.types.is_large_string(column_type)
-            or pa.types.is_string_view(column_type) or pa.types.is_null(column_type)):
+            or pa.types.is_string_view(column_type) or pa.types.is_null(column_type) or _is_binary(column_type)):
         raise InvalidValueError(f"the {split_column!r} column holds {column_type}, not strings; pass "
                                 f"split_column=None (and data_files splits) if it is not the source identifier",
                                 file=display_path(path), field=split_column)
@@ -300,8 +301,21 @@ def _parquet_file_values(path: str, pf: pq.ParquetFile, split_column: str) -> Op
 def _plain_strings(values: Any) -> Any:
     """A split column's cells as Arrow strings: a string_view column (Polars' layout) has no kernels for the
     comparisons and binary views used here. The cast copies the bytes without checking them, so a cell that is
-    not UTF-8 is still found (and reported) as such."""
+    not UTF-8 is still found (and reported) as such; a binary column's cells are viewed as strings, unchecked
+    too."""
+    binary_dictionary = pa.types.is_dictionary(values.type) and _is_binary(values.type.value_type)
+    if binary_dictionary or _is_binary(values.type):
+        if isinstance(values, pa.ChunkedArray):  # (a row group's column: one chunk, usually)
+            values = values.combine_chunks()
+        if binary_dictionary:
+            values = values.dictionary_decode()
+        return values.cast(pa.large_binary()).view(pa.large_string())
     return values.cast(pa.large_string()) if pa.types.is_string_view(values.type) else values
+
+
+def _is_binary(arrow_type: pa.DataType) -> bool:
+    return pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type) or \
+        pa.types.is_binary_view(arrow_type)
 
 
 def _decoded_unique(values: Any) -> tuple[set, list[bytes]]:
@@ -524,7 +538,8 @@ def _unreadable_rows_of_split(pf: pq.ParquetFile, unreadable: UnreadableRows, co
     if not column:
         return unreadable.items()
     try:
-        values = _split_cells(pf.read_row_group(unreadable.row_group, columns=[column]), column).to_pylist()
+        cells = _split_cells(pf.read_row_group(unreadable.row_group, columns=[column]), column)
+        values = _plain_strings(cells).to_pylist()  # (a binary column's as text too)
     except (pa.ArrowInvalid, OSError, UnicodeDecodeError):
         # Statistics that name the group's values planned it into those splits only: the first of them
         # reports it. Otherwise the group was planned into the first split, which reports it.
