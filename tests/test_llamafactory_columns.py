@@ -265,6 +265,24 @@ def test_rows_of_another_layout_say_which_options_read_them(tmp_path):
     assert info.value.field == "conversations" and "columns={'messages': 'messages'}" in info.value.message
 
 
+@pytest.mark.parametrize("streaming", [True, False], ids=["streaming", "map"])
+def test_a_conversations_column_the_file_lacks_is_one_error_about_the_file(tmp_path, cache_dir, streaming):
+    """columns={"messages": "msgs"} on a file whose conversations are under another name skipped every row
+    (on_error="skip": an empty dataset): the file is refused once, naming it and the columns it has; an entry
+    naming such a column says which entry."""
+    path = write_rows(tmp_path, [{"messages": [U, A], "note": 1}] * 3)
+    with pytest.raises(td.MissingFieldError, match=r"columns\['messages'\]='msgs': the file has no column by that "
+                                                   r"name \(the keys of its first rows: 'messages', 'note'\)$") as err:
+        td.load("llamafactory", data_files=path, columns={"messages": "msgs"}, tags=OPENAI_TAGS, on_error="skip",
+                streaming=streaming, cache_dir=cache_dir)
+    assert (err.value.file, err.value.field) == (path, "msgs")
+    (tmp_path / "dataset_info.json").write_text(json.dumps(
+        {"mine": {"file_name": "rows.jsonl", "formatting": "sharegpt", "columns": {"messages": "msgs"}}}))
+    with pytest.raises(td.MissingFieldError, match=r"entry 'mine' .*: columns\['messages'\]='msgs': the file"):
+        td.load("llamafactory", dataset_info=str(tmp_path), dataset="mine", on_error="skip", streaming=streaming,
+                cache_dir=cache_dir)
+
+
 def test_preference_rows_are_refused_as_preference_pairs_not_as_rows_llamafactory_drops(tmp_path):
     """LLaMA-Factory's preference (DPO) rows, made from its glaive demo: a prompt of odd length and the chosen and
     rejected answers. LLaMA-Factory trains them under a ranking entry; the error says what they are."""

@@ -244,14 +244,14 @@ def _column_values(path: str, column: str) -> Iterator[tuple[int, Any]]:
         return
 
 
-def check_columns(source: str, files: Iterable[str], columns: dict[str, str]) -> None:
+def check_columns(source: str, files_by_split: dict[str, list[str]], columns: dict[str, str]) -> None:
     """A :class:`MissingFieldError` naming the file and its columns when an option (``columns``: option -> column
-    it names) names a column the file does not have: a mistake about the file, said once whatever ``on_error``
-    says, not a skip of every row. Parquet: its schema; JSON: the objects among its first rows (up to
+    it names) names a column a file of the load does not have: a mistake about the file, said once whatever
+    ``on_error`` says, not a skip of every row. Parquet: its schema; JSON: the objects among its first rows (up to
     ``JSON_BATCH_ROWS``, read until one has each column), none of which has the column (an object wrapping rows
     that have it is left to the reader, which names its key). A file that cannot be read, or whose first rows
     hold no object, is left to the reader too."""
-    for path in files:
+    for path in dict.fromkeys(path for files in files_by_split.values() for path in files):
         found = _first_columns(path, set(columns.values()))
         if found is None:
             continue

@@ -32,7 +32,7 @@ from tooluse_datasets.builders.ms_swift.parsing import split_think
 from tooluse_datasets.errors import (ConversionError, InvalidValueError, MissingFieldError, ToolUseDataError,
                                      json_kind, shown, wrapped_rows_error)
 from tooluse_datasets.schema import message, tool_call, unified_row
-from tooluse_datasets.source import RowContext, Source, SourceOptions
+from tooluse_datasets.source import RowContext, Source, SourceOptions, SplitPlan, check_columns
 
 from .layout import layout_of
 from .upstream import CITATION, DESCRIPTION, UPSTREAM
@@ -87,6 +87,15 @@ class LlamaFactorySource(Source):
         self._default_tag = self.layout.default_tag  # (a property that builds the dict: once, not per row)
         self._file_tag = {default: file for file, default in self._default_tag.items()}
         self._warned: set[str] = set()
+
+    def plan(self, files_by_split: dict[str, list[str]]) -> list[SplitPlan]:
+        layout = self.layout
+        if layout.explicit_columns:
+            # A conversations column named for the files that one lacks: that file's error, not every row's (the
+            # default name, absent, is each row's: its error says which columns the row has)
+            where = f"{layout.entry}: columns['messages']" if layout.entry else "columns['messages']"
+            check_columns(self.name, files_by_split, {where: layout.columns["messages"]})
+        return super().plan(files_by_split)
 
     def to_raw(self, native: dict, ctx: RowContext) -> dict:
         layout = self.layout

@@ -141,8 +141,7 @@ class ToolMindSource(Source):
         column and data_files named no splits; otherwise one HF split per data_files key."""
         opts = self.options
         named = {"messages_column": opts.messages_column, "id_column": opts.id_column}
-        check_columns(self.name, dict.fromkeys(path for files in files_by_split.values() for path in files),
-                      {option: column for option, column in named.items() if column})
+        check_columns(self.name, files_by_split, {option: column for option, column in named.items() if column})
         if self._splits_from_column(files_by_split):
             plans = plan_splits(list(files_by_split["train"]), opts.split_column, opts.shard_bytes,
                                 column_required=opts.split_column != ToolMindOptions.split_column,
