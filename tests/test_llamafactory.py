@@ -272,6 +272,19 @@ def test_tools_spelled_as_only_ms_swift_reads_them_are_refused(tmp_path, respell
     assert len(list(td.load("llamafactory", data_files=str(path), split="train", streaming=True))) == 1
 
 
+@pytest.mark.parametrize("wrap, field", [
+    (lambda t: t, "tools[0].parameters.required"),  # glaive's own spelling: no "function" in the file
+    (lambda t: {"type": "function", "function": t}, "tools[0].function.parameters.required"),
+])
+def test_a_tool_the_writer_refuses_is_named_as_the_file_spells_it(tmp_path, wrap, field):
+    path = tmp_path / "tools.jsonl"
+    path.write_text(json.dumps(_glaive_row_with_tool(
+        lambda t: wrap({**t, "parameters": {**t["parameters"], "required": "x"}}))) + "\n")
+    with pytest.raises(InvalidValueError, match="required as a list") as info:
+        list(td.load("llamafactory", data_files=str(path), split="train", streaming=True))
+    assert info.value.field == field and info.value.row == 0
+
+
 @pytest.mark.parametrize("column", ["images", "videos", "audios"])
 def test_one_media_path_given_as_a_string_reads_as_a_list_of_it(tmp_path, cache_dir, column):
     """LLaMA-Factory wraps a lone path in a list (its converter's _find_medias); such files were refused."""

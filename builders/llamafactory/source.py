@@ -267,7 +267,7 @@ class LlamaFactorySource(Source):
             written = unified_to_llamafactory(row)
         except ConversionError as exc:  # e.g. a literal <tool_call> in an answer: LLaMA-Factory aborts on it
             raise InvalidValueError(f"LLaMA-Factory cannot train on this row: {exc.message}",
-                                    field=file_field(exc.field, origins)) from None
+                                    field=tool_field(file_field(exc.field, origins), raw["tools"])) from None
         changed = {str(k): t["value"] for k, (t, w) in enumerate(zip(turns, written["conversations"]))
                    if t["value"] != w["value"]}
         if changed:
@@ -317,6 +317,18 @@ def file_field(field: Optional[str], origins: list[str]) -> Optional[str]:
     return f"{origin}.from" if match.group(2) == ".role" else f"{origin}.value"
 
 
+def tool_field(field: Optional[str], tools_text: str) -> Optional[str]:
+    """``tools[i].function.<key>`` (the unified tool, as the writer names it) -> ``tools[i].<key>`` where the file
+    spells tool i without the ``{"type": "function", "function": ...}`` wrapper, as LLaMA-Factory's own files do."""
+    match = _UNIFIED_TOOL.match(field or "")
+    if match is None:
+        return field
+    tool = json.loads(tools_text)[int(match.group(1))]  # (read by tools_of already: a list of objects)
+    wrapped = isinstance(tool.get("function"), dict) and "type" in tool  # as check_tool_spelling reads it
+    return field if wrapped else f"tools[{match.group(1)}]{match.group(2)}"
+
+
+_UNIFIED_TOOL = re.compile(r"^tools\[(\d+)\]\.function((?:[.\[].*)?)$")
 _UNIFIED_MESSAGE = re.compile(r"^messages\[(\d+)\](\.role)?")
 _RAW_TURN_FIELD = re.compile(r"^conversations(\[\d+\])?(?:\.(from|value)(?=$|[.\[]))?(.*)$")
 _RAW_COLUMN_FIELD = re.compile(r"^(system|tools|images|videos|audios)((?:[.\[].*)?)$")
