@@ -190,6 +190,13 @@ def test_an_edited_row_is_written_as_edited_not_in_its_recorded_spelling(tmp_pat
      "conversations[1].value.arguments", "parameters"),
     ([{"from": "human", "value": "a"}, {"from": "function_call", "value": '{"name": "f", "arguments": "{}"}'}],
      "conversations[1].value.arguments", "double-encoded"),
+    # a turn that is not an object, or whose tag or text is of another type: said as what it is
+    (["a", {"from": "gpt", "value": "b"}], "conversations[0]", "a turn must be an object of 'from' and 'value', "
+                                                               "got string"),
+    ([{"from": 1, "value": "a"}, {"from": "gpt", "value": "b"}], "conversations[0].from",
+     "'from' tag must be a string, got number 1"),
+    ([{"from": "human", "value": 5}, {"from": "gpt", "value": "b"}], "conversations[0].value",
+     "must be a string, got number 5"),
 ])
 def test_rows_llamafactory_would_drop_or_mistrain_are_typed_errors(tmp_path, conversations, field, message):
     path = tmp_path / "bad.jsonl"

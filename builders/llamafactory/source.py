@@ -111,8 +111,14 @@ class LlamaFactorySource(Source):
         turns = []
         for k, turn in enumerate(conversations):
             where = f"{column}[{k}]"
-            if not isinstance(turn, dict) or not isinstance(turn.get(role_tag), str):
+            if not isinstance(turn, dict):
+                raise InvalidValueError(f"a turn must be an object of {role_tag!r} and {content_tag!r}, got "
+                                        f"{_kind(turn)}", field=where)
+            if turn.get(role_tag) is None:
                 raise InvalidValueError(f"a turn needs a {role_tag!r} tag{self._tags_hint(turn)}",
+                                        field=f"{where}.{role_tag}")
+            if not isinstance(turn[role_tag], str):
+                raise InvalidValueError(f"a turn's {role_tag!r} tag must be a string, got {_kind(turn[role_tag])}",
                                         field=f"{where}.{role_tag}")
             tag = default_tag.get(turn[role_tag])
             if tag is None:
@@ -128,7 +134,8 @@ class LlamaFactorySource(Source):
                                         f"{self._file_tag.get(FUNCTION, FUNCTION)!r} turn holding the calls' JSON",
                                         field=f"{where}.tool_calls")
             if not isinstance(turn.get(content_tag), str):
-                raise InvalidValueError(f"a turn's {content_tag} must be a string", field=f"{where}.{content_tag}")
+                got = f", got {_kind(turn[content_tag])}" if content_tag in turn else ""
+                raise InvalidValueError(f"a turn's {content_tag} must be a string{got}", field=f"{where}.{content_tag}")
             turns.append({"from": tag, "value": turn[content_tag]})
             if len(turn) > 2:
                 self._warn_unread_turn_keys(turn)
