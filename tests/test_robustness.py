@@ -176,6 +176,25 @@ def test_a_trailing_comma_in_a_json_array_is_one_file_error_naming_its_byte_not_
         list(td.load("ms_swift", data_files=str(path), split="train", streaming=True))
 
 
+@pytest.mark.parametrize("end", [",\n", ",", ""], ids=["comma-newline", "comma", "no-element"])
+def test_a_json_array_cut_short_after_a_comma_is_a_file_error_not_read_as_whole(tmp_path, cache_dir, array_mode, end):
+    """``[{...}, {...},`` (a file cut short at an element's end) is not JSON: the elements before the cut are rows,
+    then one file error; it was read as a whole array, saying nothing. ``[`` alone likewise."""
+    from conftest import shared_data
+
+    rows = [json.loads(line) for line in shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl")
+            .read_text(encoding="utf-8").splitlines() if line.strip()] if end else []
+    path = tmp_path / "agent.json"
+    path.write_text("[\n" + ",\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + end, encoding="utf-8")
+    results = load_both("ms_swift", str(path), cache_dir)
+    assert results["map"][1].examples == results["stream"][1].examples
+    splits, report = results["map"]
+    assert len(splits["train"]) == len(rows) and report.skipped == 1
+    [error] = report.examples
+    assert (error.error, error.row, error.field) == ("InvalidJsonError", len(rows), "<file>")
+    assert "no closing bracket" in error.message
+
+
 def test_a_state_resumed_on_a_json_array_edited_or_cut_since_is_refused(tmp_path, array_mode):
     """As for JSON Lines: a saved stream resumes an array read a block at a time at the byte after the last
     element's comma, and an array parsed whole at the next element's index. An element edited above that byte

@@ -290,6 +290,10 @@ def _streamed_array(f, blocks: list[bytes], base: int, index: int, wanted: Optio
                     yield index, InvalidJsonError(f"element {index} and what follows cannot be read (unterminated "
                                                   f"string or missing bracket; {len(rest)} bytes to the end of the "
                                                   f"file)", row=index, field="<element>"), 0
+                elif wanted is None or wanted(index):  # "[{...}," or "[" at the end: a file cut short there
+                    after = f"element {index - 1} and its comma" if index else "its opening bracket"
+                    yield index, InvalidJsonError(f"the array has no closing bracket: the file ends after {after} "
+                                                  f"(cut short?)", row=index, field="<file>"), 0
                 return
             text, separator, end = buf[pos:found], buf[found:found + 1], found + 1
         if not (separator == b"]" and index == 0 and not text.strip()):  # "[]" holds no element
