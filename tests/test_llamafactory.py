@@ -21,7 +21,7 @@ from tooluse_datasets.errors import ConversionError, InvalidValueError, ToolUseD
 from tooluse_datasets.registry import source_names
 
 from tooluse_datasets.builders.llamafactory.source import LlamaFactorySource
-from tooluse_datasets.builders.llamafactory.writer import RESULT_SEPARATOR, unified_to_llamafactory
+from tooluse_datasets.builders.llamafactory.writer import LLAMAFACTORY_FEATURES, RESULT_SEPARATOR, unified_to_llamafactory
 from tooluse_datasets.source import RowContext
 
 from conftest import shared_data
@@ -131,6 +131,18 @@ def test_llamafactory_rows_round_trip_exactly(cache_dir):
     assert parallel[1]["reasoning_content"] == "Two independent lookups; call both at once."
     assert [m["tool_call_id"] for m in parallel[2:4]] == ["call_0", "call_1"]
     assert unified[2]["messages"][1]["tool_calls"][0]["function"]["arguments"] == {"radius": 1e-3}
+
+
+def test_other_columns_of_a_file_are_kept_in_meta_and_raw_but_not_in_llamafactory_rows(tmp_path, cache_dir):
+    path = tmp_path / "ids.jsonl"
+    path.write_text(json.dumps({"id": "a-1", "score": 0.5, "conversations": [{"from": "human", "value": "q"},
+                                                                           {"from": "gpt", "value": "a"}]}) + "\n")
+
+    def load(config: str) -> dict:
+        return td.load("llamafactory", config, data_files=str(path), split="train", cache_dir=cache_dir)[0]
+
+    assert load("unified")["meta"] == load("raw")["extra"] == {"id": "a-1", "score": 0.5}
+    assert set(load("llamafactory")) == set(LLAMAFACTORY_FEATURES)
 
 
 def test_respelled_rows_come_back_byte_for_byte(tmp_path, cache_dir):
