@@ -170,6 +170,10 @@ class LlamaFactorySource(Source):
                     frames = key == "videos" and isinstance(item, list) and item and all(isinstance(f, str) for f in item)
                     why = (" (a video given as a list of frame images, which the unified schema cannot hold: one "
                            "file or URL per video)") if frames else ""
+                    if key == "images" and isinstance(item, dict) and "bytes" in item:  # datasets' Image feature
+                        why = (" (a {bytes, path} struct, as datasets' Image feature stores an image: LLaMA-Factory "
+                               "reads it, but the unified schema holds one path or URL per image; save the images "
+                               "as files and give their paths)")
                     raise InvalidValueError(f"{name} entries must be paths or URLs, got {_kind(item)}{why}",
                                             field=f"{name}[{j}]")
             raw[key] = media
