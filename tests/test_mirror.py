@@ -137,6 +137,27 @@ def test_rebuilding_gives_byte_identical_files(nestful_mirror, tmp_path):
         assert _sha(again / rel) == _sha(nestful_mirror / rel), rel
 
 
+def test_a_rebuilt_mirror_loads_its_new_rows_not_the_cached_ones(tmp_path, monkeypatch):
+    """datasets caches a local folder under a key made from its name (always the source's) and the card's YAML,
+    not from the Parquet files: the same files in another order give the same sizes and statistics, and a plain
+    load_dataset must still read the new rows, of a rebuilt folder and of another --out alike."""
+    from datasets import load_dataset
+
+    lines = Path(td.sample_files("ms_swift")["train"][0]).read_text().splitlines(keepends=True)
+    (tmp_path / "a.jsonl").write_text("".join(lines[:2]))
+    (tmp_path / "b.jsonl").write_text("".join(lines[2:]))
+    monkeypatch.chdir(tmp_path)
+
+    def build_and_load(out: str, *files: str) -> list[str]:
+        assert main(["mirror", "ms_swift", "--data-files", *files, "--configs", "unified", "--out", out]) == 0
+        return [row["id"] for row in load_dataset(f"{out}/ms_swift", "unified", split="train")]
+
+    first = build_and_load("out1", "b.jsonl", "a.jsonl")
+    assert first[0].endswith("/b/0")
+    assert build_and_load("out1", "a.jsonl", "b.jsonl") == first[1:] + first[:1]
+    assert build_and_load("out2", "b.jsonl", "a.jsonl") == first
+
+
 def _stop_at_the_second_shard(monkeypatch) -> list:
     """Shard conversions of the next build: the second one raises KeyboardInterrupt (once), as Ctrl-C while it
     converts. Returns the list of the shard keys converted, which the test may clear between builds."""

@@ -11,6 +11,7 @@ merged; ``configs`` and ``dataset_info`` describe files this package owns and ar
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from importlib import resources
 from typing import Any, Iterable, Optional
@@ -140,10 +141,21 @@ def card_metadata(manifest: Manifest, prose_meta: Optional[dict] = None) -> Data
     DatasetInfosDict({name: _dataset_info(manifest, name) for name in manifest.configs}).to_dataset_card_data(data)
     MetadataConfigs({
         name: {"data_files": [{"split": split, "path": f"{name}/{split}-*"} for split in entry.splits],
+               # datasets keys its cache of a local folder on the card's YAML (and the folder's name), not on
+               # the files: naming their digest here makes a rebuilt mirror load its new rows, not the cached ones
+               "description": f"{entry.description.removesuffix(' (default)')}; data files sha256 "
+                              f"{_files_digest(manifest, name)}",
                **({"default": True} if name == manifest.default_config else {})}
         for name, entry in manifest.configs.items()
     }).to_dataset_card_data(data)
     return data
+
+
+def _files_digest(manifest: Manifest, config: str) -> str:
+    """sha256 of the paths and sha256s of a config's data files: changes whenever one of them does."""
+    files = {f.path: f.sha256 for f in manifest.files}
+    paths = sorted(p for split in manifest.configs[config].splits.values() for p in split.files)
+    return hashlib.sha256("".join(f"{p} {files[p]}\n" for p in paths).encode()).hexdigest()
 
 
 def _dataset_info(manifest: Manifest, config: str) -> DatasetInfo:
