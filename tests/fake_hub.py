@@ -193,7 +193,8 @@ class FakeHubApi:
             repo.pull_requests[n - 1] = commit
             return CommitResult(f"https://huggingface.co/datasets/{repo_id}/commit/{commit.sha}",
                                 f"https://huggingface.co/datasets/{repo_id}/discussions/{n}")
-        commit = self._append(repo_id, branch_name, snapshot, commit_message)
+        # refs/heads/main is the branch main, as the Hub resolves a revision
+        commit = self._append(repo_id, branch_name.removeprefix("refs/heads/"), snapshot, commit_message)
         return CommitResult(f"https://huggingface.co/datasets/{repo_id}/commit/{commit.sha}")
 
     def get_repo_discussions(self, repo_id, *, discussion_type=None, discussion_status=None, repo_type=None,

@@ -265,7 +265,24 @@ def test_a_revision_that_is_a_tag_or_a_commit_is_refused_before_anything_is_uplo
     # A branch, existing or new, and a branch named in full, are published to.
     assert publish_mirror(mirror, REPO, api=api, revision="refs/heads/main", delete_missing=True,
                           echo=_quiet).committed
-    assert publish_mirror(mirror, REPO, api=api, revision="dev", echo=_quiet).committed
+    publish_mirror(mirror, REPO, api=api, revision="dev", echo=_quiet)
+    assert api.files(REPO, "dev") == api.files(REPO, "main") and "refs/heads/main" not in api.repos[REPO].branches
+
+
+def test_a_new_branch_named_in_full_is_created_by_its_name(mirror, tmp_path):
+    """--revision refs/heads/dev (no such branch yet) was given to create_branch as it is: the Hub made a branch
+    literally named refs/heads/dev, the commit to refs/heads/dev (branch dev) found no branch, and the cleanup said
+    the branch was not created. A new repo's dry run said "create branch refs/heads/main" for its default branch."""
+    api = FakeHubApi()
+    publish_mirror(build_sample_mirror("nestful", tmp_path, configs=["raw"]), REPO, api=api, echo=_quiet)
+    lines: list[str] = []
+    assert publish_mirror(mirror, REPO, api=api, revision="refs/heads/dev", echo=lines.append).committed
+    assert sorted(api.repos[REPO].branches) == ["dev", "main"] and "create branch dev" in lines
+    assert set(api.files(REPO, "dev")) > set(api.files(REPO, "main"))  # the unified config, on dev alone
+    lines.clear()
+    publish_mirror(mirror, "acme/new-repo", api=FakeHubApi(), revision="refs/heads/main", dry_run=True,
+                   echo=lines.append)
+    assert lines[0].startswith("create dataset repo acme/new-repo") and not lines[1].startswith("create branch")
 
 
 def test_publish_arguments_of_the_wrong_type_or_an_empty_revision_are_named_before_anything_is_read(mirror):

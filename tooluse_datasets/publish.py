@@ -227,6 +227,10 @@ def publish_mirror(folder: str | Path, repo_id: str, *, api: Optional[HubApi] = 
     strictly rate-limited, and its answer is the same for each)."""
     _check_arguments(folder, repo_id, revision)
     _check_repo_id(repo_id)
+    if revision is not None:
+        # A branch named in full by its name: create_branch takes the name as it is (the Hub then made a branch
+        # literally named refs/heads/dev, which the commit to refs/heads/dev, i.e. to dev, did not find).
+        revision = revision.removeprefix("refs/heads/")
     if api is None:
         from huggingface_hub import HfApi
 
@@ -814,7 +818,7 @@ def _check_arguments(folder: Any, repo_id: Any, revision: Any) -> None:
              "a branch (str), or None for the default")):
         if not ok:
             raise TypeError(f"{name} must be {wanted}, got {value!r:.80} ({type(value).__name__})")
-    if revision is not None and not revision.strip():
+    if revision is not None and not revision.removeprefix("refs/heads/").strip():
         raise PublishError("revision is empty (an unset shell variable?): give a branch, or None for the default "
                            "branch; nothing was published")
 
