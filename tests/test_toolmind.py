@@ -374,6 +374,21 @@ def test_a_column_the_file_lacks_is_one_error_about_the_file_not_a_skip_of_every
     assert sum(len(list(split)) for split in ds.values()) == len(rows) and report.skipped == 1
 
 
+@pytest.mark.parametrize("streaming", [True, False], ids=["streaming", "map"])
+def test_a_file_whose_rows_lack_the_default_messages_column_is_rows_skipped_not_the_load_stopped(tmp_path, cache_dir,
+                                                                                                streaming):
+    """The column check is for columns the user names: a one-row file whose row lost its `messages` (the default
+    column) is that row's error, skipped and counted under on_error="skip", the other files read."""
+    rows = pq.read_table(td.sample_files("toolmind")["train"][0]).to_pylist()
+    good = write_jsonl(tmp_path / "a.jsonl", rows)
+    broken = write_jsonl(tmp_path / "b.jsonl", [{"split": rows[0]["split"]}])
+    report = SkipReport()
+    ds = td.load("toolmind", data_files=[good, broken], streaming=streaming, cache_dir=cache_dir, on_error="skip",
+                 report=report)
+    assert sum(len(list(split)) for split in ds.values()) == len(rows)
+    assert report.skipped == 1 and list(report.by_reason) == ["MissingFieldError:messages"]
+
+
 @pytest.mark.parametrize("option", ["split_column", "id_column", "messages_column"])
 @pytest.mark.parametrize("streaming", [True, False], ids=["streaming", "map"])
 def test_an_empty_column_name_is_refused_before_anything_is_read(tmp_path, cache_dir, option, streaming):

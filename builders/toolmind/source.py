@@ -140,8 +140,11 @@ class ToolMindSource(Source):
         """One HF split per `split` value (card order, names from SPLIT_TABLE) when the files carry the
         column and data_files named no splits; otherwise one HF split per data_files key."""
         opts = self.options
+        # A column the user named, which a file does not have: that file's error, not every row's. (Under the default
+        # name, a file whose rows lack `messages` is rows gone bad: each is its row's error, skipped when asked.)
         named = {"messages_column": opts.messages_column, "id_column": opts.id_column}
-        check_columns(self.name, files_by_split, {option: column for option, column in named.items() if column})
+        check_columns(self.name, files_by_split, {option: column for option, column in named.items()
+                                                  if column and column != getattr(ToolMindOptions, option)})
         if self._splits_from_column(files_by_split):
             plans = plan_splits(list(files_by_split["train"]), opts.split_column, opts.shard_bytes,
                                 column_required=opts.split_column != ToolMindOptions.split_column,
