@@ -7,6 +7,9 @@ import gc
 import json
 import multiprocessing
 import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -632,6 +635,25 @@ def test_skip_counts_add_up_with_num_proc_2(tmp_path, streaming):
         assert report.rows_read == len(lines)
         assert report.skipped == len(lines) - len(rows[None]) == 7 + 5
         assert dict(report.by_reason) == dict(reports[None].by_reason)
+
+
+def test_a_num_proc_jobs_skip_line_says_it_counts_its_shards_not_the_splits(tmp_path):
+    """Each num_proc job logged "nestful train: N rows read, M skipped" for its own shards, which read as the
+    whole split's counts; td.load's line after the jobs gives the split's. (The jobs log from worker processes:
+    read from the stderr of a process that loads.)"""
+    path = _with_bad_rows(tmp_path)
+    code = ("import logging, sys; logging.basicConfig(format='%(message)s'); import tooluse_datasets as td; "
+            "td.load('nestful', split='train', data_files=sys.argv[1], on_error='skip', num_proc=2, "
+            "shard_bytes=int(sys.argv[2]), cache_dir=sys.argv[3])")
+    done = subprocess.run([sys.executable, "-c", code, path, str(len(Path(path).read_bytes()) // 5),
+                           str(tmp_path / "cache")], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stderr.splitlines() if "rows read" in line]
+    jobs = [line for line in said if line.startswith("nestful train")]
+    assert len(jobs) == 2 and all(re.match(r"nestful train \(\d+ of its \d+ shards\): ", line) for line in jobs)
+    lines = Path(path).read_text().splitlines()
+    assert [line for line in said if line.startswith("nestful/unified: ")] == [
+        f"nestful/unified: {len(lines)} rows read, 12 skipped (InvalidJsonError:<line> x7, MissingFieldError:output x5)"]
 
 
 @pytest.mark.parametrize("num_proc", [None, 2])

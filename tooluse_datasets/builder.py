@@ -496,7 +496,10 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
             report.close()
             report.save(report_path)
         if report.skipped:
-            logger.warning("%s %s: %s", self.source.name, split.name, report.summary())
+            # A num_proc job converts some of the split's shards: its counts are said as theirs, not the split's
+            # (td.load says the whole split's once the jobs are done).
+            part = f" ({len(shards)} of its {len(split.shards)} shards)" if len(shards) < len(split.shards) else ""
+            logger.warning("%s %s%s: %s", self.source.name, split.name, part, report.summary())
 
     def _get_examples_iterable_for_split(self, split_generator: datasets.SplitGenerator) -> ShardExamplesIterable:
         kwargs = split_generator.gen_kwargs
