@@ -595,7 +595,7 @@ def test_v1_files_read_as_v2_say_to_pass_data_version(tmp_path):
     was only "NESTFUL rows need 'sample_id'", which did not say the data is v1's nor how to load it."""
     from tooluse_datasets.errors import MissingFieldError
 
-    hint = "data_version='v1'"
+    hint = r"data_version='v1' \(on the command line: --option data_version=v1\)"  # (both spellings)
     for path in (v1_file(GROUP_PATHS["sgd"][0]), v1_file(GROUP_PATHS["executable"][1])):
         with pytest.raises(MissingFieldError, match=hint) as caught:
             td.load("nestful", data_files=path, split="train", cache_dir=str(tmp_path / "cache"))
@@ -633,3 +633,4 @@ def test_a_reference_without_its_leading_dollar_is_reported_not_lost(loaded):
     assert _reference_findings(fixed) == []
     fixed["messages"][1]["tool_calls"][1]["function"]["arguments"]["product_id"] = "var9.product_id$"
     assert _reference_findings(fixed) == []
+

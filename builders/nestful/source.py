@@ -371,7 +371,8 @@ def _v1_hint(native: dict, ctx: RowContext) -> str:
     ends_with_result = (isinstance(output, list) and bool(output) and isinstance(output[-1], dict)
                         and output[-1].get("name") == RESULT_CALL)
     if ends_with_result or group_of(ctx.file):
-        return "; this looks like NESTFUL v1 data (data_v1/), which loads with data_version='v1'"
+        return ("; this looks like NESTFUL v1 data (data_v1/), which loads with data_version='v1' (on the command "
+                "line: --option data_version=v1)")
     return ""
 
 
