@@ -1104,6 +1104,7 @@ def _rows_then_a_cut_row(tmp_path):
 @pytest.mark.parametrize("argv, made", [
     (["export", "ms_swift", "--out", "{tmp}/out/nested"], "out"),
     (["stats", "ms_swift", "--plots", "{tmp}/plots/nested"], "plots"),
+    (["mirror", "ms_swift", "--on-error", "raise", "--configs", "unified", "--out", "{tmp}/mirror/nested"], "mirror"),
 ])
 def test_a_run_that_fails_on_a_bad_row_leaves_no_empty_output_folder_it_made(argv, made, tmp_path, capsys):
     """The output folder (and its missing parents) was made before the first row was read: a run stopped by a

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 
-from . import (a_path, a_revision, add_source_arguments, data_files_for, refuse_files_where_folders_go,
-               refuse_writing_inputs, refuse_wrong_kind_outputs, source_options)
+from . import (a_path, a_revision, add_source_arguments, data_files_for, output_folder,
+               refuse_files_where_folders_go, refuse_writing_inputs, refuse_wrong_kind_outputs, source_options)
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -101,8 +101,10 @@ def run(args: argparse.Namespace) -> int:
             missing.append(exc)
     if missing:
         raise MirrorError(_missing_split_message(missing, len(requests), args.split))
-    # Several sources on Ray: one Ray for all of them, not one started and stopped per source.
-    with shared_ray(args.engine, args.num_proc, args.address) if len(plans) > 1 else contextlib.nullcontext():
+    # Several sources on Ray: one Ray for all of them, not one started and stopped per source. A build that fails
+    # (a bad row under --on-error raise) leaves no empty --out folder it made, as export does.
+    with output_folder(args.out), \
+            shared_ray(args.engine, args.num_proc, args.address) if len(plans) > 1 else contextlib.nullcontext():
         for plan in plans:
             with _data_errors_explained():
                 folder = build_planned_mirror(plan, engine=args.engine, num_proc=args.num_proc,
