@@ -709,6 +709,7 @@ def test_mirror_of_several_splits_named_with_a_plus_keeps_each_as_its_own_split(
     ("models/acme/ms_swift", "names a model repo"),
     ("acme tools/ms_swift", "is not of the form '<org or user>/<name>'"),
     ("acme/ms_swift!", "is not a name the Hub takes"),
+    ("", "repo id '' is not of the form '<org or user>/<name>'"),  # (an unset shell variable: was taken as none)
 ])
 def test_a_repo_id_the_hub_does_not_take_is_refused_before_building(repo_id, message, tmp_path, capsys):
     """The card's loading snippets name --repo-id: one the Hub does not take wrote a card whose every snippet

@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     requests = [MirrorRequest(source, configs=args.configs,
                               data_files=files_by_source[source] if files_by_source else data_files_for(args, source),
                               split=args.split, on_error=args.on_error, revision=args.revision,
-                              repo_id=args.repo_id.replace("{source}", source) if args.repo_id else None,
+                              repo_id=args.repo_id.replace("{source}", source) if args.repo_id is not None else None,
                               license=args.license, layout=layout, source_options=options,
                               skipped_rows=args.skipped_rows.replace("{source}", source) if args.skipped_rows
                               else None)
