@@ -976,6 +976,16 @@ def test_a_relative_data_dir_names_its_files_by_absolute_path(tmp_path, monkeypa
 
 
 @pytest.mark.parametrize("streaming", [False, True])
+def test_relative_data_files_beside_a_data_dir_url_are_read_under_the_url(http_folder, cache_dir, streaming):
+    """A data_dir made absolute as a local path ("/cwd/http:/host/data") looked for its data_files on this disk."""
+    folder, base = http_folder
+    (folder / "rows.jsonl").write_text(swift_lines(2))
+    ds = td.load("ms_swift", data_dir=base, data_files="rows.jsonl", split="train", streaming=streaming,
+                 cache_dir=cache_dir)
+    assert [row["id"] for row in ds] == ["ms_swift/rows/0", "ms_swift/rows/1"]
+
+
+@pytest.mark.parametrize("streaming", [False, True])
 @pytest.mark.parametrize("data_files", ["rows.jsonl", "*.jsonl", {"train": ["rows.jsonl"]}])
 def test_relative_data_files_beside_data_dir_are_read_under_it(tmp_path, monkeypatch, cache_dir, data_files,
                                                                 streaming):

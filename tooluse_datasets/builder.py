@@ -131,7 +131,9 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                              f"source's upstream files")
         if isinstance(kwargs.get("data_dir"), (str, os.PathLike)):  # "~/data", as datasets' load_dataset reads it
             # absolute, as data_files are resolved: errors and skip records named "data/x.jsonl" of a relative one
-            kwargs["data_dir"] = os.path.abspath(os.path.expanduser(os.fspath(kwargs["data_dir"])))
+            # (a URL, under which relative data_files are read, stays as it is)
+            data_dir = os.path.expanduser(os.fspath(kwargs["data_dir"]))
+            kwargs["data_dir"] = data_dir if "://" in data_dir or "::" in data_dir else os.path.abspath(data_dir)
             if kwargs.get("data_files") is not None and kwargs.get("base_path") is None:
                 # data_files relative to data_dir, as datasets' load_dataset resolves them: they were looked for in
                 # the current folder, data_dir unused (and a file of the same name there read instead)
