@@ -321,6 +321,10 @@ def test_bad_requests_raise_typed_errors(kwargs, message):
     ({"repo_id": 3}, "repo_id must be a str or None, got 3 (int)"),
     ({"license": 3}, "license must be a str or None, got 3 (int)"),
     ({"skipped_rows": 3}, "skipped_rows must be a path (str or pathlib.Path) or None, got 3 (int)"),
+    ({"configs": None}, "configs must be a list of formats (all of them by default), got None (NoneType)"),
+    ({"layout": None}, "layout must be a ParquetLayout, got None (NoneType)"),
+    ({"source_options": None}, "source_options must be a dict of the source's options ({} for none), got None "
+                               "(NoneType)"),
 ])
 def test_request_arguments_of_the_wrong_type_are_named(kwargs, message):
     """split=3 and license=3 were an AttributeError from deep inside, configs="unified" "unknown configs ['u',

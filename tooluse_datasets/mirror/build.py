@@ -15,6 +15,7 @@ import logging
 import os
 import re
 import time
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -73,6 +74,13 @@ class MirrorRequest:
         # str for configs was read letter by letter.
         if isinstance(self.configs, str):
             raise TypeError(f"configs must be a list of formats, e.g. [{self.configs!r}], got the str {self.configs!r}")
+        # (None for these failed once read: 'NoneType' object is not iterable, asdict() of no dataclass)
+        for name, kind, wanted in (("configs", Collection, "a list of formats (all of them by default)"),
+                                   ("layout", ParquetLayout, "a ParquetLayout"),
+                                   ("source_options", Mapping, "a dict of the source's options ({} for none)")):
+            value = getattr(self, name)
+            if not isinstance(value, kind):
+                raise TypeError(f"{name} must be {wanted}, got {value!r:.80} ({type(value).__name__})")
         for name in ("split", "revision", "repo_id", "license"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
