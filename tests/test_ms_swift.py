@@ -656,6 +656,9 @@ REJECTED = [
     pytest.param({"messages": [USER, {"role": "tool_call", "content": json.dumps({"name": None, "arguments": {}})}]},
                  InvalidValueError, "messages[1].content.name", "non-empty text, not null",
                  id="call with a null name (ms-swift keeps the row)"),
+    pytest.param({"messages": [USER, {"role": "tool_call", "content": json.dumps({"name": 7, "arguments": {}})}]},
+                 InvalidValueError, "messages[1].content.name", "non-empty text, not number (",
+                 id="call with a numeric name, named by its JSON type"),
     pytest.param({"messages": [USER, {"role": "assistant", "content": None, "tool_calls": [
         {"id": "a", "type": "function", "function": {"name": "", "arguments": "{}"}}]}]},
                  InvalidValueError, "messages[1].tool_calls[0].function.name", 'non-empty text, not ""',

@@ -200,7 +200,7 @@ def parse_call(content: Any, field: str) -> tuple[str, dict]:
         raise MissingFieldError("tool call has no name (ms-swift drops the row)", field=f"{field}.name")
     name = call["name"]
     if not isinstance(name, str) or not name:  # ms-swift keeps the row and trains the call under this name
-        shown = '""' if name == "" else "null" if name is None else type(name).__name__
+        shown = '""' if name == "" else json_kind(name)
         raise InvalidValueError(f"tool call name must be non-empty text, not {shown} (ms-swift would train a call "
                                 f"with that name)", field=f"{field}.name")
     key = "arguments" if call.get("arguments") is not None else "parameters"
