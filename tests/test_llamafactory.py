@@ -17,7 +17,7 @@ import pytest
 
 import tooluse_datasets as td
 from tooluse_datasets.cli import main
-from tooluse_datasets.errors import ConversionError, InvalidValueError, ToolUseDataError
+from tooluse_datasets.errors import ConversionError, InvalidValueError, MissingFieldError, ToolUseDataError
 from tooluse_datasets.registry import source_names
 
 from tooluse_datasets.builders.llamafactory.source import LlamaFactorySource
@@ -289,6 +289,25 @@ def test_tools_spelled_as_only_ms_swift_reads_them_are_refused(tmp_path, respell
     assert info.value.field == field and info.value.row == 0
     path.write_text(json.dumps(_glaive_row_with_tool(lambda t: t)) + "\n")
     assert len(list(td.load("llamafactory", data_files=str(path), split="train", streaming=True))) == 1
+
+
+@pytest.mark.parametrize("value, error, field, message", [
+    ('{"arguments": {}}', MissingFieldError, "conversations[1].value.name", "a call needs a name"),
+    ('{"name": 7, "arguments": {}}', InvalidValueError, "conversations[1].value.name", "not number"),
+    ('{"name": "", "arguments": {}}', InvalidValueError, "conversations[1].value.name", 'not ""'),
+    ("[3]", InvalidValueError, "conversations[1].value[0]", "a call must be a JSON object of name and arguments, got "
+                                                            "number"),
+])
+def test_a_function_call_without_a_usable_name_says_what_it_holds(tmp_path, value, error, field, message):
+    """A name given as a number or "", and a call that is no object, were all "a call needs a name", as if the
+    name were missing."""
+    path = tmp_path / "calls.jsonl"
+    turns = [{"from": "human", "value": "hi"}, {"from": "function_call", "value": value},
+             {"from": "observation", "value": "ok"}, {"from": "gpt", "value": "done"}]
+    path.write_text(json.dumps({"conversations": turns, "tools": "[]"}) + "\n")
+    with pytest.raises(error, match=re.escape(message)) as info:
+        list(td.load("llamafactory", data_files=str(path), split="train", streaming=True))
+    assert type(info.value) is error and (info.value.row, info.value.field) == (0, field)
 
 
 @pytest.mark.parametrize("wrap, field", [

@@ -417,8 +417,14 @@ def parse_calls(text: str, field: str) -> list[tuple[str, dict]]:
     out = []
     for j, call in enumerate(calls):
         where = f"{field}[{j}]" if isinstance(value, list) else field
-        if not isinstance(call, dict) or not isinstance(call.get("name"), str) or not call["name"]:
+        if not isinstance(call, dict):
+            raise InvalidValueError(f"a call must be a JSON object of name and arguments, got {json_kind(call)}",
+                                    field=where)
+        if "name" not in call:
             raise MissingFieldError("a call needs a name", field=f"{where}.name")
+        if not isinstance(call["name"], str) or not call["name"]:  # a name given, of the wrong kind: not a missing one
+            shown = '""' if call["name"] == "" else json_kind(call["name"])
+            raise InvalidValueError(f"a call's name must be non-empty text, not {shown}", field=f"{where}.name")
         if "arguments" not in call:
             raise MissingFieldError("a call needs 'arguments' (LLaMA-Factory fails on 'parameters')",
                                     field=f"{where}.arguments")
