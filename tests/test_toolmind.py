@@ -1016,6 +1016,23 @@ def test_a_split_column_of_binary_type_gives_its_splits(tmp_path, cache_dir, bin
     assert report.rows_read == table.num_rows and report.skipped == 4
 
 
+def test_an_id_column_of_binary_type_gives_its_ids(tmp_path, cache_dir):
+    """An id_column written without the UTF-8 annotation: every row was "an id ... is a non-empty string or an
+    integer, got b'...'"; its values are the ids, as the same text as strings gives them."""
+    sample = td.sample_files("toolmind")["train"][0]
+    table = pq.read_table(sample)
+    ids = [f"uid-{n}" for n in range(table.num_rows)]
+    text, binary = tmp_path / "text.parquet", tmp_path / "binary.parquet"
+    pq.write_table(table.append_column("uid", pa.array(ids)), text)
+    pq.write_table(table.append_column("uid", pa.array([i.encode() for i in ids], pa.binary())), binary)
+    for streaming in (False, True):
+        want = td.load("toolmind", data_files=str(text), split="synthetic", id_column="uid", streaming=streaming,
+                       cache_dir=cache_dir)
+        got = td.load("toolmind", data_files=str(binary), split="synthetic", id_column="uid", streaming=streaming,
+                      cache_dir=cache_dir)
+        assert list(got) == list(want) and {row["id"].rsplit("/", 1)[1] for row in got} <= set(ids)
+
+
 # --------------------------------------------------------------------------------------------------
 # Family options (spec §8)
 # --------------------------------------------------------------------------------------------------

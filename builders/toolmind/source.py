@@ -204,7 +204,7 @@ class ToolMindSource(Source):
     def _row_key(self, native: dict, ctx: RowContext) -> str:
         id_column = self.options.id_column
         if id_column:
-            value = native.get(id_column)
+            value = binary_text(native.get(id_column), id_column)
             if value is None:
                 raise MissingFieldError(f"row has no {id_column!r} (id_column)", field=id_column)
             if not isinstance(value, (str, int)) or isinstance(value, bool) or value == "":
