@@ -10,6 +10,7 @@ import shutil
 import time
 from pathlib import Path
 
+import datasets
 import pytest
 
 import tooluse_datasets as td
@@ -1916,3 +1917,13 @@ def test_validate_refuses_a_slice_as_a_slice_and_names_a_misspelt_split_s_meant_
         td.validate("toolmind", split="tau_train[:1]+When2Call", data_files=td.sample_files("toolmind"))
     with pytest.raises(ValueError, match=r"^toolmind has no split 'tau_trian' \(did you mean 'tau_train'\?\)"):
         td.validate("toolmind", split="tau_trian[:1]", data_files=td.sample_files("toolmind"))
+
+
+def test_validate_takes_datasets_split_objects_as_load_does():
+    """``split=datasets.Split.TRAIN`` passed the argument check and failed with "'NamedSplit' object has no
+    attribute 'split'"; a ReadInstruction with a slice is refused as the slice it holds."""
+    files = td.sample_files("ms_swift")
+    got = td.validate("ms_swift", split=datasets.Split.TRAIN, data_files=files).to_dict()
+    assert got == td.validate("ms_swift", split="train", data_files=files).to_dict() and got["splits"]["train"]
+    with pytest.raises(ValueError, match=r"^validate\(\) checks whole splits: split='train\[:1\]' has a slice"):
+        td.validate("ms_swift", split=datasets.ReadInstruction("train", to=1, unit="abs"), data_files=files)

@@ -46,6 +46,8 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
     from ..pipeline import UNIFIED, ShardConverter, config_features
 
     check_argument_types(config=config, split=split, data_dir=data_dir, skipped_rows=skipped_rows, revision=revision)
+    if split is not None and not isinstance(split, str):  # datasets' Split or ReadInstruction: as load() reads it
+        split = str(split)
     if type(max_examples) is not int or max_examples < 0:
         # used when a rule first fails, after rows were read: "'<' not supported between 'int' and 'str'"
         raise ValueError(f"max_examples must be a whole number of rows, 0 or more, got {max_examples!r}")
