@@ -859,6 +859,20 @@ def test_errors_name_the_from_and_value_keys_a_message_is_written_with(native, f
     assert_refused(native, error, field, match)
 
 
+def test_a_tools_column_of_binary_type_is_refused_naming_the_column(tmp_path):
+    """Parquet written without the UTF-8 annotation gives the tools text as bytes: it was refused as
+    "tools[0]: value is not JSON-serializable: Type is not JSON serializable: bytes"."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "binary_tools.parquet"
+    tools = json.dumps([{"name": "f", "description": "d"}]).encode()
+    pq.write_table(pa.Table.from_pylist([{"messages": [USER, ANSWER], "tools": tools}]), path)
+    with pytest.raises(td.JsonValueError, match="tools is binary data") as info:
+        list(td.load("ms_swift", data_files=str(path), split="train", streaming=True))
+    assert (info.value.row, info.value.field) == (0, "tools")
+
+
 def test_errors_name_the_from_and_value_keys_when_loading(tmp_path, cache_dir):
     written = [p for p in FROM_VALUE_REJECTED if p.id != "embedded image bytes"]  # (bytes: not in a JSON file)
     rows = [{"conversations": p.values[0]["messages"], **{k: v for k, v in p.values[0].items() if k != "messages"}}

@@ -15,8 +15,8 @@ import json
 from typing import Any, Optional
 
 from tooluse_datasets.codec import try_loads
-from tooluse_datasets.errors import (InvalidValueError, MissingFieldError, ToolUseDataError, json_kind, shown,
-                                     wrapped_rows_error)
+from tooluse_datasets.errors import (InvalidValueError, JsonValueError, MissingFieldError, ToolUseDataError, json_kind,
+                                     shown, wrapped_rows_error)
 
 from .parsing import parse_json_or_literal, storable
 
@@ -231,6 +231,10 @@ def normalize_tools(value: Any) -> list:
     entry is an :class:`InvalidValueError` (not left out: ms-swift does not train such a row)."""
     if value is None:
         return []
+    if isinstance(value, bytes):  # (refused as "tools[0]: Type is not JSON serializable", a tool of its own)
+        raise JsonValueError("tools is binary data (a Parquet column written without the UTF-8 annotation), not "
+                             "the JSON text or list of tools ms-swift reads: write it as a string column",
+                             field="tools")
     if isinstance(value, str):
         if not value.strip():
             # ms-swift keeps it as one tool, [""], which its template cannot parse ("tool: None"): every such
