@@ -2465,6 +2465,16 @@ def test_a_catalog_written_as_a_markdown_list_is_read(graphsyn_tools, markers):
     assert prompt.instructions == f"{cut}\n\nBe polite."
 
 
+@pytest.mark.parametrize("marker", ["", "- "], ids=["line", "list-item"])
+def test_a_call_example_with_empty_arguments_in_the_instructions_is_no_tool(graphsyn_tools, marker):
+    """`{"name": "f", "arguments": {}}` (a call taking no arguments) was read as a tool without parameters: a second
+    `f` in tools, and the line introducing it and the call were cut out of the instructions."""
+    example = f'{marker}{{"name": "{graphsyn_tools[0]["function"]["name"]}", "arguments": {{}}}} calls it'
+    prompt = parse_system_prompt(f"{PROTOCOL_TEXT}\n\n## Available Tools\n\n{json.dumps(graphsyn_tools[0])}\n\n"
+                                 f"Rules:\n{example}")
+    assert prompt.tools == graphsyn_tools[:1] and prompt.instructions == f"Rules:\n{example}"
+
+
 @pytest.mark.parametrize("layout", ["lines", "pretty-array"])
 def test_a_catalog_of_many_tools_each_with_a_comma_before_a_closing_bracket_loses_no_tool(graphsyn_tools, layout):
     """Such commas were left out one at a time, each a copy of the whole text and a decode anew, at most 64 in one

@@ -579,8 +579,9 @@ def _parameters_key(base: dict) -> Optional[str]:
         return "parameters"
     args = base.get("arguments")
     # An xLAM-style block under "arguments" maps parameter names to spec objects; a call's arguments
-    # ({"city": "Paris"}) do not, which keeps call examples in prose from passing for tools.
-    if isinstance(args, dict) and all(isinstance(v, dict) for v in args.values()):
+    # ({"city": "Paris"}) do not, which keeps call examples in prose from passing for tools (nor do a call's empty
+    # arguments, {"name": "get_time", "arguments": {}}: a tool without parameters is told by its description).
+    if isinstance(args, dict) and args and all(isinstance(v, dict) for v in args.values()):
         return "arguments"
     return None
 
