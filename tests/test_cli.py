@@ -143,6 +143,16 @@ def test_export_whose_skipped_rows_file_cannot_be_written_leaves_no_output_folde
     assert out.is_dir()
 
 
+def test_export_writes_its_skipped_rows_file_into_the_output_folder_it_makes(tmp_path, capsys):
+    """`--skipped-rows out/skipped.jsonl` (what the refusal of `--skipped-rows out` suggests) with `out` not there
+    yet was refused, the report being made before the folder: `rows_path ... cannot be made`."""
+    out = tmp_path / "out"
+    assert main(["export", "ms_swift", "--data-files", str(_input_folder(tmp_path) / "agent.jsonl"), "--out", str(out),
+                 "--on-error", "skip", "--skipped-rows", str(out / "skipped.jsonl")]) == 0
+    assert [json.loads(line)["reason"] for line in (out / "skipped.jsonl").read_text().splitlines()] == \
+        ["InvalidValueError:messages[0].role"]
+
+
 def test_validate_names_the_splits_there_are_when_asked_for_another(capsys):
     assert main(["validate", "ms_swift", "--sample", "--split", "nope"]) == 2
     assert capsys.readouterr().err == "error: ValueError: ms_swift has no split 'nope'; its splits here: train\n"

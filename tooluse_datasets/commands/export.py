@@ -35,12 +35,19 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..loading import load
-
     if args.drop_trailing_results and args.format != "llamafactory":
         # (the llamafactory writer is the one that refuses such rows; the others write them as they are)
         raise ValueError(f"--drop-trailing-results applies to --format llamafactory only, not {args.format!r}")
     refuse_wrong_kind_outputs(folders={"--out": args.out}, files={"--skipped-rows": args.skipped_rows})
+    # The output folder is made first (and removed again, still empty, if the run is refused or fails): a
+    # --skipped-rows file inside it needs its folder when the report is made.
+    with output_folder(Path(args.out)):
+        return _export(args)
+
+
+def _export(args: argparse.Namespace) -> int:
+    from ..loading import load
+
     report = skip_report_for(args)
     data_files = data_files_for(args, args.source)
     options = source_options(args, own={"trailing_results": "--drop-trailing-results"})
@@ -64,11 +71,9 @@ def run(args: argparse.Namespace) -> int:
     _refuse_skipped_rows_among_outputs(report.rows_path, outputs)
     # An existing dataset_info.json is read before any row, so that a broken one stops the run up front.
     info = _read_dataset_info(out / DATASET_INFO) if args.format == "llamafactory" else None
-    # Planned, nothing read yet: only now are the output folder and the skipped-rows file touched (a run that
-    # fails before writing a file, on a bad row or Ctrl-C, leaves no empty folder it made).
-    with output_folder(out):
-        start_skipped_rows(report.rows_path)
-        return _write(args, splits, out, report, info)
+    # Planned, nothing read yet: only now is the skipped-rows file touched.
+    start_skipped_rows(report.rows_path)
+    return _write(args, splits, out, report, info)
 
 
 def _write(args: argparse.Namespace, splits, out: Path, report, info: Optional[dict]) -> int:
