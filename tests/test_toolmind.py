@@ -596,8 +596,7 @@ def test_a_split_of_a_jsonl_file_parses_only_its_own_lines(tmp_path, monkeypatch
     a plain split value; a split then parses only its own lines (and the first split also those of no split,
     which it reports: the first split read, so loading one split alone reports them too), while rows and
     reports stay as before. A second load of the same file (the evaluation split after the training one)
-    reuses the plan; a file rewritten since is planned anew. Each load parses the file's first row, which shows
-    that the file has the messages column (check_columns)."""
+    reuses the plan; a file rewritten since is planned anew."""
     good = native_row(conversation())
     lines = [json.dumps({**good, "split": "tau-train" if i in (0, 3, 6, 9) else "synthetic"}) for i in range(20)]
     lines[4:4] = ["", "{broken", json.dumps({**good, "split": 7})]
@@ -618,18 +617,18 @@ def test_a_split_of_a_jsonl_file_parses_only_its_own_lines(tmp_path, monkeypatch
     assert [row["id"] for row in tau] == [f"toolmind/tau-train/{n}" for n in (0, 3, 9, 12)]
     assert report.skipped == 2  # the lines of no split: reported by the one split read
     # the plan: the broken line and the one whose split is 7; the split: its 4 and those 2, which it reports
-    assert len(parsed) == 1 + 2 + 4 + 2
+    assert len(parsed) == 2 + 4 + 2
     parsed.clear()
     report = SkipReport()
     synthetic = list(td.load("toolmind", data_files=str(path), split="synthetic", streaming=True,
                              on_error="skip", report=report))
     assert len(synthetic) == 16 and report.skipped == 2
-    assert len(parsed) == 1 + 16 + 2  # the plan of the first load
+    assert len(parsed) == 16 + 2  # the plan of the first load
     parsed.clear()
     path.write_text("\n".join(lines + [json.dumps({**good, "split": "tau-train"})]) + "\n")
     tau = list(td.load("toolmind", data_files=str(path), split="tau_train", streaming=True, on_error="skip"))
     assert [row["id"] for row in tau] == [f"toolmind/tau-train/{n}" for n in (0, 3, 9, 12, 23)]
-    assert len(parsed) == 1 + 2 + 5 + 2
+    assert len(parsed) == 2 + 5 + 2
 
 
 def test_planning_reads_a_split_value_from_the_line_end_only_where_that_is_the_rows_own(tmp_path, monkeypatch):

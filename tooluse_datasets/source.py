@@ -251,6 +251,8 @@ def check_columns(source: str, files_by_split: dict[str, list[str]], columns: di
     ``JSON_BATCH_ROWS``, read until one has each column), none of which has the column (an object wrapping rows
     that have it is left to the reader, which names its key). A file that cannot be read, or whose first rows
     hold no object, is left to the reader too."""
+    if not columns:  # (nothing to check: no file is opened, no row parsed)
+        return
     for path in dict.fromkeys(path for files in files_by_split.values() for path in files):
         found = _first_columns(path, set(columns.values()))
         if found is None:
