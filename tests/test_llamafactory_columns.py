@@ -281,6 +281,12 @@ def test_a_conversations_column_the_file_lacks_is_one_error_about_the_file(tmp_p
     with pytest.raises(td.MissingFieldError, match=r"entry 'mine' .*: columns\['messages'\]='msgs': the file"):
         td.load("llamafactory", dataset_info=str(tmp_path), dataset="mine", on_error="skip", streaming=streaming,
                 cache_dir=cache_dir)
+    # columns= that leaves messages to its default names no conversations column: each row is its own error, as
+    # without columns= (it was the file's, "columns['messages']='conversations'", a key the user never gave)
+    report = td.SkipReport()
+    ds = td.load("llamafactory", data_files=path, split="train", columns={"system": "sys"}, on_error="skip",
+                 report=report, streaming=streaming, cache_dir=cache_dir)
+    assert len(list(ds)) == 0 and report.by_reason == {"MissingFieldError:conversations": 3}
 
 
 def test_preference_rows_are_refused_as_preference_pairs_not_as_rows_llamafactory_drops(tmp_path):

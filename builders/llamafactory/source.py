@@ -90,9 +90,10 @@ class LlamaFactorySource(Source):
 
     def plan(self, files_by_split: dict[str, list[str]]) -> list[SplitPlan]:
         layout = self.layout
-        if layout.explicit_columns:
+        if layout.entry or "messages" in (self.options.columns or {}):
             # A conversations column named for the files that one lacks: that file's error, not every row's (the
-            # default name, absent, is each row's: its error says which columns the row has)
+            # default name, absent or left to its default by columns=, is each row's: its error says which columns
+            # the row has)
             where = f"{layout.entry}: columns['messages']" if layout.entry else "columns['messages']"
             check_columns(self.name, files_by_split, {where: layout.columns["messages"]})
         return super().plan(files_by_split)
