@@ -375,7 +375,7 @@ def _open_pull_request_holding(api: HubApi, plan: PublishPlan) -> Optional[str]:
     before: another would be its duplicate. A pull request holding an earlier version of the mirror is not
     updated: the plan is made against the branch, not against that pull request's head (its deletions and merged
     card would be wrong there, and commits others added to it overwritten), so a changed mirror opens a new one."""
-    target = (plan.revision or DEFAULT_BRANCH).removeprefix("refs/heads/")
+    target = plan.revision or DEFAULT_BRANCH  # (a branch named in full was made its name by publish_mirror)
     if target.startswith("refs/pr/"):  # a commit to a pull request's branch updates it: there is no other
         return None
     unchanged = {path: plan.remote.files[path] for path in plan.unchanged}
@@ -722,7 +722,7 @@ def _check_branch(api: HubApi, repo_id: str, revision: str) -> None:
     if revision.startswith("refs/pr/"):  # a pull request's branch: a commit to it updates the pull request
         return
     refs = api.list_repo_refs(repo_id, repo_type=REPO_TYPE)
-    if any(ref.name == revision.removeprefix("refs/heads/") for ref in refs.branches):
+    if any(ref.name == revision for ref in refs.branches):
         return
     kind = "a tag" if any(ref.name == revision.removeprefix("refs/tags/") for ref in refs.tags) else "a commit"
     raise PublishError(f"--revision {revision!r} is {kind} of {repo_id}, not a branch: the Hub commits to branches "
