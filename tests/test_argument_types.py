@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import datasets
 import pytest
@@ -78,8 +79,14 @@ def test_a_skip_report_refuses_a_rows_path_it_could_not_write(tmp_path, monkeypa
     """A folder, an empty path or a file in a missing folder was found at the first skipped row: a map-style load
     prepared the split, then stopped with a bare IsADirectoryError or FileNotFoundError."""
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(ValueError, match="^rows_path must name a file in an existing folder"):
+    with pytest.raises(ValueError, match="^the skipped rows file .*: give a file in an existing folder$"):
         td.SkipReport(rows_path=rows_path)
+
+
+def test_validate_refuses_a_skipped_rows_folder_naming_no_argument_it_was_not_given(tmp_path, cache_dir):
+    # validate() takes skipped_rows=: the error named rows_path, SkipReport's argument
+    with pytest.raises(ValueError, match=f"^the skipped rows file {re.escape(repr(str(tmp_path)))} is a folder"):
+        td.validate("ms_swift", data_files=td.sample_files("ms_swift"), skipped_rows=tmp_path, cache_dir=cache_dir)
 
 
 @pytest.mark.parametrize("source", ["nestful", "all"])

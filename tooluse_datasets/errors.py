@@ -409,9 +409,10 @@ class SkipReport:
             raise TypeError(f"rows_path must be a path (str or pathlib.Path), got {rows_path!r:.80}")
         if self.rows_path is not None and (not self.rows_path.strip() or os.path.isdir(self.rows_path)
                                            or not os.path.isdir(os.path.dirname(os.path.abspath(self.rows_path)))):
-            # found at the first skipped row, after a map-style load had prepared the split: a bare IsADirectoryError
+            # found at the first skipped row, after a map-style load had prepared the split: a bare IsADirectoryError.
+            # (Said of the file, not of rows_path: validate()'s skipped_rows= and the commands' --skipped-rows end here)
             what = "is a folder" if self.rows_path.strip() and os.path.isdir(self.rows_path) else "cannot be made"
-            raise ValueError(f"rows_path must name a file in an existing folder; {self.rows_path!r} {what}")
+            raise ValueError(f"the skipped rows file {self.rows_path!r} {what}: give a file in an existing folder")
         self._rows_file = None
         self._lock = threading.Lock()
 
