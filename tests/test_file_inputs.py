@@ -133,11 +133,13 @@ def test_a_file_given_twice_for_a_split_is_refused_not_loaded_twice(tmp_path, ca
     """Overlapping globs list a file twice: its rows would load twice, with the same ids. The same file in two
     splits is the user's choice."""
     (tmp_path / "link.jsonl").symlink_to(good)
+    os.link(good, tmp_path / "hard.jsonl")
     for source, data_files in (("ms_swift", [str(tmp_path / "*.jsonl"), str(good)]),
                                ("all", {"ms_swift": [str(good), str(good)]}),
                                # the same file by two names: each name was read, every row twice
                                ("ms_swift", [str(good), str(good.parent / "." / good.name)]),
-                               ("ms_swift", [str(good), str(tmp_path / "link.jsonl")])):
+                               ("ms_swift", [str(good), str(tmp_path / "link.jsonl")]),
+                               ("ms_swift", [str(good), str(tmp_path / "hard.jsonl")])):
         for streaming in (False, True):
             with pytest.raises(ValueError, match="more than once .* its rows would load twice"):
                 td.load(source, data_files=data_files, split="train", streaming=streaming, cache_dir=cache_dir)

@@ -107,6 +107,15 @@ def meant_split(name: str, names: list[str]) -> Optional[str]:
     return folded[close[0]] if close else None
 
 
+def _file_identity(path: str) -> Any:
+    """A local file's device and inode, the same whatever name it is given by; its real path if it cannot be read."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return os.path.realpath(path)
+    return stat.st_dev, stat.st_ino
+
+
 class ToolUseBuilder(datasets.ArrowBasedBuilder):
     """Base class; a source's builder sets ``SOURCE_CLASS`` (its :class:`Source` subclass) and, if the source
     has options, ``BUILDER_CONFIG_CLASS`` (``ToolUseConfig`` mixed with the source's options class). The
@@ -382,8 +391,9 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                 raise
             raise DataNotFoundError(f"{self.source.name}: cannot download the data files of {where}: "
                                     f"{failure_text(exc)} (data_files={self._data_files_given!r})") from exc
-        # (compared as the files they name: dup/a.jsonl, ./dup/a.jsonl and a link to it are one file, read twice)
-        keys = [os.path.realpath(f) if "::" not in f and is_local_path(f) else f for f in resolved]
+        # (compared as the files they name: dup/a.jsonl, ./dup/a.jsonl and a link to it, symbolic or hard, are one
+        # file, read twice)
+        keys = [_file_identity(f) if "::" not in f and is_local_path(f) else f for f in resolved]
         seen: set = set()
         repeated = next((f for f, key in zip(resolved, keys) if key in seen or seen.add(key)), None)
         if repeated is not None:
