@@ -153,6 +153,22 @@ def test_export_writes_its_skipped_rows_file_into_the_output_folder_it_makes(tmp
         ["InvalidValueError:messages[0].role"]
 
 
+def test_stats_writes_its_skipped_rows_file_into_the_plots_folder_it_makes(tmp_path, capsys):
+    """The same for stats: `--skipped-rows plots/skipped.jsonl`, which the refusal of `--skipped-rows plots`
+    suggests, was refused as "cannot be made", the report being made before the --plots folder."""
+    pytest.importorskip("matplotlib", reason="plots need the plots extra: pip install -e '.[plots]'")
+    plots = tmp_path / "plots"
+    assert main(["stats", "ms_swift", "--data-files", str(_input_folder(tmp_path) / "agent.jsonl"),
+                 "--on-error", "skip", "--plots", str(plots), "--skipped-rows", str(plots / "skipped.jsonl")]) == 0
+    assert [json.loads(line)["reason"] for line in (plots / "skipped.jsonl").read_text().splitlines()] == \
+        ["InvalidValueError:messages[0].role"]
+    assert any(path.suffix == ".png" for path in plots.iterdir())
+    # refused for its arguments (a split the data lacks): the folder it made is removed again
+    assert main(["stats", "ms_swift", "--sample", "--split", "nope", "--plots", str(tmp_path / "new"),
+                 "--skipped-rows", str(tmp_path / "new" / "skipped.jsonl")]) == 2
+    assert "has no split 'nope'" in capsys.readouterr().err and not (tmp_path / "new").exists()
+
+
 def test_validate_names_the_splits_there_are_when_asked_for_another(capsys):
     assert main(["validate", "ms_swift", "--sample", "--split", "nope"]) == 2
     assert capsys.readouterr().err == "error: ValueError: ms_swift has no split 'nope'; its splits here: train\n"

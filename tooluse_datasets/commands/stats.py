@@ -24,12 +24,6 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..distributions import plot_distributions
-    from ..loading import load
-    from ..progress import progress
-    from ..stats import SplitStatistics
-    from ..validation import ValidationCounter
-
     if args.plots:  # refused before the pass, not after it (it would end as "unexpected ModuleNotFoundError")
         import importlib.util
 
@@ -37,6 +31,19 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("--plots draws with matplotlib, which is not installed: pip install "
                              "'tooluse-datasets[plots]'")
     refuse_wrong_kind_outputs(folders={"--plots": args.plots}, files={"--skipped-rows": args.skipped_rows})
+    # The plots folder is made first, so that one that cannot be made stops the run before the pass (and removed
+    # again, still empty, if the run is refused or fails): a --skipped-rows file inside it needs its folder when
+    # the report is made.
+    with output_folder(args.plots) if args.plots else contextlib.nullcontext():
+        return _stats(args)
+
+
+def _stats(args: argparse.Namespace) -> int:
+    from ..distributions import plot_distributions
+    from ..loading import load
+    from ..progress import progress
+    from ..stats import SplitStatistics
+    from ..validation import ValidationCounter
 
     def stream(split=None, report=None):
         return load(args.source, "unified", split=split, streaming=True, data_files=data_files_for(args, args.source),
@@ -53,24 +60,21 @@ def run(args: argparse.Namespace) -> int:
     refuse_writing_inputs(with_data_dir_files(args, args.source, data_files_for(args, args.source)),
                           {"--skipped-rows": [skipped_rows]})
     start_skipped_rows(skipped_rows)  # only now: a refused command leaves the file as it was
-    # The plots folder is made now, so that one that cannot be made stops the run before the pass, not after it;
-    # a pass that fails leaves no empty folder behind.
-    with output_folder(args.plots) if args.plots else contextlib.nullcontext():
-        out, distributions = {}, {}
-        for split, ds in splits.items():
-            read = shared.current = SkipReport()  # one a split: the rows read and skipped, as `validate` gives
-            counter = ValidationCounter()  # the validation rules' counts, in the same pass (see `validate`)
-            stats = SplitStatistics()  # its distributions are what the plots draw
-            for row in counter.observe(progress(ds, f"{args.source}/{split}")):
-                stats.add(row)
-            distributions[split] = stats.distributions
-            out[split] = {**stats.result(), "read": read.to_dict(), "validation": counter.to_dict()}
-        shared.close()
-        print_json(out, indent=1)
-        if args.plots:
-            # The files written are said on standard error: standard output stays one JSON document (`| jq`)
-            for path in plot_distributions(distributions, args.plots, title=args.source):
-                print(f"plot: {path}", file=sys.stderr)
+    out, distributions = {}, {}
+    for split, ds in splits.items():
+        read = shared.current = SkipReport()  # one a split: the rows read and skipped, as `validate` gives
+        counter = ValidationCounter()  # the validation rules' counts, in the same pass (see `validate`)
+        stats = SplitStatistics()  # its distributions are what the plots draw
+        for row in counter.observe(progress(ds, f"{args.source}/{split}")):
+            stats.add(row)
+        distributions[split] = stats.distributions
+        out[split] = {**stats.result(), "read": read.to_dict(), "validation": counter.to_dict()}
+    shared.close()
+    print_json(out, indent=1)
+    if args.plots:
+        # The files written are said on standard error: standard output stays one JSON document (`| jq`)
+        for path in plot_distributions(distributions, args.plots, title=args.source):
+            print(f"plot: {path}", file=sys.stderr)
     return 0
 
 
