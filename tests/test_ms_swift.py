@@ -859,18 +859,23 @@ def test_errors_name_the_from_and_value_keys_a_message_is_written_with(native, f
     assert_refused(native, error, field, match)
 
 
-def test_a_tools_column_of_binary_type_is_refused_naming_the_column(tmp_path):
+@pytest.mark.parametrize("listed", [False, True], ids=["text", "list-of-texts"])
+def test_a_tools_column_of_binary_type_is_refused_naming_the_column(tmp_path, listed):
     """Parquet written without the UTF-8 annotation gives the tools text as bytes: it was refused as
-    "tools[0]: value is not JSON-serializable: Type is not JSON serializable: bytes"."""
+    "tools[0]: value is not JSON-serializable: Type is not JSON serializable: bytes" (also each text of a list)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     path = tmp_path / "binary_tools.parquet"
-    tools = json.dumps([{"name": "f", "description": "d"}]).encode()
+    tool = {"name": "f", "description": "d"}
+    tools = [json.dumps(tool).encode()] if listed else json.dumps([tool]).encode()
     pq.write_table(pa.Table.from_pylist([{"messages": [USER, ANSWER], "tools": tools}]), path)
-    with pytest.raises(td.JsonValueError, match="tools is binary data") as info:
-        list(td.load("ms_swift", data_files=str(path), split="train", streaming=True))
-    assert (info.value.row, info.value.field) == (0, "tools")
+    field = "tools[0]" if listed else "tools"
+    for streaming in (False, True):
+        with pytest.raises(td.JsonValueError, match=re.escape(f"{field} is binary data")) as info:
+            list(td.load("ms_swift", data_files=str(path), split="train", streaming=streaming,
+                         cache_dir=str(tmp_path / "cache")))
+        assert (info.value.row, info.value.field) == (0, field)
 
 
 def test_errors_name_the_from_and_value_keys_when_loading(tmp_path, cache_dir):

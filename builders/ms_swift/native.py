@@ -232,9 +232,7 @@ def normalize_tools(value: Any) -> list:
     if value is None:
         return []
     if isinstance(value, bytes):  # (refused as "tools[0]: Type is not JSON serializable", a tool of its own)
-        raise JsonValueError("tools is binary data (a Parquet column written without the UTF-8 annotation), not "
-                             "the JSON text or list of tools ms-swift reads: write it as a string column",
-                             field="tools")
+        raise _binary_tools("tools")
     if isinstance(value, str):
         if not value.strip():
             # ms-swift keeps it as one tool, [""], which its template cannot parse ("tool: None"): every such
@@ -250,7 +248,14 @@ def normalize_tools(value: Any) -> list:
         if tool is None:  # ms-swift's template asserts every tool is an object: it cannot encode the row
             raise InvalidValueError("a tool is null; ms-swift fails on it (its template needs every tool to be an "
                                     "object) and does not train the row", field=f"tools[{i}]")
+        if isinstance(tool, bytes):  # a list of binary texts: the same column, written as a list
+            raise _binary_tools(f"tools[{i}]")
     return value
+
+
+def _binary_tools(field: str) -> JsonValueError:
+    return JsonValueError(f"{field} is binary data (a Parquet column written without the UTF-8 annotation), not the "
+                          f"JSON text or list of tools ms-swift reads: write it as a string column", field=field)
 
 
 def media_list(value: Any, kind: str, column: str) -> list:
