@@ -143,6 +143,10 @@ def test_a_file_given_twice_for_a_split_is_refused_not_loaded_twice(tmp_path, ca
         for streaming in (False, True):
             with pytest.raises(ValueError, match="more than once .* its rows would load twice"):
                 td.load(source, data_files=data_files, split="train", streaming=streaming, cache_dir=cache_dir)
+    # a file by a second name is said by both (the second alone was said to be given "more than once")
+    with pytest.raises(ValueError, match=re.escape(f"gives {str(good)!r} more than once for split 'train' (also as "
+                                                   f"{str(tmp_path / 'hard.jsonl')!r}, the same file)")):
+        td.load("ms_swift", data_files=[str(good), str(tmp_path / "hard.jsonl")], split="train", cache_dir=cache_dir)
     both = td.load("ms_swift", data_files={"train": [str(good)], "test": [str(good)]}, cache_dir=cache_dir)
     assert len(both["train"]) == len(both["test"]) == 2
 

@@ -394,11 +394,13 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         # (compared as the files they name: dup/a.jsonl, ./dup/a.jsonl and a link to it, symbolic or hard, are one
         # file, read twice)
         keys = [_file_identity(f) if "::" not in f and is_local_path(f) else f for f in resolved]
-        seen: set = set()
-        repeated = next((f for f, key in zip(resolved, keys) if key in seen or seen.add(key)), None)
-        if repeated is not None:
-            raise ValueError(f"{self.source.name}: data_files gives {display_path(repeated)!r} more than once for "
-                             f"{where} (overlapping globs?): its rows would load twice, with the same ids")
+        first: dict = {}
+        for name, key in zip(resolved, keys):
+            if key in first:  # (both names said: the second alone, given once, read as a false claim)
+                how = "overlapping globs?" if first[key] == name else f"also as {display_path(name)!r}, the same file"
+                raise ValueError(f"{self.source.name}: data_files gives {display_path(first[key])!r} more than once "
+                                 f"for {where} ({how}): its rows would load twice, with the same ids")
+            first[key] = name
         return resolved
 
     def _download_upstream(self, dl_manager, source: Source) -> dict[str, list[str]]:
