@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 
 import pytest
 
@@ -256,6 +257,19 @@ def test_a_glob_under_a_folder_whose_name_holds_glob_characters_reads_that_folde
     # a pattern over folders that do not exist as named is read as the pattern it is
     assert main(["stats", "ms_swift", "--data-files", f"{tmp_path}/run[12]/rows.jsonl"]) == 0
     assert json.loads(capsys.readouterr().out)["train"]["rows"] == 2 * n
+
+
+@pytest.mark.parametrize("command", [["validate"], ["stats"], ["mirror", "--configs", "unified", "--out", "{tmp}/m"]])
+def test_a_skipped_rows_file_that_is_a_hard_link_to_an_input_is_refused_not_emptied(command, tmp_path, capsys):
+    """A symbolic link was refused, its real path an input's; a hard link has its own, so the input was emptied
+    and its rows' skips written over it."""
+    data = _input_folder(tmp_path) / "agent.jsonl"
+    before = data.read_bytes()
+    os.link(data, tmp_path / "skipped.jsonl")
+    argv = [command[0], "ms_swift", *[arg.format(tmp=tmp_path) for arg in command[1:]], "--data-files", str(data),
+            "--on-error", "skip", "--skipped-rows", str(tmp_path / "skipped.jsonl")]
+    assert main(argv) == 2
+    assert "which this run reads as input" in capsys.readouterr().err and data.read_bytes() == before
 
 
 def test_a_question_mark_in_a_local_file_name_is_part_of_the_name_not_a_url_query(tmp_path, capsys):
