@@ -287,6 +287,15 @@ def test_a_conversations_column_the_file_lacks_is_one_error_about_the_file(tmp_p
     ds = td.load("llamafactory", data_files=path, split="train", columns={"system": "sys"}, on_error="skip",
                  report=report, streaming=streaming, cache_dir=cache_dir)
     assert len(list(ds)) == 0 and report.by_reason == {"MissingFieldError:conversations": 3}
+    # so is an entry without columns (its conversations under the default name): it was the file's error naming
+    # "columns['messages']='conversations'", which the entry never gave
+    (tmp_path / "dataset_info.json").write_text(json.dumps({"plain": {"file_name": "rows.jsonl",
+                                                                      "formatting": "sharegpt"}}))
+    report = td.SkipReport()
+    ds = td.load("llamafactory", dataset_info=str(tmp_path), dataset="plain", on_error="skip", report=report,
+                 streaming=streaming, cache_dir=cache_dir)
+    assert sum(len(list(split)) for split in ds.values()) == 0
+    assert report.by_reason == {"MissingFieldError:conversations": 3}
 
 
 def test_preference_rows_are_refused_as_preference_pairs_not_as_rows_llamafactory_drops(tmp_path):

@@ -63,6 +63,7 @@ class Layout:
     columns: dict
     tags: dict
     explicit_columns: bool = False  # columns named by the user or an entry (not READER_COLUMNS)
+    messages_named: bool = False  # the conversations column named by columns= or the entry's columns
     entry: Optional[str] = None  # "dataset_info.json entry 'x' (path)" when read from one
     file_path: Optional[str] = None  # the entry's file_name, joined to the dataset_info.json folder
     no_file: Optional[str] = None  # why an entry gives no local file (a Hub entry...)
@@ -97,7 +98,8 @@ def layout_of(options: Any) -> Layout:
                              "or its folder) too")
         return Layout(columns=check_columns(columns, "columns") if columns is not None else dict(READER_COLUMNS),
                       tags=check_tags(tags, "tags") if tags is not None else dict(TAGS),
-                      explicit_columns=columns is not None)
+                      explicit_columns=columns is not None,
+                      messages_named=isinstance(columns, dict) and "messages" in columns)
     given = [option for option, value in (("columns", columns), ("tags", tags)) if value is not None]
     if given:
         raise ValueError(f"option {' and '.join(given)} and dataset_info exclude each other: the columns and tags "
@@ -184,7 +186,7 @@ def entry_layout(entry: Any, where: str, folder: str) -> Layout:
     else:
         file_path = os.path.join(folder, entry["file_name"])
     return Layout(columns=columns, tags=tags, explicit_columns=True, entry=where, file_path=file_path,
-                  no_file=no_file)
+                  no_file=no_file, messages_named="columns" in entry)  # (an entry's columns name it: checked above)
 
 
 def warn_unknown_keys(entry: dict, where: str) -> None:

@@ -90,7 +90,7 @@ class LlamaFactorySource(Source):
 
     def plan(self, files_by_split: dict[str, list[str]]) -> list[SplitPlan]:
         layout = self.layout
-        if layout.entry or "messages" in (self.options.columns or {}):
+        if layout.messages_named:
             # A conversations column named for the files that one lacks: that file's error, not every row's (the
             # default name, absent or left to its default by columns=, is each row's: its error says which columns
             # the row has)
