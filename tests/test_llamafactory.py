@@ -349,14 +349,19 @@ def test_media_values_llamafactory_cannot_open_are_refused(tmp_path, media):
 
 
 def test_an_image_stored_by_datasets_image_feature_is_refused_saying_what_it_is(tmp_path):
-    # Parquet written with datasets' Image feature holds {bytes, path} structs, which LLaMA-Factory opens
-    from datasets import Dataset, Features, Image, List, Value
+    # Parquet written with datasets' Image feature holds {bytes, path} structs, which LLaMA-Factory opens. (Written
+    # in that feature's storage, schema metadata included, without encoding images: that would need Pillow.)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from datasets import Features, Image, List, Value
 
     path = tmp_path / "images.parquet"
     features = Features({"conversations": List({"from": Value("string"), "value": Value("string")}),
                          "images": List(Image())})
-    Dataset.from_dict({"conversations": [[{"from": "human", "value": "<image>a"}, {"from": "gpt", "value": "b"}]],
-                       "images": [[{"bytes": b"not decoded here", "path": None}]]}, features=features).to_parquet(path)
+    pq.write_table(pa.Table.from_pylist([{"conversations": [{"from": "human", "value": "<image>a"},
+                                                            {"from": "gpt", "value": "b"}],
+                                          "images": [{"bytes": b"not decoded here", "path": None}]}],
+                                        schema=features.arrow_schema), path)
     with pytest.raises(InvalidValueError, match=re.escape("a {bytes, path} struct")) as info:
         list(td.load("llamafactory", data_files=str(path), split="train", streaming=True))
     assert info.value.field == "images[0]" and info.value.row == 0
