@@ -41,7 +41,7 @@ from .offline import (kept_copies_hint, local_copy, offline_data_files, offline_
                       remember_ref)
 from .pipeline import UNIFIED, ShardConverter, TableGroups, config_features
 from .shards.files import with_archive_files
-from .shards.paths import display_path, literal_folder_escaped
+from .shards.paths import display_path, file_identity, literal_folder_escaped
 from .shards.plan import balanced, cut_documents
 from .shards.shard import Shard
 from .shards.versions import with_versions
@@ -105,15 +105,6 @@ def meant_split(name: str, names: list[str]) -> Optional[str]:
         return starting[0]
     close = difflib.get_close_matches(key, list(folded), 1, 0.75)
     return folded[close[0]] if close else None
-
-
-def _file_identity(path: str) -> Any:
-    """A local file's device and inode, the same whatever name it is given by; its real path if it cannot be read."""
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return os.path.realpath(path)
-    return stat.st_dev, stat.st_ino
 
 
 class ToolUseBuilder(datasets.ArrowBasedBuilder):
@@ -393,7 +384,7 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                                     f"{failure_text(exc)} (data_files={self._data_files_given!r})") from exc
         # (compared as the files they name: dup/a.jsonl, ./dup/a.jsonl and a link to it, symbolic or hard, are one
         # file, read twice)
-        keys = [_file_identity(f) if "::" not in f and is_local_path(f) else f for f in resolved]
+        keys = [file_identity(f) or os.path.realpath(f) if "::" not in f and is_local_path(f) else f for f in resolved]
         first: dict = {}
         for name, key in zip(resolved, keys):
             if key in first:  # (both names said: the second alone, given once, read as a false claim)

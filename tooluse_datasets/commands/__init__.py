@@ -237,25 +237,16 @@ def refuse_writing_inputs(data_files, outputs: dict[str, list]) -> None:
     it while read), a ``--skipped-rows`` file would be read back as bad rows."""
     import os
 
+    from ..shards.paths import file_identity
+
     inputs = local_inputs(data_files)
     # (a hard link to an input has a real path of its own: compared by device and inode too, or it was emptied)
-    identities = {_identity(path) for path in inputs} - {None}
+    identities = {file_identity(path) for path in inputs} - {None}
     for option, paths in outputs.items():
         for path in paths:
-            if path and (os.path.realpath(path) in inputs or _identity(path) in identities):
+            if path and (os.path.realpath(path) in inputs or file_identity(path) in identities):
                 raise ValueError(f"{option} would write {str(path)!r}, which this run reads as input (--data-files "
                                  f"or --option data_dir=): write it outside the files read")
-
-
-def _identity(path) -> Optional[tuple[int, int]]:
-    """A file's device and inode, whatever name it is given by; None if it is not there."""
-    import os
-
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return None
-    return stat.st_dev, stat.st_ino
 
 
 def refuse_wrong_kind_outputs(*, folders: Optional[dict[str, Optional[str]]] = None,

@@ -180,3 +180,13 @@ def _without_compression(name: str) -> str:
 
 def is_compressed(path: str) -> bool:
     return "::" in path or without_query(path).endswith(COMPRESSION_SUFFIXES)
+
+
+def file_identity(path: str | os.PathLike) -> Optional[tuple[int, int]]:
+    """A local file's device and inode, the same whatever name it is given by (a symbolic or hard link, ``./a``);
+    None if it cannot be read."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
