@@ -132,21 +132,26 @@ def test_every_file_of_a_zip_is_read_in_the_all_mix_too(tmp_path, cache_dir):
 def test_a_file_given_twice_for_a_split_is_refused_not_loaded_twice(tmp_path, cache_dir, good):
     """Overlapping globs list a file twice: its rows would load twice, with the same ids. The same file in two
     splits is the user's choice."""
-    (tmp_path / "link.jsonl").symlink_to(good)
+    (tmp_path / "folder").symlink_to(good.parent)
     os.link(good, tmp_path / "hard.jsonl")
     for source, data_files in (("ms_swift", [str(tmp_path / "*.jsonl"), str(good)]),
                                ("all", {"ms_swift": [str(good), str(good)]}),
-                               # the same file by two names: each name was read, every row twice
+                               # the same file by two names of its path: each name was read, every row twice
                                ("ms_swift", [str(good), str(good.parent / "." / good.name)]),
-                               ("ms_swift", [str(good), str(tmp_path / "link.jsonl")]),
-                               ("ms_swift", [str(good), str(tmp_path / "hard.jsonl")])):
+                               ("ms_swift", [str(good), str(tmp_path / "folder" / good.name)])):
         for streaming in (False, True):
             with pytest.raises(ValueError, match="more than once .* its rows would load twice"):
                 td.load(source, data_files=data_files, split="train", streaming=streaming, cache_dir=cache_dir)
     # a file by a second name is said by both (the second alone was said to be given "more than once")
     with pytest.raises(ValueError, match=re.escape(f"gives {str(good)!r} more than once for split 'train' (also as "
-                                                   f"{str(tmp_path / 'hard.jsonl')!r}, the same file)")):
-        td.load("ms_swift", data_files=[str(good), str(tmp_path / "hard.jsonl")], split="train", cache_dir=cache_dir)
+                                                   f"{str(tmp_path / 'folder' / good.name)!r}, the same file)")):
+        td.load("ms_swift", data_files=[str(good), str(tmp_path / "folder" / good.name)], split="train",
+                cache_dir=cache_dir)
+    # a link under a name of its own is a file of its own, as huggingface_hub's cache links a repo's files that hold
+    # the same text to one blob: read, with ids from its name
+    ids = [row["id"] for row in td.load("ms_swift", data_files=[str(good), str(tmp_path / "hard.jsonl")],
+                                        split="train", cache_dir=cache_dir)]
+    assert len(ids) == len(set(ids)) == 2 * len(good.read_text().splitlines())
     both = td.load("ms_swift", data_files={"train": [str(good)], "test": [str(good)]}, cache_dir=cache_dir)
     assert len(both["train"]) == len(both["test"]) == 2
 

@@ -41,7 +41,7 @@ from .offline import (kept_copies_hint, local_copy, offline_data_files, offline_
                       remember_ref)
 from .pipeline import UNIFIED, ShardConverter, TableGroups, config_features
 from .shards.files import with_archive_files
-from .shards.paths import display_path, file_identity, literal_folder_escaped
+from .shards.paths import display_path, literal_folder_escaped
 from .shards.plan import balanced, cut_documents
 from .shards.shard import Shard
 from .shards.versions import with_versions
@@ -382,9 +382,11 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                 raise
             raise DataNotFoundError(f"{self.source.name}: cannot download the data files of {where}: "
                                     f"{failure_text(exc)} (data_files={self._data_files_given!r})") from exc
-        # (compared as the files they name: dup/a.jsonl, ./dup/a.jsonl and a link to it, symbolic or hard, are one
-        # file, read twice)
-        keys = [file_identity(f) or os.path.realpath(f) if "::" not in f and is_local_path(f) else f for f in resolved]
+        # (compared as the files they name: dup/a.jsonl, ./dup/a.jsonl and a/../dup/a.jsonl are one file, read twice;
+        # by their folder's real path and their own name, not the file's: two files of a Hub repo with the same text
+        # are links to one blob in huggingface_hub's cache, two files all the same)
+        keys = [os.path.join(os.path.realpath(os.path.dirname(f)), os.path.basename(f))
+                if "::" not in f and is_local_path(f) else f for f in resolved]
         first: dict = {}
         for name, key in zip(resolved, keys):
             if key in first:  # (both names said: the second alone, given once, read as a false claim)
