@@ -650,7 +650,8 @@ def test_a_num_proc_jobs_skip_line_says_it_counts_its_shards_not_the_splits(tmp_
     assert done.returncode == 0, done.stderr
     said = [line for line in done.stderr.splitlines() if "rows read" in line]
     jobs = [line for line in said if line.startswith("nestful train")]
-    assert len(jobs) == 2 and all(re.match(r"nestful train \(\d+ of its \d+ shards\): ", line) for line in jobs)
+    # (a job whose shards held no bad row says nothing; which job converts which shards is datasets' choice)
+    assert jobs and all(re.match(r"nestful train \(\d+ of its \d+ shards\): ", line) for line in jobs)
     lines = Path(path).read_text().splitlines()
     assert [line for line in said if line.startswith("nestful/unified: ")] == [
         f"nestful/unified: {len(lines)} rows read, 12 skipped (InvalidJsonError:<line> x7, MissingFieldError:output x5)"]
