@@ -1129,6 +1129,33 @@ def test_export_refuses_a_skipped_rows_file_that_is_one_of_its_outputs(name, tmp
     assert (out / "dataset_info.json").read_text() == '{"kept": {"file_name": "kept.jsonl"}}\n'
 
 
+def test_export_refuses_a_skipped_rows_file_hard_linked_to_its_dataset_info(tmp_path, capsys):
+    """A hard link has a real path of its own: --skipped-rows as a second name of dataset_info.json was emptied
+    for the skipped rows, then read back as the registry."""
+    out = tmp_path / "lf"
+    out.mkdir()
+    (out / "dataset_info.json").write_text('{"kept": {"file_name": "kept.jsonl"}}\n')
+    os.link(out / "dataset_info.json", tmp_path / "skipped.jsonl")
+    argv = ["export", "ms_swift", "--sample", "--format", "llamafactory", "--on-error", "skip", "--out", str(out),
+            "--skipped-rows", str(tmp_path / "skipped.jsonl")]
+    assert main(argv) == 2
+    assert "a file --out writes" in capsys.readouterr().err
+    assert (out / "dataset_info.json").read_text() == '{"kept": {"file_name": "kept.jsonl"}}\n'
+
+
+def test_an_earlier_export_read_through_a_hard_link_beside_other_files_is_refused(tmp_path):
+    from tooluse_datasets.commands.export import _refuse_reading_earlier_exports
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "ms_swift-swift-train.jsonl").write_text("{}\n")
+    os.link(out / "ms_swift-swift-train.jsonl", tmp_path / "linked.jsonl")
+    (tmp_path / "rows.jsonl").write_text("{}\n")
+    with pytest.raises(ValueError, match="an earlier export of ms_swift"):
+        _refuse_reading_earlier_exports([str(tmp_path / "linked.jsonl"), str(tmp_path / "rows.jsonl")], out,
+                                        "ms_swift")
+
+
 def _rows_then_a_cut_row(tmp_path):
     """Real ms-swift rows, then one of them cut in half (a file truncated mid-write): a bad row under
     --on-error raise."""

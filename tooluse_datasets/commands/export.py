@@ -130,14 +130,16 @@ def _refuse_reading_earlier_exports(data_files, out: Path, source: str) -> None:
     read alone (or with the other splits of its run) holds each row once: converting it is no mistake. This run's
     own files are refused beside its other outputs (:func:`refuse_writing_inputs`)."""
     from ..formats import FORMATS
+    from ..shards.paths import file_identity
 
-    inputs = {path for path in local_inputs(data_files) if os.path.isfile(path)}
+    # Files compared by device and inode: an earlier export read through a hard link is read all the same
+    inputs = {file_identity(path) for path in local_inputs(data_files) if os.path.isfile(path)} - {None}
     earlier = {}  # an earlier export this run reads -> its format
     for path in sorted(out.glob("*.jsonl")):
         fmt = next((fmt for fmt in FORMATS if path.name.startswith(f"{source}-{fmt}-")), None)
-        if fmt is not None and os.path.realpath(path) in inputs:
+        if fmt is not None and file_identity(path) in inputs:
             earlier[path] = fmt
-    others = inputs - {os.path.realpath(path) for path in earlier}
+    others = inputs - {file_identity(path) for path in earlier}
     remote = any(not is_local(pattern) for pattern in data_file_patterns(data_files))
     if earlier and (others or remote or len(set(earlier.values())) > 1):
         raise ValueError(f"--out holds {str(next(iter(earlier)))!r}, an earlier export of {source}, which this run "
@@ -154,11 +156,12 @@ def _refuse_skipped_rows_among_outputs(rows_path: Optional[str], outputs: list[P
     """A --skipped-rows file that is one of the files --out writes (or its .partial): the skipped rows were
     appended to a file the export then replaced with its rows, or written into the rows (lost either way, while
     the summary pointed at that file), and a dataset_info.json was emptied."""
+    from ..shards.paths import same_file
+
     if not rows_path:
         return
-    target = os.path.realpath(rows_path)
     for path in outputs:
-        if target in (os.path.realpath(path), os.path.realpath(_partial(path))):
+        if same_file(rows_path, path) or same_file(rows_path, _partial(path)):
             raise ValueError(f"--skipped-rows {rows_path!r} is {str(path)!r}, a file --out writes: give a file "
                              "outside the export's files")
 

@@ -190,3 +190,12 @@ def file_identity(path: str | os.PathLike) -> Optional[tuple[int, int]]:
     except OSError:
         return None
     return stat.st_dev, stat.st_ino
+
+
+def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    """Whether two names name one file: the same real path (also for a file not made yet) or, for files that
+    exist, the same device and inode (a hard link has a real path of its own)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    identity = file_identity(a)
+    return identity is not None and identity == file_identity(b)
