@@ -170,6 +170,23 @@ def test_stats_writes_its_skipped_rows_file_into_the_plots_folder_it_makes(tmp_p
     assert "has no split 'nope'" in capsys.readouterr().err and not (tmp_path / "new").exists()
 
 
+@pytest.mark.parametrize("command", [
+    ["export", "ms_swift", "--out", "{dir}/out"], ["stats", "ms_swift"], ["validate", "ms_swift"],
+    ["mirror", "ms_swift", "--out", "{dir}/mirror", "--configs", "unified"],
+])
+def test_every_command_makes_the_folder_of_its_skipped_rows_file(command, tmp_path, capsys):
+    """`--skipped-rows logs/skipped.jsonl` with `logs` not there yet: mirror made it, export and stats refused it
+    ("cannot be made") and validate said a bare FileNotFoundError. Refused for its arguments, none is left."""
+    data = str(_input_folder(tmp_path) / "agent.jsonl")
+    argv = [a.replace("{dir}", str(tmp_path)) for a in command]
+    listing = tmp_path / "logs" / "run" / "skipped.jsonl"
+    assert main([*argv, "--split", "nope", "--data-files", data, "--skipped-rows", str(listing)]) == 2
+    assert capsys.readouterr().err.startswith("error: ") and not (tmp_path / "logs").exists()
+    assert main([*argv, "--data-files", data, "--on-error", "skip", "--skipped-rows", str(listing)]) in (0, 1)
+    assert [json.loads(line)["reason"] for line in listing.read_text().splitlines()] == \
+        ["InvalidValueError:messages[0].role"]
+
+
 def test_validate_names_the_splits_there_are_when_asked_for_another(capsys):
     assert main(["validate", "ms_swift", "--sample", "--split", "nope"]) == 2
     assert capsys.readouterr().err == "error: ValueError: ms_swift has no split 'nope'; its splits here: train\n"

@@ -1927,3 +1927,14 @@ def test_validate_takes_datasets_split_objects_as_load_does():
     assert got == td.validate("ms_swift", split="train", data_files=files).to_dict() and got["splits"]["train"]
     with pytest.raises(ValueError, match=r"^validate\(\) checks whole splits: split='train\[:1\]' has a slice"):
         td.validate("ms_swift", split=datasets.ReadInstruction("train", to=1, unit="abs"), data_files=files)
+
+
+def test_validate_refuses_a_skipped_rows_file_in_a_missing_folder_by_name(tmp_path):
+    """validate(skipped_rows=..., fresh_skipped_rows=True) emptied the file before any report checked the path: a
+    file in a folder not there said a bare "[Errno 2] No such file or directory", as load()'s report= does not."""
+    missing = tmp_path / "no-such-folder" / "skipped.jsonl"
+    with pytest.raises(ValueError, match=r"the skipped rows file .*skipped\.jsonl' cannot be made: give a file in an "
+                                         r"existing folder"):
+        td.validate("ms_swift", data_files=td.sample_files("ms_swift"), skipped_rows=str(missing),
+                    fresh_skipped_rows=True)
+    assert not missing.parent.exists()

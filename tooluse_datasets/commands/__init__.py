@@ -347,6 +347,14 @@ def skip_report_for(args: argparse.Namespace):
     return SkipReport(rows_path=getattr(args, "skipped_rows", None) or None)
 
 
+def skipped_rows_folder(path: Optional[str]):
+    """:func:`output_folder` for the folder of the ``--skipped-rows`` file, made if missing as ``--out`` is (and as
+    ``mirror`` makes it): ``export``, ``stats`` and ``validate`` refused a file in a folder not there yet."""
+    import os
+
+    return output_folder(os.path.dirname(os.path.abspath(path))) if path else contextlib.nullcontext()
+
+
 def start_skipped_rows(path: Optional[str]) -> None:
     """Empty the ``--skipped-rows`` file (skipped rows are appended to it): call once the run is set up."""
     if path:

@@ -12,7 +12,7 @@ import orjson
 
 from . import (a_path, add_skipped_rows_argument, add_source_arguments, data_file_patterns, data_files_for, is_local,
                local_inputs, output_folder, print_skips, refuse_writing_inputs, refuse_wrong_kind_outputs,
-               skip_report_for, source_options, start_skipped_rows, with_data_dir_files)
+               skip_report_for, skipped_rows_folder, source_options, start_skipped_rows, with_data_dir_files)
 from ..errors import InvalidJsonError, InvalidValueError, count_of
 from ..progress import progress
 
@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     refuse_wrong_kind_outputs(folders={"--out": args.out}, files={"--skipped-rows": args.skipped_rows})
     # The output folder is made first (and removed again, still empty, if the run is refused or fails): a
     # --skipped-rows file inside it needs its folder when the report is made.
-    with output_folder(Path(args.out)):
+    with output_folder(Path(args.out)), skipped_rows_folder(args.skipped_rows):
         return _export(args)
 
 

@@ -8,8 +8,8 @@ import sys
 from ..errors import SkipReport
 
 from . import (a_path, add_skipped_rows_argument, add_source_arguments, data_files_for, output_folder,
-               refuse_writing_inputs, refuse_wrong_kind_outputs, print_json, source_options, start_skipped_rows,
-               with_data_dir_files)
+               refuse_writing_inputs, refuse_wrong_kind_outputs, print_json, skipped_rows_folder, source_options,
+               start_skipped_rows, with_data_dir_files)
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -34,7 +34,8 @@ def run(args: argparse.Namespace) -> int:
     # The plots folder is made first, so that one that cannot be made stops the run before the pass (and removed
     # again, still empty, if the run is refused or fails): a --skipped-rows file inside it needs its folder when
     # the report is made.
-    with output_folder(args.plots) if args.plots else contextlib.nullcontext():
+    with output_folder(args.plots) if args.plots else contextlib.nullcontext(), \
+            skipped_rows_folder(args.skipped_rows):
         return _stats(args)
 
 

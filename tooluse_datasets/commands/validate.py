@@ -5,7 +5,8 @@ import argparse
 import sys
 
 from . import (add_skipped_rows_argument, add_source_arguments, data_files_for, non_negative, print_json,
-               refuse_writing_inputs, refuse_wrong_kind_outputs, source_options, with_data_dir_files)
+               refuse_writing_inputs, refuse_wrong_kind_outputs, skipped_rows_folder, source_options,
+               with_data_dir_files)
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -58,9 +59,11 @@ def run(args: argparse.Namespace) -> int:
     data_files = data_files_for(args, args.source)
     refuse_writing_inputs(with_data_dir_files(args, args.source, data_files), {"--skipped-rows": [skipped_rows]})
     refuse_wrong_kind_outputs(files={"--skipped-rows": skipped_rows})
-    result = validate(args.source, args.config, split=args.split, data_files=data_files,
-                      rules=args.rules, fail_on=args.fail_on, on_error=args.on_error, max_examples=args.examples,
-                      skipped_rows=skipped_rows, fresh_skipped_rows=True, **source_options(args, VALIDATE_ARGUMENTS))
+    with skipped_rows_folder(skipped_rows):
+        result = validate(args.source, args.config, split=args.split, data_files=data_files,
+                          rules=args.rules, fail_on=args.fail_on, on_error=args.on_error, max_examples=args.examples,
+                          skipped_rows=skipped_rows, fresh_skipped_rows=True,
+                          **source_options(args, VALIDATE_ARGUMENTS))
     if args.json:
         print_json(result.to_dict(), indent=1)
     else:

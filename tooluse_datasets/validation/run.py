@@ -92,12 +92,14 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
                 config: _EitherSkips(read, seen, counts_rows=False)}
 
     config_features(builder.source, config)  # a format without a writer (or raw without raw rows) is refused now
+    # (made first: a report refuses a file in a missing folder by name, where emptying it said FileNotFoundError)
+    reads = {name: SkipReport(rows_path=skipped_rows) for name in parts}
     if fresh_skipped_rows and skipped_rows:
         with open(skipped_rows, "wb"):
             pass
     splits: dict[str, SplitValidation] = {}
     for name, split_plans in parts.items():
-        read = SkipReport(rows_path=skipped_rows)
+        read = reads[name]
         counter = ValidationCounter(selected, max_examples=max_examples)
         reports = reports_for(read)
         converter = ShardConverter(builder.source, list(reports), on_error=on_error, reports=reports)
