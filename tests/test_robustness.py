@@ -195,6 +195,41 @@ def test_a_json_array_cut_short_after_a_comma_is_a_file_error_not_read_as_whole(
     assert "no closing bracket" in error.message
 
 
+def _sample_rows(source: str) -> list[dict]:
+    rows = []
+    for file in td.sample_files(source)["train"]:
+        if file.endswith(".parquet"):
+            import pyarrow.parquet as pq
+
+            rows += pq.read_table(file).to_pylist()
+        else:
+            rows += [json.loads(line) for line in Path(file).read_text(encoding="utf-8").splitlines() if line.strip()]
+    return rows
+
+
+@pytest.mark.parametrize("source", ["nestful", "ms_swift", "llamafactory", "toolmind"])
+@pytest.mark.parametrize("end", ["", "\n  "], ids=["at-the-brace", "white-space"])
+def test_a_json_array_cut_short_after_a_whole_element_keeps_that_element(tmp_path, cache_dir, array_mode, source,
+                                                                         end):
+    """``[{...}, {...}`` (cut just before its closing bracket): the last element is whole, so it is a row, then
+    the cut is one file error after it; that element was reported as the cut ("cannot be read") and lost."""
+    rows = _sample_rows(source)
+    path = tmp_path / "rows.json"
+    path.write_text("[\n" + ",\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + end, encoding="utf-8")
+    whole = tmp_path / "whole" / "rows.json"
+    whole.parent.mkdir()
+    whole.write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")
+    expected = load_both(source, str(whole), cache_dir)["stream"]
+    results = load_both(source, str(path), cache_dir)
+    assert results["map"][1].examples == results["stream"][1].examples
+    for splits, report in results.values():
+        assert splits == expected[0]
+        assert report.skipped == expected[1].skipped + 1
+        error = report.examples[-1]
+        assert (error.error, error.row, error.field) == ("InvalidJsonError", len(rows), "<file>")
+        assert f"no closing bracket: the file ends after element {len(rows) - 1} (cut short?)" in error.message
+
+
 def test_a_state_resumed_on_a_json_array_edited_or_cut_since_is_refused(tmp_path, array_mode):
     """As for JSON Lines: a saved stream resumes an array read a block at a time at the byte after the last
     element's comma, and an array parsed whole at the next element's index. An element edited above that byte
@@ -370,7 +405,8 @@ def test_rows_that_are_not_objects_or_not_utf8_are_named_in_json_terms_and_by_by
     ('[{"a": "]}\\"["}, {"b": [1, {"c": 2}]}]', [{"a": ']}"['}, {"b": [1, {"c": 2}]}]),  # brackets in strings
     ("[ ]", []),
     ("[ ] tail", ["error <file>"]),
-    ('[{"a": 1}, {"b": 2}', [{"a": 1}, "error <element>"]),  # truncated: the last element is cut
+    ('[{"a": 1}, {"b": 2}', [{"a": 1}, {"b": 2}, "error <file>"]),  # cut before "]": the last element is whole
+    ('[{"a": 1}, {"b": 2', [{"a": 1}, "error <element>"]),  # truncated: the last element is cut
     ('[{"a": 1}, {"b": "open}, {"c": 3}]', [{"a": 1}, "error <element>"]),  # unterminated string: the rest
     ('[{"a": 1}, {"b": NaN}] tail', [{"a": 1}, "error <element>", "error <file>"]),
     ('[{"a": 1} {"b": 2}, {"c": 3}]', ["error <element>", {"c": 3}]),  # a missing comma joins two elements

@@ -286,12 +286,19 @@ def _streamed_array(f, blocks: list[bytes], base: int, index: int, wanted: Optio
                 if failed is not None:
                     raise failed
                 rest = buf[pos:]  # a string that never ends, or no closing bracket: nothing after it can be cut
-                if rest.strip() and (wanted is None or wanted(index)):
+                # "[{...}, {...}": the file ends right after a whole element, which is a row; the cut is after it
+                whole = bool(rest.strip()) and _one_value_leniently(rest)
+                if whole:
+                    if wanted is None or wanted(index):
+                        yield index, _parse_element(loads, rest, index, base + pos) if parse else None, 0
+                    index += 1
+                if rest.strip() and not whole and (wanted is None or wanted(index)):
                     yield index, InvalidJsonError(f"element {index} and what follows cannot be read (unterminated "
                                                   f"string or missing bracket; {len(rest)} bytes to the end of the "
                                                   f"file)", row=index, field="<element>"), 0
                 elif wanted is None or wanted(index):  # "[{...}," or "[" at the end: a file cut short there
-                    after = f"element {index - 1} and its comma" if index else "its opening bracket"
+                    after = (f"element {index - 1}" + ("" if whole else " and its comma")) if index else \
+                        "its opening bracket"
                     yield index, InvalidJsonError(f"the array has no closing bracket: the file ends after {after} "
                                                   f"(cut short?)", row=index, field="<file>"), 0
                 return
