@@ -827,20 +827,29 @@ def test_a_toolmind_parquet_with_two_split_columns_splits_by_the_value_its_rows_
         assert all(hf_split_name(r["split"]) == name for name, rows in splits.items() for r in rows)
 
 
-def test_a_toolmind_parquet_whose_split_column_is_not_text_is_reported_row_by_row(tmp_path, cache_dir):
+@pytest.mark.parametrize("values", [[True, False, True], [1, 2, 3]], ids=["bool", "int64"])
+def test_a_toolmind_parquet_whose_split_column_is_not_text_is_one_file_error(tmp_path, cache_dir, values):
+    """Each row of such a file was reported on its own (no row of it has a split value): the file is one error
+    naming the column and its type, whichever shards it is read in, and the other files still load."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     sample = td.sample_files("toolmind")["train"][0]
     rows = pq.read_table(sample).to_pylist()
     odd = tmp_path / "odd.parquet"
-    pq.write_table(pa.table({"messages": [r["messages"] for r in rows[:3]], "split": [True, False, True]}), odd)
+    table = pa.table({"messages": [r["messages"] for r in rows[:3]], "split": values})
+    pq.write_table(table, odd, row_group_size=1)
     for files, converted in (([sample, str(odd)], len(rows)), ([str(odd)], 0)):
-        results = load_both("toolmind", files, cache_dir + str(len(files)))
+        results = load_both("toolmind", files, cache_dir + str(len(files)), shard_bytes=1)
         assert results["map"][0] == results["stream"][0]
-        splits, report = results["map"]
-        assert sum(map(len, splits.values())) == converted
-        assert [(e.file, e.row, e.field) for e in report.examples] == [(str(odd), i, "split") for i in range(3)]
+        for splits, report in results.values():
+            assert sum(map(len, splits.values())) == converted
+            assert [(e.error, e.file, e.row, e.field) for e in report.examples] == \
+                [("InvalidValueError", str(odd), None, "split")]
+            assert f"the 'split' column holds {table['split'].type}, not strings" in report.examples[0].message
+        with pytest.raises(td.InvalidValueError, match="odd.parquet, field 'split': the 'split' column holds"):
+            for ds in td.load("toolmind", data_files=files, streaming=True).values():
+                list(ds)
 
 
 @pytest.mark.parametrize("depth, error, field", [(300, "JsonValueError", "messages"), (600, "JsonValueError", "messages"),

@@ -264,19 +264,30 @@ def _parquet_values(path: str, split_column: str) -> Optional[_FileValues]:
         return _parquet_file_values(path, pf, split_column)
 
 
-def _parquet_file_values(path: str, pf: pq.ParquetFile, split_column: str) -> Optional[_FileValues]:
-    if split_column not in pf.schema_arrow.names:
+def _split_column_type_error(path: str, schema: pa.Schema, split_column: str) -> Optional[InvalidValueError]:
+    """The file's error if its ``split_column`` is of a type that holds no split names (None: text, or no such
+    column)."""
+    if split_column not in schema.names:
         return None
-    column_type = pf.schema_arrow.field(pf.schema_arrow.get_all_field_indices(split_column)[-1]).type
+    column_type = schema.field(schema.get_all_field_indices(split_column)[-1]).type
     if pa.types.is_dictionary(column_type):
         column_type = column_type.value_type
     # A null column is a column of text whose every cell is null (pandas and pyarrow type an all-None column so);
     # a binary one, text written without the UTF-8 annotation (_plain_strings)
-    if not (pa.types.is_string(column_type) or pa.types.is_large_string(column_type)
+    if (pa.types.is_string(column_type) or pa.types.is_large_string(column_type)
             or pa.types.is_string_view(column_type) or pa.types.is_null(column_type) or _is_binary(column_type)):
-        raise InvalidValueError(f"the {split_column!r} column holds {column_type}, not strings; pass "
-                                f"split_column=None (and data_files splits) if it is not the source identifier",
-                                file=display_path(path), field=split_column)
+        return None
+    return InvalidValueError(f"the {split_column!r} column holds {column_type}, not strings; pass "
+                             f"split_column=None (and data_files splits) if it is not the source identifier",
+                             file=display_path(path), field=split_column)
+
+
+def _parquet_file_values(path: str, pf: pq.ParquetFile, split_column: str) -> Optional[_FileValues]:
+    if split_column not in pf.schema_arrow.names:
+        return None
+    refused = _split_column_type_error(path, pf.schema_arrow, split_column)
+    if refused is not None:
+        raise refused
     leaf = _leaf_index(pf, split_column)
     by_row_group, undecodable = [], set()
     for rg in range(pf.metadata.num_row_groups):
@@ -478,6 +489,15 @@ def read_split_rows(shard: Shard, split_column: Optional[str], selection: Option
 def _split_rows(shard: Shard, split_column: Optional[str], selection: Optional[SplitSelection],
                 batch_size: int, resume: Optional[tuple[int, int]]) -> Iterator[RawBatch]:
     column = split_column if selection is not None and selection.select else None
+    planned = column is not None and shard.file not in selection.unassigned  # (its column's type checked then)
+    if split_column and shard.kind == PARQUET and not planned:
+        with open_parquet(shard.file) as pf:
+            refused = _split_column_type_error(shard.file, pf.schema_arrow, split_column)
+        if refused is not None:
+            # One error for the file, by the shard holding its first row group, not one for each of its rows
+            if shard.row_groups[:1] in ((), (0,)):
+                raise refused
+            return
     if column and shard.file in selection.unassigned:
         yield from _unassigned_rows(shard, column, batch_size, resume)
         return
