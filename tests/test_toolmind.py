@@ -1737,6 +1737,31 @@ def test_tools_tags_are_read_in_any_case_and_with_attributes(graphsyn_tools, ope
         assert parse_system_prompt(f"{PROTOCOL_TEXT}\n\nFor example: {tag}{example}").tools == []
 
 
+@pytest.mark.parametrize("layout", ["array", "objects", "object-then-lines", "one"])
+@pytest.mark.parametrize("lead_in", ["Tools:", "You have access to the following tools:",
+                                     "You are a travel agent. The functions you may call:"])
+def test_a_catalog_that_starts_on_its_lead_in_line_is_read(lead_in, layout):
+    """`Tools: {"name": ...}` or `You have access to the following tools: [{...}]`: a catalog starting on the line
+    that introduces it was not read (meta.tools_not_found, or its first tool silently missing where the others
+    were on lines of their own); the lead-in sentence goes, as on a line of its own."""
+    tools = TOOLS + [{"type": "function", "function": {"name": "other", "description": "Another tool",
+                                                       "parameters": {"type": "object", "properties": {}}}}]
+    one = [json.dumps(t) for t in tools]
+    catalog = {"array": json.dumps(tools), "objects": ", ".join(one), "object-then-lines": "\n".join(one),
+               "one": one[0]}[layout]
+    msgs = conversation()
+    msgs[0]["content"] = f"{PROTOCOL_TEXT}\n\n{lead_in} {catalog}\n\n# Domain\nBe polite."
+    native = native_row(msgs)
+    row = convert(native)
+    assert row["tools"] == (tools[:1] if layout == "one" else tools) and "tools_not_found" not in row["meta"]
+    kept = "You are a travel agent.\n\n" if lead_in.startswith("You are") else ""
+    assert row["messages"][0] == {"role": "system", "content": f"{kept}# Domain\nBe polite."}
+    assert write_toolmind_row(row)["messages"] == native["messages"]  # the text as written, byte for byte
+    # a value after a colon on a line that names no tools is no catalog, nor is a call example after one that does
+    assert parse_system_prompt(f"Reply as JSON: {one[0]}").tools == []
+    assert parse_system_prompt('Call the tools like this: {"name": "get_time", "arguments": {}}').tools == []
+
+
 @pytest.mark.parametrize("tools", [[], TOOLS])
 def test_numbered_instructions_after_the_protocol_are_not_taken_for_its_items(tmp_path, tools):
     # Rows of another source written in the toolmind format and read back: a system message that is a

@@ -359,9 +359,15 @@ def _candidate_starts(text: str) -> list[int]:
     # The bracket is a match's last character: m.end() - 1 in "\n" + text, so m.end() - 2 in text.
     starts = [m.end() - 2 for m in _LINE_START.finditer("\n" + text)]
     after_tags = [m.end() - 1 for m in _AFTER_TOOLS_TAG.finditer(text)]
-    if after_tags:
-        starts = sorted(set(starts).union(after_tags))
+    # A catalog on its lead-in line ("Tools: {...}", "You have access to the following tools: [{...}]")
+    after_lead_ins = [m.end() - 1 for m in _LEAD_IN_VALUE.finditer(text) if _introduces_tools(m.group()[:-1])]
+    if after_tags or after_lead_ins:
+        starts = sorted(set(starts).union(after_tags, after_lead_ins))
     return starts
+
+
+# A line of prose up to a colon and the bracket opening a value (no quote or bracket before it: not a key of JSON)
+_LEAD_IN_VALUE = re.compile(r'^[^"\[{\n]*:[ \t]*[\[{]', re.MULTILINE)
 
 
 def _decode_balanced(text: str, start: int, repair_budget: list[int]) -> Optional[tuple[Any, int]]:
