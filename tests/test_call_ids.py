@@ -91,10 +91,25 @@ def test_short_call_ids_pairs_every_result_with_its_call_and_is_deterministic(ca
                     assert {k: v for k, v in new.items() if k not in ("tool_calls", "tool_call_id")} == \
                         {k: v for k, v in old.items() if k not in ("tool_calls", "tool_call_id")}
                 assert len(set(new_of.values())) == len(new_of)  # distinct calls keep distinct ids
-                assert {k: v for k, v in fixed.items() if k != "messages"} == \
-                    {k: v for k, v in row.items() if k != "messages"}
+                assert fixed["call_graph"] == [{**edge, "consumer": new_of[edge["consumer"]],
+                                                "producer": new_of[edge["producer"]]} for edge in row["call_graph"]]
+                assert {k: v for k, v in fixed.items() if k not in ("messages", "call_graph")} == \
+                    {k: v for k, v in row.items() if k not in ("messages", "call_graph")}
                 checked += 1
     assert checked >= 25
+
+
+def test_short_call_ids_keeps_the_call_graph_naming_the_rows_calls(cache_dir):
+    from tooluse_datasets.validation import check_row
+
+    ds = td.load("nestful", data_files=td.sample_files("nestful"), split="train", cache_dir=cache_dir)
+    rows = [row for row in ds if row["call_graph"]]
+    assert rows
+    for row in rows:
+        assert not check_row(row)
+        # every edge still names two calls of the row, so its references are still told from literals
+        assert [(f.rule, f.field) for f in check_row(td.short_call_ids(row))
+                if f.rule in ("call_graph.edge", "arguments.schema")] == []
 
 
 def test_short_call_ids_takes_complete_rows_and_a_length():

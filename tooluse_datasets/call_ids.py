@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import string
+from collections.abc import Mapping
 
 from .row_rewrite import check_call_ids, row_rewrite
 
@@ -18,7 +19,8 @@ ALPHABET = string.digits + string.ascii_letters
 @row_rewrite
 def short_call_ids(row: dict, length: int = 9) -> dict:
     """``row`` with every call id replaced by ``length`` alphanumeric characters, the ``tool_call_id`` of each
-    result by its call's new id (a result naming no call of the row gets an id of its own the same way).
+    result and the ``consumer``/``producer`` of each ``call_graph`` edge by its call's new id (an id naming no
+    call of the row gets an id of its own the same way).
 
     Deterministic: the new id is a hash of the row's ``id`` and the old id, so the same row gives the same ids
     in every run and process (``ds.map(td.short_call_ids)``, map-style or streaming); distinct old ids get
@@ -50,7 +52,12 @@ def short_call_ids(row: dict, length: int = 9) -> dict:
         if m.get("tool_call_id") is not None:
             m["tool_call_id"] = rewrite(m["tool_call_id"])
         messages.append(m)
-    return {**row, "messages": messages}
+    out = {**row, "messages": messages}
+    if isinstance(row.get("call_graph"), list):  # its edges name calls by id: left old, they would name no call
+        out["call_graph"] = [{**edge, **{key: rewrite(edge[key]) for key in ("consumer", "producer")
+                                         if isinstance(edge.get(key), str)}} if isinstance(edge, Mapping) else edge
+                             for edge in row["call_graph"]]
+    return out
 
 
 def _hashed_id(row_id, old_id, salt: int, length: int) -> str:
