@@ -1373,6 +1373,19 @@ def test_the_cpu_limit_ends_a_sample_that_outlives_its_timer(evil_dir):
     assert (result.status, result.reason) == ("limit", "timeout") and "SIGXCPU" in result.detail
 
 
+def test_a_sample_stopped_by_the_cpu_limit_or_killed_past_its_timer_is_win_checked_as_a_timeout(evil_dir):
+    """A sample the CPU limit or the parent's kill stops is a failed execution like one its timer stops: upstream's
+    check (False == 0) wins against a gold 0, the corrected one does not. Both had no win check (None), so the
+    official win rate of a gold-0 row depended on which limit stopped its prediction."""
+    cpu = SandboxLimits(timeout=30, cpu_seconds=1, grace=30, memory_mb=1024)
+    results = run_sequences([one_call("burn_cpu_swallowing", 1, gold="0"), one_call("burn_cpu_swallowing", 1, gold="1")],
+                            evil_dir, cpu)
+    results += run_sequences([one_call("loop_swallowing_the_timer", 1, gold="0.0")], evil_dir, FAST)
+    assert "SIGXCPU" in results[0].detail and "killed after" in results[2].detail
+    assert [(r.status, r.reason, r.win_upstream, r.win_corrected) for r in results] == [
+        ("limit", "timeout", True, False), ("limit", "timeout", False, False), ("limit", "timeout", True, False)]
+
+
 def test_a_longer_timeout_gives_as_many_cpu_seconds_unless_they_are_set(evil_dir):
     # SandboxLimits(timeout=30) used to keep the default 10 CPU seconds: score(), verify() and run_sequences()
     # stopped a CPU-bound sample at a third of the time asked for (the CLI and td.load never went below the timer)

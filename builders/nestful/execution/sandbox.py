@@ -554,7 +554,8 @@ def _run_child(jobs, first, results, functions_dir, limits, root) -> int:
     elif killed_for is not None:
         results[current] = SequenceResult(
             "limit", "timeout", _at_call(jobs[current], at, f"killed after {limits.timeout + limits.grace:g} s: the "
-                                         f"sample ignored its {limits.timeout:g} s timer"), failed_call=at, **isolation)
+                                         f"sample ignored its {limits.timeout:g} s timer"), failed_call=at,
+            **_stopped_wins(jobs[current]), **isolation)
     else:
         results[current] = _ended(jobs[current], at, returncode, _tail(log_path), limits, isolation)
     return current + 1
@@ -573,13 +574,27 @@ def _ended(job: SequenceJob, at: Optional[int], returncode: int, log: str, limit
     """The result of a sample whose process ended before its result (the sample's own, or the sandbox's)."""
     if returncode == -signal.SIGXCPU:
         return SequenceResult("limit", "timeout", _at_call(job, at, f"CPU limit of {limits.cpu_limit} s (SIGXCPU)"),
-                              failed_call=at, **isolation)
+                              failed_call=at, **_stopped_wins(job), **isolation)
     if _OUT_OF_MEMORY_WORDS.search(log):
         return SequenceResult("limit", "memory", _at_call(job, at, f"over {limits.memory_mb} MB: the sandbox process "
                                                                    f"{_exit_text(returncode)}; log: {log}"),
-                              failed_call=at, **isolation)
+                              failed_call=at, **_stopped_wins(job), **isolation)
     return SequenceResult("crashed", "crash", _at_call(job, at, f"the sandbox process {_exit_text(returncode)}; "
                                                                 f"log: {log}"), failed_call=at, **isolation)
+
+
+def _stopped_wins(job: SequenceJob) -> dict:
+    """The win checks of a sequence a limit stopped in a way that left the child no check of its own (the CPU limit,
+    the kill past its timer, a native library out of memory), as the child checks one its timer or a MemoryError
+    stopped: a failed execution, which upstream's check takes for ``False`` (so it wins against a gold 0, 0.0 or
+    False) and the corrected one never counts. None without a gold answer (JSON text the child would read)."""
+    if job.gold is None:
+        return {}
+    try:
+        gold = json.loads(job.gold)
+    except (TypeError, ValueError, RecursionError):
+        return {}
+    return {"win_upstream": bool(job.calls) and gold == False, "win_corrected": False}  # noqa: E712 (upstream's ==)
 
 
 def _at_call(job: SequenceJob, index: Optional[int], detail: str) -> str:
