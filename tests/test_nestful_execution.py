@@ -475,6 +475,15 @@ def open_for_writing(path):
     os.close(os.open(path, os.O_WRONLY))
     return path
 
+def fork_through_libc_and_stay(seconds):
+    """A process of the sample's own, through libc's fork (no audit event), that lives on after the sample holding
+    every descriptor it inherited, the result channel's too."""
+    pid = ctypes.CDLL(None).fork()
+    if pid == 0:
+        time.sleep(seconds)
+        os._exit(0)
+    return pid
+
 def leave_shared_memory(key):
     """A System V shared memory segment (no audit event, and it outlives every process unless removed)."""
     libc = ctypes.CDLL(None, use_errno=True)
@@ -1384,6 +1393,26 @@ def test_a_sample_stopped_by_the_cpu_limit_or_killed_past_its_timer_is_win_check
     assert "SIGXCPU" in results[0].detail and "killed after" in results[2].detail
     assert [(r.status, r.reason, r.win_upstream, r.win_corrected) for r in results] == [
         ("limit", "timeout", True, False), ("limit", "timeout", False, False), ("limit", "timeout", True, False)]
+
+
+def test_a_process_a_sample_leaves_holding_the_result_channel_does_not_hold_up_the_batch(evil_dir):
+    """Without kernel isolation nothing ends a process a sample forked through native code: it holds the child's end
+    of the result channel, and the batch waited for that end of file for the idle limit (60 s) after its last sample,
+    which took milliseconds. The child's exit ends the batch; the process goes with the child's process group."""
+    limits = dataclasses.replace(FAST, kernel_isolation=False, network_namespace=False)
+    started = time.monotonic()
+    (result,) = run_sequences([one_call("fork_through_libc_and_stay", 120)], evil_dir, limits)
+    assert result.ok and time.monotonic() - started < 30
+    time.sleep(0.5)
+    assert not _running(result.answer["value"])
+
+
+def _running(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] not in ("Z", "X")  # (a zombie has ended)
+    except OSError:
+        return False
 
 
 def test_a_longer_timeout_gives_as_many_cpu_seconds_unless_they_are_set(evil_dir):

@@ -156,8 +156,8 @@ ISOLATION = ("network", "filesystem", "processes")  # what the ready event repor
 # overflowed: a raw OverflowError, or every sample of the batch failing with the sandbox's traceback.
 MAXIMA: dict[str, float] = {"timeout": 1e8, "grace": 1e8, "cpu_seconds": 10**8, "memory_mb": 2**43 - 1,
                             "file_size_mb": 2**43 - 1, "disk_mb": 2**43 - 1}
-# Longest silence allowed from the child while no sample runs (starting up, between samples, exiting),
-# counted from its last message; a running sample has its own limit (timeout + grace).
+# Longest silence allowed from the child while no sample runs (starting up, between samples), counted from its
+# last message; a running sample has its own limit (timeout + grace), and its exit after the last one _reap's.
 IDLE_SECONDS = 60.0
 # Longest wait, after a sample's result, for the child to say the sample's process ended. That process only
 # flushes its output and exits, then the worker ends what the sample left and removes its folder: seconds at
@@ -516,6 +516,10 @@ def _run_child(jobs, first, results, functions_dir, limits, root) -> int:
                 elif ending is None or event["index"] != ending - first:
                     raise _Tampered(f"an end of sample {event['index']!r} out of sequence")
                 ending = None
+                if done == len(jobs):
+                    # Every sample ended: the child only exits now (_reap waits for it). No end of file is awaited: a
+                    # process a sample left (without kernel isolation) may hold the channel open, for the idle limit.
+                    break
             else:
                 raise _Tampered(f"a {kind!r} event out of sequence")
     except _Tampered as tampered:
