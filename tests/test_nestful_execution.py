@@ -797,6 +797,7 @@ def test_what_a_batch_writes_in_all_is_bounded_and_left_nowhere(evil_dir, kernel
     results = run_sequences([one_call("fill_the_disk", 1, 3), one_call("fill_the_disk", 3, 3)], evil_dir, limits)
     assert (results[0].status, results[1].status, results[1].reason) == ("ok", "error", "exception")
     assert "No space left" in results[1].detail
+    assert "the sandbox's sample area of SandboxLimits.disk_mb is full" in results[1].detail  # not the machine's disk
 
 
 def test_what_earlier_samples_printed_does_not_use_up_the_file_size_of_later_ones(evil_dir):

@@ -771,6 +771,9 @@ def _limit_note(exc):
     if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
         return (" (the sandbox's file size limit, SandboxLimits.file_size_mb; what the sample prints goes to a file "
                 "under that limit too)")
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        # (the only place a sample may write, with kernel isolation: read as the machine's disk being full)
+        return " (with kernel isolation, the sandbox's sample area of SandboxLimits.disk_mb is full)"
     return ""
 
 
