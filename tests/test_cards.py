@@ -821,3 +821,16 @@ def test_the_size_category_counts_the_largest_config(tmp_path):
     manifest = read_manifest(mirror)
     assert (manifest.configs["unified"].num_examples, manifest.configs["raw"].num_examples) == (999, 1000)
     assert DatasetCard.load(mirror / "README.md").data.size_categories == ["1K<n<10K"]
+
+
+def test_the_schema_section_describes_only_the_configs_the_mirror_has(tmp_path):
+    """A mirror without the unified config (--configs raw swift) has no `unified` schema table: the card's Schema
+    section lists the repository's configurations, and a table for one it lacks reads as a config to load."""
+    without = _section((build_sample_mirror("ms_swift", tmp_path / "a", configs=["raw", "swift"]) / "README.md")
+                       .read_text(encoding="utf-8"), "## Schema")
+    assert re.findall(r"^### `(\w+)`$", without, flags=re.MULTILINE) == ["raw", "swift"]
+    assert td.schema.schema_table() not in without
+    with_unified = _section((build_sample_mirror("ms_swift", tmp_path / "b", configs=["raw", "unified"]) / "README.md")
+                            .read_text(encoding="utf-8"), "## Schema")
+    assert re.findall(r"^### `(\w+)`$", with_unified, flags=re.MULTILINE) == ["unified", "raw"]
+    assert td.schema.schema_table() in with_unified
