@@ -412,6 +412,15 @@ def test_cli_mirror_bad_arguments_exit_with_an_error(tmp_path, capsys, argv, mes
     assert not (tmp_path / "nestful").exists()
 
 
+@pytest.mark.parametrize("sources", [["all", "ms_swift"], ["nestful", "all"]])
+def test_cli_mirror_all_beside_a_source_says_to_give_all_alone(tmp_path, capsys, sources):
+    """'all' with other sources was refused as an unknown source, listing the sources without 'all'."""
+    assert main(["mirror", *sources, "--sample", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "'all' names every source: give it alone" in err and "unknown source" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_cli_mirror_all_reads_each_sources_own_files_given_as_source_path_items(tmp_path, capsys):
     """As every command reads ``all`` (and as --help says): --data-files SOURCE=PATH items, one mirror per
     source named, each from its own files."""

@@ -58,6 +58,9 @@ def run(args: argparse.Namespace) -> int:
     from ..mirror.engines import check_engine, shared_ray
     from ..registry import source_names
 
+    if "all" in args.sources and len(args.sources) > 1:  # (else refused as an unknown source, listing them all)
+        raise MirrorError("'all' names every source: give it alone (mirror all ...), or name only the sources to "
+                          "mirror")
     sources = source_names() if args.sources == ["all"] else args.sources
     if args.sample and args.data_files:
         raise MirrorError("--sample and --data-files exclude each other")
