@@ -260,6 +260,19 @@ def test_a_new_build_replaces_the_old_mirror_completely(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["nestful"]
 
 
+def test_a_mirror_folder_that_links_elsewhere_is_replaced_without_leaving_the_link_behind(tmp_path):
+    """out/nestful a link to a mirror elsewhere: the new mirror takes its place, the linked mirror is kept, and the
+    link moved aside is deleted (it stayed as a hidden .nestful.old-<pid> beside the new mirror)."""
+    linked = build_sample_mirror("nestful", tmp_path / "elsewhere", configs=["raw"])
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "nestful").symlink_to(linked, target_is_directory=True)
+    folder = build_sample_mirror("nestful", out, configs=["unified", "raw"])
+    assert sorted(p.name for p in out.iterdir()) == ["nestful"]
+    assert not folder.is_symlink() and list(read_manifest(folder).configs) == ["unified", "raw"]
+    assert list(read_manifest(linked).configs) == ["raw"]
+
+
 def test_refuses_to_replace_a_folder_that_is_not_a_mirror(tmp_path):
     user_file = tmp_path / "out" / "nestful" / "notes.txt"
     user_file.parent.mkdir(parents=True)

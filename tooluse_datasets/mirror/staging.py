@@ -69,7 +69,7 @@ def _recover_swap(target: Path) -> None:
             logger.warning("%s: a build stopped while replacing this mirror; the previous mirror was put back",
                            target)
     for old in moved_aside_paths(target):
-        shutil.rmtree(old, ignore_errors=True)  # replaced, or half deleted when the build stopped
+        _delete_moved_aside(old)  # replaced, or half deleted when the build stopped
 
 
 def recover_swaps_in(out_dir: Path) -> None:
@@ -271,11 +271,20 @@ def _swap_into_place(staging: Path, target: Path) -> None:
         return
     # A directory cannot be os.replace'd over a non-empty one: move the old mirror aside first.
     old = target.with_name(f".{target.name}.old-{os.getpid()}")
-    shutil.rmtree(old, ignore_errors=True)
+    _delete_moved_aside(old)
     os.rename(target, old)
     try:
         os.rename(staging, target)
     except OSError:
         os.rename(old, target)
         raise
-    shutil.rmtree(old, ignore_errors=True)
+    _delete_moved_aside(old)
+
+
+def _delete_moved_aside(old: Path) -> None:
+    """Delete an old mirror moved aside. A mirror folder that was a link to a folder elsewhere was moved aside as
+    the link: the link goes (rmtree refuses links, and left it behind for good), the folder it names is kept."""
+    if old.is_symlink():
+        old.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(old, ignore_errors=True)
