@@ -1127,6 +1127,23 @@ def test_a_skipped_rows_listing_inside_the_mirror_folder_is_refused_before_build
     assert len(beside.read_text().splitlines()) == 5  # NESTFUL rows have no results: every row skipped in toolmind
 
 
+@pytest.mark.parametrize("given", ["the file", "a link to it"])
+def test_a_skipped_rows_listing_that_is_an_input_file_is_refused_before_building(tmp_path, given):
+    """MirrorRequest(skipped_rows=<a data file it reads>): the listing was written over that file once its rows were
+    read, and the user's input was lost (the command line refuses it; the Python API built the mirror)."""
+    data = tmp_path / "agent.jsonl"
+    data.write_bytes(Path(td.sample_files("ms_swift")["train"][0]).read_bytes() + b"not json\n")
+    listing = data if given == "the file" else tmp_path / "link.jsonl"
+    if given == "a link to it":
+        listing.symlink_to(data)
+    before = data.read_bytes()
+    with pytest.raises(MirrorError, match=rf"skipped_rows {re.escape(str(listing))} is the data file .*agent\.jsonl"):
+        build_mirror(MirrorRequest("ms_swift", configs=["raw"], data_files=str(data), skipped_rows=str(listing)),
+                     tmp_path / "out")
+    assert data.read_bytes() == before
+    assert not (tmp_path / "out" / "ms_swift").exists()
+
+
 def test_data_files_inside_the_mirror_folder_are_refused_instead_of_read_as_rows(tmp_path, capsys):
     """`--data-files 'data/**/*.parquet' --out data`: the second build read the first mirror's Parquet files as
     input (its `toolmind` config is ToolMind's own format), and the mirror silently held every row twice."""

@@ -26,7 +26,7 @@ from ..dataset_card import hub_license, render_card, repo_id_problem
 from ..distributions import plot_distributions
 from ..errors import SkipReport, ToolUseDataError, check_on_error, json_text_bytes
 from ..progress import progress
-from ..shards.paths import name_as_text
+from ..shards.paths import file_identity, name_as_text
 from ..shards.versions import changed
 from ..source import SplitPlan
 from ..stats import SplitStatistics
@@ -174,6 +174,7 @@ def plan_mirror(request: MirrorRequest, out_dir: str | Path) -> MirrorPlan:
     _check_options_fit_configs(request)
     builder = _builder(request)
     _check_inputs_outside(request, builder, target)
+    _check_listing_is_no_input(request, builder)
     return MirrorPlan(request, target, features, builder, _split_plans(request, builder))
 
 
@@ -397,6 +398,18 @@ def _check_inputs_outside(request: MirrorRequest, builder, target: Path) -> None
                               f"rows of the new mirror (a rebuild would hold a mirror's rows once more); narrow "
                               f"--data-files to your input files, or build the mirror outside the folder they are "
                               f"in (--out)")
+
+
+def _check_listing_is_no_input(request: MirrorRequest, builder) -> None:
+    """The ``skipped_rows`` listing must not be a data file the build reads: it was written over that file once the
+    rows were read, and the input was lost (the command line refuses it before this; a link to the file too)."""
+    listing = file_identity(request.skipped_rows) if request.skipped_rows is not None else None
+    if listing is None:  # none asked for, or no file there yet
+        return
+    for path in _input_paths(request, builder):
+        if "://" not in path and file_identity(path) == listing:
+            raise MirrorError(f"{request.source}: skipped_rows {os.fspath(request.skipped_rows)} is the data file "
+                              f"{path}, which the build reads: the listing would replace it; write it elsewhere")
 
 
 def _absolute_path_options(request: MirrorRequest) -> MirrorRequest:
