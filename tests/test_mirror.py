@@ -1144,6 +1144,17 @@ def test_a_skipped_rows_listing_that_is_an_input_file_is_refused_before_building
     assert not (tmp_path / "out" / "ms_swift").exists()
 
 
+def test_a_skipped_rows_listing_that_is_a_folder_is_refused_before_building(tmp_path):
+    """MirrorRequest(skipped_rows=<a folder>) converted every row, then failed with IsADirectoryError renaming the
+    listing there (the command line refuses it before reading)."""
+    folder = tmp_path / "listings"
+    folder.mkdir()
+    with pytest.raises(MirrorError, match=r"skipped_rows '.*listings' is a folder: give a file"):
+        build_mirror(MirrorRequest("ms_swift", configs=["raw"], data_files=td.sample_files("ms_swift"),
+                                   skipped_rows=str(folder)), tmp_path / "out")
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
 def test_data_files_inside_the_mirror_folder_are_refused_instead_of_read_as_rows(tmp_path, capsys):
     """`--data-files 'data/**/*.parquet' --out data`: the second build read the first mirror's Parquet files as
     input (its `toolmind` config is ToolMind's own format), and the mirror silently held every row twice."""

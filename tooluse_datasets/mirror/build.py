@@ -370,6 +370,9 @@ def _check_listing_outside(request: MirrorRequest, target: Path) -> None:
     if request.skipped_rows is None:
         return
     listing, folder = Path(os.path.abspath(request.skipped_rows)), Path(os.path.abspath(target))
+    if listing.is_dir():  # (it failed renaming the listing there, once every row had been converted)
+        raise MirrorError(f"skipped_rows {os.fspath(request.skipped_rows)!r} is a folder: give a file, e.g. "
+                          f"{listing / 'skipped-rows.jsonl'}")
     if listing.is_relative_to(folder) or listing.is_relative_to(staging_path(folder)):
         raise MirrorError(f"--skipped-rows {request.skipped_rows} is inside the mirror folder {target}, which the "
                           f"build replaces whole (the listing would be deleted with the old mirror): write it "
