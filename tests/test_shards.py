@@ -222,6 +222,31 @@ def test_shard_counts_of_many_files_reach_the_largest_multiple_their_merges_allo
     assert [(s.file, n) for s in shards for batch in read_shard(s, batch_size=4) for n, _ in batch.items] == rows
 
 
+def test_a_toolmind_splits_row_groups_with_gaps_are_grouped_and_balanced_for_nodes(tmp_path):
+    """A ToolMind split whose rows lie in every other row group (the ones between hold another split) is planned
+    like a file's groups: grouped up to shard_bytes and merged to a multiple of 2, so that two nodes each read
+    their own shard, instead of 3 shards that every node read whole. Every row still comes once, in order."""
+    from datasets.distributed import split_dataset_by_node
+
+    rows = pq.read_table(td.sample_files("toolmind")["train"][0]).to_pylist()
+    synthetic = [r for r in rows if r["split"] == "synthetic"]
+    tau = [r for r in rows if r["split"] == "tau-train"]
+    path = tmp_path / "alternating.parquet"
+    with pq.ParquetWriter(path, pa.Table.from_pylist(rows).schema) as writer:
+        for i in range(3):  # row groups: synthetic, tau-train, synthetic, tau-train, synthetic, tau-train
+            writer.write_table(pa.Table.from_pylist(synthetic[3 * i:3 * i + 3]))
+            writer.write_table(pa.Table.from_pylist(tau))
+    whole = td.load("toolmind", data_files=str(path), split="synthetic", streaming=True)
+    assert whole.n_shards == 1  # 16 MiB hold the three groups
+    stream = td.load("toolmind", data_files=str(path), split="synthetic", streaming=True, shard_bytes=1)
+    assert stream.n_shards == 2
+    nodes = [split_dataset_by_node(stream, rank=rank, world_size=2) for rank in range(2)]
+    assert [node.n_shards for node in nodes] == [1, 1]  # whole shards, not every row read by both
+    ids = [row["id"] for row in stream]
+    assert len(ids) == 9 and ids == [row["id"] for row in whole]
+    assert [row["id"] for node in nodes for row in node] == ids
+
+
 def test_a_json_file_holding_one_object_over_several_lines_is_one_row(tmp_path):
     """``.json`` files hold an array, JSON Lines, or one object; an object written with indentation is one row,
     and a JSON Lines file whose first line is broken still gives its other lines (the first reported)."""

@@ -5,8 +5,9 @@ a JSON Lines file aligned to line ends), so that ``num_proc``, ``split_dataset_b
 a distributed engine can divide one big file. Row numbers always count rows from the start of the *file*,
 whichever shard reads them, so ids built from them do not depend on how a file was cut.
 
-* Parquet: one shard per group of consecutive row groups (at most ``target_bytes`` of uncompressed data;
-  a larger row group is a shard of its own). Planning reads the footer only.
+* Parquet: one shard per group of row groups in file order (at most ``target_bytes`` of uncompressed data;
+  a larger row group is a shard of its own; a split's groups may skip other splits'). Planning reads the footer
+  only.
 * JSON Lines (``.jsonl``, uncompressed): byte ranges of ``target_bytes``. A range owns the lines that *start*
   in it; the reader of a later range counts the newlines before it to number its rows (a scan, no parsing),
   unless the range was planned from the rows themselves and carries the number of its first line

@@ -64,16 +64,16 @@ def starts_file(shard: Shard) -> bool:
 
 def plan_parquet(path: str, metadata: pq.FileMetaData, target_bytes: int,
                  row_groups: Optional[list[int]] = None) -> list[Shard]:
-    """Consecutive row groups (of ``row_groups``, default all) grouped up to ``target_bytes`` uncompressed.
-    A file without row groups is one shard that reads nothing."""
+    """Row groups (of ``row_groups``, default all, in file order) grouped up to ``target_bytes`` uncompressed.
+    A file without row groups is one shard that reads nothing. A split's row groups may have gaps (groups of other
+    ToolMind splits): a shard reads its groups one by one, so a gap costs nothing and does not end a shard."""
     candidates = list(range(metadata.num_row_groups)) if row_groups is None else row_groups
     shards: list[Shard] = []
     group: list[int] = []
     size = 0
     for rg in candidates:
         rg_bytes = metadata.row_group(rg).total_byte_size
-        contiguous = not group or rg == group[-1] + 1
-        if group and (not contiguous or size + rg_bytes > target_bytes):
+        if group and size + rg_bytes > target_bytes:
             shards.append(Shard(path, PARQUET, tuple(group)))
             group, size = [], 0
         group.append(rg)
@@ -90,7 +90,7 @@ SHARD_COUNT_MULTIPLES = (12, 6, 4, 2)
 
 
 def balanced(shards: list[Shard]) -> list[Shard]:
-    """``shards`` with some adjacent shards of the same file merged (consecutive row groups, touching byte
+    """``shards`` with some adjacent shards of the same file merged (row groups in file order, touching byte
     ranges), so that their number is a multiple of 12, 6, 4 or 2: the largest of these that the possible
     merges reach (a run of k mergeable shards can become anything from k shards to one). Merges are spread
     over the list; where no multiple is reachable, the shards stay as they are."""
@@ -114,7 +114,7 @@ def _merged(a: Shard, b: Shard) -> Optional[Shard]:
     if type(a) is not type(b) or any(getattr(a, f.name) != getattr(b, f.name) for f in dataclasses.fields(a)
                                      if f.name not in _REGION_FIELDS):
         return None  # other files, or shards a subclass tells apart (e.g. the mix's member splits)
-    if a.kind == PARQUET and a.row_groups and b.row_groups and a.row_groups[-1] + 1 == b.row_groups[0]:
+    if a.kind == PARQUET and a.row_groups and b.row_groups and a.row_groups[-1] < b.row_groups[0]:  # (gaps: above)
         return dataclasses.replace(a, row_groups=a.row_groups + b.row_groups)
     if a.kind in (LINES, DOCUMENT) and a.stop is not None and a.stop == b.start:
         return dataclasses.replace(a, stop=b.stop)

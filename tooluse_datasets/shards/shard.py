@@ -56,7 +56,8 @@ class Shard:
         where = display_path(self.file)
         if self.kind == PARQUET and self.row_groups:
             groups = self.row_groups
-            span = f"{groups[0]}" if len(groups) == 1 else f"{groups[0]}-{groups[-1]}"
+            contiguous = groups[-1] - groups[0] == len(groups) - 1
+            span = f"{groups[0]}-{groups[-1]}" if contiguous and len(groups) > 1 else ", ".join(map(str, groups))
             return f"{where} (row groups {span})"
         if self.kind == LINES and (self.start or self.stop is not None):
             return f"{where} (bytes {self.start}-{'' if self.stop is None else self.stop})"
