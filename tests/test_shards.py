@@ -222,29 +222,42 @@ def test_shard_counts_of_many_files_reach_the_largest_multiple_their_merges_allo
     assert [(s.file, n) for s in shards for batch in read_shard(s, batch_size=4) for n, _ in batch.items] == rows
 
 
-def test_a_toolmind_splits_row_groups_with_gaps_are_grouped_and_balanced_for_nodes(tmp_path):
-    """A ToolMind split whose rows lie in every other row group (the ones between hold another split) is planned
-    like a file's groups: grouped up to shard_bytes and merged to a multiple of 2, so that two nodes each read
-    their own shard, instead of 3 shards that every node read whole. Every row still comes once, in order."""
+@pytest.mark.parametrize("suffix", [".parquet", ".jsonl"])
+def test_a_toolmind_splits_shards_with_gaps_are_grouped_and_balanced_for_nodes(tmp_path, monkeypatch, suffix):
+    """A ToolMind split whose rows lie in three runs with other splits' rows between (Parquet row groups, JSON
+    Lines ranges) is balanced like a file's shards: merged to a multiple of 2, so that two nodes each read their
+    own shard, instead of 3 shards that every node read whole; Parquet groups are grouped up to shard_bytes.
+    Every row still comes once, in order."""
     from datasets.distributed import split_dataset_by_node
 
+    from tooluse_datasets.builders.toolmind import splits
+
+    monkeypatch.setattr(splits, "MAX_GAP_BYTES", 0)  # a range ends at the first line of another split
     rows = pq.read_table(td.sample_files("toolmind")["train"][0]).to_pylist()
     synthetic = [r for r in rows if r["split"] == "synthetic"]
     tau = [r for r in rows if r["split"] == "tau-train"]
-    path = tmp_path / "alternating.parquet"
-    with pq.ParquetWriter(path, pa.Table.from_pylist(rows).schema) as writer:
-        for i in range(3):  # row groups: synthetic, tau-train, synthetic, tau-train, synthetic, tau-train
-            writer.write_table(pa.Table.from_pylist(synthetic[3 * i:3 * i + 3]))
-            writer.write_table(pa.Table.from_pylist(tau))
-    whole = td.load("toolmind", data_files=str(path), split="synthetic", streaming=True)
-    assert whole.n_shards == 1  # 16 MiB hold the three groups
-    stream = td.load("toolmind", data_files=str(path), split="synthetic", streaming=True, shard_bytes=1)
+    runs = [part for i in range(3) for part in (synthetic[3 * i:3 * i + 3], tau)]
+    path = tmp_path / f"alternating{suffix}"
+    if suffix == ".parquet":
+        with pq.ParquetWriter(path, pa.Table.from_pylist(rows).schema) as writer:
+            for run in runs:  # a row group each: synthetic, tau-train, synthetic, ...
+                writer.write_table(pa.Table.from_pylist(run))
+        whole = td.load("toolmind", data_files=str(path), split="synthetic", streaming=True)
+        assert whole.n_shards == 1  # 16 MiB hold the three groups
+        options = {"shard_bytes": 1}
+    else:
+        path.write_text("".join(json.dumps(row) + "\n" for run in runs for row in run))
+        whole, options = None, {}
+    stream = td.load("toolmind", data_files=str(path), split="synthetic", streaming=True, **options)
     assert stream.n_shards == 2
     nodes = [split_dataset_by_node(stream, rank=rank, world_size=2) for rank in range(2)]
     assert [node.n_shards for node in nodes] == [1, 1]  # whole shards, not every row read by both
     ids = [row["id"] for row in stream]
-    assert len(ids) == 9 and ids == [row["id"] for row in whole]
+    assert len(ids) == 9 and (whole is None or ids == [row["id"] for row in whole])
     assert [row["id"] for node in nodes for row in node] == ids
+    tau_ids = {size: [row["id"] for row in td.load("toolmind", data_files=str(path), split="tau_train", streaming=True,
+                                                   shard_bytes=size)] for size in (1, 10**9)}
+    assert len(tau_ids[1]) == 6 and tau_ids[1] == tau_ids[10**9]  # the other split, through the same gaps
 
 
 def test_a_json_file_holding_one_object_over_several_lines_is_one_row(tmp_path):

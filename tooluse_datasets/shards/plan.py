@@ -90,8 +90,8 @@ SHARD_COUNT_MULTIPLES = (12, 6, 4, 2)
 
 
 def balanced(shards: list[Shard]) -> list[Shard]:
-    """``shards`` with some adjacent shards of the same file merged (row groups in file order, touching byte
-    ranges), so that their number is a multiple of 12, 6, 4 or 2: the largest of these that the possible
+    """``shards`` with some adjacent shards of the same file merged (row groups in file order, byte ranges in
+    file order), so that their number is a multiple of 12, 6, 4 or 2: the largest of these that the possible
     merges reach (a run of k mergeable shards can become anything from k shards to one). Merges are spread
     over the list; where no multiple is reachable, the shards stay as they are."""
     mergeable = [i for i in range(len(shards) - 1) if _merged(shards[i], shards[i + 1]) is not None]
@@ -117,6 +117,10 @@ def _merged(a: Shard, b: Shard) -> Optional[Shard]:
     if a.kind == PARQUET and a.row_groups and b.row_groups and a.row_groups[-1] < b.row_groups[0]:  # (gaps: above)
         return dataclasses.replace(a, row_groups=a.row_groups + b.row_groups)
     if a.kind in (LINES, DOCUMENT) and a.stop is not None and a.stop == b.start:
+        return dataclasses.replace(a, stop=b.stop)
+    # A ToolMind split's JSON Lines ranges may have gaps (other splits' lines, which its reader skips unparsed, as
+    # it does within a range): reading one costs less than every node converting every row.
+    if a.kind == LINES and a.stop is not None and a.stop < b.start:
         return dataclasses.replace(a, stop=b.stop)
     return None
 
