@@ -1070,6 +1070,37 @@ def test_a_report_counts_the_streams_datasets_joins(tmp_path, join):
     assert (report.rows_read, report.skipped, report.by_reason) == (alone.rows_read, alone.skipped, alone.by_reason)
 
 
+def test_a_mix_resumed_with_its_report_counts_again_the_two_rows_of_each_member_read_ahead(tmp_path):
+    """interleave_datasets holds a row of each member and has a thread fetch the next: neither is in the saved
+    state, so a mix resumed with the same report counts those two rows of each member twice, as README says (it
+    said one row), and hands out every row once."""
+    from datasets import interleave_datasets
+
+    rows = [line for f in td.sample_files("ms_swift")["train"] for line in Path(f).read_text().splitlines()
+            if line.strip()]
+    paths = [tmp_path / f"{name}.jsonl" for name in ("a", "b")]
+    for path in paths:
+        path.write_text("\n".join(rows * 4) + "\n")
+
+    def mix(report):
+        return interleave_datasets([td.load("ms_swift", data_files=str(path), split="train", streaming=True,
+                                            report=report) for path in paths])
+
+    uninterrupted = td.SkipReport()
+    whole = [row["id"] for row in mix(uninterrupted)]
+    assert len(whole) > 8
+    report = td.SkipReport()
+    stream, got = mix(report), []
+    for row in stream:
+        got.append(row["id"])
+        if len(got) == 4:
+            break
+    resumed = mix(report)
+    resumed.load_state_dict(stream.state_dict())
+    assert got + [row["id"] for row in resumed] == whole
+    assert report.rows_read == uninterrupted.rows_read + 2 * 2
+
+
 def test_take_n_counts_the_n_rows_it_hands_out(tmp_path):
     """datasets' take(n) pulled one more row from the stream before stopping: the report counted it, and the
     bad lines before it, as read (n + 1 + skips for n rows handed out). It now counts what a loop stopping
