@@ -1235,6 +1235,34 @@ def test_a_state_loaded_into_a_stream_built_with_other_steps_is_a_value_error_sa
     assert len(head) + len([row["id"] for row in same]) == len([row["id"] for row in stream(saved_with)])
 
 
+@pytest.mark.parametrize("join", ["interleave_datasets", "concatenate_datasets"])
+@pytest.mark.parametrize("saved_members, resumed_members", [(2, 3), (3, 2)])
+def test_a_state_of_a_mix_of_other_members_is_a_value_error_saying_so(join, saved_members, resumed_members):
+    """A mix that gained or lost a member between its checkpoint and the resume failed at the first row with
+    datasets' bare IndexError ('list index out of range', 'index 2 is out of bounds for axis 0'), or resumed a
+    concatenation of fewer members without a word."""
+    import datasets
+
+    from conftest import shared_data
+
+    files = [str(f) for f in sorted(shared_data("ms_swift").glob("*.jsonl"))]
+    assert len(files) >= 3
+
+    def mix(members):
+        return getattr(datasets, join)([td.load("ms_swift", split="train", data_files=f, streaming=True)
+                                        for f in files[:members]])
+
+    head, state = _read_then_save(mix(saved_members), 3, key="id")
+    resumed = mix(resumed_members)
+    resumed.load_state_dict(state)
+    with pytest.raises(ValueError, match=f"this state_dict was saved from a stream built otherwise: state.* holds "
+                                         f"{saved_members} streams' states, where this stream has {resumed_members}"):
+        next(iter(resumed))
+    same = mix(saved_members)  # the mix it was saved from resumes
+    same.load_state_dict(state)
+    assert head + [row["id"] for row in same] == [row["id"] for row in mix(saved_members)]
+
+
 class _CollectedWhere:
     """Cyclic garbage that records which process collected it (a stand-in for what a stopped stream leaves: its
     worker pool, whose collection takes a lock that pool's manager thread may hold when the next pool forks)."""
