@@ -63,6 +63,23 @@ def test_only_rows_with_media_carry_media_keys(cache_dir):
     assert sum(1 for v in batch["images"] if v) == 1 and "audios" not in batch
 
 
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_a_dataloader_over_a_map_style_dataset_gives_the_rows_it_holds(num_workers, cache_dir):
+    """A torch DataLoader takes a map-style dataset's rows through ``__getitems__``, which datasets cuts from a
+    batch: a text row batched with the row holding images came with ``images: []``, where ``ds[i]`` and the
+    stream give it no media key (TRL reads a first row with an "images" key as vision data). It gets the rows
+    ``ds[i]`` gives, also after a map; columns asked for keep their media, as ``ds[i]`` does."""
+    from torch.utils.data import DataLoader
+
+    ds = td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train", cache_dir=cache_dir)
+    for dataset in (ds, ds.map(lambda row: {"turns": len(row["messages"])}), ds.select_columns(["id", "images"])):
+        loaded = [row for batch in DataLoader(dataset, batch_size=2, num_workers=num_workers,
+                                              collate_fn=lambda batch: batch) for row in batch]
+        assert loaded == [dataset[i] for i in range(len(dataset))]
+    assert sum("images" in row for row in loaded) == len(ds)  # (asked for: every row has it)
+    assert sum("images" in ds[i] for i in range(len(ds))) == 1 == sum("images" in row for row in ds)
+
+
 def test_assistant_answers_and_call_turns_keep_only_their_keys(nestful, cache_dir):
     call_turn = nestful[0]["messages"][1]
     assert call_turn["role"] == "assistant" and call_turn["content"] == ""

@@ -751,8 +751,21 @@ def _install_batched_steps_giving_rows_in_their_shape() -> None:
     rows cut from its function's batch as they are: text rows came out with ``images: []`` in a batch with images
     and without the key in others (after ``ds.map(td.short_call_ids, batched=True)``, TRL took a text dataset
     whose first row had the key for vision data). Rows cut from a batch of unified rows, read or mapped, take the
-    row shape, as map-style's rows and a row function's have it. Installed once per process on import."""
+    row shape, as map-style's rows and a row function's have it. So do the rows a map-style dataset gives a torch
+    DataLoader (``__getitems__``: datasets cuts them from a batch), which ``ds[i]`` and streams give without empty
+    media. Installed once per process on import."""
+    from datasets import Dataset
     from datasets.iterable_dataset import MappedExamplesIterable
+
+    getitems = Dataset.__getitems__
+
+    def rows_of_keys(self, keys: list) -> list:
+        rows = getitems(self, keys)
+        features = self._info.features
+        if (not isinstance(features, ExactFeatures) or not features.omitted_empty_media
+                or self._format_type is not None or self._format_columns is not None):
+            return rows  # (columns asked for keep their media, as ds[i] does; a format's rows are its own)
+        return [features.without_empty_media(row) for row in rows]
 
     formatted = FormattedExamplesIterable.__iter__
 
@@ -786,6 +799,7 @@ def _install_batched_steps_giving_rows_in_their_shape() -> None:
 
     FormattedExamplesIterable.__iter__ = patched_once(formatted, formatted_rows, "_gives_rows_in_their_shape")
     MappedExamplesIterable.__iter__ = patched_once(mapped, mapped_rows, "_gives_rows_in_their_shape")
+    Dataset.__getitems__ = patched_once(getitems, rows_of_keys, "_gives_rows_in_their_shape")
 
 
 _install_merged_info_features()
