@@ -1,5 +1,5 @@
 """Every source's ``export --format swift`` read by ms-swift 4.6 itself: its ``load_dataset`` and automatic
-preprocessor (what ``swift sft`` runs before tokenizing), in ms-swift's own environment
+preprocessor (what ``swift sft`` runs before tokenizing) and its ``Template.encode``, in ms-swift's own environment
 (``benchmarks/swift_env.sh``; it pins ``datasets<4.8.5``, which cannot share ours), driven by
 ``benchmarks/swift_rows.py``.
 
@@ -612,3 +612,107 @@ def test_loss_given_as_text_is_refused_since_ms_swift_trains_a_message_whose_los
             list(td.load("ms_swift", "raw", data_files=str(path), split="train", streaming=streaming,
                          cache_dir=str(tmp_path / "cache")))
         assert info.value.field == "messages[1].loss" and info.value.row == 0
+
+
+# ms-swift's own load, preprocessing and Template.encode of each row (what `swift sft --template T --agent_template
+# hermes` trains), under a byte-level tokenizer built here (no model is downloaded): per template, per row, the
+# decoded input and the trained (labels != -100) stretches.
+TEMPLATE_ENCODING = """
+import json, os, sys, tempfile
+cache = tempfile.mkdtemp(prefix="swift-encode-cache-")
+os.environ.update({"MODELSCOPE_CACHE": cache, "HF_DATASETS_CACHE": os.path.join(cache, "hf"), "HF_HUB_OFFLINE": "1",
+                   "HF_DATASETS_OFFLINE": "1", "USE_HF": "1"})
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+from transformers import PreTrainedTokenizerFast
+from swift.dataset import load_dataset
+from swift.model import MODEL_MAPPING
+from swift.model.model_meta import ModelInfo
+from swift.template import get_template
+
+byte_level = Tokenizer(models.BPE(vocab={c: i for i, c in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))},
+                                  merges=[]))
+byte_level.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+byte_level.decoder = decoders.ByteLevel()
+tokenizer = PreTrainedTokenizerFast(tokenizer_object=byte_level, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                    additional_special_tokens=["<|im_start|>"])
+rows = list(load_dataset(sys.argv[1], load_from_cache_file=False)[0])
+for template_type, model_type in (("qwen2_5", "qwen2"), ("qwen3", "qwen3")):
+    tokenizer.model_info = ModelInfo(model_type, cache, torch.float32, 1 << 20, None, 0, task_type="causal_lm")
+    tokenizer.model_meta = MODEL_MAPPING[model_type]
+    template = get_template(tokenizer, template_type=template_type, agent_template="hermes")
+    template.set_mode("train")
+    for row in rows:
+        encoded = template.encode(row)
+        trained, stretch = [], []
+        for token, label in zip(encoded["input_ids"], encoded["labels"]):
+            if label != -100:
+                stretch.append(token)
+            elif stretch:
+                trained, stretch = trained + [tokenizer.decode(stretch)], []
+        trained += [tokenizer.decode(stretch)] if stretch else []
+        print(json.dumps({"template": template_type, "input": tokenizer.decode(encoded["input_ids"]),
+                          "trained": trained}, ensure_ascii=False))
+"""
+
+
+def test_ms_swift_template_encoding_trains_every_call_and_answer_of_every_source_exactly(tmp_path):
+    """Each source's sample rows, its tricky row (tests/tricky_values.py) and a row whose call passes
+    0.30000000000000004, booleans, null and non-ASCII text, exported as ``--format swift`` and encoded by ms-swift's
+    ``Template.encode`` (qwen2_5 and qwen3, hermes agent template): every system and user turn, tool result and tool
+    name is in the input, and every call (its name and arguments as exact JSON), answer and reasoning in a trained
+    stretch. Rows with media are left out: they need a vision-language template."""
+    from tricky_values import write_files
+
+    python = swift_python()
+    extra = tmp_path / "floats.jsonl"
+    arguments = '{"f": 0.30000000000000004, "ok": true, "none": null, "city": "Zürich", "z": -0.0}'
+    extra.write_text(json.dumps({"tools": [{"type": "function", "function": {
+        "name": "weigh", "description": "Weighs.", "parameters": {"type": "object", "properties": {}}}}], "messages": [
+        {"role": "user", "content": "Weigh it."},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "weigh", "arguments": arguments}}]},
+        {"role": "tool", "tool_call_id": "a", "content": "0.30000000000000004 kg"},
+        {"role": "assistant", "content": "It weighs 0.3 kg."}]}, ensure_ascii=False) + "\n", encoding="utf-8")
+    loads = [(source, td.sample_files(source)) for source in source_names()] + [("ms_swift", [str(extra)])]
+    loads += [(source, [path]) for source, path, _ in write_files(tmp_path / "rows")]
+    together = tmp_path / "together.jsonl"
+    unified = []
+    with together.open("w", encoding="utf-8") as out:
+        for number, (source, files) in enumerate(loads):
+            folder = tmp_path / f"export-{number}"
+            flags = ["--data-files", *files] if isinstance(files, list) else ["--sample"]
+            assert main(["export", source, *flags, "--format", "swift", "--out", str(folder)]) == 0
+            for split, rows in td.load(source, data_files=files, streaming=True).items():
+                lines = (folder / f"{source}-swift-{split}.jsonl").read_text(encoding="utf-8").splitlines()
+                for line, row in zip(lines, rows, strict=True):
+                    if not any(row.get(media) for media in ("images", "audios", "videos")):
+                        out.write(line + "\n")
+                        unified.append(row)
+    done = subprocess.run([python, "-c", TEMPLATE_ENCODING, str(together)], capture_output=True, text=True,
+                          timeout=900, check=False, cwd=str(tmp_path))
+    assert done.returncode == 0, done.stderr[-3000:]
+    encoded = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [e["template"] for e in encoded] == ["qwen2_5"] * len(unified) + ["qwen3"] * len(unified)
+    assert len(unified) == 37 - 2 + 1 + 5  # the samples less two ms-swift rows with images
+    calls = 0
+    for row, swift in zip(unified * 2, encoded):
+        where = (swift["template"], row["id"])
+        text, trained = swift["input"], swift["trained"]
+        for tool in row["tools"]:
+            assert json.dumps(tool["function"]["name"], ensure_ascii=False) in text, where
+        for message in row["messages"]:
+            if message["role"] in ("system", "user", "tool"):
+                assert message["content"] in text, where
+            if message.get("reasoning_content"):
+                assert any(message["reasoning_content"] in stretch for stretch in trained), where
+            if message["role"] != "assistant":
+                continue
+            if message["content"]:
+                assert any(message["content"] in stretch for stretch in trained), where
+            for call in message.get("tool_calls") or []:
+                shown = json.dumps({"name": call["function"]["name"], "arguments": call["function"]["arguments"]},
+                                   ensure_ascii=False)
+                assert any(shown in stretch for stretch in trained), (where, shown)
+                calls += 1
+    assert calls > 2 * 40
