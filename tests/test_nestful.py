@@ -404,6 +404,23 @@ def test_extra_columns_are_kept_not_dropped():
     assert dumps(SOURCE.from_unified(unified)) == dumps(raw)
 
 
+@pytest.mark.parametrize("name", list(ALL_REAL))
+def test_raw_rows_written_out_read_back_as_the_same_raw_rows(name, tmp_path):
+    """What ``export --format raw`` writes (each row's dumps) is read by the raw config as the same rows, however
+    often: HF text gold answers keep their text, columns beyond NESTFUL's stay in ``extra``."""
+    rows = [dict(r, domain="math") for r in upstream_rows(ALL_REAL[name])]
+    path = tmp_path / "native.jsonl"
+    path.write_text("".join(dumps(r) + "\n" for r in rows))
+    first = list(td.load("nestful", "raw", data_files=str(path), split="train", streaming=True))
+    assert any(r["gold_answer_text"] is not None for r in first) == (name == "hf_current")
+    assert all(r["extra"] == {"domain": "math"} for r in first)
+    for n in range(2):
+        out = tmp_path / f"raw{n}.jsonl"
+        out.write_text("".join(dumps(r) + "\n" for r in first))
+        again = list(td.load("nestful", "raw", data_files=str(out), split="train", streaming=True))
+        assert [dumps(r) for r in again] == [dumps(r) for r in first]
+
+
 @pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
 def test_an_unforeseen_failure_still_names_the_row_and_follows_the_policy(tmp_path, cache_dir, monkeypatch,
                                                                            streaming):

@@ -261,11 +261,21 @@ class NestfulSource(Source):
             if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
                 raise InvalidValueError("a tool spec must be an object with a name", field=f"tools[{i}]")
         gold = native.get("gold_answer")
-        if isinstance(gold, str) and stored_as_text(native):
+        extra = {k: v for k, v in native.items() if k not in FIELDS}
+        if "gold_answer_text" in extra:
+            # The package's own raw row (a raw export read back): its text and extra columns are taken as they
+            # are, not kept as columns of the row (read back, they nested one level deeper each time)
+            gold_text, kept = extra.pop("gold_answer_text"), extra.pop("extra", None)
+            if gold_text is not None and not isinstance(gold_text, str):
+                raise InvalidValueError(f"gold_answer_text must be a string or null, got {shown(gold_text)}",
+                                        field="gold_answer_text")
+            if kept is not None and not isinstance(kept, dict):
+                raise InvalidValueError(f"extra must be a JSON object or null, got {json_kind(kept)}", field="extra")
+            extra = {**(kept or {}), **extra}
+        elif isinstance(gold, str) and stored_as_text(native):
             gold_text, gold = gold, decode_gold_answer(gold)  # (HF) decoded, its upstream text kept
         else:  # (GitHub) the value itself; a null answer keeps its text, so it is not taken for a missing one
             gold_text = NULL_TEXT if gold is None and has_gold_answer(native) else None
-        extra = {k: v for k, v in native.items() if k not in FIELDS}
         return {
             "sample_id": str(sample_id),
             "input": native["input"],
