@@ -852,6 +852,32 @@ def test_a_toolmind_parquet_whose_split_column_is_not_text_is_one_file_error(tmp
                 list(ds)
 
 
+@pytest.mark.parametrize("values", [[1, 2, 3], [[1], [2], [3]]], ids=["int64", "list_of_int64"])
+@pytest.mark.parametrize("split_column", ["split", None])
+def test_a_toolmind_parquet_whose_messages_column_holds_no_conversations_is_one_file_error(tmp_path, cache_dir,
+                                                                                          values, split_column):
+    """Each row of such a file was reported on its own ("messages must be a JSON string or an array, got
+    number"): the file is one error naming the column and its type, whichever shards it is read in, and the other
+    files still load."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sample = td.sample_files("toolmind")["train"][0]
+    rows = pq.read_table(sample).num_rows
+    odd = tmp_path / "odd.parquet"
+    table = pa.table({"messages": values, "split": ["synthetic", "tau_train", "synthetic"]})
+    pq.write_table(table, odd, row_group_size=1)
+    for files, converted in (([str(odd), sample], rows), ([str(odd)], 0)):
+        results = load_both("toolmind", files, f"{cache_dir}/{len(files)}", shard_bytes=1, split_column=split_column)
+        assert results["map"][0] == results["stream"][0]
+        for splits, report in results.values():
+            assert sum(map(len, splits.values())) == converted
+            assert [(e.error, e.file, e.row, e.field) for e in report.examples] == \
+                [("InvalidValueError", str(odd), None, "messages")]
+            stored = pq.read_schema(odd).field("messages").type
+            assert f"the 'messages' column holds {stored}, not conversations" in report.examples[0].message
+
+
 @pytest.mark.parametrize("depth, error, field", [(300, "JsonValueError", "messages"), (600, "JsonValueError", "messages"),
                                                  (1100, "InvalidJsonError", "<line>")])
 def test_values_nested_too_deep_to_store_are_reported_rows(tmp_path, cache_dir, depth, error, field):

@@ -148,7 +148,7 @@ class ToolMindSource(Source):
         if self._splits_from_column(files_by_split):
             plans = plan_splits(list(files_by_split["train"]), opts.split_column, opts.shard_bytes,
                                 column_required=opts.split_column != ToolMindOptions.split_column,
-                                wanted=getattr(opts, "prepare_splits", None))
+                                wanted=getattr(opts, "prepare_splits", None), messages_column=opts.messages_column)
             if plans is not None:
                 return with_file_labels(plans, files_by_split)
         # Ids are positions in a file: with several files in the load (in one split or across splits) they carry
@@ -167,7 +167,7 @@ class ToolMindSource(Source):
         # Read small batches (long rows decode to large buffers) and regroup them into batches of at most
         # READ_BATCH_ROWS rows (fewer where a split's rows are selected) and `max_batch_chars` characters.
         rows = min(opts.batch_size, READ_BATCH_ROWS)
-        batches = read_split_rows(shard, opts.split_column, selection, rows, resume)
+        batches = read_split_rows(shard, opts.split_column, selection, rows, resume, opts.messages_column)
         for batch in joined_batches(batches, rows, _messages_chars(opts.messages_column), opts.max_batch_chars):
             if stem is not None:
                 for _row_number, row in batch.items:

@@ -149,8 +149,8 @@ def _mark(bitmap: bytearray, row: int) -> None:
     bitmap[byte] |= 1 << (row & 7)
 
 
-def plan_splits(files: list[str], split_column: str, shard_bytes: int, *,
-                column_required: bool = False, wanted: Optional[tuple[str, ...]] = None) -> Optional[list[SplitPlan]]:
+def plan_splits(files: list[str], split_column: str, shard_bytes: int, *, column_required: bool = False,
+                wanted: Optional[tuple[str, ...]] = None, messages_column: str = "messages") -> Optional[list[SplitPlan]]:
     """One split per `split` value (card order), or None if no file has ``split_column`` (or its rows hold
     no usable value: they are then read as data_files splits and each row is reported). ``column_required``
     (a column the user named): no file having it is an error, not one ``train`` split. ``wanted``: the splits
@@ -159,7 +159,7 @@ def plan_splits(files: list[str], split_column: str, shard_bytes: int, *,
     with_column, unassigned, unreadable = [], [], []
     for path in files:
         try:
-            found = _file_values(path, split_column, shard_bytes)
+            found = _file_values(path, split_column, shard_bytes, messages_column)
         except InvalidValueError as exc:
             found = None  # not readable, or a column of another type: reading it gives the errors
             unreadable.append(exc)
@@ -246,11 +246,11 @@ def too_many_split_values(split_column: str, path: Optional[str]) -> ValueError:
                       f"as a dict of splits)")
 
 
-def _file_values(path: str, split_column: str, shard_bytes: int) -> Optional[_FileValues]:
-    key = (file_version(path), split_column, shard_bytes)
+def _file_values(path: str, split_column: str, shard_bytes: int, messages_column: str) -> Optional[_FileValues]:
+    key = (file_version(path), split_column, shard_bytes, messages_column)
     if key not in _PLANS:
         if file_suffix(path) == ".parquet":
-            found = _parquet_values(path, split_column)
+            found = _parquet_values(path, split_column, messages_column)
         else:
             found = _plan_json(path, split_column, shard_bytes)
         if len(_PLANS) >= _MAX_PLANS:
@@ -259,9 +259,9 @@ def _file_values(path: str, split_column: str, shard_bytes: int) -> Optional[_Fi
     return _PLANS[key]
 
 
-def _parquet_values(path: str, split_column: str) -> Optional[_FileValues]:
+def _parquet_values(path: str, split_column: str, messages_column: str) -> Optional[_FileValues]:
     with open_parquet(path) as pf:
-        return _parquet_file_values(path, pf, split_column)
+        return _parquet_file_values(path, pf, split_column, messages_column)
 
 
 def _split_column_type_error(path: str, schema: pa.Schema, split_column: str) -> Optional[InvalidValueError]:
@@ -270,22 +270,52 @@ def _split_column_type_error(path: str, schema: pa.Schema, split_column: str) ->
     if split_column not in schema.names:
         return None
     column_type = schema.field(schema.get_all_field_indices(split_column)[-1]).type
-    if pa.types.is_dictionary(column_type):
-        column_type = column_type.value_type
-    # A null column is a column of text whose every cell is null (pandas and pyarrow type an all-None column so);
-    # a binary one, text written without the UTF-8 annotation (_plain_strings)
-    if (pa.types.is_string(column_type) or pa.types.is_large_string(column_type)
-            or pa.types.is_string_view(column_type) or pa.types.is_null(column_type) or _is_binary(column_type)):
+    if _holds_text(column_type):
         return None
     return InvalidValueError(f"the {split_column!r} column holds {column_type}, not strings; pass "
                              f"split_column=None (and data_files splits) if it is not the source identifier",
                              file=display_path(path), field=split_column)
 
 
-def _parquet_file_values(path: str, pf: pq.ParquetFile, split_column: str) -> Optional[_FileValues]:
+def _messages_column_type_error(path: str, schema: pa.Schema, column: str) -> Optional[InvalidValueError]:
+    """The file's error if its messages ``column`` is of a type that holds no conversations (None: text, binary
+    read as UTF-8 text, native message lists, null, or no such column), so that it is one error, not one per row."""
+    if column not in schema.names:
+        return None
+    column_type = schema.field(schema.get_all_field_indices(column)[-1]).type
+    if _holds_text(column_type):
+        return None
+    # A list of message structs; a list of nulls is a column whose every list is empty (each row reported)
+    if ((pa.types.is_list(column_type) or pa.types.is_large_list(column_type) or pa.types.is_list_view(column_type)
+         or pa.types.is_large_list_view(column_type) or pa.types.is_fixed_size_list(column_type))
+            and (pa.types.is_struct(column_type.value_type) or pa.types.is_null(column_type.value_type))):
+        return None
+    return InvalidValueError(f"the {column!r} column holds {column_type}, not conversations (JSON text, or lists "
+                             f"of message structs)", file=display_path(path), field=column)
+
+
+def _holds_text(column_type: pa.DataType) -> bool:
+    """Whether a column of ``column_type`` is read as text. A null column is a column of text whose every cell is
+    null (pandas and pyarrow type an all-None column so); a binary one, text written without the UTF-8 annotation
+    (_plain_strings)."""
+    if pa.types.is_dictionary(column_type):
+        column_type = column_type.value_type
+    return (pa.types.is_string(column_type) or pa.types.is_large_string(column_type)
+            or pa.types.is_string_view(column_type) or pa.types.is_null(column_type) or _is_binary(column_type))
+
+
+def _column_type_error(path: str, schema: pa.Schema, split_column: Optional[str],
+                       messages_column: str) -> Optional[InvalidValueError]:
+    return (_split_column_type_error(path, schema, split_column)
+            or _messages_column_type_error(path, schema, messages_column))
+
+
+def _parquet_file_values(path: str, pf: pq.ParquetFile, split_column: str,
+                         messages_column: str) -> Optional[_FileValues]:
     if split_column not in pf.schema_arrow.names:
         return None
-    refused = _split_column_type_error(path, pf.schema_arrow, split_column)
+    # A file whose messages cannot be read is planned into no split: the first split reports it, once
+    refused = _column_type_error(path, pf.schema_arrow, split_column, messages_column)
     if refused is not None:
         raise refused
     leaf = _leaf_index(pf, split_column)
@@ -475,7 +505,8 @@ def _split_reader(column: str) -> Callable[[bytes], Any]:
 
 
 def read_split_rows(shard: Shard, split_column: Optional[str], selection: Optional[SplitSelection],
-                    batch_size: int, resume: Optional[tuple[int, int]]) -> Iterator[RawBatch]:
+                    batch_size: int, resume: Optional[tuple[int, int]],
+                    messages_column: str = "messages") -> Iterator[RawBatch]:
     """Batches of a shard's rows; with a selecting ``selection``, only rows whose ``split_column`` equals its
     value. JSON rows that belong to no split (unparseable lines, non-string values) are yielded as errors
     by the split that reports them, so they are counted once instead of vanishing."""
@@ -483,26 +514,24 @@ def read_split_rows(shard: Shard, split_column: Optional[str], selection: Option
     # a split that does not report the file's damage (below) must still report its being replaced; and after the
     # shard's last row, as read_shard checks: a file rewritten while the shard was read gave rows of both. (Once:
     # the shard's reading below is not checked again.)
-    yield from checked_reads(shard, _split_rows(shard, split_column, selection, batch_size, resume))
+    yield from checked_reads(shard, _split_rows(shard, split_column, selection, batch_size, resume, messages_column))
 
 
 def _split_rows(shard: Shard, split_column: Optional[str], selection: Optional[SplitSelection],
-                batch_size: int, resume: Optional[tuple[int, int]]) -> Iterator[RawBatch]:
+                batch_size: int, resume: Optional[tuple[int, int]], messages_column: str) -> Iterator[RawBatch]:
     column = split_column if selection is not None and selection.select else None
-    planned = column is not None and shard.file not in selection.unassigned  # (its column's type checked then)
+    planned = column is not None and shard.file not in selection.unassigned  # (its columns' types checked then)
     if split_column and shard.kind == PARQUET and not planned:
         with open_parquet(shard.file) as pf:
-            refused = _split_column_type_error(shard.file, pf.schema_arrow, split_column)
-        if refused is not None:
-            # One error for the file, by the shard holding its first row group, not one for each of its rows
-            if shard.row_groups[:1] in ((), (0,)):
-                raise refused
-            return
+            if _refused(shard, pf.schema_arrow, split_column, messages_column):
+                return
     if column and shard.file in selection.unassigned:
         yield from _unassigned_rows(shard, column, batch_size, resume)
         return
     if shard.kind == PARQUET:
         with open_parquet(shard.file) as pf:
+            if not split_column and _refused(shard, pf.schema_arrow, None, messages_column):  # (checked above else)
+                return
             for record_batch, first_row in iter_parquet_batches(pf, shard, batch_size, resume):
                 if isinstance(record_batch, UnreadableRows):
                     items = _unreadable_rows_of_split(pf, record_batch, column, selection)
@@ -533,6 +562,15 @@ def _split_rows(shard: Shard, split_column: Optional[str], selection: Optional[S
         if wanted is not None and not selection.report_unassigned:
             return
         raise
+
+
+def _refused(shard: Shard, schema: pa.Schema, split_column: Optional[str], messages_column: str) -> bool:
+    """Whether the shard's file is refused for a column's type: one error for the file, raised by the shard holding
+    its first row group, not one for each of its rows (its other shards read nothing)."""
+    refused = _column_type_error(shard.file, schema, split_column, messages_column)
+    if refused is not None and shard.row_groups[:1] in ((), (0,)):
+        raise refused
+    return refused is not None
 
 
 def _unassigned_rows(shard: Shard, column: str, batch_size: int,
