@@ -916,6 +916,14 @@ def test_a_source_named_twice_is_a_usage_error_not_read_twice(argv, tmp_path, ca
     assert not (tmp_path / "m").exists()
 
 
+@pytest.mark.parametrize("sources", [["all", "nestful"], ["nestful", "all"]])
+def test_demo_of_all_beside_a_source_says_to_give_all_alone(sources, capsys):
+    """``demo --source all nestful`` showed every source, then nestful's rows a second time (as mirror refuses it)."""
+    assert main(["demo", "--source", *sources]) == 2
+    out, err = capsys.readouterr()
+    assert "'all' names every source: give it alone" in err and out == ""
+
+
 @pytest.mark.parametrize("content", ["", "\n\n", "[]"])
 def test_validate_of_data_without_rows_fails_as_verify_does(content, tmp_path, capsys):
     """An empty file validated 0 rows and exited 0: a CI gate on an accidentally emptied file passed. Nothing

@@ -21,9 +21,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from ..loading import load, sample_files
     from ..preview import console_for, render_row
-    from ..registry import source_names
+    from ..registry import MIX, source_names
     from ..validation import validate_unified
 
+    if args.source and MIX in args.source and len(args.source) > 1:  # (else the named sources are shown twice)
+        raise ValueError(f"{MIX!r} names every source: give it alone (--source {MIX}), or name only the sources to "
+                         "show")
     console = console_for()
 
     for source in args.source or source_names():
