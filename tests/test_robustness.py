@@ -878,6 +878,24 @@ def test_a_toolmind_parquet_whose_messages_column_holds_no_conversations_is_one_
             assert f"the 'messages' column holds {stored}, not conversations" in report.examples[0].message
 
 
+def test_a_toolmind_parquet_shard_opens_its_file_once(tmp_path, monkeypatch):
+    """The split column's type is checked on the file the shard reads its rows from: opening it once more per shard
+    to check it cost a footer read per shard (a request per shard on the Hub)."""
+    import pyarrow.parquet as pq
+    from tooluse_datasets.builders.toolmind import splits
+
+    table = pq.read_table(td.sample_files("toolmind")["train"][0]).drop_columns(["split"])  # (no split planned)
+    path = tmp_path / "rows.parquet"
+    pq.write_table(table, path, row_group_size=1)
+    opened = []
+    monkeypatch.setattr(splits, "open_parquet", lambda file, _open=splits.open_parquet: opened.append(file) or
+                        _open(file))
+    (ds,) = td.load("toolmind", data_files=str(path), streaming=True, shard_bytes=1).values()
+    opened.clear()  # (planning the splits reads the file's split values)
+    assert len(list(ds)) == table.num_rows and ds.num_shards > 1
+    assert len(opened) == ds.num_shards
+
+
 @pytest.mark.parametrize("depth, error, field", [(300, "JsonValueError", "messages"), (600, "JsonValueError", "messages"),
                                                  (1100, "InvalidJsonError", "<line>")])
 def test_values_nested_too_deep_to_store_are_reported_rows(tmp_path, cache_dir, depth, error, field):

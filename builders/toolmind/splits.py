@@ -521,16 +521,19 @@ def _split_rows(shard: Shard, split_column: Optional[str], selection: Optional[S
                 batch_size: int, resume: Optional[tuple[int, int]], messages_column: str) -> Iterator[RawBatch]:
     column = split_column if selection is not None and selection.select else None
     planned = column is not None and shard.file not in selection.unassigned  # (its columns' types checked then)
-    if split_column and shard.kind == PARQUET and not planned:
-        with open_parquet(shard.file) as pf:
-            if _refused(shard, pf.schema_arrow, split_column, messages_column):
-                return
+    # Checked on the file the shard reads its rows from (opening it once more was a footer read, a Hub request,
+    # per shard)
+    check_types = shard.kind == PARQUET and not planned
     if column and shard.file in selection.unassigned:
+        if check_types:
+            with open_parquet(shard.file) as pf:
+                if _refused(shard, pf.schema_arrow, split_column, messages_column):
+                    return
         yield from _unassigned_rows(shard, column, batch_size, resume)
         return
     if shard.kind == PARQUET:
         with open_parquet(shard.file) as pf:
-            if not split_column and _refused(shard, pf.schema_arrow, None, messages_column):  # (checked above else)
+            if check_types and _refused(shard, pf.schema_arrow, split_column, messages_column):
                 return
             for record_batch, first_row in iter_parquet_batches(pf, shard, batch_size, resume):
                 if isinstance(record_batch, UnreadableRows):
