@@ -170,6 +170,10 @@ def fill_the_disk(files, mb):
             f.write(b"x" * (mb << 20))
     return files
 
+def no_space_left():
+    import errno
+    raise OSError(errno.ENOSPC, "No space left on device")
+
 def write_inside(name):
     with open(name, "w") as f:
         f.write("x")
@@ -797,7 +801,15 @@ def test_what_a_batch_writes_in_all_is_bounded_and_left_nowhere(evil_dir, kernel
     results = run_sequences([one_call("fill_the_disk", 1, 3), one_call("fill_the_disk", 3, 3)], evil_dir, limits)
     assert (results[0].status, results[1].status, results[1].reason) == ("ok", "error", "exception")
     assert "No space left" in results[1].detail
-    assert "the sandbox's sample area of SandboxLimits.disk_mb is full" in results[1].detail  # not the machine's disk
+    assert "the sandbox's sample area of 8 MB, SandboxLimits.disk_mb, is full" in results[1].detail  # not the disk
+
+
+def test_a_full_disk_without_kernel_isolation_is_not_called_the_sample_area(evil_dir):
+    """Without kernel isolation no sample area is mounted: a full disk is the machine's, not SandboxLimits.disk_mb."""
+    limits = dataclasses.replace(FAST, kernel_isolation=False)
+    (result,) = run_sequences([one_call("no_space_left")], evil_dir, limits)
+    assert (result.status, result.reason) == ("error", "exception")
+    assert "No space left" in result.detail and "disk_mb" not in result.detail
 
 
 def test_what_earlier_samples_printed_does_not_use_up_the_file_size_of_later_ones(evil_dir):

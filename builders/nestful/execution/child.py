@@ -362,6 +362,8 @@ def _read_only_except(ctypes, libc, work, disk_mb):
     size = f"size={int(disk_mb)}m,mode=0700".encode()
     if libc.mount(b"tmpfs", work_b, b"tmpfs", _MS_NOSUID | _MS_NODEV, size) != 0:
         return f"unavailable: cannot mount the sample area ({_errno_text(ctypes)})"
+    global _SAMPLE_AREA_MB
+    _SAMPLE_AREA_MB = int(disk_mb)
     # Each harmless device a mount of its own (bound onto itself), which alone keeps devices usable.
     devices = {d for d in _HARMLESS_DEVICES if os.path.exists(d) and libc.mount(d, d, None, _MS_BIND, None) == 0}
     failed = []
@@ -771,10 +773,15 @@ def _limit_note(exc):
     if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
         return (" (the sandbox's file size limit, SandboxLimits.file_size_mb; what the sample prints goes to a file "
                 "under that limit too)")
-    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
-        # (the only place a sample may write, with kernel isolation: read as the machine's disk being full)
-        return " (with kernel isolation, the sandbox's sample area of SandboxLimits.disk_mb is full)"
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC and _SAMPLE_AREA_MB is not None:
+        # (the only place a sample may write once mounted: read as the machine's disk being full; without it, the
+        # machine's disk is what is full)
+        return f" (the sandbox's sample area of {_SAMPLE_AREA_MB} MB, SandboxLimits.disk_mb, is full)"
     return ""
+
+
+# The size of the sample area once its tmpfs is mounted (_read_only_except); None: samples write on the disk
+_SAMPLE_AREA_MB = None
 
 
 def _describe(exc):
