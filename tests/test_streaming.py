@@ -142,6 +142,20 @@ def test_reshard_cuts_a_file_that_is_one_shard_and_gives_the_same_rows(tmp_path,
     assert head + list(resumed) == whole
 
 
+
+def test_reshard_of_a_streams_part_gives_that_parts_rows(tmp_path):
+    """``stream.shard(2, i, contiguous=False)`` keeps every other byte range of a file; reshard() cut them and
+    joined a piece of one with a piece of the next across the range between, whose rows (another part's) the
+    joined piece then read too: 181 rows for a part of 121."""
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n".join(_ms_swift_rows(copies=40)) + "\n")
+    stream = td.load("ms_swift", data_files=str(path), split="train", streaming=True,
+                     shard_bytes=path.stat().st_size // 4 + 1)
+    assert stream.num_shards == 4
+    for index in (0, 1):
+        part = stream.shard(2, index, contiguous=False)
+        assert [row["id"] for row in part.reshard()] == [row["id"] for row in part]
+
 @pytest.fixture
 def conversions(monkeypatch):
     """Counts the rows ToolMind converts in this process."""

@@ -89,12 +89,14 @@ def plan_parquet(path: str, metadata: pq.FileMetaData, target_bytes: int,
 SHARD_COUNT_MULTIPLES = (12, 6, 4, 2)
 
 
-def balanced(shards: list[Shard]) -> list[Shard]:
+def balanced(shards: list[Shard], *, gaps: bool = True) -> list[Shard]:
     """``shards`` with some adjacent shards of the same file merged (row groups in file order, byte ranges in
     file order), so that their number is a multiple of 12, 6, 4 or 2: the largest of these that the possible
     merges reach (a run of k mergeable shards can become anything from k shards to one). Merges are spread
-    over the list; where no multiple is reachable, the shards stay as they are."""
-    mergeable = [i for i in range(len(shards) - 1) if _merged(shards[i], shards[i + 1]) is not None]
+    over the list; where no multiple is reachable, the shards stay as they are. ``gaps``: JSON Lines ranges also
+    merge across the bytes between them, as a split's planned ranges may (only other splits' lines lie there);
+    not ranges of part of a split's shards (``IterableDataset.shard``), where other shards' rows lie there."""
+    mergeable = [i for i in range(len(shards) - 1) if _merged(shards[i], shards[i + 1], gaps) is not None]
     excess = next((len(shards) % m for m in SHARD_COUNT_MULTIPLES
                    if m <= len(shards) and len(shards) % m <= len(mergeable)), 0)
     if not excess:
@@ -103,14 +105,14 @@ def balanced(shards: list[Shard]) -> list[Shard]:
     joins = {mergeable[int(k * step)] for k in range(excess)}
     out: list[Shard] = [shards[0]]
     for i in range(1, len(shards)):
-        out[-1:] = [_merged(out[-1], shards[i])] if i - 1 in joins else [out[-1], shards[i]]
+        out[-1:] = [_merged(out[-1], shards[i], gaps)] if i - 1 in joins else [out[-1], shards[i]]
     return out
 
 
 _REGION_FIELDS = frozenset({"row_groups", "start", "stop", "first_row"})
 
 
-def _merged(a: Shard, b: Shard) -> Optional[Shard]:
+def _merged(a: Shard, b: Shard, gaps: bool) -> Optional[Shard]:
     if type(a) is not type(b) or any(getattr(a, f.name) != getattr(b, f.name) for f in dataclasses.fields(a)
                                      if f.name not in _REGION_FIELDS):
         return None  # other files, or shards a subclass tells apart (e.g. the mix's member splits)
@@ -120,7 +122,7 @@ def _merged(a: Shard, b: Shard) -> Optional[Shard]:
         return dataclasses.replace(a, stop=b.stop)
     # A ToolMind split's JSON Lines ranges may have gaps (other splits' lines, which its reader skips unparsed, as
     # it does within a range): reading one costs less than every node converting every row.
-    if a.kind == LINES and a.stop is not None and a.stop < b.start:
+    if gaps and a.kind == LINES and a.stop is not None and a.stop < b.start:
         return dataclasses.replace(a, stop=b.stop)
     return None
 
@@ -167,7 +169,8 @@ def resharded(shards: list[Shard], target_bytes: int) -> list[Shard]:
     """``shards`` cut further, for datasets' ``IterableDataset.reshard()`` (more DataLoader workers or nodes than
     shards): Parquet into single row groups, as datasets reshards Parquet; JSON Lines ranges into pieces of about
     ``target_bytes / RESHARD_DIVISOR``; a whole JSON array (local, uncompressed) into pieces of that size, which
-    reads it once to find its elements. Compressed files stay whole. Balanced as plans are (:func:`balanced`)."""
+    reads it once to find its elements. Compressed files stay whole. Balanced as plans are (:func:`balanced`), not
+    across gaps: ``shards`` may be a stream's part (``IterableDataset.shard``)."""
     piece = max(1, target_bytes // RESHARD_DIVISOR)
     out: list[Shard] = []
     for shard in cut_documents(shards, piece):
@@ -177,7 +180,7 @@ def resharded(shards: list[Shard], target_bytes: int) -> list[Shard]:
             out += _cut_range(shard, piece)
         else:
             out.append(shard)
-    return balanced(out)
+    return balanced(out, gaps=False)
 
 
 def _cut_range(shard: Shard, piece: int) -> list[Shard]:
