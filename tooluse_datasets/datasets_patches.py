@@ -745,6 +745,10 @@ def _media_of_unified(features: Any) -> tuple:
     return ()
 
 
+# Formats whose ds[i] is a row decoded by the features' decode_example, which leaves out empty media
+_ROW_DECODING_FORMATS = (None, "numpy", "torch", "tensorflow", "jax")
+
+
 def _install_batched_steps_giving_rows_in_their_shape() -> None:
     """A stream's batched ``map`` and ``filter`` read rows cut from decoded batches, which keep a media column
     where any row of the batch has media (``images: []`` on its text rows), and the batched ``map`` hands on the
@@ -763,8 +767,9 @@ def _install_batched_steps_giving_rows_in_their_shape() -> None:
         rows = getitems(self, keys)
         features = self._info.features
         if (not isinstance(features, ExactFeatures) or not features.omitted_empty_media
-                or self._format_type is not None or self._format_columns is not None):
-            return rows  # (columns asked for keep their media, as ds[i] does; a format's rows are its own)
+                or self._format_type not in _ROW_DECODING_FORMATS):
+            return rows  # (a table's or a transform's rows are its own)
+        # (columns asked for without the conversation keep their media, as ds[i] does: without_empty_media)
         return [features.without_empty_media(row) for row in rows]
 
     formatted = FormattedExamplesIterable.__iter__
