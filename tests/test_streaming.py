@@ -1277,6 +1277,23 @@ def test_a_state_of_a_mix_of_other_members_is_a_value_error_saying_so(join, save
     assert head + [row["id"] for row in same] == [row["id"] for row in mix(saved_members)]
 
 
+@pytest.mark.parametrize("join", ["interleave_datasets", "concatenate_datasets"])
+def test_a_state_saved_before_any_row_of_a_mix_of_fewer_members_is_a_value_error(join):
+    """Saved before a row, the state of a 2-member mix loaded into a mix of 3 failed with datasets' bare
+    IndexError (only a state of more streams, a DataLoader worker's start-up state, fits a part of fewer)."""
+    import datasets
+
+    from conftest import shared_data
+
+    files = [str(f) for f in sorted(shared_data("ms_swift").glob("*.jsonl"))][:3]
+    members = [td.load("ms_swift", split="train", data_files=f, streaming=True) for f in files]
+    state = getattr(datasets, join)(members[:2]).state_dict()
+    resumed = getattr(datasets, join)(members)
+    resumed.load_state_dict(state)
+    with pytest.raises(ValueError, match="holds 2 streams' states, where this stream has 3"):
+        next(iter(resumed))
+
+
 class _CollectedWhere:
     """Cyclic garbage that records which process collected it (a stand-in for what a stopped stream leaves: its
     worker pool, whose collection takes a lock that pool's manager thread may hold when the next pool forks)."""

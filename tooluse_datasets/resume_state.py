@@ -35,9 +35,9 @@ def mismatch(live: Any, saved: Any, path: str = "state") -> Optional[str]:
     elif isinstance(live, list) and isinstance(saved, list):
         if len(saved) != len(live):
             # A mix of other members (or shards read at once) fails in datasets with a bare IndexError. Only a
-            # DataLoader worker's start-up state, the whole stream's, fits its part with other lengths: it names
-            # no row (worker_resume).
-            if not past_the_start(saved):
+            # DataLoader worker's start-up state, the whole stream's, fits its part (fewer streams) with other
+            # lengths: it names no row (worker_resume).
+            if len(saved) > len(live) and not past_the_start(saved):
                 return None
             return f"{path} holds {len(saved)} streams' states, where this stream has {len(live)}"
         for i, (one_live, one_saved) in enumerate(zip(live, saved)):
