@@ -12,7 +12,8 @@ elements (a JSON array of up to 4 MB is still parsed whole) and checks their val
 line that ends with the split key and a plain string value (rows written with `split` as their last column,
 upstream's order) is not parsed to plan it (:func:`_split_reader`). In a
 JSON Lines file planning also notes the byte ranges each split's lines fill: a split's shards are those ranges
-(a range spans the few lines of other splits between two of its own, up to 256 KiB, unparsed), so in a file
+(a range spans the few lines of other splits between two of its own, up to 256 KiB, unparsed; ranges are
+joined across larger gaps only to balance the shard count), so in a file
 grouped by split, as upstream's is, a split reads its own lines only and preparing all seven reads the file
 once more after planning, not seven times.
 """
