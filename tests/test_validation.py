@@ -1806,6 +1806,9 @@ def test_cli_examples_option_sets_the_examples_of_the_total_and_the_table(tmp_pa
     assert main([*argv, "--examples", "5"]) == 1
     table = capsys.readouterr().out
     assert [n for n in range(6) if f"ms_swift/train/{n}  " in table] == [0, 1, 2, 3, 4]
+    assert main([*argv, "--examples", "0"]) == 1
+    table = capsys.readouterr().out
+    assert re.search(r"^arguments\.schema +error +6 ", table, re.M) and "e.g.:" not in table  # no empty list
     with pytest.raises(SystemExit) as refused:  # refused by argparse, not 0 examples silently
         main([*argv, "--examples", "-1"])
     assert refused.value.code == 2

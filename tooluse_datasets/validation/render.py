@@ -24,7 +24,7 @@ def render_table(result) -> str:
     for rule_id in result.rules_checked:
         count = total.rules.counts.get(rule_id)
         rows.append([rule_id, severity.get(rule_id, "?"), count.rows if count else 0, count.findings if count else 0])
-        if count:
+        if count and count.examples:  # (--examples 0 keeps none: no heading over nothing)
             examples[rule_id] = count.examples
     lines += _columns(["rule", "severity", "rows", "findings"], rows)
     for rule_id, shown in examples.items():
