@@ -1557,6 +1557,9 @@ def test_filter_selection_rules_and_raise_mode(mixed_file, cache_dir):
     assert [r["id"] for r in kept["train"]] == ["ms_swift/mixed/0", "ms_swift/mixed/1", "ms_swift/mixed/3"]
     assert report.skipped == 1
     assert filter_dataset(ds, None) is ds
+    for empty in ("", [], " , "):  # a selection read from an unset variable: refused, not every row kept unchecked
+        with pytest.raises(ValueError, match="names no rule"):
+            filter_dataset(ds, empty)
     with pytest.raises(td.RuleViolationError) as err:
         filter_dataset(ds["train"], "arguments.schema", on_error="raise")
     assert (err.value.rule, err.value.row_id, err.value.field) == (

@@ -28,7 +28,7 @@ from ..exact_features import ExactFeatures
 from ..errors import RuleViolationError, SkipReport, check_on_error
 from ..schema import MEDIA_COLUMNS, UNIFIED_FEATURES
 from .check import check_row
-from .registry import Rule, RuleSelection, select_rules
+from .registry import Rule, RuleSelection, select_rules, selection_items
 
 FILTER_BATCH_ROWS = 256  # unified rows of long conversations are large; batches stay small
 # Every unified column but the media ones (decoded rows leave those out when empty): ``row.fields`` fails a row
@@ -40,7 +40,7 @@ _UNIFIED_COLUMNS = tuple(c for c in UNIFIED_FEATURES if c not in MEDIA_COLUMNS)
 def filter_dataset(ds: Any, rules: RuleSelection, *, on_error: str = "skip", report: Optional[SkipReport] = None,
                    batch_size: int = FILTER_BATCH_ROWS) -> Any:
     """``ds`` without the rows that break any of ``rules`` (a selection as in ``select_rules``: ids, globs,
-    ``error``, ``warning``, ``all``; None or empty: ``ds`` unchanged).
+    ``error``, ``warning``, ``all``; None: ``ds`` unchanged; an empty one, a ValueError).
 
     ``on_error="skip"``: those rows are dropped, each counted in ``report`` as
     ``RuleViolationError:<rule id>`` (a map-style dataset is filtered now, a streaming one as it is read).
@@ -49,6 +49,10 @@ def filter_dataset(ds: Any, rules: RuleSelection, *, on_error: str = "skip", rep
     input's features and format.
     """
     check_on_error(on_error)
+    if rules not in (None, False) and not selection_items(rules):
+        # rules=os.environ.get("RULES", "") returned every row unchecked: refused, as load(validate="") is
+        raise ValueError(f"rules={rules!r} names no rule: give rule ids, globs such as 'arguments.*', error, "
+                         "warning or all, or None to filter nothing")
     selected = select_rules(rules, default_all=False)
     if not selected:
         return ds
