@@ -329,6 +329,15 @@ def test_a_value_quoted_inside_another_is_left_as_it_is_written(schema, value, s
     assert list(argument_errors(compiled, {"q": value})) == [("q", said, True)]
 
 
+def test_a_long_value_jsonschema_quotes_is_cut_so_the_finding_still_says_what_is_wrong():
+    """jsonschema quotes the offending value whole: a 300-character argument filled the finding's 240 characters
+    and the reason ("is not one of ...") was cut off. Quoted values are cut at 80 characters, as every finding's."""
+    compiled = compile_parameters({"type": "object", "properties": {"units": {"enum": ["C", "F"]}}})
+    [(path, message, checked)] = argument_errors(compiled, {"units": "x" * 300})
+    assert (path, checked) == ("units", True)
+    assert message == f'"{"x" * 79}... is not one of ["C", "F"]'
+
+
 def test_a_value_longer_than_the_message_is_not_written_out_to_quote_it():
     """jsonschema's message for a missing key quotes the key, not the arguments: writing out a megabyte of
     arguments to look for them in a 30-character message cost 300 times the check itself."""

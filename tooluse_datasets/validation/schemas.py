@@ -24,7 +24,6 @@ stalling validation.
 from __future__ import annotations
 
 import copy
-import json
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -497,7 +496,7 @@ def _collect_reprs(value: Any, depth: int, message: str, quoted: dict) -> None:
         try:
             text = repr(value) if _repr_within(value, len(message)) else None
             if text is not None and text in message and text not in quoted:
-                written = json.dumps(value, ensure_ascii=False)
+                written = as_json(value)  # cut as every quoted value is: a long one left no room for the reason
                 if text != written:
                     quoted[text] = written
         except (TypeError, ValueError, RecursionError):  # no JSON value (not in decoded rows), or too deep
