@@ -336,6 +336,8 @@ def test_a_long_value_jsonschema_quotes_is_cut_so_the_finding_still_says_what_is
     [(path, message, checked)] = argument_errors(compiled, {"units": "x" * 300})
     assert (path, checked) == ("units", True)
     assert message == f'"{"x" * 79}... is not one of ["C", "F"]'
+    [(_, message, _)] = argument_errors(compiled, {"units": 10 ** 300})  # an integer's repr is its JSON, cut too
+    assert message == f'1{"0" * 79}... is not one of ["C", "F"]'
 
 
 def test_a_value_longer_than_the_message_is_not_written_out_to_quote_it():

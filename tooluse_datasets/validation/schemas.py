@@ -489,10 +489,11 @@ def json_message(error: ValidationError) -> str:
 
 def _collect_reprs(value: Any, depth: int, message: str, quoted: dict) -> None:
     """``repr -> JSON text`` of ``value`` and of its keys and items down to ``depth``, where the repr is in
-    ``message`` and differs from the JSON (strings, booleans, null, containers; a number's repr is its JSON)."""
+    ``message`` and differs from the JSON as quoted (cut at 80 characters; a number's repr is its JSON)."""
     if len(quoted) >= _MAX_QUOTED_VALUES:
         return
-    if isinstance(value, (str, bool, dict, list, tuple)) or value is None:
+    # (an integer's repr is its JSON, replaced only when too long to quote whole: "1000...")
+    if isinstance(value, (str, bool, int, dict, list, tuple)) or value is None:
         try:
             text = repr(value) if _repr_within(value, len(message)) else None
             if text is not None and text in message and text not in quoted:
