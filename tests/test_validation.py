@@ -338,6 +338,16 @@ def test_a_long_value_jsonschema_quotes_is_cut_so_the_finding_still_says_what_is
     assert message == f'"{"x" * 79}... is not one of ["C", "F"]'
     [(_, message, _)] = argument_errors(compiled, {"units": 10 ** 300})  # an integer's repr is its JSON, cut too
     assert message == f'1{"0" * 79}... is not one of ["C", "F"]'
+    name = "t" * 300  # the called tool's name, which the argument findings start with, is cut as well
+    tool = {"type": "function", "function": {"name": name, "parameters": {"type": "object", "properties": {
+        "units": {"enum": ["C", "F"]}}}}}
+    row = {"id": "r", "source": "s", "subset": "s", "tools": [tool], "call_graph": [], "meta": {}, "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": name, "arguments": {"units": "K", "extra": 1}}}]}]}
+    assert {f.rule: f.message for f in check_row(row)} == {
+        "arguments.schema": f'{"t" * 80}...: "K" is not one of ["C", "F"]',
+        "arguments.undeclared_key": f'{"t" * 80}... declares no parameter "extra"'}
 
 
 def test_a_value_longer_than_the_message_is_not_written_out_to_quote_it():
