@@ -1389,6 +1389,17 @@ def test_an_empty_fail_on_is_a_usage_error_not_a_run_that_always_passes(agent_fi
     assert "argument --fail-on: expected rules to fail on" in err and "leave --fail-on out" in err
 
 
+@pytest.mark.parametrize("rules", ["", " , "])
+def test_an_empty_rules_argument_is_refused_not_every_rule_run(agent_file, rules, capsys):
+    """--rules "$RULES" with RULES unset ran all the rules, not the ones meant."""
+    from tooluse_datasets.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["validate", "ms_swift", "--data-files", agent_file, "--rules", rules])
+    assert exit_.value.code == 2
+    assert "argument --rules: expected rules to run" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("empty", ["", " ,", []])
 def test_an_empty_rule_selection_in_python_is_refused_not_a_check_of_nothing(agent_file, empty):
     """load(validate="") kept every row unchecked and validate(fail_on="") passed whatever the rows held (a
@@ -1397,6 +1408,8 @@ def test_an_empty_rule_selection_in_python_is_refused_not_a_check_of_nothing(age
         td.load("ms_swift", data_files=agent_file, split="train", validate=empty)
     with pytest.raises(ValueError, match="names nothing to fail on"):
         td.validate("ms_swift", data_files=agent_file, fail_on=empty)
+    with pytest.raises(ValueError, match="names no rule to run"):  # (ran every rule)
+        td.validate("ms_swift", data_files=agent_file, rules=empty)
     assert td.validate("ms_swift", data_files=agent_file).failed  # the default fails on its bad rows
 
 

@@ -34,10 +34,12 @@ def _selection(*, allow_read: bool):
     def parse(text: str) -> str:
         from ..validation.registry import select_rules, selection_items
 
-        if allow_read and not selection_items(text):
-            # --fail-on "$FAIL_ON" with FAIL_ON unset failed on nothing: every run passed, whatever the rows held
-            raise argparse.ArgumentTypeError(f"expected rules to fail on, got {text!r} (an unset shell variable?); "
-                                             "leave --fail-on out for its default")
+        if not selection_items(text):
+            # --fail-on "$FAIL_ON" with FAIL_ON unset failed on nothing: every run passed, whatever the rows held;
+            # --rules "$RULES" ran every rule, not the ones meant
+            option, what = ("--fail-on", "to fail on") if allow_read else ("--rules", "to run")
+            raise argparse.ArgumentTypeError(f"expected rules {what}, got {text!r} (an unset shell variable?); "
+                                             f"leave {option} out for its default")
         try:
             select_rules(text, default_all=False, allow_read=allow_read)
         except ValueError as exc:
