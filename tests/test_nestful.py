@@ -421,6 +421,20 @@ def test_raw_rows_written_out_read_back_as_the_same_raw_rows(name, tmp_path):
         assert [dumps(r) for r in again] == [dumps(r) for r in first]
 
 
+@pytest.mark.parametrize("name, columns", [*((n, {"gold_answer_text": "my note"}) for n in ALL_REAL),
+                                           ("hf_current", {"gold_answer_text": "my note", "extra": {"k": 1}})])
+def test_an_upstream_column_named_as_a_raw_column_is_kept_in_extra(name, columns, tmp_path):
+    """Only the package's raw rows (both its columns, calls and tools as JSON) are read as they are: an upstream row
+    with a ``gold_answer_text`` column lost its decoded gold answer (HF's ``"40.0"`` stayed text) to the column's."""
+    rows = upstream_rows(ALL_REAL[name])
+    path, plus = tmp_path / "rows.jsonl", tmp_path / "plus.jsonl"
+    path.write_text("".join(dumps(r) + "\n" for r in rows))
+    plus.write_text("".join(dumps(dict(r, **columns)) + "\n" for r in rows))
+    read, read_plus = (list(td.load("nestful", "raw", data_files=str(p), split="train", streaming=True))
+                       for p in (path, plus))
+    assert [dumps(dict(r, extra={**(r["extra"] or {}), **columns})) for r in read] == list(map(dumps, read_plus))
+
+
 @pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
 def test_an_unforeseen_failure_still_names_the_row_and_follows_the_policy(tmp_path, cache_dir, monkeypatch,
                                                                            streaming):

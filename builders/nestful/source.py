@@ -262,9 +262,10 @@ class NestfulSource(Source):
                 raise InvalidValueError("a tool spec must be an object with a name", field=f"tools[{i}]")
         gold = native.get("gold_answer")
         extra = {k: v for k, v in native.items() if k not in FIELDS}
-        if "gold_answer_text" in extra:
-            # The package's own raw row (a raw export read back): its text and extra columns are taken as they
-            # are, not kept as columns of the row (read back, they nested one level deeper each time)
+        if {"gold_answer_text", "extra"} <= extra.keys() and not stored_as_text(native):
+            # The package's own raw row (a raw export read back: both columns, calls and tools as JSON): its text
+            # and extra columns are taken as they are, not kept as columns of the row (read back, they nested one
+            # level deeper each time). An upstream row with a column of either name keeps it in extra.
             gold_text, kept = extra.pop("gold_answer_text"), extra.pop("extra", None)
             if gold_text is not None and not isinstance(gold_text, str):
                 raise InvalidValueError(f"gold_answer_text must be a string or null, got {shown(gold_text)}",
