@@ -878,6 +878,32 @@ def test_a_toolmind_parquet_whose_messages_column_holds_no_conversations_is_one_
             assert f"the 'messages' column holds {stored}, not conversations" in report.examples[0].message
 
 
+@pytest.mark.parametrize("kind", ["large_string", "dictionary", "binary", "json", "list_of_structs"])
+def test_a_toolmind_parquet_of_any_type_holding_conversations_loads_as_text_does(tmp_path, cache_dir, kind):
+    """A messages column of text (Arrow's other string types, binary, datasets' Json(): an arrow.json extension)
+    or of message structs loads the rows its text gives; the Json() column was refused as holding no conversations."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(td.sample_files("toolmind")["train"][0])
+    texts = table.column("messages").combine_chunks()
+    message = pa.struct([("role", pa.string()), ("content", pa.string())])
+    column = {"large_string": lambda: texts.cast(pa.large_string()), "dictionary": texts.dictionary_encode,
+              "binary": lambda: texts.cast(pa.binary()),
+              "json": lambda: pa.ExtensionArray.from_storage(pa.json_(), texts),
+              "list_of_structs": lambda: pa.array(list(map(json.loads, texts.to_pylist())), pa.list_(message))}[kind]()
+    paths = {}
+    for name, messages in (("text", texts), (kind, column)):
+        paths[name] = tmp_path / f"{name}.parquet"
+        pq.write_table(table.set_column(0, "messages", messages), paths[name], row_group_size=4)
+    expected = load_both("toolmind", str(paths["text"]), f"{cache_dir}/text", shard_bytes=1, num_proc=2)
+    results = load_both("toolmind", str(paths[kind]), f"{cache_dir}/{kind}", shard_bytes=1, num_proc=2)
+    for mode, (splits, report) in results.items():
+        assert report.skipped == 0 and report.rows_read == table.num_rows
+        assert {name: [r["messages"] for r in rows] for name, rows in splits.items()} == \
+            {name: [r["messages"] for r in rows] for name, rows in expected[mode][0].items()}
+
+
 def test_a_toolmind_parquet_shard_opens_its_file_once(tmp_path, monkeypatch):
     """The split column's type is checked on the file the shard reads its rows from: opening it once more per shard
     to check it cost a footer read per shard (a request per shard on the Hub)."""

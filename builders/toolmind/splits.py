@@ -284,6 +284,8 @@ def _messages_column_type_error(path: str, schema: pa.Schema, column: str) -> Op
     if column not in schema.names:
         return None
     column_type = schema.field(schema.get_all_field_indices(column)[-1]).type
+    if isinstance(column_type, pa.BaseExtensionType):
+        column_type = column_type.storage_type  # (arrow.json, as datasets' Json() writes it: text, read as its storage)
     if _holds_text(column_type):
         return None
     # A list of message structs; a list of nulls is a column whose every list is empty (each row reported)
