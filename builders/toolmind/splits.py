@@ -151,7 +151,8 @@ def _mark(bitmap: bytearray, row: int) -> None:
 
 
 def plan_splits(files: list[str], split_column: str, shard_bytes: int, *, column_required: bool = False,
-                wanted: Optional[tuple[str, ...]] = None, messages_column: str = "messages") -> Optional[list[SplitPlan]]:
+                wanted: Optional[tuple[str, ...]] = None,
+                messages_column: str = "messages") -> Optional[list[SplitPlan]]:
     """One split per `split` value (card order), or None if no file has ``split_column`` (or its rows hold
     no usable value: they are then read as data_files splits and each row is reported). ``column_required``
     (a column the user named): no file having it is an error, not one ``train`` split. ``wanted``: the splits

@@ -774,8 +774,8 @@ def _limit_note(exc):
         return (" (the sandbox's file size limit, SandboxLimits.file_size_mb; what the sample prints goes to a file "
                 "under that limit too)")
     if isinstance(exc, OSError) and exc.errno == errno.ENOSPC and _SAMPLE_AREA_MB is not None:
-        # (the only place a sample may write once mounted: read as the machine's disk being full; without it, the
-        # machine's disk is what is full)
+        # Once mounted, the sample area is where samples write: its limit, not the machine's disk (without it, the
+        # disk is what is full and the error says so alone)
         return f" (the sandbox's sample area of {_SAMPLE_AREA_MB} MB, SandboxLimits.disk_mb, is full)"
     return ""
 
