@@ -139,3 +139,15 @@ def test_calls_labelled_otherwise_than_var_n_are_referenced_as_upstream_executes
         ("messages[1].tool_calls[2].function.arguments.arg_1", True)]
     [result] = executed(row)
     assert (result.status, result.reason, result.failed_call) == ("error", "bad_reference", 2)
+
+
+@pytest.mark.parametrize("tool, output", [("d" * 300, "total"), ("divide", "o" * 300)])
+def test_a_long_name_in_a_reference_finding_is_cut_so_the_finding_still_says_what_is_wrong(tool, output):
+    """The rule wrote the producing tool's name and the referenced output in full: a long one filled the
+    240-character finding and cut off the outputs the tool does list. They are cut at 80 characters, as the
+    argument rules cut the called tool's name."""
+    row = json.loads(json.dumps(unified(current_row())).replace('"divide"', json.dumps(tool)))
+    row["messages"][1]["tool_calls"][1]["function"]["arguments"]["arg_0"] = f"$var_1.{output}$"
+    [found] = check_row(row, [get_rule("nestful.undefined_reference")])
+    assert found.message.endswith("(outputs: result)")
+    assert "d" * 81 not in found.message and "o" * 81 not in found.message

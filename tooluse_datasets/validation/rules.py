@@ -11,7 +11,7 @@ from typing import Any, Iterator, Optional
 
 from ..errors import MissingFieldError, UnknownToolError, as_json
 from ..schema import ROLES
-from .registry import rule
+from .registry import rule, short_name
 from .schemas import CompiledSchema, argument_errors, compile_parameters, type_name, undeclared_keys
 from .view import RowView, tool_calls_of
 
@@ -228,7 +228,7 @@ def arguments_not_object(view: RowView) -> Findings:
 def arguments_schema(view: RowView) -> Findings:
     for where, name, message, checked in _schema_checks(view):
         if checked:
-            yield where, f"{_tool(name)}: {message}"
+            yield where, f"{short_name(name)}: {message}"
 
 
 @rule("arguments.unchecked", "warning", "A call's argument could not be checked against its tool's schema: a "
@@ -237,7 +237,7 @@ def arguments_schema(view: RowView) -> Findings:
 def arguments_unchecked(view: RowView) -> Findings:
     for where, name, message, checked in _schema_checks(view):
         if not checked:
-            yield where, f"{_tool(name)}: {message}"
+            yield where, f"{short_name(name)}: {message}"
 
 
 def _schema_checks(view: RowView) -> list[tuple[str, str, str, bool]]:
@@ -275,16 +275,11 @@ def arguments_undeclared_key(view: RowView) -> Findings:
         # a tool without parameters takes none, as the readers write it ({"type": "object", "properties": {}})
         for key in undeclared_keys(_NO_PARAMETERS if parameters is None else parameters, c.arguments):
             if key not in described:
-                yield f"{c.field}.function.arguments.{key}", f"{_tool(c.name)} declares no parameter {as_json(key)}"
+                yield (f"{c.field}.function.arguments.{key}",
+                       f"{short_name(c.name)} declares no parameter {as_json(key)}")
 
 
 _NO_PARAMETERS = {"type": "object", "properties": {}}
-
-
-def _tool(name: str) -> str:
-    """The called tool's name as the argument findings start with it (``get_rate: ...``), cut as quoted values
-    are: a long name filled the whole message and cut off what was wrong."""
-    return name if len(name) <= 80 else name[:80] + "..."
 
 
 def _xlam_parameters(function: dict) -> set:
