@@ -1336,8 +1336,9 @@ def test_cli_json_report_on_the_bundled_sample_of_every_source(source, capsys):
     assert report["fail_on"] == ["error", "read"]
     assert report["total"]["read"]["rows_read"] == report["total"]["validation"]["checked"] == rows > 0
     assert report["total"]["validation"]["failed"] == 0 and report["total"]["read"]["skipped"] == 0
-    assert set(report["rules"]) == {r.id for r in all_rules()}
-    assert all(report["rules"][r.id] == {"severity": r.severity, "description": r.description} for r in all_rules())
+    applying = [r for r in all_rules() if source == "all" or r.sources is None or source in r.sources]
+    assert set(report["rules"]) == {r.id for r in applying}
+    assert all(report["rules"][r.id] == {"severity": r.severity, "description": r.description} for r in applying)
     assert sum(s["validation"]["checked"] for s in report["splits"].values()) == rows
     if source == "toolmind":
         assert len(report["splits"]) == 7
@@ -1485,6 +1486,26 @@ def test_fail_on_naming_a_rule_that_is_not_run_is_refused_not_passed(agent_file,
     assert main(["validate", "ms_swift", "--data-files", agent_file, "--rules", "grammar.*",
                  "--fail-on", "error"]) == 0
 
+
+def test_validate_lists_only_the_rules_that_check_the_sources_rows(agent_file, capsys):
+    """A source-native rule checks its own source's rows only: ms_swift's report listed toolmind.grammar and
+    nestful.undefined_reference (0 rows), counted them in "checked by N rules", and --rules or --fail-on naming
+    only them ran no rule or could never fail. Now they are left out, and naming them is refused (exit 2)."""
+    from tooluse_datasets.cli import main
+
+    native = {r.id for r in all_rules() if r.sources and "ms_swift" not in r.sources}
+    assert native  # toolmind.grammar, nestful.undefined_reference
+    result = td.validate("ms_swift", data_files=agent_file)
+    assert result.rules_checked == [r.id for r in all_rules() if r.id not in native]
+    assert not native & set(result.to_dict()["rules"])
+    assert f"checked by {len(result.rules_checked)} rules" in result.table()
+    assert not native & {line.split()[0] for line in result.table().splitlines() if line}
+    for option in ("--rules", "--fail-on"):
+        assert main(["validate", "ms_swift", "--data-files", agent_file, option, "toolmind.*"]) == 2
+        err = capsys.readouterr().err
+        assert "'toolmind.*'" in err and "does not apply to ms_swift rows" in err and "Traceback" not in err
+    mixed = td.validate("all", data_files={"ms_swift": agent_file})
+    assert mixed.rules_checked == [r.id for r in all_rules()]
 
 def test_validate_function_rules_selection_and_config(agent_file):
     result = td.validate("ms_swift", data_files=agent_file, rules="arguments.*")
