@@ -202,11 +202,18 @@ def test_data_version_v1_loads_three_splits_map_style_and_streaming(cache_dir, l
         assert [r["call_graph"] for r in mapped[split]] == [r["call_graph"] for r in rows[split]]
 
 
-def test_data_files_by_split_and_the_raw_config(cache_dir):
+def test_data_files_by_split_and_the_raw_config(cache_dir, tmp_path):
     files = {"sgd": [v1_file(p) for p in GROUP_PATHS["sgd"]]}
     raw = td.load("nestful", "raw", data_files=files, split="sgd", data_version="v1", cache_dir=cache_dir)
     assert len(raw) == 46 and raw[0]["sample_id"] is None and raw[0]["gold_answer"] is None
     assert len(raw[0]["tools"]) == 30 and raw[0]["extra"] == {"group": "sgd"}
+    # Written out, these rows (no sample_id, no spec file) read back with neither data_version: the v2 reader said
+    # to load them with data_version='v1', which refused them as well
+    path = tmp_path / "raw.jsonl"
+    raw.select(range(2)).to_json(str(path))
+    with pytest.raises(td.MissingFieldError, match="package's raw rows of NESTFUL v1 data") as v2:
+        td.load("nestful", "raw", data_files=str(path), split="train", cache_dir=cache_dir)
+    assert "data_version='v1'" not in str(v2.value)
 
 
 def test_the_default_v1_files_are_the_pinned_upstream_ones():

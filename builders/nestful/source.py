@@ -378,6 +378,10 @@ def _v1_hint(native: dict, ctx: RowContext) -> str:
     """What to do when a row lacks a field because it is v1 data read as v2 (the likeliest cause: v1 samples have no
     sample_id or tools, and data_v1/ also holds the spec files): its file is one of v1's, or it ends with v1's
     ``var_result`` pseudo-call."""
+    if native.get("sample_id") is None and {"gold_answer_text", "extra"} <= native.keys():
+        # (a raw export of v1 rows: data_version='v1' refuses them too, having no spec file)
+        return ("; this looks like the package's raw rows of NESTFUL v1 data (export --format raw), which neither "
+                "data_version reads back: load v1's data and spec files themselves")
     output = native.get("output")
     ends_with_result = (isinstance(output, list) and bool(output) and isinstance(output[-1], dict)
                         and output[-1].get("name") == RESULT_CALL)
