@@ -80,7 +80,6 @@ def test_a_dataloader_over_a_map_style_dataset_gives_the_rows_it_holds(num_worke
     assert sum("images" in ds[i] for i in range(len(ds))) == 1 == sum("images" in row for row in ds)
 
 
-
 @pytest.mark.parametrize("format_kwargs", [{"columns": ["id", "messages", "images"]}, {"type": "numpy"},
                                            {"type": "torch"}])
 def test_a_dataloader_over_a_formatted_dataset_gives_the_rows_it_holds(format_kwargs, cache_dir):
@@ -93,6 +92,7 @@ def test_a_dataloader_over_a_formatted_dataset_gives_the_rows_it_holds(format_kw
     loaded = [row for batch in DataLoader(ds, batch_size=2, collate_fn=lambda batch: batch) for row in batch]
     assert [sorted(row) for row in loaded] == [sorted(ds[i]) for i in range(len(ds))]
     assert sum("images" in row for row in loaded) == 1
+
 
 def test_assistant_answers_and_call_turns_keep_only_their_keys(nestful, cache_dir):
     call_turn = nestful[0]["messages"][1]

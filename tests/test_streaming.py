@@ -142,7 +142,6 @@ def test_reshard_cuts_a_file_that_is_one_shard_and_gives_the_same_rows(tmp_path,
     assert head + list(resumed) == whole
 
 
-
 def test_reshard_of_a_streams_part_gives_that_parts_rows(tmp_path):
     """``stream.shard(2, i, contiguous=False)`` keeps every other byte range of a file; reshard() cut them and
     joined a piece of one with a piece of the next across the range between, whose rows (another part's) the
@@ -155,6 +154,7 @@ def test_reshard_of_a_streams_part_gives_that_parts_rows(tmp_path):
     for index in (0, 1):
         part = stream.shard(2, index, contiguous=False)
         assert [row["id"] for row in part.reshard()] == [row["id"] for row in part]
+
 
 @pytest.fixture
 def conversions(monkeypatch):
