@@ -81,17 +81,19 @@ def test_a_dataloader_over_a_map_style_dataset_gives_the_rows_it_holds(num_worke
 
 
 @pytest.mark.parametrize("format_kwargs", [{"columns": ["id", "messages", "images"]}, {"type": "numpy"},
-                                           {"type": "torch"}])
+                                           {"type": "torch"}, {"columns": ["images"], "output_all_columns": True}])
 def test_a_dataloader_over_a_formatted_dataset_gives_the_rows_it_holds(format_kwargs, cache_dir):
     """With format columns holding the conversation, or a numpy or torch format, ``ds[i]`` still gives a text row
-    no media key; the rows a DataLoader took (``__getitems__``) kept ``images`` where a batch-mate had images."""
+    no media key; the rows a DataLoader took (``__getitems__``) kept ``images`` where a batch-mate had images. Format
+    columns without it keep ``images: []``, also with the conversation output_all_columns adds: so must those rows."""
     from torch.utils.data import DataLoader
 
     ds = td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train",
                  cache_dir=cache_dir).with_format(**format_kwargs)
     loaded = [row for batch in DataLoader(ds, batch_size=2, collate_fn=lambda batch: batch) for row in batch]
     assert [sorted(row) for row in loaded] == [sorted(ds[i]) for i in range(len(ds))]
-    assert sum("images" in row for row in loaded) == 1
+    # (images asked for without the conversation: every row keeps it, as ds[i] does, the conversation beside it)
+    assert sum("images" in row for row in loaded) == (len(ds) if "output_all_columns" in format_kwargs else 1)
 
 
 def test_assistant_answers_and_call_turns_keep_only_their_keys(nestful, cache_dir):

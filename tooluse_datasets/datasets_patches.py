@@ -769,7 +769,10 @@ def _install_batched_steps_giving_rows_in_their_shape() -> None:
         if (not isinstance(features, ExactFeatures) or not features.omitted_empty_media
                 or self._format_type not in _ROW_DECODING_FORMATS):
             return rows  # (a table's or a transform's rows are its own)
-        # (columns asked for without the conversation keep their media, as ds[i] does: without_empty_media)
+        if self._format_columns is not None and not any(c in self._format_columns for c in features.chat_columns):
+            # columns asked for without the conversation keep their media, as ds[i] does, also beside the other
+            # columns output_all_columns adds (the conversation among them)
+            return rows
         return [features.without_empty_media(row) for row in rows]
 
     formatted = FormattedExamplesIterable.__iter__
