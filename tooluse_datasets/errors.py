@@ -116,6 +116,12 @@ def as_json(value: Any, limit: int = 80) -> str:
         text = json.dumps(value[:limit + 1] if isinstance(value, str) else value, ensure_ascii=False)
     except (ValueError, TypeError, RecursionError):  # no JSON value, or one Python cannot write
         return json_kind(value)
+    return cut(text, limit)
+
+
+def cut(text: str, limit: int = 80) -> str:
+    """``text`` cut after ``limit`` characters: user data a finding writes unquoted (a called tool's name, a
+    reference) is cut as quoted values are, so a long one does not fill the message and cut off what is wrong."""
     return text if len(text) <= limit else text[:limit] + "..."
 
 
@@ -123,8 +129,7 @@ def shown(value: Any, limit: int = 80) -> str:
     """A value of the user's data quoted in a reader's message: a string quoted as the messages quote names
     (``'get'``), any other value as JSON writes it (:func:`as_json`)."""
     if isinstance(value, str):
-        text = repr(value[:limit + 1])
-        return text if len(text) <= limit else text[:limit] + "..."
+        return cut(repr(value[:limit + 1]), limit)
     return as_json(value, limit)
 
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import re
 
-from tooluse_datasets.errors import UndefinedReferenceError, as_json
-from tooluse_datasets.validation.registry import rule, short_name
+from tooluse_datasets.errors import UndefinedReferenceError, as_json, cut
+from tooluse_datasets.validation.registry import rule
 
 from .specs import argument_strings, executor_reference, label_key, references as argument_references
 
@@ -35,15 +35,15 @@ def undefined_reference(view):
                     yield where, f"reference to {as_json(label)}, which no earlier call defines"
                     continue
                 if output_field is None and not v1:  # v2: upstream's executor reads env[label][field], no whole output
-                    yield where, (f"reference to {short_name(label)} names no output field "
-                                  f"({short_name(label)}.<field>, as v2 references read)")
+                    yield where, (f"reference to {cut(label)} names no output field "
+                                  f"({cut(label)}.<field>, as v2 references read)")
                     continue
                 outputs = _output_parameters(view, producer)
                 if (output_field is not None and outputs is not None and not _names_an_output(output_field, outputs, v1)
                         and not (v1 and _read_inside_an_element(output_field, outputs, view.function(producer)))):
-                    yield where, (f"reference to {short_name(label)}.{short_name(output_field)}: "
-                                  f"{short_name(producer)} has no output {as_json(output_field)} "
-                                  f"(outputs: {', '.join(short_name(str(o)) for o in outputs) or 'none'})"
+                    yield where, (f"reference to {cut(label)}.{cut(output_field)}: "
+                                  f"{cut(producer)} has no output {as_json(output_field)} "
+                                  f"(outputs: {', '.join(cut(str(o)) for o in outputs) or 'none'})"
                                   + _nested_hint(label, output_field, outputs, v1))
         if isinstance(c.id, str) and isinstance(c.name, str):
             labels[label_key(c.id)] = c.name
@@ -62,7 +62,7 @@ def _references_without_dollar(c, labels):
         m = _WITHOUT_DOLLAR.fullmatch(value)
         if m and m.group(1) in labels:
             yield (f"{c.field}.function.arguments.{path}",
-                   f"{as_json(value)} reads as a reference to {m.group(1)}.{short_name(m.group(2))} without its "
+                   f"{as_json(value)} reads as a reference to {m.group(1)}.{cut(m.group(2))} without its "
                    'leading "$": it is '
                    "kept as text, so the call gets this text and call_graph has no edge for it")
 
@@ -81,7 +81,7 @@ def _nested_references(c, labels):
         if isinstance(value, (list, dict)):
             for argument, label, output_field in argument_references({name: value}, labels=labels):
                 yield (f"{c.field}.function.arguments.{argument}",
-                       f"reference to {short_name(label)}{'.' + short_name(output_field) if output_field else ''} "
+                       f"reference to {cut(label)}{'.' + cut(output_field) if output_field else ''} "
                        f"inside argument {as_json(name)}: "
                        "upstream's executor reads only a whole argument value as a reference, so the call would get "
                        "this text")

@@ -66,12 +66,6 @@ def short_message(text: str) -> str:
     return text if len(text) <= MAX_MESSAGE_CHARS else text[: MAX_MESSAGE_CHARS - 3] + "..."
 
 
-def short_name(name: str) -> str:
-    """A name of the data (a tool, a call's label, an output) as a finding writes it unquoted (``get_rate: ...``),
-    cut as quoted values are: a long name filled the whole message and cut off what was wrong."""
-    return name if len(name) <= 80 else name[:80] + "..."
-
-
 _RULES: dict[str, Rule] = {}
 _discovered = False
 _discovery_lock = threading.RLock()

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Iterator, Optional
 
-from ..errors import MissingFieldError, UnknownToolError, as_json
+from ..errors import MissingFieldError, UnknownToolError, as_json, cut
 from ..schema import ROLES
-from .registry import rule, short_name
+from .registry import rule
 from .schemas import CompiledSchema, argument_errors, compile_parameters, type_name, undeclared_keys
 from .view import RowView, tool_calls_of
 
@@ -228,7 +228,7 @@ def arguments_not_object(view: RowView) -> Findings:
 def arguments_schema(view: RowView) -> Findings:
     for where, name, message, checked in _schema_checks(view):
         if checked:
-            yield where, f"{short_name(name)}: {message}"
+            yield where, f"{cut(name)}: {message}"
 
 
 @rule("arguments.unchecked", "warning", "A call's argument could not be checked against its tool's schema: a "
@@ -237,7 +237,7 @@ def arguments_schema(view: RowView) -> Findings:
 def arguments_unchecked(view: RowView) -> Findings:
     for where, name, message, checked in _schema_checks(view):
         if not checked:
-            yield where, f"{short_name(name)}: {message}"
+            yield where, f"{cut(name)}: {message}"
 
 
 def _schema_checks(view: RowView) -> list[tuple[str, str, str, bool]]:
@@ -276,7 +276,7 @@ def arguments_undeclared_key(view: RowView) -> Findings:
         for key in undeclared_keys(_NO_PARAMETERS if parameters is None else parameters, c.arguments):
             if key not in described:
                 yield (f"{c.field}.function.arguments.{key}",
-                       f"{short_name(c.name)} declares no parameter {as_json(key)}")
+                       f"{cut(c.name)} declares no parameter {as_json(key)}")
 
 
 _NO_PARAMETERS = {"type": "object", "properties": {}}
