@@ -59,8 +59,8 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
 
     if rules not in (None, False) and not selection_items(rules):
         # rules="" (an unset variable) ran every rule, where an empty fail_on or load(validate="") is refused
-        raise ValueError(f"rules={rules!r} names no rule to run: give rule ids, globs such as 'arguments.*', error "
-                         "or warning, or leave it out to run every rule")
+        raise ValueError(f"rules={rules!r} names no rule to run: give rule ids, globs such as 'arguments.*', error, "
+                         "warning or all, or leave it out to run every rule")
     _refuse_rules_of_other_sources(source, rules=rules, fail_on=fail_on)
     # a source-native rule checks its own source's rows only: listed for another source, it counted no row
     selected = [r for r in select_rules(rules) if _applies_to_source(r, source)]
