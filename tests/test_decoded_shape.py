@@ -69,6 +69,7 @@ def test_a_dataloader_over_a_map_style_dataset_gives_the_rows_it_holds(num_worke
     batch: a text row batched with the row holding images came with ``images: []``, where ``ds[i]`` and the
     stream give it no media key (TRL reads a first row with an "images" key as vision data). It gets the rows
     ``ds[i]`` gives, also after a map; columns asked for keep their media, as ``ds[i]`` does."""
+    pytest.importorskip("torch", reason="torch (the [trl] extra) is needed for a DataLoader")
     from torch.utils.data import DataLoader
 
     ds = td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train", cache_dir=cache_dir)
@@ -86,6 +87,7 @@ def test_a_dataloader_over_a_formatted_dataset_gives_the_rows_it_holds(format_kw
     """With format columns holding the conversation, or a numpy or torch format, ``ds[i]`` still gives a text row
     no media key; the rows a DataLoader took (``__getitems__``) kept ``images`` where a batch-mate had images. Format
     columns without it keep ``images: []``, also with the conversation output_all_columns adds: so must those rows."""
+    pytest.importorskip("torch", reason="torch (the [trl] extra) is needed for a DataLoader")
     from torch.utils.data import DataLoader
 
     ds = td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train",
