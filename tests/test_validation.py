@@ -1507,6 +1507,26 @@ def test_validate_lists_only_the_rules_that_check_the_sources_rows(agent_file, c
     mixed = td.validate("all", data_files={"ms_swift": agent_file})
     assert mixed.rules_checked == [r.id for r in all_rules()]
 
+
+def test_stats_mirror_and_load_count_only_the_rules_that_check_the_sources_rows(agent_file, tmp_path, capsys):
+    """validate left other sources' own rules out; stats and the mirror's manifest still listed them as checked
+    (failing no row they could never check), and load(validate="toolmind.*") of ms_swift rows dropped none of
+    them, silently. Now all count the same rules, and naming only other sources' rules in validate= is refused."""
+    from tooluse_datasets.cli import main
+    from tooluse_datasets.mirror import MirrorRequest, build_mirror
+    from tooluse_datasets.mirror.manifest import read_manifest
+
+    native = {r.id for r in all_rules() if r.sources and "ms_swift" not in r.sources}
+    expected = td.validate("ms_swift", data_files=agent_file).rules_checked
+    assert native and not native & set(expected)
+    assert main(["stats", "ms_swift", "--data-files", agent_file, "--on-error", "skip"]) == 0
+    assert json.loads(capsys.readouterr().out)["train"]["validation"]["rules_checked"] == expected
+    folder = build_mirror(MirrorRequest("ms_swift", configs=["unified"], data_files=agent_file, on_error="skip"),
+                          tmp_path / "mirror")
+    assert read_manifest(folder).validation["train"]["rules_checked"] == expected
+    with pytest.raises(ValueError, match="does not apply to ms_swift rows"):
+        td.load("ms_swift", split="train", data_files=agent_file, validate="toolmind.*")
+
 def test_validate_function_rules_selection_and_config(agent_file):
     result = td.validate("ms_swift", data_files=agent_file, rules="arguments.*")
     assert result.rules_checked == ["arguments.not_object", "arguments.schema", "arguments.unchecked",

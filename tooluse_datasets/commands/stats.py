@@ -64,7 +64,7 @@ def _stats(args: argparse.Namespace) -> int:
     out, distributions = {}, {}
     for split, ds in splits.items():
         read = shared.current = SkipReport()  # one a split: the rows read and skipped, as `validate` gives
-        counter = ValidationCounter()  # the validation rules' counts, in the same pass (see `validate`)
+        counter = ValidationCounter(source=args.source)  # the rules' counts, in the same pass (see `validate`)
         stats = SplitStatistics()  # its distributions are what the plots draw
         for row in counter.observe(progress(ds, f"{args.source}/{split}")):
             stats.add(row)

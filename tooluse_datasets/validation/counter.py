@@ -31,9 +31,12 @@ class ValidationCounter:
 
     MAX_EXAMPLES = 3
 
-    def __init__(self, rules: RuleSelection | list[Rule] = None, *, max_examples: int = MAX_EXAMPLES):
+    def __init__(self, rules: RuleSelection | list[Rule] = None, *, max_examples: int = MAX_EXAMPLES,
+                 source: Optional[str] = None):
+        # ``source``: the source whose rows are counted; the rules of other sources are left out (they would be
+        # listed as checked, failing no row they could never check)
         self.rules: list[Rule] = (list(rules) if isinstance(rules, list) and all(isinstance(r, Rule) for r in rules)
-                                  else select_rules(rules))
+                                  else select_rules(rules, source=source))
         self.max_examples = max_examples
         self.checked = 0
         self.failed = 0

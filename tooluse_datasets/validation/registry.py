@@ -52,6 +52,13 @@ class Rule:
     def applies_to(self, row: dict) -> bool:
         return self.sources is None or row.get("source") in self.sources
 
+    def checks_source(self, source: Optional[str]) -> bool:
+        """Whether the rule can check a row loaded from ``source`` (None: any source; the ``all`` mix holds
+        every source's rows)."""
+        from ..registry import MIX
+
+        return source in (None, MIX) or self.sources is None or source in self.sources
+
     def findings(self, view) -> Iterator[Finding]:
         for field, message in self.check(view):
             yield Finding(self.id, short_message(message), field)
@@ -143,17 +150,19 @@ def selection_items(selection: RuleSelection) -> list[str]:
     return [item for item in items if item]
 
 
-def select_rules(selection: RuleSelection, *, default_all: bool = True, allow_read: bool = False) -> list[Rule]:
+def select_rules(selection: RuleSelection, *, default_all: bool = True, allow_read: bool = False,
+                 source: Optional[str] = None) -> list[Rule]:
     """The rules named by a selection, in registry order. An item is a rule id, a severity (``error``,
     ``warning``), ``all``, or a glob over ids (``arguments.*``, ``toolmind.*``). With ``allow_read`` the item
     ``read`` (rows the reader skipped) is accepted and left to the caller (see :func:`selects_read_errors`).
-    An empty selection means every rule when ``default_all``, else none."""
+    An empty selection means every rule when ``default_all``, else none. With ``source``, only the rules that
+    check that source's rows: another source's own rule would count none of them."""
     items = selection_items(selection)
     if not items and not default_all:
         return []  # before discovery: a load that validates nothing imports no rule module (nor jsonschema)
     rules = all_rules()
     if not items:
-        return list(rules)
+        return [r for r in rules if r.checks_source(source)]
     chosen: set[str] = set()
     for item in items:
         if item == READ_ERRORS and allow_read:
@@ -170,7 +179,20 @@ def select_rules(selection: RuleSelection, *, default_all: bool = True, allow_re
             raise ValueError(f"{item!r} names no validation rule (rule ids, globs such as 'arguments.*', "
                              f"error, warning, all{extra}); rules: {known}")
         chosen.update(matched)
-    return [r for r in rules if r.id in chosen]
+    return [r for r in rules if r.id in chosen and r.checks_source(source)]
+
+
+def refuse_rules_of_other_sources(source: str, **selections: RuleSelection) -> None:
+    """A rule id or glob of a selection (``rules``, ``fail_on``, ``validate``) that names only other sources' rules
+    could never check a row of ``source``: a ValueError saying so, rather than a run of no rule, one that could never
+    fail on it or a filter dropping no row."""
+    for name, selection in selections.items():
+        foreign = [item for item in selection_items(selection) if item not in (READ_ERRORS, "all", *SEVERITIES)
+                   and not select_rules(item, source=source)]
+        if foreign:
+            raise ValueError(f"{name} names {', '.join(map(repr, foreign))}, which checks rows of "
+                             f"{', '.join(sorted({s for i in foreign for r in select_rules(i) for s in r.sources}))} "
+                             f"only: it does not apply to {source} rows")
 
 
 def selects_read_errors(selection: RuleSelection) -> bool:

@@ -14,8 +14,8 @@ from typing import Any, Optional
 from ..errors import SkipReport
 from ..progress import progress
 from .counter import ValidationCounter
-from .registry import (READ_ERRORS, SEVERITIES, RuleSelection, all_rules, select_rules, selection_items,
-                       selects_read_errors)
+from .registry import (READ_ERRORS, SEVERITIES, RuleSelection, all_rules, refuse_rules_of_other_sources, select_rules,
+                       selection_items, selects_read_errors)
 
 DEFAULT_FAIL_ON = "error,read"
 
@@ -61,9 +61,8 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
         # rules="" (an unset variable) ran every rule, where an empty fail_on or load(validate="") is refused
         raise ValueError(f"rules={rules!r} names no rule to run: give rule ids, globs such as 'arguments.*', error, "
                          "warning or all, or leave it out to run every rule")
-    _refuse_rules_of_other_sources(source, rules=rules, fail_on=fail_on)
-    # a source-native rule checks its own source's rows only: listed for another source, it counted no row
-    selected = [r for r in select_rules(rules) if _applies_to_source(r, source)]
+    refuse_rules_of_other_sources(source, rules=rules, fail_on=fail_on)
+    selected = select_rules(rules, source=source)
     if fail_on not in (None, False) and not selection_items(fail_on):
         # fail_on="" (an unset variable) failed on nothing: every run passed, as an empty --fail-on would
         raise ValueError(f"fail_on={fail_on!r} names nothing to fail on: give rule ids, globs, error, warning or "
@@ -116,24 +115,6 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
         read.close()
         splits[name] = SplitValidation(read, counter)
     return ValidationResult(source, config, splits, fail_on, [r.id for r in selected])
-
-
-def _applies_to_source(rule, source: str) -> bool:
-    from ..registry import MIX
-
-    return source == MIX or rule.sources is None or source in rule.sources
-
-
-def _refuse_rules_of_other_sources(source: str, **selections: RuleSelection) -> None:
-    """A rule id or glob of ``rules`` or ``fail_on`` that names only other sources' rules could never check a row
-    of ``source``: a ValueError saying so, rather than a run of no rule or one that could never fail on it."""
-    for name, selection in selections.items():
-        foreign = [item for item in selection_items(selection) if item not in (READ_ERRORS, "all", *SEVERITIES)
-                   and not any(_applies_to_source(r, source) for r in select_rules(item))]
-        if foreign:
-            raise ValueError(f"{name} names {', '.join(map(repr, foreign))}, which checks rows of "
-                             f"{', '.join(sorted({s for i in foreign for r in select_rules(i) for s in r.sources}))} "
-                             f"only: it does not apply to {source} rows")
 
 
 def _check_fail_on_is_run(fail_on: RuleSelection, selected: list) -> None:
