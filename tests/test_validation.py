@@ -1527,6 +1527,29 @@ def test_stats_mirror_and_load_count_only_the_rules_that_check_the_sources_rows(
     with pytest.raises(ValueError, match="does not apply to ms_swift rows"):
         td.load("ms_swift", split="train", data_files=agent_file, validate="toolmind.*")
 
+def test_python_calls_refuse_a_skipped_rows_file_that_is_a_data_file(agent_file, tmp_path):
+    """The command line refused --skipped-rows naming an input; from Python, validate(skipped_rows=<the input>,
+    fresh_skipped_rows=True) emptied the data file (its rows lost) and a load's report appended skipped rows to
+    a file it was reading. Now both are a ValueError naming the file, also by a hard link or through data_dir."""
+    original = Path(agent_file).read_bytes()
+    link = tmp_path / "link.jsonl"
+    os.link(agent_file, link)
+    for listing in (agent_file, str(link)):
+        with pytest.raises(ValueError, match="one of the data files read"):
+            td.validate("ms_swift", data_files=agent_file, skipped_rows=listing, fresh_skipped_rows=True)
+    with pytest.raises(ValueError, match="one of the data files read"):
+        td.load("ms_swift", split="train", data_dir=str(tmp_path), on_error="skip", streaming=True,
+                report=td.SkipReport(rows_path=agent_file))
+    with pytest.raises(ValueError, match="rows_path"):
+        td.load("ms_swift", split="train", data_files=agent_file, on_error="skip",
+                report=td.SkipReport(rows_path=agent_file))
+    assert Path(agent_file).read_bytes() == original
+    listed = tmp_path / "elsewhere" / "skipped.jsonl"
+    listed.parent.mkdir()
+    assert td.validate("ms_swift", data_files=agent_file, skipped_rows=str(listed)).total().read.skipped == 1
+    assert len(listed.read_text().splitlines()) == 1
+
+
 def test_validate_function_rules_selection_and_config(agent_file):
     result = td.validate("ms_swift", data_files=agent_file, rules="arguments.*")
     assert result.rules_checked == ["arguments.not_object", "arguments.schema", "arguments.unchecked",

@@ -41,7 +41,7 @@ from .offline import (kept_copies_hint, local_copy, offline_data_files, offline_
                       remember_ref)
 from .pipeline import UNIFIED, ShardConverter, TableGroups, config_features
 from .shards.files import with_archive_files
-from .shards.paths import display_path, literal_folder_escaped
+from .shards.paths import display_path, literal_folder_escaped, output_among_inputs
 from .shards.plan import balanced, cut_documents
 from .shards.shard import Shard
 from .shards.versions import with_versions
@@ -446,6 +446,18 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                                                 f"by an earlier load ({offline_hint(missing[0])})")
         logger.info("%s: offline, reading the upstream files downloaded before (%s)", source.name, where)
         return copies
+
+    def refuse_writing_inputs(self, outputs: dict[str, list]) -> None:
+        """A ValueError if an output (argument -> the paths it writes) is one of the local files this builder reads
+        (``data_files`` as resolved, a ``data_dir``'s files): written, it replaced an input (rows lost) or was read
+        back as rows."""
+        inputs = [str(f) for files in (self.config.data_files or {}).values() for f in files]
+        if self.config.data_dir and "://" not in self.config.data_dir and "::" not in self.config.data_dir:
+            inputs += data_dir_files(self.config.data_dir, self.source.local_patterns, self.source.local_not_data)
+        found = output_among_inputs(inputs, outputs)
+        if found is not None:
+            raise ValueError(f"{found[0]} {found[1]!r} is {found[2]!r}, one of the data files "
+                             f"read: it would be written over or read back as rows; write it outside the files read")
 
     def _glob_data_dir(self, data_dir: str) -> list[str]:
         found = data_dir_files(data_dir, self.source.local_patterns, self.source.local_not_data)

@@ -136,6 +136,8 @@ def load(
             own = make_builder(prepare_splits=names)
             if own.offline_cache_read_at is not None and own.offline_cache_read_at > builder.offline_cache_read_at:
                 builder = own
+    if report is not None and report.rows_path is not None:  # each skipped row appended to a file being read
+        builder.refuse_writing_inputs({"report's rows_path": [report.rows_path]})
     if streaming:
         if names and "[" in split:
             _refuse_stream_slice(builder, split, names)

@@ -235,18 +235,13 @@ def refuse_writing_inputs(data_files, outputs: dict[str, list]) -> None:
     """An output file (option -> the paths it writes) that the local ``data_files`` (a list, or source -> list)
     name: a rerun with ``--out`` in the folder its glob reads would read its last output as rows (and replace
     it while read), a ``--skipped-rows`` file would be read back as bad rows."""
-    import os
+    from ..shards.paths import output_among_inputs
 
-    from ..shards.paths import file_identity
-
-    inputs = local_inputs(data_files)
-    # (a hard link to an input has a real path of its own: compared by device and inode too, or it was emptied)
-    identities = {file_identity(path) for path in inputs} - {None}
-    for option, paths in outputs.items():
-        for path in paths:
-            if path and (os.path.realpath(path) in inputs or file_identity(path) in identities):
-                raise ValueError(f"{option} would write {str(path)!r}, which this run reads as input (--data-files "
-                                 f"or --option data_dir=): write it outside the files read")
+    found = output_among_inputs(local_inputs(data_files), outputs)
+    if found is not None:
+        option, path, _ = found
+        raise ValueError(f"{option} would write {path!r}, which this run reads as input (--data-files or --option "
+                         f"data_dir=): write it outside the files read")
 
 
 def refuse_wrong_kind_outputs(*, folders: Optional[dict[str, Optional[str]]] = None,

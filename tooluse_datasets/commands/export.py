@@ -53,6 +53,9 @@ def _export(args: argparse.Namespace) -> int:
     options = source_options(args, own={"trailing_results": "--drop-trailing-results"})
     if args.drop_trailing_results:  # (the pipeline trims each row before the writer: td.drop_trailing_results)
         options["trailing_results"] = "drop"
+    inputs = with_data_dir_files(args, args.source, data_files)
+    # (before load(), which refuses its report's file among the inputs too, naming no option)
+    refuse_writing_inputs(inputs, {"--skipped-rows": [report.rows_path]})
     splits = load(args.source, args.format, split=args.split, streaming=True, data_files=data_files,
                   on_error=args.on_error, report=report, **options)
     out = Path(args.out)
@@ -65,8 +68,7 @@ def _export(args: argparse.Namespace) -> int:
         if path.is_dir():
             raise ValueError(f"--out {args.out!r} holds a folder {path.name!r} where the export writes that file: "
                              f"move it away or give another --out")
-    inputs = with_data_dir_files(args, args.source, data_files)
-    refuse_writing_inputs(inputs, {"--out": outputs, "--skipped-rows": [report.rows_path]})
+    refuse_writing_inputs(inputs, {"--out": outputs})
     _refuse_reading_earlier_exports(inputs, out, args.source)
     _refuse_skipped_rows_among_outputs(report.rows_path, outputs)
     # An existing dataset_info.json is read before any row, so that a broken one stops the run up front.

@@ -55,11 +55,11 @@ def _stats(args: argparse.Namespace) -> int:
     # not once by each split loaded on its own. Each split's own `read` is what was read while it was passed.
     skipped_rows = args.skipped_rows or None
     shared = _SplitReports(rows_path=skipped_rows)
+    refuse_writing_inputs(with_data_dir_files(args, args.source, data_files_for(args, args.source)),
+                          {"--skipped-rows": [skipped_rows]})
     splits = stream(args.split, shared)  # arguments the data refuses (a split it lacks) fail here: nothing read yet
     if args.split:
         splits = {args.split: splits}
-    refuse_writing_inputs(with_data_dir_files(args, args.source, data_files_for(args, args.source)),
-                          {"--skipped-rows": [skipped_rows]})
     start_skipped_rows(skipped_rows)  # only now: a refused command leaves the file as it was
     out, distributions = {}, {}
     for split, ds in splits.items():

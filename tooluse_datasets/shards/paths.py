@@ -192,6 +192,23 @@ def file_identity(path: str | os.PathLike) -> Optional[tuple[int, int]]:
     return stat.st_dev, stat.st_ino
 
 
+def output_among_inputs(inputs: Iterable[str], outputs: dict[str, Iterable]) -> Optional[tuple[str, str, str]]:
+    """The first output (option -> the paths it writes) that is one of the local files ``inputs``: (option, path,
+    input). Compared by real path and, for files that exist, by device and inode (a hard link has a real path of
+    its own). Written, such an output replaced an input (the rows were lost) or was read back as rows."""
+    local = [os.fspath(p) for p in inputs if "://" not in os.fspath(p) and "::" not in os.fspath(p)]
+    by_path = {os.path.realpath(p): p for p in local}
+    by_identity = {identity: p for p in local if (identity := file_identity(p)) is not None}
+    for option, paths in outputs.items():
+        for path in paths:
+            if not path:
+                continue
+            found = by_path.get(os.path.realpath(path)) or by_identity.get(file_identity(path))
+            if found is not None:
+                return option, os.fspath(path), found
+    return None
+
+
 def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
     """Whether two names name one file: the same real path (also for a file not made yet) or, for files that
     exist, the same device and inode (a hard link has a real path of its own)."""
