@@ -1673,6 +1673,20 @@ def test_filter_selection_rules_and_raise_mode(mixed_file, cache_dir):
         filter_dataset(td.load("ms_swift", "raw", data_files=mixed_file, split="train", streaming=True), "error")
 
 
+def test_filter_takes_a_plain_dict_of_splits_and_refuses_other_values_with_a_type_error(mixed_file, cache_dir):
+    """A plain {split: Dataset} dict, as the README's "a dict of splits" reads, raised AttributeError on
+    `.features`; so did any value that is no dataset, instead of the TypeError meant for it."""
+    from tooluse_datasets.validation import filter_dataset
+
+    ds = td.load("ms_swift", data_files=mixed_file, split="train", cache_dir=cache_dir)
+    kept = filter_dataset({"train": ds}, "arguments.schema")
+    assert type(kept) is dict
+    assert [r["id"] for r in kept["train"]] == ["ms_swift/mixed/0", "ms_swift/mixed/2", "ms_swift/mixed/3"]
+    for value in (list(ds), ds.to_pandas()):
+        with pytest.raises(TypeError, match="takes a datasets Dataset or IterableDataset, or a dict of them"):
+            filter_dataset(value, "arguments.schema")
+
+
 @pytest.mark.parametrize("column", ["meta", "call_graph", "subset"])
 def test_filtering_a_dataset_without_a_unified_column_is_refused_not_emptied(mixed_file, cache_dir, column):
     """row.fields fails every row lacking a unified column, whatever the rules selected: a dataset whose `meta`

@@ -20,7 +20,7 @@ import inspect
 from typing import Any, Optional
 
 import pyarrow as pa
-from datasets import Dataset, DatasetDict, IterableDataset, IterableDatasetDict
+from datasets import Dataset, IterableDataset
 from datasets.iterable_dataset import FilteredExamplesIterable
 
 from ..datasets_patches import patched_once
@@ -57,9 +57,12 @@ def filter_dataset(ds: Any, rules: RuleSelection, *, on_error: str = "skip", rep
     if not selected:
         return ds
     report = report if report is not None else SkipReport()
-    if isinstance(ds, (DatasetDict, IterableDatasetDict)):
+    if isinstance(ds, dict):  # a DatasetDict, an IterableDatasetDict or a plain dict of splits
         return type(ds)({name: filter_dataset(split, selected_ids(selected), on_error=on_error, report=report,
                                               batch_size=batch_size) for name, split in ds.items()})
+    if not isinstance(ds, (Dataset, IterableDataset)):
+        raise TypeError(f"filter_dataset takes a datasets Dataset or IterableDataset, or a dict of them, "
+                        f"got {type(ds).__name__}")
     if ds.features is None:  # datasets forgets a stream's features in map(): "lacks every column" would mislead
         raise ValueError("validation rules decode unified rows by their features, and this dataset's are unknown "
                          "(a stream after map() has none): filter before map(), or load the split map-style")
@@ -73,11 +76,9 @@ def filter_dataset(ds: Any, rules: RuleSelection, *, on_error: str = "skip", rep
                                              load_from_cache_file=False)
         return out.with_format(fmt["type"], columns=fmt["columns"], output_all_columns=fmt["output_all_columns"],
                                **fmt["format_kwargs"])
-    if isinstance(ds, IterableDataset):
-        format_type = ds._formatting.format_type if ds._formatting is not None else None
-        return ds.with_format("arrow").filter(keep, with_indices=True, batched=True,
-                                              batch_size=batch_size).with_format(format_type)
-    raise TypeError(f"filter_dataset takes a datasets Dataset or IterableDataset, got {type(ds).__name__}")
+    format_type = ds._formatting.format_type if ds._formatting is not None else None
+    return ds.with_format("arrow").filter(keep, with_indices=True, batched=True,
+                                          batch_size=batch_size).with_format(format_type)
 
 
 def selected_ids(rules: list[Rule]) -> list[str]:
