@@ -38,9 +38,9 @@ NOT_RUN = {
         "streams ToolMind's upstream file from the Hub (network)",
     "from trl import SFTConfig, SFTTrainer":
         "downloads a model from the Hub and trains it",
-    'ds = td.load("nestful", execute=True, executable_functions="NESTFUL/data_v2/executable_functions")':
+    'ds = td.load("nestful", execute=True, executable_functions="NESTFUL/data_v2/executable_functions")  # rows: the pinned upstream file':
         "reads the pinned upstream file (network) and needs upstream's executable functions",
-    'ds = td.load("toolmind")                                                  # all seven splits':
+    'ds = td.load("toolmind")                                                  # all seven splits, from the Hub':
         "reads ToolMind's upstream file from the Hub (network)",
 }
 
