@@ -566,6 +566,29 @@ def test_a_value_from_list_and_from_dict_cannot_store_is_named_by_row_and_field(
         assert f"row {bad}, field 'meta'" in str(info.value), how
 
 
+@pytest.mark.parametrize("field, value, message", [
+    ("messages", "Hello", "expected a list, got string"),
+    ("messages[0]", ["user", "Hello"], "expected an object, got array"),
+])
+def test_a_value_of_another_kind_given_to_from_list_and_from_dict_is_named_by_row_and_field(nestful, field, value,
+                                                                                              message):
+    """Text where the messages go, or a list where a message goes, failed in datasets' encoder with a bare
+    AttributeError ('str' object has no attribute 'get'), naming neither the value nor its row."""
+    rows = [complete_row(row) for row in nestful]
+    bad = len(rows) - 2
+    if field == "messages":
+        rows[bad]["messages"] = value
+    else:
+        rows[bad]["messages"][0] = value
+    made = {"from_list": lambda: datasets.Dataset.from_list(rows, features=nestful.features),
+            "from_dict": lambda: datasets.Dataset.from_dict({c: [r[c] for r in rows] for c in nestful.features},
+                                                            features=nestful.features)}
+    for how, make in made.items():
+        with pytest.raises(td.InvalidValueError, match=message) as info:
+            make()
+        assert (info.value.row, info.value.field) == (bad, field), how
+
+
 @pytest.mark.parametrize("batch_size", [3, 6, 1000])
 def test_a_batched_stream_map_or_filter_gives_rows_without_media_no_media_keys(batch_size, cache_dir):
     """A stream's batched ``map`` and ``filter`` cut their rows from decoded batches, which keep a media column where

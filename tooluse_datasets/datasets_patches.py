@@ -634,7 +634,7 @@ def _install_constructors_keeping_exact_features() -> None:
             mapping = _with_media_columns(mapping, given, media)
         try:
             out = from_dict_original(cls, mapping, features, info, *args, **kwargs)
-        except JsonValueError as exc:
+        except (JsonValueError, AttributeError, TypeError) as exc:
             raise _named_by_row_and_field(exc, mapping, given) from None
         arrow_given = isinstance(mapping, dict) and any(isinstance(v, (pa.Array, pa.ChunkedArray))
                                                         for v in mapping.values())
@@ -689,10 +689,12 @@ def _frame_encoded(df: Any, features: ExactFeatures) -> Any:
     return df
 
 
-def _named_by_row_and_field(exc: JsonValueError, mapping: Any, features: Any) -> JsonValueError:
+def _named_by_row_and_field(exc: Exception, mapping: Any, features: Any) -> Exception:
     """``exc``, raised by datasets' ``from_dict`` encoding a value its exact features cannot store (NaN...), named
     by the row and field of that value, which datasets' column by column encoding does not say: the first value, in
-    the order datasets encodes them, refused for the same reason. Error path only."""
+    the order datasets encodes them, refused for the same reason. datasets' own AttributeError or TypeError (text
+    where a message is) says neither what nor where: the first value the exact features refuse is named instead.
+    Error path only."""
     if not isinstance(features, ExactFeatures) or not isinstance(mapping, dict):
         return exc
     for name, column in mapping.items():
@@ -703,10 +705,11 @@ def _named_by_row_and_field(exc: JsonValueError, mapping: Any, features: Any) ->
                 except JsonValueError as found:
                     # (datasets encodes a list only where its first element changes: a value it passed over may
                     # be refused here for another reason)
-                    if found.message == exc.message:
+                    if not isinstance(exc, JsonValueError) or found.message == exc.message:
                         return found.at(row=row)
-                except InvalidValueError:  # a value datasets' encoder lets by (text for a list): not this error
-                    pass
+                except InvalidValueError as found:  # datasets' encoder lets text for a list by: not a JSON error
+                    if not isinstance(exc, JsonValueError):
+                        return found.at(row=row)
     return exc
 
 
