@@ -569,17 +569,20 @@ def test_a_value_from_list_and_from_dict_cannot_store_is_named_by_row_and_field(
 @pytest.mark.parametrize("field, value, message", [
     ("messages", "Hello", "expected a list, got string"),
     ("messages[0]", ["user", "Hello"], "expected an object, got array"),
+    ("tools", '[{"type": "function", "function": {"name": "f"}}]', "expected a list, got string"),
+    ("images", "cat.png", "expected a list, got string"),
 ])
 def test_a_value_of_another_kind_given_to_from_list_and_from_dict_is_named_by_row_and_field(nestful, field, value,
                                                                                               message):
     """Text where the messages go, or a list where a message goes, failed in datasets' encoder with a bare
-    AttributeError ('str' object has no attribute 'get'), naming neither the value nor its row."""
+    AttributeError ('str' object has no attribute 'get'), naming neither the value nor its row; text for the tools
+    or the images (JSON text, one path) was stored one character an entry, as add_item refuses to."""
     rows = [complete_row(row) for row in nestful]
     bad = len(rows) - 2
-    if field == "messages":
-        rows[bad]["messages"] = value
-    else:
+    if field == "messages[0]":
         rows[bad]["messages"][0] = value
+    else:
+        rows[bad][field] = value
     made = {"from_list": lambda: datasets.Dataset.from_list(rows, features=nestful.features),
             "from_dict": lambda: datasets.Dataset.from_dict({c: [r[c] for r in rows] for c in nestful.features},
                                                             features=nestful.features)}

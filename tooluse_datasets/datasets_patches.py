@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import pyarrow as pa
 from datasets.exceptions import DatasetGenerationError
+from datasets.features import LargeList, List
 from datasets.iterable_dataset import (FormattedExamplesIterable, RebatchedArrowExamplesIterable,
                                       SelectColumnsIterable)
 
@@ -632,6 +633,8 @@ def _install_constructors_keeping_exact_features() -> None:
         media = _media_of_unified(given)
         if media and isinstance(mapping, dict) and mapping and not all(c in mapping for c in media):
             mapping = _with_media_columns(mapping, given, media)
+        if isinstance(given, ExactFeatures) and isinstance(mapping, dict):
+            _refuse_text_for_lists(mapping, given)
         try:
             out = from_dict_original(cls, mapping, features, info, *args, **kwargs)
         except (JsonValueError, AttributeError, TypeError) as exc:
@@ -687,6 +690,17 @@ def _frame_encoded(df: Any, features: ExactFeatures) -> Any:
                 raise exc.at(row=row) from None
         df[name] = pd.Series(encoded, index=df.index, dtype=object)
     return df
+
+
+def _refuse_text_for_lists(mapping: dict, features: ExactFeatures) -> None:
+    """datasets' encoder stores text given for a list column one character an entry (`tools` as JSON text became
+    ``["[", "{", ...]``, an image path one letter an image), which ``add_item`` refuses: refused here too, naming
+    the row and column."""
+    for name, column in mapping.items():
+        if name in features and isinstance(features[name], (List, LargeList)) and isinstance(column, (list, tuple)):
+            for row, value in enumerate(column):
+                if isinstance(value, str):
+                    raise InvalidValueError("expected a list, got string").at(row=row, field=name)
 
 
 def _named_by_row_and_field(exc: Exception, mapping: Any, features: Any) -> Exception:
