@@ -341,6 +341,22 @@ def test_a_pull_request_revision_that_does_not_exist_is_refused_not_created_as_a
     assert "create_branch" not in api.call_names() and api.call_names().count("create_commit") == 1
 
 
+def test_a_tag_ref_the_repo_lacks_is_refused_not_created_as_a_branch(mirror, capsys):
+    """--revision refs/tags/v2, a tag neither the repo nor a new repo has, was planned as a new branch: a branch
+    literally named refs/tags/v2 was created and committed to."""
+    api = FakeHubApi()
+    publish_mirror(mirror, REPO, api=api, echo=_quiet)
+    for repo_id, why in ((REPO, ""), ("acme/new-repo", " \\(the repo does not exist\\)")):
+        for dry_run in (True, False):
+            with pytest.raises(PublishError, match=f"--revision 'refs/tags/v2': {repo_id} has no such ref{why}, and "
+                                                   "it is not a branch name: give a branch"):
+                publish_mirror(mirror, repo_id, api=api, revision="refs/tags/v2", dry_run=dry_run, echo=_quiet)
+    assert _cli([str(mirror), "--repo-id", REPO, "--revision", "refs/tags/v2"], api) == 2
+    assert capsys.readouterr().err.startswith(f"error: --revision 'refs/tags/v2': {REPO} has no such ref")
+    assert list(api.repos) == [REPO] and list(api.repos[REPO].branches) == ["main"]
+    assert "create_branch" not in api.call_names() and api.call_names().count("create_commit") == 1
+
+
 def test_a_pull_request_revision_of_a_repo_that_does_not_exist_is_refused_before_creating_it(mirror):
     """A repo that does not exist has no pull request either. --revision refs/pr/1 into one created the repo, then
     failed at the commit, and the cleanup read the new repo at refs/pr/1, which that refusal answered: the empty

@@ -685,15 +685,15 @@ def read_remote_state(api: HubApi, repo_id: str, revision: Optional[str]) -> Rem
     try:
         info = api.repo_info(repo_id, revision=revision, repo_type=REPO_TYPE)
     except RepositoryNotFoundError:
-        if revision is not None and revision.startswith("refs/pr/"):
-            # Nor has a repo to create any pull request: refused before it is created (and then not deleted).
-            raise _no_pull_request(repo_id, revision, " (the repo does not exist)") from None
+        if revision is not None and revision.startswith("refs/"):
+            # Nor has a repo to create any pull request (or tag): refused before it is created (and then not deleted).
+            raise _no_ref(repo_id, revision, " (the repo does not exist)") from None
         return RemoteState(False, False, None, {}, None, None)
     except RevisionNotFoundError:
-        if revision.startswith("refs/pr/"):
-            # Not a branch name the Hub would create: the pull request must exist (the Hub opens one with
-            # --create-pr).
-            raise _no_pull_request(repo_id, revision) from None
+        if revision.startswith("refs/"):
+            # Not a branch name the Hub would create (refs/heads/ was taken off): the pull request must exist (the
+            # Hub opens one with --create-pr); a tag the repo lacks was created as a branch named refs/tags/....
+            raise _no_ref(repo_id, revision) from None
         # A new branch starts from the default branch: plan against what it holds.
         base = read_remote_state(api, repo_id, None)
         return dataclasses.replace(base, branch_exists=False)
@@ -710,7 +710,11 @@ def read_remote_state(api: HubApi, repo_id: str, revision: Optional[str]) -> Rem
     return RemoteState(True, True, head, files, card, manifest, getattr(info, "private", None))
 
 
-def _no_pull_request(repo_id: str, revision: str, why: str = "") -> PublishError:
+def _no_ref(repo_id: str, revision: str, why: str = "") -> PublishError:
+    if not revision.startswith("refs/pr/"):
+        return PublishError(f"--revision {revision!r}: {repo_id} has no such ref{why}, and it is not a branch name: "
+                            "give a branch (one the repo lacks is created from the default branch); nothing was "
+                            "published")
     return PublishError(f"--revision {revision!r}: {repo_id} has no pull request {revision.removeprefix('refs/pr/')}"
                         f"{why}: give the refs/pr/N of an open pull request, or use --create-pr to open one; nothing "
                         "was published")
