@@ -859,18 +859,19 @@ def test_a_split_slice_is_a_usage_error_saying_the_commands_read_whole_splits(ar
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("argv", [
-    ["mirror", "ms_swift", "--sample", "--out", "o", "--revision", ""],
-    ["publish", "o", "--repo-id", "org/x", "--dry-run", "--revision", ""],
+@pytest.mark.parametrize("argv, wanted", [
+    (["mirror", "ms_swift", "--sample", "--out", "o", "--revision", ""], "a branch, tag or commit"),
+    (["publish", "o", "--repo-id", "org/x", "--dry-run", "--revision", ""], "a branch, got"),
 ])
-def test_an_empty_revision_is_a_usage_error_not_another_revision(argv, tmp_path, monkeypatch, capsys):
-    """`--revision "$REV"` with REV unset: mirror resolved NESTFUL's `main` instead of its pinned commit."""
+def test_an_empty_revision_is_a_usage_error_not_another_revision(argv, wanted, tmp_path, monkeypatch, capsys):
+    """`--revision "$REV"` with REV unset: mirror resolved NESTFUL's `main` instead of its pinned commit. publish
+    takes a branch only (a tag or commit is refused), but its usage error asked for a branch, tag or commit."""
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as info:
         main(argv)
     assert info.value.code == 2
     err = capsys.readouterr().err
-    assert "argument --revision: " in err and "empty" in err
+    assert f"argument --revision: expected {wanted}" in err and "empty" in err
     assert list(tmp_path.iterdir()) == []
 
 

@@ -61,6 +61,13 @@ def a_revision(text: str) -> str:
     return text
 
 
+def a_branch(text: str) -> str:
+    """An argparse type: publish's --revision, a branch (a tag or commit is refused there), never empty."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a branch, got an empty one (an unset shell variable?)")
+    return text
+
+
 def a_split(text: str) -> str:
     """An argparse type: a split name, never empty (``--split "$SPLIT"`` with SPLIT unset got datasets' "Bad split: ."
     after the files were resolved)."""

@@ -5,7 +5,7 @@ import argparse
 import sys
 
 from ..errors import plain_printable
-from . import a_path, a_revision
+from . import a_branch, a_path
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -24,7 +24,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--private", action="store_true", default=None,
                    help="create the repo private; a public repo that exists is refused (make it private on the Hub "
                         "first)")
-    p.add_argument("--revision", type=a_revision,
+    p.add_argument("--revision", type=a_branch,
                    help="branch to commit to (created from the default branch if missing)")
     p.add_argument("--create-pr", action="store_true", help="open a pull request instead of committing to the branch")
     p.add_argument("--replace-foreign", action="store_true",
