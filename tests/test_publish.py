@@ -374,6 +374,9 @@ def test_bad_repo_ids_are_refused(mirror, repo_id):
     ("https://huggingface.co/datasets/acme/nestful/tree/main", "is an address: give the dataset repo's id alone, "
                                                                "'acme/nestful'"),
     ("hf://datasets/acme/nestful", "is an address: give the dataset repo's id alone, 'acme/nestful'"),
+    # (the name alone was given as the id to give, which is refused next for want of its org)
+    ("datasets/nestful", "is an address naming no '<org or user>/<name>': give the dataset repo's id"),
+    ("https://huggingface.co/datasets/nestful", "is an address naming no '<org or user>/<name>'"),
     ("models/acme/nestful", "names a model repo: publish writes dataset repos"),
     ("spaces/acme/nestful", "names a space repo: publish writes dataset repos"),
     ("acme/nestful!", "is not a name the Hub takes: Repo id must use alphanumeric chars"),

@@ -88,6 +88,8 @@ def repo_id_problem(repo_id: str, why_datasets: str) -> Optional[str]:
         kind, rest = address.groups()
         if kind == "datasets":
             given = "/".join(rest.split("/")[:2])  # without a /tree/main or /blob/... after the id
+            if given.count("/") != 1 or not all(given.split("/")):  # ('nestful' alone would be refused next)
+                return f"repo id {repo_id!r} is an address naming no '<org or user>/<name>': give the dataset repo's id"
             return f"repo id {repo_id!r} is an address: give the dataset repo's id alone, {given!r}"
         return (f"repo id {repo_id!r} names a {kind[:-1]} repo: {why_datasets}; give '<org or user>/<name>' of a "
                 f"dataset repo")
