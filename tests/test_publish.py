@@ -399,6 +399,17 @@ def test_a_folder_that_is_not_a_mirror_is_refused(tmp_path):
         publish_mirror(tmp_path, REPO, api=FakeHubApi(), echo=_quiet)
 
 
+def test_a_folder_of_mirrors_given_to_publish_mirror_is_named_so(tmp_path):
+    """publish_mirror of what `mirror --out DIR` wrote said the folder was no mirror and to build one."""
+    build_sample_mirror("nestful", tmp_path, configs=["raw"])
+    api = FakeHubApi()
+    with pytest.raises(PublishError, match=f"^{re.escape(str(tmp_path))} is a folder of mirrors \\(nestful\\), not a "
+                                           f"mirror: publish each of them \\({re.escape(str(tmp_path / 'nestful'))}, "
+                                           "...\\), or the folder with `tooluse-datasets publish "):
+        publish_mirror(tmp_path, REPO, api=api, echo=_quiet)
+    assert api.calls == []
+
+
 def _cli(argv: list[str], api: FakeHubApi) -> int:
     """The real command line, with ``api`` standing in for huggingface_hub's HfApi."""
     import huggingface_hub

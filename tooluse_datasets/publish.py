@@ -778,6 +778,12 @@ def _verified_manifest(folder: Path) -> Manifest:
     try:
         manifest = read_manifest(folder)
     except MirrorError as exc:
+        inside = [sub.name for sub in sorted(folder.iterdir()) if not sub.name.startswith(".")
+                  and (sub / MANIFEST_NAME).is_file()] if folder.is_dir() else []
+        if inside:  # what `mirror --out DIR` wrote: the command line publishes such a folder, one repo per mirror
+            raise PublishError(f"{folder} is a folder of mirrors ({', '.join(inside)}), not a mirror: publish each "
+                               f"of them ({folder / inside[0]}, ...), or the folder with `tooluse-datasets publish "
+                               f"{folder} --repo-id 'org/{{source}}-tooluse'`") from None
         raise PublishError(str(exc)) from None
     for f in manifest.files + manifest.figures:
         path = folder / f.path
