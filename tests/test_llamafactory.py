@@ -202,6 +202,9 @@ def test_an_edited_row_is_written_as_edited_not_in_its_recorded_spelling(tmp_pat
      "conversations[1].value.arguments", "parameters"),
     ([{"from": "human", "value": "a"}, {"from": "function_call", "value": '{"name": "f", "arguments": "{}"}'}],
      "conversations[1].value.arguments", "double-encoded"),
+    # arguments of another type are said as what they are: nothing is text there
+    ([{"from": "human", "value": "a"}, {"from": "function_call", "value": '{"name": "f", "arguments": [1]}'}],
+     "conversations[1].value.arguments", "must be a JSON object, got array"),
     # a turn that is not an object, or whose tag or text is of another type: said as what it is
     (["a", {"from": "gpt", "value": "b"}], "conversations[0]", "a turn must be an object of 'from' and 'value', "
                                                                "got string"),

@@ -429,7 +429,8 @@ def parse_calls(text: str, field: str) -> list[tuple[str, dict]]:
             raise MissingFieldError("a call needs 'arguments' (LLaMA-Factory fails on 'parameters')",
                                     field=f"{where}.arguments")
         if not isinstance(call["arguments"], dict):
-            raise InvalidValueError("arguments must be a JSON object (text would be double-encoded)",
+            why = " (text would be double-encoded)" if isinstance(call["arguments"], str) else ""
+            raise InvalidValueError(f"arguments must be a JSON object, got {json_kind(call['arguments'])}{why}",
                                     field=f"{where}.arguments")
         out.append((call["name"], call["arguments"]))
     return out
