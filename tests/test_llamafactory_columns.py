@@ -130,6 +130,18 @@ def test_cli_export_of_an_entry_declares_the_default_names(tmp_path, capsys):
     assert [r["images"] for r in rows] == [r["images"] for r in file_rows("mllm_demo")]
 
 
+def test_an_exports_entry_reads_its_file_as_the_file_reads_alone(tmp_path, capsys):
+    """The export writes "" and [] for the columns its entry leaves out (videos, audios here): read through the
+    entry, they are no columns of the rows' own, so meta is the same as without it."""
+    out = tmp_path / "out"
+    assert main(["export", "llamafactory", "--sample", "--format", "llamafactory", "--out", str(out)]) == 0
+    (name, entry), = json.loads((out / "dataset_info.json").read_text()).items()
+    assert "videos" not in entry["columns"]
+    by_entry = list(td.load("llamafactory", dataset_info=str(out), dataset=name, split="train", streaming=True))
+    alone = list(td.load("llamafactory", data_files=str(out / entry["file_name"]), split="train", streaming=True))
+    assert by_entry == alone and len(alone) == 5
+
+
 def test_file_name_is_relative_to_the_dataset_info_folder_and_data_files_replace_it(tmp_path):
     info = tmp_path / "conf" / "dataset_info.json"
     info.parent.mkdir()

@@ -41,6 +41,7 @@ from .writer import (EVEN_TAGS, FUNCTION, GPT, HUMAN, LLAMAFACTORY_FEATURES, MED
 
 # The format's own columns, plus every other column of the file under its own name ({} if none).
 RAW_FEATURES = Features({**LLAMAFACTORY_FEATURES, "extra": Json()})
+_EMPTY_UNLESS_NAMED = ("system", "tools", *MEDIA_COLUMNS)  # the default names of the columns an entry may leave out
 SYSTEM_TAG = "system"
 PREFERENCE_COLUMNS = ("chosen", "rejected")  # the columns of its preference rows (DPO, ORPO...)
 logger = logging.getLogger("tooluse_datasets")
@@ -179,7 +180,11 @@ class LlamaFactorySource(Source):
                                             field=f"{name}[{j}]")
             raw[key] = media
         known = {name for name in columns.values() if name is not None}
-        raw["extra"] = {k: v for k, v in native.items() if k not in known}
+        # A default-named column the columns leave out that holds nothing (the "" and [] every exported row has,
+        # or a file's null padding) is no column of the row's own: meta would differ from the same file's rows
+        # read without the entry.
+        raw["extra"] = {k: v for k, v in native.items()
+                        if k not in known and not (k in _EMPTY_UNLESS_NAMED and v in (None, "", []))}
         if layout.explicit_columns:
             self._warn_unread(raw["extra"])
         return raw
