@@ -380,6 +380,7 @@ def test_wrong_options_are_value_errors_naming_the_key(tmp_path, options, messag
     ({"file_name": "a.json", "formatting": "sharegpt", "columns": None}, "columns must be a JSON object, got null"),
     (["not", "an", "entry"], "entry 'x' (%s) must be a JSON object, got array"),
     (None, "entry 'x' (%s) must be a JSON object, got null"),
+    ({"file_name": 5, "formatting": "sharegpt"}, "names no file_name (file_name must be a path, got number)"),
 ])
 def test_entries_that_are_not_sharegpt_conversations_are_refused_naming_the_entry(tmp_path, entry, message):
     (tmp_path / "dataset_info.json").write_text(json.dumps({"x": entry}))

@@ -182,7 +182,9 @@ def entry_layout(entry: Any, where: str, folder: str) -> Layout:
         no_file = (f"{where} is not a local file (LLaMA-Factory reads it from {remote[0]} {entry[remote[0]]!r}): "
                    f"pass data_files= (its files) to read them with the entry's columns and tags")
     elif not isinstance(entry.get("file_name"), str) or not entry["file_name"]:
-        no_file = f"{where} names no file_name: pass data_files="
+        given = entry.get("file_name")  # (one given of another type is said as what it is, not as none)
+        got = f" (file_name must be a path, got {json_kind(given)})" if given not in (None, "") else ""
+        no_file = f"{where} names no file_name{got}: pass data_files="
     else:
         file_path = os.path.join(folder, entry["file_name"])
     return Layout(columns=columns, tags=tags, explicit_columns=True, entry=where, file_path=file_path,
