@@ -212,6 +212,7 @@ def test_an_edited_row_is_written_as_edited_not_in_its_recorded_spelling(tmp_pat
      "'from' tag must be a string, got number 1"),
     ([{"from": "human", "value": 5}, {"from": "gpt", "value": "b"}], "conversations[0].value",
      "must be a string, got number 5"),
+    ('[{"from": "human", "value": "a"}]', "conversations", "must be a list of {from, value}, got string"),
 ])
 def test_rows_llamafactory_would_drop_or_mistrain_are_typed_errors(tmp_path, conversations, field, message):
     path = tmp_path / "bad.jsonl"

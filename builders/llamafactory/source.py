@@ -108,7 +108,8 @@ class LlamaFactorySource(Source):
             raise wrapped_rows_error(native, (column,)) or MissingFieldError(
                 f"sharegpt rows need {column!r}{self._layout_hint(native)}", field=column)
         if not isinstance(conversations, list):
-            raise InvalidValueError(f"{column} must be a list of {{{role_tag}, {content_tag}}}", field=column)
+            raise InvalidValueError(f"{column} must be a list of {{{role_tag}, {content_tag}}}, got "
+                                    f"{_kind(conversations)}", field=column)
         default_tag = self._default_tag
         turns = []
         for k, turn in enumerate(conversations):
