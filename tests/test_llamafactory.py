@@ -170,6 +170,19 @@ def test_a_leading_system_turn_and_the_system_column_both_come_back(column):
     assert source.from_unified(unified) == raw
 
 
+def test_tools_the_default_tool_prompt_fails_on_come_back_in_raw_as_the_file_spells_them():
+    """The llamafactory format writes a tool without parameters with them (LLaMA-Factory's default tool prompt
+    fails on it); raw -> unified -> raw still gives the file's spelling."""
+    source = LlamaFactorySource()
+    native = {"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "hello"}],
+              "tools": '[{"name":"f","description":"d"}]'}
+    ctx = RowContext("llamafactory", "chat.jsonl", 0, "train")
+    raw = source.to_raw(native, ctx)
+    unified = source.to_unified(raw, ctx)
+    assert source.from_unified(unified) == raw
+    assert json.loads(unified_to_llamafactory(unified)["tools"])[0]["function"]["parameters"]["properties"] == {}
+
+
 def test_an_edited_row_is_written_as_edited_not_in_its_recorded_spelling(tmp_path, cache_dir):
     """The original spelling of a turn or of the tools is put back only while the row still says the same:
     an edited call, answer or tool list is written from the row, not replaced by what the file said."""

@@ -37,7 +37,8 @@ from tooluse_datasets.source import RowContext, Source, SourceOptions, SplitPlan
 from .layout import layout_of
 from .upstream import CITATION, DESCRIPTION, UPSTREAM
 from .writer import (EVEN_TAGS, FUNCTION, GPT, HUMAN, LLAMAFACTORY_FEATURES, MEDIA_COLUMNS, OBSERVATION, ODD_TAGS,
-                     ORIGINAL_KEY, RESULT_SEPARATOR, read_call_value, tools_of, unified_to_llamafactory)
+                     ORIGINAL_KEY, RESULT_SEPARATOR, read_call_value, respelled_tools, tools_of,
+                     unified_to_llamafactory)
 
 # The format's own columns, plus every other column of the file under its own name ({} if none).
 RAW_FEATURES = Features({**LLAMAFACTORY_FEATURES, "extra": Json()})
@@ -305,7 +306,12 @@ class LlamaFactorySource(Source):
         if original.get("system_turn"):
             conversations = [{"from": SYSTEM_TAG, "value": system}] + conversations
             system = original.get("system_column", "")
-        raw = {"conversations": conversations, "system": system, "tools": written["tools"]}
+        tools = written["tools"]
+        if isinstance(original.get("tools"), str) and respelled_tools(original["tools"]) == tools:
+            # the file's spelling, also one the llamafactory format respells because LLaMA-Factory's default tool
+            # prompt fails on it (a tool without parameters): raw is the file as read
+            tools = original["tools"]
+        raw = {"conversations": conversations, "system": system, "tools": tools}
         raw.update({column: written[column] for column in MEDIA_COLUMNS})
         raw["extra"] = meta
         return raw

@@ -296,7 +296,7 @@ def with_originals(out: dict, row: dict) -> dict:
                 and _respelled(conversations[k]["from"], value) == conversations[k]["value"]:
             conversations[k]["value"] = value
     tools = original.get("tools")
-    if isinstance(tools, str) and _respelled_tools(tools) == out["tools"] and _default_tool_prompt_reads(tools):
+    if isinstance(tools, str) and respelled_tools(tools) == out["tools"] and _default_tool_prompt_reads(tools):
         out["tools"] = tools
     return out
 
@@ -347,7 +347,7 @@ def _respelled(tag: str, value: str) -> Optional[str]:
         return None
 
 
-def _respelled_tools(text: str) -> Optional[str]:
+def respelled_tools(text: str) -> Optional[str]:
     try:
         return tools_text(tools_of(text))
     except ToolUseDataError:
