@@ -170,6 +170,20 @@ def test_a_leading_system_turn_and_the_system_column_both_come_back(column):
     assert source.from_unified(unified) == raw
 
 
+def test_a_flat_tool_keeps_its_type_on_the_tool_not_in_its_function(tmp_path):
+    """A tool spelled flat as OpenAI's Responses API spells it ({"type": "function", "name", ...}): its type is
+    the tool's; copied into ``function`` too, templates rendering the function printed a key no function has."""
+    tools = '[{"type": "function", "name": "f", "description": "d", "parameters": {"type": "object", ' \
+            '"properties": {}}, "strict": true}]'
+    path = tmp_path / "flat.jsonl"
+    path.write_text(json.dumps({"conversations": [{"from": "human", "value": "q"}, {"from": "gpt", "value": "a"}],
+                                "tools": tools}) + "\n")
+    row, = td.load("llamafactory", data_files=str(path), split="train", streaming=True)
+    assert row["tools"] == [{"type": "function", "function": {"name": "f", "description": "d", "parameters": {
+        "type": "object", "properties": {}}, "strict": True}}]
+    assert json.loads(unified_to_llamafactory(row)["tools"]) == row["tools"]
+
+
 def test_tools_the_default_tool_prompt_fails_on_come_back_in_raw_as_the_file_spells_them():
     """The llamafactory format writes a tool without parameters with them (LLaMA-Factory's default tool prompt
     fails on it); raw -> unified -> raw still gives the file's spelling."""

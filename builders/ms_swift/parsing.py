@@ -128,7 +128,9 @@ def parse_tool(tool: Any, field: str) -> dict:
         raise InvalidValueError("tool parameters must be a JSON Schema object", field=f"{where}.parameters")
 
     out_function = {"name": name, "description": description, "parameters": parameters}
-    out_function.update((k, v) for k, v in function.items() if k not in _TOOL_ALIAS_KEYS)
+    # (A flat tool's "type" is the tool's, as in OpenAI's Responses API, not a key of its function.)
+    out_function.update((k, v) for k, v in function.items()
+                        if k not in _TOOL_ALIAS_KEYS and (wrapped or k != "type"))
     out = {"type": "function", "function": out_function}
     if wrapped:
         out.update((k, v) for k, v in tool.items() if k not in ("type", "function"))
