@@ -408,6 +408,18 @@ def test_cli_options_reach_the_reader(tmp_path, capsys):
     assert "--option dataset_info=PATH --option dataset=NAME" in capsys.readouterr().err
 
 
+def test_an_export_into_the_folder_of_the_entry_it_reads_does_not_replace_the_entrys_file(tmp_path, capsys):
+    """The entry's file is an input as --data-files are: an export of it into that folder, under the same name (an
+    earlier export read back through its entry), was written over the file it read, rows skipped or respelled."""
+    out = tmp_path / "out"
+    assert main(["export", "llamafactory", "--sample", "--format", "llamafactory", "--out", str(out)]) == 0
+    data = out / "llamafactory-llamafactory-train.jsonl"
+    before = data.read_bytes()
+    assert main(["export", "llamafactory", "--option", f"dataset_info={out}", "--option",
+                 "dataset=llamafactory-llamafactory-train", "--format", "llamafactory", "--out", str(out)]) == 2
+    assert "which this run reads as input" in capsys.readouterr().err and data.read_bytes() == before
+
+
 def test_a_mirror_of_an_entry(tmp_path, capsys):
     """``mirror`` takes the entry's file_name as the data (as load() does), and its rows are the stream's."""
     assert main(["mirror", "llamafactory", "--option", f"dataset_info={LF_DATA}", "--option",

@@ -203,11 +203,15 @@ def refuse_folders(paths: list[str], option: str = "--data-files") -> None:
 def with_data_dir_files(args: argparse.Namespace, source: str, data_files):
     """``data_files`` and, with ``--option data_dir=DIR``, the files the source reads as rows from DIR: an output
     written there (an export, a --skipped-rows file) is read back by the next run as one a --data-files glob
-    matches is, so :func:`refuse_writing_inputs` must see them too."""
+    matches is, so :func:`refuse_writing_inputs` must see them too. Without either, the files a source option
+    names (a LLaMA-Factory ``dataset_info`` entry's file_name), which the export would replace while reading."""
     from ..cache_keys import data_dir_files
     from ..registry import MIX, builder_class
 
-    data_dir = source_options(args).get("data_dir")
+    options = source_options(args)
+    data_dir = options.get("data_dir")
+    if data_files is None and data_dir is None and source != MIX:
+        return builder_class(source).data_files_from_options(options)
     if not isinstance(data_dir, str) or source == MIX or isinstance(data_files, dict):
         return data_files  # (the mix refuses data_dir, and so does load() any other value)
     source_class = builder_class(source).SOURCE_CLASS
@@ -247,8 +251,8 @@ def refuse_writing_inputs(data_files, outputs: dict[str, list]) -> None:
     found = output_among_inputs(local_inputs(data_files), outputs)
     if found is not None:
         option, path, _ = found
-        raise ValueError(f"{option} would write {path!r}, which this run reads as input (--data-files or --option "
-                         f"data_dir=): write it outside the files read")
+        raise ValueError(f"{option} would write {path!r}, which this run reads as input (--data-files, --option "
+                         f"data_dir= or a dataset_info= entry): write it outside the files read")
 
 
 def refuse_wrong_kind_outputs(*, folders: Optional[dict[str, Optional[str]]] = None,
