@@ -859,6 +859,26 @@ def test_a_split_slice_is_a_usage_error_saying_the_commands_read_whole_splits(ar
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("argv", [
+    ["export", "toolmind", "--sample", "--out", "o"], ["stats", "toolmind", "--sample"],
+    ["validate", "toolmind", "--sample"], ["show", "toolmind", "--sample"],
+    ["mirror", "toolmind", "--sample", "--out", "o"],
+])
+@pytest.mark.parametrize("split", ["synthetic+", "+synthetic", "synthetic++When2Call"])
+def test_a_split_with_an_empty_name_between_its_plus_signs_is_a_usage_error(argv, split, tmp_path, monkeypatch,
+                                                                            capsys):
+    """`--split "synthetic+$MORE"` with MORE unset: export, stats and show said datasets' "Bad split", validate and
+    mirror "no split ''"."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as info:
+        main([*argv, "--split", split])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument --split: takes split names joined by + (train, or a+b to read both): {split!r} has an empty " \
+           f"one" in err
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("argv, wanted", [
     (["mirror", "ms_swift", "--sample", "--out", "o", "--revision", ""], "a branch, tag or commit"),
     (["publish", "o", "--repo-id", "org/x", "--dry-run", "--revision", ""], "a branch, got"),

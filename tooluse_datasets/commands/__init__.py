@@ -80,6 +80,10 @@ def a_split(text: str) -> str:
         raise argparse.ArgumentTypeError(f"takes split names (train, or a+b to read both), not a slice: got {text!r}; "
                                          "the commands read whole splits (in Python, load(..., split=...) takes "
                                          "slices)")
+    if any(not part.strip() for part in text.split("+")):
+        # (datasets refused `train+` as "Bad split", and mirror and validate as "no split ''")
+        raise argparse.ArgumentTypeError(f"takes split names joined by + (train, or a+b to read both): {text!r} "
+                                         "has an empty one")
     return text
 
 
