@@ -144,6 +144,43 @@ def test_export_whose_skipped_rows_file_cannot_be_written_leaves_no_output_folde
     assert out.is_dir()
 
 
+def _without_write_override(argv: list[str], cwd) -> "subprocess.CompletedProcess":
+    """The command run in a process that cannot write a folder its mode forbids: as root, with the capability
+    that overrides file modes dropped (capsh), else as this user."""
+    import shlex
+    import shutil
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "tooluse_datasets.cli", *argv]
+    if os.geteuid() == 0:
+        if shutil.which("capsh") is None:
+            pytest.skip("running as root without capsh: a chmod-555 folder stays writable here")
+        command = ["capsh", "--drop=cap_dac_override", "--", "-c", shlex.join(command)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+@pytest.mark.parametrize("command, option", [
+    (["stats", "ms_swift", "--sample", "--plots", "{locked}/plots"], "--plots"),
+    (["mirror", "ms_swift", "--sample", "--configs", "unified", "--out", "m", "--skipped-rows",
+      "{locked}/skipped.jsonl"], "--skipped-rows"),
+    (["export", "ms_swift", "--sample", "--out", "{locked}"], "--out"),
+])
+def test_an_output_in_a_folder_that_cannot_be_written_is_refused_before_any_row_is_read(command, option, tmp_path):
+    """stats printed every split's statistics, then failed on an unwritable --plots folder (exit 2 after the
+    output); mirror built every shard, then failed writing its --skipped-rows listing."""
+    if option == "--plots":
+        pytest.importorskip("matplotlib", reason="plots need the plots extra: pip install -e '.[plots]'")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    done = _without_write_override([a.replace("{locked}", str(locked)) for a in command], tmp_path)
+    locked.chmod(0o755)
+    assert done.returncode == 2 and done.stdout == "", done.stderr[-2000:]
+    assert done.stderr.startswith(f"error: ValueError: {option} ") and "cannot be written" in done.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["locked"] and not list(locked.iterdir())
+
+
 def test_export_writes_its_skipped_rows_file_into_the_output_folder_it_makes(tmp_path, capsys):
     """`--skipped-rows out/skipped.jsonl` (what the refusal of `--skipped-rows out` suggests) with `out` not there
     yet was refused, the report being made before the folder: `rows_path ... cannot be made`."""

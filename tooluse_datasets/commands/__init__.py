@@ -262,7 +262,8 @@ def refuse_writing_inputs(data_files, outputs: dict[str, list]) -> None:
 def refuse_wrong_kind_outputs(*, folders: Optional[dict[str, Optional[str]]] = None,
                               files: Optional[dict[str, Optional[str]]] = None) -> None:
     """Output arguments (option -> path) that cannot be what they name, refused before anything is read:
-    ``folders`` (--out, --plots) naming a file, ``files`` (--skipped-rows) naming a folder, either under a file.
+    ``folders`` (--out, --plots) naming a file, ``files`` (--skipped-rows) naming a folder, either under a file
+    or in a folder this process cannot write.
     The system's own errors ("File exists", "Is a directory") named no argument, and mirror met a folder as
     --skipped-rows only once every row had been converted."""
     import os
@@ -281,6 +282,11 @@ def refuse_wrong_kind_outputs(*, folders: Optional[dict[str, Optional[str]]] = N
         if option in files and full.is_dir():
             raise ValueError(f"{option} {path!r} is a folder: give a file, e.g. "
                              f"{os.path.join(path, 'skipped-rows.jsonl')!r}")
+        # (stats met an unwritable --plots folder, and mirror one of --skipped-rows, once every row had been read)
+        nearest = next(p for p in ([full] if option in folders else []) + list(full.parents) if p.exists())
+        if not os.access(nearest, os.W_OK | os.X_OK):
+            raise ValueError(f"{option} {path!r} cannot be written: {str(nearest)!r} is read-only here (a read-only "
+                             f"file system, or no permission): give a folder you can write")
     refuse_files_where_folders_go(files, folders)
 
 
