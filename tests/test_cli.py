@@ -207,6 +207,22 @@ def test_stats_writes_its_skipped_rows_file_into_the_plots_folder_it_makes(tmp_p
     assert "has no split 'nope'" in capsys.readouterr().err and not (tmp_path / "new").exists()
 
 
+def test_stats_refuses_up_front_a_folder_where_it_draws_a_picture(tmp_path, capsys):
+    """A folder named as one of the PNG files in --plots: the statistics were printed, then the command failed
+    with "IsADirectoryError" (exit 2), naming no argument."""
+    pytest.importorskip("matplotlib", reason="plots need the plots extra: pip install -e '.[plots]'")
+    from tooluse_datasets.distributions import MEASURES
+
+    for file_name, _, _ in MEASURES.values():
+        (tmp_path / file_name).mkdir()
+        assert main(["stats", "ms_swift", "--sample", "--plots", str(tmp_path)]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert captured.err == (f"error: ValueError: --plots {str(tmp_path)!r} holds a folder {file_name!r} where "
+                                f"stats draws that picture: move it away or give another --plots\n")
+        (tmp_path / file_name).rmdir()
+
+
 @pytest.mark.parametrize("command", [
     ["export", "ms_swift", "--out", "{dir}/out"], ["stats", "ms_swift"], ["validate", "ms_swift"],
     ["mirror", "ms_swift", "--out", "{dir}/mirror", "--configs", "unified"],

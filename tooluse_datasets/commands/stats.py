@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 
 from ..errors import SkipReport
@@ -30,6 +31,13 @@ def run(args: argparse.Namespace) -> int:
         if importlib.util.find_spec("matplotlib") is None:
             raise ValueError("--plots draws with matplotlib, which is not installed: pip install "
                              "'tooluse-datasets[plots]'")
+        from ..distributions import MEASURES
+
+        # (found only once every row was read and the statistics printed, as the system's "Is a directory")
+        for file_name, _, _ in MEASURES.values():
+            if os.path.isdir(os.path.join(args.plots, file_name)):
+                raise ValueError(f"--plots {args.plots!r} holds a folder {file_name!r} where stats draws that "
+                                 f"picture: move it away or give another --plots")
     refuse_wrong_kind_outputs(folders={"--plots": args.plots}, files={"--skipped-rows": args.skipped_rows})
     # The plots folder is made first, so that one that cannot be made stops the run before the pass (and removed
     # again, still empty, if the run is refused or fails): a --skipped-rows file inside it needs its folder when
