@@ -752,6 +752,17 @@ def test_a_repo_id_the_hub_does_not_take_is_refused_before_building(repo_id, mes
     assert 'load_dataset("acme/nestful-tooluse", "unified"' in (out / "nestful" / "README.md").read_text()
 
 
+def test_a_repo_id_without_source_for_several_sources_is_refused_before_building(tmp_path, capsys):
+    """`mirror ms_swift nestful --repo-id acme/tools` wrote both cards with loading snippets of the one repo
+    acme/tools (which publish refuses for a folder of mirrors), as --skipped-rows is refused without {source}."""
+    out = tmp_path / "m"
+    assert main(["mirror", "ms_swift", "nestful", "--sample", "--configs", "unified", "--repo-id", "acme/tools",
+                 "--out", str(out)]) == 2
+    assert capsys.readouterr().err == ("error: --repo-id names one repo per source: put '{source}' in it, e.g. "
+                                       "acme/tools-{source}\n")
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("input_args", [["--sample"], ["--data-files", "SAMPLE"]])
 @pytest.mark.parametrize("revision", ["main", "0123456789abcdef0123456789abcdef01234567"])
 def test_a_revision_with_data_files_is_refused_instead_of_named_in_the_card(input_args, revision, tmp_path, capsys):

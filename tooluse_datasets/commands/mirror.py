@@ -79,6 +79,10 @@ def run(args: argparse.Namespace) -> int:
         options["shard_bytes"] = args.shard_size
     if args.skipped_rows and len(sources) > 1 and "{source}" not in args.skipped_rows:
         raise MirrorError("--skipped-rows names one file per source: put '{source}' in it")
+    if args.repo_id is not None and len(sources) > 1 and "{source}" not in args.repo_id:
+        # (every card's loading snippets named the one repo; publish refuses it for a folder of mirrors too)
+        raise MirrorError(f"--repo-id names one repo per source: put '{{source}}' in it, e.g. "
+                          f"{args.repo_id.rstrip('/')}-{{source}}")
     requests = [MirrorRequest(source, configs=args.configs,
                               data_files=files_by_source[source] if files_by_source else data_files_for(args, source),
                               split=args.split, on_error=args.on_error, revision=args.revision,
