@@ -2027,6 +2027,20 @@ def test_validate_reads_split_a_plus_b_as_one_split_as_stats_does(capsys):
         td.validate("toolmind", split="When2Call+When2Call", data_files=td.sample_files("toolmind"))
 
 
+def test_validate_reads_split_all_as_every_split_as_export_and_stats_do(capsys):
+    """``stats --split all`` and ``export --split all`` read datasets' ``all``, every split as one; ``validate``
+    refused it ("toolmind has no split 'all'")."""
+    from tooluse_datasets.cli import main
+
+    every = td.validate("toolmind", data_files=td.sample_files("toolmind"))
+    assert len(every.splits) > 1
+    merged = td.validate("toolmind", split="all", data_files=td.sample_files("toolmind"))
+    assert list(merged.splits) == ["all"]
+    assert merged.splits["all"].rules.checked == every.total().rules.checked
+    assert main(["stats", "toolmind", "--sample", "--split", "all"]) == 0
+    assert json.loads(capsys.readouterr().out)["all"]["validation"]["checked"] == every.total().rules.checked
+
+
 def test_validate_refuses_a_slice_as_a_slice_and_names_a_misspelt_split_s_meant_one():
     """``split="tau_train[:1]"`` was "toolmind has no split 'tau_train[:1]' (did you mean 'tau_train'?)", as if the
     name were wrong; ``"tau_trian[:1]"`` got no suggestion at all."""

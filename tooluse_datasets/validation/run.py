@@ -73,7 +73,10 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
                                              on_error=on_error, revision=revision, **source_options)
     plans = builder.split_plans()  # every split planned once
     parts = {plan.name: [plan] for plan in plans}
-    if split is not None:
+    if split == "all" and split not in parts:
+        # datasets' name for every split as one, as load() streams it and export and stats read it
+        parts = {split: plans}
+    elif split is not None:
         # "a+b" is one split of the rows of both, as load() streams it and stats counts it
         wanted = [name.strip() for name in split.split("+")]
         names = [name.split("[", 1)[0].strip() for name in wanted]
