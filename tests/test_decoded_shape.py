@@ -566,6 +566,38 @@ def test_a_value_from_list_and_from_dict_cannot_store_is_named_by_row_and_field(
         assert f"row {bad}, field 'meta'" in str(info.value), how
 
 
+@pytest.mark.parametrize("value", [float("nan"), float("-inf")])
+def test_a_value_json_cannot_hold_in_a_later_message_is_refused_by_every_constructor(nestful, value):
+    """datasets encodes a list's items only where encoding its first item changes it: the exact features never saw
+    the arguments of a call after a message without one, and its writer stored NaN there as null. Refused as
+    add_item refuses it, by from_list and from_dict (naming row and field) and by a map with these features;
+    integers beyond 64 bits stay exact on the same paths."""
+    rows = [complete_row(row) for row in nestful]
+    bad = len(rows) - 2
+    at = next(i for i, m in enumerate(rows[bad]["messages"]) if m["tool_calls"])
+    assert at > 0 and not rows[bad]["messages"][0]["tool_calls"]
+    call = rows[bad]["messages"][at]["tool_calls"][0]["function"]
+    field = f"messages[{at}].tool_calls[0].function.arguments"
+
+    def made(arguments):
+        call["arguments"] = arguments
+        yield "from_list", lambda: datasets.Dataset.from_list(rows, features=nestful.features)
+        yield "from_dict", lambda: datasets.Dataset.from_dict({c: [r[c] for r in rows] for c in nestful.features},
+                                                              features=nestful.features)
+        for features in (nestful.features, None):
+            yield f"map {features is None}", lambda: nestful.map(lambda r, i: rows[i], with_indices=True,
+                                                                 features=features)
+
+    for how, make in made({"x": value}):
+        with pytest.raises(td.JsonValueError, match="NaN|Infinity") as info:
+            make()
+        if how.startswith("from"):
+            assert (info.value.row, info.value.field) == (bad, field), how
+    for how, make in made({"x": 2**70 + 1, "y": 0.1}):
+        stored = make()[bad]["messages"][at]["tool_calls"][0]["function"]["arguments"]
+        assert json_bytes(stored) == json_bytes({"x": 2**70 + 1, "y": 0.1}), how
+
+
 @pytest.mark.parametrize("field, value, message", [
     ("messages", "Hello", "expected a list, got string"),
     ("messages[0]", ["user", "Hello"], "expected an object, got array"),

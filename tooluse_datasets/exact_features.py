@@ -25,7 +25,7 @@ import pyarrow as pa
 from datasets import Features, Json, LargeList, List
 from datasets.features.features import cast_to_python_objects, encode_nested_example
 
-from .codec import _REFUSE_OBJECTS, BIG_INT_MARK, dumps, has_digit_run, loads, loads_stored
+from .codec import _REFUSE_OBJECTS, BIG_INT_MARK, _has_non_finite, dumps, has_digit_run, loads, loads_stored
 from .errors import InvalidJsonError, InvalidValueError, JsonValueError, ToolUseDataError, json_kind
 from .schema import MEDIA_COLUMNS, MESSAGE
 
@@ -68,8 +68,32 @@ def _exact_json_encode_field(example: Any, json_field_path: list) -> Any:
     which keeps 10 significant digits (``0.30000000000000004`` became ``0.3``) and cannot read or write integers
     beyond 64 bits. Text follows datasets' rule, JSON text stored as it is (read by :func:`loads`, so that text
     holding such an integer is not taken for a plain string and quoted; marked for the exact path by
-    :func:`_marked_if_big`)."""
-    return _along_path(example, json_field_path, _encoded_leaf)
+    :func:`_marked_if_big`). A leaf of exact features (:class:`ExactJson`, see :func:`_exact_json_field_paths`) is
+    held to their rules: a NaN or infinity is refused, as their ``encode_example`` refuses it, not written as null."""
+    leaf = _encoded_exact_leaf if type(json_field_path) is _ExactLeafPath else _encoded_leaf
+    return _along_path(example, json_field_path, leaf)
+
+
+class _ExactLeafPath(list):
+    """A path the Arrow writer encodes (datasets' ``json_field_path``) that leads to an :class:`ExactJson` leaf."""
+
+
+def _exact_json_field_paths(feature: Any) -> list:
+    """datasets' ``get_json_field_paths_from_feature`` (the Json leaves its Arrow writer encodes), each path to an
+    :class:`ExactJson` leaf an :class:`_ExactLeafPath`. The writer encodes what ``Dataset.map`` returns and what
+    ``from_list``/``from_dict`` hand on unencoded (datasets encodes a list's items only where encoding its first
+    item changes it): NaN in the arguments of a later message was stored as null there."""
+    from datasets.features.features import _visit_with_path
+
+    paths = []
+
+    def note(leaf: Any, path: list) -> Any:
+        if isinstance(leaf, Json):
+            paths.append(_ExactLeafPath(path) if isinstance(leaf, ExactJson) else path)
+        return leaf
+
+    _visit_with_path(feature, note)
+    return paths
 
 
 def _along_path(example: Any, json_field_path: list, leaf: Callable[[Any], Any]) -> Any:
@@ -89,6 +113,17 @@ def _encoded_leaf(example: Any) -> Any:
     if isinstance(example, str):  # datasets' rule: JSON text stored as it is, other text as a JSON string
         return _marked_if_big(example) if _is_json_text(example) else dumps(example)
     return _stored_value(example)
+
+
+def _encoded_exact_leaf(example: Any) -> Any:
+    if isinstance(example, str):
+        return _encoded_leaf(example)
+    try:
+        return dumps(example)  # orjson's text, NaN and infinities refused
+    except JsonValueError:
+        if _has_non_finite(example):
+            raise
+        return _stored_value(example)  # what dumps does not write (numpy values...): as for a plain Json column
 
 
 def _exact_cast_storage(self: Json, storage: pa.Array) -> pa.Array:
@@ -196,6 +231,7 @@ def _install_exact_writer() -> dict[str, Callable]:
 
     # (json_decode_field: imported by to_list/to_dict/to_pandas when called)
     patches = {"json_encode_field": (arrow_writer, _exact_json_encode_field),
+               "get_json_field_paths_from_feature": (arrow_writer, _exact_json_field_paths),
                "json_decode_field": (datasets_json, _exact_json_decode_field),
                "cast_storage": (Json, _exact_cast_storage), "encode_example": (Json, _exact_encode_example),
                "decode_example": (Json, _exact_decode_example)}
