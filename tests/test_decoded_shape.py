@@ -336,7 +336,8 @@ def test_add_item_refuses_a_value_of_another_kind_than_its_column_naming_where(n
     cases = [({**row, "tools": "abc"}, td.InvalidValueError, "tools", "expected a list, got string"),
              ({**row, "messages": row["messages"][0]}, td.InvalidValueError, "messages", "expected a list, got object"),
              ({**row, "messages": [*row["messages"][:1], "hi"]}, td.InvalidValueError, "messages[1]",
-              "expected an object, got string")]
+              "expected an object, got string"),
+             ({**row, "call_graph": ["x"]}, td.InvalidValueError, "call_graph[0]", "expected an object, got string")]
     calls = [{**c, "function": {**c["function"], "arguments": {"x": float("nan")}}}
              for c in row["messages"][turn]["tool_calls"]]
     messages = [{**m, "tool_calls": calls} if i == turn else m for i, m in enumerate(row["messages"])]
@@ -603,11 +604,14 @@ def test_a_value_json_cannot_hold_in_a_later_message_is_refused_by_every_constru
     ("messages[0]", ["user", "Hello"], "expected an object, got array"),
     ("tools", '[{"type": "function", "function": {"name": "f"}}]', "expected a list, got string"),
     ("images", "cat.png", "expected a list, got string"),
+    ("call_graph", 5, "expected a list, got number"),
+    ("call_graph", {"consumer": "c0"}, "expected a list, got object"),
 ])
 def test_a_value_of_another_kind_given_to_from_list_and_from_dict_is_named_by_row_and_field(nestful, field, value,
                                                                                               message):
     """Text where the messages go, or a list where a message goes, failed in datasets' encoder with a bare
-    AttributeError ('str' object has no attribute 'get'), naming neither the value nor its row; text for the tools
+    AttributeError ('str' object has no attribute 'get'), naming neither the value nor its row, as did a number or
+    an object for the call graph (a column holding no JSON, TypeError or AttributeError); text for the tools
     or the images (JSON text, one path) was stored one character an entry, as add_item refuses to."""
     rows = [complete_row(row) for row in nestful]
     bad = len(rows) - 2

@@ -712,7 +712,7 @@ def _named_by_row_and_field(exc: Exception, mapping: Any, features: Any) -> Exce
     if not isinstance(features, ExactFeatures) or not isinstance(mapping, dict):
         return exc
     for name, column in mapping.items():
-        if name in features and holds_json(features[name]) and isinstance(column, (list, tuple)):
+        if name in features and isinstance(column, (list, tuple)):
             for row, value in enumerate(column):
                 try:
                     features.encode_column([value], name)

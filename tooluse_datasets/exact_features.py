@@ -430,12 +430,18 @@ class ExactFeatures(Features):
         return {name: self.encode_column(column, name) for name, column in batch.items()}
 
     def _encode(self, name: str, value: Any) -> Any:
-        if name in self._json_columns:
-            try:
+        try:
+            if name in self._json_columns:
                 return _encode_whole(self[name], value)
-            except (InvalidValueError, JsonValueError) as exc:
-                raise _within(exc, name) from None
-        return encode_nested_example(self[name], value, level=1)
+            try:
+                return encode_nested_example(self[name], value, level=1)
+            except (AttributeError, TypeError):
+                # datasets' encoder fails bare on a value of another kind than its feature (text for the call
+                # graph's edges): named where it is
+                _encode_whole(self[name], value)
+                raise
+        except (InvalidValueError, JsonValueError) as exc:
+            raise _within(exc, name) from None
 
     # Rows, columns and batches come as Python values (python format) or numpy ones (the tensor formats); the
     # python ones take the fast decoders, chosen by one type test per column.
