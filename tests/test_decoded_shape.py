@@ -3,6 +3,8 @@ a message key that is null or empty is absent, ``role``/``content`` are always t
 media has no media keys (TRL takes a row with an ``images`` key for vision data)."""
 from __future__ import annotations
 
+import datetime
+
 import datasets
 import pytest
 
@@ -567,12 +569,16 @@ def test_a_value_from_list_and_from_dict_cannot_store_is_named_by_row_and_field(
         assert f"row {bad}, field 'meta'" in str(info.value), how
 
 
-@pytest.mark.parametrize("value", [float("nan"), float("-inf")])
-def test_a_value_json_cannot_hold_in_a_later_message_is_refused_by_every_constructor(nestful, value):
+@pytest.mark.parametrize("value, said", [(float("nan"), "NaN"), (float("-inf"), "Infinity"),
+                                         ({1: "a"}, "Dict key must be str"), ({1}, "set"),
+                                         (datetime.date(2020, 1, 2), "date"), (10**5000, "too long")],
+                         ids=["nan", "-inf", "int-key", "set", "date", "long-int"])
+def test_a_value_json_cannot_hold_in_a_later_message_is_refused_by_every_constructor(nestful, value, said):
     """datasets encodes a list's items only where encoding its first item changes it: the exact features never saw
-    the arguments of a call after a message without one, and its writer stored NaN there as null. Refused as
-    add_item refuses it, by from_list and from_dict (naming row and field) and by a map with these features;
-    integers beyond 64 bits stay exact on the same paths."""
+    the arguments of a call after a message without one, and its writer stored NaN there as null (a non-string key
+    as text, a set as a list, a date as a number; an integer too long to write was Python's bare ValueError).
+    Refused as add_item refuses it, by from_list and from_dict (naming row and field) and by a map with these
+    features; integers beyond 64 bits stay exact on the same paths."""
     rows = [complete_row(row) for row in nestful]
     bad = len(rows) - 2
     at = next(i for i, m in enumerate(rows[bad]["messages"]) if m["tool_calls"])
@@ -590,7 +596,7 @@ def test_a_value_json_cannot_hold_in_a_later_message_is_refused_by_every_constru
                                                                  features=features)
 
     for how, make in made({"x": value}):
-        with pytest.raises(td.JsonValueError, match="NaN|Infinity") as info:
+        with pytest.raises(td.JsonValueError, match=said) as info:
             make()
         if how.startswith("from"):
             assert (info.value.row, info.value.field) == (bad, field), how

@@ -25,7 +25,7 @@ import pyarrow as pa
 from datasets import Features, Json, LargeList, List
 from datasets.features.features import cast_to_python_objects, encode_nested_example
 
-from .codec import _REFUSE_OBJECTS, BIG_INT_MARK, _has_non_finite, dumps, has_digit_run, loads, loads_stored
+from .codec import _REFUSE_OBJECTS, BIG_INT_MARK, dumps, has_digit_run, loads, loads_stored
 from .errors import InvalidJsonError, InvalidValueError, JsonValueError, ToolUseDataError, json_kind
 from .schema import MEDIA_COLUMNS, MESSAGE
 
@@ -69,7 +69,8 @@ def _exact_json_encode_field(example: Any, json_field_path: list) -> Any:
     beyond 64 bits. Text follows datasets' rule, JSON text stored as it is (read by :func:`loads`, so that text
     holding such an integer is not taken for a plain string and quoted; marked for the exact path by
     :func:`_marked_if_big`). A leaf of exact features (:class:`ExactJson`, see :func:`_exact_json_field_paths`) is
-    held to their rules: a NaN or infinity is refused, as their ``encode_example`` refuses it, not written as null."""
+    held to their rules: a value JSON cannot hold is refused, as their ``encode_example`` refuses it (a NaN was
+    written as null, a non-string key as text, a date as a number)."""
     leaf = _encoded_exact_leaf if type(json_field_path) is _ExactLeafPath else _encoded_leaf
     return _along_path(example, json_field_path, leaf)
 
@@ -116,14 +117,8 @@ def _encoded_leaf(example: Any) -> Any:
 
 
 def _encoded_exact_leaf(example: Any) -> Any:
-    if isinstance(example, str):
-        return _encoded_leaf(example)
-    try:
-        return dumps(example)  # orjson's text, NaN and infinities refused
-    except JsonValueError:
-        if _has_non_finite(example):
-            raise
-        return _stored_value(example)  # what dumps does not write (numpy values...): as for a plain Json column
+    # what dumps refuses (NaN, non-string keys, a set...) is refused, as ExactJson.encode_example refuses it
+    return _encoded_leaf(example) if isinstance(example, str) else dumps(example)
 
 
 def _exact_cast_storage(self: Json, storage: pa.Array) -> pa.Array:
