@@ -218,7 +218,8 @@ def _install_exact_writer() -> dict[str, Callable]:
     """Make datasets' Arrow writer store Json values exactly, once per process (importing this package):
     :func:`_exact_json_encode_field` and :func:`_exact_cast_storage` replace its two lossy steps, and
     :func:`_exact_encode_example` the encoding of Python values by ``Features`` (``Dataset.from_list``...). Features do
-    not reach them (the writer rebuilds its Json features from the Arrow schema), hence the replacement. Reading
+    not reach them (the writer rebuilds its Json features from the Arrow schema), hence the replacement; the paths
+    it encodes tell which leaves are exact features' (:func:`_exact_json_field_paths`). Reading
     too: :func:`_exact_json_decode_field` for ``to_list``/``to_dict``/``to_pandas``, which decode without features.
     Returns datasets' own functions; a datasets without them is left as it is."""
     import datasets.arrow_writer as arrow_writer
