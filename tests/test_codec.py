@@ -374,6 +374,7 @@ def test_each_patch_into_datasets_wraps_datasets_own_function_once():
     from datasets.formatting.polars_formatter import PolarsFeaturesDecoder
     from datasets.io.json import JsonDatasetWriter
     from datasets.iterable_dataset import FilteredExamplesIterable, StepExamplesIterable, TakeExamplesIterable
+    from datasets.packaged_modules.generator.generator import Generator
 
     from tooluse_datasets import datasets_patches, json_export, node_share, resume_state, shuffle_resume, streaming
     from tooluse_datasets.validation import filtering
@@ -395,7 +396,8 @@ def test_each_patch_into_datasets_wraps_datasets_own_function_once():
                 "_warns_of_the_shuffle_buffer": [IterableDataset.load_state_dict.__wrapped__],
                 "_writes_exact_json": [JsonDatasetWriter._batch_json],
                 "_keeps_json_text": [PolarsFeaturesDecoder.__init__],
-                "_types_tables": [IterableDataset.to_list, IterableDataset.to_json]}
+                "_types_tables": [IterableDataset.to_list, IterableDataset.to_json],
+                "_names_the_row": [Generator._generate_examples]}
 
     before = installed()
     for install in (datasets_patches._install_merged_info_features, datasets_patches._install_column_operations_keeping_features,
@@ -405,7 +407,8 @@ def test_each_patch_into_datasets_wraps_datasets_own_function_once():
                     resume_state.install, json_export._install_exact_to_json,
                     json_export._install_polars_format_keeping_json_text,
                     datasets_patches._install_file_builders_reading_foreign_text,
-                    datasets_patches._install_stream_tables_encoding_decoded_rows):
+                    datasets_patches._install_stream_tables_encoding_decoded_rows,
+                    datasets_patches._install_generated_rows_raising_typed_errors):
         install()
     assert installed() == before
     for mark, patches in before.items():

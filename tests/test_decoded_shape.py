@@ -538,6 +538,17 @@ def test_a_bad_row_of_a_stream_given_to_from_generator_raises_its_own_error(tmp_
     assert (err.value.row, err.value.field) == (1, "messages[2].role") and "bad.parquet" in str(err.value)
 
 
+def test_a_value_from_generator_cannot_store_is_named_by_row_and_field(nestful, tmp_path):
+    """datasets encodes each generated row through the features given: NaN in a row's ``meta`` was refused naming
+    the field only (add_item's message), not the row among thousands, as from_list names it."""
+    rows = [complete_row(row) for row in nestful]
+    bad = len(rows) - 2
+    rows[bad]["meta"] = {**rows[bad]["meta"], "x": float("nan")}
+    with pytest.raises(td.JsonValueError, match="NaN") as info:
+        datasets.Dataset.from_generator(lambda: iter(rows), features=nestful.features, cache_dir=str(tmp_path))
+    assert (info.value.row, info.value.field) == (bad, "meta")
+
+
 def test_a_map_returning_arrow_tables_with_text_from_another_writer_keeps_integers_beyond_64_bits(nestful):
     """A map's output keeps exact features; a function may return Arrow tables whose JSON text another writer wrote,
     without this package's mark on integers beyond 64 bits, so that text is read as ``td.exact`` reads it (read as

@@ -51,7 +51,8 @@ def raising_typed_errors(prepare_split_single: Callable) -> Callable:
             yield from prepare_split_single(self, *args, **kwargs)
         except DatasetGenerationError as exc:
             if isinstance(exc.__cause__, ToolUseDataError):
-                raise exc.__cause__ from None
+                # (a row the features refuse: named by the generator's row, see _install_generated_rows_...)
+                raise exc.__cause__.at(row=getattr(self, "_row_encoded", None)) from None
             raise
 
     return prepare
@@ -61,9 +62,23 @@ def _install_generated_rows_raising_typed_errors() -> None:
     """``Dataset.from_generator`` over rows of this package's streams: a bad row stopped it with datasets' "An
     error occurred while generating the dataset" (with num_proc, the row named only in a traceback text)."""
     from datasets.packaged_modules.generator.generator import Generator
+    from datasets.utils.sharding import _number_of_shards_in_gen_kwargs
 
     original = Generator._prepare_split_single
     Generator._prepare_split_single = patched_once(original, raising_typed_errors(original), "_raises_typed_errors")
+
+    generate = Generator._generate_examples
+
+    def generate_examples(self, **gen_kwargs):
+        # datasets encodes each row through the features given after taking it: a value they refuse (NaN) was named
+        # by field only. While it is encoded, the row it is of the one generator (not a shard of gen_kwargs) is kept.
+        one = _number_of_shards_in_gen_kwargs(gen_kwargs) == 1
+        for key, example in generate(self, **gen_kwargs):
+            self._row_encoded = key.item_or_batch_id if one else None
+            yield key, example
+            self._row_encoded = None
+
+    Generator._generate_examples = patched_once(generate, generate_examples, "_names_the_row")
 
 
 def _keeping_exact_features(original: Callable, keep: Callable[..., None]) -> Callable:
