@@ -1487,6 +1487,21 @@ def test_fail_on_naming_a_rule_that_is_not_run_is_refused_not_passed(agent_file,
                  "--fail-on", "error"]) == 0
 
 
+def test_rule_selections_refused_by_validate_are_named_as_the_caller_gave_them(agent_file, capsys):
+    """The command printed "fail_on names ..." and "rules names ...", validate()'s keywords, for --fail-on and
+    --rules; the Python call keeps its own names."""
+    from tooluse_datasets.cli import main
+
+    for args, named in ((["--rules", "arguments.*", "--fail-on", "call.no_tools"], "--fail-on"),
+                        (["--rules", "toolmind.grammar"], "--rules"), (["--fail-on", "toolmind.grammar"], "--fail-on")):
+        assert main(["validate", "ms_swift", "--data-files", agent_file, *args]) == 2
+        assert capsys.readouterr().err.startswith(f"error: ValueError: {named} names '"), args
+    with pytest.raises(ValueError, match="^fail_on names 'call.no_tools'"):
+        td.validate("ms_swift", data_files=agent_file, rules="arguments.*", fail_on="call.no_tools")
+    with pytest.raises(ValueError, match="^rules names 'toolmind.grammar'"):
+        td.validate("ms_swift", data_files=agent_file, rules="toolmind.grammar")
+
+
 def test_validate_lists_only_the_rules_that_check_the_sources_rows(agent_file, capsys):
     """A source-native rule checks its own source's rows only: ms_swift's report listed toolmind.grammar and
     nestful.undefined_reference (0 rows), counted them in "checked by N rules", and --rules or --fail-on naming

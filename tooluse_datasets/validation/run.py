@@ -61,14 +61,11 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
         # rules="" (an unset variable) ran every rule, where an empty fail_on or load(validate="") is refused
         raise ValueError(f"rules={rules!r} names no rule to run: give rule ids, globs such as 'arguments.*', error, "
                          "warning or all, or leave it out to run every rule")
-    refuse_rules_of_other_sources(source, rules=rules, fail_on=fail_on)
-    selected = select_rules(rules, source=source)
     if fail_on not in (None, False) and not selection_items(fail_on):
         # fail_on="" (an unset variable) failed on nothing: every run passed, as an empty --fail-on would
         raise ValueError(f"fail_on={fail_on!r} names nothing to fail on: give rule ids, globs, error, warning or "
                          f"read, or leave it out for its default ({DEFAULT_FAIL_ON!r})")
-    select_rules(fail_on, default_all=False, allow_read=True)  # a typo in fail_on fails now, not after the run
-    _check_fail_on_is_run(fail_on, selected)
+    selected = rules_run(source, rules, fail_on)
     builder = registry.builder_class(source)(config_name=UNIFIED, data_files=data_files, data_dir=data_dir,
                                              on_error=on_error, revision=revision, **source_options)
     plans = builder.split_plans()  # every split planned once
@@ -121,16 +118,24 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
     return ValidationResult(source, config, splits, fail_on, [r.id for r in selected])
 
 
-def _check_fail_on_is_run(fail_on: RuleSelection, selected: list) -> None:
-    """A rule id or glob of ``fail_on`` that names none of the rules run (``rules``) could never fail the run:
-    a ValueError instead of a run that passes whatever the rows hold. Severities, ``all`` and ``read`` select
-    among the rules run, as they say."""
+def rules_run(source: str, rules: RuleSelection, fail_on: RuleSelection,
+              names: Optional[dict[str, str]] = None) -> list:
+    """The rules :func:`validate` runs on ``source`` rows. A rule id or glob of ``rules`` or ``fail_on`` naming only
+    other sources' rules, and one of ``fail_on`` that names none of the rules run (it could never fail the run),
+    are a ValueError instead of a run that passes whatever the rows hold; severities, ``all`` and ``read`` select
+    among the rules run, as they say. ``names``: what the caller calls the two (a command's ``--rules`` and
+    ``--fail-on``), for the messages."""
+    rules_name, fail_on_name = (names or {}).get("rules", "rules"), (names or {}).get("fail_on", "fail_on")
+    refuse_rules_of_other_sources(source, **{rules_name: rules, fail_on_name: fail_on})
+    selected = select_rules(rules, source=source)
+    select_rules(fail_on, default_all=False, allow_read=True)  # a typo in fail_on fails now, not after the run
     run = {r.id for r in selected}
     unrun = [item for item in selection_items(fail_on) if item not in (READ_ERRORS, "all", *SEVERITIES)
              and not run & {r.id for r in select_rules(item)}]
     if unrun:
-        raise ValueError(f"fail_on names {', '.join(map(repr, unrun))}, which the rules run do not include "
+        raise ValueError(f"{fail_on_name} names {', '.join(map(repr, unrun))}, which the rules run do not include "
                          f"(rules: {', '.join(sorted(run))}): add it to the rules, or the run could never fail on it")
+    return selected
 
 
 class _RecentKeys:
