@@ -1371,6 +1371,18 @@ def test_a_folder_as_the_expected_failures_list_is_refused_naming_the_argument(t
                             f"file (one id a line)\n")
 
 
+@pytest.mark.parametrize("command, argument", [(["score", "nestful", "--sample", "{}"], "RESULT.jsonl"),
+                                               (["verify", "nestful", "--sample", "--expect-failures", "{}"],
+                                                "--expect-failures")])
+def test_a_missing_or_folder_input_file_is_refused_naming_the_argument(command, argument, tmp_path, capsys):
+    """A missing file was a bare "FileNotFoundError: [Errno 2] ...", and score's folder "file cannot be read
+    (IsADirectoryError ...)": neither named the argument."""
+    for path, said in ((tmp_path / "missing.txt", "does not exist"), (tmp_path, "is a folder")):
+        assert main([part.format(path) for part in command]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: ValueError: {argument} {str(path)!r} {said}: give the ") and err.count("\n") == 1
+
+
 @pytest.mark.parametrize("command", [["mirror", "nestful", "--sample", "--out"],
                                      ["export", "ms_swift", "--sample", "--format", "llamafactory", "--on-error",
                                       "skip", "--out"]])

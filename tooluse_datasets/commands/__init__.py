@@ -204,6 +204,19 @@ def refuse_folders(paths: list[str], option: str = "--data-files") -> None:
                              f"/dev/stdin or <(...) are): save the rows to a file and give its path")
 
 
+def refuse_missing_file(path: str, argument: str, expected: str) -> None:
+    """A local file a command reads by name (score's RESULT.jsonl, verify's --expect-failures) that is a folder or
+    is not there, said naming the argument: open() named the path alone."""
+    import os
+
+    if not is_local(path):
+        return
+    if os.path.isdir(path):
+        raise ValueError(f"{argument} {path!r} is a folder: give {expected}")
+    if not os.path.exists(path):
+        raise ValueError(f"{argument} {path!r} does not exist: give {expected}")
+
+
 def with_data_dir_files(args: argparse.Namespace, source: str, data_files):
     """``data_files`` and, with ``--option data_dir=DIR``, the files the source reads as rows from DIR: an output
     written there (an export, a --skipped-rows file) is read back by the next run as one a --data-files glob

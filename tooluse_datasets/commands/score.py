@@ -102,8 +102,9 @@ def run(args: argparse.Namespace) -> int:
     if args.kernel_isolation and args.no_win_rate:  # nothing runs: the requirement would be checked nowhere
         raise ValueError("--kernel-isolation applies to the executions of the win rate, which --no-win-rate skips: "
                          "give one of them")
-    from . import refuse_folders
+    from . import refuse_folders, refuse_missing_file
 
+    refuse_missing_file(args.results, "RESULT.jsonl", "the results file (one JSON object a line)")
     refuse_folders(args.gold_data_files or [], "--gold-data-files")
     gold = _GoldRows(sample_files("nestful") if args.sample else args.gold_data_files)
     items, any_keyed = read_result_items(args.results, gold)

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
 
 from ..errors import plain_printable
-from . import a_path, data_files_for, print_json, print_skips
+from . import a_path, data_files_for, print_json, print_skips, refuse_missing_file
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -87,9 +86,8 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import SkipReport
 
     # (read before any row runs: a list that cannot be read is refused up front)
-    if args.expect_failures and os.path.isdir(args.expect_failures):  # (open() said "Is a directory", no argument)
-        raise ValueError(f"--expect-failures {args.expect_failures!r} is a folder: give the list file (one id a "
-                         f"line)")
+    if args.expect_failures:
+        refuse_missing_file(args.expect_failures, "--expect-failures", "the list file (one id a line)")
     expected = read_expected_failures(args.expect_failures) if args.expect_failures else {}
     for name in args.expect_failure:
         if not name.strip():
