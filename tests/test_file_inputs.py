@@ -869,6 +869,21 @@ def test_a_host_that_cannot_be_resolved_is_a_typed_error_naming_the_data_files(c
         assert url in str(caught.value), mode
 
 
+@pytest.mark.parametrize("url", ["foo://x/y.jsonl", "zip://y.jsonl::foo://x/a.zip"])
+def test_a_data_file_of_an_unknown_protocol_is_refused_naming_it_and_the_protocols_that_work(url, cache_dir, capsys):
+    """fsspec's "ValueError: Protocol not known: foo" named neither the data file nor the protocols read."""
+    from tooluse_datasets.cli import main
+
+    for kwargs in MODES.values():
+        refused = f"^data file {re.escape(repr(url))}: protocol 'foo' is not known; "
+        with pytest.raises(ValueError, match=refused) as caught:
+            td.load("ms_swift", data_files=url, cache_dir=cache_dir, **kwargs)
+        assert "local paths, http(s):// or hf:// URLs" in str(caught.value)
+        assert {"hf", "https", "zip"} <= set(str(caught.value).rsplit("(", 1)[1].rstrip(")").split(", "))
+    assert main(["validate", "ms_swift", "--data-files", url]) == 2
+    assert capsys.readouterr().err.startswith(f"error: ValueError: data file {url!r}: protocol 'foo' is not known")
+
+
 # --------------------------------------------------------------------------------------------------
 # 5. A Parquet cell that is not UTF-8 names its column
 # --------------------------------------------------------------------------------------------------

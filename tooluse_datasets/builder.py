@@ -629,6 +629,7 @@ def _path_strings(data_files, base: Optional[str] = None, top: bool = True):
         head, archive = path.rsplit("::", 1)
         path = f"{head}::{archive[len('file://'):]}"
     if "://" in path or "::" in path:
+        _check_protocols(path)
         return path
     if base is not None and ("://" in base or "::" in base):
         base = None  # (a remote data_dir: the files under it are not looked up here)
@@ -645,6 +646,33 @@ def _path_strings(data_files, base: Optional[str] = None, top: bool = True):
         # matched no file (or "a*.jsonl" other files too); the file named is read, as the name says
         return glob.escape(path)
     return literal_folder_escaped(path, base)  # (`/tmp/run[1]/*.jsonl`: the folder as named, the rest a pattern)
+
+
+def _check_protocols(path: str) -> None:
+    """Each protocol of a data file URL (``foo://``, every part of a ``zip://...::...`` chain) that fsspec cannot
+    open, refused naming the file and the protocols that work: fsspec said "Protocol not known: foo", or "Install
+    s3fs to access S3" (an ImportError), naming neither."""
+    from fsspec.registry import known_implementations
+
+    for protocol in (part.split("://", 1)[0] for part in path.split("::") if "://" in part):
+        exc = _protocol_error(protocol)
+        if exc is not None:
+            problem = "is not known" if isinstance(exc, ValueError) else f"needs a package not installed ({exc})"
+            installed = [name for name in sorted(known_implementations) if _protocol_error(name) is None]
+            raise ValueError(f"data file {path!r}: protocol {protocol!r} {problem}; data files are local paths, "
+                             f"http(s):// or hf:// URLs, or URLs of another fsspec protocol installed "
+                             f"({', '.join(installed)})")
+
+
+def _protocol_error(protocol: str) -> Optional[Exception]:
+    """Why fsspec cannot open ``protocol`` URLs (unknown: ValueError; its package missing: ImportError), or None."""
+    import fsspec
+
+    try:
+        fsspec.get_filesystem_class(protocol)
+    except (ValueError, ImportError) as exc:
+        return exc
+    return None
 
 
 def _downloaded(dl_manager, files: list[str]) -> list[str]:
