@@ -1953,6 +1953,20 @@ def test_messages_aliases_in_one_row_are_read_as_ms_swift_reads_them(tmp_path):
         list(td.load("ms_swift", data_files=str(path), split="train", streaming=True))
 
 
+@pytest.mark.parametrize("tools, field, kind", [('[{"name": 3}]', "tools[0].name", "number"),
+                                                ([{"type": "function", "function": {"name": ["f"]}}],
+                                                 "tools[0].function.name", "array"),
+                                                ([{"name_for_model": True}], "tools[0].name_for_model", "boolean")])
+def test_a_tool_name_of_the_wrong_type_is_refused_as_such_not_as_missing(tools, field, kind, cache_dir, tmp_path):
+    """A tool whose name is a number was "tool has no name (name or name_for_model)": the name is there, of the
+    wrong type."""
+    row = {"tools": tools, "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
+    path = write_jsonl(tmp_path / "named.jsonl", [row])
+    with pytest.raises(InvalidValueError, match=f"tool name must be a string, got {kind}") as raised:
+        td.load("ms_swift", data_files=path, split="train", cache_dir=cache_dir)
+    assert (raised.value.row, raised.value.field) == (0, field)
+
+
 def test_a_custom_tool_is_refused_as_not_a_function_tool(cache_dir, tmp_path):
     """A custom tool (OpenAI: free-form text input, no JSON parameters), flat as the Responses API writes it or
     wrapped under `custom`, is not a function tool: read as one it got empty parameters (the flat shape) or a

@@ -109,9 +109,12 @@ def parse_tool(tool: Any, field: str) -> dict:
     function = tool["function"] if wrapped else tool
     where = f"{field}.function" if wrapped else field
 
-    name = function.get("name_for_model") or function.get("name")
-    if not isinstance(name, str) or not name:
+    name_key = "name_for_model" if function.get("name_for_model") else "name"
+    name = function.get(name_key)
+    if name is None or name == "":
         raise MissingFieldError("tool has no name (name or name_for_model)", field=f"{where}.name")
+    if not isinstance(name, str):  # (it is there: "has no name" sent looking for a missing key)
+        raise InvalidValueError(f"tool name must be a string, got {json_kind(name)}", field=f"{where}.{name_key}")
     description = function.get("description")
     if description is None:
         description = function.get("description_for_model")
