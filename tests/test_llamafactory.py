@@ -496,7 +496,7 @@ def test_a_row_the_writer_refuses_after_the_trim_is_named_by_its_file_row_and_in
     alone = tmp_path / "row3.jsonl"
     alone.write_text(Path(path).read_text().splitlines()[3] + "\n")
     for streaming in (True, False):
-        with pytest.raises(ConversionError, match=r"<image> tags") as info:
+        with pytest.raises(ConversionError, match=r"<image> tag") as info:
             list(td.load("ms_swift", "llamafactory", data_files=str(alone), split="train", streaming=streaming,
                          trailing_results="drop", cache_dir=str(tmp_path / "cache")))
         assert (Path(info.value.file).name, info.value.row, info.value.field) == ("row3.jsonl", 0, "images")

@@ -1806,7 +1806,9 @@ WRITER_REJECTS = [
                  "messages[1].tool_calls[0].function.arguments", "must be a JSON object", id="arguments not an object"),
     pytest.param(weather_row([message("user", "two pictures: <image>"), message("assistant", "ok")],
                              images=["a.png", "b.png"]),
-                 "images", "2 images but 1 <image> tags", id="fewer image tags than images"),
+                 "images", "2 images but 1 <image> tag in", id="fewer image tags than images"),
+    pytest.param(weather_row([message("user", "a picture"), message("assistant", "ok")], images=["a.png"]),
+                 "images", "1 image but 0 <image> tags in", id="an image without its tag"),
     pytest.param(weather_row([]), "messages", "no messages", id="no messages"),
     # ms-swift's load fails on the whole file for such an integer (map-style and streaming alike)
     pytest.param(weather_row([message("user", "q"), message("assistant", "a")], tools=[

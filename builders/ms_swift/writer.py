@@ -34,7 +34,7 @@ from typing import Any
 from datasets import Features, List, Value
 
 from tooluse_datasets import pairing
-from tooluse_datasets.errors import ConversionError, InvalidValueError
+from tooluse_datasets.errors import ConversionError, InvalidValueError, count_of
 from tooluse_datasets.formats import Format
 from tooluse_datasets.schema import complete_row
 from tooluse_datasets.validation import validate_unified
@@ -212,8 +212,8 @@ def check_media_tags(messages: list[dict], media: list[Any], column: str, tag: s
         return
     tags = sum(m["content"].count(tag) for m in messages)
     if tags != len(media):
-        raise ConversionError(f"{len(media)} {column} but {tags} {tag} tags in the messages; {target} needs one "
-                              f"tag per entry", field=column)
+        raise ConversionError(f"{count_of(len(media), column.removesuffix('s'))} but {count_of(tags, f'{tag} tag')} "
+                              f"in the messages; {target} needs one tag per entry", field=column)
 
 
 SWIFT_FORMAT = Format(
