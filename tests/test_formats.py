@@ -226,3 +226,39 @@ def test_a_json_leaf_that_is_not_text_is_a_typed_error_naming_the_column():
     with pytest.raises(td.InvalidJsonError) as info:
         features.decode_example({"meta": {"already": "decoded"}})
     assert info.value.field == "meta" and "dict" in str(info.value)
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["rows", "batches"])
+@pytest.mark.parametrize("fmt", ["numpy", "pandas"])
+@pytest.mark.parametrize("source", SOURCES)
+def test_a_map_of_a_formatted_dataset_writes_back_the_python_rows(loaded, source, fmt, batched):
+    """datasets' map writer failed on the nested columns a numpy or pandas formatted function returns (ArrowInvalid),
+    an identity map included: they are written back as the python format's values."""
+    for ds, _, _ in loaded[source]:
+        same = ds.with_format(fmt).map(lambda r: r, batched=batched)
+        assert json_bytes(list(same.with_format(None))) == json_bytes(list(ds))
+    if fmt == "numpy":  # a column computed from the messages, beside the others
+        count = (lambda b: {"n": [len(m) for m in b["messages"]]}) if batched else (lambda r: {"n": len(r["messages"])})
+        counted = ds.with_format(fmt).map(count, batched=batched).with_format(None)
+        assert json_bytes(list(counted)) == json_bytes(list(ds.map(count, batched=batched)))
+
+
+def test_a_numpy_map_writes_json_values_back_exactly(exact_table):
+    exact = td.exact(Dataset(exact_table))
+    same = exact.with_format("numpy").map(lambda r: r).with_format(None)
+    assert json_bytes(list(same)) == json_bytes(list(exact)) and same[0]["meta"]["big"] == 2**70
+
+
+def test_a_torch_map_returning_json_tensors_is_refused_by_column():
+    """torch makes JSON floats float32 tensors: written back they would change, so the column is named instead."""
+    pytest.importorskip("torch")
+    rows = [{"id": f"t/x/{i}", "source": "t", "subset": "x", "tools": [{"n": 0.3}],
+             "messages": [{"role": "user", "content": "go"}, {"role": "assistant", "content": "ok"}],
+             "call_graph": [], "images": [], "audios": [], "videos": [], "meta": {"f": 1e-7}} for i in range(3)]
+    exact = td.exact(Dataset(rows_to_table([td.complete_row(r) for r in rows], UNIFIED_FEATURES))).with_format("torch")
+    with pytest.raises(td.InvalidValueError, match="map before with_format") as info:
+        exact.map(lambda r: r)
+    assert info.value.field == "tools"
+    counted = exact.map(lambda r: {"n": len(r["messages"])}).with_format(None)
+    assert [r["n"] for r in counted] == [2, 2, 2]
+    assert json_bytes([r["tools"] for r in counted]) == json_bytes([r["tools"] for r in rows])

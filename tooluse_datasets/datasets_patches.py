@@ -14,11 +14,13 @@ import copy
 import functools
 import inspect
 import itertools
+from collections.abc import Mapping
 from typing import Any, Callable, Iterator, Optional
 
+import numpy as np
 import pyarrow as pa
 from datasets.exceptions import DatasetGenerationError
-from datasets.features import LargeList, List
+from datasets.features import LargeList, List, Value
 from datasets.iterable_dataset import (FormattedExamplesIterable, RebatchedArrowExamplesIterable,
                                       SelectColumnsIterable)
 
@@ -315,7 +317,7 @@ def _install_column_operations_keeping_features() -> None:
     def keep_rewritten(out, self, *args):
         _keep_exact_class(out, self._info.features, foreign=True)
 
-    Dataset.map = _keeping_exact_features(Dataset.map, keep_rewritten)
+    Dataset.map = _writing_formatted_values_back(_keeping_exact_features(Dataset.map, keep_rewritten))
     # (``_fast_select_column`` is how ``ds["messages"]`` reads one column: its rows kept every key.)
     for cls, names in ((Dataset, ("select_columns", "rename_column", "rename_columns", "flatten_indices",
                                   "cast_column", "cast", "_fast_select_column")),
@@ -329,6 +331,85 @@ def _install_column_operations_keeping_features() -> None:
     IterableDataset.filter = _handing_absent_media_to(IterableDataset.filter)
     IterableDataset.remove_columns = _removing_by_selecting(IterableDataset.remove_columns)
     IterableDataset.rename_columns = _renaming_absent_media(IterableDataset.rename_columns)  # rename_column's too
+
+
+# Formats whose values datasets' map writer cannot take back for nested columns (tensor formats, pandas)
+_VALUE_FORMATS = ("numpy", "pandas", "torch", "jax", "tensorflow")
+_TENSOR_FORMATS = ("torch", "jax", "tensorflow")
+
+
+def _writing_formatted_values_back(original: Callable) -> Callable:
+    """A map-style ``map`` of a dataset formatted as numpy or pandas writes back what its function returns: datasets'
+    writer takes numpy arrays of structs (messages, tools) for tensors and pandas rows by Arrow's inference, and failed
+    on any such column returned (ArrowInvalid), an identity map included. With exact features the function's nested
+    columns are written from the Python values they hold (numpy keeps JSON values exact). The torch, jax and tensorflow
+    formats make JSON numbers tensors (floats float32): a JSON column returned holding them is refused by name."""
+    def apply(self, function=None, *args, **kwargs):
+        features = self._info.features
+        if self._format_type in _VALUE_FORMATS and isinstance(features, ExactFeatures) \
+                and not inspect.iscoroutinefunction(function):
+            function = function if function is not None else _same  # (datasets' default: the identity)
+            batched = kwargs.get("batched", len(args) > 3 and args[3])
+            given = functools.partial(_written_back, _function=function, _features=features,
+                                      _format=self._format_type, _batched=batched)
+            given.__wrapped__ = function
+            function = given
+        return original(self, function, *args, **kwargs)
+
+    return patched_once(original, apply, "_writes_formatted_values_back")
+
+
+def _written_back(*args, _function: Callable, _features: ExactFeatures, _format: str, _batched: bool, **fn_kwargs):
+    """What ``_function`` returns, its nested columns of ``_features`` as Python values (see above)."""
+    import pandas as pd
+
+    out = _function(*args, **fn_kwargs)
+    nested = [c for c in (out if isinstance(out, (Mapping, pd.DataFrame)) else ()) if c in _features
+              and not isinstance(_features[c], Value)]
+    if not nested:
+        return out
+    if isinstance(out, pd.DataFrame):  # written as datasets writes a dict of its columns (a row's where not batched)
+        if not _batched and len(out) != 1:
+            return out  # datasets' own error
+        out = {c: out[c].tolist() if _batched else out[c].iloc[0] for c in out.columns}
+    else:
+        out = dict(out)
+    for name in nested:
+        if _format in _TENSOR_FORMATS:
+            if holds_json(_features[name]) and _holds_tensor(out[name]):
+                raise InvalidValueError(
+                    f"the {_format} format made this column's JSON numbers tensors (floats float32), which cannot be "
+                    f"written back exactly: return only new columns, or map before with_format({_format!r}) "
+                    f"(or on ds.with_format(None))").at(field=name)
+        else:
+            out[name] = _python_value(out[name])
+    return out
+
+
+def _same(value: Any) -> Any:
+    """datasets' default ``map`` function, the identity (module level: a ``num_proc`` map pickles it)."""
+    return value
+
+
+def _python_value(value: Any) -> Any:
+    """A value of datasets' numpy or pandas formatter as the python format gives it: arrays as lists, numpy scalars
+    as Python ones (exact: float64 and int64, text as str)."""
+    if isinstance(value, dict):
+        return {k: _python_value(v) for k, v in value.items()}
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return value.item()
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_python_value(v) for v in value]
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _holds_tensor(value: Any) -> bool:
+    """Whether a formatted value holds a tensor (torch, jax, tensorflow: an array that is not numpy's)."""
+    if isinstance(value, dict):
+        return any(_holds_tensor(v) for v in value.values())
+    if isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray) and value.dtype == object):
+        return any(_holds_tensor(v) for v in value)
+    return hasattr(value, "__array__") and not isinstance(value, (np.ndarray, np.generic))
 
 
 def _renaming_absent_media(original: Callable) -> Callable:
