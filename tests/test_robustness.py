@@ -1581,6 +1581,64 @@ def test_a_prepare_killed_before_its_end_leaves_nothing_counted_in_the_next(tmp_
     assert (again.rows_read, again.skipped) == (len(lines) + 2, 2)
 
 
+def test_prepare_workers_end_when_the_process_that_started_them_is_killed(tmp_path):
+    """A prepare with num_proc killed outright (kill -9, out of memory) left datasets' workers converting their
+    shards into the unfinished cache folder, where a prepare started at once counted their skip reports with its
+    own (20207 rows read became 33070, served from the cache after), then waiting for ever: they now end within
+    seconds of it. Each worker here notes its id and waits inside its shard."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    script = tmp_path / "prepare.py"
+    script.write_text(
+        "import os, sys, time\n"
+        "import tooluse_datasets as td\n"
+        "from tooluse_datasets.builder import ToolUseBuilder\n"
+        "def waiting(self, *args, **kwargs):\n"
+        "    open(os.path.join(sys.argv[1], str(os.getpid())), 'w').close()\n"
+        "    time.sleep(600)\n"
+        "    yield from ()\n"
+        "ToolUseBuilder._generate_tables = waiting\n"
+        "td.load('ms_swift', data_files=td.sample_files('ms_swift'), split='train', num_proc=2,\n"
+        "        cache_dir=sys.argv[2])\n")
+    # (no pipes: workers left running would hold them open)
+    with open(tmp_path / "log", "w") as err:
+        prepare = subprocess.Popen([sys.executable, str(script), str(pids), str(tmp_path / "cache")],
+                                   stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        deadline = time.monotonic() + 120
+        while len(os.listdir(pids)) < 2 and prepare.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        workers = [int(name) for name in os.listdir(pids)]
+    finally:
+        prepare.kill()
+        prepare.wait()
+    assert len(workers) == 2, (tmp_path / "log").read_text()[-2000:]
+
+    def running() -> list[int]:  # the workers and datasets' manager process, forked from the script
+        found = []
+        for proc in Path("/proc").iterdir():
+            try:
+                if str(script).encode() in (proc / "cmdline").read_bytes() and \
+                        "zombie" not in (proc / "status").read_text().lower():
+                    found.append(int(proc.name))
+            except (OSError, ValueError):
+                pass
+        return found
+
+    deadline = time.monotonic() + 30
+    while running() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = running()
+    for pid in left:
+        os.kill(pid, 9)
+    assert not left
+
+
 @pytest.mark.parametrize("where", ["in a string", "after the brace"])
 @pytest.mark.parametrize("name", ["data.jsonl", "data.jsonl.gz", "data.json"])
 def test_a_nul_byte_in_the_first_row_costs_that_row_not_the_file(tmp_path, cache_dir, name, where):

@@ -479,8 +479,9 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                     os.remove(entry.path)
         # With num_proc, datasets forks pools of workers (downloading the files, then converting the shards): they
         # leave the caller's garbage to it and end at the pool's SIGTERM whatever handler the caller has
-        # (workers.forking_workers).
-        with forking_workers() if (kwargs.get("num_proc") or 1) > 1 else contextlib.nullcontext():
+        # (workers.forking_workers), and with the caller: killed outright, it left them converting their shards
+        # into this folder, where a next prepare counted their skip reports with its own, and then waiting for ever.
+        with forking_workers(watch_parent=True) if (kwargs.get("num_proc") or 1) > 1 else contextlib.nullcontext():
             return super()._download_and_prepare(dl_manager, *args, **kwargs)
 
     def _prepare_split(self, split_generator, *args, **kwargs):

@@ -58,6 +58,8 @@ def _alive(pid: int) -> bool:
 
 
 _forking_workers = False
+# Whether processes forked meanwhile end with their parent (exit_with_parent): for pools that take no initializer.
+_watching_parent = False
 # One thread forks workers at a time: datasets' shuffle and interleave_datasets read streams from threads, each
 # starting its pool, and forks from two threads at once collide (filelock >= 4.3 on Python >= 3.12 refuses a fork
 # while another thread is forking: RuntimeError), as would the flag above, one for the process.
@@ -65,16 +67,17 @@ _forking = threading.Lock()
 
 
 @contextlib.contextmanager
-def forking_workers() -> Iterator[None]:
+def forking_workers(watch_parent: bool = False) -> Iterator[None]:
     """Processes forked meanwhile freeze what they inherit out of the garbage collector (the caller's own
-    collector is left as it is); one thread at a time."""
-    global _forking_workers
+    collector is left as it is), and with ``watch_parent`` end with their parent (:func:`exit_with_parent`, for a
+    pool that takes no initializer: datasets' own); one thread at a time."""
+    global _forking_workers, _watching_parent
     with _forking:
-        _forking_workers = True
+        _forking_workers, _watching_parent = True, watch_parent
         try:
             yield
         finally:
-            _forking_workers = False
+            _forking_workers = _watching_parent = False
 
 
 # The forking thread's signal mask while it forks a worker (SIGTERM blocked), to restore after.
@@ -104,6 +107,8 @@ def _after_fork_in_child() -> None:
     if _forking_workers:  # this process was just forked, by a worker pool started in forking_workers()
         gc.freeze()
         _default_sigterm()
+        if _watching_parent:
+            exit_with_parent()
     if _mask_before_fork is not None:  # a SIGTERM held back since the fork is delivered now, to the default action
         signal.pthread_sigmask(signal.SIG_SETMASK, _mask_before_fork)
         _mask_before_fork = None
