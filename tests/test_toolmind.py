@@ -298,6 +298,17 @@ def test_a_map_style_load_of_one_split_converts_that_split_only(generated, monke
         td.load("toolmind", data_files=generated, split="xlam", cache_dir=cache_dir)
 
 
+def test_a_map_style_split_expression_reading_rows_twice_is_refused(generated, cache_dir):
+    """"tau_train+tau_train" gave every row of the split twice with the same ids (a stream of it is refused);
+    parts that overlap are refused too, and parts that do not overlap are read as given."""
+    tau = td.load("toolmind", data_files=generated, split="tau_train", cache_dir=cache_dir)
+    for split in ("tau_train+tau_train", "tau_train[:2]+When2Call+tau_train[1:3]", "tau_train+tau_train[-1:]"):
+        with pytest.raises(ValueError, match=r"of 'tau_train' more than once: they would come twice with the same ids"):
+            td.load("toolmind", data_files=generated, split=split, cache_dir=cache_dir)
+    halves = td.load("toolmind", data_files=generated, split="tau_train[:50%]+tau_train[50%:]", cache_dir=cache_dir)
+    assert [row["id"] for row in halves] == [row["id"] for row in tau]
+
+
 def test_batches_are_capped_by_rows_and_by_characters(generated, generated_rows):
     source = ToolMindSource(ToolMindOptions(batch_size=40, max_batch_chars=200_000))
     (shard,) = plan_file(generated, target_bytes=1 << 40)  # the whole file as one shard

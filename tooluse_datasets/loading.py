@@ -157,6 +157,7 @@ def load(
     builder.mark_read()
     if names:
         builder.check_split_names(names, builder.info.splits)  # a build read from the cache: checked here
+        _refuse_rows_twice(split, builder.info.splits)
     prepared = builder.prepared_skip_report(split, with_rows=report is not None and report.wants_rows)
     if prepared.skipped:
         logger.warning("%s/%s: %s", source, config, prepared.summary())
@@ -189,6 +190,22 @@ def _check_arguments(source: str, config: Any, split: Any, names: Optional[tuple
         if twice:  # every row of it twice, under the same ids
             raise ValueError(f"split={split!r} names {', '.join(map(repr, twice))} more than once: a stream reads "
                              f"whole splits, so each of its rows would come twice with the same id")
+
+
+def _refuse_rows_twice(split: str, splits: Any) -> None:
+    """A split expression whose parts overlap (``"train+train"``, ``"train[:50%]+train[40%:]"``) gave their rows
+    twice with the same ids, as a stream of it, refused, would; parts that do not overlap are read as given."""
+    from datasets import ReadInstruction
+
+    read: dict[str, list[tuple[int, int]]] = {}
+    sizes = {name: info.num_examples for name, info in splits.items()}
+    for part in ReadInstruction.from_spec(split).to_absolute(sizes):
+        for start, end in read.get(part.splitname, []):
+            if part.from_ < end and start < part.to:
+                raise ValueError(f"split={split!r} reads rows {max(start, part.from_)} to {min(end, part.to) - 1} "
+                                 f"of {part.splitname!r} more than once: they would come twice with the same ids; "
+                                 f"name each row once (concatenate_datasets to repeat rows on purpose)")
+        read.setdefault(part.splitname, []).append((part.from_, part.to))
 
 
 def _refuse_stream_slice(builder: Any, split: str, names: tuple[str, ...]) -> None:
