@@ -571,23 +571,32 @@ class _NoRangeHandler(http.server.SimpleHTTPRequestHandler):
 
 
 @pytest.mark.parametrize("streaming", [False, True])
-def test_a_parquet_url_on_a_server_without_byte_ranges_is_an_error_saying_to_download_it(tmp_path, cache_dir,
-                                                                                          streaming):
+@pytest.mark.parametrize("source, name, split", [("toolmind", "data.parquet", "synthetic"),
+                                                  ("ms_swift", "data.jsonl", "train")])
+def test_a_url_read_by_ranges_on_a_server_without_them_is_an_error_saying_to_download_it(tmp_path, cache_dir,
+                                                                                         streaming, source, name,
+                                                                                         split):
     """fsspec's bare ValueError ("The HTTP server doesn't appear to support range requests... Open with
-    block_size=0"), naming no file, left the load (datasets' load_dataset downloads the file whole first)."""
+    block_size=0"), naming no file, left the load (datasets' load_dataset downloads the file whole first): for a
+    Parquet file, read from its end, and for a JSON Lines file of 20 MB, read a block at a time (in map-style as
+    datasets' "An error occurred while generating the dataset")."""
     from tooluse_datasets.errors import DataNotFoundError
 
     folder = tmp_path / "served"
     folder.mkdir()
-    shutil.copy(td.sample_files("toolmind")["train"][0], folder / "data.parquet")
+    sample = Path(td.sample_files(source)["train"][0])
+    if name.endswith(".jsonl"):
+        (folder / name).write_bytes(sample.read_bytes() * (20_000_000 // sample.stat().st_size + 1))
+    else:
+        shutil.copy(sample, folder / name)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
                                              functools.partial(_NoRangeHandler, directory=str(folder)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/data.parquet"
+    url = f"http://127.0.0.1:{server.server_address[1]}/{name}"
     try:
         with pytest.raises(DataNotFoundError, match=rf"^{re.escape(url)}: its server does not answer byte-range "
                                                     rf"requests.*curl -fLO {re.escape(url)}"):
-            list(td.load("toolmind", data_files=url, split="synthetic", cache_dir=cache_dir, on_error="skip",
+            list(td.load(source, data_files=url, split=split, cache_dir=cache_dir, on_error="skip",
                          streaming=streaming))
     finally:
         server.shutdown()

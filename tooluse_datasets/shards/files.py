@@ -57,6 +57,13 @@ def transfer_cut_short(path: str, exc: BaseException) -> DataNotFoundError:
                              f"it is kept: load again to read it")
 
 
+def no_range_requests(path: str, needed_for: str) -> DataNotFoundError:
+    """A file read by URL from a server that sends the whole file for a byte range (``python -m http.server``):
+    fsspec's ValueError for it named neither the file nor what to do."""
+    return DataNotFoundError(f"{display_path(path)}: its server does not answer byte-range requests, which "
+                             f"{needed_for}: download the file (curl -fLO {path}) and pass its local path")
+
+
 # Compression of a file by its name (datasets' and fsspec's suffixes), and the module that reads it.
 _CODECS = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd", ".lz4": "lz4"}
 _CODEC_PACKAGES = {"zstd": "zstandard", "lz4": "lz4"}
@@ -322,6 +329,11 @@ class _CheckedReads:
                 raise transfer_cut_short(self._path, exc) from exc
             raise InvalidValueError(f"file cannot be read on ({type(exc).__name__}: {exc})",
                                     file=display_path(self._path), field="<file>") from None
+        except ValueError as exc:
+            if "range requests" not in str(exc):
+                raise
+            # fsspec reads a URL a block at a time, by ranges past the first (a file of over about 8 MB)
+            raise no_range_requests(self._path, "reading a large file by URL needs") from exc
 
     def read(self, size: int = -1) -> bytes:
         """``size`` bytes (all, if negative: then a read error is raised) unless the file ends first. A read

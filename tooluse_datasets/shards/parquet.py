@@ -14,9 +14,9 @@ import pyarrow.parquet as pq
 from datasets.utils.file_utils import xopen
 
 from ..arrow_memory import default_pool, package_memory_pool
-from ..errors import DataNotFoundError, InvalidValueError
+from ..errors import InvalidValueError
 from ..network import is_network_error
-from .files import transfer_cut_short
+from .files import no_range_requests, transfer_cut_short
 from .paths import display_path
 from .shard import NativeItem, Shard
 
@@ -52,9 +52,7 @@ def open_parquet(path: str) -> Iterator[pq.ParquetFile]:
                 raise
             # fsspec's words for a server that sends the whole file for a byte range (python -m http.server):
             # a Parquet file is read from its end, by ranges
-            raise DataNotFoundError(f"{display_path(path)}: its server does not answer byte-range requests, which "
-                                    f"reading Parquet by URL needs: download the file (curl -fLO {path}) and pass "
-                                    f"its local path") from exc
+            raise no_range_requests(path, "reading Parquet by URL needs") from exc
         yield pf
     finally:
         source.close()
