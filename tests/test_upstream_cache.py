@@ -343,6 +343,33 @@ def test_a_data_file_rewritten_with_its_size_and_time_kept_is_read_anew(tmp_path
     assert loaded()[1] == second_cache
 
 
+def test_a_link_pointed_at_another_file_of_the_same_size_and_times_is_read_anew(tmp_path, cache_dir):
+    """File times are kept to a clock tick (about 4 ms on Linux): two files of one size written in the same tick,
+    their modification time set alike (cp -p, rsync -a), have the same size and times. A link pointed from one
+    to the other (data.jsonl -> the latest run's file) was served from the cache of the first one's rows; the
+    inode is in the key too."""
+    lines = (shared_data("ms_swift") / "agent_support_doc_examples_en.jsonl").read_text(encoding="utf-8")
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    for _ in range(50):  # until both are written in one tick
+        first.write_text(lines.replace('"content": "', '"content": "Y', 1), encoding="utf-8")
+        second.write_text(lines.replace('"content": "', '"content": "Z', 1), encoding="utf-8")
+        times = (first.stat().st_atime_ns, first.stat().st_mtime_ns)
+        os.utime(first, ns=times)
+        os.utime(second, ns=times)
+        if first.stat().st_ctime_ns == second.stat().st_ctime_ns:
+            break
+    else:
+        pytest.skip("this file system gives every write a status-change time of its own")
+    link = tmp_path / "data.jsonl"
+    link.symlink_to(first.name)
+    before = td.load("ms_swift", data_files=str(link), split="train", cache_dir=cache_dir)
+    link.unlink()
+    link.symlink_to(second.name)
+    after = td.load("ms_swift", data_files=str(link), split="train", cache_dir=cache_dir)
+    assert after.cache_files != before.cache_files
+    assert list(after) == list(td.load("ms_swift", data_files=str(link), split="train", streaming=True)) != list(before)
+
+
 @pytest.fixture
 def key_blind_to_rewrites(monkeypatch):
     """Local files keyed as where the status-change time does not follow writes (on Windows ``st_ctime`` is the

@@ -4,8 +4,8 @@
   or of NESTFUL's GitHub repository, ``hf://datasets/<repo>@main/...`` data files): a cache keyed on the branch
   name would serve the first commit's rows for ever after the branch moved on;
 * the files of a local folder the rows come from (``data_dir``, NESTFUL's ``executable_functions``): their names,
-  sizes, modification and status-change times, which datasets' key does not hold;
-* the sizes and status-change times of local ``data_files``: datasets keys a local file on its path and
+  sizes, modification and status-change times and inodes, which datasets' key does not hold;
+* the sizes, status-change times and inodes of local ``data_files``: datasets keys a local file on its path and
   modification time only, so a file replaced by another with its time kept (``cp -p``, ``rsync -a``, an edit
   followed by ``touch -r``) was served from the cache of its old rows. A write always sets the status-change time
   (``st_ctime``), which no one can set back (git's index checks it for the same reason);
@@ -173,8 +173,8 @@ def data_dir_files(data_dir: str, patterns: Iterable[str], not_data: frozenset[s
 
 
 def files_digest(paths: Iterable[str]) -> str:
-    """A digest of files' names, sizes, modification and status-change times; unreadable ones end it (the reader
-    says why)."""
+    """A digest of files' names, sizes, modification and status-change times and inodes; unreadable ones end it
+    (the reader says why)."""
     digest = hashlib.sha1()
     for path in paths:
         stamp = _local_stamp(path)
@@ -185,14 +185,16 @@ def files_digest(paths: Iterable[str]) -> str:
 
 
 def _local_stamp(path: Any) -> Optional[str]:
-    """A local file's name, size, modification and status-change times; None if it cannot be looked at. The
-    status-change time tells a file rewritten with its size and modification time kept: any write sets it, and
-    it cannot be set back (a chmod sets it too: that file is prepared again, never served stale)."""
+    """A local file's name, size, modification and status-change times and inode; None if it cannot be looked
+    at. The status-change time tells a file rewritten with its size and modification time kept: any write sets
+    it, and it cannot be set back (a chmod sets it too: that file is prepared again, never served stale). The
+    inode tells a link pointed at another file: the times are kept to a clock tick (about 4 ms on Linux), so two
+    files of one size written in the same tick with their modification time set alike had the same stamp."""
     try:
         st = os.stat(path)
     except (OSError, TypeError, ValueError):
         return None
-    return f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}"
+    return f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}"
 
 
 def data_files_digest(data_files: Any) -> Optional[str]:
