@@ -1539,6 +1539,10 @@ def test_stats_mirror_and_load_count_only_the_rules_that_check_the_sources_rows(
     folder = build_mirror(MirrorRequest("ms_swift", configs=["unified"], data_files=agent_file, on_error="skip"),
                           tmp_path / "mirror")
     assert read_manifest(folder).validation["train"]["rules_checked"] == expected
+    nestful = build_mirror(MirrorRequest("nestful", configs=["unified"], data_files=td.sample_files("nestful")),
+                           tmp_path / "nestful")  # a source's own rules are among those its mirror counts
+    assert [r for r in read_manifest(nestful).validation["train"]["rules_checked"] if r.startswith("nestful.")] \
+        == ["nestful.undefined_reference"]
     with pytest.raises(ValueError, match="does not apply to ms_swift rows"):
         td.load("ms_swift", split="train", data_files=agent_file, validate="toolmind.*")
 

@@ -96,7 +96,7 @@ def convert_shard(task: ShardTask) -> dict:
     decoders = {c: ExactFeatures(f) for c, f in features.items()}
     writers = {c: PartWriter(root, f"{c}/{task.key}", features[c], task.layout) for c in configs}
     examples: dict[str, Any] = {c: None for c in configs}
-    statistics, validation = SplitStatistics(), ValidationCounter(source=source)
+    statistics, validation = SplitStatistics(), ValidationCounter(source=source.name)
     try:
         for batch in converter.batches(task.split, task.shard, arrow=True, keep_unified=True):
             for config in configs:
