@@ -181,6 +181,35 @@ def test_an_output_in_a_folder_that_cannot_be_written_is_refused_before_any_row_
     assert sorted(path.name for path in tmp_path.iterdir()) == ["locked"] and not list(locked.iterdir())
 
 
+def test_an_existing_skipped_rows_file_that_can_be_written_is_taken_in_a_folder_that_cannot(tmp_path):
+    """A writable --skipped-rows file in a read-only folder (/dev/null in /dev, for any user but root) was refused
+    for its folder, though validate, stats and export write it in place; mirror, which renames its listing onto
+    the file, still needs the folder."""
+    data = tmp_path / "rows.jsonl"
+    with open(td.sample_files("ms_swift")["train"][0], "rb") as sample:
+        data.write_bytes(sample.read() + b"{not json\n")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    listing = locked / "skipped.jsonl"
+    listing.write_text("")
+    listing.chmod(0o666)
+    locked.chmod(0o555)
+    validated = _without_write_override(["validate", "ms_swift", "--data-files", str(data), "--fail-on", "error",
+                                         "--skipped-rows", str(listing)], tmp_path)
+    mirrored = _without_write_override(["mirror", "ms_swift", "--sample", "--configs", "unified", "--out", "m",
+                                        "--skipped-rows", str(listing)], tmp_path)
+    locked.chmod(0o755)
+    listing.chmod(0o444)  # (in a folder that can be written, it was emptied only once the run was set up)
+    refused = _without_write_override(["validate", "ms_swift", "--data-files", str(data), "--skipped-rows",
+                                       str(listing)], tmp_path)
+    assert refused.returncode == 2 and "give a file you can write" in refused.stderr, refused.stderr[-2000:]
+    listing.chmod(0o644)
+    assert validated.returncode == 0, validated.stderr[-2000:]
+    assert [json.loads(line)["row"] for line in listing.read_text().splitlines()] == [
+        len(data.read_bytes().splitlines()) - 1]
+    assert mirrored.returncode == 2 and "--skipped-rows" in mirrored.stderr and "cannot be written" in mirrored.stderr
+
+
 def test_export_writes_its_skipped_rows_file_into_the_output_folder_it_makes(tmp_path, capsys):
     """`--skipped-rows out/skipped.jsonl` (what the refusal of `--skipped-rows out` suggests) with `out` not there
     yet was refused, the report being made before the folder: `rows_path ... cannot be made`."""

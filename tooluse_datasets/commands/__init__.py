@@ -273,10 +273,11 @@ def refuse_writing_inputs(data_files, outputs: dict[str, list]) -> None:
 
 
 def refuse_wrong_kind_outputs(*, folders: Optional[dict[str, Optional[str]]] = None,
-                              files: Optional[dict[str, Optional[str]]] = None) -> None:
+                              files: Optional[dict[str, Optional[str]]] = None, renamed: bool = False) -> None:
     """Output arguments (option -> path) that cannot be what they name, refused before anything is read:
     ``folders`` (--out, --plots) naming a file, ``files`` (--skipped-rows) naming a folder, either under a file
-    or in a folder this process cannot write.
+    or in a folder this process cannot write (an existing file is written in place, so its own mode decides, unless
+    ``renamed``: mirror writes its listing under another name and renames it onto the file).
     The system's own errors ("File exists", "Is a directory") named no argument, and mirror met a folder as
     --skipped-rows only once every row had been converted."""
     import os
@@ -296,10 +297,11 @@ def refuse_wrong_kind_outputs(*, folders: Optional[dict[str, Optional[str]]] = N
             raise ValueError(f"{option} {path!r} is a folder: give a file, e.g. "
                              f"{os.path.join(path, 'skipped-rows.jsonl')!r}")
         # (stats met an unwritable --plots folder, and mirror one of --skipped-rows, once every row had been read)
-        nearest = next(p for p in ([full] if option in folders else []) + list(full.parents) if p.exists())
-        if not os.access(nearest, os.W_OK | os.X_OK):
+        in_place = option in files and full.exists() and not renamed  # (/dev/null in /dev, which no user writes)
+        nearest = next(p for p in ([full] if option in folders or in_place else []) + list(full.parents) if p.exists())
+        if not os.access(nearest, os.W_OK | (os.X_OK if nearest.is_dir() else 0)):
             raise ValueError(f"{option} {path!r} cannot be written: {str(nearest)!r} is read-only here (a read-only "
-                             f"file system, or no permission): give a folder you can write")
+                             f"file system, or no permission): give a {'file' if in_place else 'folder'} you can write")
     refuse_files_where_folders_go(files, folders)
 
 

@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
                 for source in sources]
     for request in requests:  # (a skipped-rows file the data files read would be read back as bad rows)
         refuse_writing_inputs(request.data_files, {"--skipped-rows": [request.skipped_rows]})
-        refuse_wrong_kind_outputs(files={"--skipped-rows": request.skipped_rows})
+        refuse_wrong_kind_outputs(files={"--skipped-rows": request.skipped_rows}, renamed=True)
         refuse_files_where_folders_go({"--skipped-rows": request.skipped_rows}, {"--out": args.out})
     check_engine(args.engine, args.num_proc, args.address)
     # Every source is checked and planned before any is built: a split (or config) one of them lacks stops
