@@ -456,8 +456,10 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
             inputs += data_dir_files(self.config.data_dir, self.source.local_patterns, self.source.local_not_data)
         found = output_among_inputs(inputs, outputs)
         if found is not None:
-            raise ValueError(f"{found[0]} {found[1]!r} is {found[2]!r}, one of the data files "
-                             f"read: it would be written over or read back as rows; write it outside the files read")
+            option, path, read = found
+            which = "" if path == read else f" ({read!r})"  # (another name of it: a link, a relative path)
+            raise ValueError(f"{option} {path!r} is one of the data files read{which}: it would be written over or "
+                             f"read back as rows; write it outside the files read")
 
     def _glob_data_dir(self, data_dir: str) -> list[str]:
         found = data_dir_files(data_dir, self.source.local_patterns, self.source.local_not_data)
