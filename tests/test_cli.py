@@ -181,6 +181,19 @@ def test_an_output_in_a_folder_that_cannot_be_written_is_refused_before_any_row_
     assert sorted(path.name for path in tmp_path.iterdir()) == ["locked"] and not list(locked.iterdir())
 
 
+def test_a_mirror_out_in_a_folder_that_cannot_be_written_is_refused_naming_it(tmp_path):
+    """export and stats named the option; mirror said "PermissionError: [Errno 13] Permission denied: ..."."""
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    done = _without_write_override(["mirror", "ms_swift", "--sample", "--configs", "unified", "--out",
+                                    str(locked / "m")], tmp_path)
+    locked.chmod(0o755)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (f"error: the output folder (--out) {locked / 'm'} cannot be written: {locked} is read-only "
+                           f"here (a read-only file system, or no permission): give a folder you can write\n")
+
+
 def test_an_existing_skipped_rows_file_that_can_be_written_is_taken_in_a_folder_that_cannot(tmp_path):
     """A writable --skipped-rows file in a read-only folder (/dev/null in /dev, for any user but root) was refused
     for its folder, though validate, stats and export write it in place; mirror, which renames its listing onto

@@ -139,6 +139,10 @@ def check_out_dir(out_dir: Path, source: str) -> None:
     for candidate in (folder, *folder.parents):
         if candidate.exists() and not candidate.is_dir():
             raise MirrorError(f"the output folder (--out) {out_dir} cannot be made: {candidate} is a file")
+    nearest = next(candidate for candidate in (folder, *folder.parents) if candidate.exists())
+    if not os.access(nearest, os.W_OK | os.X_OK):  # (a bare PermissionError naming the path, once planned)
+        raise MirrorError(f"the output folder (--out) {out_dir} cannot be written: {nearest} is read-only here (a "
+                          f"read-only file system, or no permission): give a folder you can write")
     for candidate in (folder, *folder.parents):
         if (candidate / MANIFEST_NAME).is_file():
             inside = "is" if candidate == folder else f"is inside {candidate}, which is"
