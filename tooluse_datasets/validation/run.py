@@ -99,7 +99,8 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
     config_features(builder.source, config)  # a format without a writer (or raw without raw rows) is refused now
     # (made first: a report refuses a file in a missing folder by name, where emptying it said FileNotFoundError)
     reads = {name: SkipReport(rows_path=skipped_rows) for name in parts}
-    builder.refuse_writing_inputs({"skipped_rows": [skipped_rows]})  # fresh_skipped_rows emptied a data file
+    if skipped_rows:  # (fresh_skipped_rows emptied a data file)
+        builder.refuse_writing_inputs({"skipped_rows": [skipped_rows]})
     if fresh_skipped_rows and skipped_rows:
         with open(skipped_rows, "wb"):
             pass
