@@ -427,7 +427,8 @@ class ExactFeatures(Features):
 
     def _encode(self, name: str, value: Any) -> Any:
         try:
-            if name in self._json_columns:
+            # (text for a list column of no JSON, an image path, datasets' encoder takes one character an entry)
+            if name in self._json_columns or (isinstance(value, str) and isinstance(self[name], (List, LargeList))):
                 return _encode_whole(self[name], value)
             try:
                 return encode_nested_example(self[name], value, level=1)
