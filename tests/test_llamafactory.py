@@ -409,6 +409,18 @@ def test_writer_refuses_what_llamafactory_would_mistrain(cache_dir):
         unified_to_llamafactory({**row, "messages": ends_on_user})
 
 
+@pytest.mark.parametrize("arguments, said", [([1], "got array$"), ('{"x": 1}', r"got string \(text would be")])
+def test_writer_says_what_call_arguments_that_are_no_object_are(arguments, said, cache_dir):
+    """Arguments of a unified row that are a list were refused as text that would be double-encoded."""
+    row = td.complete_row(td.load("nestful", data_files=td.sample_files("nestful"), split="train",
+                                  cache_dir=cache_dir)[0])
+    turn = next(i for i, m in enumerate(row["messages"]) if m["tool_calls"])
+    row["messages"][turn]["tool_calls"][0]["function"]["arguments"] = arguments
+    with pytest.raises(ConversionError, match=f"must be a JSON object for LLaMA-Factory, {said}") as info:
+        unified_to_llamafactory(row)
+    assert info.value.field == f"messages[{turn}].tool_calls[0].function.arguments"
+
+
 def ms_swift_rows_ending_on_results() -> list[dict]:
     """ms-swift's own documentation rows that end on a tool result (an agent trace cut after its last call)."""
     path = shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl")

@@ -195,8 +195,8 @@ def calls_text(calls: list[dict], where: str) -> str:
     for j, call in enumerate(calls):
         arguments = call["function"]["arguments"]
         if not isinstance(arguments, dict):
-            raise ConversionError(f"call arguments must be a JSON object for {TARGET} (text would be "
-                                  f"double-encoded)", field=f"{where}.tool_calls[{j}].function.arguments")
+            raise ConversionError(f"call arguments must be a JSON object for {TARGET}, {_not_an_object(arguments)}",
+                                  field=f"{where}.tool_calls[{j}].function.arguments")
         spelled.append(spaced_call_text(call["function"]["name"], arguments,
                                         f"{where}.tool_calls[{j}].function.arguments"))
     text = spelled[0] if len(spelled) == 1 else spaced_list_text(spelled)
@@ -429,11 +429,15 @@ def parse_calls(text: str, field: str) -> list[tuple[str, dict]]:
             raise MissingFieldError("a call needs 'arguments' (LLaMA-Factory fails on 'parameters')",
                                     field=f"{where}.arguments")
         if not isinstance(call["arguments"], dict):
-            why = " (text would be double-encoded)" if isinstance(call["arguments"], str) else ""
-            raise InvalidValueError(f"arguments must be a JSON object, got {json_kind(call['arguments'])}{why}",
+            raise InvalidValueError(f"arguments must be a JSON object, {_not_an_object(call['arguments'])}",
                                     field=f"{where}.arguments")
         out.append((call["name"], call["arguments"]))
     return out
+
+
+def _not_an_object(arguments: Any) -> str:
+    """What call arguments that are no JSON object are, as an error says it (a list or null is not text)."""
+    return f"got {json_kind(arguments)}" + (" (text would be double-encoded)" if isinstance(arguments, str) else "")
 
 
 def _unreadable(text: str, exc: ValueError) -> str:
