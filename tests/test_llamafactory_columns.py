@@ -211,7 +211,7 @@ CALL = {"role": "function_call", "content": '{"name": "f", "arguments": {"x": 1}
     ([{"role": "system", "content": "s"}, U, A, {"role": "user", "content": "{{idx}}"}, A], "messages[3].content",
      "{{idx}}"),
     ([U, {"role": "function_call", "content": '[{"name": "f", "arguments": {}}, {"name": "g", "arguments": {}}]'},
-      {"role": "tool", "content": "one result"}, A], "messages[2].content", "2 parallel calls but 1 results"),
+      {"role": "tool", "content": "one result"}, A], "messages[2].content", "2 parallel calls but 1 result in"),
 ])
 def test_errors_name_the_files_own_fields(tmp_path, messages, field, message):
     path = write_rows(tmp_path, [{"messages": messages}])

@@ -684,9 +684,9 @@ REJECTED = [
         {"name": "get_weather", "arguments": {"city": "Bergen"}}])}, RESULT, RESULT, ANSWER]}, InvalidValueError, "messages[1].content", "consecutive tool_call messages",
         id="several calls in one tool_call message"),
     pytest.param({"messages": [USER, CALL, CALL, RESULT, ANSWER]},
-                 InvalidValueError, "messages[3]", "2 tool calls are followed by 1 results", id="fewer results than calls"),
+                 InvalidValueError, "messages[3]", "2 tool calls followed by 1 result;", id="fewer results than calls"),
     pytest.param({"messages": [USER, CALL, RESULT, RESULT, ANSWER]},
-                 InvalidValueError, "messages[2]", "1 tool calls are followed by 2 results", id="more results than calls"),
+                 InvalidValueError, "messages[2]", "1 tool call followed by 2 results", id="more results than calls"),
     pytest.param({"messages": [RESULT, ANSWER]}, InvalidValueError, "messages[0].role", "without a tool_call",
                  id="tool result first"),
     pytest.param({"messages": [USER, ANSWER, {"role": "tool", "content": "late"}]}, InvalidValueError,
@@ -947,7 +947,7 @@ def _openai_call(name, call_id=None, arguments="{}"):
 FILE_FIELDS = [
     pytest.param({"messages": [USER, {"role": "assistant", "content": "x", "tool_calls": [
         _openai_call("f", "a"), _openai_call("g", "b")]}, {"role": "tool", "tool_call_id": "a", "content": "r"}, ANSWER]},
-        InvalidValueError, "messages[2]", "2 tool calls are followed by 1 results", id="OpenAI calls, too few results"),
+        InvalidValueError, "messages[2]", "2 tool calls followed by 1 result;", id="OpenAI calls, too few results"),
     pytest.param({"messages": [USER, {"role": "assistant", "content": "x", "tool_calls": [
         _openai_call("f"), _openai_call(None)]}, {"role": "tool", "content": "r"}, {"role": "tool", "content": "s"}]},
         MissingFieldError, "messages[1].tool_calls[1].function.name", "no name", id="OpenAI call without a name"),
@@ -958,7 +958,7 @@ FILE_FIELDS = [
                                {"role": "tool", "content": "r"}, {"role": "system", "content": "late"}]},
                  InvalidValueError, "messages[3].role", "only allowed first", id="OpenAI row, late system message"),
     pytest.param({"system": "Be brief.", "messages": [USER, CALL, CALL, RESULT, ANSWER]},
-                 InvalidValueError, "messages[3]", "2 tool calls are followed by 1 results",
+                 InvalidValueError, "messages[3]", "2 tool calls followed by 1 result;",
                  id="system column, too few results"),
     pytest.param({"system": "Be brief.", "messages": [{"role": "tool_call", "content": CALL["content"]}, RESULT],
                   "images": ["a.png"]},
@@ -1311,7 +1311,7 @@ def test_anthropic_blocks_keep_their_order_around_calls_and_results():
         ("user", "Weather?"), ("assistant", "First Oslo."), ("tool_call", {"name": "get_weather", "arguments": {"city": "Oslo"}}),
         ("assistant", "Then Rome."), ("tool_call", {"name": "get_weather", "arguments": {"city": "Rome"}}),
         ("tool_response", "Sunny"), ("tool_response", "Rain"), ("assistant", "Done.")]
-    with pytest.raises(InvalidValueError, match="1 tool calls are followed by 2 results"):
+    with pytest.raises(InvalidValueError, match="1 tool call followed by 2 results"):
         convert(interleaved)
 
     text_after_call = {"messages": [
@@ -1786,7 +1786,7 @@ CALL_TURN = message("assistant", "", tool_calls=[tool_call("a", "get_weather", {
 
 WRITER_REJECTS = [
     pytest.param(weather_row([message("user", "q"), two_calls(), message("tool", "x", tool_call_id="a")]),
-                 "messages[1].tool_calls", "makes 2 tool calls but 1 tool results", id="result count mismatch"),
+                 "messages[1].tool_calls", "makes 2 tool calls, followed by 1 tool result;", id="result count mismatch"),
     pytest.param(weather_row([message("user", "q"), CALL_TURN, message("tool", "x")]),
                  "messages[2].tool_call_id", "no tool_call_id", id="result without call id"),
     pytest.param(weather_row([message("user", "q"), two_calls(), message("tool", "x", tool_call_id="a"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from .errors import ConversionError, as_json
+from .errors import ConversionError, as_json, count_of
 
 
 def call_groups(messages: list[dict], start: int = 0) -> Iterator[tuple[int, int]]:
@@ -37,8 +37,8 @@ def results_in_call_order(messages: list[dict], turn: int, end: int, *, target: 
         return []
     calls = messages[turn]["tool_calls"]
     if len(results) != len(calls):
-        raise ConversionError(f"the assistant turn makes {len(calls)} tool calls but {len(results)} tool results "
-                              f"follow; {target} pairs results with calls by position",
+        raise ConversionError(f"the assistant turn makes {count_of(len(calls), 'tool call')}, followed by "
+                              f"{count_of(len(results), 'tool result')}; {target} pairs results with calls by position",
                               field=f"messages[{turn}].tool_calls")
     call_ids = [c.get("id") for c in calls]  # (a call without one: a result cannot name it, said below)
     known = set(call_ids)  # looked up once per result: a list made a turn of many calls quadratic

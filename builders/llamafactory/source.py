@@ -30,7 +30,7 @@ from datasets import Features, Json
 
 from tooluse_datasets.builders.ms_swift.parsing import split_think
 from tooluse_datasets.errors import (ConversionError, InvalidValueError, MissingFieldError, ToolUseDataError,
-                                     json_kind, shown, wrapped_rows_error)
+                                     count_of, json_kind, shown, wrapped_rows_error)
 from tooluse_datasets.schema import message, tool_call, unified_row
 from tooluse_datasets.source import RowContext, Source, SourceOptions, SplitPlan, check_columns
 
@@ -404,8 +404,8 @@ def unified_messages(turns: list[dict], first: int = 0,
                                         field=f"{where}.from")
             results = value.split(RESULT_SEPARATOR) if len(open_calls) > 1 else [value]
             if len(results) != len(open_calls):
-                raise InvalidValueError(f"{len(open_calls)} parallel calls but {len(results)} results in the "
-                                        f"{say(OBSERVATION)} turn", field=f"{where}.value")
+                raise InvalidValueError(f"{len(open_calls)} parallel calls but {count_of(len(results), 'result')} "
+                                        f"in the {say(OBSERVATION)} turn", field=f"{where}.value")
             out += [message("tool", result, tool_call_id=call["id"], name=call["function"]["name"])
                     for call, result in zip(open_calls, results)]
         origins += [where] * (len(out) - position)

@@ -28,7 +28,8 @@ from typing import Any, Callable, Iterator, Optional
 from datasets import Features, Json, List, Value
 
 from tooluse_datasets.codec import json_bytes, python_json_text
-from tooluse_datasets.errors import ConversionError, InvalidValueError, JsonValueError, ToolUseDataError, json_kind
+from tooluse_datasets.errors import (ConversionError, InvalidValueError, JsonValueError, ToolUseDataError, count_of,
+                                     json_kind)
 from tooluse_datasets.schema import complete_row, message, tool_call, unified_row
 from tooluse_datasets.shards.reading import read_shard
 from tooluse_datasets.shards.shard import PARQUET, RawBatch, Shard
@@ -207,8 +208,9 @@ def group_turns(messages: list[dict]) -> list[tuple[dict, list[dict]]]:
                 i += 1
             results = messages[results_start:i]
             if results and len(results) != len(calls):
-                raise InvalidValueError(f"{len(calls)} tool calls are followed by {len(results)} results; results "
-                                        f"pair with calls by position, so the counts must match",
+                raise InvalidValueError(f"{count_of(len(calls), 'tool call')} followed by "
+                                        f"{count_of(len(results), 'result')}; results pair with calls by position, "
+                                        f"so the counts must match",
                                         field=f"messages[{results_start}]")
             for call, result in zip(calls, results):
                 turns.append((message("tool", json_text(result["content"]), tool_call_id=call["id"],

@@ -35,7 +35,7 @@ import os
 from typing import Any, Optional, Sequence, Union
 
 from tooluse_datasets.codec import dumps
-from tooluse_datasets.errors import ExecutionError, ToolUseDataError
+from tooluse_datasets.errors import ExecutionError, ToolUseDataError, count_of
 from tooluse_datasets.schema import complete_row, message, tool_call
 
 from .execution import REASONS, SandboxLimits, SequenceJob, SequenceResult, executable_functions, run_sequences
@@ -88,7 +88,8 @@ def executed_row(row: dict, result: SequenceResult, *, calls_per_turn: str = "on
     complete = complete_row(row)
     calls = [c for m in complete["messages"] if m["role"] == "assistant" for c in m["tool_calls"]]
     if len(result.results) != len(calls):
-        raise ExecutionError(f"exception: {len(calls)} calls but {len(result.results)} results", field="output")
+        raise ExecutionError(f"exception: {count_of(len(calls), 'call')} but {count_of(len(result.results), 'result')}",
+                             field="output")
     # The messages before the first assistant turn (the user query), in the shape the row came in.
     first_turn = next((k for k, m in enumerate(complete["messages"]) if m["role"] == "assistant"), len(complete["messages"]))
     prefix = list(row["messages"][:first_turn])
