@@ -646,6 +646,21 @@ def test_a_value_of_another_kind_given_to_from_list_and_from_dict_is_named_by_ro
         assert (info.value.row, info.value.field) == (bad, field), how
 
 
+@pytest.mark.parametrize("features", ["given", None])
+def test_a_map_returning_text_for_a_list_of_json_values_is_refused(nestful, features):
+    """A map returning the tools as JSON text, or a call's list of calls as text, stored them one character an
+    entry (["[", "{", ...]) where from_list and add_item refuse the same row."""
+    rows = [complete_row(row) for row in nestful]
+    messages = rows[-1]["messages"]
+    at = next(i for i, m in enumerate(messages) if m["tool_calls"])
+    for edit in ({"tools": td.dumps(rows[-1]["tools"])},
+                 {"messages": [{**m, "tool_calls": "[]"} if i == at else m for i, m in enumerate(messages)]}):
+        edited = [*rows[:-1], {**rows[-1], **edit}]
+        with pytest.raises(td.InvalidValueError, match="expected a list, got string"):
+            nestful.map(lambda r, i: edited[i], with_indices=True,
+                        features=nestful.features if features else None)
+
+
 @pytest.mark.parametrize("batch_size", [3, 6, 1000])
 def test_a_batched_stream_map_or_filter_gives_rows_without_media_no_media_keys(batch_size, cache_dir):
     """A stream's batched ``map`` and ``filter`` cut their rows from decoded batches, which keep a media column where

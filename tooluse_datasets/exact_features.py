@@ -105,6 +105,8 @@ def _along_path(example: Any, json_field_path: list, leaf: Callable[[Any], Any])
         if example is None:
             return None
         if key == 0:
+            if isinstance(example, str) and leaf is _encoded_exact_leaf:  # (datasets' walk: one character an entry)
+                raise InvalidValueError("expected a list, got string")
             return [_along_path(x, rest, leaf) for x in example]
         return {**example, key: _along_path(example.get(key), rest, leaf)}
     return None if example is None else leaf(example)
