@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 
 import datasets
+import pandas
 import pytest
 
 import tooluse_datasets as td
@@ -639,7 +640,8 @@ def test_a_value_of_another_kind_given_to_from_list_and_from_dict_is_named_by_ro
         rows[bad][field] = value
     made = {"from_list": lambda: datasets.Dataset.from_list(rows, features=nestful.features),
             "from_dict": lambda: datasets.Dataset.from_dict({c: [r[c] for r in rows] for c in nestful.features},
-                                                            features=nestful.features)}
+                                                            features=nestful.features),
+            "from_pandas": lambda: datasets.Dataset.from_pandas(pandas.DataFrame(rows), features=nestful.features)}
     for how, make in made.items():
         with pytest.raises(td.InvalidValueError, match=message) as info:
             make()

@@ -773,7 +773,9 @@ def _frame_encoded(df: Any, features: ExactFeatures) -> Any:
     them (JSON leaves as exact text); a value they cannot store is named by its row and field."""
     import pandas as pd
 
-    columns = [name for name in df.columns if name in features and holds_json(features[name])]
+    # (and the other list columns: Arrow fails bare on text given for one, an image path)
+    columns = [name for name in df.columns
+               if name in features and (holds_json(features[name]) or isinstance(features[name], (List, LargeList)))]
     if not columns:
         return df
     df = df.copy(deep=False)
