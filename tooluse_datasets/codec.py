@@ -131,6 +131,8 @@ def _has_non_finite(value: Any) -> bool:
     while stack:
         item = stack.pop()
         kind = type(item)
+        if kind is str or item is None or kind is int or kind is bool:  # most leaves: not the subclass tests below
+            continue
         if kind is dict:
             stack.extend(item.values())
         elif kind is list or kind is tuple:
