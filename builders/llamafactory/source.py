@@ -307,9 +307,10 @@ class LlamaFactorySource(Source):
             conversations = [{"from": SYSTEM_TAG, "value": system}] + conversations
             system = original.get("system_column", "")
         tools = written["tools"]
-        if isinstance(original.get("tools"), str) and respelled_tools(original["tools"]) == tools:
+        if isinstance(original.get("tools"), str) and original["tools"] != tools \
+                and respelled_tools(original["tools"]) == tools:
             # the file's spelling, also one the llamafactory format respells because LLaMA-Factory's default tool
-            # prompt fails on it (a tool without parameters): raw is the file as read
+            # prompt fails on it (a tool without parameters): raw is the file as read (read again only then)
             tools = original["tools"]
         raw = {"conversations": conversations, "system": system, "tools": tools}
         raw.update({column: written[column] for column in MEDIA_COLUMNS})
