@@ -30,7 +30,7 @@ from fsspec.core import url_to_fs
 from .errors import DataNotFoundError
 from .network import failure_text
 from .offline import cached_ref, offline_mode
-from .shards.paths import HF_DATASETS, hf_url_parts
+from .shards.paths import COMPRESSION_SUFFIXES, HF_DATASETS, hf_url_parts
 from .source import COMMIT_ID, Upstream, head_commit
 
 logger = logging.getLogger("tooluse_datasets")
@@ -162,11 +162,15 @@ NOT_DATA_FILES = frozenset({"dataset_info.json", "dataset_infos.json", "dataset_
 
 
 def data_dir_files(data_dir: str, patterns: Iterable[str], not_data: frozenset[str] = frozenset()) -> list[str]:
-    """The data files of a ``data_dir`` folder: those matching the source's patterns, sorted; not the files of
+    """The data files of a ``data_dir`` folder: those matching the source's patterns (also compressed, and zip
+    archives, whose files are read as the source reads them), sorted; not the files of
     :data:`NOT_DATA_FILES` or named in ``not_data`` (the source's own, ``Source.local_not_data``), nor those under
     a name starting with ``.`` or ``__`` (a mirror's manifest, a cache folder, ``__pycache__``), as datasets leaves
     them out of a data folder."""
     base = Path(data_dir)
+    # Compressed and zipped files too (a.jsonl.gz, b.zip), as datasets reads a data_dir: they were left out unsaid
+    patterns = [*patterns, *(f"{pattern}{suffix}" for pattern in patterns for suffix in COMPRESSION_SUFFIXES
+                             if suffix != ".zip"), "**/*.zip"]
     found = {p for pattern in patterns for p in base.glob(pattern) if p.is_file()}
     return sorted(str(p) for p in found if p.name not in NOT_DATA_FILES and p.name not in not_data
                   and not any(part.startswith((".", "__")) for part in p.relative_to(base).parts))
