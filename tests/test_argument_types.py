@@ -129,6 +129,23 @@ def test_an_empty_path_in_data_files_is_refused_naming_it(tmp_path, monkeypatch,
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.parametrize("split", ["", " ", "train+", "+train", "train++train"])
+def test_a_split_with_an_empty_name_is_refused_alike_by_load_and_validate(tmp_path, monkeypatch, split):
+    """An empty split name (an unset variable, a stray +) was datasets' "Split name should match '^\\w+...'" in a
+    map-style load, "Bad split" in a stream, and validate's "no split ''"; each now names the split argument."""
+    from tooluse_datasets.validation.run import validate
+
+    monkeypatch.chdir(tmp_path)
+    files = td.sample_files("ms_swift")
+    message = f"^split={re.escape(repr(split))} has an empty split name"
+    for streaming in (False, True):
+        with pytest.raises(ValueError, match=message):
+            td.load("ms_swift", data_files=files, split=split, streaming=streaming, cache_dir=str(tmp_path / "c"))
+    with pytest.raises(ValueError, match=message):
+        validate("ms_swift", data_files=files, split=split)
+    assert os.listdir(tmp_path) == []
+
+
 @pytest.mark.parametrize("streaming", [False, True])
 @pytest.mark.parametrize("given", ["data_files", "data_dir"])
 def test_a_revision_beside_data_files_or_data_dir_is_refused_not_ignored(tmp_path, monkeypatch, given, streaming):

@@ -392,7 +392,10 @@ def splits_read(split: Any) -> Optional[tuple[str, ...]]:
     if split is None or not isinstance(split, str):
         return None
     names = {part.split("[", 1)[0].strip() for part in split.split("+")}
-    return None if "all" in names or "" in names else tuple(sorted(names))
+    if "" in names:  # ("train+": datasets' "Split name should match ..." or "Bad split", validate's "no split ''")
+        raise ValueError(f"split={split!r} has an empty split name (an unset variable?): give names joined by + "
+                         "(train, or a+b to read both), or leave split out for every split")
+    return None if "all" in names else tuple(sorted(names))
 
 
 class Source(abc.ABC):

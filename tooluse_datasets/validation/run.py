@@ -44,6 +44,7 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
     from .. import registry
     from ..loading import check_argument_types, check_format, check_revision_reads_upstream
     from ..pipeline import UNIFIED, ShardConverter, config_features
+    from ..source import splits_read
 
     check_argument_types(config=config, split=split, data_dir=data_dir, skipped_rows=skipped_rows, revision=revision)
     if split is not None and not isinstance(split, str):  # datasets' Split or ReadInstruction: as load() reads it
@@ -75,6 +76,7 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
         parts = {split: plans}
     elif split is not None:
         # "a+b" is one split of the rows of both, as load() streams it and stats counts it
+        splits_read(split)  # an empty name refused as load() refuses it
         wanted = [name.strip() for name in split.split("+")]
         names = [name.split("[", 1)[0].strip() for name in wanted]
         builder.check_split_names(names, [p.name for p in plans])  # (a misspelt one named with the one meant)
