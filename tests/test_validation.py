@@ -1708,6 +1708,24 @@ def test_filter_takes_a_plain_dict_of_splits_and_refuses_other_values_with_a_typ
             filter_dataset(value, "arguments.schema")
 
 
+def test_filtering_with_only_rules_of_sources_the_rows_lack_is_refused(mixed_file, cache_dir):
+    """filter_dataset(ms_swift rows, "toolmind.*") dropped no row, silently, where load(validate="toolmind.*") is
+    refused; a map-style dataset's rows name their sources, so the same selection is refused here too."""
+    from tooluse_datasets.validation import filter_dataset
+
+    ds = td.load("ms_swift", data_files=mixed_file, cache_dir=cache_dir)
+    for held in (ds, ds["train"], ds["train"].select([0, 2]), {"train": ds["train"]}):
+        with pytest.raises(ValueError, match="^rules names 'toolmind.grammar', which checks rows of toolmind only: "
+                                             "it does not apply to ms_swift rows"):
+            filter_dataset(held, "toolmind.grammar")
+    mixed = td.load("all", split="train", data_files={"ms_swift": mixed_file, "nestful": td.sample_files("nestful")},
+                    cache_dir=cache_dir)
+    kept = filter_dataset(mixed, "nestful.*")  # rules of one of the sources held: they check its rows
+    assert sum(row["source"] == "ms_swift" for row in kept) == 4
+    with pytest.raises(ValueError, match="does not apply to ms_swift or nestful rows"):
+        filter_dataset(mixed, "toolmind.*")
+
+
 @pytest.mark.parametrize("column", ["meta", "call_graph", "subset"])
 def test_filtering_a_dataset_without_a_unified_column_is_refused_not_emptied(mixed_file, cache_dir, column):
     """row.fields fails every row lacking a unified column, whatever the rules selected: a dataset whose `meta`

@@ -20,6 +20,7 @@ import inspect
 from typing import Any, Optional
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from datasets import Dataset, IterableDataset
 from datasets.iterable_dataset import FilteredExamplesIterable
 
@@ -28,7 +29,7 @@ from ..exact_features import ExactFeatures
 from ..errors import RuleViolationError, SkipReport, check_on_error
 from ..schema import MEDIA_COLUMNS, UNIFIED_FEATURES
 from .check import check_row
-from .registry import Rule, RuleSelection, select_rules, selection_items
+from .registry import Rule, RuleSelection, refuse_rules_of_other_sources, select_rules, selection_items
 
 FILTER_BATCH_ROWS = 256  # unified rows of long conversations are large; batches stay small
 # Every unified column but the media ones (decoded rows leave those out when empty): ``row.fields`` fails a row
@@ -56,10 +57,17 @@ def filter_dataset(ds: Any, rules: RuleSelection, *, on_error: str = "skip", rep
     selected = select_rules(rules, default_all=False)
     if not selected:
         return ds
+    held = _sources_held(ds)
+    if held:  # a selection naming only rules of sources absent from the rows would drop no row, silently
+        refuse_rules_of_other_sources(held, rules=rules)
     report = report if report is not None else SkipReport()
     if isinstance(ds, dict):  # a DatasetDict, an IterableDatasetDict or a plain dict of splits
-        return type(ds)({name: filter_dataset(split, selected_ids(selected), on_error=on_error, report=report,
-                                              batch_size=batch_size) for name, split in ds.items()})
+        return type(ds)({name: _filter_split(split, selected, on_error, report, batch_size)
+                         for name, split in ds.items()})
+    return _filter_split(ds, selected, on_error, report, batch_size)
+
+
+def _filter_split(ds: Any, selected: list[Rule], on_error: str, report: SkipReport, batch_size: int) -> Any:
     if not isinstance(ds, (Dataset, IterableDataset)):
         raise TypeError(f"filter_dataset takes a datasets Dataset or IterableDataset, or a dict of them, "
                         f"got {type(ds).__name__}")
@@ -81,8 +89,14 @@ def filter_dataset(ds: Any, rules: RuleSelection, *, on_error: str = "skip", rep
                                           batch_size=batch_size).with_format(format_type)
 
 
-def selected_ids(rules: list[Rule]) -> list[str]:
-    return [r.id for r in rules]
+def _sources_held(ds: Any) -> set[str]:
+    """The sources of a map-style dataset's stored rows (of all its splits; rows an index mapping leaves out too:
+    read from the column, never flattened); none known (an empty set) where a split is a stream, which is not read
+    ahead."""
+    splits = list(ds.values()) if isinstance(ds, dict) else [ds]
+    if not all(isinstance(split, Dataset) and "source" in split.column_names for split in splits):
+        return set()
+    return {name for split in splits for name in pc.unique(split.data.column("source")).to_pylist() if name}
 
 
 class _RowFilter:

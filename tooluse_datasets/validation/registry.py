@@ -182,17 +182,18 @@ def select_rules(selection: RuleSelection, *, default_all: bool = True, allow_re
     return [r for r in rules if r.id in chosen and r.checks_source(source)]
 
 
-def refuse_rules_of_other_sources(source: str, **selections: RuleSelection) -> None:
+def refuse_rules_of_other_sources(source: Union[str, Iterable[str]], **selections: RuleSelection) -> None:
     """A rule id or glob of a selection (``rules``, ``fail_on``, ``validate``) that names only other sources' rules
-    could never check a row of ``source``: a ValueError saying so, rather than a run of no rule, one that could never
-    fail on it or a filter dropping no row."""
+    could never check a row of ``source`` (or of any of several sources): a ValueError saying so, rather than a run
+    of no rule, one that could never fail on it or a filter dropping no row."""
+    sources = [source] if isinstance(source, str) else sorted(source)
     for name, selection in selections.items():
         foreign = [item for item in selection_items(selection) if item not in (READ_ERRORS, "all", *SEVERITIES)
-                   and not select_rules(item, source=source)]
+                   and not any(select_rules(item, source=s) for s in sources)]
         if foreign:
             raise ValueError(f"{name} names {', '.join(map(repr, foreign))}, which checks rows of "
                              f"{', '.join(sorted({s for i in foreign for r in select_rules(i) for s in r.sources}))} "
-                             f"only: it does not apply to {source} rows")
+                             f"only: it does not apply to {' or '.join(sources)} rows")
 
 
 def selects_read_errors(selection: RuleSelection) -> bool:
