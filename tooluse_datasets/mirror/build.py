@@ -26,7 +26,7 @@ from ..dataset_card import hub_license, render_card, repo_id_problem
 from ..distributions import plot_distributions
 from ..errors import SkipReport, ToolUseDataError, check_on_error, json_text_bytes
 from ..progress import progress
-from ..shards.paths import name_as_text, output_among_inputs
+from ..shards.paths import name_as_text
 from ..shards.versions import changed
 from ..source import SplitPlan
 from ..stats import SplitStatistics
@@ -405,11 +405,12 @@ def _check_inputs_outside(request: MirrorRequest, builder, target: Path) -> None
 
 def _check_listing_is_no_input(request: MirrorRequest, builder) -> None:
     """The ``skipped_rows`` listing must not be a data file the build reads: it was written over that file once the
-    rows were read, and the input was lost (the command line refuses it before this; a link to the file too)."""
-    found = output_among_inputs(_input_paths(request, builder), {"skipped_rows": [request.skipped_rows]})
-    if found is not None:
-        raise MirrorError(f"{request.source}: skipped_rows {found[1]} is the data file {found[2]}, which the build "
-                          f"reads: the listing would replace it; write it elsewhere")
+    rows were read, and the input was lost (the command line refuses it before this; a link to the file too). The
+    check load() and validate() make of their outputs."""
+    try:
+        builder.refuse_writing_inputs({"skipped_rows": [request.skipped_rows]})
+    except ValueError as error:
+        raise MirrorError(f"{request.source}: {error}") from None
 
 
 def _absolute_path_options(request: MirrorRequest) -> MirrorRequest:
