@@ -891,6 +891,9 @@ def test_a_data_file_of_an_unknown_protocol_is_refused_naming_it_and_the_protoco
         assert {"hf", "https", "zip"} <= set(str(caught.value).rsplit("(", 1)[1].rstrip(")").split(", "))
     assert main(["validate", "ms_swift", "--data-files", url]) == 2
     assert capsys.readouterr().err.startswith(f"error: ValueError: data file {url!r}: protocol 'foo' is not known")
+    for kwargs in MODES.values():  # a data_dir of one: was "no data files matching ... under data_dir='foo://x'"
+        with pytest.raises(ValueError, match=r"^data_dir 'foo://x': protocol 'foo' is not known; "):
+            td.load("ms_swift", data_dir="foo://x", cache_dir=cache_dir, **kwargs)
 
 
 # --------------------------------------------------------------------------------------------------

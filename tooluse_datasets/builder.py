@@ -462,6 +462,7 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                              f"read back as rows; write it outside the files read")
 
     def _glob_data_dir(self, data_dir: str) -> list[str]:
+        _check_protocols(data_dir, "data_dir")  # ("foo://x" was "no data files matching ... under data_dir='foo://x'")
         found = data_dir_files(data_dir, self.source.local_patterns, self.source.local_not_data)
         if not found:
             raise DataNotFoundError(f"{self.source.name}: no data files matching {list(self.source.local_patterns)} "
@@ -651,7 +652,7 @@ def _path_strings(data_files, base: Optional[str] = None, top: bool = True):
     return literal_folder_escaped(path, base)  # (`/tmp/run[1]/*.jsonl`: the folder as named, the rest a pattern)
 
 
-def _check_protocols(path: str) -> None:
+def _check_protocols(path: str, what: str = "data file") -> None:
     """Each protocol of a data file URL (``foo://``, every part of a ``zip://...::...`` chain) that fsspec cannot
     open, refused naming the file and the protocols that work: fsspec said "Protocol not known: foo", or "Install
     s3fs to access S3" (an ImportError), naming neither."""
@@ -662,7 +663,7 @@ def _check_protocols(path: str) -> None:
         if exc is not None:
             problem = "is not known" if isinstance(exc, ValueError) else f"needs a package not installed ({exc})"
             installed = [name for name in sorted(known_implementations) if _protocol_error(name) is None]
-            raise ValueError(f"data file {path!r}: protocol {protocol!r} {problem}; data files are local paths, "
+            raise ValueError(f"{what} {path!r}: protocol {protocol!r} {problem}; data files are local paths, "
                              f"http(s):// or hf:// URLs, or URLs of another fsspec protocol installed "
                              f"({', '.join(installed)})")
 
