@@ -746,6 +746,8 @@ def test_a_repo_id_the_hub_does_not_take_is_refused_before_building(repo_id, mes
     err = capsys.readouterr().err
     assert message in err and "--repo-id" in err and len(err.strip().splitlines()) == 1
     assert not out.exists() or not any(out.iterdir())
+    with pytest.raises(MirrorError, match=r"^repo_id \(--repo-id\): "):  # its name in Python too (was --repo-id)
+        MirrorRequest("ms_swift", repo_id=repo_id)
     # {source} is replaced before the id is checked
     assert main(["mirror", "ms_swift", "nestful", "--sample", "--configs", "unified", "--repo-id",
                  "acme/{source}-tooluse", "--out", str(out)]) == 0

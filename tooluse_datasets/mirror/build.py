@@ -104,7 +104,7 @@ class MirrorRequest:
         if self.repo_id is not None:  # the card's snippets load it: one the Hub does not take makes them all fail
             problem = repo_id_problem(self.repo_id, "the card's snippets load a dataset repo")
             if problem is not None:
-                raise MirrorError(f"--repo-id: {problem}")
+                raise MirrorError(f"repo_id (--repo-id): {problem}")  # (MirrorRequest's name and the option's)
 
 
 def build_mirror(request: MirrorRequest, out_dir: str | Path, *, engine: str = "local",
