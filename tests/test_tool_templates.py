@@ -6,6 +6,7 @@ splits such a turn into one turn per call, each followed by its own results."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -14,6 +15,7 @@ from jinja2.exceptions import TemplateError  # noqa: E402
 
 import tooluse_datasets as td  # noqa: E402
 from chat_templates import TEMPLATES  # noqa: E402
+from conftest import PROJECT_ROOT, shared_data  # noqa: E402
 from test_call_ids import _loads, _text_only  # noqa: E402
 from test_trl import assert_rendered, byte_tokenizer, refusal  # noqa: E402
 
@@ -52,6 +54,21 @@ def test_every_row_renders_under_llama_after_one_call_per_turn(template, streami
                 assert_rendered(fixed, text, template)
                 rows += 1
     assert rows >= 100 and refused >= 50
+
+
+def test_readme_counts_the_rows_with_several_calls_in_a_turn(cache_dir):
+    """The README's count of the rows Llama 3.x refuses (several calls in one assistant turn) is that of the rows
+    these tests render: each row once, not once per access mode."""
+    shared_data("ms_swift")  # the count includes the upstream rows
+    rows = several = 0
+    for source, files in _loads():
+        for ds in td.load(source, data_files=files, cache_dir=cache_dir).values():
+            for row in filter(_text_only, ds):
+                rows += 1
+                several += any(len(m.get("tool_calls", [])) > 1 for m in row["messages"])
+    readme = " ".join((PROJECT_ROOT / "README.md").read_text(encoding="utf-8").split())
+    stated = re.search(r"most NESTFUL and ToolMind rows: (\d+) of the (\d+) text rows", readme)
+    assert (int(stated[1]), int(stated[2])) == (several, rows)
 
 
 def _starts_without_user(row: dict) -> bool:
