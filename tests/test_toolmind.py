@@ -846,6 +846,19 @@ def test_system_prompt_without_a_catalog_is_flagged_not_fatal():
     assert parse_system_prompt(prose).tools == []
 
 
+@pytest.mark.parametrize("catalog", ["## Available Tools\n\n[]", "Tools: []", "<tools>[ ]</tools>"])
+def test_an_empty_catalog_where_one_is_introduced_is_no_instructions(catalog):
+    msgs = conversation()
+    msgs[0]["content"] = f"{PROTOCOL_TEXT}\n\n{catalog}\n\nAnswer briefly."
+    row = convert(native_row(msgs))
+    assert row["tools"] == [] and "tools_not_found" not in row["meta"]
+    assert row["messages"][0] == {"role": "system", "content": "Answer briefly."}
+    assert write_toolmind_row(row)["messages"] == native_row(msgs)["messages"]
+    # an empty array the prose does not introduce as the catalog stays in it
+    prose = PROTOCOL_TEXT + "\n\nReturn an empty list:\n[]"
+    assert parse_system_prompt(prose).instructions == "Return an empty list:\n[]"
+
+
 # --------------------------------------------------------------------------------------------------
 # Upstream excerpts and malformed rows
 # --------------------------------------------------------------------------------------------------

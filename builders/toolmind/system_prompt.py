@@ -218,7 +218,11 @@ def _scan_tool_catalog(text: str) -> tuple[list[tuple[int, int]], list[dict], bo
             end = start + len(line)
             found = None if found is None else loads_stored(found)
         if found is None:
-            continue
+            # An empty array where a catalog is introduced ("## Available Tools\n\n[]": no tools, as json.dumps
+            # writes them) is the catalog, empty: neither it nor its heading is instructions.
+            if not (_EMPTY_ARRAY.fullmatch(text, start, end) and _introduces_tools(text[:start])):
+                continue
+            found = []
         spans.append((_item_start(text, start), end))
         tools.extend(found)
         consumed = end
@@ -234,6 +238,7 @@ def _scan_tool_catalog(text: str) -> tuple[list[tuple[int, int]], list[dict], bo
 # (or a semicolon, as catalogs written as a list of statements end each tool).
 _SAME_LINE_VALUE = re.compile(r"[ \t]*[,;]?[ \t]*(?=[\[{])")
 _SEPARATORS = " \t\r\n,;"
+_EMPTY_ARRAY = re.compile(r"\[[ \t\r\n]*\]")
 # Where a catalog value may follow one that ends in a closing bracket on its line (the end of a value cut short).
 _AFTER_CLOSED_VALUE = re.compile(r"[}\]][ \t]*[,;]?[ \t]*(?=[\[{])")
 
