@@ -1125,6 +1125,7 @@ def test_parameters_call_key(tmp_path):
     with pytest.raises(MissingFieldError) as err:
         convert(native)
     assert err.value.field == "messages[3].content.arguments"
+    assert "arguments_key='parameters'" in str(err.value)  # the option that reads it is named
     source = ToolMindSource(ToolMindOptions(arguments_key="parameters"))
     row = convert(native, source)
     assert row["meta"]["call_key"] == "parameters" and "content" not in row["meta"]

@@ -208,7 +208,11 @@ def parse_call(text: str, field: str, *, arguments_key: str, tolerant: bool = Fa
     keys = (arguments_key,) + (tuple(k for k in ARGUMENT_KEYS if k != arguments_key) if tolerant else ())
     key = next((k for k in keys if k in value), None)
     if key is None:
-        raise MissingFieldError(f"tool call lacks {' or '.join(map(repr, keys))}", field=f"{field}.{arguments_key}")
+        # Calls spelled with the other key (DR-Tulu's "parameters") are read with the option naming it.
+        other = next((k for k in ARGUMENT_KEYS if k in value and k not in keys), None)
+        hint = f" but has {other!r} (read such rows with arguments_key={other!r})" if other else ""
+        raise MissingFieldError(f"tool call lacks {' or '.join(map(repr, keys))}{hint}",
+                                field=f"{field}.{arguments_key}")
     arguments = value[key]
     if isinstance(arguments, str):
         decoded_ok, decoded = try_loads(arguments)
