@@ -400,6 +400,13 @@ def test_a_file_whose_rows_lack_the_default_messages_column_is_rows_skipped_not_
     assert report.skipped == 1 and list(report.by_reason) == ["MissingFieldError:messages"]
 
 
+def test_a_row_whose_messages_are_in_another_column_names_the_option_that_reads_them(tmp_path):
+    path = write_parquet(tmp_path / "drtulu.parquet", [{"id": "dr-1", "conversations": conversation()}])
+    with pytest.raises(MissingFieldError) as err:
+        list(td.load("toolmind", data_files=path, split="train", split_column=None, streaming=True))
+    assert err.value.field == "messages" and "messages_column='conversations'" in str(err.value)
+
+
 @pytest.mark.parametrize("option", ["split_column", "id_column", "messages_column"])
 @pytest.mark.parametrize("streaming", [True, False], ids=["streaming", "map"])
 def test_an_empty_column_name_is_refused_before_anything_is_read(tmp_path, cache_dir, option, streaming):

@@ -181,7 +181,8 @@ class ToolMindSource(Source):
         opts = self.options
         column = opts.messages_column
         if native.get(column) is None:
-            raise wrapped_rows_error(native, (column,)) or MissingFieldError(f"row has no {column!r}", field=column)
+            raise wrapped_rows_error(native, (column,)) or MissingFieldError(
+                f"row has no {column!r}{_messages_elsewhere(native)}", field=column)
         messages, encoding, verbatim = decode_messages(native[column], column)
         split_value = binary_text(native.get(opts.split_column), opts.split_column) if opts.split_column else None
         if split_value is not None and not isinstance(split_value, str):
@@ -318,6 +319,15 @@ _UNIFIED_MESSAGE = re.compile(r"messages\[(\d+)\](\.reasoning_content)?")
 # --------------------------------------------------------------------------------------------------
 # The messages column
 # --------------------------------------------------------------------------------------------------
+
+
+def _messages_elsewhere(native: dict) -> str:
+    """Where a row lacks its messages column but another holds a list of messages (DR-Tulu's ``conversations``):
+    the option that reads them, for the error to name."""
+    for name, value in native.items():
+        if isinstance(value, list) and value and all(isinstance(m, dict) and "role" in m for m in value):
+            return f" (its {name!r} holds messages: read them with messages_column={name!r})"
+    return ""
 
 
 def binary_text(value: Any, column: str) -> Any:
