@@ -1488,6 +1488,13 @@ def test_writer_refuses_rows_it_would_have_to_invent_content_for(messages, field
     assert err.value.field == field
 
 
+def test_a_row_opening_on_an_assistant_turn_is_refused_as_such_not_as_one_after_a_system_turn_it_lacks():
+    with pytest.raises(ConversionError) as err:
+        TOOLMIND_FORMAT.write(_foreign([message("assistant", "Hello."), message("user", "hi")]))
+    assert err.value.field == "messages[0]" and "assistant turn at the start" in str(err.value)
+    assert "system" not in str(err.value)
+
+
 def test_writer_rerenders_the_system_prompt_after_tools_change(generated_rows):
     row = convert(generated_rows[0])
     row["tools"] = row["tools"][:1]

@@ -205,7 +205,9 @@ class _Writer:
     def _assistant(self, i: int, m: dict, messages: list[dict]) -> int:
         """Write one assistant turn (and the results of its calls); return the next message index."""
         if self.last not in ("user", "tool_output"):
-            raise ConversionError(f"assistant turn after {self.last!r}; ToolMind needs a user turn in between",
+            # (the system turn is the writer's own: a row may have none)
+            where = "at the start" if self.last == "system" else f"after {self.last!r}"
+            raise ConversionError(f"assistant turn {where}; ToolMind needs a user turn before it",
                                   field=f"messages[{i}]")
         calls = m.get("tool_calls") or []
         reasoning = m.get("reasoning_content")
