@@ -159,6 +159,15 @@ def test_rule_reports_a_row_that_breaks_it_and_passes_the_original(samples, rule
     assert any(field in (f.field or "") for f in found), [f.field for f in found]
 
 
+@pytest.mark.parametrize("content, said", [([{"type": "text"}], "an array"), ({"a": 1}, "an object"), (3, "a number"),
+                                           (None, "null (use an empty string)")])
+def test_a_content_that_is_no_string_is_named_by_its_kind_with_its_article(samples, content, said):
+    """The message said "content is a array" and "a object"."""
+    row = base(samples, SWIFT)
+    row["messages"][1]["content"] = content
+    assert [f.message for f in rule_findings(row, "message.content")] == [f"content is {said}"]
+
+
 def test_a_call_without_an_id_is_paired_by_ms_swift_pairing_not_left_uncheckable(samples):
     """A decoded row leaves a null call id out: ms_swift.pairing read call["id"] and reported "the row could
     not be checked (KeyError: 'id')" with no field, instead of the result it cannot place."""

@@ -159,7 +159,8 @@ def message_role(view: RowView) -> Findings:
 def message_content(view: RowView) -> Findings:
     for i, m in enumerate(view.messages):
         if "content" in m and not isinstance(m["content"], str):
-            shown = "null (use an empty string)" if m["content"] is None else f"a {type_name(m['content'])}"
+            kind = type_name(m["content"])  # ("an array", "an object", "a number")
+            shown = "null (use an empty string)" if m["content"] is None else f"a{'n' * (kind[0] in 'aeiou')} {kind}"
             yield f"messages[{i}].content", f"content is {shown}"
 
 
