@@ -623,6 +623,18 @@ def test_v1_files_read_as_v2_say_to_pass_data_version(tmp_path):
     assert caught.value.field == "sample_id" and "data_version" not in str(caught.value)
 
 
+def test_v1_files_given_to_verify_say_they_cannot_be_verified(tmp_path):
+    """The hint for v1 data read as v2 told verify's and score's users to pass --option data_version=v1, which neither
+    command has (an argparse error), and v1 rows could not be verified anyway: they have no gold answers."""
+    from tooluse_datasets.builders.nestful.verify import verify
+    from tooluse_datasets.errors import MissingFieldError
+
+    with pytest.raises(MissingFieldError, match="v1 rows have no gold answers, so verify and score cannot use them"):
+        verify(v1_file(GROUP_PATHS["executable"][0]), functions_dir=str(shared_data("nestful", "data_v2",
+                                                                                  "executable_functions")),
+               cache_dir=str(tmp_path / "cache"))
+
+
 def test_a_reference_without_its_leading_dollar_is_reported_not_lost(loaded):
     """Real executable row 21 passes "var1.product_id$" (its leading $ missing) to the product-details call: kept as
     text by the spec's rule, so no call_graph edge; the dependency it meant went unreported by every rule."""

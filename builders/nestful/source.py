@@ -386,8 +386,9 @@ def _v1_hint(native: dict, ctx: RowContext) -> str:
     ends_with_result = (isinstance(output, list) and bool(output) and isinstance(output[-1], dict)
                         and output[-1].get("name") == RESULT_CALL)
     if ends_with_result or group_of(ctx.file):
+        # (verify and score take no --option: say why v1 rows are of no use to them)
         return ("; this looks like NESTFUL v1 data (data_v1/), which loads with data_version='v1' (on the command "
-                "line: --option data_version=v1)")
+                "line: --option data_version=v1); v1 rows have no gold answers, so verify and score cannot use them")
     return ""
 
 
