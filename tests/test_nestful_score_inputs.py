@@ -236,6 +236,22 @@ def test_unified_rows_are_gold_rows_read_back_as_their_raw_rows(tmp_path, cache_
     assert (info.value.row, info.value.field) == (2, "source")
 
 
+def test_a_unified_export_given_as_gold_data_files_says_what_it_is(tmp_path, capsys):
+    """The README takes unified rows as gold rows (in Python): a unified export given to --gold-data-files was only
+    "NESTFUL rows need 'sample_id'", which did not say the file is the package's own unified rows nor what to do."""
+    gold_file = str(shared_data(*CURRENT))
+    assert cli.main(["export", "nestful", "--format", "unified", "--data-files", gold_file,
+                     "--out", str(tmp_path / "out")]) == 0
+    exported = str(next((tmp_path / "out").glob("*.jsonl")))
+    first = rows(CURRENT)[0]
+    path = write_lines(tmp_path / "predictions.jsonl", [{"sample_id": first["sample_id"], "calls": first["output"]}])
+    capsys.readouterr()
+    code, _, err = cli_json(capsys, ["score", "nestful", path, "--gold-data-files", exported, "--no-win-rate"])
+    assert code == 2
+    assert "NESTFUL rows need 'sample_id'; this looks like the package's unified rows (export --format unified)" in err
+    assert "gold_rows_by_id" in err
+
+
 def test_a_gold_answer_that_cannot_be_checked_is_refused_before_anything_runs(math_row):
     for gold, error in [("a is greater", InvalidJsonError), (math.nan, JsonValueError), ({1, 2}, JsonValueError)]:
         items = [ScoreItem("fine", math_row["output"], math_row["tools"], "40.0", "[]"),

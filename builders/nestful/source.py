@@ -244,7 +244,7 @@ class NestfulSource(Source):
         for key in ROW_KEYS:
             if native.get(key) is None:
                 raise wrapped_rows_error(native, ROW_KEYS) or MissingFieldError(
-                    f"NESTFUL rows need {key!r}{_v1_hint(native, ctx)}", field=key)
+                    f"NESTFUL rows need {key!r}{_format_hint(native, ctx)}", field=key)
         sample_id = native["sample_id"]
         if isinstance(sample_id, bool) or not isinstance(sample_id, (str, int)) or sample_id == "":
             # The id names the row (``nestful/<domain>/<sample_id>``): text or a number, never str() of a list.
@@ -374,10 +374,11 @@ def _json_field(native: dict, key: str, expected: type) -> Any:
     return value
 
 
-def _v1_hint(native: dict, ctx: RowContext) -> str:
+def _format_hint(native: dict, ctx: RowContext) -> str:
     """What to do when a row lacks a field because it is v1 data read as v2 (the likeliest cause: v1 samples have no
     sample_id or tools, and data_v1/ also holds the spec files): its file is one of v1's, or it ends with v1's
-    ``var_result`` pseudo-call."""
+    ``var_result`` pseudo-call; or because it is one of the package's own unified rows (``--gold-data-files`` given
+    an export)."""
     if native.get("sample_id") is None and {"gold_answer_text", "extra"} <= native.keys():
         # (a raw export of v1 rows: data_version='v1' refuses them too, having no spec file)
         return ("; this looks like the package's raw rows of NESTFUL v1 data (export --format raw), which neither "
@@ -389,6 +390,10 @@ def _v1_hint(native: dict, ctx: RowContext) -> str:
         # (verify and score take no --option: say why v1 rows are of no use to them)
         return ("; this looks like NESTFUL v1 data (data_v1/), which loads with data_version='v1' (on the command "
                 "line: --option data_version=v1); v1 rows have no gold answers, so verify and score cannot use them")
+    if native.get("source") == "nestful" and "messages" in native and isinstance(native.get("meta"), dict):
+        return ("; this looks like the package's unified rows (export --format unified), which the NESTFUL reader "
+                "does not take: read the files they were exported from, or export --format raw (in Python, score "
+                "takes unified rows as gold rows through gold_rows_by_id)")
     return ""
 
 
