@@ -2459,18 +2459,20 @@ def test_export_raw_with_execute_is_a_usage_error(functions_dir, tmp_path, capsy
 
 POSITIVE = "must be a positive finite number, got"
 AT_MOST = "must be at most"
+WHOLE = "must be a whole number (digits only), got"
 
 
 @pytest.mark.parametrize("command", ["verify", "score"])
 @pytest.mark.parametrize("flag, value, message", [
     ("--timeout", "-1", POSITIVE), ("--timeout", "0", POSITIVE), ("--timeout", "nan", POSITIVE),
     ("--timeout", "inf", POSITIVE), ("--memory-mb", "-5", POSITIVE), ("--memory-mb", "0", POSITIVE),
-    ("--timeout", "1e12", AT_MOST), ("--memory-mb", str(10**30), AT_MOST)])
+    ("--timeout", "1e12", AT_MOST), ("--memory-mb", str(10**30), AT_MOST), ("--memory-mb", "1.5", WHOLE),
+    ("--memory-mb", "1e3", WHOLE), ("--timeout", "ten", "must be a number, got")])
 def test_cli_limits_the_sandbox_cannot_apply_are_usage_errors(command, flag, value, message, functions_dir,
                                                               tmp_path, capsys):
     # --memory-mb -5 ran without a memory limit; --timeout -1 reported every sample as a crash with the
     # sandbox's traceback, nan a bare ValueError, inf and 1e12 "unexpected OverflowError ... (a bug)";
-    # --memory-mb 10**30 gave a sandbox that could not start
+    # --memory-mb 10**30 gave a sandbox that could not start; --memory-mb 1.5 and 1e3 were "not a number"
     results = tmp_path / "results.jsonl"
     results.write_text("")
     args = (["verify", "nestful", "--data-files", str(shared_data(*ICL))] if command == "verify"

@@ -58,7 +58,9 @@ def _positive(kind, limit: str):
         try:
             value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+            # (--memory-mb 1.5 or 1e3 is a number, but not one int() reads: say which kind is wanted)
+            wanted = "must be a whole number (digits only)" if kind is int else "must be a number"
+            raise argparse.ArgumentTypeError(f"{wanted}, got {text!r}") from None
         if not (math.isfinite(value) and value > 0):
             raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text!r}")
         from ..builders.nestful.execution.sandbox import MAXIMA  # (here: the parser is built for every command)
