@@ -387,6 +387,8 @@ def test_hf_parquet_form_reads_like_the_jsonl(tmp_path, cache_dir):
     (lambda r: (r["output"][0].update(label="var_1"),
                 r["output"].append({"name": "add", "label": "$var_1", "arguments": {"arg_0": 2}})),
      td.InvalidValueError, "output[1].label"),
+    # "$" alone: no reference can name it (a later one to the call after it was "no earlier call defines 'var_2'")
+    (lambda r: r["output"][0].update(label="$"), td.InvalidValueError, "output[0].label"),
 ])
 def test_more_malformed_rows_are_typed_errors(mutate, error, field):
     row = json.loads(json.dumps(GOOD))
