@@ -670,6 +670,14 @@ REJECTED = [
     pytest.param({"messages": [USER, {"role": "tool_call", "content": json.dumps({"name": "get_weather"})}]},
                  MissingFieldError, "messages[1].content.arguments", "neither arguments nor parameters",
                  id="call without arguments"),
+    # (was "neither arguments nor parameters", as if the key were missing)
+    pytest.param({"messages": [USER, {"role": "tool_call", "content": json.dumps({"name": "f", "arguments": None})}]},
+                 InvalidValueError, "messages[1].content.arguments", "arguments are null, not an object",
+                 id="call with null arguments"),
+    pytest.param({"messages": [USER, {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "f", "arguments": "null"}}]}]},
+                 InvalidValueError, "messages[1].tool_calls[0].function.arguments", "arguments are null",
+                 id="OpenAI call whose arguments are the text null"),
     pytest.param({"messages": [USER, {"role": "tool_call", "content": json.dumps({"name": "get_weather", "arguments": "city=Oslo"})}]},
                  InvalidJsonError, "messages[1].content.arguments", "neither JSON nor a Python literal",
                  id="unparseable arguments"),
@@ -1368,7 +1376,7 @@ def test_anthropic_tool_use_without_input_is_a_call_without_arguments():
                                   ("assistant", "No alarms are set.", None)]
     assert same_json(SOURCE.from_unified(unified), raw)
     native["messages"][1]["content"][0]["input"] = None
-    with pytest.raises(MissingFieldError, match="neither arguments nor parameters"):
+    with pytest.raises(InvalidValueError, match="arguments are null, not an object"):
         convert(native)
 
 def test_bad_rows_raise_with_location_or_are_counted_when_skipped(tmp_path, cache_dir):

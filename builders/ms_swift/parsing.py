@@ -211,6 +211,10 @@ def parse_call(content: Any, field: str) -> tuple[str, dict]:
     key = "arguments" if call.get("arguments") is not None else "parameters"
     arguments = call.get(key)
     if arguments is None:
+        given = next((k for k in ("arguments", "parameters") if k in call), None)
+        if given is not None:  # (JSON null, or the text "null" of an OpenAI call: "neither" said the key was missing)
+            raise InvalidValueError(f"tool call {given} are null, not an object (ms-swift's preprocessing keeps "
+                                    f"them null)", field=f"{field}.{given}")
         raise MissingFieldError("tool call has neither arguments nor parameters (ms-swift drops the row)",
                                 field=f"{field}.arguments")
     if isinstance(arguments, str):
