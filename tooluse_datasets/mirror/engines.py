@@ -24,6 +24,7 @@ import dataclasses
 import importlib.util
 import logging
 import os
+import pickle
 import signal
 import socket
 import sys
@@ -161,10 +162,30 @@ class _FirstBadRow:
             raise self.error from None
 
 
+class UnpicklableFailure(Exception):
+    """A worker's failure that could not travel back to the build as it was, told by its type and message."""
+
+
 def _failure(task: ShardTask, exc: BaseException) -> ShardFailure:
-    failure = ShardFailure(task, f"{type(exc).__name__}: {exc}")
+    failure = ShardFailure(task, str(exc) if isinstance(exc, UnpicklableFailure) else f"{type(exc).__name__}: {exc}")
     logger.error("mirror: shard failed: %s", failure.describe())
     return failure
+
+
+def _in_worker(convert: Callable[[ShardTask], dict], task: ShardTask) -> dict:
+    """``convert(task)`` in a pool's worker or a Ray task. A failure that cannot be pickled (an HTTP error holding
+    its response's headers, an exception whose class needs other arguments to be made again) reached the build
+    as the pickling error alone (the pool) or as Ray's traceback of it: it is sent as its type and message."""
+    try:
+        return convert(task)
+    except ToolUseDataError:
+        raise  # pickled with its location (its __reduce__)
+    except Exception as exc:
+        try:
+            pickle.loads(pickle.dumps(exc))
+        except Exception:
+            raise UnpicklableFailure(f"{type(exc).__name__}: {exc}") from None
+        raise
 
 
 def _run_here(tasks: Sequence[ShardTask]) -> Iterator[tuple[ShardTask, Outcome]]:
@@ -184,7 +205,8 @@ def _run_pool(tasks: Sequence[ShardTask], num_proc: int) -> Iterator[tuple[Shard
 
     with ProcessPoolExecutor(max_workers=min(num_proc, len(tasks)), mp_context=_pool_context(tasks[0]),
                              initializer=exit_with_parent, initargs=(os.getpid(),)) as pool:
-        futures = {pool.submit(convert_shard, task): (position, task) for position, task in enumerate(tasks)}
+        futures = {pool.submit(_in_worker, convert_shard, task): (position, task)
+                   for position, task in enumerate(tasks)}
         bad_row = _FirstBadRow()
         try:
             for future in as_completed(futures):
@@ -258,13 +280,13 @@ def _run_ray(tasks: Sequence[ShardTask], num_proc: Optional[int],
     running: dict = {}
     try:
         limit = num_proc or max(1, int(ray.cluster_resources().get("CPU", 1)))
-        remote = ray.remote(num_cpus=1)(convert_shard)
+        remote = ray.remote(num_cpus=1)(_in_worker)
         queue = list(enumerate(tasks))
         bad_row = _FirstBadRow()
         while queue or running:
             while queue and len(running) < limit and not bad_row:  # at most `limit` at once: num_proc workers
                 position, task = queue.pop(0)
-                running[remote.remote(task)] = (position, task)
+                running[remote.remote(convert_shard, task)] = (position, task)
             if not running:
                 break
             ready, _ = ray.wait(list(running), num_returns=1)
