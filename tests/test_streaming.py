@@ -1509,6 +1509,30 @@ def test_a_stateful_dataloader_with_two_workers_resumes_where_the_whole_has_more
         assert sorted(head + rest) == sorted(whole)
 
 
+@pytest.mark.parametrize("world_size", [1, 3])
+def test_a_stateful_dataloader_resumes_a_concatenation_a_worker_had_not_started(toolmind_file, world_size):
+    """``concatenate_datasets`` of two streams (also split by node row by row, 10 shards for 3 nodes) read by a
+    StatefulDataLoader with two workers, saved after one batch: the second worker's saved state is its start-up
+    state, the whole stream's, of 2 streams, where the worker's part of a concatenation is its single shards.
+    Loading it failed in the worker ("holds 2 streams' states, where this stream has 5"), and the loader could
+    not resume. That state names no row: the worker starts its part afresh, every row once."""
+    pytest.importorskip("torch", reason="torch (the [trl] extra) is needed for DataLoader workers")
+    stateful = pytest.importorskip("torchdata.stateful_dataloader",
+                                   reason="torchdata (the [trl] extra) has the StatefulDataLoader")
+    from datasets import concatenate_datasets
+
+    def loader():
+        mixed = concatenate_datasets([_stream(toolmind_file), _stream(toolmind_file, split="xlam_function_calling_60k")])
+        node = split_dataset_by_node(mixed, rank=0, world_size=world_size) if world_size > 1 else mixed
+        return stateful.StatefulDataLoader(node, batch_size=2, num_workers=2,
+                                           collate_fn=lambda rows: [r["id"] for r in rows])
+
+    whole = [row_id for batch in loader() for row_id in batch]
+    head, rest = _stopped_and_resumed(loader, 1)
+    assert len(head) == 2
+    assert sorted(head + rest) == sorted(whole) and len(set(whole)) == len(whole)
+
+
 def test_a_toolmind_json_lines_shard_checks_its_files_version_once_before_and_once_after(toolmind_file, tmp_path,
                                                                                          monkeypatch):
     """A ToolMind shard's reading (rows of one split) is checked against the file's version before its first row

@@ -47,6 +47,12 @@ def mismatch(live: Any, saved: Any, path: str = "state") -> Optional[str]:
     return None
 
 
+class StartUpState(dict):
+    """A DataLoader worker's start-up state, the whole stream's before any row (see worker_resume): it names no
+    row, so a worker's part of other streams than the whole (a concatenation's part is its single shards) starts
+    afresh from it."""
+
+
 def _kind(state: dict) -> str:
     return f"the state of {state['type']}" if state.get("type") else "a state of other keys"
 
@@ -92,7 +98,9 @@ def install() -> None:
 
     def load_state_dict(self, state_dict: dict) -> dict:
         found = mismatch(self._init_state_dict(), state_dict)
-        if found:
+        if found and isinstance(state_dict, StartUpState):
+            state_dict = self._init_state_dict()
+        elif found:
             raise ValueError(f"this state_dict was saved from a stream built otherwise: {found}. A state resumes "
                              "a stream built with the same steps (map, filter, shuffle, take, skip, interleave...) "
                              "over the same data it was saved from")

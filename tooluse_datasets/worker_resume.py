@@ -14,11 +14,13 @@ stream's, before the worker divided it and shifted its random generators by its 
 start, which any part resumes alike, but the generator of a weighted ``interleave_datasets`` is the whole
 stream's: loaded into the part, it replaced the worker's own, and the resumed worker drew its members in another
 order than it would have (rows it would not have handed out, some twice). Such a state is loaded without its
-generators, so the part keeps its own.
+generators, so the part keeps its own; where the part is made of other streams than the whole (a concatenation's
+part is its single shards), the part starts afresh (:class:`~.resume_state.StartUpState`).
 """
 from __future__ import annotations
 
 from .datasets_patches import patched_once
+from .resume_state import StartUpState
 
 # Set on a stream by its _iter_pytorch until the first _prepare_ex_iterable_for_iteration of that pass: only that
 # one skips the state (a worker's .iter(batch_size) or plain iteration, which load it once, are left alone).
@@ -53,8 +55,12 @@ def install() -> None:
             return prepare(self, *args, **kwargs)
         finally:
             # The whole stream's state before any row (set by prepare): a start-up state, loaded into the
-            # worker's part without the whole stream's generators (see the module), for this pass only.
-            self._starting_state_dict = _without_generators(starting) if starting == self._state_dict else starting
+            # worker's part without the whole stream's generators, or not at all where its streams do not fit the
+            # part's (see the module), for this pass only.
+            if starting == self._state_dict:
+                starting = _without_generators(starting)
+                starting["examples_iterable"] = StartUpState(starting["examples_iterable"])
+            self._starting_state_dict = starting
 
     def _iter_pytorch(self):
         self.__dict__[_FIRST_PREPARE] = True
