@@ -1277,20 +1277,22 @@ def test_a_state_of_a_mix_of_other_members_is_a_value_error_saying_so(join, save
     assert head + [row["id"] for row in same] == [row["id"] for row in mix(saved_members)]
 
 
+@pytest.mark.parametrize("saved, resumed_with", [(2, 3), (3, 2)])
 @pytest.mark.parametrize("join", ["interleave_datasets", "concatenate_datasets"])
-def test_a_state_saved_before_any_row_of_a_mix_of_fewer_members_is_a_value_error(join):
+def test_a_state_saved_before_any_row_of_a_mix_of_fewer_or_more_members_is_a_value_error(join, saved, resumed_with):
     """Saved before a row, the state of a 2-member mix loaded into a mix of 3 failed with datasets' bare
-    IndexError (only a state of more streams, a DataLoader worker's start-up state, fits a part of fewer)."""
+    IndexError, and that of a 3-member mix loaded into a mix of 2 was taken without a word (only a DataLoader
+    worker's start-up state, the whole stream's, starts a part of other streams afresh)."""
     import datasets
 
     from conftest import shared_data
 
     files = [str(f) for f in sorted(shared_data("ms_swift").glob("*.jsonl"))][:3]
     members = [td.load("ms_swift", split="train", data_files=f, streaming=True) for f in files]
-    state = getattr(datasets, join)(members[:2]).state_dict()
-    resumed = getattr(datasets, join)(members)
+    state = getattr(datasets, join)(members[:saved]).state_dict()
+    resumed = getattr(datasets, join)(members[:resumed_with])
     resumed.load_state_dict(state)
-    with pytest.raises(ValueError, match="holds 2 streams' states, where this stream has 3"):
+    with pytest.raises(ValueError, match=f"holds {saved} streams' states, where this stream has {resumed_with}"):
         next(iter(resumed))
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from .datasets_patches import patched_once
-from .shuffle_resume import past_the_start
 
 
 def mismatch(live: Any, saved: Any, path: str = "state") -> Optional[str]:
@@ -34,11 +33,9 @@ def mismatch(live: Any, saved: Any, path: str = "state") -> Optional[str]:
                 return found
     elif isinstance(live, list) and isinstance(saved, list):
         if len(saved) != len(live):
-            # A mix of other members (or shards read at once) fails in datasets with a bare IndexError. Only a
-            # DataLoader worker's start-up state, the whole stream's, fits its part (fewer streams) with other
-            # lengths: it names no row (worker_resume).
-            if len(saved) > len(live) and not past_the_start(saved):
-                return None
+            # A mix of other members (or shards read at once) fails in datasets with a bare IndexError, or
+            # loses a member's place where it has more. (A DataLoader worker's start-up state, the whole
+            # stream's, is a StartUpState: its part starts afresh.)
             return f"{path} holds {len(saved)} streams' states, where this stream has {len(live)}"
         for i, (one_live, one_saved) in enumerate(zip(live, saved)):
             found = mismatch(one_live, one_saved, f"{path}[{i}]")
