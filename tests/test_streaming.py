@@ -952,6 +952,32 @@ def test_rows_appended_after_a_stream_was_read_to_its_end_come_on_resume(tmp_pat
     assert list(ds) == []  # nothing appended: nothing more
 
 
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_rows_appended_to_a_file_whose_last_line_had_no_newline_come_on_resume(tmp_path, newline):
+    """A stream read to the end of a file whose last line has no newline saves the end of that line; rows appended
+    since, after the newline that now ends it, were refused on resume ("not the start of a line: the file
+    changed"), though the file still holds the bytes read. They come, numbered as a fresh read numbers them."""
+    from conftest import shared_data
+
+    rows = [line for f in sorted(shared_data("ms_swift").glob("*.jsonl")) for line in f.read_text().splitlines()
+            if line.strip()]
+    growing = tmp_path / "growing.jsonl"
+    growing.write_bytes(newline.join(rows[:4]).encode())
+
+    def stream():
+        return td.load("ms_swift", split="train", data_files=str(growing), streaming=True)
+
+    ds = stream()
+    read = [row["id"] for row in ds]
+    state = ds.state_dict()
+    growing.write_bytes(newline.join(rows[:7]).encode() + newline.encode())
+    ds = stream()
+    ds.load_state_dict(state)
+    rest = [row["id"] for row in ds]
+    assert rest == [f"ms_swift/growing/{n}" for n in range(4, 7)]
+    assert read + rest == [row["id"] for row in stream()]
+
+
 @pytest.mark.parametrize("on_error", ["raise", "skip"])
 def test_a_json_lines_file_cut_short_under_a_stream_is_the_files_error(tmp_path, on_error):
     """A stream plans a JSON Lines file's byte ranges when it starts; the file cut short meanwhile (rewritten with

@@ -27,7 +27,7 @@ def read_lines(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] 
         if resume is not None:
             row, offset = resume
             if offset:
-                _check_line_start(f, shard.file, offset)
+                offset = _check_line_start(f, shard.file, offset)
             else:
                 f.seek(offset)
         else:
@@ -79,16 +79,25 @@ def read_lines(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] 
             yield RawBatch(items, positions)
 
 
-def _check_line_start(f, path: str, offset: int) -> None:
-    """Move ``f`` to ``offset``, where a saved stream resumes: the start of a line (after a newline) or the end of
-    a file whose last line has none. Elsewhere the file was edited since the state was saved, and reading on
-    would take the rest of a line for a row (a bad row reported, the real one lost, rows numbered wrongly)."""
+def _check_line_start(f, path: str, offset: int) -> int:
+    """Move ``f`` to ``offset``, where a saved stream resumes, and return where the next line starts: ``offset``,
+    the start of a line (after a newline), or the end of a file whose last line has none; past the newline
+    written after that last line since, when rows were appended (it ends the line the state counted). Elsewhere
+    the file was edited since the state was saved, and reading on would take the rest of a line for a row (a bad
+    row reported, the real one lost, rows numbered wrongly)."""
     f.seek(offset - 1)
     before = f.read(1)
-    if before != b"\n" and (not before or f.read(1)):
+    if before == b"\n":
+        return offset
+    after = f.read(2)
+    if after[:1] == b"\n" or after == b"\r\n":
+        offset += after.index(b"\n") + 1
+        f.seek(offset)
+    elif not before or after:
         raise ValueError(f"{display_path(path)}: a saved stream resumes at byte {offset}, which "
                          f"{'is past the end of the file' if not before else 'is not the start of a line'}: the "
                          "file changed since the state_dict was saved; a state resumes the data it was taken from")
+    return offset
 
 
 def _first_line_start(f, path: str, start: int) -> int:
