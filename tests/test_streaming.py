@@ -562,6 +562,44 @@ def test_a_state_saved_before_a_json_array_was_replaced_is_the_files_error(tmp_p
     assert caught.value.file == str(path) and caught.value.field == "<file>"
 
 
+@pytest.mark.parametrize("kind", ["json", "parquet"])
+@pytest.mark.parametrize("on_error", ["raise", "skip"])
+def test_a_state_saved_at_the_end_of_a_file_replaced_since_is_the_files_error(tmp_path, kind, on_error):
+    """A stream read to its end saves a state past its last shard, which opens no shard on resume: the file
+    rewritten since (a JSON array with more rows, Parquet of the same layout) gave no row and no error, where a
+    state saved in the file was its error. The version the state names is checked against the file all the same."""
+    path = tmp_path / f"rows.{kind}"
+    rows = [json.loads(line) for line in _swift_rows()]
+
+    def stream(**kw):
+        return td.load("ms_swift", split="train", data_files=str(path), streaming=True, **kw)
+
+    if kind == "json":
+        path.write_text(json.dumps(rows[:6]))
+        ds = stream()
+    else:
+        ds = _planned_stream(kind, path, tmp_path)
+    assert len(list(ds)) > 0
+    state = ds.state_dict()
+    reader = _stream(str(path)) if kind == "parquet" else stream()
+    reader.load_state_dict(state)
+    assert list(reader) == []  # unchanged: nothing more
+    if kind == "json":
+        path.write_text(json.dumps(rows[:8]))
+    else:
+        _same_layout(kind, path, tmp_path)
+    report = td.SkipReport()
+    reader = _stream(str(path), on_error=on_error, report=report) if kind == "parquet" else \
+        stream(on_error=on_error, report=report)
+    reader.load_state_dict(state)
+    if on_error == "raise":
+        with pytest.raises(td.InvalidValueError, match="changed since") as caught:
+            list(reader)
+        assert caught.value.file == str(path) and caught.value.field == "<file>"
+    else:
+        assert list(reader) == [] and report.by_reason == {"InvalidValueError:<file>": 1}
+
+
 @pytest.mark.parametrize("consumed", [9, 47])
 def test_num_proc_streams_the_same_rows_and_resumes(toolmind_file, conversions, consumed):
     """Row 9 is in the first shard (converted in this process), row 47 in the third (converted by a worker):

@@ -35,6 +35,7 @@ from .errors import ConversionError, InvalidValueError, SkipReport, ToolUseDataE
 from .schema import UNIFIED_FEATURES
 from .shards.paths import display_path
 from .shards.shard import RawBatch, Shard
+from .shards.versions import check_unchanged
 from .source import RowContext, Source, SplitPlan
 
 RAW, UNIFIED = "raw", "unified"
@@ -147,12 +148,23 @@ class ShardConverter:
         except GeneratorExit:  # a consumer that stopped early; named first, so that a stream left unfinished
             raise              # until interpreter exit, when module names may be gone, closes quietly
         except ToolUseDataError as exc:  # a whole shard is unreadable (not Parquet, a bad row group...)
-            exc.at(file=file, source=self.source.name)
-            if self.on_error == "raise":
-                raise
-            for i, config in enumerate(self.configs):  # one item read, so read = written + skipped still holds
-                self.reports[config].count_read(1)
-                self.reports[config].add(exc, log=i == 0)
+            self._shard_failed(exc, file)
+
+    def check_version(self, shard: Shard) -> None:
+        """The version check of ``shard``'s file alone (a resumed stream with no row of it left to read): a change
+        is the file's error, raised or reported as an unreadable shard's."""
+        try:
+            check_unchanged(shard)
+        except ToolUseDataError as exc:
+            self._shard_failed(exc, display_path(shard.file))
+
+    def _shard_failed(self, exc: ToolUseDataError, file: str) -> None:
+        exc.at(file=file, source=self.source.name)
+        if self.on_error == "raise":
+            raise exc
+        for i, config in enumerate(self.configs):  # one item read, so read = written + skipped still holds
+            self.reports[config].count_read(1)
+            self.reports[config].add(exc, log=i == 0)
 
     def _convert(self, batch: RawBatch, file: str, label: str, split: str, arrow: bool,
                  keep_unified: bool) -> ConvertedBatch:

@@ -240,9 +240,12 @@ class ShardExamplesIterable(_BaseExamplesIterable):
                              "rows would be skipped or read twice")
         position = state.get("position")
         # Read against the version saved: a file replaced since is its error when the shard is opened (raised, or
-        # with on_error="skip" reported), not rows read from a position in other contents.
-        checked = position is not None and state["shard_idx"] < len(self.shards) \
-            and self.shards[state["shard_idx"]].version is not None
+        # with on_error="skip" reported), not rows read from a position in other contents. A state past the last
+        # shard opens none: the last shard's file is checked alone (_shards_here), else its edits went unseen.
+        past_the_end = position is None and state["shard_idx"] == len(self.shards)
+        resumed_in = state["shard_idx"] - past_the_end
+        checked = (position is not None or past_the_end) and 0 <= resumed_in < len(self.shards) \
+            and self.shards[resumed_in].version is not None
         self._resumed_version = from_state_token(state.get("file_version")) if checked else None
         return state["shard_idx"], tuple(position) if position is not None else None
 
@@ -265,6 +268,14 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         # converted ahead (see SkipsInOrder).
         skips = self._skips()
         converter = self._converter(skips)
+        if first_shard == len(self.shards) and self._resumed_version is not None:  # (see _start)
+            if skips is not None:
+                skips.shard = first_shard
+            converter.check_version(dataclasses.replace(self.shards[-1], version=self._resumed_version))
+            if skips is not None and arrow:  # reported: its one skip
+                skips.batch_done(None, 0)
+            elif skips is not None:
+                skips.passed_all()
         for shard_idx in range(first_shard, len(self.shards)):
             yield from self._converted_here(converter, shard_idx, resume if shard_idx == first_shard else None,
                                             arrow=arrow, skips=skips)
