@@ -141,8 +141,9 @@ def test_a_split_with_an_empty_name_is_refused_alike_by_load_and_validate(tmp_pa
     for streaming in (False, True):
         with pytest.raises(ValueError, match=message):
             td.load("ms_swift", data_files=files, split=split, streaming=streaming, cache_dir=str(tmp_path / "c"))
-    with pytest.raises(ValueError, match=message):
-        validate("ms_swift", data_files=files, split=split)
+    for where in ({"data_files": files}, {"data_dir": str(tmp_path)}):  # refused before the files are looked for
+        with pytest.raises(ValueError, match=message):
+            validate("ms_swift", split=split, **where)
     assert os.listdir(tmp_path) == []
 
 

@@ -49,6 +49,8 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
     check_argument_types(config=config, split=split, data_dir=data_dir, skipped_rows=skipped_rows, revision=revision)
     if split is not None and not isinstance(split, str):  # datasets' Split or ReadInstruction: as load() reads it
         split = str(split)
+    if split is not None:
+        splits_read(split)  # an empty name refused as load() refuses it, before any file is planned or fetched
     if type(max_examples) is not int or max_examples < 0:
         # used when a rule first fails, after rows were read: "'<' not supported between 'int' and 'str'"
         raise ValueError(f"max_examples must be a whole number of rows, 0 or more, got {max_examples!r}")
@@ -76,7 +78,6 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
         parts = {split: plans}
     elif split is not None:
         # "a+b" is one split of the rows of both, as load() streams it and stats counts it
-        splits_read(split)  # an empty name refused as load() refuses it
         wanted = [name.strip() for name in split.split("+")]
         names = [name.split("[", 1)[0].strip() for name in wanted]
         builder.check_split_names(names, [p.name for p in plans])  # (a misspelt one named with the one meant)
