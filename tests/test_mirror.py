@@ -703,6 +703,13 @@ def test_mirror_split_all_says_to_leave_split_out(tmp_path, capsys, split, sourc
     assert not (tmp_path / "p" / "ms_swift").exists()
 
 
+@pytest.mark.parametrize("split", ["", "train+", "+train"])
+def test_mirror_request_with_an_empty_split_name_is_refused_as_load_refuses_it(split):
+    """The command line refuses `--split train+`; MirrorRequest(split="train+") was "no split '' in the data"."""
+    with pytest.raises(MirrorError, match=f"^split={re.escape(repr(split))} has an empty split name"):
+        MirrorRequest("ms_swift", configs=["unified"], data_files=td.sample_files("ms_swift"), split=split)
+
+
 def test_mirror_of_several_splits_named_with_a_plus_keeps_each_as_its_own_split(tmp_path, capsys, cache_dir):
     """`--split a+b` reads both splits in every command; mirror said "no split 'a+b' in the data" while listing
     both among the splits it has. Each is a split of the mirror, loading as `td.load` gives it."""

@@ -28,7 +28,7 @@ from ..errors import SkipReport, ToolUseDataError, check_on_error, json_text_byt
 from ..progress import progress
 from ..shards.paths import name_as_text
 from ..shards.versions import changed
-from ..source import SplitPlan
+from ..source import SplitPlan, splits_read
 from ..stats import SplitStatistics
 from ..validation import ValidationCounter
 from .engines import EngineUnavailableError, ShardFailure, ShardsFailedError, check_engine, run_tasks
@@ -88,6 +88,10 @@ class MirrorRequest:
         if self.skipped_rows is not None and not isinstance(self.skipped_rows, (str, os.PathLike)):
             raise TypeError(f"skipped_rows must be a path (str or pathlib.Path) or None, got {self.skipped_rows!r:.80} "
                             f"({type(self.skipped_rows).__name__})")
+        try:
+            splits_read(self.split)  # an empty name ("train+", an unset variable) was "no split ''", as for a typo
+        except ValueError as exc:
+            raise MirrorError(str(exc)) from None
         unknown = [c for c in self.configs if c not in formats.FORMATS]
         if unknown or not self.configs:
             raise MirrorError(f"unknown configs {unknown}; choose from {list(formats.FORMATS)}")
