@@ -1495,6 +1495,13 @@ def test_a_row_opening_on_an_assistant_turn_is_refused_as_such_not_as_one_after_
     assert "system" not in str(err.value)
 
 
+def test_a_row_without_user_turns_is_refused_as_such_not_as_ending_on_a_system_turn():
+    for messages in ([], [message("system", "Be brief.")]):  # was "conversation ends on 'system'"
+        with pytest.raises(ConversionError, match="conversation has no user turn; ") as err:
+            TOOLMIND_FORMAT.write(_foreign(messages))
+        assert err.value.field == "messages[0]"
+
+
 def test_writer_rerenders_the_system_prompt_after_tools_change(generated_rows):
     row = convert(generated_rows[0])
     row["tools"] = row["tools"][:1]

@@ -189,8 +189,10 @@ class _Writer:
                 raise ConversionError(f"role {role!r} has no ToolMind equivalent", field=f"messages[{i}].role")
         ends = ("answer", "tool_call") if self.allow_trailing_call else ("answer",)
         if self.last not in ends:
-            raise ConversionError(f"conversation ends on {self.last!r}; the ToolMind FSM requires it to end on an "
-                                  "answer", field=f"messages[{max(len(messages) - 1, 0)}]")
+            # (a row of no turns but its system message, or none, does not end on the writer's own system turn)
+            what = "has no user turn" if self.last == "system" else f"ends on {self.last!r}"
+            raise ConversionError(f"conversation {what}; the ToolMind FSM requires it to end on an answer",
+                                  field=f"messages[{max(len(messages) - 1, 0)}]")
         return self.out
 
     # -- turns ---------------------------------------------------------------------------------------
