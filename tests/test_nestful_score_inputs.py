@@ -248,8 +248,15 @@ def test_a_unified_export_given_as_gold_data_files_says_what_it_is(tmp_path, cap
     capsys.readouterr()
     code, _, err = cli_json(capsys, ["score", "nestful", path, "--gold-data-files", exported, "--no-win-rate"])
     assert code == 2
-    assert "NESTFUL rows need 'sample_id'; this looks like the package's unified rows (export --format unified)" in err
+    assert "NESTFUL rows need 'sample_id'; this looks like the package's unified rows (export --format unified" in err
     assert "gold_rows_by_id" in err
+    # a mirror's unified config too, whose Parquet holds meta as JSON text (it was said of the export only)
+    assert cli.main(["mirror", "nestful", "--configs", "unified", "--data-files", gold_file,
+                     "--out", str(tmp_path / "mirror")]) == 0
+    mirrored = str(next((tmp_path / "mirror").rglob("*.parquet")))
+    capsys.readouterr()
+    code, _, err = cli_json(capsys, ["score", "nestful", path, "--gold-data-files", mirrored, "--no-win-rate"])
+    assert code == 2 and "this looks like the package's unified rows" in err and "gold_rows_by_id" in err
 
 
 def test_a_gold_answer_that_cannot_be_checked_is_refused_before_anything_runs(math_row):

@@ -390,8 +390,10 @@ def _format_hint(native: dict, ctx: RowContext) -> str:
         # (verify and score take no --option: say why v1 rows are of no use to them)
         return ("; this looks like NESTFUL v1 data (data_v1/), which loads with data_version='v1' (on the command "
                 "line: --option data_version=v1); v1 rows have no gold answers, so verify and score cannot use them")
-    if native.get("source") == "nestful" and "messages" in native and isinstance(native.get("meta"), dict):
-        return ("; this looks like the package's unified rows (export --format unified), which the NESTFUL reader "
+    if native.get("source") == "nestful" and {"messages", "call_graph"} <= native.keys():
+        # (a mirror's unified Parquet holds meta as JSON text, an export as an object)
+        return ("; this looks like the package's unified rows (export --format unified, or a mirror's unified "
+                "config), which the NESTFUL reader "
                 "does not take: read the files they were exported from, or export --format raw (in Python, score "
                 "takes unified rows as gold rows through gold_rows_by_id)")
     return ""
