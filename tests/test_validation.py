@@ -1733,6 +1733,10 @@ def test_filtering_with_only_rules_of_sources_the_rows_lack_is_refused(mixed_fil
     assert sum(row["source"] == "ms_swift" for row in kept) == 4
     with pytest.raises(ValueError, match="does not apply to ms_swift or nestful rows"):
         filter_dataset(mixed, "toolmind.*")
+    # a view of one source's rows is of that source only (the rows it leaves out named nestful: nothing was refused)
+    swift_only = mixed.filter(lambda row: row["source"] == "ms_swift")
+    with pytest.raises(ValueError, match="does not apply to ms_swift rows"):
+        filter_dataset(swift_only, "nestful.*")
 
 
 @pytest.mark.parametrize("column", ["meta", "call_graph", "subset"])

@@ -90,13 +90,14 @@ def _filter_split(ds: Any, selected: list[Rule], on_error: str, report: SkipRepo
 
 
 def _sources_held(ds: Any) -> set[str]:
-    """The sources of a map-style dataset's stored rows (of all its splits; rows an index mapping leaves out too:
-    read from the column, never flattened); none known (an empty set) where a split is a stream, which is not read
+    """The sources of a map-style dataset's rows (of all its splits; only the rows a select() or filter() kept, not
+    the others its table still holds); none known (an empty set) where a split is a stream, which is not read
     ahead."""
     splits = list(ds.values()) if isinstance(ds, dict) else [ds]
     if not all(isinstance(split, Dataset) and "source" in split.column_names for split in splits):
         return set()
-    return {name for split in splits for name in pc.unique(split.data.column("source")).to_pylist() if name}
+    # (the column as Arrow, through the view's indices: neither rows decoded nor the view flattened to a file)
+    return {name for split in splits for name in pc.unique(split.with_format("arrow")["source"]).to_pylist() if name}
 
 
 class _RowFilter:
