@@ -9,6 +9,7 @@ from datasets import load_dataset
 
 import tooluse_datasets as td
 from tooluse_datasets.mirror import MirrorRequest, ParquetLayout, build_mirror
+from tooluse_datasets.mirror.shard_task import convert_shard
 from tooluse_datasets.formats import FORMATS
 
 
@@ -47,3 +48,16 @@ def mirror_rows(folder: Path, config: str, split: str, *, streaming: bool, cache
     kwargs = {} if streaming else {"verification_mode": "all_checks"}
     ds = load_dataset(str(folder), config, split=split, streaming=streaming, cache_dir=cache_dir, **kwargs)
     return list(td.exact(ds))
+
+
+def fails_unpicklably_on_shard_1(task):
+    """``convert_shard``, but shard 1 fails with an exception that cannot be pickled (an HTTP error holding its
+    response's headers does that): a module's function, so that a pool's workers find it (Ray's are sent it by
+    value)."""
+    import threading
+
+    if task.index == 1:
+        error = OSError("503 Service Unavailable")
+        error.response_lock = threading.Lock()
+        raise error
+    return convert_shard(task)

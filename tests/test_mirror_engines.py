@@ -31,7 +31,8 @@ from tooluse_datasets.source import Upstream, UpstreamFile
 
 from conftest import count_calls, shared_data
 from fake_hub import FakeHubApi
-from mirror_support import build_sample_mirror
+import mirror_support
+from mirror_support import build_sample_mirror, fails_unpicklably_on_shard_1
 
 
 def _json_array_of_samples() -> str:
@@ -720,32 +721,26 @@ def test_ray_retries_a_worker_that_died_midway_without_duplicating_or_losing_row
     assert listing == (tmp_path / "local-skipped.jsonl").read_bytes() and listing.count(b"\n") == 3
 
 
-def test_a_ray_task_failing_with_an_exception_that_cannot_be_pickled_names_it_in_one_line(tmp_path, monkeypatch):
+@pytest.mark.parametrize("engine", ["local", "ray"])
+def test_a_shard_failing_with_an_exception_that_cannot_be_pickled_names_it_in_one_line(engine, tmp_path, monkeypatch):
     """A shard failing with an exception that cannot be pickled (aiohttp's error for a 503 of an https:// data file
     holds the response's headers) reached the build as Ray's "isn't serializable" error with a worker traceback
-    in its text. The failure is now its type and message, as a local build names it."""
-    ray = pytest.importorskip("ray", reason="Ray is the optional extra 'ray' (pip install 'tooluse-datasets[ray]')")
-    if ray.is_initialized():
-        ray.shutdown()
-    original = engines_module.convert_shard
-
-    def fails_holding_a_lock(task, _original=original):
-        import threading
-
-        if task.index == 1:
-            error = OSError("503 Service Unavailable")
-            error.response_lock = threading.Lock()  # cannot be pickled
-            raise error
-        return _original(task)
-
-    monkeypatch.setattr(engines_module, "convert_shard", fails_holding_a_lock)
+    in its text, or from a process pool as the pickling error alone ("TypeError: cannot pickle '_thread.lock'
+    object"). The failure is now its type and message, as a build in one process names it."""
     request = _requests()["ms_swift"]
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
+    monkeypatch.setattr(engines_module, "convert_shard", fails_unpicklably_on_shard_1)
+    with contextlib.ExitStack() as stack:
+        if engine == "ray":
+            ray = pytest.importorskip("ray", reason="Ray is the optional extra 'ray' "
+                                                    "(pip install 'tooluse-datasets[ray]')")
+            if ray.is_initialized():
+                ray.shutdown()
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+            stack.callback(ray.shutdown)
+            ray.cloudpickle.register_pickle_by_value(mirror_support)  # its workers cannot import the tests' modules
+            stack.callback(ray.cloudpickle.unregister_pickle_by_value, mirror_support)
         with pytest.raises(ShardsFailedError) as info:
-            build_mirror(request, tmp_path, engine="ray", num_proc=2)
-    finally:
-        ray.shutdown()
+            build_mirror(request, tmp_path, engine=engine, num_proc=2)
     assert str(info.value).endswith("): OSError: 503 Service Unavailable"), str(info.value)
     assert f"1 of {_shard_count(request)} shards failed" in str(info.value)
 
