@@ -393,9 +393,8 @@ def _format_hint(native: dict, ctx: RowContext) -> str:
     if native.get("source") == "nestful" and {"messages", "call_graph"} <= native.keys():
         # (a mirror's unified Parquet holds meta as JSON text, an export as an object)
         return ("; this looks like the package's unified rows (export --format unified, or a mirror's unified "
-                "config), which the NESTFUL reader "
-                "does not take: read the files they were exported from, or export --format raw (in Python, score "
-                "takes unified rows as gold rows through gold_rows_by_id)")
+                "config), which the NESTFUL reader does not take: read the files they were exported from, or export "
+                "--format raw (in Python, score takes unified rows as gold rows through gold_rows_by_id)")
     return ""
 
 
