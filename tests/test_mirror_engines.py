@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import hashlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -880,6 +881,48 @@ def test_an_input_rewritten_between_planning_and_building_fails_the_mirror(engin
     folder = build_mirror(request, tmp_path / "out", engine=engine, num_proc=2)
     assert _digests(folder) == _digests(build_mirror(request, tmp_path / "local"))
     assert "InvalidValueError:<file>" not in str(read_manifest(folder).configs["unified"].splits["train"].skipped)
+
+
+@pytest.mark.parametrize("engine", ["local", "ray"])
+def test_an_input_deleted_between_planning_and_building_is_named(engine, tmp_path):
+    """Hashing the inputs, before anything is staged, met the file gone: a bare FileNotFoundError."""
+    from tooluse_datasets.errors import DataNotFoundError
+    from tooluse_datasets.mirror.build import build_planned_mirror, plan_mirror
+
+    if engine == "ray":
+        ray = pytest.importorskip("ray", reason="Ray is the optional extra 'ray' (pip install 'tooluse-datasets[ray]')")
+        if ray.is_initialized():
+            ray.shutdown()
+    first, second = _ms_swift_sample_copy(tmp_path / "data")
+    plan = plan_mirror(MirrorRequest("ms_swift", configs=["unified"], data_files=[str(first), str(second)]),
+                       tmp_path / "out")
+    second.unlink()
+    with pytest.raises(DataNotFoundError, match=rf"{re.escape(str(second))}: the input file is not there any more: "
+                                                r"it was deleted or moved since the mirror was planned"):
+        build_planned_mirror(plan, engine=engine, num_proc=2)
+    assert not (tmp_path / "out").exists() or os.listdir(tmp_path / "out") == []
+
+
+def test_an_input_of_a_later_source_deleted_while_the_first_is_built_is_one_error_line(tmp_path, monkeypatch,
+                                                                                        capsys):
+    """`mirror a b` plans both sources, then builds them in turn: b's file deleted meanwhile."""
+    from tooluse_datasets.cli import main
+
+    first, second = _ms_swift_sample_copy(tmp_path / "data")
+    other = Path(shutil.copy(td.sample_files("llamafactory")["train"][0], tmp_path / "data"))
+    convert = engines_module.convert_shard
+
+    def convert_then_delete(task):
+        other.unlink(missing_ok=True)
+        return convert(task)
+
+    monkeypatch.setattr(engines_module, "convert_shard", convert_then_delete)
+    status = main(["mirror", "ms_swift", "llamafactory", "--configs", "unified", "--out", str(tmp_path / "out"),
+                   "--data-files", f"ms_swift={first}", f"ms_swift={second}", f"llamafactory={other}"])
+    assert status == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: {other}: the input file is not there any more: it was deleted or moved since the mirror was "
+        f"planned; nothing was built: build it again with the file where it is now"]
 
 
 def test_an_input_rewritten_while_the_mirror_is_built_fails_it(tmp_path, monkeypatch):

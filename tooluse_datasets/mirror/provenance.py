@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Callable, Optional, Union
 
 from ..cache_keys import branches_read, hf_files_at_commits, one_head_commit_per_load
+from ..errors import DataNotFoundError
 from ..shards.paths import hf_url_parts, name_as_text
 from ..source import COMMIT_ID, head_commit
 from .manifest import SAMPLE_PREFIX, InputFile, MirrorError, Provenance
@@ -62,7 +63,12 @@ def fingerprint_input(path: str) -> InputFile:
     """sha256 and size of an input file, local or remote (``hf://`` files: the Hub's LFS sha256 when it has one,
     so a large upstream file is not downloaded twice)."""
     if "://" not in path:
-        sha, size = hash_file(path)
+        try:
+            sha, size = hash_file(path)
+        except FileNotFoundError:  # listed when the build was planned: named as a missing input, not Python's error
+            raise DataNotFoundError(f"{name_as_text(path)}: the input file is not there any more: it was deleted or "
+                                    f"moved since the mirror was planned; nothing was built: build it again with the "
+                                    f"file where it is now") from None
         return InputFile(display_input(path), sha, size)
     if path.startswith("hf://"):
         from huggingface_hub import HfFileSystem
