@@ -2252,18 +2252,20 @@ def test_a_call_example_spelled_with_parameters_is_no_tool(graphsyn_tools, layou
         == ["google_search"]
 
 
+@pytest.mark.parametrize("fence", ["```", "~~~"])
 @pytest.mark.parametrize("layout", ["array", "lines", "pretty"])
-def test_a_catalog_in_a_markdown_code_fence_leaves_no_empty_fence_in_the_instructions(graphsyn_tools, layout):
+def test_a_catalog_in_a_markdown_code_fence_leaves_no_empty_fence_in_the_instructions(graphsyn_tools, layout, fence):
     """A catalog written inside a ```json fence (markdown, as prompts often hold JSON) was read, but the fence lines
     and the heading above them stayed in the system message: "## Available Tools\\n\\n```json\\n\\n```" ahead of
     the instructions, an empty code block announcing tools. The fence is left out as <tools> tags are; a code
-    block of the instructions' own, closed before the catalog or after it, is kept whole."""
+    block of the instructions' own, closed before the catalog or after it, is kept whole. A ~~~ fence (markdown's
+    other kind, closed by ~~~ only) was left in so, its tools read."""
     catalog = gen._catalog_text(graphsyn_tools, layout, ensure_ascii=True)
     heading, body = catalog.split("\n\n", 1)
     code = "Dates look like this:\n```python\nstr(datetime.date.today())\n```"
     for system, instructions in [
-        (f"{PROTOCOL_TEXT}\n\n{heading}\n\n```json\n{body}\n```\n\n# Domain\nBe polite.", "# Domain\nBe polite."),
-        (f"{PROTOCOL_TEXT}\n\n{code}\n\n{heading}\n```\n{body}\n```\n{code}", f"{code}\n\n{code}"),
+        (f"{PROTOCOL_TEXT}\n\n{heading}\n\n{fence}json\n{body}\n{fence}\n\n# Domain\nBe polite.", "# Domain\nBe polite."),
+        (f"{PROTOCOL_TEXT}\n\n{code}\n\n{heading}\n{fence}\n{body}\n{fence}\n{code}", f"{code}\n\n{code}"),
         (f"{PROTOCOL_TEXT}\n\n{heading}\n{body}\n\n{code}", code),
     ]:
         msgs = conversation()

@@ -96,12 +96,12 @@ def parse_system_prompt(text: str) -> SystemPrompt:
     # tool, as glaive's "SYSTEM: ... -\n{tool}" does, or a second catalog with a heading of its own): only the
     # lines introducing the next value and a closing </tools> (or code fence) are left out, as around a single
     # catalog. (Between the tools of a one-per-line catalog there is only a line break: nothing to look at.)
-    fenced = _fences_open(text[: spans[0][0]])
+    fenced = _open_fence(text[: spans[0][0]])
     gaps = []
     for i in range(1, len(spans)):
         if (gap := text[spans[i - 1][1]:spans[i][0]]).strip(_SEPARATORS):  # (not only the commas of a list)
             gaps.append(_strip_lead_in(_strip_close(gap, fenced)))
-            fenced = fenced != _fences_open(gap)
+            fenced = _open_fence(gap, fenced)
     after = text[spans[-1][1]:]
     if any(at >= spans[-1][1] for at in broken):
         # A value cut short after the last tool: the catalog's </tools> (or fence) closes after its text.
@@ -294,7 +294,7 @@ def _unreadable_in_catalog(text: str, spans: list[tuple[int, int]], failed: list
             broken.append(start)
         elif start < first and _introduces_tools(text[:start]):
             broken.append(start)  # where a catalog starts (an array cut short takes every tool in it along)
-        elif start < first and _fences_open(text[:start]) and not _FENCE_LINE.search(text, start, first):
+        elif start < first and _open_fence(text[:start]) and not _FENCE_LINE.search(text, start, first):
             broken.append(start)  # in the code fence the first tool is in
     return broken
 
@@ -733,21 +733,30 @@ def _strip_lead_in(head: str) -> str:
                 break
         if not last or _is_lead_in(last):
             lines.pop()
-        elif last.startswith(_FENCE) and _fences_open("\n".join(lines)):
+        elif last.startswith(_FENCES) and _open_fence("\n".join(lines)):
             lines.pop()  # the fence the catalog is in (not one closing a code block of the instructions)
         else:
             break
     return "\n".join(lines).strip()
 
 
-_FENCE = "```"
-_FENCE_LINE = re.compile(r"^[ \t]*```", re.MULTILINE)
-_FENCE_CLOSE = re.compile(r"\A\s*```[ \t]*(?:\n|\Z)")
+# Markdown's two kinds of code fence: one is closed by a fence line of its own kind only.
+_FENCES = ("```", "~~~")
+_FENCE_LINE = re.compile(r"^[ \t]*(```|~~~)", re.MULTILINE)
+_FENCE_CLOSE = {fence: re.compile(r"\A\s*" + fence + r"[ \t]*(?:\n|\Z)") for fence in _FENCES}
 
 
-def _fences_open(text: str) -> bool:
-    """Whether ``text`` leaves a markdown code fence open (an odd number of fence lines)."""
-    return _FENCE in text and len(_FENCE_LINE.findall(text)) % 2 == 1
+def _open_fence(text: str, fence: str = "") -> str:
+    """The markdown code fence (``"```"``, ``"~~~"``) ``text`` leaves open when it starts inside ``fence``
+    (``""``: none), ``""`` when it leaves none."""
+    if _FENCES[0] not in text and _FENCES[1] not in text:
+        return fence
+    for line in _FENCE_LINE.finditer(text):
+        if not fence:
+            fence = line.group(1)
+        elif line.group(1) == fence:
+            fence = ""
+    return fence
 
 
 def _last_line(text: str) -> str:
@@ -755,20 +764,20 @@ def _last_line(text: str) -> str:
     return stripped[stripped.rfind("\n") + 1:].strip()
 
 
-def _strip_close_after(after: str, fenced: bool, tagged: bool) -> str:
+def _strip_close_after(after: str, fenced: str, tagged: bool) -> str:
     """The text after a catalog whose last value is not JSON without the catalog's closing ``</tools>`` (when a
     tag opened it) or, in a fence, the fence line closing it: where that value ends is unknown, so the first
     close after it is the catalog's."""
     if tagged and (close := _TOOLS_CLOSE_TAG.search(after)) is not None:
         after = after[:close.start()] + after[close.end():]
-    if fenced and (fence := _FENCE_CLOSE_LINE.search(after)) is not None:
+    if fenced and (fence := _FENCE_CLOSE_LINE[fenced].search(after)) is not None:
         after = after[:fence.start()] + after[fence.end():]
     return after
 
 
 # (A tag on a line of its own goes with its line break, as a fence line does.)
 _TOOLS_CLOSE_TAG = re.compile(r"^[ \t]*</tools?[ \t]*>[ \t]*(?:\n|\Z)|</tools?[ \t]*>", re.IGNORECASE | re.MULTILINE)
-_FENCE_CLOSE_LINE = re.compile(r"^[ \t]*```[ \t]*(?:\n|\Z)", re.MULTILINE)
+_FENCE_CLOSE_LINE = {fence: re.compile(r"^[ \t]*" + fence + r"[ \t]*(?:\n|\Z)", re.MULTILINE) for fence in _FENCES}
 
 
 # A list comma after a catalog value that ends its line or the catalog (`{...},` as the last tool of scraped
@@ -777,10 +786,10 @@ _FENCE_CLOSE_LINE = re.compile(r"^[ \t]*```[ \t]*(?:\n|\Z)", re.MULTILINE)
 _TRAILING_COMMA = re.compile(r"[ \t\r\n]*[,;.](?=[ \t]*(?:\r?\n|\Z|</tools?[ \t]*>))", re.IGNORECASE)
 
 
-def _strip_close(after: str, fenced: bool) -> str:
+def _strip_close(after: str, fenced: str) -> str:
     """The text after a catalog value without a trailing list comma, the ``</tools>`` (``</tool>``) and, in a
     fence, the fence closing it."""
     if (comma := _TRAILING_COMMA.match(after)) is not None:
         after = after[comma.end():]
     after = _TOOLS_CLOSE.sub("", after, count=1)
-    return _FENCE_CLOSE.sub("", after, count=1) if fenced else after
+    return _FENCE_CLOSE[fenced].sub("", after, count=1) if fenced else after
