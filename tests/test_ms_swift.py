@@ -1794,7 +1794,8 @@ CALL_TURN = message("assistant", "", tool_calls=[tool_call("a", "get_weather", {
 
 WRITER_REJECTS = [
     pytest.param(weather_row([message("user", "q"), two_calls(), message("tool", "x", tool_call_id="a")]),
-                 "messages[1].tool_calls", "makes 2 tool calls, followed by 1 tool result;", id="result count mismatch"),
+                 "messages[1].tool_calls", "makes 2 tool calls, followed by 1 tool result;",
+                 id="result count mismatch"),
     pytest.param(weather_row([message("user", "q"), CALL_TURN, message("tool", "x")]),
                  "messages[2].tool_call_id", "no tool_call_id", id="result without call id"),
     pytest.param(weather_row([message("user", "q"), two_calls(), message("tool", "x", tool_call_id="a"),

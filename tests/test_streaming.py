@@ -1558,7 +1558,8 @@ def test_a_stateful_dataloader_with_two_workers_resumes_where_the_whole_has_more
     def stream():
         if build == "shuffled":
             return _stream(toolmind_file).shuffle(seed=0, buffer_size=4)
-        mixed = concatenate_datasets([_stream(toolmind_file), _stream(toolmind_file, split="xlam_function_calling_60k")])
+        mixed = concatenate_datasets([_stream(toolmind_file),
+                                      _stream(toolmind_file, split="xlam_function_calling_60k")])
         assert mixed.n_shards == 10
         return split_dataset_by_node(mixed, rank=1, world_size=2)
 
@@ -1588,7 +1589,8 @@ def test_a_stateful_dataloader_resumes_a_concatenation_a_worker_had_not_started(
     from datasets import concatenate_datasets
 
     def loader():
-        mixed = concatenate_datasets([_stream(toolmind_file), _stream(toolmind_file, split="xlam_function_calling_60k")])
+        mixed = concatenate_datasets([_stream(toolmind_file),
+                                      _stream(toolmind_file, split="xlam_function_calling_60k")])
         node = split_dataset_by_node(mixed, rank=0, world_size=world_size) if world_size > 1 else mixed
         return stateful.StatefulDataLoader(node, batch_size=2, num_workers=2,
                                            collate_fn=lambda rows: [r["id"] for r in rows])

@@ -2264,7 +2264,8 @@ def test_a_catalog_in_a_markdown_code_fence_leaves_no_empty_fence_in_the_instruc
     heading, body = catalog.split("\n\n", 1)
     code = "Dates look like this:\n```python\nstr(datetime.date.today())\n```"
     for system, instructions in [
-        (f"{PROTOCOL_TEXT}\n\n{heading}\n\n{fence}json\n{body}\n{fence}\n\n# Domain\nBe polite.", "# Domain\nBe polite."),
+        (f"{PROTOCOL_TEXT}\n\n{heading}\n\n{fence}json\n{body}\n{fence}\n\n# Domain\nBe polite.",
+         "# Domain\nBe polite."),
         (f"{PROTOCOL_TEXT}\n\n{code}\n\n{heading}\n{fence}\n{body}\n{fence}\n{code}", f"{code}\n\n{code}"),
         (f"{PROTOCOL_TEXT}\n\n{heading}\n{body}\n\n{code}", code),
     ]:
