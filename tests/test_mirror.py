@@ -695,9 +695,9 @@ def test_mirror_split_all_says_to_leave_split_out(tmp_path, capsys, split, sourc
     out = tmp_path / "m"
     assert main(["mirror", *sources, "--sample", "--split", split, "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert f"--split {split!r}: 'all' names every split" in err and "leave --split out" in err
+    assert f"split (--split) {split!r}: 'all' names every split" in err and "leave it out" in err
     assert len(err.strip().splitlines()) == 1 and not out.exists()
-    with pytest.raises(MirrorError, match="leave --split out"):
+    with pytest.raises(MirrorError, match=r"^split \(--split\) .*leave it out"):
         build_mirror(MirrorRequest("ms_swift", configs=["unified"], data_files=td.sample_files("ms_swift"),
                                    split=split), tmp_path / "p")
     assert not (tmp_path / "p" / "ms_swift").exists()
@@ -786,7 +786,7 @@ def test_a_revision_with_data_files_is_refused_instead_of_named_in_the_card(inpu
     err = capsys.readouterr().err
     assert "--revision" in err and "read as they are" in err and len(err.strip().splitlines()) == 1
     assert not out.exists() or not any(out.iterdir())
-    with pytest.raises(MirrorError, match="--revision"):
+    with pytest.raises(MirrorError, match=r"^nestful: revision \(--revision\) .*data_files / --data-files"):
         build_mirror(MirrorRequest("nestful", configs=["unified"], data_files=td.sample_files("nestful"),
                                    revision=revision), tmp_path / "p")
 
@@ -1139,7 +1139,7 @@ def test_a_skipped_rows_listing_inside_the_mirror_folder_is_refused_before_build
         rc = main(["mirror", "nestful", "--sample", "--out", str(out), "--configs", "unified", "toolmind",
                    "--skipped-rows", str(listing)])
         err = capsys.readouterr().err
-        assert rc == 2 and "--skipped-rows" in err and str(listing) in err, err
+        assert rc == 2 and "skipped_rows (--skipped-rows)" in err and str(listing) in err, err
         assert not out.exists() or not any(out.iterdir())  # nothing built
     beside = out / "nestful-skipped.jsonl"  # beside the mirror is fine
     assert main(["mirror", "nestful", "--sample", "--out", str(out), "--configs", "unified", "toolmind",
@@ -1171,7 +1171,7 @@ def test_a_skipped_rows_listing_that_is_a_folder_is_refused_before_building(tmp_
     listing there (the command line refuses it before reading)."""
     folder = tmp_path / "listings"
     folder.mkdir()
-    with pytest.raises(MirrorError, match=r"skipped_rows '.*listings' is a folder: give a file"):
+    with pytest.raises(MirrorError, match=r"skipped_rows \(--skipped-rows\) '.*listings' is a folder: give a file"):
         build_mirror(MirrorRequest("ms_swift", configs=["raw"], data_files=td.sample_files("ms_swift"),
                                    skipped_rows=str(folder)), tmp_path / "out")
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())

@@ -363,9 +363,10 @@ def _check_revision_reads_upstream(request: MirrorRequest) -> None:
     """A revision is the upstream's: data files (the sample included) are read as they are, and the card would
     name the upstream at that revision as the mirror's origin, which it is not."""
     if request.revision is not None and request.data_files is not None:
-        raise MirrorError(f"{request.source}: --revision {request.revision} picks the upstream revision to read, but "
-                          f"the data files given (--data-files, --sample or a source option naming them) are read as "
-                          f"they are: leave --revision out, or the data files to read the upstream at it")
+        raise MirrorError(f"{request.source}: revision (--revision) {request.revision} picks the upstream revision to "
+                          f"read, but the data files given (data_files / --data-files, --sample or a source option "
+                          f"naming them) are read as they are: leave the revision out, or the data files to read the "
+                          f"upstream at it")
 
 
 def _check_listing_outside(request: MirrorRequest, target: Path) -> None:
@@ -375,12 +376,12 @@ def _check_listing_outside(request: MirrorRequest, target: Path) -> None:
         return
     listing, folder = Path(os.path.abspath(request.skipped_rows)), Path(os.path.abspath(target))
     if listing.is_dir():  # (it failed renaming the listing there, once every row had been converted)
-        raise MirrorError(f"skipped_rows {os.fspath(request.skipped_rows)!r} is a folder: give a file, e.g. "
-                          f"{listing / 'skipped-rows.jsonl'}")
+        raise MirrorError(f"skipped_rows (--skipped-rows) {os.fspath(request.skipped_rows)!r} is a folder: give a "
+                          f"file, e.g. {listing / 'skipped-rows.jsonl'}")
     if listing.is_relative_to(folder) or listing.is_relative_to(staging_path(folder)):
-        raise MirrorError(f"--skipped-rows {request.skipped_rows} is inside the mirror folder {target}, which the "
-                          f"build replaces whole (the listing would be deleted with the old mirror): write it "
-                          f"outside that folder, e.g. {folder.parent / (folder.name + '-skipped.jsonl')}")
+        raise MirrorError(f"skipped_rows (--skipped-rows) {request.skipped_rows} is inside the mirror folder {target}, "
+                          f"which the build replaces whole (the listing would be deleted with the old mirror): write "
+                          f"it outside that folder, e.g. {folder.parent / (folder.name + '-skipped.jsonl')}")
 
 
 def _check_inputs_outside(request: MirrorRequest, builder, target: Path) -> None:
@@ -403,8 +404,8 @@ def _check_inputs_outside(request: MirrorRequest, builder, target: Path) -> None
                     else f"the mirror {inside} in the output folder")
             raise MirrorError(f"{request.source}: the data file {path} lies inside {what}: it would be read as "
                               f"rows of the new mirror (a rebuild would hold a mirror's rows once more); narrow "
-                              f"--data-files to your input files, or build the mirror outside the folder they are "
-                              f"in (--out)")
+                              f"data_files (--data-files) to your input files, or build the mirror outside the folder "
+                              f"they are in (--out)")
 
 
 def _check_listing_is_no_input(request: MirrorRequest, builder) -> None:
@@ -450,7 +451,7 @@ def _check_options_fit_configs(request: MirrorRequest) -> None:
             builder_cls.SOURCE_CLASS(builder_cls.BUILDER_CONFIG_CLASS(name=config, **request.source_options))
         except ValueError as exc:
             raise MirrorError(f"{request.source}, config {config}: {exc} (mirror the other configs with "
-                              f"--configs)") from None
+                              f"configs / --configs)") from None
 
 
 def _split_plans(request: MirrorRequest, builder) -> list[SplitPlan]:
@@ -461,8 +462,8 @@ def _split_plans(request: MirrorRequest, builder) -> list[SplitPlan]:
         wanted = request.split.split("+")
         if any(name.casefold() == "all" for name in wanted):
             # datasets' keyword for the union of the splits: a mirror keeps every split, each of its own
-            raise MirrorError(f"--split {request.split!r}: 'all' names every split, which a mirror "
-                              f"holds without --split: leave --split out to mirror them all (each a split of its "
+            raise MirrorError(f"split (--split) {request.split!r}: 'all' names every split, which a mirror "
+                              f"holds when no split is given: leave it out to mirror them all (each a split of its "
                               f"own), or name the ones to mirror, a+b")
         lacking = [name for name in wanted if name not in {p.name for p in plans}]
         if lacking:
@@ -514,7 +515,7 @@ def _features(source: str, config: str) -> Features:
         return Features(features(source, config))
     except ImportError as exc:
         raise MirrorError(f"{source}: the {config!r} format cannot be imported ({exc}); "
-                          f"leave it out with --configs") from exc
+                          f"leave it out of configs (--configs)") from exc
 
 
 def _upstream(source: str):
