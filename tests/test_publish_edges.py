@@ -10,6 +10,7 @@ import tooluse_datasets as td
 from tooluse_datasets.cli import main
 from tooluse_datasets.dataset_card import BEGIN_MARKER, END_MARKER, merge_cards, render_card
 from tooluse_datasets.mirror import MirrorError, MirrorRequest, build_mirror, read_manifest
+from tooluse_datasets.mirror.manifest import MANIFEST_NAME
 from tooluse_datasets.publish import PublishError, publish_mirror
 
 from fake_hub import FakeHubApi
@@ -367,3 +368,18 @@ def test_a_pull_request_revision_of_a_repo_that_does_not_exist_is_refused_before
                                                "does not exist\\): give the refs/pr/N of an open pull request"):
             publish_mirror(mirror, REPO, api=api, revision="refs/pr/1", dry_run=dry_run, echo=_quiet)
     assert api.repos == {} and api.call_names() == ["repo_info", "repo_info"]
+
+
+def test_a_folder_of_mirrors_publishes_the_others_when_one_manifest_cannot_be_read(tmp_path, capsys):
+    # A damaged manifest in one mirror stopped the whole folder before any mirror was tried.
+    out = tmp_path / "mirrors"
+    assert main(["mirror", "nestful", "ms_swift", "--sample", "--configs", "unified", "--out", str(out)]) == 0
+    (out / "nestful" / MANIFEST_NAME).write_text('{"source": "nestful", "files": [', encoding="utf-8")
+    api = FakeHubApi()
+    capsys.readouterr()
+    assert _cli([str(out), "--repo-id", "acme/{source}-tooluse"], api) == 2
+    err = capsys.readouterr().err
+    assert f"error: {out / 'nestful' / MANIFEST_NAME} cannot be read as a mirror manifest" in err
+    assert "1 of 2 mirrors were not published: nestful (acme/nestful-tooluse)" in err
+    assert "published or already up to date: ms_swift (acme/ms_swift-tooluse)" in err and "Traceback" not in err
+    assert sorted(api.repos) == ["acme/ms_swift-tooluse"]

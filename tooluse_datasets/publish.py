@@ -855,7 +855,12 @@ def find_mirrors(folder: str | Path) -> dict[str, Path]:
         if root.is_dir() else []
     found: dict[str, Path] = {}
     for sub in subs:
-        source = read_manifest(sub).source
+        try:
+            source = read_manifest(sub).source
+        except MirrorError:
+            # One damaged manifest must not stop the other mirrors: its folder is named after its source (what
+            # `mirror` writes), and publishing it fails with the manifest's error, reported with the others.
+            source = sub.name
         if source in found:
             # Both would go to the same repo ('{source}' in --repo-id): one would silently not be published.
             raise PublishError(f"{folder} holds two mirrors of {source} ({found[source].name}, {sub.name}): "
