@@ -2,6 +2,9 @@
 from part of the data (--split, --configs) published over a repo that holds the rest."""
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -11,7 +14,7 @@ from tooluse_datasets.cli import main
 from tooluse_datasets.dataset_card import BEGIN_MARKER, END_MARKER, merge_cards, render_card
 from tooluse_datasets.mirror import MirrorError, MirrorRequest, build_mirror, read_manifest
 from tooluse_datasets.mirror.manifest import MANIFEST_NAME
-from tooluse_datasets.publish import PublishError, publish_mirror
+from tooluse_datasets.publish import PublishError, branch_problem, publish_mirror
 
 from fake_hub import FakeHubApi
 from mirror_support import build_sample_mirror
@@ -301,6 +304,27 @@ def test_publish_arguments_of_the_wrong_type_or_an_empty_revision_are_named_befo
         with pytest.raises(PublishError, match="^revision is empty"):
             publish_mirror(mirror, REPO, api=api, revision=revision, echo=_quiet)
     assert len(api.calls) == calls and list(api.repos[REPO].branches) == ["main"]
+
+
+BRANCH_NAMES = ["main", "dev/x", "feature/v1.2", "@x", "refs/pr/3", "a..b", "a b", "a\tb", "-x", "x/", "x.", "@",
+                "a@{b", ".x", "x/.y", "x.lock", "a//b", "a\\b", "a~1", "a^", "a:b", "a?", "a*", "a[b"]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="compares with git's own check-ref-format: git is not here")
+def test_a_branch_name_git_refuses_is_refused_before_anything_is_read(mirror, capsys):
+    """revision="a..b" (or "my branch") was taken; the Hub refused it only when creating the branch, after the
+    mirror had been hashed. Our verdict is git's own, and the command line refuses it as a usage error."""
+    api = FakeHubApi()
+    for name in BRANCH_NAMES:
+        refused = subprocess.run(["git", "check-ref-format", "--branch", name], capture_output=True).returncode != 0
+        assert (branch_problem(name) is not None) == refused, name
+        if refused:
+            with pytest.raises(PublishError, match=f"^revision {re.escape(repr(name))} .*nothing was published"):
+                publish_mirror(mirror, REPO, api=api, revision=name, echo=_quiet)
+            with pytest.raises(SystemExit) as stop:
+                main(["publish", str(mirror), "--repo-id", REPO, f"--revision={name}"])
+            assert stop.value.code == 2 and f"--revision: {name!r} " in capsys.readouterr().err
+    assert not api.calls
 
 
 def test_a_folder_of_mirrors_asks_who_the_token_is_once_per_command(tmp_path, capsys):

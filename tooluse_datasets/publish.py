@@ -831,6 +831,21 @@ def _check_arguments(folder: Any, repo_id: Any, revision: Any) -> None:
     if revision is not None and not revision.removeprefix("refs/heads/").strip():
         raise PublishError("revision is empty (an unset shell variable?): give a branch, or None for the default "
                            "branch; nothing was published")
+    problem = None if revision is None else branch_problem(revision)
+    if problem is not None:
+        raise PublishError(f"revision {revision!r} {problem}; nothing was published")
+
+
+def branch_problem(name: str) -> Optional[str]:
+    """Why git (and so the Hub) would not take ``name`` as a branch, or None. Checked before the mirror is
+    hashed: the Hub refused such a name only when the branch was created, after every file had been hashed."""
+    if any(ord(c) < 32 or ord(c) == 127 or c in " ~^:?*[\\" for c in name):
+        return "holds a character git refuses in a branch name (space, control characters, ~ ^ : ? * [ \\)"
+    if name.startswith("-") or name.endswith(("/", ".")) or ".." in name or "@{" in name:
+        return "is not a branch name git takes (one starting with '-', ending in '/' or '.', or holding '..' or '@{')"
+    if any(not part or part.startswith(".") or part.endswith(".lock") for part in name.split("/")):
+        return "has a path component git refuses in a branch name (empty, starting with '.', or ending in '.lock')"
+    return None
 
 
 def _check_repo_id(repo_id: str) -> None:

@@ -65,6 +65,11 @@ def a_branch(text: str) -> str:
     """An argparse type: publish's --revision, a branch (a tag or commit is refused there), never empty."""
     if not text.strip():
         raise argparse.ArgumentTypeError("expected a branch, got an empty one (an unset shell variable?)")
+    from ..publish import branch_problem
+
+    problem = branch_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"{text!r} {problem}")
     return text
 
 
