@@ -8,6 +8,7 @@ outputs depend on. :func:`short_call_ids` rewrites them per row, for ``ds.map``.
 from __future__ import annotations
 
 import hashlib
+import re
 import string
 from collections.abc import Mapping
 
@@ -20,7 +21,8 @@ ALPHABET = string.digits + string.ascii_letters
 def short_call_ids(row: dict, length: int = 9) -> dict:
     """``row`` with every call id replaced by ``length`` alphanumeric characters, the ``tool_call_id`` of each
     result and the ``consumer``/``producer`` of each ``call_graph`` edge by its call's new id (an id naming no
-    call of the row gets an id of its own the same way).
+    call of the row gets an id of its own the same way), and the label in each argument value an edge lists as a
+    reference too (NESTFUL ``$var_1.result$`` -> ``$<new id>.result$``).
 
     Deterministic: the new id is a hash of the row's ``id`` and the old id, so the same row gives the same ids
     in every run and process (``ds.map(td.short_call_ids)``, map-style or streaming); distinct old ids get
@@ -44,11 +46,31 @@ def short_call_ids(row: dict, length: int = 9) -> dict:
             new_ids[old] = candidate
         return new_ids[old]
 
+    # consumer's old id -> argument path -> the old ids of the producers a reference there names
+    referenced: dict[str, dict[str, set]] = {}
+    for edge in row.get("call_graph") or ():
+        if isinstance(edge, Mapping) and all(isinstance(edge.get(k), str)
+                                             for k in ("consumer", "argument", "producer")):
+            referenced.setdefault(edge["consumer"], {}).setdefault(edge["argument"], set()).add(edge["producer"])
+
+    def renamed(call: Mapping) -> dict:
+        paths, function = referenced.get(call["id"], {}), call.get("function")
+        # a reference names its call by the label without its `$`s; left old, it would name a call the row no
+        # longer has (the row then failed nestful.undefined_reference, and its raw row named no producer)
+        labels = {old.replace("$", ""): rewrite(old) for old in set().union(*paths.values()) if old.strip("$")}
+        if not labels or not isinstance(function, Mapping) or not isinstance(function.get("arguments"), Mapping):
+            return {**call, "id": rewrite(call["id"])}
+        pattern = re.compile(r"\$(" + "|".join(map(re.escape, labels)) + r")(?=[.$]|\Z)")
+        arguments = {name: _referencing(value, name, paths,
+                                        lambda text: pattern.sub(lambda m: "$" + labels[m.group(1)], text))
+                     for name, value in function["arguments"].items()}
+        return {**call, "id": rewrite(call["id"]), "function": {**function, "arguments": arguments}}
+
     messages = []
     for m in row["messages"]:
         m = dict(m)
         if m.get("tool_calls"):
-            m["tool_calls"] = [{**call, "id": rewrite(call["id"])} for call in m["tool_calls"]]
+            m["tool_calls"] = [renamed(call) for call in m["tool_calls"]]
         if m.get("tool_call_id") is not None:
             m["tool_call_id"] = rewrite(m["tool_call_id"])
         messages.append(m)
@@ -58,6 +80,18 @@ def short_call_ids(row: dict, length: int = 9) -> dict:
                                          if isinstance(edge.get(key), str)}} if isinstance(edge, Mapping) else edge
                              for edge in row["call_graph"]]
     return out
+
+
+def _referencing(value, path: str, paths: Mapping, rename) -> object:
+    """``value`` (an argument's, at ``path``) with ``rename`` applied to the strings at ``paths``, named as
+    ``call_graph`` names them (``a[0]``, ``a.b``)."""
+    if isinstance(value, str):
+        return rename(value) if path in paths else value
+    if isinstance(value, list):
+        return [_referencing(v, f"{path}[{i}]", paths, rename) for i, v in enumerate(value)]
+    if isinstance(value, Mapping):
+        return {k: _referencing(v, f"{path}.{k}", paths, rename) for k, v in value.items()}
+    return value
 
 
 def _hashed_id(row_id, old_id, salt: int, length: int) -> str:

@@ -27,7 +27,8 @@ def undefined_reference(view):
                 yield from _nested_references(c, labels)
             if v1:
                 yield from _references_without_dollar(c, labels)
-            found = argument_references(c.arguments, embedded=True) if v1 else _executor_references(c.arguments)
+            found = (argument_references(c.arguments, embedded=True, labels=labels) if v1
+                     else _executor_references(c.arguments))
             for argument, label, output_field in found:
                 where = f"{c.field}.function.arguments.{argument}"
                 producer = labels.get(label)
