@@ -393,3 +393,22 @@ def test_all_names_the_toolmind_message_a_writer_refuses_as_toolmind_alone_does(
                         streaming=streaming, on_error="skip", report=report, cache_dir=cache_dir))
     assert len(rows) == len(list(td.load("ms_swift", "swift", data_files=swift_files, split="train", streaming=True)))
     assert [(r["source"], r["row"], r["field"]) for r in report.rows] == [("toolmind", 0, "messages[5]")]
+
+
+@pytest.mark.parametrize("streaming", [True, False], ids=["streaming", "map"])
+def test_all_says_to_load_a_member_alone_where_its_error_advises_an_option_the_mix_refuses(tmp_path, cache_dir,
+                                                                                         streaming):
+    """A member's advice to pass its own option (columns=, tags=) was given as is, and following it in the mix
+    was refused as an option source 'all' does not have."""
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}\n')
+    with pytest.raises(td.MissingFieldError) as alone:
+        list(td.load("llamafactory", data_files=[str(rows)], split="train", streaming=True))
+    assert "columns=" in str(alone.value) and "'all'" not in str(alone.value)
+    with pytest.raises(td.MissingFieldError) as mixed:
+        list(td.load("all", data_files={"llamafactory": [str(rows)]}, split="train", streaming=streaming,
+                     cache_dir=cache_dir))
+    assert str(mixed.value).startswith(str(alone.value))
+    assert str(mixed.value).endswith("load 'llamafactory' on its own to pass columns, tags, dataset_info, dataset")
+    with pytest.raises(ValueError, match="has no option 'columns'"):
+        td.load("all", data_files={"llamafactory": [str(rows)]}, split="train", columns={"messages": "messages"})

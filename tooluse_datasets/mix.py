@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from typing import Any, Iterator, Optional
 
 import datasets
@@ -21,6 +22,8 @@ from .shards.shard import RawBatch, Shard
 from .source import RowContext, Source, SourceOptions, SplitPlan
 
 SPLIT = "train"
+_MIX_OPTIONS = frozenset(f.name for f in dataclasses.fields(SourceOptions))
+MEMBER_OPTIONS_NOTE = "source 'all' reads each source with its default options:"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,13 +75,26 @@ class MixedSource(Source):
         try:
             for batch in self.member(name).read(shard, SplitPlan(shard.member_split, (), shard.selection), resume):
                 # errors name the member source, as every other error of its rows does
-                batch.items = [(row, item.at(source=name) if isinstance(item, ToolUseDataError) else (name, item))
+                batch.items = [(row, self._member_error(item, name) if isinstance(item, ToolUseDataError)
+                                else (name, item))
                                for row, item in batch.items]
                 yield batch
         except GeneratorExit:  # a consumer that stopped early; named first, so that a stream left unfinished
             raise              # until interpreter exit, when module names may be gone (None), closes quietly
         except ToolUseDataError as exc:
-            raise exc.at(source=name)
+            raise self._member_error(exc, name)
+
+    def _member_error(self, error: ToolUseDataError, name: str) -> ToolUseDataError:
+        """``error`` of member ``name``, naming it; where it advises one of the member's own options
+        (``data_version='v1'``, ``columns=``), which the mix refuses, it says to load the member on its own."""
+        error.at(source=name)
+        own = [f.name for f in dataclasses.fields(self.member(name).options_class)
+               if f.name not in _MIX_OPTIONS and re.search(rf"\b{f.name}=", error.message)]
+        if own and MEMBER_OPTIONS_NOTE not in error.message:
+            error.message = (f"{error.message}; {MEMBER_OPTIONS_NOTE} load {name!r} on its own to pass "
+                             f"{', '.join(own)}")
+            error.args = (error.message,)
+        return error
 
     def to_raw(self, item: tuple[str, dict], ctx: RowContext) -> tuple[str, Any]:
         name, native = item
@@ -86,7 +102,7 @@ class MixedSource(Source):
         try:
             raw = self.member(name).to_raw(native, member_ctx)
         except ToolUseDataError as exc:
-            raise exc.at(source=name)
+            raise self._member_error(exc, name)
         ctx.origins = member_ctx.origins  # what the member's to_unified needs to name the file's fields
         # Errors of the row's later steps (a writer refusing it, a value its columns cannot store) name the
         # member source too, as they do when the member is loaded alone.
@@ -99,7 +115,7 @@ class MixedSource(Source):
             return self.member(name).to_unified(raw, RowContext(name, ctx.file, ctx.row, ctx.split,
                                                                 origins=ctx.origins, file_label=ctx.file_label))
         except ToolUseDataError as exc:
-            raise exc.at(source=name)
+            raise self._member_error(exc, name)
 
     def input_field(self, row: dict, field: str) -> Optional[str]:
         """The place in the file of the member the row came from (its ``source``), as that member names it
