@@ -106,6 +106,14 @@ def test_all_takes_each_source_s_files_as_its_split_dict_too(cache_dir):
 
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["prepare", "streaming"])
+def test_all_names_a_source_given_an_empty_split_dict(cache_dir, streaming):
+    """{'nestful': {}} was refused as data_files holding None, which it does not."""
+    with pytest.raises(ValueError, match=r"data_files\['nestful'\] for source 'all' is empty \(\{\}\)"):
+        td.load("all", data_files={"nestful": {}, "ms_swift": td.sample_files("ms_swift")}, split="train",
+                streaming=streaming, cache_dir=cache_dir)
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["prepare", "streaming"])
 def test_all_refuses_data_dir_instead_of_reading_the_upstreams(tmp_path, cache_dir, monkeypatch, streaming):
     """data_dir used to be ignored by the mix, which went on to read every member's upstream files."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

@@ -216,7 +216,10 @@ def _train_files(name: Any, files: Any) -> Any:
                          f"(a path, a glob, a list) or {{{SPLIT!r}: files}}, not its splits {others}; load a "
                          f"source's other splits on their own, e.g. td.load({name!r}, data_files=..., "
                          f"split={others[0]!r})")
-    return files.get(SPLIT)
+    if not files:  # (named as the empty dict it is, not as the None its missing train files would hand on)
+        raise ValueError(f"data_files[{name!r}] for source 'all' is empty ({{}}): give the source's files (a path, "
+                         f"a glob, a list) or {{{SPLIT!r}: files}}, or leave {name!r} out")
+    return files[SPLIT]
 
 
 Builder = AllSourcesBuilder
