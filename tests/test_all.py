@@ -420,3 +420,21 @@ def test_all_says_to_load_a_member_alone_where_its_error_advises_an_option_the_m
     assert str(mixed.value).endswith("load 'llamafactory' on its own to pass columns, tags, dataset_info, dataset")
     with pytest.raises(ValueError, match="has no option 'columns'"):
         td.load("all", data_files={"llamafactory": [str(rows)]}, split="train", columns={"messages": "messages"})
+
+
+def test_all_says_which_source_an_option_it_refuses_is_of(cache_dir, capsys):
+    """An option of one member (data_version) was refused listing the mix's own options only, without the way
+    to pass it: loading that source on its own."""
+    from tooluse_datasets.cli import main
+
+    advice = "data_version is nestful's, strict is toolmind's: load the source on its own to pass its options"
+    with pytest.raises(ValueError, match=advice):
+        td.load("all", data_files=td.sample_files("all"), split="train", data_version="v1", strict=False,
+                cache_dir=cache_dir)
+    with pytest.raises(ValueError, match="data_version is nestful's"):
+        td.validate("all", data_files=td.sample_files("all"), data_version="v1")
+    assert main(["stats", "all", "--sample", "--option", "data_version=v1", "--option", "strict=false"]) == 2
+    assert advice in capsys.readouterr().err
+    with pytest.raises(ValueError) as info:
+        td.load("all", data_files=td.sample_files("all"), split="train", nope=1, cache_dir=cache_dir)
+    assert "load the source on its own" not in str(info.value)

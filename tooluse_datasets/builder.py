@@ -209,7 +209,8 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         known = {f.name for f in dataclasses.fields(self.BUILDER_CONFIG_CLASS)}
         unknown = sorted(set(config_kwargs) - known)
         if unknown:
-            raise unknown_options_error(self.SOURCE_CLASS.name, self.SOURCE_CLASS.options_class, unknown)
+            raise unknown_options_error(self.SOURCE_CLASS.name, self.SOURCE_CLASS.options_class, unknown,
+                                        advice=self.unknown_options_advice(set(unknown)))
         # datasets hashes every option passed into the cache folder's name, also one passed at its default value:
         # load() passes on_error="raise", revision=None and validate=None, so a builder made with the same data
         # (NestfulBuilder(config_name="raw", data_files=...)) prepared into another folder and load() converted
@@ -254,6 +255,12 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         """A digest of local files other than the data that rows are made from (a source's option naming a
         folder), for the cache key; None: there are none."""
         return None
+
+    @classmethod
+    def unknown_options_advice(cls, unknown: set[str]) -> str:
+        """What to do instead of passing the ``unknown`` options, after the listing of the source's own
+        (empty: nothing more to say)."""
+        return ""
 
     @classmethod
     def upstreams(cls) -> dict[str, Upstream]:

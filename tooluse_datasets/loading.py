@@ -283,7 +283,8 @@ def _check_source_options(source: str, builder_cls: type, given: dict) -> None:
         also = f"load() itself also takes {', '.join(own)}"
         for name in sorted(unknown & set(_LOAD_DATASET_ONLY)):
             also += f"; {name} is datasets.load_dataset's: {_LOAD_DATASET_ONLY[name]}"
-        raise unknown_options_error(source, builder_cls.SOURCE_CLASS.options_class, unknown, also=also)
+        raise unknown_options_error(source, builder_cls.SOURCE_CLASS.options_class, unknown, also=also,
+                                    advice=builder_cls.unknown_options_advice(unknown))
 
 
 # datasets.load_dataset's arguments that load() does not take, and what does their job here: refused as no source

@@ -150,6 +150,15 @@ class AllSourcesBuilder(ToolUseBuilder):
         super().__init__(*args, **kwargs)
 
     @classmethod
+    def unknown_options_advice(cls, unknown: set[str]) -> str:
+        """Which member an option is of (the mix reads every member with its default options)."""
+        owners = {option: [name for name in registry.source_names() if option in {
+            f.name for f in dataclasses.fields(registry.builder_class(name).SOURCE_CLASS.options_class)}]
+            for option in sorted(unknown)}
+        owned = [f"{option} is {' and '.join(names)}'s" for option, names in owners.items() if names]
+        return f"; {', '.join(owned)}: load the source on its own to pass its options" if owned else ""
+
+    @classmethod
     def upstreams(cls) -> dict:
         """Every member's upstream location (a load of ``all`` without ``data_files`` reads them all)."""
         return {name: up for name in registry.source_names()

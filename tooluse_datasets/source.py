@@ -339,13 +339,13 @@ class UnknownOptionError(ValueError):
 
 
 def unknown_options_error(source: str, options_class: type, unknown: Iterable[str],
-                          also: str = "") -> UnknownOptionError:
+                          also: str = "", advice: str = "") -> UnknownOptionError:
     """The error for options a source does not have: it lists the source's own options (the fields of its
-    options class), not the builder config's other fields (load()'s arguments, internals); ``also`` adds a
-    note in parentheses (e.g. what load() itself takes)."""
+    options class), not the builder config's other fields (load()'s arguments, internals); ``advice`` follows
+    the listing (what to do instead), ``also`` adds a note in parentheses (e.g. what load() itself takes)."""
     options = ", ".join(sorted(f.name for f in dataclasses.fields(options_class)))
     return UnknownOptionError(f"{source} has no option {', '.join(map(repr, sorted(unknown)))}; its options: "
-                              f"{options}", also)
+                              f"{options}{advice}", also)
 
 
 _KIND_NAMES = {bool: "true or false", int: "an integer", float: "a number", str: "a string", type(None): "null",
