@@ -105,6 +105,21 @@ def test_all_takes_each_source_s_files_as_its_split_dict_too(cache_dir):
     assert list(td.load("all", data_files=by_split, split="train", cache_dir=cache_dir)) == expected
 
 
+def test_all_given_a_folder_for_a_source_advises_a_glob_not_the_data_dir_it_refuses(cache_dir):
+    """A folder in a source's data_files was refused advising data_dir=, which source 'all' refuses too."""
+    from pathlib import Path
+
+    folder = str(Path(td.sample_files("nestful")["train"][0]).parent)
+    with pytest.raises(ValueError, match="data_dir=") as alone:
+        td.load("nestful", data_files=folder, split="train", cache_dir=cache_dir)
+    with pytest.raises(ValueError, match=r"names the folder .*; pass a glob such as") as mixed:
+        td.load("all", data_files={"nestful": folder}, split="train", cache_dir=cache_dir)
+    assert "data_dir" not in str(mixed.value)
+    glob = str(alone.value).rsplit("a glob such as ", 1)[1].strip("'")
+    assert str(mixed.value).endswith(repr(glob))
+    assert len(td.load("all", data_files={"nestful": glob}, split="train", cache_dir=cache_dir)) > 0
+
+
 @pytest.mark.parametrize("streaming", [False, True], ids=["prepare", "streaming"])
 def test_all_names_a_source_given_an_empty_split_dict(cache_dir, streaming):
     """{'nestful': {}} was refused as data_files holding None, which it does not."""

@@ -115,6 +115,7 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
     SOURCE_CLASS: ClassVar[type[Source]]
     BUILDER_CONFIG_CLASS = ToolUseConfig
     DEFAULT_CONFIG_NAME = "unified"
+    TAKES_DATA_DIR: ClassVar[bool] = True  # (a folder in data_files is refused advising data_dir where it is taken)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -139,7 +140,8 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                 # the current folder, data_dir unused (and a file of the same name there read instead)
                 kwargs["base_path"] = kwargs["data_dir"]
         if kwargs.get("data_files") is not None:  # datasets takes str, not Path
-            kwargs["data_files"] = _path_strings(kwargs["data_files"], kwargs.get("base_path"))
+            kwargs["data_files"] = _path_strings(kwargs["data_files"], kwargs.get("base_path"),
+                                                 takes_dir=self.TAKES_DATA_DIR)
         if kwargs.get("data_files") is None and kwargs.get("data_dir") is None:
             # Files a source option names (LLaMA-Factory's dataset_info entry): resolved here, so that datasets
             # keys its cache on them as on data_files.
@@ -610,19 +612,19 @@ def last_read(folder: Path) -> int:
     return max(times)
 
 
-def _path_strings(data_files, base: Optional[str] = None, top: bool = True):
+def _path_strings(data_files, base: Optional[str] = None, top: bool = True, takes_dir: bool = True):
     """``data_files`` with every path object (``pathlib.Path``...) as its string, in lists and split dicts too.
     A value that is no path (None, a number) or a folder is refused here, naming it: datasets would raise a
     TypeError from deep inside, or say it cannot find ``folder/``. Relative paths are looked up under ``base``
-    (data_dir), where datasets reads them."""
+    (data_dir), where datasets reads them. ``takes_dir``: a folder's error advises data_dir too."""
     if isinstance(data_files, dict) and top:
         reserved = [split for split in data_files if isinstance(split, str) and split.lower() == "all"]
         if reserved:  # datasets' keyword for the union of the splits: it refuses the name from deep inside
             raise ValueError(f"data_files names a split {reserved[0]!r}, which datasets reserves for the union of "
                              f"all splits; give that split another name")
-        return {split: _path_strings(files, base, top=False) for split, files in data_files.items()}
+        return {split: _path_strings(files, base, False, takes_dir) for split, files in data_files.items()}
     if isinstance(data_files, (list, tuple)):
-        return [_path_strings(f, base, top=False) for f in data_files]
+        return [_path_strings(f, base, False, takes_dir) for f in data_files]
     if not isinstance(data_files, (str, os.PathLike)):
         raise ValueError(f"data_files holds {data_files!r:.80} ({type(data_files).__name__}); give local paths, "
                          f"globs or hf:// / https:// URLs: one, a list, or a dict of split -> them")
@@ -646,7 +648,8 @@ def _path_strings(data_files, base: Optional[str] = None, top: bool = True):
         base = None  # (a remote data_dir: the files under it are not looked up here)
     local = os.path.join(base, path) if base is not None else path  # (an absolute path stays as it is)
     if os.path.isdir(local):
-        raise ValueError(f"data_files names the folder {path!r}; pass data_dir={local!r}, or a glob such as "
+        instead = f"data_dir={local!r}, or " if takes_dir else ""
+        raise ValueError(f"data_files names the folder {path!r}; pass {instead}a glob such as "
                          f"{os.path.join(path, '*.jsonl')!r}")
     if os.path.exists(local) and not os.path.isfile(local):
         # a pipe or a device (/dev/stdin, a shell's <(...)): datasets said "Unable to find", as if it were missing

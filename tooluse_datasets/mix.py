@@ -131,6 +131,7 @@ class MixedSource(Source):
 
 class AllSourcesBuilder(ToolUseBuilder):
     SOURCE_CLASS = MixedSource
+    TAKES_DATA_DIR = False
 
     def __init__(self, *args, **kwargs):
         if kwargs.get("data_dir") is not None:
