@@ -77,6 +77,23 @@ def test_a_long_tool_catalog_in_the_header_is_elided_as_long_text_is(tmp_path, c
     assert "tool_1500, tool_1501" in capsys.readouterr().out
 
 
+def test_a_long_media_path_such_as_a_data_url_is_elided_as_long_text_is(tmp_path, capsys):
+    """An image given inline (ms-swift's data:image/png;base64,... URLs) was printed whole on the media line,
+    tens of kilobytes of base64, whatever --max-chars said."""
+    url = "data:image/png;base64," + "QUJD" * 10_000
+    row = {"messages": [{"role": "user", "content": [{"type": "text", "text": "What is in this image?"},
+                                                     {"type": "image_url", "image_url": {"url": url}}]},
+                        {"role": "assistant", "content": "A cat."}]}
+    path = tmp_path / "image.jsonl"
+    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    assert main(["show", "ms_swift", "--data-files", str(path)]) == 0
+    media = capsys.readouterr().out.split("media: ", 1)[1]  # (wrapped at the console width)
+    assert len(media) < 700 and f"of {len(url):,} chars elided" in " ".join(media.split())
+    assert "".join(media.split()).startswith("images:data:image/png;base64,QUJD")
+    assert main(["show", "ms_swift", "--data-files", str(path), "--max-chars", "0"]) == 0  # 0: never elide
+    assert url in capsys.readouterr().out.replace("\n", "")
+
+
 def test_colours_on_a_terminal(cache_dir):
     row = td.load("nestful", data_files=td.sample_files("nestful"), split="train", cache_dir=cache_dir)[0]
     buffer = io.StringIO()

@@ -59,8 +59,9 @@ def render_row(row: dict, max_chars: int = 600) -> Group:
         parts.append(_message_panel(i, m, edges, calls_by_id, max_chars))
     media = {c: row[c] for c in ("images", "audios", "videos") if row.get(c)}
     if media:
-        parts.append(Text(printable("media: " + "; ".join(f"{c}: {', '.join(map(str, v))}" for c, v in media.items())),
-                          style="dim"))
+        # each path elided as any long text: an inline data: URL (base64 of a whole image) filled screens
+        parts.append(Text(printable("media: " + "; ".join(
+            f"{c}: {', '.join(elide(str(p), max_chars) for p in v)}" for c, v in media.items())), style="dim"))
     return Group(*parts)
 
 
