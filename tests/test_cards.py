@@ -179,6 +179,24 @@ def test_the_cards_validation_counts_are_those_validate_gives_warnings_included(
                 f"{'has' if report['warned'] == 1 else 'have'} warnings ({warnings}).") in section
 
 
+def test_a_skip_reason_naming_a_key_with_line_breaks_stays_on_its_line_of_the_card(tmp_path):
+    """A skip reason names the field, which may hold a key of the data: the list of configs left out printed it
+    as it was, so an argument named "arg_0\\n## Heading" started a heading of the card (and a carriage return, a
+    line of a table)."""
+    lines = Path(td.sample_files("nestful")["train"][0]).read_text(encoding="utf-8").splitlines()
+    bad = json.loads(lines[0])
+    bad["sample_id"] = "bad-1"
+    bad["output"][1]["arguments"] = {"arg_0\n## Injected\r| x | y |": "$var_9.result$", "arg_1": 4}
+    path = tmp_path / "data.jsonl"
+    path.write_text("\n".join([*lines, json.dumps(bad)]) + "\n", encoding="utf-8")
+    folder = build_mirror(MirrorRequest("nestful", data_files=[str(path)], on_error="skip"), tmp_path / "out")
+    text = (folder / "README.md").read_text(encoding="utf-8")
+    reason = "UndefinedReferenceError:output[1].arguments.arg_0 ## Injected"
+    assert f"- `toolmind`: 4 rows read, 4 skipped (" in text and f"| `unified` | train | 3 | 1 | {reason}" in text
+    assert "toolmind" in read_manifest(folder).omitted_configs and f", {reason}" in text  # the list of left-out configs
+    assert not [line for line in text.splitlines() if line.startswith(("## Injected", "| x"))]
+
+
 def test_examples_in_the_card_are_the_first_rows(card, unified_rows, tmp_path):
     first = unified_rows[0]
     assert shorten(first) == first  # short sample rows: the card must show them unchanged

@@ -362,8 +362,9 @@ def _type_name(feature: Any) -> str:
 
 
 def markdown_cell(value: Any) -> str:
-    """Text safe inside a Markdown table cell (no pipes or line breaks)."""
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    """Text safe inside a Markdown table cell or list item (no pipes or line breaks: a skip reason names a field,
+    which may hold a key of the data, and a line break of its own would start a heading or a table row)."""
+    return str(value).replace("|", "\\|").replace("\r", " ").replace("\n", " ")
 
 
 def human_bytes(n: int) -> str:
