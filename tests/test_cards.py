@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 from pathlib import Path
 
@@ -179,7 +180,7 @@ def test_the_cards_validation_counts_are_those_validate_gives_warnings_included(
                 f"{'has' if report['warned'] == 1 else 'have'} warnings ({warnings}).") in section
 
 
-def test_a_skip_reason_naming_a_key_with_line_breaks_stays_on_its_line_of_the_card(tmp_path):
+def test_a_skip_reason_naming_a_key_with_line_breaks_stays_on_its_line_of_the_card(tmp_path, capsys, caplog):
     """A skip reason names the field, which may hold a key of the data: the list of configs left out printed it
     as it was, so an argument named "arg_0\\n## Heading" started a heading of the card (and a carriage return, a
     line of a table)."""
@@ -195,6 +196,16 @@ def test_a_skip_reason_naming_a_key_with_line_breaks_stays_on_its_line_of_the_ca
     assert f"- `toolmind`: 4 rows read, 4 skipped (" in text and f"| `unified` | train | 3 | 1 | {reason}" in text
     assert "toolmind" in read_manifest(folder).omitted_configs and f", {reason}" in text  # the list of left-out configs
     assert not [line for line in text.splitlines() if line.startswith(("## Injected", "| x"))]
+    # the command's summary and log print the reason on one line too
+    from tooluse_datasets.cli import main
+
+    capsys.readouterr()
+    with caplog.at_level(logging.WARNING, logger="tooluse_datasets"):
+        assert main(["mirror", "nestful", "--data-files", str(path), "--out", str(tmp_path / "cli")]) == 0
+    out = capsys.readouterr().out
+    assert "  toolmind: omitted (4 rows read, 4 skipped (" in out and "arg_0\\u000a## Injected\\u000d| x | y |" in out
+    assert not [line for line in out.splitlines() + caplog.text.splitlines() if line.startswith(("## Injected", "| x"))]
+    assert "toolmind: no rows left" in caplog.text
 
 
 def test_examples_in_the_card_are_the_first_rows(card, unified_rows, tmp_path):

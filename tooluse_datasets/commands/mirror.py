@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 
+from ..errors import one_line, plain_printable
 from . import (a_path, a_revision, add_source_arguments, data_files_for, output_folder,
                refuse_files_where_folders_go, refuse_writing_inputs, refuse_wrong_kind_outputs, source_options)
 
@@ -226,8 +227,10 @@ def _print_summary(folder, manifest) -> None:
             skipped = s.skipped["skipped"]
             print(f"  {name}/{split}: {s.num_examples} rows in {len(s.files)} shard(s)"
                   + (f", {skipped} skipped" if skipped else ""))
+    # (the reasons name fields, which may hold keys of the data: line breaks and controls printed as escapes)
     for name, why in manifest.omitted_configs.items():
-        print(f"  {name}: omitted ({why})")
+        print(plain_printable(one_line(f"  {name}: omitted ({why})")))
     for split, v in manifest.validation.items():
         if v["failed"]:
-            print(f"  unified/{split}: {v['failed']} of {v['checked']} rows fail validation: {v['by_reason']}")
+            print(plain_printable(one_line(f"  unified/{split}: {v['failed']} of {v['checked']} rows fail "
+                                           f"validation: {v['by_reason']}")))

@@ -24,7 +24,7 @@ from datasets import Features
 from .. import formats, registry
 from ..dataset_card import hub_license, render_card, repo_id_problem
 from ..distributions import plot_distributions
-from ..errors import SkipReport, ToolUseDataError, check_on_error, json_text_bytes
+from ..errors import SkipReport, ToolUseDataError, check_on_error, json_text_bytes, one_line
 from ..progress import progress
 from ..shards.paths import name_as_text
 from ..shards.versions import changed
@@ -552,7 +552,7 @@ def _assemble(request: MirrorRequest, features: dict[str, Features], results: di
         raise MirrorError(f"{request.source}: no config has any row: {why}")
     for config, why_empty in omitted.items():
         logger.warning("%s/%s: no rows left (%s); the config is left out of the mirror", request.source, config,
-                       why_empty)
+                       one_line(why_empty))  # (a reason may quote a key of the data, line breaks included)
     statistics, validation, distributions = {}, {}, {}
     for split, shard_results in results.items():
         stats, counter = SplitStatistics(), ValidationCounter([])
