@@ -233,6 +233,22 @@ def test_export_writes_its_skipped_rows_file_into_the_output_folder_it_makes(tmp
         ["InvalidValueError:messages[0].role"]
 
 
+def test_export_writes_where_a_leading_tilde_says_as_the_checks_before_it_look(tmp_path, monkeypatch, capsys):
+    """`--out=~/out` (the shell leaves `~` after `=` as it is) wrote into a folder named "~" of the current one, and
+    `--skipped-rows=~/skipped.jsonl` too, while the checks before any row looked at the home folder's."""
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(work)
+    assert main(["export", "ms_swift", "--sample", "--format", "llamafactory", "--on-error", "skip",
+                 "--out=~/out", "--skipped-rows=~/skipped.jsonl"]) == 0
+    assert sorted(p.name for p in (home / "out").iterdir()) == ["dataset_info.json",
+                                                                 "ms_swift-llamafactory-train.jsonl"]
+    assert (home / "skipped.jsonl").read_text().count("\n") == 2
+    assert list(work.iterdir()) == []
+
+
 def test_stats_writes_its_skipped_rows_file_into_the_plots_folder_it_makes(tmp_path, capsys):
     """The same for stats: `--skipped-rows plots/skipped.jsonl`, which the refusal of `--skipped-rows plots`
     suggests, was refused as "cannot be made", the report being made before the --plots folder."""

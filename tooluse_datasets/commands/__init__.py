@@ -46,10 +46,14 @@ def non_negative(what: str, note: str = ""):
 
 def a_path(text: str) -> str:
     """An argparse type: a path, never empty (``--out "$OUT"`` with OUT unset meant the current folder, and an
-    empty --skipped-rows, --plots or --expect-failures no file at all, without a word)."""
+    empty --skipped-rows, --plots or --expect-failures no file at all, without a word), a leading ``~`` expanded
+    as the shell leaves it in ``--out=~/x``: outputs went to a folder named "~" of the current one, while the
+    checks before any row looked at the home folder's."""
+    import os
+
     if not text.strip():
         raise argparse.ArgumentTypeError("expected a path, got an empty one (an unset shell variable?)")
-    return text
+    return os.path.expanduser(text)
 
 
 def a_revision(text: str) -> str:
