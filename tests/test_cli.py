@@ -738,10 +738,13 @@ def test_a_misspelt_option_is_refused_by_its_command_with_the_option_meant(argv,
 
 @pytest.mark.parametrize("fmt, taken", [("unified", "nestful-unified-train.jsonl"),
                                         ("llamafactory", "nestful-llamafactory-train.jsonl"),
-                                        ("llamafactory", "dataset_info.json")])
+                                        ("llamafactory", "dataset_info.json"),
+                                        ("unified", "nestful-unified-train.jsonl.partial"),
+                                        ("llamafactory", "dataset_info.json.partial")])
 def test_export_refuses_up_front_a_folder_where_it_writes_a_file(fmt, taken, tmp_path, capsys):
     # the system's "Is a directory" came once every row was written (or, for dataset_info.json, as a bare
-    # IsADirectoryError naming no argument)
+    # IsADirectoryError naming no argument); at the name a file is written under first (.partial) too, for
+    # dataset_info.json once the split's file was in place, unregistered
     (tmp_path / "out" / taken).mkdir(parents=True)
     assert main(["export", "nestful", "--sample", "--format", fmt, "--out", str(tmp_path / "out")]) == 2
     captured = capsys.readouterr()

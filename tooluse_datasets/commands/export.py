@@ -63,8 +63,9 @@ def _export(args: argparse.Namespace) -> int:
     outputs = [out / _file_name(args, split) for split in ([args.split] if args.split else splits)]
     if args.format == "llamafactory":
         outputs.append(out / DATASET_INFO)
-    # (found only once the split's every row was written, as the system's "Is a directory" naming no argument)
-    for path in outputs:
+    # (found only once the split's every row was written, as the system's "Is a directory" naming no argument; a
+    # folder at the name a file is written under first, dataset_info.json's after its split's file was in place)
+    for path in [p for output in outputs for p in (output, _partial(output))]:
         if path.is_dir():
             raise ValueError(f"--out {args.out!r} holds a folder {path.name!r} where the export writes that file: "
                              f"move it away or give another --out")
