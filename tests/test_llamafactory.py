@@ -1019,6 +1019,32 @@ def test_cli_export_keeps_entries_another_export_registered_meanwhile(tmp_path, 
         "other-llamafactory-train", "nestful-llamafactory-train"}
 
 
+def test_exports_registering_at_once_in_one_folder_keep_dataset_info_json_whole(tmp_path):
+    """Two exports registering their files at once wrote the same dataset_info.json.partial together: the registry
+    became two registries run into one (not JSON: every later export into the folder stopped on it), or lost the
+    entries one of them had read before the other wrote."""
+    import subprocess
+    import sys
+
+    # each registers its entries once both have started (a file of its own says it has)
+    register = ("import sys\nfrom pathlib import Path\nfrom tooluse_datasets.commands.export import _register\n"
+                "info, name, ready = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])\n"
+                "(ready / name).touch()\n"
+                "while len(list(ready.iterdir())) < 2:\n"
+                "    pass\n"
+                "for i in range(200):\n"
+                "    _register(info, f'{name}-{i}', {'file_name': f'{name}-{i}.jsonl'})\n")
+    out, ready = tmp_path / "lf", tmp_path / "ready"
+    out.mkdir()
+    ready.mkdir()
+    exports = [subprocess.Popen([sys.executable, "-c", register, str(out / "dataset_info.json"), name, str(ready)],
+                                stderr=subprocess.PIPE, text=True)
+               for name in ("nestful-llamafactory", "toolmind-llamafactory")]
+    assert [(p.wait(timeout=120), p.stderr.read()) for p in exports] == [(0, ""), (0, "")]
+    assert len(json.loads((out / "dataset_info.json").read_text())) == 400
+    assert [p.name for p in out.iterdir()] == ["dataset_info.json"]
+
+
 def test_a_tool_description_that_is_not_text_is_refused_not_written_unreadable(tmp_path, capsys):
     """NESTFUL reads a tool whose description is a number (a damaged spec); the writer wrote it as it was, and the
     export did not read back: the llamafactory reader refuses it ('tool description must be a string'), and

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import orjson
 
@@ -199,17 +200,39 @@ def _register(path: Path, name: str, entry: Optional[dict]) -> None:
     """Add or replace the entry ``name`` (None: no entry for that file); other files' entries stay. The file is
     read again, not taken from the start of the run: entries another export into this folder wrote meanwhile
     (two sources exported at once into one folder) are kept, not overwritten with the copy read at the start."""
-    info = _read_dataset_info(path)
-    if entry is None:
-        info.pop(name, None)
-    else:
-        info[name] = entry
-    tmp = _partial(path)
+    with _folder_locked(path.parent):
+        info = _read_dataset_info(path)
+        if entry is None:
+            info.pop(name, None)
+        else:
+            info[name] = entry
+        tmp = _partial(path)
+        try:
+            tmp.write_bytes(orjson.dumps(info, option=orjson.OPT_INDENT_2) + b"\n")
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _folder_locked(folder: Path) -> Iterator[None]:
+    """The block run by one export at a time per folder (an advisory lock on the folder itself, which leaves no
+    file behind): two exports registering at once wrote the same .partial file together, and dataset_info.json
+    became two registries run into one, not JSON, or lost the entry read before the other's was written."""
     try:
-        tmp.write_bytes(orjson.dumps(info, option=orjson.OPT_INDENT_2) + b"\n")
-        os.replace(tmp, path)
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no advisory locks; one export per folder at a time
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:  # (NFS takes no lock on a folder: one export per folder at a time there)
+            pass
+        yield
     finally:
-        tmp.unlink(missing_ok=True)
+        os.close(fd)  # closing the descriptor releases the lock
 
 
 def _print_registered(path: Path, entries: dict[str, Optional[dict]]) -> None:
