@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 from typing import Iterator, Optional
 
 
@@ -49,8 +50,6 @@ def a_path(text: str) -> str:
     empty --skipped-rows, --plots or --expect-failures no file at all, without a word), a leading ``~`` expanded
     as the shell leaves it in ``--out=~/x``: outputs went to a folder named "~" of the current one, while the
     checks before any row looked at the home folder's."""
-    import os
-
     if not text.strip():
         raise argparse.ArgumentTypeError("expected a path, got an empty one (an unset shell variable?)")
     return os.path.expanduser(text)
@@ -196,8 +195,6 @@ def data_files_for(args: argparse.Namespace, source: str):
 def refuse_folders(paths: list[str], option: str = "--data-files") -> None:
     """A folder given as --data-files (or score's --gold-data-files), said in the command's terms (load() would
     advise data_dir=, which no command takes), and standard input, a pipe or a device, which are not read."""
-    import os
-
     for path in paths:
         if not isinstance(path, str) or "://" in path or "::" in path:
             continue
@@ -216,8 +213,6 @@ def refuse_folders(paths: list[str], option: str = "--data-files") -> None:
 def refuse_missing_file(path: str, argument: str, expected: str) -> None:
     """A local file a command reads by name (score's RESULT.jsonl, verify's --expect-failures) that is a folder or
     is not there, said naming the argument: open() named the path alone."""
-    import os
-
     if not is_local(path):
         return
     if os.path.isdir(path):
@@ -258,7 +253,6 @@ def is_local(pattern) -> bool:
 def local_inputs(data_files) -> set[str]:
     """The real paths of the local files ``data_files`` (a list, or source -> list) names, globs expanded."""
     import glob
-    import os
 
     from ..shards.paths import literal_folder_escaped
 
@@ -289,7 +283,6 @@ def refuse_wrong_kind_outputs(*, folders: Optional[dict[str, Optional[str]]] = N
     ``renamed``: mirror writes its listing under another name and renames it onto the file).
     The system's own errors ("File exists", "Is a directory") named no argument, and mirror met a folder as
     --skipped-rows only once every row had been converted."""
-    import os
     from pathlib import Path
 
     folders, files = folders or {}, files or {}
@@ -318,7 +311,6 @@ def refuse_files_where_folders_go(files: dict[str, Optional[str]], folders: dict
     """A file output (--skipped-rows) at an output folder (--out, --plots) or above it, neither there yet: one was
     made before the other failed, after every row was read ("File exists", "Is a directory", naming no
     argument; a mirror's staging folder was left behind)."""
-    import os
     from pathlib import Path
 
     for option, path in files.items():
@@ -336,8 +328,6 @@ def output_folder(path) -> Iterator[None]:
     """Make the output folder ``path`` (and its missing parents) for the block; if the block fails (a bad row, an
     unwritable file, Ctrl-C) the folders it made that are still empty are removed: a run that wrote nothing
     leaves nothing behind."""
-    import os
-
     path = os.path.abspath(os.fspath(path))
     made = []
     while not os.path.exists(path):
@@ -390,8 +380,6 @@ def skip_report_for(args: argparse.Namespace):
 def skipped_rows_folder(path: Optional[str]):
     """:func:`output_folder` for the folder of the ``--skipped-rows`` file, made if missing as ``--out`` is (and as
     ``mirror`` makes it): ``export``, ``stats`` and ``validate`` refused a file in a folder not there yet."""
-    import os
-
     return output_folder(os.path.dirname(os.path.abspath(path))) if path else contextlib.nullcontext()
 
 
