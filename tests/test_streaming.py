@@ -600,6 +600,70 @@ def test_a_state_saved_at_the_end_of_a_file_replaced_since_is_the_files_error(tm
         assert list(reader) == [] and report.by_reason == {"InvalidValueError:<file>": 1}
 
 
+def _with_steps(ds, steps: str):
+    return ds.map(lambda row: row) if steps == "map" else ds.with_format("arrow")
+
+
+def _row_ids(rows: list) -> list:
+    """The ids of rows handed out by a stream, as dicts or (formatted as Arrow) one-row tables."""
+    return [row["id"] if isinstance(row, dict) else row.column("id")[0].as_py() for row in rows]
+
+
+@pytest.mark.parametrize("kind", ["parquet", "jsonl"])
+@pytest.mark.parametrize("steps", ["map", "arrow"])
+def test_a_state_saved_in_a_files_first_batch_through_a_map_or_format_is_the_files_error_once_replaced(
+        tmp_path, kind, steps):
+    """A map or an Arrow format reads its stream a batch at a time and replays a resumed batch from the state it
+    began at: within a file's first batch that is the stream's start, which names no version of the file, so a file
+    replaced since was read from its start without a word. The state saved with the batch names the file, which
+    the replayed batch is read against; the same contents moved elsewhere still resume."""
+    path = tmp_path / f"rows.{kind}"
+    ds = _with_steps(_planned_stream(kind, path, tmp_path), steps)
+    shard_bytes = path.stat().st_size // 4
+    head, state = _read_then_save(ds, 2)
+
+    def reader(where: Path):
+        ds = _stream(str(where)) if kind == "parquet" else td.load(
+            "ms_swift", split="train", data_files=str(where), streaming=True, shard_bytes=shard_bytes)
+        return _with_steps(ds, steps)
+
+    moved = tmp_path / "moved" / path.name
+    moved.parent.mkdir()
+    moved.write_bytes(path.read_bytes())
+    resumed = reader(moved)
+    resumed.load_state_dict(state)
+    assert _row_ids(head) + _row_ids(list(resumed)) == _row_ids(list(reader(path)))
+
+    _same_layout(kind, path, tmp_path)
+    resumed = reader(path)
+    resumed.load_state_dict(state)
+    with pytest.raises(td.InvalidValueError, match="changed since") as caught:
+        next(iter(resumed))
+    assert caught.value.file == str(path) and caught.value.field == "<file>"
+
+
+def test_a_state_saved_in_the_first_batch_of_a_later_file_through_a_map_is_that_files_error_once_replaced(tmp_path):
+    """Past a stream's first file, a map's batch replays from the end of the file before, whose version its state
+    names: the later file, replaced since, was read without a word."""
+    lines = _swift_rows()
+    first, later = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first.write_text("\n".join(lines[:7]) + "\n")
+    later.write_text("\n".join(lines[7:]) + "\n")
+
+    def stream():
+        return td.load("ms_swift", split="train", data_files=[str(first), str(later)], streaming=True).map(
+            lambda row: row)
+
+    ds = stream()
+    _, state = _read_then_save(ds, 9)
+    later.write_text("\n".join(reversed(lines[7:])) + "\n")
+    resumed = stream()
+    resumed.load_state_dict(state)
+    with pytest.raises(td.InvalidValueError, match="changed since") as caught:
+        next(iter(resumed))
+    assert caught.value.file == str(later) and caught.value.field == "<file>"
+
+
 @pytest.mark.parametrize("consumed", [9, 47])
 def test_num_proc_streams_the_same_rows_and_resumes(toolmind_file, conversions, consumed):
     """Row 9 is in the first shard (converted in this process), row 47 in the third (converted by a worker):

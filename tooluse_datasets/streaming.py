@@ -75,9 +75,9 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         # skips in the report's rows_path, which this pass then does not list again.
         self._resumed = False
         self._fresh_state: Optional[dict] = None
-        # The version of its file the resumed state was saved from, which the shard it resumes in is read
-        # against: see _start.
-        self._resumed_version: Optional[FileVersion] = None
+        # By shard, the versions of their files that the states loaded into this stream were saved from, which
+        # those shards are read against: see _note_saved_version.
+        self._saved_versions: dict[int, FileVersion] = {}
 
     # -- what datasets asks of an examples iterable ------------------------------------------------
 
@@ -165,7 +165,7 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         to that layer again, but not counted again. A new pass over the stream (after one was read) counts
         afresh."""
         if self._iterated:
-            self._counted, self._iterated, self._resumed = None, False, False
+            self._counted, self._iterated, self._resumed, self._saved_versions = None, False, False, {}
             return
         state = getattr(self, "_state_dict", None)
         if not state or state.get("shards") != self._shards_signature():
@@ -174,6 +174,33 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         mark = (state["shard_idx"], position[0] if position is not None else 0)
         if self._counted is None or mark > self._counted:
             self._counted = mark
+        self._note_saved_version(state)
+
+    def _note_saved_version(self, state: dict) -> None:
+        """Remember the version of its file a loaded state was saved from (of the shard it is in; past the last
+        shard, of the last), which that shard is then read against: a file replaced since is its error when the
+        shard is opened (raised, or with on_error="skip" reported), not rows read from a position in other
+        contents. Every state loaded counts: where a layer above replays from an earlier state (see _note_counted),
+        that one may name no version (a shard's start, taken before its first row) or the file before (the end of
+        the last batch read there), while the rows handed out since came from the file the latest state names. A
+        file is checked once, in the first of its shards read."""
+        position = state.get("position")
+        past_the_end = position is None and state["shard_idx"] == len(self.shards)
+        shard_idx = state["shard_idx"] - past_the_end
+        saved = from_state_token(state.get("file_version"))
+        if (position is None and not past_the_end) or not 0 <= shard_idx < len(self.shards) or saved is None \
+                or self.shards[shard_idx].version is None:
+            return
+        file = self.shards[shard_idx].file
+        self._saved_versions = {i: v for i, v in self._saved_versions.items() if self.shards[i].file != file}
+        self._saved_versions[shard_idx] = saved
+
+    def _shard_to_read(self, shard_idx: int) -> Shard:
+        """Shard ``shard_idx``, with the version of its file a loaded state was saved from, if one was (see
+        _note_saved_version)."""
+        saved = self._saved_versions.get(shard_idx)
+        shard = self.shards[shard_idx]
+        return shard if saved is None else dataclasses.replace(shard, version=saved)
 
     def _shards_signature(self, *, named_split: bool = True) -> str:
         """The number of shards and a digest of the split's name and of their files' names (not folders: data
@@ -239,14 +266,6 @@ class ShardExamplesIterable(_BaseExamplesIterable):
                              f"this stream is {_node_named(node)}: a state resumes the node it was taken from, else "
                              "rows would be skipped or read twice")
         position = state.get("position")
-        # Read against the version saved: a file replaced since is its error when the shard is opened (raised, or
-        # with on_error="skip" reported), not rows read from a position in other contents. A state past the last
-        # shard opens none: the last shard's file is checked alone (_shards_here), else its edits went unseen.
-        past_the_end = position is None and state["shard_idx"] == len(self.shards)
-        resumed_in = state["shard_idx"] - past_the_end
-        checked = (position is not None or past_the_end) and 0 <= resumed_in < len(self.shards) \
-            and self.shards[resumed_in].version is not None
-        self._resumed_version = from_state_token(state.get("file_version")) if checked else None
         return state["shard_idx"], tuple(position) if position is not None else None
 
     def __iter__(self) -> Iterator[tuple[Any, dict]]:
@@ -268,10 +287,11 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         # converted ahead (see SkipsInOrder).
         skips = self._skips()
         converter = self._converter(skips)
-        if first_shard == len(self.shards) and self._resumed_version is not None:  # (see _start)
+        # A state past the last shard opens none: the last shard's file is checked alone, else its edits went unseen.
+        if first_shard == len(self.shards) and first_shard - 1 in self._saved_versions:
             if skips is not None:
                 skips.shard = first_shard
-            converter.check_version(dataclasses.replace(self.shards[-1], version=self._resumed_version))
+            converter.check_version(self._shard_to_read(first_shard - 1))
             if skips is not None and arrow:  # reported: its one skip
                 skips.batch_done(None, 0)
             elif skips is not None:
@@ -289,9 +309,7 @@ class ShardExamplesIterable(_BaseExamplesIterable):
             skips.shard = shard_idx
         most_rows = None if arrow else piece_rows(self.source, handed_out=True)
         end = resume
-        shard = self.shards[shard_idx]
-        if resume is not None and self._resumed_version is not None:  # (a position: the shard _start resumes in)
-            shard = dataclasses.replace(shard, version=self._resumed_version)
+        shard = self._shard_to_read(shard_idx)
         self._note_version(shard_idx)
         for batch_idx, batch in enumerate(converter.batches(self.split, shard, arrow=arrow,
                                                             resume=resume, most_rows=most_rows)):
@@ -367,7 +385,7 @@ class ShardExamplesIterable(_BaseExamplesIterable):
             def submit():
                 nonlocal next_shard
                 pending.append((next_shard, pool.submit(
-                    _convert_shard_rows, self.source, self.config, self.split, self.shards[next_shard],
+                    _convert_shard_rows, self.source, self.config, self.split, self._shard_to_read(next_shard),
                     self.on_error, self.row_check)))
                 next_shard += 1
 
