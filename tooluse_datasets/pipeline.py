@@ -150,13 +150,16 @@ class ShardConverter:
         except ToolUseDataError as exc:  # a whole shard is unreadable (not Parquet, a bad row group...)
             self._shard_failed(exc, file)
 
-    def check_version(self, shard: Shard) -> None:
-        """The version check of ``shard``'s file alone (a resumed stream with no row of it left to read): a change
-        is the file's error, raised or reported as an unreadable shard's."""
+    def check_version(self, shard: Shard) -> bool:
+        """The version check of ``shard``'s file alone (a resumed stream, before it reads the shard or with no row
+        of it left to read): a change is the file's error, raised or reported as an unreadable shard's. Whether
+        the file is unchanged."""
         try:
             check_unchanged(shard)
         except ToolUseDataError as exc:
             self._shard_failed(exc, display_path(shard.file))
+            return False
+        return True
 
     def _shard_failed(self, exc: ToolUseDataError, file: str) -> None:
         exc.at(file=file, source=self.source.name)
