@@ -614,6 +614,25 @@ def test_a_state_saved_at_the_end_of_a_file_replaced_since_is_the_files_error(tm
         assert list(reader) == [] and report.by_reason == {"InvalidValueError:<file>": 1}
 
 
+@pytest.mark.parametrize("kind", ["jsonl", "parquet"])
+@pytest.mark.parametrize("on_error", ["raise", "skip"])
+def test_a_state_saved_at_the_end_of_a_file_deleted_since_is_a_data_not_found_error_naming_it(tmp_path, kind, on_error):
+    """A state past the last shard opens no file on resume: the file deleted (or moved) since the stream was planned
+    gave no row and no error, where a state saved in it was the DataNotFoundError naming it."""
+    path = tmp_path / f"rows.{kind}"
+    ds = _planned_stream(kind, path, tmp_path)
+    assert len(list(ds)) > 0
+    state = ds.state_dict()
+    reader = _stream(str(path), on_error=on_error) if kind == "parquet" else td.load(
+        "ms_swift", split="train", data_files=str(path), streaming=True, on_error=on_error,
+        shard_bytes=path.stat().st_size // 4)
+    reader.load_state_dict(state)
+    path.unlink()
+    with pytest.raises(td.DataNotFoundError, match="deleted or moved since the stream or load was planned") as caught:
+        list(reader)
+    assert str(path) in str(caught.value)
+
+
 @pytest.mark.parametrize("kind", ["parquet", "jsonl"])
 @pytest.mark.parametrize("steps", ["map", "arrow"])
 def test_a_state_saved_in_a_files_first_batch_through_a_map_or_format_is_the_files_error_once_replaced(

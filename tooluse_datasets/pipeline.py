@@ -34,6 +34,7 @@ from .columnar import TableBuilder
 from .errors import ConversionError, InvalidValueError, SkipReport, ToolUseDataError, check_on_error
 from .schema import UNIFIED_FEATURES
 from .shards.paths import display_path
+from .shards.reading import check_there
 from .shards.shard import RawBatch, Shard
 from .shards.versions import check_unchanged
 from .source import RowContext, Source, SplitPlan
@@ -152,8 +153,9 @@ class ShardConverter:
 
     def check_version(self, shard: Shard) -> bool:
         """The version check of ``shard``'s file alone (a resumed stream, before it reads the shard or with no row
-        of it left to read): a change is the file's error, raised or reported as an unreadable shard's. Whether
-        the file is unchanged."""
+        of it left to read): a change is the file's error, raised or reported as an unreadable shard's; a file
+        not there any more, a DataNotFoundError naming it, as reading it is. Whether the file is unchanged."""
+        check_there(shard)
         try:
             check_unchanged(shard)
         except ToolUseDataError as exc:

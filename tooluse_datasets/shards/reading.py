@@ -1,6 +1,7 @@
 """A shard's rows, read by its kind: Parquet, JSON Lines, or a JSON document."""
 from __future__ import annotations
 
+import os
 from typing import Callable, Iterator, Optional
 
 from ..errors import DataNotFoundError
@@ -10,7 +11,7 @@ from .lines import read_lines
 from .parquet import UnreadableRows, iter_parquet_batches, open_parquet, parquet_batch_rows
 from .paths import display_path
 from .shard import LINES, PARQUET, RawBatch, Shard
-from .versions import check_unchanged
+from .versions import _local_path, check_unchanged
 
 
 def read_shard(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] = None,
@@ -37,9 +38,23 @@ def checked_reads(shard: Shard, batches: Iterator[RawBatch]) -> Iterator[RawBatc
     except FileNotFoundError as exc:
         if isinstance(exc, DataNotFoundError):
             raise
-        raise DataNotFoundError(f"{display_path(shard.file)}: the file is not there any more ({failure_text(exc)}): "
-                                "it was deleted or moved since the stream or load was planned; load it again "
-                                "where it is") from None
+        raise _not_there(shard, exc) from None
+
+
+def check_there(shard: Shard) -> None:
+    """:func:`checked_reads`' error for a local file not there any more, where none of it is read (a stream resumed
+    past its end), which said nothing. (A file read by URL or from an archive is not asked.)"""
+    local = _local_path(shard.file)
+    try:
+        if local is not None:
+            os.stat(local)
+    except FileNotFoundError as exc:
+        raise _not_there(shard, exc) from None
+
+
+def _not_there(shard: Shard, exc: FileNotFoundError) -> DataNotFoundError:
+    return DataNotFoundError(f"{display_path(shard.file)}: the file is not there any more ({failure_text(exc)}): it "
+                             "was deleted or moved since the stream or load was planned; load it again where it is")
 
 
 def read_unchecked(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] = None,
