@@ -624,3 +624,47 @@ def test_a_large_json_array_cut_short_keeps_every_element_before_the_cut(tmp_pat
             got += [row for _, row in batch.items]
     assert caught.value.field == "<file>"
     assert got == elements[:kept]
+
+
+def _deleted_once_listed(monkeypatch, path: Path) -> None:
+    """``path`` deleted right after a load lists its data files, before it plans them."""
+    from tooluse_datasets.builder import ToolUseBuilder
+
+    listed = ToolUseBuilder._resolve_files
+
+    def listed_then_deleted(self, dl_manager):
+        files = listed(self, dl_manager)
+        path.unlink()
+        return files
+
+    monkeypatch.setattr(ToolUseBuilder, "_resolve_files", listed_then_deleted)
+
+
+@pytest.mark.parametrize("source, suffix", [("ms_swift", "jsonl"), ("ms_swift", "parquet"), ("toolmind", "parquet")])
+@pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
+def test_a_data_file_deleted_between_listing_and_planning_is_a_data_not_found_error_naming_it(
+        tmp_path, cache_dir, monkeypatch, source, suffix, streaming):
+    """Planning reads each listed file (a JSON Lines file's size, a Parquet footer, ToolMind's split column): one
+    deleted or moved in between was a bare FileNotFoundError. It is the DataNotFoundError naming the file that a
+    file deleted after planning is."""
+    path = tmp_path / f"rows.{suffix}"
+    if suffix == "jsonl":
+        _jsonl(path, 5)
+    else:
+        pq.write_table(pa.table({"messages": ["[]"], "split": ["x"]}), path)
+    _deleted_once_listed(monkeypatch, path)
+    with pytest.raises(td.DataNotFoundError, match="deleted or moved since") as caught:
+        td.load(source, data_files=str(path), split="train", streaming=streaming, cache_dir=cache_dir)
+    assert str(path) in str(caught.value)
+
+
+def test_a_data_file_deleted_between_listing_and_planning_is_one_error_line_of_the_command(tmp_path, monkeypatch,
+                                                                                            capsys):
+    from tooluse_datasets.cli import main
+
+    path = tmp_path / "rows.jsonl"
+    _jsonl(path, 5)
+    _deleted_once_listed(monkeypatch, path)
+    assert main(["stats", "ms_swift", "--data-files", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {path}: the file is not there any more") and "\n" not in err

@@ -43,6 +43,7 @@ from .pipeline import UNIFIED, ShardConverter, TableGroups, config_features
 from .shards.files import with_archive_files
 from .shards.paths import display_path, literal_folder_escaped, output_among_inputs
 from .shards.plan import balanced, cut_documents
+from .shards.reading import file_gone
 from .shards.shard import Shard
 from .shards.versions import with_versions
 from .workers import forking_workers
@@ -341,7 +342,12 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         """The splits and their shards (what ``_split_generators`` hands to datasets). ``divide``: workers will
         share the shards (prepare with ``num_proc``), so large JSON arrays are cut into pieces too."""
         files_by_split = self._resolve_files(dl_manager or StreamingDownloadManager(base_path=self.base_path))
-        plans = self.source.plan(files_by_split)
+        try:
+            plans = self.source.plan(files_by_split)
+        except FileNotFoundError as exc:  # a file deleted or moved since it was listed (planning reads each file)
+            if isinstance(exc, DataNotFoundError) or exc.filename is None:
+                raise
+            raise file_gone(exc.filename, exc) from None
         if divide:
             size = self.source.options.shard_bytes
             plans = [dataclasses.replace(plan, shards=tuple(cut_documents(list(plan.shards), size))) for plan in plans]

@@ -38,7 +38,7 @@ def checked_reads(shard: Shard, batches: Iterator[RawBatch]) -> Iterator[RawBatc
     except FileNotFoundError as exc:
         if isinstance(exc, DataNotFoundError):
             raise
-        raise _not_there(shard, exc) from None
+        raise file_gone(shard.file, exc) from None
 
 
 def check_there(shard: Shard) -> None:
@@ -49,12 +49,13 @@ def check_there(shard: Shard) -> None:
         if local is not None:
             os.stat(local)
     except FileNotFoundError as exc:
-        raise _not_there(shard, exc) from None
+        raise file_gone(shard.file, exc) from None
 
 
-def _not_there(shard: Shard, exc: FileNotFoundError) -> DataNotFoundError:
-    return DataNotFoundError(f"{display_path(shard.file)}: the file is not there any more ({failure_text(exc)}): it "
-                             "was deleted or moved since the stream or load was planned; load it again where it is")
+def file_gone(path: str, exc: FileNotFoundError) -> DataNotFoundError:
+    """A data file not there any more: the DataNotFoundError naming it, not the bare FileNotFoundError."""
+    return DataNotFoundError(f"{display_path(path)}: the file is not there any more ({failure_text(exc)}): it was "
+                             "deleted or moved since the stream or load was planned; load it again where it is")
 
 
 def read_unchecked(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] = None,
