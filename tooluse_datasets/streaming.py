@@ -346,7 +346,10 @@ class ShardExamplesIterable(_BaseExamplesIterable):
             skips.counted = None
         unchanged = converter.check_version(self._shard_to_read(shard_idx))
         if skips is not None:
-            skips.batch_done(None, 0) if arrow else skips.passed_all()
+            if not unchanged and arrow:  # reported: its one skip
+                skips.batch_done(None, 0)
+            elif not unchanged:
+                skips.passed_all()
             skips.counted = counted
         return unchanged
 
