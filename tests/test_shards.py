@@ -668,3 +668,29 @@ def test_a_data_file_deleted_between_listing_and_planning_is_one_error_line_of_t
     assert main(["stats", "ms_swift", "--data-files", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: {path}: the file is not there any more") and "\n" not in err
+
+
+@pytest.mark.parametrize("module, step", [("shards.plan", "_larger"), ("builder", "with_versions")],
+                         ids=["sized-then-cut", "after-planning"])
+def test_a_data_file_deleted_while_a_prepare_with_num_proc_plans_it_is_a_data_not_found_error_naming_it(
+        tmp_path, cache_dir, monkeypatch, module, step):
+    """A large JSON array deleted once sized for cutting into pieces (prepare with num_proc), before it was cut,
+    was a bare FileNotFoundError; deleted once planned, datasets' "An error occurred while generating the
+    dataset" came back from the num_proc worker that met the DataNotFoundError."""
+    import importlib
+
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps([json.loads(line) for line in
+                                Path(td.sample_files("ms_swift")["train"][0]).read_text().splitlines()] * 40))
+    patched = importlib.import_module(f"tooluse_datasets.{module}")
+    real = getattr(patched, step)
+
+    def then_deleted(*args, **kwargs):
+        result = real(*args, **kwargs)
+        path.unlink(missing_ok=True)
+        return result
+
+    monkeypatch.setattr(patched, step, then_deleted)
+    with pytest.raises(td.DataNotFoundError, match="deleted or moved since") as caught:
+        td.load("ms_swift", data_files=str(path), split="train", num_proc=2, shard_bytes=4096, cache_dir=cache_dir)
+    assert str(path) in str(caught.value)

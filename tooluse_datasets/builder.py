@@ -344,15 +344,17 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         files_by_split = self._resolve_files(dl_manager or StreamingDownloadManager(base_path=self.base_path))
         try:
             plans = self.source.plan(files_by_split)
+            if divide:
+                size = self.source.options.shard_bytes
+                plans = [dataclasses.replace(plan, shards=tuple(cut_documents(list(plan.shards), size)))
+                         for plan in plans]
+            # Each shard records its file's version now, so a file replaced while the split is read is an error.
+            return [dataclasses.replace(plan, shards=tuple(with_versions(balanced(list(plan.shards)))))
+                    for plan in plans]
         except FileNotFoundError as exc:  # a file deleted or moved since it was listed (planning reads each file)
             if isinstance(exc, DataNotFoundError) or exc.filename is None:
                 raise
             raise file_gone(exc.filename, exc) from None
-        if divide:
-            size = self.source.options.shard_bytes
-            plans = [dataclasses.replace(plan, shards=tuple(cut_documents(list(plan.shards), size))) for plan in plans]
-        # Each shard records its file's version now, so a file replaced while the split is read is an error.
-        return [dataclasses.replace(plan, shards=tuple(with_versions(balanced(list(plan.shards))))) for plan in plans]
 
     def _make_split_generators_kwargs(self, prepare_split_kwargs):
         return {"num_proc": prepare_split_kwargs.get("num_proc")}

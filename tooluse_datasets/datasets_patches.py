@@ -25,7 +25,7 @@ from datasets.iterable_dataset import (FormattedExamplesIterable, RebatchedArrow
                                       SelectColumnsIterable)
 
 from .arrow_rows import storage_type
-from .errors import InvalidJsonError, InvalidValueError, JsonValueError, ToolUseDataError
+from .errors import DataNotFoundError, InvalidJsonError, InvalidValueError, JsonValueError, ToolUseDataError
 from .exact_features import (ExactFeatures, ForeignExactFeatures, MappedUnifiedFeatures, _is_unified_messages,
                              holds_json)
 from .schema import MEDIA_COLUMNS
@@ -55,9 +55,24 @@ def raising_typed_errors(prepare_split_single: Callable) -> Callable:
             if isinstance(exc.__cause__, ToolUseDataError):
                 # (a row the features refuse: named by the generator's row, see _install_generated_rows_...)
                 raise exc.__cause__.at(row=getattr(self, "_row_encoded", None)) from None
+            if isinstance(exc.__cause__, DataNotFoundError):
+                raise DataGoneInWorker(exc.__cause__) from exc.__cause__
             raise
 
     return prepare
+
+
+class DataGoneInWorker(DatasetGenerationError):
+    """datasets' wrapper of a DataNotFoundError (a file deleted since the split was planned) that keeps it as its
+    cause also from a num_proc worker, where the cause is lost on the way back: load() unwraps it. (Raised as
+    itself, an OSError, datasets would turn it into "Cannot find data file".)"""
+
+    def __init__(self, error: DataNotFoundError):
+        super().__init__(str(error))
+        self.error = self.__cause__ = error
+
+    def __reduce__(self):
+        return type(self), (self.error,)
 
 
 def _install_generated_rows_raising_typed_errors() -> None:

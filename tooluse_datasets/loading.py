@@ -16,6 +16,7 @@ from datasets.formatting import query_table
 from datasets.table import table_iter
 
 from . import registry
+from .datasets_patches import DataGoneInWorker
 from .exact_features import ExactFeatures, ForeignExactFeatures
 from .errors import DataNotFoundError, SkipReport
 from .formats import FORMATS
@@ -151,8 +152,9 @@ def load(
         # Row errors leave the builder as themselves (ToolUseBuilder._prepare_split_single); a missing-data
         # error cannot (datasets would turn that OSError into "Cannot find data file"), so it is unwrapped
         # here: users see it, not "An error occurred while generating the dataset".
-        if isinstance(exc.__cause__, DataNotFoundError):
-            raise exc.__cause__ from exc
+        cause = exc.error if isinstance(exc, DataGoneInWorker) else exc.__cause__  # (a num_proc worker's)
+        if isinstance(cause, DataNotFoundError):
+            raise cause from exc
         raise
     builder.mark_read()
     if names:
