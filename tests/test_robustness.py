@@ -1397,10 +1397,15 @@ def test_arguments_of_the_wrong_type_are_a_type_error_saying_what_is_expected():
     files = td.sample_files("ms_swift")
     with pytest.raises(TypeError, match="report must be a tooluse_datasets.SkipReport .* got str"):
         td.load("ms_swift", data_files=files, split="train", streaming=True, report="skips.json")
-    with pytest.raises(TypeError, match="a rule selection is a string .* got 123"):
+    # each selection's error names the argument it was given as (it said "a rule selection is ...")
+    with pytest.raises(TypeError, match="^validate must be a string .* got 123"):
         td.load("ms_swift", data_files=files, split="train", streaming=True, validate=123)
-    with pytest.raises(TypeError, match="a rule selection is a string .* got \\[1\\]"):
+    with pytest.raises(TypeError, match="^rules must be a string .* got \\[1\\]"):
         td.validate("ms_swift", data_files=files, rules=[1])
+    with pytest.raises(TypeError, match="^fail_on must be a string .* got 3"):
+        td.validate("ms_swift", data_files=files, fail_on=3)
+    with pytest.raises(TypeError, match="^rules must be a string .* got 3"):
+        td.validation.filter_dataset(td.load("ms_swift", data_files=files, split="train", streaming=True), 3)
     with pytest.raises(TypeError, match="exact\\(\\) takes a datasets Dataset, IterableDataset or a dict of them, got list"):
         td.exact([{"id": "x"}])
     # what the selections accept is unchanged: a string, a list or any iterable of strings, True, None

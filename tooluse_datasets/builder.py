@@ -227,7 +227,7 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         if builder_config.validate is not None and builder_config.name != UNIFIED:
             raise ValueError(f"validation rules check unified rows; validate= needs config='unified', not "
                              f"{builder_config.name!r}")
-        if builder_config.validate not in (None, False) and not selection_items(builder_config.validate):
+        if builder_config.validate not in (None, False) and not selection_items(builder_config.validate, "validate"):
             # validate=os.environ.get("RULES", "") selected no rule: every row kept unchecked, as --option validate=
             raise ValueError(f"validate={builder_config.validate!r} names no rule: give rule ids, globs such as "
                              "'arguments.*', error, warning or all, or None to check none")

@@ -50,7 +50,7 @@ def filter_dataset(ds: Any, rules: RuleSelection, *, on_error: str = "skip", rep
     input's features and format.
     """
     check_on_error(on_error)
-    if rules not in (None, False) and not selection_items(rules):
+    if rules not in (None, False) and not selection_items(rules, "rules"):
         # rules=os.environ.get("RULES", "") returned every row unchecked: refused, as load(validate="") is
         raise ValueError(f"rules={rules!r} names no rule: give rule ids, globs such as 'arguments.*', error, "
                          "warning or all, or None to filter nothing")

@@ -134,8 +134,9 @@ def structural_rules() -> list[Rule]:
 RuleSelection = Union[None, bool, str, Iterable[str]]
 
 
-def selection_items(selection: RuleSelection) -> list[str]:
-    """``"a,b"``, ``["a", "b"]``, ``True`` (= ``"error"``) or None/False (= nothing) -> items."""
+def selection_items(selection: RuleSelection, name: Optional[str] = None) -> list[str]:
+    """``"a,b"``, ``["a", "b"]``, ``True`` (= ``"error"``) or None/False (= nothing) -> items. ``name``: the
+    argument the selection was given as, for the error (``validate``, ``rules``, ``fail_on``)."""
     if selection is None or selection is False:
         return []
     if selection is True:
@@ -144,7 +145,8 @@ def selection_items(selection: RuleSelection) -> list[str]:
         selection = selection.split(",")
     items = list(selection) if isinstance(selection, Iterable) and not isinstance(selection, (bytes, dict)) else None
     if items is None or not all(isinstance(item, str) for item in items):
-        raise TypeError(f"a rule selection is a string (\"error\", \"call.*,tool.*\"), a list of them, True or None; "
+        given = f"{name} must be" if name else "a rule selection is"
+        raise TypeError(f"{given} a string (\"error\", \"call.*,tool.*\"), a list of them, True or None; "
                         f"got {selection!r:.80}")
     items = [item.strip() for item in items]
     return [item for item in items if item]

@@ -60,11 +60,11 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
     check_format(source, config)  # as load() says it (every format, the one meant), before any reading
     check_revision_reads_upstream(source, revision, data_files, data_dir)  # as load() refuses it: not ignored
 
-    if rules not in (None, False) and not selection_items(rules):
+    if rules not in (None, False) and not selection_items(rules, "rules"):
         # rules="" (an unset variable) ran every rule, where an empty fail_on or load(validate="") is refused
         raise ValueError(f"rules={rules!r} names no rule to run: give rule ids, globs such as 'arguments.*', error, "
                          "warning or all, or leave it out to run every rule")
-    if fail_on not in (None, False) and not selection_items(fail_on):
+    if fail_on not in (None, False) and not selection_items(fail_on, "fail_on"):
         # fail_on="" (an unset variable) failed on nothing: every run passed, as an empty --fail-on would
         raise ValueError(f"fail_on={fail_on!r} names nothing to fail on: give rule ids, globs, error, warning or "
                          f"read, or leave it out for its default ({DEFAULT_FAIL_ON!r})")
