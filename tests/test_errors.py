@@ -205,6 +205,22 @@ JSON_KINDS = [
     ("llamafactory", _set(("system",), True), "system", "system must be a string, got boolean true"),
     ("llamafactory", _set(("tools",), 0), "tools", "tools must be the JSON text of an array, got number 0"),
     ("nestful", _set(("output",), {"a": 1}), "output", "output must be a JSON array, got object"),
+    ("nestful", _set(("input",), 5), "input", "input must be a string, got number"),
+    ("nestful", _set(("output", 0), 3), "output[0]", "a call must be a JSON object, got number"),
+    ("nestful", _set(("output", 0, "name"), 5), "output[0].name", "name must be a string, got number"),
+    ("nestful", _set(("output", 0, "arguments"), [1]), "output[0].arguments",
+     "arguments must be a JSON object, got array"),
+    ("ms_swift", _set(("system",), 3), "system", "the system column must be a string, got number"),
+    ("ms_swift", _set(("tools",), [{"name": "f", "description": 5}]), "tools[0].description",
+     "tool description must be a string, got number"),
+    ("ms_swift", _set(("tools",), [{"name": "f", "parameters": 5}]), "tools[0].parameters",
+     "tool parameters must be a JSON Schema object, got number"),
+    ("ms_swift", _set(("messages", 2), {"role": "assistant", "content": "", "tool_calls": 5}),
+     "messages[2].tool_calls", "tool_calls must be a list, got number"),
+    ("ms_swift", _set(("messages", 2), {"role": "assistant", "content": "", "tool_calls": [3]}),
+     "messages[2].tool_calls[0]", "an OpenAI tool call must be an object, got number"),
+    ("ms_swift", _set(("messages", 2), {"role": "assistant", "content": "", "tool_calls": [{"function": None}]}),
+     "messages[2].tool_calls[0].function", "an OpenAI tool call's function must be an object, got null"),
 ]
 
 
@@ -297,6 +313,11 @@ def test_toolmind_messages_errors_name_json_types(messages, wording, tmp_path, c
     raised = _streamed_error("toolmind", _written(tmp_path, dict(_toolmind_row(), messages=messages, split="train")),
                              cache_dir)
     assert raised.field == "messages" and wording in raised.message, raised.message
+
+
+def test_toolmind_split_value_of_the_wrong_type_is_named_as_a_json_type(tmp_path, cache_dir):
+    raised = _streamed_error("toolmind", _written(tmp_path, dict(_toolmind_row(), split=5)), cache_dir)
+    assert raised.field == "split" and "split must be a string, got number" in raised.message, raised.message
 
 
 # ms-swift takes its messages from a conversations (or conversation) column too: an error in that column names

@@ -174,7 +174,8 @@ def _read_row(row: dict, columns: dict[str, str]) -> tuple[dict, list[Message]]:
             media[kind] = from_blocks
     if system is not None:
         if not isinstance(system, str):
-            raise InvalidValueError("the system column must be a string", field=system_column)
+            raise InvalidValueError(f"the system column must be a string, got {json_kind(system)}",
+                                    field=system_column)
         if messages[0].role == "system":
             row[system_column] = system  # ms-swift ignores it when messages[0] is a system message; keep it
         else:
@@ -437,7 +438,7 @@ def standard_message(message: dict, index: int) -> Message:
     if canonical == "assistant":
         calls = fields.pop("tool_calls", None)
         if calls is not None and not isinstance(calls, list):
-            raise InvalidValueError("tool_calls must be a list", field=f"{where}.tool_calls")
+            raise InvalidValueError(f"tool_calls must be a list, got {json_kind(calls)}", field=f"{where}.tool_calls")
         out.tool_calls = calls or None
     check_provider_keys(message, where, out.tool_calls)
     out.extra = fields
@@ -638,10 +639,11 @@ def openai_call_turn(m: Message) -> tuple[list[Message], list]:
     calls, ids = [], []
     for k, call in enumerate(m.tool_calls or []):
         if not isinstance(call, dict):
-            raise InvalidValueError("an OpenAI tool call must be an object", field=f"{m.where}.tool_calls[{k}]")
+            raise InvalidValueError(f"an OpenAI tool call must be an object, got {json_kind(call)}",
+                                    field=f"{m.where}.tool_calls[{k}]")
         function = call.get("function", call)
         if not isinstance(function, dict):
-            raise InvalidValueError("an OpenAI tool call's function must be an object",
+            raise InvalidValueError(f"an OpenAI tool call's function must be an object, got {json_kind(function)}",
                                     field=f"{m.where}.tool_calls[{k}].function")
         arguments = function.get("arguments", {})
         if isinstance(arguments, str):

@@ -121,14 +121,16 @@ def parse_tool(tool: Any, field: str) -> dict:
     if description is None:
         description = ""
     if not isinstance(description, str):
-        raise InvalidValueError("tool description must be a string", field=f"{where}.description")
+        raise InvalidValueError(f"tool description must be a string, got {json_kind(description)}",
+                                field=f"{where}.description")
     parameters = function.get("parameters")
     if parameters is None:
         parameters = dict(EMPTY_PARAMETERS)
     elif isinstance(parameters, str):
         parameters = parse_json_or_literal(parameters, f"{where}.parameters", "tool parameters")
     if not isinstance(parameters, dict):
-        raise InvalidValueError("tool parameters must be a JSON Schema object", field=f"{where}.parameters")
+        raise InvalidValueError(f"tool parameters must be a JSON Schema object, got {json_kind(parameters)}",
+                                field=f"{where}.parameters")
 
     out_function = {"name": name, "description": description, "parameters": parameters}
     # (A flat tool's "type" is the tool's, as in OpenAI's Responses API, not a key of its function.)

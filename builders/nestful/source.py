@@ -251,12 +251,12 @@ class NestfulSource(Source):
             raise InvalidValueError(f"sample_id must be a non-empty string or an integer, got {shown(sample_id)}",
                                     field="sample_id")
         if not isinstance(native["input"], str):
-            raise InvalidValueError("input must be a string", field="input")
+            raise InvalidValueError(f"input must be a string, got {json_kind(native['input'])}", field="input")
         output = _json_field(native, "output", list)
         tools = _json_field(native, "tools", list)
         for i, call in enumerate(output):
             if not isinstance(call, dict):
-                raise InvalidValueError("a call must be a JSON object", field=f"output[{i}]")
+                raise InvalidValueError(f"a call must be a JSON object, got {json_kind(call)}", field=f"output[{i}]")
         for i, tool in enumerate(tools):
             if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
                 raise InvalidValueError("a tool spec must be an object with a name", field=f"tools[{i}]")

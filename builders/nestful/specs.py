@@ -67,11 +67,12 @@ def check_call(call: dict, i: int, *, producers: Mapping[str, str], catalog: set
     if label_key(label) in producers:
         raise InvalidValueError(f"label {label!r} is used twice", field=f"output[{i}].label")
     if not isinstance(name, str):
-        raise InvalidValueError("name must be a string", field=f"output[{i}].name")
+        raise InvalidValueError(f"name must be a string, got {json_kind(name)}", field=f"output[{i}].name")
     if name not in catalog:
         raise UnknownToolError(f"call to {shown(name)}, which is not in {catalog_name}", field=f"output[{i}].name")
     if not isinstance(arguments, dict):
-        raise InvalidValueError("arguments must be a JSON object", field=f"output[{i}].arguments")
+        raise InvalidValueError(f"arguments must be a JSON object, got {json_kind(arguments)}",
+                                field=f"output[{i}].arguments")
     return label, name, arguments
 
 

@@ -304,13 +304,13 @@ def _no_specs(error: ToolUseDataError, group: V1Group) -> ToolUseDataError:
 def v1_to_raw(native: dict, ctx: RowContext) -> dict:
     """A v1 sample in the raw NESTFUL shape: no sample_id or gold answer; ``extra.group`` names its group."""
     if not isinstance(native, dict):
-        raise InvalidValueError("a v1 sample must be a JSON object", field="<row>")
+        raise InvalidValueError(f"a v1 sample must be a JSON object, got {json_kind(native)}", field="<row>")
     for key in ("input", "output"):
         if native.get(key) is None:
             raise wrapped_rows_error(native, ("input", "output")) or MissingFieldError(f"v1 samples need {key!r}",
                                                                                        field=key)
     if not isinstance(native["input"], str):
-        raise InvalidValueError("input must be a string", field="input")
+        raise InvalidValueError(f"input must be a string, got {json_kind(native['input'])}", field="input")
     if not isinstance(native["output"], list) or not all(isinstance(c, dict) for c in native["output"]):
         raise InvalidValueError("output must be a list of call objects", field="output")
     extra = {k: v for k, v in native.items() if k not in ("input", "output", "tools", "group")}
@@ -412,7 +412,8 @@ def v1_tool(spec: dict, field: str = "tools[]") -> dict:
     key = next((k for k in PARAMETER_KEYS if k in spec), None)
     params = spec.get(key) if key else {}
     if not isinstance(params, dict):
-        raise InvalidValueError("parameters must be a JSON object", field=f"{field}.{key}" if field else key)
+        raise InvalidValueError(f"parameters must be a JSON object, got {json_kind(params)}",
+                                field=f"{field}.{key}" if field else key)
     props, required = _properties(params)
     parameters: dict = {"type": "object", "properties": props}
     if required:

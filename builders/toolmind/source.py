@@ -186,7 +186,8 @@ class ToolMindSource(Source):
         messages, encoding, verbatim = decode_messages(native[column], column)
         split_value = binary_text(native.get(opts.split_column), opts.split_column) if opts.split_column else None
         if split_value is not None and not isinstance(split_value, str):
-            raise InvalidValueError(f"{opts.split_column} must be a string", field=opts.split_column)
+            raise InvalidValueError(f"{opts.split_column} must be a string, got {json_kind(split_value)}",
+                                    field=opts.split_column)
         known = {column, opts.split_column, opts.id_column, BRIDGES_COLUMN, SHARD_KEY}
         extra = {k: v for k, v in native.items() if k not in known}
         # The unified row's values (tools, calls, meta) then all come from the messages text; to_unified
