@@ -1140,6 +1140,17 @@ def test_help_states_the_exit_statuses_a_script_tests_for(capsys):
         assert f" {status} " in f" {statuses}", status
 
 
+@pytest.mark.parametrize("command", ["export", "stats", "validate", "show", "mirror"])
+def test_split_help_does_not_name_all_as_its_default(command, capsys):
+    """--split said "(default: all)", but --split all reads the union of the splits as one (export writes one
+    <source>-<format>-all.jsonl, mirror refuses it), where leaving it out reads every split on its own."""
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    options = " ".join(capsys.readouterr().out.split()).partition("options:")[2]
+    described = options.partition("--split SPLIT ")[2].partition(" --")[0]
+    assert "default: all" not in described and "a+b" in described and "every split" in described, described
+
+
 @pytest.mark.parametrize("command, option, names", [
     ("show", "--config", ["unified", "raw", "swift", "toolmind", "llamafactory"]),
     ("demo", "--source", list(td.SOURCES)),

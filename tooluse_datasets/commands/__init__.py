@@ -21,7 +21,9 @@ def add_source_arguments(p: argparse.ArgumentParser, *, many: bool = False, on_e
                    help="local files or hf:// / https:// URLs (default: the pinned upstream files); for "
                         f"{MIX}, each as SOURCE=PATH (nestful=data.jsonl ms_swift=agent.jsonl)")
     p.add_argument("--sample", action="store_true", help="use the small sample bundled with the package (offline)")
-    p.add_argument("--split", default=None, action=_Once, type=a_split, help="one split (default: all)")
+    # not "default: all": --split all is datasets' union of the splits, read as one (export, stats, validate)
+    p.add_argument("--split", default=None, action=_Once, type=a_split,
+                   help="a split, or a+b for several (default: every split, each on its own)")
     p.add_argument("--on-error", choices=["raise", "skip"], default=on_error,
                    help=f"raise: stop at the first bad row; skip: drop, count and report bad rows (default: {on_error})")
     p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE", dest="options",
