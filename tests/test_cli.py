@@ -1296,6 +1296,9 @@ def test_export_refuses_a_skipped_rows_file_that_is_one_of_its_outputs(name, tmp
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.startswith("error: ValueError: --skipped-rows ") and "a file --out writes" in captured.err
+    # the output is named apart only where the file is another name of it (it said "'x' is 'x'")
+    assert (f"(as '{out / 'ms_swift-llamafactory-train.jsonl'}')" in captured.err) == name.endswith(".partial"), \
+        captured.err
     assert sorted(p.name for p in out.iterdir()) == ["dataset_info.json"]
     assert (out / "dataset_info.json").read_text() == '{"kept": {"file_name": "kept.jsonl"}}\n'
 

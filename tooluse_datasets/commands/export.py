@@ -166,7 +166,9 @@ def _refuse_skipped_rows_among_outputs(rows_path: Optional[str], outputs: list[P
         return
     for path in outputs:
         if same_file(rows_path, path) or same_file(rows_path, _partial(path)):
-            raise ValueError(f"--skipped-rows {rows_path!r} is {str(path)!r}, a file --out writes: give a file "
+            # the output named apart only where it is another name of it (a link, a .partial): not "'x' is 'x'"
+            named = "" if Path(rows_path) == path else f" (as {str(path)!r})"
+            raise ValueError(f"--skipped-rows {rows_path!r}{named} is a file --out writes: give a file "
                              "outside the export's files")
 
 
