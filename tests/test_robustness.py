@@ -1045,6 +1045,20 @@ def test_skipped_rows_are_listed_when_worker_processes_prepare(tmp_path, cache_d
         sorted((str(p), n) for p, rows_of in zip(paths, bad) for n in rows_of)
 
 
+def test_a_report_of_worker_processes_lists_the_skipped_rows_in_file_order(tmp_path, cache_dir):
+    """Each prepare job leaves a report, named after a digest of its shards: merged in that name's order, the
+    rows (and the first examples) of a num_proc=4 load came in any order of the jobs, unlike one process's."""
+    paths = [tmp_path / f"{name}.jsonl" for name in "abcd"]
+    bad = [_bad_nestful_file(path, 2) for path in paths]
+    in_order = [(str(p), n) for p, rows_of in zip(paths, bad) for n in rows_of]
+    for num_proc in (None, 4):
+        report = td.SkipReport(keep_all=True)
+        td.load("nestful", data_files=[str(p) for p in paths], split="train", num_proc=num_proc, on_error="skip",
+                report=report, cache_dir=f"{cache_dir}/{num_proc}")
+        assert [(r["file"], r["row"]) for r in report.rows] == in_order
+        assert [(e.file, e.row) for e in report.examples] == in_order
+
+
 
 def test_prepare_workers_take_sigterms_default_action_whatever_handler_the_caller_has(tmp_path, cache_dir,
                                                                                       monkeypatch):

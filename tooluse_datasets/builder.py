@@ -522,9 +522,11 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         config = self.config.name
         report_path = None
         if self._skip_dir:
-            # One report per job: named after the job's own shards, so jobs that share a file do not collide.
+            # One report per job: named after the job's own shards, so jobs that share a file do not collide, and
+            # first by where its shards start in the split, so the reports merge in file order whatever num_proc.
             tag = hashlib.sha1(repr([split.name, shards]).encode()).hexdigest()[:16]
-            report_path = os.path.join(self._skip_dir, f"skips-{split.name}-{tag}.json")
+            start = split.shards.index(shards[0]) if shards else 0
+            report_path = os.path.join(self._skip_dir, f"skips-{split.name}-{start:06d}-{tag}.json")
             report = SkipReport(rows_path=report_path[:-len(".json")] + SKIPPED_ROWS_SUFFIX)
         else:
             report = self.skip_report
