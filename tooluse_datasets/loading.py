@@ -80,9 +80,10 @@ def load(
             ``RuleViolationError:<rule>`` (``on_error="skip"``), or the first one raises. Unified config only.
         download_mode: map-style only, as in ``datasets.load_dataset``: ``"reuse_dataset_if_exists"`` (default),
             ``"reuse_cache_if_exists"`` (prepare again from the downloaded files) or ``"force_redownload"``
-            (download and prepare again). The cache is keyed on the data files' paths, sizes and modification
-            times, as datasets keys it: files rewritten with all three kept (``cp -p``, ``rsync -a``) need
-            ``"reuse_cache_if_exists"`` to be read again.
+            (download and prepare again). The cache is keyed on a local data file's path, size, modification and
+            status-change times and inode, so a file rewritten with its size and modification time kept (``cp -p``,
+            ``rsync -a``) is read again; where the status-change time does not follow writes (Windows), it needs
+            ``"reuse_cache_if_exists"``.
         keep_in_memory: map-style only, as in ``datasets.load_dataset``: ``True`` reads the prepared splits into
             memory instead of memory-mapping the cache; None: datasets' ``IN_MEMORY_MAX_SIZE`` decides (by default,
             memory-mapped).
