@@ -114,6 +114,19 @@ def test_an_empty_data_argument_is_refused_not_read_as_none_given(tmp_path, monk
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.parametrize("streaming", [False, True])
+def test_a_cache_dir_that_cannot_be_made_is_refused_naming_it_not_the_data_files(tmp_path, streaming):
+    """datasets makes the cache folder while the builder is made: its FileNotFoundError was taken for one about
+    the data files (a DataNotFoundError naming data_files), a folder under a file was a bare NotADirectoryError."""
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    for cache in (a_file / "cache", a_file / "cache" / "deeper"):
+        with pytest.raises(ValueError, match=f"^cache_dir={re.escape(repr(str(cache)))} cannot be made") as info:
+            td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train", streaming=streaming,
+                    cache_dir=str(cache))
+        assert "data_files" not in str(info.value)
+
+
 @pytest.mark.parametrize("data_files", [[""], {"train": ""}, {"train": [" "]}])
 def test_an_empty_path_in_data_files_is_refused_naming_it(tmp_path, monkeypatch, data_files):
     """An empty path among the files (an unset shell variable) was looked for as the current folder ("Unable to

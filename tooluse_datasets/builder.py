@@ -188,7 +188,15 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                 except ValueError as exc:
                     raise DataNotFoundError(f"{self.SOURCE_CLASS.name}: {exc} (data_files="
                                             f"{self._data_files_given!r})") from None
-            super().__init__(*args, **kwargs)
+            try:
+                super().__init__(*args, **kwargs)
+            except OSError as exc:  # datasets makes the cache folder here: its error was said of the data files
+                if not _about_cache_dir(exc, kwargs.get("cache_dir")):
+                    raise
+                where = (f"cache_dir={kwargs['cache_dir']!r}" if kwargs.get("cache_dir") is not None else
+                         "datasets' cache folder (HF_DATASETS_CACHE, or pass cache_dir=)")
+                raise ValueError(f"{where} cannot be made or written: {exc.strerror or exc}: {exc.filename!r}; "
+                                 f"give a folder you can write") from exc
         except FileNotFoundError as exc:  # datasets resolving a path that does not exist: "Unable to find '...'"
             if isinstance(exc, DataNotFoundError) or self._data_files_given is None:
                 raise
@@ -599,6 +607,16 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                 job.rows = [json.loads(line) for line in rows_file.read_bytes().splitlines() if line]
             report.merge(job)
         return report
+
+
+def _about_cache_dir(exc: OSError, cache_dir: Any) -> bool:
+    """Whether ``exc`` is about the cache folder (``cache_dir``, else datasets' own), a folder above it (made
+    with it) or a path in it."""
+    if not isinstance(exc.filename, str):
+        return False
+    root = os.path.abspath(os.path.expanduser(os.fspath(cache_dir or datasets.config.HF_DATASETS_CACHE)))
+    path = os.path.abspath(exc.filename)
+    return path == root or root.startswith(path.rstrip(os.sep) + os.sep) or path.startswith(root + os.sep)
 
 
 def _is_default(value: Any, default: Any) -> bool:
