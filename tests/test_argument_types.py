@@ -127,6 +127,18 @@ def test_a_cache_dir_that_cannot_be_made_is_refused_naming_it_not_the_data_files
         assert "data_files" not in str(info.value)
 
 
+def test_a_cache_dir_on_another_file_system_is_refused_map_style_before_anything_is_read(tmp_path):
+    """datasets reads no prepared split back from another file system: a map-style load into memory:// failed
+    after converting, as "An error occurred while generating the dataset". A stream, which prepares nothing,
+    still takes it."""
+    files = td.sample_files("ms_swift")
+    with pytest.raises(ValueError, match="^cache_dir='memory://cache' is not a local folder"):
+        td.load("ms_swift", data_files=files, split="train", cache_dir="memory://cache")
+    streamed = td.load("ms_swift", data_files=files, split="train", cache_dir="memory://cache", streaming=True)
+    assert len(list(streamed)) == len(td.load("ms_swift", data_files=files, split="train",
+                                              cache_dir=f"file://{tmp_path}"))
+
+
 @pytest.mark.parametrize("data_files", [[""], {"train": ""}, {"train": [" "]}])
 def test_an_empty_path_in_data_files_is_refused_naming_it(tmp_path, monkeypatch, data_files):
     """An empty path among the files (an unset shell variable) was looked for as the current folder ("Unable to

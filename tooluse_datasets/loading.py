@@ -6,6 +6,7 @@ import difflib
 import hashlib
 import inspect
 import logging
+import os
 from typing import Any, Iterator, Optional, Union
 
 import pyarrow as pa
@@ -108,6 +109,12 @@ def load(
         split = str(split)
     if streaming and keep_in_memory:
         raise ValueError("keep_in_memory applies to map-style loads: a stream reads the files as you iterate")
+    if not streaming and cache_dir is not None and "://" in os.fspath(cache_dir) \
+            and not os.fspath(cache_dir).startswith("file://"):
+        # datasets reads no prepared split back from another file system (nor are skip reports written there):
+        # the prepare failed as "An error occurred while generating the dataset"
+        raise ValueError(f"cache_dir={cache_dir!r} is not a local folder: a map-style load memory-maps the splits it "
+                         f"prepares from there; give a local path (or stream, which prepares nothing)")
     check_revision_reads_upstream(source, revision, data_files, data_dir)
     names = splits_read(split)
     _check_arguments(source, config, split, names, streaming, num_proc, report)
@@ -224,8 +231,6 @@ def check_argument_types(**arguments: Any) -> None:
     """A TypeError naming the argument for a value of the wrong type, before anything is read: datasets would
     fail deep inside (``unhashable type: 'dict'`` after preparing every split, for ``split=["train"]``), or
     write into a folder named after the value's repr (``cache_dir=b"/data"`` made ``./b'/data'``)."""
-    import os
-
     from datasets import NamedSplit, ReadInstruction
 
     for name, value in arguments.items():
