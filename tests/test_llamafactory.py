@@ -220,7 +220,8 @@ def test_an_edited_row_is_written_as_edited_not_in_its_recorded_spelling(tmp_pat
 
 @pytest.mark.parametrize("conversations, field, message", [
     ([{"from": "human", "value": "a"}, {"from": "human", "value": "b"}], "conversations[1].from", "position 1"),
-    ([{"from": "human", "value": "a"}], "conversations", "even"),
+    ([{"from": "human", "value": "a"}], "conversations", "1 turn: LLaMA-Factory needs an even"),
+    ([], "conversations", "0 turns: LLaMA-Factory needs an even"),
     ([{"from": "observation", "value": "r"}, {"from": "gpt", "value": "b"}], "conversations[0].from",
      "no function_call before"),
     ([{"from": "human", "value": "a"}, {"from": "function_call", "value": '{"name": "f", "arguments": {}}'},

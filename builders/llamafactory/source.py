@@ -368,7 +368,7 @@ def unified_messages(turns: list[dict], first: int = 0,
         return (spell or {}).get(tag, tag)
 
     if len(turns) % 2 or not turns:
-        raise InvalidValueError(f"{len(turns)} turns: LLaMA-Factory needs an even, non-zero count (it drops the "
+        raise InvalidValueError(f"{count_of(len(turns), 'turn')}: LLaMA-Factory needs an even, non-zero count (it drops the "
                                 f"row)", field="conversations")
     out: list[dict] = []
     origins: list[str] = []
