@@ -381,6 +381,14 @@ def test_wrong_options_are_value_errors_naming_the_key(tmp_path, options, messag
     (["not", "an", "entry"], "entry 'x' (%s) must be a JSON object, got array"),
     (None, "entry 'x' (%s) must be a JSON object, got null"),
     ({"file_name": 5, "formatting": "sharegpt"}, "names no file_name (file_name must be a path, got number)"),
+    # a name of another type is quoted as the file holds it, and a tag the entry cannot leave out is not offered null
+    ({"file_name": "a.json", "formatting": "sharegpt", "columns": {"messages": "m", "system": ["s"]}},
+     """columns: 'system' must name a column (or null: not read), got ["s"]"""),
+    ({"file_name": "a.json", "formatting": "sharegpt",
+      "tags": {"role_tag": "role", "content_tag": "content", "user_tag": True, "assistant_tag": "assistant"}},
+     "tags: 'user_tag' must name a tag, got true"),
+    ({"file_name": "a.json", "formatting": "sharegpt", "split": ["train"]},
+     """split must be a split name such as 'train', got ["train"]"""),
 ])
 def test_entries_that_are_not_sharegpt_conversations_are_refused_naming_the_entry(tmp_path, entry, message):
     (tmp_path / "dataset_info.json").write_text(json.dumps({"x": entry}))

@@ -25,7 +25,7 @@ import logging
 import os
 from typing import Any, Optional
 
-from tooluse_datasets.errors import DataNotFoundError, json_kind
+from tooluse_datasets.errors import DataNotFoundError, json_kind, shown
 
 logger = logging.getLogger("tooluse_datasets")
 _SAID: set = set()  # entries (and their keys) whose num_samples, sliced split or unknown key was said
@@ -166,7 +166,11 @@ def entry_layout(entry: Any, where: str, folder: str) -> Layout:
         # Likewise for tags: a tag the entry's tags leave out is None to LLaMA-Factory, not its default; so a
         # file whose tags name no observation_tag, function_tag or system_tag has no such turns (LLaMA-Factory
         # drops rows holding them, and reads a leading system turn as a turn, not as the system prompt).
-        tags = check_tags({**{key: None for key in TAGS}, **entry["tags"]}, f"{where}: tags", nullable=tuple(TAGS))
+        given = {**{key: None for key in TAGS}, **entry["tags"]}
+        # (a tag it cannot do without, left out or null, is said below with what to add; of another type, it is
+        # not offered null)
+        tags = check_tags(given, f"{where}: tags", nullable=tuple(key for key in TAGS if key in ENTRY_NULLABLE_TAGS
+                                                                   or given[key] is None))
         missing = [key for key in TAGS if key not in ENTRY_NULLABLE_TAGS and tags[key] is None]
         if missing:
             fails = {"role_tag", "content_tag"} & set(missing)
@@ -208,7 +212,7 @@ def check_file_split(split: Any, where: str) -> None:
     split, ``train``, so another name fails there (ValueError here); a slice (``train[:100]``, ``train[10%:]``)
     trains only those rows, which ``load(split=...)`` reads, so it is said (every row is read otherwise)."""
     if not isinstance(split, str) or not split.strip():
-        raise ValueError(f"{where}: split must be a split name such as 'train', got {split!r}")
+        raise ValueError(f"{where}: split must be a split name such as 'train', got {shown(split)}")
     names = {part.split("[", 1)[0].strip() for part in split.split("+")}
     if names != {"train"}:
         raise ValueError(f"{where} has split {split!r}, but a local file has only a 'train' split: LLaMA-Factory "
@@ -291,7 +295,7 @@ def _names(given: Any, defaults: dict, where: str, kind: str, *, nullable: set, 
             continue
         if not isinstance(value, str) or not value:
             allowed = f" (or null: {null_means})" if key in nullable else ""
-            raise ValueError(f"{where}: {key!r} must name a {kind}{allowed}, got {value!r}")
+            raise ValueError(f"{where}: {key!r} must name a {kind}{allowed}, got {shown(value)}")
         out[key] = value
     return out
 
