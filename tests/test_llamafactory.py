@@ -422,6 +422,25 @@ def test_writer_says_what_call_arguments_that_are_no_object_are(arguments, said,
     assert info.value.field == f"messages[{turn}].tool_calls[0].function.arguments"
 
 
+def test_an_empty_system_message_and_a_results_name_read_back_as_the_readme_says(tmp_path):
+    # The llamafactory format has no place for either: the system column is "" (no system prompt to LLaMA-Factory)
+    # and an observation holds the results' text only.
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps({"messages": [
+        {"role": "system", "content": ""}, {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {
+            "name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "content": "r"}, {"role": "assistant", "content": "a"}]}) + "\n")
+    row = next(iter(td.load("ms_swift", data_files=str(path), split="train", streaming=True)))
+    row["messages"][3]["name"] = None
+    written = unified_to_llamafactory(row)
+    assert written["system"] == ""
+    (tmp_path / "lf.jsonl").write_text(json.dumps(written) + "\n")
+    back = next(iter(td.load("llamafactory", data_files=str(tmp_path / "lf.jsonl"), split="train", streaming=True)))
+    assert [m["role"] for m in back["messages"]] == ["user", "assistant", "tool", "assistant"]
+    assert back["messages"][2]["name"] == "f"
+
+
 def ms_swift_rows_ending_on_results() -> list[dict]:
     """ms-swift's own documentation rows that end on a tool result (an agent trace cut after its last call)."""
     path = shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl")
