@@ -397,6 +397,16 @@ def test_entries_that_are_not_sharegpt_conversations_are_refused_naming_the_entr
     assert message.replace("%s", str(tmp_path / "dataset_info.json")) in str(info.value)
 
 
+def test_a_dataset_info_under_the_home_folder_is_found_by_a_leading_tilde(tmp_path, monkeypatch):
+    # "~/data" was looked for as a folder named "~" in the current one, where data_dir= and data_files= expand it
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "data").mkdir()
+    shutil.copy(LF_DATA / "glaive_toolcall_en_demo.json", tmp_path / "data")
+    (tmp_path / "data" / "dataset_info.json").write_text(json.dumps({"x": entries()["glaive_toolcall_en_demo"]}))
+    loaded = list(td.load("llamafactory", dataset_info="~/data", dataset="x", split="train", streaming=True))
+    assert [r["messages"] for r in loaded] == [r["messages"] for r in entry_rows("glaive_toolcall_en_demo")]
+
+
 def test_a_dataset_info_that_is_not_an_object_is_named_by_its_json_type(tmp_path):
     """The file's JSON was named by Python's types ("got list", "got NoneType"), as no other message names data."""
     (tmp_path / "dataset_info.json").write_text("[]")

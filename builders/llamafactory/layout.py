@@ -118,7 +118,7 @@ def layout_of(options: Any) -> Layout:
 
 def read_dataset_info(info: Any) -> tuple[str, dict]:
     """``dataset_info=`` (the file, or the folder holding it) -> (its path, its entries)."""
-    path = os.fspath(info)
+    path = os.path.expanduser(os.fspath(info))  # (as data_dir and data_files are: "~" is no folder of its own)
     if os.path.isdir(path):
         path = os.path.join(path, DATA_CONFIG)
     try:
