@@ -294,6 +294,16 @@ def test_tools_of_another_type_are_refused_without_calling_them_a_list(tmp_path,
     assert info.value.field == "tools" and "fails on an array" not in info.value.message
 
 
+@pytest.mark.parametrize("text, held", [('{"name": "f"}', "object"), ("null", "null"), ('"[]"', "string")])
+def test_tools_text_of_another_json_type_says_what_it_holds(tmp_path, text, held):
+    path = tmp_path / "object_tools.jsonl"
+    path.write_text(json.dumps({"conversations": [{"from": "human", "value": "a"}, {"from": "gpt", "value": "b"}],
+                                "tools": text}) + "\n")
+    with pytest.raises(InvalidValueError, match=f"JSON text of an array; it holds a JSON {held}$") as info:
+        list(td.load("llamafactory", data_files=str(path), split="train", streaming=True))
+    assert info.value.field == "tools"
+
+
 def _glaive_row_with_tool(respell) -> dict:
     """The first tool-using row of LLaMA-Factory's own glaive demo, its first tool respelled by ``respell``."""
     row = next(r for r in json.loads((LF_DATA / "glaive_toolcall_en_demo.json").read_text(encoding="utf-8"))

@@ -459,7 +459,8 @@ def tools_of(text: str) -> list[dict]:
     except ValueError as exc:
         raise InvalidJsonError(f"tools {_unreadable(text, exc)}", field="tools") from None
     if not isinstance(tools, list):
-        raise InvalidValueError("tools must be the JSON text of an array", field="tools")
+        raise InvalidValueError(f"tools must be the JSON text of an array; it holds a JSON {json_kind(tools)}",
+                                field="tools")
     return [parse_tool(check_tool_spelling(tool, f"tools[{i}]"), f"tools[{i}]") for i, tool in enumerate(tools)]
 
 
