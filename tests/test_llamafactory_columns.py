@@ -322,7 +322,7 @@ def test_preference_rows_are_refused_as_preference_pairs_not_as_rows_llamafactor
     with pytest.raises(ToolUseDataError) as info:
         list(td.load("llamafactory", data_files=path, split="train", streaming=True))
     assert info.value.row == 0 and info.value.field == "chosen"
-    assert "a preference row" in info.value.message and "ranking: true" in info.value.message
+    assert "a preference row (a prompt of 1 turn, with" in info.value.message and "ranking: true" in info.value.message
     assert "drops" not in info.value.message
     report = td.SkipReport()
     kept = list(td.load("llamafactory", data_files=path, split="train", streaming=True, on_error="skip",

@@ -269,7 +269,7 @@ class LlamaFactorySource(Source):
         if len(turns) % 2 and all(column in raw["extra"] for column in PREFERENCE_COLUMNS):
             # LLaMA-Factory's own preference files: a prompt of odd length, answered by chosen and rejected. It
             # trains them under a ranking entry; an odd-count error would wrongly say that it drops them.
-            raise InvalidValueError(f"a preference row (a prompt of {len(turns)} turns, with 'chosen' and "
+            raise InvalidValueError(f"a preference row (a prompt of {count_of(len(turns), 'turn')}, with 'chosen' and "
                                     f"'rejected'): LLaMA-Factory trains it only as a ranking dataset (ranking: true "
                                     f"in its dataset_info.json entry); the llamafactory source reads conversations, "
                                     f"not preference pairs", field="chosen")
