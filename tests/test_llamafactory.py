@@ -573,7 +573,8 @@ def test_a_mirror_of_llamafactory_rows_drops_trailing_results_as_load_does(tmp_p
                              (["llamafactory", "swift"], "swift")):
         every = {"configs": configs} if configs else {}
         with pytest.raises(MirrorError, match=rf"^ms_swift, config {refused}: trailing_results='drop' applies to "
-                                              rf".*, not '{refused}' \(mirror the other configs with configs / --configs\)"):
+                                              rf".*, not '{refused}' \(mirror the other configs with configs / "
+                                              rf"--configs\)"):
             build_mirror(MirrorRequest("ms_swift", data_files=path, source_options=options, **every),
                          tmp_path / "every")
     # (a value wrong whatever the config is the ValueError load gives, naming no config)

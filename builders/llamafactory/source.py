@@ -368,8 +368,8 @@ def unified_messages(turns: list[dict], first: int = 0,
         return (spell or {}).get(tag, tag)
 
     if len(turns) % 2 or not turns:
-        raise InvalidValueError(f"{count_of(len(turns), 'turn')}: LLaMA-Factory needs an even, non-zero count (it drops the "
-                                f"row)", field="conversations")
+        raise InvalidValueError(f"{count_of(len(turns), 'turn')}: LLaMA-Factory needs an even, non-zero count (it "
+                                f"drops the row)", field="conversations")
     out: list[dict] = []
     origins: list[str] = []
     calls_seen = 0
