@@ -33,8 +33,9 @@ def run(args: argparse.Namespace) -> int:
                              "'tooluse-datasets[plots]'")
         from ..distributions import MEASURES
 
-        # (found only once every row was read and the statistics printed, as the system's "Is a directory")
-        for file_name, _, _ in MEASURES.values():
+        # (found only once every row was read and the statistics printed, as the system's "Is a directory"; also
+        # at the .partial name a picture is drawn under first)
+        for file_name in [name for drawn, _, _ in MEASURES.values() for name in (drawn, f"{drawn}.partial")]:
             if os.path.isdir(os.path.join(args.plots, file_name)):
                 raise ValueError(f"--plots {args.plots!r} holds a folder {file_name!r} where stats draws that "
                                  f"picture: move it away or give another --plots")
