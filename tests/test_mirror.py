@@ -1177,6 +1177,17 @@ def test_a_skipped_rows_listing_that_is_a_folder_is_refused_before_building(tmp_
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 
 
+def test_a_folder_where_the_skipped_rows_listing_is_written_first_is_refused_before_building(tmp_path, capsys):
+    """A folder at the listing's .partial name: every row was converted, then the command failed with
+    "IsADirectoryError" naming no argument."""
+    (tmp_path / "skipped.jsonl.partial").mkdir()
+    assert main(["mirror", "ms_swift", "--sample", "--configs", "raw", "--out", str(tmp_path / "out"),
+                 "--skipped-rows", str(tmp_path / "skipped.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "skipped.jsonl.partial', where the listing is written first, is a folder" in err
+    assert "IsADirectoryError" not in err and not (tmp_path / "out").exists()
+
+
 def test_data_files_inside_the_mirror_folder_are_refused_instead_of_read_as_rows(tmp_path, capsys):
     """`--data-files 'data/**/*.parquet' --out data`: the second build read the first mirror's Parquet files as
     input (its `toolmind` config is ToolMind's own format), and the mirror silently held every row twice."""

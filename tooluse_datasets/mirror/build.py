@@ -281,11 +281,16 @@ def _check_inputs_unchanged(source: str, plans: list[SplitPlan], input_paths: li
                           f"the build again once the files are final")
 
 
+def _partial_listing(out: Path) -> Path:
+    """Where the skipped rows' listing ``out`` is written until it is complete."""
+    return out.with_name(out.name + ".partial")
+
+
 def _list_skipped_rows(request: MirrorRequest, tasks: list[ShardTask], parts_dir: Path, out: Path) -> None:
     """Every row a shard task skipped, config by config in plan order, into one JSON lines file (written under a
     ``.partial`` name and renamed when complete: a listing cut off midway must not pass for the whole one)."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(out.name + ".partial")
+    partial = _partial_listing(out)
     try:
         with open(partial, "wb") as f:
             for config in request.configs:
@@ -378,6 +383,10 @@ def _check_listing_outside(request: MirrorRequest, target: Path) -> None:
     if listing.is_dir():  # (it failed renaming the listing there, once every row had been converted)
         raise MirrorError(f"skipped_rows (--skipped-rows) {os.fspath(request.skipped_rows)!r} is a folder: give a "
                           f"file, e.g. {listing / 'skipped-rows.jsonl'}")
+    if _partial_listing(listing).is_dir():  # (the same, where the listing is written first)
+        raise MirrorError(f"skipped_rows (--skipped-rows) {os.fspath(request.skipped_rows)!r}: "
+                          f"{str(_partial_listing(listing))!r}, where the listing is written first, is a folder: move "
+                          f"it away or give another file")
     if listing.is_relative_to(folder) or listing.is_relative_to(staging_path(folder)):
         raise MirrorError(f"skipped_rows (--skipped-rows) {request.skipped_rows} is inside the mirror folder {target}, "
                           f"which the build replaces whole (the listing would be deleted with the old mirror): write "
