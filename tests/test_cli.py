@@ -249,6 +249,15 @@ def test_export_writes_where_a_leading_tilde_says_as_the_checks_before_it_look(t
     assert list(work.iterdir()) == []
 
 
+def test_a_data_file_of_the_mix_with_a_leading_tilde_is_checked_in_the_home_folder(tmp_path, monkeypatch, capsys):
+    """`--data-files ms_swift=~/rows` (the shell leaves `~` after `=`): the checks before any row looked for a
+    folder named "~" of the current one, so the folder ~/rows was refused by load() in its terms (data_files=)."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "rows").mkdir()
+    assert main(["stats", "all", "--data-files", "ms_swift=~/rows"]) == 2
+    assert f"--data-files names the folder {str(tmp_path / 'rows')!r}" in capsys.readouterr().err
+
+
 def test_stats_writes_its_skipped_rows_file_into_the_plots_folder_it_makes(tmp_path, capsys):
     """The same for stats: `--skipped-rows plots/skipped.jsonl`, which the refusal of `--skipped-rows plots`
     suggests, was refused as "cannot be made", the report being made before the --plots folder."""

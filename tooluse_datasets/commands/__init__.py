@@ -361,7 +361,9 @@ def files_by_source(items: list[str]) -> dict[str, list[str]]:
             hint = f" (did you mean {f'{meant}={path}'!r}?)" if meant in names else ""
             raise ValueError(f"{MIX} reads each source's own files: give --data-files as SOURCE=PATH items "
                              f"(SOURCE one of {', '.join(names)}), got {item!r}{hint}")
-        files.setdefault(name, []).append(path)
+        # (a leading ~ is the home folder, as a_path reads it: the shell leaves it after SOURCE=, and the checks
+        # before any row looked for a folder named "~")
+        files.setdefault(name, []).append(os.path.expanduser(path))
     return files
 
 
