@@ -633,6 +633,29 @@ def test_a_state_saved_at_the_end_of_a_file_deleted_since_is_a_data_not_found_er
     assert str(path) in str(caught.value)
 
 
+def test_a_state_saved_at_the_end_of_a_zip_archives_file_is_a_data_not_found_error_once_the_archive_is_deleted(
+        tmp_path):
+    """The same for a file read from a local zip archive, the archive deleted since: no row and no error."""
+    import zipfile
+
+    archive = tmp_path / "agent.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr("rows.jsonl", "\n".join(_swift_rows()) + "\n")
+
+    def stream():
+        return td.load("ms_swift", split="train", data_files=f"zip://rows.jsonl::{archive}", streaming=True,
+                       on_error="skip")
+
+    ds = stream()
+    assert len(list(ds)) > 0
+    reader = stream()
+    reader.load_state_dict(ds.state_dict())
+    archive.unlink()
+    with pytest.raises(td.DataNotFoundError, match="deleted or moved since the stream or load was planned") as caught:
+        list(reader)
+    assert str(archive) in str(caught.value)
+
+
 @pytest.mark.parametrize("kind", ["parquet", "jsonl"])
 @pytest.mark.parametrize("steps", ["map", "arrow"])
 def test_a_state_saved_in_a_files_first_batch_through_a_map_or_format_is_the_files_error_once_replaced(

@@ -9,7 +9,7 @@ from ..network import failure_text
 from .documents import read_document
 from .lines import read_lines
 from .parquet import UnreadableRows, iter_parquet_batches, open_parquet, parquet_batch_rows
-from .paths import display_path
+from .paths import display_path, is_archive_member
 from .shard import LINES, PARQUET, RawBatch, Shard
 from .versions import _local_path, check_unchanged
 
@@ -43,8 +43,12 @@ def checked_reads(shard: Shard, batches: Iterator[RawBatch]) -> Iterator[RawBatc
 
 def check_there(shard: Shard) -> None:
     """:func:`checked_reads`' error for a local file not there any more, where none of it is read (a stream resumed
-    past its end), which said nothing. (A file read by URL or from an archive is not asked.)"""
+    past its end), which said nothing; for a file of a local zip archive, the archive. (A file read by URL is not
+    asked.)"""
     local = _local_path(shard.file)
+    if is_archive_member(shard.file):  # zip://<member>::<archive>
+        archive = shard.file.partition("::")[2]
+        local = None if "://" in archive else archive
     try:
         if local is not None:
             os.stat(local)
