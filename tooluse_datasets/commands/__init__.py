@@ -149,8 +149,6 @@ def source_options(args: argparse.Namespace, own: Optional[dict[str, str]] = Non
     """``--option NAME=VALUE`` pairs as keyword arguments (values read as JSON where they parse, but those of
     :data:`TEXT_KEYWORDS` as given). A NAME the command sets itself (:data:`COMMAND_ARGUMENTS`, and ``own``:
     name -> the command's argument) is refused."""
-    import json
-
     taken = {**COMMAND_ARGUMENTS, **(own or {})}
     out = {}
     for item in getattr(args, "options", None) or []:
