@@ -10,6 +10,7 @@ LLaMA-Factory itself is not run here (0.9.5 pins ``datasets<=4.0``, which cannot
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -1074,6 +1075,28 @@ def test_exports_registering_at_once_in_one_folder_keep_dataset_info_json_whole(
     assert [(p.wait(timeout=120), p.stderr.read()) for p in exports] == [(0, ""), (0, "")]
     assert len(json.loads((out / "dataset_info.json").read_text())) == 400
     assert [p.name for p in out.iterdir()] == ["dataset_info.json"]
+
+
+def test_an_export_into_a_folder_it_can_write_but_not_read_registers_its_files(tmp_path, monkeypatch, capsys):
+    """The lock on the folder opens it for reading: a folder of mode -wx (writable, not readable) failed with a
+    PermissionError once the split's file was written, before it was registered. (Opening is refused here as such
+    a folder refuses it, also to root.)"""
+    from tooluse_datasets.cli import main
+
+    out = tmp_path / "lf"
+    out.mkdir()
+    real_open = os.open
+
+    def unreadable_folder(path, flags, *args, **kwargs):
+        if os.fspath(path) == str(out) and not flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", unreadable_folder)
+    assert main(["export", "ms_swift", "--sample", "--format", "llamafactory", "--on-error", "skip",
+                 "--out", str(out)]) == 0
+    monkeypatch.undo()
+    assert list(json.loads((out / "dataset_info.json").read_text())) == ["ms_swift-llamafactory-train"]
 
 
 def test_a_tool_description_that_is_not_text_is_refused_not_written_unreadable(tmp_path, capsys):

@@ -226,7 +226,11 @@ def _folder_locked(folder: Path) -> Iterator[None]:
     except ImportError:  # pragma: no cover - Windows: no advisory locks; one export per folder at a time
         yield
         return
-    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # a folder that can be written but not read (mode -wx): unlocked there, as before the lock
+        yield
+        return
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
