@@ -163,6 +163,28 @@ def _whole_reference(row: dict, field: str) -> bool:
     return isinstance(value, str) and re.fullmatch(r"\$[^$]+\$", value) is not None
 
 
+def test_short_call_ids_keeps_a_reference_without_its_closing_dollar_a_reference(tmp_path, cache_dir):
+    """"$var_1.result" is read as "$var_1.result$" for var_N labels only: renamed as it was, "$<id>.result" was
+    text, its call_graph edge gone once the row was read back (and upstream's executor passed it as it is)."""
+    import json
+    from pathlib import Path
+
+    from tooluse_datasets.registry import builder_class
+
+    line = json.loads(Path(td.sample_files("nestful")["train"][0]).read_text(encoding="utf-8").splitlines()[0])
+    assert line["output"][1]["arguments"]["arg_0"] == "$var_1.result$"
+    line["output"][1]["arguments"]["arg_0"] = "$var_1.result"
+    (tmp_path / "open.jsonl").write_text(json.dumps(line) + "\n", encoding="utf-8")
+    row = td.load("nestful", data_files=str(tmp_path / "open.jsonl"), split="train", cache_dir=cache_dir)[0]
+    fixed = td.short_call_ids(row)
+    [edge] = fixed["call_graph"]
+    assert _arguments_at(fixed, edge["consumer"], edge["argument"]) == f"${edge['producer']}.result$"
+    builder = builder_class("nestful")
+    source = builder.SOURCE_CLASS(builder.BUILDER_CONFIG_CLASS(name="unified"))
+    (tmp_path / "back.jsonl").write_text(json.dumps(source.from_unified(fixed)) + "\n", encoding="utf-8")
+    back = td.load("nestful", data_files=str(tmp_path / "back.jsonl"), split="train", cache_dir=cache_dir)[0]
+    assert back["call_graph"] == fixed["call_graph"]
+
 def test_short_call_ids_takes_complete_rows_and_a_length():
     row = td.complete_row({"id": "r", "messages": [
         {"role": "user", "content": "hi"},

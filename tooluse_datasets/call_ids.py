@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from .row_rewrite import check_call_ids, row_rewrite
 
 ALPHABET = string.digits + string.ascii_letters
+# A whole argument value that references a call's output without its closing `$` (NESTFUL "$var_1.result")
+_OPEN_REFERENCE = re.compile(r"\$[^$.]+\.[^$]+")
 
 
 @row_rewrite
@@ -61,9 +63,14 @@ def short_call_ids(row: dict, length: int = 9) -> dict:
         if not labels or not isinstance(function, Mapping) or not isinstance(function.get("arguments"), Mapping):
             return {**call, "id": rewrite(call["id"])}
         pattern = re.compile(r"\$(" + "|".join(map(re.escape, labels)) + r")(?=[.$]|\Z)")
-        arguments = {name: _referencing(value, name, paths,
-                                        lambda text: pattern.sub(lambda m: "$" + labels[m.group(1)], text))
-                     for name, value in function["arguments"].items()}
+
+        def rename(text: str) -> str:
+            new = pattern.sub(lambda m: "$" + labels[m.group(1)], text)
+            # "$var_1.result" is read as the closed reference for var_N labels only: under the new id it needs its
+            # closing `$`, or it would be text (no call_graph edge read back, passed as is by the executor)
+            return new + "$" if new != text and _OPEN_REFERENCE.fullmatch(text) else new
+
+        arguments = {name: _referencing(value, name, paths, rename) for name, value in function["arguments"].items()}
         return {**call, "id": rewrite(call["id"]), "function": {**function, "arguments": arguments}}
 
     messages = []
