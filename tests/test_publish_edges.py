@@ -307,7 +307,7 @@ def test_publish_arguments_of_the_wrong_type_or_an_empty_revision_are_named_befo
 
 
 BRANCH_NAMES = ["main", "dev/x", "feature/v1.2", "@x", "refs/pr/3", "a..b", "a b", "a\tb", "-x", "x/", "x.", "@",
-                "a@{b", ".x", "x/.y", "x.lock", "a//b", "a\\b", "a~1", "a^", "a:b", "a?", "a*", "a[b"]
+                "a@{b", ".x", "x/.y", "x.lock", "a//b", "a\\b", "a~1", "a^", "a:b", "a?", "a*", "a[b", "HEAD", "x/HEAD"]
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="compares with git's own check-ref-format: git is not here")
@@ -318,6 +318,8 @@ def test_a_branch_name_git_refuses_is_refused_before_anything_is_read(mirror, ca
     for name in BRANCH_NAMES:
         refused = subprocess.run(["git", "check-ref-format", "--branch", name], capture_output=True).returncode != 0
         assert (branch_problem(name) is not None) == refused, name
+        # (named in full, refs/heads/<name> is the branch <name>: git's verdict on that name)
+        assert (branch_problem(f"refs/heads/{name}") is not None) == refused, name
         if refused:
             with pytest.raises(PublishError, match=f"^revision {re.escape(repr(name))} .*nothing was published"):
                 publish_mirror(mirror, REPO, api=api, revision=name, echo=_quiet)

@@ -839,6 +839,9 @@ def _check_arguments(folder: Any, repo_id: Any, revision: Any) -> None:
 def branch_problem(name: str) -> Optional[str]:
     """Why git (and so the Hub) would not take ``name`` as a branch, or None. Checked before the mirror is
     hashed: the Hub refused such a name only when the branch was created, after every file had been hashed."""
+    name = name.removeprefix("refs/heads/")  # (the branch dev named in full: its name is dev)
+    if name == "HEAD":
+        return "is not a branch name git takes (HEAD names the current commit)"
     if any(ord(c) < 32 or ord(c) == 127 or c in " ~^:?*[\\" for c in name):
         return "holds a character git refuses in a branch name (space, control characters, ~ ^ : ? * [ \\)"
     if name.startswith("-") or name.endswith(("/", ".")) or ".." in name or "@{" in name:
