@@ -486,7 +486,7 @@ def test_an_unpinned_hub_upstream_is_pinned_to_its_current_commit_before_reading
     def offline(repo, rev):
         raise ConnectionError("no network")
 
-    with pytest.raises(MirrorError, match="pass --revision or local --data-files"):
+    with pytest.raises(MirrorError, match=r"pass revision \(--revision\) or local data_files \(--data-files\)"):
         build_module.pin_upstream_revision(request, resolve=offline)
 
 

@@ -143,9 +143,17 @@ def test_a_num_proc_that_is_not_an_integer_is_named_before_anything_is_read(num_
 def test_ray_missing_is_a_clear_error_naming_the_extra(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
     request = MirrorRequest("nestful", configs=["unified"], data_files=td.sample_files("nestful"))
-    with pytest.raises(MirrorError, match=r"tooluse-datasets\[ray\]"):
+    with pytest.raises(MirrorError, match=r"^engine 'ray' \(--engine ray\) needs Ray.*tooluse-datasets\[ray\]"):
         build_mirror(request, tmp_path, engine="ray")
     assert not (tmp_path / "nestful").exists()
+
+
+def test_an_address_without_the_ray_engine_names_the_arguments_of_build_mirror_and_the_command(tmp_path):
+    # (a build_mirror caller wrote address= and engine=, never --address or --engine)
+    request = MirrorRequest("nestful", configs=["unified"], data_files=td.sample_files("nestful"))
+    with pytest.raises(MirrorError, match=r"^an address \(--address\) is for engine 'ray' \(--engine ray\)$"):
+        build_mirror(request, tmp_path, address="127.0.0.1:6379")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_failed_shard_is_reported_and_retried_alone(reference, monkeypatch, tmp_path):

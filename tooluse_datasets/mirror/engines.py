@@ -72,9 +72,10 @@ def check_engine(engine: str, num_proc: Optional[int], address: Optional[str]) -
     if num_proc is not None and num_proc < 1:
         raise MirrorError(f"num_proc must be at least 1, got {num_proc}")
     if address is not None and engine != "ray":
-        raise MirrorError("an address is for --engine ray")
+        raise MirrorError("an address (--address) is for engine 'ray' (--engine ray)")
     if engine == "ray" and importlib.util.find_spec("ray") is None:
-        raise MirrorError(f"--engine ray needs Ray, which is not installed; install the extra: {RAY_EXTRA_HINT}")
+        raise MirrorError(f"engine 'ray' (--engine ray) needs Ray, which is not installed; install the extra: "
+                          f"{RAY_EXTRA_HINT}")
     ray = sys.modules.get("ray")
     if engine == "ray" and not (ray is not None and ray.is_initialized()):
         address = _cluster_address(address)
@@ -332,7 +333,7 @@ def _import_ray():
     try:
         import ray
     except ImportError as exc:
-        raise MirrorError(f"--engine ray needs Ray, which is not installed ({exc}); install the extra: "
+        raise MirrorError(f"engine 'ray' (--engine ray) needs Ray, which is not installed ({exc}); install the extra: "
                           f"{RAY_EXTRA_HINT}") from None
     return ray
 

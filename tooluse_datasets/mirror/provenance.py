@@ -182,8 +182,8 @@ def pin_upstream_revision(request, upstream, resolve: Optional[Callable[..., str
     try:
         commit = resolve(up.repo, wanted) if resolve is not None else head_commit(up.host, up.repo, wanted)
     except Exception as exc:  # huggingface_hub and urllib raise their own types when offline or not found
-        hint = "pass --revision or local --data-files" if request.revision is None else \
-            "pass a full commit id as --revision, or local --data-files"
+        hint = "pass revision (--revision) or local data_files (--data-files)" if request.revision is None else \
+            "pass a full commit id as revision (--revision), or local data_files (--data-files)"
         raise MirrorError(f"{request.source}: cannot resolve {wanted!r} of {up.describe()} to a commit "
                           f"({type(exc).__name__}: {exc}); {hint}") from exc
     logger.info("%s: reading %s at %s (%s)", request.source, up.repo, commit, wanted)
