@@ -453,3 +453,27 @@ def test_all_says_which_source_an_option_it_refuses_is_of(cache_dir, capsys):
     with pytest.raises(ValueError) as info:
         td.load("all", data_files=td.sample_files("all"), split="train", nope=1, cache_dir=cache_dir)
     assert "load the source on its own" not in str(info.value)
+
+
+@pytest.mark.parametrize("streaming", [True, False], ids=["streaming", "map"])
+def test_all_says_to_load_a_member_alone_where_its_plan_advises_an_option_the_mix_refuses(tmp_path, cache_dir,
+                                                                                        streaming):
+    """ToolMind's split column refused while its files are planned advised split_column=None as is, which the mix
+    refuses (the advice of errors of rows said to load the member on its own, this one did not)."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tooluse_datasets.builders.toolmind.splits import MAX_SPLIT_VALUES
+
+    path = tmp_path / "rows.parquet"
+    messages = json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}])
+    n = MAX_SPLIT_VALUES + 1
+    pq.write_table(pa.table({"messages": [messages] * n, "split": [f"s{i}" for i in range(n)]}), path)
+    with pytest.raises(ValueError, match="split_column=None") as alone:
+        td.load("toolmind", data_files=str(path), split="train", streaming=True)
+    with pytest.raises(ValueError) as mixed:
+        td.load("all", data_files={"toolmind": str(path)}, split="train", streaming=streaming, cache_dir=cache_dir)
+    assert str(mixed.value) == (f"{alone.value}; source 'all' reads each source with its default options: load "
+                                f"'toolmind' on its own to pass split_column")

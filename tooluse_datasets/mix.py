@@ -62,12 +62,16 @@ class MixedSource(Source):
 
     def plan(self, files_by_split: dict[str, list[str]]) -> list[SplitPlan]:
         """Every member's own plan of its files (its splits, in order), as the shards of one split."""
-        shards = tuple(MemberShard(**{f.name: getattr(shard, f.name) for f in dataclasses.fields(Shard)},
+        shards = []
+        for name, files in files_by_split.items():
+            try:
+                plans = self.member(name).plan({SPLIT: list(files)})
+            except ValueError as exc:  # (ToolMind's split column refused, advising split_column=)
+                raise self._member_error(exc, name)
+            shards += [MemberShard(**{f.name: getattr(shard, f.name) for f in dataclasses.fields(Shard)},
                                    member=name, member_split=plan.name, selection=plan.selection)
-                       for name, files in files_by_split.items()
-                       for plan in self.member(name).plan({SPLIT: list(files)})
-                       for shard in plan.shards)
-        return [SplitPlan(SPLIT, shards)]
+                       for plan in plans for shard in plan.shards]
+        return [SplitPlan(SPLIT, tuple(shards))]
 
     def read(self, shard: MemberShard, split: SplitPlan, resume: Optional[tuple[int, int]] = None
              ) -> Iterator[RawBatch]:
@@ -84,16 +88,23 @@ class MixedSource(Source):
         except ToolUseDataError as exc:
             raise self._member_error(exc, name)
 
-    def _member_error(self, error: ToolUseDataError, name: str) -> ToolUseDataError:
+    def _member_error(self, error: ValueError, name: str) -> ValueError:
         """``error`` of member ``name``, naming it; where it advises one of the member's own options
-        (``data_version='v1'``, ``columns=``), which the mix refuses, it says to load the member on its own."""
-        error.at(source=name)
+        (``data_version='v1'``, ``columns=``), which the mix refuses, it says to load the member on its own.
+        (A ValueError of another type than the typed errors and ValueError itself is left as it is.)"""
+        typed = isinstance(error, ToolUseDataError)
+        if typed:
+            error.at(source=name)
+        elif type(error) is not ValueError:
+            return error
+        message = error.message if typed else str(error)
         own = [f.name for f in dataclasses.fields(self.member(name).options_class)
-               if f.name not in _MIX_OPTIONS and re.search(rf"\b{f.name}=", error.message)]
-        if own and MEMBER_OPTIONS_NOTE not in error.message:
-            error.message = (f"{error.message}; {MEMBER_OPTIONS_NOTE} load {name!r} on its own to pass "
-                             f"{', '.join(own)}")
-            error.args = (error.message,)
+               if f.name not in _MIX_OPTIONS and re.search(rf"\b{f.name}=", message)]
+        if own and MEMBER_OPTIONS_NOTE not in message:
+            message = f"{message}; {MEMBER_OPTIONS_NOTE} load {name!r} on its own to pass {', '.join(own)}"
+            error.args = (message,)
+            if typed:
+                error.message = message
         return error
 
     def to_raw(self, item: tuple[str, dict], ctx: RowContext) -> tuple[str, Any]:
