@@ -289,7 +289,7 @@ def test_a_new_branch_named_in_full_is_created_by_its_name(mirror, tmp_path):
     assert lines[0].startswith("create dataset repo acme/new-repo") and not lines[1].startswith("create branch")
 
 
-def test_publish_arguments_of_the_wrong_type_or_an_empty_revision_are_named_before_anything_is_read(mirror):
+def test_publish_arguments_of_the_wrong_type_or_an_empty_revision_are_named_before_anything_is_read(mirror, capsys):
     """From Python: revision=3 was an AttributeError ('int' object has no attribute 'startswith'), revision="" was
     called "a commit of" the repo, and revision=" " created a branch named " "."""
     api = FakeHubApi()
@@ -300,9 +300,12 @@ def test_publish_arguments_of_the_wrong_type_or_an_empty_revision_are_named_befo
         arguments = {"folder": mirror, "repo_id": REPO, **kwargs}
         with pytest.raises(TypeError, match=f"^{name} must be "):
             publish_mirror(arguments.pop("folder"), arguments.pop("repo_id"), api=api, echo=_quiet, **arguments)
-    for revision in ("", " "):
+    for revision in ("", " ", "refs/heads/"):
         with pytest.raises(PublishError, match="^revision is empty"):
             publish_mirror(mirror, REPO, api=api, revision=revision, echo=_quiet)
+        with pytest.raises(SystemExit) as stop:  # the command line says so too
+            main(["publish", str(mirror), "--repo-id", REPO, f"--revision={revision}"])
+        assert stop.value.code == 2 and "expected a branch, got an empty one" in capsys.readouterr().err
     assert len(api.calls) == calls and list(api.repos[REPO].branches) == ["main"]
 
 

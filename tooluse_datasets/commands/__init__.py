@@ -68,7 +68,7 @@ def a_revision(text: str) -> str:
 
 def a_branch(text: str) -> str:
     """An argparse type: publish's --revision, a branch (a tag or commit is refused there), never empty."""
-    if not text.strip():
+    if not text.removeprefix("refs/heads/").strip():  # (as publish_mirror reads it: refs/heads/<branch>)
         raise argparse.ArgumentTypeError("expected a branch, got an empty one (an unset shell variable?)")
     from ..publish import branch_problem
 
