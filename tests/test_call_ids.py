@@ -201,3 +201,32 @@ def test_short_call_ids_takes_complete_rows_and_a_length():
     assert fixed["messages"][4] == row["messages"][4]  # tool_calls: [], tool_call_id: None kept as they are
     with pytest.raises(ValueError, match="length"):
         td.short_call_ids(row, length=0)
+
+
+SHORT_IDS_OF_UNCALLED_PRODUCERS = """
+import json, tooluse_datasets as td
+from tooluse_datasets.call_ids import _hashed_id
+# a row whose edges name two producers the row has no call of, whose first draws of one character clash
+rid = next(f"r{i}" for i in range(100_000) if _hashed_id(f"r{i}", "p1", 0, 1) == _hashed_id(f"r{i}", "p2", 0, 1))
+row = td.complete_row({"id": rid, "messages": [
+    {"role": "user", "content": "hi"},
+    {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {
+        "name": "f", "arguments": {"a": "$p1.x$", "b": "$p2.x$"}}}]},
+    {"role": "tool", "content": "1", "tool_call_id": "c1", "name": "f"}],
+    "call_graph": [{"consumer": "c1", "argument": "a", "producer": "p1", "output_field": "x"},
+                   {"consumer": "c1", "argument": "b", "producer": "p2", "output_field": "x"}]})
+print(json.dumps(td.short_call_ids(row, length=1)))
+"""
+
+
+def test_short_call_ids_gives_the_same_ids_in_every_process():
+    """The producers a call's references name were rewritten in a set's order, which differs between processes
+    (PYTHONHASHSEED): where two of their ids clashed, which one drew again, and so the ids, changed from run to run."""
+    import os
+    import subprocess
+    import sys
+
+    outputs = {subprocess.run([sys.executable, "-c", SHORT_IDS_OF_UNCALLED_PRODUCERS], capture_output=True, text=True,
+                              check=True, env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout
+               for seed in range(1, 9)}
+    assert len(outputs) == 1, outputs

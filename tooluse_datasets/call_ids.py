@@ -59,7 +59,10 @@ def short_call_ids(row: dict, length: int = 9) -> dict:
         paths, function = referenced.get(call["id"], {}), call.get("function")
         # a reference names its call by the label without its `$`s; left old, it would name a call the row no
         # longer has (the row then failed nestful.undefined_reference, and its raw row named no producer)
-        labels = {old.replace("$", ""): rewrite(old) for old in set().union(*paths.values()) if old.strip("$")}
+        # (in sorted order: which of two old ids hashed alike draws again follows it, and a set's order is not the
+        # same in every process)
+        labels = {old.replace("$", ""): rewrite(old)
+                  for old in sorted(set().union(*paths.values())) if old.strip("$")}
         if not labels or not isinstance(function, Mapping) or not isinstance(function.get("arguments"), Mapping):
             return {**call, "id": rewrite(call["id"])}
         pattern = re.compile(r"\$(" + "|".join(map(re.escape, labels)) + r")(?=[.$]|\Z)")
