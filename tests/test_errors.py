@@ -221,6 +221,15 @@ JSON_KINDS = [
      "messages[2].tool_calls[0]", "an OpenAI tool call must be an object, got number"),
     ("ms_swift", _set(("messages", 2), {"role": "assistant", "content": "", "tool_calls": [{"function": None}]}),
      "messages[2].tool_calls[0].function", "an OpenAI tool call's function must be an object, got null"),
+    ("ms_swift", _set(("rejected_response",), 5), "rejected_response",
+     "rejected_response must be a string or a list of messages, got number"),
+    ("ms_swift", _set(("rejected_response",), [True]), "rejected_response",
+     "rejected_response must be a string or a list of messages, got an array holding a JSON boolean"),
+    ("nestful", _set(("tools",), [3]), "tools[0]", "a tool spec must be an object with a name, got number"),
+    ("nestful", _set(("tools",), [{"name": None}]), "tools[0]",
+     "a tool spec must be an object with a name, got one whose name is a JSON null"),
+    ("nestful", _set(("output", 0, "label"), 5), "output[0].label",
+     "label must be a non-empty string besides its '$', got number"),
 ]
 
 

@@ -319,7 +319,9 @@ def check_rejected_response(extra: dict, messages: list[dict]) -> None:
                                     field="rejected_response")
         return
     if not isinstance(rejected, list) or not all(isinstance(m, dict) for m in rejected):
-        raise InvalidValueError("rejected_response must be a string or a list of messages",
+        got = (json_kind(rejected) if not isinstance(rejected, list) else
+               f"an array holding a JSON {json_kind(next(m for m in rejected if not isinstance(m, dict)))}")
+        raise InvalidValueError(f"rejected_response must be a string or a list of messages, got {got}",
                                 field="rejected_response")
     for k, m in enumerate(rejected):
         if "role" not in m:  # ms-swift reads every rejected message's role (a KeyError drops the row)
@@ -349,7 +351,8 @@ def rejected_contents(message: dict) -> list:
     if not calls:
         return [message.get("content")]
     if not isinstance(calls, list):
-        raise InvalidValueError("rejected_response tool_calls must be a list of calls; ms-swift drops such rows",
+        raise InvalidValueError(f"rejected_response tool_calls must be a list of calls, got {json_kind(calls)}; "
+                                "ms-swift drops such rows",
                                 field="rejected_response[0].tool_calls")
     contents = [message["content"]] if message.get("content") else []
     for j, call in enumerate(calls):

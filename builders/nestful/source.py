@@ -259,7 +259,9 @@ class NestfulSource(Source):
                 raise InvalidValueError(f"a call must be a JSON object, got {json_kind(call)}", field=f"output[{i}]")
         for i, tool in enumerate(tools):
             if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
-                raise InvalidValueError("a tool spec must be an object with a name", field=f"tools[{i}]")
+                got = (json_kind(tool) if not isinstance(tool, dict) else
+                       f"one whose name is a JSON {json_kind(tool['name'])}" if "name" in tool else "one without")
+                raise InvalidValueError(f"a tool spec must be an object with a name, got {got}", field=f"tools[{i}]")
         gold = native.get("gold_answer")
         extra = {k: v for k, v in native.items() if k not in FIELDS}
         if {"gold_answer_text", "extra"} <= extra.keys() and not stored_as_text(native):

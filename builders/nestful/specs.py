@@ -63,7 +63,9 @@ def check_call(call: dict, i: int, *, producers: Mapping[str, str], catalog: set
     label, name, arguments = call["label"], call["name"], call["arguments"]
     if not isinstance(label, str) or not label_key(label):
         # ("$" alone: references name a call by its label without "$", so none could name it)
-        raise InvalidValueError("label must be a non-empty string besides its '$'", field=f"output[{i}].label")
+        raise InvalidValueError(f"label must be a non-empty string besides its '$', got "
+                                f"{shown(label) if isinstance(label, str) else json_kind(label)}",
+                                field=f"output[{i}].label")
     if label_key(label) in producers:
         raise InvalidValueError(f"label {label!r} is used twice", field=f"output[{i}].label")
     if not isinstance(name, str):
