@@ -562,7 +562,8 @@ def test_an_address_where_no_ray_cluster_answers_is_refused_at_once_and_stages_n
     if given.startswith("environment"):
         monkeypatch.setenv("RAY_ADDRESS", address)
     started = time.monotonic()
-    with pytest.raises(engines_module.EngineUnavailableError, match=f"no Ray cluster answers at '{address}'"):
+    with pytest.raises(engines_module.EngineUnavailableError, match=f"no Ray cluster answers at '{address}'.* "
+                                                                    r"correct address \(--address\) / RAY_ADDRESS$"):
         build_mirror(_requests()["ms_swift"], tmp_path / "out", engine="ray",
                      address={"argument": address, "environment": None, "environment_and_auto": "auto"}[given])
     assert time.monotonic() - started < 30
@@ -583,7 +584,8 @@ def test_an_address_where_another_server_answers_is_refused_at_once(tmp_path):
     started = time.monotonic()
     try:
         with pytest.raises(engines_module.EngineUnavailableError, match=f"what answers at '{address}' is not a Ray "
-                                                                        f"cluster.*8265 is the dashboard's"):
+                                                                        f"cluster.*8265 is the dashboard's\\) in "
+                                                                        r"address \(--address\) / RAY_ADDRESS$"):
             build_mirror(_requests()["ms_swift"], tmp_path / "out", engine="ray", address=address)
     finally:
         server.shutdown()

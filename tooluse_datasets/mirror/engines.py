@@ -102,11 +102,11 @@ def _check_reachable(address: Optional[str]) -> None:
             speaks_grpc = os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true") or _answers_http2(connection)
     except OSError as exc:
         raise EngineUnavailableError(f"no Ray cluster answers at {address!r} ({exc or type(exc).__name__}): start "
-                                     "one (`ray start --head`) or correct --address / RAY_ADDRESS") from None
+                                     "one (`ray start --head`) or correct address (--address) / RAY_ADDRESS") from None
     if not speaks_grpc:
         raise EngineUnavailableError(f"what answers at {address!r} is not a Ray cluster (it does not speak gRPC, as "
                                      "Ray's GCS does): give the address `ray start --head` printed (port 6379 by "
-                                     "default; 8265 is the dashboard's) in --address / RAY_ADDRESS")
+                                     "default; 8265 is the dashboard's) in address (--address) / RAY_ADDRESS")
 
 
 CONNECT_TIMEOUT_S = 10
