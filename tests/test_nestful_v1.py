@@ -106,6 +106,15 @@ def test_a_whole_output_reference_has_no_field():
     assert info.value.field == "output[2].arguments.r"
 
 
+@pytest.mark.parametrize("output, got", [({"name": "f"}, "got object"), ([{"name": "f"}, 3], "got an array holding a "
+                                                                                          "JSON number")])
+def test_an_output_that_is_no_list_of_calls_is_named_by_its_json_type(output, got):
+    ctx = RowContext("nestful", "x.json", 0, "glaive")
+    with pytest.raises(InvalidValueError) as info:
+        v1_to_raw({"input": "q", "output": output, "group": "glaive"}, ctx)
+    assert (info.value.field, info.value.message) == ("output", f"output must be a list of call objects, {got}")
+
+
 def test_a_producer_is_named_by_its_call_id_whatever_the_label_spelling():
     ctx = RowContext("nestful", "x.json", 0, "glaive")
     native = {"input": "q", "tools": [{"name": "f", "description": "d", "parameters": {"x": {"type": "str"}},

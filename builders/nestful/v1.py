@@ -312,7 +312,9 @@ def v1_to_raw(native: dict, ctx: RowContext) -> dict:
     if not isinstance(native["input"], str):
         raise InvalidValueError(f"input must be a string, got {json_kind(native['input'])}", field="input")
     if not isinstance(native["output"], list) or not all(isinstance(c, dict) for c in native["output"]):
-        raise InvalidValueError("output must be a list of call objects", field="output")
+        got = (json_kind(native["output"]) if not isinstance(native["output"], list) else
+               f"an array holding a JSON {json_kind(next(c for c in native['output'] if not isinstance(c, dict)))}")
+        raise InvalidValueError(f"output must be a list of call objects, got {got}", field="output")
     extra = {k: v for k, v in native.items() if k not in ("input", "output", "tools", "group")}
     return {"sample_id": None, "input": native["input"], "output": native["output"], "tools": native.get("tools") or [],
             "gold_answer": None, "gold_answer_text": None, "extra": {"group": native.get("group") or ctx.split, **extra}}
