@@ -9,9 +9,9 @@ from ..network import failure_text
 from .documents import read_document
 from .lines import read_lines
 from .parquet import UnreadableRows, iter_parquet_batches, open_parquet, parquet_batch_rows
-from .paths import display_path, is_archive_member
+from .paths import display_path
 from .shard import LINES, PARQUET, RawBatch, Shard
-from .versions import _local_path, check_unchanged
+from .versions import check_unchanged, local_file_of
 
 
 def read_shard(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] = None,
@@ -45,10 +45,7 @@ def check_there(shard: Shard) -> None:
     """:func:`checked_reads`' error for a local file not there any more, where none of it is read (a stream resumed
     past its end), which said nothing; for a file of a local zip archive, the archive. (A file read by URL is not
     asked.)"""
-    local = _local_path(shard.file)
-    if is_archive_member(shard.file):  # zip://<member>::<archive>
-        archive = shard.file.partition("::")[2]
-        local = None if "://" in archive else archive
+    local = local_file_of(shard.file)
     try:
         if local is not None:
             os.stat(local)

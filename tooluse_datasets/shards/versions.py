@@ -64,6 +64,22 @@ def _local_path(path: str) -> Optional[str]:
     return None if "://" in path else path
 
 
+def local_archive(path: str) -> Optional[tuple[str, str]]:
+    """``(member, archive)`` for a member of a zip archive on the local disk (``zip://<member>::<archive>``), else
+    None."""
+    if not is_archive_member(path):
+        return None
+    member, _, archive = path[len("zip://"):].partition("::")
+    return None if "://" in archive else (member, archive)
+
+
+def local_file_of(path: str) -> Optional[str]:
+    """The local file whose presence says whether ``path`` is there: the file, or the local zip archive holding it;
+    None for a file read by URL."""
+    archived = local_archive(path)
+    return archived[1] if archived is not None else _local_path(path)
+
+
 def with_versions(shards: list[Shard]) -> list[Shard]:
     """``shards`` with their files' versions recorded (each file's taken once)."""
     versions: dict[tuple[str, str], Optional[FileVersion]] = {}
@@ -145,9 +161,10 @@ def _described_version(path: str) -> Optional[FileVersion]:
     (reading it reports why)."""
     if path.split("::")[-1].startswith("hf://"):
         return None
-    member, _, archive = path[len("zip://"):].partition("::") if is_archive_member(path) else ("", "", "")
+    archived = local_archive(path)
     try:
-        if archive and "://" not in archive:
+        if archived is not None:
+            member, archive = archived
             stat = os.stat(archive)
             info = _archive_listing(archive, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns).get(member.lstrip("/"),
                                                                                                  {})
