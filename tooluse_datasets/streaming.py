@@ -341,16 +341,12 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         """Whether shard ``shard_idx``'s file is still the version a loaded state was saved from; if not, its error
         is raised, or reported as its one skip: counted also where the report counted the rows around it (a layer
         above replays from a shard before the latest state's), as the run that saved the state met no such error."""
-        counted = skips.counted if skips is not None else None
-        if skips is not None:
-            skips.counted = None
         unchanged = converter.check_version(self._shard_to_read(shard_idx))
-        if skips is not None:
-            if not unchanged and arrow:  # reported: its one skip
-                skips.batch_done(None, 0)
-            elif not unchanged:
-                skips.passed_all()
-            skips.counted = counted
+        if skips is not None and not unchanged:  # reported: its one skip
+            if arrow:
+                skips.batch_done(None, 0, counted_before=False)
+            else:
+                skips.passed_all(counted_before=False)
         return unchanged
 
     def _note_version(self, shard_idx: int) -> None:
@@ -531,24 +527,25 @@ class SkipsInOrder:
         if ours and self._fresh(row):
             self.report.count_read(1)
 
-    def passed_all(self) -> None:
-        """The consumer is past every row converted so far (the end of a batch or a shard)."""
+    def passed_all(self, counted_before: bool = True) -> None:
+        """The consumer is past every row converted so far (the end of a batch or a shard). ``counted_before``:
+        False for an error the run that saved the loaded state did not meet, counted whatever it counted."""
         if self.pending:
             if self.share is None or self.share.keeps_next():
-                self._skipped(self.pending)
+                self._skipped(self.pending, counted_before)
             self.pending = []
 
-    def batch_done(self, end_row: Optional[int], rows_out: int) -> None:
+    def batch_done(self, end_row: Optional[int], rows_out: int, counted_before: bool = True) -> None:
         """An Arrow batch of the shard goes out, ``rows_out`` rows ending before row ``end_row`` (None: a shard
         that could not be read, its one error): its reads and skips are counted, unless a resumed stream counted
         them. A node's share is the rows of the table it keeps, and the batch's other reads (its skips) if it
-        keeps the table's first row."""
+        keeps the table's first row. ``counted_before``: as for :meth:`passed_all`."""
         read, errors = self.converted, self.pending
         if self.share is not None:
             ours = self.share.keeps_next()
             read = self.share.hand_out(rows_out) + (self.converted - rows_out if ours else 0)
             errors = errors if ours else []
-        if self._fresh(end_row - 1 if end_row is not None else None):
+        if not counted_before or self._fresh(end_row - 1 if end_row is not None else None):
             self.report.count_read(read)
             for error in errors:
                 self._add(error)
@@ -568,8 +565,8 @@ class SkipsInOrder:
             return self.shard > shard
         return row is None or row >= first
 
-    def _skipped(self, errors: list[ToolUseDataError]) -> None:
-        errors = [error for error in errors if self._fresh(error.row)]
+    def _skipped(self, errors: list[ToolUseDataError], counted_before: bool = True) -> None:
+        errors = [error for error in errors if not counted_before or self._fresh(error.row)]
         self.report.count_read(len(errors))
         for error in errors:
             self._add(error)
