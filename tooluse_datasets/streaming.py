@@ -202,13 +202,15 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         shard = self.shards[shard_idx]
         return shard if saved is None else dataclasses.replace(shard, version=saved)
 
-    def _shards_signature(self, *, named_split: bool = True) -> str:
+    def _shards_signature(self, *, named_split: bool = True, named_members: bool = True) -> str:
         """The number of shards and a digest of the split's name and of their files' names (not folders: data
-        moved elsewhere still resumes; a zip archive's file with its path in the archive) and regions. The
-        split: splits of one file may be the same regions (a Parquet file of one row group, every ToolMind
-        split in it), where a position in one split skips rows of another. ``named_split=False``: the digest
-        states had before they named the split (see _start)."""
-        regions = [(resume_name(s.file), s.kind, list(s.row_groups), s.start, s.stop) for s in self.shards]
+        moved elsewhere still resumes; a zip archive's file with its path in the archive) and regions, and in a
+        mix of sources, of the member source reading each. The split: splits of one file may be the same regions
+        (a Parquet file of one row group, every ToolMind split in it), where a position in one split skips rows of
+        another. The member: a file read by another source gives other rows. ``named_split=False``,
+        ``named_members=False``: the digests states had before they named them (see _start)."""
+        regions = [(resume_name(s.file), s.kind, list(s.row_groups), s.start, s.stop)
+                   + ((s.member,) if named_members and getattr(s, "member", "") else ()) for s in self.shards]
         named = [self.split.name, regions] if named_split else regions
         digest = hashlib.sha256(json.dumps(named).encode()).hexdigest()[:16]
         return f"{len(self.shards)} shards, {digest}"
@@ -246,15 +248,17 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         # worker reports before it has handed out a row, taken before the worker divided the shards, so its
         # "shards" names the whole list; refusing it would stop a legitimate resume.
         started = state["shard_idx"] != 0 or state.get("position") is not None
-        if started and state.get("shards", ours) != ours and state.get("shards") == self._shards_signature(
-                named_split=False):
-            # Saved by an earlier version, whose digest left the split out: which split it was taken from cannot
-            # be told (train/x.jsonl and test/x.jsonl of one size were alike), so it is not resumed, but said so.
+        # Saved by an earlier version, whose digest left the split (or a mix's member sources) out: which split it
+        # was taken from cannot be told (train/x.jsonl and test/x.jsonl of one size were alike), so it is not
+        # resumed, but said so.
+        unnamed = {self._shards_signature(named_split=False, named_members=False): "their split",
+                   self._shards_signature(named_members=False): "the source reading each file of a mix"}
+        if started and state.get("shards", ours) != ours and state.get("shards") in unnamed:
             raise ValueError(f"{self.source.name}: this state_dict was saved by an earlier version of "
-                             "tooluse_datasets, whose states do not name their split: it cannot be told whether it "
-                             "was taken from this split or another of the same file names and regions, so it is not "
-                             "resumed (rows could be skipped or read twice). Start this split's stream again (or "
-                             "`.skip(n)` the rows it had handed out)")
+                             f"tooluse_datasets, whose states do not name {unnamed[state['shards']]}: it cannot be "
+                             "told whether it was taken from this stream or another of the same file names and "
+                             "regions, so it is not resumed (rows could be skipped or read twice). Start this split's "
+                             "stream again (or `.skip(n)` the rows it had handed out)")
         if (started and state.get("shards", ours) != ours) or not 0 <= state["shard_idx"] <= len(self.shards):
             raise ValueError(f"{self.source.name}: this state_dict was taken from a stream of other shards "
                              f"({state.get('shards')}; this stream has {ours}): a state resumes the stream it was "
