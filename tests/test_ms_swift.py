@@ -1061,6 +1061,9 @@ def test_provider_calls_spelled_with_aliases_ms_swift_does_not_convert_are_refus
         ({"messages": [openai["messages"][0], respelled(call_turn, role="gpt"), *openai["messages"][2:]]},
          "messages[1].tool_calls"),
         ({"messages": [respelled(m, "from", content_key="value") for m in openai["messages"]]}, "messages[1].tool_calls"),
+        # calls on a message of another role: ms-swift converts them on "role": "assistant" only
+        ({"messages": [{**openai["messages"][0], "tool_calls": call_turn["tool_calls"]}, *openai["messages"][1:]]},
+         "messages[0].tool_calls"),
         ({"messages": [openai["messages"][0], respelled(with_text, content_key="value"), *openai["messages"][2:]]},
          "messages[1].value"),
         ({"messages": [respelled(m, content_key="value") for m in anthropic["messages"]]}, "messages[0].value"),
@@ -1077,7 +1080,7 @@ def test_provider_calls_spelled_with_aliases_ms_swift_does_not_convert_are_refus
     report = td.SkipReport(keep_all=True)
     rows = td.load("ms_swift", "raw", data_files=path, split="train", on_error="skip", report=report,
                    cache_dir=cache_dir)
-    assert len(rows) == 2 and [r["row"] for r in report.rows] == [2, 3, 4, 5, 6, 7]
+    assert len(rows) == 2 and [r["row"] for r in report.rows] == [2, 3, 4, 5, 6, 7, 8]
     assert [m["role"] for m in rows[0]["messages"]] == ["user", "tool_call", "tool"]
 
 

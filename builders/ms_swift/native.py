@@ -443,7 +443,8 @@ def standard_message(message: dict, index: int) -> Message:
         if calls is not None and not isinstance(calls, list):
             raise InvalidValueError(f"tool_calls must be a list, got {json_kind(calls)}", field=f"{where}.tool_calls")
         out.tool_calls = calls or None
-    check_provider_keys(message, where, out.tool_calls)
+    # calls on a message of another role (user, tool...) are refused too: ms-swift drops them as well
+    check_provider_keys(message, where, message.get("tool_calls"))
     out.extra = fields
     if out.content is None and not out.tool_calls:
         raise MissingFieldError("message content is null or missing; ms-swift drops the row",
