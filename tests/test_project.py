@@ -35,3 +35,12 @@ def test_readme_tables_are_not_cut_by_a_line_break():
         in_code ^= line.startswith("```")
         if not in_code and line.startswith("|") and following.strip() and not following.startswith("|"):
             raise AssertionError(f"README.md line {number} continues a table row: {following[:80]!r}")
+
+
+def test_layout_names_every_module_of_the_package():
+    layout = re.search(r"## Layout\n\n```\n(.+?)\n```", README, re.S).group(1)
+    package = PROJECT_ROOT / "tooluse_datasets"
+    names = [p.name for p in package.glob("*.py") if p.name != "__init__.py"]
+    names += [f"{p.name}/" for p in package.iterdir() if (p / "__init__.py").is_file()]
+    missing = [name for name in sorted(names) if not re.search(rf"(?<![\w/]){re.escape(name)}", layout)]
+    assert not missing, f"README's Layout does not name {missing}"
