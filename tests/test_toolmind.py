@@ -982,6 +982,17 @@ def test_malformed_rows_are_counted_and_skipped(tmp_path, cache_dir):
     assert "InvalidJsonError:messages" in report.by_reason and "MissingFieldError:messages[3].content.arguments" in report.by_reason
 
 
+def test_a_binary_column_kept_in_meta_is_refused_naming_the_column(tmp_path):
+    """A column without a unified field goes to ``meta``, where bytes are no JSON value: refused naming the column,
+    not only the field ``meta`` (orjson's "Type is not JSON serializable: bytes")."""
+    table = pq.read_table(td.sample_files("toolmind")["train"][0])
+    path = tmp_path / "blob.parquet"
+    pq.write_table(table.append_column("blob", pa.array([b"\x00"] * len(table), pa.binary())), path)
+    with pytest.raises(td.JsonValueError, match=r"bytes at \$\.extra\.blob is not a JSON value") as err:
+        list(td.load("toolmind", data_files=str(path), split="synthetic", streaming=True))
+    assert (err.value.row, err.value.field) == (0, "meta")
+
+
 @pytest.mark.parametrize("binary", [pa.binary(), pa.large_binary()], ids=["binary", "large_binary"])
 def test_a_messages_column_of_binary_type_is_read_as_its_text(tmp_path, cache_dir, binary):
     """Parquet written without the UTF-8 annotation gives the JSON text as binary: every row was an

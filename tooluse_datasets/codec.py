@@ -74,6 +74,7 @@ def dumps(value: Any) -> str:
         if "Recursion limit" in str(exc):
             raise JsonValueError(_TOO_DEEP) from None
         if "64-bit" not in str(exc):
+            _check_json_value(value, "$")  # names where (orjson's error does not: "Type is not JSON serializable")
             raise JsonValueError(f"value is not JSON-serializable: {exc}") from None
         # Integers beyond 64 bits: the stdlib writes them exactly, but it would also stringify non-string
         # keys that orjson refuses, so check the whole value first.
