@@ -1739,6 +1739,31 @@ def test_filtering_with_only_rules_of_sources_the_rows_lack_is_refused(mixed_fil
         filter_dataset(swift_only, "nestful.*")
 
 
+@pytest.mark.parametrize("streaming", [False, True])
+def test_a_mix_refuses_rules_only_of_sources_its_data_files_do_not_name(mixed_file, streaming, cache_dir, capsys):
+    """load("all", data_files={"ms_swift": ...}, validate="toolmind.*") dropped no row, silently, and validate all
+    on those files passed on --rules/--fail-on toolmind.*, where load("ms_swift", ...) and filter_dataset of the
+    same mix refuse it: the mix's data_files name the sources of its rows before any is read."""
+    from tooluse_datasets.cli import main
+
+    files = {"ms_swift": mixed_file}
+    with pytest.raises(ValueError, match="^validate names 'toolmind.*', which checks rows of toolmind only: "
+                                         "it does not apply to ms_swift rows"):
+        td.load("all", split="train", data_files=files, validate="toolmind.*", streaming=streaming,
+                cache_dir=cache_dir)
+    with pytest.raises(ValueError, match="^fail_on names 'toolmind.grammar'.*does not apply to ms_swift rows"):
+        td.validate("all", data_files=files, fail_on="toolmind.grammar")
+    for option in ("--rules", "--fail-on"):
+        assert main(["validate", "all", "--data-files", f"ms_swift={mixed_file}", option, "toolmind.*"]) == 2
+        assert f"{option} names 'toolmind.*'" in capsys.readouterr().err
+    # a rule of a source the data files name checks its rows; the whole mix holds every source's
+    both = {**files, "nestful": td.sample_files("nestful")}
+    kept = td.load("all", split="train", data_files=both, validate="nestful.*", on_error="skip", streaming=streaming,
+                   cache_dir=cache_dir)
+    assert sum(row["source"] == "ms_swift" for row in kept) == 4
+    assert main(["validate", "all", "--sample", "--rules", "toolmind.*"]) == 0
+
+
 @pytest.mark.parametrize("column", ["meta", "call_graph", "subset"])
 def test_filtering_a_dataset_without_a_unified_column_is_refused_not_emptied(mixed_file, cache_dir, column):
     """row.fields fails every row lacking a unified column, whatever the rules selected: a dataset whose `meta`

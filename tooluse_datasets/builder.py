@@ -50,7 +50,7 @@ from .workers import forking_workers
 from .source import Source, SourceOptions, SplitPlan, Upstream, splits_read, unknown_options_error
 from .streaming import ShardExamplesIterable
 from .validation.filtering import rule_check
-from .validation.registry import refuse_rules_of_other_sources, selection_items
+from .validation.registry import refuse_rules_of_other_sources, selection_items, sources_read
 
 logger = logging.getLogger("tooluse_datasets")
 
@@ -239,8 +239,10 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
             # validate=os.environ.get("RULES", "") selected no rule: every row kept unchecked, as --option validate=
             raise ValueError(f"validate={builder_config.validate!r} names no rule: give rule ids, globs such as "
                              "'arguments.*', error, warning or all, or None to check none")
-        # toolmind.* on ms_swift rows dropped none of them: no row of theirs is one it checks
-        refuse_rules_of_other_sources(self.SOURCE_CLASS.name, validate=builder_config.validate)
+        # toolmind.* on ms_swift rows (also an all mix of ms_swift files) dropped none of them: no row of theirs is
+        # one it checks
+        refuse_rules_of_other_sources(sources_read(self.SOURCE_CLASS.name, builder_config.data_files),
+                                      validate=builder_config.validate)
         # The rules rows are checked against as they are converted (unknown rule names are refused here).
         self.row_check = rule_check(builder_config.validate)
         nulls = {k for k, v in config_kwargs.items() if v is None and getattr(builder_config, k, None) is not None}

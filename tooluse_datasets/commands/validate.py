@@ -57,9 +57,10 @@ VALIDATE_ARGUMENTS = {"rules": "--rules", "fail_on": "--fail-on", "max_examples"
 def run(args: argparse.Namespace) -> int:
     from ..validation.run import rules_run, validate
 
-    rules_run(args.source, args.rules, args.fail_on, VALIDATE_ARGUMENTS)  # refused in the command's terms
-    skipped_rows = args.skipped_rows or None  # each split's report appends to it, emptied once the run is set up
     data_files = data_files_for(args, args.source)
+    # refused in the command's terms
+    rules_run(args.source, args.rules, args.fail_on, VALIDATE_ARGUMENTS, data_files=data_files)
+    skipped_rows = args.skipped_rows or None  # each split's report appends to it, emptied once the run is set up
     refuse_writing_inputs(with_data_dir_files(args, args.source, data_files), {"--skipped-rows": [skipped_rows]})
     refuse_wrong_kind_outputs(files={"--skipped-rows": skipped_rows})
     with skipped_rows_folder(skipped_rows):

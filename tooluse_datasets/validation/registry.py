@@ -13,7 +13,7 @@ import importlib
 import importlib.util
 import threading
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Literal, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Iterator, Literal, Optional, Sequence, Union
 
 from ..errors import InvalidValueError, ToolUseDataError
 
@@ -196,6 +196,16 @@ def refuse_rules_of_other_sources(source: Union[str, Iterable[str]], **selection
             raise ValueError(f"{name} names {', '.join(map(repr, foreign))}, which checks rows of "
                              f"{', '.join(sorted({s for i in foreign for r in select_rules(i) for s in r.sources}))} "
                              f"only: it does not apply to {' or '.join(sources)} rows")
+
+
+def sources_read(source: str, data_files: Any = None) -> Union[str, list[str]]:
+    """The sources whose rows a load of ``source`` holds: for the ``all`` mix given ``data_files`` by source name,
+    those sources (``toolmind.*`` checks no row of ``{"ms_swift": ...}``), else ``source``."""
+    from ..registry import MIX, source_names
+
+    if source != MIX or not isinstance(data_files, dict):
+        return source
+    return [name for name in data_files if name in source_names()] or source
 
 
 def selects_read_errors(selection: RuleSelection) -> bool:

@@ -15,7 +15,7 @@ from ..errors import SkipReport
 from ..progress import progress
 from .counter import ValidationCounter
 from .registry import (READ_ERRORS, SEVERITIES, RuleSelection, all_rules, refuse_rules_of_other_sources, select_rules,
-                       selection_items, selects_read_errors)
+                       selection_items, selects_read_errors, sources_read)
 
 DEFAULT_FAIL_ON = "error,read"
 
@@ -68,7 +68,7 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
         # fail_on="" (an unset variable) failed on nothing: every run passed, as an empty --fail-on would
         raise ValueError(f"fail_on={fail_on!r} names nothing to fail on: give rule ids, globs, error, warning or "
                          f"read, or leave it out for its default ({DEFAULT_FAIL_ON!r})")
-    selected = rules_run(source, rules, fail_on)
+    selected = rules_run(source, rules, fail_on, data_files=data_files)
     builder = registry.builder_class(source)(config_name=UNIFIED, data_files=data_files, data_dir=data_dir,
                                              on_error=on_error, revision=revision, **source_options)
     plans = builder.split_plans()  # every split planned once
@@ -123,14 +123,14 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
 
 
 def rules_run(source: str, rules: RuleSelection, fail_on: RuleSelection,
-              names: Optional[dict[str, str]] = None) -> list:
+              names: Optional[dict[str, str]] = None, data_files: Any = None) -> list:
     """The rules :func:`validate` runs on ``source`` rows. A rule id or glob of ``rules`` or ``fail_on`` naming only
-    other sources' rules, and one of ``fail_on`` that names none of the rules run (it could never fail the run),
-    are a ValueError instead of a run that passes whatever the rows hold; severities, ``all`` and ``read`` select
-    among the rules run, as they say. ``names``: what the caller calls the two (a command's ``--rules`` and
-    ``--fail-on``), for the messages."""
+    other sources' rules (for the ``all`` mix, of sources ``data_files`` does not name), and one of ``fail_on`` that
+    names none of the rules run (it could never fail the run), are a ValueError instead of a run that passes
+    whatever the rows hold; severities, ``all`` and ``read`` select among the rules run, as they say. ``names``:
+    what the caller calls the two (a command's ``--rules`` and ``--fail-on``), for the messages."""
     rules_name, fail_on_name = (names or {}).get("rules", "rules"), (names or {}).get("fail_on", "fail_on")
-    refuse_rules_of_other_sources(source, **{rules_name: rules, fail_on_name: fail_on})
+    refuse_rules_of_other_sources(sources_read(source, data_files), **{rules_name: rules, fail_on_name: fail_on})
     selected = select_rules(rules, source=source)
     select_rules(fail_on, default_all=False, allow_read=True)  # a typo in fail_on fails now, not after the run
     run = {r.id for r in selected}
