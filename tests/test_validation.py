@@ -1586,6 +1586,12 @@ def test_validate_function_rules_selection_and_config(agent_file):
                                     "arguments.undeclared_key"]
     assert result.failures() == {"read": 1, "arguments.schema": 1}
     assert result.failures("warning") == {}            # call.no_tools was not run
+    # a rule id or glob the run did not check, or a selection of nothing, answered {} as if no row failed it
+    for asked in ("call.no_tools", "toolmind.*"):
+        with pytest.raises(ValueError, match=f"^fail_on names {re.escape(repr(asked))}, which the rules run do not"):
+            result.failures(asked)
+    with pytest.raises(ValueError, match="names nothing to fail on"):
+        result.failures("")
     assert result.failed
     # config: whose read errors count; the swift writer refuses the tool without a description
     swift = td.validate("ms_swift", "swift", data_files=agent_file, fail_on="read")

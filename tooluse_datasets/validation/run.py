@@ -133,13 +133,17 @@ def rules_run(source: str, rules: RuleSelection, fail_on: RuleSelection,
     refuse_rules_of_other_sources(sources_read(source, data_files), **{rules_name: rules, fail_on_name: fail_on})
     selected = select_rules(rules, source=source)
     select_rules(fail_on, default_all=False, allow_read=True)  # a typo in fail_on fails now, not after the run
-    run = {r.id for r in selected}
+    _refuse_rules_not_run({r.id for r in selected}, fail_on, fail_on_name)
+    return selected
+
+
+def _refuse_rules_not_run(run: set, fail_on: RuleSelection, fail_on_name: str) -> None:
+    """A rule id or glob of ``fail_on`` that names none of the rules ``run``: a ValueError, not a pass on it."""
     unrun = [item for item in selection_items(fail_on) if item not in (READ_ERRORS, "all", *SEVERITIES)
              and not run & {r.id for r in select_rules(item)}]
     if unrun:
         raise ValueError(f"{fail_on_name} names {', '.join(map(repr, unrun))}, which the rules run do not include "
                          f"(rules: {', '.join(sorted(run))}): add it to the rules, or the run could never fail on it")
-    return selected
 
 
 class _RecentKeys:
@@ -203,8 +207,17 @@ class ValidationResult:
         return SplitValidation(read, counter)
 
     def failures(self, fail_on: RuleSelection = None) -> dict[str, int]:
-        """What failed under ``fail_on`` (default: the run's): ``{"read": rows skipped, rule id: rows}``."""
-        fail_on = self.fail_on if fail_on is None else fail_on
+        """What failed under ``fail_on`` (default: the run's): ``{"read": rows skipped, rule id: rows}``. A rule
+        id or glob the run did not check, or a selection naming nothing, is a ValueError, as in :func:`validate`:
+        no row could have failed it."""
+        if fail_on is None:
+            fail_on = self.fail_on
+        else:
+            if fail_on is not False and not selection_items(fail_on, "fail_on"):
+                raise ValueError(f"fail_on={fail_on!r} names nothing to fail on: give rule ids, globs, error, warning "
+                                 "or read, or leave it out for the run's own")
+            select_rules(fail_on, default_all=False, allow_read=True)  # (an unknown id, named as such)
+            _refuse_rules_not_run(set(self.rules_checked), fail_on, "fail_on")
         total = self.total()
         out: dict[str, int] = {}
         if selects_read_errors(fail_on) and total.read.skipped:
