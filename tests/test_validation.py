@@ -1723,6 +1723,23 @@ def test_filter_takes_a_plain_dict_of_splits_and_refuses_other_values_with_a_typ
             filter_dataset(value, "arguments.schema")
 
 
+@pytest.mark.parametrize("streaming", [False, True])
+def test_filter_refuses_a_report_or_batch_size_of_the_wrong_kind_before_any_row(mixed_file, streaming, cache_dir):
+    """report="x" failed with AttributeError "'str' object has no attribute 'add'" (a stream at its first batch),
+    batch_size="8" with datasets' "'<=' not supported", and batch_size=0 or -1 checked the whole split as one
+    batch; each is refused naming the argument, as load() refuses its report."""
+    from tooluse_datasets.validation import filter_dataset
+
+    ds = td.load("ms_swift", data_files=mixed_file, split="train", streaming=streaming, cache_dir=cache_dir)
+    with pytest.raises(TypeError, match="^report must be a tooluse_datasets.SkipReport .*got str"):
+        filter_dataset(ds, "arguments.schema", report="x")
+    for batch_size in ("8", 0, -1, None, True, 2.0):
+        said = f"^batch_size must be a positive whole number of rows, got {batch_size!r}"
+        with pytest.raises(ValueError, match=said):
+            filter_dataset(ds, "arguments.schema", batch_size=batch_size)
+    assert len(list(filter_dataset(ds, "arguments.schema", batch_size=1))) == 3
+
+
 def test_filtering_with_only_rules_of_sources_the_rows_lack_is_refused(mixed_file, cache_dir):
     """filter_dataset(ms_swift rows, "toolmind.*") dropped no row, silently, where load(validate="toolmind.*") is
     refused; a map-style dataset's rows name their sources, so the same selection is refused here too."""

@@ -50,6 +50,12 @@ def filter_dataset(ds: Any, rules: RuleSelection, *, on_error: str = "skip", rep
     input's features and format.
     """
     check_on_error(on_error)
+    # (checked before any row: a stream's filter met them at its first batch, as AttributeError "'str' object has
+    # no attribute 'add'" or datasets' "'<=' not supported", and 0 or -1 made the whole split one batch)
+    if report is not None and not isinstance(report, SkipReport):
+        raise TypeError(f"report must be a tooluse_datasets.SkipReport (it is filled in), got {type(report).__name__}")
+    if type(batch_size) is not int or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive whole number of rows, got {batch_size!r}")
     if rules not in (None, False) and not selection_items(rules, "rules"):
         # rules=os.environ.get("RULES", "") returned every row unchecked: refused, as load(validate="") is
         raise ValueError(f"rules={rules!r} names no rule: give rule ids, globs such as 'arguments.*', error, "
