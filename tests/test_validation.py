@@ -1126,6 +1126,18 @@ def test_rows_as_built_and_as_decoded_check_the_same(samples):
         assert check_row(built) == check_row(decoded) == []
 
 
+def test_check_row_takes_a_rule_selection_as_the_counter_does(samples):
+    """check_row(row, "arguments.*") failed with AttributeError "'str' object has no attribute 'id'" (it took rules
+    only), where ValidationCounter("arguments.*") and filter_dataset take the selection."""
+    row = base(samples, SWIFT)
+    row["tools"] = []                                            # call.no_tools, a warning
+    _calls(row)[0]["function"]["arguments"] = ["x"]              # arguments.not_object, an error
+    for selection in ("arguments.*", ["warning"], "error,warning", True):
+        expected = check_row(row, select_rules(selection))
+        assert expected and check_row(row, selection) == expected
+    assert {f.rule for f in check_row(row, "all")} == {f.rule for f in check_row(row)}
+
+
 def test_a_row_of_the_wrong_shape_is_reported_by_row_fields_only(samples):
     row = base(samples, SWIFT)
     row["messages"][2]["tool_calls"] = "call_0"

@@ -1,20 +1,23 @@
 """Running rules on one row: the findings, or (for writers) the first finding as a typed error."""
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Union
 
 from ..codec import dumps
 from ..errors import InvalidValueError, JsonValueError, json_kind
-from .registry import Finding, Rule, all_rules, get_rule, structural_rules
+from .registry import Finding, Rule, RuleSelection, all_rules, get_rule, select_rules, structural_rules
 from .view import RowView
 
 # Checked first on every row: the other rules rely on the container shape it accepts.
 SHAPE_RULE = "row.fields"
 
 
-def check_row(row: dict, rules: Optional[Sequence[Rule]] = None) -> list[Finding]:
-    """Every finding of ``rules`` (default: all) on a unified row. A row whose shape ``row.fields`` rejects
-    gets only those findings, whatever the selection: the other rules cannot read it."""
+def check_row(row: dict, rules: Union[Sequence[Rule], RuleSelection] = None) -> list[Finding]:
+    """Every finding of ``rules`` (default: all; rules, or a selection as ``ValidationCounter`` takes it:
+    ``"arguments.*"``) on a unified row. A row whose shape ``row.fields`` rejects gets only those findings,
+    whatever the selection: the other rules cannot read it."""
+    if isinstance(rules, (str, bool)) or (rules is not None and not all(isinstance(r, Rule) for r in rules)):
+        rules = select_rules(rules)  # ("error" was iterated as rules, failing with AttributeError on "e".id)
     if not isinstance(row, dict):
         return [Finding(SHAPE_RULE, f"a unified row must be an object, got {json_kind(row)}", None)]
     view = RowView(row)
