@@ -1441,6 +1441,9 @@ def test_max_examples_of_the_wrong_kind_is_refused_before_any_row_is_read(agent_
     the rows were read; -1 kept no example without a word."""
     with pytest.raises(ValueError, match="max_examples must be a whole number of rows, 0 or more"):
         td.validate("ms_swift", data_files=agent_file, max_examples=max_examples)
+    # the counter itself, which README offers for counting rows: its TypeError came at the first failing row
+    with pytest.raises(ValueError, match="max_examples must be a whole number of rows, 0 or more"):
+        ValidationCounter(max_examples=max_examples)
 
 
 def test_line_breaks_in_a_row_id_or_argument_key_stay_on_their_example_line(tmp_path, capsys):

@@ -24,6 +24,13 @@ class RuleCount:
         return {"severity": self.severity, "rows": self.rows, "findings": self.findings, "examples": self.examples}
 
 
+def check_max_examples(max_examples: object) -> None:
+    """Refused before any row: the count is compared when a rule first fails, after rows were read ("'<' not
+    supported between 'int' and 'str'")."""
+    if type(max_examples) is not int or max_examples < 0:
+        raise ValueError(f"max_examples must be a whole number of rows, 0 or more, got {max_examples!r}")
+
+
 class ValidationCounter:
     """Runs the selected rules on each row (:meth:`check`) and counts, per rule, the rows failing it and a few
     example rows (id, field, message). ``failed`` counts rows with an error finding, ``warned`` rows with a
@@ -35,6 +42,7 @@ class ValidationCounter:
                  source: Optional[str] = None):
         # ``source``: the source whose rows are counted; the rules of other sources are left out (they would be
         # listed as checked, failing no row they could never check)
+        check_max_examples(max_examples)
         self.rules: list[Rule] = (list(rules) if isinstance(rules, list) and all(isinstance(r, Rule) for r in rules)
                                   else select_rules(rules, source=source))
         self.max_examples = max_examples

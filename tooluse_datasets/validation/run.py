@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 from ..errors import SkipReport
 from ..progress import progress
-from .counter import ValidationCounter
+from .counter import ValidationCounter, check_max_examples
 from .registry import (READ_ERRORS, SEVERITIES, RuleSelection, all_rules, refuse_rules_of_other_sources, select_rules,
                        selection_items, selects_read_errors, sources_read)
 
@@ -51,9 +51,7 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
         split = str(split)
     if split is not None:
         splits_read(split)  # an empty name refused as load() refuses it, before any file is planned or fetched
-    if type(max_examples) is not int or max_examples < 0:
-        # used when a rule first fails, after rows were read: "'<' not supported between 'int' and 'str'"
-        raise ValueError(f"max_examples must be a whole number of rows, 0 or more, got {max_examples!r}")
+    check_max_examples(max_examples)
     if "validate" in source_options:  # load()'s filter of failing rows: the builder would take it and never apply it
         raise ValueError("validate() checks every row against rules= and drops none: load()'s validate= does not "
                          "apply here; give the rules to check as rules=")
