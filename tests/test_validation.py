@@ -1203,6 +1203,8 @@ def test_every_writer_names_the_field_of_a_row_a_user_broke(samples, fmt):
         (lambda r: r["messages"][2].update(reasoning_content="x\udfff"), "messages[2].reasoning_content"),
         (lambda r: _calls(r)[0]["function"].update(arguments={"x": "\ud800"}),
          "messages[2].tool_calls[0].function.arguments"),
+        # a media path listed from a folder whose file name is no UTF-8 (os.listdir decodes it so) passed
+        (lambda r: r.update(images=["photo\udce9.png"]), "images[0]"),
     ]
     for mutate, field in cases:
         row = base(samples, SWIFT)

@@ -5,6 +5,7 @@ from typing import Optional, Sequence, Union
 
 from ..codec import dumps
 from ..errors import InvalidValueError, JsonValueError, json_kind
+from ..schema import MEDIA_COLUMNS
 from .registry import Finding, Rule, RuleSelection, all_rules, get_rule, select_rules, structural_rules
 from .view import RowView
 
@@ -60,6 +61,8 @@ def _check_text(row: dict) -> None:
         for k, call in enumerate(m.get("tool_calls") or ()):
             texts += [(f"messages[{i}].tool_calls[{k}].id", call.get("id")),
                       (f"messages[{i}].tool_calls[{k}].function.name", call["function"].get("name"))]
+    # media paths too: a file name that is no UTF-8, as os.listdir decodes it
+    texts += [(f"{key}[{j}]", path) for key in MEDIA_COLUMNS for j, path in enumerate(row.get(key) or ())]
     for field, text in texts:
         if isinstance(text, str) and not text.isascii():
             try:
