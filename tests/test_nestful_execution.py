@@ -1956,6 +1956,18 @@ def test_verify_counts_per_category_and_lists_the_failure(real_rows, functions_d
     assert "network" in report.table() and NETWORK_ROW in report.table()
 
 
+def test_verify_and_execute_refuse_rows_that_are_not_unified(functions_dir):
+    # A raw or upstream row (its gold answer at the top, not in meta) was verified as a failure of each row,
+    # 'None (other): no_gold: the row has no gold_answer', though every one of them has one
+    source = NestfulSource()
+    native = json.loads(shared_data(*TOY).read_text().splitlines()[0])
+    for row in (native, source.to_raw(native, ctx())):
+        with pytest.raises(TypeError, match="unified rows.*'output'.*no 'messages'"):
+            verify_rows([row], functions_dir=functions_dir)
+        with pytest.raises(TypeError, match="unified rows"):
+            execute_rows([row], functions_dir=functions_dir)
+
+
 def numpy_answer_row() -> dict:
     """A unified row whose gold calls run upstream's convert_matrix_to_vector, which returns a numpy array:
     ``array == list`` is ambiguous, so the official check crashes and the package counts no win, with a note."""

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import copy
 import os
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 from tooluse_datasets.codec import dumps
 from tooluse_datasets.errors import ExecutionError, ToolUseDataError, count_of
@@ -53,6 +53,12 @@ def gold_calls(row: dict) -> list[dict]:
 
 def execution_job(row: dict) -> SequenceJob:
     """What the sandbox runs for a unified NESTFUL row: its gold calls, checked against its gold answer."""
+    if not isinstance(row, Mapping) or "messages" not in row:
+        # A raw or upstream row keeps its gold answer outside meta: read as unified, each failed as no_gold
+        raise TypeError("NESTFUL execution takes unified rows (load('nestful') gives them), got "
+                        + (f"a row with {', '.join(map(repr, list(row)[:5]))} and no 'messages' (a raw or upstream "
+                           "row?): load it with the default config, or verify the file with verify(data_files=...)"
+                           if isinstance(row, Mapping) else type(row).__name__))
     meta = row.get("meta") or {}
     if not has_gold_answer(meta):  # (a null gold answer is one: its sequence must give None)
         raise ExecutionError("no_gold: the row has no gold_answer to reproduce", field="gold_answer")
