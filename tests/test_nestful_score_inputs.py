@@ -308,6 +308,17 @@ def test_text_that_is_not_utf8_is_a_typed_error_naming_the_line(tmp_path, math_r
     assert code == 2 and "latin1.jsonl, row 1, field '<line>'" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("indent", [None, 1])
+def test_predictions_written_as_one_json_array_are_refused_saying_result_files_are_json_lines(tmp_path, math_row,
+                                                                                              indent):
+    # Said only 'line is not a JSON object' (or, written over several lines, 'Expecting value: line 2 column 1')
+    path = tmp_path / "predictions.json"
+    path.write_text(json.dumps([upstream_line(math_row, "[]")] * 2, indent=indent))
+    with pytest.raises((InvalidJsonError, InvalidValueError), match="result files are JSON Lines") as info:
+        read_results(path)
+    assert (info.value.file, info.value.row, info.value.field) == (str(path), 0, "<line>")
+
+
 @pytest.mark.parametrize("text", ["", "\n\n", " \r\n\t\n"])
 def test_a_file_without_predictions_is_an_error(tmp_path, text, capsys):
     path = tmp_path / "empty.jsonl"

@@ -675,6 +675,10 @@ def _json_value(value: Any, field: str, sample_id: Any, row: Optional[int], path
                                row=row, field=field, source="nestful") from None
 
 
+# Said where a result file reads as one JSON document (an array of the predictions, or an object over several lines)
+JSON_LINES_HINT = ": result files are JSON Lines, one whole JSON object a line (a JSON array of them is not read)"
+
+
 def _result_lines(path: str) -> Iterator[tuple[int, dict]]:
     """The JSON objects of a result file with their line numbers (from 0, blank lines counted but not
     yielded). A UTF-8 BOM is ignored; text that is not UTF-8 JSON is a typed error naming the line."""
@@ -694,10 +698,14 @@ def _result_lines(path: str) -> Iterator[tuple[int, dict]]:
                 record = json.loads(line)
             except (ValueError, RecursionError) as exc:
                 reason = "nested deeper than Python's stack" if isinstance(exc, RecursionError) else exc
-                raise InvalidJsonError(f"line is not valid JSON ({reason})", file=path, row=row_number,
+                # (a JSON array or object written over several lines starts with a line holding its bracket alone)
+                hint = JSON_LINES_HINT if line.strip() in ("[", "{") else ""
+                raise InvalidJsonError(f"line is not valid JSON ({reason}){hint}", file=path, row=row_number,
                                        field="<line>") from None
             if not isinstance(record, dict):
-                raise InvalidValueError("line is not a JSON object", file=path, row=row_number, field="<line>")
+                raise InvalidValueError(f"line is a JSON {json_kind(record)}, not an object"
+                                        + (JSON_LINES_HINT if isinstance(record, list) else ""),
+                                        file=path, row=row_number, field="<line>")
             yield row_number, record
 
 
