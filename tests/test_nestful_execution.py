@@ -279,6 +279,9 @@ def raises(x):
 def raises_with(x):
     raise ValueError(x)
 
+def asserts(x):
+    assert x == 1
+
 class Odd:
     def __repr__(self):
         return "odd \\ud83d"
@@ -1452,6 +1455,13 @@ def test_crashes_kill_the_child_not_the_caller_and_the_batch_goes_on(evil_dir):
     # Upstream's bug: a failed execution is False, and False == 0 counts as a win; the corrected check does not.
     assert (results[4].win_upstream, results[4].win_corrected) == (True, False)
     assert results[5].answer["value"] == 5
+
+
+def test_an_exception_without_a_message_is_named_alone(evil_dir):
+    # A bare assert failing (upstream's functions hold some) was detailed 'asserts: AssertionError: ', an empty reason
+    assertion, value_error = run_sequences([one_call("asserts", 2), one_call("raises_with", "")], evil_dir, FAST)
+    assert (assertion.reason, assertion.detail) == ("exception", "asserts: AssertionError")
+    assert value_error.detail == "raises_with: ValueError"
 
 
 # Modules of our own whose top level needs more memory than the sandbox allows (1024 MB in these tests): directly,

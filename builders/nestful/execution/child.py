@@ -786,7 +786,9 @@ _SAMPLE_AREA_MB = None
 
 def _describe(exc):
     try:
-        return f"{type(exc).__name__}: {exc}"[:500]
+        text = str(exc)
+        # (raised without a message, as a bare assert is: named alone, not followed by an empty ': ')
+        return (f"{type(exc).__name__}: {text}" if text else type(exc).__name__)[:500]
     except Exception:
         return type(exc).__name__
 
