@@ -1978,6 +1978,17 @@ def test_verify_and_execute_refuse_rows_that_are_not_unified(functions_dir):
             execute_rows([row], functions_dir=functions_dir)
 
 
+def test_a_gold_mismatch_names_the_gold_answer_beside_the_answer_given(functions_dir):
+    # The table said only 'gold_mismatch: the gold calls give 6400.0', not what it was checked against
+    source = NestfulSource()
+    native = dict(json.loads(shared_data(*TOY).read_text().splitlines()[0]), gold_answer=1.5)
+    report = verify_rows([source.to_unified(source.to_raw(native, ctx()), ctx())], functions_dir=functions_dir)
+    (failure,) = report.failures
+    assert failure["reason"] == "gold_mismatch"
+    assert failure["detail"] == f"the gold calls give {failure['answer']}, not the gold answer 1.5"
+    assert "not the gold answer 1.5" in report.table()
+
+
 def numpy_answer_row() -> dict:
     """A unified row whose gold calls run upstream's convert_matrix_to_vector, which returns a numpy array:
     ``array == list`` is ambiguous, so the official check crashes and the package counts no win, with a note."""

@@ -14,6 +14,7 @@ import os
 from collections import Counter
 from typing import Any, Iterable, Optional, Union
 
+from tooluse_datasets.codec import dumps
 from tooluse_datasets.errors import ToolUseDataError, one_line
 from tooluse_datasets.progress import progress
 
@@ -126,7 +127,8 @@ def verify_rows(rows: Iterable[dict], *, functions_dir: Union[str, os.PathLike, 
             if not reproduced:
                 # A mismatch keeps the sandbox's notes: they say why an answer that reads as the gold does not
                 # count (upstream's check crashing on an ambiguous ==, a gold float without a '.')
-                mismatch = "; ".join([f"the gold calls give {result.answer_text()}", *result.notes])
+                mismatch = "; ".join([f"the gold calls give {result.answer_text()}, not the gold answer "
+                                      f"{dumps((row.get('meta') or {}).get('gold_answer'))}", *result.notes])
                 # The answer as JSON, and what it is in Python where JSON cannot say (a tuple, NaN, int keys)
                 failure = {"status": result.status, "reason": result.reason or "gold_mismatch",
                            "detail": result.detail or mismatch,
