@@ -150,6 +150,15 @@ def test_gold_rows_given_as_rows_rather_than_by_sample_id_are_refused_saying_how
     assert score_file(path, gold_rows=gold_rows_by_id(list(toy_gold.values())), win_rate=False).n_rows == 6
 
 
+def test_a_gold_row_whose_text_is_not_json_is_said_to_be_the_gold_rows_not_the_keyed_lines(tmp_path, toy_gold):
+    # Named by the keyed line that asked for it, the error said 'tools of sample ...', which that line does not hold
+    first = next(iter(toy_gold.values()))
+    path = write_lines(tmp_path / "one.jsonl", [{"sample_id": first["sample_id"], "calls": first["output"]}])
+    with pytest.raises(InvalidJsonError, match="tools of the gold row of sample") as info:
+        read_results(path, gold_rows={first["sample_id"]: dict(first, tools="[cut")})
+    assert (info.value.file, info.value.row, info.value.field) == (str(path), 0, "tools")
+
+
 def test_gold_rows_sharing_a_sample_id_must_be_copies(toy_gold):
     row = next(iter(toy_gold.values()))
     assert gold_rows_by_id([row, dict(row)]) == {row["sample_id"]: row}

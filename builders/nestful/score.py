@@ -671,8 +671,9 @@ def _json_value(value: Any, field: str, sample_id: Any, row: Optional[int], path
     try:
         return loads(value)  # the package's JSON: NaN and Infinity are not JSON here either
     except (ValueError, RecursionError) as exc:  # also JSON nested deeper than Python's stack
-        raise InvalidJsonError(f"{field} of sample {sample_id!r} is a string but not JSON ({exc})", file=path,
-                               row=row, field=field, source="nestful") from None
+        # (said of the gold row: for a keyed prediction, file and row are those of the line that asked for it)
+        raise InvalidJsonError(f"{field} of the gold row of sample {sample_id!r} is a string but not JSON ({exc})",
+                               file=path, row=row, field=field, source="nestful") from None
 
 
 # Said where a result file reads as one JSON document (an array of the predictions, or an object over several lines)
