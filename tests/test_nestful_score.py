@@ -349,6 +349,18 @@ def test_score_says_which_predictions_the_sandbox_stopped_and_samples_work_in_th
     assert json.loads(capsys.readouterr().out)["stopped_by_sandbox"] == {"memory": 1, "timeout": 1}
 
 
+def test_each_samples_result_names_the_predicted_call_it_failed_at(tmp_path, math_row, functions_dir, capsys):
+    # A sample's result gave the reason ('bad_reference: ...') but not which of the predicted calls failed
+    second_bad = [math_row["output"][0], dict(math_row["output"][1], arguments={"arg_0": "$var_9.result$", "arg_1": 1})]
+    lines = [dict(upstream_line(math_row, json.dumps(calls)), sample_id=name)
+             for name, calls in [("exact", math_row["output"]), ("second_bad", second_bad)]]
+    path = write_lines(tmp_path / "output.jsonl", lines)
+    assert cli.main(["score", "nestful", path, "--executable-functions", functions_dir, "--json", "--samples"]) == 0
+    exact, bad = (s["execution"] for s in json.loads(capsys.readouterr().out)["samples"])
+    assert (exact["status"], exact["failed_call"]) == ("ok", None)
+    assert (bad["reason"], bad["failed_call"]) == ("bad_reference", 1)
+
+
 def test_score_says_how_isolated_the_predictions_ran(tmp_path, math_row, functions_dir, capsys):
     # Predictions are a model's: with upstream's eval-based functions they run code of its choosing. verify said
     # which isolation the sandbox achieved; score did not, so a run with the audit hook alone looked the same.

@@ -468,9 +468,10 @@ def _sample_dict(s: SampleScore) -> dict:
            "partial_sequence_accuracy": s.partial_sequence_accuracy, "full_sequence_accuracy": s.full_sequence_accuracy,
            "win": s.win, "missing_prediction": s.missing_prediction, "parse_detail": s.parse_detail}
     if s.execution is not None:
-        # The answer as JSON, and what it is in Python where JSON cannot say (a tuple, NaN, int keys)
+        # The call it failed at (as verify names a gold sequence's), the answer as JSON, and what it is in Python
+        # where JSON cannot say (a tuple, NaN, int keys)
         out["execution"] = {"status": s.execution.status, "reason": s.execution.reason, "detail": s.execution.detail,
-                            "answer": (s.execution.answer or {}).get("value"),
+                            "failed_call": s.execution.failed_call, "answer": (s.execution.answer or {}).get("value"),
                             "answer_type": s.execution.answer_type, "answer_repr": s.execution.answer_repr}
     return out
 
