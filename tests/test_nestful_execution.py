@@ -2031,6 +2031,26 @@ def test_verify_json_says_what_a_failing_answer_is_in_python(functions_dir, tmp_
     assert "the gold calls give [1,2,3,4] (Python numpy.ndarray: array([1, 2, 3, 4]))" in failure["detail"]
 
 
+def test_every_function_takes_the_functions_folder_by_loads_name(real_rows, functions_dir, evil_dir):
+    """load's option and the commands' --executable-functions name it executable_functions; score took it only as
+    executable_functions_dir and verify, verify_rows and execute_rows as functions_dir (TypeError: unexpected
+    keyword argument). Both names at once could name two folders: refused."""
+    row = next(r for r in real_rows if r["meta"]["sample_id"] == "3a4b7b77-f0a1-4537-8623-432023f545bb")
+    assert verify_rows([row], executable_functions=functions_dir).reproduced == 1
+    (done,) = execute_rows([row], executable_functions=functions_dir)
+    assert done["messages"][-1]["content"] == "40.0"
+    calls = [{"name": "returns_text", "label": "$var_1", "arguments": {"x": "nan"}}]
+    tools = [{"name": "returns_text", "description": "", "parameters": {"x": {"type": "string"}},
+              "output_parameters": {"result": {"type": "string"}}}]
+    items = [ScoreItem("text", calls, tools, '"nan"', calls)]
+    assert score(items, parser="calls", executable_functions=evil_dir, limits=FAST).win_rate == 1.0
+    for call in (lambda: verify_rows([row], executable_functions=functions_dir, functions_dir=functions_dir),
+                 lambda: execute_rows([row], executable_functions=functions_dir, functions_dir=functions_dir),
+                 lambda: score(items, executable_functions=evil_dir, executable_functions_dir=evil_dir)):
+        with pytest.raises(TypeError, match="given twice, as executable_functions= and"):
+            call()
+
+
 def test_score_samples_say_what_each_answer_is_in_python(evil_dir):
     """An answer JSON cannot hold is written as its repr, and a tuple as a list: in score's samples the float NaN
     and the string "nan" were both the answer "nan", and a tuple the list it reads as. Each answer now has its

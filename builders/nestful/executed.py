@@ -38,7 +38,8 @@ from tooluse_datasets.codec import dumps
 from tooluse_datasets.errors import ExecutionError, ToolUseDataError, count_of
 from tooluse_datasets.schema import complete_row, message, tool_call
 
-from .execution import REASONS, SandboxLimits, SequenceJob, SequenceResult, executable_functions, run_sequences
+from .execution import REASONS, SandboxLimits, SequenceJob, SequenceResult, one_folder, run_sequences
+from .execution import executable_functions as functions_folder
 from .gold import has_gold_answer
 from .specs import output_fields
 
@@ -121,14 +122,15 @@ def _copy(call: dict) -> dict:
     return tool_call(call["id"], call["function"]["name"], call["function"]["arguments"])
 
 
-def execute_rows(rows: Sequence[dict], *, functions_dir: Union[str, os.PathLike, None] = None,
-                 limits: SandboxLimits = SandboxLimits(), calls_per_turn: str = "one",
+def execute_rows(rows: Sequence[dict], *, executable_functions: Union[str, os.PathLike, None] = None,
+                 functions_dir: Union[str, os.PathLike, None] = None, limits: SandboxLimits = SandboxLimits(), calls_per_turn: str = "one",
                  require_reproduced: bool = False, cache_dir: Optional[str] = None
                  ) -> list[Union[dict, ToolUseDataError]]:
     """Execute a batch of unified NESTFUL rows in one sandbox process; per row, the executed row or the
-    :class:`ExecutionError` saying why there is none (never a silent drop). ``functions_dir``: a local
-    ``executable_functions`` folder; default: the pinned upstream one (downloaded once, cached)."""
-    folder = executable_functions(functions_dir, cache_dir=cache_dir)
+    :class:`ExecutionError` saying why there is none (never a silent drop). ``executable_functions`` (or
+    ``functions_dir``): a local ``executable_functions`` folder; default: the pinned upstream one (downloaded
+    once, cached)."""
+    folder = functions_folder(one_folder(executable_functions, functions_dir=functions_dir), cache_dir=cache_dir)
     out: list[Union[dict, ToolUseDataError, None]] = [None] * len(rows)
     jobs, positions = [], []
     for i, row in enumerate(rows):
@@ -165,5 +167,5 @@ def execute_with_options(rows: Sequence[dict], options) -> list[Union[dict, Tool
     """:func:`execute_rows` with a NESTFUL source's options (``execute=True`` loads)."""
     limits = SandboxLimits(timeout=options.execution_timeout, memory_mb=options.execution_memory_mb,
                            kernel_isolation=True if options.execution_kernel_isolation else None)
-    return execute_rows(rows, functions_dir=options.executable_functions, limits=limits,
+    return execute_rows(rows, executable_functions=options.executable_functions, limits=limits,
                         calls_per_turn=options.calls_per_turn, require_reproduced=options.require_reproduced)

@@ -36,7 +36,8 @@ from tooluse_datasets.errors import (InvalidJsonError, InvalidValueError, JsonVa
 from tooluse_datasets.shards.files import open_text_file
 from tooluse_datasets.shards.json_text import first_line
 
-from .execution import SandboxLimits, SequenceJob, SequenceResult, executable_functions, run_sequences
+from .execution import SandboxLimits, SequenceJob, SequenceResult, one_folder, run_sequences
+from .execution import executable_functions as functions_folder
 from .execution.sandbox import ISOLATION
 from .gold import NULL_TEXT, decode_gold_answer, has_gold_answer
 from .source import NestfulSource
@@ -477,17 +478,20 @@ def _sample_dict(s: SampleScore) -> dict:
 
 
 def score(items: Iterable[ScoreItem], *, parser: str = "json", corrected: bool = False, win_rate: bool = True,
+          executable_functions: Union[str, os.PathLike, None] = None,
           executable_functions_dir: Union[str, os.PathLike, None] = None, limits: SandboxLimits = SandboxLimits(),
           cache_dir: Optional[str] = None) -> NestfulScores:
     """Score predictions with NESTFUL's metrics. ``corrected=True`` fixes upstream's plain bugs in the win
     check; ``win_rate=False`` skips execution. Predicted sequences run in the sandbox (one process for
-    all), with the functions of ``executable_functions_dir`` or the pinned upstream ones.
+    all), with the functions of ``executable_functions`` (or ``executable_functions_dir``) or the pinned upstream
+    ones.
 
     An item whose prediction is :data:`NO_PREDICTION` is a wrong answer in every metric (no calls, not won);
     an item without a gold answer is left out of the win rate (its denominator), and both are counted and
     noted. No item at all is an error, not a score of 0."""
     if parser not in PARSERS:
         raise ValueError(f"parser must be one of {PARSERS}, got {parser!r}")
+    folder_given = one_folder(executable_functions, executable_functions_dir=executable_functions_dir)
     items = list(items)
     if not items:
         raise InvalidValueError("no predictions to score", source="nestful")
@@ -545,7 +549,7 @@ def score(items: Iterable[ScoreItem], *, parser: str = "json", corrected: bool =
             else:
                 jobs.append((sample, SequenceJob(parsed.executed, output_fields(item.tools), answer)))
     if jobs:
-        folder = executable_functions(executable_functions_dir, cache_dir=cache_dir)
+        folder = functions_folder(folder_given, cache_dir=cache_dir)
         for (sample, _), result in zip(jobs, run_sequences([job for _, job in jobs], folder, limits)):
             # Predictions run code of the model's choosing (upstream's eval-based functions): say how isolated
             isolation = isolation or {kind: getattr(result, kind) for kind in ISOLATION}

@@ -20,7 +20,8 @@ from tooluse_datasets.progress import progress
 
 from .executed import execution_job
 from .expected_failures import ExpectedFailures, expected_failures_of
-from .execution import SandboxLimits, executable_functions, run_sequences
+from .execution import SandboxLimits, one_folder, run_sequences
+from .execution import executable_functions as functions_folder
 from .execution.sandbox import ISOLATION
 
 
@@ -89,16 +90,17 @@ def _expected_note(item: dict) -> str:
     return "" if reason is None else f" [expected{': ' + reason if reason else ''}]"
 
 
-def verify_rows(rows: Iterable[dict], *, functions_dir: Union[str, os.PathLike, None] = None,
-                limits: SandboxLimits = SandboxLimits(), cache_dir: Optional[str] = None,
+def verify_rows(rows: Iterable[dict], *, executable_functions: Union[str, os.PathLike, None] = None,
+                functions_dir: Union[str, os.PathLike, None] = None, limits: SandboxLimits = SandboxLimits(), cache_dir: Optional[str] = None,
                 batch_size: int = 1000, expected_failures: Optional[ExpectedFailures] = None) -> VerifyReport:
-    """Execute the gold sequences of unified NESTFUL rows, ``batch_size`` rows per sandbox process.
+    """Execute the gold sequences of unified NESTFUL rows, ``batch_size`` rows per sandbox process, with the
+    functions of ``executable_functions`` (or ``functions_dir``; default: the pinned upstream folder).
 
     ``expected_failures``: ids (as failures name rows: the ``sample_id``, else the unified id), or id -> reason,
     of rows known not to reproduce: their failures go to ``expected_failures``, and those that reproduce after
     all to ``unexpected_passes``; listed ids no row has are in ``expected_not_in_data``."""
     expected = expected_failures_of(expected_failures)
-    folder = executable_functions(functions_dir, cache_dir=cache_dir)
+    folder = functions_folder(one_folder(executable_functions, functions_dir=functions_dir), cache_dir=cache_dir)
     report = VerifyReport()
     counts: dict[str, Counter] = {}
     seen: set[str] = set()  # the listed ids met
@@ -174,7 +176,7 @@ def _count(report: VerifyReport, counts: dict, row: dict, reproduced: bool, fail
             report.failures.append(entry)
 
 
-def verify(data_files: Any = None, *, data_dir: Optional[str] = None, functions_dir=None,
+def verify(data_files: Any = None, *, data_dir: Optional[str] = None, executable_functions=None, functions_dir=None,
            limits: SandboxLimits = SandboxLimits(), cache_dir: Optional[str] = None, on_error: str = "raise",
            report=None, expected_failures: Optional[ExpectedFailures] = None) -> VerifyReport:
     """:func:`verify_rows` over every row of every split that ``tooluse_datasets.load("nestful", ...)`` reads
@@ -190,7 +192,8 @@ def verify(data_files: Any = None, *, data_dir: Optional[str] = None, functions_
     splits = load("nestful", "unified", streaming=True, data_files=data_files, data_dir=data_dir,
                   on_error=on_error, report=report)
     rows = (row for split in splits.values() for row in split)
-    result = verify_rows(rows, functions_dir=functions_dir, limits=limits, cache_dir=cache_dir,
+    folder = one_folder(executable_functions, functions_dir=functions_dir)  # (checked before any row is read)
+    result = verify_rows(rows, executable_functions=folder, limits=limits, cache_dir=cache_dir,
                          expected_failures=expected_failures)
     result.skipped = report.skipped - before  # rows that could not be read were not verified: said in the result
     return result
