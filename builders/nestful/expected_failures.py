@@ -22,8 +22,9 @@ _COMMENT = re.compile(r"(?:^|\s)#")
 
 
 def read_expected_failures(path: Union[str, os.PathLike]) -> dict[str, str]:
-    """id -> reason (the line's comment, ``""`` without one) of a list file; a file that is not UTF-8 text, or a
-    line holding more than one id, is a ``ValueError`` naming the file and line."""
+    """id -> reason (the line's comment, ``""`` without one; an id listed twice, its reasons joined by ``"; "``) of a
+    list file; a file that is not UTF-8 text, or a line holding more than one id, is a ``ValueError`` naming the
+    file and line."""
     try:
         with open(path, "rb") as f:
             text = f.read().decode("utf-8-sig")
@@ -39,7 +40,8 @@ def read_expected_failures(path: Union[str, os.PathLike]) -> dict[str, str]:
         if len(name.split()) > 1:
             raise ValueError(f"expected failures file {os.fspath(path)!r}, line {number}: one id a line, got "
                              f"{name!r} (a reason goes after '#')")
-        expected.setdefault(name, reason.strip())
+        # an id listed twice keeps both reasons (the second was dropped without a word)
+        expected[name] = "; ".join(filter(None, (expected.get(name), reason.strip())))
     return expected
 
 
