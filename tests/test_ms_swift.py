@@ -1353,6 +1353,20 @@ def test_anthropic_blocks_keep_their_order_around_calls_and_results():
     assert same_json(SOURCE.from_unified(unified), raw)
 
 
+def test_results_after_calls_written_as_assistant_text_say_the_text_is_not_read_as_calls():
+    # ms-swift trains these rows (its agent template takes the assistant text for the calls); here they are
+    # refused, and the error says why rather than only that no tool_call came first.
+    for text in ("Thought: look it up\nAction: get_weather\nAction Input: {\"city\": \"Oslo\"}",
+                 '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'):
+        row = {"conversations": [{"from": "user", "value": "Weather?"}, {"from": "assistant", "value": text},
+                                 {"from": "tool", "value": "Sunny"}, {"from": "assistant", "value": "Sunny."}]}
+        assert_refused(row, InvalidValueError, "conversations[2].from",
+                       "takes the assistant message before it to hold the calls as text")
+    # After a user message the usual reason stands.
+    assert_refused({"messages": [{"role": "user", "content": "Hi"}, {"role": "tool", "content": "Sunny"}]},
+                   InvalidValueError, "messages[1].role", "a result must follow the calls it answers")
+
+
 def test_card_does_not_promise_what_the_swift_rows_leave_out(cache_dir):
     """The doc's DPO row (rejected_response) and a row with per-message loss lose those in `swift` rows
     (a per-row writer cannot emit them): the card must say so rather than call `swift` an exact rebuild."""

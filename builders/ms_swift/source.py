@@ -218,8 +218,13 @@ def group_turns(messages: list[dict]) -> list[tuple[dict, list[dict]]]:
             if results and i < n and messages[i]["role"] == "user":
                 raise InvalidValueError(USER_AFTER_RESULTS, field=f"messages[{i}].role")
         else:
-            raise InvalidValueError(f"{role} message without a tool_call before it; a result must follow the "
-                                    f"calls it answers", field=f"{where}.role")
+            why = "a result must follow the calls it answers"
+            if i and messages[i - 1]["role"] == "assistant" and (i < 2 or messages[i - 2]["role"] != "tool_call"):
+                # ms-swift trains such a row: the assistant text is taken to hold the calls (agent template text)
+                why = ("ms-swift takes the assistant message before it to hold the calls as text (ReAct "
+                       "'Action:'/'Action Input:' or hermes '<tool_call>'), which is not read as calls here: give "
+                       "each call as a tool_call message before its results")
+            raise InvalidValueError(f"{role} message without a tool_call before it; {why}", field=f"{where}.role")
     return turns
 
 
