@@ -748,6 +748,10 @@ REJECTED = [
                  InvalidValueError, "messages[0].content[0].type", "'input_file'", id="unsupported content block"),
     pytest.param({"messages": [USER, ANSWER], "images": [{"bytes": b"\x89PNG", "path": None}]},
                  InvalidValueError, "images[0]", "embedded bytes", id="embedded image bytes"),
+    pytest.param({"messages": [USER, ANSWER], "images": ["a.png", None]},
+                 InvalidValueError, "images[1]", "(strings), got null", id="null image entry"),
+    pytest.param({"messages": [USER, ANSWER], "audios": [7]},
+                 InvalidValueError, "audios[0]", "(strings), got number", id="audio entry that is a number"),
     pytest.param({"messages": [USER, ANSWER], "videos": [["f1.jpg", "f2.jpg"]]},
                  ConversionError, "videos[0]", "list of frames", id="video as frame list has no unified form"),
     # ms-swift keeps a null tool and its template fails on it (given as a list in JSON Lines, the whole load fails)

@@ -293,8 +293,10 @@ def media_list(value: Any, kind: str, column: str) -> list:
                                             field=where if isinstance(item, str) else f"{where}[{f}]")
             out.append(item)
         else:
-            raise InvalidValueError(f"entries of column {column!r} must be paths or URLs (strings); embedded bytes "
-                                    f"are not supported", field=where)
+            got = ("embedded bytes, which are not supported" if isinstance(item, dict) and item.get("bytes") is not None
+                   else json_kind(item))
+            raise InvalidValueError(f"entries of column {column!r} must be paths or URLs (strings), got {got}",
+                                    field=where)
     return out
 
 
