@@ -112,6 +112,10 @@ def parse_tool(tool: Any, field: str) -> dict:
     name_key = "name_for_model" if function.get("name_for_model") else "name"
     name = function.get(name_key)
     if name is None or name == "":
+        if isinstance(tool.get("function"), dict) and not wrapped:  # ms-swift unwraps a tool only given both keys
+            raise MissingFieldError("tool has a 'function' object but no 'type' beside it, so it is read as a bare "
+                                    "tool, which has no name; write {\"type\": \"function\", \"function\": {...}}",
+                                    field=f"{field}.type")
         raise MissingFieldError("tool has no name (name or name_for_model)", field=f"{where}.name")
     if not isinstance(name, str):  # (it is there: "has no name" sent looking for a missing key)
         raise InvalidValueError(f"tool name must be a string, got {json_kind(name)}", field=f"{where}.{name_key}")
