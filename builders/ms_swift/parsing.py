@@ -162,6 +162,10 @@ def swift_tool(tool: Any, field: str) -> Any:
     unified row here."""
     if isinstance(tool, str):
         tool = parse_json_or_literal(tool, field, "tool")
+        if isinstance(tool, list):  # ms-swift keeps a tools column that is no JSON (a Python literal) as one tool
+            raise InvalidValueError("the text of one tool holds an array, which ms-swift fails on (a tools column "
+                                    "that is not JSON, such as a Python literal, is read as the text of one tool): "
+                                    "write tools as JSON text", field=field)
     return without_arrow_padding(storable(tool, field))  # storable first: nested at most MAX_DEPTH deep
 
 
