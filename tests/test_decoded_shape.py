@@ -584,7 +584,7 @@ def test_a_value_from_list_and_from_dict_cannot_store_is_named_by_row_and_field(
 
 
 @pytest.mark.parametrize("value, said", [(float("nan"), "NaN"), (float("-inf"), "Infinity"),
-                                         ({1: "a"}, "Dict key must be str"), ({1}, "set"),
+                                         ({1: "a"}, "JSON keys are strings"), ({1}, "set"),
                                          (datetime.date(2020, 1, 2), "date"), (10**5000, "too long")],
                          ids=["nan", "-inf", "int-key", "set", "date", "long-int"])
 def test_a_value_json_cannot_hold_in_a_later_message_is_refused_by_every_constructor(nestful, value, said):

@@ -6,6 +6,7 @@ tables below are hand-written rows in every shape ms-swift 4.6 accepts or drops 
 from __future__ import annotations
 
 import copy
+import decimal
 import json
 import math
 import random
@@ -1936,6 +1937,23 @@ def test_a_row_that_cannot_be_stored_is_reported_and_the_batch_kept(tmp_path, ca
     with pytest.raises(td.JsonValueError, match="NaN") as info:
         td.load("ms_swift", data_files=str(path), split="train", cache_dir=str(tmp_path / "raise"))
     assert info.value.row == 3 and info.value.field.startswith("tools")
+
+
+@pytest.mark.parametrize("config, field", [("unified", "meta"), ("raw", "extra")])
+def test_a_binary_or_decimal_column_kept_in_meta_is_named_where_it_is(tmp_path, cache_dir, config, field):
+    # As a NaN there is named ("NaN at $.score"): the column, not only Python's type error
+    messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+    table = pa.table({"messages": [messages], "blob": pa.array([b"\x00\xff"], pa.binary()),
+                      "price": pa.array([decimal.Decimal("1.10")], pa.decimal128(5, 2))})
+    for column, shown in (("blob", "bytes at $.blob"), ("price", "Decimal at $.price")):
+        path = tmp_path / f"{column}.parquet"
+        pq.write_table(table.select(["messages", column]), path)
+        for streaming in (False, True):
+            report = td.SkipReport(keep_all=True)
+            rows = td.load("ms_swift", config, data_files=str(path), split="train", on_error="skip", report=report,
+                           streaming=streaming, cache_dir=cache_dir)
+            assert list(rows) == []
+            assert [(r["field"], r["message"]) for r in report.rows] == [(field, f"{shown} is not a JSON value")]
 
 
 @pytest.mark.parametrize("ids", [(1, 2), (101, "call_gwy"), (True, False)])
