@@ -1032,6 +1032,42 @@ def test_a_ray_build_stopped_midway_leaves_its_tasks_to_the_ray_it_stops_and_res
     assert _digests(folder) == reference["ms_swift"]
 
 
+def test_a_late_task_of_a_stopped_build_writes_nothing_the_next_build_of_other_input_holds(tmp_path, monkeypatch):
+    """On a Ray that goes on after a build (the caller's own), a build stopped midway leaves its running tasks to
+    finish. A build of other input started meanwhile in the same folder wrote its parts under the same names, so
+    such a task finishing late wrote over them: the new mirror's files were not those its manifest names (seen on
+    a caller's Ray: Ctrl-C, then a build of other files). Here that task is run once the new build's first shard
+    is done."""
+    from tooluse_datasets.mirror.shard_task import convert_shard
+
+    first, second = _ms_swift_sample_copy(tmp_path / "data")
+    stopped = MirrorRequest("ms_swift", configs=["unified"], data_files=[str(first), str(second)],
+                            source_options={"shard_bytes": 1500})
+    started = []
+
+    def interrupted(task):
+        started.append(task)
+        raise KeyboardInterrupt  # Ctrl-C while the first task runs
+
+    monkeypatch.setattr(engines_module, "convert_shard", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        build_mirror(stopped, tmp_path / "out")
+
+    def then_the_late_task(task):
+        result = convert_shard(task)
+        if task.index == 0:
+            convert_shard(started[0])  # the stopped build's task, still running on that Ray, ends now
+        return result
+
+    monkeypatch.setattr(engines_module, "convert_shard", then_the_late_task)
+    request = dataclasses.replace(stopped, data_files=[str(second), str(first)])
+    folder = build_mirror(request, tmp_path / "out")
+    for data_file in read_manifest(folder).files:
+        assert hashlib.sha256((folder / data_file.path).read_bytes()).hexdigest() == data_file.sha256, data_file.path
+    monkeypatch.undo()
+    assert _digests(folder) == _digests(build_mirror(request, tmp_path / "clean"))
+
+
 def test_a_bad_row_on_a_ray_of_the_builds_own_leaves_the_later_tasks_to_that_ray(tmp_path, monkeypatch):
     """on_error="raise", the bad row in the first shard while the second still converts: the build force-cancelled
     that later task before stopping the Ray it started, which races with the task's reply as a Ctrl-C's cancels

@@ -5,7 +5,7 @@
     .build.json              what the build reads and how (request, input sha256s, code version)
     .lock                    held (flock) by the process running the build
     .shards/<split>-<i>.json result of each finished shard task
-    .parts/<config>/...      the parts those tasks wrote
+    .parts/<build>/...       the parts those tasks wrote (<build>: a digest of .build.json)
 
 A build that stops (an error, Ctrl-C, SIGKILL, a failed worker) leaves the target as it was and keeps its
 staging. The next build of the same input (same ``.build.json``) reuses every finished shard whose parts are
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import json
 import logging
 import os
@@ -186,7 +187,10 @@ class Staging:
                 if child.name != LOCK_FILE:
                     shutil.rmtree(child) if child.is_dir() else child.unlink()
             _write_atomically(build_file, text)
-        staging.parts.mkdir(exist_ok=True)
+        # Parts under a folder of this build's own: a task of a stopped build left running on a Ray that goes on
+        # (the caller's) writes there late, but never over the parts of another build started meanwhile.
+        staging.parts = staging.folder / PARTS_DIR / hashlib.sha256(text.encode()).hexdigest()[:16]
+        staging.parts.mkdir(parents=True, exist_ok=True)
         staging._results.mkdir(exist_ok=True)
         os.chmod(staging.folder, 0o755)
         return staging
@@ -224,7 +228,7 @@ class Staging:
         # Locked from before the build file goes: from then on recover_swap would take the folder for a
         # finished build stopped mid-swap, and another build's open would empty it.
         with swap_lock(self.target):
-            shutil.rmtree(self.parts)
+            shutil.rmtree(self.folder / PARTS_DIR)
             shutil.rmtree(self._results)
             (self.folder / BUILD_FILE).unlink()
             (self.folder / LOCK_FILE).unlink()
