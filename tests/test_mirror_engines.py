@@ -756,6 +756,26 @@ def test_a_shard_failing_with_an_exception_that_cannot_be_pickled_names_it_in_on
     assert f"1 of {_shard_count(request)} shards failed" in str(info.value)
 
 
+def test_every_row_error_comes_back_from_a_ray_task_as_its_own_type(caplog):
+    """Ray raises a task's error as one of its own exceptions made of the error's type too, setting its ``cause``:
+    ExecutionError (NESTFUL's execute=True, a row failing under on_error="raise") had a read-only property of that
+    name, so a Ray build printed Ray's warning "Failed to combine RayTaskError with user exception type ..." above
+    the row's error."""
+    pytest.importorskip("ray", reason="Ray is the optional extra 'ray' (pip install 'tooluse-datasets[ray]')")
+    from ray.exceptions import RayTaskError
+
+    kinds = [kind for kind in vars(td.errors).values()
+             if isinstance(kind, type) and issubclass(kind, td.errors.ToolUseDataError)]
+    assert td.errors.ExecutionError in kinds
+    for kind in kinds:
+        error = kind("timeout: the calls took too long", field="output[1]",
+                     **({"rule": "arguments.schema"} if kind is td.errors.RuleViolationError else {}))
+        raised = RayTaskError("_in_worker", "Traceback (most recent call last): ...", error).as_instanceof_cause()
+        assert isinstance(raised, kind) and raised.cause is error, kind.__name__
+    assert not [r for r in caplog.records if "Failed to combine RayTaskError" in r.getMessage()]
+    assert td.errors.ExecutionError("timeout: the calls took too long").reason == "ExecutionError:timeout"
+
+
 _TERMINATED_MIDWAY = """
 import os, signal, sys
 from pathlib import Path

@@ -284,14 +284,15 @@ class ExecutionError(ToolUseDataError):
         self.row_id = row_id
 
     @property
-    def cause(self) -> str:
-        """Why the execution failed: the message's leading reason (``network``, ``timeout``, ``no_gold``...)."""
+    def failure(self) -> str:
+        """Why the execution failed: the message's leading reason (``network``, ``timeout``, ``no_gold``...). (Not
+        named ``cause``: Ray sets that attribute on the error it raises for a task's, also one of this type.)"""
         head, sep, _ = self.message.partition(": ")
         return head if sep and head and " " not in head else "-"
 
     @property
     def reason(self) -> str:  # counted by why it failed, not by the call that failed (output[0], output[3]...)
-        return f"{type(self).__name__}:{self.cause}"
+        return f"{type(self).__name__}:{self.failure}"
 
     def __reduce__(self):
         return _rebuild_execution_error, (type(self), self.message, self.row_id, self.file, self.row, self.field,
