@@ -1088,6 +1088,36 @@ def test_a_late_task_of_a_stopped_build_writes_nothing_the_next_build_of_other_i
     assert _digests(folder) == _digests(build_mirror(request, tmp_path / "clean"))
 
 
+def test_a_late_task_of_a_stopped_build_appends_nothing_to_the_skipped_rows_of_its_rerun(tmp_path, monkeypatch):
+    """The same build run again at once on a Ray that goes on (Ctrl-C, then the same cell again) converts a shard
+    the stopped build's task still converts: that task opened the shard's listing of skipped rows after the new
+    task had started it, both appended their rows, and --skipped-rows listed each of them twice (seen: 4000 lines
+    for 2000 skipped rows). Here that late task's appending is stood in for while the new task converts."""
+    from tooluse_datasets.mirror import shard_task
+    from tooluse_datasets.pipeline import ShardConverter
+
+    request = MirrorRequest("ms_swift", configs=["unified", "llamafactory"], data_files=td.sample_files("ms_swift"),
+                            skipped_rows=str(tmp_path / "skipped.jsonl"))
+    build_mirror(dataclasses.replace(request, skipped_rows=str(tmp_path / "clean.jsonl")), tmp_path / "clean")
+    listings = []
+    real_convert, real_batches = shard_task.convert_shard, ShardConverter.batches
+
+    def convert(task):
+        listings.append(shard_task.skipped_rows_file(Path(task.parts_dir), "llamafactory", task.key))
+        return real_convert(task)
+
+    def batches_beside_a_late_task(self, *args, **kwargs):
+        for batch in real_batches(self, *args, **kwargs):
+            yield batch
+            with open(listings[-1], "ab") as late:  # the stopped build's task, converting the same rows
+                late.write(b'{"row": 0, "error": "ConversionError"}\n')
+
+    monkeypatch.setattr(engines_module, "convert_shard", convert)
+    monkeypatch.setattr(ShardConverter, "batches", batches_beside_a_late_task)
+    build_mirror(request, tmp_path / "out")
+    assert (tmp_path / "skipped.jsonl").read_bytes() == (tmp_path / "clean.jsonl").read_bytes()
+
+
 def test_a_bad_row_on_a_ray_of_the_builds_own_leaves_the_later_tasks_to_that_ray(tmp_path, monkeypatch):
     """on_error="raise", the bad row in the first shard while the second still converts: the build force-cancelled
     that later task before stopping the Ray it started, which races with the task's reply as a Ctrl-C's cancels

@@ -12,6 +12,8 @@ with every config at once), and the unified rows it keeps feed the statistics an
 from __future__ import annotations
 
 import dataclasses
+import os
+import uuid
 from pathlib import Path
 from typing import Any, Optional
 
@@ -89,9 +91,13 @@ def convert_shard(task: ShardTask) -> dict:
     # also says which unified rows could be stored.
     converted = configs if UNIFIED in configs else [*configs, UNIFIED]
     root = Path(task.parts_dir)
+    # Each attempt lists its skipped rows in files of its own, moved to the shard's names once it is done: a task of
+    # a stopped build still running for the same shard (on the caller's Ray) appends none of its rows to them.
+    listings = {c: skipped_rows_file(root, c, task.key, fresh=True) for c in converted}
+    attempt = uuid.uuid4().hex
+    reports = {c: SkipReport(rows_path=path.with_name(f"{path.name}.{attempt}")) for c, path in listings.items()}
     converter = ShardConverter(source, converted, on_error=task.on_error, counted_only=set(converted) - set(configs),
-                               reports={c: SkipReport(rows_path=skipped_rows_file(root, c, task.key, fresh=True))
-                                        for c in converted})
+                               reports=reports)
     features = {c: config_features(source, c) for c in converted}
     decoders = {c: ExactFeatures(f) for c, f in features.items()}
     writers = {c: PartWriter(root, f"{c}/{task.key}", features[c], task.layout) for c in configs}
@@ -111,10 +117,14 @@ def convert_shard(task: ShardTask) -> dict:
     except BaseException:
         for writer in writers.values():
             writer.abort()
-        raise
-    finally:
-        for report in converter.reports.values():
+        for report in reports.values():
             report.close()
+            Path(report.rows_path).unlink(missing_ok=True)
+        raise
+    for config, path in listings.items():
+        reports[config].close()
+        if os.path.exists(reports[config].rows_path):
+            os.replace(reports[config].rows_path, path)
     skips = {c: converter.reports[c] for c in configs}
     return ShardResult(task.split.name, task.index, parts, skips, statistics, validation, examples).to_dict()
 
