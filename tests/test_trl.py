@@ -636,3 +636,41 @@ def test_prompt_completion_columns_decode_in_chat_shape_whatever_type_the_writer
                                       "rejected": row["messages"][:-1] + [{"role": "assistant", "content": "No."}]},
                          remove_columns=["messages"])
     assert all(not set(td.MEDIA_COLUMNS) & set(row) and row["chosen"][-1]["content"] for row in preferences)
+
+
+def test_a_prompt_completion_map_past_writer_batch_size_keeps_every_completion_only_with_the_messages_type(
+        cache_dir, tmp_path):
+    """README: past ``writer_batch_size`` (1,000) rows, datasets types a map's new columns from its first rows, so a
+    later completion with keys the first ones lack stops the map (a call turn after answers) or loses them silently
+    (an argument the first calls lack; a value cast to their type). With the messages' type, every completion comes
+    back as written."""
+    tool = {"type": "function", "function": {"name": "f", "description": "d", "parameters": {"type": "object"}}}
+
+    def call(arguments):
+        return {"role": "assistant", "content": "",
+                "tool_calls": [{"id": "c", "type": "function",
+                                "function": {"name": "f", "arguments": json.dumps(arguments)}}]}
+
+    later = {"x": 1060, "y": 0.1}
+    # (the later call is written in a batch beside a call of the first ones' type: alone in its batch, it stops the map)
+    files = {"answers_first": [{"role": "assistant", "content": f"a{i}"} for i in range(1001)] + [call(later)],
+             "text_x_first": [call({"x": f"s{i}"}) for i in range(1001)] + [call(later)]}
+    loaded = {}
+    for name, lasts in files.items():
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("".join(json.dumps({"tools": [tool], "messages": [{"role": "user", "content": "q"}, last]}) + "\n"
+                                for last in lasts), encoding="utf-8")
+        loaded[name] = td.load("ms_swift", data_files=str(path), split="train", cache_dir=cache_dir)
+
+    with pytest.raises(TypeError, match="Couldn't cast array of type"):
+        loaded["answers_first"].map(prompt_and_completion, remove_columns=["messages"])
+    inferred = loaded["text_x_first"].map(prompt_and_completion, remove_columns=["messages"])
+    assert inferred[-1]["completion"][0]["tool_calls"][0]["function"]["arguments"] == {"x": "1060"}
+
+    for ds in loaded.values():
+        features = datasets.Features({**ds.features, "prompt": ds.features["messages"],
+                                      "completion": ds.features["messages"]})
+        del features["messages"]
+        pairs = ds.map(prompt_and_completion, remove_columns=["messages"], features=features)
+        assert [row["completion"] for row in pairs] == [row["messages"][-1:] for row in ds]
+        assert pairs[-1]["completion"][0]["tool_calls"][0]["function"]["arguments"] == later
