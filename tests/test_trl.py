@@ -674,3 +674,34 @@ def test_a_prompt_completion_map_past_writer_batch_size_keeps_every_completion_o
         pairs = ds.map(prompt_and_completion, remove_columns=["messages"], features=features)
         assert [row["completion"] for row in pairs] == [row["messages"][-1:] for row in ds]
         assert pairs[-1]["completion"][0]["tool_calls"][0]["function"]["arguments"] == later
+
+
+def test_a_saved_dataset_read_back_with_load_from_disk_trains_every_answer_after_exact(cache_dir, tmp_path):
+    """README: ``datasets.load_from_disk`` gives a saved ``td.load`` dataset plain ``Json()`` features, its rows every
+    key (``images: []``, ``tool_calls: []`` on each answer): SFTTrainer refuses it as vision data, and after
+    ``select_columns(["messages", "tools"])`` Hermes 3 trains each final answer as an empty call turn.
+    ``td.exact`` gives it back in the decoded shape, every answer trained."""
+    ds = td.load("toolmind", data_files=td.sample_files("toolmind"), split="synthetic", cache_dir=cache_dir)
+    ds.save_to_disk(str(tmp_path / "saved"))
+    plain = datasets.load_from_disk(str(tmp_path / "saved"))
+    tokenizer = byte_tokenizer(TEMPLATES["hermes3"])
+    config = SFTConfig(output_dir=str(tmp_path / "out"), max_steps=1, per_device_train_batch_size=2, max_length=None,
+                       report_to="none", save_strategy="no", use_cpu=True, bf16=False, disable_tqdm=True)
+    with pytest.raises(ValueError, match="vision-related"):
+        SFTTrainer(model=tiny_model(len(tokenizer)), args=config, train_dataset=plain, processing_class=tokenizer)
+    columns = SFTTrainer(model=tiny_model(len(tokenizer)), args=config,
+                         train_dataset=plain.select_columns(["messages", "tools"]), processing_class=tokenizer)
+    empty_turn = "<|im_start|>assistant<|im_end|>"
+    assert all(empty_turn in tokenizer.decode(ids) for ids in columns.train_dataset["input_ids"])
+
+    exact = td.exact(plain)
+    assert list(exact) == list(ds)
+    trainer = SFTTrainer(model=tiny_model(len(tokenizer)), args=config, train_dataset=exact, processing_class=tokenizer)
+    answers = 0
+    for row, ids in zip(ds, trainer.train_dataset["input_ids"]):
+        text = tokenizer.decode(ids)
+        assert empty_turn not in text
+        assert_rendered(row, text, "hermes3")
+        answers += sum(1 for m in row["messages"] if m["role"] == "assistant" and not m.get("tool_calls"))
+    assert answers >= 9
+    assert trainer.train().global_step == 1
