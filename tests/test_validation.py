@@ -1136,6 +1136,9 @@ def test_check_row_takes_a_rule_selection_as_the_counter_does(samples):
         expected = check_row(row, select_rules(selection))
         assert expected and check_row(row, selection) == expected
     assert {f.rule for f in check_row(row, "all")} == {f.rule for f in check_row(row)}
+    # rules given as a generator: read once to tell rules from a selection, they were checked as none
+    warnings = select_rules("warning")
+    assert check_row(row, (r for r in warnings)) == check_row(row, warnings) != []
 
 
 def test_a_row_of_the_wrong_shape_is_reported_by_row_fields_only(samples):

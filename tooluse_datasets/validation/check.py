@@ -1,7 +1,7 @@
 """Running rules on one row: the findings, or (for writers) the first finding as a typed error."""
 from __future__ import annotations
 
-from typing import Optional, Sequence, Union
+from typing import Iterator, Optional, Sequence, Union
 
 from ..codec import dumps
 from ..errors import InvalidValueError, JsonValueError, json_kind
@@ -17,6 +17,8 @@ def check_row(row: dict, rules: Union[Sequence[Rule], RuleSelection] = None) -> 
     """Every finding of ``rules`` (default: all; rules, or a selection as ``ValidationCounter`` takes it:
     ``"arguments.*"``) on a unified row. A row whose shape ``row.fields`` rejects gets only those findings,
     whatever the selection: the other rules cannot read it."""
+    if isinstance(rules, Iterator):  # (a generator of rules: read twice below, the second time empty)
+        rules = list(rules)
     if isinstance(rules, (str, bool)) or (rules is not None and not all(isinstance(r, Rule) for r in rules)):
         rules = select_rules(rules)  # ("error" was iterated as rules, failing with AttributeError on "e".id)
     if not isinstance(row, dict):
