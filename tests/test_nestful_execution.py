@@ -34,7 +34,7 @@ from tooluse_datasets.builders.nestful.execution.functions import FUNCTIONS_PATH
 from tooluse_datasets.builders.nestful.source import NestfulOptions, NestfulSource
 from tooluse_datasets.builders.nestful.upstream import UPSTREAM
 from tooluse_datasets.builders.nestful.score import ScoreItem, score
-from tooluse_datasets.builders.nestful.verify import verify_rows
+from tooluse_datasets.builders.nestful.verify import verify, verify_rows
 from tooluse_datasets.builders.toolmind.source import ToolMindSource
 from tooluse_datasets.builders.toolmind.writer import write_toolmind_row
 from tooluse_datasets.errors import DataNotFoundError, ExecutionError, SkipReport
@@ -2049,6 +2049,12 @@ def test_every_function_takes_the_functions_folder_by_loads_name(real_rows, func
                  lambda: score(items, executable_functions=evil_dir, executable_functions_dir=evil_dir)):
         with pytest.raises(TypeError, match="given twice, as executable_functions= and"):
             call()
+
+
+def test_verify_refuses_both_folder_names_before_reading_the_data_files(tmp_path, evil_dir):
+    # The data files were looked for first: a missing one was a DataNotFoundError, not the call's own mistake
+    with pytest.raises(TypeError, match="given twice, as executable_functions= and functions_dir="):
+        verify(str(tmp_path / "missing.jsonl"), executable_functions=evil_dir, functions_dir=evil_dir)
 
 
 def test_score_samples_say_what_each_answer_is_in_python(evil_dir):

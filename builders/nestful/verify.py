@@ -187,12 +187,12 @@ def verify(data_files: Any = None, *, data_dir: Optional[str] = None, executable
     from tooluse_datasets import load
     from tooluse_datasets.errors import SkipReport
 
+    folder = one_folder(executable_functions, functions_dir=functions_dir)  # (checked before the data files are)
     report = SkipReport() if report is None else report
     before = report.skipped
     splits = load("nestful", "unified", streaming=True, data_files=data_files, data_dir=data_dir,
                   on_error=on_error, report=report)
     rows = (row for split in splits.values() for row in split)
-    folder = one_folder(executable_functions, functions_dir=functions_dir)  # (checked before any row is read)
     result = verify_rows(rows, executable_functions=folder, limits=limits, cache_dir=cache_dir,
                          expected_failures=expected_failures)
     result.skipped = report.skipped - before  # rows that could not be read were not verified: said in the result
