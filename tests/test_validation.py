@@ -1449,6 +1449,9 @@ def test_max_examples_of_the_wrong_kind_is_refused_before_any_row_is_read(agent_
     # the counter itself, which README offers for counting rows: its TypeError came at the first failing row
     with pytest.raises(ValueError, match="max_examples must be a whole number of rows, 0 or more"):
         ValidationCounter(max_examples=max_examples)
+    # and one read back from to_dict() to merge: its TypeError came at the first merge or failing row
+    with pytest.raises(ValueError, match="max_examples must be a whole number of rows, 0 or more"):
+        ValidationCounter.from_dict(ValidationCounter().to_dict(), max_examples=max_examples)
 
 
 def test_line_breaks_in_a_row_id_or_argument_key_stay_on_their_example_line(tmp_path, capsys):

@@ -117,6 +117,7 @@ class ValidationCounter:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, max_examples: int = MAX_EXAMPLES) -> "ValidationCounter":
+        check_max_examples(max_examples)
         counter = cls.__new__(cls)
         counter.rules = []
         counter.max_examples = max_examples
