@@ -317,12 +317,14 @@ def test_text_that_is_not_utf8_is_a_typed_error_naming_the_line(tmp_path, math_r
     assert code == 2 and "latin1.jsonl, row 1, field '<line>'" in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("indent", [None, 1])
+@pytest.mark.parametrize("indent", [None, 1, "line"])
 def test_predictions_written_as_one_json_array_are_refused_saying_result_files_are_json_lines(tmp_path, math_row,
                                                                                               indent):
     # Said only 'line is not a JSON object' (or, written over several lines, 'Expecting value: line 2 column 1')
     path = tmp_path / "predictions.json"
-    path.write_text(json.dumps([upstream_line(math_row, "[]")] * 2, indent=indent))
+    rows = [upstream_line(math_row, "[]")] * 2
+    # "line": an object a line inside the brackets, the first line holding "[" and an object
+    path.write_text("[" + ",\n".join(map(json.dumps, rows)) + "]" if indent == "line" else json.dumps(rows, indent=indent))
     with pytest.raises((InvalidJsonError, InvalidValueError), match="result files are JSON Lines") as info:
         read_results(path)
     assert (info.value.file, info.value.row, info.value.field) == (str(path), 0, "<line>")

@@ -704,8 +704,9 @@ def _result_lines(path: str) -> Iterator[tuple[int, dict]]:
                 record = json.loads(line)
             except (ValueError, RecursionError) as exc:
                 reason = "nested deeper than Python's stack" if isinstance(exc, RecursionError) else exc
-                # (a JSON array or object written over several lines starts with a line holding its bracket alone)
-                hint = JSON_LINES_HINT if line.strip() in ("[", "{") else ""
+                # (a JSON array written over several lines starts with its bracket, alone or before its first
+                # object; an object, with its brace alone)
+                hint = JSON_LINES_HINT if line.lstrip().startswith("[") or line.strip() == "{" else ""
                 raise InvalidJsonError(f"line is not valid JSON ({reason}){hint}", file=path, row=row_number,
                                        field="<line>") from None
             if not isinstance(record, dict):
