@@ -105,7 +105,8 @@ def test_non_json_values_are_refused_with_a_typed_error(bad):
 
 
 @pytest.mark.parametrize("bad, where", [({"extra": {"blob": b"x"}}, r"bytes at \$\.extra\.blob"),
-                                        ([1, {"s": {1}}], r"set at \$\[1\]\.s"), ({"p": _Point(1)}, r"_Point at \$\.p")])
+                                        ([1, {"s": {1}}], r"set at \$\[1\]\.s"),
+                                        ({"p": _Point(1)}, r"_Point at \$\.p")])
 def test_a_non_json_value_is_named_by_where_it_is(bad, where):
     """orjson says only "Type is not JSON serializable: bytes": a binary Parquet column kept in ``meta`` was
     refused on the field ``meta`` without naming the column."""

@@ -123,8 +123,8 @@ def _copy(call: dict) -> dict:
 
 
 def execute_rows(rows: Sequence[dict], *, executable_functions: Union[str, os.PathLike, None] = None,
-                 functions_dir: Union[str, os.PathLike, None] = None, limits: SandboxLimits = SandboxLimits(), calls_per_turn: str = "one",
-                 require_reproduced: bool = False, cache_dir: Optional[str] = None
+                 functions_dir: Union[str, os.PathLike, None] = None, limits: SandboxLimits = SandboxLimits(),
+                 calls_per_turn: str = "one", require_reproduced: bool = False, cache_dir: Optional[str] = None
                  ) -> list[Union[dict, ToolUseDataError]]:
     """Execute a batch of unified NESTFUL rows in one sandbox process; per row, the executed row or the
     :class:`ExecutionError` saying why there is none (never a silent drop). ``executable_functions`` (or

@@ -91,8 +91,9 @@ def _expected_note(item: dict) -> str:
 
 
 def verify_rows(rows: Iterable[dict], *, executable_functions: Union[str, os.PathLike, None] = None,
-                functions_dir: Union[str, os.PathLike, None] = None, limits: SandboxLimits = SandboxLimits(), cache_dir: Optional[str] = None,
-                batch_size: int = 1000, expected_failures: Optional[ExpectedFailures] = None) -> VerifyReport:
+                functions_dir: Union[str, os.PathLike, None] = None, limits: SandboxLimits = SandboxLimits(),
+                cache_dir: Optional[str] = None, batch_size: int = 1000,
+                expected_failures: Optional[ExpectedFailures] = None) -> VerifyReport:
     """Execute the gold sequences of unified NESTFUL rows, ``batch_size`` rows per sandbox process, with the
     functions of ``executable_functions`` (or ``functions_dir``; default: the pinned upstream folder).
 
