@@ -115,7 +115,7 @@ def test_the_python_api_takes_ids_or_ids_with_reasons(rows_file, functions_dir):
 def test_list_files_are_read_line_by_line_with_comments(tmp_path):
     listing = tmp_path / "expected.txt"
     listing.write_bytes("\ufeff# header\r\n  a-1  \r\ns#2 # an id may hold '#'\r\n\r\nb#3\t#\tspaced  \r\na-1 # again\n"
-                        "s#2 # listed twice\n".encode())
+                        "s#2 # listed twice\ns#2 # listed twice\n".encode())
     # an id listed again keeps every reason given (the second line's was dropped)
     assert read_expected_failures(listing) == {"a-1": "again", "s#2": "an id may hold '#'; listed twice",
                                                "b#3": "spaced"}

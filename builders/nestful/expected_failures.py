@@ -40,8 +40,11 @@ def read_expected_failures(path: Union[str, os.PathLike]) -> dict[str, str]:
         if len(name.split()) > 1:
             raise ValueError(f"expected failures file {os.fspath(path)!r}, line {number}: one id a line, got "
                              f"{name!r} (a reason goes after '#')")
-        # an id listed twice keeps both reasons (the second was dropped without a word)
-        expected[name] = "; ".join(filter(None, (expected.get(name), reason.strip())))
+        # an id listed twice keeps both reasons (the second was dropped without a word), a reason given again once
+        reasons = [r for r in expected.get(name, "").split("; ") if r]
+        if reason.strip() and reason.strip() not in reasons:
+            reasons.append(reason.strip())
+        expected[name] = "; ".join(reasons)
     return expected
 
 
