@@ -426,6 +426,7 @@ class FileSpec:
     items: int                                   # rows in it (1 for a file reported as a whole)
     row_span: int = 0                            # row numbers are below this (JSON Lines: lines, blank included)
     whole_file_error: bool = False               # not what its extension says, or not readable at all
+    file_field: str = "<file>"                   # the field its whole-file error names
     row_of: list[Optional[int]] = dataclasses.field(default_factory=list)  # file row of each generated row
     markers: dict[int, list[Marker]] = dataclasses.field(default_factory=dict)  # by file row
     mutations: dict[int, list[str]] = dataclasses.field(default_factory=dict)   # by file row
@@ -640,10 +641,37 @@ def make_files(source: str, seeds: list[dict], folder: Path, rng: random.Random,
         for i in repeats:
             rows[i].mutations.append("repeated sample_id")
         spec = write_file(folder, stem, kind, rows, mutator)
+        refused = _refused_column(spec) if source == "toolmind" else None
+        if refused is not None:  # one error for the file, naming the column (README, ToolMind's split column)
+            spec.items, spec.whole_file_error, spec.file_field = 1, True, refused
         ids = [row.get("sample_id") for row in chosen]  # as given, before the mutations
         spec.shared_ids = {i for i in ids if ids.count(i) > 1}
         specs.append(spec)
     return specs
+
+
+def _refused_column(spec: FileSpec) -> Optional[str]:
+    """The column a ToolMind Parquet file is refused for as a whole: a ``split`` column that is not text, or a
+    ``messages`` column that is neither text nor lists of message structs."""
+    if spec.kind != "parquet" or spec.whole_file_error:
+        return None
+    schema = pq.read_schema(spec.path)
+
+    def text(t: pa.DataType) -> bool:
+        t = t.value_type if pa.types.is_dictionary(t) else t
+        return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t) or pa.types.is_binary(t)
+
+    def last(name: str) -> pa.DataType:  # of two columns of a name, the last is read
+        return schema.field(schema.get_all_field_indices(name)[-1]).type
+
+    if "split" in schema.names and not text(last("split")):
+        return "split"
+    if "messages" in schema.names:
+        messages = last("messages")
+        if not (text(messages) or (pa.types.is_list(messages) and (pa.types.is_struct(messages.value_type)
+                                                                     or pa.types.is_null(messages.value_type)))):
+            return "messages"
+    return None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -695,7 +723,7 @@ class CaseCheck:
     items: int = 0                  # rows in the files (what must be converted or reported)
     converted: int = 0
     reported: int = 0
-    file_errors: int = 0            # whole files reported as one error (row None, field <file>)
+    file_errors: int = 0            # whole files reported as one error (row None, field <file> or the column)
     escaped: int = 0                # rows lost to an exception that is not the package's (raw traceback)
     typed_failures: int = 0         # rows lost to a typed error that stopped the whole load
     numbers_checked: int = 0        # planted numbers found in converted rows (or proven reported)
@@ -730,7 +758,9 @@ def check_case(source: str, files: list[FileSpec], mapped: LoadResult, streamed:
         return check
 
     check.converted, check.reported = len(mapped.rows), mapped.skipped
-    check.file_errors = sum(1 for r in mapped.reported if r["field"] == "<file>" and r["row"] is None)
+    paths = {f.path: f for f in files}
+    check.file_errors = sum(1 for r in mapped.reported if r["row"] is None and r["file"] in paths
+                            and r["field"] in ("<file>", paths[r["file"]].file_field))
     # counts add up
     if mapped.rows_read != check.items:
         check.problems.append(f"rows_read {mapped.rows_read} != {check.items} rows in the files")
@@ -745,14 +775,13 @@ def check_case(source: str, files: list[FileSpec], mapped: LoadResult, streamed:
                               f"{mapped.by_reason}, streaming {streamed.rows_read}/{streamed.skipped} "
                               f"{streamed.by_reason}")
     # every skipped row names its file and row (or is its whole file) and a reason
-    paths = {f.path: f for f in files}
     reported_at = set()
     for r in mapped.reported:
         spec = paths.get(r["file"])
         if spec is None or not r.get("reason") or not r.get("message"):
             check.problems.append(f"skipped row without file or reason: {r}"[:300])
         elif r["row"] is None:
-            if r["field"] != "<file>":
+            if r["field"] not in ("<file>", spec.file_field):
                 check.problems.append(f"skipped row without a row number: {r}"[:300])
         elif not 0 <= r["row"] < spec.row_span:  # the numbers the writer gave the file's rows
             check.problems.append(f"skipped row number out of range: {r}"[:300])

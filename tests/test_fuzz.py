@@ -73,6 +73,24 @@ def test_every_mutated_row_is_converted_exactly_or_reported(source):
     assert sum(numbers_checked) > 0  # the exactness property was exercised, not vacuously true
 
 
+@pytest.mark.parametrize("seed", [30, 68], ids=["messages", "split"])
+def test_a_toolmind_parquet_refused_for_a_column_type_is_one_item(tmp_path, seed):
+    """A ToolMind Parquet file whose split column is not text, or whose messages column holds no conversations,
+    is one error naming the column (README): the fuzz check counted its rows as items and took the error for a
+    row without a number, which failed whenever hypothesis generated such a file (its examples depend on the
+    modules loaded, so on which tests ran before)."""
+    import datasets
+
+    datasets.disable_progress_bars()
+    specs = fuzz_rows.make_files("toolmind", fuzz_rows.seed_rows("toolmind"), tmp_path, random.Random(seed),
+                                 files=1, rows_per_file=3)
+    mapped = fuzz_rows.load_case("toolmind", specs, streaming=False, cache_dir=str(tmp_path / "cache"))
+    streamed = fuzz_rows.load_case("toolmind", specs, streaming=True)
+    assert [(r["row"], r["field"]) for r in mapped.reported] == [(None, "messages" if seed == 30 else "split")]
+    result = fuzz_rows.check_case("toolmind", specs, mapped, streamed)
+    assert not result.problems and result.unaccounted == 0 and result.file_errors == 1
+
+
 def test_the_fuzz_files_hold_what_their_specs_say(tmp_path):
     """The generator's own accounting, against a reading of the files it wrote (so that a generator bug cannot
     make the fuzz test pass or fail for the wrong reason): Parquet rows and JSON Lines lines counted here, the
