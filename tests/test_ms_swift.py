@@ -726,6 +726,8 @@ REJECTED = [
                  InvalidJsonError, "tools[0]", "tool is neither JSON", id="plain-text tools"),
     pytest.param({"messages": [USER, ANSWER], "tools": "[{'name': 'f', 'description': 'd'}]"},
                  InvalidValueError, "tools[0]", "a tools column that is not JSON", id="tools as a Python literal"),
+    pytest.param({"messages": [USER, ANSWER], "tools": ['[{"name": "f", "description": "d"}]']},
+                 InvalidValueError, "tools[0]", "not the whole list as one", id="tools list as one JSON text entry"),
     pytest.param({"messages": [USER, ANSWER], "tools": [42]}, InvalidValueError, "tools[0]", "must be a JSON object",
                  id="tool that is not an object"),
     pytest.param({"messages": [USER, ANSWER], "tools": [{"type": "function", "function": {"description": "x"}}]},

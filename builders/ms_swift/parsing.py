@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from tooluse_datasets.codec import dumps, loads_json_or_literal, python_json_text
+from tooluse_datasets.codec import dumps, loads_json_or_literal, python_json_text, try_loads
 from tooluse_datasets.errors import (ConversionError, InvalidJsonError, InvalidValueError, JsonValueError,
                                      MissingFieldError, json_kind, shown)
 
@@ -161,11 +161,15 @@ def swift_tool(tool: Any, field: str) -> Any:
     So ``"unit": null`` among ``properties``, or ``"enum": null``, never reaches the model there, nor the
     unified row here."""
     if isinstance(tool, str):
-        tool = parse_json_or_literal(tool, field, "tool")
-        if isinstance(tool, list):  # ms-swift keeps a tools column that is no JSON (a Python literal) as one tool
-            raise InvalidValueError("the text of one tool holds an array, which ms-swift fails on (a tools column "
-                                    "that is not JSON, such as a Python literal, is read as the text of one tool): "
-                                    "write tools as JSON text", field=field)
+        text, tool = tool, parse_json_or_literal(tool, field, "tool")
+        if isinstance(tool, list):
+            # ms-swift keeps a tools column that is no JSON (a Python literal) as one tool; a JSON list as one entry
+            # of the list of tools is already JSON text
+            why = ("give each tool as an entry of the list of tools, not the whole list as one" if try_loads(text)[0]
+                   else "a tools column that is not JSON, such as a Python literal, is read as the text of one tool: "
+                        "write tools as JSON text")
+            raise InvalidValueError(f"the text of one tool holds an array, which ms-swift fails on: {why}",
+                                    field=field)
     return without_arrow_padding(storable(tool, field))  # storable first: nested at most MAX_DEPTH deep
 
 
