@@ -1118,6 +1118,40 @@ def test_a_late_task_of_a_stopped_build_appends_nothing_to_the_skipped_rows_of_i
     assert (tmp_path / "skipped.jsonl").read_bytes() == (tmp_path / "clean.jsonl").read_bytes()
 
 
+def test_a_task_of_a_stopped_build_starting_late_removes_nothing_from_the_skipped_rows_of_its_rerun(tmp_path,
+                                                                                                     monkeypatch):
+    """A task of the stopped build waiting for a CPU of a busy Ray starts once the rerun's task converted the same
+    shard: its start removed that shard's listing of skipped rows, and a rerun listing them before it ended left
+    them out of --skipped-rows. Here it starts then, and is still converting when the rerun lists them."""
+    from tooluse_datasets.mirror import shard_task
+    from tooluse_datasets.pipeline import ShardConverter
+
+    request = MirrorRequest("ms_swift", configs=["unified", "llamafactory"], data_files=td.sample_files("ms_swift"),
+                            skipped_rows=str(tmp_path / "skipped.jsonl"))
+    build_mirror(dataclasses.replace(request, skipped_rows=str(tmp_path / "clean.jsonl")), tmp_path / "clean")
+    real_convert, real_batches = shard_task.convert_shard, ShardConverter.batches
+
+    class StillConverting(Exception):
+        pass
+
+    def still_converting(self, *args, **kwargs):
+        raise StillConverting  # (the task's end, which lists nothing, is not what is looked at)
+        yield
+
+    def convert_then_the_late_task(task):
+        result = real_convert(task)
+        monkeypatch.setattr(ShardConverter, "batches", still_converting)
+        with pytest.raises(StillConverting):
+            real_convert(task)
+        monkeypatch.setattr(ShardConverter, "batches", real_batches)
+        return result
+
+    monkeypatch.setattr(engines_module, "convert_shard", convert_then_the_late_task)
+    build_mirror(request, tmp_path / "out")
+    assert (tmp_path / "clean.jsonl").read_bytes()
+    assert (tmp_path / "skipped.jsonl").read_bytes() == (tmp_path / "clean.jsonl").read_bytes()
+
+
 def test_a_bad_row_on_a_ray_of_the_builds_own_leaves_the_later_tasks_to_that_ray(tmp_path, monkeypatch):
     """on_error="raise", the bad row in the first shard while the second still converts: the build force-cancelled
     that later task before stopping the Ray it started, which races with the task's reply as a Ctrl-C's cancels

@@ -92,8 +92,9 @@ def convert_shard(task: ShardTask) -> dict:
     converted = configs if UNIFIED in configs else [*configs, UNIFIED]
     root = Path(task.parts_dir)
     # Each attempt lists its skipped rows in files of its own, moved to the shard's names once it is done: a task of
-    # a stopped build still running for the same shard (on the caller's Ray) appends none of its rows to them.
-    listings = {c: skipped_rows_file(root, c, task.key, fresh=True) for c in converted}
+    # a stopped build still running for the same shard (on the caller's Ray) appends none of its rows to them, nor,
+    # starting late, removes them.
+    listings = {c: skipped_rows_file(root, c, task.key, made=True) for c in converted}
     attempt = uuid.uuid4().hex
     reports = {c: SkipReport(rows_path=path.with_name(f"{path.name}.{attempt}")) for c, path in listings.items()}
     converter = ShardConverter(source, converted, on_error=task.on_error, counted_only=set(converted) - set(configs),
@@ -125,6 +126,8 @@ def convert_shard(task: ShardTask) -> dict:
         reports[config].close()
         if os.path.exists(reports[config].rows_path):
             os.replace(reports[config].rows_path, path)
+        else:
+            path.unlink(missing_ok=True)  # none skipped: an earlier attempt's listing goes
     skips = {c: converter.reports[c] for c in configs}
     return ShardResult(task.split.name, task.index, parts, skips, statistics, validation, examples).to_dict()
 
@@ -150,12 +153,12 @@ def _check_runtime(wanted: dict) -> None:
         raise MirrorError(f"this worker runs {', '.join(differ)}: install the same versions on every node")
 
 
-def skipped_rows_file(parts_dir: Path, config: str, key: str, *, fresh: bool = False) -> Path:
-    """Where a shard task lists every row it skipped in ``config`` (JSON lines; written only if one was)."""
+def skipped_rows_file(parts_dir: Path, config: str, key: str, *, made: bool = False) -> Path:
+    """Where a shard task lists every row it skipped in ``config`` (JSON lines; written only if one was);
+    ``made``: its folder is made."""
     path = parts_dir / "skipped" / config / f"{key}.jsonl"
-    if fresh:
+    if made:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.unlink(missing_ok=True)  # a task run again lists its rows once
     return path
 
 
