@@ -1374,6 +1374,9 @@ def test_results_after_calls_written_as_assistant_text_say_the_text_is_not_read_
                                  {"from": "tool", "value": "Sunny"}, {"from": "assistant", "value": "Sunny."}]}
         assert_refused(row, InvalidValueError, "conversations[2].from",
                        "takes the assistant message before it to hold the calls as text")
+        # (README: refused in every config but raw, which keeps them as ms-swift reads them)
+        assert [m["content"] for m in SOURCE.to_raw(copy.deepcopy(row), CTX)["messages"]] == \
+            [m["value"] for m in row["conversations"]]
     # After a user message the usual reason stands.
     assert_refused({"messages": [{"role": "user", "content": "Hi"}, {"role": "tool", "content": "Sunny"}]},
                    InvalidValueError, "messages[1].role", "a result must follow the calls it answers")
