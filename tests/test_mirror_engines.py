@@ -1152,6 +1152,39 @@ def test_a_task_of_a_stopped_build_starting_late_removes_nothing_from_the_skippe
     assert (tmp_path / "skipped.jsonl").read_bytes() == (tmp_path / "clean.jsonl").read_bytes()
 
 
+def test_a_task_of_a_stopped_build_failing_late_deletes_no_part_of_its_rerun(tmp_path, monkeypatch):
+    """A task of the stopped build starting once the rerun's task converted the same shard wrote its parts under the
+    same names, truncating the rerun's, and failing deleted them: the rerun stopped on "part ... is missing". Here
+    it fails after its first row group."""
+    from tooluse_datasets.mirror import shard_task
+    from tooluse_datasets.mirror.parts import ParquetLayout
+    from tooluse_datasets.pipeline import ShardConverter
+
+    request = MirrorRequest("ms_swift", configs=["unified"], data_files=td.sample_files("ms_swift"),
+                            layout=ParquetLayout(row_group_rows=1))
+    real_convert, real_batches = shard_task.convert_shard, ShardConverter.batches
+
+    class Stopped(Exception):
+        pass
+
+    def first_batch_then_stopped(self, *args, **kwargs):
+        yield next(real_batches(self, *args, **kwargs))
+        raise Stopped
+
+    def convert_then_the_late_task(task):
+        result = real_convert(task)
+        monkeypatch.setattr(ShardConverter, "batches", first_batch_then_stopped)
+        with pytest.raises(Stopped):
+            real_convert(task)
+        monkeypatch.setattr(ShardConverter, "batches", real_batches)
+        return result
+
+    monkeypatch.setattr(engines_module, "convert_shard", convert_then_the_late_task)
+    folder = build_mirror(request, tmp_path / "out")
+    monkeypatch.undo()
+    assert _digests(folder) == _digests(build_mirror(request, tmp_path / "clean"))
+
+
 def test_a_bad_row_on_a_ray_of_the_builds_own_leaves_the_later_tasks_to_that_ray(tmp_path, monkeypatch):
     """on_error="raise", the bad row in the first shard while the second still converts: the build force-cancelled
     that later task before stopping the Ray it started, which races with the task's reply as a Ctrl-C's cancels

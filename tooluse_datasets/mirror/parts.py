@@ -13,6 +13,8 @@ never on which worker wrote it or how many ran.
 from __future__ import annotations
 
 import dataclasses
+import os
+import uuid
 from pathlib import Path
 from typing import Optional
 
@@ -63,6 +65,10 @@ class PartWriter:
         self._row_groups = TableGroups(layout.row_group_rows, layout.row_group_bytes)
         self._writer: Optional[pq.ParquetWriter] = None
         self._parts: list[WrittenPart] = []
+        # Parts are written under names of this writer's own and take theirs when the shard is done: a task of a
+        # stopped build converting the same shard (left running on the caller's Ray) neither truncates nor, failing,
+        # deletes them.
+        self._attempt = uuid.uuid4().hex
 
     def write(self, table: pa.Table) -> None:
         table = self._conform(table)
@@ -72,21 +78,25 @@ class PartWriter:
             self._write_row_group(group)
 
     def finish(self) -> list[WrittenPart]:
-        """Close the last part; every part with its sha256 and size on disk."""
+        """Close the last part and name every part; each with its sha256 and size on disk."""
         for group in self._row_groups.finish():
             self._write_row_group(group)
         self._close_part()
         for part in self._parts:
-            path = self.root / part.path
+            path = self._written(part)
             part.sha256, part.file_bytes = sha256_file(path), path.stat().st_size
+            os.replace(path, self.root / part.path)
         return self._parts
 
     def abort(self) -> None:
         """Close and delete what was written (the shard failed)."""
         self._close_part()
         for part in self._parts:
-            (self.root / part.path).unlink(missing_ok=True)
+            self._written(part).unlink(missing_ok=True)
         self._parts = []
+
+    def _written(self, part: WrittenPart) -> Path:
+        return self.root / f"{part.path}.{self._attempt}"
 
     def _conform(self, table: pa.Table) -> pa.Table:
         table = table.replace_schema_metadata(self.schema.metadata)
@@ -112,7 +122,7 @@ class PartWriter:
 
     def _open_part(self) -> WrittenPart:
         part = WrittenPart(f"{self.stem}-{len(self._parts):03d}.parquet", 0, 0)
-        path = self.root / part.path
+        path = self._written(part)
         path.parent.mkdir(parents=True, exist_ok=True)
         self._writer = pq.ParquetWriter(path, self.schema, compression=self.layout.compression,
                                         use_content_defined_chunking=CDC_OPTIONS, write_page_index=True)
