@@ -734,7 +734,8 @@ REJECTED = [
                  MissingFieldError, "tools[0].function.name", "no name", id="tool without name"),
     # ms-swift unwraps {"type": "function", "function": {...}} only with both keys: without "type" it has no name
     pytest.param({"messages": [USER, ANSWER], "tools": [{"function": {"name": "f", "description": "x"}}]},
-                 MissingFieldError, "tools[0].type", "'function' object but no 'type'", id="tool function without type"),
+                 MissingFieldError, "tools[0].type", "'function' object but no 'type'",
+                 id="tool function without type"),
     pytest.param({"messages": [USER, ANSWER], "tools": [{"name": "f", "parameters": "[1, 2]"}]},
                  InvalidValueError, "tools[0].parameters", "JSON Schema object", id="tool parameters not an object"),
     pytest.param({"messages": [USER, ANSWER], "rejected_response": None},

@@ -324,7 +324,8 @@ def test_predictions_written_as_one_json_array_are_refused_saying_result_files_a
     path = tmp_path / "predictions.json"
     rows = [upstream_line(math_row, "[]")] * 2
     # "line": an object a line inside the brackets, the first line holding "[" and an object
-    path.write_text("[" + ",\n".join(map(json.dumps, rows)) + "]" if indent == "line" else json.dumps(rows, indent=indent))
+    path.write_text("[" + ",\n".join(map(json.dumps, rows)) + "]" if indent == "line"
+                    else json.dumps(rows, indent=indent))
     with pytest.raises((InvalidJsonError, InvalidValueError), match="result files are JSON Lines") as info:
         read_results(path)
     assert (info.value.file, info.value.row, info.value.field) == (str(path), 0, "<line>")

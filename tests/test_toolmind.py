@@ -1402,7 +1402,8 @@ def test_the_grammar_rule_takes_a_trailing_call_the_load_allowed_as_within_the_g
     calls = (f"meta.source_messages[{last}].content", "2 calls in one tool_call message")
     assert findings(allow_trailing_call=True) == [[], [calls]]
     # Only the row kept whole carries the flag: the other is read in the grammar, its trailing call as it is
-    rows = td.load("toolmind", data_files=path, split="synthetic", streaming=True, strict=False, allow_trailing_call=True)
+    rows = td.load("toolmind", data_files=path, split="synthetic", streaming=True, strict=False,
+                   allow_trailing_call=True)
     assert [row["meta"].get("trailing_call_allowed") for row in rows] == [None, True]
     # Without the option the ending is outside the grammar: still reported, for both rows
     ending = (f"meta.source_messages[{last}].role",

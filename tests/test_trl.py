@@ -658,8 +658,8 @@ def test_a_prompt_completion_map_past_writer_batch_size_keeps_every_completion_o
     loaded = {}
     for name, lasts in files.items():
         path = tmp_path / f"{name}.jsonl"
-        path.write_text("".join(json.dumps({"tools": [tool], "messages": [{"role": "user", "content": "q"}, last]}) + "\n"
-                                for last in lasts), encoding="utf-8")
+        path.write_text("".join(json.dumps({"tools": [tool], "messages": [{"role": "user", "content": "q"}, last]})
+                                + "\n" for last in lasts), encoding="utf-8")
         loaded[name] = td.load("ms_swift", data_files=str(path), split="train", cache_dir=cache_dir)
 
     with pytest.raises(TypeError, match="Couldn't cast array of type"):
