@@ -1123,30 +1123,15 @@ def test_a_task_of_a_stopped_build_starting_late_removes_nothing_from_the_skippe
     """A task of the stopped build waiting for a CPU of a busy Ray starts once the rerun's task converted the same
     shard: its start removed that shard's listing of skipped rows, and a rerun listing them before it ended left
     them out of --skipped-rows. Here it starts then, and is still converting when the rerun lists them."""
-    from tooluse_datasets.mirror import shard_task
-    from tooluse_datasets.pipeline import ShardConverter
-
     request = MirrorRequest("ms_swift", configs=["unified", "llamafactory"], data_files=td.sample_files("ms_swift"),
                             skipped_rows=str(tmp_path / "skipped.jsonl"))
     build_mirror(dataclasses.replace(request, skipped_rows=str(tmp_path / "clean.jsonl")), tmp_path / "clean")
-    real_convert, real_batches = shard_task.convert_shard, ShardConverter.batches
 
-    class StillConverting(Exception):
-        pass
-
-    def still_converting(self, *args, **kwargs):
-        raise StillConverting  # (the task's end, which lists nothing, is not what is looked at)
+    def still_converting(real_batches, self, *args, **kwargs):
+        raise _LateTaskStopped  # (the task's end, which lists nothing, is not what is looked at)
         yield
 
-    def convert_then_the_late_task(task):
-        result = real_convert(task)
-        monkeypatch.setattr(ShardConverter, "batches", still_converting)
-        with pytest.raises(StillConverting):
-            real_convert(task)
-        monkeypatch.setattr(ShardConverter, "batches", real_batches)
-        return result
-
-    monkeypatch.setattr(engines_module, "convert_shard", convert_then_the_late_task)
+    _with_a_late_task(monkeypatch, still_converting)
     build_mirror(request, tmp_path / "out")
     assert (tmp_path / "clean.jsonl").read_bytes()
     assert (tmp_path / "skipped.jsonl").read_bytes() == (tmp_path / "clean.jsonl").read_bytes()
@@ -1156,30 +1141,16 @@ def test_a_task_of_a_stopped_build_failing_late_deletes_no_part_of_its_rerun(tmp
     """A task of the stopped build starting once the rerun's task converted the same shard wrote its parts under the
     same names, truncating the rerun's, and failing deleted them: the rerun stopped on "part ... is missing". Here
     it fails after its first row group."""
-    from tooluse_datasets.mirror import shard_task
     from tooluse_datasets.mirror.parts import ParquetLayout
-    from tooluse_datasets.pipeline import ShardConverter
 
     request = MirrorRequest("ms_swift", configs=["unified"], data_files=td.sample_files("ms_swift"),
                             layout=ParquetLayout(row_group_rows=1))
-    real_convert, real_batches = shard_task.convert_shard, ShardConverter.batches
 
-    class Stopped(Exception):
-        pass
-
-    def first_batch_then_stopped(self, *args, **kwargs):
+    def first_batch_then_stopped(real_batches, self, *args, **kwargs):
         yield next(real_batches(self, *args, **kwargs))
-        raise Stopped
+        raise _LateTaskStopped
 
-    def convert_then_the_late_task(task):
-        result = real_convert(task)
-        monkeypatch.setattr(ShardConverter, "batches", first_batch_then_stopped)
-        with pytest.raises(Stopped):
-            real_convert(task)
-        monkeypatch.setattr(ShardConverter, "batches", real_batches)
-        return result
-
-    monkeypatch.setattr(engines_module, "convert_shard", convert_then_the_late_task)
+    _with_a_late_task(monkeypatch, first_batch_then_stopped)
     folder = build_mirror(request, tmp_path / "out")
     monkeypatch.undo()
     assert _digests(folder) == _digests(build_mirror(request, tmp_path / "clean"))
@@ -1285,3 +1256,29 @@ def test_a_bad_row_on_a_ray_shared_by_several_builds_leaves_no_task_writing_into
             time.sleep(0.2)  # (its later shard, if it was left running: let it end)
         assert not any(out.iterdir()), "a task wrote into the staging folder the error deleted"
     assert not ray.is_initialized()
+
+
+class _LateTaskStopped(Exception):
+    pass
+
+
+def _with_a_late_task(monkeypatch, late_batches):
+    """Each shard task is followed by a task of a stopped build converting the same shard, its batches
+    ``late_batches(real_batches, converter, ...)``, which stops with _LateTaskStopped."""
+    from tooluse_datasets.mirror import shard_task
+    from tooluse_datasets.pipeline import ShardConverter
+
+    real_convert, real_batches = shard_task.convert_shard, ShardConverter.batches
+
+    def late(self, *args, **kwargs):
+        return late_batches(real_batches, self, *args, **kwargs)
+
+    def convert_then_the_late_task(task):
+        result = real_convert(task)
+        monkeypatch.setattr(ShardConverter, "batches", late)
+        with pytest.raises(_LateTaskStopped):
+            real_convert(task)
+        monkeypatch.setattr(ShardConverter, "batches", real_batches)
+        return result
+
+    monkeypatch.setattr(engines_module, "convert_shard", convert_then_the_late_task)
