@@ -21,6 +21,11 @@ def check_row(row: dict, rules: Union[Sequence[Rule], RuleSelection] = None) -> 
         rules = list(rules)
     if isinstance(rules, (str, bool)) or (rules is not None and not all(isinstance(r, Rule) for r in rules)):
         rules = select_rules(rules)  # ("error" was iterated as rules, failing with AttributeError on "e".id)
+    return findings_of(row, rules)
+
+
+def findings_of(row: dict, rules: Optional[Sequence[Rule]]) -> list[Finding]:
+    """:func:`check_row` of rules already selected (None: all), as counters and filters check each row."""
     if not isinstance(row, dict):
         return [Finding(SHAPE_RULE, f"a unified row must be an object, got {json_kind(row)}", None)]
     view = RowView(row)
@@ -46,7 +51,7 @@ def validate_unified(row: dict, *, require_known_tools: bool = True) -> None:
     naming the field. Accepts rows as built and as decoded (empty keys left out). ``require_known_tools=False``:
     calls may name tools outside ``tools``."""
     rules = [r for r in structural_rules() if require_known_tools or r.id != "call.unknown_tool"]
-    for finding in check_row(row, rules):
+    for finding in findings_of(row, rules):
         raise get_rule(finding.rule).error(finding.message, field=finding.field)
     _check_text(row)
     _check_json_values(row)

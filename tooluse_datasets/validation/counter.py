@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Optional
 
-from .check import check_row
+from .check import findings_of
 from .registry import Finding, Rule, RuleSelection, get_rule, select_rules
 
 
@@ -56,7 +56,7 @@ class ValidationCounter:
 
     def check(self, row: dict) -> list[Finding]:
         """Check one row, count it, and return its findings."""
-        findings = check_row(row, self.rules)
+        findings = findings_of(row, self.rules)
         self.add(row.get("id") if isinstance(row, dict) else None, findings)
         return findings
 

@@ -28,7 +28,7 @@ from ..datasets_patches import patched_once
 from ..exact_features import ExactFeatures
 from ..errors import RuleViolationError, SkipReport, check_on_error
 from ..schema import MEDIA_COLUMNS, UNIFIED_FEATURES
-from .check import check_row
+from .check import findings_of
 from .registry import Rule, RuleSelection, refuse_rules_of_other_sources, select_rules, selection_items
 
 FILTER_BATCH_ROWS = 256  # unified rows of long conversations are large; batches stay small
@@ -177,7 +177,7 @@ def first_violation(row: dict, rules: list[Rule]) -> Optional[RuleViolationError
     """The first finding of ``rules`` on a unified row as the error that names it: the row's source and id,
     the rule and the field (the file and row number are filled in by a caller that knows them); None if the
     row passes."""
-    findings = check_row(row, rules)
+    findings = findings_of(row, rules)
     if not findings:
         return None
     first = findings[0]
