@@ -251,9 +251,11 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         # Saved by an earlier version, whose digest left the split (or a mix's member sources) out: which split it
         # was taken from cannot be told (train/x.jsonl and test/x.jsonl of one size were alike), so it is not
         # resumed, but said so.
-        unnamed = {self._shards_signature(named_split=False, named_members=False): "their split",
-                   self._shards_signature(named_members=False): "the source reading each file of a mix"}
-        if started and state.get("shards", ours) != ours and state.get("shards") in unnamed:
+        unnamed = {}
+        if started and state.get("shards", ours) != ours:
+            unnamed = {self._shards_signature(named_split=False, named_members=False): "their split",
+                       self._shards_signature(named_members=False): "the source reading each file of a mix"}
+        if state.get("shards") in unnamed:
             raise ValueError(f"{self.source.name}: this state_dict was saved by an earlier version of "
                              f"tooluse_datasets, whose states do not name {unnamed[state['shards']]}: it cannot be "
                              "told whether it was taken from this stream or another of the same file names and "
