@@ -130,7 +130,7 @@ def execute_rows(rows: Sequence[dict], *, executable_functions: Union[str, os.Pa
     :class:`ExecutionError` saying why there is none (never a silent drop). ``executable_functions`` (or
     ``functions_dir``): a local ``executable_functions`` folder; default: the pinned upstream one (downloaded
     once, cached)."""
-    folder = functions_folder(one_folder(executable_functions, functions_dir=functions_dir), cache_dir=cache_dir)
+    folder = functions_folder(one_folder(executable_functions, functions_dir, "functions_dir"), cache_dir=cache_dir)
     out: list[Union[dict, ToolUseDataError, None]] = [None] * len(rows)
     jobs, positions = [], []
     for i, row in enumerate(rows):

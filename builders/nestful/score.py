@@ -491,7 +491,7 @@ def score(items: Iterable[ScoreItem], *, parser: str = "json", corrected: bool =
     noted. No item at all is an error, not a score of 0."""
     if parser not in PARSERS:
         raise ValueError(f"parser must be one of {PARSERS}, got {parser!r}")
-    folder_given = one_folder(executable_functions, executable_functions_dir=executable_functions_dir)
+    folder_given = one_folder(executable_functions, executable_functions_dir, "executable_functions_dir")
     items = list(items)
     if not items:
         raise InvalidValueError("no predictions to score", source="nestful")

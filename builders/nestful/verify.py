@@ -101,7 +101,7 @@ def verify_rows(rows: Iterable[dict], *, executable_functions: Union[str, os.Pat
     of rows known not to reproduce: their failures go to ``expected_failures``, and those that reproduce after
     all to ``unexpected_passes``; listed ids no row has are in ``expected_not_in_data``."""
     expected = expected_failures_of(expected_failures)
-    folder = functions_folder(one_folder(executable_functions, functions_dir=functions_dir), cache_dir=cache_dir)
+    folder = functions_folder(one_folder(executable_functions, functions_dir, "functions_dir"), cache_dir=cache_dir)
     report = VerifyReport()
     counts: dict[str, Counter] = {}
     seen: set[str] = set()  # the listed ids met
@@ -188,7 +188,7 @@ def verify(data_files: Any = None, *, data_dir: Optional[str] = None, executable
     from tooluse_datasets import load
     from tooluse_datasets.errors import SkipReport
 
-    folder = one_folder(executable_functions, functions_dir=functions_dir)  # (checked before the data files are)
+    folder = one_folder(executable_functions, functions_dir, "functions_dir")  # (checked before the data files are)
     report = SkipReport() if report is None else report
     before = report.skipped
     splits = load("nestful", "unified", streaming=True, data_files=data_files, data_dir=data_dir,

@@ -29,14 +29,13 @@ def archive_url(revision: Optional[str] = None) -> str:
     return f"https://github.com/{UPSTREAM.repo}/archive/{revision or UPSTREAM.revision}.tar.gz"
 
 
-def one_folder(executable_functions: object, **older: object) -> object:
+def one_folder(executable_functions: object, older: object, older_name: str) -> object:
     """The functions folder a call names as ``executable_functions`` (the name ``load``'s option and the commands'
-    ``--executable-functions`` give it) or by the function's older keyword (``functions_dir``...): both is a
-    TypeError, as the two could name different folders."""
-    ((name, value),) = older.items()
-    if executable_functions is not None and value is not None:
-        raise TypeError(f"the functions folder is given twice, as executable_functions= and {name}=: give one")
-    return value if executable_functions is None else executable_functions
+    ``--executable-functions`` give it) or by the function's older keyword ``older_name`` (``functions_dir``...):
+    both is a TypeError, as the two could name different folders."""
+    if executable_functions is not None and older is not None:
+        raise TypeError(f"the functions folder is given twice, as executable_functions= and {older_name}=: give one")
+    return older if executable_functions is None else executable_functions
 
 
 def check_functions_dir(path: str | os.PathLike) -> Path:
