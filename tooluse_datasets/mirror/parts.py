@@ -44,6 +44,29 @@ class ParquetLayout:
             raise MirrorError(f"row group and shard bounds must be positive: {self}")
 
 
+class Attempt:
+    """Files one attempt at a shard writes under names of its own (``<name>.<attempt id>``) and gives their names
+    once the shard is done: a task of a stopped build converting the same shard (left running on the caller's Ray)
+    neither truncates, nor appends to, nor, failing or starting late, deletes them."""
+
+    def __init__(self) -> None:
+        self.id = uuid.uuid4().hex
+
+    def path(self, final: Path) -> Path:
+        return final.with_name(f"{final.name}.{self.id}")
+
+    def done(self, final: Path, *, missing_ok: bool = False) -> None:
+        """Give ``final`` this attempt's file; ``missing_ok``: where this attempt wrote none, ``final`` goes too
+        (an earlier attempt's file does not outlive it)."""
+        if missing_ok and not self.path(final).exists():
+            final.unlink(missing_ok=True)
+            return
+        os.replace(self.path(final), final)
+
+    def drop(self, final: Path) -> None:
+        self.path(final).unlink(missing_ok=True)
+
+
 @dataclasses.dataclass
 class WrittenPart:
     path: str  # posix path relative to the folder the parts were written under
@@ -65,10 +88,7 @@ class PartWriter:
         self._row_groups = TableGroups(layout.row_group_rows, layout.row_group_bytes)
         self._writer: Optional[pq.ParquetWriter] = None
         self._parts: list[WrittenPart] = []
-        # Parts are written under names of this writer's own and take theirs when the shard is done: a task of a
-        # stopped build converting the same shard (left running on the caller's Ray) neither truncates nor, failing,
-        # deletes them.
-        self._attempt = uuid.uuid4().hex
+        self._attempt = Attempt()
 
     def write(self, table: pa.Table) -> None:
         table = self._conform(table)
@@ -85,18 +105,18 @@ class PartWriter:
         for part in self._parts:
             path = self._written(part)
             part.sha256, part.file_bytes = sha256_file(path), path.stat().st_size
-            os.replace(path, self.root / part.path)
+            self._attempt.done(self.root / part.path)
         return self._parts
 
     def abort(self) -> None:
         """Close and delete what was written (the shard failed)."""
         self._close_part()
         for part in self._parts:
-            self._written(part).unlink(missing_ok=True)
+            self._attempt.drop(self.root / part.path)
         self._parts = []
 
     def _written(self, part: WrittenPart) -> Path:
-        return self.root / f"{part.path}.{self._attempt}"
+        return self._attempt.path(self.root / part.path)
 
     def _conform(self, table: pa.Table) -> pa.Table:
         table = table.replace_schema_metadata(self.schema.metadata)

@@ -12,8 +12,6 @@ with every config at once), and the unified rows it keeps feed the statistics an
 from __future__ import annotations
 
 import dataclasses
-import os
-import uuid
 from pathlib import Path
 from typing import Any, Optional
 
@@ -27,7 +25,7 @@ from ..stats import SplitStatistics
 from ..validation import ValidationCounter
 from .examples import first_example
 from .manifest import MirrorError
-from .parts import ParquetLayout, PartWriter, WrittenPart
+from .parts import Attempt, ParquetLayout, PartWriter, WrittenPart
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,12 +89,10 @@ def convert_shard(task: ShardTask) -> dict:
     # also says which unified rows could be stored.
     converted = configs if UNIFIED in configs else [*configs, UNIFIED]
     root = Path(task.parts_dir)
-    # Each attempt lists its skipped rows in files of its own, moved to the shard's names once it is done: a task of
-    # a stopped build still running for the same shard (on the caller's Ray) appends none of its rows to them, nor,
-    # starting late, removes them.
+    # Each attempt lists its skipped rows in files of its own (see Attempt).
     listings = {c: skipped_rows_file(root, c, task.key, made=True) for c in converted}
-    attempt = uuid.uuid4().hex
-    reports = {c: SkipReport(rows_path=path.with_name(f"{path.name}.{attempt}")) for c, path in listings.items()}
+    attempt = Attempt()
+    reports = {c: SkipReport(rows_path=attempt.path(path)) for c, path in listings.items()}
     converter = ShardConverter(source, converted, on_error=task.on_error, counted_only=set(converted) - set(configs),
                                reports=reports)
     features = {c: config_features(source, c) for c in converted}
@@ -118,16 +114,13 @@ def convert_shard(task: ShardTask) -> dict:
     except BaseException:
         for writer in writers.values():
             writer.abort()
-        for report in reports.values():
-            report.close()
-            Path(report.rows_path).unlink(missing_ok=True)
+        for config, path in listings.items():
+            reports[config].close()
+            attempt.drop(path)
         raise
     for config, path in listings.items():
         reports[config].close()
-        if os.path.exists(reports[config].rows_path):
-            os.replace(reports[config].rows_path, path)
-        else:
-            path.unlink(missing_ok=True)  # none skipped: an earlier attempt's listing goes
+        attempt.done(path, missing_ok=True)  # none skipped: an earlier attempt's listing goes
     skips = {c: converter.reports[c] for c in configs}
     return ShardResult(task.split.name, task.index, parts, skips, statistics, validation, examples).to_dict()
 
