@@ -1551,8 +1551,8 @@ def test_validate_lists_only_the_rules_that_check_the_sources_rows(agent_file, c
         assert main(["validate", "ms_swift", "--data-files", agent_file, option, "toolmind.*"]) == 2
         err = capsys.readouterr().err
         assert "'toolmind.*'" in err and "does not apply to ms_swift rows" in err and "Traceback" not in err
-    mixed = td.validate("all", data_files={"ms_swift": agent_file})
-    assert mixed.rules_checked == [r.id for r in all_rules()]
+    mixed = td.validate("all", data_files={"ms_swift": agent_file})  # a mix of ms_swift rows only: the same rules
+    assert mixed.rules_checked == result.rules_checked
 
 
 def test_stats_mirror_and_load_count_only_the_rules_that_check_the_sources_rows(agent_file, tmp_path, capsys):
@@ -1808,6 +1808,25 @@ def test_a_mix_refuses_rules_only_of_sources_its_data_files_do_not_name(mixed_fi
                    cache_dir=cache_dir)
     assert sum(row["source"] == "ms_swift" for row in kept) == 4
     assert main(["validate", "all", "--sample", "--rules", "toolmind.*"]) == 0
+
+
+def test_a_mix_lists_the_rules_of_the_sources_its_data_files_name(mixed_file, capsys):
+    """validate all and stats all on {"ms_swift": F} listed nestful.* and toolmind.* as checked (0 rows), rules
+    they refuse to be selected on those files; the whole mix (--sample) still lists every rule."""
+    from tooluse_datasets.cli import main
+    from tooluse_datasets.validation import all_rules
+
+    swift_rules = {r.id for r in all_rules() if r.checks_source("ms_swift")}
+    result = td.validate("all", data_files={"ms_swift": mixed_file})
+    assert set(result.rules_checked) == swift_rules and not any(r.startswith("toolmind.") for r in swift_rules)
+    assert main(["stats", "all", "--data-files", f"ms_swift={mixed_file}"]) == 0
+    listed = json.loads(capsys.readouterr().out)["train"]["validation"]["rules_checked"]
+    assert set(listed) == swift_rules
+    assert set(td.validate("all", split="train", data_files={"ms_swift": mixed_file,
+                                                             "nestful": td.sample_files("nestful")}).rules_checked) \
+        == {r.id for r in all_rules() if r.checks_source("ms_swift") or r.checks_source("nestful")}
+    assert main(["validate", "all", "--sample", "--json"]) == 0  # the whole mix holds every source's rows
+    assert set(json.loads(capsys.readouterr().out)["rules"]) == {r.id for r in all_rules()}
 
 
 @pytest.mark.parametrize("column", ["meta", "call_graph", "subset"])

@@ -54,6 +54,7 @@ def _stats(args: argparse.Namespace) -> int:
     from ..progress import progress
     from ..stats import SplitStatistics
     from ..validation import ValidationCounter
+    from ..validation.registry import sources_read
 
     def stream(split=None, report=None):
         return load(args.source, "unified", split=split, streaming=True, data_files=data_files_for(args, args.source),
@@ -73,7 +74,8 @@ def _stats(args: argparse.Namespace) -> int:
     out, distributions = {}, {}
     for split, ds in splits.items():
         read = shared.current = SkipReport()  # one a split: the rows read and skipped, as `validate` gives
-        counter = ValidationCounter(source=args.source)  # the rules' counts, in the same pass (see `validate`)
+        # the rules' counts, in the same pass (see `validate`)
+        counter = ValidationCounter(source=sources_read(args.source, data_files_for(args, args.source)))
         stats = SplitStatistics()  # its distributions are what the plots draw
         for row in counter.observe(progress(ds, f"{args.source}/{split}")):
             stats.add(row)

@@ -7,7 +7,7 @@ keys the card template reads (``checked``, ``failed``, ``by_reason``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Iterable, Iterator, Optional, Union
 
 from .check import findings_of
 from .registry import Finding, Rule, RuleSelection, get_rule, select_rules
@@ -39,9 +39,9 @@ class ValidationCounter:
     MAX_EXAMPLES = 3
 
     def __init__(self, rules: RuleSelection | list[Rule] = None, *, max_examples: int = MAX_EXAMPLES,
-                 source: Optional[str] = None):
-        # ``source``: the source whose rows are counted; the rules of other sources are left out (they would be
-        # listed as checked, failing no row they could never check)
+                 source: Union[None, str, list[str]] = None):
+        # ``source``: the source (or a mix's member sources) whose rows are counted; the rules of other sources are
+        # left out (they would be listed as checked, failing no row they could never check)
         check_max_examples(max_examples)
         self.rules: list[Rule] = (list(rules) if isinstance(rules, list) and all(isinstance(r, Rule) for r in rules)
                                   else select_rules(rules, source=source))

@@ -52,11 +52,13 @@ class Rule:
     def applies_to(self, row: dict) -> bool:
         return self.sources is None or row.get("source") in self.sources
 
-    def checks_source(self, source: Optional[str]) -> bool:
+    def checks_source(self, source: Union[None, str, list[str]]) -> bool:
         """Whether the rule can check a row loaded from ``source`` (None: any source; the ``all`` mix holds
-        every source's rows)."""
+        every source's rows; a list: the member sources a mix read, see :func:`sources_read`)."""
         from ..registry import MIX
 
+        if isinstance(source, list):
+            return any(self.checks_source(s) for s in source)
         return source in (None, MIX) or self.sources is None or source in self.sources
 
     def findings(self, view) -> Iterator[Finding]:
@@ -153,7 +155,7 @@ def selection_items(selection: RuleSelection, name: Optional[str] = None) -> lis
 
 
 def select_rules(selection: RuleSelection, *, default_all: bool = True, allow_read: bool = False,
-                 source: Optional[str] = None) -> list[Rule]:
+                 source: Union[None, str, list[str]] = None) -> list[Rule]:
     """The rules named by a selection, in registry order. An item is a rule id, a severity (``error``,
     ``warning``), ``all``, or a glob over ids (``arguments.*``, ``toolmind.*``). With ``allow_read`` the item
     ``read`` (rows the reader skipped) is accepted and left to the caller (see :func:`selects_read_errors`).

@@ -128,8 +128,9 @@ def rules_run(source: str, rules: RuleSelection, fail_on: RuleSelection,
     whatever the rows hold; severities, ``all`` and ``read`` select among the rules run, as they say. ``names``:
     what the caller calls the two (a command's ``--rules`` and ``--fail-on``), for the messages."""
     rules_name, fail_on_name = (names or {}).get("rules", "rules"), (names or {}).get("fail_on", "fail_on")
-    refuse_rules_of_other_sources(sources_read(source, data_files), **{rules_name: rules, fail_on_name: fail_on})
-    selected = select_rules(rules, source=source)
+    read = sources_read(source, data_files)
+    refuse_rules_of_other_sources(read, **{rules_name: rules, fail_on_name: fail_on})
+    selected = select_rules(rules, source=read)  # (a mix lists the rules of the sources it reads)
     select_rules(fail_on, default_all=False, allow_read=True)  # a typo in fail_on fails now, not after the run
     _refuse_rules_not_run({r.id for r in selected}, fail_on, fail_on_name)
     return selected
