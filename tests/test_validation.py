@@ -1141,6 +1141,18 @@ def test_check_row_takes_a_rule_selection_as_the_counter_does(samples):
     assert check_row(row, (r for r in warnings)) == check_row(row, warnings) != []
 
 
+def test_the_counter_takes_rules_as_check_row_does(samples):
+    """ValidationCounter took rules only as a list: a tuple, a set or a generator of them was refused as "a rule
+    selection is a string ... got (Rule(...)", where check_row checks the row by them."""
+    row = base(samples, SWIFT)
+    row["tools"] = []                                            # call.no_tools, a warning
+    warnings = select_rules("warning")
+    for rules in (tuple(warnings), set(warnings), (r for r in warnings)):
+        counter = ValidationCounter(rules)
+        assert sorted(counter.rules_checked) == sorted(r.id for r in warnings)
+        assert counter.check(row) == check_row(row, warnings) != []
+
+
 def test_a_row_of_the_wrong_shape_is_reported_by_row_fields_only(samples):
     row = base(samples, SWIFT)
     row["messages"][2]["tool_calls"] = "call_0"

@@ -1,12 +1,12 @@
 """Running rules on one row: the findings, or (for writers) the first finding as a typed error."""
 from __future__ import annotations
 
-from typing import Iterator, Optional, Sequence, Union
+from typing import Optional, Sequence, Union
 
 from ..codec import dumps
 from ..errors import InvalidValueError, JsonValueError, json_kind
 from ..schema import MEDIA_COLUMNS
-from .registry import Finding, Rule, RuleSelection, all_rules, get_rule, select_rules, structural_rules
+from .registry import Finding, Rule, RuleSelection, all_rules, chosen_rules, get_rule, structural_rules
 from .view import RowView
 
 # Checked first on every row: the other rules rely on the container shape it accepts.
@@ -17,11 +17,7 @@ def check_row(row: dict, rules: Union[Sequence[Rule], RuleSelection] = None) -> 
     """Every finding of ``rules`` (default: all; rules, or a selection as ``ValidationCounter`` takes it:
     ``"arguments.*"``) on a unified row. A row whose shape ``row.fields`` rejects gets only those findings,
     whatever the selection: the other rules cannot read it."""
-    if isinstance(rules, Iterator):  # (a generator of rules: read twice below, the second time empty)
-        rules = list(rules)
-    if isinstance(rules, (str, bool)) or (rules is not None and not all(isinstance(r, Rule) for r in rules)):
-        rules = select_rules(rules)  # ("error" was iterated as rules, failing with AttributeError on "e".id)
-    return findings_of(row, rules)
+    return findings_of(row, chosen_rules(rules))
 
 
 def findings_of(row: dict, rules: Optional[Sequence[Rule]]) -> list[Finding]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Optional, Union
 
 from .check import findings_of
-from .registry import Finding, Rule, RuleSelection, get_rule, select_rules
+from .registry import Finding, Rule, RuleSelection, chosen_rules, get_rule
 
 
 @dataclass
@@ -43,8 +43,7 @@ class ValidationCounter:
         # ``source``: the source (or a mix's member sources) whose rows are counted; the rules of other sources are
         # left out (they would be listed as checked, failing no row they could never check)
         check_max_examples(max_examples)
-        self.rules: list[Rule] = (list(rules) if isinstance(rules, list) and all(isinstance(r, Rule) for r in rules)
-                                  else select_rules(rules, source=source))
+        self.rules: list[Rule] = chosen_rules(rules, source=source)
         self.max_examples = max_examples
         self.checked = 0
         self.failed = 0

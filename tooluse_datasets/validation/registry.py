@@ -13,7 +13,7 @@ import importlib
 import importlib.util
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Literal, Optional, Sequence, Union
+from typing import Any, Callable, Collection, Iterable, Iterator, Literal, Optional, Sequence, Union
 
 from ..errors import InvalidValueError, ToolUseDataError
 
@@ -184,6 +184,16 @@ def select_rules(selection: RuleSelection, *, default_all: bool = True, allow_re
                              f"error, warning, all{extra}); rules: {known}")
         chosen.update(matched)
     return [r for r in rules if r.id in chosen and r.checks_source(source)]
+
+
+def chosen_rules(rules: Union[RuleSelection, Iterable[Rule]], *, source: Optional[str] = None) -> list[Rule]:
+    """``rules`` as :func:`~.check.check_row` and ``ValidationCounter`` take them: rules (a list, a tuple, a
+    set, a generator), or a selection as :func:`select_rules` takes it (``"arguments.*"``, None: all)."""
+    if isinstance(rules, Iterator):  # (a generator of rules: read twice below, the second time empty)
+        rules = list(rules)
+    if isinstance(rules, Collection) and not isinstance(rules, str) and all(isinstance(r, Rule) for r in rules):
+        return list(rules)
+    return select_rules(rules, source=source)  # ("error" was iterated as rules, failing with AttributeError)
 
 
 def refuse_rules_of_other_sources(source: Union[str, Iterable[str]], **selections: RuleSelection) -> None:
