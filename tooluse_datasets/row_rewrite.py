@@ -1,5 +1,5 @@
-"""What the per-row rewrites for chat templates (:func:`short_call_ids`, :func:`one_call_per_turn`,
-:func:`reasoning_in_content`) take: a unified row, decoded or complete, or a batch of them
+"""What the per-row rewrites (:func:`short_call_ids`, :func:`one_call_per_turn`, :func:`reasoning_in_content`,
+:func:`drop_trailing_results`) take: a unified row, decoded or complete, or a batch of them
 (``ds.map(f, batched=True)``). Messages are checked first, so that a malformed row is a typed error naming
 the row and field rather than a ``KeyError`` from inside the rewrite, or a row rewritten wrongly in silence."""
 from __future__ import annotations
