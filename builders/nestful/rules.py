@@ -23,12 +23,12 @@ def undefined_reference(view):
     v1 = str(view.row.get("subset") or "").startswith("v1-")
     for c in view.calls:
         if isinstance(c.arguments, dict):
-            if not v1:
-                yield from _nested_references(c, labels)
             if v1:
                 yield from _references_without_dollar(c, labels)
-            found = (argument_references(c.arguments, embedded=True, labels=labels) if v1
-                     else _executor_references(c.arguments))
+                found = argument_references(c.arguments, embedded=True, labels=labels)
+            else:
+                yield from _nested_references(c, labels)
+                found = _executor_references(c.arguments)
             for argument, label, output_field in found:
                 where = f"{c.field}.function.arguments.{argument}"
                 producer = labels.get(label)
