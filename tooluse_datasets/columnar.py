@@ -219,9 +219,8 @@ class ColumnPlan:
     """A schema compiled into the function that appends one row's values (see the module docstring)."""
 
     def __init__(self, columns: list[tuple[str, _Node]], initial: dict[str, list], source: str,
-                 paths: Optional[dict[str, str]] = None):
-        self.columns, self.initial, self.source = columns, initial, source
-        self.paths = paths or {}
+                 paths: dict[str, str]):
+        self.columns, self.initial, self.source, self.paths = columns, initial, source, paths
         namespace: dict[str, Any] = {}
         exec(compile(source, "<tooluse_datasets.columnar>", "exec"), namespace)  # noqa: S102 (our own code)
         self._factory: Callable[..., Callable[[dict, Callable], None]] = namespace["bind"]
