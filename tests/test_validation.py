@@ -1153,6 +1153,17 @@ def test_the_counter_takes_rules_as_check_row_does(samples):
         assert counter.check(row) == check_row(row, warnings) != []
 
 
+def test_row_fields_names_the_key_of_a_call_graph_edge_that_is_wrong(samples):
+    """A call_graph edge of the wrong type was reported at the edge, as "an object of strings ('consumer',
+    'argument', 'producer', 'output_field')": a Python tuple, no key named, and null keys are accepted."""
+    row = base(samples, NESTFUL)
+    row["call_graph"][0]["producer"] = 7
+    row["call_graph"].append("$var_1")
+    assert [(f.field, f.message) for f in rule_findings(row, "row.fields")] == [
+        ("call_graph[0].producer", "producer must be a string or null, got number"),
+        (f"call_graph[{len(row['call_graph']) - 1}]", "a call_graph edge must be an object, got string")]
+
+
 def test_a_row_of_the_wrong_shape_is_reported_by_row_fields_only(samples):
     row = base(samples, SWIFT)
     row["messages"][2]["tool_calls"] = "call_0"

@@ -50,8 +50,12 @@ def row_fields(view: RowView) -> Findings:
                 yield f"{key}[{j}]", f"a media entry is a path or URL (a string), got {type_name(item)}"
     edges = row.get("call_graph") if isinstance(row.get("call_graph"), list) else []
     for i, edge in enumerate(edges):
-        if not isinstance(edge, dict) or not all(isinstance(edge.get(k), (str, type(None))) for k in _EDGE_KEYS):
-            yield f"call_graph[{i}]", "a call_graph edge must be an object of strings " + str(_EDGE_KEYS)
+        if not isinstance(edge, dict):
+            yield f"call_graph[{i}]", f"a call_graph edge must be an object, got {type_name(edge)}"
+            continue
+        for key in _EDGE_KEYS:  # (named one by one: the message listed every key as a Python tuple)
+            if edge.get(key) is not None and not isinstance(edge[key], str):
+                yield f"call_graph[{i}].{key}", f"{key} must be a string or null, got {type_name(edge[key])}"
     if not isinstance(row.get("messages"), list):
         return
     for i, m in enumerate(row["messages"]):
