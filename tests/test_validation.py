@@ -1279,6 +1279,19 @@ def test_counter_counts_rows_per_rule_with_examples_and_merges(samples):
     assert merged.to_dict() == result
 
 
+def test_a_counter_read_back_checks_further_rows_by_its_rules(samples):
+    """A counter made by from_dict had no rules: a row it checked next was counted as checked and passing, whatever
+    it broke (only row.fields ran)."""
+    row = base(samples, SWIFT)
+    row["tools"] = []                                            # call.no_tools, a warning
+    counter = ValidationCounter("warning")
+    counter.check(row)
+    again = ValidationCounter.from_dict(counter.to_dict())
+    assert [r.id for r in again.rules] == counter.rules_checked
+    assert again.check(row) == counter.check(row) != []
+    assert again.to_dict() == counter.to_dict()
+
+
 def test_counter_examples_are_capped_per_rule(samples):
     counter = ValidationCounter(max_examples=2)
     for i in range(4):

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Optional, Union
 
 from .check import findings_of
-from .registry import Finding, Rule, RuleSelection, chosen_rules, get_rule
+from .registry import Finding, Rule, RuleSelection, all_rules, chosen_rules, get_rule
 
 
 @dataclass
@@ -118,7 +118,6 @@ class ValidationCounter:
     def from_dict(cls, data: dict[str, Any], *, max_examples: int = MAX_EXAMPLES) -> "ValidationCounter":
         check_max_examples(max_examples)
         counter = cls.__new__(cls)
-        counter.rules = []
         counter.max_examples = max_examples
         counter.checked = data.get("checked", 0)
         counter.failed = data.get("failed", 0)
@@ -126,6 +125,10 @@ class ValidationCounter:
         counter.counts = {k: RuleCount(v["severity"], v["rows"], v["findings"], list(v.get("examples", [])))
                           for k, v in data.get("rules", {}).items()}
         counter.rules_checked = list(data.get("rules_checked", []))
+        # the rules it counted, to check further rows by (none, and each row checked by row.fields alone would
+        # have been counted as passing); an id this process does not register is left out
+        known = {r.id: r for r in all_rules()}
+        counter.rules = [known[rule_id] for rule_id in counter.rules_checked if rule_id in known]
         return counter
 
     def __repr__(self) -> str:
