@@ -1292,6 +1292,18 @@ def test_a_counter_read_back_checks_further_rows_by_its_rules(samples):
     assert again.to_dict() == counter.to_dict()
 
 
+def test_a_counter_read_back_keeps_as_many_examples_as_it_is_told(samples):
+    """from_dict(..., max_examples=1) kept every example the dict held, as many as the counter that wrote it."""
+    counter = ValidationCounter("warning")
+    for k in range(3):
+        row = base(samples, SWIFT)
+        row.update(id=f"r{k}", tools=[])                         # call.no_tools, a warning
+        counter.check(row)
+    assert len(counter.counts["call.no_tools"].examples) == 3
+    again = ValidationCounter.from_dict(counter.to_dict(), max_examples=1)
+    assert again.counts["call.no_tools"].examples == counter.counts["call.no_tools"].examples[:1]
+
+
 def test_counter_examples_are_capped_per_rule(samples):
     counter = ValidationCounter(max_examples=2)
     for i in range(4):

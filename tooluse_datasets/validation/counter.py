@@ -122,7 +122,9 @@ class ValidationCounter:
         counter.checked = data.get("checked", 0)
         counter.failed = data.get("failed", 0)
         counter.warned = data.get("warned", 0)
-        counter.counts = {k: RuleCount(v["severity"], v["rows"], v["findings"], list(v.get("examples", [])))
+        # (examples kept as max_examples says, as counting and merging keep them)
+        counter.counts = {k: RuleCount(v["severity"], v["rows"], v["findings"],
+                                       list(v.get("examples", []))[:max_examples])
                           for k, v in data.get("rules", {}).items()}
         counter.rules_checked = list(data.get("rules_checked", []))
         # the rules it counted, to check further rows by (none, and each row checked by row.fields alone would
