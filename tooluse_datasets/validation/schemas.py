@@ -366,9 +366,9 @@ def _compile_as(cls, schema: dict, has_refs: bool) -> CompiledSchema:
         cls.check_schema(schema, format_checker=_schema_format_checker(cls))
     except SchemaError as exc:
         where = _path(exc.absolute_path)
-        return CompiledSchema(problem=_short(json_message(exc)) + (f" (at {where})" if where else ""))
+        return CompiledSchema(problem=short_message(json_message(exc)) + (f" (at {where})" if where else ""))
     except Exception as exc:  # a pathological schema (nested too deep): unusable, said why
-        return CompiledSchema(problem=_short(f"{type(exc).__name__}: {exc}"))
+        return CompiledSchema(problem=short_message(f"{type(exc).__name__}: {exc}"))
     declared = schema.get("type")
     types = declared if isinstance(declared, list) else [declared]
     if declared is not None and "object" not in types:
@@ -384,7 +384,7 @@ def _compile_as(cls, schema: dict, has_refs: bool) -> CompiledSchema:
         problem = reference_problem(validator) if has_refs else None
     except Exception:  # the walk itself failed (it reads jsonschema internals): the calls say what they meet
         problem = None
-    return CompiledSchema(problem=_short(problem)) if problem else CompiledSchema(validator=validator)
+    return CompiledSchema(problem=short_message(problem)) if problem else CompiledSchema(validator=validator)
 
 
 _NO_RETRIEVAL = Registry()
@@ -428,7 +428,7 @@ def argument_errors(compiled: CompiledSchema, arguments: Any,
             if skip and any(path == p or path.startswith((p + ".", p + "[")) for p in skip):
                 continue
             if reported < MAX_ERRORS_PER_CALL:
-                yield path, _short(json_message(error)), error.validator != UNCHECKED
+                yield path, short_message(json_message(error)), error.validator != UNCHECKED
                 reported += 1
                 counting_ends = time.monotonic() + COUNTING_SECONDS
                 continue
@@ -450,7 +450,7 @@ def argument_errors(compiled: CompiledSchema, arguments: Any,
             why = f": $ref {as_json(cause.ref)} names another document, which is never fetched (Unresolvable)"
         else:
             why = f" ({type(cause).__name__}: {cause})"
-        yield "", _short(f"the tool's schema cannot be applied{why}"), True
+        yield "", short_message(f"the tool's schema cannot be applied{why}"), True
 
 
 # Values whose Python repr jsonschema's messages quote, looked at per message (a huge object stays cheap).
@@ -640,10 +640,6 @@ def _path(parts: Iterable[Any]) -> str:
     for part in parts:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out
-
-
-def _short(text: str) -> str:
-    return short_message(text)
 
 
 def type_name(value: Any) -> str:
