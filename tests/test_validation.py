@@ -1151,6 +1151,7 @@ def test_the_counter_takes_rules_as_check_row_does(samples):
         counter = ValidationCounter(rules)
         assert sorted(counter.rules_checked) == sorted(r.id for r in warnings)
         assert counter.check(row) == check_row(row, warnings) != []
+    assert ValidationCounter(set(warnings)).rules_checked == [r.id for r in warnings]  # registry order, not the set's
 
 
 def test_row_fields_names_the_key_of_a_call_graph_edge_that_is_wrong(samples):

@@ -186,13 +186,18 @@ def select_rules(selection: RuleSelection, *, default_all: bool = True, allow_re
     return [r for r in rules if r.id in chosen and r.checks_source(source)]
 
 
-def chosen_rules(rules: Union[RuleSelection, Iterable[Rule]], *, source: Optional[str] = None) -> list[Rule]:
+def chosen_rules(rules: Union[RuleSelection, Iterable[Rule]], *,
+                 source: Union[None, str, list[str]] = None) -> list[Rule]:
     """``rules`` as :func:`~.check.check_row` and ``ValidationCounter`` take them: rules (a list, a tuple, a
     set, a generator), or a selection as :func:`select_rules` takes it (``"arguments.*"``, None: all)."""
     if isinstance(rules, Iterator):  # (a generator of rules: read twice below, the second time empty)
         rules = list(rules)
     if isinstance(rules, Collection) and not isinstance(rules, str) and all(isinstance(r, Rule) for r in rules):
-        return list(rules)
+        if isinstance(rules, Sequence):
+            return list(rules)
+        # (a set's order differs between processes: its rules run in registry order, as a selection's do)
+        order = {r.id: i for i, r in enumerate(all_rules())}
+        return sorted(rules, key=lambda r: (order.get(r.id, len(order)), r.id))
     return select_rules(rules, source=source)  # ("error" was iterated as rules, failing with AttributeError)
 
 
