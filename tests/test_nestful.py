@@ -147,7 +147,7 @@ def test_free_text_types_nested_in_items_properties_and_type_lists_become_json_s
     mapped = tool["parameters"]["properties"]
     assert mapped[name] == {"type": "array", "items": {"type": "number"}, "description": "values"}
     assert mapped["weights"]["properties"] == {"w": {"type": ["number", "string"]},
-                                               "v": {"description": "(type: ['list of int', 'str'])"}}
+                                               "v": {"description": "(type: list of int or str)"}}
     unified = unified_row(id="x", source="nestful", subset="toy", tools=[{"type": "function", "function": tool}],
                           messages=[message("user", "q")])
     assert check_row(unified, [get_rule("tool.invalid_schema")]) == []

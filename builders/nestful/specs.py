@@ -3,6 +3,7 @@ tools, and the ``$label.field$`` references between calls (shared by the v2 and 
 executor and the validation rules)."""
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Container, Iterator, Mapping, Optional
 
@@ -242,7 +243,9 @@ def _type_in_description(prop: dict, t: Any) -> None:
     """Unknown free text is not a JSON Schema type: said in the description instead."""
     prop.pop("type")
     desc = prop.get("description") or ""
-    prop["description"] = f"{desc} (type: {t})".strip()
+    # (a list of types read as one: "list of int or str", not Python's "['list of int', 'str']")
+    named = " or ".join(x if isinstance(x, str) else json.dumps(x) for x in t) if isinstance(t, list) else t
+    prop["description"] = f"{desc} (type: {named})".strip()
 
 
 def to_openai_tool(spec: dict, field: str = "tools[]") -> dict:
