@@ -156,6 +156,31 @@ def test_reshard_of_a_streams_part_gives_that_parts_rows(tmp_path):
         assert [row["id"] for row in part.reshard()] == [row["id"] for row in part]
 
 
+def test_reshard_gives_every_row_group_a_shard_where_a_multiple_would_give_no_more(tmp_path):
+    """A split of 3 row groups is planned as 2 shards (a multiple of 2); reshard(), which datasets' DataLoader
+    advises when 3 workers outnumber them, merged its 3 single row groups back to 2, so the third worker still
+    had none and 3 nodes each read every row."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(td.sample_files("toolmind")["train"][0])
+    path = tmp_path / "three_groups.parquet"
+    pq.write_table(pa.concat_tables([table] * 3), path, row_group_size=table.num_rows)
+
+    def load():
+        return td.load("toolmind", data_files=str(path), split="train", streaming=True, split_column=None,
+                       shard_bytes=1)
+
+    assert pq.ParquetFile(path).num_row_groups == 3 and load().num_shards == 2
+    resharded = load().reshard()
+    assert resharded.num_shards == 3
+    whole = [row["id"] for row in load()]
+    assert [row["id"] for row in resharded] == whole
+    nodes = [split_dataset_by_node(load().reshard(), rank=rank, world_size=3) for rank in range(3)]
+    assert [node.num_shards for node in nodes] == [1, 1, 1]  # not every node reading every row
+    assert sum(([row["id"] for row in node] for node in nodes), []) == whole
+
+
 @pytest.fixture
 def conversions(monkeypatch):
     """Counts the rows ToolMind converts in this process."""

@@ -170,7 +170,8 @@ def resharded(shards: list[Shard], target_bytes: int) -> list[Shard]:
     shards): Parquet into single row groups, as datasets reshards Parquet; JSON Lines ranges into pieces of about
     ``target_bytes / RESHARD_DIVISOR``; a whole JSON array (local, uncompressed) into pieces of that size, which
     reads it once to find its elements. Compressed files stay whole. Balanced as plans are (:func:`balanced`), not
-    across gaps: ``shards`` may be a stream's part (``IterableDataset.shard``)."""
+    across gaps: ``shards`` may be a stream's part (``IterableDataset.shard``); unless that leaves no more shards
+    than ``shards``: 3 row groups, a split's 2 shards, were merged back to 2."""
     piece = max(1, target_bytes // RESHARD_DIVISOR)
     out: list[Shard] = []
     for shard in cut_documents(shards, piece):
@@ -180,7 +181,9 @@ def resharded(shards: list[Shard], target_bytes: int) -> list[Shard]:
             out += _cut_range(shard, piece)
         else:
             out.append(shard)
-    return balanced(out, gaps=False)
+    # reshard() is asked for when workers or nodes outnumber the shards: more shards serve them, a multiple does not
+    even = balanced(out, gaps=False)
+    return even if len(even) > len(shards) else out
 
 
 def _cut_range(shard: Shard, piece: int) -> list[Shard]:
