@@ -1864,6 +1864,25 @@ def test_a_streams_state_with_a_key_datasets_does_not_read_resumes_where_it_was_
     assert head + [r["id"] for r in resumed] == [r["id"] for r in _stream(toolmind_file)]
 
 
+def test_a_state_saved_in_a_later_epoch_resumes_where_it_was_saved_in_a_new_stream(toolmind_file):
+    """A state saved in epoch 1 (after ``set_epoch(1)``), loaded into the stream a restarted job builds (epoch 0),
+    was passed over, as datasets applies a state only in the epoch it was saved in: that epoch was read again from
+    its first row, the rows handed out before the checkpoint twice. The stream takes the state's epoch and resumes
+    where it was saved; ``set_epoch`` of a later epoch then starts that one afresh."""
+    def epoch(n: int):  # datasets orders the shards of each epoch after the first anew
+        ds = _stream(toolmind_file)
+        ds.set_epoch(n)
+        return ds
+
+    head, state = _read_then_save(epoch(1), 3, key="id")
+    assert state["epoch"] == 1
+    resumed = _stream(toolmind_file)
+    resumed.load_state_dict(state)
+    assert head + [r["id"] for r in resumed] == [r["id"] for r in epoch(1)]
+    resumed.set_epoch(2)
+    assert [r["id"] for r in resumed] == [r["id"] for r in epoch(2)]
+
+
 def test_what_is_not_a_streams_state_dict_is_a_value_error_when_loaded(toolmind_file):
     """A StatefulDataLoader's state given to the stream (instead of the loader), the state of the stream's steps
     (``state_dict()["examples_iterable"]``), or no dict at all failed at the first row with datasets' bare

@@ -87,6 +87,10 @@ def install() -> None:
         if found:
             raise ValueError(f"this is not a stream's state_dict (IterableDataset.state_dict() gives a dict of "
                              f"'examples_iterable' and 'epoch'): {found}")
+        # datasets applies a state only in the epoch it was saved in: one of a later epoch, loaded into the new
+        # stream of a restarted job (epoch 0), was passed over and that epoch read again from its first row
+        if state_dict and state_dict["epoch"] > self.epoch:
+            self.set_epoch(state_dict["epoch"])
         return load_stream_state(self, state_dict)
 
     IterableDataset.load_state_dict = patched_once(load_stream_state, load_a_streams_state, "_checks_a_streams_state")
