@@ -853,6 +853,20 @@ def test_system_prompt_without_a_catalog_is_flagged_not_fatal():
     assert parse_system_prompt(prose).tools == []
 
 
+def test_a_one_line_prompt_starting_with_the_protocol_heading_keeps_its_instructions():
+    """Taken for the heading alone, the whole prompt was left out: no system turn, nothing in swift or
+    llamafactory exports."""
+    prompt = "## Tool-Use Protocol: reason inside <think> tags, then answer. You are an airline agent."
+    msgs = conversation()
+    msgs[0]["content"] = prompt
+    row = convert(native_row(msgs))
+    assert row["messages"][0] == message("system", prompt) and row["meta"]["tools_not_found"] is True
+    assert json.loads(write_toolmind_row(row)["messages"])[0]["content"] == prompt
+    # a heading over the protocol's list is still left out, as is one alone
+    assert parse_system_prompt(PROTOCOL_TEXT + "\n\nBe brief.").instructions == "Be brief."
+    assert parse_system_prompt("## Tool-Use Protocol").instructions == ""
+
+
 @pytest.mark.parametrize("catalog", ["## Available Tools\n\n[]", "Tools: []", "<tools>[ ]</tools>"])
 def test_an_empty_catalog_where_one_is_introduced_is_no_instructions(catalog):
     msgs = conversation()
