@@ -867,6 +867,17 @@ def test_a_one_line_prompt_starting_with_the_protocol_heading_keeps_its_instruct
     assert parse_system_prompt("## Tool-Use Protocol").instructions == ""
 
 
+def test_a_prompt_whose_lines_end_in_cr_alone_gives_its_tools_and_instructions():
+    """Read as one line, its catalog was not found and the protocol heading took the whole text with it."""
+    msgs = conversation()
+    msgs[0]["content"] = render_system_prompt(TOOLS, "Answer briefly.\nNo jokes.").replace("\n", "\r")
+    native = native_row(msgs)
+    row = convert(native)
+    assert row["tools"] == TOOLS and "tools_not_found" not in row["meta"]
+    assert row["messages"][0] == message("system", "Answer briefly.\nNo jokes.")
+    assert write_toolmind_row(row)["messages"] == native["messages"]
+
+
 @pytest.mark.parametrize("catalog", ["## Available Tools\n\n[]", "Tools: []", "<tools>[ ]</tools>"])
 def test_an_empty_catalog_where_one_is_introduced_is_no_instructions(catalog):
     msgs = conversation()

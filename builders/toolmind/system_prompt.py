@@ -80,6 +80,8 @@ class SystemPrompt:
 
 def parse_system_prompt(text: str) -> SystemPrompt:
     """Tools and domain instructions of a system text. Never raises."""
+    if "\n" not in text and "\r" in text:
+        text = text.replace("\r", "\n")  # lines ending in CR alone (classic Mac OS): read as lines, not one line
     marked = _parse_marked(text)
     if marked is not None:
         return marked
