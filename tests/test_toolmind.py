@@ -2318,6 +2318,26 @@ def test_a_catalog_in_a_markdown_code_fence_leaves_no_empty_fence_in_the_instruc
         assert write_toolmind_row(row)["messages"] == native["messages"]
 
 
+@pytest.mark.parametrize("fence", ["```", "~~~"])
+@pytest.mark.parametrize("layout", ["lines", "pretty"])
+def test_a_fenced_catalog_with_crlf_line_ends_is_read_as_with_lf(graphsyn_tools, layout, fence):
+    """A fence line ending in CRLF was not taken for the one closing the catalog: "```\\r\\n\\r\\n# Domain..." in the
+    system message (also after a tool cut short in the fence)."""
+    heading, body = gen._catalog_text(graphsyn_tools, layout, ensure_ascii=True).split("\n\n", 1)
+    cut = '{"type": "function", "function": {"name": "cut"'
+    for catalog in (body, f"{body}\n{cut}"):
+        system = f"{PROTOCOL_TEXT}\n\n{heading}\n\n{fence}json\n{catalog}\n{fence}\n\n# Domain\nBe polite."
+        with_lf = parse_system_prompt(system)
+        assert fence not in with_lf.instructions
+        msgs = conversation()
+        msgs[0]["content"] = system.replace("\n", "\r\n")
+        native = native_row(msgs)
+        row = convert(native)
+        assert row["tools"] == graphsyn_tools and row["meta"].get("tools_unreadable", False) is with_lf.unreadable
+        assert row["messages"][0] == message("system", with_lf.instructions.replace("\n", "\r\n"))
+        assert write_toolmind_row(row)["messages"] == native["messages"]
+
+
 @pytest.mark.parametrize("lead_in", ["## Available Tools", "You may call these functions:", "<tools>"])
 def test_a_broken_array_catalog_beside_another_tool_is_flagged(graphsyn_tools, lead_in):
     """A catalog written as one JSON array with one tool cut short is no JSON: none of its tools can be read.

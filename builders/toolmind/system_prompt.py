@@ -747,7 +747,8 @@ def _strip_lead_in(head: str) -> str:
 # Markdown's two kinds of code fence: one is closed by a fence line of its own kind only.
 _FENCES = ("```", "~~~")
 _FENCE_LINE = re.compile(r"^[ \t]*(```|~~~)", re.MULTILINE)
-_FENCE_CLOSE = {fence: re.compile(r"\A\s*" + fence + r"[ \t]*(?:\n|\Z)") for fence in _FENCES}
+# (A line may end in CRLF: Windows text.)
+_FENCE_CLOSE = {fence: re.compile(r"\A\s*" + fence + r"[ \t]*\r?(?:\n|\Z)") for fence in _FENCES}
 
 
 def _open_fence(text: str, fence: str = "") -> str:
@@ -781,7 +782,7 @@ def _strip_close_after(after: str, fenced: str, tagged: bool) -> str:
 
 # (A tag on a line of its own goes with its line break, as a fence line does.)
 _TOOLS_CLOSE_TAG = re.compile(r"^[ \t]*</tools?[ \t]*>[ \t]*(?:\n|\Z)|</tools?[ \t]*>", re.IGNORECASE | re.MULTILINE)
-_FENCE_CLOSE_LINE = {fence: re.compile(r"^[ \t]*" + fence + r"[ \t]*(?:\n|\Z)", re.MULTILINE) for fence in _FENCES}
+_FENCE_CLOSE_LINE = {fence: re.compile(r"^[ \t]*" + fence + r"[ \t]*\r?(?:\n|\Z)", re.MULTILINE) for fence in _FENCES}
 
 
 # A list comma after a catalog value that ends its line or the catalog (`{...},` as the last tool of scraped
