@@ -1406,6 +1406,31 @@ def test_several_blocks_in_one_message_are_refused_when_strict_and_kept_whole_wh
         assert err.value.field == field
 
 
+def test_a_lenient_tool_output_of_several_blocks_answers_the_calls_awaiting_them(tmp_path, graphsyn_card_rows):
+    """Two calls packed into one tool_call message, their results into one tool_output (the real texts of graph_syn
+    rows 0 and 3): the second result was glued into the first call's, tags and all, and the second call left
+    unanswered, so that every format refused the row."""
+    row0, row3 = graphsyn_card_rows[0], graphsyn_card_rows[3]
+    calls, results = ([P.unwrap(row[k]["content"], tag, "", "t").text for row in (row0, row3)]
+                      for k, tag in ((3, "tool_call"), (4, "tool_response")))
+    packed = row0[:3] + [{"role": "tool_call", "content": f"{row0[3]['content']}\n{row3[3]['content']}"},
+                         {"role": "tool_output", "content": f"{row0[4]['content']}\n{row3[4]['content']}"}] + row0[5:7]
+    path = write_parquet(tmp_path / "packed.parquet", [native_row(packed)])
+    [row] = td.load("toolmind", data_files=path, split="synthetic", streaming=True, strict=False)
+    turn, *answers = row["messages"][1:4]
+    assert [json.loads(c) for c in calls] == [
+        {"name": c["function"]["name"], "arguments": c["function"]["arguments"]} for c in turn["tool_calls"]]
+    assert answers == [message("tool", text, tool_call_id=call["id"], name=call["function"]["name"])
+                       for text, call in zip(results, turn["tool_calls"])]
+    assert row["meta"]["source_messages"] == packed
+    [written] = td.load("toolmind", "toolmind", data_files=path, split="synthetic", streaming=True, strict=False)
+    assert [m["role"] for m in json.loads(written["messages"])].count("tool_output") == 2
+    # one result for two calls is still one text: the second call's result is not made up
+    packed[4] = row0[4]
+    one = convert(native_row(packed), ToolMindSource(ToolMindOptions(strict=False)))
+    assert [m["content"] for m in one["messages"] if m["role"] == "tool"] == [results[0]]
+
+
 def test_the_grammar_rule_takes_a_trailing_call_the_load_allowed_as_within_the_grammar(tmp_path, graphsyn_card_rows):
     """graph_syn rows end on a call, as text_to_terminal's do: read with allow_trailing_call=True, that ending is
     within the load's grammar. A row kept whole for something else (here its last tool_call message packs both

@@ -90,7 +90,7 @@ class ToolMindOptions(SourceOptions):
             message and one ``<think>``, ``<tool_response>`` or ``<answer>`` block per message. False converts
             any role sequence unified can express and keeps the original messages in ``meta`` (the validation
             rule ``toolmind.grammar`` reports such rows); a user turn of ``<tool_response>`` blocks right after
-            calls is read as their results. Content the card calls invalid
+            calls, or a ``tool_output`` of several, is read as their results. Content the card calls invalid
             is refused in both modes: an empty ``<think>``, ``<tool_call>`` or ``<answer>`` block (an empty
             ``<tool_response>`` is a tool that returned nothing), and a call that does not parse or lacks
             ``name`` or ``arguments_key`` (an object, or a JSON string holding one).
@@ -644,8 +644,12 @@ class _RowParser:
         if not self.open_calls:
             raise InvalidValueError("tool_output without a preceding tool_call it could answer",
                                     field=f"{self.column}[{i}].role")
-        call_id, name = self.open_calls.popleft()
-        self.out.append(message("tool", text, tool_call_id=call_id, name=name))
+        # Several blocks (lenient rows), no more than the calls awaiting them: the results of those calls, in order,
+        # as a user turn of such blocks is read; else one text, the row kept whole.
+        found = P.blocks(text, "tool_response") if "</tool_response>" in text else [text]
+        for block in found if len(found) <= len(self.open_calls) else [text]:
+            call_id, name = self.open_calls.popleft()
+            self.out.append(message("tool", block, tool_call_id=call_id, name=name))
 
     def _answer(self, i: int, content: str, where: str) -> None:
         text = self._unwrap_block(i, content, "answer", where)
