@@ -2343,17 +2343,18 @@ def test_a_catalog_in_a_markdown_code_fence_leaves_no_empty_fence_in_the_instruc
         assert write_toolmind_row(row)["messages"] == native["messages"]
 
 
-@pytest.mark.parametrize("fence", ["```", "~~~"])
+@pytest.mark.parametrize("opening, closing", [("```json", "```"), ("~~~json", "~~~"), ("<tools>", "</tools>")])
 @pytest.mark.parametrize("layout", ["lines", "pretty"])
-def test_a_fenced_catalog_with_crlf_line_ends_is_read_as_with_lf(graphsyn_tools, layout, fence):
+def test_a_fenced_or_tagged_catalog_with_crlf_line_ends_is_read_as_with_lf(graphsyn_tools, layout, opening, closing):
     """A fence line ending in CRLF was not taken for the one closing the catalog: "```\\r\\n\\r\\n# Domain..." in the
-    system message (also after a tool cut short in the fence)."""
+    system message (also after a tool cut short in the fence); after a tool cut short before </tools>, the tag's
+    line break stayed, an empty line more."""
     heading, body = gen._catalog_text(graphsyn_tools, layout, ensure_ascii=True).split("\n\n", 1)
     cut = '{"type": "function", "function": {"name": "cut"'
     for catalog in (body, f"{body}\n{cut}"):
-        system = f"{PROTOCOL_TEXT}\n\n{heading}\n\n{fence}json\n{catalog}\n{fence}\n\n# Domain\nBe polite."
+        system = f"{PROTOCOL_TEXT}\n\n{heading}\n\n{opening}\n{catalog}\n{closing}\n\n# Domain\nBe polite."
         with_lf = parse_system_prompt(system)
-        assert fence not in with_lf.instructions
+        assert closing not in with_lf.instructions
         msgs = conversation()
         msgs[0]["content"] = system.replace("\n", "\r\n")
         native = native_row(msgs)

@@ -781,7 +781,7 @@ def _strip_close_after(after: str, fenced: str, tagged: bool) -> str:
 
 
 # (A tag on a line of its own goes with its line break, as a fence line does.)
-_TOOLS_CLOSE_TAG = re.compile(r"^[ \t]*</tools?[ \t]*>[ \t]*(?:\n|\Z)|</tools?[ \t]*>", re.IGNORECASE | re.MULTILINE)
+_TOOLS_CLOSE_TAG = re.compile(r"^[ \t]*</tools?[ \t]*>[ \t]*\r?(?:\n|\Z)|</tools?[ \t]*>", re.IGNORECASE | re.MULTILINE)
 _FENCE_CLOSE_LINE = {fence: re.compile(r"^[ \t]*" + fence + r"[ \t]*\r?(?:\n|\Z)", re.MULTILINE) for fence in _FENCES}
 
 
