@@ -10,9 +10,10 @@ import pytest
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, DatasetCard
 from huggingface_hub.errors import HfHubHTTPError
 
+import tooluse_datasets as td
 from tooluse_datasets import cli
 from tooluse_datasets.dataset_card import BEGIN_MARKER, END_MARKER, render_card
-from tooluse_datasets.mirror import ParquetLayout, mirror_files, read_manifest
+from tooluse_datasets.mirror import MirrorRequest, ParquetLayout, build_mirror, mirror_files, read_manifest
 from tooluse_datasets.publish import PublishError, publish_mirror
 
 from conftest import PROJECT_ROOT
@@ -127,6 +128,25 @@ def test_user_card_sections_and_metadata_survive_republishing(mirror, tmp_path):
     assert [c["config_name"] for c in merged_card.data["configs"]] == ["raw"]
     generated = render_card(read_manifest(changed), REPO)
     assert generated[generated.index(BEGIN_MARKER):generated.index(END_MARKER)] in merged
+
+
+def test_list_metadata_an_earlier_publish_wrote_goes_when_the_mirror_no_longer_claims_it(mirror, tmp_path):
+    api = FakeHubApi()
+    publish_mirror(mirror, REPO, api=api, echo=_quiet)  # the bundled sample: NESTFUL's language and upstream
+    card = DatasetCard(api.files(REPO)["README.md"].decode())
+    assert card.data["source_datasets"] == ["ibm-research/nestful"] and card.data["language"] == ["en"]
+    card.data["tags"] = card.data["tags"] + ["our-pick"]
+    api.edit(REPO, {"README.md": str(card).encode()})
+    assert not publish_mirror(mirror, REPO, api=api, echo=_quiet).committed  # the user's tag: still a no-op
+    # the same rows from a copy of the file: data files given to the mirror claim no upstream or language
+    copy = tmp_path / "rows"
+    copy.mkdir()
+    files = [shutil.copy(path, copy) for path in td.sample_files("nestful")["train"]]
+    own = build_mirror(MirrorRequest("nestful", configs=["unified", "raw"], data_files=files), tmp_path / "out")
+    assert publish_mirror(own, REPO, api=api, echo=_quiet).committed
+    merged = DatasetCard(api.files(REPO)["README.md"].decode()).data.to_dict()
+    assert "source_datasets" not in merged and "language" not in merged
+    assert merged["tags"][-1] == "our-pick" and "nestful" in merged["tags"]
 
 
 def test_a_concurrent_change_fails_the_commit_instead_of_overwriting_it(mirror, tmp_path):

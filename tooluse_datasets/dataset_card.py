@@ -116,6 +116,11 @@ def render_card(manifest: Manifest, repo_id: Optional[str] = None) -> str:
     return _compose(data, f"{BEGIN_MARKER}\n{body.strip()}\n{END_MARKER}\n")
 
 
+def generated_metadata(manifest: Manifest) -> dict:
+    """The YAML metadata :func:`render_card` writes for ``manifest``."""
+    return card_metadata(manifest, source_prose(manifest.source, manifest.options)[0]).to_dict()
+
+
 def card_metadata(manifest: Manifest, prose_meta: Optional[dict] = None) -> DatasetCardData:
     """The card's YAML: license and discovery keys, plus ``configs``/``dataset_info`` written by datasets'
     own helpers so that ``load_dataset`` reads back exactly what it expects."""
@@ -393,13 +398,14 @@ def _compose(data: DatasetCardData, body: str) -> str:
 
 
 def merge_cards(generated: str, existing: Optional[str], *, previous_configs: Iterable[str] = (),
-                notes: Optional[list[str]] = None) -> str:
+                previous_meta: Optional[dict] = None, notes: Optional[list[str]] = None) -> str:
     """The generated card merged into ``existing`` (the card already in the repo):
 
     * body: the generated block replaces the block between the markers in ``existing``; text before and
       after it stays. A card without markers keeps its whole text below the generated block.
-    * metadata: keys only the user has stay; ``MERGED_LIST_KEYS`` become ours + theirs; every other key we
-      generate (license, ...) is ours.
+    * metadata: keys only the user has stay; ``MERGED_LIST_KEYS`` become ours + theirs, where the items of
+      ``previous_meta`` (the metadata an earlier publish of this mirror wrote) are ours, not theirs; every other
+      key we generate (license, ...) is ours.
     * ``configs``/``dataset_info``: our entries, then the existing card's entries for configs that are not
       ours: neither one we generate now nor one of ``previous_configs`` (the configs an earlier publish of
       this mirror wrote, whose entries go with their files). A user's own config stays in the YAML.
@@ -420,13 +426,22 @@ def merge_cards(generated: str, existing: Optional[str], *, previous_configs: It
     new_meta = new_card.data.to_dict()
     ours = set(previous_configs) | {e["config_name"] for e in _entries(new_meta.get("configs"))}
     merged = dict(old_meta)
+    for key in MERGED_LIST_KEYS:
+        # What an earlier publish wrote goes when this one no longer writes it (a mirror of data files claims no
+        # upstream's source_datasets or language): only the items the user added are theirs to keep.
+        written = _union([], (previous_meta or {}).get(key))
+        if written and key in merged:  # (emptied in place: the keys keep their order, a no-op publish stays one)
+            merged[key] = [item for item in _union([], merged[key]) if item not in written]
     for key, value in new_meta.items():
         if key in OWNED_KEYS:
             merged[key] = value
-        elif key in MERGED_LIST_KEYS and old_meta.get(key):
-            merged[key] = _union(value or [], old_meta[key])
+        elif key in MERGED_LIST_KEYS and merged.get(key):
+            merged[key] = _union(value or [], merged[key])
         else:
             merged[key] = value
+    for key in MERGED_LIST_KEYS:
+        if merged.get(key) == [] and key not in new_meta:
+            del merged[key]
     theirs_default = _keep_foreign_configs(merged, old_meta, ours, notes)
     block = _generated_block(new_card.text)
     if theirs_default is not None:  # the card's sentence naming our default would no longer be true

@@ -50,7 +50,8 @@ from huggingface_hub.errors import (EntryNotFoundError, HfHubHTTPError, Reposito
                                     RevisionNotFoundError)
 from huggingface_hub.utils import sha as hub_sha
 
-from .dataset_card import CardMarkersError, card_config_names, merge_cards, render_card, repo_id_problem
+from .dataset_card import (CardMarkersError, card_config_names, generated_metadata, merge_cards, render_card,
+                           repo_id_problem)
 from .mirror.manifest import MANIFEST_NAME, README_NAME, Manifest, MirrorError, read_manifest
 from .mirror.provenance import hash_file, sha256_file
 from .mirror.staging import recover_swap, recover_swaps_in, swap_lock
@@ -614,7 +615,8 @@ def plan_publish(folder: Path, manifest: Manifest, repo_id: str, revision: Optio
     rendered = render_card(manifest, repo_id)
     _note_local_card_edits(folder, manifest, rendered, notes)
     try:
-        card = merge_cards(rendered, remote.card, previous_configs=previous_configs, notes=notes).encode("utf-8")
+        card = merge_cards(rendered, remote.card, previous_configs=previous_configs, notes=notes,
+                           previous_meta=generated_metadata(previous) if previous is not None else None).encode("utf-8")
     except CardMarkersError as exc:
         raise PublishError(f"{repo_id}: {exc}") from None
     local = [_local_file(folder / f.path, f.path, f.sha256) for f in manifest.files + manifest.figures]
