@@ -107,12 +107,12 @@ def test_layout_files_names_and_parquet_metadata(nestful_mirror):
 
 
 def test_small_row_groups_and_shards_keep_every_row_in_order(tmp_path, cache_dir):
-    layout = ParquetLayout(row_group_rows=2, row_group_bytes=10**9, shard_bytes=1)  # one row group per shard
+    layout = ParquetLayout(row_group_rows=2, row_group_bytes=10**9, shard_bytes=1)  # one row per group and file
     folder = build_sample_mirror("nestful", tmp_path / "out", configs=["unified"], layout=layout)
     split = read_manifest(folder).configs["unified"].splits["train"]
     expected = reference_rows("nestful", "unified", "train", cache_dir)
     n = len(split.files)
-    assert n == -(-len(expected) // 2) and n > 1
+    assert n == len(expected) and n > 1
     assert split.files == [f"unified/train-{i:05d}-of-{n:05d}.parquet" for i in range(n)]
     for path in split.files:
         pf = pq.ParquetFile(folder / path)
@@ -120,6 +120,15 @@ def test_small_row_groups_and_shards_keep_every_row_in_order(tmp_path, cache_dir
     assert sum(pq.ParquetFile(folder / p).metadata.num_rows for p in split.files) == split.num_examples
     for streaming in (False, True):
         assert mirror_rows(folder, "unified", "train", streaming=streaming, cache_dir=cache_dir) == expected
+
+
+def test_files_are_bounded_by_max_shard_size_below_the_row_group_size(tmp_path):
+    layout = ParquetLayout(row_group_rows=1000, shard_bytes=2000)  # row groups of up to 64 MB: bounded by the file's
+    folder = build_sample_mirror("ms_swift", tmp_path / "out", configs=["unified"], layout=layout)
+    split = read_manifest(folder).configs["unified"].splits["train"]
+    tables = [pq.read_table(folder / path) for path in split.files]
+    assert sum(t.num_rows for t in tables) == split.num_examples
+    assert len(tables) > 2 and all(t.nbytes <= layout.shard_bytes for t in tables)
 
 
 def test_row_groups_are_bounded_by_bytes(tmp_path):

@@ -85,7 +85,8 @@ class PartWriter:
         self.stem = stem
         self.schema = features.arrow_schema  # carries the "huggingface" metadata: Json() survives the round trip
         self.layout = layout
-        self._row_groups = TableGroups(layout.row_group_rows, layout.row_group_bytes)
+        # A file holds whole row groups: one larger than a file may be would make a file that large.
+        self._row_groups = TableGroups(layout.row_group_rows, min(layout.row_group_bytes, layout.shard_bytes))
         self._writer: Optional[pq.ParquetWriter] = None
         self._parts: list[WrittenPart] = []
         self._attempt = Attempt()
