@@ -430,6 +430,15 @@ def test_a_folder_of_mirrors_given_to_publish_mirror_is_named_so(tmp_path):
     assert api.calls == []
 
 
+def test_a_folder_inside_a_mirror_names_the_mirror(mirror, capsys):
+    """A mirror's config folder given to publish was said to be no mirror, and to build one."""
+    with pytest.raises(PublishError, match=f"^{re.escape(str(mirror / 'unified'))} is not a mirror but a folder inside "
+                                           f"the mirror {re.escape(str(mirror))}: give that folder$"):
+        publish_mirror(mirror / "unified", REPO, api=FakeHubApi(), echo=_quiet)
+    assert _cli([str(mirror / "unified"), "--repo-id", REPO, "--dry-run"], FakeHubApi()) == 2
+    assert f"but a folder inside the mirror {mirror}: give that folder" in capsys.readouterr().err
+
+
 def _cli(argv: list[str], api: FakeHubApi) -> int:
     """The real command line, with ``api`` standing in for huggingface_hub's HfApi."""
     import huggingface_hub

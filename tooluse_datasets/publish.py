@@ -52,7 +52,7 @@ from huggingface_hub.utils import sha as hub_sha
 
 from .dataset_card import (CardMarkersError, card_config_names, generated_metadata, merge_cards, render_card,
                            repo_id_problem)
-from .mirror.manifest import MANIFEST_NAME, README_NAME, Manifest, MirrorError, read_manifest
+from .mirror.manifest import MANIFEST_NAME, README_NAME, Manifest, MirrorError, enclosing_mirror, read_manifest
 from .mirror.provenance import hash_file, sha256_file
 from .mirror.staging import recover_swap, recover_swaps_in, swap_lock
 
@@ -887,5 +887,8 @@ def find_mirrors(folder: str | Path) -> dict[str, Path]:
                                f"publish each folder on its own, to its own --repo-id")
         found[source] = sub
     if not found:
-        raise PublishError(f"{folder} is neither a mirror nor a folder of mirrors (no {MANIFEST_NAME} found)")
+        mirror = enclosing_mirror(root)
+        raise PublishError(f"{folder} is neither a mirror nor a folder of mirrors " + (
+            f"but a folder inside the mirror {mirror}: give that folder" if mirror is not None
+            else f"(no {MANIFEST_NAME} found)"))
     return found

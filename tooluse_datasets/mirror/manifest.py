@@ -217,6 +217,9 @@ def read_manifest(folder: str | Path) -> Manifest:
         leftovers = stopped_swap_leftovers(target)
         if not target.exists() and leftovers:
             raise StoppedSwapError(target, leftovers)
+        mirror = enclosing_mirror(folder)
+        if mirror is not None:
+            raise MirrorError(f"{folder} is not a mirror but a folder inside the mirror {mirror}: give that folder")
         raise MirrorError(f"{folder} is not a mirror: {MANIFEST_NAME} is missing "
                           f"(build one with `tooluse-datasets mirror`)")
     try:
@@ -227,6 +230,12 @@ def read_manifest(folder: str | Path) -> Manifest:
             else type(exc).__name__
         raise MirrorError(f"{path} cannot be read as a mirror manifest ({type(exc).__name__}: {reason}): "
                           f"rebuild the mirror with `tooluse-datasets mirror`") from exc
+
+
+def enclosing_mirror(folder: str | Path) -> Optional[Path]:
+    """The mirror ``folder`` lies inside (one of its config folders, say), if any."""
+    return next((parent for parent in Path(os.path.abspath(folder)).parents if (parent / MANIFEST_NAME).is_file()),
+                None)
 
 
 def write_manifest(folder: Path, manifest: Manifest) -> None:
