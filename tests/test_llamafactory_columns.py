@@ -479,6 +479,20 @@ def test_tags_an_entry_leaves_out_are_no_tags_as_llamafactory_reads_them(tmp_pat
         assert info.value.field == field
 
 
+@pytest.mark.parametrize("messages, field, needs", [
+    ([U, A, A, U], "messages[2].role", "needs user there"),
+    ([U, U], "messages[1].role", "needs assistant there"),
+])
+def test_turns_out_of_alternation_are_told_the_file_own_tags_only(tmp_path, messages, field, needs):
+    # mllm_demo's tags name no observation or function tag: "needs user or observation" named a turn it cannot have
+    write_rows(tmp_path, [{"messages": messages}])
+    (tmp_path / "dataset_info.json").write_text(json.dumps({"x": {
+        "file_name": "rows.jsonl", "formatting": "sharegpt", "columns": {"messages": "messages"}, "tags": MLLM_TAGS}}))
+    with pytest.raises(ToolUseDataError, match=needs) as info:
+        list(td.load("llamafactory", dataset_info=str(tmp_path), dataset="x", split="train", streaming=True))
+    assert info.value.field == field
+
+
 @pytest.mark.parametrize("entry, message", [
     ({"columns": {"tools": "tools"}}, "columns names no 'messages' column"),
     ({"tags": {"role_tag": "role", "content_tag": "content"}}, "tags name no 'user_tag' and no 'assistant_tag'"),

@@ -379,8 +379,10 @@ def unified_messages(turns: list[dict], first: int = 0,
         position = len(out)
         allowed = (EVEN_TAGS, ODD_TAGS)[k % 2]
         if tag not in allowed:
+            # (only the file's own tags: one its tags leave out, mllm_demo's observation, is no turn it can have)
+            named = [t for t in allowed if spell is None or t in spell]
             raise InvalidValueError(f"{say(tag)!r} at position {k}; LLaMA-Factory needs "
-                                    f"{' or '.join(map(say, allowed))} there (it drops the row)", field=f"{where}.from")
+                                    f"{' or '.join(map(say, named))} there (it drops the row)", field=f"{where}.from")
         if tag == HUMAN:
             if open_calls:
                 raise InvalidValueError(f"a {say(HUMAN)} turn right after a {say(FUNCTION)}: LLaMA-Factory would "
