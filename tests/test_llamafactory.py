@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -774,6 +775,14 @@ def test_a_tools_spelling_the_default_tool_prompt_fails_on_is_not_written_back(t
     assert written["conversations"] == turns and written["tools"] != tools
     assert accepted_by_llamafactory(written) == [("a", "{}")]
     assert json.loads(written["tools"])[0]["function"]["parameters"]["properties"] == {}
+
+
+def test_the_card_names_the_tools_the_llamafactory_config_does_not_write_back_as_read():
+    # (it said the config was exact but for a leading system turn; the test above writes such tools respelled)
+    path = Path(sys.modules[LlamaFactorySource.__module__].__file__).parent / "card.md"
+    card = " ".join(path.read_text(encoding="utf-8").split())
+    assert "and so is `llamafactory` except that it writes a leading system turn as the `system` column." not in card
+    assert "a tool without `parameters.properties`" in card
 
 
 def _ms_swift_sample_with_required(tmp_path, required) -> Path:
