@@ -521,6 +521,26 @@ def test_a_folder_of_json_and_jsonl_files_reads_as_llamafactory_reads_it(tmp_pat
         td.load("llamafactory", dataset_info=str(tmp_path), dataset="parts", split="train", streaming=True)
 
 
+@pytest.mark.parametrize("file_name", ["rows[1].jsonl", "run[1]"])
+@pytest.mark.parametrize("streaming", [False, True])
+def test_an_entry_file_name_holding_glob_characters_is_read_as_named(tmp_path, file_name, streaming):
+    # LLaMA-Factory opens file_name as it is; read as a glob, "rows[1].jsonl" was "rows1.jsonl", another file
+    # of the folder (its rows read instead), and the folder "run[1]" matched none
+    named = tmp_path / file_name
+    if file_name.endswith(".jsonl"):
+        write_rows(tmp_path, [{"conversations": [{"from": "human", "value": "named"}, {"from": "gpt", "value": "b"}]}],
+                   named.name)
+    else:
+        named.mkdir()
+        write_rows(named, [{"conversations": [{"from": "human", "value": "named"}, {"from": "gpt", "value": "b"}]}])
+    write_rows(tmp_path, [{"conversations": [{"from": "human", "value": "other"}, {"from": "gpt", "value": "b"}]}],
+               "rows1.jsonl")
+    (tmp_path / "dataset_info.json").write_text(json.dumps({"x": {"file_name": file_name, "formatting": "sharegpt"}}))
+    loaded = td.load("llamafactory", dataset_info=str(tmp_path), dataset="x", split="train", streaming=streaming,
+                     cache_dir=str(tmp_path / "cache"))
+    assert [r["messages"][0]["content"] for r in loaded] == ["named"]
+
+
 # -- an entry's split: LLaMA-Factory loads a local file with load_dataset(..., split=entry["split"]) --------------
 
 

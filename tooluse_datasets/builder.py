@@ -147,6 +147,8 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
             # Files a source option names (LLaMA-Factory's dataset_info entry): resolved here, so that datasets
             # keys its cache on them as on data_files.
             kwargs["data_files"] = self.data_files_from_options(kwargs)
+            if kwargs["data_files"] is not None:  # (files as named, as data_files= are: "rows[1].json" no glob)
+                kwargs["data_files"] = _path_strings(kwargs["data_files"], takes_dir=self.TAKES_DATA_DIR)
         self._data_files_given = kwargs.get("data_files")
         self._hf_branches_read: dict[tuple[str, str], str] = {}
         if kwargs.get("data_files") is not None:
