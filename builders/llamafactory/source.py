@@ -33,6 +33,7 @@ from tooluse_datasets.errors import (ConversionError, InvalidValueError, Missing
                                      count_of, json_kind, shown, wrapped_rows_error)
 from tooluse_datasets.schema import message, tool_call, unified_row
 from tooluse_datasets.source import RowContext, Source, SourceOptions, SplitPlan, check_columns
+from tooluse_datasets.trailing_results import DROP
 
 from .layout import layout_of
 from .upstream import CITATION, DESCRIPTION, UPSTREAM
@@ -266,6 +267,11 @@ class LlamaFactorySource(Source):
             original["system_turn"] = True
             if raw["system"]:  # shadowed by the turn (LLaMA-Factory ignores it), kept for the way back
                 original["system_column"] = raw["system"]
+        if self.options.trailing_results == DROP and [t["from"] for t in turns[-2:]] == [FUNCTION, OBSERVATION] \
+                and len(turns) % 2:
+            # Results ending the conversation: trailing_results="drop" has the row end on its calls, as it has a
+            # row of any other source (LLaMA-Factory drops it whole; the odd count was refused before the option)
+            turns = turns[:-1]
         if len(turns) % 2 and all(column in raw["extra"] for column in PREFERENCE_COLUMNS):
             # LLaMA-Factory's own preference files: a prompt of odd length, answered by chosen and rejected. It
             # trains them under a ranking entry; an odd-count error would wrongly say that it drops them.
