@@ -56,7 +56,8 @@ def accepted_by_llamafactory(row: dict) -> list[tuple[str, str]]:
         if turn["from"] == "function_call":
             match = THOUGHT.search(turn["value"])
             json_part = turn["value"].replace(match.group(0), "") if match else turn["value"]
-            assert "<tool_call>" not in turn["value"]
+            # (FunctionFormatter parses a <tool_call>...</tool_call> span first; one tag alone matches nothing)
+            assert not re.search(r"<tool_call>(.*?)</tool_call>", turn["value"], re.DOTALL)
             parsed = json.loads(json_part)
             parsed = parsed if isinstance(parsed, list) else [parsed]
             calls += [(c["name"], json.dumps(c["arguments"], ensure_ascii=False)) for c in parsed]
@@ -750,6 +751,32 @@ def test_a_call_holding_llamafactorys_tool_call_words_is_refused(tmp_path, name,
     # one marker alone is not a match for LLaMA-Factory: the call is written
     row["messages"][1]["tool_calls"][0]["function"]["arguments"] = {"text": "a <tool_call> tag"}
     assert "a <tool_call> tag" in unified_to_llamafactory(row)["conversations"][1]["value"]
+
+
+@pytest.mark.parametrize("reasoning, arguments, refused", [
+    ("I will write <tool_call> now", {"x": 1}, False),
+    ("a closing </tool_call> alone", {"x": 1}, False),
+    ("close </tool_call> before <tool_call>", {"x": 1}, False),
+    ("both <tool_call> and </tool_call>", {"x": 1}, True),
+    ("open <tool_call>", {"x": "</tool_call>"}, True),  # the span runs on into the calls
+])
+def test_a_call_turns_reasoning_is_refused_only_where_it_opens_a_tool_call_span(tmp_path, reasoning, arguments,
+                                                                               refused):
+    # FunctionFormatter searches the value for <tool_call>(.*?)</tool_call>: one tag alone matches nothing, and
+    # LLaMA-Factory 0.9.5 trains the reasoning as written (every tag alone was refused)
+    row = _call_row(reasoning)
+    row["messages"][1]["tool_calls"][0]["function"]["arguments"] = arguments
+    if refused:
+        with pytest.raises(ConversionError, match="followed by </tool_call>") as info:
+            unified_to_llamafactory(row)
+        assert info.value.field == "messages[1].reasoning_content"
+        return
+    written = unified_to_llamafactory(row)
+    assert accepted_by_llamafactory(written) == [("f", json.dumps(arguments))]
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps(written) + "\n")
+    [back] = td.load("llamafactory", data_files=str(path), split="train", streaming=True)
+    assert back["messages"][1]["reasoning_content"] == reasoning
 
 
 def test_parallel_results_that_would_split_back_differently_are_refused():

@@ -24,9 +24,9 @@ Rules (from LLaMA-Factory's ``SharegptDatasetConverter``, ``FunctionFormatter``,
   (``{}`` added where a tool has none), ``required`` a list (a null one left out), enum values are strings and
   ``items`` an object (its ReAct tool prompt fails otherwise; it skips a falsy ``enum`` or ``items``).
 * ``{{idx}}`` in a user turn is an error: LLaMA-Factory's user formatter replaces it with the turn number.
-* A call turn whose reasoning holds a literal ``<tool_call>`` or ``</tool_call>``, or whose name or arguments hold
-  ``<tool_call>`` and then ``</tool_call>``, is an error: its function formatter parses the text between them as
-  the calls. Answers (and their reasoning) are trained as written, those tags included.
+* A call turn whose reasoning holds ``<tool_call>`` and then ``</tool_call>`` (there or in the calls), or whose
+  name or arguments hold them, is an error: its function formatter parses the text between them as the calls (a
+  tag alone is written). Answers (and their reasoning) are trained as written, those tags included.
 * Media: one ``<image>``/``<video>``/``<audio>`` tag per entry, as for ms-swift.
 * Grounding rows (ms-swift's ``objects`` column, in ``meta``) are an error, as in the ``swift`` writer:
   LLaMA-Factory has no such column and would train on the ``<ref-object>``/``<bbox>`` tags as text.
@@ -140,9 +140,10 @@ def llamafactory_conversations(messages: list[dict]) -> tuple[str, list[dict]]:
         if m["reasoning_content"] is not None and THINK_CLOSE in m["reasoning_content"] + THINK_CLOSE[:-1]:
             raise ConversionError(f"reasoning containing {THINK_CLOSE!r} ends {TARGET}'s thought early in a call turn "
                                   f"(the rest is not JSON: it fails on the row)", field=f"{where}.reasoning_content")
+        value = with_reasoning(m["reasoning_content"], calls_text(calls, where))
         if m["reasoning_content"] is not None:
-            check_no_call_markers(m["reasoning_content"], f"{where}.reasoning_content")
-        out.append({"from": FUNCTION, "value": with_reasoning(m["reasoning_content"], calls_text(calls, where))})
+            check_no_call_markers(value, f"{where}.reasoning_content")
+        out.append({"from": FUNCTION, "value": value})
         sources.append(i)
         results = results_in_call_order(messages, i, end, target=TARGET)
         if results:
@@ -182,12 +183,12 @@ def with_reasoning(reasoning: Optional[str], text: str) -> str:
     return f"{THINK_OPEN}{reasoning}{THINK_CLOSE}{text}"
 
 
-def check_no_call_markers(text: str, field: str) -> None:
-    for marker in CALL_MARKERS:
-        if marker in text:
-            raise ConversionError(f"a literal {marker} in a call turn's reasoning: {TARGET}'s function formatter "
-                                  f"reads the text between {CALL_MARKERS[0]} and {CALL_MARKERS[1]} as the calls",
-                                  field=field)
+def check_no_call_markers(value: str, field: str) -> None:
+    """A call turn's value (its calls' text holds no span: checked by calls_text) where the reasoning opens a
+    <tool_call>...</tool_call> span; a marker alone matches nothing, and LLaMA-Factory reads the value as written."""
+    if _TOOL_CALL_SPAN.search(value):
+        raise ConversionError(f"a {CALL_MARKERS[0]} in a call turn's reasoning, followed by {CALL_MARKERS[1]}: "
+                              f"{TARGET}'s function formatter reads the text between them as the calls", field=field)
 
 
 def calls_text(calls: list[dict], where: str) -> str:
