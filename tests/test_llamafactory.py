@@ -226,7 +226,7 @@ def test_an_edited_row_is_written_as_edited_not_in_its_recorded_spelling(tmp_pat
     ([{"from": "human", "value": "a"}], "conversations", "1 turn: LLaMA-Factory needs an even"),
     ([], "conversations", "0 turns: LLaMA-Factory needs an even"),
     ([{"from": "observation", "value": "r"}, {"from": "gpt", "value": "b"}], "conversations[0].from",
-     "no function_call before"),
+     "'observation' turn (tool results) with no 'function_call' turn before it"),
     ([{"from": "human", "value": "a"}, {"from": "function_call", "value": '{"name": "f", "arguments": {}}'},
       {"from": "human", "value": "b"}, {"from": "gpt", "value": "c"}], "conversations[2].from", "as if the calls"),
     ([{"from": "human", "value": "a"}, {"from": "function_call", "value": '{"name": "f", "parameters": {}}'}],

@@ -479,15 +479,20 @@ def test_tags_an_entry_leaves_out_are_no_tags_as_llamafactory_reads_them(tmp_pat
         assert info.value.field == field
 
 
-@pytest.mark.parametrize("messages, field, needs", [
-    ([U, A, A, U], "messages[2].role", "needs user there"),
-    ([U, U], "messages[1].role", "needs assistant there"),
+@pytest.mark.parametrize("tags, messages, field, needs", [
+    (MLLM_TAGS, [U, A, A, U], "messages[2].role", "needs user there"),
+    (MLLM_TAGS, [U, U], "messages[1].role", "needs assistant there"),
+    # results of no call: "an tool with no function_call before it", under tags naming no function tag too
+    ({**MLLM_TAGS, "observation_tag": "tool", "function_tag": "function_call"},
+     [U, A, {"role": "tool", "content": "r"}, A], "messages[2].role", "'tool' turn .* no 'function_call' turn before"),
+    ({**MLLM_TAGS, "observation_tag": "tool"}, [U, A, {"role": "tool", "content": "r"}, A], "messages[2].role",
+     r"'tool' turn \(tool results\) with no call \(the file's tags name no function tag\)"),
 ])
-def test_turns_out_of_alternation_are_told_the_file_own_tags_only(tmp_path, messages, field, needs):
+def test_turns_out_of_place_are_told_in_the_file_own_tags_only(tmp_path, tags, messages, field, needs):
     # mllm_demo's tags name no observation or function tag: "needs user or observation" named a turn it cannot have
     write_rows(tmp_path, [{"messages": messages}])
     (tmp_path / "dataset_info.json").write_text(json.dumps({"x": {
-        "file_name": "rows.jsonl", "formatting": "sharegpt", "columns": {"messages": "messages"}, "tags": MLLM_TAGS}}))
+        "file_name": "rows.jsonl", "formatting": "sharegpt", "columns": {"messages": "messages"}, "tags": tags}}))
     with pytest.raises(ToolUseDataError, match=needs) as info:
         list(td.load("llamafactory", dataset_info=str(tmp_path), dataset="x", split="train", streaming=True))
     assert info.value.field == field

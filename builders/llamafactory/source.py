@@ -409,7 +409,10 @@ def unified_messages(turns: list[dict], first: int = 0,
             continue
         else:  # observation
             if not open_calls:
-                raise InvalidValueError(f"an {say(OBSERVATION)} with no {say(FUNCTION)} before it",
+                # (results of no call: under tags naming no function tag, as mllm_demo's, there is no call at all)
+                before = (f"no {say(FUNCTION)!r} turn" if spell is None or FUNCTION in spell
+                          else "no call (the file's tags name no function tag)")
+                raise InvalidValueError(f"{say(OBSERVATION)!r} turn (tool results) with {before} before it",
                                         field=f"{where}.from")
             results = value.split(RESULT_SEPARATOR) if len(open_calls) > 1 else [value]
             if len(results) != len(open_calls):
