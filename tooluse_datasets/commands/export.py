@@ -132,21 +132,26 @@ def _refuse_reading_earlier_exports(data_files, out: Path, source: str) -> None:
     files: the output of an earlier run into the folder this one reads (``--format swift``, then ``--format
     llamafactory``) would be read as more rows of the source, every row a second time under another id. An export
     read alone (or with the other splits of its run) holds each row once: converting it is no mistake. This run's
-    own files are refused beside its other outputs (:func:`refuse_writing_inputs`)."""
+    own files are refused beside its other outputs (:func:`refuse_writing_inputs`). For ``all``, an export of a
+    source it reads (``ms_swift-swift-train.jsonl`` matched by ``ms_swift=DIR/*.jsonl``) holds its rows too."""
     from ..formats import FORMATS
     from ..shards.paths import file_identity
 
     # Files compared by device and inode: an earlier export read through a hard link is read all the same
     inputs = {file_identity(path) for path in local_inputs(data_files) if os.path.isfile(path)} - {None}
-    earlier = {}  # an earlier export this run reads -> its format
+    # (the mix's data files are given per source: source -> files)
+    sources = [source, *data_files] if isinstance(data_files, dict) else [source]
+    earlier = {}  # an earlier export this run reads -> the source and format it was made of
     for path in sorted(out.glob("*.jsonl")):
-        fmt = next((fmt for fmt in FORMATS if path.name.startswith(f"{source}-{fmt}-")), None)
-        if fmt is not None and file_identity(path) in inputs:
-            earlier[path] = fmt
+        made = next(((name, fmt) for name in sources for fmt in FORMATS if path.name.startswith(f"{name}-{fmt}-")),
+                    None)
+        if made is not None and file_identity(path) in inputs:
+            earlier[path] = made
     others = inputs - {file_identity(path) for path in earlier}
     remote = any(not is_local(pattern) for pattern in data_file_patterns(data_files))
     if earlier and (others or remote or len(set(earlier.values())) > 1):
-        raise ValueError(f"--out holds {str(next(iter(earlier)))!r}, an earlier export of {source}, which this run "
+        path, (made_of, _) = next(iter(earlier.items()))
+        raise ValueError(f"--out holds {str(path)!r}, an earlier export of {made_of}, which this run "
                          f"reads as input beside other files (--data-files or --option data_dir=): its rows would be "
                          f"read again; write the export outside the files read")
 
