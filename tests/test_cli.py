@@ -851,19 +851,27 @@ def test_export_converts_an_earlier_export_named_alone_as_its_input_in_its_own_f
     assert (folder / "ms_swift-unified-train.jsonl").read_text().count("\n") == rows > 0
 
 
-def test_export_all_refuses_to_read_an_earlier_export_of_one_of_its_sources_beside_its_data(tmp_path, capsys):
-    """export all reading ms_swift=DIR/*.jsonl into DIR, where an earlier `export ms_swift` wrote: the ms_swift
-    export was read beside the file it was made from, so every row came twice (under the export's ids too)."""
+@pytest.mark.parametrize("first, then", [("ms_swift", "all"), ("all", "ms_swift")])
+def test_export_refuses_to_read_an_earlier_export_of_all_or_of_its_source_beside_its_data(first, then, tmp_path,
+                                                                                         capsys):
+    """export all reading ms_swift=DIR/*.jsonl into DIR, where an earlier `export ms_swift` wrote (or export
+    ms_swift reading DIR/*.jsonl, where `export all` wrote): the earlier export was read beside the file it was made
+    from, so every row came twice (under the export's ids too)."""
     folder = _input_folder(tmp_path)
-    assert main(["export", "ms_swift", "--data-files", str(folder / "agent.jsonl"), "--format", "swift",
+
+    def files(source: str, name: str) -> str:
+        return f"ms_swift={folder / name}" if source == "all" else str(folder / name)
+
+    assert main(["export", first, "--data-files", files(first, "agent.jsonl"), "--format", "swift",
                  "--out", str(folder), "--on-error", "skip"]) == 0
-    earlier = folder / "ms_swift-swift-train.jsonl"
+    earlier = folder / f"{first}-swift-train.jsonl"
     capsys.readouterr()
-    assert main(["export", "all", "--data-files", f"ms_swift={folder / '*.jsonl'}", "--format", "unified",
+    assert main(["export", then, "--data-files", files(then, "*.jsonl"), "--format", "unified",
                  "--out", str(folder), "--on-error", "skip"]) == 2
     captured = capsys.readouterr()
-    assert captured.err.count("\n") == 1 and f"--out holds {str(earlier)!r}, an earlier export of ms_swift" in captured.err
-    assert sorted(p.name for p in folder.iterdir()) == ["agent.jsonl", "ms_swift-swift-train.jsonl"]
+    assert captured.err.count("\n") == 1
+    assert f"--out holds {str(earlier)!r}, an earlier export of {first}" in captured.err
+    assert sorted(p.name for p in folder.iterdir()) == ["agent.jsonl", earlier.name]
 
 
 @pytest.mark.parametrize("names, refused", [

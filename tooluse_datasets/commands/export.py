@@ -133,14 +133,16 @@ def _refuse_reading_earlier_exports(data_files, out: Path, source: str) -> None:
     llamafactory``) would be read as more rows of the source, every row a second time under another id. An export
     read alone (or with the other splits of its run) holds each row once: converting it is no mistake. This run's
     own files are refused beside its other outputs (:func:`refuse_writing_inputs`). For ``all``, an export of a
-    source it reads (``ms_swift-swift-train.jsonl`` matched by ``ms_swift=DIR/*.jsonl``) holds its rows too."""
+    source it reads (``ms_swift-swift-train.jsonl`` matched by ``ms_swift=DIR/*.jsonl``) holds its rows too, and
+    for a source, an export of ``all``."""
     from ..formats import FORMATS
+    from ..registry import MIX
     from ..shards.paths import file_identity
 
     # Files compared by device and inode: an earlier export read through a hard link is read all the same
     inputs = {file_identity(path) for path in local_inputs(data_files) if os.path.isfile(path)} - {None}
-    # (the mix's data files are given per source: source -> files)
-    sources = [source, *data_files] if isinstance(data_files, dict) else [source]
+    # An export of the mix holds its sources' rows, and the mix reads each source's own files (source -> files)
+    sources = [source, *data_files] if isinstance(data_files, dict) else [source, MIX]
     earlier = {}  # an earlier export this run reads -> the source and format it was made of
     for path in sorted(out.glob("*.jsonl")):
         made = next(((name, fmt) for name in sources for fmt in FORMATS if path.name.startswith(f"{name}-{fmt}-")),
