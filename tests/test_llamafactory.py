@@ -640,6 +640,16 @@ def test_cli_export_stops_before_any_row_on_a_dataset_info_it_cannot_extend(tmp_
     assert (tmp_path / "dataset_info.json").read_text() == text
 
 
+def test_cli_export_keeps_the_values_of_other_dataset_info_entries_exactly(tmp_path, capsys):
+    """Registering an export rewrote the folder's other entries through orjson, which read an integer beyond 64
+    bits as a float: an entry's num_samples 123456789012345678901234567890 became 1.2345678901234568e+29."""
+    entry = '{"file_name": "mine.jsonl", "num_samples": 123456789012345678901234567890, "ratio": 0.30000000000000004}'
+    (tmp_path / "dataset_info.json").write_text(f'{{"mine": {entry}}}\n')
+    assert main(["export", "nestful", "--sample", "--format", "llamafactory", "--out", str(tmp_path)]) == 0
+    info = json.loads((tmp_path / "dataset_info.json").read_text())
+    assert set(info) == {"mine", "nestful-llamafactory-train"} and info["mine"] == json.loads(entry)
+
+
 def test_cli_export_registers_no_empty_file_and_fails_when_nothing_is_exported(tmp_path, capsys):
     """LLaMA-Factory refuses an empty dataset: a split whose rows were all skipped is not registered (an entry
     left by an earlier run of the same name is taken out), and an export of no row at all exits 1."""

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import sys
 from pathlib import Path
 from typing import Iterator, Optional
-
-import orjson
 
 from . import (a_path, add_skipped_rows_argument, add_source_arguments, data_file_patterns, data_files_for, is_local,
                local_inputs, output_folder, print_skips, refuse_writing_inputs, refuse_wrong_kind_outputs,
@@ -192,12 +191,15 @@ def _llamafactory_entry(file_name: str, used: set[str]) -> dict:
 
 
 def _read_dataset_info(path: Path) -> dict:
-    """The folder's dataset_info.json (entries of other exports), {} if there is none."""
+    """The folder's dataset_info.json (entries of other exports), {} if there is none; its values read exactly
+    (an integer beyond 64 bits is written back as it was, not as a float)."""
+    from ..codec import loads
+
     if not path.exists():
         return {}
     try:
-        info = orjson.loads(path.read_bytes())
-    except orjson.JSONDecodeError as exc:
+        info = loads(path.read_bytes())
+    except ValueError as exc:
         raise InvalidJsonError(f"not valid JSON ({exc}); fix or remove it", file=str(path), field="<file>") from None
     if not isinstance(info, dict):
         raise InvalidValueError("is not a JSON object of dataset entries (what LLaMA-Factory reads); fix or remove "
@@ -217,7 +219,8 @@ def _register(path: Path, name: str, entry: Optional[dict]) -> None:
             info[name] = entry
         tmp = _partial(path)
         try:
-            tmp.write_bytes(orjson.dumps(info, option=orjson.OPT_INDENT_2) + b"\n")
+            # (the stdlib writes integers beyond 64 bits, which orjson refuses, and floats as exactly)
+            tmp.write_bytes(json.dumps(info, indent=2, ensure_ascii=False).encode() + b"\n")
             os.replace(tmp, path)
         finally:
             tmp.unlink(missing_ok=True)
