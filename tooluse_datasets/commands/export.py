@@ -140,8 +140,9 @@ def _refuse_reading_earlier_exports(data_files, out: Path, source: str) -> None:
 
     # Files compared by device and inode: an earlier export read through a hard link is read all the same
     inputs = {file_identity(path) for path in local_inputs(data_files) if os.path.isfile(path)} - {None}
-    # An export of the mix holds its sources' rows, and the mix reads each source's own files (source -> files)
-    sources = [source, *data_files] if isinstance(data_files, dict) else [source, MIX]
+    # An export of the mix holds its sources' rows, and the mix reads each source's own files (source -> files;
+    # a source's own dict is split -> files)
+    sources = [source, *(data_files or ())] if source == MIX else [source, MIX]
     earlier = {}  # an earlier export this run reads -> the source and format it was made of
     for path in sorted(out.glob("*.jsonl")):
         made = next(((name, fmt) for name in sources for fmt in FORMATS if path.name.startswith(f"{name}-{fmt}-")),
