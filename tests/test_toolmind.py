@@ -862,6 +862,9 @@ def test_a_one_line_prompt_starting_with_the_protocol_heading_keeps_its_instruct
     row = convert(native_row(msgs))
     assert row["messages"][0] == message("system", prompt) and row["meta"]["tools_not_found"] is True
     assert json.loads(write_toolmind_row(row)["messages"])[0]["content"] == prompt
+    # nor is its first line lost where more lines follow
+    two_lines = prompt.replace(" You are", "\nYou are")
+    assert parse_system_prompt(two_lines).instructions == two_lines
     # a heading over the protocol's list is still left out, as is one alone
     assert parse_system_prompt(PROTOCOL_TEXT + "\n\nBe brief.").instructions == "Be brief."
     assert parse_system_prompt("## Tool-Use Protocol").instructions == ""

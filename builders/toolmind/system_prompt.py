@@ -681,8 +681,8 @@ def _strip_protocol(text: str) -> str:
     if not stripped.startswith(PROTOCOL_HEADING):
         return text
     lines = stripped.split("\n")
-    if len(lines) == 1 and stripped.rstrip() != PROTOCOL_HEADING:
-        return text  # a one-line prompt that starts with the heading's words has no list under it: all prose
+    if lines[0].rstrip() != PROTOCOL_HEADING:
+        return text  # a first line that goes on after the heading's words is prose, not the heading
     i, last_item, blank = 1, 0, False
     while i < len(lines):
         line = lines[i]
