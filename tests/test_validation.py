@@ -1293,6 +1293,17 @@ def test_a_counter_read_back_checks_further_rows_by_its_rules(samples):
     assert again.to_dict() == counter.to_dict()
 
 
+def test_a_counter_merged_into_checks_further_rows_by_the_rules_merged(samples):
+    """A counter merged into (a mirror's total starts as ValidationCounter([])) listed the other's rules as checked
+    but checked the rows it was given next by its own alone: counted as passing."""
+    row = base(samples, SWIFT)
+    row["tools"] = []                                            # call.no_tools, a warning
+    part = ValidationCounter("warning")
+    total = ValidationCounter([]).merge(part)
+    assert [r.id for r in total.rules] == total.rules_checked == part.rules_checked
+    assert total.check(row) == part.check(row) != []
+
+
 def test_a_counter_read_back_keeps_as_many_examples_as_it_is_told(samples):
     """from_dict(..., max_examples=1) kept every example the dict held, as many as the counter that wrote it."""
     counter = ValidationCounter("warning")

@@ -98,6 +98,9 @@ class ValidationCounter:
             mine.findings += theirs.findings
             room = self.max_examples - len(mine.examples)
             mine.examples.extend(theirs.examples[: max(room, 0)])
+        # (further rows are checked by every rule it lists as checked, as a counter read back is)
+        have = {r.id for r in self.rules}
+        self.rules += [r for r in other.rules if r.id not in have]
         self.rules_checked += [r for r in other.rules_checked if r not in self.rules_checked]
         return self
 
