@@ -341,7 +341,11 @@ def test_add_item_refuses_a_value_of_another_kind_than_its_column_naming_where(n
              ({**row, "messages": [*row["messages"][:1], "hi"]}, td.InvalidValueError, "messages[1]",
               "expected an object, got string"),
              ({**row, "call_graph": ["x"]}, td.InvalidValueError, "call_graph[0]", "expected an object, got string"),
-             ({**row, "images": "cat.png"}, td.InvalidValueError, "images", "expected a list, got string")]
+             ({**row, "images": "cat.png"}, td.InvalidValueError, "images", "expected a list, got string"),
+             # a list or object for text was stored as its str(): "['a']"
+             ({**row, "id": ["a"]}, td.InvalidValueError, "id", "expected string, got array"),
+             ({**row, "messages": [{**row["messages"][0], "content": ["x"]}, *row["messages"][1:]]},
+              td.InvalidValueError, "messages[0].content", "expected string, got array")]
     calls = [{**c, "function": {**c["function"], "arguments": {"x": float("nan")}}}
              for c in row["messages"][turn]["tool_calls"]]
     messages = [{**m, "tool_calls": calls} if i == turn else m for i, m in enumerate(row["messages"])]

@@ -22,7 +22,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 import orjson
 import pyarrow as pa
-from datasets import Features, Json, LargeList, List
+from datasets import Features, Json, LargeList, List, Value
 from datasets.features.features import cast_to_python_objects, encode_nested_example
 
 from .codec import _REFUSE_OBJECTS, BIG_INT_MARK, dumps, has_digit_run, loads, loads_stored
@@ -429,8 +429,10 @@ class ExactFeatures(Features):
 
     def _encode(self, name: str, value: Any) -> Any:
         try:
-            # (text for a list column of no JSON, an image path, datasets' encoder takes one character an entry)
-            if name in self._json_columns or (isinstance(value, str) and isinstance(self[name], (List, LargeList))):
+            # (text for a list column of no JSON, an image path, datasets' encoder takes one character an entry;
+            # a list or object for a text column it writes as str() of it)
+            if (name in self._json_columns or (isinstance(value, str) and isinstance(self[name], (List, LargeList)))
+                    or (isinstance(value, (Mapping, list, tuple)) and isinstance(self[name], Value))):
                 return _encode_whole(self[name], value)
             try:
                 return encode_nested_example(self[name], value, level=1)
@@ -543,6 +545,9 @@ def _encode_whole(feature: Any, value: Any) -> Any:
             except (InvalidValueError, JsonValueError) as exc:
                 raise _within(exc, f"[{i}]") from None
         return out
+    if isinstance(feature, Value) and isinstance(value, (Mapping, list, tuple)):
+        # (datasets' encoder writes str() of it: a message's content ['x'] was stored as the text "['x']")
+        raise InvalidValueError(f"expected {feature.dtype}, got {json_kind(value)}")
     if hasattr(feature, "encode_example"):
         return feature.encode_example(value)
     return value
