@@ -628,6 +628,20 @@ def test_cli_export_writes_files_and_dataset_info(tmp_path, capsys):
         assert ("system" in entry["columns"]) == any(r["system"] for r in rows)
 
 
+def test_an_exports_dataset_info_given_as_a_data_file_names_the_options_that_read_its_entries(tmp_path, capsys):
+    """An export's dataset_info.json given as --data-files was only "sharegpt rows need 'conversations'" (its one
+    object read as a row) -> the error says it is the registry and how to read an entry."""
+    assert main(["export", "nestful", "--sample", "--format", "llamafactory", "--out", str(tmp_path)]) == 0
+    capsys.readouterr()
+    info = str(tmp_path / "dataset_info.json")
+    assert main(["stats", "llamafactory", "--data-files", info]) == 2
+    err = capsys.readouterr().err
+    assert f"{info}, row 0, field 'conversations'" in err and "this is a dataset_info.json" in err
+    assert "entries ['nestful-llamafactory-train']" in err and "--option dataset_info=PATH --option dataset=NAME" in err
+    assert main(["stats", "llamafactory", "--option", f"dataset_info={info}",
+                 "--option", "dataset=nestful-llamafactory-train"]) == 0
+
+
 @pytest.mark.parametrize("text", ["[1, 2]\n", "notjson{"])
 def test_cli_export_stops_before_any_row_on_a_dataset_info_it_cannot_extend(tmp_path, capsys, text):
     """A broken dataset_info.json was 'unexpected AttributeError (a bug)' or a JSON error naming no file, after

@@ -202,6 +202,12 @@ class LlamaFactorySource(Source):
                         f"columns={{'messages': {name!r}}}, tags={{'role_tag': 'role', 'content_tag': 'content', "
                         f"'user_tag': 'user', 'assistant_tag': 'assistant'}}, or read the file's dataset_info.json "
                         f"entry with dataset_info= and dataset=)")
+        # A dataset_info.json given as a data file is LLaMA-Factory's registry, one object of entries, not rows
+        entries = [name for name, value in native.items() if isinstance(value, dict) and "file_name" in value]
+        if entries and len(entries) == len(native):
+            return (f" (this is a dataset_info.json, entries {entries[:3]}{', ...' if len(entries) > 3 else ''}: "
+                    f"read an entry with dataset_info=PATH and dataset=NAME, on the command line --option "
+                    f"dataset_info=PATH --option dataset=NAME)")
         return ""
 
     def _tags_hint(self, turn: Any) -> str:
