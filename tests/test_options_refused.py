@@ -58,14 +58,16 @@ def test_build_mirror_refuses_a_request_with_an_unknown_option(tmp_path):
 
 
 @pytest.mark.parametrize("command, note", [
-    (["export", "ms_swift", "--sample", "--out", "{out}"], "(--option also takes num_proc, validate, revision, cache_dir)"),
+    (["export", "ms_swift", "--sample", "--out", "{out}"],
+     "(--option also takes num_proc, validate, revision, cache_dir; trailing_results is --drop-trailing-results)"),
     (["stats", "ms_swift", "--sample"], "(--option also takes num_proc, validate, revision, cache_dir)"),
     (["validate", "ms_swift", "--sample"], "(--option also takes revision, cache_dir)"),
     (["mirror", "ms_swift", "--sample", "--out", "{out}"], "(--option takes the source's options only)"),
 ])
 def test_an_unknown_option_on_the_command_line_lists_what_option_takes_there(command, note, tmp_path, capsys):
     """load()'s own note listed its Python keywords (report, download_mode, on_error...), which every command
-    refuses as options: a command lists the source's options and the keywords --option passes on for it."""
+    refuses as options: a command lists the source's options and the keywords --option passes on for it (and
+    export, which refuses --option trailing_results, the argument that sets it)."""
     argv = [a.replace("{out}", str(tmp_path / "out")) for a in command]
     assert main([*argv, "--option", "nope=1"]) == 2
     err = capsys.readouterr().err

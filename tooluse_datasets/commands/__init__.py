@@ -135,14 +135,17 @@ LOAD_KEYWORDS = ("num_proc", "validate", "revision", "cache_dir")
 # `2024` would be a number
 TEXT_KEYWORDS = ("revision", "cache_dir")
 COMMAND_LOAD_KEYWORDS = {"validate": ("revision", "cache_dir"), "mirror": ()}
+# source options a command sets with an argument of its own (refused as --option, naming the argument)
+COMMAND_OWN_OPTIONS = {"export": {"trailing_results": "--drop-trailing-results"}}
 
 
 def other_options_note(command: str) -> str:
     """What --option takes besides the source's options, for a command's message refusing an unknown one."""
     keywords = COMMAND_LOAD_KEYWORDS.get(command, LOAD_KEYWORDS)
-    if not keywords:
-        return "--option takes the source's options only"
-    return f"--option also takes {', '.join(keywords)}"
+    note = f"--option also takes {', '.join(keywords)}" if keywords else "--option takes the source's options only"
+    # (the listing names them among the source's options, which --option then refused)
+    own = "".join(f"; {name} is {argument}" for name, argument in COMMAND_OWN_OPTIONS.get(command, {}).items())
+    return note + own
 
 
 def source_options(args: argparse.Namespace, own: Optional[dict[str, str]] = None) -> dict:

@@ -10,9 +10,10 @@ import sys
 from pathlib import Path
 from typing import Iterator, Optional
 
-from . import (a_path, add_skipped_rows_argument, add_source_arguments, data_file_patterns, data_files_for, is_local,
-               local_inputs, output_folder, print_skips, refuse_writing_inputs, refuse_wrong_kind_outputs,
-               skip_report_for, skipped_rows_folder, source_options, start_skipped_rows, with_data_dir_files)
+from . import (COMMAND_OWN_OPTIONS, a_path, add_skipped_rows_argument, add_source_arguments, data_file_patterns,
+               data_files_for, is_local, local_inputs, output_folder, print_skips, refuse_writing_inputs,
+               refuse_wrong_kind_outputs, skip_report_for, skipped_rows_folder, source_options, start_skipped_rows,
+               with_data_dir_files)
 from ..errors import InvalidJsonError, InvalidValueError, count_of
 from ..progress import progress
 
@@ -50,7 +51,7 @@ def _export(args: argparse.Namespace) -> int:
 
     report = skip_report_for(args)
     data_files = data_files_for(args, args.source)
-    options = source_options(args, own={"trailing_results": "--drop-trailing-results"})
+    options = source_options(args, own=COMMAND_OWN_OPTIONS["export"])
     if args.drop_trailing_results:  # (the pipeline trims each row before the writer: td.drop_trailing_results)
         options["trailing_results"] = "drop"
     inputs = with_data_dir_files(args, args.source, data_files)
