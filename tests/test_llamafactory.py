@@ -547,9 +547,10 @@ def test_a_row_the_writer_refuses_after_the_trim_is_named_by_its_file_row_and_in
         assert (Path(info.value.file).name, info.value.row, info.value.field) == ("row3.jsonl", 0, "images")
 
 
+@pytest.mark.parametrize("source", ["llamafactory", "all"])  # (the mix's member trims it too)
 @pytest.mark.parametrize("mode", [{}, {"streaming": True}, {"num_proc": 2}])
 def test_a_llamafactory_row_ending_on_its_results_is_written_ending_on_its_calls_with_trailing_results_drop(
-        tmp_path, mode):
+        tmp_path, mode, source):
     # (refused for its odd count before the option could apply; an observation after an answer is no result of a call)
     call = {"from": "function_call", "value": '[{"name": "f", "arguments": {}},{"name": "g", "arguments": {}}]'}
     ends_on_results = [{"from": "system", "value": "s"}, {"from": "human", "value": "a"}, call,
@@ -559,7 +560,8 @@ def test_a_llamafactory_row_ending_on_its_results_is_written_ending_on_its_calls
     path = tmp_path / "rows.jsonl"
     path.write_text("".join(json.dumps({"conversations": c}) + "\n" for c in (ends_on_results, after_an_answer)))
     report = td.SkipReport(keep_all=True)
-    written = list(td.load("llamafactory", "llamafactory", data_files=str(path), split="train", on_error="skip",
+    files = {"llamafactory": str(path)} if source == "all" else str(path)
+    written = list(td.load(source, "llamafactory", data_files=files, split="train", on_error="skip",
                            trailing_results="drop", report=report, cache_dir=str(tmp_path / "cache"), **mode))
     assert [(r["conversations"], r["system"]) for r in written] == [(ends_on_results[1:3], "s")]
     assert [(entry["row"], entry["field"]) for entry in report.rows] == [(1, "conversations")]

@@ -47,14 +47,15 @@ class MixedSource(Source):
         self._members: dict[str, Source] = {}
 
     def member(self, name: str) -> Source:
-        """A member source with its default options but the mix's shard size and batch size (created once;
-        its rows are converted with it)."""
+        """A member source with its default options but the mix's shard size, batch size and trailing_results
+        (created once; its rows are converted with it)."""
         if name not in self._members:
             builder_cls = registry.builder_class(name)
-            # (not trailing_results: the member makes unified rows, the mix's own writer applies it)
-            common = {f.name: getattr(self.options, f.name) for f in dataclasses.fields(SourceOptions)
-                      if f.name != "trailing_results"}
-            self._members[name] = builder_cls.SOURCE_CLASS(builder_cls.BUILDER_CONFIG_CLASS(name="unified", **common))
+            # (trailing_results too, checked against the mix's format: the mix's writer trims the rows, but
+            # LLaMA-Factory's reader must trim a file's row ending on results, which it refuses for its odd count)
+            common = {f.name: getattr(self.options, f.name) for f in dataclasses.fields(SourceOptions)}
+            fmt = getattr(self.options, "name", None) or "unified"
+            self._members[name] = builder_cls.SOURCE_CLASS(builder_cls.BUILDER_CONFIG_CLASS(name=fmt, **common))
         return self._members[name]
 
     def split_names(self, files_by_split: dict[str, list[str]]) -> Optional[list[str]]:
