@@ -851,6 +851,21 @@ def test_export_converts_an_earlier_export_named_alone_as_its_input_in_its_own_f
     assert (folder / "ms_swift-unified-train.jsonl").read_text().count("\n") == rows > 0
 
 
+def test_export_all_converts_earlier_exports_of_its_sources_each_read_alone_in_their_folder(tmp_path, capsys):
+    """Each source's earlier export read by that source alone holds each row once; all refused them as read beside
+    other files, those of another source, which are other rows (one beside its own data: the test below)."""
+    folder = tmp_path / "exports"
+    for source, fmt in (("ms_swift", "swift"), ("llamafactory", "llamafactory")):
+        assert main(["export", source, "--sample", "--format", fmt, "--out", str(folder)]) == 0
+    earlier = {"ms_swift": folder / "ms_swift-swift-train.jsonl",
+               "llamafactory": folder / "llamafactory-llamafactory-train.jsonl"}
+    rows = sum(path.read_text().count("\n") for path in earlier.values())
+    capsys.readouterr()
+    assert main(["export", "all", "--data-files", *(f"{source}={path}" for source, path in earlier.items()),
+                 "--format", "unified", "--out", str(folder)]) == 0
+    assert (folder / "all-unified-train.jsonl").read_text().count("\n") == rows > 0
+
+
 @pytest.mark.parametrize("first, then", [("ms_swift", "all"), ("all", "ms_swift")])
 def test_export_refuses_to_read_an_earlier_export_of_all_or_of_its_source_beside_its_data(first, then, tmp_path,
                                                                                          capsys):

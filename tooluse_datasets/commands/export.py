@@ -133,17 +133,20 @@ def _refuse_reading_earlier_exports(data_files, out: Path, source: str) -> None:
     llamafactory``) would be read as more rows of the source, every row a second time under another id. An export
     read alone (or with the other splits of its run) holds each row once: converting it is no mistake. This run's
     own files are refused beside its other outputs (:func:`refuse_writing_inputs`). For ``all``, an export of a
-    source it reads (``ms_swift-swift-train.jsonl`` matched by ``ms_swift=DIR/*.jsonl``) holds its rows too, and
-    for a source, an export of ``all``."""
+    source it reads (``ms_swift-swift-train.jsonl`` matched by ``ms_swift=DIR/*.jsonl``) holds its rows too, beside
+    that source's other files, and for a source, an export of ``all``."""
     from ..formats import FORMATS
     from ..registry import MIX
     from ..shards.paths import file_identity
 
+    if source == MIX:
+        # Each source's own export, read by that source beside its other files (the mix's data files are source ->
+        # files; another source's files are other rows: its export read alone holds each row once)
+        for name, files in (data_files or {}).items():
+            _refuse_reading_earlier_exports(files, out, name)
     # Files compared by device and inode: an earlier export read through a hard link is read all the same
     inputs = {file_identity(path) for path in local_inputs(data_files) if os.path.isfile(path)} - {None}
-    # An export of the mix holds its sources' rows, and the mix reads each source's own files (source -> files;
-    # a source's own dict is split -> files)
-    sources = [source, *(data_files or ())] if source == MIX else [source, MIX]
+    sources = [source] if source == MIX else [source, MIX]  # (an export of the mix holds its sources' rows)
     earlier = {}  # an earlier export this run reads -> the source and format it was made of
     for path in sorted(out.glob("*.jsonl")):
         made = next(((name, fmt) for name in sources for fmt in FORMATS if path.name.startswith(f"{name}-{fmt}-")),
