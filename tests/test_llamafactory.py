@@ -558,13 +558,17 @@ def test_a_llamafactory_row_ending_on_its_results_is_written_ending_on_its_calls
     after_an_answer = [{"from": "human", "value": "a"}, {"from": "gpt", "value": "b"},
                        {"from": "observation", "value": "r"}]
     path = tmp_path / "rows.jsonl"
-    path.write_text("".join(json.dumps({"conversations": c}) + "\n" for c in (ends_on_results, after_an_answer)))
+    # (a preference row's prompt ending on results is refused as one, not trimmed into a conversation)
+    preference = {"conversations": ends_on_results[1:], "chosen": {"from": "gpt", "value": "c"},
+                  "rejected": {"from": "gpt", "value": "r"}}
+    path.write_text("".join(json.dumps(row) + "\n" for row in (
+        {"conversations": ends_on_results}, {"conversations": after_an_answer}, preference)))
     report = td.SkipReport(keep_all=True)
     files = {"llamafactory": str(path)} if source == "all" else str(path)
     written = list(td.load(source, "llamafactory", data_files=files, split="train", on_error="skip",
                            trailing_results="drop", report=report, cache_dir=str(tmp_path / "cache"), **mode))
     assert [(r["conversations"], r["system"]) for r in written] == [(ends_on_results[1:3], "s")]
-    assert [(entry["row"], entry["field"]) for entry in report.rows] == [(1, "conversations")]
+    assert [(entry["row"], entry["field"]) for entry in report.rows] == [(1, "conversations"), (2, "chosen")]
 
 @pytest.mark.parametrize("config, value, message", [
     ("swift", "drop", r"trailing_results='drop' applies to .*\(llamafactory\), not 'swift'"),

@@ -273,11 +273,6 @@ class LlamaFactorySource(Source):
             original["system_turn"] = True
             if raw["system"]:  # shadowed by the turn (LLaMA-Factory ignores it), kept for the way back
                 original["system_column"] = raw["system"]
-        if self.options.trailing_results == DROP and [t["from"] for t in turns[-2:]] == [FUNCTION, OBSERVATION] \
-                and len(turns) % 2:
-            # Results ending the conversation: trailing_results="drop" has the row end on its calls, as it has a
-            # row of any other source (LLaMA-Factory drops it whole; the odd count was refused before the option)
-            turns = turns[:-1]
         if len(turns) % 2 and all(column in raw["extra"] for column in PREFERENCE_COLUMNS):
             # LLaMA-Factory's own preference files: a prompt of odd length, answered by chosen and rejected. It
             # trains them under a ranking entry; an odd-count error would wrongly say that it drops them.
@@ -285,6 +280,12 @@ class LlamaFactorySource(Source):
                                     f"'rejected'): LLaMA-Factory trains it only as a ranking dataset (ranking: true "
                                     f"in its dataset_info.json entry); the llamafactory source reads conversations, "
                                     f"not preference pairs", field="chosen")
+        if self.options.trailing_results == DROP and [t["from"] for t in turns[-2:]] == [FUNCTION, OBSERVATION] \
+                and len(turns) % 2:
+            # Results ending the conversation: trailing_results="drop" has the row end on its calls, as it has a
+            # row of any other source (LLaMA-Factory drops it whole; the odd count was refused before the option).
+            # After the check above: a preference row's prompt may end so, and is no conversation to trim.
+            turns = turns[:-1]
         converted, origins = unified_messages(turns, first, self._file_tag)
         # The file's field of each unified message: the system column, or a turn of the conversation.
         origins = ([("system" if first == 0 else "conversations[0]")] if system else []) + origins
