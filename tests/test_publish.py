@@ -149,6 +149,22 @@ def test_list_metadata_an_earlier_publish_wrote_goes_when_the_mirror_no_longer_c
     assert merged["tags"][-1] == "our-pick" and "nestful" in merged["tags"]
 
 
+def test_an_earlier_manifest_whose_features_this_datasets_cannot_read_is_still_published_over(mirror):
+    """Its card metadata is read for the list items it wrote only: its features (here of a type only another
+    datasets version knows) made the publish fail with datasets' own ValueError."""
+    import json
+
+    from tooluse_datasets.mirror.manifest import MANIFEST_NAME
+
+    api = FakeHubApi()
+    publish_mirror(mirror, REPO, api=api, echo=_quiet)
+    earlier = json.loads(api.files(REPO)[MANIFEST_NAME])
+    earlier["configs"]["unified"]["features"]["id"] = {"_type": "FutureValue", "dtype": "string"}
+    api.edit(REPO, {MANIFEST_NAME: json.dumps(earlier).encode()})
+    assert publish_mirror(mirror, REPO, api=api, echo=_quiet).committed  # our manifest written back
+    assert read_manifest(mirror).to_json() == api.files(REPO)[MANIFEST_NAME].decode()
+
+
 def test_a_concurrent_change_fails_the_commit_instead_of_overwriting_it(mirror, tmp_path):
     api = FakeHubApi()
     publish_mirror(mirror, REPO, api=api, echo=_quiet)

@@ -117,13 +117,14 @@ def render_card(manifest: Manifest, repo_id: Optional[str] = None) -> str:
 
 
 def generated_metadata(manifest: Manifest) -> dict:
-    """The YAML metadata :func:`render_card` writes for ``manifest``."""
-    return card_metadata(manifest, source_prose(manifest.source, manifest.options)[0]).to_dict()
+    """The YAML metadata :func:`render_card` writes for ``manifest`` but ``configs``/``dataset_info`` (an earlier
+    publish's manifest may hold features of a type this datasets does not know)."""
+    return card_metadata(manifest, source_prose(manifest.source, manifest.options)[0], entries=False).to_dict()
 
 
-def card_metadata(manifest: Manifest, prose_meta: Optional[dict] = None) -> DatasetCardData:
-    """The card's YAML: license and discovery keys, plus ``configs``/``dataset_info`` written by datasets'
-    own helpers so that ``load_dataset`` reads back exactly what it expects."""
+def card_metadata(manifest: Manifest, prose_meta: Optional[dict] = None, entries: bool = True) -> DatasetCardData:
+    """The card's YAML: license and discovery keys, plus (``entries``) ``configs``/``dataset_info`` written by
+    datasets' own helpers so that ``load_dataset`` reads back exactly what it expects."""
     prose_meta = dict(prose_meta or {})
     up = manifest.provenance.upstream or {}
     prose_license = prose_meta.pop("license", None)
@@ -145,6 +146,8 @@ def card_metadata(manifest: Manifest, prose_meta: Optional[dict] = None) -> Data
         tags=_union(BASE_TAGS + [manifest.source], prose_meta.pop("tags", [])),
         **prose_meta,
     )
+    if not entries:
+        return data
     DatasetInfosDict({name: _dataset_info(manifest, name) for name in manifest.configs}).to_dataset_card_data(data)
     MetadataConfigs({
         name: {"data_files": [{"split": split, "path": f"{name}/{split}-*"} for split in entry.splits],
