@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -38,6 +39,14 @@ def test_all_rejects_raw_and_unknown_sources(cache_dir):
         td.load("all", "raw", data_files=td.sample_files("all"), split="train", cache_dir=cache_dir)
     with pytest.raises(ValueError, match="unknown keys"):
         td.load("all", data_files={"nope": td.sample_files("nestful")["train"]}, split="train", cache_dir=cache_dir)
+
+
+@pytest.mark.parametrize("config", ["native", "rwa"])
+def test_all_lists_its_own_formats_and_points_no_misspelling_to_raw(config):
+    # the formats listed were every source's, raw among them, and "native" was asked whether 'raw' was meant
+    message = f"all has no format {config!r}; formats: unified, swift, toolmind, llamafactory"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        td.load("all", config, data_files=td.sample_files("all"), split="train", streaming=True)
 
 
 def test_all_names_the_member_source_of_a_bad_row(tmp_path, cache_dir):

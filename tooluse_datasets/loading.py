@@ -316,12 +316,14 @@ def check_format(source: str, config: Any) -> None:
     """datasets' "BuilderConfig 'x' not found" does not say that configs are formats, nor which one was meant."""
     if config in FORMATS:
         return
+    # (the mix has no raw format: its builder refuses "raw" itself, saying why; a misspelling is not pointed to it)
+    formats = [fmt for fmt in FORMATS if not (source == registry.MIX and fmt == "raw")]
     name = None
     if isinstance(config, str):
-        name = _FORMAT_ALIASES.get(config.lower()) or next(iter(difflib.get_close_matches(config.lower(), FORMATS, 1)),
+        name = _FORMAT_ALIASES.get(config.lower()) or next(iter(difflib.get_close_matches(config.lower(), formats, 1)),
                                                            None)
-    hint = f" (did you mean {name!r}?)" if name else ""
-    raise ValueError(f"{source} has no format {config!r}{hint}; formats: {', '.join(FORMATS)}")
+    hint = f" (did you mean {name!r}?)" if name in formats else ""
+    raise ValueError(f"{source} has no format {config!r}{hint}; formats: {', '.join(formats)}")
 
 
 def _prepared_split(builder, split: str, in_memory: bool = False) -> Dataset:
