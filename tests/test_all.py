@@ -39,6 +39,12 @@ def test_all_rejects_raw_and_unknown_sources(cache_dir):
         td.load("all", "raw", data_files=td.sample_files("all"), split="train", cache_dir=cache_dir)
     with pytest.raises(ValueError, match="unknown keys"):
         td.load("all", data_files={"nope": td.sample_files("nestful")["train"]}, split="train", cache_dir=cache_dir)
+    # a key spelled as the source's project is ("ms-swift") was named without the sources or the one meant
+    message = ("data_files for source 'all' maps source names to files; unknown keys ['ms-swift', 'nope'] ('ms-swift': "
+               f"did you mean 'ms_swift'?); sources: {list(td.SOURCES)}")
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        td.load("all", data_files={"ms-swift": td.sample_files("ms_swift")["train"], "nope": []}, split="train",
+                streaming=True)
 
 
 @pytest.mark.parametrize("config", ["native", "rwa"])

@@ -187,7 +187,11 @@ class AllSourcesBuilder(ToolUseBuilder):
         given = dict(self.config.data_files or {})
         unknown = set(given) - set(registry.source_names())
         if unknown:
-            raise ValueError(f"data_files for source 'all' maps source names to files; unknown keys {sorted(unknown)}")
+            # each key spelled otherwise ("ms-swift", "ToolMind") is named with the source meant, as load's source is
+            meant = {key: registry.meant_source(key) for key in sorted(unknown, key=str)}
+            hint = "".join(f" ({key!r}: did you mean {name!r}?)" for key, name in meant.items() if name)
+            raise ValueError(f"data_files for source 'all' maps source names to files; unknown keys "
+                             f"{list(meant)}{hint}; sources: {registry.source_names()}")
         out: dict[str, list[str]] = {}
         for name in registry.source_names():
             if name in given:
