@@ -55,6 +55,15 @@ def test_all_lists_its_own_formats_and_points_no_misspelling_to_raw(config):
         td.load("all", config, data_files=td.sample_files("all"), split="train", streaming=True)
 
 
+@pytest.mark.parametrize("files, held", [(None, "None (NoneType)"), ([""], "an empty path ('')")])
+def test_all_names_the_source_whose_data_files_are_no_path(files, held):
+    # said "data_files holds None", not which of the sources given it was
+    data_files = {"nestful": td.sample_files("nestful")["train"], "ms_swift": files}
+    message = f"data_files['ms_swift'] holds {held}"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}"):
+        td.load("all", data_files=data_files, split="train", streaming=True)
+
+
 def test_all_names_the_member_source_of_a_bad_row(tmp_path, cache_dir):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"sample_id": "x", "input": "q", "output": [], "tools": "[not json"}\n')

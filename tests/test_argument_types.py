@@ -148,7 +148,7 @@ def test_an_empty_path_in_data_files_is_refused_naming_it(tmp_path, monkeypatch,
     files = td.sample_files("ms_swift")["train"]
     list(td.load("ms_swift", data_files=files, split="train", streaming=True))  # datasets patches os.path then
     for streaming in (False, True):
-        with pytest.raises(ValueError, match=r"^data_files holds an empty path \('\s*'\): give a file"):
+        with pytest.raises(ValueError, match=r"^data_files(\['train'\])? holds an empty path \('\s*'\): give a file"):
             td.load("ms_swift", data_files=data_files, split="train", streaming=streaming,
                     cache_dir=str(tmp_path / "cache"))
     assert os.listdir(tmp_path) == []

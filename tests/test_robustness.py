@@ -1513,7 +1513,7 @@ def test_data_files_may_be_path_objects(cache_dir):
 
 
 @pytest.mark.parametrize("data_files, message", [
-    ({"train": None}, "data_files holds None"),
+    ({"train": None}, r"data_files\['train'\] holds None"),
     ([td.sample_files("ms_swift")["train"][0], None], "data_files holds None"),
     (5, r"data_files holds 5 \(int\)"),
     (str(Path(td.sample_files("ms_swift")["train"][0]).parent), "data_files names the folder .*; pass data_dir="),

@@ -644,25 +644,28 @@ def last_read(folder: Path) -> int:
     return max(times)
 
 
-def _path_strings(data_files, base: Optional[str] = None, top: bool = True, takes_dir: bool = True):
+def _path_strings(data_files, base: Optional[str] = None, top: bool = True, takes_dir: bool = True,
+                  where: str = "data_files"):
     """``data_files`` with every path object (``pathlib.Path``...) as its string, in lists and split dicts too.
     A value that is no path (None, a number) or a folder is refused here, naming it: datasets would raise a
     TypeError from deep inside, or say it cannot find ``folder/``. Relative paths are looked up under ``base``
-    (data_dir), where datasets reads them. ``takes_dir``: a folder's error advises data_dir too."""
+    (data_dir), where datasets reads them. ``takes_dir``: a folder's error advises data_dir too. ``where``: how the
+    errors name the value (``data_files['nestful']``: the key of a dict, a split's or in source "all" a source's)."""
     if isinstance(data_files, dict) and top:
         reserved = [split for split in data_files if isinstance(split, str) and split.lower() == "all"]
         if reserved:  # datasets' keyword for the union of the splits: it refuses the name from deep inside
             raise ValueError(f"data_files names a split {reserved[0]!r}, which datasets reserves for the union of "
                              f"all splits; give that split another name")
-        return {split: _path_strings(files, base, False, takes_dir) for split, files in data_files.items()}
+        return {split: _path_strings(files, base, False, takes_dir, f"{where}[{split!r}]")
+                for split, files in data_files.items()}
     if isinstance(data_files, (list, tuple)):
-        return [_path_strings(f, base, False, takes_dir) for f in data_files]
+        return [_path_strings(f, base, False, takes_dir, where) for f in data_files]
     if not isinstance(data_files, (str, os.PathLike)):
-        raise ValueError(f"data_files holds {data_files!r:.80} ({type(data_files).__name__}); give local paths, "
+        raise ValueError(f"{where} holds {data_files!r:.80} ({type(data_files).__name__}); give local paths, "
                          f"globs or hf:// / https:// URLs: one, a list, or a dict of split -> them")
     path = os.fspath(data_files)
     if not path.strip():  # an unset shell variable: datasets looked for the current folder as a file
-        raise ValueError(f"data_files holds an empty path ({path!r}): give a file, a glob or a URL")
+        raise ValueError(f"{where} holds an empty path ({path!r}): give a file, a glob or a URL")
     if path.startswith("~"):  # datasets would look for a folder named "~" in the current one
         path = os.path.expanduser(path)
     # Only a local path is checked below. (Once a stream has been built, datasets has patched this module's
