@@ -35,8 +35,12 @@ def test_all_mixes_every_source_identically_in_both_modes(config, cache_dir):
 
 
 def test_all_rejects_raw_and_unknown_sources(cache_dir):
-    with pytest.raises(ValueError, match="no 'raw' format"):
+    message = ("source 'all' has no 'raw' format (raw schemas differ per source); load each source's raw format on "
+               "its own")
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         td.load("all", "raw", data_files=td.sample_files("all"), split="train", cache_dir=cache_dir)
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):  # validate() said only the first half
+        td.validate("all", "raw", data_files=td.sample_files("all"))
     with pytest.raises(ValueError, match="unknown keys"):
         td.load("all", data_files={"nope": td.sample_files("nestful")["train"]}, split="train", cache_dir=cache_dir)
     # a key spelled as the source's project is ("ms-swift") was named without the sources or the one meant

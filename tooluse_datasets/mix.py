@@ -13,8 +13,6 @@ import os
 import re
 from typing import Any, Iterator, Optional
 
-import datasets
-
 from . import registry
 from .builder import ToolUseBuilder
 from .errors import DataNotFoundError, ToolUseDataError
@@ -176,12 +174,6 @@ class AllSourcesBuilder(ToolUseBuilder):
         """Every member's upstream location (a load of ``all`` without ``data_files`` reads them all)."""
         return {name: up for name in registry.source_names()
                 if (up := registry.builder_class(name).SOURCE_CLASS.upstream) is not None}
-
-    def _info(self) -> datasets.DatasetInfo:
-        if self.config.name == "raw":
-            raise ValueError("source 'all' has no 'raw' format (raw schemas differ per source); "
-                             "load each source's raw format on its own")
-        return super()._info()
 
     def _resolve_files(self, dl_manager) -> dict[str, list[str]]:
         given = dict(self.config.data_files or {})

@@ -69,8 +69,9 @@ def config_features(source: Source, config: str) -> Features:
     if config == UNIFIED:
         return UNIFIED_FEATURES
     if config == RAW:
-        if source.raw_features is None:
-            raise ValueError(f"source {source.name!r} has no 'raw' format")
+        if source.raw_features is None:  # (the mix: load()'s refusal and validate()'s say the same)
+            raise ValueError(f"source {source.name!r} has no 'raw' format (raw schemas differ per source); "
+                             f"load each source's raw format on its own")
         return source.raw_features
     from .formats import output_format
 
