@@ -1315,6 +1315,23 @@ def test_a_mix_resumed_with_its_report_counts_again_the_two_rows_of_each_member_
     assert report.rows_read == uninterrupted.rows_read + 2 * 2
 
 
+def test_a_first_exhausted_mix_counts_the_rows_its_other_members_read_ahead():
+    """README said a first_exhausted mix's report counts one read beyond its rows and skips per member run out; the
+    members still running had also read up to two rows ahead, never handed out, which it counts too."""
+    from datasets import interleave_datasets
+
+    files = td.sample_files("all")
+    reports = {name: td.SkipReport() for name in ("nestful", "ms_swift")}
+    parts = [td.load(name, data_files=files[name], split="train", streaming=True, report=report)
+             for name, report in reports.items()]
+    handed = [row["source"] for row in interleave_datasets(parts, stopping_strategy="first_exhausted")]
+    rows = {name: sum(1 for _ in td.load(name, data_files=files[name], split="train", streaming=True))
+            for name in reports}
+    assert handed.count("nestful") == rows["nestful"] < rows["ms_swift"]  # nestful runs out first
+    assert reports["nestful"].rows_read == rows["nestful"] + 1  # its first row again, read ahead
+    assert 1 <= reports["ms_swift"].rows_read - handed.count("ms_swift") <= 2
+
+
 def test_take_n_counts_the_n_rows_it_hands_out(tmp_path):
     """datasets' take(n) pulled one more row from the stream before stopping: the report counted it, and the
     bad lines before it, as read (n + 1 + skips for n rows handed out). It now counts what a loop stopping
