@@ -987,7 +987,7 @@ def test_reading_a_mirror_a_build_was_stopped_replacing_says_what_is_left_and_wh
     assert sorted(mirror.read_manifest(out / "nestful").configs) == ["raw", "unified"]
     assert sorted(p.name for p in out.iterdir()) == ["nestful"]
     # a folder that is simply not there, nothing beside it: the usual message
-    with pytest.raises(mirror.MirrorError, match="is not a mirror") as caught:
+    with pytest.raises(mirror.MirrorError, match="toolmind does not exist") as caught:
         mirror.read_manifest(out / "toolmind")
     assert not isinstance(caught.value, mirror.StoppedSwapError)
 
@@ -1067,7 +1067,7 @@ def test_reading_a_mirror_whose_first_build_was_interrupted_is_not_taken_for_a_s
             build_sample_mirror("nestful", out, configs=["unified"])
     assert sorted(p.name for p in out.iterdir()) == [".nestful.partial"]  # kept to resume from
     mirror.recover_swap(out / "nestful")  # an unfinished build is never moved in
-    with pytest.raises(mirror.MirrorError, match="is not a mirror") as caught:
+    with pytest.raises(mirror.MirrorError, match="nestful does not exist") as caught:
         mirror.read_manifest(out / "nestful")
     assert not isinstance(caught.value, mirror.StoppedSwapError)
     # running the build again finishes it

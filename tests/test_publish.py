@@ -455,6 +455,16 @@ def test_a_folder_inside_a_mirror_names_the_mirror(mirror, capsys):
     assert f"but a folder inside the mirror {mirror}: give that folder" in capsys.readouterr().err
 
 
+def test_a_folder_that_does_not_exist_is_named_so(tmp_path, capsys):
+    """A mistyped folder was "not a mirror: .tooluse-datasets.json is missing (build one ...)" in Python and "neither
+    a mirror nor a folder of mirrors" on the command line, as if the folder were there."""
+    missing = tmp_path / "mirorr"
+    with pytest.raises(PublishError, match=f"^{re.escape(str(missing))} does not exist: give a mirror's folder"):
+        publish_mirror(missing, REPO, api=FakeHubApi(), echo=_quiet)
+    assert _cli([str(missing), "--repo-id", REPO, "--dry-run"], FakeHubApi()) == 2
+    assert f"{missing} does not exist: give a mirror's folder" in capsys.readouterr().err
+
+
 def _cli(argv: list[str], api: FakeHubApi) -> int:
     """The real command line, with ``api`` standing in for huggingface_hub's HfApi."""
     import huggingface_hub

@@ -868,7 +868,7 @@ def find_mirrors(folder: str | Path) -> dict[str, Path]:
     # A build stopped while replacing a mirror leaves it only under a hidden name: put it back in place first.
     recover_swap(root)
     recover_swaps_in(root)
-    if (root / MANIFEST_NAME).is_file():
+    if (root / MANIFEST_NAME).is_file() or not root.exists():  # (read_manifest names what is missing)
         return {read_manifest(root).source: root}
     subs = [sub for sub in sorted(root.iterdir())
             if sub.is_dir() and not sub.name.startswith(".") and (sub / MANIFEST_NAME).is_file()] \

@@ -217,6 +217,9 @@ def read_manifest(folder: str | Path) -> Manifest:
         leftovers = stopped_swap_leftovers(target)
         if not target.exists() and leftovers:
             raise StoppedSwapError(target, leftovers)
+        if not target.exists():
+            raise MirrorError(f"{folder} does not exist: give a mirror's folder (`tooluse-datasets mirror ... --out "
+                              f"DIR` writes DIR/<source>)")
         mirror = enclosing_mirror(folder)
         if mirror is not None:
             raise MirrorError(f"{folder} is not a mirror but a folder inside the mirror {mirror}: give that folder")
