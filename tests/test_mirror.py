@@ -1067,7 +1067,8 @@ def test_reading_a_mirror_whose_first_build_was_interrupted_is_not_taken_for_a_s
             build_sample_mirror("nestful", out, configs=["unified"])
     assert sorted(p.name for p in out.iterdir()) == [".nestful.partial"]  # kept to resume from
     mirror.recover_swap(out / "nestful")  # an unfinished build is never moved in
-    with pytest.raises(mirror.MirrorError, match="nestful does not exist") as caught:
+    with pytest.raises(mirror.MirrorError, match="nestful does not exist: a build of it stopped before it was done "
+                                                 r"\(.nestful.partial holds it\): run the build again") as caught:
         mirror.read_manifest(out / "nestful")
     assert not isinstance(caught.value, mirror.StoppedSwapError)
     # running the build again finishes it

@@ -218,8 +218,11 @@ def read_manifest(folder: str | Path) -> Manifest:
         if not target.exists() and leftovers:
             raise StoppedSwapError(target, leftovers)
         if not target.exists():
-            raise MirrorError(f"{folder} does not exist: give a mirror's folder (`tooluse-datasets mirror ... --out "
-                              f"DIR` writes DIR/<source>)")
+            staged = staging_path(target)
+            raise MirrorError(f"{folder} does not exist: " + (
+                f"a build of it stopped before it was done ({staged.name} holds it): run the build again to finish it"
+                if staged.is_dir() else "give a mirror's folder (`tooluse-datasets mirror ... --out DIR` writes "
+                                        "DIR/<source>)"))
         mirror = enclosing_mirror(folder)
         if mirror is not None:
             raise MirrorError(f"{folder} is not a mirror but a folder inside the mirror {mirror}: give that folder")
