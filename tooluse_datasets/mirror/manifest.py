@@ -214,10 +214,10 @@ def read_manifest(folder: str | Path) -> Manifest:
     if not path.is_file():
         target = Path(os.path.abspath(folder))
         # A reader leaves the folders as they are (recover_swap moves them); it says what happened and what to run.
-        leftovers = stopped_swap_leftovers(target)
-        if not target.exists() and leftovers:
-            raise StoppedSwapError(target, leftovers)
         if not target.exists():
+            leftovers = stopped_swap_leftovers(target)
+            if leftovers:
+                raise StoppedSwapError(target, leftovers)
             staged = staging_path(target)
             raise MirrorError(f"{folder} does not exist: " + (
                 f"a build of it stopped before it was done ({staged.name} holds it): run the build again to finish it"
