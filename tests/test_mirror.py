@@ -1289,3 +1289,34 @@ def test_a_file_name_that_is_not_utf8_is_mirrored_and_named_with_escapes(tmp_pat
     assert sorted(s["file"] for s in skipped) == [os.path.join(str(tmp_path), d, "caf\\xe9.jsonl") for d in "ab"]
     written = pq.read_table(next((folder / "unified").rglob("*.parquet"))).to_pylist()
     assert written and {row["subset"] for row in written} <= {"a/caf\\xe9", "b/caf\\xe9"}
+
+
+@pytest.mark.parametrize("source", ["ms_swift", "nestful"])
+def test_a_raw_mirror_given_back_as_data_files_loads_the_rows_it_was_built_from(source, tmp_path, cache_dir):
+    """A mirror's raw Parquet files read back as the source's input: their Json() cells are the values they hold, as
+    the source's JSON files give them. Read as their text, every ms-swift call was refused ('got string') and every
+    NESTFUL row ('a call must be a JSON object')."""
+    folder = build_sample_mirror(source, tmp_path / "out", configs=["raw"])
+    files = sorted(str(path) for path in folder.glob("raw/*.parquet"))
+    expected = [(row["messages"], row["tools"]) for row in reference_rows(source, "unified", "train", cache_dir)]
+    for streaming in (False, True):
+        report = td.SkipReport()
+        ds = td.load(source, data_files=files, split="train", streaming=streaming, on_error="skip", report=report,
+                     cache_dir=f"{cache_dir}/again")
+        assert [(row["messages"], row["tools"]) for row in ds] == expected
+        assert (report.rows_read, report.skipped) == (len(expected), 0)
+
+
+def test_a_null_inside_a_json_cell_of_ms_swift_parquet_is_kept_not_taken_for_struct_padding(tmp_path, cache_dir):
+    """ms-swift Parquet leaves out null struct fields (Arrow's padding); a JSON cell's value is no struct: a tool
+    parameter's "default": null, stored in a raw mirror's Json() tools, comes back as the JSON file gave it."""
+    rows = [json.loads(line) for line in Path(td.sample_files("ms_swift")["train"][0]).read_text().splitlines()]
+    tools = json.loads(rows[0]["tools"])
+    tools[0]["function"]["parameters"]["properties"]["base"]["default"] = None
+    rows[0]["tools"] = json.dumps(tools)
+    source = tmp_path / "rows.jsonl"
+    source.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    request = MirrorRequest("ms_swift", configs=["raw"], data_files=[str(source)], layout=ParquetLayout())
+    files = sorted(str(path) for path in build_mirror(request, tmp_path / "out").glob("raw/*.parquet"))
+    (row, *_) = td.load("ms_swift", "raw", data_files=files, split="train", streaming=True)
+    assert row["tools"] == tools

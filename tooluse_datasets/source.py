@@ -412,6 +412,9 @@ class Source(abc.ABC):
     local_patterns: ClassVar[tuple[str, ...]] = ("**/*.jsonl", "**/*.json", "**/*.parquet")
     # Names of files the source's own folders hold beside its data that match those patterns but hold no rows.
     local_not_data: ClassVar[frozenset[str]] = frozenset()
+    # Parquet rows: a null field of a struct, or a null column, is absent (Arrow pads structs with differing keys
+    # with nulls), not a null of the source's own; a JSON cell's value keeps its nulls.
+    parquet_null_fields_absent: ClassVar[bool] = False
 
     @classmethod
     def card_file(cls, options: dict) -> str:
@@ -453,10 +456,18 @@ class Source(abc.ABC):
         Default: one split per data_files key."""
         return list(files_by_split)
 
+    def json_text_columns(self) -> frozenset[str]:
+        """Parquet columns of JSON (datasets' ``Json()``, the ``arrow.json`` extension type) whose cells this source
+        reads as their text, parsing it itself; every other JSON cell is read as the value it holds, as a JSON
+        file gives it (so a mirror's rows load back). Default: none."""
+        return frozenset()
+
     def read(self, shard: Shard, split: SplitPlan, resume: Optional[tuple[int, int]] = None) -> Iterator[RawBatch]:
-        """Batches of ``(row number, native row or error)`` of one shard. Default: Parquet rows as dicts,
-        JSON Lines, or a JSON document."""
-        yield from read_shard(shard, self.options.batch_size, resume)
+        """Batches of ``(row number, native row or error)`` of one shard. Default: Parquet rows as dicts (read
+        as :meth:`json_text_columns` and :attr:`parquet_null_fields_absent` say), JSON Lines, or a JSON
+        document."""
+        yield from read_shard(shard, self.options.batch_size, resume, json_text=self.json_text_columns(),
+                              null_fields_absent=self.parquet_null_fields_absent)
 
     @abc.abstractmethod
     def to_raw(self, native: dict, ctx: RowContext) -> dict:

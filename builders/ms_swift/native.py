@@ -863,14 +863,3 @@ def is_block_list(value: Any) -> bool:
 
 def has_block(blocks: list[dict], kind: str) -> bool:
     return any(b.get("type") == kind for b in blocks)
-
-
-def drop_arrow_nulls(value: Any) -> Any:
-    """Parquet stores objects as structs, padding fields a row lacks with nulls; treat them as absent
-    (ms-swift 4.6 strips them from tools the same way). A JSON null inside such a struct cannot be told
-    apart from padding."""
-    if isinstance(value, dict):
-        return {k: drop_arrow_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [drop_arrow_nulls(v) for v in value]
-    return value

@@ -23,7 +23,7 @@ from the canonical form live there. ``from_unified`` rebuilds each unified messa
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Optional
 
 from datasets import Features, Json, List, Value
 
@@ -31,12 +31,10 @@ from tooluse_datasets.codec import json_bytes, python_json_text
 from tooluse_datasets.errors import (ConversionError, InvalidValueError, JsonValueError, ToolUseDataError, count_of,
                                      json_kind)
 from tooluse_datasets.schema import complete_row, message, tool_call, unified_row
-from tooluse_datasets.shards.reading import read_shard
-from tooluse_datasets.shards.shard import PARQUET, RawBatch, Shard
-from tooluse_datasets.source import RowContext, Source, SplitPlan
+from tooluse_datasets.source import RowContext, Source
 
 from .common import common_columns, common_unified
-from .native import ORIGINAL_KEY, RESULT_ROLES, Message, drop_arrow_nulls, in_columns, native_to_raw
+from .native import ORIGINAL_KEY, RESULT_ROLES, Message, in_columns, native_to_raw
 from .parsing import (json_text, missing_media_tags, parse_call, parse_tool, split_pre_call_text,
                       split_think, swift_tool)
 from .upstream import CITATION, DESCRIPTION, UPSTREAM
@@ -73,11 +71,8 @@ class MsSwiftSource(Source):
 
     # -- reading --------------------------------------------------------------------------------------
 
-    def read(self, shard: Shard, split: SplitPlan, resume: Optional[tuple[int, int]] = None) -> Iterator[RawBatch]:
-        for batch in read_shard(shard, self.options.batch_size, resume):
-            if shard.kind == PARQUET:
-                batch.items = [(n, row if not isinstance(row, dict) else drop_arrow_nulls(row)) for n, row in batch.items]
-            yield batch
+    # (as ms-swift 4.6 strips Arrow's padding of tools)
+    parquet_null_fields_absent = True
 
     def to_raw(self, native: dict, ctx: RowContext) -> dict:
         raw, messages, columns = native_to_raw(native)

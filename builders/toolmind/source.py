@@ -157,6 +157,10 @@ class ToolMindSource(Source):
         return [SplitPlan(plan.name, plan.shards, SplitSelection(None, False, False, several))
                 for plan in super().plan(files_by_split)]
 
+    def json_text_columns(self) -> frozenset[str]:
+        # The messages text is parsed here, its spelling kept (meta.messages_text), as from a text column
+        return frozenset((self.options.messages_column,))
+
     def read(self, shard: Shard, split: SplitPlan, resume: Optional[tuple[int, int]] = None) -> Iterator[RawBatch]:
         opts = self.options
         selection: Optional[SplitSelection] = split.selection
@@ -167,7 +171,8 @@ class ToolMindSource(Source):
         # Read small batches (long rows decode to large buffers) and regroup them into batches of at most
         # READ_BATCH_ROWS rows (fewer where a split's rows are selected) and `max_batch_chars` characters.
         rows = min(opts.batch_size, READ_BATCH_ROWS)
-        batches = read_split_rows(shard, opts.split_column, selection, rows, resume, opts.messages_column)
+        batches = read_split_rows(shard, opts.split_column, selection, rows, resume, opts.messages_column,
+                                  self.json_text_columns())
         for batch in joined_batches(batches, rows, _messages_chars(opts.messages_column), opts.max_batch_chars):
             if stem is not None:
                 for _row_number, row in batch.items:

@@ -23,7 +23,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Collection, Iterator, Optional
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -510,19 +510,22 @@ def _split_reader(column: str) -> Callable[[bytes], Any]:
 
 def read_split_rows(shard: Shard, split_column: Optional[str], selection: Optional[SplitSelection],
                     batch_size: int, resume: Optional[tuple[int, int]],
-                    messages_column: str = "messages") -> Iterator[RawBatch]:
+                    messages_column: str = "messages", json_text: Collection[str] = ()) -> Iterator[RawBatch]:
     """Batches of a shard's rows; with a selecting ``selection``, only rows whose ``split_column`` equals its
     value. JSON rows that belong to no split (unparseable lines, non-string values) are yielded as errors
-    by the split that reports them, so they are counted once instead of vanishing."""
+    by the split that reports them, so they are counted once instead of vanishing. ``json_text``: Parquet JSON
+    columns read as their text (:func:`~tooluse_datasets.shards.parquet.parquet_batch_rows`)."""
     # Before anything is read: the rows each split selects were planned from that version of the file too, and
     # a split that does not report the file's damage (below) must still report its being replaced; and after the
     # shard's last row, as read_shard checks: a file rewritten while the shard was read gave rows of both. (Once:
     # the shard's reading below is not checked again.)
-    yield from checked_reads(shard, _split_rows(shard, split_column, selection, batch_size, resume, messages_column))
+    yield from checked_reads(shard, _split_rows(shard, split_column, selection, batch_size, resume, messages_column,
+                                                json_text))
 
 
 def _split_rows(shard: Shard, split_column: Optional[str], selection: Optional[SplitSelection],
-                batch_size: int, resume: Optional[tuple[int, int]], messages_column: str) -> Iterator[RawBatch]:
+                batch_size: int, resume: Optional[tuple[int, int]], messages_column: str,
+                json_text: Collection[str]) -> Iterator[RawBatch]:
     column = split_column if selection is not None and selection.select else None
     planned = column is not None and shard.file not in selection.unassigned  # (its columns' types checked then)
     # Checked on the file the shard reads its rows from (opening it once more was a footer read, a Hub request,
@@ -544,14 +547,15 @@ def _split_rows(shard: Shard, split_column: Optional[str], selection: Optional[S
                     items = _unreadable_rows_of_split(pf, record_batch, column, selection)
                 else:
                     items = _select(record_batch, column, selection.value if column else None, first_row,
-                                    report_undecodable=bool(column) and selection.report_unassigned)
+                                    report_undecodable=bool(column) and selection.report_unassigned,
+                                    json_text=json_text)
                 if items:
                     yield RawBatch(items, [(n + 1, 0) for n, _ in items])
         return
     reports = selection.reports_errors(shard.file) if column else None
     wanted = selection.wanted_rows(shard.file) if column else None
     try:
-        for batch in read_unchecked(shard, batch_size, resume, wanted):
+        for batch in read_unchecked(shard, batch_size, resume, wanted, json_text):
             if column is None:
                 yield batch
                 continue
@@ -628,9 +632,9 @@ def _json_row(row: Any, row_number: int, column: str, selection: SplitSelection,
 
 
 def _select(record_batch: pa.RecordBatch, column: Optional[str], value: Optional[str],
-            first_row: int, *, report_undecodable: bool = False) -> list[NativeItem]:
+            first_row: int, *, report_undecodable: bool = False, json_text: Collection[str] = ()) -> list[NativeItem]:
     if not column:
-        return parquet_batch_rows(record_batch, first_row)
+        return parquet_batch_rows(record_batch, first_row, json_text)
     values = _plain_strings(_split_cells(record_batch, column))
     try:
         # Split names are short: compared in Python, a batch's selection costs a few us, where the compute
@@ -646,12 +650,12 @@ def _select(record_batch: pa.RecordBatch, column: Optional[str], value: Optional
     if not indices:
         return bad
     if len(indices) == record_batch.num_rows:
-        return parquet_batch_rows(record_batch, first_row)
+        return parquet_batch_rows(record_batch, first_row, json_text)
     try:
-        rows = parquet_batch_rows(record_batch.take(pa.array(indices, pa.int64())), 0)
+        rows = parquet_batch_rows(record_batch.take(pa.array(indices, pa.int64())), 0, json_text)
     except pa.ArrowNotImplementedError:  # no take kernel for view columns (string_view): the selected runs
         items = [item for start, stop in _runs(indices)
-                 for item in parquet_batch_rows(record_batch.slice(start, stop - start), first_row + start)]
+                 for item in parquet_batch_rows(record_batch.slice(start, stop - start), first_row + start, json_text)]
     else:
         items = [(first_row + i, row) for i, (_, row) in zip(indices, rows)]
     return sorted(items + bad, key=lambda item: item[0]) if bad else items

@@ -7,14 +7,15 @@ import dataclasses
 import datetime
 import functools
 import uuid
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Callable, Collection, Iterator, Optional, Union
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from datasets.utils.file_utils import xopen
 
 from ..arrow_memory import default_pool, package_memory_pool
-from ..errors import InvalidValueError
+from ..codec import json_reason, loads
+from ..errors import InvalidJsonError, InvalidValueError, JsonValueError
 from ..network import is_network_error
 from .files import no_range_requests, transfer_cut_short
 from .paths import display_path
@@ -127,8 +128,13 @@ def iter_parquet_batches(pf: pq.ParquetFile, shard: Shard, batch_size: int, resu
             yield UnreadableRows(rg, start, stop, str(exc)), start
 
 
-def parquet_batch_rows(record_batch: pa.RecordBatch, first_row: int) -> list[NativeItem]:
-    """``(row number, row dict)`` of a record batch; a row that cannot become Python values is an error."""
+def parquet_batch_rows(record_batch: pa.RecordBatch, first_row: int, json_text: Collection[str] = (),
+                       null_fields_absent: bool = False) -> list[NativeItem]:
+    """``(row number, row dict)`` of a record batch; a row that cannot become Python values is an error. A JSON
+    cell (datasets' ``Json()``, the ``arrow.json`` extension type) is the value its text holds, as a JSON file
+    gives it, except in the top-level columns named in ``json_text``, read as the text. ``null_fields_absent``:
+    a null field of a struct, or a null column, is left out (Arrow pads structs with nulls), not one inside a
+    JSON cell's value."""
     try:
         rows = record_batch.to_pylist()
     except (UnicodeDecodeError, pa.ArrowInvalid):
@@ -141,7 +147,63 @@ def parquet_batch_rows(record_batch: pa.RecordBatch, first_row: int) -> list[Nat
                 rows.append(_undecodable_row(record_batch.slice(i, 1), exc))
     if _holds_non_json_values(record_batch.schema):
         rows = [row if isinstance(row, InvalidValueError) else _as_json_values(row) for row in rows]
+    read = _row_reader(record_batch.schema, frozenset(json_text), null_fields_absent)
+    if read is not None:
+        rows = [row if isinstance(row, InvalidValueError) else read(row) for row in rows]
     return [(first_row + i, row) for i, row in enumerate(rows)]
+
+
+Reader = Callable[[Any], Any]
+
+
+@functools.lru_cache(maxsize=256)
+def _row_reader(schema: pa.Schema, json_text: frozenset, null_fields_absent: bool) -> Optional[Reader]:
+    """What :func:`parquet_batch_rows` does to a row of ``schema``: a row -> the row, or the typed error of a
+    JSON cell that does not parse (naming its column). None when there is nothing to do."""
+    columns = {field.name: None if field.name in json_text else _cell_reader(field.type, null_fields_absent)
+               for field in schema}  # (of two columns of a name, the last: to_pylist keeps its value)
+    readers = [(name, read) for name, read in columns.items() if read is not None]
+    if not readers and not null_fields_absent:
+        return None
+
+    def read_row(row: dict) -> Any:
+        name = None
+        try:
+            for name, read in readers:
+                row[name] = read(row[name])
+        except ValueError as exc:  # (orjson's JSONDecodeError is one; JsonValueError too)
+            kind = JsonValueError if isinstance(exc, JsonValueError) else InvalidJsonError
+            return kind(f"JSON cell cannot be read ({json_reason(exc)})", field=name)
+        except RecursionError:
+            return JsonValueError("JSON cell nests values too deeply to read", field=name)
+        return {k: v for k, v in row.items() if v is not None} if null_fields_absent else row
+    return read_row
+
+
+def _cell_reader(arrow_type: pa.DataType, null_fields_absent: bool) -> Optional[Reader]:
+    """A cell of ``arrow_type`` as Python values -> its JSON cells read as values (and, with
+    ``null_fields_absent``, its structs' null fields left out); None when that changes nothing."""
+    if isinstance(arrow_type, pa.BaseExtensionType):
+        if arrow_type.extension_name == "arrow.json":
+            return lambda cell: None if cell is None else loads(cell)
+        return None
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type) or pa.types.is_fixed_size_list(arrow_type):
+        inner = _cell_reader(arrow_type.value_type, null_fields_absent)
+        return None if inner is None else (lambda cell: None if cell is None else [inner(v) for v in cell])
+    if not pa.types.is_struct(arrow_type):
+        return None
+    fields = [(f.name, _cell_reader(f.type, null_fields_absent)) for f in arrow_type]
+    readers = [(name, read) for name, read in fields if read is not None]
+    if not readers and not null_fields_absent:
+        return None
+
+    def read_struct(cell: Optional[dict]) -> Optional[dict]:
+        if cell is None:
+            return None
+        for name, read in readers:
+            cell[name] = read(cell[name])
+        return {k: v for k, v in cell.items() if v is not None} if null_fields_absent else cell
+    return read_struct
 
 
 def _undecodable_row(row: pa.RecordBatch, exc: Exception) -> InvalidValueError:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-from typing import Callable, Iterator, Optional
+from typing import Callable, Collection, Iterator, Optional
 
 from ..errors import DataNotFoundError
 from ..network import failure_text
@@ -15,15 +15,17 @@ from .versions import check_unchanged, local_file_of
 
 
 def read_shard(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] = None,
-               wanted: Optional[Callable[[int], bool]] = None) -> Iterator[RawBatch]:
+               wanted: Optional[Callable[[int], bool]] = None, json_text: Collection[str] = (),
+               null_fields_absent: bool = False) -> Iterator[RawBatch]:
     """Generic rows of a shard: Parquet rows as dicts, JSON Lines, or a JSON document (an array of objects or
     one object). ``resume``: a position from a previous :class:`RawBatch`; rows before it are not read.
     ``wanted``: a JSON line whose row number it refuses is passed over unparsed (not a row of the output).
     Batches hold ``batch_size`` rows, JSON rows at most :data:`JSON_BATCH_ROWS`. A file that is no longer the
     version the shard was planned from is the file's error (:func:`~.versions.check_unchanged`): checked before
     the shard is read and again after its last row, since a file rewritten while a shard of it is read (more
-    than a read buffer) gives rows of both versions (a stat call when it is unchanged)."""
-    yield from checked_reads(shard, read_unchecked(shard, batch_size, resume, wanted))
+    than a read buffer) gives rows of both versions (a stat call when it is unchanged). ``json_text`` and
+    ``null_fields_absent``: how Parquet rows are read (:func:`~.parquet.parquet_batch_rows`)."""
+    yield from checked_reads(shard, read_unchecked(shard, batch_size, resume, wanted, json_text, null_fields_absent))
 
 
 def checked_reads(shard: Shard, batches: Iterator[RawBatch]) -> Iterator[RawBatch]:
@@ -60,7 +62,8 @@ def file_gone(path: str, exc: FileNotFoundError) -> DataNotFoundError:
 
 
 def read_unchecked(shard: Shard, batch_size: int, resume: Optional[tuple[int, int]] = None,
-                   wanted: Optional[Callable[[int], bool]] = None) -> Iterator[RawBatch]:
+                   wanted: Optional[Callable[[int], bool]] = None, json_text: Collection[str] = (),
+                   null_fields_absent: bool = False) -> Iterator[RawBatch]:
     """:func:`read_shard` without its version checks, for a reader that wraps its whole reading of the shard in
     :func:`checked_reads` itself (each check is a request for a URL)."""
     if shard.kind == PARQUET:
@@ -69,7 +72,7 @@ def read_unchecked(shard: Shard, batch_size: int, resume: Optional[tuple[int, in
                 if isinstance(record_batch, UnreadableRows):
                     rows = record_batch.items()
                 else:
-                    rows = parquet_batch_rows(record_batch, first_row)
+                    rows = parquet_batch_rows(record_batch, first_row, json_text, null_fields_absent)
                 yield RawBatch(rows, [(n + 1, 0) for n, _ in rows])
     elif shard.kind == LINES:
         yield from read_lines(shard, min(batch_size, JSON_BATCH_ROWS), resume, wanted)
