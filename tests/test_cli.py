@@ -1586,3 +1586,16 @@ def test_export_drop_trailing_results_is_refused_for_formats_other_than_llamafac
     assert main(["export", "ms_swift", "--sample", "--format", "llamafactory", "--option", "trailing_results=drop",
                  "--out", str(tmp_path / "out")]) == 2
     assert "give --drop-trailing-results" in capsys.readouterr().err
+
+
+def test_stats_works_out_its_data_files_once_whatever_the_number_of_splits(monkeypatch, capsys):
+    """stats worked out (and checked) its input's data files again for the load and for each split's validation
+    counter: nine times for ToolMind's seven splits."""
+    from tooluse_datasets.commands import stats as stats_command
+
+    calls = []
+    monkeypatch.setattr(stats_command, "data_files_for",
+                        lambda *args, _found=stats_command.data_files_for: calls.append(args) or _found(*args))
+    assert main(["stats", "toolmind", "--sample"]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 7
+    assert len(calls) == 1

@@ -56,18 +56,16 @@ def _stats(args: argparse.Namespace) -> int:
     from ..validation import ValidationCounter
     from ..validation.registry import sources_read
 
-    def stream(split=None, report=None):
-        return load(args.source, "unified", split=split, streaming=True, data_files=data_files_for(args, args.source),
-                    on_error=args.on_error, report=report, **source_options(args))
-
     # The splits are read in one load, as `export` and `validate` read them: rows that belong to no split (a
     # ToolMind file without a split column, a file that cannot be read) are reported once, by the first split,
     # not once by each split loaded on its own. Each split's own `read` is what was read while it was passed.
     skipped_rows = args.skipped_rows or None
     shared = _SplitReports(rows_path=skipped_rows)
-    refuse_writing_inputs(with_data_dir_files(args, args.source, data_files_for(args, args.source)),
-                          {"--skipped-rows": [skipped_rows]})
-    splits = stream(args.split, shared)  # arguments the data refuses (a split it lacks) fail here: nothing read yet
+    data_files = data_files_for(args, args.source)  # (once: it checks every path it names)
+    refuse_writing_inputs(with_data_dir_files(args, args.source, data_files), {"--skipped-rows": [skipped_rows]})
+    # arguments the data refuses (a split it lacks) fail here: nothing read yet
+    splits = load(args.source, "unified", split=args.split, streaming=True, data_files=data_files,
+                  on_error=args.on_error, report=shared, **source_options(args))
     if args.split:
         splits = {args.split: splits}
     start_skipped_rows(skipped_rows)  # only now: a refused command leaves the file as it was
@@ -75,7 +73,7 @@ def _stats(args: argparse.Namespace) -> int:
     for split, ds in splits.items():
         read = shared.current = SkipReport()  # one a split: the rows read and skipped, as `validate` gives
         # the rules' counts, in the same pass (see `validate`)
-        counter = ValidationCounter(source=sources_read(args.source, data_files_for(args, args.source)))
+        counter = ValidationCounter(source=sources_read(args.source, data_files))
         stats = SplitStatistics()  # its distributions are what the plots draw
         for row in counter.observe(progress(ds, f"{args.source}/{split}")):
             stats.add(row)
