@@ -653,6 +653,30 @@ def test_a_value_of_another_kind_given_to_from_list_and_from_dict_is_named_by_ro
         assert (info.value.row, info.value.field) == (bad, field), how
 
 
+@pytest.mark.parametrize("field, value, message", [
+    ("messages[0].content", ["a", "b"], "expected string, got array"),
+    ("id", {"x": 1}, "expected string, got object"),
+    ("subset", [1], "expected string, got array"),
+])
+def test_a_list_or_object_given_to_from_list_and_from_dict_for_text_is_named_by_row_and_field(nestful, field, value,
+                                                                                                message):
+    """A list or an object where the unified schema holds text was stored as its str() ("['a', 'b']" as a message's
+    content) by from_list and from_dict, which encode with datasets' plain features; add_item refused it."""
+    rows = [complete_row(row) for row in nestful]
+    bad = len(rows) - 2
+    if field == "messages[0].content":
+        rows[bad]["messages"][0]["content"] = value
+    else:
+        rows[bad][field] = value
+    made = {"from_list": lambda: datasets.Dataset.from_list(rows, features=nestful.features),
+            "from_dict": lambda: datasets.Dataset.from_dict({c: [r[c] for r in rows] for c in nestful.features},
+                                                            features=nestful.features)}
+    for how, make in made.items():
+        with pytest.raises(td.InvalidValueError, match=message) as info:
+            make()
+        assert (info.value.row, info.value.field) == (bad, field), how
+
+
 @pytest.mark.parametrize("features", ["given", None])
 def test_a_map_returning_text_for_a_list_of_json_values_is_refused(nestful, features):
     """A map returning the tools as JSON text, or a call's list of calls as text, stored them one character an

@@ -25,7 +25,8 @@ from datasets.iterable_dataset import (FormattedExamplesIterable, RebatchedArrow
                                       SelectColumnsIterable)
 
 from .arrow_rows import storage_type
-from .errors import DataNotFoundError, InvalidJsonError, InvalidValueError, JsonValueError, ToolUseDataError
+from .errors import (DataNotFoundError, InvalidJsonError, InvalidValueError, JsonValueError, ToolUseDataError,
+                     json_kind)
 from .exact_features import (ExactFeatures, ForeignExactFeatures, MappedUnifiedFeatures, _is_unified_messages,
                              holds_json)
 from .schema import MEDIA_COLUMNS
@@ -746,6 +747,7 @@ def _install_constructors_keeping_exact_features() -> None:
             mapping = _with_media_columns(mapping, given, media)
         if isinstance(given, ExactFeatures) and isinstance(mapping, dict):
             _refuse_text_for_lists(mapping, given)
+            _refuse_values_for_text(mapping, given)
         try:
             out = from_dict_original(cls, mapping, features, info, *args, **kwargs)
         except (JsonValueError, AttributeError, TypeError) as exc:
@@ -814,6 +816,34 @@ def _refuse_text_for_lists(mapping: dict, features: ExactFeatures) -> None:
             for row, value in enumerate(column):
                 if isinstance(value, str):
                     raise InvalidValueError("expected a list, got string").at(row=row, field=name)
+
+
+def _refuse_values_for_text(mapping: dict, features: ExactFeatures) -> None:
+    """datasets' encoder (``from_dict`` encodes with plain features) stores ``str()`` of a list or object given for
+    a text field (``"['a', 'b']"`` as a message's content), which ``add_item`` refuses: refused here too, naming
+    the row and field."""
+    for name, column in mapping.items():
+        if name in features and isinstance(column, (list, tuple)):
+            for row, value in enumerate(column):
+                found = _value_for_text(features[name], value, name)
+                if found is not None:
+                    raise InvalidValueError(f"expected string, got {json_kind(found[1])}").at(row=row, field=found[0])
+
+
+def _value_for_text(feature: Any, value: Any, field: str) -> Optional[tuple[str, Any]]:
+    """``(field, value)`` of the first list or object in ``value`` where ``feature`` holds text, else None."""
+    if value is None:
+        return None
+    if isinstance(feature, Value):
+        text = feature.dtype in ("string", "large_string")
+        return (field, value) if text and isinstance(value, (Mapping, list, tuple)) else None
+    if isinstance(feature, (List, LargeList)) and isinstance(value, (list, tuple)):
+        return next((found for i, item in enumerate(value)
+                     if (found := _value_for_text(feature.feature, item, f"{field}[{i}]")) is not None), None)
+    if isinstance(feature, dict) and isinstance(value, Mapping):
+        return next((found for key, sub in feature.items()
+                     if (found := _value_for_text(sub, value.get(key), f"{field}.{key}")) is not None), None)
+    return None
 
 
 def _named_by_row_and_field(exc: Exception, mapping: Any, features: Any) -> Exception:
