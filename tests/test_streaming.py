@@ -1438,6 +1438,31 @@ def test_a_stream_resumed_from_a_checkpoint_it_read_past_lists_each_skipped_row_
     assert (report.rows_read, report.skipped) == (30 + 8, 8)  # rows 11-40 and the bad lines after row 10
 
 
+def test_a_stream_resumed_in_a_later_epoch_lists_that_epochs_skipped_rows_as_an_uninterrupted_one_does(tmp_path):
+    """Each epoch lists its skipped rows in rows_path; a job stopped in epoch 1 and resumed from its checkpoint listed
+    none of the skipped rows after the checkpoint, since epoch 0 had listed them. The rows it read past the
+    checkpoint before it was stopped are still listed once in epoch 1."""
+    path, bad = _real_agent_rows_with_bad_lines(tmp_path, 40)
+    rows_path = tmp_path / "skipped.jsonl"
+
+    def stream(report):
+        return td.load("ms_swift", split="train", data_files=path, on_error="skip", streaming=True, report=report)
+
+    first = stream(td.SkipReport(rows_path=rows_path))
+    assert len(list(first)) == 40 and _listed(rows_path) == bad
+    first.set_epoch(1)
+    iterator = iter(first)
+    head = [next(iterator)["id"] for _ in range(10)]
+    checkpoint = first.state_dict()
+    read_on = [next(iterator)["id"] for _ in range(20)]  # the job goes on, then is stopped
+    iterator.close()
+    resumed = stream(td.SkipReport(rows_path=rows_path))
+    resumed.load_state_dict(checkpoint)
+    rest = [r["id"] for r in resumed]
+    assert rest[:20] == read_on and len(head + rest) == 40
+    assert sorted(_listed(rows_path)) == sorted(bad + bad)
+
+
 @pytest.mark.parametrize("saved_with, resumed_with", [
     ("nothing", "map"), ("map", "nothing"), ("nothing", "shuffle"), ("take", "skip")])
 def test_a_state_loaded_into_a_stream_built_with_other_steps_is_a_value_error_saying_so(saved_with, resumed_with):

@@ -357,10 +357,11 @@ def skipped_row_record(error: "ToolUseDataError") -> dict[str, Any]:
     return record
 
 
-def listed_skipped_rows(path: str, files: set[str]) -> set[tuple[str, Optional[int]]]:
-    """``(file, row)`` of the skipped rows a skipped-rows file lists from ``files`` (none if it does not exist
-    yet). A line that does not read as a record (cut short by a process killed while writing it) lists none."""
-    listed: set[tuple[str, Optional[int]]] = set()
+def listed_skipped_rows(path: str, files: set[str]) -> Counter:
+    """How often a skipped-rows file lists each ``(file, row)`` of ``files`` (once a pass over a stream; none if it
+    does not exist yet). A line that does not read as a record (cut short by a process killed while writing it)
+    lists none."""
+    listed: Counter = Counter()
     try:
         handle = open(path, "rb")
     except FileNotFoundError:
@@ -370,7 +371,7 @@ def listed_skipped_rows(path: str, files: set[str]) -> set[tuple[str, Optional[i
             try:
                 record = json.loads(line)
                 if record["file"] in files:
-                    listed.add((record["file"], record["row"]))
+                    listed[record["file"], record["row"]] += 1
             except (ValueError, TypeError, KeyError):
                 continue
     return listed

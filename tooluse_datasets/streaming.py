@@ -74,6 +74,9 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         # (a DataLoader worker's prefetched batches, rows read after the last checkpoint) and listed those rows'
         # skips in the report's rows_path, which this pass then does not list again.
         self._resumed = False
+        # The epoch of the stream this pass is of (set where datasets prepares it): each epoch lists its skipped rows
+        # once more in the report's rows_path, a resumed one too (see SkipsInOrder).
+        self.epoch = 0
         self._fresh_state: Optional[dict] = None
         # By shard, the versions of their files that the states loaded into this stream were saved from, which
         # those shards are read against: see _note_saved_version.
@@ -230,7 +233,7 @@ class ShardExamplesIterable(_BaseExamplesIterable):
             share = NodeShare(*self.node_share, handed=(self._state_dict or {}).get("node_rows", 0))
         listed_in = None
         if self._resumed and self.report.rows_path is not None:
-            listed_in = (self.report.rows_path, {display_path(shard.file) for shard in self.shards})
+            listed_in = (self.report.rows_path, {display_path(shard.file) for shard in self.shards}, self.epoch)
         return SkipsInOrder(self.report, counted=self._counted, share=share, listed_in=listed_in)
 
     def _start(self) -> tuple[int, Optional[tuple[int, int]]]:
@@ -487,15 +490,16 @@ class SkipsInOrder:
     ``shard`` and the rows of ``shard`` numbered below ``row`` already; rows read again from an earlier state
     (a layer of datasets replaying from one) are not counted again. ``shard``: the shard being handed out.
     ``share``: the part of the rows this node counts, when nodes split the stream row by row (:mod:`.node_share`).
-    ``listed_in``: a resumed stream's ``rows_path`` and the files it reads: a skipped row that file lists already
-    (read past the saved state by the run resumed) is counted but not listed again."""
+    ``listed_in``: a resumed stream's ``rows_path``, the files it reads and its epoch: a skipped row that file lists
+    already in this epoch (read past the saved state by the run resumed), as often as each epoch up to this one lists
+    it, is counted but not listed again."""
 
     def __init__(self, report: Optional[SkipReport], counted: Optional[tuple[int, int]] = None,
-                 share: Optional[NodeShare] = None, listed_in: Optional[tuple[str, set[str]]] = None):
+                 share: Optional[NodeShare] = None, listed_in: Optional[tuple[str, set[str], int]] = None):
         self.report = report
         self.share = share
         self.listed_in = listed_in
-        self._listed: Optional[set] = None  # read at the first skip
+        self._listed: Optional[collections.Counter] = None  # read at the first skip
         self.pending: list[ToolUseDataError] = []  # in row order, as the converter meets them
         self.counted = counted
         self.shard = 0
@@ -579,8 +583,8 @@ class SkipsInOrder:
 
     def _add(self, error: ToolUseDataError) -> None:
         if self.listed_in is not None and self._listed is None:
-            self._listed = listed_skipped_rows(*self.listed_in)
-        if self._listed is not None and (error.file, error.row) in self._listed:
+            self._listed = listed_skipped_rows(*self.listed_in[:2])
+        if self._listed is not None and self._listed[error.file, error.row] > self.listed_in[2]:
             self.report.add(error, listed=True)
         else:  # (a report of the caller's own kind may not know ``listed``: only a resumed stream passes it)
             self.report.add(error)
@@ -603,7 +607,31 @@ def _install_take_that_stops_at_n() -> None:
     TakeExamplesIterable.__iter__ = patched_once(original, __iter__, "_stops_at_n")
 
 
+def _install_epochs_known_to_streams() -> None:
+    """Each stream of ours that a pass reads is told the epoch of the ``IterableDataset`` it is read through
+    (``set_epoch``, or a loaded state's), which datasets keeps to itself. Installed once per process on import."""
+    from datasets.iterable_dataset import IterableDataset
+
+    prepare = IterableDataset._prepare_ex_iterable_for_iteration
+
+    def prepared(self, *args, **kwargs):
+        out = prepare(self, *args, **kwargs)
+        steps = [out]
+        while steps:
+            step = steps.pop()
+            if isinstance(step, ShardExamplesIterable):
+                step.epoch = self.epoch
+                continue
+            steps.extend(getattr(step, "ex_iterables", None) or ())
+            if getattr(step, "ex_iterable", None) is not None:
+                steps.append(step.ex_iterable)
+        return out
+
+    IterableDataset._prepare_ex_iterable_for_iteration = patched_once(prepare, prepared, "_tells_streams_the_epoch")
+
+
 _install_take_that_stops_at_n()
+_install_epochs_known_to_streams()
 share_skips_among_nodes()
 warn_of_lost_shuffle_buffers()
 check_saved_states()  # wraps the warning's patch: what is no stream's state is refused before any warning
