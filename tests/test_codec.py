@@ -8,6 +8,7 @@ import json
 import math
 import uuid
 
+import numpy
 import pyarrow as pa
 import pytest
 from datasets import Dataset, Features, Json, List, Value
@@ -112,6 +113,15 @@ def test_a_non_json_value_is_named_by_where_it_is(bad, where):
     refused on the field ``meta`` without naming the column."""
     with pytest.raises(td.JsonValueError, match=where + " is not a JSON value"):
         dumps(bad)
+
+
+@pytest.mark.parametrize("value", [[numpy.float64(0.5)], [numpy.float64(0.5), 2**70], {"a": [2**70, numpy.float32(1)]}],
+                         ids=["alone", "with-big-int", "nested"])
+def test_a_numpy_float_is_refused_by_where_it_is_with_or_without_an_integer_beyond_64_bits(value):
+    """orjson refuses a float subclass ("Type is not JSON serializable: numpy.float64", naming no place), while the
+    stdlib path (a value also holding an integer beyond 64 bits) wrote it: stored or refused by its neighbour."""
+    with pytest.raises(td.JsonValueError, match=r"float(64|32) at \$(\[0\]|\.a\[1\]) is not a JSON value"):
+        dumps(value)
 
 
 class _Colour(enum.Enum):

@@ -373,6 +373,8 @@ def _check_json_value(value: Any, path: str) -> None:
     while stack:
         item, where, depth = stack.pop()
         if isinstance(item, float):
+            if type(item) is not float:  # a numpy or other float subclass: orjson refuses it, so the stdlib path must
+                raise JsonValueError(f"{type(item).__name__} at {where} is not a JSON value")
             if not math.isfinite(item):
                 raise JsonValueError(f"{_non_finite_name(item)} at {where} cannot be stored as JSON (NaN and infinities "
                                      f"are refused)")
