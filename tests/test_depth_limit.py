@@ -117,3 +117,45 @@ def test_ms_swift_call_objects_kept_in_meta_are_refused_naming_a_field(tmp_path,
     with pytest.raises(td.JsonValueError) as info:
         list(td.load("ms_swift", data_files=path, split="train", streaming=True))
     assert info.value.field is not None and info.value.row == 0
+
+
+def _nestful_too_deep(tmp_path) -> str:
+    row = json.loads(open(_nestful_sample(), encoding="utf-8").readline())
+    row["output"][1]["arguments"]["arg_1"] = _nested(MAX_DEPTH)
+    return _write(tmp_path / "deep_nestful.jsonl", [row])
+
+
+def _nestful_sample() -> str:
+    return next(f for f in td.sample_files("nestful")["train"] if f.endswith("nestful_github.jsonl"))
+
+
+def _toolmind_too_deep(tmp_path) -> str:
+    import pyarrow.parquet as pq
+
+    row = pq.read_table(td.sample_files("toolmind")["train"][0]).slice(0, 1).to_pylist()[0]
+    messages = json.loads(row["messages"])
+    call = messages[3]["content"]  # its 4th message (after system, user, reasoning) is its first call
+    assert call.startswith("<tool_call>") and '"ids": [' in call
+    messages[3]["content"] = call.replace('"ids": [', '"ids": [' + json.dumps(_nested(MAX_DEPTH)) + ", ", 1)
+    return _write(tmp_path / "deep_toolmind.jsonl", [{"messages": json.dumps(messages), "split": row["split"]}])
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+@pytest.mark.parametrize("source, make, field, unified", [
+    ("nestful", _nestful_too_deep, "messages[1].tool_calls[1].function.arguments", None),
+    ("toolmind", _toolmind_too_deep, "messages[3]", "messages[1].tool_calls[0].function.arguments")])
+def test_arguments_too_deep_to_store_name_the_call_not_the_whole_column(tmp_path, cache_dir, streaming, source, make,
+                                                                        field, unified):
+    """The row was refused on the field 'messages' alone, which names no message (NESTFUL's file has no such
+    field; ToolMind's messages column holds every message): it names the call's arguments, or for ToolMind the
+    message of the row as read, as a writer's ConversionError does."""
+    path = make(tmp_path)
+    report = td.SkipReport(keep_all=True)
+    rows = list(td.load(source, data_files=path, split="synthetic" if source == "toolmind" else "train",
+                        streaming=streaming, on_error="skip", report=report, cache_dir=cache_dir))
+    assert rows == [] and report.skipped == 1
+    skipped = report.rows[0]
+    assert (skipped["error"], skipped["row"], skipped["field"]) == ("JsonValueError", 0, field)
+    assert "254 levels deep" in skipped["message"]
+    if unified:
+        assert f"the unified row's {unified}" in skipped["message"]

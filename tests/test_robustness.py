@@ -922,7 +922,10 @@ def test_a_toolmind_parquet_shard_opens_its_file_once(tmp_path, monkeypatch):
     assert len(opened) == ds.num_shards
 
 
-@pytest.mark.parametrize("depth, error, field", [(300, "JsonValueError", "messages"), (600, "JsonValueError", "messages"),
+ARGS_0 = "messages[1].tool_calls[0].function.arguments"  # the call holding the value, not the whole column
+
+
+@pytest.mark.parametrize("depth, error, field", [(300, "JsonValueError", ARGS_0), (600, "JsonValueError", ARGS_0),
                                                  (1100, "InvalidJsonError", "<line>")])
 def test_values_nested_too_deep_to_store_are_reported_rows(tmp_path, cache_dir, depth, error, field):
     rows = nestful_rows()

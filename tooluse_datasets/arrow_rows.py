@@ -143,7 +143,7 @@ class RowEncoder:
             try:
                 out[name] = encode(row.get(name))
             except JsonValueError as exc:
-                raise exc.at(field=name) from None
+                raise exc.at(field=_refused_leaf(self.features[name], row.get(name), name) or name) from None
         return out
 
     def table(self, encoded_rows: list[dict]) -> pa.Table:
@@ -163,6 +163,25 @@ class RowEncoder:
             columns[i] = pa.chunked_array([chunk.view(ext_type) for chunk in column.chunks], type=ext_type) \
                 if isinstance(column, pa.ChunkedArray) else column.view(ext_type)
         return pa.Table.from_arrays(columns, schema=self.schema)
+
+
+def _refused_leaf(feature: Any, value: Any, path: str) -> Optional[str]:
+    """The field of the first JSON leaf under ``value`` that :func:`dumps` refuses (``messages[3].tool_calls[0]
+    .function.arguments``): the column alone does not say which message or call holds it. None if none alone."""
+    if isinstance(feature, Json):
+        try:
+            dumps(value)
+        except JsonValueError:
+            return path
+    elif isinstance(feature, (List, LargeList)) and isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            if found := _refused_leaf(feature.feature, item, f"{path}[{i}]"):
+                return found
+    elif isinstance(feature, dict) and isinstance(value, dict):
+        for key, sub in feature.items():
+            if key in value and (found := _refused_leaf(sub, value[key], f"{path}.{key}")):
+                return found
+    return None
 
 
 def rows_to_table(rows: list[dict], features: Features) -> pa.Table:

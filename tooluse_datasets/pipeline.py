@@ -31,7 +31,7 @@ from datasets import Features
 
 from .arrow_rows import RowEncoder
 from .columnar import TableBuilder
-from .errors import ConversionError, InvalidValueError, SkipReport, ToolUseDataError, check_on_error
+from .errors import ConversionError, InvalidValueError, JsonValueError, SkipReport, ToolUseDataError, check_on_error
 from .schema import UNIFIED_FEATURES
 from .shards.paths import display_path
 from .shards.reading import check_there
@@ -246,8 +246,8 @@ class ShardConverter:
                         out[config].append(self._finishers[config](row))
                     positions[config].append(position)
                 except Exception as exc:
-                    if isinstance(exc, ConversionError):
-                        self._name_input_field(exc, unified)
+                    if isinstance(exc, ConversionError) or (isinstance(exc, JsonValueError) and config == UNIFIED):
+                        self._name_input_field(exc, unified)  # (a value too deep to store: the unified field found)
                     self._fail(exc, ctx, [config])
 
     def _complete(self, converted: list[tuple]) -> list[tuple]:
