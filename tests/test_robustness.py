@@ -1490,6 +1490,27 @@ def test_parquet_dates_times_uuids_and_maps_stream_as_they_are_stored(tmp_path, 
         "nested": {"when": "2020-01-02T03:04:05.123456"}}
 
 
+def test_parquet_nanosecond_timestamps_are_read_as_iso_text_with_every_digit(tmp_path, cache_dir):
+    """pandas writes its datetime64[ns] columns as nanosecond timestamps, which pyarrow gives as pandas' Timestamp:
+    orjson refused those, so every row of such a file was skipped; they are its ISO text, all nine digits kept."""
+    import pandas as pd
+
+    messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+    frame = pd.DataFrame({"messages": [messages, messages],
+                          "created": pd.to_datetime(["2023-11-14 22:13:20.123456789", "2023-11-14 22:13:20.5"]),
+                          "zoned": pd.to_datetime(["2023-11-14 22:13:20.000000001"] * 2).tz_localize("UTC")})
+    path = tmp_path / "rows.parquet"
+    frame.to_parquet(path)
+    report = td.SkipReport()
+    prepared = td.load("ms_swift", data_files=str(path), split="train", cache_dir=cache_dir, on_error="skip",
+                       report=report)
+    streamed = list(td.load("ms_swift", data_files=str(path), split="train", streaming=True))
+    assert report.skipped == 0 and [dict(r) for r in prepared] == streamed
+    assert [r["meta"] for r in streamed] == [
+        {"created": "2023-11-14T22:13:20.123456789", "zoned": "2023-11-14T22:13:20.000000001+00:00"},
+        {"created": "2023-11-14T22:13:20.500000", "zoned": "2023-11-14T22:13:20.000000001+00:00"}]
+
+
 @pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
 def test_data_files_matching_no_file_are_an_error_naming_the_split_and_the_pattern(tmp_path, cache_dir, streaming):
     """datasets resolves a glob that matches nothing to no files: without this check a typo loads as an empty

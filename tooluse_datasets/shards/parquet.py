@@ -241,8 +241,8 @@ def _non_json_type(arrow_type: pa.DataType) -> bool:
 
 def _as_json_values(value: Any) -> Any:
     """``value`` as orjson writes it: dates and times in ISO 8601 (``isoformat``, orjson's spelling), UUIDs as
-    their hex text, tuples as lists. Other values are left to the conversions' own checks (a nanosecond
-    timestamp, which orjson refuses, stays a row that cannot be stored)."""
+    their hex text, tuples as lists (a nanosecond timestamp, which pyarrow gives as pandas' ``Timestamp``, keeps its
+    nine digits). Other values are left to the conversions' own checks."""
     kind = type(value)
     if kind is dict:
         return {k: _as_json_values(v) for k, v in value.items()}
@@ -252,4 +252,6 @@ def _as_json_values(value: Any) -> Any:
         return value.isoformat()
     if kind is uuid.UUID:
         return str(value)
+    if isinstance(value, (datetime.date, datetime.time)):  # pandas' Timestamp, a nanosecond one's: all its digits
+        return value.isoformat()
     return value
