@@ -96,7 +96,9 @@ def references(arguments: dict, *, embedded: bool = False, labels: Container[str
     """``(argument path, producer label, output field or None)`` for each whole-value reference, also inside
     lists and objects: ``$var_N...`` (:data:`REFERENCE`) and, for a row whose calls are labelled otherwise
     (``$step_1``), a reference to one of ``labels`` (label keys); ``embedded``: also references inside longer
-    strings (v1)."""
+    strings (v1), to ``var_N``/``varN`` or to one of ``labels`` (labels renamed by ``short_call_ids``)."""
+    keys = sorted((k for k in labels if isinstance(k, str) and k), key=len, reverse=True) if embedded else ()
+    within = re.compile(r"\$(var_?\d+|" + "|".join(map(re.escape, keys)) + r")\.([^$]+)\$") if keys else None
     for path, value in argument_strings(arguments):
         m = REFERENCE.fullmatch(value)
         named = None if m else labelled_reference(value, labels)
@@ -105,7 +107,7 @@ def references(arguments: dict, *, embedded: bool = False, labels: Container[str
         elif named:
             yield path, *named
         elif embedded:
-            for e in EMBEDDED_REFERENCE.finditer(value):
+            for e in (within or EMBEDDED_REFERENCE).finditer(value):
                 yield path, e.group(1), e.group(2)
 
 
