@@ -426,6 +426,19 @@ def test_bad_result_files_are_typed_errors_naming_the_line(tmp_path, math_row):
         read_results(path, gold_rows={})
 
 
+def test_a_gold_answer_that_is_not_json_stops_no_score_without_the_win_rate(tmp_path, math_row, capsys):
+    # Only the win check reads the gold answer: --no-win-rate refused the whole file for one answer it never read.
+    right = upstream_line(math_row, json.dumps(math_row["output"]))
+    path = write_lines(tmp_path / "output.jsonl", [right, dict(right, gold_answer="a is greater")])
+    result = score_file(path, win_rate=False)
+    assert (result.n_rows, result.full_sequence_accuracy, result.win_rate) == (2, 1.0, None)
+    assert cli.main(["score", "nestful", path, "--no-win-rate", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["full_sequence_accuracy"] == 1.0
+    with pytest.raises(InvalidJsonError) as info:  # the win check reads it: refused before anything runs
+        score_file(path, executable_functions="/nonexistent")
+    assert (info.value.file, info.value.row, info.value.field) == (path, 1, "gold_answer")
+
+
 def test_gold_calls_that_cannot_be_grounded_name_the_line_not_the_sample_as_a_file(tmp_path, math_row):
     broken = dict(math_row, output=[{"name": "add", "label": "$var_1", "arguments": [1, 2]}])
     path = write_lines(tmp_path / "output.jsonl", [upstream_line(math_row, "[]"), upstream_line(broken, "[]")])

@@ -501,9 +501,10 @@ def score(items: Iterable[ScoreItem], *, parser: str = "json", corrected: bool =
         check_gold_shapes(item.gold_calls, item.tools, sample_id=item.sample_id, file=item.file,
                           row=position if item.row is None else item.row)
         check_prediction(item.prediction, "prediction", file=item.file, row=position if item.row is None else item.row)
+    # (read only by the win check: without it, a gold answer that is not JSON does not stop the match metrics)
     answers = [_gold_answer_text(item.gold_answer, is_text=isinstance(item.gold_answer, str),
                                  sample_id=item.sample_id, file=item.file,
-                                 row=position if item.row is None else item.row)
+                                 row=position if item.row is None else item.row) if win_rate else item.gold_answer
                for position, item in enumerate(items)]
     gold_intents, pred_intents, gold_slots, pred_slots = [], [], [], []
     samples: list[SampleScore] = []
@@ -759,7 +760,8 @@ def _item(gold: dict, sample_id: Any, prediction: Any, *, answer_is_text: bool, 
         answer = decode_gold_answer(answer)
     if answer is None and (text_form or has_gold_answer(gold)):  # a null answer: upstream writes "null", counts it
         answer, is_text = NULL_TEXT, True
-    gold_text = _gold_answer_text(answer, is_text=is_text, sample_id=sample_id, file=path, row=row)
+    # JSON text is checked by score(), and only for the win check, which alone reads it
+    gold_text = answer if is_text else _gold_answer_text(answer, is_text=False, sample_id=sample_id, file=path, row=row)
     calls = _json_value(gold["output"], "output", sample_id, row, path)
     tools = _json_value(gold["tools"], "tools", sample_id, row, path)
     check_gold_shapes(calls, tools, sample_id=sample_id, file=path, row=row)
@@ -767,7 +769,8 @@ def _item(gold: dict, sample_id: Any, prediction: Any, *, answer_is_text: bool, 
                      prediction=prediction, file=path, row=row)
 
 
-def read_results(path: Union[str, os.PathLike], gold_rows: Optional[Mapping[str, dict]] = None) -> list[ScoreItem]:
+def read_results(path: Union[str, os.PathLike], gold_rows: Optional[Mapping[str, dict]] = None, *,
+                 check_gold_answers: bool = True) -> list[ScoreItem]:
     """Items of a result file, one JSON object per line (blank lines skipped, a UTF-8 BOM ignored), in either
     shape:
 
@@ -784,12 +787,16 @@ def read_results(path: Union[str, os.PathLike], gold_rows: Optional[Mapping[str,
 
     A file without any prediction is an error, and so are ``gold_rows`` given for a file with no keyed line
     (every line carries its own gold, so they would not be read: a ``ValueError`` rather than a score the
-    caller believes rests on their gold rows).
+    caller believes rests on their gold rows). A gold answer that is not JSON is a typed error naming its line,
+    unless ``check_gold_answers=False`` (only the win check reads it, which ``score(win_rate=False)`` skips).
     """
     path = os.fspath(path)
     items, any_keyed = read_result_items(path, gold_rows)
     if gold_rows is not None and not any_keyed:
         raise ValueError(unused_gold_message("gold_rows", path))
+    for item in items if check_gold_answers else ():
+        _gold_answer_text(item.gold_answer, is_text=isinstance(item.gold_answer, str), sample_id=item.sample_id,
+                          file=item.file, row=item.row)
     return items
 
 
@@ -879,7 +886,7 @@ def _read_lines(path: str, gold_rows: Optional[Mapping[str, dict]]) -> tuple[lis
 def score_file(path: Union[str, os.PathLike], *, gold_rows: Optional[Mapping[str, dict]] = None, **options: Any
                ) -> NestfulScores:
     """:func:`score` of :func:`read_results` (options as for :func:`score`)."""
-    return score(read_results(path, gold_rows), **options)
+    return score(read_results(path, gold_rows, check_gold_answers=options.get("win_rate", True)), **options)
 
 
 def gold_rows_by_id(rows: Sequence[dict], locations: Optional[Sequence[tuple[str, int]]] = None
