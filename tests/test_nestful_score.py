@@ -343,8 +343,9 @@ def test_score_says_which_predictions_the_sandbox_stopped_and_samples_work_in_th
     assert cli.main(args + ["--samples"]) == 0
     table = capsys.readouterr().out.splitlines()
     assert "  exact: partial 1.000, win True, ok" in table
-    assert "  memory: partial 0.000, win False, limit: memory: over 1024 MB" in table
-    assert "  slow: partial 0.000, win False, limit: timeout: over 1.0 s" in table
+    assert "  memory: partial 0.000, win False, limit at output[0]: memory: over 1024 MB" in table
+    assert any(line.startswith("  slow: partial 0.000, win False, limit at output[")  # (the call the timer stopped)
+               and line.endswith("]: timeout: over 1.0 s") for line in table), table
     assert cli.main(args + ["--json"]) == 0
     assert json.loads(capsys.readouterr().out)["stopped_by_sandbox"] == {"memory": 1, "timeout": 1}
 
@@ -359,6 +360,12 @@ def test_each_samples_result_names_the_predicted_call_it_failed_at(tmp_path, mat
     exact, bad = (s["execution"] for s in json.loads(capsys.readouterr().out)["samples"])
     assert (exact["status"], exact["failed_call"]) == ("ok", None)
     assert (bad["reason"], bad["failed_call"]) == ("bad_reference", 1)
+    # and so does the table's line
+    assert cli.main(["score", "nestful", path, "--executable-functions", functions_dir, "--samples"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert "  exact: partial 1.000, win True, ok" in table
+    assert any(line.startswith("  second_bad: ") and ", error at output[1]: bad_reference: " in line
+               for line in table), table
 
 
 def test_score_says_how_isolated_the_predictions_ran(tmp_path, math_row, functions_dir, capsys):

@@ -445,13 +445,18 @@ class NestfulScores:
                 execution = d.get("execution")
                 ran = (", not run: no calls" if sample.win is not None and not sample.missing_prediction else ""
                        ) if execution is None else (
-                    f", {execution['status']}" + (f": {execution['reason']}: {execution['detail']}"
-                                                  if execution["reason"] else ""))
+                    f", {execution['status']}" + _at_call(execution["failed_call"])
+                    + (f": {execution['reason']}: {execution['detail']}" if execution["reason"] else ""))
                 lines.append(one_line(f"  {sample.sample_id}: partial {sample.partial_sequence_accuracy:.3f}, "
                                       f"{_parse_text(sample)}"
                                       f"{'no prediction, ' if sample.missing_prediction else ''}"
                                       f"win {'n/a' if sample.win is None else sample.win}{ran}"))
         return "\n".join(lines)
+
+
+def _at_call(failed_call: Optional[int]) -> str:
+    """Where a predicted sequence failed, as an executed row's error names the call (``output[1]``)."""
+    return "" if failed_call is None else f" at output[{failed_call}]"
 
 
 def _parse_text(sample: SampleScore) -> str:
