@@ -59,8 +59,8 @@ def test_listed_failures_are_expected_and_pass_the_run(rows_file, functions_dir,
                      "--expect-failure", network, "--expect-failure", broken]) == 0
     table = capsys.readouterr().out
     assert "expected failures (2, listed):" in table
-    assert f"  {network} (code): network: network access refused (urllib.Request) [expected]" in table
-    assert f"  {broken} (math): exception: divide: ZeroDivisionError: division by zero [expected]" in table
+    assert f"  {network} (code): network at output[0]: network access refused (urllib.Request) [expected]" in table
+    assert f"  {broken} (math): exception at output[0]: divide: ZeroDivisionError: division by zero [expected]" in table
 
 
 def test_an_unlisted_failure_still_fails_the_run(rows_file, functions_dir, capsys):
@@ -179,7 +179,7 @@ def test_a_multi_line_failure_detail_stays_on_its_failure_line(tmp_path, functio
     assert cli.main(["verify", "nestful", "--data-files", str(path), "--executable-functions", functions_dir]) == 1
     lines = capsys.readouterr().out.splitlines()
     (failure,) = [line for line in lines if "FileNotFoundError" in line]
-    assert failure.startswith("  multi-line (code): exception: find_file_by_pattern: FileNotFoundError: Directory "
+    assert failure.startswith("  multi-line (code): exception at output[0]: find_file_by_pattern: FileNotFoundError: Directory "
                               "nowhere\\u000a  3a4b7b77")
     assert not any(line.startswith("  3a4b7b77") for line in lines)
 

@@ -80,7 +80,9 @@ class VerifyReport:
 
 def _failure_line(f: dict) -> str:
     # One line a failure: ids and details quote the data and upstream's messages, line breaks included
-    return one_line(f"  {f['sample_id']} ({f['category']}): {f['reason']}: {f['detail']}"
+    # (the call it failed at, as an executed row's error names it: which of a long sequence's calls to look at)
+    at = "" if f.get("failed_call") is None else f" at output[{f['failed_call']}]"
+    return one_line(f"  {f['sample_id']} ({f['category']}): {f['reason']}{at}: {f['detail']}"
                     + (" [upstream's scorer counts it as a win]" if f.get("upstream_counts_as_win") else "")
                     + _expected_note(f))
 
