@@ -99,7 +99,7 @@ def test_score_and_verify_stop_with_one_line_where_the_kernel_cannot_isolate(ker
 
 def test_score_refuses_kernel_isolation_when_nothing_runs(predictions, capsys):
     assert cli.main(["score", "nestful", predictions, "--no-win-rate", "--kernel-isolation"]) == 2
-    assert "--kernel-isolation applies to the executions of the win rate, which --no-win-rate skips" in \
+    assert "--kernel-isolation applies to the win rate and the executions it makes, which --no-win-rate skips" in \
         capsys.readouterr().err
 
 

@@ -42,6 +42,18 @@ def test_score_refuses_gold_rows_an_upstream_result_file_would_never_read(option
     assert json.loads(capsys.readouterr().out)["full_sequence_accuracy"] == 1.0
 
 
+@pytest.mark.parametrize("option", [["--corrected"], ["--executable-functions", "{folder}"], ["--timeout", "5"],
+                                    ["--memory-mb", "2048"]])
+def test_score_refuses_execution_options_the_no_win_rate_run_would_never_use(option, tmp_path, capsys):
+    # Nothing runs without the win rate: a folder, a limit or --corrected given with it was silently unused
+    path = upstream_result_file(tmp_path)
+    argv = [a.format(folder=str(tmp_path)) for a in option]
+    code = cli.main(["score", "nestful", path, "--no-win-rate", "--json", *argv])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    assert f"{option[0]} applies to the win rate and the executions it makes, which --no-win-rate skips" in captured.err
+
+
 def test_python_score_file_refuses_unused_gold_rows_as_the_command_does(tmp_path):
     path = upstream_result_file(tmp_path)
     gold = {r["sample_id"]: r for r in rows(CURRENT)}

@@ -34,6 +34,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--sample", action="store_true",
                    help="gold rows for keyed predictions: the sample bundled with the package")
     add_execution_arguments(p)
+    p.set_defaults(timeout=None, memory_mb=None)  # (SandboxLimits' own: None tells a limit given from the default)
     p.add_argument("--samples", action="store_true",
                    help="add per-sample results (a line each in the table, a list with --json), with the "
                         "execution's status and reason (timeout, memory, network...)")
@@ -99,9 +100,15 @@ def run(args: argparse.Namespace) -> int:
 
     if args.sample and args.gold_data_files:
         raise ValueError("--sample and --gold-data-files exclude each other: give one of them")
-    if args.kernel_isolation and args.no_win_rate:  # nothing runs: the requirement would be checked nowhere
-        raise ValueError("--kernel-isolation applies to the executions of the win rate, which --no-win-rate skips: "
-                         "give one of them")
+    # Nothing runs: a requirement would be checked nowhere, a folder or a limit used nowhere, the win check
+    # that --corrected fixes never made (given, each is refused rather than silently unused)
+    unused = [flag for flag, given in (("--kernel-isolation", args.kernel_isolation), ("--corrected", args.corrected),
+                                       ("--executable-functions", args.executable_functions is not None),
+                                       ("--timeout", args.timeout is not None),
+                                       ("--memory-mb", args.memory_mb is not None)) if given]
+    if unused and args.no_win_rate:
+        raise ValueError(f"{', '.join(unused)} appl{'ies' if len(unused) == 1 else 'y'} to the win rate and the "
+                         "executions it makes, which --no-win-rate skips: give one or the other")
     from . import refuse_folders, refuse_missing_file
 
     refuse_missing_file(args.results, "RESULT.jsonl", "the results file (one JSON object a line)")

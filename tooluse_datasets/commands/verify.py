@@ -78,8 +78,8 @@ def limits_from(args: argparse.Namespace):
 
     # (CPU seconds: the timeout rounded up, SandboxLimits' default: never below the wall-clock timer)
     # --kernel-isolation requires it (True); without the flag it is tried, falling back to the hook (None)
-    return SandboxLimits(timeout=args.timeout, memory_mb=args.memory_mb,
-                         kernel_isolation=True if args.kernel_isolation else None)
+    limits = {k: v for k, v in (("timeout", args.timeout), ("memory_mb", args.memory_mb)) if v is not None}
+    return SandboxLimits(**limits, kernel_isolation=True if args.kernel_isolation else None)
 
 
 def run(args: argparse.Namespace) -> int:
