@@ -179,7 +179,8 @@ def test_a_multi_line_failure_detail_stays_on_its_failure_line(tmp_path, functio
     assert cli.main(["verify", "nestful", "--data-files", str(path), "--executable-functions", functions_dir]) == 1
     lines = capsys.readouterr().out.splitlines()
     (failure,) = [line for line in lines if "FileNotFoundError" in line]
-    assert failure.startswith("  multi-line (code): exception at output[0]: find_file_by_pattern: FileNotFoundError: Directory "
+    assert failure.startswith("  multi-line (code): exception at output[0]: find_file_by_pattern: "
+                              "FileNotFoundError: Directory "
                               "nowhere\\u000a  3a4b7b77")
     assert not any(line.startswith("  3a4b7b77") for line in lines)
 
@@ -191,6 +192,7 @@ def test_a_multi_line_execution_detail_stays_on_its_sample_line_when_scoring(tmp
     assert cli.main(["score", "nestful", str(path), "--executable-functions", functions_dir, "--samples"]) == 0
     lines = capsys.readouterr().out.splitlines()
     (sample,) = [line for line in lines if "FileNotFoundError" in line]
-    assert sample.startswith("  multi-line: partial 1.000, win False, error at output[0]: exception: find_file_by_pattern: "
+    assert sample.startswith("  multi-line: partial 1.000, win False, error at output[0]: exception: "
+                             "find_file_by_pattern: "
                              "FileNotFoundError: Directory nowhere\\u000a  3a4b7b77")
     assert not any(line.startswith("  3a4b7b77") for line in lines)
