@@ -8,6 +8,7 @@ import json
 import pytest
 
 from tooluse_datasets import cli
+from tooluse_datasets.builders.nestful.execution.sandbox import SandboxLimits
 from tooluse_datasets.builders.nestful.score import gold_rows_by_id, read_results, score_file
 from tooluse_datasets.errors import InvalidValueError, MissingFieldError, ToolUseDataError
 
@@ -52,6 +53,17 @@ def test_score_refuses_execution_options_the_no_win_rate_run_would_never_use(opt
     captured = capsys.readouterr()
     assert code == 2 and captured.out == ""
     assert f"{option[0]} applies to the win rate and the executions it makes, which --no-win-rate skips" in captured.err
+
+
+@pytest.mark.parametrize("option", [{"corrected": True}, {"executable_functions": "functions"},
+                                    {"executable_functions_dir": "functions"}, {"limits": SandboxLimits(timeout=30)}],
+                         ids=lambda o: next(iter(o)))
+def test_python_score_refuses_execution_options_without_the_win_rate_as_the_command_does(option, tmp_path):
+    path = upstream_result_file(tmp_path)
+    name = next(iter(option))
+    with pytest.raises(ValueError, match=f"^{name} applies to the win rate .* which win_rate=False skips"):
+        score_file(path, win_rate=False, **option)
+    assert score_file(path, win_rate=False).full_sequence_accuracy == 1.0
 
 
 def test_python_score_file_refuses_unused_gold_rows_as_the_command_does(tmp_path):

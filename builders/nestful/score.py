@@ -496,6 +496,12 @@ def score(items: Iterable[ScoreItem], *, parser: str = "json", corrected: bool =
     noted. No item at all is an error, not a score of 0."""
     if parser not in PARSERS:
         raise ValueError(f"parser must be one of {PARSERS}, got {parser!r}")
+    unused = [name for name, given in (("corrected", corrected), ("executable_functions", executable_functions),
+                                       ("executable_functions_dir", executable_functions_dir),
+                                       ("limits", limits != SandboxLimits())) if given]
+    if unused and not win_rate:  # nothing runs: each would be silently unused (the command line refuses its flags)
+        raise ValueError(f"{', '.join(unused)} appl{'ies' if len(unused) == 1 else 'y'} to the win rate and the "
+                         "executions it makes, which win_rate=False skips: give one or the other")
     folder_given = one_folder(executable_functions, executable_functions_dir, "executable_functions_dir")
     items = list(items)
     if not items:
