@@ -1282,3 +1282,45 @@ def _with_a_late_task(monkeypatch, late_batches):
         return result
 
     monkeypatch.setattr(engines_module, "convert_shard", convert_then_the_late_task)
+
+
+def test_a_task_of_a_stopped_build_whose_staging_folder_went_ends_quietly_and_makes_none(tmp_path, monkeypatch):
+    """On a Ray that goes on (the caller's), a build stopped before any shard finished deletes its staging folder
+    while its tasks still run. A task converting then failed with a FileNotFoundError no one waited for, which Ray
+    printed as a raw traceback in the caller's process later; one starting then made the folder again, without its
+    build record, so that reading the mirror said a build was stopped while replacing it, the new mirror staged,
+    and recover_swap or publish did nothing about it. Such a task now returns, naming the folder, and makes none."""
+    from tooluse_datasets.mirror.manifest import StoppedSwapError
+    from tooluse_datasets.mirror.parts import ParquetLayout
+    from tooluse_datasets.mirror.shard_task import ABANDONED, convert_shard
+    from tooluse_datasets.pipeline import ShardConverter
+
+    request = MirrorRequest("ms_swift", configs=["unified"], data_files=td.sample_files("ms_swift"),
+                            layout=ParquetLayout(row_group_rows=1))
+    started = []
+
+    def interrupted(task):
+        started.append(task)
+        raise KeyboardInterrupt  # Ctrl-C while the first task runs
+
+    monkeypatch.setattr(engines_module, "convert_shard", interrupted)
+    out = tmp_path / "out"
+    with pytest.raises(KeyboardInterrupt):
+        build_mirror(request, out)
+    assert not any(out.iterdir()), "no shard finished: the staging folder goes"
+    assert ABANDONED in convert_shard(started[0])  # the stopped build's task starts now
+    assert not any(out.iterdir()), "a task of the stopped build made its staging folder again"
+    with pytest.raises(MirrorError, match="does not exist") as info:
+        read_manifest(out / "ms_swift")
+    assert not isinstance(info.value, StoppedSwapError)
+    real_batches = ShardConverter.batches
+
+    def staging_deleted_midway(self, *args, **kwargs):
+        for batch in real_batches(self, *args, **kwargs):
+            yield batch
+            shutil.rmtree(out / ".ms_swift.partial", ignore_errors=True)  # the stop, while this task converts
+
+    Path(started[0].parts_dir).mkdir(parents=True)
+    monkeypatch.setattr(ShardConverter, "batches", staging_deleted_midway)
+    assert started[0].parts_dir in convert_shard(started[0])[ABANDONED]
+    assert not any(out.iterdir())

@@ -34,7 +34,7 @@ from typing import Callable, Iterator, Optional, Sequence, Union
 from ..errors import ToolUseDataError
 from ..workers import exit_with_parent
 from .manifest import MirrorError
-from .shard_task import ShardTask, convert_shard
+from .shard_task import ABANDONED, ShardTask, convert_shard
 
 logger = logging.getLogger("tooluse_datasets")
 
@@ -173,6 +173,15 @@ def _failure(task: ShardTask, exc: BaseException) -> ShardFailure:
     return failure
 
 
+def outcome(task: ShardTask, result: dict) -> Outcome:
+    """A task's result, or its failure where it found its parts folder gone (:func:`.shard_task.abandoned`)."""
+    if ABANDONED not in result:
+        return result
+    failure = ShardFailure(task, f"MirrorError: {result[ABANDONED]}")
+    logger.error("mirror: shard failed: %s", failure.describe())
+    return failure
+
+
 def _in_worker(convert: Callable[[ShardTask], dict], task: ShardTask) -> dict:
     """``convert(task)`` in a pool's worker or a Ray task. A failure that cannot be pickled (an HTTP error holding
     its response's headers, an exception whose class needs other arguments to be made again) reached the build
@@ -198,7 +207,7 @@ def _run_here(tasks: Sequence[ShardTask]) -> Iterator[tuple[ShardTask, Outcome]]
         except Exception as exc:
             yield task, _failure(task, exc)
             continue
-        yield task, result
+        yield task, outcome(task, result)
 
 
 def _run_pool(tasks: Sequence[ShardTask], num_proc: int) -> Iterator[tuple[ShardTask, Outcome]]:
@@ -227,7 +236,7 @@ def _run_pool(tasks: Sequence[ShardTask], num_proc: int) -> Iterator[tuple[Shard
                         yield task, _failure(task, exc)
                     continue
                 if not bad_row:
-                    yield task, result
+                    yield task, outcome(task, result)
             bad_row.raise_it()
         except BaseException:  # also GeneratorExit: the caller stopped
             _stop_workers(pool)
@@ -306,7 +315,7 @@ def _run_ray(tasks: Sequence[ShardTask], num_proc: Optional[int],
                     yield task, _failure(task, cause if isinstance(cause, BaseException) else exc)
                 continue
             if not bad_row:
-                yield task, result
+                yield task, outcome(task, result)
         bad_row.raise_it()
     finally:
         if stop_ray is not None:

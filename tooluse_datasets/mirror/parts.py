@@ -67,6 +67,14 @@ class Attempt:
         self.path(final).unlink(missing_ok=True)
 
 
+def make_folder_below(root: Path, folder: Path) -> None:
+    """Make ``folder`` and the folders between it and ``root``, never ``root`` itself: a task of a stopped build
+    whose staging folder was deleted must not make it again (without its build record it passes for a stopped
+    swap)."""
+    for level in [*reversed(folder.relative_to(root).parents), folder.relative_to(root)][1:]:
+        (root / level).mkdir(exist_ok=True)
+
+
 @dataclasses.dataclass
 class WrittenPart:
     path: str  # posix path relative to the folder the parts were written under
@@ -144,7 +152,7 @@ class PartWriter:
     def _open_part(self) -> WrittenPart:
         part = WrittenPart(f"{self.stem}-{len(self._parts):03d}.parquet", 0, 0)
         path = self._written(part)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_folder_below(self.root, path.parent)
         self._writer = pq.ParquetWriter(path, self.schema, compression=self.layout.compression,
                                         use_content_defined_chunking=CDC_OPTIONS, write_page_index=True)
         self._parts.append(part)

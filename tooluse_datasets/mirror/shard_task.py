@@ -25,7 +25,7 @@ from ..stats import SplitStatistics
 from ..validation import ValidationCounter
 from .examples import first_example
 from .manifest import MirrorError
-from .parts import Attempt, ParquetLayout, PartWriter, WrittenPart
+from .parts import Attempt, ParquetLayout, PartWriter, WrittenPart, make_folder_below
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,6 +89,8 @@ def convert_shard(task: ShardTask) -> dict:
     # also says which unified rows could be stored.
     converted = configs if UNIFIED in configs else [*configs, UNIFIED]
     root = Path(task.parts_dir)
+    if not root.is_dir():
+        return abandoned(root)
     # Each attempt lists its skipped rows in files of its own (see Attempt).
     listings = {c: skipped_rows_file(root, c, task.key, made=True) for c in converted}
     attempt = Attempt()
@@ -111,18 +113,33 @@ def convert_shard(task: ShardTask) -> dict:
                 statistics.add(row)
                 validation.check(row)
         parts = {c: w.finish() for c, w in writers.items()}
-    except BaseException:
+    except BaseException as exc:
         for writer in writers.values():
             writer.abort()
         for config, path in listings.items():
             reports[config].close()
             attempt.drop(path)
+        if isinstance(exc, FileNotFoundError) and (not root.is_dir() or str(exc.filename).startswith(str(root))):
+            return abandoned(root)
         raise
     for config, path in listings.items():
         reports[config].close()
         attempt.done(path, missing_ok=True)  # none skipped: an earlier attempt's listing goes
     skips = {c: converter.reports[c] for c in configs}
     return ShardResult(task.split.name, task.index, parts, skips, statistics, validation, examples).to_dict()
+
+
+ABANDONED = "abandoned"
+
+
+def abandoned(root: Path) -> dict:
+    """What a task returns when its parts folder is gone (or was never there where it runs): on a Ray that goes on
+    (the caller's), the task of a stopped build whose staging folder was deleted, or emptied by the next build,
+    raised a FileNotFoundError that no one waits for, which Ray printed as a raw traceback in the caller's process
+    later. A build still waiting for it names it as a failed shard (:func:`.engines.outcome`)."""
+    return {ABANDONED: f"its parts folder {root} is gone or not there where it ran (the staging folder was deleted "
+                       f"during the build, or, with Ray on several machines, --out is on no filesystem every node "
+                       f"shares)"}
 
 
 def worker_runtime() -> tuple:
@@ -151,7 +168,7 @@ def skipped_rows_file(parts_dir: Path, config: str, key: str, *, made: bool = Fa
     ``made``: its folder is made."""
     path = parts_dir / "skipped" / config / f"{key}.jsonl"
     if made:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_folder_below(parts_dir, path.parent)
     return path
 
 
