@@ -1075,6 +1075,24 @@ def test_reading_a_mirror_whose_first_build_was_interrupted_is_not_taken_for_a_s
     assert list(mirror.read_manifest(build_sample_mirror("nestful", out, configs=["unified"])).configs) == ["unified"]
 
 
+
+def test_publishing_the_folder_of_a_first_build_interrupted_names_the_stopped_build(tmp_path, monkeypatch):
+    """The same folder given to publish as a folder of mirrors was only "neither a mirror nor a folder of mirrors (no
+    .tooluse-datasets.json found)", where publish of the mirror itself says a build of it stopped before it was done."""
+    from tooluse_datasets.publish import PublishError, find_mirrors
+
+    out = tmp_path / "out"
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(build_module, "render_card", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        build_sample_mirror("nestful", out, configs=["unified"])
+    with pytest.raises(PublishError, match=r"no \.tooluse-datasets\.json found\); builds stopped before they were "
+                                           r"done left \.nestful\.partial: run them again to finish them"):
+        find_mirrors(out)
+
 def test_input_files_reached_through_links_are_named_as_given_like_the_rows_ids(tmp_path):
     """Files downloaded with huggingface_hub are links in a snapshot folder to blobs named by their hash: the card
     and manifest named each input by the blob's hash (the link resolved), while the rows' ids and subsets name the

@@ -888,7 +888,11 @@ def find_mirrors(folder: str | Path) -> dict[str, Path]:
         found[source] = sub
     if not found:
         mirror = enclosing_mirror(root)
+        # a first build stopped before it was done leaves only its staging folder, as read_manifest says of one mirror
+        stopped = sorted(child.name for child in root.glob(".*.partial") if child.is_dir())
         raise PublishError(f"{folder} is neither a mirror nor a folder of mirrors " + (
             f"but a folder inside the mirror {mirror}: give that folder" if mirror is not None
-            else f"(no {MANIFEST_NAME} found)"))
+            else f"(no {MANIFEST_NAME} found)" + (
+                f"; builds stopped before they were done left {', '.join(stopped)}: run them again to finish them"
+                if stopped else "")))
     return found
