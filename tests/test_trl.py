@@ -705,3 +705,27 @@ def test_a_saved_dataset_read_back_with_load_from_disk_trains_every_answer_after
         answers += sum(1 for m in row["messages"] if m["role"] == "assistant" and not m.get("tool_calls"))
     assert answers >= 9
     assert trainer.train().global_step == 1
+
+
+def test_sft_trainer_reads_a_reported_stream_before_training_and_the_report_counts_those_reads(cache_dir, tmp_path):
+    """README: SFTTrainer reads a stream while it is built (its first rows, several times, through its own maps),
+    and a ``report`` given to ``td.load`` counts each of those reads as a pass, logging its skips again: an 8-line
+    file with 2 bad rows, filtered, reports 32 rows read and 8 skipped before any step. Loaded alone with its own
+    report, the file's counts are its own."""
+    (sample,) = [f for f in td.sample_files("ms_swift")["train"] if f.endswith("agent_rows.jsonl")]
+    with open(sample, encoding="utf-8") as f:
+        good = f.read()  # 3 rows
+    path = tmp_path / "rows.jsonl"
+    path.write_text(good + "{not json\n" + '{"messages": 5}\n' + good, encoding="utf-8")
+    alone = td.SkipReport()
+    list(td.load("ms_swift", data_files=str(path), split="train", streaming=True, on_error="skip", report=alone,
+                 cache_dir=cache_dir))
+    assert (alone.rows_read, alone.skipped) == (8, 2)
+    report = td.SkipReport()
+    stream = td.load("ms_swift", data_files=str(path), split="train", streaming=True, on_error="skip", report=report,
+                     cache_dir=cache_dir).filter(lambda row: not row.get("images"))
+    tokenizer = byte_tokenizer(TEMPLATES["qwen2.5"])
+    config = SFTConfig(output_dir=str(tmp_path / "out"), max_steps=1, per_device_train_batch_size=1, max_length=None,
+                       report_to="none", save_strategy="no", use_cpu=True, bf16=False, disable_tqdm=True)
+    SFTTrainer(model=tiny_model(len(tokenizer)), args=config, train_dataset=stream, processing_class=tokenizer)
+    assert (report.rows_read, report.skipped) == (32, 8)
