@@ -729,3 +729,26 @@ def test_sft_trainer_reads_a_reported_stream_before_training_and_the_report_coun
                        report_to="none", save_strategy="no", use_cpu=True, bf16=False, disable_tqdm=True)
     SFTTrainer(model=tiny_model(len(tokenizer)), args=config, train_dataset=stream, processing_class=tokenizer)
     assert (report.rows_read, report.skipped) == (32, 8)
+
+
+def test_assistant_only_loss_with_max_length_drops_the_rows_whose_trained_tokens_all_lie_past_it(cache_dir, tmp_path):
+    """README: TRL truncates each row to ``max_length`` and, with ``assistant_only_loss``, drops without a word a row
+    left with no trained token (its tool catalog and prompt longer than ``max_length``): the dataset it trains is
+    shorter than the one given, by exactly the rows whose first trained token lies past ``max_length``."""
+    tokenizer = byte_tokenizer(TEMPLATES["qwen3"])
+    tokenizer.chat_template = trl_template("qwen3_training")
+    ds = td.load("toolmind", data_files=td.sample_files("toolmind"), split="synthetic", cache_dir=cache_dir)
+
+    def prepared(max_length):
+        config = SFTConfig(output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=1, max_length=max_length,
+                           report_to="none", save_strategy="no", use_cpu=True, bf16=False, disable_tqdm=True,
+                           assistant_only_loss=True)
+        return SFTTrainer(model=tiny_model(len(tokenizer)), args=config, train_dataset=ds,
+                          processing_class=tokenizer).train_dataset
+
+    whole = list(prepared(None))
+    first_trained = [next(i for i, label in enumerate(p["labels"]) if label != -100) for p in whole]
+    max_length = sorted(first_trained)[-3] + 1  # the two rows trained latest start past it
+    kept = [p["input_ids"][:max_length] for p, first in zip(whole, first_trained) if first < max_length]
+    truncated = prepared(max_length)
+    assert len(ds) - len(truncated) == 2 and truncated["input_ids"] == kept
