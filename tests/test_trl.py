@@ -752,3 +752,26 @@ def test_assistant_only_loss_with_max_length_drops_the_rows_whose_trained_tokens
     kept = [p["input_ids"][:max_length] for p, first in zip(whole, first_trained) if first < max_length]
     truncated = prepared(max_length)
     assert len(ds) - len(truncated) == 2 and truncated["input_ids"] == kept
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
+def test_the_all_mix_trains_its_image_rows_as_text_unless_they_are_filtered_out(streaming, cache_dir, tmp_path):
+    """README: TRL tells vision data from the first row only. The samples' ``all`` mix opens on NESTFUL's text rows,
+    so SFTTrainer takes it as text and trains its 2 ms-swift rows with images as text, the ``<image>`` tag a literal
+    and the image never read; ``filter(lambda r: not r.get("images"))`` leaves them out."""
+    files = {source: td.sample_files(source) for source in source_names()}
+    ds = td.load("all", data_files=files, split="train", streaming=streaming, cache_dir=cache_dir)
+    rows = list(ds)
+    with_images = [i for i, row in enumerate(rows) if row.get("images")]
+    assert len(rows) == 37 and len(with_images) == 2 and "images" not in rows[0]
+    tokenizer = byte_tokenizer(TEMPLATES["qwen2.5"])
+    config = SFTConfig(output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=2, max_length=None,
+                       report_to="none", save_strategy="no", use_cpu=True, bf16=False, disable_tqdm=True)
+    prepared = list(SFTTrainer(model=tiny_model(len(tokenizer)), args=config, train_dataset=ds,
+                               processing_class=tokenizer).train_dataset)
+    assert len(prepared) == len(rows)
+    assert all("<image>" in tokenizer.decode(prepared[i]["input_ids"]) for i in with_images)
+    text = ds.filter(lambda row: not row.get("images"))
+    kept = list(SFTTrainer(model=tiny_model(len(tokenizer)), args=config, train_dataset=text,
+                           processing_class=tokenizer).train_dataset)
+    assert len(kept) == len(rows) - 2 and not any("<image>" in tokenizer.decode(p["input_ids"]) for p in kept)
