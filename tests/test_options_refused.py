@@ -141,3 +141,15 @@ def test_load_refuses_prepare_splits_which_split_sets(value, streaming, cache_di
     with pytest.raises(ValueError, match="^ms_swift has no option 'prepare_splits'; its options: batch_size"):
         td.load("ms_swift", data_files={"train": files[0], "test": files[1]}, streaming=streaming,
                 cache_dir=cache_dir, prepare_splits=value)
+
+
+@pytest.mark.parametrize("fmt", ["raw", "swift", "toolmind", "llamafactory"])
+def test_an_export_option_validate_of_another_format_is_refused_naming_format(fmt, tmp_path, capsys):
+    """load() refused it naming config='unified', an argument export does not have (it takes --format)."""
+    out = tmp_path / "out"
+    assert main(["export", "nestful", "--sample", "--format", fmt, "--out", str(out), "--option", "validate=all"]) == 2
+    err = capsys.readouterr().err
+    assert f"applies to --format unified only, not {fmt!r}" in err and "config" not in err
+    assert not out.exists()
+    assert main(["export", "nestful", "--sample", "--out", str(out), "--option", "validate=all"]) == 0
+    assert len((out / "nestful-unified-train.jsonl").read_text().splitlines()) == 5

@@ -52,6 +52,10 @@ def _export(args: argparse.Namespace) -> int:
     report = skip_report_for(args)
     data_files = data_files_for(args, args.source)
     options = source_options(args, own=COMMAND_OWN_OPTIONS["export"])
+    if "validate" in options and args.format != "unified":
+        # (load() refused it naming config=, which export takes as --format)
+        raise ValueError(f"--option validate= checks unified rows: it applies to --format unified only, not "
+                         f"{args.format!r} (validate the rows with `tooluse-datasets validate`)")
     if args.drop_trailing_results:  # (the pipeline trims each row before the writer: td.drop_trailing_results)
         options["trailing_results"] = "drop"
     inputs = with_data_dir_files(args, args.source, data_files)
