@@ -1599,3 +1599,18 @@ def test_stats_works_out_its_data_files_once_whatever_the_number_of_splits(monke
     assert main(["stats", "toolmind", "--sample"]) == 0
     assert len(json.loads(capsys.readouterr().out)) == 7
     assert len(calls) == 1
+
+
+def test_an_existing_data_file_named_with_brackets_is_no_glob_to_the_checks_of_outputs(tmp_path, capsys):
+    """load() reads an existing 'rows[1].jsonl' as named, but the checks before any row read it as a glob matching
+    rows1.jsonl: a --skipped-rows file of that name was refused as one of the run's inputs."""
+    sample = td.sample_files("nestful")["train"][0]
+    (tmp_path / "rows[1].jsonl").write_bytes(open(sample, "rb").read())
+    (tmp_path / "rows1.jsonl").write_text("an earlier run's skipped rows\n")
+    out, skipped = tmp_path / "out", tmp_path / "rows1.jsonl"
+    assert main(["export", "nestful", "--data-files", str(tmp_path / "rows[1].jsonl"), "--out", str(out),
+                 "--skipped-rows", str(skipped)]) == 0
+    assert "reads as input" not in capsys.readouterr().err
+    rows = sum(1 for _ in td.load("nestful", data_files=sample, split="train", streaming=True))
+    assert len((out / "nestful-unified-train.jsonl").read_text().splitlines()) == rows
+    assert skipped.read_text() == ""  # (emptied: no row skipped)

@@ -260,8 +260,10 @@ def local_inputs(data_files) -> set[str]:
     from ..shards.paths import literal_folder_escaped
 
     return {os.path.realpath(path) for pattern in data_file_patterns(data_files) if is_local(pattern)
-            # (a folder named with [, * or ? read as named, as loading reads it)
-            for path in [pattern, *glob.glob(literal_folder_escaped(os.path.expanduser(pattern)), recursive=True)]
+            # (a file or folder named with [, * or ? read as named, as loading reads it: an existing file is no
+            # glob, and its name read as one matched other files, rows1.jsonl for rows[1].jsonl)
+            for path in ([pattern] if os.path.isfile(os.path.expanduser(pattern)) else
+                         [pattern, *glob.glob(literal_folder_escaped(os.path.expanduser(pattern)), recursive=True)])
             if os.path.exists(path)}
 
 
