@@ -1614,3 +1614,26 @@ def test_an_existing_data_file_named_with_brackets_is_no_glob_to_the_checks_of_o
     rows = sum(1 for _ in td.load("nestful", data_files=sample, split="train", streaming=True))
     assert len((out / "nestful-unified-train.jsonl").read_text().splitlines()) == rows
     assert skipped.read_text() == ""  # (emptied: no row skipped)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("fcntl") is None, reason="no advisory file locks on this system")
+def test_an_export_of_a_split_another_export_into_the_folder_is_writing_is_refused_not_mixed(tmp_path, capsys):
+    """Two exports of one split into one --out wrote the same .partial file at once: each emptied and overwrote
+    the other's lines, and the first to end renamed the mix to the final name and removed the file under the other."""
+    import fcntl
+
+    out = tmp_path / "out"
+    out.mkdir()
+    partial = out / "nestful-unified-train.jsonl.partial"
+    with open(partial, "wb") as other:  # another export, midway through the split
+        fcntl.flock(other.fileno(), fcntl.LOCK_EX)
+        other.write(b'{"other": "run"}\n')
+        other.flush()
+        assert main(["export", "nestful", "--sample", "--out", str(out)]) == 2
+        captured = capsys.readouterr()
+        assert "is being written by another export of this split" in captured.err and "rows" not in captured.out
+        assert partial.read_bytes() == b'{"other": "run"}\n' and not (out / "nestful-unified-train.jsonl").exists()
+    # a .partial file no run holds (a killed run's) is taken over
+    assert main(["export", "nestful", "--sample", "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["nestful-unified-train.jsonl"]
+    assert len((out / "nestful-unified-train.jsonl").read_text().splitlines()) == _rows("nestful", "train")

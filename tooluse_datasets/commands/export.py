@@ -98,17 +98,14 @@ def _write(args: argparse.Namespace, splits, out: Path, report, info: Optional[d
         tmp = _partial(path)
         n = 0
         used: set[str] = set()
-        try:
-            with open(tmp, "wb") as f:
-                for row in progress(ds, f"{args.source}/{split}"):
-                    # The package's exact JSON: integers beyond 64 bits as they are (orjson refuses them)
-                    f.write(dumps(row).encode() + b"\n")
-                    n += 1
-                    if args.format == "llamafactory":
-                        used |= _llamafactory_columns(row)
+        with _partial_file(tmp) as f:
+            for row in progress(ds, f"{args.source}/{split}"):
+                # The package's exact JSON: integers beyond 64 bits as they are (orjson refuses them)
+                f.write(dumps(row).encode() + b"\n")
+                n += 1
+                if args.format == "llamafactory":
+                    used |= _llamafactory_columns(row)
             os.replace(tmp, path)  # no half-written file under the final name
-        finally:
-            tmp.unlink(missing_ok=True)
         print(f"{path}: {count_of(n, 'row')}")
         if info is not None:
             # LLaMA-Factory refuses an empty dataset: an empty file is not registered (nor kept registered).
@@ -169,6 +166,29 @@ def _refuse_reading_earlier_exports(data_files, out: Path, source: str) -> None:
 def _partial(path: Path) -> Path:
     """Where ``path`` is written until it is complete (nothing half-written under the final name)."""
     return path.with_name(path.name + ".partial")
+
+
+@contextlib.contextmanager
+def _partial_file(tmp: Path):
+    """``tmp`` opened for writing, locked for this run: another export of the same split into the same folder
+    running meanwhile wrote the same file at once (each overwriting the other's lines) and removed it under the
+    other. It is refused instead; a file no run holds (a killed run's) is taken. Removed if the block fails."""
+    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT, 0o666), "wb") as f:  # (not emptied before it is ours)
+        try:
+            import fcntl
+
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ValueError(f"{str(tmp)!r} is being written by another export of this split into --out now: "
+                             f"wait for it to end, or give another --out") from None
+        except (ImportError, OSError):  # Windows, or a file system without locks: one export per split at a time
+            pass
+        f.truncate(0)
+        try:
+            yield f
+        except BaseException:
+            tmp.unlink(missing_ok=True)  # (still this run's: locked until closed)
+            raise
 
 
 def _refuse_skipped_rows_among_outputs(rows_path: Optional[str], outputs: list[Path]) -> None:
