@@ -1201,3 +1201,24 @@ def test_a_tool_description_that_is_not_text_is_refused_not_written_unreadable(t
     back = list(td.load("llamafactory", "llamafactory", data_files=str(written), split="train", streaming=True,
                         on_error="skip", report=report))
     assert report.skipped == 0 and len(back) == len(rows) - 1
+
+
+@pytest.mark.parametrize("fmt, out", [("llamafactory", "mine"), ("unified", "mine"), ("unified", "mine/sub")])
+def test_cli_export_refuses_an_out_in_the_folder_a_dataset_info_entry_reads(fmt, out, tmp_path, capsys):
+    """An entry whose file_name is a folder: LLaMA-Factory reads every file in it, so an export written there joined
+    the entry's rows (every row twice) with its dataset_info.json read as rows, or (below it) was a folder the
+    entry refused; the first run wrote it, breaking the entry."""
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "part-0.jsonl").write_bytes(open(td.sample_files("llamafactory")["train"][0], "rb").read())
+    (tmp_path / "dataset_info.json").write_text('{"mine": {"file_name": "mine", "formatting": "sharegpt"}}\n')
+    entry = ["export", "llamafactory", "--option", f"dataset_info={tmp_path}", "--option", "dataset=mine",
+             "--format", fmt]
+    assert main([*entry, "--out", str(tmp_path / out)]) == 2
+    err = capsys.readouterr().err
+    assert f"is in the folder '{tmp_path / 'mine'}' that dataset_info entry 'mine' reads" in err
+    assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == ["part-0.jsonl"]
+    assert main(["stats", "llamafactory", "--option", f"dataset_info={tmp_path}", "--option", "dataset=mine"]) == 0
+    assert json.loads(capsys.readouterr().out)["train"]["rows"] == 5
+    # beside the folder, it is written as ever
+    assert main([*entry, "--out", str(tmp_path / "lf")]) == 0
+    assert len((tmp_path / "lf" / f"llamafactory-{fmt}-train.jsonl").read_text().splitlines()) == 5

@@ -266,6 +266,12 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         return None
 
     @classmethod
+    def data_folder_from_options(cls, config_kwargs: dict) -> Optional[str]:
+        """The folder the source's options name as data, every file in it read (a LLaMA-Factory entry whose
+        ``file_name`` is a folder); None: the options name none."""
+        return None
+
+    @classmethod
     def local_inputs_digest(cls, config_kwargs: dict) -> Optional[str]:
         """A digest of local files other than the data that rows are made from (a source's option naming a
         folder), for the cache key; None: there are none."""

@@ -5,6 +5,7 @@ The ``llamafactory`` writer (unified rows of any source -> LLaMA-Factory rows) i
 :data:`.writer.LLAMAFACTORY_FORMAT`; ``tooluse-datasets export SOURCE --format llamafactory`` also writes the
 ``dataset_info.json`` that registers the files.
 """
+import os
 from dataclasses import dataclass
 from typing import Optional
 
@@ -40,6 +41,16 @@ class Builder(ToolUseBuilder):
         options = LlamaFactoryOptions(**{k: config_kwargs.get(k) for k in ("columns", "tags", "dataset_info",
                                                                              "dataset")})
         return list(layout_of(options).files())
+
+    @classmethod
+    def data_folder_from_options(cls, config_kwargs: dict) -> Optional[str]:
+        # (LLaMA-Factory reads every file of a folder file_name: anything written there joins the dataset)
+        if config_kwargs.get("dataset_info") is None:
+            return None
+        options = LlamaFactoryOptions(**{k: config_kwargs.get(k) for k in ("columns", "tags", "dataset_info",
+                                                                             "dataset")})
+        path = layout_of(options).file_path
+        return path if path is not None and os.path.isdir(path) else None
 
     @classmethod
     def local_inputs_digest(cls, config_kwargs: dict) -> Optional[str]:

@@ -40,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
         # (the llamafactory writer is the one that refuses such rows; the others write them as they are)
         raise ValueError(f"--drop-trailing-results applies to --format llamafactory only, not {args.format!r}")
     refuse_wrong_kind_outputs(folders={"--out": args.out}, files={"--skipped-rows": args.skipped_rows})
+    _refuse_writing_into_entry_folder(args)  # (before --out is made: a folder made there is one the entry reads)
     # The output folder is made first (and removed again, still empty, if the run is refused or fails): a
     # --skipped-rows file inside it needs its folder when the report is made.
     with output_folder(Path(args.out)), skipped_rows_folder(args.skipped_rows):
@@ -161,6 +162,25 @@ def _refuse_reading_earlier_exports(data_files, out: Path, source: str) -> None:
         raise ValueError(f"--out holds {str(path)!r}, an earlier export of {made_of}, which this run "
                          f"reads as input beside other files (--data-files or --option data_dir=): its rows would be "
                          f"read again; write the export outside the files read")
+
+
+def _refuse_writing_into_entry_folder(args: argparse.Namespace) -> None:
+    """An --out that is (or is in) the folder a LLaMA-Factory entry's file_name names: LLaMA-Factory reads every
+    file there, so the export's rows joined the entry's (each row twice) and its dataset_info.json was read as rows
+    (or, in a folder below, LLaMA-Factory refused the entry), from the first run on."""
+    from ..registry import MIX, builder_class
+
+    if args.data_files or args.sample or args.source == MIX:  # (data files given beside it are read instead)
+        return
+    options = source_options(args)
+    folder = builder_class(args.source).data_folder_from_options(options)
+    if folder is None:
+        return
+    here, there = Path(os.path.realpath(args.out)), Path(os.path.realpath(folder))
+    if here == there or there in here.parents:
+        raise ValueError(f"--out {args.out!r} is in the folder {folder!r} that dataset_info entry "
+                         f"{options.get('dataset')!r} reads, every file in it: the export would join the entry's "
+                         f"data; write it outside that folder")
 
 
 def _partial(path: Path) -> Path:
