@@ -1637,3 +1637,26 @@ def test_an_export_of_a_split_another_export_into_the_folder_is_writing_is_refus
     assert main(["export", "nestful", "--sample", "--out", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["nestful-unified-train.jsonl"]
     assert len((out / "nestful-unified-train.jsonl").read_text().splitlines()) == _rows("nestful", "train")
+
+
+@pytest.mark.parametrize("reads", ["--data-files", "data_dir"])
+def test_an_earlier_export_in_the_input_folder_is_refused_with_out_elsewhere(reads, tmp_path, capsys):
+    """Earlier exports were looked for in --out only: `--format raw --out DATA`, then `--data-files 'DATA/*.jsonl'
+    --out elsewhere/` read the raw export beside the file it was made from, writing every row twice."""
+    folder = _input_folder(tmp_path)
+    assert main(["export", "ms_swift", "--data-files", str(folder / "agent.jsonl"), "--format", "raw",
+                 "--out", str(folder), "--on-error", "skip"]) == 0
+    earlier = folder / "ms_swift-raw-train.jsonl"
+    capsys.readouterr()
+    given = ["--data-files", str(folder / "*.jsonl")] if reads == "--data-files" else ["--option", f"data_dir={folder}"]
+    out = tmp_path / "elsewhere"
+    assert main(["export", "ms_swift", *given, "--format", "swift", "--out", str(out), "--on-error", "skip"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and f"{os.path.realpath(earlier)!r} is an earlier export of ms_swift" in captured.err
+    assert not out.exists()
+    # read alone, or beside files of another folder (other rows), it is converted
+    other = tmp_path / "other.jsonl"
+    other.write_bytes((folder / "agent.jsonl").read_bytes())
+    assert main(["export", "ms_swift", "--data-files", str(earlier), str(other), "--format", "swift",
+                 "--out", str(out), "--on-error", "skip"]) == 0
+    assert (out / "ms_swift-swift-train.jsonl").read_text().count("\n") == 2 * earlier.read_text().count("\n") > 0

@@ -130,8 +130,8 @@ def _file_name(args: argparse.Namespace, split: str) -> str:
 
 
 def _refuse_reading_earlier_exports(data_files, out: Path, source: str) -> None:
-    """An input file in ``out`` named as an export of ``source`` names its files, in any format, read beside other
-    files: the output of an earlier run into the folder this one reads (``--format swift``, then ``--format
+    """An input file in ``out`` (or beside other inputs) named as an export of ``source`` names its files, in any
+    format, read beside other files: the output of an earlier run into the folder this one reads (``--format swift``, then ``--format
     llamafactory``) would be read as more rows of the source, every row a second time under another id. An export
     read alone (or with the other splits of its run) holds each row once: converting it is no mistake. This run's
     own files are refused beside its other outputs (:func:`refuse_writing_inputs`). For ``all``, an export of a
@@ -147,10 +147,20 @@ def _refuse_reading_earlier_exports(data_files, out: Path, source: str) -> None:
         for name, files in (data_files or {}).items():
             _refuse_reading_earlier_exports(files, out, name)
     # Files compared by device and inode: an earlier export read through a hard link is read all the same
-    inputs = {file_identity(path) for path in local_inputs(data_files) if os.path.isfile(path)} - {None}
+    files = [path for path in local_inputs(data_files) if os.path.isfile(path)]
+    inputs = {file_identity(path) for path in files} - {None}
     sources = [source] if source == MIX else [source, MIX]  # (an export of the mix holds its sources' rows)
     earlier = {}  # an earlier export this run reads -> the source and format it was made of
-    for path in sorted(out.glob("*.jsonl")):
+    # In --out, and in any folder the run reads other files of: an export written into the folder a later run's glob
+    # reads was read beside its data all the same when that run's --out was elsewhere
+    folders = [os.path.dirname(path) for path in files]
+    elsewhere = [Path(path) for path in sorted(files) if path.endswith(".jsonl")
+                 and folders.count(os.path.dirname(path)) > 1]
+    seen = set()
+    for path in [*sorted(out.glob("*.jsonl")), *elsewhere]:
+        if file_identity(path) in seen:  # (an input in --out, found there first)
+            continue
+        seen.add(file_identity(path))
         made = next(((name, fmt) for name in sources for fmt in FORMATS if path.name.startswith(f"{name}-{fmt}-")),
                     None)
         if made is not None and file_identity(path) in inputs:
@@ -159,9 +169,12 @@ def _refuse_reading_earlier_exports(data_files, out: Path, source: str) -> None:
     remote = any(not is_local(pattern) for pattern in data_file_patterns(data_files))
     if earlier and (others or remote or len(set(earlier.values())) > 1):
         path, (made_of, _) = next(iter(earlier.items()))
-        raise ValueError(f"--out holds {str(path)!r}, an earlier export of {made_of}, which this run "
-                         f"reads as input beside other files (--data-files or --option data_dir=): its rows would be "
-                         f"read again; write the export outside the files read")
+        in_out = path.parent.resolve() == out.resolve()
+        raise ValueError(f"{'--out holds ' if in_out else ''}{str(path)!r}{',' if in_out else ' is'} an earlier export "
+                         f"of {made_of}, which this run reads as input beside other files (--data-files or --option "
+                         f"data_dir=): its rows would be read again; "
+                         + ("write the export outside the files read" if in_out else
+                            "move it out of the files read, or read it alone"))
 
 
 def _refuse_writing_into_entry_folder(args: argparse.Namespace) -> None:
