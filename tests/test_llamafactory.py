@@ -1222,3 +1222,23 @@ def test_cli_export_refuses_an_out_in_the_folder_a_dataset_info_entry_reads(fmt,
     # beside the folder, it is written as ever
     assert main([*entry, "--out", str(tmp_path / "lf")]) == 0
     assert len((tmp_path / "lf" / f"llamafactory-{fmt}-train.jsonl").read_text().splitlines()) == 5
+
+
+def test_a_raw_export_reads_back_as_the_same_rows_its_extra_not_nested(tmp_path, capsys):
+    """A raw export read back kept its extra column as a column of the file, one level down in extra: each round
+    nested the file's own columns once more ({"extra": {"extra": {"label": ...}}})."""
+    rows = [json.loads(line) for line in open(td.sample_files("llamafactory")["train"][0], encoding="utf-8")]
+    for i, row in enumerate(rows):
+        row["label"] = {"split": "train", "n": i}
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    first = list(td.load("llamafactory", "raw", data_files=str(data), split="train", streaming=True))
+    assert [row["extra"] for row in first] == [{"label": {"split": "train", "n": i}} for i in range(len(rows))]
+    files = str(data)
+    for n in (1, 2):
+        out = tmp_path / f"round{n}"
+        assert main(["export", "llamafactory", "--data-files", files, "--format", "raw", "--out", str(out)]) == 0
+        files = str(out / "llamafactory-raw-train.jsonl")
+        assert list(td.load("llamafactory", "raw", data_files=files, split="train", streaming=True)) == first
+    unified = list(td.load("llamafactory", data_files=files, split="train", streaming=True))
+    assert [row["meta"].get("label") for row in unified] == [row["extra"]["label"] for row in first]

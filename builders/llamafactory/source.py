@@ -188,6 +188,11 @@ class LlamaFactorySource(Source):
         # read without the entry.
         raw["extra"] = {k: v for k, v in native.items()
                         if k not in known and not (k in _EMPTY_UNLESS_NAMED and v in (None, "", []))}
+        if set(RAW_FEATURES) <= native.keys() and "extra" not in known and isinstance(native["extra"], dict):
+            # The package's own raw row (a raw export read back: every raw column): its extra is taken as it is,
+            # not kept as a column of the row (read back, it nested one level deeper each time)
+            kept = raw["extra"].pop("extra")
+            raw["extra"] = {**kept, **raw["extra"]}
         if layout.explicit_columns:
             self._warn_unread(raw["extra"])
         return raw
