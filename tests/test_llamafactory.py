@@ -1242,3 +1242,22 @@ def test_a_raw_export_reads_back_as_the_same_rows_its_extra_not_nested(tmp_path,
         assert list(td.load("llamafactory", "raw", data_files=files, split="train", streaming=True)) == first
     unified = list(td.load("llamafactory", data_files=files, split="train", streaming=True))
     assert [row["meta"].get("label") for row in unified] == [row["extra"]["label"] for row in first]
+
+
+def test_cli_export_refuses_to_replace_the_dataset_info_entry_it_reads(tmp_path, capsys):
+    """An entry named as the export's file (llamafactory-llamafactory-train) in the dataset_info.json of --out: the
+    export registered its own file under that name, and the entry the run read (its file, its columns) was gone."""
+    (tmp_path / "mine.jsonl").write_bytes(open(td.sample_files("llamafactory")["train"][0], "rb").read())
+    info = '{"llamafactory-llamafactory-train": {"file_name": "mine.jsonl", "formatting": "sharegpt"}}\n'
+    (tmp_path / "dataset_info.json").write_text(info)
+    entry = ["export", "llamafactory", "--option", f"dataset_info={tmp_path}", "--option",
+             "dataset=llamafactory-llamafactory-train", "--format", "llamafactory"]
+    assert main([*entry, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "replacing the entry this run reads" in err
+    assert (tmp_path / "dataset_info.json").read_text() == info
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dataset_info.json", "mine.jsonl"]
+    # another --out, or another entry name, registers as ever
+    assert main([*entry, "--out", str(tmp_path / "lf")]) == 0
+    assert json.loads((tmp_path / "lf" / "dataset_info.json").read_text())["llamafactory-llamafactory-train"][
+        "file_name"] == "llamafactory-llamafactory-train.jsonl"

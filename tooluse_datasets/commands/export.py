@@ -78,6 +78,8 @@ def _export(args: argparse.Namespace) -> int:
     refuse_writing_inputs(inputs, {"--out": outputs})
     _refuse_reading_earlier_exports(inputs, out, args.source)
     _refuse_skipped_rows_among_outputs(report.rows_path, outputs)
+    if args.format == "llamafactory":
+        _refuse_replacing_the_entry_read(options, out, outputs)
     # An existing dataset_info.json is read before any row, so that a broken one stops the run up front.
     info = _read_dataset_info(out / DATASET_INFO) if args.format == "llamafactory" else None
     # Planned, nothing read yet: only now is the skipped-rows file touched.
@@ -194,6 +196,22 @@ def _refuse_writing_into_entry_folder(args: argparse.Namespace) -> None:
         raise ValueError(f"--out {args.out!r} is in the folder {folder!r} that dataset_info entry "
                          f"{options.get('dataset')!r} reads, every file in it: the export would join the entry's "
                          f"data; write it outside that folder")
+
+
+def _refuse_replacing_the_entry_read(options: dict, out: Path, outputs: list[Path]) -> None:
+    """The dataset_info.json entry the run reads (``--option dataset_info= dataset=``), named as one of its files
+    in that same dataset_info.json: registering the file replaced the entry, whose own files and columns were lost
+    from the registry."""
+    from ..shards.paths import same_file
+
+    name, info = options.get("dataset"), options.get("dataset_info")
+    if not isinstance(name, str) or not isinstance(info, str):
+        return
+    info = os.path.expanduser(info)
+    info = os.path.join(info, DATASET_INFO) if os.path.isdir(info) else info
+    if same_file(info, out / DATASET_INFO) and name in {path.stem for path in outputs}:
+        raise ValueError(f"--out {str(out)!r} would register its file {name + '.jsonl'!r} as entry {name!r} of "
+                         f"{info!r}, replacing the entry this run reads: give another --out")
 
 
 def _partial(path: Path) -> Path:
