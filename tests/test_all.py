@@ -545,3 +545,16 @@ def iterator_after(files, n):
     for _ in range(n):
         next(iterator)
     return iterator
+
+
+def test_export_all_in_format_raw_is_refused_in_the_commands_terms(tmp_path, capsys):
+    """load() refused it saying to load each source's raw format on its own: the command exports, it loads nothing."""
+    from tooluse_datasets.cli import main
+
+    out = tmp_path / "out"
+    assert main(["export", "all", "--sample", "--format", "raw", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "export each source with --format raw on its own" in err and "load" not in err
+    assert not out.exists()
+    assert main(["export", "nestful", "--sample", "--format", "raw", "--out", str(out)]) == 0
+    assert len((out / "nestful-raw-train.jsonl").read_text().splitlines()) == 5

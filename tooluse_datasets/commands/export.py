@@ -49,10 +49,14 @@ def run(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     from ..loading import load
+    from ..registry import MIX
 
     report = skip_report_for(args)
     data_files = data_files_for(args, args.source)
     options = source_options(args, own=COMMAND_OWN_OPTIONS["export"])
+    if args.source == MIX and args.format == "raw":  # (load() said to load each source's raw format on its own)
+        raise ValueError(f"{MIX} has no --format raw (raw schemas differ per source): export each source with "
+                         f"--format raw on its own (`tooluse-datasets export nestful --format raw ...`)")
     if "validate" in options and args.format != "unified":
         # (load() refused it naming config=, which export takes as --format)
         raise ValueError(f"--option validate= checks unified rows: it applies to --format unified only, not "
