@@ -137,12 +137,12 @@ def _file_name(args: argparse.Namespace, split: str) -> str:
 
 def _refuse_reading_earlier_exports(data_files, out: Path, source: str) -> None:
     """An input file in ``out`` (or beside other inputs) named as an export of ``source`` names its files, in any
-    format, read beside other files: the output of an earlier run into the folder this one reads (``--format swift``, then ``--format
-    llamafactory``) would be read as more rows of the source, every row a second time under another id. An export
-    read alone (or with the other splits of its run) holds each row once: converting it is no mistake. This run's
-    own files are refused beside its other outputs (:func:`refuse_writing_inputs`). For ``all``, an export of a
-    source it reads (``ms_swift-swift-train.jsonl`` matched by ``ms_swift=DIR/*.jsonl``) holds its rows too, beside
-    that source's other files, and for a source, an export of ``all``."""
+    format, read beside other files: the output of an earlier run into the folder this one reads (``--format
+    swift``, then ``--format llamafactory``) would be read as more rows of the source, every row a second time under
+    another id. An export read alone (or with the other splits of its run) holds each row once: converting it is no
+    mistake. This run's own files are refused beside its other outputs (:func:`refuse_writing_inputs`). For ``all``,
+    an export of a source it reads (``ms_swift-swift-train.jsonl`` matched by ``ms_swift=DIR/*.jsonl``) holds its
+    rows too, beside that source's other files, and for a source, an export of ``all``."""
     from ..formats import FORMATS
     from ..registry import MIX
     from ..shards.paths import file_identity
