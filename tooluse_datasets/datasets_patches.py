@@ -27,8 +27,8 @@ from datasets.iterable_dataset import (FormattedExamplesIterable, RebatchedArrow
 from .arrow_rows import storage_type
 from .errors import (DataNotFoundError, InvalidJsonError, InvalidValueError, JsonValueError, ToolUseDataError,
                      json_kind)
-from .exact_features import (ExactFeatures, ForeignExactFeatures, MappedUnifiedFeatures, _is_unified_messages,
-                             holds_json)
+from .exact_features import (ExactFeatures, ForeignExactFeatures, MappedUnifiedFeatures, _exact_json_field_paths,
+                             _ExactLeafPath, _is_unified_messages, holds_json)
 from .schema import MEDIA_COLUMNS
 
 
@@ -97,6 +97,61 @@ def _install_generated_rows_raising_typed_errors() -> None:
             self._row_encoded = None
 
     Generator._generate_examples = patched_once(generate, generate_examples, "_names_the_row")
+
+
+def _install_map_writer_naming_rows() -> None:
+    """datasets' Arrow writer encodes a map's output a column at a time, and its JSON encoding is handed values
+    without their column: a value exact features refuse (NaN in a call's arguments) was a JsonValueError naming
+    no row and no field, where ``from_list`` and ``add_item`` name both. On that error only, the batch's values
+    are encoded again one by one, and the first refused for the same reason is raised, named by its row (rows
+    the writer wrote before, plus the shard's offset under ``num_proc``) and field. Installed once per process."""
+    from datasets import Dataset
+    from datasets.arrow_writer import ArrowWriter
+
+    write = ArrowWriter._write_batch
+
+    def write_batch(self, batch_examples, *args, **kwargs):
+        try:
+            return write(self, batch_examples, *args, **kwargs)
+        except ToolUseDataError as exc:
+            if exc.row is not None:
+                raise
+            raise _named_in_batch(exc, batch_examples, self._features, self._num_examples) from None
+
+    ArrowWriter._write_batch = patched_once(write, write_batch, "_names_the_row")
+
+    map_single = Dataset._map_single
+
+    def map_shard(*args, **kwargs):
+        try:
+            yield from map_single(*args, **kwargs)
+        except ToolUseDataError as exc:
+            if getattr(exc, "row_in_shard", False):  # (a row the writer named: counted from the shard's start)
+                exc.row += kwargs.get("offset") or 0
+                exc.row_in_shard = False
+            raise
+
+    Dataset._map_single = staticmethod(patched_once(map_single, map_shard, "_names_the_row"))
+
+
+def _named_in_batch(exc: ToolUseDataError, batch: Any, features: Any, first_row: int) -> ToolUseDataError:
+    """``exc``, raised writing ``batch`` (columns of Python values) with ``features``, as the error of the first
+    value they refuse for the same reason, named by its row (``first_row`` + its place) and field. Error path."""
+    if not isinstance(features, dict) or not isinstance(batch, dict):
+        return exc
+    for name, column in batch.items():
+        # (past its first batch, a map's writer holds plain Features keeping the ExactJson leaves that refuse)
+        if name in features and isinstance(column, (list, tuple)) and \
+                any(isinstance(path, _ExactLeafPath) for path in _exact_json_field_paths(features[name])):
+            exact = ExactFeatures({name: features[name]})
+            for row, value in enumerate(column):
+                try:
+                    exact.encode_column([value], name)
+                except ToolUseDataError as found:
+                    if found.message == exc.message:
+                        found.row_in_shard = True
+                        return found.at(row=first_row + row)
+    return exc
 
 
 def _keeping_exact_features(original: Callable, keep: Callable[..., None]) -> Callable:
@@ -977,6 +1032,7 @@ _install_stream_features_resolved_from_exact_ones()
 _install_from_list_taking_decoded_rows()
 _install_constructors_keeping_exact_features()
 _install_generated_rows_raising_typed_errors()
+_install_map_writer_naming_rows()
 _install_column_operations_keeping_features()
 _install_add_item_encoding_the_item()
 _install_file_builders_reading_foreign_text()

@@ -1,0 +1,44 @@
+"""A map-style ``map`` of a loaded dataset whose function returns a value the exact features cannot store names the
+row and field of that value, as ``Dataset.from_list`` and ``add_item`` do."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+import tooluse_datasets as td
+from tooluse_datasets.errors import JsonValueError
+
+
+def _nested(levels: int):
+    value = 1
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+@pytest.fixture(scope="module")
+def ds():
+    return td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train")
+
+
+def _with_arguments_at(row: int, bad):
+    def put(example, idx):
+        if idx != row:
+            return {}
+        messages = copy.deepcopy(example["messages"])
+        # (made here: a num_proc map pickles the function, which a deep value held by it would stop)
+        value = {"nan": float("nan"), "deep": _nested(300), "key": {1: "a"}}[bad]
+        messages[2]["tool_calls"][0]["function"]["arguments"] = {"x": value}
+        return {"messages": messages}
+    return put
+
+
+@pytest.mark.parametrize("bad", ["nan", "deep", "key"])
+@pytest.mark.parametrize("how", [{}, {"writer_batch_size": 2}, {"num_proc": 2}], ids=["plain", "batches", "procs"])
+def test_a_map_names_the_row_and_field_of_a_value_json_cannot_hold(ds, bad, how):
+    assert ds[3]["messages"][2]["tool_calls"]  # (the sample's row 3 has a call there)
+    with pytest.raises(JsonValueError) as error:
+        ds.map(_with_arguments_at(3, bad), with_indices=True, load_from_cache_file=False, **how)
+    assert (error.value.row, error.value.field) == (3, "messages[2].tool_calls[0].function.arguments")
+    assert "row 3, field 'messages[2].tool_calls[0].function.arguments'" in str(error.value)
