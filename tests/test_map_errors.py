@@ -7,7 +7,7 @@ import copy
 import pytest
 
 import tooluse_datasets as td
-from tooluse_datasets.errors import JsonValueError
+from tooluse_datasets.errors import InvalidValueError, JsonValueError
 
 
 def _nested(levels: int):
@@ -42,3 +42,25 @@ def test_a_map_names_the_row_and_field_of_a_value_json_cannot_hold(ds, bad, how)
         ds.map(_with_arguments_at(3, bad), with_indices=True, load_from_cache_file=False, **how)
     assert (error.value.row, error.value.field) == (3, "messages[2].tool_calls[0].function.arguments")
     assert "row 3, field 'messages[2].tool_calls[0].function.arguments'" in str(error.value)
+
+
+def _content_as_parts_at(row: int):
+    def put(example, idx):
+        if idx != row:
+            return {}
+        messages = copy.deepcopy(example["messages"])
+        messages[1]["content"] = [{"type": "text", "text": messages[1]["content"]}]
+        return {"messages": messages}
+    return put
+
+
+@pytest.mark.parametrize("features", [True, False], ids=["features", "inferred"])
+@pytest.mark.parametrize("how", [{}, {"writer_batch_size": 2}, {"num_proc": 2}], ids=["plain", "batches", "procs"])
+def test_a_map_returning_content_as_a_list_of_parts_names_its_row_and_field(ds, features, how):
+    """A message's content given as a list of parts where the features hold text failed in Arrow ("cannot mix list
+    and non-list")."""
+    kwargs = {"features": ds.features} if features else {}
+    with pytest.raises(InvalidValueError) as error:
+        ds.map(_content_as_parts_at(4), with_indices=True, load_from_cache_file=False, **kwargs, **how)
+    assert (error.value.row, error.value.field) == (4, "messages[1].content")
+    assert "expected string, got array" in str(error.value)

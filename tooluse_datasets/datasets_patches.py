@@ -117,6 +117,13 @@ def _install_map_writer_naming_rows() -> None:
             if exc.row is not None:
                 raise
             raise _named_in_batch(exc, batch_examples, self._features, self._num_examples) from None
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            # Arrow's own words for a value of another kind than the features' (a message's content given as a
+            # list of parts: "cannot mix list and non-list"): the value the exact features refuse, named
+            named = _named_in_batch(exc, batch_examples, self._features, self._num_examples)
+            if named is exc:
+                raise
+            raise named from exc
 
     ArrowWriter._write_batch = patched_once(write, write_batch, "_names_the_row")
 
@@ -134,21 +141,27 @@ def _install_map_writer_naming_rows() -> None:
     Dataset._map_single = staticmethod(patched_once(map_single, map_shard, "_names_the_row"))
 
 
-def _named_in_batch(exc: ToolUseDataError, batch: Any, features: Any, first_row: int) -> ToolUseDataError:
+def _named_in_batch(exc: Exception, batch: Any, features: Any, first_row: int) -> Exception:
     """``exc``, raised writing ``batch`` (columns of Python values) with ``features``, as the error of the first
-    value they refuse for the same reason, named by its row (``first_row`` + its place) and field. Error path."""
+    value they refuse for the same reason (any reason, for an Arrow error), named by its row (``first_row`` + its
+    place) and field; ``exc`` where none is found. Error path."""
     if not isinstance(features, dict) or not isinstance(batch, dict):
         return exc
+    # (past its first batch, a map's writer holds plain Features keeping the ExactJson leaves that refuse)
+    exact_columns = [name for name in batch if name in features
+                     and any(isinstance(path, _ExactLeafPath) for path in _exact_json_field_paths(features[name]))]
+    typed = isinstance(exc, ToolUseDataError)
+    if not exact_columns:
+        return exc
     for name, column in batch.items():
-        # (past its first batch, a map's writer holds plain Features keeping the ExactJson leaves that refuse)
-        if name in features and isinstance(column, (list, tuple)) and \
-                any(isinstance(path, _ExactLeafPath) for path in _exact_json_field_paths(features[name])):
+        # an Arrow error may come from any column of a dataset with exact features (an id given as a list)
+        if name in (exact_columns if typed else features) and isinstance(column, (list, tuple)):
             exact = ExactFeatures({name: features[name]})
             for row, value in enumerate(column):
                 try:
                     exact.encode_column([value], name)
                 except ToolUseDataError as found:
-                    if found.message == exc.message:
+                    if not typed or found.message == exc.message:
                         found.row_in_shard = True
                         return found.at(row=first_row + row)
     return exc
