@@ -7,7 +7,7 @@ import copy
 import pytest
 
 import tooluse_datasets as td
-from tooluse_datasets.errors import InvalidValueError, JsonValueError
+from tooluse_datasets.errors import InvalidValueError, JsonValueError, ToolUseDataError
 
 
 def _nested(levels: int):
@@ -64,3 +64,32 @@ def test_a_map_returning_content_as_a_list_of_parts_names_its_row_and_field(ds, 
         ds.map(_content_as_parts_at(4), with_indices=True, load_from_cache_file=False, **kwargs, **how)
     assert (error.value.row, error.value.field) == (4, "messages[1].content")
     assert "expected string, got array" in str(error.value)
+
+
+def _stream_put(example, idx, row, what):
+    if idx != row:
+        return example
+    messages = copy.deepcopy(example["messages"])
+    if what == "parts":
+        messages[0]["content"] = [{"type": "text", "text": messages[0]["content"]}]
+    else:
+        messages[1 if row == 5 else 2]["tool_calls"][0]["function"]["arguments"] = {"x": float("nan")}
+    return {**example, "messages": messages}
+
+
+@pytest.mark.parametrize("export", ["to_list", "to_parquet"])
+@pytest.mark.parametrize("row, what, field, message", [
+    (3, "nan", "messages[2].tool_calls[0].function.arguments", "NaN at $.x cannot be stored"),  # among the first rows
+    (5, "nan", "messages[1].tool_calls[0].function.arguments", "NaN at $.x cannot be stored"),  # after them
+    (2, "parts", "messages[0].content", "expected string, got array")])
+def test_a_mapped_streams_exports_name_the_row_and_field_of_a_value_the_features_cannot_hold(tmp_path, export, row,
+                                                                                              what, field, message):
+    """As a map-style map refuses them: a NaN among the rows typing the export was stored as a struct of every row's
+    arguments keys (``{'x': nan, 'base': None, ...}``), one after them named no row, content given as parts in some rows
+    was Arrow's bare "cannot mix list and non-list"."""
+    stream = td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train", streaming=True)
+    mapped = stream.map(_stream_put, with_indices=True, fn_kwargs={"row": row, "what": what})
+    with pytest.raises(ToolUseDataError) as error:
+        getattr(mapped, export)(*([str(tmp_path / "out.parquet")] if export == "to_parquet" else []))
+    assert (error.value.row, error.value.field) == (row, field)
+    assert message in str(error.value)

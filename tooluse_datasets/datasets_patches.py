@@ -340,18 +340,27 @@ def _features_of_head(stream: Any, exact: "ExactFeatures") -> Optional["ExactFea
     columns = {}
     for name, values in head.items():
         feature = exact.get(name)
+        refused = None
         if feature is not None:
             try:
                 encoded = ExactFeatures({name: feature}).encode_column(values, name)
                 pa.array(encoded, type=storage_type(get_nested_type(feature)))
                 columns[name] = feature
                 continue
-            except (InvalidJsonError, JsonValueError, pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError,
+            except JsonValueError:
+                # a value JSON cannot hold where the features hold JSON (NaN in a call's arguments): inferred, it
+                # became a struct of every row's keys; refused by row and field, as a map-style map refuses it
+                raise _named_in_batch(pa.ArrowInvalid(""), {name: values}, exact, 0) from None
+            except InvalidValueError:
+                refused = _named_in_batch(pa.ArrowInvalid(""), {name: values}, exact, 0)
+            except (InvalidJsonError, pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError,
                     KeyError, AttributeError):
                 pass  # the map changed the column: inferred as datasets infers it
         try:
             columns[name] = _infer_features_from_batch({name: values})[name]
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            if isinstance(refused, InvalidValueError):  # (content as parts in some rows only: Arrow's bare error)
+                raise refused from None
             return None
     if any(columns.get(name) == exact[name] for name in exact.chat_columns):
         columns.update((c, exact[c]) for c in exact.omitted_empty_media if c not in columns)
@@ -721,16 +730,30 @@ class _EncodedRows:
         # tables to the features after this step
         encode = self.features.encode_example
         schema = pa.schema([pa.field(f.name, storage_type(f.type)) for f in self.features.arrow_schema])
-        rows = iter(self.rows)
+        rows, done = iter(self.rows), 0
         while batch := list(itertools.islice(rows, self.batch_size)):  # (no row read past the batch: its state)
-            yield "_".join(str(key) for key, _ in batch), pa.Table.from_pylist([encode(row) for _, row in batch],
-                                                                               schema=schema)
+            try:
+                encoded = [encode(row) for _, row in batch]
+            except ToolUseDataError as exc:  # named by its row of the stream, as the head's rows are
+                refused = next(i for i, (_, row) in enumerate(batch) if not _encodes(encode, row))
+                raise exc.at(row=done + refused) from None
+            yield "_".join(str(key) for key, _ in batch), pa.Table.from_pylist(encoded, schema=schema)
+            done += len(batch)
 
     def __iter__(self):
         return iter(self.rows)
 
     def __getattr__(self, name):
         return getattr(self.rows, name)
+
+
+def _encodes(encode: Callable, row: dict) -> bool:
+    """Whether ``encode`` takes ``row`` without a typed error (the error path's search for the refused row)."""
+    try:
+        encode(row)
+    except ToolUseDataError:
+        return False
+    return True
 
 
 def _install_file_builders_reading_foreign_text() -> None:
