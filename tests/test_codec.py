@@ -389,6 +389,7 @@ def test_each_patch_into_datasets_wraps_datasets_own_function_once():
     skip reports among nodes, add_item encoding the item) are installed once per process:
     installing one again keeps the installed patch, never a patch of the patch."""
     from datasets import IterableDataset
+    from datasets.arrow_writer import ArrowWriter
     from datasets.builder import DatasetBuilder
     from datasets.info import DatasetInfo
     from datasets.formatting.polars_formatter import PolarsFeaturesDecoder
@@ -417,7 +418,7 @@ def test_each_patch_into_datasets_wraps_datasets_own_function_once():
                 "_writes_exact_json": [JsonDatasetWriter._batch_json],
                 "_keeps_json_text": [PolarsFeaturesDecoder.__init__],
                 "_types_tables": [IterableDataset.to_list, IterableDataset.to_json],
-                "_names_the_row": [Generator._generate_examples]}
+                "_names_the_row": [Generator._generate_examples, ArrowWriter._write_batch, Dataset._map_single]}
 
     before = installed()
     for install in (datasets_patches._install_merged_info_features, datasets_patches._install_column_operations_keeping_features,
@@ -428,7 +429,8 @@ def test_each_patch_into_datasets_wraps_datasets_own_function_once():
                     json_export._install_polars_format_keeping_json_text,
                     datasets_patches._install_file_builders_reading_foreign_text,
                     datasets_patches._install_stream_tables_encoding_decoded_rows,
-                    datasets_patches._install_generated_rows_raising_typed_errors):
+                    datasets_patches._install_generated_rows_raising_typed_errors,
+                    datasets_patches._install_map_writer_naming_rows):
         install()
     assert installed() == before
     for mark, patches in before.items():
