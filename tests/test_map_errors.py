@@ -93,3 +93,16 @@ def test_a_mapped_streams_exports_name_the_row_and_field_of_a_value_the_features
         getattr(mapped, export)(*([str(tmp_path / "out.parquet")] if export == "to_parquet" else []))
     assert (error.value.row, error.value.field) == (row, field)
     assert message in str(error.value)
+
+
+def test_a_stream_mapped_with_its_features_exports_its_rows_and_names_a_refused_one(tmp_path):
+    """``stream.map(f, features=stream.features)`` gave plain Features: its to_list failed in Arrow ("cannot mix
+    struct and non-struct"), an identity map included."""
+    stream = td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train", streaming=True)
+    same = stream.map(lambda r: r, features=stream.features)
+    assert same.to_list() == stream.map(lambda r: r).to_list()
+    assert [row["id"] for row in same.to_list()] == [row["id"] for row in stream]
+    bad = stream.map(_stream_put, with_indices=True, fn_kwargs={"row": 3, "what": "nan"}, features=stream.features)
+    with pytest.raises(JsonValueError) as error:
+        bad.to_parquet(str(tmp_path / "out.parquet"))
+    assert (error.value.row, error.value.field) == (3, "messages[2].tool_calls[0].function.arguments")

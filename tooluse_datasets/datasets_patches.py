@@ -420,10 +420,24 @@ def _install_column_operations_keeping_features() -> None:
                 setattr(cls, name, _keeping_exact_features(getattr(cls, name), keep))
     IterableDataset.select_columns = _selecting_absent_media(IterableDataset.select_columns)
     IterableDataset.__getitem__ = _column_of_selected(IterableDataset.__getitem__)
-    IterableDataset.map = _handing_absent_media_to(IterableDataset.map)
+    IterableDataset.map = _handing_absent_media_to(_keeping_given_exact_features(IterableDataset.map))
     IterableDataset.filter = _handing_absent_media_to(IterableDataset.filter)
     IterableDataset.remove_columns = _removing_by_selecting(IterableDataset.remove_columns)
     IterableDataset.rename_columns = _renaming_absent_media(IterableDataset.rename_columns)  # rename_column's too
+
+
+def _keeping_given_exact_features(original: Callable) -> Callable:
+    """A stream's ``map(f, features=ds.features)`` gave the stream plain ``Features``: its exports (``to_list``,
+    ``to_parquet``) built tables of the decoded rows by Arrow's inference and failed ("cannot mix struct and
+    non-struct"), an identity map included. The stream keeps the class of the exact features given."""
+    signature = inspect.signature(original)
+
+    def apply(self, *args, **kwargs):
+        out = original(self, *args, **kwargs)
+        _keep_exact_class(out, signature.bind(self, *args, **kwargs).arguments.get("features"), foreign=False)
+        return out
+
+    return patched_once(original, apply, "_keeps_given_features")
 
 
 # Formats whose values datasets' map writer cannot take back for nested columns (tensor formats, pandas)
