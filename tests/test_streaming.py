@@ -1412,6 +1412,30 @@ def test_a_stateful_dataloader_resumed_with_its_rows_path_lists_each_skipped_row
     assert sorted(_listed(rows_path)) == bad
 
 
+def test_a_stateful_dataloader_resumed_in_a_later_epoch_lists_that_epochs_skipped_rows(tmp_path):
+    """DataLoader workers read copies of the stream made for their shards: those copies started at epoch 0, so a
+    loader resumed in epoch 1 took every skipped row epoch 0 had listed as listed already and listed none."""
+    pytest.importorskip("torch", reason="torch (the [trl] extra) is needed for DataLoader workers")
+    stateful = pytest.importorskip("torchdata.stateful_dataloader",
+                                   reason="torchdata (the [trl] extra) has the StatefulDataLoader")
+    path, bad = _real_agent_rows_with_bad_lines(tmp_path, 160)
+    rows_path = tmp_path / "skipped.jsonl"
+
+    def loader():
+        ds = td.load("ms_swift", split="train", data_files=path, on_error="skip", streaming=True,
+                     report=td.SkipReport(rows_path=rows_path), shard_bytes=os.path.getsize(path) // 6)
+        ds.set_epoch(1)
+        return stateful.StatefulDataLoader(ds, batch_size=4, num_workers=2,
+                                           collate_fn=lambda rows: [r["id"] for r in rows])
+
+    epoch_0 = td.load("ms_swift", split="train", data_files=path, on_error="skip", streaming=True,
+                      report=td.SkipReport(rows_path=rows_path))
+    assert len(list(epoch_0)) == 160 and sorted(_listed(rows_path)) == bad
+    head, rest = _stopped_and_resumed(loader, 4)
+    assert len(head) + len(rest) == len(set(head + rest)) == 160
+    assert sorted(_listed(rows_path)) == sorted(bad + bad)
+
+
 def test_a_stream_resumed_from_a_checkpoint_it_read_past_lists_each_skipped_row_once(tmp_path):
     """A training job saves the stream's state with each checkpoint and goes on reading until it is stopped; the
     next job resumes from the last checkpoint, reading again the rows after it, whose skips rows_path lists

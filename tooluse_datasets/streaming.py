@@ -114,9 +114,11 @@ class ShardExamplesIterable(_BaseExamplesIterable):
         return clone
 
     def _with_shards(self, shards: list[Shard]) -> "ShardExamplesIterable":
-        return ShardExamplesIterable(self.source, self.config, self.split, shards, on_error=self.on_error,
-                                     report=self.report, features=self._features, num_proc=self.num_proc,
-                                     row_check=self.row_check, node_share=self.node_share)
+        out = ShardExamplesIterable(self.source, self.config, self.split, shards, on_error=self.on_error,
+                                    report=self.report, features=self._features, num_proc=self.num_proc,
+                                    row_check=self.row_check, node_share=self.node_share)
+        out.epoch = self.epoch  # (a DataLoader worker's shards are split off after the epoch was told)
+        return out
 
     def shared_by_nodes(self, nodes: int, node: int) -> "ShardExamplesIterable":
         # datasets' step over this stream: every node reads every row and keeps every nodes-th (node_share).
