@@ -1076,6 +1076,24 @@ def test_relative_data_files_beside_data_dir_whose_names_hold_glob_characters_ar
     assert [row["messages"][0]["content"] for row in ds] == ["q0", "q1", "q2"]
 
 
+@pytest.mark.parametrize("streaming", [False, True])
+@pytest.mark.parametrize("data_files", ["agent_rows.jsonl", "*.jsonl", "rows [v2].jsonl"])
+def test_relative_data_files_under_a_data_dir_whose_own_name_holds_glob_characters_are_found(
+        tmp_path, cache_dir, data_files, streaming):
+    """datasets joins data_dir and a relative name into one pattern: data_dir="run[1]" matched no folder, so a file
+    there was "Unable to find" (a glob: "match no file")."""
+    sample = Path(td.sample_files("ms_swift")["train"][0])  # agent_rows.jsonl
+    folder = tmp_path / "run[1]"
+    folder.mkdir()
+    shutil.copy(sample, folder / ("rows [v2].jsonl" if "[" in data_files else sample.name))
+    ds = td.load("ms_swift", data_dir=str(folder), data_files=data_files, split="train", streaming=streaming,
+                 cache_dir=cache_dir)
+    expected = td.load("ms_swift", data_files=str(sample), split="train", cache_dir=cache_dir)
+    rows = list(ds)
+    assert len(rows) == len(expected) > 0
+    assert [row["messages"] for row in rows] == list(expected["messages"])
+
+
 class _RefusingHandler(http.server.BaseHTTPRequestHandler):
     """Answers every request with the status its path starts with (/403/..., /500/...)."""
 

@@ -699,8 +699,13 @@ def _path_strings(data_files, base: Optional[str] = None, top: bool = True, take
     if glob.has_magic(path) and os.path.isfile(local):
         # A file whose name holds [, * or ? ("rows [v2].jsonl"): datasets reads every path as a glob, so the name
         # matched no file (or "a*.jsonl" other files too); the file named is read, as the name says
-        return glob.escape(path)
-    return literal_folder_escaped(path, base)  # (`/tmp/run[1]/*.jsonl`: the folder as named, the rest a pattern)
+        path = glob.escape(path)
+    else:
+        path = literal_folder_escaped(path, base)  # (`/tmp/run[1]/*.jsonl`: the folder as named, the rest a pattern)
+    if base is not None and glob.has_magic(base) and not os.path.isabs(path):
+        # datasets joins data_dir and a relative name into one pattern: data_dir="run[1]" matched no folder
+        return os.path.join(glob.escape(base), path)
+    return path
 
 
 def _check_protocols(path: str, what: str = "data file") -> None:
