@@ -31,6 +31,25 @@ def test_a_wrong_type_is_a_type_error_naming_the_argument_and_nothing_is_prepare
     assert os.listdir(tmp_path) == []  # no cache prepared (split=["train"] failed after preparing every split)
 
 
+@pytest.mark.parametrize("arguments, named", [
+    ({"config_name": {"name": "raw"}}, "config_name"),
+    ({"cache_dir": b"cache"}, "cache_dir"),
+    ({"data_dir": b"folder", "data_files": None}, "data_dir"),
+    ({"revision": 3}, "revision"),
+])
+def test_a_builder_made_directly_names_an_argument_of_the_wrong_type_and_makes_no_folder(tmp_path, monkeypatch,
+                                                                                         arguments, named):
+    """The README's builders are usable directly: cache_dir=b"cache" made a folder ./b'cache', config_name={} was
+    datasets' "unhashable type: 'dict'"."""
+    from tooluse_datasets.builders.ms_swift import Builder
+
+    monkeypatch.chdir(tmp_path)
+    kwargs = {"config_name": "unified", "data_files": td.sample_files("ms_swift"), **arguments}
+    with pytest.raises(TypeError, match=f"^{named} must be"):
+        Builder(**kwargs)
+    assert os.listdir(tmp_path) == []
+
+
 def test_validate_and_features_refuse_a_wrong_type_naming_it():
     with pytest.raises(TypeError, match="^config must be"):
         td.features("ms_swift", {"name": "raw"})

@@ -31,6 +31,7 @@ from datasets.download.streaming_download_manager import StreamingDownloadManage
 from datasets.utils.file_utils import is_local_path
 
 from . import formats
+from .arguments import check_argument_types
 from .arrow_memory import package_memory_pool
 from .cache_keys import (branches_read, cached_upstream_commits, commits_digest, data_dir_digest, data_dir_files,
                          data_files_digest, hf_files_at_commits, upstream_commits)
@@ -125,6 +126,10 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                                    for fmt in formats.FORMATS]
 
     def __init__(self, *args, **kwargs):
+        # as load() checks them: datasets made the folder ./b'x' for cache_dir=b"x", failed on config_name={} with
+        # "unhashable type: 'dict'"
+        check_argument_types(**{name: kwargs.get(name)
+                                for name in ("config_name", "cache_dir", "data_dir", "revision")})
         kwargs.setdefault("dataset_name", self.SOURCE_CLASS.name)
         if isinstance(kwargs.get("data_files"), (str, dict)) and not kwargs["data_files"]:
             # an empty dict or string is no data files to datasets' checks below: the upstream files were read

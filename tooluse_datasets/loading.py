@@ -17,6 +17,7 @@ from datasets.formatting import query_table
 from datasets.table import table_iter
 
 from . import registry
+from .arguments import check_argument_types
 from .datasets_patches import DataGoneInWorker
 from .exact_features import ExactFeatures, ForeignExactFeatures
 from .errors import DataNotFoundError, SkipReport
@@ -225,37 +226,6 @@ def _refuse_stream_slice(builder: Any, split: str, names: tuple[str, ...]) -> No
     builder.check_split_names(names, known if known is not None else [plan.name for plan in builder.split_plans()])
     raise ValueError(f"a stream reads whole splits; split={split!r} has a slice (datasets streams none): stream "
                      f"{'+'.join(names)!r} and take rows with .skip(n) / .take(n)")
-
-
-def check_argument_types(**arguments: Any) -> None:
-    """A TypeError naming the argument for a value of the wrong type, before anything is read: datasets would
-    fail deep inside (``unhashable type: 'dict'`` after preparing every split, for ``split=["train"]``), or
-    write into a folder named after the value's repr (``cache_dir=b"/data"`` made ``./b'/data'``)."""
-    from datasets import NamedSplit, ReadInstruction
-
-    for name, value in arguments.items():
-        if value is None:
-            continue
-        if name == "config":
-            ok, wanted = isinstance(value, str), "a format name (str)"
-        elif name == "split":
-            ok = isinstance(value, (str, ReadInstruction, NamedSplit))
-            wanted = "one split name or expression (str, e.g. 'train' or 'train[:10%]+test'), or None for every split"
-        elif name in ("streaming", "keep_in_memory"):
-            ok, wanted = isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)), "True or False"
-        elif name == "revision":  # resolving it failed deep inside ("expected string or bytes-like object")
-            ok, wanted = isinstance(value, str), "a branch, tag or commit (str), or None for the pinned one"
-            if ok and not value.strip():  # an unset shell variable: read as no revision, the pinned one
-                raise ValueError("revision is empty: give a branch, tag or commit, or None for the pinned one")
-        else:  # folders
-            ok = isinstance(value, (str, os.PathLike)) and isinstance(os.fspath(value), str)
-            wanted = "a path (str or pathlib.Path)"
-            if ok and not os.fspath(value).strip():  # an unset shell variable, read as none given: data_dir=""
-                # read the upstream files instead of a folder's, cache_dir="" prepared into datasets' own cache
-                meaning = {"data_dir": " for the source's upstream files", "cache_dir": " for datasets' own cache"}
-                raise ValueError(f"{name} is empty: give a path, or None{meaning.get(name, '')}")
-        if not ok:
-            raise TypeError(f"{name} must be {wanted}, got {value!r:.80} ({type(value).__name__})")
 
 
 def _download_mode(value: Any, streaming: bool) -> DownloadMode:
