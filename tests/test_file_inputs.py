@@ -1094,6 +1094,22 @@ def test_relative_data_files_under_a_data_dir_whose_own_name_holds_glob_characte
     assert [row["messages"] for row in rows] == list(expected["messages"])
 
 
+@pytest.mark.parametrize("streaming", [False, True])
+def test_a_data_dir_holding_a_file_name_that_is_not_utf_8_loads_with_its_bytes_escaped(tmp_path, cache_dir,
+                                                                                       streaming):
+    """The data_dir's cache key encoded the name as UTF-8: a raw UnicodeEncodeError ('surrogates not allowed')
+    before anything was read, where the same file passed as data_files loads."""
+    sample = Path(td.sample_files("ms_swift")["train"][0])
+    folder = os.fsdecode(tmp_path / "data")
+    os.mkdir(folder)
+    shutil.copy(sample, os.path.join(folder, os.fsdecode(b"caf\xe9.jsonl")))
+    ds = td.load("ms_swift", data_dir=folder, split="train", streaming=streaming, cache_dir=cache_dir)
+    expected = td.load("ms_swift", data_files=str(sample), split="train", cache_dir=cache_dir)
+    rows = list(ds)
+    assert [row["id"] for row in rows] == [f"ms_swift/caf\\xe9/{i}" for i in range(len(expected))]
+    assert [row["messages"] for row in rows] == list(expected["messages"]) and rows
+
+
 class _RefusingHandler(http.server.BaseHTTPRequestHandler):
     """Answers every request with the status its path starts with (/403/..., /500/...)."""
 

@@ -184,7 +184,7 @@ def files_digest(paths: Iterable[str]) -> str:
         stamp = _local_stamp(path)
         if stamp is None:
             break
-        digest.update(f"{stamp}\n".encode())
+        digest.update(f"{stamp}\n".encode(errors="surrogateescape"))  # (a name that is not UTF-8 keeps its bytes)
     return digest.hexdigest()[:16]
 
 
