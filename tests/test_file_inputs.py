@@ -1110,6 +1110,21 @@ def test_a_data_dir_holding_a_file_name_that_is_not_utf_8_loads_with_its_bytes_e
     assert [row["messages"] for row in rows] == list(expected["messages"]) and rows
 
 
+@pytest.mark.parametrize("streaming", [False, True])
+def test_a_data_dir_whose_own_name_is_not_utf_8_loads_map_style_as_streamed(tmp_path, cache_dir, streaming):
+    """datasets names the cache folder after data_dir, quoted as UTF-8: map-style, a raw UnicodeEncodeError
+    ('surrogates not allowed') before anything was read, where the stream loaded."""
+    sample = Path(td.sample_files("ms_swift")["train"][0])
+    folder = os.path.join(os.fsdecode(tmp_path), os.fsdecode(b"caf\xe9"))
+    os.mkdir(folder)
+    shutil.copy(sample, os.path.join(folder, sample.name))
+    ds = td.load("ms_swift", data_dir=folder, split="train", streaming=streaming, cache_dir=cache_dir)
+    expected = td.load("ms_swift", data_files=str(sample), split="train", cache_dir=cache_dir)
+    rows = list(ds)
+    assert [row["id"] for row in rows] == list(expected["id"]) and rows
+    assert [row["messages"] for row in rows] == list(expected["messages"])
+
+
 class _RefusingHandler(http.server.BaseHTTPRequestHandler):
     """Answers every request with the status its path starts with (/403/..., /500/...)."""
 

@@ -237,8 +237,15 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         if predefined is not None:
             config_kwargs = {key: value for key, value in config_kwargs.items()
                              if key in ("data_files", "data_dir") or not _is_default(value, getattr(predefined, key))}
+        data_dir = config_kwargs.get("data_dir")
+        undecodable = isinstance(data_dir, str) and any("\udc80" <= c <= "\udcff" for c in data_dir)
+        if undecodable:  # a folder name that is not UTF-8: datasets' cache folder name quotes it as UTF-8 and failed
+            config_kwargs["data_dir"] = os.fsencode(data_dir).decode(errors="backslashreplace")
         builder_config, config_id = super()._create_builder_config(config_name, custom_features, config_id,
                                                                    **config_kwargs)
+        if undecodable:
+            builder_config = copy.deepcopy(builder_config)
+            builder_config.data_dir = config_kwargs["data_dir"] = data_dir
         if builder_config.validate is not None and builder_config.name != UNIFIED:
             raise ValueError(f"validation rules check unified rows; validate= needs config='unified', not "
                              f"{builder_config.name!r}")
