@@ -1660,3 +1660,20 @@ def test_an_earlier_export_in_the_input_folder_is_refused_with_out_elsewhere(rea
     assert main(["export", "ms_swift", "--data-files", str(earlier), str(other), "--format", "swift",
                  "--out", str(out), "--on-error", "skip"]) == 0
     assert (out / "ms_swift-swift-train.jsonl").read_text().count("\n") == 2 * earlier.read_text().count("\n") > 0
+
+
+def test_export_refuses_an_out_into_a_data_dir_given_under_the_home_folder(tmp_path, monkeypatch, capsys):
+    """--option data_dir=~/d is the home folder's d to load(), but the checks of outputs looked for a folder named
+    "~": a rerun with --out in it read its last export back as rows beside the data, and replaced it while read."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    folder = _input_folder(tmp_path)
+    argv = ["export", "ms_swift", "--option", f"data_dir=~/{folder.name}", "--format", "swift",
+            "--out", str(folder), "--on-error", "skip"]
+    assert main(argv) == 0
+    written = folder / "ms_swift-swift-train.jsonl"
+    first = written.read_bytes()
+    capsys.readouterr()
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith("error: ValueError: --out ") and str(written) in captured.err
+    assert written.read_bytes() == first

@@ -239,7 +239,10 @@ def with_data_dir_files(args: argparse.Namespace, source: str, data_files):
     if not isinstance(data_dir, str) or source == MIX or isinstance(data_files, dict):
         return data_files  # (the mix refuses data_dir, and so does load() any other value)
     source_class = builder_class(source).SOURCE_CLASS
-    return [*(data_files or []), *data_dir_files(data_dir, source_class.local_patterns, source_class.local_not_data)]
+    # (a leading ~ is the home folder, as load() reads data_dir: the shell leaves it after data_dir=, and the
+    # folder named "~" looked for here held no files, so an --out into the folder read was not refused)
+    folder = os.path.expanduser(data_dir)
+    return [*(data_files or []), *data_dir_files(folder, source_class.local_patterns, source_class.local_not_data)]
 
 
 def data_file_patterns(data_files) -> list:
