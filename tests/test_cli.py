@@ -1677,3 +1677,33 @@ def test_export_refuses_an_out_into_a_data_dir_given_under_the_home_folder(tmp_p
     captured = capsys.readouterr()
     assert captured.err.startswith("error: ValueError: --out ") and str(written) in captured.err
     assert written.read_bytes() == first
+
+
+@pytest.mark.skipif(importlib.util.find_spec("fcntl") is None, reason="no advisory file locks on this system")
+def test_an_export_that_opened_the_partial_file_as_another_export_ended_leaves_that_export_whole(tmp_path,
+                                                                                                 monkeypatch, capsys):
+    """An export that opened the .partial file just before the export holding it ended got its lock once that one
+    had renamed the file to the final name: it emptied that complete export and wrote its own rows into it."""
+    import fcntl
+
+    out = tmp_path / "out"
+    out.mkdir()
+    partial, final = out / "nestful-unified-train.jsonl.partial", out / "nestful-unified-train.jsonl"
+    other = open(partial, "wb")  # another export, at its last row
+    fcntl.flock(other.fileno(), fcntl.LOCK_EX)
+    other.write(b'{"other": "run"}\n')
+    other.flush()
+    lock = fcntl.flock
+
+    def other_ends_first(fd, operation):  # (the other export ends between this one's open and its lock)
+        number = fd if isinstance(fd, int) else fd.fileno()
+        if not other.closed and os.fstat(number).st_ino == os.fstat(other.fileno()).st_ino:
+            os.replace(partial, final)
+            other.close()
+        return lock(fd, operation)
+
+    monkeypatch.setattr(fcntl, "flock", other_ends_first)
+    assert main(["export", "nestful", "--sample", "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert "was being written by another export of this split" in captured.err and "rows" not in captured.out
+    assert final.read_bytes() == b'{"other": "run"}\n' and not partial.exists()

@@ -228,6 +228,8 @@ def _partial_file(tmp: Path):
     """``tmp`` opened for writing, locked for this run: another export of the same split into the same folder
     running meanwhile wrote the same file at once (each overwriting the other's lines) and removed it under the
     other. It is refused instead; a file no run holds (a killed run's) is taken. Removed if the block fails."""
+    from ..shards.paths import file_identity
+
     with open(os.open(tmp, os.O_WRONLY | os.O_CREAT, 0o666), "wb") as f:  # (not emptied before it is ours)
         try:
             import fcntl
@@ -238,6 +240,13 @@ def _partial_file(tmp: Path):
                              f"wait for it to end, or give another --out") from None
         except (ImportError, OSError):  # Windows, or a file system without locks: one export per split at a time
             pass
+        else:
+            # (opened just before the run holding it ended: that file is now its complete export, renamed to the
+            # final name, and emptying it lost that export)
+            held = os.fstat(f.fileno())
+            if file_identity(tmp) != (held.st_dev, held.st_ino):
+                raise ValueError(f"{str(tmp)!r} was being written by another export of this split into --out, "
+                                 f"which has just ended: run this export again, or give another --out")
         f.truncate(0)
         try:
             yield f
