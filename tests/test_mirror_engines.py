@@ -1324,3 +1324,16 @@ def test_a_task_of_a_stopped_build_whose_staging_folder_went_ends_quietly_and_ma
     monkeypatch.setattr(ShardConverter, "batches", staging_deleted_midway)
     assert started[0].parts_dir in convert_shard(started[0])[ABANDONED]
     assert not any(out.iterdir())
+    # deleted as the task starts, between its look for the folder and the making of its listings' folders
+    from tooluse_datasets.mirror import shard_task
+
+    real_listing = shard_task.skipped_rows_file
+
+    def staging_deleted_at_start(*args, **kwargs):
+        shutil.rmtree(out / ".ms_swift.partial", ignore_errors=True)
+        return real_listing(*args, **kwargs)
+
+    Path(started[0].parts_dir).mkdir(parents=True)
+    monkeypatch.setattr(shard_task, "skipped_rows_file", staging_deleted_at_start)
+    assert started[0].parts_dir in convert_shard(started[0])[ABANDONED]
+    assert not any(out.iterdir())

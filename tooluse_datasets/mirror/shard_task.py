@@ -12,6 +12,7 @@ with every config at once), and the unified rows it keeps feed the statistics an
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any, Optional
 
@@ -89,10 +90,13 @@ def convert_shard(task: ShardTask) -> dict:
     # also says which unified rows could be stored.
     converted = configs if UNIFIED in configs else [*configs, UNIFIED]
     root = Path(task.parts_dir)
-    if not root.is_dir():
-        return abandoned(root)
     # Each attempt lists its skipped rows in files of its own (see Attempt).
-    listings = {c: skipped_rows_file(root, c, task.key, made=True) for c in converted}
+    try:  # (their folders are made below root, never root itself: see abandoned)
+        listings = {c: skipped_rows_file(root, c, task.key, made=True) for c in converted}
+    except FileNotFoundError:
+        if root.is_dir():
+            raise
+        return abandoned(root)
     attempt = Attempt()
     reports = {c: SkipReport(rows_path=attempt.path(path)) for c, path in listings.items()}
     converter = ShardConverter(source, converted, on_error=task.on_error, counted_only=set(converted) - set(configs),
@@ -119,7 +123,8 @@ def convert_shard(task: ShardTask) -> dict:
         for config, path in listings.items():
             reports[config].close()
             attempt.drop(path)
-        if isinstance(exc, FileNotFoundError) and (not root.is_dir() or str(exc.filename).startswith(str(root))):
+        if isinstance(exc, FileNotFoundError) and (not root.is_dir() or (
+                isinstance(exc.filename, (str, bytes)) and Path(os.fsdecode(exc.filename)).is_relative_to(root))):
             return abandoned(root)
         raise
     for config, path in listings.items():
