@@ -875,18 +875,29 @@ def print_table(rows: list[dict], env: dict, files: dict) -> None:
         print(f"| {r['measure']} | {r['shown']} | {r['target']} | {met} | {r['other_clock']} | {r['detail']} |")
 
 
+def positive_int(text: str) -> int:
+    """A count or size: 0 or less is refused (a 0 once meant the 279,737-row default, minutes of generating)."""
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def parse_sizes(text: str) -> list[int]:
-    return [int(x.replace("_", "")) for x in text.split(",") if x.strip()]
+    return [positive_int(x) for x in text.split(",") if x.strip()]
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 2)[2])
-    p.add_argument("--rows", type=int, default=None, help="ToolMind rows (default 279737, the card's total)")
-    p.add_argument("--swift-rows", type=int, default=None, help="ms-swift rows (default 30000)")
+    p.add_argument("--rows", type=positive_int, default=None, help="ToolMind rows (default 279737, the card's total)")
+    p.add_argument("--swift-rows", type=positive_int, default=None, help="ms-swift rows (default 30000)")
     p.add_argument("--rss-rows", type=parse_sizes, default=None,
                    help="comma-separated file sizes for the rss row (default 10000,124000,279737)")
-    p.add_argument("--row-group-size", type=int, default=1000)
+    p.add_argument("--row-group-size", type=positive_int, default=1000)
     p.add_argument("--quick", action="store_true", help="small sizes, one repetition: a smoke run of a minute or two")
     p.add_argument("--only", default=",".join(Bench.ROWS), help=f"comma-separated rows: {', '.join(Bench.ROWS)}")
     p.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")
@@ -896,7 +907,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                    help="time ratios by wall time (default) or CPU time (steadier on a busy shared machine; the "
                         "num_proc speedup is always wall time)")
-    p.add_argument("--repeat", type=int, default=1,
+    p.add_argument("--repeat", type=positive_int, default=1,
                    help="run each timed measurement this many times and keep the fastest (noisy machines)")
     p.add_argument("--code", metavar="GIT_REF", help="measure the package as committed at this ref, not the working tree")
     p.add_argument("--child", help=argparse.SUPPRESS)
@@ -925,6 +936,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     unknown = [name for name in only if name not in Bench.ROWS]
     if unknown:
         p.error(f"unknown rows {unknown}; choose from {', '.join(Bench.ROWS)}")
+    if not only:
+        p.error(f"--only names no row; choose from {', '.join(Bench.ROWS)}")
 
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)

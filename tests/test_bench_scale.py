@@ -1,0 +1,25 @@
+"""``benchmarks/bench_scale.py`` as a new user runs it: bad arguments end with a usage error naming the option,
+before any data is generated."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import benchmark_module
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["--rows", "0", "--only", "shards"], "--rows"),  # 0 once meant the default: 279,737 rows generated
+    (["--rows", "-5", "--only", "shards"], "--rows"),
+    (["--swift-rows", "0", "--only", "swift_stream"], "--swift-rows"),
+    (["--rss-rows", "2000,0", "--only", "rss"], "--rss-rows"),
+    (["--row-group-size", "0", "--only", "shards"], "--row-group-size"),
+    (["--repeat", "0", "--only", "stream"], "--repeat"),
+    (["--only", ","], "--only"),
+])
+def test_bad_sizes_are_refused_before_any_data_is_made(tmp_path, capsys, argv, option):
+    bench_scale = benchmark_module("bench_scale")
+    with pytest.raises(SystemExit) as exc:
+        bench_scale.main([*argv, "--data-dir", str(tmp_path / "data"), "--timeout", "60"])
+    assert exc.value.code == 2
+    assert option in capsys.readouterr().err
+    assert not (tmp_path / "data").exists()
