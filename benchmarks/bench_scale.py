@@ -916,7 +916,10 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     sys.path.insert(0, str(HERE))
     if args.code and not args.child:
-        code_dir = export_code(args.code)
+        try:
+            code_dir = export_code(args.code)
+        except subprocess.CalledProcessError as exc:  # git's own words: unknown revision, not a repository...
+            p.error(f"--code {args.code}: git archive failed: {exc.stderr.decode(errors='replace').strip()}")
         atexit.register(shutil.rmtree, code_dir, True)
         compileall.compile_dir(str(code_dir), quiet=1)  # else the first measurement pays for the bytecode
         sys.path.insert(0, str(code_dir))  # the generators import the package too

@@ -23,3 +23,13 @@ def test_bad_sizes_are_refused_before_any_data_is_made(tmp_path, capsys, argv, o
     assert exc.value.code == 2
     assert option in capsys.readouterr().err
     assert not (tmp_path / "data").exists()
+
+
+def test_an_unknown_code_ref_is_a_usage_error(tmp_path, capsys):
+    bench_scale = benchmark_module("bench_scale")
+    with pytest.raises(SystemExit) as exc:
+        bench_scale.main(["--code", "no-such-ref", "--only", "shards", "--data-dir", str(tmp_path / "data")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "--code no-such-ref: git archive failed" in err and "no-such-ref" in err.split("failed:")[1]
+    assert not (tmp_path / "data").exists()
