@@ -929,8 +929,12 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 0
 
     if args.table_from:
-        saved = json.loads(Path(args.table_from).read_text())
-        print_table(saved["rows"], saved["environment"], saved["files"])
+        try:
+            saved = json.loads(Path(args.table_from).read_text())
+            rows, env, files = saved["rows"], saved["environment"], saved["files"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:  # a missing file, or not a --json run's output
+            p.error(f"--table-from {args.table_from}: not a run saved with --json ({type(exc).__name__}: {exc})")
+        print_table(rows, env, files)
         return 0
     args.rows = args.rows or (6_000 if args.quick else 279_737)
     args.swift_rows = args.swift_rows or (3_000 if args.quick else 30_000)

@@ -33,3 +33,14 @@ def test_an_unknown_code_ref_is_a_usage_error(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--code no-such-ref: git archive failed" in err and "no-such-ref" in err.split("failed:")[1]
     assert not (tmp_path / "data").exists()
+
+
+@pytest.mark.parametrize("content", [None, "not json", '{"rows": []}'])
+def test_table_from_a_missing_or_foreign_file_is_a_usage_error(tmp_path, capsys, content):
+    saved = tmp_path / "run.json"
+    if content is not None:
+        saved.write_text(content)
+    with pytest.raises(SystemExit) as exc:
+        benchmark_module("bench_scale").main(["--table-from", str(saved)])
+    assert exc.value.code == 2
+    assert f"--table-from {saved}: not a run saved with --json" in capsys.readouterr().err
