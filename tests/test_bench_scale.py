@@ -44,3 +44,18 @@ def test_table_from_a_missing_or_foreign_file_is_a_usage_error(tmp_path, capsys,
         benchmark_module("bench_scale").main(["--table-from", str(saved)])
     assert exc.value.code == 2
     assert f"--table-from {saved}: not a run saved with --json" in capsys.readouterr().err
+
+
+def test_without_ms_swift_its_rows_have_no_target_and_are_not_counted_unmet(tmp_path, capsys):
+    """No ms-swift venv: the ms-swift rows compare with the parse bound, which has no target; counting them as
+    targets missed made a smoke run on a fresh machine report failures that are not there."""
+    bench_scale = benchmark_module("bench_scale")
+    if bench_scale.SWIFT_PYTHON.exists():
+        pytest.skip(f"ms-swift is installed at {bench_scale.SWIFT_PYTHON}: its rows have a target")
+    argv = ["--only", "swift_prepare", "--swift-rows", "40", "--data-dir", str(tmp_path / "data"), "--timeout", "300"]
+    assert bench_scale.main(argv) == 0
+    out = capsys.readouterr().out
+    swift = next(line for line in out.splitlines() if line.startswith("| the same, prepare"))
+    assert "| none (ms-swift not run: ratio to the parse bound) | - |" in swift
+    assert "vs parse bound (ms-swift not run: no ms-swift venv" in swift
+    assert "\n0 of 0 targets met" in out
