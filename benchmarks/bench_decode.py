@@ -86,6 +86,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=int, default=20000)
     args = parser.parse_args()
+    if args.rows < 1:  # 0 rows ended in a ZeroDivisionError once every decoder had run
+        parser.error(f"argument --rows: must be at least 1, got {args.rows}")
     rows = make_rows(args.rows)
     written = floats(rows)
     plain = Dataset(rows_to_table(rows, td.UNIFIED_FEATURES))
