@@ -160,11 +160,13 @@ def main() -> None:
     p.add_argument("--toolmind-rows", type=bench_scale.positive_int, default=30_000)
     p.add_argument("--swift-rows", type=bench_scale.positive_int, default=20_000)
     p.add_argument("--configs", nargs="+", default=["unified", "raw", "swift", "toolmind"])
-    p.add_argument("--shard-size", type=bench_scale.positive_int, default=8 << 20, help="bytes per JSON Lines shard (ms-swift)")
+    p.add_argument("--shard-size", type=bench_scale.positive_int, default=8 << 20,
+                   help="bytes per JSON Lines shard (ms-swift)")
     p.add_argument("--only", choices=["toolmind", "ms_swift"])
     p.add_argument("--no-ray", action="store_true")
     p.add_argument("--ray-data", action="store_true", help="also time Ray Data's map_batches form")
-    p.add_argument("--repeat", type=bench_scale.positive_int, default=1, help="runs per measure; the fastest is kept (shared machines)")
+    p.add_argument("--repeat", type=bench_scale.positive_int, default=1,
+                   help="runs per measure; the fastest is kept (shared machines)")
     p.add_argument("--out", default="/tmp/bench_mirror")
     p.add_argument("--measure", help=argparse.SUPPRESS)
     args = p.parse_args()
