@@ -1388,26 +1388,32 @@ def _listed(rows_path: Path) -> list[int]:
     return [json.loads(line)["row"] for line in rows_path.read_text().splitlines()] if rows_path.exists() else []
 
 
+def _stateful_loader(path: str, rows_path: Path, epoch: int = 0):
+    """A maker of StatefulDataLoaders with two workers over the stream of ``path`` in six shards, skips listed in
+    ``rows_path``, at ``epoch``."""
+    pytest.importorskip("torch", reason="torch (the [trl] extra) is needed for DataLoader workers")
+    stateful = pytest.importorskip("torchdata.stateful_dataloader",
+                                   reason="torchdata (the [trl] extra) has the StatefulDataLoader")
+
+    def loader():
+        ds = td.load("ms_swift", split="train", data_files=path, on_error="skip", streaming=True,
+                     report=td.SkipReport(rows_path=rows_path), shard_bytes=os.path.getsize(path) // 6)
+        assert ds.n_shards == 6
+        ds.set_epoch(epoch)
+        return stateful.StatefulDataLoader(ds, batch_size=4, num_workers=2,
+                                           collate_fn=lambda rows: [r["id"] for r in rows])
+    return loader
+
+
 @pytest.mark.parametrize("consumed_batches", [1, 4])
 def test_a_stateful_dataloader_resumed_with_its_rows_path_lists_each_skipped_row_once(tmp_path, consumed_batches):
     """DataLoader workers convert batches ahead of the loader (prefetch_factor): a worker appended the skipped
     rows of batches the loader never took to the shared rows_path, and the restored loader, reading those rows
     again from the saved state, appended them a second time (91-95 lines for 86 skipped rows of 600). A resumed
     stream now leaves out the rows the file lists already: each skipped row is listed once."""
-    pytest.importorskip("torch", reason="torch (the [trl] extra) is needed for DataLoader workers")
-    stateful = pytest.importorskip("torchdata.stateful_dataloader",
-                                   reason="torchdata (the [trl] extra) has the StatefulDataLoader")
     path, bad = _real_agent_rows_with_bad_lines(tmp_path, 160)
     rows_path = tmp_path / "skipped.jsonl"
-
-    def loader():
-        ds = td.load("ms_swift", split="train", data_files=path, on_error="skip", streaming=True,
-                     report=td.SkipReport(rows_path=rows_path), shard_bytes=os.path.getsize(path) // 6)
-        assert ds.n_shards == 6
-        return stateful.StatefulDataLoader(ds, batch_size=4, num_workers=2,
-                                           collate_fn=lambda rows: [r["id"] for r in rows])
-
-    head, rest = _stopped_and_resumed(loader, consumed_batches)
+    head, rest = _stopped_and_resumed(_stateful_loader(path, rows_path), consumed_batches)
     assert len(head) + len(rest) == len(set(head + rest)) == 160
     assert sorted(_listed(rows_path)) == bad
 
@@ -1415,19 +1421,9 @@ def test_a_stateful_dataloader_resumed_with_its_rows_path_lists_each_skipped_row
 def test_a_stateful_dataloader_resumed_in_a_later_epoch_lists_that_epochs_skipped_rows(tmp_path):
     """DataLoader workers read copies of the stream made for their shards: those copies started at epoch 0, so a
     loader resumed in epoch 1 took every skipped row epoch 0 had listed as listed already and listed none."""
-    pytest.importorskip("torch", reason="torch (the [trl] extra) is needed for DataLoader workers")
-    stateful = pytest.importorskip("torchdata.stateful_dataloader",
-                                   reason="torchdata (the [trl] extra) has the StatefulDataLoader")
     path, bad = _real_agent_rows_with_bad_lines(tmp_path, 160)
     rows_path = tmp_path / "skipped.jsonl"
-
-    def loader():
-        ds = td.load("ms_swift", split="train", data_files=path, on_error="skip", streaming=True,
-                     report=td.SkipReport(rows_path=rows_path), shard_bytes=os.path.getsize(path) // 6)
-        ds.set_epoch(1)
-        return stateful.StatefulDataLoader(ds, batch_size=4, num_workers=2,
-                                           collate_fn=lambda rows: [r["id"] for r in rows])
-
+    loader = _stateful_loader(path, rows_path, epoch=1)
     epoch_0 = td.load("ms_swift", split="train", data_files=path, on_error="skip", streaming=True,
                       report=td.SkipReport(rows_path=rows_path))
     assert len(list(epoch_0)) == 160 and sorted(_listed(rows_path)) == bad
