@@ -142,6 +142,10 @@ def test_a_file_given_twice_for_a_split_is_refused_not_loaded_twice(tmp_path, ca
         for streaming in (False, True):
             with pytest.raises(ValueError, match="more than once .* its rows would load twice"):
                 td.load(source, data_files=data_files, split="train", streaming=streaming, cache_dir=cache_dir)
+    # map-style, datasets gives both spellings of a path as one name: the message said "overlapping globs?" alone
+    with pytest.raises(ValueError, match=re.escape("(overlapping globs, or two spellings of its path such as")):
+        td.load("ms_swift", data_files=[str(good), str(good.parent / "." / good.name)], split="train",
+                cache_dir=cache_dir)
     # a file by a second name is said by both (the second alone was said to be given "more than once")
     with pytest.raises(ValueError, match=re.escape(f"gives {str(good)!r} more than once for split 'train' (also as "
                                                    f"{str(tmp_path / 'folder' / good.name)!r}, the same file)")):

@@ -439,7 +439,9 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         first: dict = {}
         for name, key in zip(resolved, keys):
             if key in first:  # (both names said: the second alone, given once, read as a false claim)
-                how = "overlapping globs?" if first[key] == name else f"also as {display_path(name)!r}, the same file"
+                # (datasets resolves a.jsonl and ./a.jsonl to one name before this: either may be why)
+                how = ("overlapping globs, or two spellings of its path such as a.jsonl and ./a.jsonl?"
+                       if first[key] == name else f"also as {display_path(name)!r}, the same file")
                 raise ValueError(f"{self.source.name}: data_files gives {display_path(first[key])!r} more than once "
                                  f"for {where} ({how}): its rows would load twice, with the same ids")
             first[key] = name
