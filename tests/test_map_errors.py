@@ -106,3 +106,44 @@ def test_a_stream_mapped_with_its_features_exports_its_rows_and_names_a_refused_
     with pytest.raises(JsonValueError) as error:
         bad.to_parquet(str(tmp_path / "out.parquet"))
     assert (error.value.row, error.value.field) == (3, "messages[2].tool_calls[0].function.arguments")
+
+
+def test_a_map_with_num_proc_forks_workers_that_end_at_the_pools_sigterm(tmp_path):
+    """The pool of a failed map ends its workers with SIGTERM: workers that inherited the caller's handler (a Ray
+    driver's, a training script's) outlived it when blocked on the pool's queue, and the map waited for ever. Its
+    workers now take SIGTERM's default action, as a prepare's do. Run in a process of its own (its handler)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import signal
+        import tooluse_datasets as td
+        from tooluse_datasets.errors import JsonValueError
+
+        signal.signal(signal.SIGTERM, lambda *args: None)  # the caller's own handler
+        ds = td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train", cache_dir=%r)
+
+        def disposition(example):
+            return {"id": str(signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)}
+
+        print(sorted(set(ds.map(disposition, num_proc=2, load_from_cache_file=False)["id"])))
+
+        def put_nan(example, idx):
+            if idx != 3:
+                return {}
+            messages = example["messages"]
+            messages[2]["tool_calls"][0]["function"]["arguments"] = {"x": float("nan")}
+            return {"messages": messages}
+
+        try:
+            ds.map(put_nan, with_indices=True, num_proc=2, load_from_cache_file=False)
+        except JsonValueError as exc:
+            print("refused:", exc.row)
+    """ % str(tmp_path / "cache"))
+    try:
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the map of num_proc=2 was still waiting on its workers after 180 s")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-2:] == ["['True']", "refused: 3"]

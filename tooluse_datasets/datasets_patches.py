@@ -30,6 +30,7 @@ from .errors import (DataNotFoundError, InvalidJsonError, InvalidValueError, Jso
 from .exact_features import (ExactFeatures, ForeignExactFeatures, MappedUnifiedFeatures, _exact_json_field_paths,
                              _ExactLeafPath, _is_unified_messages, holds_json)
 from .schema import MEDIA_COLUMNS
+from .workers import forking_workers
 
 
 def patched_once(original: Callable, patch: Callable, mark: str) -> Callable:
@@ -410,7 +411,8 @@ def _install_column_operations_keeping_features() -> None:
     def keep_rewritten(out, self, *args):
         _keep_exact_class(out, self._info.features, foreign=True)
 
-    Dataset.map = _writing_formatted_values_back(_keeping_exact_features(Dataset.map, keep_rewritten))
+    Dataset.map = _writing_formatted_values_back(_keeping_exact_features(_map_workers_ending_with_the_pool(Dataset.map),
+                                                                        keep_rewritten))
     # (``_fast_select_column`` is how ``ds["messages"]`` reads one column: its rows kept every key.)
     for cls, names in ((Dataset, ("select_columns", "rename_column", "rename_columns", "flatten_indices",
                                   "cast_column", "cast", "_fast_select_column")),
@@ -443,6 +445,20 @@ def _keeping_given_exact_features(original: Callable) -> Callable:
 # Formats whose values datasets' map writer cannot take back for nested columns (tensor formats, pandas)
 _VALUE_FORMATS = ("numpy", "pandas", "torch", "jax", "tensorflow")
 _TENSOR_FORMATS = ("torch", "jax", "tensorflow")
+
+
+def _map_workers_ending_with_the_pool(original: Callable) -> Callable:
+    """``map(num_proc=n)`` of a dataset of ours forks datasets' pool as a prepare does
+    (:func:`.workers.forking_workers`): its workers take SIGTERM's default action, so a map whose function fails
+    (the pool then terminated) ends, where a worker that inherited the caller's handler (a Ray driver's, a training
+    script's) was waited on for ever."""
+    def apply(self, *args, **kwargs):
+        if (kwargs.get("num_proc") or 1) > 1 and isinstance(self._info.features, ExactFeatures):
+            with forking_workers(watch_parent=True):
+                return original(self, *args, **kwargs)
+        return original(self, *args, **kwargs)
+
+    return patched_once(original, apply, "_forks_workers_ending_with_the_pool")
 
 
 def _writing_formatted_values_back(original: Callable) -> Callable:
