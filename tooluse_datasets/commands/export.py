@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Iterator, Optional
 
@@ -159,9 +160,9 @@ def _refuse_reading_earlier_exports(data_files, out: Path, source: str) -> None:
     earlier = {}  # an earlier export this run reads -> the source and format it was made of
     # In --out, and in any folder the run reads other files of: an export written into the folder a later run's glob
     # reads was read beside its data all the same when that run's --out was elsewhere
-    folders = [os.path.dirname(path) for path in files]
+    files_in = Counter(os.path.dirname(path) for path in files)
     elsewhere = [Path(path) for path in sorted(files) if path.endswith(".jsonl")
-                 and folders.count(os.path.dirname(path)) > 1]
+                 and files_in[os.path.dirname(path)] > 1]
     seen = set()
     for path in [*sorted(out.glob("*.jsonl")), *elsewhere]:
         if file_identity(path) in seen:  # (an input in --out, found there first)
