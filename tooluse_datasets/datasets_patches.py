@@ -27,8 +27,8 @@ from datasets.iterable_dataset import (FormattedExamplesIterable, RebatchedArrow
 from .arrow_rows import storage_type
 from .errors import (DataNotFoundError, InvalidJsonError, InvalidValueError, JsonValueError, ToolUseDataError,
                      json_kind)
-from .exact_features import (ExactFeatures, ForeignExactFeatures, MappedUnifiedFeatures, _exact_json_field_paths,
-                             _ExactLeafPath, _is_unified_messages, holds_json)
+from .exact_features import (ExactFeatures, ForeignExactFeatures, MappedUnifiedFeatures, holds_exact_json, holds_json,
+                             is_unified_messages)
 from .schema import MEDIA_COLUMNS
 from .workers import forking_workers
 
@@ -149,8 +149,7 @@ def _named_in_batch(exc: Exception, batch: Any, features: Any, first_row: int) -
     if not isinstance(features, dict) or not isinstance(batch, dict):
         return exc
     # (past its first batch, a map's writer holds plain Features keeping the ExactJson leaves that refuse)
-    exact_columns = [name for name in batch if name in features
-                     and any(isinstance(path, _ExactLeafPath) for path in _exact_json_field_paths(features[name]))]
+    exact_columns = [name for name in batch if name in features and holds_exact_json(features[name])]
     typed = isinstance(exc, ToolUseDataError)
     if not exact_columns:
         return exc
@@ -1021,7 +1020,7 @@ def _media_of_unified(features: Any) -> tuple:
     """The media columns that decoded rows of ``features`` leave out when empty (none unless they are unified rows)."""
     if isinstance(features, ExactFeatures):
         return features.omitted_empty_media
-    if isinstance(features, dict) and any(_is_unified_messages(f) for f in features.values()):
+    if isinstance(features, dict) and any(is_unified_messages(f) for f in features.values()):
         return tuple(c for c in MEDIA_COLUMNS if c in features)
     return ()
 

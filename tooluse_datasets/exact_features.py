@@ -396,7 +396,7 @@ class ExactFeatures(Features):
         return _is_chat_messages(feature)
 
     def _omits_empty_media(self) -> bool:
-        return any(_is_unified_messages(self[name]) for name in self.chat_columns)
+        return any(is_unified_messages(self[name]) for name in self.chat_columns)
 
     def __reduce__(self):
         return type(self), (dict(self),)
@@ -516,6 +516,12 @@ def holds_json(feature: Any) -> bool:
     return False
 
 
+def holds_exact_json(feature: Any) -> bool:
+    """Whether a feature is or holds an :class:`ExactJson` leaf (whose values are held to the exact features'
+    rules: a plain ``Json`` leaf stores what pandas' encoder makes of them)."""
+    return any(isinstance(path, _ExactLeafPath) for path in _exact_json_field_paths(feature))
+
+
 def _encode_whole(feature: Any, value: Any) -> Any:
     """datasets' ``encode_nested_example`` without its shortcut: every element of every list is encoded. A value of
     another kind than its feature declares (text for a list, which would be stored character by character; a list
@@ -618,14 +624,14 @@ _OPTIONAL = tuple(k for k in MESSAGE if k not in _ALWAYS)
 _SWIFT_MESSAGE_KEYS = frozenset(("role", "content", "name"))
 
 
-def _is_unified_messages(feature: Any) -> bool:
+def is_unified_messages(feature: Any) -> bool:
     return (isinstance(feature, (List, LargeList)) and isinstance(feature.feature, dict)
             and set(feature.feature) == _MESSAGE_KEYS)
 
 
 def _is_chat_messages(feature: Any) -> bool:
     """Unified messages, or the ``swift`` format's: decoded in chat shape (:func:`_chat_shape`)."""
-    return _is_unified_messages(feature) or (isinstance(feature, (List, LargeList))
+    return is_unified_messages(feature) or (isinstance(feature, (List, LargeList))
                                              and isinstance(feature.feature, dict)
                                              and set(feature.feature) == _SWIFT_MESSAGE_KEYS)
 
