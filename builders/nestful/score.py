@@ -500,8 +500,7 @@ def score(items: Iterable[ScoreItem], *, parser: str = "json", corrected: bool =
                                        ("executable_functions_dir", executable_functions_dir),
                                        ("limits", limits != SandboxLimits())) if given]
     if unused and not win_rate:  # nothing runs: each would be silently unused (the command line refuses its flags)
-        raise ValueError(f"{', '.join(unused)} appl{'ies' if len(unused) == 1 else 'y'} to the win rate and the "
-                         "executions it makes, which win_rate=False skips: give one or the other")
+        raise ValueError(unused_win_rate_options_message(unused, "win_rate=False"))
     folder_given = one_folder(executable_functions, executable_functions_dir, "executable_functions_dir")
     items = list(items)
     if not items:
@@ -809,6 +808,13 @@ def read_results(path: Union[str, os.PathLike], gold_rows: Optional[Mapping[str,
         _gold_answer_text(item.gold_answer, is_text=isinstance(item.gold_answer, str), sample_id=item.sample_id,
                           file=item.file, row=item.row)
     return items
+
+
+def unused_win_rate_options_message(options: list[str], skipped_by: str) -> str:
+    """Why ``options`` of the win rate are refused where ``skipped_by`` (``win_rate=False``, ``--no-win-rate``)
+    skips it: each would be silently unused."""
+    return (f"{', '.join(options)} appl{'ies' if len(options) == 1 else 'y'} to the win rate and the executions it "
+            f"makes, which {skipped_by} skips: give one or the other")
 
 
 def unused_gold_message(option: str, path: str) -> str:

@@ -95,7 +95,7 @@ def _located_rows(data_files) -> list[tuple[tuple[str, int], dict]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..builders.nestful.score import read_result_items, score, unused_gold_message
+    from ..builders.nestful.score import read_result_items, score, unused_gold_message, unused_win_rate_options_message
     from ..loading import sample_files
 
     if args.sample and args.gold_data_files:
@@ -107,8 +107,7 @@ def run(args: argparse.Namespace) -> int:
                                        ("--timeout", args.timeout is not None),
                                        ("--memory-mb", args.memory_mb is not None)) if given]
     if unused and args.no_win_rate:
-        raise ValueError(f"{', '.join(unused)} appl{'ies' if len(unused) == 1 else 'y'} to the win rate and the "
-                         "executions it makes, which --no-win-rate skips: give one or the other")
+        raise ValueError(unused_win_rate_options_message(unused, "--no-win-rate"))
     from . import refuse_folders, refuse_missing_file
 
     refuse_missing_file(args.results, "RESULT.jsonl", "the results file (one JSON object a line)")
