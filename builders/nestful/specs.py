@@ -3,6 +3,7 @@ tools, and the ``$label.field$`` references between calls (shared by the v2 and 
 executor and the validation rules)."""
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any, Container, Iterator, Mapping, Optional
@@ -97,8 +98,8 @@ def references(arguments: dict, *, embedded: bool = False, labels: Container[str
     lists and objects: ``$var_N...`` (:data:`REFERENCE`) and, for a row whose calls are labelled otherwise
     (``$step_1``), a reference to one of ``labels`` (label keys); ``embedded``: also references inside longer
     strings (v1), to ``var_N``/``varN`` or to one of ``labels`` (labels renamed by ``short_call_ids``)."""
-    keys = sorted((k for k in labels if isinstance(k, str) and k), key=len, reverse=True) if embedded else ()
-    within = re.compile(r"\$(var_?\d+|" + "|".join(map(re.escape, keys)) + r")\.([^$]+)\$") if keys else None
+    keys = tuple(sorted((k for k in labels if isinstance(k, str) and k), key=len, reverse=True)) if embedded else ()
+    within = _embedded_reference_to(keys) if keys else None
     for path, value in argument_strings(arguments):
         m = REFERENCE.fullmatch(value)
         named = None if m else labelled_reference(value, labels)
@@ -109,6 +110,13 @@ def references(arguments: dict, *, embedded: bool = False, labels: Container[str
         elif embedded:
             for e in (within or EMBEDDED_REFERENCE).finditer(value):
                 yield path, e.group(1), e.group(2)
+
+
+@functools.lru_cache(maxsize=256)
+def _embedded_reference_to(labels: tuple[str, ...]) -> re.Pattern:
+    """:data:`EMBEDDED_REFERENCE`, also to one of ``labels`` (longest first): built once for a row's labels, which
+    each of its calls' arguments is searched with."""
+    return re.compile(r"\$(var_?\d+|" + "|".join(map(re.escape, labels)) + r")\.([^$]+)\$")
 
 
 def argument_strings(arguments: dict) -> Iterator[tuple[str, str]]:
