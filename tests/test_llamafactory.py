@@ -1244,6 +1244,19 @@ def test_a_raw_export_reads_back_as_the_same_rows_its_extra_not_nested(tmp_path,
     assert [row["meta"].get("label") for row in unified] == [row["extra"]["label"] for row in first]
 
 
+def test_cli_export_beside_an_entry_named_dataset_info_registers_its_file(tmp_path, capsys):
+    """An entry named "dataset_info" read from the dataset_info.json of --out was taken for one the export replaces
+    (its registry file's name, dataset_info.json, is no entry): the export was refused."""
+    (tmp_path / "mine.jsonl").write_bytes(open(td.sample_files("llamafactory")["train"][0], "rb").read())
+    info = '{"dataset_info": {"file_name": "mine.jsonl", "formatting": "sharegpt"}}'
+    (tmp_path / "dataset_info.json").write_text(info)
+    assert main(["export", "llamafactory", "--option", f"dataset_info={tmp_path}", "--option", "dataset=dataset_info",
+                 "--format", "llamafactory", "--out", str(tmp_path)]) == 0, capsys.readouterr().err
+    registry = json.loads((tmp_path / "dataset_info.json").read_text())
+    assert registry["dataset_info"]["file_name"] == "mine.jsonl"
+    assert registry["llamafactory-llamafactory-train"]["file_name"] == "llamafactory-llamafactory-train.jsonl"
+
+
 def test_cli_export_refuses_to_replace_the_dataset_info_entry_it_reads(tmp_path, capsys):
     """An entry named as the export's file (llamafactory-llamafactory-train) in the dataset_info.json of --out: the
     export registered its own file under that name, and the entry the run read (its file, its columns) was gone."""

@@ -214,7 +214,7 @@ def _refuse_replacing_the_entry_read(options: dict, out: Path, outputs: list[Pat
         return
     info = os.path.expanduser(info)
     info = os.path.join(info, DATASET_INFO) if os.path.isdir(info) else info
-    if same_file(info, out / DATASET_INFO) and name in {path.stem for path in outputs}:
+    if same_file(info, out / DATASET_INFO) and name in {path.stem for path in outputs if path.name != DATASET_INFO}:
         raise ValueError(f"--out {str(out)!r} would register its file {name + '.jsonl'!r} as entry {name!r} of "
                          f"{info!r}, replacing the entry this run reads: give another --out")
 
