@@ -1682,6 +1682,23 @@ def test_validate_function_rules_selection_and_config(agent_file):
     assert swift.total().rules.checked == 4           # the rules still check the unified rows
 
 
+@pytest.mark.parametrize("source", ["ms_swift", "all"])
+@pytest.mark.parametrize("given", [{"num_proc": 2}, {"streaming": True}, {"report": "skipped"}])
+def test_validate_says_load_arguments_it_does_not_take_are_load_s_not_misspelt_source_options(source, given):
+    """validate(num_proc=2) said "ms_swift has no option 'num_proc'; its options: batch_size, ...", as if a source
+    option had been misspelt, and nothing of why load()'s arguments do not apply or where the read report is."""
+    files = td.sample_files("ms_swift")
+    name = next(iter(given))
+    if name == "report":
+        given = {"report": td.SkipReport()}
+    with pytest.raises(ValueError) as err:
+        td.validate(source, data_files={"ms_swift": files} if source == "all" else files, **given)
+    assert f"{name} is load()'s: validate() reads each row once, streaming" in str(err.value)
+    assert "result.splits[name].read" in str(err.value) and "skipped_rows=" in str(err.value)
+    # what validate() does take still works (cache_dir goes to the builder)
+    assert td.validate("ms_swift", data_files=files, cache_dir=None).failures() == {}
+
+
 def test_stats_shows_the_validation_counts_and_the_rows_it_could_not_read(agent_file, tmp_path, capsys):
     from tooluse_datasets.cli import main
 

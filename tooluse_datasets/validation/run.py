@@ -55,6 +55,7 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
     if "validate" in source_options:  # load()'s filter of failing rows: the builder would take it and never apply it
         raise ValueError("validate() checks every row against rules= and drops none: load()'s validate= does not "
                          "apply here; give the rules to check as rules=")
+    _refuse_load_only_arguments(source, source_options)
     check_format(source, config)  # as load() says it (every format, the one meant), before any reading
     check_revision_reads_upstream(source, revision, data_files, data_dir)  # as load() refuses it: not ignored
 
@@ -118,6 +119,25 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
         read.close()
         splits[name] = SplitValidation(read, counter)
     return ValidationResult(source, config, splits, fail_on, [r.id for r in selected])
+
+
+def _refuse_load_only_arguments(source: str, given: dict) -> None:
+    """load()'s own arguments that validate() does not take (num_proc, streaming, report, ...) were refused as
+    "ms_swift has no option 'num_proc'; its options: ...", as if a source option had been misspelt: the error says
+    why they do not apply and what validate() gives instead."""
+    import inspect
+
+    from .. import registry
+    from ..loading import load
+    from ..source import unknown_options_error
+
+    taken = set(inspect.signature(validate).parameters) | {"cache_dir"}  # (cache_dir goes to the builder)
+    load_only = sorted(set(given) & set(inspect.signature(load).parameters) - taken)
+    if load_only:
+        raise unknown_options_error(source, registry.builder_class(source).SOURCE_CLASS.options_class, load_only,
+                                    also=f"{', '.join(load_only)} {'is' if len(load_only) == 1 else 'are'} load()'s: "
+                                    "validate() reads each row once, streaming, in this process; each split's read "
+                                    "report is result.splits[name].read, and skipped_rows= lists every skipped row")
 
 
 def rules_run(source: str, rules: RuleSelection, fail_on: RuleSelection,
