@@ -1154,6 +1154,20 @@ def test_the_counter_takes_rules_as_check_row_does(samples):
     assert ValidationCounter(set(warnings)).rules_checked == [r.id for r in warnings]  # registry order, not the set's
 
 
+@pytest.mark.parametrize("empty", ["", " , ", [""]])
+def test_check_row_and_the_counter_refuse_a_selection_of_nothing_as_validate_does(samples, empty):
+    """check_row(row, "") (an unset variable) ran every rule and ValidationCounter("") counted them all, where
+    validate(rules=""), load(validate="") and filter_dataset(ds, "") refuse it."""
+    row = base(samples, SWIFT)
+    row["tools"] = []                                            # call.no_tools, a warning
+    assert [f.rule for f in check_row(row)] == ["call.no_tools"]
+    with pytest.raises(ValueError, match="names no rule"):
+        check_row(row, empty)
+    with pytest.raises(ValueError, match="names no rule"):
+        ValidationCounter(empty)
+    assert check_row(row, []) == [] and ValidationCounter([]).rules_checked == []  # no rules: a counter to merge into
+
+
 def test_row_fields_names_the_key_of_a_call_graph_edge_that_is_wrong(samples):
     """A call_graph edge of the wrong type was reported at the edge, as "an object of strings ('consumer',
     'argument', 'producer', 'output_field')": a Python tuple, no key named, and null keys are accepted."""
