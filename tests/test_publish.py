@@ -493,6 +493,32 @@ def test_cli_publishes_every_mirror_of_a_folder_with_a_repo_id_template(tmp_path
     assert secret not in printed.out + printed.err + printed2.out + printed2.err
 
 
+def test_cli_names_a_source_of_the_folder_whose_first_build_stopped_as_not_published(tmp_path, capsys, monkeypatch):
+    """`mirror nestful toolmind --out DIR` stopped while building toolmind leaves DIR/nestful and only
+    DIR/.toolmind.partial: publishing DIR published nestful and ended with exit 0, toolmind not mentioned."""
+    from tooluse_datasets.mirror import build as build_module
+
+    out = tmp_path / "mirrors"
+    build_sample_mirror("nestful", out, configs=["unified"])
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        patched.setattr(build_module, "render_card", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            build_sample_mirror("toolmind", out, configs=["unified"])
+    assert sorted(p.name for p in out.iterdir()) == [".toolmind.partial", "nestful"]
+    api = FakeHubApi()
+    assert _cli([str(out), "--repo-id", "acme/{source}-tooluse"], api) == 2
+    err = capsys.readouterr().err
+    assert "error: toolmind: a build of it stopped before it was done (.toolmind.partial holds it)" in err
+    assert "1 of 2 mirrors were not published: toolmind" in err
+    assert set(api.repos) == {"acme/nestful-tooluse"}  # the finished mirror is still published
+    assert _cli([str(out), "--repo-id", "acme/plain-name", "--dry-run"], FakeHubApi()) == 2  # any repo id for one
+    assert "1 of 2 mirrors were not published: toolmind" in capsys.readouterr().err
+
+
 def test_cli_needs_a_template_when_a_folder_holds_several_mirrors(tmp_path, capsys):
     out = tmp_path / "mirrors"
     build_sample_mirror("nestful", out, configs=["unified"])

@@ -861,6 +861,16 @@ def _check_repo_id(repo_id: str) -> None:
         raise PublishError(problem)
 
 
+def unfinished_first_builds(folder: str | Path) -> dict[str, Path]:
+    """``{source: staging folder}`` of a folder of mirrors: the builds stopped (or still running) before their
+    first mirror was put in place, which left only ``.<source>.partial`` and nothing to publish yet."""
+    root = Path(folder)
+    if (root / MANIFEST_NAME).is_file() or not root.is_dir():
+        return {}
+    return {child.name[1:-len(".partial")]: child for child in sorted(root.glob(".?*.partial"))
+            if child.is_dir() and not (root / child.name[1:-len(".partial")]).exists()}
+
+
 def find_mirrors(folder: str | Path) -> dict[str, Path]:
     """``{source: path}``: the folder itself if it is a mirror, else the mirrors directly inside it (what
     ``tooluse-datasets mirror SOURCE... --out DIR`` wrote)."""

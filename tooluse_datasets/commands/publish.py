@@ -41,14 +41,17 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from huggingface_hub import HfApi
 
-    from ..publish import PublishError, check_token, find_mirrors
+    from ..publish import PublishError, check_token, find_mirrors, unfinished_first_builds
 
     mirrors = find_mirrors(args.folder)
     if len(mirrors) > 1 and "{source}" not in args.repo_id:
         raise PublishError(f"{args.folder} holds {len(mirrors)} mirrors ({', '.join(mirrors)}): give a --repo-id "
                            f"with '{{source}}', e.g. org/{{source}}-tooluse")
+    # A source of the folder whose first build stopped has no mirror yet: not published, which is said (with the
+    # others published) rather than left out of an exit 0.
+    unfinished = unfinished_first_builds(args.folder)
     api = HfApi()
-    if len(mirrors) == 1:
+    if len(mirrors) == 1 and not unfinished:
         (source, folder), = mirrors.items()
         _publish(args, api, source, folder, token_checked=False)
         return 0
@@ -74,10 +77,15 @@ def run(args: argparse.Namespace) -> int:
             failed.append(f"{source} ({repo_id})")
         else:
             done.append(f"{source} ({repo_id})")
+    for name, staged in unfinished.items():
+        print(plain_printable(f"error: {name}: a build of it stopped before it was done ({staged.name} holds it): "
+                              f"run the build again to finish it, then publish it"), file=sys.stderr)
+        failed.append(name)
     if failed:
         ok, none = ("checked (dry run)", "checked") if args.dry_run else ("published or already up to date", "published")
-        raise PublishError(f"{len(failed)} of {len(mirrors)} mirrors were not published: {', '.join(failed)} (the "
-                           f"errors above say why); " + (f"{ok}: {', '.join(done)}" if done else f"none was {none}"))
+        raise PublishError(f"{len(failed)} of {len(mirrors) + len(unfinished)} mirrors were not published: "
+                           f"{', '.join(failed)} (the errors above say why); "
+                           + (f"{ok}: {', '.join(done)}" if done else f"none was {none}"))
     return 0
 
 
