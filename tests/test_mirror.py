@@ -416,6 +416,9 @@ def test_cli_mirror_builds_one_folder_per_source(tmp_path, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["--sample", "--data-files", "x.jsonl"], "exclude each other"),
     (["--sample", "--configs", "unified", "--max-shard-size", "lots"], "argument --max-shard-size: 'lots' is not a size"),
+    # datasets reads a lower-case b as bits: '64mb' made row groups of 8 MB, said only in the card
+    (["--sample", "--configs", "unified", "--row-group-size", "64mb"],
+     "argument --row-group-size: '64mb' ends in a lower-case b, which datasets reads as bits (8.0 MB): write 64MB"),
     # a bound that is not positive names its option, not the layout object it would have made
     (["--sample", "--configs", "unified", "--row-group-rows", "0"], "argument --row-group-rows: must be at least 1"),
     (["--sample", "--configs", "unified", "--row-group-size", "0"], "argument --row-group-size: a size must be at least"),
