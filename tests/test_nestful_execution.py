@@ -1896,6 +1896,24 @@ def test_a_different_functions_map_is_refused_for_the_pinned_revision(tmp_path, 
         executable_functions(archive=str(path), cache_dir=cache_dir)
 
 
+def test_a_kept_download_of_the_pinned_archive_with_another_map_says_what_to_delete(tmp_path, cache_dir, evil_dir,
+                                                                                    monkeypatch):
+    # The copy is read again by every later load, offline too: the error said only that the map differed.
+    from datasets.utils.file_utils import hash_url_to_filename
+
+    kept = Path(cache_dir, hash_url_to_filename(archive_url()))
+    kept.parent.mkdir(parents=True)
+    with tarfile.open(kept, "w:gz") as tar:
+        for name in os.listdir(evil_dir):
+            tar.add(os.path.join(evil_dir, name), arcname=f"NESTFUL-x/{FUNCTIONS_PATH}/{name}")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(DataNotFoundError, match="not the pinned one") as raised:
+        executable_functions(cache_dir=cache_dir)
+    message = str(raised.value)
+    assert f"delete the copy an earlier load kept ({kept}) and its extraction (" in message
+    assert "executable_functions='path/to/NESTFUL/data_v2/executable_functions'" in message
+
+
 def test_a_downloaded_archive_serves_again_without_a_request_and_offline(tmp_path, cache_dir, functions_dir,
                                                                         monkeypatch):
     # Each load asked the host for the archive's ETag, and offline the copy downloaded before was refused.

@@ -124,14 +124,19 @@ def executable_functions(path: str | os.PathLike | None = None, *, revision: Opt
     if revision is None or revision == UPSTREAM.revision:
         digest = hashlib.sha256((folder / "func_file_map.json").read_bytes()).hexdigest()
         if digest != FUNC_FILE_MAP_SHA256:
-            raise DataNotFoundError(f"nestful: {folder}/func_file_map.json is not the pinned one (sha256 {digest}, "
-                                    f"expected {FUNC_FILE_MAP_SHA256})")
+            # a kept download is read again by every later load: say which files to delete, or the error repeats
+            kept = local_copy(url, cache_dir or str(config.DOWNLOADED_DATASETS_PATH)) if remote else None
+            redo = (f"; delete the copy an earlier load kept ({kept}) and its extraction ({extracted}), then load "
+                    f"again online" if kept else "")
+            raise _offline(url, f"{folder}/func_file_map.json is not the pinned one (sha256 {digest}, expected "
+                                f"{FUNC_FILE_MAP_SHA256}){redo}",
+                           "the executable functions are not the pinned revision's")
     return folder
 
 
-def _offline(url: str, why: str) -> DataNotFoundError:
+def _offline(url: str, why: str, what: str = "cannot fetch the executable functions") -> DataNotFoundError:
     return DataNotFoundError(
-        f"nestful: cannot fetch the executable functions ({url}): {why}.\n"
+        f"nestful: {what} ({url}): {why}.\n"
         f"Point at a local copy of data_v2/executable_functions instead, e.g.\n"
         f"    executable_functions='path/to/NESTFUL/data_v2/executable_functions'\n"
         f"    (command line: verify and score --executable-functions DIR; export, mirror and the other commands "
