@@ -324,3 +324,31 @@ def test_offline_mode_is_read_as_datasets_reads_it(monkeypatch, env, on):
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     assert offline.offline_mode() is on
+
+
+def test_mirror_of_the_hub_upstream_offline_reads_the_commit_and_file_the_cache_holds(tmp_path, monkeypatch):
+    """The commands read offline what an earlier online load downloaded: the mirror asked the Hub what `main`
+    points at, then for the file's sha256, and stopped at the first (a load reads the commit the cache records)."""
+    import hashlib
+
+    from huggingface_hub import constants
+
+    from tooluse_datasets.builders.toolmind.source import ToolMindSource
+    from tooluse_datasets.cli import main
+
+    commit, up = "e" * 40, ToolMindSource.upstream
+    repo = tmp_path / "hub" / f"datasets--{up.repo.replace('/', '--')}"
+    (repo / "snapshots" / commit).mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    sample = td.sample_files("toolmind")["train"][0]
+    shutil.copy(sample, repo / "snapshots" / commit / up.files[0].path)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")  # a request would fail
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert main(["mirror", "toolmind", "--out", str(tmp_path / "out"), "--configs", "unified"]) == 0
+    provenance = json.loads((tmp_path / "out" / "toolmind" / ".tooluse-datasets.json").read_text())["provenance"]
+    assert provenance["upstream"]["revision"] == commit
+    [read] = provenance["inputs"]
+    assert read["name"] == f"hf://datasets/{up.repo}@{commit}/{up.files[0].path}"
+    assert read["sha256"] == hashlib.sha256(Path(sample).read_bytes()).hexdigest()

@@ -15,6 +15,7 @@ from typing import IO, TYPE_CHECKING, Callable, Optional, Union
 
 from ..cache_keys import branches_read, hf_files_at_commits, one_head_commit_per_load
 from ..errors import DataNotFoundError
+from ..offline import cached_ref, local_copy, offline_mode
 from ..shards.paths import hf_url_parts, name_as_text
 from ..source import COMMIT_ID, head_commit
 from .manifest import SAMPLE_PREFIX, InputFile, MirrorError, Provenance
@@ -70,6 +71,14 @@ def fingerprint_input(path: str) -> InputFile:
                                     f"moved since the mirror was planned; nothing was built: build it again with the "
                                     f"file where it is now") from None
         return InputFile(display_input(path), sha, size)
+    if offline_mode():
+        from datasets import config
+
+        # the Hub and other hosts cannot be asked: the copy an earlier load kept is what the rows are read from
+        kept = local_copy(path, str(config.DOWNLOADED_DATASETS_PATH))
+        if kept is not None:
+            sha, size = hash_file(kept)
+            return InputFile(path, sha, size)
     if path.startswith("hf://"):
         from huggingface_hub import HfFileSystem
 
@@ -179,6 +188,13 @@ def pin_upstream_revision(request, upstream, resolve: Optional[Callable[..., str
         logger.warning("%s: upstream %s is read at %s, which cannot be resolved to a commit", request.source,
                        up.describe(request.revision), wanted)
         return request
+    # offline, a Hub branch is the commit huggingface_hub's cache records for it (the one downloaded last), as
+    # a load resolves it: the host cannot be asked
+    cached = cached_ref(up.repo, wanted) if resolve is None and up.host == "hf" and offline_mode() else None
+    if cached is not None and COMMIT_ID.match(cached):
+        logger.info("%s: offline, reading %s at %s, the commit of %s downloaded last", request.source, up.repo,
+                    cached, wanted)
+        return dataclasses.replace(request, revision=cached)
     try:
         commit = resolve(up.repo, wanted) if resolve is not None else head_commit(up.host, up.repo, wanted)
     except Exception as exc:  # huggingface_hub and urllib raise their own types when offline or not found
