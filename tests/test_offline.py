@@ -352,3 +352,31 @@ def test_mirror_of_the_hub_upstream_offline_reads_the_commit_and_file_the_cache_
     [read] = provenance["inputs"]
     assert read["name"] == f"hf://datasets/{up.repo}@{commit}/{up.files[0].path}"
     assert read["sha256"] == hashlib.sha256(Path(sample).read_bytes()).hexdigest()
+
+
+def test_offline_stream_after_a_prepared_load_reads_the_files_and_says_nothing_of_that_cache(tmp_path, monkeypatch,
+                                                                                             cache_dir, caplog):
+    """A stream reads the files, never an Arrow cache: offline it still logged "using the cache prepared from it
+    before" when a map-style load had prepared one. A map-style load read from that cache says so."""
+    import logging
+
+    from huggingface_hub import constants
+
+    from tooluse_datasets.builders.toolmind.source import ToolMindSource
+
+    commit, up = "f" * 40, ToolMindSource.upstream
+    repo = tmp_path / "hub" / f"datasets--{up.repo.replace('/', '--')}"
+    (repo / "snapshots" / commit).mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    shutil.copy(td.sample_files("toolmind")["train"][0], repo / "snapshots" / commit / up.files[0].path)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")  # a request would fail
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    prepared = list(td.load("toolmind", split="tau_train", cache_dir=cache_dir))
+    assert len(prepared) == 2
+    caplog.set_level(logging.WARNING, logger="tooluse_datasets")
+    assert list(td.load("toolmind", split="tau_train", cache_dir=cache_dir, streaming=True)) == prepared
+    assert "using the cache prepared" not in caplog.text
+    assert list(td.load("toolmind", split="tau_train", cache_dir=cache_dir)) == prepared
+    assert "using the cache prepared from it before" in caplog.text

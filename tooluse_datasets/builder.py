@@ -326,8 +326,7 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                         if not d.name.endswith(".incomplete") and (d / datasets.config.DATASET_INFO_FILENAME).exists()]
             if prepared:
                 latest = max(prepared, key=last_read)
-                logger.warning("%s: upstream revision not resolved (offline?); using the cache prepared from it "
-                               "before (%s)", self.SOURCE_CLASS.name, latest)
+                self._offline_cache_note = latest  # said when that cache is read: a stream reads the files
                 self.hash = latest.name
                 self.offline_cache_read_at = last_read(latest)
             elif offline_mode() and self._hash_parts is not None:
@@ -340,6 +339,13 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
                     before, after = self._hash_parts
                     self.hash = f"{before}-{commits_digest(cached)}{after}"
         return super()._build_cache_dir()
+
+    def download_and_prepare(self, *args, **kwargs):
+        note = getattr(self, "_offline_cache_note", None)
+        if note is not None:
+            logger.warning("%s: upstream revision not resolved (offline?); using the cache prepared from it before "
+                           "(%s)", self.SOURCE_CLASS.name, note)
+        return super().download_and_prepare(*args, **kwargs)
 
     def mark_read(self) -> None:
         """Note that a load read this prepared cache at the upstream commit resolved now: offline, the cache the
