@@ -1,6 +1,8 @@
 """The builder classes used directly, as the README shows them, against td.load()."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import tooluse_datasets as td
@@ -61,3 +63,15 @@ def test_an_upgrade_of_a_library_that_decides_rows_prepares_again(cache_dir, mon
     monkeypatch.setattr(builder_module, "_CODE_HASH", None)
     monkeypatch.setattr(importlib.metadata, "version", real_version)
     assert ToolMindBuilder(data_files=files, cache_dir=cache_dir).cache_dir == before
+
+
+@pytest.mark.parametrize("option", ["data_files", "data_dir"])
+def test_builder_refuses_a_revision_beside_given_files_as_load_does(option, cache_dir):
+    # The revision was unused (the files read as given) yet keyed: the same files prepared again into another cache.
+    sample = td.sample_files("toolmind")["train"][0]
+    given = {option: sample if option == "data_files" else str(Path(sample).parent)}
+    with pytest.raises(ValueError, match="revision='v2' picks the revision of toolmind's upstream files"):
+        ToolMindBuilder(revision="v2", cache_dir=cache_dir, **given)
+    with pytest.raises(ValueError, match="revision='v2' picks the revision"):
+        td.load("toolmind", revision="v2", cache_dir=cache_dir, **given)
+    assert ToolMindBuilder(cache_dir=cache_dir, **given).config.revision is None

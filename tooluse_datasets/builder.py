@@ -130,6 +130,11 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         # "unhashable type: 'dict'"
         check_argument_types(**{name: kwargs.get(name)
                                 for name in ("config_name", "cache_dir", "data_dir", "revision")})
+        from .loading import check_revision_reads_upstream  # (loading imports this module)
+
+        # as load() refuses it: unused beside given files, yet keyed (the files prepared again into another cache)
+        check_revision_reads_upstream(self.SOURCE_CLASS.name, kwargs.get("revision"), kwargs.get("data_files"),
+                                      kwargs.get("data_dir"))
         kwargs.setdefault("dataset_name", self.SOURCE_CLASS.name)
         if isinstance(kwargs.get("data_files"), (str, dict)) and not kwargs["data_files"]:
             # an empty dict or string is no data files to datasets' checks below: the upstream files were read
