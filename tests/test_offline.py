@@ -380,3 +380,16 @@ def test_offline_stream_after_a_prepared_load_reads_the_files_and_says_nothing_o
     assert "using the cache prepared" not in caplog.text
     assert list(td.load("toolmind", split="tau_train", cache_dir=cache_dir)) == prepared
     assert "using the cache prepared from it before" in caplog.text
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_https_upstream_unreachable_names_why_not_a_missing_file(github, cache_dir, streaming):
+    """fsspec words a host it cannot reach as FileNotFoundError of the URL: the error showed only that, as if the
+    file were missing at that revision. The cause behind it is named."""
+    up, stop = github
+    stop()
+    with pytest.raises(td.DataNotFoundError) as err:
+        td.load("nestful", split="train", cache_dir=cache_dir, streaming=streaming)
+    message = str(err.value)
+    assert "cannot reach the upstream data" in message and "[its server cannot be reached: " in message
+    assert "does not exist at that revision" not in message

@@ -59,7 +59,13 @@ def hub_hint(exc: BaseException) -> str:
 
 def failure_text(exc: BaseException) -> str:
     """``exc`` as one line for an error message: its type, its text, and what a Hub answer behind it means."""
-    return f"{type(exc).__name__}: {exc}".rstrip(".") + hub_hint(exc)
+    text = f"{type(exc).__name__}: {exc}".rstrip(".") + hub_hint(exc)
+    if isinstance(exc, FileNotFoundError) and answered_in_chain(exc) is None:
+        # fsspec's HTTP file system says FileNotFoundError of a host it could not reach: the cause is behind it
+        cause = next((e for e in _chain(exc)[1:] if is_network_error(e)), None)
+        if cause is not None:
+            text += f" [its server cannot be reached: {type(cause).__name__}: {cause}]"
+    return text
 
 
 def http_answer(message: str, timeout: float = 10.0) -> str:
