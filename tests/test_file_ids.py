@@ -78,6 +78,29 @@ def test_files_sharing_a_stem_in_two_folders_give_unique_ids_every_way_they_are_
     assert [i for i in _ids(rows) if "/other/" in i] == _ids(alone)
 
 
+def test_paths_spelled_with_dot_folders_give_the_same_ids_and_skip_records_streamed_as_prepared(
+        tmp_path, cache_dir, monkeypatch):
+    """datasets' map-style download names a local file by its normalized path; the stream kept the pattern's
+    spelling: ./a/data.jsonl gave ms_swift/./a/data/0 streamed but ms_swift/a/data/0 prepared, and the skip
+    records of a/../b/data.jsonl named /tmp/.../a/../b/data.jsonl."""
+    a, b = _copies(SAMPLES["ms_swift"], tmp_path, ["a/data.jsonl", "b/data.jsonl"])
+    with open(b, "a") as f:
+        f.write("{bad\n")
+    monkeypatch.chdir(tmp_path)
+    given = ["./a/data.jsonl", "a/../b/data.jsonl"]
+    ways = {}
+    for streaming in (False, True):
+        report = td.SkipReport(keep_all=True)
+        rows = list(td.load("ms_swift", data_files=given, split="train", streaming=streaming, cache_dir=cache_dir,
+                            on_error="skip", report=report))
+        ways[streaming] = ([(r["id"], r["subset"]) for r in rows], [s["file"] for s in report.rows])
+    assert ways[True] == ways[False]
+    ids, skipped_files = ways[True]
+    assert {i.rsplit("/", 1)[0] for i, _ in ids} == {"ms_swift/a/data", "ms_swift/b/data"}
+    assert {subset for _, subset in ids} == {"a/data", "b/data"}
+    assert skipped_files == [b]
+
+
 def test_ids_are_unique_across_splits_and_a_split_loaded_alone_keeps_them(tmp_path, cache_dir):
     a, b = _copies(SAMPLES["ms_swift"], tmp_path, ["train/data.jsonl", "test/data.jsonl"])
     data_files = {"train": a, "test": b}

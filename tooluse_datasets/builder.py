@@ -766,7 +766,12 @@ def _downloaded(dl_manager, files: list[str]) -> list[str]:
     download one to a file named by a hash, without the name's suffix that says how to read it and the stem
     that ids are made of)."""
     in_place = ["::" in f or f.startswith(("http://", "https://")) for f in files]
-    fetched = iter(dl_manager.download([f for f, keep in zip(files, in_place) if not keep]))
+    fetched = dl_manager.download([f for f, keep in zip(files, in_place) if not keep])
+    if isinstance(dl_manager, StreamingDownloadManager):
+        # datasets' map-style download gives a local file as its absolute, normalized path; the stream gave it as
+        # resolved from the pattern (/data/./a/x.jsonl): ids, subsets and skip records named it otherwise
+        fetched = [os.path.abspath(f) if "://" not in f and is_local_path(f) else f for f in fetched]
+    fetched = iter(fetched)
     return [f if keep else next(fetched) for f, keep in zip(files, in_place)]
 
 
