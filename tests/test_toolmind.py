@@ -1133,6 +1133,24 @@ def test_an_id_column_named_twice_in_a_parquet_file_gives_the_last_ones_ids(tmp_
         assert [r["id"].removeprefix("toolmind/synthetic/") for r in ds] == ["a", "b", "a#2", "c"], streaming
 
 
+def test_an_id_column_value_refused_is_quoted_as_json(tmp_path, cache_dir):
+    """Messages quote a wrong value as JSON writes it, as sample_id's do: the id_column's said "got True" and
+    "got {'k': 'v'}" (Python's spelling), and cut a long value at 80 characters with no mark that it was cut."""
+    rows = pq.read_table(td.sample_files("toolmind")["train"][0]).to_pylist()[:4]
+    for row, uid in zip(rows, [True, {"k": "v"}, ["x" * 200], "ok"]):
+        row["uid"] = uid
+    path = tmp_path / "ids.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    for streaming in (False, True):
+        report = td.SkipReport(keep_all=True)
+        ds = td.load("toolmind", data_files=str(path), split="synthetic", id_column="uid", on_error="skip",
+                     report=report, streaming=streaming, cache_dir=cache_dir)
+        assert [r["id"] for r in ds] == ["toolmind/synthetic/ok"]
+        got = [skipped["message"].split(", got ", 1)[1] for skipped in report.rows]
+        assert got[:2] == ["true", '{"k": "v"}'], streaming
+        assert got[2].startswith('["xxx') and got[2].endswith("...") and len(got[2]) == 83, streaming
+
+
 def test_ids_from_an_id_column_stay_unique_and_the_same_whoever_reads_the_row(tmp_path, cache_dir):
     """A repeated id gets '#<row>' after its first holder in the file (it was repeated as it was: 21 rows of
     the sample had 7 ids with id_column='split'), in every reader: a later shard, a resumed stream, a worker

@@ -216,7 +216,7 @@ class ToolMindSource(Source):
                 raise MissingFieldError(f"row has no {id_column!r} (id_column)", field=id_column)
             if not isinstance(value, (str, int)) or isinstance(value, bool) or value == "":
                 raise InvalidValueError(f"an id (id_column={id_column!r}) is a non-empty string or an integer, got "
-                                        f"{value!r:.80}", field=id_column)
+                                        f"{shown(value)}", field=id_column)  # (JSON's true, not Python's True)
             return self.unique_ids(str(value), str(value), ctx)
         shard = native.get(SHARD_KEY)
         return f"{shard}/{ctx.row}" if shard else str(ctx.row)
