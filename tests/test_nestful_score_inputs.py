@@ -141,6 +141,16 @@ def test_keyed_sample_ids_that_are_not_text_are_typed_errors(tmp_path, toy_gold)
         assert (info.value.row, info.value.field) == (0, "sample_id")
 
 
+def test_a_keyed_sample_id_refused_is_quoted_as_json(tmp_path, toy_gold):
+    """The message quoted the sample_id in Python's spelling (got True, got {'a': 1}), not as the line holds it."""
+    for i, (sample_id, quoted) in enumerate([(True, "true"), ({"a": 1}, '{"a": 1}'), (["x" * 100], None)]):
+        path = write_lines(tmp_path / f"quoted{i}.jsonl", [{"sample_id": sample_id, "generated_text": "[]"}])
+        with pytest.raises(InvalidValueError) as info:
+            read_results(path, gold_rows=toy_gold)
+        got = info.value.message.split(", got ", 1)[1]
+        assert got == quoted if quoted else (got.startswith('["xxx') and got.endswith("...") and len(got) == 83)
+
+
 def test_gold_rows_given_as_rows_rather_than_by_sample_id_are_refused_saying_how(tmp_path, toy_gold):
     # (each keyed line was "not among the gold rows", which it was)
     first = next(iter(toy_gold.values()))

@@ -32,7 +32,7 @@ from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 from tooluse_datasets.codec import dumps, loads
 from tooluse_datasets.errors import (InvalidJsonError, InvalidValueError, JsonValueError, MissingFieldError,
-                                     ToolUseDataError, json_kind, one_line)
+                                     ToolUseDataError, json_kind, one_line, shown)
 from tooluse_datasets.shards.files import open_text_file
 from tooluse_datasets.shards.json_text import first_line
 
@@ -876,7 +876,7 @@ def _read_lines(path: str, gold_rows: Optional[Mapping[str, dict]]) -> tuple[lis
                 raise MissingFieldError("a keyed prediction needs its sample_id", file=path, row=row_number,
                                         field="sample_id")
             if not isinstance(sample_id, str):
-                raise InvalidValueError(f"a keyed prediction needs its sample_id as a string, got {sample_id!r:.80}",
+                raise InvalidValueError(f"a keyed prediction needs its sample_id as a string, got {shown(sample_id)}",
                                         file=path, row=row_number, field="sample_id")
             if sample_id not in gold_rows:
                 raise InvalidValueError(f"sample_id {sample_id!r} is not among the gold rows", file=path,
