@@ -230,6 +230,11 @@ def test_https_upstream_offline_reads_the_file_an_online_load_downloaded(github,
     # another revision was never downloaded: the typed error, naming the file
     with pytest.raises(td.DataNotFoundError, match="no copy of http://127.0.0.1:.*/" + "c" * 40):
         td.load("nestful", split="train", cache_dir=cache_dir, revision="c" * 40)
+    # a download asked for again cannot be made: refused, not the kept copy prepared again as if downloaded
+    with pytest.raises(ValueError, match="force_redownload.*offline mode"):
+        td.load("nestful", split="train", cache_dir=cache_dir, download_mode="force_redownload")
+    again = td.load("nestful", split="train", cache_dir=cache_dir, download_mode="reuse_cache_if_exists")
+    assert list(again) == list(online)
 
 
 def test_upstream_unreachable_after_an_online_load_names_the_offline_switch(github, cache_dir, monkeypatch):
