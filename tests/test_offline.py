@@ -75,8 +75,10 @@ def hub(tmp_path):
         endpoint = f"http://127.0.0.1:{_free_port() if offline else port}"
         run_env = {**os.environ, "HF_ENDPOINT": endpoint, "HF_HOME": str(tmp_path / hf_home),
                    "HF_DATASETS_CACHE": str(tmp_path / "hf-datasets"), "HF_HUB_DISABLE_TELEMETRY": "1",
-                   "HF_UPDATE_DOWNLOAD_COUNTS": "0", "HF_HUB_DISABLE_XET": "1", "HF_HUB_ETAG_TIMEOUT": "5",
-                   "HF_HUB_DOWNLOAD_TIMEOUT": "5"}
+                   "HF_UPDATE_DOWNLOAD_COUNTS": "0", "HF_HUB_DISABLE_XET": "1",
+                   # (online, a busy machine's local server may take seconds to answer: a timeout there resolved no
+                   # commit and prepared into another cache folder; offline, nothing listens and refusal is at once)
+                   "HF_HUB_ETAG_TIMEOUT": "60", "HF_HUB_DOWNLOAD_TIMEOUT": "60"}
         for key in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_TOKEN"):
             run_env.pop(key, None)
         run_env.update({"HF_HUB_OFFLINE": "1"} if offline else {})
