@@ -1695,3 +1695,20 @@ def test_an_export_that_opened_the_partial_file_as_another_export_ended_leaves_t
     captured = capsys.readouterr()
     assert "was being written by another export of this split" in captured.err and "rows" not in captured.out
     assert final.read_bytes() == b'{"other": "run"}\n' and not partial.exists()
+
+
+def test_one_source_reads_source_path_items_as_all_and_mirror_do(tmp_path, capsys):
+    """`export nestful --data-files nestful=a.jsonl` (as `mirror nestful` takes it) looked for a file named
+    'nestful=a.jsonl' and failed with "Unable to find"; an item of another source is refused, not read as rows."""
+    nestful = td.sample_files("nestful")["train"]
+    out = tmp_path / "out"
+    assert main(["export", "nestful", "--data-files", *[f"nestful={p}" for p in nestful], "--out", str(out)]) == 0
+    exported = (out / "nestful-unified-train.jsonl").read_text().splitlines()
+    assert len(exported) == _rows("nestful", "train") == 5
+    capsys.readouterr()
+    ms_swift = td.sample_files("ms_swift")["train"][0]
+    assert main(["stats", "nestful", "--data-files", f"nestful={nestful[0]}", f"ms_swift={ms_swift}"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == ("error: ValueError: --data-files gives files of ms_swift (SOURCE=PATH items), but the "
+                            "command reads nestful: give nestful's files\n")

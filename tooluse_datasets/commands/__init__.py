@@ -191,8 +191,26 @@ def data_files_for(args: argparse.Namespace, source: str):
         files = files_by_source(args.data_files)
         refuse_folders([path for paths in files.values() for path in paths])
         return files
+    if args.data_files and all(names_a_source(item) for item in args.data_files):
+        # SOURCE=PATH items, as all and mirror take them: read as a path they were a file not found
+        # ("Unable to find './nestful=a.jsonl'"), an item of another source read as this one's rows
+        files = files_by_source(args.data_files)
+        others = sorted(set(files) - {source})
+        if others:
+            raise ValueError(f"--data-files gives files of {', '.join(others)} (SOURCE=PATH items), but the command "
+                             f"reads {source}: give {source}'s files")
+        refuse_folders(files[source])
+        return files[source]
     refuse_folders(args.data_files or [])
     return args.data_files
+
+
+def names_a_source(item: str) -> bool:
+    """``SOURCE=PATH`` (a registered source's name before the ``=``), and no file of that name."""
+    from ..registry import source_names
+
+    name, sep, _ = item.partition("=")
+    return bool(sep) and name in source_names() and not os.path.exists(item)
 
 
 def refuse_folders(paths: list[str], option: str = "--data-files") -> None:

@@ -6,7 +6,7 @@ import argparse
 import contextlib
 
 from ..errors import one_line, plain_printable
-from . import (a_path, a_revision, add_source_arguments, data_files_for, output_folder,
+from . import (a_path, a_revision, add_source_arguments, data_files_for, names_a_source, output_folder,
                refuse_files_where_folders_go, refuse_writing_inputs, refuse_wrong_kind_outputs, source_options)
 
 
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     if args.sample and args.data_files:
         raise MirrorError("--sample and --data-files exclude each other")
     files_by_source = None
-    if args.data_files and (len(sources) > 1 or all(_names_a_source(item) for item in args.data_files)):
+    if args.data_files and (len(sources) > 1 or all(names_a_source(item) for item in args.data_files)):
         # Several sources (or all): each source's own files as SOURCE=PATH items, as every command reads all
         # (one source may be given so too).
         files_by_source = _files_of_sources(args.data_files, sources, named_only=args.sources == ["all"])
@@ -151,16 +151,6 @@ def _data_errors_explained():
         raise MirrorError(f"{str(unreachable).splitlines()[0]} Point at local files with --data-files "
                           f"PATH... (globs, hf:// or https:// URLs too), or mirror the bundled sample with "
                           f"--sample") from exc
-
-
-def _names_a_source(item: str) -> bool:
-    """``SOURCE=PATH`` (a registered source's name before the ``=``), and no file of that name."""
-    import os
-
-    from ..registry import source_names
-
-    name, sep, _ = item.partition("=")
-    return bool(sep) and name in source_names() and not os.path.exists(item)
 
 
 def _files_of_sources(items: list[str], sources: list[str], *, named_only: bool) -> dict[str, list[str]]:
