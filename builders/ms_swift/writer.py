@@ -182,9 +182,10 @@ def check_tool_integers(tool: Any, field: str) -> None:
     while stack:
         value, where = stack.pop()
         if type(value) is int and not TOOL_INT_MIN <= value <= TOOL_INT_MAX:
-            # 2**63 .. 2**64 - 1 fit ujson's unsigned range: only the streaming load (Arrow int64) fails on them
+            # 2**63 .. 2**64 - 1 fit ujson's unsigned range: only the streaming load (Arrow int64) fails on them;
+            # below -2**63 ujson fails too ("Value is too small")
             how = ("ms-swift's streaming load (--streaming true) of a file whose tools hold one fails"
-                   if value <= 2**64 - 1 else "ms-swift fails to load a file whose tools hold one")
+                   if TOOL_INT_MAX < value <= 2**64 - 1 else "ms-swift fails to load a file whose tools hold one")
             raise ConversionError(f"integer {value} does not fit in a signed 64-bit integer; {how} (every row of "
                                   "it), so it is not written (give it as a string or a float, or load with "
                                   "on_error='skip')", field=where)
