@@ -41,6 +41,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from huggingface_hub import HfApi
 
+    from ..mirror.staging import build_running
     from ..publish import PublishError, check_token, find_mirrors, unfinished_first_builds
 
     mirrors = find_mirrors(args.folder)
@@ -78,8 +79,11 @@ def run(args: argparse.Namespace) -> int:
         else:
             done.append(f"{source} ({repo_id})")
     for name, staged in unfinished.items():
-        print(plain_printable(f"error: {name}: a build of it stopped before it was done ({staged.name} holds it): "
-                              f"run the build again to finish it, then publish it"), file=sys.stderr)
+        # a build still writing it would refuse to be run again beside it ("another build is writing")
+        state = ("is running now: publish it when it is done" if build_running(staged) else
+                 f"stopped before it was done ({staged.name} holds it): run the build again to finish it, then "
+                 f"publish it")
+        print(plain_printable(f"error: {name}: a build of it {state}"), file=sys.stderr)
         failed.append(name)
     if failed:
         ok, none = ("checked (dry run)", "checked") if args.dry_run else ("published or already up to date", "published")

@@ -132,6 +132,25 @@ def swap_lock(target: Path, *, reader: bool = False) -> Iterator[None]:
         os.close(fd)
 
 
+def build_running(staging: Path) -> bool:
+    """Whether a build holds the lock of its staging folder ``staging`` (it is writing it now), without waiting."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no advisory locks; nothing tells a running build
+        return False
+    try:
+        fd = os.open(staging / LOCK_FILE, os.O_RDONLY)
+    except OSError:  # no lock file: no build has locked it
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # (released at once by the close below)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
 def check_out_dir(out_dir: Path, source: str) -> None:
     """The output folder holds mirrors (``<out_dir>/<source>``); it must not be a mirror itself, nor lie inside
     one: a mirror built there would nest inside the other, where neither ``publish`` nor ``load_dataset`` of
