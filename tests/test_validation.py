@@ -1709,6 +1709,7 @@ def test_validate_says_load_arguments_it_does_not_take_are_load_s_not_misspelt_s
         td.validate(source, data_files={"ms_swift": files} if source == "all" else files, **given)
     assert f"{name} is load()'s: validate() reads each row once, streaming" in str(err.value)
     assert "result.splits[name].read" in str(err.value) and "skipped_rows=" in str(err.value)
+    assert "has no option" not in str(err.value)  # (not a misspelt source option)
     # what validate() does take still works (cache_dir goes to the builder)
     assert td.validate("ms_swift", data_files=files, cache_dir=None).failures() == {}
 

@@ -127,17 +127,15 @@ def _refuse_load_only_arguments(source: str, given: dict) -> None:
     why they do not apply and what validate() gives instead."""
     import inspect
 
-    from .. import registry
     from ..loading import load
-    from ..source import unknown_options_error
 
     taken = set(inspect.signature(validate).parameters) | {"cache_dir"}  # (cache_dir goes to the builder)
     load_only = sorted(set(given) & set(inspect.signature(load).parameters) - taken)
     if load_only:
-        raise unknown_options_error(source, registry.builder_class(source).SOURCE_CLASS.options_class, load_only,
-                                    also=f"{', '.join(load_only)} {'is' if len(load_only) == 1 else 'are'} load()'s: "
-                                    "validate() reads each row once, streaming, in this process; each split's read "
-                                    "report is result.splits[name].read, and skipped_rows= lists every skipped row")
+        names = ", ".join(load_only)
+        raise ValueError(f"{names} {'is' if len(load_only) == 1 else 'are'} load()'s: validate() reads each row once, "
+                         f"streaming, in this process, and takes no {names} (validating {source}); each split's read "
+                         "report is result.splits[name].read, and skipped_rows= lists every skipped row")
 
 
 def rules_run(source: str, rules: RuleSelection, fail_on: RuleSelection,
