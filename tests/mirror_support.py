@@ -20,6 +20,22 @@ def build_sample_mirror(source: str, out: Path, configs: Sequence[str] = tuple(F
     return build_mirror(request, out)
 
 
+def stop_a_first_build(source: str, out: Path) -> None:
+    """A build of ``source``'s sample into ``out`` stopped (KeyboardInterrupt) just before its card: its staging
+    folder ``.<source>.partial`` is all it leaves."""
+    import pytest
+
+    from tooluse_datasets.mirror import build as build_module
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(build_module, "render_card", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            build_sample_mirror(source, out, configs=["unified"])
+
+
 def build_on_a_callers_ray(request: MirrorRequest, out: Path) -> Path:
     """``request`` mirrored into ``out`` by the Ray engine, two workers, on a Ray the caller started (and stops);
     skips where Ray is absent."""

@@ -23,7 +23,7 @@ from tooluse_datasets.registry import source_names
 from tooluse_datasets.source import Upstream, UpstreamFile
 
 from conftest import count_calls
-from mirror_support import build_sample_mirror, mirror_rows, reference_rows
+from mirror_support import build_sample_mirror, mirror_rows, reference_rows, stop_a_first_build
 
 SHARD_NAME = re.compile(r"^(?P<config>\w+)/(?P<split>\w+(\.\w+)*)-(?P<i>\d{5})-of-(?P<n>\d{5})\.parquet$")
 
@@ -1052,7 +1052,7 @@ def test_an_old_mirror_deleted_by_another_build_while_listed_is_skipped(tmp_path
     assert kept in hidden_paths.stopped_swap_leftovers(target)
 
 
-def test_reading_a_mirror_whose_first_build_was_interrupted_is_not_taken_for_a_stopped_swap(tmp_path, monkeypatch):
+def test_reading_a_mirror_whose_first_build_was_interrupted_is_not_taken_for_a_stopped_swap(tmp_path):
     """A first build interrupted before its swap (Ctrl-C while writing the card) keeps its unfinished staging folder
     to resume from. Reading the mirror said a build was stopped while replacing it and that ``recover_swap`` puts
     the staged mirror in place, which it rightly does not (the staged build is unfinished): the same advice again
@@ -1060,14 +1060,7 @@ def test_reading_a_mirror_whose_first_build_was_interrupted_is_not_taken_for_a_s
     from tooluse_datasets import mirror
 
     out = tmp_path / "out"
-
-    def interrupted(*args, **kwargs):
-        raise KeyboardInterrupt
-
-    with monkeypatch.context() as patched:
-        patched.setattr(build_module, "render_card", interrupted)
-        with pytest.raises(KeyboardInterrupt):
-            build_sample_mirror("nestful", out, configs=["unified"])
+    stop_a_first_build("nestful", out)
     assert sorted(p.name for p in out.iterdir()) == [".nestful.partial"]  # kept to resume from
     mirror.recover_swap(out / "nestful")  # an unfinished build is never moved in
     with pytest.raises(mirror.MirrorError, match="nestful does not exist: a build of it stopped before it was done "
@@ -1079,19 +1072,13 @@ def test_reading_a_mirror_whose_first_build_was_interrupted_is_not_taken_for_a_s
 
 
 
-def test_publishing_the_folder_of_a_first_build_interrupted_names_the_stopped_build(tmp_path, monkeypatch):
+def test_publishing_the_folder_of_a_first_build_interrupted_names_the_stopped_build(tmp_path):
     """The same folder given to publish as a folder of mirrors was only "neither a mirror nor a folder of mirrors (no
     .tooluse-datasets.json found)", where publish of the mirror itself says a build of it stopped before it was done."""
     from tooluse_datasets.publish import PublishError, find_mirrors
 
     out = tmp_path / "out"
-
-    def interrupted(*args, **kwargs):
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(build_module, "render_card", interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        build_sample_mirror("nestful", out, configs=["unified"])
+    stop_a_first_build("nestful", out)
     with pytest.raises(PublishError, match=r"no \.tooluse-datasets\.json found\); builds stopped before they were "
                                            r"done left \.nestful\.partial: run them again to finish them"):
         find_mirrors(out)

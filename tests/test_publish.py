@@ -18,7 +18,7 @@ from tooluse_datasets.publish import PublishError, publish_mirror
 
 from conftest import PROJECT_ROOT
 from fake_hub import FakeHubApi, http_response
-from mirror_support import build_sample_mirror
+from mirror_support import build_sample_mirror, stop_a_first_build
 from mirror_support import quiet as _quiet
 
 REPO = "acme/nestful-tooluse"
@@ -493,21 +493,12 @@ def test_cli_publishes_every_mirror_of_a_folder_with_a_repo_id_template(tmp_path
     assert secret not in printed.out + printed.err + printed2.out + printed2.err
 
 
-def test_cli_names_a_source_of_the_folder_whose_first_build_stopped_as_not_published(tmp_path, capsys, monkeypatch):
+def test_cli_names_a_source_of_the_folder_whose_first_build_stopped_as_not_published(tmp_path, capsys):
     """`mirror nestful toolmind --out DIR` stopped while building toolmind leaves DIR/nestful and only
     DIR/.toolmind.partial: publishing DIR published nestful and ended with exit 0, toolmind not mentioned."""
-    from tooluse_datasets.mirror import build as build_module
-
     out = tmp_path / "mirrors"
     build_sample_mirror("nestful", out, configs=["unified"])
-
-    def interrupted(*args, **kwargs):
-        raise KeyboardInterrupt
-
-    with monkeypatch.context() as patched:
-        patched.setattr(build_module, "render_card", interrupted)
-        with pytest.raises(KeyboardInterrupt):
-            build_sample_mirror("toolmind", out, configs=["unified"])
+    stop_a_first_build("toolmind", out)
     assert sorted(p.name for p in out.iterdir()) == [".toolmind.partial", "nestful"]
     api = FakeHubApi()
     assert _cli([str(out), "--repo-id", "acme/{source}-tooluse"], api) == 2
