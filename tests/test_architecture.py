@@ -214,3 +214,37 @@ def test_one_folder_and_one_registry_line_make_a_source(throwaway, tmp_path, cac
     folder = build_mirror(MirrorRequest("throwaway", data_files=files, configs=["unified", "raw"]), tmp_path / "mirror")
     card = (folder / "README.md").read_text()
     assert "A toy source written by the architecture test." in card
+
+
+
+def test_a_source_options_class_must_be_mixed_into_its_builder_config(throwaway, tmp_path, monkeypatch):
+    """An options class the builder's config lacks is refused where the builder is defined, saying what to write
+    (every load of such a source failed with an AttributeError on its first option)."""
+    import sys
+
+    module = tmp_path / "throwaway_source" / "__init__.py"
+    text = module.read_text().replace("from tooluse_datasets.source import Source", textwrap.dedent('''
+        from dataclasses import dataclass
+
+        from tooluse_datasets.builder import ToolUseConfig
+        from tooluse_datasets.source import Source, SourceOptions
+
+
+        @dataclass
+        class ToyOptions(SourceOptions):
+            greeting: str = "Hello"
+        '''))
+    text = text.replace('    name = "throwaway"\n', '    name = "throwaway"\n    options_class = ToyOptions\n')
+    text = text.replace('message("user", raw["question"])', 'message("user", self.options.greeting + raw["question"])')
+    module.write_text(text)
+    monkeypatch.delitem(sys.modules, "throwaway_source", raising=False)
+    advice = r"ToyOptions is not mixed into BUILDER_CONFIG_CLASS.*class Config\(ToolUseConfig, ToyOptions\)"
+    with pytest.raises(TypeError, match=advice):
+        registry.builder_class("throwaway")
+
+    mixed = "@dataclass\nclass ToyConfig(ToolUseConfig, ToyOptions):\n    pass\n\n\nclass Builder("
+    module.write_text(text.replace("class Builder(", mixed).replace(
+        "    SOURCE_CLASS = ToySource\n", "    SOURCE_CLASS = ToySource\n    BUILDER_CONFIG_CLASS = ToyConfig\n"))
+    monkeypatch.delitem(sys.modules, "throwaway_source", raising=False)
+    rows = td.load("throwaway", data_files=td.sample_files("throwaway"), split="train", streaming=True, greeting="Hi! ")
+    assert next(iter(rows))["messages"][0]["content"] == "Hi! What is 0 + 0.1?"

@@ -121,7 +121,15 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        if getattr(cls, "SOURCE_CLASS", None) is not None:
+        source_class = getattr(cls, "SOURCE_CLASS", None)
+        if source_class is not None and not issubclass(cls.BUILDER_CONFIG_CLASS, source_class.options_class):
+            # The options reach the source through the config only: every load failed on the first option the
+            # config lacks, with an AttributeError.
+            options = source_class.options_class.__name__
+            raise TypeError(f"{cls.__name__}: {source_class.__name__}.options_class {options} is not mixed into "
+                            f"BUILDER_CONFIG_CLASS; declare `@dataclass class Config(ToolUseConfig, {options})` "
+                            f"and set BUILDER_CONFIG_CLASS = Config on the builder")
+        if source_class is not None:
             cls.BUILDER_CONFIGS = [cls.BUILDER_CONFIG_CLASS(name=fmt, description=formats.FORMATS[fmt])
                                    for fmt in formats.FORMATS]
 
