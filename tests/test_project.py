@@ -44,3 +44,14 @@ def test_layout_names_every_module_of_the_package():
     names += [f"{p.name}/" for p in package.iterdir() if (p / "__init__.py").is_file()]
     missing = [name for name in sorted(names) if not re.search(rf"(?<![\w/]){re.escape(name)}", layout)]
     assert not missing, f"README's Layout does not name {missing}"
+
+
+def test_layout_names_every_module_of_the_subpackages_and_builders():
+    """The modules inside tooluse_datasets' folders and each source's folder, by name (the lines of their folder
+    list them without their .py)."""
+    layout = re.search(r"## Layout\n\n```\n(.+?)\n```", README, re.S).group(1)
+    modules = [p for p in (PROJECT_ROOT / "tooluse_datasets").glob("*/**/*.py")]
+    modules += [p for p in (PROJECT_ROOT / "builders").glob("*/**/*.py") if p.parent.name != "dummy_data"]
+    missing = sorted(str(p.relative_to(PROJECT_ROOT)) for p in modules if p.name != "__init__.py"
+                     and not re.search(rf"(?<![\w/]){re.escape(p.stem)}(?![\w/])", layout))
+    assert not missing, f"README's Layout does not name {missing}"
