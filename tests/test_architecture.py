@@ -248,3 +248,14 @@ def test_a_source_options_class_must_be_mixed_into_its_builder_config(throwaway,
     monkeypatch.delitem(sys.modules, "throwaway_source", raising=False)
     rows = td.load("throwaway", data_files=td.sample_files("throwaway"), split="train", streaming=True, greeting="Hi! ")
     assert next(iter(rows))["messages"][0]["content"] == "Hi! What is 0 + 0.1?"
+
+
+def test_a_source_registered_under_another_name_than_its_own_is_refused(throwaway, monkeypatch):
+    """Its rows said the Source's name, not the one it was loaded by, validated by and mixed under."""
+    monkeypatch.setitem(registry.SOURCES, "toy", "throwaway_source")
+    with pytest.raises(TypeError, match="'toy' is registered for throwaway_source, whose Builder reads source "
+                                        "'throwaway'"):
+        td.load("toy", data_files={"train": [str(Path(f)) for f in td.sample_files("throwaway")["train"]]},
+                split="train", streaming=True)
+    with pytest.raises(TypeError, match="'toy' is registered"):
+        td.load("all", data_files=td.sample_files("all"), split="train", streaming=True)

@@ -28,7 +28,12 @@ def source_names() -> list[str]:
 def builder_class(source: str) -> type:
     """The source's ``Builder`` (a :class:`tooluse_datasets.builder.ToolUseBuilder` subclass)."""
     _check_source(source)
-    return importlib.import_module(SOURCES[source]).Builder
+    builder = importlib.import_module(SOURCES[source]).Builder
+    named = builder.SOURCE_CLASS.name
+    if named != source:  # (its rows would say another source than the one loaded, validated and mixed by name)
+        raise TypeError(f"source {source!r} is registered for {SOURCES[source]}, whose Builder reads source "
+                        f"{named!r}: register it under that name, or name its Source class {source!r}")
+    return builder
 
 
 def sample_files(source: str) -> dict[str, list[str]]:
