@@ -532,6 +532,26 @@ def test_cli_says_a_first_build_still_running_is_running_not_stopped(tmp_path, c
     assert "toolmind: a build of it stopped before it was done" in capsys.readouterr().err
 
 
+def test_a_folder_whose_only_first_build_is_running_says_it_runs_not_that_it_stopped(tmp_path, capsys):
+    """With no mirror finished yet, publishing the folder said every first build had stopped and to run it again,
+    which a running build refuses ("another build is writing")."""
+    import fcntl
+    import os
+
+    out = tmp_path / "mirrors"
+    stop_a_first_build("toolmind", out)
+    stop_a_first_build("nestful", out)
+    fd = os.open(out / ".toolmind.partial" / ".lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as a running build holds it
+        assert _cli([str(out), "--repo-id", "acme/{source}-tooluse", "--dry-run"], FakeHubApi()) == 2
+        err = capsys.readouterr().err
+        assert "builds stopped before they were done left .nestful.partial: run them again to finish them" in err
+        assert "builds writing .toolmind.partial are running now: publish them when they are done" in err
+    finally:
+        os.close(fd)
+
+
 def test_cli_needs_a_template_when_a_folder_holds_several_mirrors(tmp_path, capsys):
     out = tmp_path / "mirrors"
     build_sample_mirror("nestful", out, configs=["unified"])

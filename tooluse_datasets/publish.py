@@ -54,7 +54,7 @@ from .dataset_card import (CardMarkersError, card_config_names, generated_metada
                            repo_id_problem)
 from .mirror.manifest import MANIFEST_NAME, README_NAME, Manifest, MirrorError, enclosing_mirror, read_manifest
 from .mirror.provenance import hash_file, sha256_file
-from .mirror.staging import recover_swap, recover_swaps_in, swap_lock
+from .mirror.staging import build_running, recover_swap, recover_swaps_in, swap_lock
 
 logger = logging.getLogger("tooluse_datasets")
 
@@ -898,11 +898,16 @@ def find_mirrors(folder: str | Path) -> dict[str, Path]:
         found[source] = sub
     if not found:
         mirror = enclosing_mirror(root)
-        # a first build stopped before it was done leaves only its staging folder, as read_manifest says of one mirror
-        stopped = sorted(child.name for child in root.glob(".*.partial") if child.is_dir())
+        # a first build stopped before it was done leaves only its staging folder, as read_manifest says of one mirror;
+        # one still running would refuse to be run again beside it ("another build is writing")
+        staged = sorted(child for child in root.glob(".*.partial") if child.is_dir())
+        running = [child.name for child in staged if build_running(child)]
+        stopped = [child.name for child in staged if child.name not in running]
         raise PublishError(f"{folder} is neither a mirror nor a folder of mirrors " + (
             f"but a folder inside the mirror {mirror}: give that folder" if mirror is not None
             else f"(no {MANIFEST_NAME} found)" + (
                 f"; builds stopped before they were done left {', '.join(stopped)}: run them again to finish them"
-                if stopped else "")))
+                if stopped else "") + (
+                f"; builds writing {', '.join(running)} are running now: publish them when they are done"
+                if running else "")))
     return found
