@@ -1072,6 +1072,29 @@ def test_reading_a_mirror_whose_first_build_was_interrupted_is_not_taken_for_a_s
 
 
 
+def test_reading_a_mirror_whose_first_build_is_running_says_it_runs_not_that_it_stopped(tmp_path):
+    """Its staging folder locked by the build writing it: reading the mirror said the build had stopped and to run
+    it again, which a running build refuses ("another build is writing")."""
+    import fcntl
+    import os
+
+    from tooluse_datasets import mirror
+
+    out = tmp_path / "out"
+    stop_a_first_build("nestful", out)
+    fd = os.open(out / ".nestful.partial" / ".lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as a running build holds it
+        with pytest.raises(mirror.MirrorError) as caught:
+            mirror.read_manifest(out / "nestful")
+        assert str(caught.value).endswith("nestful does not exist: a build of it is running now: use it when it is "
+                                          "done")
+    finally:
+        os.close(fd)
+    with pytest.raises(mirror.MirrorError, match="a build of it stopped before it was done"):  # it stopped
+        mirror.read_manifest(out / "nestful")
+
+
 def test_publishing_the_folder_of_a_first_build_interrupted_names_the_stopped_build(tmp_path):
     """The same folder given to publish as a folder of mirrors was only "neither a mirror nor a folder of mirrors (no
     .tooluse-datasets.json found)", where publish of the mirror itself says a build of it stopped before it was done."""

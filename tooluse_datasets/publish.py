@@ -54,7 +54,8 @@ from .dataset_card import (CardMarkersError, card_config_names, generated_metada
                            repo_id_problem)
 from .mirror.manifest import MANIFEST_NAME, README_NAME, Manifest, MirrorError, enclosing_mirror, read_manifest
 from .mirror.provenance import hash_file, sha256_file
-from .mirror.staging import build_running, recover_swap, recover_swaps_in, swap_lock
+from .mirror.hidden_paths import build_running
+from .mirror.staging import recover_swap, recover_swaps_in, swap_lock
 
 logger = logging.getLogger("tooluse_datasets")
 

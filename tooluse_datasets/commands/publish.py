@@ -41,7 +41,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from huggingface_hub import HfApi
 
-    from ..mirror.staging import build_running
+    from ..mirror.hidden_paths import build_running
     from ..publish import PublishError, check_token, find_mirrors, unfinished_first_builds
 
     mirrors = find_mirrors(args.folder)

@@ -1,9 +1,10 @@
 """The hidden names a build uses beside its mirror ``DIR/<source>``: its staging folder, the old mirror it moves
-aside while swapping the new one in, the swap lock, and the file that marks a staging folder unfinished (see
-:mod:`.staging`). Apart from the staging module so
-that reading a mirror (:mod:`.manifest`, which staging imports) can name what a stopped swap left."""
+aside while swapping the new one in, the swap lock, the file that marks a staging folder unfinished and the lock a
+running build holds in it (see :mod:`.staging`). Apart from the staging module so that reading a mirror
+(:mod:`.manifest`, which staging imports) can name what a stopped swap or a running build left."""
 from __future__ import annotations
 
+import os
 import re
 import stat
 from pathlib import Path
@@ -14,6 +15,9 @@ SWAP_LEFTOVER = re.compile(r"^\.(.+)\.(?:partial|old-\d+)$")
 # The staging folder's record of the build writing it: commit deletes it just before the swap, so a staging folder
 # without it holds a finished build, and one with it a build to resume
 BUILD_FILE = ".build.json"
+
+# held (flock) by the process running the build, in its staging folder
+LOCK_FILE = ".lock"
 
 
 def staging_path(target: Path) -> Path:
@@ -43,3 +47,22 @@ def stopped_swap_leftovers(target: Path) -> list[Path]:
     staged = staging_path(target)
     finished = staged.is_dir() and not (staged / BUILD_FILE).exists()
     return ([staged] if finished else []) + moved_aside_paths(target)
+
+
+def build_running(staging: Path) -> bool:
+    """Whether a build holds the lock of its staging folder ``staging`` (it is writing it now), without waiting."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no advisory locks; nothing tells a running build
+        return False
+    try:
+        fd = os.open(staging / LOCK_FILE, os.O_RDONLY)
+    except OSError:  # no lock file: no build has locked it
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # (released at once by the close below)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False

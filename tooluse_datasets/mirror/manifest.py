@@ -23,7 +23,7 @@ from typing import Any, Optional
 
 from datasets import Features
 
-from .hidden_paths import staging_path, stopped_swap_leftovers
+from .hidden_paths import build_running, staging_path, stopped_swap_leftovers
 
 MANIFEST_NAME = ".tooluse-datasets.json"
 README_NAME = "README.md"
@@ -219,10 +219,13 @@ def read_manifest(folder: str | Path) -> Manifest:
             if leftovers:
                 raise StoppedSwapError(target, leftovers)
             staged = staging_path(target)
-            raise MirrorError(f"{folder} does not exist: " + (
-                f"a build of it stopped before it was done ({staged.name} holds it): run the build again to finish it"
-                if staged.is_dir() else "give a mirror's folder (`tooluse-datasets mirror ... --out DIR` writes "
-                                        "DIR/<source>)"))
+            if not staged.is_dir():
+                raise MirrorError(f"{folder} does not exist: give a mirror's folder (`tooluse-datasets mirror ... "
+                                  f"--out DIR` writes DIR/<source>)")
+            # one still running would refuse to be run again beside it ("another build is writing")
+            raise MirrorError(f"{folder} does not exist: a build of it " + (
+                "is running now: use it when it is done" if build_running(staged) else
+                f"stopped before it was done ({staged.name} holds it): run the build again to finish it"))
         mirror = enclosing_mirror(folder)
         if mirror is not None:
             raise MirrorError(f"{folder} is not a mirror but a folder inside the mirror {mirror}: give that folder")

@@ -32,12 +32,11 @@ import shutil
 from pathlib import Path
 from typing import Iterator, Optional
 
-from .hidden_paths import BUILD_FILE, SWAP_LEFTOVER, moved_aside_paths, staging_path, swap_lock_path
+from .hidden_paths import BUILD_FILE, LOCK_FILE, SWAP_LEFTOVER, moved_aside_paths, staging_path, swap_lock_path
 from .manifest import MANIFEST_NAME, README_NAME, MirrorError, read_manifest
 from .parts import WrittenPart
 from .provenance import hash_file
 
-LOCK_FILE = ".lock"
 RESULTS_DIR = ".shards"
 PARTS_DIR = ".parts"
 
@@ -130,25 +129,6 @@ def swap_lock(target: Path, *, reader: bool = False) -> Iterator[None]:
     finally:
         path.unlink(missing_ok=True)  # while still held, so that no one locks the file it deletes after us
         os.close(fd)
-
-
-def build_running(staging: Path) -> bool:
-    """Whether a build holds the lock of its staging folder ``staging`` (it is writing it now), without waiting."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows: no advisory locks; nothing tells a running build
-        return False
-    try:
-        fd = os.open(staging / LOCK_FILE, os.O_RDONLY)
-    except OSError:  # no lock file: no build has locked it
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # (released at once by the close below)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)
-    return False
 
 
 def check_out_dir(out_dir: Path, source: str) -> None:
