@@ -400,3 +400,19 @@ def test_https_upstream_unreachable_names_why_not_a_missing_file(github, cache_d
     message = str(err.value)
     assert "cannot reach the upstream data" in message and "[its server cannot be reached: " in message
     assert "does not exist at that revision" not in message
+
+
+def test_offline_force_redownload_of_local_files_prepares_them_again(tmp_path, monkeypatch):
+    """The offline refusal of force_redownload took every load without data_files for a download: a LLaMA-Factory
+    entry's local files were refused, and a source without upstream files was told it would download them."""
+    from tooluse_datasets.cli import main
+
+    assert main(["export", "nestful", "--sample", "--format", "llamafactory", "--out", str(tmp_path / "lf")]) == 0
+    entry = dict(dataset_info=str(tmp_path / "lf"), dataset="nestful-llamafactory-train", split="train",
+                 cache_dir=str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    first = td.load("llamafactory", **entry)
+    again = td.load("llamafactory", download_mode="force_redownload", **entry)
+    assert list(again) == list(first) and len(first) == 5
+    with pytest.raises(td.DataNotFoundError, match="ms_swift has no default upstream files"):
+        td.load("ms_swift", split="train", cache_dir=str(tmp_path / "cache"), download_mode="force_redownload")

@@ -120,8 +120,8 @@ def load(
     names = splits_read(split)
     _check_arguments(source, config, split, names, streaming, num_proc, report)
     download_mode = _download_mode(download_mode, streaming)
-    _refuse_redownloading_offline(source, download_mode, data_files, data_dir)
     _check_source_options(source, builder_cls, config_kwargs)
+    _refuse_redownloading_offline(source, builder_cls, config_kwargs, download_mode, data_files, data_dir)
     if inspect.isgenerator(validate):
         validate = tuple(validate)  # part of the config, which datasets pickles: a generator cannot be
 
@@ -243,12 +243,16 @@ def _download_mode(value: Any, streaming: bool) -> DownloadMode:
     return mode
 
 
-def _refuse_redownloading_offline(source: str, mode: DownloadMode, data_files: Any, data_dir: Any) -> None:
+def _refuse_redownloading_offline(source: str, builder_cls: type, config_kwargs: dict, mode: DownloadMode,
+                                  data_files: Any, data_dir: Any) -> None:
     """Offline, ``force_redownload`` of the upstream files prepared again from the copies an earlier load kept:
-    a user replacing a damaged download got the same file back, told nothing."""
+    a user replacing a damaged download got the same file back, told nothing. Local files (also those a source's
+    options name, a LLaMA-Factory entry) and sources without upstream files are no download."""
     from .offline import offline_mode
 
-    if mode is DownloadMode.FORCE_REDOWNLOAD and data_files is None and data_dir is None and offline_mode():
+    reads_upstream = (data_files is None and data_dir is None and bool(builder_cls.upstreams())
+                      and builder_cls.data_files_from_options(config_kwargs) is None)
+    if mode is DownloadMode.FORCE_REDOWNLOAD and reads_upstream and offline_mode():
         raise ValueError(f"download_mode='force_redownload' downloads {source}'s upstream files again, which offline "
                          f"mode (HF_HUB_OFFLINE or HF_DATASETS_OFFLINE) forbids: load online to replace them, or give "
                          f"'reuse_cache_if_exists' to prepare again from the copies kept")
