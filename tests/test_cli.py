@@ -1712,3 +1712,20 @@ def test_one_source_reads_source_path_items_as_all_and_mirror_do(tmp_path, capsy
     assert captured.out == ""
     assert captured.err == ("error: ValueError: --data-files gives files of ms_swift (SOURCE=PATH items), but the "
                             "command reads nestful: give nestful's files\n")
+
+
+def test_one_source_reads_source_path_items_beside_plain_paths_in_their_order(tmp_path):
+    """`export nestful --data-files nestful=a.jsonl b.jsonl` still read the item as a file named 'nestful=a.jsonl'
+    ("Unable to find"): only a list of items alone was taken as that source's files."""
+    from pathlib import Path
+
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    lines = Path(td.sample_files("nestful")["train"][0]).read_text().splitlines(keepends=True)
+    first.write_text("".join(lines[:2]))
+    second.write_text("".join(lines[2:]))
+    out = tmp_path / "out"
+    assert main(["export", "nestful", "--data-files", f"nestful={first}", str(second), "--out", str(out)]) == 0
+    mixed = (out / "nestful-unified-train.jsonl").read_text()
+    assert main(["export", "nestful", "--data-files", str(first), str(second), "--out", str(tmp_path / "plain")]) == 0
+    assert mixed == (tmp_path / "plain" / "nestful-unified-train.jsonl").read_text()
+    assert len(mixed.splitlines()) == len(lines) == 3  # both files read, the item first

@@ -191,16 +191,17 @@ def data_files_for(args: argparse.Namespace, source: str):
         files = files_by_source(args.data_files)
         refuse_folders([path for paths in files.values() for path in paths])
         return files
-    if args.data_files and all(names_a_source(item) for item in args.data_files):
-        # SOURCE=PATH items, as all and mirror take them: read as a path they were a file not found
-        # ("Unable to find './nestful=a.jsonl'"), an item of another source read as this one's rows
-        files = files_by_source(args.data_files)
-        others = sorted(set(files) - {source})
+    if args.data_files and any(names_a_source(item) for item in args.data_files):
+        # SOURCE=PATH items, as all and mirror take them (also beside plain paths): read as a path they were a file
+        # not found ("Unable to find './nestful=a.jsonl'"), an item of another source read as this one's rows
+        items = [files_by_source([item]) if names_a_source(item) else {source: [item]} for item in args.data_files]
+        others = sorted({name for item in items for name in item} - {source})
         if others:
             raise ValueError(f"--data-files gives files of {', '.join(others)} (SOURCE=PATH items), but the command "
                              f"reads {source}: give {source}'s files")
-        refuse_folders(files[source])
-        return files[source]
+        files = [path for item in items for path in item[source]]
+        refuse_folders(files)
+        return files
     refuse_folders(args.data_files or [])
     return args.data_files
 
