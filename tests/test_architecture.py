@@ -216,7 +216,6 @@ def test_one_folder_and_one_registry_line_make_a_source(throwaway, tmp_path, cac
     assert "A toy source written by the architecture test." in card
 
 
-
 def test_a_source_options_class_must_be_mixed_into_its_builder_config(throwaway, tmp_path, monkeypatch):
     """An options class the builder's config lacks is refused where the builder is defined, saying what to write
     (every load of such a source failed with an AttributeError on its first option)."""
