@@ -2,8 +2,10 @@
 rows back exactly, through ``datasets.load_dataset`` and through ``tooluse_datasets.load``."""
 from __future__ import annotations
 
+import contextlib
+import os
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 from datasets import load_dataset
 
@@ -34,6 +36,20 @@ def stop_a_first_build(source: str, out: Path) -> None:
         patched.setattr(build_module, "render_card", interrupted)
         with pytest.raises(KeyboardInterrupt):
             build_sample_mirror(source, out, configs=["unified"])
+
+
+@contextlib.contextmanager
+def holding_the_build_lock(staging: Path) -> Iterator[None]:
+    """``staging`` (``.<source>.partial``) locked as a running build holds it, for the ``with`` block."""
+    import fcntl
+
+    staging.mkdir(exist_ok=True)
+    fd = os.open(staging / ".lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        yield
+    finally:
+        os.close(fd)
 
 
 def build_on_a_callers_ray(request: MirrorRequest, out: Path) -> Path:

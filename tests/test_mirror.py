@@ -23,7 +23,7 @@ from tooluse_datasets.registry import source_names
 from tooluse_datasets.source import Upstream, UpstreamFile
 
 from conftest import count_calls
-from mirror_support import build_sample_mirror, mirror_rows, reference_rows, stop_a_first_build
+from mirror_support import build_sample_mirror, holding_the_build_lock, mirror_rows, reference_rows, stop_a_first_build
 
 SHARD_NAME = re.compile(r"^(?P<config>\w+)/(?P<split>\w+(\.\w+)*)-(?P<i>\d{5})-of-(?P<n>\d{5})\.parquet$")
 
@@ -1075,22 +1075,15 @@ def test_reading_a_mirror_whose_first_build_was_interrupted_is_not_taken_for_a_s
 def test_reading_a_mirror_whose_first_build_is_running_says_it_runs_not_that_it_stopped(tmp_path):
     """Its staging folder locked by the build writing it: reading the mirror said the build had stopped and to run
     it again, which a running build refuses ("another build is writing")."""
-    import fcntl
-    import os
-
     from tooluse_datasets import mirror
 
     out = tmp_path / "out"
     stop_a_first_build("nestful", out)
-    fd = os.open(out / ".nestful.partial" / ".lock", os.O_RDWR | os.O_CREAT)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as a running build holds it
+    with holding_the_build_lock(out / ".nestful.partial"):
         with pytest.raises(mirror.MirrorError) as caught:
             mirror.read_manifest(out / "nestful")
         assert str(caught.value).endswith("nestful does not exist: a build of it is running now: use it when it is "
                                           "done")
-    finally:
-        os.close(fd)
     with pytest.raises(mirror.MirrorError, match="a build of it stopped before it was done"):  # it stopped
         mirror.read_manifest(out / "nestful")
 

@@ -18,7 +18,7 @@ from tooluse_datasets.publish import PublishError, publish_mirror
 
 from conftest import PROJECT_ROOT
 from fake_hub import FakeHubApi, http_response
-from mirror_support import build_sample_mirror, stop_a_first_build
+from mirror_support import build_sample_mirror, holding_the_build_lock, stop_a_first_build
 from mirror_support import quiet as _quiet
 
 REPO = "acme/nestful-tooluse"
@@ -513,21 +513,13 @@ def test_cli_names_a_source_of_the_folder_whose_first_build_stopped_as_not_publi
 def test_cli_says_a_first_build_still_running_is_running_not_stopped(tmp_path, capsys):
     """A build writing its first mirror holds the lock of .<source>.partial: publishing the folder said it had
     stopped and to run it again, which a running build refuses ("another build is writing")."""
-    import fcntl
-    import os
-
     out = tmp_path / "mirrors"
     build_sample_mirror("nestful", out, configs=["unified"])
-    (out / ".toolmind.partial").mkdir()
-    fd = os.open(out / ".toolmind.partial" / ".lock", os.O_RDWR | os.O_CREAT)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as a running build holds it
+    with holding_the_build_lock(out / ".toolmind.partial"):
         assert _cli([str(out), "--repo-id", "acme/{source}-tooluse", "--dry-run"], FakeHubApi()) == 2
         err = capsys.readouterr().err
         assert "error: toolmind: a build of it is running now: publish it when it is done" in err
         assert "stopped" not in err and "1 of 2 mirrors were not published: toolmind" in err
-    finally:
-        os.close(fd)
     assert _cli([str(out), "--repo-id", "acme/{source}-tooluse", "--dry-run"], FakeHubApi()) == 2  # it stopped
     assert "toolmind: a build of it stopped before it was done" in capsys.readouterr().err
 
@@ -535,21 +527,14 @@ def test_cli_says_a_first_build_still_running_is_running_not_stopped(tmp_path, c
 def test_a_folder_whose_only_first_build_is_running_says_it_runs_not_that_it_stopped(tmp_path, capsys):
     """With no mirror finished yet, publishing the folder said every first build had stopped and to run it again,
     which a running build refuses ("another build is writing")."""
-    import fcntl
-    import os
-
     out = tmp_path / "mirrors"
     stop_a_first_build("toolmind", out)
     stop_a_first_build("nestful", out)
-    fd = os.open(out / ".toolmind.partial" / ".lock", os.O_RDWR | os.O_CREAT)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as a running build holds it
+    with holding_the_build_lock(out / ".toolmind.partial"):
         assert _cli([str(out), "--repo-id", "acme/{source}-tooluse", "--dry-run"], FakeHubApi()) == 2
         err = capsys.readouterr().err
         assert "builds stopped before they were done left .nestful.partial: run them again to finish them" in err
         assert "builds writing .toolmind.partial are running now: publish them when they are done" in err
-    finally:
-        os.close(fd)
 
 
 def test_cli_needs_a_template_when_a_folder_holds_several_mirrors(tmp_path, capsys):
