@@ -1714,6 +1714,14 @@ def test_one_source_reads_source_path_items_as_all_and_mirror_do(tmp_path, capsy
                             "command reads nestful: give nestful's files\n")
 
 
+def test_one_source_names_an_item_of_it_without_a_path(capsys):
+    """`stats nestful --data-files nestful=` said "all reads each source's own files: give SOURCE=PATH items", of a
+    command that reads one source and was given its item: the item's empty path is named."""
+    assert main(["stats", "nestful", "--data-files", "nestful="]) == 2
+    err = capsys.readouterr().err
+    assert "--data-files 'nestful=' names no file of nestful" in err and "all reads" not in err
+
+
 def test_one_source_reads_source_path_items_beside_plain_paths_in_their_order(tmp_path):
     """`export nestful --data-files nestful=a.jsonl b.jsonl` still read the item as a file named 'nestful=a.jsonl'
     ("Unable to find"): only a list of items alone was taken as that source's files."""

@@ -194,7 +194,8 @@ def data_files_for(args: argparse.Namespace, source: str):
     if args.data_files and any(names_a_source(item) for item in args.data_files):
         # SOURCE=PATH items, as all and mirror take them (also beside plain paths): read as a path they were a file
         # not found ("Unable to find './nestful=a.jsonl'"), an item of another source read as this one's rows
-        items = [files_by_source([item]) if names_a_source(item) else {source: [item]} for item in args.data_files]
+        items = [files_by_source([item], source) if names_a_source(item) else {source: [item]}
+                 for item in args.data_files]
         others = sorted({name for item in items for name in item} - {source})
         if others:
             raise ValueError(f"--data-files gives files of {', '.join(others)} (SOURCE=PATH items), but the command "
@@ -373,8 +374,9 @@ def output_folder(path) -> Iterator[None]:
         raise
 
 
-def files_by_source(items: list[str]) -> dict[str, list[str]]:
-    """``SOURCE=PATH`` items as the mapping ``load("all", data_files=...)`` takes (source name -> files)."""
+def files_by_source(items: list[str], reader: Optional[str] = None) -> dict[str, list[str]]:
+    """``SOURCE=PATH`` items as the mapping ``load("all", data_files=...)`` takes (source name -> files);
+    ``reader``: the one source a command reads (named in the error), else the mix."""
     from ..registry import MIX, meant_source, source_names
 
     names = source_names()
@@ -384,6 +386,8 @@ def files_by_source(items: list[str]) -> dict[str, list[str]]:
         if not sep or name not in names or not path:
             meant = meant_source(name) if sep and path else None
             hint = f" (did you mean {f'{meant}={path}'!r}?)" if meant in names else ""
+            if reader is not None and sep and name in names:  # (`nestful=`: the item of one source names no file)
+                raise ValueError(f"--data-files {item!r} names no file of {name}: give {name}=PATH or PATH")
             raise ValueError(f"{MIX} reads each source's own files: give --data-files as SOURCE=PATH items "
                              f"(SOURCE one of {', '.join(names)}), got {item!r}{hint}")
         # (a leading ~ is the home folder, as a_path reads it: the shell leaves it after SOURCE=, and the checks
