@@ -398,10 +398,11 @@ def test_https_upstream_unreachable_names_why_not_a_missing_file(github, cache_d
     with pytest.raises(td.DataNotFoundError) as err:
         td.load("nestful", split="train", cache_dir=cache_dir, streaming=streaming)
     message = str(err.value)
-    # (named as "[its server cannot be reached: ClientConnectorError...]" behind fsspec's FileNotFoundError, or as
-    # the ClientConnectorError itself where fsspec hands that on, as a stream's first read may)
-    assert "cannot reach the upstream data" in message and "ClientConnector" in message
-    assert "does not exist at that revision" not in message
+    assert "cannot reach the upstream data" in message and "does not exist at that revision" not in message
+    # fsspec's FileNotFoundError is followed by the connection failure behind it; in a long run fsspec's kept HTTP
+    # session may hand on the aiohttp error itself, which names the failure on its own
+    why = message.split("): ", 1)[1].splitlines()[0]
+    assert not why.startswith("FileNotFoundError") or "[its server cannot be reached: Client" in why, why
 
 
 def test_offline_force_redownload_of_local_files_prepares_them_again(tmp_path, monkeypatch):
