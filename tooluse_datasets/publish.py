@@ -54,7 +54,7 @@ from .dataset_card import (CardMarkersError, card_config_names, generated_metada
                            repo_id_problem)
 from .mirror.manifest import MANIFEST_NAME, README_NAME, Manifest, MirrorError, enclosing_mirror, read_manifest
 from .mirror.provenance import hash_file, sha256_file
-from .mirror.hidden_paths import build_running
+from .mirror.hidden_paths import build_running, staged_builds
 from .mirror.staging import recover_swap, recover_swaps_in, swap_lock
 
 logger = logging.getLogger("tooluse_datasets")
@@ -868,8 +868,7 @@ def unfinished_first_builds(folder: str | Path) -> dict[str, Path]:
     root = Path(folder)
     if (root / MANIFEST_NAME).is_file() or not root.is_dir():
         return {}
-    return {child.name[1:-len(".partial")]: child for child in sorted(root.glob(".?*.partial"))
-            if child.is_dir() and not (root / child.name[1:-len(".partial")]).exists()}
+    return {source: staged for source, staged in staged_builds(root).items() if not (root / source).exists()}
 
 
 def find_mirrors(folder: str | Path) -> dict[str, Path]:
@@ -901,7 +900,7 @@ def find_mirrors(folder: str | Path) -> dict[str, Path]:
         mirror = enclosing_mirror(root)
         # a first build stopped before it was done leaves only its staging folder, as read_manifest says of one mirror;
         # one still running would refuse to be run again beside it ("another build is writing")
-        staged = sorted(child for child in root.glob(".*.partial") if child.is_dir())
+        staged = list(staged_builds(root).values())
         running = [child.name for child in staged if build_running(child)]
         stopped = [child.name for child in staged if child.name not in running]
         raise PublishError(f"{folder} is neither a mirror nor a folder of mirrors " + (

@@ -24,6 +24,11 @@ def staging_path(target: Path) -> Path:
     return target.with_name(f".{target.name}.partial")
 
 
+def staged_builds(root: Path) -> dict[str, Path]:
+    """``{source: staging folder}`` of the builds staged directly in ``root`` (``.<source>.partial/``), by name."""
+    return {child.name[1:-len(".partial")]: child for child in sorted(root.glob(".?*.partial")) if child.is_dir()}
+
+
 def swap_lock_path(target: Path) -> Path:
     return target.with_name(f".{target.name}.lock")
 
