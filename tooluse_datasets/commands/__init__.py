@@ -191,11 +191,12 @@ def data_files_for(args: argparse.Namespace, source: str):
         files = files_by_source(args.data_files)
         refuse_folders([path for paths in files.values() for path in paths])
         return files
-    if args.data_files and any(names_a_source(item) for item in args.data_files):
+    named = [names_a_source(item) for item in args.data_files or []]
+    if any(named):
         # SOURCE=PATH items, as all and mirror take them (also beside plain paths): read as a path they were a file
         # not found ("Unable to find './nestful=a.jsonl'"), an item of another source read as this one's rows
-        items = [files_by_source([item], source) if names_a_source(item) else {source: [item]}
-                 for item in args.data_files]
+        items = [files_by_source([item], source) if is_named else {source: [item]}
+                 for item, is_named in zip(args.data_files, named)]
         others = sorted({name for item in items for name in item} - {source})
         if others:
             raise ValueError(f"--data-files gives files of {', '.join(others)} (SOURCE=PATH items), but the command "
