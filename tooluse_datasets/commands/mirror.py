@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import re
 
 from ..errors import one_line, plain_printable
 from . import (a_path, a_revision, add_source_arguments, data_files_for, names_a_source, output_folder,
@@ -197,12 +198,13 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 500MB, 1GB, 1000000)") from None
     if size < 1:
         raise argparse.ArgumentTypeError(f"a size must be at least 1 byte, got {text!r}")
-    if text[-2:-1].isalpha() and text[-2:-1].upper() in "KMGTP" and text.endswith("b"):
+    bits = re.fullmatch(r"(.*)([KMGTPkmgtp])b", text)
+    if bits:
         # datasets divides by 8 for a lower-case b (bits): '64mb' silently gave row groups of 8 MB
         from ..dataset_card import human_bytes
 
         raise argparse.ArgumentTypeError(f"{text!r} ends in a lower-case b, which datasets reads as bits "
-                                         f"({human_bytes(size)}): write {text[:-2]}{text[-2].upper()}B for bytes")
+                                         f"({human_bytes(size)}): write {bits[1]}{bits[2].upper()}B for bytes")
     return size
 
 
