@@ -393,7 +393,7 @@ def _reports_set_aside(ex_iterable: Any) -> Iterator[None]:
 
 def _install_column_operations_keeping_features() -> None:
     """``select_columns``, ``rename_column``, ``rename_columns``, ``cast_column``, ``cast`` (map-style and
-    streaming) and ``flatten_indices`` rebuild the dataset's features as a plain ``Features``, so their rows came
+    streaming) and ``flatten(_indices)`` rebuild the dataset's features as a plain ``Features``, so their rows came
     back with every key: after ``ds.select_columns(["messages", "tools"])`` Hermes-3 rendered each final answer
     (``tool_calls: []``) as an empty call turn, and a kept ``images: []`` made TRL take the text for vision data.
     Their result keeps the class of the features it came from (recompiled for its columns). So does a map-style
@@ -413,7 +413,7 @@ def _install_column_operations_keeping_features() -> None:
     Dataset.map = _writing_formatted_values_back(_keeping_exact_features(_map_workers_ending_with_the_pool(Dataset.map),
                                                                         keep_rewritten))
     # (``_fast_select_column`` is how ``ds["messages"]`` reads one column: its rows kept every key.)
-    for cls, names in ((Dataset, ("select_columns", "rename_column", "rename_columns", "flatten_indices",
+    for cls, names in ((Dataset, ("select_columns", "rename_column", "rename_columns", "flatten_indices", "flatten",
                                   "cast_column", "cast", "_fast_select_column")),
                        (IterableDataset, ("select_columns", "rename_column", "rename_columns", "cast_column", "cast"))):
         for name in names:
