@@ -1196,6 +1196,9 @@ def test_validate_unified_raises_the_first_structural_finding_typed(samples):
         (lambda r: _calls(r)[1]["function"].update(name="nope"), UnknownToolError,
          "messages[2].tool_calls[1].function.name"),
         (lambda r: r["messages"][4].update(tool_call_id="call_7"), InvalidValueError, "messages[4].tool_call_id"),
+        # OpenAI's spelling (JSON text): every writer refuses it, and chat templates would write it encoded twice
+        (lambda r: _calls(r)[0]["function"].update(arguments='{"base": "USD"}'), InvalidValueError,
+         "messages[2].tool_calls[0].function.arguments"),
     ]
     for mutate, error, field in cases:
         row = base(samples, SWIFT)
