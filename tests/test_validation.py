@@ -107,6 +107,7 @@ BREAKS = [
      lambda r: r["messages"][1].update(tool_calls=copy.deepcopy(_calls(r)[:1])), "messages[1].tool_calls"),
     ("call.fields", SWIFT, lambda r: _calls(r)[1].update(id=""), "messages[2].tool_calls[1].id"),
     ("call.fields", NESTFUL, lambda r: _calls(r)[0]["function"].update(name=""), "tool_calls[0].function.name"),
+    ("call.not_function", SWIFT, lambda r: _calls(r)[1].update(type="custom"), "messages[2].tool_calls[1].type"),
     ("call.duplicate_id", SWIFT, lambda r: _calls(r)[1].update(id="call_0"), "messages[2].tool_calls[1].id"),
     ("call.unknown_tool", NESTFUL, lambda r: _calls(r)[2]["function"].update(name="no_such_tool"),
      "tool_calls[2].function.name"),
@@ -1199,6 +1200,8 @@ def test_validate_unified_raises_the_first_structural_finding_typed(samples):
         # OpenAI's spelling (JSON text): every writer refuses it, and chat templates would write it encoded twice
         (lambda r: _calls(r)[0]["function"].update(arguments='{"base": "USD"}'), InvalidValueError,
          "messages[2].tool_calls[0].function.arguments"),
+        # another call type: the schema has one, and the writers wrote it as a function call without a word
+        (lambda r: _calls(r)[1].update(type="custom"), InvalidValueError, "messages[2].tool_calls[1].type"),
     ]
     for mutate, error, field in cases:
         row = base(samples, SWIFT)

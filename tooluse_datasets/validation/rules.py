@@ -191,6 +191,15 @@ def call_fields(view: RowView) -> Findings:
             yield f"{c.field}.function.arguments", "call has no arguments"
 
 
+@rule("call.not_function", "error", "A call's `type` is not `function` (the schema's only call type; every writer "
+      "writes the call as a function call all the same).", structural=True)
+def call_not_function(view: RowView) -> Findings:
+    for c in view.calls:
+        kind = c.call.get("type")
+        if kind is not None and kind != "function":  # (None: a row built without it, read as a function call)
+            yield f"{c.field}.type", f"call type {as_json(kind)} is not \"function\""
+
+
 @rule("call.duplicate_id", "error", "Two calls of the row have the same id (results cannot say which "
       "they answer).", structural=True)
 def call_duplicate_id(view: RowView) -> Findings:
