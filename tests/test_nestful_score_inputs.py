@@ -8,8 +8,9 @@ import math
 
 import pytest
 
-from tooluse_datasets import cli
+from tooluse_datasets import cli, codec
 from tooluse_datasets.builders.nestful.execution import SequenceJob, run_sequences
+from tooluse_datasets.builders.nestful.gold import decode_gold_answer
 from tooluse_datasets.builders.nestful.score import (NO_PREDICTION, ScoreItem, gold_rows_by_id, read_results, score,
                                                      score_file)
 from tooluse_datasets.builders.nestful.specs import output_fields
@@ -286,6 +287,27 @@ def test_a_gold_answer_that_cannot_be_checked_is_refused_before_anything_runs(ma
         with pytest.raises(error) as info:
             score(items, executable_functions_dir="/nonexistent")
         assert (info.value.row, info.value.field) == (1, "gold_answer") and "'bad'" in info.value.message
+
+
+def test_a_gold_answer_in_pythons_str_spelling_is_refused_saying_how_to_read_it(functions_dir):
+    # HF's text column holds str() of the answer: the toy rows' boolean and object answers read as "True", "{'...'}"
+    picked = [r for r in rows(TOY) if isinstance(r["gold_answer"], (bool, dict))]
+    assert {type(r["gold_answer"]) for r in picked} == {bool, dict}
+    for row in picked:
+        item = ScoreItem(row["sample_id"], row["output"], row["tools"], str(row["gold_answer"]), row["output"])
+        with pytest.raises(InvalidJsonError) as info:
+            score([item], executable_functions=functions_dir)
+        # codec.dumps(text), the advice for a string answer, would make it a string that the right calls never give
+        assert "codec.dumps(answer)" not in info.value.message
+        assert f"Python's str() of {json.dumps(row['gold_answer'])}" in info.value.message
+        assert "codec.dumps(decode_gold_answer(text))" in info.value.message
+        # following it, the gold calls win
+        fixed = ScoreItem(row["sample_id"], row["output"], row["tools"],
+                          codec.dumps(decode_gold_answer(str(row["gold_answer"]))), row["output"])
+        assert [s.win for s in score([fixed], executable_functions=functions_dir).samples] == [True]
+    with pytest.raises(InvalidJsonError, match=r"a string answer goes in as its JSON text, codec\.dumps\(answer\)"):
+        score([ScoreItem("s", picked[0]["output"], picked[0]["tools"], "a is greater", "[]")],
+              executable_functions=functions_dir)
 
 
 def test_the_sandbox_reports_a_gold_answer_that_is_not_json_text_instead_of_crashing(math_row, functions_dir):

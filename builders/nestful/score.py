@@ -607,14 +607,26 @@ def _gold_answer_text(answer: Any, *, is_text: bool, sample_id: Any, file: Optio
                                  **where) from None
         except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than Python's stack
             raise InvalidJsonError(f"the gold answer of sample {sample_id!r} is text but not JSON ({exc}; text is "
-                                   "read as JSON: a string answer goes in as its JSON text, codec.dumps(answer))",
-                                   **where) from None
+                                   f"read as JSON: {_not_json_hint(answer)})", **where) from None
         return answer
     try:
         return dumps(answer)  # exact for every JSON value; NaN, infinities and non-JSON objects are refused
     except JsonValueError as exc:
         raise JsonValueError(f"the gold answer of sample {sample_id!r} is not a JSON value ({exc.message})",
                              **where) from None
+
+
+def _not_json_hint(text: str) -> str:
+    """What to give instead of ``text``: Python's ``str()`` of a value (HF's text column: ``True``, ``{'a': 1}``)
+    is that value, which codec.dumps(text) would make a string answer no right prediction equals."""
+    try:
+        value = decode_gold_answer(text)
+    except RecursionError:
+        value = text
+    if isinstance(value, str):
+        return "a string answer goes in as its JSON text, codec.dumps(answer)"
+    return (f"it is Python's str() of {shown(value)}, as HF's text column holds it: give that value, "
+            "codec.dumps(decode_gold_answer(text)) (builders.nestful.gold), as load reads the column")
 
 
 def check_prediction(prediction: Any, field: str, *, file: Optional[str], row: Optional[int]) -> None:
