@@ -133,7 +133,7 @@ def test_short_call_ids_renames_the_references_in_arguments(cache_dir):
                                                    ("glaive", "non-executable", "non-executable-glaive"),
                                                    ("sgd", "non-executable", "non-executable-sgd"))},
                       {"data_version": "v1", "on_error": "skip"}))
-    edges = 0
+    edges, checked_without_dollar = 0, False
     for files, options in loads:
         for ds in td.load("nestful", data_files=files, cache_dir=cache_dir, **options).values():
             for row in ds:
@@ -147,11 +147,29 @@ def test_short_call_ids_renames_the_references_in_arguments(cache_dir):
                     # nothing else of the value changes
                     assert re.sub(r"\$([0-9A-Za-z]{9})", lambda m: "$" + old_of.get(m[1], m[1]), after) == before
                     edges += 1
-                # (a v1 value missing its leading "$" is text, no edge: it keeps its var<N> label, which then names
-                # no call, so that finding is left out; references inside longer text are checked as before)
-                kept = [(f.rule, f.field) for f in check_row(row) if "without its leading" not in f.message]
+                # (a v1 value missing its leading "$" is text, no edge: its label is renamed too, so it is still
+                # reported, by the call's new id; references inside longer text are checked as before)
+                kept = [(f.rule, f.field) for f in check_row(row)]
                 assert [(f.rule, f.field) for f in check_row(fixed) if (f.rule, f.field) in kept] == kept, row["id"]
-    assert edges >= 180
+                if row["id"] == "nestful/v1-executable/21":
+                    first = fixed["messages"][1]["tool_calls"][0]["id"]
+                    assert _arguments_at(fixed, fixed["messages"][1]["tool_calls"][1]["id"], "product_id") == (
+                        f"{first}.product_id$"), "the value missing its leading $ still names the first call"
+                    without = [f.message for f in check_row(fixed) if "without its leading" in f.message]
+                    assert without == [f'"{first}.product_id$" reads as a reference to {first}.product_id without '
+                                       'its leading "$": it is kept as text, so the call gets this text and '
+                                       'call_graph has no edge for it'], without
+                    checked_without_dollar = True
+                elif not row["subset"].startswith("v1-") and row["call_graph"]:
+                    # outside v1 such text is no reference ("1.5$" beside a call "1"): it stays as it is
+                    first = row["messages"][1]["tool_calls"][0]["id"]
+                    tail = {**row, "messages": [dict(m) for m in row["messages"]]}
+                    calls = tail["messages"][1]["tool_calls"] = [dict(c) for c in row["messages"][1]["tool_calls"]]
+                    calls[-1] = {**calls[-1], "function": {**calls[-1]["function"], "arguments": {
+                        **calls[-1]["function"]["arguments"], "note": f"{first.strip('$')}.5$"}}}
+                    note = td.short_call_ids(tail)["messages"][1]["tool_calls"][-1]["function"]["arguments"]["note"]
+                    assert note == f"{first.strip('$')}.5$", row["id"]
+    assert edges >= 180 and checked_without_dollar == SHARED_DATA.exists()
 
 
 def test_short_call_ids_keeps_a_reference_without_its_closing_dollar_a_reference(tmp_path, cache_dir):

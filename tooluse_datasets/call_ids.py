@@ -17,6 +17,9 @@ from .row_rewrite import check_call_ids, row_rewrite
 ALPHABET = string.digits + string.ascii_letters
 # A whole argument value that references a call's output without its closing `$` (NESTFUL "$var_1.result")
 _OPEN_REFERENCE = re.compile(r"\$[^$.]+\.[^$]+")
+# One missing its leading `$` (NESTFUL v1 "var1.product_id$"): text, no edge, which nestful.undefined_reference
+# reports by the label it names
+_NO_LEADING_DOLLAR = re.compile(r"([^$.]+)(\.[^$]+\$)")
 
 
 @row_rewrite
@@ -55,7 +58,25 @@ def short_call_ids(row: dict, length: int = 9) -> dict:
                                              for k in ("consumer", "argument", "producer")):
             referenced.setdefault(edge["consumer"], {}).setdefault(edge["argument"], set()).add(edge["producer"])
 
+    earlier: dict[str, str] = {}  # label (the old id without its `$`s) -> old id, of the calls renamed so far
+    v1 = str(row.get("subset") or "").startswith("v1-")  # NESTFUL's v1 rows
+
     def renamed(call: Mapping) -> dict:
+        out = _renamed(call)
+        function = out.get("function")
+        if earlier and v1 and isinstance(function, Mapping) and isinstance(function.get("arguments"), Mapping):
+            # a reference missing its leading `$` names its call too: left old, its finding would be gone (v1
+            # rows only, which nestful.undefined_reference reads so: elsewhere "1.5$" is a price, not call "1")
+            out = {**out, "function": {**function, "arguments": _strings(function["arguments"], without_dollar)}}
+        if isinstance(call["id"], str) and call["id"].replace("$", ""):
+            earlier.setdefault(call["id"].replace("$", ""), call["id"])
+        return out
+
+    def without_dollar(text: str) -> str:
+        m = _NO_LEADING_DOLLAR.fullmatch(text)
+        return rewrite(earlier[m.group(1)]).replace("$", "") + m.group(2) if m and m.group(1) in earlier else text
+
+    def _renamed(call: Mapping) -> dict:
         paths, function = referenced.get(call["id"], {}), call.get("function")
         # a reference names its call by the label without its `$`s; left old, it would name a call the row no
         # longer has (the row then failed nestful.undefined_reference, and its raw row named no producer)
@@ -101,6 +122,17 @@ def _referencing(value, path: str, paths: Mapping, rename) -> object:
         return [_referencing(v, f"{path}[{i}]", paths, rename) for i, v in enumerate(value)]
     if isinstance(value, Mapping):
         return {k: _referencing(v, f"{path}.{k}", paths, rename) for k, v in value.items()}
+    return value
+
+
+def _strings(value, change) -> object:
+    """``value`` with ``change`` applied to every string in it, inside lists and objects too."""
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, list):
+        return [_strings(v, change) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _strings(v, change) for k, v in value.items()}
     return value
 
 

@@ -53,7 +53,7 @@ def undefined_reference(view):
 # A v1 value that reads as a reference but for its leading `$` ("var1.product_id$", executable row 21): the reader
 # keeps it as text (the spec's rule: a reference starts with `$`), so it is no call_graph edge and the call gets the
 # text; reported so that the dependency it meant is not lost without a word.
-_WITHOUT_DOLLAR = re.compile(r"(var_?\d+)\.([^$]+)\$")
+_WITHOUT_DOLLAR = re.compile(r"([^$.]+)\.([^$]+)\$")  # (any label: short_call_ids renames them)
 
 
 def _references_without_dollar(c, labels):
