@@ -196,3 +196,30 @@ def test_a_multi_line_execution_detail_stays_on_its_sample_line_when_scoring(tmp
                              "find_file_by_pattern: "
                              "FileNotFoundError: Directory nowhere\\u000a  3a4b7b77")
     assert not any(line.startswith("  3a4b7b77") for line in lines)
+
+
+def test_a_string_answer_lost_to_its_hf_str_text_says_so(tmp_path, functions_dir, cache_dir):
+    """HF's text column holds str() of each answer: the toy row whose answer is a string looking like JSON reads as
+    the object it spells, so its right calls lose; verify and an executed load say why, other mismatches do not."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import tooluse_datasets as td
+
+    rows = [json.loads(line) for line in shared_data(*TOY).read_text().splitlines()]
+    row = next(r for r in rows if isinstance(r["gold_answer"], str) and r["gold_answer"].startswith("{"))
+    broken = json.loads(shared_data(*CURRENT).read_text().splitlines()[0])
+    broken["output"][0]["arguments"]["arg_1"] = 50  # a plain mismatch: 45.0, not 40.0
+    path = tmp_path / "hf.parquet"
+    pq.write_table(pa.Table.from_pylist([{"sample_id": r["sample_id"], "input": r["input"],
+                                          "output": json.dumps(r["output"]), "tools": json.dumps(r["tools"]),
+                                          "gold_answer": str(r["gold_answer"])} for r in (row, broken)]), path)
+    note = "the answer is the gold answer's text itself: a text column (HF's) writes a string answer and the value"
+    details = {f["sample_id"]: f["detail"] for f in verify(str(path), executable_functions=functions_dir).failures}
+    assert set(details) == {row["sample_id"], broken["sample_id"]}
+    assert note in details[row["sample_id"]] and note not in details[broken["sample_id"]]
+    report = td.SkipReport()
+    kept = td.load("nestful", split="train", data_files=str(path), execute=True, executable_functions=functions_dir,
+                   require_reproduced=True, on_error="skip", report=report, cache_dir=cache_dir)
+    messages = {e["row_id"].rsplit("/", 1)[1]: e["message"] for e in report.to_dict()["examples"]}
+    assert len(kept) == 0 and note in messages[row["sample_id"]] and note not in messages[broken["sample_id"]]

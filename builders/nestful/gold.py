@@ -59,3 +59,15 @@ def has_gold_answer(row: Mapping) -> bool:
         return isinstance(text, str) and decode_gold_answer(text) is None
     # Upstream's own rows: in JSON a null is the answer; in a text column (HF) a null cell holds no text at all.
     return "gold_answer" in row and not stored_as_text(row)
+
+
+def text_column_note(meta: Mapping, answer: Any) -> list[str]:
+    """Why a string answer that is the gold answer's own text lost: a text column (HF's) holds ``str()`` of the
+    answer, which for a string looking like JSON (``'{"a": 1}'``) is also the text of the value it spells, and the
+    loader reads the value. One note, or none (a mismatch without that cause)."""
+    text = meta.get("gold_answer_text")
+    if isinstance(answer, str) and answer == text and not isinstance(meta.get("gold_answer"), str):
+        return ["the answer is the gold answer's text itself: a text column (HF's) writes a string answer and the "
+                "value it spells alike, and it was read as the value"]
+    return []
+

@@ -20,6 +20,7 @@ from tooluse_datasets.progress import progress
 
 from .executed import execution_job
 from .expected_failures import ExpectedFailures, expected_failures_of
+from .gold import text_column_note
 from .execution import SandboxLimits, one_folder, run_sequences
 from .execution import executable_functions as functions_folder
 from .execution.sandbox import ISOLATION
@@ -132,8 +133,10 @@ def verify_rows(rows: Iterable[dict], *, executable_functions: Union[str, os.Pat
             if not reproduced:
                 # A mismatch keeps the sandbox's notes: they say why an answer that reads as the gold does not
                 # count (upstream's check crashing on an ambiguous ==, a gold float without a '.')
+                meta = row.get("meta") or {}
                 mismatch = "; ".join([f"the gold calls give {result.answer_text()}, not the gold answer "
-                                      f"{dumps((row.get('meta') or {}).get('gold_answer'))}", *result.notes])
+                                      f"{dumps(meta.get('gold_answer'))}", *result.notes,
+                                      *text_column_note(meta, (result.answer or {}).get("value"))])
                 # The answer as JSON, and what it is in Python where JSON cannot say (a tuple, NaN, int keys)
                 failure = {"status": result.status, "reason": result.reason or "gold_mismatch",
                            "detail": result.detail or mismatch,
