@@ -147,3 +147,16 @@ def test_a_null_gold_answer_is_reproduced_and_a_missing_one_is_not(tmp_path, sta
     (row,) = executed
     assert row["meta"]["sample_id"] == STAIRCASE_ID and row["meta"]["execution"]["reproduces_gold"] is True
     assert row["messages"][-1] == {"role": "assistant", "content": "null"}
+
+
+def test_a_row_without_calls_is_no_calls_said_once(tmp_path, cache_dir, math_row, functions_dir):
+    """An empty output executes as no_calls; its message said the reason's meaning, then the same words again
+    ('no_calls: the sequence has no calls: no calls')."""
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps({**math_row, "output": []}) + "\n")
+    for streaming in (False, True):
+        report = td.SkipReport()
+        ds = td.load("nestful", split="train", data_files=str(path), execute=True, on_error="skip", report=report,
+                     executable_functions=functions_dir, streaming=streaming, cache_dir=cache_dir)
+        assert list(ds) == [] and [(e["field"], e["message"]) for e in report.to_dict()["examples"]] == [
+            ("output", "no_calls: the sequence has no calls")]

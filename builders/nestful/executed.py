@@ -70,7 +70,10 @@ def execution_error(result: SequenceResult) -> ExecutionError:
     """The typed error of a failed or stopped execution, naming the call (``output[i]``) and the reason."""
     reason = result.reason or result.status
     field = f"output[{result.failed_call}]" if result.failed_call is not None else "output"
-    return ExecutionError(f"{reason}: {REASONS.get(reason, reason)}: {result.detail}", field=field)
+    meaning, detail = REASONS.get(reason, reason), result.detail or ""
+    # a detail the reason's meaning already says ("no calls") is left out, not repeated after it
+    said = not detail.strip() or detail.strip().lower() in meaning.lower()
+    return ExecutionError(f"{reason}: {meaning}" + ("" if said else f": {detail}"), field=field)
 
 
 def executed_row(row: dict, result: SequenceResult, *, calls_per_turn: str = "one",
