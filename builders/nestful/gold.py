@@ -70,4 +70,3 @@ def text_column_note(meta: Mapping, answer: Any) -> list[str]:
         return ["the answer is the gold answer's text itself: a text column (HF's) writes a string answer and the "
                 "value it spells alike, and it was read as the value"]
     return []
-
