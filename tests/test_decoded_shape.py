@@ -755,3 +755,30 @@ def test_a_batched_stream_filter_in_a_table_or_tensor_format_gets_the_formats_ba
     ids = [r["id"] for r in stream]
     kept = stream.with_format(format_type).filter(lambda b: [True] * len(b["id"]), batched=True, batch_size=4)
     assert [str(i) for r in kept for i in (r["id"] if format_type != "numpy" else [r["id"]])] == ids
+
+
+def test_a_map_whose_messages_make_no_call_saves_to_disk_and_stores_empty_calls_as_the_loader_does(tmp_path):
+    """The README's prompt-completion map of ToolMind's rows that end on an answer: every ``completion`` message
+    leaves ``tool_calls`` out. The map stored it as null where the loader stores ``[]``, so ``to_list()`` was not
+    the complete row form, and a column of only such messages made ``save_to_disk`` (and ``push_to_hub``) fail in
+    pyarrow ("MakeBuilder: cannot construct builder for type extension<arrow.json>")."""
+    ds = td.load("toolmind", data_files=td.sample_files("toolmind"), split="synthetic",
+                 cache_dir=str(tmp_path / "cache"))
+    features = datasets.Features({**ds.features, "prompt": ds.features["messages"],
+                                  "completion": ds.features["messages"]})
+    del features["messages"]
+    answers = ds.filter(lambda r: r["messages"][-1]["role"] == "assistant" and not r["messages"][-1].get("tool_calls"))
+    pairs = answers.map(lambda r: {"prompt": r["messages"][:-1], "completion": r["messages"][-1:]},
+                        remove_columns=["messages"], features=features)
+    assert len(pairs) >= 5
+    assert [row["completion"] for row in pairs.to_list()] == [complete_row(row)["messages"][-1:] for row in answers]
+    pairs.save_to_disk(str(tmp_path / "pairs"))
+    assert list(td.exact(datasets.load_from_disk(str(tmp_path / "pairs")))) == list(pairs)
+    # the same for a rewrite of messages that hold no call (a chat-only file)
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text('{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}\n',
+                    encoding="utf-8")
+    mapped = td.load("ms_swift", data_files=str(chat), split="train",
+                     cache_dir=str(tmp_path / "cache")).map(td.reasoning_in_content)
+    mapped.save_to_disk(str(tmp_path / "chat"))
+    assert list(td.exact(datasets.load_from_disk(str(tmp_path / "chat")))) == list(mapped)

@@ -108,7 +108,12 @@ def _along_path(example: Any, json_field_path: list, leaf: Callable[[Any], Any])
             if isinstance(example, str) and leaf is _encoded_exact_leaf:  # (datasets' walk: one character an entry)
                 raise InvalidValueError("expected a list, got string")
             return [_along_path(x, rest, leaf) for x in example]
-        return {**example, key: _along_path(example.get(key), rest, leaf)}
+        value = example.get(key)
+        if value is None and rest and rest[0] == 0 and leaf is _encoded_exact_leaf:
+            # a decoded message leaves an empty tool_calls out: stored as the [] the loader writes, not null (a
+            # column of only such lists made pyarrow fail in save_to_disk/push_to_hub: "cannot construct builder")
+            value = []
+        return {**example, key: _along_path(value, rest, leaf)}
     return None if example is None else leaf(example)
 
 
