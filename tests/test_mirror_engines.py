@@ -1337,3 +1337,41 @@ def test_a_task_of_a_stopped_build_whose_staging_folder_went_ends_quietly_and_ma
     monkeypatch.setattr(shard_task, "skipped_rows_file", staging_deleted_at_start)
     assert started[0].parts_dir in convert_shard(started[0])[ABANDONED]
     assert not any(out.iterdir())
+
+
+def test_a_task_of_a_stopped_build_failing_late_on_the_callers_ray_prints_no_traceback_there(tmp_path, monkeypatch,
+                                                                                           capfd):
+    """On the caller's own Ray, a build stopped midway leaves its running tasks to end. One that then met a bad row
+    (on_error="raise") raised it to no one, and Ray printed "Unhandled error" with the worker's whole traceback in
+    the caller's process seconds later. The stopped build's tasks end quietly now."""
+    ray = pytest.importorskip("ray", reason="Ray is the optional extra 'ray' (pip install 'tooluse-datasets[ray]')")
+    if ray.is_initialized():
+        ray.shutdown()
+    good = [line for f in td.sample_files("ms_swift")["train"] for line in Path(f).read_text().splitlines() if line]
+    quick, slow = tmp_path / "a_quick.jsonl", tmp_path / "b_slow.jsonl"
+    quick.write_text(good[0] + "\n", encoding="utf-8")
+    slow.write_text("\n".join(good * 2000) + "\n[1, 2]\n", encoding="utf-8")  # its bad row last
+    request = MirrorRequest("ms_swift", configs=["unified"], data_files=[str(quick), str(slow)], on_error="raise",
+                            source_options={"shard_bytes": 10**9})  # one shard a file
+    from tooluse_datasets.mirror.staging import Staging
+
+    saved = Staging.save_result
+
+    def interrupted_after_one(self, key, task_id, result):
+        saved(self, key, task_id, result)
+        raise KeyboardInterrupt  # Ctrl-C once the quick shard is in, the slow one still converting
+
+    monkeypatch.setattr(Staging, "save_result", interrupted_after_one)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            build_mirror(request, tmp_path / "out", engine="ray", num_proc=2)
+        deadline = time.monotonic() + 120
+        while ray.available_resources().get("CPU", 0) < ray.cluster_resources().get("CPU", 0):
+            assert time.monotonic() < deadline, "the stopped build's slow task still runs"
+            time.sleep(0.2)
+        time.sleep(2)  # (Ray reports an error no one fetched once its task has ended)
+    finally:
+        ray.shutdown()
+    printed = capfd.readouterr()
+    assert "Unhandled error" not in printed.err + printed.out, printed.err[-2000:]

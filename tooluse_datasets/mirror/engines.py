@@ -318,6 +318,11 @@ def _run_ray(tasks: Sequence[ShardTask], num_proc: Optional[int],
                 yield task, outcome(task, result)
         bad_row.raise_it()
     finally:
+        for ref in running:
+            # Left to end on their own (a stopped build): a failure no one fetches, a bad row met late, would be
+            # printed by Ray in this process later as "Unhandled error" with the worker's traceback. A future
+            # taking their outcome counts as fetching it.
+            ref.future()
         if stop_ray is not None:
             stop_ray()
 
