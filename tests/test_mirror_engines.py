@@ -1375,3 +1375,39 @@ def test_a_task_of_a_stopped_build_failing_late_on_the_callers_ray_prints_no_tra
         ray.shutdown()
     printed = capfd.readouterr()
     assert "Unhandled error" not in printed.err + printed.out, printed.err[-2000:]
+
+
+def test_a_build_of_other_input_empties_a_staging_folder_a_late_task_still_writes_into(tmp_path):
+    """On the caller's own Ray, a stopped build's task goes on writing its parts (a file per part) into the staging
+    folder. A build of other input started meanwhile emptied that folder in place, and failed with a raw
+    "OSError: [Errno 39] Directory not empty: 'unified'" when the task made a file during the deletion (1 run in 3
+    on a Ray with parts of one row each), its staging left locked by the process. Here a thread writes as that
+    task does."""
+    import threading
+
+    out = tmp_path / "out"
+    mirror_support.stop_a_first_build("ms_swift", out)
+    staging = out / ".ms_swift.partial"
+    late_folder = next((staging / ".parts").iterdir()) / "unified"
+    for i in range(2000):  # the parts it wrote so far
+        (late_folder / f"train-00001-{i:03d}.parquet").write_bytes(b"part")
+    stopped = threading.Event()
+
+    def late_task():
+        i = 2000
+        while not stopped.is_set():
+            try:  # (a task never makes its parts folder again: make_folder_below)
+                (late_folder / f"train-00001-{i:03d}.parquet").write_bytes(b"part")
+            except FileNotFoundError:
+                return  # its folder is gone: the task abandons its shard
+            i += 1
+
+    writer = threading.Thread(target=late_task)
+    writer.start()
+    try:
+        folder = build_sample_mirror("ms_swift", out, configs=["raw"])  # other input: the staging is emptied
+    finally:
+        stopped.set()
+        writer.join()
+    assert read_manifest(folder).configs.keys() == {"raw"}
+    assert sorted(p.name for p in out.iterdir() if p.name != ".ms_swift.lock") == ["ms_swift"]

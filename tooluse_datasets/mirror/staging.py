@@ -29,6 +29,7 @@ import json
 import logging
 import os
 import shutil
+import uuid
 from pathlib import Path
 from typing import Iterator, Optional
 
@@ -184,7 +185,7 @@ class Staging:
             # The build file last: a staging folder without one is a finished build (recover_swap).
             for child in sorted(staging.folder.iterdir(), key=lambda child: child.name == BUILD_FILE):
                 if child.name != LOCK_FILE:
-                    shutil.rmtree(child) if child.is_dir() else child.unlink()
+                    _delete_aside(child, target) if child.is_dir() else child.unlink()
             _write_atomically(build_file, text)
         # Parts under a folder of this build's own: a task of a stopped build left running on a Ray that goes on
         # (the caller's) writes there late, but never over the parts of another build started meanwhile.
@@ -227,7 +228,7 @@ class Staging:
         # Locked from before the build file goes: from then on recover_swap would take the folder for a
         # finished build stopped mid-swap, and another build's open would empty it.
         with swap_lock(self.target):
-            shutil.rmtree(self.folder / PARTS_DIR)
+            _delete_aside(self.folder / PARTS_DIR, self.target)
             shutil.rmtree(self._results)
             (self.folder / BUILD_FILE).unlink()
             (self.folder / LOCK_FILE).unlink()
@@ -236,14 +237,14 @@ class Staging:
 
     def discard(self) -> None:
         """Delete the staging folder (the build cannot succeed on this input: nothing to resume)."""
-        shutil.rmtree(self.folder, ignore_errors=True)
+        _delete_aside(self.folder, self.target)
         self._unlock()
 
     def release(self) -> None:
         """Keep the staging folder for the next run (the build stopped for a reason a re-run may not meet), if
         it holds a finished shard; else there is nothing to resume, and it goes."""
         if not any(self._results.glob("*.json")):
-            shutil.rmtree(self.folder, ignore_errors=True)
+            _delete_aside(self.folder, self.target)
         self._unlock()
 
     def _lock(self) -> None:
@@ -264,6 +265,19 @@ class Staging:
         if self._lock_fd is not None:
             os.close(self._lock_fd)  # closing the descriptor releases the flock
             self._lock_fd = None
+
+
+def _delete_aside(folder: Path, target: Path) -> None:
+    """Delete ``folder`` (in ``target``'s staging folder, or that folder itself), moved out of it first: a task of a
+    stopped build left running on a Ray that goes on (the caller's) may still make files in it, and a deletion in
+    place then failed ("Directory not empty") or left part of it, its build record gone. Moved, the folder is out of
+    the task's reach: the task finds its parts folder gone and abandons its shard."""
+    aside = target.with_name(f".{target.name}.deleted-{uuid.uuid4().hex[:12]}")
+    try:
+        os.rename(folder, aside)
+    except FileNotFoundError:
+        return
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def _write_atomically(path: Path, text: str) -> None:
