@@ -1411,3 +1411,17 @@ def test_a_build_of_other_input_empties_a_staging_folder_a_late_task_still_write
         writer.join()
     assert read_manifest(folder).configs.keys() == {"raw"}
     assert sorted(p.name for p in out.iterdir() if p.name != ".ms_swift.lock") == ["ms_swift"]
+
+
+def test_a_staging_folder_moved_aside_and_not_wholly_deleted_goes_with_the_next_deletion(tmp_path):
+    """A folder moved aside for deletion keeps what a late task wrote into it after its deletion (or what a file
+    system would not delete, as NFS keeps a file still open): the next deletion beside that mirror removes it, so
+    hidden .<source>.deleted-* folders do not pile up."""
+    out = tmp_path / "out"
+    mirror_support.stop_a_first_build("ms_swift", out)
+    left = out / ".ms_swift.deleted-0123456789ab"
+    (left / "unified").mkdir(parents=True)
+    (left / "unified" / "train-00001-000.parquet").write_bytes(b"part")
+    build_sample_mirror("ms_swift", out, configs=["raw"])
+    assert not left.exists()
+    assert sorted(p.name for p in out.iterdir() if p.name != ".ms_swift.lock") == ["ms_swift"]

@@ -272,11 +272,15 @@ def _delete_aside(folder: Path, target: Path) -> None:
     stopped build left running on a Ray that goes on (the caller's) may still make files in it, and a deletion in
     place then failed ("Directory not empty") or left part of it, its build record gone. Moved, the folder is out of
     the task's reach: the task finds its parts folder gone and abandons its shard."""
+    for earlier in target.parent.glob(f".{target.name}.deleted-*"):  # what an earlier deletion could not remove
+        shutil.rmtree(earlier, ignore_errors=True)
     aside = target.with_name(f".{target.name}.deleted-{uuid.uuid4().hex[:12]}")
     try:
         os.rename(folder, aside)
     except FileNotFoundError:
         return
+    except OSError:  # (not movable: deleted in place, as before)
+        aside = folder
     shutil.rmtree(aside, ignore_errors=True)
 
 
