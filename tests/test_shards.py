@@ -131,6 +131,28 @@ def test_a_truncated_compressed_file_keeps_its_rows_before_the_cut_and_reports_t
         list(td.load("ms_swift", data_files=[str(cut)], split="train", streaming=True))
 
 
+@pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
+@pytest.mark.parametrize("suffix", [".gz", ".zst"])
+def test_a_0_byte_compressed_file_is_refused_naming_it_not_read_as_empty(tmp_path, cache_dir, streaming, suffix):
+    """A download cut before its first byte is no compressed file (not even a header), where gzip's and zstd's
+    readers gave no rows: an empty split, or a split short of that file's rows without a word."""
+    if suffix == ".zst":
+        pytest.importorskip("zstandard", reason="reading .zst files needs the zstandard package")
+    empty = tmp_path / f"cut.jsonl{suffix}"
+    empty.write_bytes(b"")
+    with pytest.raises(td.errors.InvalidValueError, match=f"cut.jsonl\\{suffix}.*0 bytes"):
+        list(td.load("ms_swift", data_files=[str(empty)], split="train", streaming=streaming, cache_dir=cache_dir))
+    sample = td.sample_files("ms_swift")["train"]
+    report = td.SkipReport(keep_all=True)
+    rows = list(td.load("ms_swift", data_files=[*sample, str(empty)], split="train", streaming=streaming,
+                        on_error="skip", report=report, cache_dir=cache_dir))
+    assert len(rows) == 6 and [(r["file"], r["field"]) for r in report.rows] == [(str(empty), "<file>")]
+    # a compressed file of no rows is still an empty split
+    (tmp_path / "none.jsonl.gz").write_bytes(gzip.compress(b""))
+    assert list(td.load("ms_swift", data_files=[str(tmp_path / "none.jsonl.gz")], split="train",
+                        streaming=streaming, cache_dir=cache_dir)) == []
+
+
 def test_row_numbers_of_a_file_rewritten_in_place_are_counted_anew(tmp_path):
     """Readers remember where lines start to number later byte ranges without rescanning; a file rewritten at
     the same path must not reuse those numbers."""

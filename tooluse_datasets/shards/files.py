@@ -323,7 +323,11 @@ class _CheckedReads:
 
     def _call(self, method, *args):
         try:
-            return getattr(self._f, method)(*args)
+            out = getattr(self._f, method)(*args)
+            if out == b"" and self._raw is not None and self._raw.tell() == 0:
+                # gzip's and zstd's readers take a 0-byte file (a download cut short) for an empty one
+                raise EOFError("compressed file is empty (0 bytes), not even a header: a download cut short?")
+            return out
         except _DECOMPRESSION_ERRORS as exc:
             if is_network_error(exc):
                 raise transfer_cut_short(self._path, exc) from exc
