@@ -1520,6 +1520,18 @@ def test_an_empty_rule_selection_in_python_is_refused_not_a_check_of_nothing(age
     assert td.validate("ms_swift", data_files=agent_file).failed  # the default fails on its bad rows
 
 
+def test_check_row_and_the_counter_refuse_false_which_ran_every_rule(samples):
+    """check_row(row, False) and ValidationCounter(False) ran every rule, where validate=False checks nothing."""
+    row = base(samples, SWIFT)
+    row["tools"] = []                                            # call.no_tools, a warning
+    with pytest.raises(ValueError, match="rules=False names no rule"):
+        check_row(row, False)
+    with pytest.raises(ValueError, match="rules=False names no rule"):
+        ValidationCounter(False)
+    assert [f.rule for f in check_row(row, True)] == []          # True: the error rules, as validate=True
+    assert [f.rule for f in check_row(row, "warning")] == ["call.no_tools"]
+
+
 @pytest.mark.parametrize("max_examples", ["3", 1.5, -1, None])
 def test_max_examples_of_the_wrong_kind_is_refused_before_any_row_is_read(agent_file, max_examples):
     """"3" was a bare TypeError ('<' not supported between instances of 'int' and 'str') once a rule failed, after

@@ -194,8 +194,9 @@ def chosen_rules(rules: Union[RuleSelection, Iterable[Rule]], *,
         rules = list(rules)
     named = isinstance(rules, str) or (isinstance(rules, Collection) and rules
                                        and all(isinstance(r, str) for r in rules))
-    if named and not selection_items(rules):  # ([] stays no rule at all: a counter that merges others)
-        # check_row(row, os.environ.get("RULES", "")) ran every rule, where validate="" and rules="" are refused
+    if (named or rules is False) and not selection_items(rules):  # ([] stays no rule: a counter that merges others)
+        # check_row(row, os.environ.get("RULES", "")) ran every rule, where validate="" and rules="" are refused;
+        # so did check_row(row, False), which validate=False reads as checking nothing
         raise ValueError(f"rules={rules!r} names no rule: give rule ids, globs such as 'arguments.*', error, warning "
                          "or all, or None for every rule")
     if isinstance(rules, Collection) and not isinstance(rules, str) and all(isinstance(r, Rule) for r in rules):
