@@ -323,6 +323,19 @@ def test_a_split_name_mistyped_is_refused_naming_the_split_meant(command, source
     assert f"{source} has no split {split!r} (did you mean {meant!r}?); its splits here: " in err
 
 
+@pytest.mark.parametrize("command", ["show", "stats", "validate", "export"])
+@pytest.mark.parametrize("split", ["ALL", "All"])
+def test_all_in_other_case_is_refused_naming_all_as_mirror_reads_it(command, split, tmp_path, capsys):
+    """mirror reads --split ALL as datasets' 'all' (refused there: leave --split out); the other commands said
+    only that there is no split 'ALL', never that 'all' reads every split as one."""
+    out = ["--out", str(tmp_path / "out")] if command == "export" else []
+    assert main([command, "toolmind", "--sample", "--split", split, *out]) == 2
+    assert f"toolmind has no split {split!r} (did you mean 'all'?); its splits here: " in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    assert main(["mirror", "toolmind", "--sample", "--split", split, "--out", str(tmp_path / "m")]) == 2
+    assert "'all' names every split, which a mirror holds when no split is given" in capsys.readouterr().err
+
+
 def test_validate_empties_the_skipped_rows_file_once_it_runs(tmp_path, capsys):
     listing = tmp_path / "skipped.jsonl"
     listing.write_text('{"kept": "from the last run"}\n')

@@ -610,7 +610,9 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
         names = list(available)
         unknown = [name for name in wanted if name not in names]
         if unknown:
-            meant = [close for close in map(lambda name: meant_split(name, names), unknown) if close]
+            # ('ALL' is datasets' 'all', every split as one, in other case: mirror reads it so, any case)
+            meant = [close for close in ("all" if name.casefold() == "all" else meant_split(name, names)
+                                         for name in unknown) if close]
             hint = f" (did you mean {', '.join(map(repr, meant))}?)" if len(meant) == len(unknown) else ""
             raise ValueError(f"{self.source.name} has no split {', '.join(map(repr, unknown))}{hint}; its splits "
                              f"here: {', '.join(names)}")
