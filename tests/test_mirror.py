@@ -773,6 +773,19 @@ def test_a_repo_id_the_hub_does_not_take_is_refused_before_building(repo_id, mes
     assert 'load_dataset("acme/nestful-tooluse", "unified"' in (out / "nestful" / "README.md").read_text()
 
 
+def test_source_in_a_python_requests_repo_id_and_listing_is_filled_as_the_command_line_fills_it(tmp_path):
+    """MirrorRequest(repo_id="acme/{source}-tooluse") was refused as a name the Hub does not take, and
+    skipped_rows="{source}.jsonl" listed the skipped rows in a file of that very name."""
+    data = _sample_with_a_broken_line(tmp_path)
+    listing = tmp_path / "{source}-skipped.jsonl"
+    folder = build_mirror(MirrorRequest("nestful", configs=["unified"], data_files=[str(data)],
+                                        repo_id="acme/{source}-tooluse", skipped_rows=listing), tmp_path / "out")
+    assert 'load_dataset("acme/nestful-tooluse", "unified"' in (folder / "README.md").read_text()
+    assert not listing.exists()
+    assert [json.loads(line)["file"] for line in (tmp_path / "nestful-skipped.jsonl").read_text().splitlines()] \
+        == [str(data)]
+
+
 def test_a_repo_id_without_source_for_several_sources_is_refused_before_building(tmp_path, capsys):
     """`mirror ms_swift nestful --repo-id acme/tools` wrote both cards with loading snippets of the one repo
     acme/tools (which publish refuses for a folder of mirrors), as --skipped-rows is refused without {source}."""

@@ -105,6 +105,12 @@ class MirrorRequest:
             raise MirrorError(str(exc)) from None
         if self.license is not None:
             self.license = hub_license(self.license)
+        # '{source}' filled as the command line fills it: the repo id was refused as no name the Hub takes, and the
+        # listing written to a file named '{source}.jsonl'
+        if self.repo_id is not None:
+            self.repo_id = self.repo_id.replace("{source}", self.source)
+        if self.skipped_rows is not None and "{source}" in os.fspath(self.skipped_rows):
+            self.skipped_rows = type(self.skipped_rows)(os.fspath(self.skipped_rows).replace("{source}", self.source))
         if self.repo_id is not None:  # the card's snippets load it: one the Hub does not take makes them all fail
             problem = repo_id_problem(self.repo_id, "the card's snippets load a dataset repo")
             if problem is not None:
