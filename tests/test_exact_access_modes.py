@@ -271,6 +271,25 @@ def test_a_mapped_streams_exports_count_each_skipped_row_once(tmp_path, export):
     assert [json.loads(line)["row"] for line in listed] == [0, 2]  # (rows counted from 0)
 
 
+@pytest.mark.parametrize("fmt", ["arrow", "pandas"])
+@pytest.mark.parametrize("source", ["nestful", "ms_swift", "llamafactory"])
+def test_a_mapped_stream_formatted_as_tables_iterates_as_one_given_its_features(source, fmt):
+    """ds.map(f).with_format("arrow") (or "pandas"), without features=, failed at its second row with Arrow's
+    "Schema at index 1 was different": each row's table had types of its own. Iterated, its columns are typed
+    as its exports type them, so it gives what the map given features=ds.features gives, and counts each row once."""
+    report = td.SkipReport()
+    stream = td.load(source, data_files=td.sample_files(source), split="train", streaming=True, report=report)
+    typed = td.load(source, data_files=td.sample_files(source), split="train", streaming=True)
+    typed = typed.map(td.short_call_ids, features=typed.features).with_format(fmt)
+    mapped = stream.map(td.short_call_ids).with_format(fmt)
+    batches, expected = list(mapped.iter(batch_size=2)), list(typed.iter(batch_size=2))
+    assert len(batches) == len(expected) >= 2 and [str(b) for b in batches] == [str(b) for b in expected]
+    assert report.rows_read == sum(len(b) for b in batches)
+    assert [str(row) for row in mapped] == [str(row) for row in typed]  # row by row too
+    if fmt == "arrow":
+        assert batches[0].schema == expected[0].schema  # JSON leaves as the json extension type, not inferred
+
+
 def test_a_mapped_streams_arrow_batches_are_one_table_each_and_resume_between_them():
     """The exact encoding of a mapped stream's rows made one-row tables, so each Arrow batch (behind to_list,
     to_pandas, to_json...) was a table of as many chunks, each cast alone: to_list of 9,000 mapped ms_swift rows

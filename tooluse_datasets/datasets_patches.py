@@ -706,8 +706,9 @@ def _install_stream_tables_encoding_decoded_rows() -> None:
     and non-struct", "Could not convert '$var_1.result$'"), so ``ds.map(td.short_call_ids).to_list()`` of every
     source's stream did. Where the stream's features are exact each row becomes a one-row table of their schema,
     encoded by them (JSON leaves as exact text), which datasets casts to them; the exports of a stream without
-    features (after a map) first resolve them from the exact ones its map reads. (Not ``with_format`` itself:
-    TRL packs a tokenized stream through it, whose features need no resolving.) Installed once per process."""
+    features (after a map) first resolve them from the exact ones its map reads, and so does iterating such a stream
+    formatted as tables (not ``with_format`` itself, which reads no row): ``ds.map(f).with_format("arrow")`` failed
+    with Arrow's "Schema at index 1 was different". Installed once per process."""
     from datasets import IterableDataset
 
     def typed_first(export: Callable) -> Callable:
@@ -723,6 +724,20 @@ def _install_stream_tables_encoding_decoded_rows() -> None:
     for name in ("to_list", "to_dict", "to_pandas", "to_polars", "to_json", "to_parquet", "to_csv", "to_sql"):
         if getattr(IterableDataset, name, None) is not None:  # a datasets without it: left as it is
             setattr(IterableDataset, name, typed_first(getattr(IterableDataset, name)))
+
+    def typed_tables(iterate: Callable) -> Callable:
+        def typed_iterate(self, *args, **kwargs):
+            if self._formatting is not None and self._formatting.is_table and self.features is None and \
+                    _exact_features_read_by(self._ex_iterable) is not None:
+                # resolved in place (as the exports resolve them), so that state_dict() stays this stream's; the
+                # formatter (pandas) then decodes JSON leaves as the exact features do
+                self._info = self._resolve_features()._info
+            yield from iterate(self, *args, **kwargs)
+
+        return patched_once(iterate, typed_iterate, "_types_formatted_tables")
+
+    IterableDataset.__iter__ = typed_tables(IterableDataset.__iter__)
+    IterableDataset.iter = typed_tables(IterableDataset.iter)
     prepare = IterableDataset._prepare_ex_iterable_for_iteration
 
     def prepared(self, *args, **kwargs):
