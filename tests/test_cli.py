@@ -1750,3 +1750,20 @@ def test_one_source_reads_source_path_items_beside_plain_paths_in_their_order(tm
     assert main(["export", "nestful", "--data-files", str(first), str(second), "--out", str(tmp_path / "plain")]) == 0
     assert mixed == (tmp_path / "plain" / "nestful-unified-train.jsonl").read_text()
     assert len(mixed.splitlines()) == len(lines) == 3  # both files read, the item first
+
+
+@pytest.mark.parametrize("command", ["export", "stats", "mirror"])
+def test_an_output_folder_that_cannot_be_made_is_named_with_its_option_and_leaves_nothing(command, tmp_path, capsys):
+    """A folder the system will not make (a name past its length limit, /proc/x) was the system's bare "File name
+    too long" or "No such file or directory", naming no option, and the folders made above it were left behind."""
+    folder = tmp_path / "made" / ("a" * 300)
+    option = "--plots" if command == "stats" else "--out"
+    extra = ["--format", "swift"] if command == "export" else ["--configs", "unified"] if command == "mirror" else []
+    assert main([command, "ms_swift", "--sample", *extra, option, str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: ValueError: {option} '{folder}' cannot be made: ") and len(err.splitlines()) == 1
+    assert not (tmp_path / "made").exists()
+    listing = tmp_path / "made" / ("a" * 300) / "skipped.jsonl"
+    assert main(["export", "ms_swift", "--sample", "--out", str(tmp_path / "out"), "--skipped-rows", str(listing)]) == 2
+    assert "the folder of --skipped-rows" in capsys.readouterr().err
+    assert not (tmp_path / "made").exists() and not (tmp_path / "out").exists()

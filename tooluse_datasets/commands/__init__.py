@@ -353,18 +353,23 @@ def refuse_files_where_folders_go(files: dict[str, Optional[str]], folders: dict
 
 
 @contextlib.contextmanager
-def output_folder(path) -> Iterator[None]:
+def output_folder(path, option: str = "--out") -> Iterator[None]:
     """Make the output folder ``path`` (and its missing parents) for the block; if the block fails (a bad row, an
     unwritable file, Ctrl-C) the folders it made that are still empty are removed: a run that wrote nothing
-    leaves nothing behind."""
-    path = os.path.abspath(os.fspath(path))
-    made = []
+    leaves nothing behind. One that cannot be made is a ValueError naming ``option`` and ``path``."""
+    given, path = path, os.path.abspath(os.fspath(path))
+    missing, made = [], []
     while not os.path.exists(path):
-        made.append(path)
+        missing.append(path)
         path = os.path.dirname(path)
-    for folder in reversed(made):
-        os.mkdir(folder)
     try:
+        for folder in reversed(missing):
+            try:
+                os.mkdir(folder)
+            except OSError as exc:  # (--out /proc/x: the system's "No such file or directory" named no argument)
+                raise ValueError(f"{option} {os.fspath(given)!r} cannot be made: {folder!r}: "
+                                 f"{exc.strerror or exc}") from None
+            made.insert(0, folder)
         yield
     except BaseException:
         for folder in made:  # deepest first; a folder holding a file (a split written before the failure) stays
@@ -414,7 +419,8 @@ def skip_report_for(args: argparse.Namespace):
 def skipped_rows_folder(path: Optional[str]):
     """:func:`output_folder` for the folder of the ``--skipped-rows`` file, made if missing as ``--out`` is (and as
     ``mirror`` makes it): ``export``, ``stats`` and ``validate`` refused a file in a folder not there yet."""
-    return output_folder(os.path.dirname(os.path.abspath(path))) if path else contextlib.nullcontext()
+    return output_folder(os.path.dirname(os.path.abspath(path)), "the folder of --skipped-rows") if path else \
+        contextlib.nullcontext()
 
 
 def start_skipped_rows(path: Optional[str]) -> None:

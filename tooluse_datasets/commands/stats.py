@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     # The plots folder is made first, so that one that cannot be made stops the run before the pass (and removed
     # again, still empty, if the run is refused or fails): a --skipped-rows file inside it needs its folder when
     # the report is made.
-    with output_folder(args.plots) if args.plots else contextlib.nullcontext(), \
+    with output_folder(args.plots, "--plots") if args.plots else contextlib.nullcontext(), \
             skipped_rows_folder(args.skipped_rows):
         return _stats(args)
 
