@@ -604,6 +604,16 @@ class MappedUnifiedFeatures(ForeignExactFeatures):
         return super()._omits_empty_media() or any(name in TRL_CONVERSATION_COLUMNS for name in self.chat_columns)
 
 
+def holds_mapped_messages(features: Features) -> bool:
+    """Whether ``features`` are those of a map of unified rows into TRL's columns as a plain reader types them
+    (``load_from_disk`` of its saved output: inferred structs or ``Json``, media columns as the unified ones), so
+    that ``td.exact`` reads them as :class:`MappedUnifiedFeatures`. Media of another type (``Image``) are another
+    dataset's, whose empty media stay."""
+    media = [features[c] for c in MEDIA_COLUMNS if c in features]
+    return (any(name in features and _may_hold_messages(features[name]) for name in TRL_CONVERSATION_COLUMNS)
+            and all(f == List(Value("string")) for f in media))
+
+
 def _may_hold_messages(feature: Any) -> bool:
     """A list of message structs (role, content and other unified message keys) or of JSON values, as datasets
     infers the type of a column of decoded unified messages."""

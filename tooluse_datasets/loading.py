@@ -19,7 +19,7 @@ from datasets.table import table_iter
 from . import registry
 from .arguments import check_argument_types
 from .datasets_patches import DataGoneInWorker
-from .exact_features import ExactFeatures, ForeignExactFeatures
+from .exact_features import ExactFeatures, ForeignExactFeatures, MappedUnifiedFeatures, holds_mapped_messages
 from .errors import DataNotFoundError, SkipReport
 from .formats import FORMATS
 from .registry import sample_files
@@ -379,7 +379,12 @@ def _exact(ds: AnyDataset, foreign: bool) -> AnyDataset:
         raise ValueError("exact() needs the dataset's features, and this stream's are unknown (a map() output, or "
                          "from_generator without features=): call exact() before map(), or give map() features=")
     foreign = foreign and not (isinstance(ds.features, ExactFeatures) and not ds.features.foreign_text)
-    features = (ForeignExactFeatures if foreign else ExactFeatures)(ds.features)
+    cls = ForeignExactFeatures if foreign else ExactFeatures
+    if foreign and (isinstance(ds.features, MappedUnifiedFeatures) or holds_mapped_messages(ds.features)):
+        # a prompt/completion map of unified rows, read back (load_from_disk): its messages in the chat shape, no
+        # empty media keys (TRL takes a row with "images" for vision data), as the map's own rows had them
+        cls = MappedUnifiedFeatures
+    features = cls(ds.features)
     info = copy.deepcopy(ds.info)
     info.features = features
     if isinstance(ds, Dataset):
