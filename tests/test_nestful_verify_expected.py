@@ -223,3 +223,35 @@ def test_a_string_answer_lost_to_its_hf_str_text_says_so(tmp_path, functions_dir
                    require_reproduced=True, on_error="skip", report=report, cache_dir=cache_dir)
     messages = {e["row_id"].rsplit("/", 1)[1]: e["message"] for e in report.to_dict()["examples"]}
     assert len(kept) == 0 and note in messages[row["sample_id"]] and note not in messages[broken["sample_id"]]
+
+
+def test_scoring_a_string_answer_lost_to_its_hf_str_gold_text_says_so(tmp_path, functions_dir, capsys):
+    """Keyed predictions scored against HF's text column (str() of each answer): the gold calls of the toy row whose
+    answer is a string looking like JSON lose to the object its text reads as, and the scores said nothing of why;
+    they note it as verify does, for gold rows read from the file or given in HF's form, and not for another loss."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tooluse_datasets.builders.nestful.score import score_file
+
+    rows = [json.loads(line) for line in shared_data(*TOY).read_text().splitlines()]
+    row = next(r for r in rows if isinstance(r["gold_answer"], str) and r["gold_answer"].startswith("{"))
+    broken = json.loads(shared_data(*CURRENT).read_text().splitlines()[0])
+    broken["output"][0]["arguments"]["arg_1"] = 50  # a plain mismatch: 45.0, not 40.0
+    hf_rows = [{"sample_id": r["sample_id"], "input": r["input"], "output": json.dumps(r["output"]),
+                "tools": json.dumps(r["tools"]), "gold_answer": str(r["gold_answer"])} for r in (row, broken)]
+    gold = tmp_path / "hf.parquet"
+    pq.write_table(pa.Table.from_pylist(hf_rows), gold)
+    keyed = tmp_path / "keyed.jsonl"
+    keyed.write_text("".join(json.dumps({"sample_id": r["sample_id"], "calls": r["output"]}) + "\n"
+                             for r in (row, broken)))
+    note = "the answer is the gold answer's text itself: a text column (HF's) writes a string answer and the value"
+    assert cli.main(["score", "nestful", str(keyed), "--gold-data-files", str(gold), "--parser", "calls", "--samples",
+                     "--executable-functions", functions_dir, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [(s["sample_id"], s["win"], s["execution"]["status"]) for s in out["samples"]] == [
+        (row["sample_id"], False, "ok"), (broken["sample_id"], False, "ok")]
+    assert [n.split(": ", 1)[0] for n in out["notes"] if note in n] == [row["sample_id"]]
+    given = score_file(keyed, gold_rows={r["sample_id"]: r for r in hf_rows}, parser="calls",
+                       executable_functions_dir=functions_dir)
+    assert [n.split(": ", 1)[0] for n in given.notes if note in n] == [row["sample_id"]]

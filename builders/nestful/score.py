@@ -39,7 +39,7 @@ from tooluse_datasets.shards.json_text import first_line
 from .execution import SandboxLimits, SequenceJob, SequenceResult, one_folder, run_sequences
 from .execution import executable_functions as functions_folder
 from .execution.sandbox import ISOLATION
-from .gold import NULL_TEXT, decode_gold_answer, has_gold_answer
+from .gold import NULL_TEXT, decode_gold_answer, has_gold_answer, text_column_note
 from .source import NestfulSource
 from .specs import output_fields
 
@@ -352,7 +352,9 @@ class ScoreItem:
     upstream's result files; a string answer is its JSON text, ``'"HELLO"'``), or the value itself (as
     ``load("nestful", "raw")`` gives it; written with ``codec.dumps``), or None when there is none (the row is
     then not checked for a win; a gold answer that is JSON null is the text ``"null"``, as upstream writes it).
-    ``file`` and ``row``: where it was read (:func:`read_results` sets them), so an error in it names its line."""
+    ``file`` and ``row``: where it was read (:func:`read_results` sets them), so an error in it names its line.
+    ``gold_answer_column_text``: the gold answer's text where a text column (HF's) held it and it was read as a value
+    other than a string, so that a string answer equal to that text, which loses, is noted (its reading's cause)."""
 
     sample_id: Optional[str]
     gold_calls: list
@@ -361,6 +363,7 @@ class ScoreItem:
     prediction: Any
     file: Optional[str] = None
     row: Optional[int] = None
+    gold_answer_column_text: Optional[str] = None
 
 
 @dataclasses.dataclass
@@ -519,7 +522,7 @@ def score(items: Iterable[ScoreItem], *, parser: str = "json", corrected: bool =
     gold_intents, pred_intents, gold_slots, pred_slots = [], [], [], []
     samples: list[SampleScore] = []
     notes: list[str] = []
-    jobs: list[tuple[SampleScore, SequenceJob]] = []
+    jobs: list[tuple[SampleScore, ScoreItem, SequenceJob]] = []
     isolation: Optional[dict] = None
     for position, (item, answer) in enumerate(zip(items, answers)):
         missing = item.prediction is NO_PREDICTION
@@ -558,15 +561,19 @@ def score(items: Iterable[ScoreItem], *, parser: str = "json", corrected: bool =
                 # False before executing it, so the sandbox is not asked for a "no calls" it cannot help
                 sample.win = False
             else:
-                jobs.append((sample, SequenceJob(parsed.executed, output_fields(item.tools), answer)))
+                jobs.append((sample, item, SequenceJob(parsed.executed, output_fields(item.tools), answer)))
     if jobs:
         folder = functions_folder(folder_given, cache_dir=cache_dir)
-        for (sample, _), result in zip(jobs, run_sequences([job for _, job in jobs], folder, limits)):
+        for (sample, item, _), result in zip(jobs, run_sequences([job for *_, job in jobs], folder, limits)):
             # Predictions run code of the model's choosing (upstream's eval-based functions): say how isolated
             isolation = isolation or {kind: getattr(result, kind) for kind in ISOLATION}
             sample.execution = result
             sample.win = bool(result.win_corrected if corrected else result.win_upstream)
-            notes += [f"{sample.sample_id}: {n}" for n in result.notes]
+            # (a string answer lost to its own gold text, read from HF's column as the value it spells: said, as
+            # verify says it)
+            lost_to_text = [] if sample.win else text_column_note({"gold_answer_text": item.gold_answer_column_text},
+                                                                  (result.answer or {}).get("value"))
+            notes += [f"{sample.sample_id}: {n}" for n in [*result.notes, *lost_to_text]]
     partly = sum(1 for s in samples if s.parse_detail and not s.parse_error)
     if partly:  # scored as upstream scores them, on what was read: said, not dropped without a word
         notes.append(f"{partly} prediction(s) parsed with parts left out (a <tool_call> block that is not JSON, "
@@ -772,7 +779,7 @@ def _item(gold: dict, sample_id: Any, prediction: Any, *, answer_is_text: bool, 
         if key not in gold:
             raise MissingFieldError(f"the gold row of sample {sample_id!r} lacks {key!r}", file=path, row=row,
                                     field=key)
-    answer = gold["gold_answer"]
+    answer = column_text = gold["gold_answer"]
     # In upstream's result files (string fields) gold_answer is json.dumps of the value; a line in the GitHub
     # form (output a list: native fields, spec §2) and package rows hold the value, which may be a string.
     text_form = isinstance(answer, str) and isinstance(gold["output"], str)
@@ -787,8 +794,12 @@ def _item(gold: dict, sample_id: Any, prediction: Any, *, answer_is_text: bool, 
     calls = _json_value(gold["output"], "output", sample_id, row, path)
     tools = _json_value(gold["tools"], "tools", sample_id, row, path)
     check_gold_shapes(calls, tools, sample_id=sample_id, file=path, row=row)
+    # The text HF's column held (a raw row keeps it in gold_answer_text); a result line's is JSON, never ambiguous
+    column_text = gold.get("gold_answer_text") if "gold_answer_text" in gold else column_text if (
+        text_form and not answer_is_text) else None
     return ScoreItem(sample_id=sample_id, gold_calls=calls, tools=tools, gold_answer=gold_text,
-                     prediction=prediction, file=path, row=row)
+                     prediction=prediction, file=path, row=row,
+                     gold_answer_column_text=None if isinstance(answer, str) else column_text)
 
 
 def read_results(path: Union[str, os.PathLike], gold_rows: Optional[Mapping[str, dict]] = None, *,
