@@ -255,3 +255,16 @@ def test_a_prompt_completion_map_saved_and_read_back_reads_as_the_map_gave_it_af
         assert rows == list(pairs), writer_batch_size
         assert any(row.get("images") for row in rows) == (columns is None)
         assert any("images" not in row and "reasoning_content" not in row["completion"][0] for row in rows)
+
+
+def test_exact_keeps_the_format_a_dataset_had(cache_dir, tmp_path):
+    """A saved dataset read back and formatted before ``td.exact`` (``columns=``, numpy, a transform) lost its format
+    there: every column came back, as Python values, the transform not applied."""
+    ds = td.load("nestful", data_files=td.sample_files("nestful"), split="train", cache_dir=cache_dir)
+    ds.save_to_disk(str(tmp_path / "saved"))
+    plain = datasets.load_from_disk(str(tmp_path / "saved"))
+    columns = td.exact(plain.select_columns(["id", "meta"]).with_format(columns=["meta"]))
+    assert [row["meta"] for row in columns] == [row["meta"] for row in ds] and set(columns[0]) == {"meta"}
+    assert td.exact(plain.with_format("numpy", columns=["id"]))[:2]["id"].tolist() == ds["id"][:2]
+    transformed = td.exact(plain.with_transform(lambda batch: {"n": [len(m) for m in batch["messages"]]}))
+    assert transformed[:] == {"n": [len(row["messages"]) for row in ds]}

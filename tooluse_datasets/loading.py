@@ -389,8 +389,13 @@ def _exact(ds: AnyDataset, foreign: bool) -> AnyDataset:
     info.features = features
     if isinstance(ds, Dataset):
         # A Dataset over the same memory-mapped table; the fingerprint changes because decoding does.
-        return ExactDataset(ds.data, info=info, split=ds.split, indices_table=ds._indices,
-                            fingerprint=f"{ds._fingerprint}-exact")
+        out = ExactDataset(ds.data, info=info, split=ds.split, indices_table=ds._indices,
+                           fingerprint=f"{ds._fingerprint}-exact")
+        if ds._format_type is not None or ds._format_columns is not None or ds._output_all_columns:
+            # its format too (columns=, a tensor format, a with_transform), which the new dataset would not have
+            out.set_format(ds.format["type"], ds.format["columns"], ds.format["output_all_columns"],
+                           **ds.format["format_kwargs"])
+        return out
     out = ds.cast(features)
     if not isinstance(out.features, ExactFeatures):  # cast() may rebuild plain Features
         out._info.features = features
