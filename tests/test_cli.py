@@ -1767,3 +1767,15 @@ def test_an_output_folder_that_cannot_be_made_is_named_with_its_option_and_leave
     assert main(["export", "ms_swift", "--sample", "--out", str(tmp_path / "out"), "--skipped-rows", str(listing)]) == 2
     assert "the folder of --skipped-rows" in capsys.readouterr().err
     assert not (tmp_path / "made").exists() and not (tmp_path / "out").exists()
+
+
+def test_a_mirror_listing_folder_that_cannot_be_made_is_refused_before_the_build_and_leaves_nothing(tmp_path, capsys):
+    """mirror made the --skipped-rows folder only once every row was converted: one the system will not make was a
+    bare "OSError: File name too long" after the whole pass, naming no option, its staging and --out left behind."""
+    listing = tmp_path / "made" / ("a" * 300) / "skipped.jsonl"
+    out = tmp_path / "out"
+    assert main(["mirror", "ms_swift", "--sample", "--configs", "unified", "--out", str(out),
+                 "--skipped-rows", str(listing)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: ValueError: the folder of --skipped-rows '{listing.parent}' cannot be made: ")
+    assert not (tmp_path / "made").exists() and not out.exists()

@@ -8,7 +8,8 @@ import re
 
 from ..errors import one_line, plain_printable
 from . import (a_path, a_revision, add_source_arguments, data_files_for, names_a_source, output_folder,
-               refuse_files_where_folders_go, refuse_writing_inputs, refuse_wrong_kind_outputs, source_options)
+               refuse_files_where_folders_go, refuse_writing_inputs, refuse_wrong_kind_outputs, skipped_rows_folder,
+               source_options)
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -112,8 +113,12 @@ def run(args: argparse.Namespace) -> int:
         raise MirrorError(_missing_split_message(missing, len(requests), args.split))
     # Several sources on Ray: one Ray for all of them, not one started and stopped per source. A build that fails
     # (a bad row under --on-error raise) leaves no empty --out folder it made, as export does.
-    with output_folder(args.out), \
+    with output_folder(args.out), contextlib.ExitStack() as listing_folders, \
             shared_ray(args.engine, args.num_proc, args.address) if len(plans) > 1 else contextlib.nullcontext():
+        # made before any row is read, as export makes them: one the system will not make failed after the whole
+        # pass, a bare OSError naming no option, its staging and --out left behind
+        for request in requests:
+            listing_folders.enter_context(skipped_rows_folder(request.skipped_rows))
         for plan in plans:
             with _data_errors_explained():
                 folder = build_planned_mirror(plan, engine=args.engine, num_proc=args.num_proc,
