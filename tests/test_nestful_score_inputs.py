@@ -3,8 +3,10 @@ given as values or not at all, result files with a BOM or in another encoding, e
 either scored honestly (and said so in the notes) or refused with a typed error naming file, row and field."""
 from __future__ import annotations
 
+import importlib
 import json
 import math
+import re
 
 import pytest
 
@@ -301,6 +303,9 @@ def test_a_gold_answer_in_pythons_str_spelling_is_refused_saying_how_to_read_it(
         assert "codec.dumps(answer)" not in info.value.message
         assert f"Python's str() of {json.dumps(row['gold_answer'])}" in info.value.message
         assert "codec.dumps(decode_gold_answer(text))" in info.value.message
+        # the module it names is one a script can import (builders/ ships as tooluse_datasets.builders)
+        module = re.search(r"\(from ([\w.]+)\)", info.value.message)[1]
+        assert importlib.import_module(module).decode_gold_answer is decode_gold_answer
         # following it, the gold calls win
         fixed = ScoreItem(row["sample_id"], row["output"], row["tools"],
                           codec.dumps(decode_gold_answer(str(row["gold_answer"]))), row["output"])

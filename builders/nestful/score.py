@@ -633,7 +633,8 @@ def _not_json_hint(text: str) -> str:
     if isinstance(value, str):
         return "a string answer goes in as its JSON text, codec.dumps(answer)"
     return (f"it is Python's str() of {shown(value)}, as HF's text column holds it: give that value, "
-            "codec.dumps(decode_gold_answer(text)) (builders.nestful.gold), as load reads the column")
+            "codec.dumps(decode_gold_answer(text)) (from tooluse_datasets.builders.nestful.gold), as load reads "
+            "the column")
 
 
 def check_prediction(prediction: Any, field: str, *, file: Optional[str], row: Optional[int]) -> None:
