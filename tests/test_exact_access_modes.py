@@ -312,3 +312,25 @@ def test_a_mapped_streams_arrow_batches_are_one_table_each_and_resume_between_th
     resumed = batches()
     resumed.load_state_dict(state)
     assert [row for table in resumed.iter(batch_size=2) for row in table.to_pylist()] == rest == rows[2:]
+
+
+@pytest.mark.parametrize(("source", "split"), [("toolmind", "synthetic"), ("ms_swift", "train")])
+def test_a_stream_mapped_with_the_readme_pair_features_exports_the_map_style_rows(source, split, tmp_path):
+    """The README's prompt-completion map gives datasets.Features({**ds.features, "prompt": ..., "completion": ...}):
+    plain Features holding exact leaves. On a stream its to_list() (and to_pandas(), with_format("arrow")) failed with
+    Arrow's "Schema at index 1 was different", as a map without features= did."""
+    files = td.sample_files(source)
+    ds = td.load(source, data_files=files, split=split, cache_dir=str(tmp_path / "cache"))
+    stream = td.load(source, data_files=files, split=split, streaming=True)
+    features = datasets.Features({**stream.features, "prompt": stream.features["messages"],
+                                  "completion": stream.features["messages"]})
+    del features["messages"]
+
+    def pairs(d):
+        return d.map(lambda r: {"prompt": r["messages"][:-1], "completion": r["messages"][-1:]},
+                     remove_columns=["messages"], features=features)
+
+    expected = pairs(ds).to_list()
+    assert len(expected) >= 2 and pairs(stream).to_list() == expected
+    assert len(pairs(stream).to_pandas()) == len(expected)
+    assert sum(t.num_rows for t in pairs(stream).with_format("arrow").iter(batch_size=2)) == len(expected)

@@ -743,6 +743,11 @@ def _install_stream_tables_encoding_decoded_rows() -> None:
     def prepared(self, *args, **kwargs):
         out = prepare(self, *args, **kwargs)
         features = self.features
+        if features is not None and not isinstance(features, ExactFeatures) and \
+                any(holds_exact_json(feature) for feature in features.values()):
+            # plain Features holding exact leaves (a map given the README's datasets.Features({**ds.features,
+            # "prompt": ...})): their tables failed as those of no features did ("Schema at index 1 was different")
+            features = ExactFeatures(features)
         rebatched = getattr(out, "ex_iterable", None)
         if isinstance(features, ExactFeatures) and type(rebatched) is RebatchedArrowExamplesIterable and \
                 rebatched.force_convert_to_arrow and not rebatched.ex_iterable.iter_arrow:
