@@ -89,10 +89,9 @@ def run(args: argparse.Namespace) -> int:
     requests = [MirrorRequest(source, configs=args.configs,
                               data_files=files_by_source[source] if files_by_source else data_files_for(args, source),
                               split=args.split, on_error=args.on_error, revision=args.revision,
-                              repo_id=args.repo_id.replace("{source}", source) if args.repo_id is not None else None,
+                              repo_id=args.repo_id,  # ('{source}' in it and in skipped_rows: the request fills it)
                               license=args.license, layout=layout, source_options=options,
-                              skipped_rows=args.skipped_rows.replace("{source}", source) if args.skipped_rows
-                              else None)
+                              skipped_rows=args.skipped_rows or None)
                 for source in sources]
     for request in requests:  # (a skipped-rows file the data files read would be read back as bad rows)
         refuse_writing_inputs(request.data_files, {"--skipped-rows": [request.skipped_rows]})

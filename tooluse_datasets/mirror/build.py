@@ -110,7 +110,7 @@ class MirrorRequest:
         if self.repo_id is not None:
             self.repo_id = self.repo_id.replace("{source}", self.source)
         if self.skipped_rows is not None and "{source}" in os.fspath(self.skipped_rows):
-            self.skipped_rows = type(self.skipped_rows)(os.fspath(self.skipped_rows).replace("{source}", self.source))
+            self.skipped_rows = os.fspath(self.skipped_rows).replace("{source}", self.source)
         if self.repo_id is not None:  # the card's snippets load it: one the Hub does not take makes them all fail
             problem = repo_id_problem(self.repo_id, "the card's snippets load a dataset repo")
             if problem is not None:
