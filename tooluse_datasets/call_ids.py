@@ -17,9 +17,9 @@ from .row_rewrite import check_call_ids, row_rewrite
 ALPHABET = string.digits + string.ascii_letters
 # A whole argument value that references a call's output without its closing `$` (NESTFUL "$var_1.result")
 _OPEN_REFERENCE = re.compile(r"\$[^$.]+\.[^$]+")
-# One missing its leading `$` (NESTFUL v1 "var1.product_id$"): text, no edge, which nestful.undefined_reference
-# reports by the label it names
-_NO_LEADING_DOLLAR = re.compile(r"([^$.]+)(\.[^$]+\$)")
+# One missing its leading `$` (NESTFUL v1 "var1.product_id$": label, field): text, no edge, which
+# nestful.undefined_reference reports by the label it names (any label: short_call_ids renames them)
+REFERENCE_WITHOUT_LEADING_DOLLAR = re.compile(r"([^$.]+)\.([^$]+)\$")
 
 
 @row_rewrite
@@ -73,8 +73,10 @@ def short_call_ids(row: dict, length: int = 9) -> dict:
         return out
 
     def without_dollar(text: str) -> str:
-        m = _NO_LEADING_DOLLAR.fullmatch(text)
-        return rewrite(earlier[m.group(1)]).replace("$", "") + m.group(2) if m and m.group(1) in earlier else text
+        m = REFERENCE_WITHOUT_LEADING_DOLLAR.fullmatch(text)
+        if m is None or m.group(1) not in earlier:
+            return text
+        return f"{rewrite(earlier[m.group(1)]).replace('$', '')}.{m.group(2)}$"
 
     def _renamed(call: Mapping) -> dict:
         paths, function = referenced.get(call["id"], {}), call.get("function")

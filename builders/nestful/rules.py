@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 
+from tooluse_datasets.call_ids import REFERENCE_WITHOUT_LEADING_DOLLAR
 from tooluse_datasets.errors import UndefinedReferenceError, as_json, cut
 from tooluse_datasets.validation.registry import rule
 
@@ -53,14 +54,13 @@ def undefined_reference(view):
 # A v1 value that reads as a reference but for its leading `$` ("var1.product_id$", executable row 21): the reader
 # keeps it as text (the spec's rule: a reference starts with `$`), so it is no call_graph edge and the call gets the
 # text; reported so that the dependency it meant is not lost without a word.
-_WITHOUT_DOLLAR = re.compile(r"([^$.]+)\.([^$]+)\$")  # (any label: short_call_ids renames them)
 
 
 def _references_without_dollar(c, labels):
     """v1: each whole argument value (also inside lists and objects) that is ``<label>.<field>$`` of an earlier
     call's label, its leading ``$`` missing."""
     for path, value in argument_strings(c.arguments):
-        m = _WITHOUT_DOLLAR.fullmatch(value)
+        m = REFERENCE_WITHOUT_LEADING_DOLLAR.fullmatch(value)
         if m and m.group(1) in labels:
             yield (f"{c.field}.function.arguments.{path}",
                    f"{as_json(value)} reads as a reference to {m.group(1)}.{cut(m.group(2))} without its "
