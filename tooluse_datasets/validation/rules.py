@@ -229,8 +229,7 @@ def call_no_tools(view: RowView) -> Findings:
         yield "tools", f"{len(view.calls)} call(s) but no tools"
 
 
-# structural: every writer refuses such arguments (OpenAI's JSON text, a list), so validate_unified must too
-@rule("arguments.not_object", "error", "A call's arguments are not a JSON object.", structural=True)
+@rule("arguments.not_object", "error", "A call's arguments are not a JSON object.")
 def arguments_not_object(view: RowView) -> Findings:
     for c in view.calls:
         if c.arguments is not None and not isinstance(c.arguments, dict):  # None: call.fields
