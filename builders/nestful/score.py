@@ -780,7 +780,7 @@ def _item(gold: dict, sample_id: Any, prediction: Any, *, answer_is_text: bool, 
         if key not in gold:
             raise MissingFieldError(f"the gold row of sample {sample_id!r} lacks {key!r}", file=path, row=row,
                                     field=key)
-    answer = column_text = gold["gold_answer"]
+    answer = gold["gold_answer"]
     # In upstream's result files (string fields) gold_answer is json.dumps of the value; a line in the GitHub
     # form (output a list: native fields, spec §2) and package rows hold the value, which may be a string.
     text_form = isinstance(answer, str) and isinstance(gold["output"], str)
@@ -796,8 +796,7 @@ def _item(gold: dict, sample_id: Any, prediction: Any, *, answer_is_text: bool, 
     tools = _json_value(gold["tools"], "tools", sample_id, row, path)
     check_gold_shapes(calls, tools, sample_id=sample_id, file=path, row=row)
     # The text HF's column held (a raw row keeps it in gold_answer_text); a result line's is JSON, never ambiguous
-    column_text = gold.get("gold_answer_text") if "gold_answer_text" in gold else column_text if (
-        text_form and not answer_is_text) else None
+    column_text = gold.get("gold_answer_text", gold["gold_answer"] if text_form and not answer_is_text else None)
     return ScoreItem(sample_id=sample_id, gold_calls=calls, tools=tools, gold_answer=gold_text,
                      prediction=prediction, file=path, row=row,
                      gold_answer_column_text=None if isinstance(answer, str) else column_text)
