@@ -40,7 +40,7 @@ from tooluse_datasets.schema import complete_row, message, tool_call
 
 from .execution import REASONS, SandboxLimits, SequenceJob, SequenceResult, one_folder, run_sequences
 from .execution import executable_functions as functions_folder
-from .gold import has_gold_answer, text_column_note
+from .gold import has_gold_answer, mismatch_text
 from .specs import output_fields
 
 CALLS_PER_TURN = ("one", "all")
@@ -92,10 +92,7 @@ def executed_row(row: dict, result: SequenceResult, *, calls_per_turn: str = "on
                              f"{result.results[too_large]['omitted']}", field=f"output[{too_large}]")
     if require_reproduced and not result.win_upstream:
         # (with the sandbox's notes: why an answer that reads as the gold does not count, as verify says it)
-        raise ExecutionError("; ".join([f"gold_mismatch: the gold calls give {result.answer_text()}, not "
-                                        f"the gold answer {dumps(row['meta']['gold_answer'])}", *result.notes,
-                                        *text_column_note(row["meta"], (result.answer or {}).get("value"))]),
-                             field="gold_answer")
+        raise ExecutionError(f"gold_mismatch: {mismatch_text(result, row['meta'])}", field="gold_answer")
     complete = complete_row(row)
     calls = [c for m in complete["messages"] if m["role"] == "assistant" for c in m["tool_calls"]]
     if len(result.results) != len(calls):

@@ -8,7 +8,7 @@ import ast
 import json
 from typing import Any, Mapping
 
-from tooluse_datasets.codec import loads_json_or_literal, try_loads
+from tooluse_datasets.codec import dumps, loads_json_or_literal, try_loads
 from tooluse_datasets.errors import ToolUseDataError
 
 NULL_TEXT = "null"  # json.dumps(None): the text of a null gold answer in upstream's result files
@@ -70,3 +70,12 @@ def text_column_note(meta: Mapping, answer: Any) -> list[str]:
         return ["the answer is the gold answer's text itself: a text column (HF's) writes a string answer and the "
                 "value it spells alike, and it was read as the value"]
     return []
+
+
+def mismatch_text(result: Any, meta: Mapping) -> str:
+    """Why an execution ``result`` of a row's gold calls is not its gold answer (``meta``: the row's meta): what
+    the calls gave, the gold, and the sandbox's notes on why an answer that reads as the gold does not count
+    (upstream's check crashing on an ambiguous ==, a gold float without a '.', a text column's reading)."""
+    return "; ".join([f"the gold calls give {result.answer_text()}, not the gold answer "
+                      f"{dumps(meta.get('gold_answer'))}", *result.notes,
+                      *text_column_note(meta, (result.answer or {}).get("value"))])

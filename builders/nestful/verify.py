@@ -14,13 +14,12 @@ import os
 from collections import Counter
 from typing import Any, Iterable, Optional, Union
 
-from tooluse_datasets.codec import dumps
 from tooluse_datasets.errors import ToolUseDataError, one_line
 from tooluse_datasets.progress import progress
 
 from .executed import execution_job
 from .expected_failures import ExpectedFailures, expected_failures_of
-from .gold import text_column_note
+from .gold import mismatch_text
 from .execution import SandboxLimits, one_folder, run_sequences
 from .execution import executable_functions as functions_folder
 from .execution.sandbox import ISOLATION
@@ -131,12 +130,7 @@ def verify_rows(rows: Iterable[dict], *, executable_functions: Union[str, os.Pat
             reproduced = result.ok and bool(result.win_upstream)
             failure = None
             if not reproduced:
-                # A mismatch keeps the sandbox's notes: they say why an answer that reads as the gold does not
-                # count (upstream's check crashing on an ambiguous ==, a gold float without a '.')
-                meta = row.get("meta") or {}
-                mismatch = "; ".join([f"the gold calls give {result.answer_text()}, not the gold answer "
-                                      f"{dumps(meta.get('gold_answer'))}", *result.notes,
-                                      *text_column_note(meta, (result.answer or {}).get("value"))])
+                mismatch = mismatch_text(result, row.get("meta") or {})
                 # The answer as JSON, and what it is in Python where JSON cannot say (a tuple, NaN, int keys)
                 failure = {"status": result.status, "reason": result.reason or "gold_mismatch",
                            "detail": result.detail or mismatch,
