@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tooluse_datasets import cli
+from tooluse_datasets import SkipReport, cli, load, sample_files
 from tooluse_datasets.builders.nestful.execution.sandbox import SandboxLimits
 from tooluse_datasets.builders.nestful.score import gold_rows_by_id, read_results, score_file
 from tooluse_datasets.errors import InvalidValueError, MissingFieldError, ToolUseDataError
@@ -254,3 +254,46 @@ def test_compressed_result_and_gold_files_score_as_the_plain_ones(suffix, tmp_pa
     cut.write_bytes(whole[: len(whole) - 8])
     assert cli.main(["score", "nestful", str(cut), "--no-win-rate"]) == 2
     assert capsys.readouterr().err.startswith(f"error: nestful, {cut}")
+
+
+# --------------------------------------------------------------------------------------------------
+# Gold rows that cannot be read, under skipping
+# --------------------------------------------------------------------------------------------------
+
+
+def gold_with_a_cut_row(tmp_path) -> tuple[str, list[str]]:
+    """The bundled GitHub-form rows with row 1 cut short (as a download stopped mid-line), and their sample_ids."""
+    lines = open(sample_files("nestful")["train"][0], encoding="utf-8").read().splitlines()
+    path = tmp_path / "gold.jsonl"
+    path.write_text("\n".join([lines[0], lines[1][:200], *lines[2:]]) + "\n", encoding="utf-8")
+    return str(path), [json.loads(line)["sample_id"] for line in lines]
+
+
+def keyed_predictions(tmp_path, sample_ids: list[str]) -> str:
+    return write_lines(tmp_path / "pred.jsonl", [{"sample_id": s, "calls": []} for s in sample_ids])
+
+
+def test_python_score_counts_unreadable_gold_rows_and_the_predictions_keyed_to_them(tmp_path):
+    gold, ids = gold_with_a_cut_row(tmp_path)
+    skips = SkipReport()
+    splits = load("nestful", "raw", data_files=gold, on_error="skip", report=skips, streaming=True)
+    gold_rows = gold_rows_by_id([row for split in splits.values() for row in split])
+    with pytest.raises(InvalidValueError, match="is not among the gold rows"):  # without the report: an error
+        score_file(keyed_predictions(tmp_path, ids), gold_rows=gold_rows, win_rate=False)
+    result = score_file(keyed_predictions(tmp_path, ids), gold_rows=gold_rows, gold_skips=skips,
+                        win_rate=False)
+    assert (result.n_rows, result.unreadable_gold_rows, result.unscored_predictions) == (len(ids) - 1, 1, 1)
+    assert f"{gold} row 1 field '<line>'" in result.notes[-1] and "pred.jsonl row 1)" in result.notes[-1]
+    only_read = score_file(keyed_predictions(tmp_path, [ids[0]]), gold_rows=gold_rows, gold_skips=skips,
+                           win_rate=False)
+    assert (only_read.unreadable_gold_rows, only_read.unscored_predictions, only_read.missing_predictions) == (1, 0, 1)
+
+
+def test_score_on_error_skip_reports_unreadable_gold_rows(tmp_path, capsys):
+    gold, ids = gold_with_a_cut_row(tmp_path)
+    predictions = keyed_predictions(tmp_path, ids)
+    argv = ["score", "nestful", predictions, "--no-win-rate", "--json", "--gold-data-files", gold]
+    assert cli.main(argv) == 2 and f"{gold}, row 1, field '<line>'" in capsys.readouterr().err
+    assert cli.main([*argv, "--on-error", "skip"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["n_rows"], out["unreadable_gold_rows"], out["unscored_predictions"]) == (len(ids) - 1, 1, 1)

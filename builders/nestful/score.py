@@ -398,6 +398,10 @@ class NestfulScores:
     notes: list = dataclasses.field(default_factory=list)
     missing_predictions: int = 0  # gold rows without a prediction, scored as wrong answers
     missing_gold_answers: int = 0  # rows without a gold answer, left out of the win rate
+    # Gold rows the gold load skipped (on_error="skip"), and predictions keyed to none of the rows read, which
+    # may be theirs: neither is scored, so both are counted rather than silently missing
+    unreadable_gold_rows: int = 0
+    unscored_predictions: int = 0
     # The isolation the sandbox achieved for the predictions (network, filesystem, processes: "namespace"/
     # "read-only", "off", or why not), as verify reports it; None when nothing ran
     isolation: Optional[dict] = None
@@ -409,7 +413,8 @@ class NestfulScores:
         out = {k: getattr(self, k) for k in self.METRICS}
         out.update(p_intent=self.p_intent, r_intent=self.r_intent, p_slot=self.p_slot, r_slot=self.r_slot,
                    parser=self.parser, corrected=self.corrected, notes=self.notes,
-                   missing_predictions=self.missing_predictions, missing_gold_answers=self.missing_gold_answers)
+                   missing_predictions=self.missing_predictions, missing_gold_answers=self.missing_gold_answers,
+                   unreadable_gold_rows=self.unreadable_gold_rows, unscored_predictions=self.unscored_predictions)
         out["stopped_by_sandbox"] = self.stopped_by_sandbox()
         out["isolation"] = self.isolation
         if samples:
@@ -430,6 +435,9 @@ class NestfulScores:
                 ("Full sequence accuracy", _fmt(self.full_sequence_accuracy)), ("Win rate", _fmt(self.win_rate))]
         if self.missing_predictions:
             rows.insert(1, ("Missing predictions", str(self.missing_predictions)))
+        if self.unreadable_gold_rows:
+            rows.insert(1, ("Unreadable gold rows", str(self.unreadable_gold_rows)))
+            rows.insert(2, ("Unscored predictions", str(self.unscored_predictions)))
         if self.missing_gold_answers:
             rows.append(("Rows without gold answer", str(self.missing_gold_answers)))
         stopped = self.stopped_by_sandbox()
@@ -803,7 +811,8 @@ def _item(gold: dict, sample_id: Any, prediction: Any, *, answer_is_text: bool, 
 
 
 def read_results(path: Union[str, os.PathLike], gold_rows: Optional[Mapping[str, dict]] = None, *,
-                 check_gold_answers: bool = True) -> list[ScoreItem]:
+                 check_gold_answers: bool = True, gold_skips=None, unscored: Optional[list] = None
+                 ) -> list[ScoreItem]:
     """Items of a result file, one JSON object per line (blank lines skipped, a UTF-8 BOM ignored), in either
     shape:
 
@@ -822,9 +831,12 @@ def read_results(path: Union[str, os.PathLike], gold_rows: Optional[Mapping[str,
     (every line carries its own gold, so they would not be read: a ``ValueError`` rather than a score the
     caller believes rests on their gold rows). A gold answer that is not JSON is a typed error naming its line,
     unless ``check_gold_answers=False`` (only the win check reads it, which ``score(win_rate=False)`` skips).
+    ``gold_skips``: the :class:`SkipReport` of a gold load with ``on_error="skip"``; when it counts skipped rows,
+    a keyed line whose sample_id is not among the gold rows read is left out and its row appended to
+    ``unscored`` instead of being an error (its gold row may be one that could not be read).
     """
     path = os.fspath(path)
-    items, any_keyed = read_result_items(path, gold_rows)
+    items, any_keyed = read_result_items(path, gold_rows, gold_skips, unscored)
     if gold_rows is not None and not any_keyed:
         raise ValueError(unused_gold_message("gold_rows", path))
     for item in items if check_gold_answers else ():
@@ -849,19 +861,21 @@ def unused_gold_message(option: str, path: str) -> str:
             f"generated_text or calls, no output) to score them against these gold rows")
 
 
-def read_result_items(path: str, gold_rows: Optional[Mapping[str, dict]]) -> tuple[list[ScoreItem], bool]:
+def read_result_items(path: str, gold_rows: Optional[Mapping[str, dict]], gold_skips=None,
+                      unscored: Optional[list] = None) -> tuple[list[ScoreItem], bool]:
     """:func:`read_results`' items, and whether any line is a keyed prediction (read against ``gold_rows``)."""
     if gold_rows is not None and not isinstance(gold_rows, Mapping):
         # (rows as loaded, a Dataset or a list: each keyed line was "not among the gold rows", which it is)
         raise TypeError(f"gold_rows must map sample_id -> gold row, got {type(gold_rows).__name__}; make it with "
                         "gold_rows_by_id(rows)")
     try:
-        return _read_lines(path, gold_rows)
+        return _read_lines(path, gold_rows, gold_skips, [] if unscored is None else unscored)
     except ToolUseDataError as exc:  # named as the package's readers name theirs: source, file, row, field
         raise exc.at(source="nestful")
 
 
-def _read_lines(path: str, gold_rows: Optional[Mapping[str, dict]]) -> tuple[list[ScoreItem], bool]:
+def _read_lines(path: str, gold_rows: Optional[Mapping[str, dict]], gold_skips, unscored: list
+                ) -> tuple[list[ScoreItem], bool]:
     items = []
     first_row: dict[Any, tuple[int, bool]] = {}  # sample_id -> (its first line, whether that line is keyed)
     any_keyed = False
@@ -901,6 +915,10 @@ def _read_lines(path: str, gold_rows: Optional[Mapping[str, dict]]) -> tuple[lis
             if not isinstance(sample_id, str):
                 raise InvalidValueError(f"a keyed prediction needs its sample_id as a string, got {shown(sample_id)}",
                                         file=path, row=row_number, field="sample_id")
+            if sample_id not in gold_rows and gold_skips is not None and gold_skips.skipped:
+                unscored.append(row_number)
+                any_keyed = True
+                continue
             if sample_id not in gold_rows:
                 raise InvalidValueError(f"sample_id {sample_id!r} is not among the gold rows", file=path,
                                         row=row_number, field="sample_id")
@@ -913,7 +931,7 @@ def _read_lines(path: str, gold_rows: Optional[Mapping[str, dict]]) -> tuple[lis
                                         field="sample_id")
         items.append(_item(gold_rows[sample_id] if keyed else record, sample_id, record[field],
                            answer_is_text=not keyed, path=path, row=row_number))
-    if not items:
+    if not items and not unscored:
         raise InvalidValueError("no predictions: the file is empty or holds blank lines only", file=path,
                                 field="<file>")
     if any_keyed:
@@ -923,10 +941,28 @@ def _read_lines(path: str, gold_rows: Optional[Mapping[str, dict]]) -> tuple[lis
     return items, any_keyed
 
 
-def score_file(path: Union[str, os.PathLike], *, gold_rows: Optional[Mapping[str, dict]] = None, **options: Any
-               ) -> NestfulScores:
-    """:func:`score` of :func:`read_results` (options as for :func:`score`)."""
-    return score(read_results(path, gold_rows, check_gold_answers=options.get("win_rate", True)), **options)
+def score_file(path: Union[str, os.PathLike], *, gold_rows: Optional[Mapping[str, dict]] = None, gold_skips=None,
+               **options: Any) -> NestfulScores:
+    """:func:`score` of :func:`read_results` (options as for :func:`score`); ``gold_skips``: the
+    :class:`SkipReport` the gold rows were loaded with, whose skipped rows the result counts and notes."""
+    unscored: list = []
+    items = read_results(path, gold_rows, check_gold_answers=options.get("win_rate", True), gold_skips=gold_skips,
+                         unscored=unscored)
+    return with_unreadable_gold(score(items, **options), gold_skips, unscored, os.fspath(path))
+
+
+def with_unreadable_gold(scores: NestfulScores, gold_skips, unscored: list, path: str) -> NestfulScores:
+    """``scores`` with the gold rows ``gold_skips`` counts as skipped, and the predictions left unscored
+    (``unscored``: their rows in ``path``), counted and noted."""
+    if gold_skips is None or not gold_skips.skipped:
+        return scores
+    scores.unreadable_gold_rows, scores.unscored_predictions = gold_skips.skipped, len(unscored)
+    where = "; ".join(e.where for e in gold_skips.examples[:3]) + ("; ..." if gold_skips.skipped > 3 else "")
+    rows = ", ".join(map(str, unscored[:5])) + (", ..." if len(unscored) > 5 else "")
+    scores.notes.append(f"gold rows that could not be read: {gold_skips.skipped} ({where}); not scored, so n_rows "
+                        "counts the rows read" + (f"; predictions keyed to none of the gold rows read (theirs may be "
+                        f"one of those), left unscored: {len(unscored)} ({path} row {rows})" if unscored else ""))
+    return scores
 
 
 def gold_rows_by_id(rows: Sequence[dict], locations: Optional[Sequence[tuple[str, int]]] = None

@@ -33,6 +33,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "carry their own gold)")
     p.add_argument("--sample", action="store_true",
                    help="gold rows for keyed predictions: the sample bundled with the package")
+    p.add_argument("--on-error", choices=["raise", "skip"], default="raise",
+                   help="gold rows that cannot be read: raise stops; skip goes on, counts them and the predictions "
+                        "keyed to none of the rows read (neither scored) (default: %(default)s)")
     add_execution_arguments(p)
     p.set_defaults(timeout=None, memory_mb=None)  # (SandboxLimits' own: None tells a limit given from the default)
     p.add_argument("--samples", action="store_true",
@@ -45,8 +48,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
 class _GoldRows(Mapping):
     """sample_id -> raw gold row, loaded on first use (result files in upstream's shape need none)."""
 
-    def __init__(self, data_files):
-        self.data_files = data_files
+    def __init__(self, data_files, on_error="raise", report=None):
+        self.data_files, self.on_error, self.report = data_files, on_error, report
         self._rows = None
 
     def _load(self) -> dict:
@@ -54,7 +57,8 @@ class _GoldRows(Mapping):
             from ..builders.nestful.score import gold_rows_by_id
             from ..loading import load
 
-            splits = load("nestful", "raw", streaming=True, data_files=self.data_files)
+            splits = load("nestful", "raw", streaming=True, data_files=self.data_files, on_error=self.on_error,
+                          report=self.report)
             rows = [row for split in splits.values() for row in split]
             try:
                 self._rows = gold_rows_by_id(rows)
@@ -95,7 +99,9 @@ def _located_rows(data_files) -> list[tuple[tuple[str, int], dict]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..builders.nestful.score import read_result_items, score, unused_gold_message, unused_win_rate_options_message
+    from ..builders.nestful.score import (read_result_items, score, unused_gold_message,
+                                          unused_win_rate_options_message, with_unreadable_gold)
+    from ..errors import SkipReport
     from ..loading import sample_files
 
     if args.sample and args.gold_data_files:
@@ -112,13 +118,15 @@ def run(args: argparse.Namespace) -> int:
 
     refuse_missing_file(args.results, "RESULT.jsonl", "the results file (one JSON object a line)")
     refuse_folders(args.gold_data_files or [], "--gold-data-files")
-    gold = _GoldRows(sample_files("nestful") if args.sample else args.gold_data_files)
-    items, any_keyed = read_result_items(args.results, gold)
+    skips, unscored = SkipReport(), []
+    gold = _GoldRows(sample_files("nestful") if args.sample else args.gold_data_files, args.on_error, skips)
+    items, any_keyed = read_result_items(args.results, gold, skips, unscored)
     named = "--sample" if args.sample else "--gold-data-files" if args.gold_data_files else None
     if named and not any_keyed:  # gold rows the user named that nothing reads: refused, not silently unused
         raise ValueError(unused_gold_message(named, args.results))
     scores = score(items, parser=args.parser, corrected=args.corrected, win_rate=not args.no_win_rate,
                    executable_functions_dir=args.executable_functions, limits=limits_from(args))
+    with_unreadable_gold(scores, skips, unscored, args.results)
     if args.json:
         print_json(scores.to_dict(samples=args.samples))
     else:
