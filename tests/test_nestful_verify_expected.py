@@ -255,3 +255,14 @@ def test_scoring_a_string_answer_lost_to_its_hf_str_gold_text_says_so(tmp_path, 
     given = score_file(keyed, gold_rows={r["sample_id"]: r for r in hf_rows}, parser="calls",
                        executable_functions_dir=functions_dir)
     assert [n.split(": ", 1)[0] for n in given.notes if note in n] == [row["sample_id"]]
+
+
+def test_a_listed_id_whose_row_cannot_be_read_is_said_to_be_possibly_unread(rows_file, functions_dir, capsys):
+    path, (network, passing, broken) = rows_file
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([lines[0], lines[1], lines[2][:150]]) + "\n")  # the listed row cut short
+    code, out, err = run_verify(path, functions_dir, capsys, "--expect-failure", network, "--expect-failure", broken,
+                                "--on-error", "skip")
+    assert code == 2 and out["skipped"] == 1 and out["expected_not_in_data"] == [broken]
+    assert (f"no row verified has: {broken}; 1 row(s) could not be read and were not verified (--on-error skip): "
+            "a listed id may be one of them") in err

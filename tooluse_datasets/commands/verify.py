@@ -110,8 +110,11 @@ def run(args: argparse.Namespace) -> int:
         return 1
     if report.expected_not_in_data:
         # A list that names rows the data does not have is a list for other data (or a typo): not a pass
+        # Under skipping, a listed row may be one that could not be read rather than one the data lacks
+        unread = (f"; {report.skipped} row(s) could not be read and were not verified (--on-error skip): a listed "
+                  "id may be one of them" if report.skipped else "")
         print(plain_printable(f"error: ids listed as expected failures that no row verified has: "
-                              f"{', '.join(report.expected_not_in_data)}"), file=sys.stderr)
+                              f"{', '.join(report.expected_not_in_data)}{unread}"), file=sys.stderr)
         return 2
     # A row that could not be read was not verified: the run fails, as validate fails on unreadable rows
     return 0 if report.passed else 1
