@@ -610,6 +610,21 @@ def test_parquet_rows_with_null_padded_structs(tmp_path, cache_dir):
     assert streamed[0]["tools"] == [WEATHER, news]
 
 
+def test_null_columns_read_alike_from_json_lines_and_parquet(tmp_path, cache_dir):
+    """A KTO file whose second row has a null label: Parquet cannot tell a null cell from a missing column, so the
+    JSON Lines rows must not keep ``label: None`` in ``meta``/``extra`` where the Parquet rows lack it."""
+    rows = native_rows(shared_data("ms_swift", "agent_support_doc_examples_en.jsonl"))
+    rows = [{**rows[0], "label": True}, {**rows[1], "label": None}]
+    lines = write_jsonl(tmp_path / "kto.jsonl", rows)
+    parquet = tmp_path / "kto.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), parquet)
+    for config, column in (("unified", "meta"), ("raw", "extra")):
+        loads = [[r[column] for r in td.load("ms_swift", config, data_files=path, split="train", streaming=streaming,
+                                             cache_dir=cache_dir)]
+                 for path in (lines, str(parquet)) for streaming in (False, True)]
+        assert all(got == [{"label": True}, {}] for got in loads), (config, loads)
+
+
 def test_json_array_files_and_one_split_per_data_files_key(tmp_path, cache_dir):
     chat = {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]}
     array = tmp_path / "chats.json"

@@ -182,7 +182,10 @@ def _read_row(row: dict, columns: dict[str, str]) -> tuple[dict, list[Message]]:
             messages.insert(0, Message(-1, "system", system, origin=system_column, renames=((".content", ""),)))
     raw_messages = [m.as_raw() for m in messages]
     check_rejected_response(row, raw_messages)
-    return {"messages": raw_messages, "tools": tools, **media, "extra": row}, messages
+    # A null column is absent: Parquet gives a row lacking a column other rows have one (so does ms-swift's loader
+    # for JSON Lines), so the same rows read from either format give the same extra.
+    extra = {key: value for key, value in row.items() if value is not None}
+    return {"messages": raw_messages, "tools": tools, **media, "extra": extra}, messages
 
 
 # --------------------------------------------------------------------------------------------------
