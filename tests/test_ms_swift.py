@@ -221,6 +221,27 @@ def test_doc_rows_round_trip_through_swift(name, cache_dir, tmp_path):
             assert "ms_swift_original" not in row["meta"]
 
 
+@pytest.mark.parametrize("name", SHARED_FILES)
+def test_swift_rows_written_by_to_json_read_back_without_null_names(name, cache_dir, tmp_path):
+    """datasets' ``to_json`` writes the ``swift`` config's Arrow rows with ``"name": null`` on every message but
+    the results. ms-swift drops those keys; read back, they were kept in ``meta.ms_swift_original`` as originals of
+    every user, call and answer turn. Only each result's own ``name`` (ms-swift keeps it) is kept there."""
+    path = shared_data("ms_swift", name)
+    unified = list(td.load("ms_swift", data_files=str(path), split="train", cache_dir=cache_dir))
+    swift = td.load("ms_swift", "swift", data_files=str(path), split="train", cache_dir=cache_dir)
+    written = tmp_path / f"{path.stem}.jsonl"
+    swift.to_json(written)
+    assert '"name":null' in written.read_text(encoding="utf-8")
+    for streaming in (False, True):
+        reread = list(td.load("ms_swift", data_files=str(written), split="train", streaming=streaming,
+                              cache_dir=cache_dir))
+        assert [conversation(r) for r in reread] == [conversation(r) for r in unified]
+        for row in reread:
+            kept = row["meta"].get("ms_swift_original", {}).get("messages", {})
+            assert set(kept) == {str(t) for t, m in enumerate(row["messages"]) if m["role"] == "tool"}
+            assert all(m["extra"] == {} for originals in kept.values() for m in originals)
+
+
 def with_result_names(messages: list[dict]) -> list[dict]:
     """ms-swift messages as the ``swift`` writer spells them: each result with the ``name`` of the call it answers
     (by position)."""

@@ -450,7 +450,9 @@ def standard_message(message: dict, index: int) -> Message:
         out.tool_calls = calls or None
     # calls on a message of another role (user, tool...) are refused too: ms-swift drops them as well
     check_provider_keys(message, where, message.get("tool_calls"))
-    out.extra = fields
+    # A null key is absent, as Parquet's struct padding is read: datasets' to_json writes the swift config's
+    # "name": null on every message but results, which ms-swift drops with the other keys it does not read.
+    out.extra = {key: value for key, value in fields.items() if value is not None}
     if out.content is None and not out.tool_calls:
         raise MissingFieldError("message content is null or missing; ms-swift drops the row",
                                 field=f"{where}.{content_key}")
