@@ -646,6 +646,27 @@ def test_null_columns_read_alike_from_json_lines_and_parquet(tmp_path, cache_dir
         assert all(got == [{"label": True}, {}] for got in loads), (config, loads)
 
 
+def test_null_keys_of_provider_calls_and_blocks_are_absent(tmp_path, cache_dir):
+    """The doc's OpenAI and Anthropic rows with the null keys other writers put on calls and blocks (``index``,
+    ``cache_control``, ``is_error``) read as the rows without them, as they do from Parquet, where such nulls are
+    struct padding: they were kept in ``meta.ms_swift_original`` from JSON only."""
+    doc = native_rows(shared_data("ms_swift", "custom_dataset_doc_agent_rows_en.jsonl"))
+    openai, anthropic = copy.deepcopy(doc[0]), copy.deepcopy(doc[2])
+    openai["messages"][1]["tool_calls"][0]["index"] = None
+    anthropic["messages"][0]["content"][1]["cache_control"] = None
+    anthropic["messages"][1]["content"][0]["is_error"] = None
+    for name, plain, with_nulls in (("openai", doc[0], openai), ("anthropic", doc[2], anthropic)):
+        expected = td.load("ms_swift", data_files=write_jsonl(tmp_path / f"{name}.jsonl", [plain]), split="train",
+                           cache_dir=cache_dir)[0]
+        parquet = tmp_path / f"{name}_nulls.parquet"
+        pq.write_table(pa.Table.from_pylist([with_nulls]), parquet)
+        for path in (write_jsonl(tmp_path / f"{name}_nulls.jsonl", [with_nulls]), str(parquet)):
+            for streaming in (False, True):
+                row = next(iter(td.load("ms_swift", data_files=path, split="train", streaming=streaming,
+                                        cache_dir=cache_dir)))
+                assert (row["messages"], row["meta"]) == (expected["messages"], expected["meta"]), (path, streaming)
+
+
 def test_json_array_files_and_one_split_per_data_files_key(tmp_path, cache_dir):
     chat = {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]}
     array = tmp_path / "chats.json"

@@ -450,13 +450,18 @@ def standard_message(message: dict, index: int) -> Message:
         out.tool_calls = calls or None
     # calls on a message of another role (user, tool...) are refused too: ms-swift drops them as well
     check_provider_keys(message, where, message.get("tool_calls"))
-    # A null key is absent, as Parquet's struct padding is read: datasets' to_json writes the swift config's
-    # "name": null on every message but results, which ms-swift drops with the other keys it does not read.
-    out.extra = {key: value for key, value in fields.items() if value is not None}
+    # (datasets' to_json writes the swift config's "name": null on every message but results)
+    out.extra = keys_with_values(fields)
     if out.content is None and not out.tool_calls:
         raise MissingFieldError("message content is null or missing; ms-swift drops the row",
                                 field=f"{where}.{content_key}")
     return out
+
+
+def keys_with_values(fields: dict, read: tuple[str, ...] = ()) -> dict:
+    """The keys of ``fields`` other than ``read``, kept for ``extra``, without the null ones: a null key is absent,
+    as Parquet's struct padding is read and as ms-swift drops it, so JSON and Parquet rows give the same extra."""
+    return {key: value for key, value in fields.items() if key not in read and value is not None}
 
 
 def check_provider_keys(message: dict, where: str, calls: Optional[list]) -> None:
@@ -661,7 +666,7 @@ def openai_call_turn(m: Message) -> tuple[list[Message], list]:
             ok, parsed = try_loads(arguments)
             arguments = parsed if ok else arguments
         storable(arguments, f"{m.where}.tool_calls[{k}].function.arguments")
-        extra = {key: value for key, value in call.items() if key not in ("type", "function", "name", "arguments")}
+        extra = keys_with_values(call, ("type", "function", "name", "arguments"))
         function_field = ".function" if "function" in call else ""
         calls.append(Message(m.index, "tool_call", {**named(function), "arguments": arguments}, extra=extra,
                              origin=f"{m.where}.tool_calls[{k}]", renames=((".content", function_field),)))
@@ -688,7 +693,7 @@ def anthropic_call_turn(m: Message) -> tuple[list[Message], list]:
     for k, block in enumerate(m.content):
         if block.get("type") == "tool_use":
             flush()
-            extra = {key: value for key, value in block.items() if key not in ("type", "name", "input")}
+            extra = keys_with_values(block, ("type", "name", "input"))
             arguments = block.get("input", {})  # as ms-swift: a tool_use without input has no arguments
             storable(arguments, f"{m.where}.content[{k}].input")
             produced.append(Message(m.index, "tool_call", {**named(block), "arguments": arguments},
@@ -745,7 +750,7 @@ def anthropic_results(m: Message, call_ids: list) -> list[Message]:
                 content = ""
             elif is_block_list(content):
                 content, result_media = content_text(content, f"{where}.content", m.anthropic_blocks)
-            extra = {key: value for key, value in block.items() if key not in ("type", "content")}
+            extra = keys_with_values(block, ("type", "content"))
             # as ms-swift: the message's loss/loss_scale go to every result, as to every text between them
             out.append(Message(m.index, "tool_response", content, loss=m.loss, loss_scale=m.loss_scale, extra=extra,
                                media=result_media, origin=where, renames=((".role", ".type"),)))
