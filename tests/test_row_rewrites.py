@@ -248,3 +248,18 @@ def test_a_batch_with_a_row_whose_messages_are_not_a_list_names_that_row(rows, r
     # Named once, also by an error that comes back from a worker process (num_proc, DataLoader workers).
     assert str(caught.value).count(two[1]["id"]) == 1
     assert str(pickle.loads(pickle.dumps(caught.value))) == str(caught.value)
+
+
+def test_strip_empty_refuses_a_row_or_a_dataset_saying_it_takes_messages(rows):
+    """A row (a dict) was iterated as its keys, raising a bare ``AttributeError: 'str' object has no attribute
+    'items'``; a dataset was iterated as its rows, each stripped as if it were a message."""
+    row = next(row for row in rows if any("tool_calls" not in m for m in row["messages"]))
+    stripped = td.strip_empty(td.complete_row(row)["messages"])
+    assert stripped == [{k: v for k, v in m.items() if v not in (None, [], "") or k in ("role", "content")}
+                        for m in td.complete_row(row)["messages"]]
+    assert all("tool_calls" not in m for m, raw in zip(stripped, row["messages"]) if "tool_calls" not in raw)
+    ds = td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train", streaming=True)
+    for given, named in [(row, "dict"), (ds, "IterableDataset"), (row["messages"][0], "dict"),
+                         ([row["messages"][0]["content"]], "a list holding str")]:
+        with pytest.raises(TypeError, match=rf"takes a list of messages \(row\['messages'\]\), got {named}$"):
+            td.strip_empty(given)

@@ -156,7 +156,12 @@ def complete_row(row: dict) -> dict:
 
 def strip_empty(messages: list[dict]) -> list[dict]:
     """Messages without null/empty optional keys, for chat templates that test ``'key' in message``
-    (e.g. Llama 3.1 treats any present ``tool_calls`` key as a call turn)."""
+    (e.g. Llama 3.1 treats any present ``tool_calls`` key as a call turn). ``messages`` is a row's list of
+    messages (``row["messages"]``), not the row: iterating a row or a dataset gives keys or whole rows."""
+    if not isinstance(messages, (list, tuple)) or not all(isinstance(m, Mapping) for m in messages):
+        given = type(messages).__name__ if not isinstance(messages, (list, tuple)) else "a list holding " + next(
+            type(m).__name__ for m in messages if not isinstance(m, Mapping))
+        raise TypeError(f"strip_empty takes a list of messages (row['messages']), got {given}")
     keep = ("role", "content")
     return [{k: v for k, v in m.items() if k in keep or v not in (None, [], "")} for m in messages]
 
