@@ -336,6 +336,22 @@ def test_all_in_other_case_is_refused_naming_all_as_mirror_reads_it(command, spl
     assert "'all' names every split, which a mirror holds when no split is given" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("split", ["synthetic+ALL", "ALL+tau_train"])
+def test_all_in_an_expression_with_other_splits_is_not_suggested(split, tmp_path, capsys):
+    """'all' reads every split only alone: beside another split datasets refuses it ("Bad split", "Unknown split
+    'all'"), yet the error for 'ALL' there suggested 'all'."""
+    assert main(["show", "toolmind", "--sample", "--split", split]) == 2
+    err = capsys.readouterr().err
+    assert "toolmind has no split 'ALL'; its splits here: synthetic, " in err and "did you mean" not in err
+    for streaming in (False, True):
+        with pytest.raises(ValueError, match=r"^toolmind has no split 'ALL'; its splits here: synthetic, "):
+            td.load("toolmind", split=split, data_files=td.sample_files("toolmind"), streaming=streaming,
+                    cache_dir=str(tmp_path / "cache"))
+        with pytest.raises(ValueError, match="did you mean 'all'"):
+            td.load("toolmind", split="ALL", data_files=td.sample_files("toolmind"), streaming=streaming,
+                    cache_dir=str(tmp_path / "cache"))
+
+
 def test_validate_empties_the_skipped_rows_file_once_it_runs(tmp_path, capsys):
     listing = tmp_path / "skipped.jsonl"
     listing.write_text('{"kept": "from the last run"}\n')

@@ -607,11 +607,14 @@ class ToolUseBuilder(datasets.ArrowBasedBuilder):
 
     def check_split_names(self, wanted: Iterable[str], available: Iterable[str]) -> None:
         """Raise a ValueError naming the splits of ``wanted`` that are not ``available``, and those that are."""
-        names = list(available)
+        names, wanted = list(available), list(wanted)
         unknown = [name for name in wanted if name not in names]
         if unknown:
-            # ('ALL' is datasets' 'all', every split as one, in other case: mirror reads it so, any case)
-            meant = [close for close in ("all" if name.casefold() == "all" else meant_split(name, names)
+            # ('ALL' is datasets' 'all', every split as one, in other case: mirror reads it so, any case; only
+            # alone: in an expression with other splits, datasets refuses 'all')
+            alone = len(wanted) == 1
+            meant = [close for close in (("all" if alone else None) if name.casefold() == "all"
+                                         else meant_split(name, names)
                                          for name in unknown) if close]
             hint = f" (did you mean {', '.join(map(repr, meant))}?)" if len(meant) == len(unknown) else ""
             raise ValueError(f"{self.source.name} has no split {', '.join(map(repr, unknown))}{hint}; its splits "
