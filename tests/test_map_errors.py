@@ -108,6 +108,35 @@ def test_a_stream_mapped_with_its_features_exports_its_rows_and_names_a_refused_
     assert (error.value.row, error.value.field) == (3, "messages[2].tool_calls[0].function.arguments")
 
 
+def _stream_put_batch(batch, indices, row, what):
+    rows = [dict(zip(batch, values)) for values in zip(*batch.values())]
+    out = [_stream_put(example, idx, row, what) for example, idx in zip(rows, indices)]
+    return {key: [example[key] for example in out] for key in batch}
+
+
+@pytest.mark.parametrize("how", ["plain", "features", "batched"])
+@pytest.mark.parametrize("row, field", [(3, "messages[2].tool_calls[0].function.arguments"),
+                                        (5, "messages[1].tool_calls[0].function.arguments")])
+def test_a_mapped_stream_read_in_a_loop_names_the_row_and_field_of_a_nan(how, row, field):
+    """Read row by row (a training loop, a DataLoader), a stream's map handed the NaN its function put in a call's
+    arguments on as a row, where a map-style map, and the stream's own exports, refuse it by row and field."""
+    stream = td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train", streaming=True)
+    kwargs = {"with_indices": True, "fn_kwargs": {"row": row, "what": "nan"}}
+    if how == "batched":
+        mapped = stream.map(_stream_put_batch, batched=True, batch_size=2, **kwargs)
+    else:
+        mapped = stream.map(_stream_put, **kwargs, **({"features": stream.features} if how == "features" else {}))
+    handed = []
+    with pytest.raises(JsonValueError) as error:
+        for example in mapped:
+            handed.append(example["id"])
+    assert (error.value.row, error.value.field) == (row, field)
+    assert "NaN at $.x cannot be stored" in str(error.value)
+    assert handed == [example["id"] for example in stream][:row - row % 2 if how == "batched" else row]
+    # the rows the function leaves alone, and good rows, come as they are
+    assert list(stream.map(_stream_put, **{**kwargs, "fn_kwargs": {"row": -1, "what": "nan"}})) == list(stream)
+
+
 def test_a_map_with_num_proc_forks_workers_that_end_at_the_pools_sigterm(tmp_path):
     """The pool of a failed map ends its workers with SIGTERM: workers that inherited the caller's handler (a Ray
     driver's, a training script's) outlived it when blocked on the pool's queue, and the map waited for ever. Its

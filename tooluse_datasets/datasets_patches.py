@@ -25,6 +25,7 @@ from datasets.iterable_dataset import (FormattedExamplesIterable, RebatchedArrow
                                       SelectColumnsIterable)
 
 from .arrow_rows import storage_type
+from .codec import _has_non_finite
 from .errors import (DataNotFoundError, InvalidJsonError, InvalidValueError, JsonValueError, ToolUseDataError,
                      json_kind)
 from .exact_features import (ExactFeatures, ForeignExactFeatures, MappedUnifiedFeatures, holds_exact_json, holds_json,
@@ -1110,6 +1111,78 @@ def _install_batched_steps_giving_rows_in_their_shape() -> None:
     Dataset.__getitems__ = patched_once(getitems, rows_of_keys, "_gives_rows_in_their_shape")
 
 
+def _install_stream_maps_refusing_non_finite_values() -> None:
+    """A stream's ``map`` handed on a NaN or an infinity its function put in a JSON leaf (a call's arguments) to a
+    loop reading its rows, where a map-style ``map`` refuses it (JsonValueError naming row and field), as do the
+    stream's Arrow tables and exports. The function of a map reading (or given) exact features is wrapped so that the
+    JSON columns it returns (not the ones it leaves as read, which the stream's converter checked) are walked once
+    for such a float, and one found is refused by the map's output row and field. Installed once per process."""
+    from datasets.iterable_dataset import FilteredExamplesIterable, MappedExamplesIterable
+
+    init = MappedExamplesIterable.__init__
+
+    def checking_init(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        given = self._features
+        features = given if given is not None and any(holds_exact_json(f) for f in given.values()) \
+            else _exact_features_read_by(self.ex_iterable)
+        if (features is None or isinstance(self, FilteredExamplesIterable) or type(self.function) is _NonFiniteRefused
+                or inspect.iscoroutinefunction(self.function)
+                or (self.formatting is not None and self.formatting.format_type not in (None, "python"))):
+            return  # (a filter's rows are its input's; a table or tensor format's values are not Python ones)
+        columns = {name: feature for name, feature in features.items() if holds_exact_json(feature)}
+        if columns:
+            self.function = _NonFiniteRefused(self.function, columns, self.batched)
+
+    iterate = MappedExamplesIterable.__iter__
+
+    def rows_named(self):
+        if type(self.function) is not _NonFiniteRefused:
+            yield from iterate(self)
+            return
+        state, handed = self._state_dict, 0
+        # a resumed map computes again from its previous state the rows it skipped (a batch's first ones)
+        before = state["previous_state_example_idx"] + (state["num_examples_since_previous_state"]
+                                                        if state["previous_state"] else 0) if state else 0
+        try:
+            for item in iterate(self):
+                yield item
+                handed += 1
+        except JsonValueError as exc:
+            offset = exc.__dict__.pop("row_in_output", None)
+            if offset is None:
+                raise
+            raise exc.at(row=before + handed + offset) from None
+
+    MappedExamplesIterable.__init__ = patched_once(init, checking_init, "_refuses_non_finite_values")
+    MappedExamplesIterable.__iter__ = patched_once(iterate, rows_named, "_names_refused_rows")
+
+
+class _NonFiniteRefused:
+    """A stream map's function, whose returned ``columns`` (JSON columns of exact features) are refused holding a
+    NaN or an infinity at a JSON leaf: a JsonValueError naming the field, and the row of this call's output (see
+    _install_stream_maps_refusing_non_finite_values). Picklable as its function is (DataLoader workers)."""
+
+    def __init__(self, function: Callable, columns: dict, batched: bool):
+        self.function, self.columns, self.batched = function, columns, batched
+
+    def __call__(self, *args, **kwargs):
+        out = self.function(*args, **kwargs)
+        if isinstance(out, Mapping):
+            for name, feature in self.columns.items():
+                if name in out and _has_non_finite(out[name]):
+                    values = out[name] if self.batched and isinstance(out[name], (list, tuple)) else [out[name]]
+                    for row, value in enumerate(values):
+                        try:
+                            ExactFeatures({name: feature}).encode_column([value], name)
+                        except JsonValueError as exc:
+                            exc.row_in_output = row
+                            raise
+                        except ToolUseDataError:
+                            pass  # the map made the column another kind of value: not a JSON leaf's float
+        return out
+
+
 _install_merged_info_features()
 _install_batched_steps_giving_rows_in_their_shape()
 _install_mixed_stream_features()
@@ -1122,3 +1195,4 @@ _install_column_operations_keeping_features()
 _install_add_item_encoding_the_item()
 _install_file_builders_reading_foreign_text()
 _install_stream_tables_encoding_decoded_rows()
+_install_stream_maps_refusing_non_finite_values()
