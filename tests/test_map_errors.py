@@ -176,3 +176,34 @@ def test_a_map_with_num_proc_forks_workers_that_end_at_the_pools_sigterm(tmp_pat
         pytest.fail("the map of num_proc=2 was still waiting on its workers after 180 s")
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-2:] == ["['True']", "refused: 3"]
+
+
+def test_a_batched_map_of_a_mapped_stream_formatted_as_arrow_takes_tables_of_its_features():
+    """``stream.map(f, features=...).with_format("arrow").map(g, batched=True)`` (TRL's packing reads a stream so)
+    had Arrow infer each batch's types from the decoded rows: "cannot mix struct and non-struct"."""
+    stream = td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train", streaming=True)
+    mapped = stream.map(td.short_call_ids, features=stream.features)
+    seen = []
+
+    def keep(table):
+        seen.append(table)
+        return table
+
+    packed = mapped.with_format("arrow").map(keep, batched=True, batch_size=4)
+    assert [row["id"] for row in packed.with_format(None)] == [row["id"] for row in stream]
+    assert [t.num_rows for t in seen] == [4, 2]
+    assert seen[0].schema == next(iter(stream.with_format("arrow").iter(batch_size=4))).schema
+    assert td.decode_row(seen[0].slice(1, 1).to_pylist()[0], stream.features) == list(mapped)[1]
+    # the tables of an identity map are the stream's own
+    same = stream.map(lambda row: row, features=stream.features).with_format("arrow")
+    assert list(same.map(lambda t: t, batched=True, batch_size=4).with_format(None)) == \
+        list(stream.with_format("arrow").map(lambda t: t, batched=True, batch_size=4).with_format(None))
+    # resumed from a saved state, the rows after it, once
+    head, rest = packed.with_format(None), []
+    for i, row in enumerate(head):
+        if i == 2:
+            state = head.state_dict()
+            break
+    head.load_state_dict(state)
+    rest = [row["id"] for row in head]
+    assert rest == [row["id"] for row in mapped][3:]

@@ -22,7 +22,8 @@ import pyarrow as pa
 from datasets.exceptions import DatasetGenerationError
 from datasets.features import LargeList, List, Value
 from datasets.iterable_dataset import (FormattedExamplesIterable, RebatchedArrowExamplesIterable,
-                                      SelectColumnsIterable)
+                                      SelectColumnsIterable, _BaseExamplesIterable)
+from datasets.table import table_cast
 
 from .arrow_rows import storage_type
 from .codec import _has_non_finite
@@ -1183,6 +1184,77 @@ class _NonFiniteRefused:
         return out
 
 
+def _install_stream_maps_of_tables_typing_mapped_rows() -> None:
+    """A map of a stream formatted as tables (``with_format("arrow").map(g, batched=True)``, TRL's packing) over rows
+    a Python map handed on (``stream.map(f, features=ds.features)``) had Arrow infer each batch's types from decoded
+    rows, and failed ("cannot mix struct and non-struct"). Where those rows' features are exact (given to the map,
+    or the stream's), its batches are tables of those features, JSON leaves exact, as the stream's own tables are.
+    Installed once per process."""
+    from datasets import IterableDataset
+
+    def typing_rows(operation: Callable) -> Callable:
+        def operated(self, *args, **kwargs):
+            features = self.features
+            if (self._formatting is not None and self._formatting.is_table and not self._ex_iterable.iter_arrow
+                    and features is not None and any(holds_exact_json(f) for f in features.values())):
+                self = copy.copy(self)  # (the same stream, its rows read as tables)
+                self._ex_iterable = _RowsAsTables(self._ex_iterable, features)
+            return operation(self, *args, **kwargs)
+
+        return patched_once(operation, operated, "_types_mapped_rows_for_tables")
+
+    IterableDataset.map = typing_rows(IterableDataset.map)
+    IterableDataset.filter = typing_rows(IterableDataset.filter)
+
+
+class _RowsAsTables(_BaseExamplesIterable):
+    """The Python rows of ``ex_iterable`` (a map's) and, as tables, the same rows encoded by ``features`` (see
+    _EncodedRows), cast to them; its state, shards and shuffling are ``ex_iterable``'s."""
+
+    def __init__(self, ex_iterable: Any, features: Any):
+        super().__init__()
+        self.ex_iterable = ex_iterable
+        self._features = features if isinstance(features, ExactFeatures) else ExactFeatures(features)
+
+    @property
+    def features(self):
+        return self._features
+
+    @property
+    def is_typed(self) -> bool:
+        return self.ex_iterable.is_typed
+
+    @property
+    def iter_arrow(self):
+        return self._iter_arrow
+
+    @property
+    def num_shards(self) -> int:
+        return self.ex_iterable.num_shards
+
+    def _init_state_dict(self) -> dict:
+        self._state_dict = self.ex_iterable._init_state_dict()
+        return self._state_dict
+
+    def __iter__(self):
+        return iter(self.ex_iterable)
+
+    def _iter_arrow(self):
+        schema = self._features.arrow_schema
+        for key, table in _EncodedRows(self.ex_iterable, self._features, None)._iter_arrow():
+            yield key, table_cast(table, schema)
+
+    def shuffle_data_sources(self, generator: np.random.Generator) -> "_RowsAsTables":
+        return _RowsAsTables(self.ex_iterable.shuffle_data_sources(generator), self._features)
+
+    def shard_data_sources(self, num_shards: int, index: int, contiguous: bool = True) -> "_RowsAsTables":
+        return _RowsAsTables(self.ex_iterable.shard_data_sources(num_shards, index, contiguous=contiguous),
+                             self._features)
+
+    def reshard_data_sources(self) -> "_RowsAsTables":
+        return _RowsAsTables(self.ex_iterable.reshard_data_sources(), self._features)
+
+
 _install_merged_info_features()
 _install_batched_steps_giving_rows_in_their_shape()
 _install_mixed_stream_features()
@@ -1196,3 +1268,4 @@ _install_add_item_encoding_the_item()
 _install_file_builders_reading_foreign_text()
 _install_stream_tables_encoding_decoded_rows()
 _install_stream_maps_refusing_non_finite_values()
+_install_stream_maps_of_tables_typing_mapped_rows()
