@@ -263,3 +263,19 @@ def test_strip_empty_refuses_a_row_or_a_dataset_saying_it_takes_messages(rows):
                          ([row["messages"][0]["content"]], "a list holding str")]:
         with pytest.raises(TypeError, match=rf"takes a list of messages \(row\['messages'\]\), got {named}$"):
             td.strip_empty(given)
+
+
+@pytest.mark.parametrize("config", ["swift", "raw"])
+@pytest.mark.parametrize("helper", ["complete_row", *(f.__name__ for f in REWRITES)])
+def test_row_helpers_refuse_a_row_of_a_formats_own_config_naming_its_role(helper, config):
+    """An ms-swift row (config ``swift`` or ``raw``: ``tool_call`` / ``tool_response`` turns) came back unchanged
+    from every rewrite (its calls not split, its ids not shortened, its trailing results kept) and was completed
+    as a unified row, with no word that these helpers take unified rows."""
+    files = td.sample_files("ms_swift")
+    row = next(iter(td.load("ms_swift", config, data_files=files, split="train", streaming=True)))
+    assert row["messages"][2]["role"] == "tool_call"
+    with pytest.raises(td.InvalidValueError, match=r"role \"tool_call\" is not a unified role \(system, user, "
+                                                   r"assistant, tool\): this takes rows of the 'unified' config"):
+        getattr(td, helper)(row)
+    unified = next(iter(td.load("ms_swift", data_files=files, split="train", streaming=True)))
+    assert getattr(td, helper)(unified)["messages"]

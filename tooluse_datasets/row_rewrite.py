@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any, Callable
 
 from .errors import InvalidValueError, MissingFieldError, ToolUseDataError, json_kind
+from .schema import check_role
 
 RowRewrite = Callable[..., dict]
 
@@ -66,6 +67,7 @@ def check_messages(row: Mapping) -> None:
         where = f"messages[{i}]"
         if not isinstance(m, Mapping):
             raise InvalidValueError(f"a message must be an object, got {json_kind(m)}", field=where)
+        check_role(m, i)
         for key in ("content", "reasoning_content", "tool_call_id"):
             if m.get(key) is not None and not isinstance(m[key], str):
                 raise InvalidValueError(f"{key} must be a string or null, got {json_kind(m[key])}",

@@ -7,6 +7,7 @@ string), tool results as strings, reasoning in ``reasoning_content``.
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, Optional
 
@@ -134,6 +135,15 @@ def complete_message(m: dict) -> dict:
             "tool_calls": m.get("tool_calls") or [], "tool_call_id": m.get("tool_call_id"), "name": m.get("name")}
 
 
+def check_role(message: Mapping, i: int) -> None:
+    """A unified message's role is one of :data:`ROLES`: another (ms-swift's ``tool_call``) is a row of a format's
+    own config (``swift``, ``raw``), which the row helpers would hand back unchanged or half rewritten."""
+    role = message.get("role")
+    if role is not None and role not in ROLES:
+        raise InvalidValueError(f"role {json.dumps(role)} is not a unified role ({', '.join(ROLES)}): this takes "
+                                "rows of the 'unified' config, not a format's own", field=f"messages[{i}].role")
+
+
 def complete_row(row: dict) -> dict:
     """A unified row with every key, as the builder produces it (decoded rows leave empty ones out). Messages that
     are no list of objects with a ``role`` are a typed error naming the field."""
@@ -147,6 +157,7 @@ def complete_row(row: dict) -> dict:
             raise InvalidValueError(f"a message must be an object, got {json_kind(m)}", field=f"messages[{i}]")
         if "role" not in m:
             raise MissingFieldError("message lacks 'role'", field=f"messages[{i}].role")
+        check_role(m, i)
     out = dict(row)
     out["messages"] = [complete_message(m) for m in messages]
     for column in MEDIA_COLUMNS:
