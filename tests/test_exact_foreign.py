@@ -268,3 +268,16 @@ def test_exact_keeps_the_format_a_dataset_had(cache_dir, tmp_path):
     assert td.exact(plain.with_format("numpy", columns=["id"]))[:2]["id"].tolist() == ds["id"][:2]
     transformed = td.exact(plain.with_transform(lambda batch: {"n": [len(m) for m in batch["messages"]]}))
     assert transformed[:] == {"n": [len(row["messages"]) for row in ds]}
+
+
+def test_decode_row_refuses_a_dataset_given_for_the_row_or_the_features():
+    """A dataset given as the row came back as a deep copy of the whole dataset; given as the features, datasets'
+    bare "dictionary update sequence element #0 has length 7; 2 is required"."""
+    ds = td.load("ms_swift", data_files=td.sample_files("ms_swift"), split="train")
+    raw = ds.with_format("arrow")[:1].to_pylist()[0]
+    assert td.decode_row(raw, ds.features) == ds[0]
+    assert td.decode_row(raw, dict(ds.features))["messages"] == ds[0]["messages"]  # (features as a plain dict too)
+    for row, features, got in [(ds, ds.features, "ExactDataset and ExactFeatures"), (raw, ds, "dict and ExactDataset"),
+                               (ds.with_format("arrow")[:1], ds.features, "Table and ExactFeatures")]:
+        with pytest.raises(TypeError, match=rf"^decode_row takes one row of storage values .* got {got}$"):
+            td.decode_row(row, features)

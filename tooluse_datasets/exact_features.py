@@ -692,5 +692,10 @@ def decode_row(row: dict, features: Features) -> dict:
     ``features`` say nothing of who wrote the text: it is read as :func:`tooluse_datasets.exact` reads such a
     dataset (an unmarked integer beyond 64 bits stays an integer). ``row`` is left as it is: the decoders work in
     place, here on a copy of its lists and structs."""
+    if not isinstance(row, Mapping) or not (isinstance(features, Features) or type(features) is dict):
+        # (a dataset given as either was copied whole, or failed in dict(): "dictionary update sequence element")
+        raise TypeError(f"decode_row takes one row of storage values (a dict, as ds.with_format('arrow') gives a "
+                        f"table's to_pylist()) and the dataset's features (ds.features), got {type(row).__name__} "
+                        f"and {type(features).__name__}")
     exact = features if isinstance(features, ExactFeatures) else ForeignExactFeatures(features)
     return exact.decode_example(copy.deepcopy(row))
