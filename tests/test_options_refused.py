@@ -153,3 +153,20 @@ def test_an_export_option_validate_of_another_format_is_refused_naming_format(fm
     assert not out.exists()
     assert main(["export", "nestful", "--sample", "--out", str(out), "--option", "validate=all"]) == 0
     assert len((out / "nestful-unified-train.jsonl").read_text().splitlines()) == 5
+
+
+@pytest.mark.parametrize("command, option, argument", [
+    (["show", "ms_swift"], "report=x", "give nothing: show names each skipped row on standard error"),
+    (["stats", "ms_swift"], "config=raw", "give nothing: stats reads the unified rows"),
+    (["export", "ms_swift", "--out", "{out}"], "config=raw", "give --format"),
+    (["mirror", "ms_swift", "--out", "{out}"], "config=raw", "give --configs"),
+    (["show", "ms_swift"], "config=raw", "give --config"),
+    (["validate", "ms_swift"], "report=x", "give --skipped-rows"),
+])
+def test_a_load_argument_as_option_names_what_this_command_takes(command, option, argument, tmp_path, capsys):
+    # show has no --skipped-rows, stats no --config and mirror's is --configs: naming them sent users to an error
+    command = [part.format(out=tmp_path / "out") for part in command]
+    assert main([*command, "--sample", "--option", option]) == 2
+    err = capsys.readouterr().err
+    assert f"not a source option but an argument the command sets; {argument}" in err
+    assert err.rstrip().endswith(argument) and not (tmp_path / "out").exists()

@@ -123,9 +123,14 @@ class Distinct(argparse.Action):
 # load()'s own arguments, which every data command sets from its own arguments: as --option they would be given
 # twice (a TypeError, reported as a bug). name -> what the command takes instead.
 COMMAND_ARGUMENTS = {
-    "source": "the SOURCE argument", "config": "--format (export) or --config (show, validate)", "split": "--split",
+    "source": "the SOURCE argument", "config": "--config", "split": "--split",
     "streaming": "nothing: the command chooses", "data_files": "--data-files or --sample", "on_error": "--on-error",
     "report": "--skipped-rows",
+}
+# of them, those a command takes under another name, or not at all: command -> name -> what it takes instead
+COMMAND_ARGUMENTS_BY_COMMAND = {
+    "export": {"config": "--format"}, "show": {"report": "nothing: show names each skipped row on standard error"},
+    "stats": {"config": "nothing: stats reads the unified rows"}, "mirror": {"config": "--configs"},
 }
 
 
@@ -152,7 +157,8 @@ def source_options(args: argparse.Namespace, own: Optional[dict[str, str]] = Non
     """``--option NAME=VALUE`` pairs as keyword arguments (values read as JSON where they parse, but those of
     :data:`TEXT_KEYWORDS` as given). A NAME the command sets itself (:data:`COMMAND_ARGUMENTS`, and ``own``:
     name -> the command's argument) is refused."""
-    taken = {**COMMAND_ARGUMENTS, **(own or {})}
+    by_command = COMMAND_ARGUMENTS_BY_COMMAND.get(getattr(args, "command", None), {})
+    taken = {**COMMAND_ARGUMENTS, **by_command, **(own or {})}
     out = {}
     for item in getattr(args, "options", None) or []:
         name, sep, text = item.partition("=")
