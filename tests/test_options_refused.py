@@ -40,6 +40,8 @@ def test_an_export_with_option_name_writes_no_rows_of_another_format(tmp_path, c
 
 @pytest.mark.parametrize("option, message", [
     ("revision=abc", "--option revision: not a source option but an argument the command sets; give --revision"),
+    # (load()'s num_proc, which other commands take as --option: mirror's processes are --num-proc)
+    ("num_proc=2", "--option num_proc: not a source option but an argument the command sets; give --num-proc"),
     ("validate=error", "nestful has no option 'validate'; its options: batch_size"),
     ("name=raw", "nestful has no option 'name'; its options: batch_size"),
 ])

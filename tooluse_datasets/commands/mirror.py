@@ -52,7 +52,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 # Builder settings the command takes as arguments of its own: as --option they would be given twice
-MIRROR_ARGUMENTS = {"revision": "--revision"}
+MIRROR_ARGUMENTS = {"revision": "--revision", "num_proc": "--num-proc"}
 
 
 def run(args: argparse.Namespace) -> int:
