@@ -164,6 +164,7 @@ def test_an_export_option_validate_of_another_format_is_refused_naming_format(fm
     (["mirror", "ms_swift", "--out", "{out}"], "config=raw", "give --configs"),
     (["show", "ms_swift"], "config=raw", "give --config"),
     (["validate", "ms_swift"], "report=x", "give --skipped-rows"),
+    (["validate", "ms_swift"], "num_proc=2", "give nothing: validate reads each row once, streaming, in this process"),
 ])
 def test_a_load_argument_as_option_names_what_this_command_takes(command, option, argument, tmp_path, capsys):
     # show has no --skipped-rows, stats no --config and mirror's is --configs: naming them sent users to an error

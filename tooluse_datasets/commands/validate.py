@@ -51,7 +51,9 @@ def _selection(*, allow_read: bool):
 
 # validate()'s arguments the command sets (beside load()'s): name -> the command's argument
 VALIDATE_ARGUMENTS = {"rules": "--rules", "fail_on": "--fail-on", "max_examples": "--examples",
-                      "skipped_rows": "--skipped-rows", "fresh_skipped_rows": "--skipped-rows", "validate": "--rules"}
+                      "skipped_rows": "--skipped-rows", "fresh_skipped_rows": "--skipped-rows", "validate": "--rules",
+                      # (validate()'s own refusal speaks of its Python result, which the command prints)
+                      "num_proc": "nothing: validate reads each row once, streaming, in this process"}
 
 
 def run(args: argparse.Namespace) -> int:
