@@ -18,6 +18,7 @@ import io
 import os
 import pstats
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -31,16 +32,19 @@ import bench_scale  # noqa: E402  (sibling script: data files, --code export)
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("source", choices=("toolmind", "ms_swift"))
-    p.add_argument("--rows", type=int, default=10_000)
-    p.add_argument("--top", type=int, default=30)
-    p.add_argument("--row-group-size", type=int, default=1000)
+    p.add_argument("--rows", type=bench_scale.positive_int, default=10_000)
+    p.add_argument("--top", type=bench_scale.positive_int, default=30)
+    p.add_argument("--row-group-size", type=bench_scale.positive_int, default=1000)
     p.add_argument("--data-dir", default=str(HERE / "data"))
     p.add_argument("--code", metavar="GIT_REF", help="profile the package as committed at this ref")
     p.add_argument("--pyinstrument", action="store_true")
     args = p.parse_args(argv)
 
     if args.code:
-        code_dir = bench_scale.export_code(args.code)
+        try:
+            code_dir = bench_scale.export_code(args.code)
+        except subprocess.CalledProcessError as exc:  # git's own words: unknown revision, not a repository...
+            p.error(f"--code {args.code}: git archive failed: {exc.stderr.decode(errors='replace').strip()}")
         atexit.register(shutil.rmtree, code_dir, True)
         sys.path.insert(0, str(code_dir))
     for key, value in bench_scale.CHILD_ENV.items():
