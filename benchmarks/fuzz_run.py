@@ -115,10 +115,23 @@ def run_source(source: str, args: argparse.Namespace, folder: Path) -> dict:
     }
 
 
+def at_least(low: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+        return value
+    return parse
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rows", type=int, default=10_000, help="mutated rows per source (default 10000)")
-    parser.add_argument("--files", type=int, default=110, help="files per source (default 110)")
+    # 0 files or fewer than 0 rows ended in random.sample's ValueError once the seed rows were read
+    parser.add_argument("--rows", type=at_least(0), default=10_000, help="mutated rows per source (default 10000)")
+    parser.add_argument("--files", type=at_least(1), default=110, help="files per source (default 110)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sources", nargs="+", default=list(fuzz_rows.SOURCES), choices=fuzz_rows.SOURCES)
     parser.add_argument("--huge-chars", type=int, default=1_000_000, help="length of huge strings (default 1M)")
