@@ -67,6 +67,9 @@ def main() -> int:
     p.add_argument("--aligned", action="store_true",
                    help="print each entry's rows as LLaMA-Factory's converter gives them (no check)")
     args = p.parse_args()
+    if not os.path.isfile(os.path.join(args.folder, "dataset_info.json")):
+        p.error(f"{args.folder}: no dataset_info.json: not a folder written by "
+                "`tooluse-datasets export --format llamafactory`")
 
     # LLaMA-Factory logs and prints examples on stdout: the report keeps stdout, everything else goes to stderr.
     report = os.fdopen(os.dup(1), "w")
