@@ -41,6 +41,7 @@ them with what the ``llamafactory`` source reads from the same entries).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -70,6 +71,9 @@ def main() -> int:
     if not os.path.isfile(os.path.join(args.folder, "dataset_info.json")):
         p.error(f"{args.folder}: no dataset_info.json: not a folder written by "
                 "`tooluse-datasets export --format llamafactory`")
+    if importlib.util.find_spec("llamafactory") is None:  # this package's venv cannot hold it (datasets<=4.0)
+        p.error(f"LLaMA-Factory is not installed for {sys.executable}: run this with "
+                "benchmarks/.venv-llamafactory/bin/python (bash benchmarks/llamafactory_env.sh makes it)")
 
     # LLaMA-Factory logs and prints examples on stdout: the report keeps stdout, everything else goes to stderr.
     report = os.fdopen(os.dup(1), "w")

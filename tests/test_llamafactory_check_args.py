@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from conftest import PROJECT_ROOT
 from tooluse_datasets.cli import main
 
@@ -27,3 +29,17 @@ def test_a_swift_export_folder_is_a_usage_error(tmp_path):
     done = run_check(tmp_path / "swift")
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert "no dataset_info.json" in done.stderr
+
+
+def test_without_llamafactory_it_says_which_python_to_use(tmp_path):
+    """Run with this package's Python (the README runs it with the LLaMA-Factory venv's), it ended in
+    importlib.metadata's PackageNotFoundError traceback."""
+    import importlib.util
+
+    if importlib.util.find_spec("llamafactory") is not None:
+        pytest.skip("llamafactory is installed in this Python: the check runs")
+    assert main(["export", "nestful", "--sample", "--format", "llamafactory", "--out", str(tmp_path / "lf")]) == 0
+    done = run_check(tmp_path / "lf")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert f"LLaMA-Factory is not installed for {sys.executable}: run this with benchmarks/.venv-llamafactory" in (
+        done.stderr)
