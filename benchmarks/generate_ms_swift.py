@@ -191,7 +191,7 @@ def write_jsonl(path: str, num_rows: int, seed: int = 0) -> dict:
 def main(argv: Optional[list[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("out", help="output .jsonl path")
-    p.add_argument("--rows", type=int, default=30_000)
+    p.add_argument("--rows", type=tm.positive_int, default=30_000)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     print(json.dumps(write_jsonl(args.out, args.rows, args.seed)))

@@ -457,14 +457,25 @@ def write_parquet(path: str, num_rows: int, opts: Optional[GeneratorOptions] = N
     }
 
 
+def positive_int(text: str) -> int:
+    """A size or count: 0 or less is refused (negative rows wrote an empty file with negative split counts)."""
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("out", help="output .parquet path")
-    p.add_argument("--rows", type=int, default=CARD_TOTAL)
+    p.add_argument("--rows", type=positive_int, default=CARD_TOTAL)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    p.add_argument("--row-group-size", type=int, default=2_000)
-    p.add_argument("--max-chars", type=int, default=GeneratorOptions.max_chars)
+    p.add_argument("--workers", type=positive_int, default=os.cpu_count() or 1)
+    p.add_argument("--row-group-size", type=positive_int, default=2_000)
+    p.add_argument("--max-chars", type=positive_int, default=GeneratorOptions.max_chars)
     p.add_argument("--utf8", action="store_true", help="json.dumps(ensure_ascii=False) instead of the default")
     p.add_argument("--sample", action="store_true",
                    help="write the bundled sample (fixed size and options; ignores the other options)")
