@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import cProfile
+import importlib.util
 import io
 import os
 import pstats
@@ -39,6 +40,8 @@ def main(argv=None) -> int:
     p.add_argument("--code", metavar="GIT_REF", help="profile the package as committed at this ref")
     p.add_argument("--pyinstrument", action="store_true")
     args = p.parse_args(argv)
+    if args.pyinstrument and importlib.util.find_spec("pyinstrument") is None:  # not a project dependency
+        p.error("--pyinstrument: pyinstrument is not installed (pip install pyinstrument into this venv)")
 
     if args.code:
         try:

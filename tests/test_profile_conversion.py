@@ -22,3 +22,17 @@ def test_bad_arguments_are_usage_errors_before_any_data_is_made(tmp_path, capsys
     assert exc.value.code == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "data").exists()
+
+
+def test_pyinstrument_not_installed_is_a_usage_error_before_any_data_is_made(tmp_path, capsys):
+    """It was a ModuleNotFoundError traceback once the data was generated and streamed."""
+    import importlib.util
+
+    if importlib.util.find_spec("pyinstrument") is not None:
+        pytest.skip("pyinstrument is installed: --pyinstrument runs")
+    with pytest.raises(SystemExit) as exc:
+        benchmark_module("profile_conversion").main(["ms_swift", "--rows", "20", "--pyinstrument",
+                                                     "--data-dir", str(tmp_path / "data")])
+    assert exc.value.code == 2
+    assert "--pyinstrument: pyinstrument is not installed" in capsys.readouterr().err
+    assert not (tmp_path / "data").exists()
