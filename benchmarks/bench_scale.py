@@ -896,6 +896,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def positive_seconds(text: str) -> float:
+    """A time limit: 0 or less failed every measurement, after the data was generated."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
+    return value
+
+
 def parse_sizes(text: str) -> list[int]:
     return [positive_int(x) for x in text.split(",") if x.strip()]
 
@@ -913,7 +924,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")
     p.add_argument("--table-from", metavar="FILE", help="print the table of a run saved with --json, and exit")
     p.add_argument("--data-dir", default=str(HERE / "data"))
-    p.add_argument("--timeout", type=float, default=3600, help="seconds per measurement subprocess")
+    p.add_argument("--timeout", type=positive_seconds, default=3600, help="seconds per measurement subprocess")
     p.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                    help="time ratios by wall time (default) or CPU time (steadier on a busy shared machine; the "
                         "num_proc speedup is always wall time)")

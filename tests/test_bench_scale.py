@@ -61,3 +61,14 @@ def test_without_ms_swift_its_rows_have_no_target_and_are_not_counted_unmet(tmp_
     assert swift.startswith("| the same, prepare / parse bound (ms-swift not run) | ")
     assert "vs parse bound (ms-swift not run: no ms-swift venv" in swift
     assert "\n0 of 0 targets met" in out
+
+
+@pytest.mark.parametrize("timeout", ["0", "-5", "nan"])
+def test_a_timeout_of_no_time_is_refused_before_any_data_is_made(tmp_path, capsys, timeout):
+    """--timeout 0 generated the data, then every measurement failed with 'no result after 0 s'."""
+    with pytest.raises(SystemExit) as exc:
+        benchmark_module("bench_scale").main(["--only", "shards", "--rows", "100", "--timeout", timeout,
+                                              "--data-dir", str(tmp_path / "data")])
+    assert exc.value.code == 2
+    assert f"argument --timeout: must be more than 0 seconds, got {timeout}" in capsys.readouterr().err
+    assert not (tmp_path / "data").exists()
