@@ -159,7 +159,10 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--toolmind-rows", type=bench_scale.positive_int, default=30_000)
     p.add_argument("--swift-rows", type=bench_scale.positive_int, default=20_000)
-    p.add_argument("--configs", nargs="+", default=["unified", "raw", "swift", "toolmind"])
+    from tooluse_datasets.formats import FORMATS
+
+    # an unknown name failed in the first build's interpreter, a traceback, after the data was generated
+    p.add_argument("--configs", nargs="+", default=["unified", "raw", "swift", "toolmind"], choices=list(FORMATS))
     p.add_argument("--shard-size", type=bench_scale.positive_int, default=8 << 20,
                    help="bytes per JSON Lines shard (ms-swift)")
     p.add_argument("--only", choices=["toolmind", "ms_swift"])
