@@ -42,8 +42,8 @@ from ``generate_toolmind.py`` written in ``--row-group-size`` row groups (defaul
 write; the upstream layout is unknown: ``Dataset.to_parquet``/``push_to_hub`` would cut ~100 MB groups, about
 11.5K rows of this data, and pandas one group for the whole file), and ms-swift agent JSONL from
 ``generate_ms_swift.py``. ms-swift itself runs from ``benchmarks/.venv-swift`` (``bash benchmarks/swift_env.sh``;
-it needs ``datasets<4.8.5``); without it the ms-swift rows compare against the parse bound of the same rows
-(orjson of every JSON layer: line, ``tools``, each ``tool_call``) and say so.
+it needs ``datasets<4.8.5``), or the Python ``$SWIFT_PYTHON`` names; without it the ms-swift rows compare against
+the parse bound of the same rows (orjson of every JSON layer: line, ``tools``, each ``tool_call``) and say so.
 
 ``--code REF`` measures the package as committed at a git ref (exported to a temporary folder laid out like
 an installed package and put first on the path of every measurement) instead of the working tree, so "before"
@@ -78,7 +78,7 @@ from typing import Any, Callable, Optional
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-SWIFT_PYTHON = HERE / ".venv-swift" / "bin" / "python"
+DEFAULT_SWIFT_PYTHON = HERE / ".venv-swift" / "bin" / "python"
 SWIFT_DRIVER = HERE / "swift_driver.py"
 GIB = 1024 ** 3
 
@@ -97,6 +97,12 @@ REFERENCE_KINDS = {"parquet_bound", "jsonl_bound", "pyarrow_first_batch", "outpu
 # Child measurements: each runs in a fresh interpreter (``--child KIND --child-kwargs JSON``) and returns
 # one JSON-able dict. Imports happen before the clock starts unless the import is what is measured.
 # --------------------------------------------------------------------------------------------------
+
+
+def swift_python() -> Path:
+    """ms-swift's Python: ``$SWIFT_PYTHON`` (a venv made with ``SWIFT_VENV=DIR bash benchmarks/swift_env.sh``; the
+    same variable tests/test_ms_swift_real.py reads), else the venv swift_env.sh makes by default."""
+    return Path(os.environ.get("SWIFT_PYTHON") or DEFAULT_SWIFT_PYTHON)
 
 
 def peak_rss_mib() -> float:
@@ -566,10 +572,12 @@ class Bench:
         """ms-swift 4.6.0's own load + preprocess of the same file, in its own venv (fastest of ``--repeat``)."""
         key = f"swift-tool-{streaming}"
         if key not in self._memo:
-            if not SWIFT_PYTHON.exists():
-                raise MeasureError(f"no ms-swift venv at {SWIFT_PYTHON}; bash benchmarks/swift_env.sh makes it")
+            python = swift_python()
+            if not python.exists():
+                raise MeasureError(f"no ms-swift venv at {python}; bash benchmarks/swift_env.sh makes it "
+                                   "(one made elsewhere: set SWIFT_PYTHON to its Python)")
             self.log(f"  measuring ms-swift {'streaming' if streaming else 'map-style'}")
-            cmd = [str(SWIFT_PYTHON), str(SWIFT_DRIVER), self.swift_file] + (["--streaming"] if streaming else [])
+            cmd = [str(python), str(SWIFT_DRIVER), self.swift_file] + (["--streaming"] if streaming else [])
             runs = [_run_json(cmd, self.timeout, "ms-swift driver", reference=True) for _ in range(self.args.repeat)]
             self._memo[key] = min(runs, key=self.t)
         return self._memo[key]

@@ -4,7 +4,7 @@
 # (pinned_venv.sh says how torch is kept to the CPU build).
 #
 #     bash benchmarks/swift_env.sh            # idempotent; prints the versions it ended with
-#     SWIFT_VENV=/elsewhere bash benchmarks/swift_env.sh
+#     SWIFT_VENV=/elsewhere bash benchmarks/swift_env.sh   # then SWIFT_PYTHON=/elsewhere/bin/python for bench_scale.py
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

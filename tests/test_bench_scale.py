@@ -50,8 +50,8 @@ def test_without_ms_swift_its_rows_have_no_target_and_are_not_counted_unmet(tmp_
     """No ms-swift venv: the ms-swift rows compare with the parse bound, which has no target; counting them as
     targets missed made a smoke run on a fresh machine report failures that are not there."""
     bench_scale = benchmark_module("bench_scale")
-    if bench_scale.SWIFT_PYTHON.exists():
-        pytest.skip(f"ms-swift is installed at {bench_scale.SWIFT_PYTHON}: its rows have a target")
+    if bench_scale.swift_python().exists():
+        pytest.skip(f"ms-swift is installed at {bench_scale.swift_python()}: its rows have a target")
     argv = ["--only", "swift_prepare", "--swift-rows", "40", "--data-dir", str(tmp_path / "data"), "--timeout", "300"]
     assert bench_scale.main(argv) == 0
     out = capsys.readouterr().out
@@ -72,3 +72,15 @@ def test_a_timeout_of_no_time_is_refused_before_any_data_is_made(tmp_path, capsy
     assert exc.value.code == 2
     assert f"argument --timeout: must be more than 0 seconds, got {timeout}" in capsys.readouterr().err
     assert not (tmp_path / "data").exists()
+
+
+def test_an_ms_swift_venv_made_elsewhere_is_found_through_swift_python(tmp_path, capsys, monkeypatch):
+    """swift_env.sh takes SWIFT_VENV=/elsewhere, but the benchmark only looked in benchmarks/.venv-swift: such a
+    venv was never run. SWIFT_PYTHON (as tests/test_ms_swift_real.py reads it) names its Python."""
+    elsewhere = tmp_path / "elsewhere" / "bin" / "python"
+    monkeypatch.setenv("SWIFT_PYTHON", str(elsewhere))
+    bench_scale = benchmark_module("bench_scale")
+    assert bench_scale.swift_python() == elsewhere
+    argv = ["--only", "swift_prepare", "--swift-rows", "40", "--data-dir", str(tmp_path / "data"), "--timeout", "300"]
+    assert bench_scale.main(argv) == 0
+    assert f"ms-swift not run: no ms-swift venv at {elsewhere}" in capsys.readouterr().out
