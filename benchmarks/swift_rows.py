@@ -15,6 +15,7 @@ With ``--template-inputs`` each row also says whether ``TemplateInputs.from_dict
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -28,6 +29,9 @@ def main() -> int:
     p.add_argument("--streaming", action="store_true")
     p.add_argument("--template-inputs", action="store_true")
     args = p.parse_args()
+    if importlib.util.find_spec("swift") is None:  # this package's venv cannot hold it (datasets<4.8.5)
+        p.error(f"ms-swift is not installed for {sys.executable}: run this with benchmarks/.venv-swift/bin/python "
+                "(bash benchmarks/swift_env.sh makes it)")
     cache = tempfile.mkdtemp(prefix="swift-rows-cache-")
     os.environ.update({"MODELSCOPE_CACHE": cache, "HF_DATASETS_CACHE": os.path.join(cache, "hf"),
                        "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "USE_HF": "1"})
