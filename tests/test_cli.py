@@ -1055,6 +1055,23 @@ def test_a_split_slice_is_a_usage_error_saying_the_commands_read_whole_splits(ar
 
 
 @pytest.mark.parametrize("argv", [
+    ["export", "nestful", "--sample", "--out", "o"], ["stats", "nestful", "--sample"],
+    ["validate", "nestful", "--sample"], ["show", "nestful", "--sample"],
+    ["mirror", "nestful", "--sample", "--out", "o"],
+])
+def test_a_split_named_twice_is_a_usage_error_naming_the_option(argv, tmp_path, monkeypatch, capsys):
+    """`--split train+train` was refused in load()'s terms (`split='train+train' names a split more than once`),
+    naming no option of the command, after the files were resolved."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as info:
+        main([*argv, "--split", "train + train"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --split: names 'train' more than once in 'train + train'" in err and "split=" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv", [
     ["export", "toolmind", "--sample", "--out", "o"], ["stats", "toolmind", "--sample"],
     ["validate", "toolmind", "--sample"], ["show", "toolmind", "--sample"],
     ["mirror", "toolmind", "--sample", "--out", "o"],

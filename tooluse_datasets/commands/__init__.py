@@ -94,6 +94,11 @@ def a_split(text: str) -> str:
         # (datasets refused `train+` as "Bad split", and mirror and validate as "no split ''")
         raise argparse.ArgumentTypeError(f"takes split names joined by + (train, or a+b to read both): {text!r} "
                                          "has an empty one")
+    parts = [part.strip() for part in text.split("+")]
+    twice = sorted({part for part in parts if parts.count(part) > 1})
+    if twice:  # (load() refused it in its own terms, "split='a+a'", naming no option of the command)
+        raise argparse.ArgumentTypeError(f"names {', '.join(map(repr, twice))} more than once in {text!r}: its rows "
+                                         "would be read twice; give each split once")
     return text
 
 
