@@ -9,11 +9,11 @@ from . import Distinct
 
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="load the bundled samples of every source offline and show unified rows")
-    from ..registry import source_names
+    from ..registry import MIX, source_names
 
     p.add_argument("--source", nargs="+", action=Distinct, metavar="SOURCE",
-                   help=f"only these sources of {', '.join(source_names())}, e.g. --source nestful ms_swift "
-                        "(default: all)")
+                   help=f"only these sources of {', '.join(source_names())}, e.g. --source nestful ms_swift, or "
+                        f"{MIX}, their rows mixed as one source (default: each source on its own)")
     p.add_argument("--streaming", action="store_true", help="stream instead of preparing an Arrow cache")
     return p
 
