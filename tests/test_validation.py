@@ -1529,6 +1529,14 @@ def test_check_row_and_the_counter_refuse_false_which_ran_every_rule(samples):
     assert [f.rule for f in check_row(row, "warning")] == ["call.no_tools"]
 
 
+def test_validate_refuses_rules_false_which_ran_every_rule(agent_file):
+    """validate(rules=False) ran every rule (and failed on the errors), where check_row(row, False) is refused and
+    load(validate=False) checks nothing."""
+    with pytest.raises(ValueError, match="rules=False names no rule to run"):
+        td.validate("ms_swift", data_files=agent_file, rules=False)
+    assert td.validate("ms_swift", data_files=agent_file, rules=True).failures() == {"read": 1, "arguments.schema": 1}
+
+
 @pytest.mark.parametrize("max_examples", ["3", 1.5, -1, None])
 def test_max_examples_of_the_wrong_kind_is_refused_before_any_row_is_read(agent_file, max_examples):
     """"3" was a bare TypeError ('<' not supported between instances of 'int' and 'str') once a rule failed, after

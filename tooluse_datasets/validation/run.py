@@ -59,8 +59,9 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
     check_format(source, config)  # as load() says it (every format, the one meant), before any reading
     check_revision_reads_upstream(source, revision, data_files, data_dir)  # as load() refuses it: not ignored
 
-    if rules not in (None, False) and not selection_items(rules, "rules"):
-        # rules="" (an unset variable) ran every rule, where an empty fail_on or load(validate="") is refused
+    if rules is not None and not selection_items(rules, "rules"):
+        # rules="" (an unset variable) ran every rule, where an empty fail_on or load(validate="") is refused;
+        # so did rules=False, which check_row refuses and validate= reads as checking nothing
         raise ValueError(f"rules={rules!r} names no rule to run: give rule ids, globs such as 'arguments.*', error, "
                          "warning or all, or leave it out to run every rule")
     if fail_on not in (None, False) and not selection_items(fail_on, "fail_on"):
