@@ -1537,6 +1537,21 @@ def test_validate_refuses_rules_false_which_ran_every_rule(agent_file):
     assert td.validate("ms_swift", data_files=agent_file, rules=True).failures() == {"read": 1, "arguments.schema": 1}
 
 
+def test_rule_selections_given_as_generators_are_read_once_not_emptied():
+    """A generator of rule ids was read when checked and again, empty, when selected: validate(rules=gen) ran every
+    rule, validate(fail_on=gen) and result.failures(gen) failed on nothing, filter_dataset(ds, gen) dropped no row."""
+    from tooluse_datasets.validation import filter_dataset
+
+    files = str(shared_data(*MS_SWIFT_DOC))  # upstream rows with calls but no tool catalog: call.no_tools
+    result = td.validate("ms_swift", data_files=files, rules=(r for r in ["arguments.schema"]))
+    assert result.rules_checked == ["arguments.schema"]
+    result = td.validate("ms_swift", data_files=files, fail_on=(r for r in ["warning"]))
+    assert result.failed and result.failures() == {"call.no_tools": 4}
+    assert td.validate("ms_swift", data_files=files).failures(r for r in ["warning"]) == {"call.no_tools": 4}
+    ds = td.load("ms_swift", data_files=files, split="train")
+    assert len(filter_dataset(ds, (r for r in ["warning"]))) == len(filter_dataset(ds, ["warning"])) == len(ds) - 4
+
+
 @pytest.mark.parametrize("max_examples", ["3", 1.5, -1, None])
 def test_max_examples_of_the_wrong_kind_is_refused_before_any_row_is_read(agent_file, max_examples):
     """"3" was a bare TypeError ('<' not supported between instances of 'int' and 'str') once a rule failed, after

@@ -29,7 +29,7 @@ from ..exact_features import ExactFeatures
 from ..errors import RuleViolationError, SkipReport, check_on_error
 from ..schema import MEDIA_COLUMNS, UNIFIED_FEATURES
 from .check import findings_of
-from .registry import Rule, RuleSelection, refuse_rules_of_other_sources, select_rules, selection_items
+from .registry import Rule, RuleSelection, read_once, refuse_rules_of_other_sources, select_rules, selection_items
 
 FILTER_BATCH_ROWS = 256  # unified rows of long conversations are large; batches stay small
 # Every unified column but the media ones (decoded rows leave those out when empty): ``row.fields`` fails a row
@@ -56,6 +56,7 @@ def filter_dataset(ds: Any, rules: RuleSelection, *, on_error: str = "skip", rep
         raise TypeError(f"report must be a tooluse_datasets.SkipReport (it is filled in), got {type(report).__name__}")
     if type(batch_size) is not int or batch_size < 1:
         raise ValueError(f"batch_size must be a positive whole number of rows, got {batch_size!r}")
+    rules = read_once(rules)
     if rules not in (None, False) and not selection_items(rules, "rules"):
         # rules=os.environ.get("RULES", "") returned every row unchecked: refused, as load(validate="") is
         raise ValueError(f"rules={rules!r} names no rule: give rule ids, globs such as 'arguments.*', error, "

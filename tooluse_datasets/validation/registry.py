@@ -136,6 +136,12 @@ def structural_rules() -> list[Rule]:
 RuleSelection = Union[None, bool, str, Iterable[str]]
 
 
+def read_once(selection: RuleSelection) -> RuleSelection:
+    """A selection given as an iterator (a generator of rule ids) as a tuple: it is read more than once (checked,
+    then selected), and read again it was empty, which selects every rule (rules=) or nothing (fail_on=)."""
+    return tuple(selection) if isinstance(selection, Iterator) else selection
+
+
 def selection_items(selection: RuleSelection, name: Optional[str] = None) -> list[str]:
     """``"a,b"``, ``["a", "b"]``, ``True`` (= ``"error"``) or None/False (= nothing) -> items. ``name``: the
     argument the selection was given as, for the error (``validate``, ``rules``, ``fail_on``)."""

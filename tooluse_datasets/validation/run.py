@@ -14,8 +14,8 @@ from typing import Any, Optional
 from ..errors import SkipReport
 from ..progress import progress
 from .counter import ValidationCounter, check_max_examples
-from .registry import (READ_ERRORS, SEVERITIES, RuleSelection, all_rules, refuse_rules_of_other_sources, select_rules,
-                       selection_items, selects_read_errors, sources_read)
+from .registry import (READ_ERRORS, SEVERITIES, RuleSelection, all_rules, read_once, refuse_rules_of_other_sources,
+                       select_rules, selection_items, selects_read_errors, sources_read)
 
 DEFAULT_FAIL_ON = "error,read"
 
@@ -59,6 +59,7 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
     check_format(source, config)  # as load() says it (every format, the one meant), before any reading
     check_revision_reads_upstream(source, revision, data_files, data_dir)  # as load() refuses it: not ignored
 
+    rules, fail_on = read_once(rules), read_once(fail_on)
     if rules is not None and not selection_items(rules, "rules"):
         # rules="" (an unset variable) ran every rule, where an empty fail_on or load(validate="") is refused;
         # so did rules=False, which check_row refuses and validate= reads as checking nothing
@@ -228,6 +229,7 @@ class ValidationResult:
         """What failed under ``fail_on`` (default: the run's): ``{"read": rows skipped, rule id: rows}``. A rule
         id or glob the run did not check, or a selection naming nothing, is a ValueError, as in :func:`validate`:
         no row could have failed it."""
+        fail_on = read_once(fail_on)
         if fail_on is None:
             fail_on = self.fail_on
         else:
