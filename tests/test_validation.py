@@ -3,6 +3,7 @@ the bundled samples and ../shared/data, mutated), the counter, the registry and 
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import os
 import re
@@ -1550,6 +1551,18 @@ def test_rule_selections_given_as_generators_are_read_once_not_emptied():
     assert td.validate("ms_swift", data_files=files).failures(r for r in ["warning"]) == {"call.no_tools": 4}
     ds = td.load("ms_swift", data_files=files, split="train")
     assert len(filter_dataset(ds, (r for r in ["warning"]))) == len(filter_dataset(ds, ["warning"])) == len(ds) - 4
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["map-style", "streaming"])
+@pytest.mark.parametrize("make", [iter, functools.partial(map, str.strip)], ids=["iter", "map"])
+def test_load_reads_a_validate_iterator_once_not_as_no_rule(make, streaming, cache_dir):
+    """load(validate=iter(["warning"])) (or a map object) kept every row unchecked: only generators were read into a
+    tuple, and other iterators were found empty when the rules were selected."""
+    files = str(shared_data(*MS_SWIFT_DOC))  # upstream rows with calls but no tool catalog: call.no_tools
+    report = td.SkipReport()
+    ds = td.load("ms_swift", data_files=files, split="train", validate=make(["warning"]), on_error="skip",
+                 report=report, streaming=streaming, cache_dir=cache_dir)
+    assert len(list(ds)) == 3 and report.to_dict()["by_reason"] == {"RuleViolationError:call.no_tools": 4}
 
 
 @pytest.mark.parametrize("max_examples", ["3", 1.5, -1, None])

@@ -122,8 +122,10 @@ def load(
     download_mode = _download_mode(download_mode, streaming)
     _check_source_options(source, builder_cls, config_kwargs)
     _refuse_redownloading_offline(source, builder_cls, config_kwargs, download_mode, data_files, data_dir)
-    if inspect.isgenerator(validate):
-        validate = tuple(validate)  # part of the config, which datasets pickles: a generator cannot be
+    if isinstance(validate, Iterator):
+        # part of the config, which datasets pickles: a generator cannot be; any iterator (iter(), map()) is
+        # read more than once, and the second time found empty, validated nothing
+        validate = tuple(validate)
 
     def make_builder(**extra):
         return builder_cls(config_name=config, data_files=data_files, data_dir=data_dir, cache_dir=cache_dir,
