@@ -1518,6 +1518,18 @@ def test_an_empty_rule_selection_in_python_is_refused_not_a_check_of_nothing(age
     assert td.validate("ms_swift", data_files=agent_file).failed  # the default fails on its bad rows
 
 
+def test_fail_on_none_is_the_default_and_false_is_refused_not_a_run_that_always_passes(agent_file):
+    """fail_on=None (os.environ.get("FAIL_ON") unset) and fail_on=False failed on nothing: "PASSED (fail on )" over a
+    row breaking arguments.schema and an unreadable line, where fail_on="" is refused and rules=None is the default."""
+    result = td.validate("ms_swift", data_files=agent_file, fail_on=None)
+    assert result.failures() == {"read": 1, "arguments.schema": 1}
+    assert result.table().rstrip().endswith("FAILED (fail on error,read): read (1 row), arguments.schema (1 row)")
+    with pytest.raises(ValueError, match="fail_on=False names nothing to fail on"):
+        td.validate("ms_swift", data_files=agent_file, fail_on=False)
+    with pytest.raises(ValueError, match="fail_on=False names nothing to fail on"):
+        result.failures(False)
+
+
 def test_check_row_and_the_counter_refuse_false_which_ran_every_rule(samples):
     """check_row(row, False) and ValidationCounter(False) ran every rule, where validate=False checks nothing."""
     row = base(samples, SWIFT)

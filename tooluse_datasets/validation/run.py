@@ -65,8 +65,10 @@ def validate(source: str, config: str = "unified", split: Optional[str] = None, 
         # so did rules=False, which check_row refuses and validate= reads as checking nothing
         raise ValueError(f"rules={rules!r} names no rule to run: give rule ids, globs such as 'arguments.*', error, "
                          "warning or all, or leave it out to run every rule")
-    if fail_on not in (None, False) and not selection_items(fail_on, "fail_on"):
-        # fail_on="" (an unset variable) failed on nothing: every run passed, as an empty --fail-on would
+    if fail_on is None:  # (os.environ.get("FAIL_ON") unset) failed on nothing, "PASSED (fail on )" whatever failed
+        fail_on = DEFAULT_FAIL_ON
+    if not selection_items(fail_on, "fail_on"):
+        # fail_on="" (an unset variable) or False failed on nothing: every run passed, as an empty --fail-on would
         raise ValueError(f"fail_on={fail_on!r} names nothing to fail on: give rule ids, globs, error, warning or "
                          f"read, or leave it out for its default ({DEFAULT_FAIL_ON!r})")
     selected = rules_run(source, rules, fail_on, data_files=data_files)
@@ -233,7 +235,7 @@ class ValidationResult:
         if fail_on is None:
             fail_on = self.fail_on
         else:
-            if fail_on is not False and not selection_items(fail_on, "fail_on"):
+            if not selection_items(fail_on, "fail_on"):
                 raise ValueError(f"fail_on={fail_on!r} names nothing to fail on: give rule ids, globs, error, warning "
                                  "or read, or leave it out for the run's own")
             select_rules(fail_on, default_all=False, allow_read=True)  # (an unknown id, named as such)
