@@ -1542,6 +1542,24 @@ def test_check_row_and_the_counter_refuse_false_which_ran_every_rule(samples):
     assert [f.rule for f in check_row(row, "warning")] == ["call.no_tools"]
 
 
+def test_a_result_without_id_after_the_answer_is_not_counted_for_the_call_turn_before_it(samples):
+    """A result without tool_call_id after the final answer was counted for the last call turn: pairing.count said
+    that turn's 2 calls had 3 results, blaming a turn whose calls are each answered; grammar.tool_after_call is the
+    finding."""
+    row = base(samples, SWIFT)                                   # 2 calls, each answered by id, then the answer
+    row["messages"].append({"role": "tool", "content": "late"})
+    assert [(f.rule, f.field) for f in check_row(row, "pairing.*,grammar.*")] == [
+        ("grammar.tool_after_call", "messages[6].role")]
+    row = base(samples, SWIFT)
+    row["messages"].insert(4, {"role": "user", "content": "and yen?"})  # the second result after the user's turn
+    del row["messages"][5]["tool_call_id"]
+    assert [f.field for f in check_row(row, "pairing.count")] == ["messages[2].tool_calls"]
+    row = base(samples, SWIFT)                                   # results by position (no ids) still pair
+    for m in row["messages"][3:5]:
+        del m["tool_call_id"]
+    assert check_row(row, "pairing.count") == []
+
+
 def test_validate_refuses_rules_false_which_ran_every_rule(agent_file):
     """validate(rules=False) ran every rule (and failed on the errors), where check_row(row, False) is refused and
     load(validate=False) checks nothing."""

@@ -344,6 +344,8 @@ def pairing_count(view: RowView) -> Findings:
                     unlabelled[last_turn] += 1
             elif call_id in turn_of:
                 answers[call_id] += 1
+        else:  # a user message or an answer ends the turn: a result after it follows no turn's calls
+            last_turn = None
     for i, m in enumerate(view.messages):
         calls = tool_calls_of(m)
         if not calls:
