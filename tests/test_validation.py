@@ -1560,6 +1560,15 @@ def test_a_result_without_id_after_the_answer_is_not_counted_for_the_call_turn_b
     assert check_row(row, "pairing.count") == []
 
 
+def test_a_result_after_an_answer_is_said_to_follow_an_assistant_message(samples):
+    """The message read "tool result after a assistant message without calls"."""
+    row = base(samples, SWIFT)
+    row["messages"].append({"role": "tool", "content": "late"})
+    row["messages"].insert(1, {"role": "tool", "content": "early"})
+    assert [f.message for f in check_row(row, "grammar.tool_after_call")] == [
+        "tool result after a system message without calls", "tool result after an assistant message without calls"]
+
+
 def test_validate_refuses_rules_false_which_ran_every_rule(agent_file):
     """validate(rules=False) ran every rule (and failed on the errors), where check_row(row, False) is refused and
     load(validate=False) checks nothing."""

@@ -387,7 +387,9 @@ def grammar_tool_after_call(view: RowView) -> Findings:
     for i, m in enumerate(view.messages):
         if m.get("role") == "tool":
             if previous is None or not tool_calls_of(previous):
-                after = "at the start" if previous is None else f"after a {previous.get('role')} message without calls"
+                role = previous.get("role") if previous is not None else None
+                article = "an" if isinstance(role, str) and role[:1] in "aeiou" else "a"  # ("a assistant message")
+                after = "at the start" if previous is None else f"after {article} {role} message without calls"
                 yield f"messages[{i}].role", f"tool result {after}"
             continue  # results after results stay attached to the same calls
         previous = m
