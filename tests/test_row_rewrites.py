@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import pickle
 
+import numpy as np
 import pytest
 
 import tooluse_datasets as td
@@ -279,3 +280,9 @@ def test_row_helpers_refuse_a_row_of_a_formats_own_config_naming_its_role(helper
         getattr(td, helper)(row)
     unified = next(iter(td.load("ms_swift", data_files=files, split="train", streaming=True)))
     assert getattr(td, helper)(unified)["messages"]
+
+
+def test_strip_empty_takes_a_numpy_row_s_messages(rows):
+    # ds.with_format("numpy") hands a row's messages as an object array of dicts
+    messages = np.array(rows[0]["messages"], dtype=object)
+    assert td.strip_empty(messages) == td.strip_empty(list(rows[0]["messages"]))

@@ -11,6 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Optional
 
+import numpy as np
 from datasets import Features, Json, List, Value
 
 from .errors import InvalidValueError, MissingFieldError, json_kind
@@ -169,8 +170,10 @@ def strip_empty(messages: list[dict]) -> list[dict]:
     """Messages without null/empty optional keys, for chat templates that test ``'key' in message``
     (e.g. Llama 3.1 treats any present ``tool_calls`` key as a call turn). ``messages`` is a row's list of
     messages (``row["messages"]``), not the row: iterating a row or a dataset gives keys or whole rows."""
-    if not isinstance(messages, (list, tuple)) or not all(isinstance(m, Mapping) for m in messages):
-        given = type(messages).__name__ if not isinstance(messages, (list, tuple)) else "a list holding " + next(
+    # (a NumPy array is what ds.with_format('numpy') gives as a row's messages)
+    listed = isinstance(messages, (list, tuple, np.ndarray)) and np.ndim(messages) == 1
+    if not listed or not all(isinstance(m, Mapping) for m in messages):
+        given = type(messages).__name__ if not listed else "a list holding " + next(
             type(m).__name__ for m in messages if not isinstance(m, Mapping))
         raise TypeError(f"strip_empty takes a list of messages (row['messages']), got {given}")
     keep = ("role", "content")
