@@ -1569,6 +1569,17 @@ def test_a_result_after_an_answer_is_said_to_follow_an_assistant_message(samples
         "tool result after a system message without calls", "tool result after an assistant message without calls"]
 
 
+def test_a_tool_with_an_empty_name_is_not_a_function_tool_with_a_name(samples):
+    """A tool named "" passed tool.not_function (and validate_unified, so writers wrote it), where a call naming ""
+    is call.fields: only call.unknown_tool said something, on the calls of the tool it was meant to be."""
+    row = base(samples, SWIFT)
+    row["tools"][0]["function"]["name"] = ""
+    assert [(f.rule, f.field) for f in check_row(row, "tool.*")] == [("tool.not_function", "tools[0]")]
+    with pytest.raises(InvalidValueError, match="not an OpenAI function tool with a name") as err:
+        td.validate_unified(row)
+    assert err.value.field == "tools[0]"
+
+
 def test_validate_refuses_rules_false_which_ran_every_rule(agent_file):
     """validate(rules=False) ran every rule (and failed on the errors), where check_row(row, False) is refused and
     load(validate=False) checks nothing."""

@@ -95,7 +95,8 @@ def row_fields(view: RowView) -> Findings:
 def tool_not_function(view: RowView) -> Findings:
     for i, tool in enumerate(view.tools):
         if not (isinstance(tool, dict) and tool.get("type") == "function" and isinstance(tool.get("function"), dict)
-                and isinstance(tool["function"].get("name"), str)):
+                and isinstance(tool["function"].get("name"), str) and tool["function"]["name"]):
+            # (an empty name names nothing: a call to "" is call.fields, and no call can name the tool)
             yield f"tools[{i}]", "tool is not an OpenAI function tool with a name"
 
 
