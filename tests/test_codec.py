@@ -394,7 +394,8 @@ def test_each_patch_into_datasets_wraps_datasets_own_function_once():
     from datasets.info import DatasetInfo
     from datasets.formatting.polars_formatter import PolarsFeaturesDecoder
     from datasets.io.json import JsonDatasetWriter
-    from datasets.iterable_dataset import FilteredExamplesIterable, StepExamplesIterable, TakeExamplesIterable
+    from datasets.iterable_dataset import (FilteredExamplesIterable, MappedExamplesIterable, StepExamplesIterable,
+                                           TakeExamplesIterable)
     from datasets.packaged_modules.generator.generator import Generator
 
     from tooluse_datasets import datasets_patches, json_export, node_share, resume_state, shuffle_resume, streaming
@@ -411,7 +412,10 @@ def test_each_patch_into_datasets_wraps_datasets_own_function_once():
                 "_encodes_the_item": [Dataset.add_item], "_renames_absent_media": [IterableDataset.rename_columns],
                 "_leaves_absent_media": [IterableDataset.select_columns],
                 "_reads_absent_media": [IterableDataset.__getitem__],
-                "_hands_absent_media": [IterableDataset.map, IterableDataset.filter],
+                "_hands_absent_media": [IterableDataset.map.__wrapped__, IterableDataset.filter.__wrapped__],
+                "_types_mapped_rows_for_tables": [IterableDataset.map, IterableDataset.filter],
+                "_refuses_non_finite_values": [MappedExamplesIterable.__init__],
+                "_names_refused_rows": [MappedExamplesIterable.__iter__],
                 "_takes_decoded_rows": [Dataset.from_list.__func__],
                 "_checks_a_streams_state": [IterableDataset.load_state_dict],
                 "_warns_of_the_shuffle_buffer": [IterableDataset.load_state_dict.__wrapped__],
@@ -430,7 +434,9 @@ def test_each_patch_into_datasets_wraps_datasets_own_function_once():
                     datasets_patches._install_file_builders_reading_foreign_text,
                     datasets_patches._install_stream_tables_encoding_decoded_rows,
                     datasets_patches._install_generated_rows_raising_typed_errors,
-                    datasets_patches._install_map_writer_naming_rows):
+                    datasets_patches._install_map_writer_naming_rows,
+                    datasets_patches._install_stream_maps_refusing_non_finite_values,
+                    datasets_patches._install_stream_maps_of_tables_typing_mapped_rows):
         install()
     assert installed() == before
     for mark, patches in before.items():
