@@ -91,7 +91,8 @@ def row_fields(view: RowView) -> Findings:
 
 
 @rule("tool.not_function", "error", "A tool is not an OpenAI function tool "
-      "(`{\"type\": \"function\", \"function\": {\"name\": ...}}`).", structural=True)
+      "(`{\"type\": \"function\", \"function\": {\"name\": ...}}`, the name a non-empty string).",
+      structural=True)
 def tool_not_function(view: RowView) -> Findings:
     for i, tool in enumerate(view.tools):
         if not (isinstance(tool, dict) and tool.get("type") == "function" and isinstance(tool.get("function"), dict)
